@@ -1,0 +1,31 @@
+//! # stub-messages
+//!
+//! A stand-in for the Anthropic Messages API that plays the model from a [`Script`] of assistant turns
+//! and records every request and response that crosses the wire. Real clients — the official SDKs, an
+//! agent binary such as Claude Code, probelab's own built-in subject — are pointed at it with a base URL
+//! and cannot tell it from the real API for the endpoints they use.
+//!
+//! - [`wire`]: response types and SSE event builders (`ev_message_start`, `ev_text_delta`, …);
+//! - [`script`]: turns, named conversations, routing of requests;
+//! - [`server`]: the axum app ([`app`], [`serve`]);
+//! - [`record`]: the exchange log, with secrets redacted;
+//! - [`fault`]: injected wire faults;
+//! - [`sse`]: SSE decoding, reassembly and the conformance checker.
+//!
+//! ```
+//! use stub_messages::{Script, Stub, Recorder};
+//! let script = Script::from_toml("demo.toml", "[[turn]]\ntext = \"hello\"\n").unwrap();
+//! let stub = Stub::new(script, Recorder::default());
+//! assert_eq!(stub.progress()[0], ("main".to_string(), 0, 1));
+//! ```
+
+pub mod fault;
+pub mod record;
+pub mod script;
+pub mod server;
+pub mod sse;
+pub mod wire;
+
+pub use record::{Exchange, ExchangeKind, Recorder};
+pub use script::{Script, Turn};
+pub use server::{app, serve, Running, Stub};

@@ -1,0 +1,75 @@
+//! `stub-messages --script FILE [--record FILE] [--port N] [--host ADDR]`: serves a script, prints the
+//! base URL on stdout, records every exchange as JSONL, and runs until SIGINT or SIGTERM.
+
+use anyhow::Context;
+use clap::Parser;
+use std::io::Write;
+use std::net::{IpAddr, SocketAddr};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use stub_messages::{serve, Recorder, Script, Stub};
+
+/// A stand-in for the Anthropic Messages API that plays a script and records the wire.
+#[derive(Parser, Debug)]
+#[command(name = "stub-messages", version)]
+struct Args {
+    /// The script: a probe file or any TOML file with `[[turn]]` tables.
+    #[arg(long)]
+    script: PathBuf,
+    /// Where to write the exchanges (JSONL, one line per exchange, flushed per exchange).
+    #[arg(long)]
+    record: Option<PathBuf>,
+    /// Port to listen on (0 = any free port).
+    #[arg(long, default_value_t = 0)]
+    port: u16,
+    /// Address to listen on.
+    #[arg(long, default_value = "127.0.0.1")]
+    host: IpAddr,
+}
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    match run(args) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("stub-messages: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn run(args: Args) -> anyhow::Result<()> {
+    let script = Script::load(&args.script)?;
+    let sink: Option<Box<dyn Write + Send>> = match &args.record {
+        Some(p) => Some(Box::new(std::fs::File::create(p).with_context(|| {
+            format!("cannot create the record file {}", p.display())
+        })?)),
+        None => None,
+    };
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    rt.block_on(async move {
+        let stub = Arc::new(Stub::new(script, Recorder::new(sink)));
+        let running = serve(stub.clone(), SocketAddr::new(args.host, args.port))
+            .await
+            .with_context(|| format!("cannot listen on {}:{}", args.host, args.port))?;
+        let mut out = std::io::stdout();
+        writeln!(out, "{}", running.url())?;
+        out.flush()?;
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = term.recv() => {}
+        }
+        running.stop().await;
+        for (name, served, total) in stub.progress() {
+            eprintln!("stub-messages: conversation {name}: {served}/{total} turns served");
+        }
+        if let Some(e) = stub.recorder().sink_error() {
+            anyhow::bail!("writing the record failed: {e}");
+        }
+        Ok(())
+    })
+}

@@ -1,0 +1,278 @@
+//! The exchange log: one [`Exchange`] per request that reached the stub, kept in memory and written as
+//! one JSONL line to an optional sink, flushed per exchange — a subject that crashes mid-run loses
+//! nothing already sent.
+//!
+//! Secrets never reach the record: the `x-api-key`, `authorization`, `proxy-authorization` and `cookie`
+//! headers are replaced by `<redacted>`, and any `sk-ant-…` token anywhere in the line (a key pasted into a
+//! prompt, an env dump in a tool result) is replaced too.
+
+use crate::fault::Fault;
+use crate::wire::SseEvent;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+/// What a request was, as the stub classified it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ExchangeKind {
+    /// A scripted conversation (main or named).
+    Turn,
+    /// A side request (answered with the fixed short text).
+    Side,
+    /// `/v1/messages/count_tokens`.
+    CountTokens,
+    /// `/v1/models…`.
+    Models,
+    /// `HEAD /`, `/api/hello` and the like.
+    Warmup,
+    /// A request the stub refused (bad JSON, missing fields, unpaired tool_result, …).
+    Invalid,
+    /// A path or method the stub does not serve.
+    Unknown,
+}
+
+/// A rule the subject broke (or the script's end), kept beside the exchange.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Violation {
+    /// `tool_pairing`, `invalid_request`, `script_exhausted`, `unknown_endpoint`, …
+    pub kind: String,
+    /// What exactly.
+    pub message: String,
+}
+
+/// One request/response that crossed the wire.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Exchange {
+    /// Arrival order, from 1.
+    pub seq: u64,
+    /// Milliseconds from the stub's start to the request's arrival (monotonic clock).
+    pub offset_ms: u64,
+    /// HTTP method.
+    pub method: String,
+    /// Path without the query.
+    pub path: String,
+    /// Query string, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub query: Option<String>,
+    /// Request headers, names lower-cased, secrets redacted; repeated headers joined with `, `.
+    pub headers: BTreeMap<String, String>,
+    /// The request body when it was JSON.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request: Option<Value>,
+    /// The request body when it was not JSON (lossy UTF-8, at most 64 KiB).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_text: Option<String>,
+    /// How the stub classified it.
+    pub kind: ExchangeKind,
+    /// The conversation a turn request was routed to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub conversation: Option<String>,
+    /// The 0-based turn index answered (or attempted) in that conversation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turn: Option<usize>,
+    /// HTTP status sent.
+    pub status: u16,
+    /// The JSON body sent, or for a stream the message a client reassembles from the events sent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub response: Option<Value>,
+    /// For a stream: the events as sent, in order (a cut stream lists only those sent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub events: Option<Vec<SseEvent>>,
+    /// The fault injected into this attempt.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fault: Option<Fault>,
+    /// The rule broken, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub violation: Option<Violation>,
+}
+
+/// Header names whose values never reach a record.
+pub const SECRET_HEADERS: &[&str] = &[
+    "x-api-key",
+    "authorization",
+    "proxy-authorization",
+    "cookie",
+];
+
+/// The placeholder that replaces secrets.
+pub const REDACTED: &str = "<redacted>";
+
+/// Replaces every `sk-ant-…` token in `s` (the key alphabet `[A-Za-z0-9_-]`).
+pub fn redact_keys(s: &str) -> String {
+    const PREFIX: &str = "sk-ant-";
+    let mut out = String::with_capacity(s.len());
+    let mut rest = s;
+    while let Some(i) = rest.find(PREFIX) {
+        out.push_str(&rest[..i]);
+        out.push_str(REDACTED);
+        let tail = &rest[i + PREFIX.len()..];
+        let end = tail
+            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '-'))
+            .unwrap_or(tail.len());
+        rest = &tail[end..];
+    }
+    out.push_str(rest);
+    out
+}
+
+struct Inner {
+    exchanges: Vec<Exchange>,
+    sink: Option<Box<dyn Write + Send>>,
+    sink_error: Option<String>,
+}
+
+/// The log. Cheap to clone (shared); safe to use from every request task.
+#[derive(Clone)]
+pub struct Recorder {
+    inner: Arc<Mutex<Inner>>,
+    start: Instant,
+    seq: Arc<std::sync::atomic::AtomicU64>,
+}
+
+impl Default for Recorder {
+    fn default() -> Self {
+        Recorder::new(None)
+    }
+}
+
+impl std::fmt::Debug for Recorder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Recorder")
+            .field("exchanges", &self.exchanges().len())
+            .finish()
+    }
+}
+
+impl Recorder {
+    /// A recorder writing JSONL to `sink` (if any) besides keeping every exchange in memory.
+    pub fn new(sink: Option<Box<dyn Write + Send>>) -> Recorder {
+        Recorder {
+            inner: Arc::new(Mutex::new(Inner {
+                exchanges: Vec::new(),
+                sink,
+                sink_error: None,
+            })),
+            start: Instant::now(),
+            seq: Arc::new(std::sync::atomic::AtomicU64::new(0)),
+        }
+    }
+
+    /// A sequence number and the offset for a request arriving now.
+    pub fn arrival(&self) -> (u64, u64) {
+        let seq = self.seq.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+        (seq, self.start.elapsed().as_millis() as u64)
+    }
+
+    /// Redacts, keeps and writes one exchange.
+    pub fn record(&self, mut ex: Exchange) {
+        for (name, value) in ex.headers.iter_mut() {
+            if SECRET_HEADERS.contains(&name.as_str()) {
+                *value = REDACTED.to_string();
+            }
+        }
+        let line = serde_json::to_string(&ex).map(|l| redact_keys(&l));
+        if let Ok(line) = &line {
+            if line.contains(REDACTED) {
+                // Keep memory and file identical: re-read the redacted line.
+                if let Ok(r) = serde_json::from_str::<Exchange>(line) {
+                    ex = r;
+                }
+            }
+        }
+        let Ok(mut inner) = self.inner.lock() else {
+            return;
+        };
+        if let (Some(sink), Ok(line)) = (inner.sink.as_mut(), &line) {
+            let res = sink
+                .write_all(line.as_bytes())
+                .and_then(|_| sink.write_all(b"\n"))
+                .and_then(|_| sink.flush());
+            if let Err(e) = res {
+                inner.sink_error.get_or_insert_with(|| e.to_string());
+            }
+        }
+        inner.exchanges.push(ex);
+    }
+
+    /// Every exchange recorded so far, in the order they completed.
+    pub fn exchanges(&self) -> Vec<Exchange> {
+        self.inner
+            .lock()
+            .map(|i| i.exchanges.clone())
+            .unwrap_or_default()
+    }
+
+    /// The first write error of the sink, if any (the in-memory log is still complete).
+    pub fn sink_error(&self) -> Option<String> {
+        self.inner.lock().ok().and_then(|i| i.sink_error.clone())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_in_text_are_redacted() {
+        assert_eq!(
+            redact_keys("a sk-ant-api03-AbC_d-9 b sk-ant-"),
+            "a <redacted> b <redacted>"
+        );
+        assert_eq!(redact_keys("no key"), "no key");
+    }
+
+    #[test]
+    fn secret_headers_are_redacted_in_memory_and_in_the_sink() {
+        let buf = Arc::new(Mutex::new(Vec::<u8>::new()));
+        struct W(Arc<Mutex<Vec<u8>>>);
+        impl Write for W {
+            fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+                self.0.lock().map(|mut v| v.extend_from_slice(b)).ok();
+                Ok(b.len())
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        let r = Recorder::new(Some(Box::new(W(buf.clone()))));
+        let mut headers = BTreeMap::new();
+        headers.insert("x-api-key".to_string(), "sk-ant-secret".to_string());
+        headers.insert("authorization".to_string(), "Bearer abc".to_string());
+        headers.insert("user-agent".to_string(), "t".to_string());
+        r.record(Exchange {
+            seq: 1,
+            offset_ms: 0,
+            method: "POST".into(),
+            path: "/v1/messages".into(),
+            query: None,
+            headers,
+            request: Some(serde_json::json!({"note": "key sk-ant-xyz"})),
+            request_text: None,
+            kind: ExchangeKind::Side,
+            conversation: None,
+            turn: None,
+            status: 200,
+            response: None,
+            events: None,
+            fault: None,
+            violation: None,
+        });
+        let text = String::from_utf8(buf.lock().map(|b| b.clone()).unwrap_or_default())
+            .unwrap_or_default();
+        assert!(
+            !text.contains("secret") && !text.contains("abc") && !text.contains("xyz"),
+            "{text}"
+        );
+        assert!(text.ends_with('\n'));
+        let ex = &r.exchanges()[0];
+        assert_eq!(ex.headers["x-api-key"], REDACTED);
+        assert_eq!(
+            ex.request.as_ref().map(|r| r["note"].clone()),
+            Some(serde_json::json!("key <redacted>"))
+        );
+    }
+}

@@ -1,0 +1,601 @@
+//! The script the stub plays: assistant turns for the main conversation, named conversations (a
+//! sub-agent, a teammate) with their own turns and a matcher on the request, and the answers to side
+//! requests and `count_tokens`.
+//!
+//! A script is read from TOML — the `[[turn]]` part of a probe file; the other keys of a probe (`claims`,
+//! `[fixture]`, `[[check]]`, …) are left to the harness and ignored here, while everything inside a turn,
+//! a conversation and `[stub]` is checked strictly (unknown keys are errors with file:line:col).
+//!
+//! ```toml
+//! id = "grep.max-count"                 # names the ids: toolu_grep_max-count_1, msg_…
+//!
+//! [stub]
+//! count_tokens = 30000                  # the answer of /v1/messages/count_tokens (default: bytes / 4)
+//! side_reply = "ok"                     # text of every side request's answer
+//! cycle = false                         # true: start over instead of "script exhausted"
+//!
+//! [[turn]]                              # answer to the 1st main request
+//! tool_use = [{ name = "Grep", input = { pattern = "MATCH" } }]
+//! [[turn]]
+//! text = "done"
+//!
+//! [[conversation]]                      # a sub-agent: requests whose system prompt contains the text
+//! name = "explorer"
+//! select = { system_contains = "You are an agent for" }
+//! [[conversation.turn]]
+//! text = "found it"
+//! ```
+//!
+//! Routing: a request goes to the first named conversation whose selector matches; else to the main
+//! conversation when it matches the main selector (default: the request carries tools); else it is a
+//! side request.
+
+use crate::fault::Fault;
+use crate::wire::{ContentBlock, Message, MessagesRequest, StopReason, Usage};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::path::Path;
+
+/// A script that failed to load: the message carries `file:line:col` when the place is known.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct ScriptError(pub String);
+
+/// One scripted assistant turn. Blocks are emitted in the order thinking, text, tool_use.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Turn {
+    /// A thinking block first (with a deterministic signature).
+    #[serde(default)]
+    pub thinking: Option<String>,
+    /// A text block.
+    #[serde(default)]
+    pub text: Option<String>,
+    /// Tool calls, in order.
+    #[serde(default)]
+    pub tool_use: Vec<ToolUseSpec>,
+    /// Override of the stop reason (default: tool_use when there are tool calls, else end_turn).
+    #[serde(default)]
+    pub stop_reason: Option<StopReason>,
+    /// Usage override (default: input 100, output = output chars / 4, at least 1).
+    #[serde(default)]
+    pub usage: Option<UsageSpec>,
+    /// Attempts spoiled before the turn is served (see [`crate::fault`]).
+    #[serde(default)]
+    pub fault: Vec<Fault>,
+    /// Slow chunks: delay before each SSE event, in milliseconds.
+    #[serde(default)]
+    pub delay_ms: u64,
+}
+
+/// A scripted tool call.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolUseSpec {
+    /// Tool name.
+    pub name: String,
+    /// Tool input; must be a table (default: empty).
+    #[serde(default = "empty_object")]
+    pub input: Value,
+    /// Explicit id (default `toolu_<script>_<n>`); must match `[A-Za-z0-9_-]+` like the real API's.
+    #[serde(default)]
+    pub id: Option<String>,
+}
+
+fn empty_object() -> Value {
+    Value::Object(Default::default())
+}
+
+/// Usage numbers of a turn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UsageSpec {
+    /// Prompt tokens.
+    pub input_tokens: u64,
+    /// Generated tokens.
+    pub output_tokens: u64,
+    /// Cache writes.
+    #[serde(default)]
+    pub cache_creation_input_tokens: u64,
+    /// Cache reads.
+    #[serde(default)]
+    pub cache_read_input_tokens: u64,
+}
+
+/// A matcher on a request; every condition given must hold.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Selector {
+    /// The system prompt (blocks joined) contains this text.
+    #[serde(default)]
+    pub system_contains: Option<String>,
+    /// The first user message's text contains this text.
+    #[serde(default)]
+    pub first_user_contains: Option<String>,
+    /// The request's tools include one with this name.
+    #[serde(default)]
+    pub has_tool: Option<String>,
+    /// The request carries (true) or does not carry (false) a non-empty `tools` list.
+    #[serde(default)]
+    pub has_tools: Option<bool>,
+    /// The requested model contains this text.
+    #[serde(default)]
+    pub model_contains: Option<String>,
+}
+
+impl Selector {
+    fn is_empty(&self) -> bool {
+        *self == Selector::default()
+    }
+
+    /// True when every condition holds for `req`.
+    pub fn matches(&self, req: &MessagesRequest<'_>) -> bool {
+        let tools = req.tool_names();
+        self.system_contains
+            .as_ref()
+            .is_none_or(|s| req.system_text().contains(s.as_str()))
+            && self
+                .first_user_contains
+                .as_ref()
+                .is_none_or(|s| req.first_user_text().contains(s.as_str()))
+            && self
+                .has_tool
+                .as_ref()
+                .is_none_or(|t| tools.contains(&t.as_str()))
+            && self.has_tools.is_none_or(|want| want != tools.is_empty())
+            && self
+                .model_contains
+                .as_ref()
+                .is_none_or(|m| req.model().contains(m.as_str()))
+    }
+}
+
+/// A named conversation with its own cursor.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Conversation {
+    /// Name, used in ids and in the record.
+    pub name: String,
+    /// Which requests belong to it.
+    pub select: Selector,
+    /// Its turns.
+    #[serde(default, rename = "turn")]
+    pub turns: Vec<Turn>,
+}
+
+/// `[stub]`: answers that are not turns.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StubSettings {
+    /// The `input_tokens` answered by count_tokens; default: request bytes / 4, rounded up.
+    #[serde(default)]
+    pub count_tokens: Option<u64>,
+    /// Text of the answer to every side request.
+    #[serde(default = "default_side_reply")]
+    pub side_reply: String,
+    /// Which requests are the main conversation (default: `has_tools = true`).
+    #[serde(default)]
+    pub main: Option<Selector>,
+    /// Start every conversation over when its turns run out, instead of answering "script exhausted"
+    /// (for benchmarks and soak runs; off by default so a probe cannot run past its script unseen).
+    #[serde(default)]
+    pub cycle: bool,
+}
+
+impl Default for StubSettings {
+    fn default() -> Self {
+        StubSettings {
+            count_tokens: None,
+            side_reply: default_side_reply(),
+            main: None,
+            cycle: false,
+        }
+    }
+}
+
+fn default_side_reply() -> String {
+    "ok".into()
+}
+
+/// The name of the main conversation in ids and records.
+pub const MAIN: &str = "main";
+
+/// A loaded script.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Script {
+    /// Id used in message and tool_use ids (sanitised to `[A-Za-z0-9_-]`).
+    pub id: String,
+    /// Main conversation turns.
+    pub turns: Vec<Turn>,
+    /// Named conversations, tried in order before the main one.
+    pub conversations: Vec<Conversation>,
+    /// Side and count_tokens answers.
+    pub stub: StubSettings,
+}
+
+/// The file form: only the keys the stub plays; a probe file's other keys are ignored here.
+#[derive(Debug, Deserialize)]
+struct ScriptFile {
+    #[serde(default)]
+    id: Option<String>,
+    #[serde(default, rename = "turn")]
+    turns: Vec<Turn>,
+    #[serde(default, rename = "conversation")]
+    conversations: Vec<Conversation>,
+    #[serde(default)]
+    stub: StubSettings,
+}
+
+/// Where a request goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Route {
+    /// The main conversation.
+    Main,
+    /// The named conversation at this index.
+    Named(usize),
+    /// A side request.
+    Side,
+}
+
+impl Script {
+    /// A script of main turns only.
+    pub fn new(id: &str, turns: Vec<Turn>) -> Result<Script, ScriptError> {
+        let s = Script {
+            id: sanitize_id(id),
+            turns,
+            conversations: Vec::new(),
+            stub: StubSettings::default(),
+        };
+        s.validate()?;
+        Ok(s)
+    }
+
+    /// Parses TOML text; `origin` names the file in errors.
+    pub fn from_toml(origin: &str, text: &str) -> Result<Script, ScriptError> {
+        let file: ScriptFile = toml::from_str(text).map_err(|e| {
+            let msg = e.message().trim_end().to_string();
+            match e.span() {
+                Some(span) => {
+                    let (line, col) = line_col(text, span.start);
+                    ScriptError(format!("{origin}:{line}:{col}: {msg}"))
+                }
+                None => ScriptError(format!("{origin}: {msg}")),
+            }
+        })?;
+        let id = file.id.clone().unwrap_or_else(|| {
+            Path::new(origin)
+                .file_stem()
+                .and_then(|s| s.to_str())
+                .unwrap_or("script")
+                .to_string()
+        });
+        let s = Script {
+            id: sanitize_id(&id),
+            turns: file.turns,
+            conversations: file.conversations,
+            stub: file.stub,
+        };
+        s.validate()
+            .map_err(|e| ScriptError(format!("{origin}: {}", e.0)))?;
+        Ok(s)
+    }
+
+    /// Reads and parses a file.
+    pub fn load(path: &Path) -> Result<Script, ScriptError> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| ScriptError(format!("{}: cannot read: {e}", path.display())))?;
+        Script::from_toml(&path.display().to_string(), &text)
+    }
+
+    fn validate(&self) -> Result<(), ScriptError> {
+        let mut names = std::collections::BTreeSet::new();
+        for c in &self.conversations {
+            if c.name == MAIN || !names.insert(c.name.as_str()) {
+                return Err(ScriptError(format!(
+                    "conversation name {:?} is used twice (or is \"main\")",
+                    c.name
+                )));
+            }
+            if c.select.is_empty() {
+                return Err(ScriptError(format!(
+                    "conversation {:?} has an empty select: it would take every request",
+                    c.name
+                )));
+            }
+        }
+        let all = std::iter::once((MAIN, &self.turns)).chain(
+            self.conversations
+                .iter()
+                .map(|c| (c.name.as_str(), &c.turns)),
+        );
+        let mut ids = std::collections::BTreeSet::new();
+        for (conv, turns) in all {
+            for (t, turn) in turns.iter().enumerate() {
+                let place = format!("conversation {conv:?}, turn {}", t + 1);
+                if turn.thinking.is_none() && turn.text.is_none() && turn.tool_use.is_empty() {
+                    return Err(ScriptError(format!(
+                        "{place}: a turn needs text, thinking or tool_use"
+                    )));
+                }
+                for f in &turn.fault {
+                    f.validate()
+                        .map_err(|e| ScriptError(format!("{place}: {e}")))?;
+                }
+                for u in &turn.tool_use {
+                    if !u.input.is_object() {
+                        return Err(ScriptError(format!(
+                            "{place}: tool_use {:?}: input must be a table",
+                            u.name
+                        )));
+                    }
+                    if let Some(id) = &u.id {
+                        if id.is_empty()
+                            || !id
+                                .chars()
+                                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+                        {
+                            return Err(ScriptError(format!(
+                                "{place}: tool_use id {id:?} must match [A-Za-z0-9_-]+"
+                            )));
+                        }
+                        if !ids.insert(id.clone()) {
+                            return Err(ScriptError(format!(
+                                "{place}: tool_use id {id:?} is used twice"
+                            )));
+                        }
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Where `req` goes (see the module doc).
+    pub fn route(&self, req: &MessagesRequest<'_>) -> Route {
+        if let Some(i) = self
+            .conversations
+            .iter()
+            .position(|c| c.select.matches(req))
+        {
+            return Route::Named(i);
+        }
+        let main = match &self.stub.main {
+            Some(sel) => sel.matches(req),
+            None => !req.tool_names().is_empty(),
+        };
+        if main {
+            Route::Main
+        } else {
+            Route::Side
+        }
+    }
+
+    /// Name and turns of a routed conversation (`None` for side requests).
+    pub fn conversation(&self, route: Route) -> Option<(&str, &[Turn])> {
+        match route {
+            Route::Main => Some((MAIN, &self.turns)),
+            Route::Named(i) => self
+                .conversations
+                .get(i)
+                .map(|c| (c.name.as_str(), c.turns.as_slice())),
+            Route::Side => None,
+        }
+    }
+
+    /// The assistant message of turn `index` (0-based) of a conversation, answering `model`.
+    /// Ids: `msg_<script>_<conversation>_<turn>`; tool_use `toolu_<script>_<n>` in the main conversation
+    /// and `toolu_<script>_<conversation>_<n>` in named ones, n counting the conversation's tool calls
+    /// from 1 across its turns.
+    pub fn message(&self, route: Route, index: usize, model: &str) -> Option<Message> {
+        let (name, turns) = self.conversation(route)?;
+        let turn = turns.get(index)?;
+        let before: usize = turns[..index].iter().map(|t| t.tool_use.len()).sum();
+        let prefix = if name == MAIN {
+            self.id.clone()
+        } else {
+            format!("{}_{}", self.id, sanitize_id(name))
+        };
+        let mut content = Vec::new();
+        if let Some(t) = &turn.thinking {
+            content.push(ContentBlock::Thinking {
+                thinking: t.clone(),
+                signature: format!(
+                    "stub-signature-{}-{}-{}",
+                    self.id,
+                    sanitize_id(name),
+                    index + 1
+                ),
+            });
+        }
+        if let Some(t) = &turn.text {
+            content.push(ContentBlock::Text { text: t.clone() });
+        }
+        for (k, u) in turn.tool_use.iter().enumerate() {
+            content.push(ContentBlock::ToolUse {
+                id: u
+                    .id
+                    .clone()
+                    .unwrap_or_else(|| format!("toolu_{prefix}_{}", before + k + 1)),
+                name: u.name.clone(),
+                input: u.input.clone(),
+            });
+        }
+        let stop = turn.stop_reason.unwrap_or(if turn.tool_use.is_empty() {
+            StopReason::EndTurn
+        } else {
+            StopReason::ToolUse
+        });
+        let usage = match turn.usage {
+            Some(u) => Usage {
+                input_tokens: u.input_tokens,
+                output_tokens: u.output_tokens,
+                cache_creation_input_tokens: u.cache_creation_input_tokens,
+                cache_read_input_tokens: u.cache_read_input_tokens,
+            },
+            None => Usage {
+                input_tokens: 100,
+                output_tokens: estimate_output_tokens(&content),
+                ..Usage::default()
+            },
+        };
+        Some(Message {
+            id: format!("msg_{}_{}_{}", self.id, sanitize_id(name), index + 1),
+            kind: "message".into(),
+            role: "assistant".into(),
+            model: model.to_string(),
+            content,
+            stop_reason: Some(stop),
+            stop_sequence: None,
+            usage,
+        })
+    }
+
+    /// The answer to the `n`-th side request (1-based).
+    pub fn side_message(&self, n: u64, model: &str) -> Message {
+        let content = vec![ContentBlock::Text {
+            text: self.stub.side_reply.clone(),
+        }];
+        Message {
+            id: format!("msg_{}_side_{n}", self.id),
+            kind: "message".into(),
+            role: "assistant".into(),
+            model: model.to_string(),
+            usage: Usage {
+                input_tokens: 100,
+                output_tokens: estimate_output_tokens(&content),
+                ..Usage::default()
+            },
+            content,
+            stop_reason: Some(StopReason::EndTurn),
+            stop_sequence: None,
+        }
+    }
+}
+
+fn estimate_output_tokens(content: &[ContentBlock]) -> u64 {
+    let chars: usize = content
+        .iter()
+        .map(|b| match b {
+            ContentBlock::Text { text } => text.chars().count(),
+            ContentBlock::Thinking { thinking, .. } => thinking.chars().count(),
+            ContentBlock::ToolUse { name, input, .. } => name.len() + input.to_string().len(),
+        })
+        .sum();
+    (chars as u64).div_ceil(4).max(1)
+}
+
+/// `[A-Za-z0-9_-]` only, other characters become `_` (ids must pass the real API's id pattern).
+pub fn sanitize_id(s: &str) -> String {
+    let out: String = s
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    if out.is_empty() {
+        "script".into()
+    } else {
+        out
+    }
+}
+
+/// 1-based line and column (in characters) of a byte offset.
+pub fn line_col(text: &str, offset: usize) -> (usize, usize) {
+    let offset = offset.min(text.len());
+    let before = text.get(..offset).unwrap_or(text);
+    let line = before.matches('\n').count() + 1;
+    let col = before
+        .rsplit('\n')
+        .next()
+        .map(|l| l.chars().count())
+        .unwrap_or(0)
+        + 1;
+    (line, col)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn unknown_key_in_a_turn_has_a_place() {
+        let err = Script::from_toml(
+            "p.toml",
+            "id = \"x\"\n[[turn]]\ntext = \"a\"\ntxet = \"b\"\n",
+        )
+        .err();
+        let msg = err.map(|e| e.0).unwrap_or_default();
+        assert!(msg.starts_with("p.toml:4:1: unknown field `txet`"), "{msg}");
+    }
+
+    #[test]
+    fn probe_keys_outside_the_script_are_ignored() {
+        let s = Script::from_toml("p.toml", "id = \"a.b\"\nclaims = [\"X\"]\n[fixture]\nfiles.\"f\" = \"1\"\n[[turn]]\ntext = \"t\"\n");
+        let s = s.map_err(|e| e.0);
+        assert_eq!(s.as_ref().map(|s| s.id.as_str()), Ok("a_b"));
+    }
+
+    #[test]
+    fn tool_ids_count_across_turns() {
+        let turns = vec![
+            Turn {
+                tool_use: vec![spec("A"), spec("B")],
+                ..Turn::default()
+            },
+            Turn {
+                tool_use: vec![spec("C")],
+                ..Turn::default()
+            },
+        ];
+        let s = Script::new("p", turns).map_err(|e| e.0);
+        let m = s.ok().and_then(|s| s.message(Route::Main, 1, "m"));
+        match m.as_ref().map(|m| &m.content[0]) {
+            Some(ContentBlock::ToolUse { id, .. }) => assert_eq!(id, "toolu_p_3"),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(m.and_then(|m| m.stop_reason), Some(StopReason::ToolUse));
+    }
+
+    #[test]
+    fn routing_prefers_named_conversations_then_tools() {
+        let text = "[[turn]]\ntext = \"m\"\n[[conversation]]\nname = \"sub\"\nselect = { system_contains = \"SUB\" }\n[[conversation.turn]]\ntext = \"s\"\n";
+        let s = Script::from_toml("p.toml", text).map_err(|e| e.0);
+        let Ok(s) = s else { panic!("{s:?}") };
+        let main =
+            json!({"model": "m", "max_tokens": 1, "messages": [], "tools": [{"name": "Read"}]});
+        let sub = json!({"model": "m", "max_tokens": 1, "messages": [], "system": [{"type": "text", "text": "I am SUB"}], "tools": [{"name": "Read"}]});
+        let side = json!({"model": "m", "max_tokens": 1, "messages": []});
+        let r = |v: &Value| MessagesRequest::parse(v).map(|r| s.route(&r)).ok();
+        assert_eq!(r(&main), Some(Route::Main));
+        assert_eq!(r(&sub), Some(Route::Named(0)));
+        assert_eq!(r(&side), Some(Route::Side));
+    }
+
+    #[test]
+    fn empty_turn_and_bad_id_are_refused() {
+        assert!(Script::from_toml("p", "[[turn]]\n").is_err());
+        assert!(
+            Script::from_toml("p", "[[turn]]\ntool_use = [{name = \"A\", id = \"a b\"}]\n")
+                .is_err()
+        );
+    }
+
+    #[test]
+    fn line_col_counts_from_one() {
+        assert_eq!(line_col("ab\ncd", 4), (2, 2));
+        assert_eq!(line_col("", 0), (1, 1));
+    }
+
+    fn spec(name: &str) -> ToolUseSpec {
+        ToolUseSpec {
+            name: name.into(),
+            input: json!({}),
+            id: None,
+        }
+    }
+}

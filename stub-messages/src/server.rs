@@ -1,0 +1,855 @@
+//! The axum app: `POST /v1/messages` (SSE and JSON), `POST /v1/messages/count_tokens`, `GET /v1/models`
+//! (+ `/{id}`), warm-ups (`HEAD|GET /`, `HEAD|GET /api/hello`), and an Anthropic-shaped error for anything
+//! else. Every request, served or refused, becomes one [`Exchange`] in the [`Recorder`].
+//!
+//! [`app`] builds the router apart from any socket so tests can call it with `oneshot`; [`serve`] binds
+//! it (use port 0 in tests) and returns a handle that stops it.
+
+use crate::fault::{error_for_status, Fault};
+use crate::record::{Exchange, ExchangeKind, Recorder, Violation};
+use crate::script::{Route, Script};
+use crate::sse::check_stream;
+use crate::wire::{error_body, stream_events, Message, MessagesRequest, SseEvent};
+use axum::body::{Body, Bytes};
+use axum::extract::{Path, State};
+use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode, Uri};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{any, get, post};
+use axum::Router;
+use futures_util::stream;
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// The largest request body accepted, like the real API's 32 MB; larger gets 413 `request_too_large`.
+pub const MAX_REQUEST_BYTES: usize = 32 * 1024 * 1024;
+
+/// Models listed by `GET /v1/models`.
+pub const MODELS: &[(&str, &str)] = &[
+    ("claude-opus-5-5", "Claude Opus 5.5"),
+    ("claude-opus-5", "Claude Opus 5"),
+    ("claude-sonnet-4-5", "Claude Sonnet 4.5"),
+    ("claude-haiku-4-5", "Claude Haiku 4.5"),
+];
+
+#[derive(Debug, Default)]
+struct Cursor {
+    next: usize,
+    faults_used: usize,
+}
+
+#[derive(Debug, Default)]
+struct Play {
+    /// Index 0: main; 1..: named conversations.
+    cursors: Vec<Cursor>,
+    side_requests: u64,
+}
+
+/// The stub: a script, where each conversation stands, and the record.
+#[derive(Debug)]
+pub struct Stub {
+    script: Script,
+    recorder: Recorder,
+    play: Mutex<Play>,
+}
+
+/// What the play state decided for one request.
+enum Decision {
+    Spoil {
+        conversation: String,
+        turn: usize,
+        fault: Fault,
+        message: Message,
+    },
+    Serve {
+        conversation: String,
+        turn: usize,
+        message: Message,
+        delay_ms: u64,
+    },
+    Side(Message),
+    Exhausted {
+        conversation: String,
+        turn: usize,
+        turns: usize,
+    },
+}
+
+impl Stub {
+    /// A stub playing `script` into `recorder`.
+    pub fn new(script: Script, recorder: Recorder) -> Stub {
+        let n = script.conversations.len() + 1;
+        let play = Play {
+            cursors: (0..n).map(|_| Cursor::default()).collect(),
+            side_requests: 0,
+        };
+        Stub {
+            script,
+            recorder,
+            play: Mutex::new(play),
+        }
+    }
+
+    /// The record.
+    pub fn recorder(&self) -> &Recorder {
+        &self.recorder
+    }
+
+    /// The script.
+    pub fn script(&self) -> &Script {
+        &self.script
+    }
+
+    /// Turns served so far per conversation (`main` first).
+    pub fn progress(&self) -> Vec<(String, usize, usize)> {
+        let play = self
+            .play
+            .lock()
+            .map(|p| p.cursors.iter().map(|c| c.next).collect::<Vec<_>>())
+            .unwrap_or_default();
+        let mut out = vec![(
+            crate::script::MAIN.to_string(),
+            play.first().copied().unwrap_or(0),
+            self.script.turns.len(),
+        )];
+        for (i, c) in self.script.conversations.iter().enumerate() {
+            out.push((
+                c.name.clone(),
+                play.get(i + 1).copied().unwrap_or(0),
+                c.turns.len(),
+            ));
+        }
+        out
+    }
+
+    fn decide(&self, route: Route, model: &str) -> Decision {
+        let Ok(mut play) = self.play.lock() else {
+            return Decision::Exhausted {
+                conversation: "?".into(),
+                turn: 0,
+                turns: 0,
+            };
+        };
+        let slot = match route {
+            Route::Side => {
+                play.side_requests += 1;
+                return Decision::Side(self.script.side_message(play.side_requests, model));
+            }
+            Route::Main => 0,
+            Route::Named(i) => i + 1,
+        };
+        let Some((name, turns)) = self.script.conversation(route) else {
+            return Decision::Exhausted {
+                conversation: "?".into(),
+                turn: 0,
+                turns: 0,
+            };
+        };
+        let conversation = name.to_string();
+        let cursor = &mut play.cursors[slot];
+        if self.script.stub.cycle && cursor.next >= turns.len() {
+            cursor.next = 0;
+        }
+        let turn = cursor.next;
+        let (Some(t), Some(message)) = (turns.get(turn), self.script.message(route, turn, model))
+        else {
+            return Decision::Exhausted {
+                conversation,
+                turn,
+                turns: turns.len(),
+            };
+        };
+        if let Some(fault) = t.fault.get(cursor.faults_used) {
+            cursor.faults_used += 1;
+            return Decision::Spoil {
+                conversation,
+                turn,
+                fault: fault.clone(),
+                message,
+            };
+        }
+        cursor.next += 1;
+        cursor.faults_used = 0;
+        Decision::Serve {
+            conversation,
+            turn,
+            message,
+            delay_ms: t.delay_ms,
+        }
+    }
+}
+
+/// The router, without a socket.
+pub fn app(stub: Arc<Stub>) -> Router {
+    Router::new()
+        .route("/v1/messages", post(messages))
+        .route("/v1/messages/count_tokens", post(count_tokens))
+        .route("/v1/models", get(models))
+        .route("/v1/models/{id}", get(model))
+        .route("/", any(warmup))
+        .route("/api/hello", any(warmup))
+        .fallback(unknown)
+        .method_not_allowed_fallback(unknown)
+        .with_state(stub)
+}
+
+/// A stub bound to a socket.
+#[derive(Debug)]
+pub struct Running {
+    /// The bound address.
+    pub addr: SocketAddr,
+    shutdown: Option<tokio::sync::oneshot::Sender<()>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Running {
+    /// `http://ADDR` — what clients take as their base URL.
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// Stops accepting, lets open responses finish, and waits.
+    pub async fn stop(mut self) {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+        let _ = (&mut self.task).await;
+    }
+}
+
+/// Binds `addr` (port 0 picks a free port) and serves `stub` in a task of the current runtime.
+pub async fn serve(stub: Arc<Stub>, addr: SocketAddr) -> std::io::Result<Running> {
+    use axum::serve::ListenerExt;
+    let listener = tokio::net::TcpListener::bind(addr).await?;
+    let addr = listener.local_addr()?;
+    // Without TCP_NODELAY each SSE event waits on the peer's delayed ACK (~40 ms per request).
+    let listener = listener.tap_io(|tcp| {
+        let _ = tcp.set_nodelay(true);
+    });
+    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+    let task = tokio::spawn(async move {
+        let _ = axum::serve(listener, app(stub))
+            .with_graceful_shutdown(async move {
+                let _ = rx.await;
+            })
+            .await;
+    });
+    Ok(Running {
+        addr,
+        shutdown: Some(tx),
+        task,
+    })
+}
+
+/// The request as it arrived, before the stub decides.
+struct Arrival {
+    ex: Exchange,
+}
+
+impl Arrival {
+    fn new(
+        stub: &Stub,
+        method: &Method,
+        uri: &Uri,
+        headers: &HeaderMap,
+        kind: ExchangeKind,
+    ) -> Arrival {
+        let (seq, offset_ms) = stub.recorder.arrival();
+        let mut hs: BTreeMap<String, String> = BTreeMap::new();
+        for (name, value) in headers {
+            let v = String::from_utf8_lossy(value.as_bytes()).into_owned();
+            hs.entry(name.as_str().to_string())
+                .and_modify(|e| {
+                    e.push_str(", ");
+                    e.push_str(&v);
+                })
+                .or_insert(v);
+        }
+        Arrival {
+            ex: Exchange {
+                seq,
+                offset_ms,
+                method: method.to_string(),
+                path: uri.path().to_string(),
+                query: uri.query().map(str::to_string),
+                headers: hs,
+                request: None,
+                request_text: None,
+                kind,
+                conversation: None,
+                turn: None,
+                status: 200,
+                response: None,
+                events: None,
+                fault: None,
+                violation: None,
+            },
+        }
+    }
+
+    fn request_id(&self) -> String {
+        format!("req_stub_{}", self.ex.seq)
+    }
+
+    /// Records a JSON answer and builds it.
+    fn json(
+        mut self,
+        stub: &Stub,
+        status: StatusCode,
+        body: Value,
+        extra: &[(&str, String)],
+    ) -> Response {
+        let id = self.request_id();
+        self.ex.status = status.as_u16();
+        self.ex.response = Some(body.clone());
+        stub.recorder.record(self.ex);
+        let mut resp = (
+            status,
+            [(header::CONTENT_TYPE, "application/json")],
+            body.to_string(),
+        )
+            .into_response();
+        insert(&mut resp, "request-id", id);
+        for (k, v) in extra {
+            insert(&mut resp, k, v.clone());
+        }
+        resp
+    }
+
+    /// Records and builds an Anthropic error.
+    fn error(
+        mut self,
+        stub: &Stub,
+        status: StatusCode,
+        violation: &str,
+        message: String,
+    ) -> Response {
+        let (etype, _) = error_for_status(status.as_u16());
+        self.ex.violation = Some(Violation {
+            kind: violation.to_string(),
+            message: message.clone(),
+        });
+        self.json(stub, status, error_body(etype, &message), &[])
+    }
+
+    /// Takes the body: content type JSON, size within the limit, parses. On failure the response is the
+    /// recorded error.
+    async fn body(
+        mut self,
+        stub: &Stub,
+        headers: &HeaderMap,
+        body: Body,
+    ) -> Result<(Arrival, Value), Response> {
+        let bytes = match axum::body::to_bytes(body, MAX_REQUEST_BYTES).await {
+            Ok(b) => b,
+            Err(_) => {
+                self.ex.kind = ExchangeKind::Invalid;
+                let msg = format!(
+                    "Request exceeds the maximum allowed number of bytes ({MAX_REQUEST_BYTES})."
+                );
+                return Err(self.error(
+                    stub,
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    "invalid_request",
+                    msg,
+                ));
+            }
+        };
+        let ctype = headers
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("");
+        let parsed: Result<Value, String> =
+            serde_json::from_slice(&bytes).map_err(|e| e.to_string());
+        match &parsed {
+            Ok(v) => self.ex.request = Some(v.clone()),
+            Err(_) => {
+                let cut = &bytes[..bytes.len().min(64 * 1024)];
+                self.ex.request_text = Some(String::from_utf8_lossy(cut).into_owned());
+            }
+        }
+        if !ctype.to_ascii_lowercase().starts_with("application/json") {
+            self.ex.kind = ExchangeKind::Invalid;
+            let msg = format!(
+                "Content-Type must be application/json (got {:?})",
+                if ctype.is_empty() { "none" } else { ctype }
+            );
+            return Err(self.error(stub, StatusCode::BAD_REQUEST, "invalid_request", msg));
+        }
+        match parsed {
+            Ok(v) => Ok((self, v)),
+            Err(e) => {
+                self.ex.kind = ExchangeKind::Invalid;
+                Err(self.error(
+                    stub,
+                    StatusCode::BAD_REQUEST,
+                    "invalid_request",
+                    format!("There was an error parsing the body as JSON: {e}"),
+                ))
+            }
+        }
+    }
+}
+
+fn insert(resp: &mut Response, name: &str, value: String) {
+    if let (Ok(n), Ok(v)) = (
+        header::HeaderName::from_bytes(name.as_bytes()),
+        HeaderValue::from_str(&value),
+    ) {
+        resp.headers_mut().insert(n, v);
+    }
+}
+
+async fn messages(
+    State(stub): State<Arc<Stub>>,
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
+    let arrival = Arrival::new(&stub, &method, &uri, &headers, ExchangeKind::Turn);
+    let (mut a, value) = match arrival.body(&stub, &headers, body).await {
+        Ok(x) => x,
+        Err(resp) => return resp,
+    };
+    let req = match MessagesRequest::parse(&value) {
+        Ok(r) => r,
+        Err(msg) => {
+            a.ex.kind = ExchangeKind::Invalid;
+            return a.error(&stub, StatusCode::BAD_REQUEST, "invalid_request", msg);
+        }
+    };
+    if let Err(msg) = check_tool_pairing(req.messages()) {
+        a.ex.kind = ExchangeKind::Invalid;
+        return a.error(&stub, StatusCode::BAD_REQUEST, "tool_pairing", msg);
+    }
+    let streaming = req.stream();
+    let route = stub.script.route(&req);
+    match stub.decide(route, req.model()) {
+        Decision::Side(message) => {
+            a.ex.kind = ExchangeKind::Side;
+            reply(&stub, a, message, streaming, 0, None)
+        }
+        Decision::Serve {
+            conversation,
+            turn,
+            message,
+            delay_ms,
+        } => {
+            a.ex.conversation = Some(conversation);
+            a.ex.turn = Some(turn);
+            reply(&stub, a, message, streaming, delay_ms, None)
+        }
+        Decision::Spoil {
+            conversation,
+            turn,
+            fault,
+            message,
+        } => {
+            a.ex.conversation = Some(conversation);
+            a.ex.turn = Some(turn);
+            a.ex.fault = Some(fault.clone());
+            match fault {
+                Fault::Http {
+                    status,
+                    retry_after,
+                } => {
+                    let (etype, emsg) = error_for_status(status);
+                    let code =
+                        StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+                    let extra: Vec<(&str, String)> = retry_after
+                        .map(|s| ("retry-after", s.to_string()))
+                        .into_iter()
+                        .collect();
+                    a.json(&stub, code, error_body(etype, emsg), &extra)
+                }
+                Fault::SseError { .. } | Fault::Cut { .. } if !streaming => {
+                    // A stream fault on a non-streaming request: the closest non-stream failure.
+                    let (etype, emsg) = error_for_status(529);
+                    a.json(
+                        &stub,
+                        StatusCode::from_u16(529).unwrap_or(StatusCode::SERVICE_UNAVAILABLE),
+                        error_body(etype, emsg),
+                        &[],
+                    )
+                }
+                stream_fault => reply(&stub, a, message, true, 0, Some(stream_fault)),
+            }
+        }
+        Decision::Exhausted {
+            conversation,
+            turn,
+            turns,
+        } => {
+            let msg = format!(
+                "stub-messages: script exhausted: conversation {conversation:?} has {turns} scripted turn(s) and this is request {} for it",
+                turn + 1
+            );
+            a.ex.conversation = Some(conversation);
+            a.ex.turn = Some(turn);
+            a.ex.violation = Some(Violation {
+                kind: "script_exhausted".into(),
+                message: msg.clone(),
+            });
+            if streaming {
+                let events = vec![crate::wire::ev_error("invalid_request_error", &msg)];
+                stream_response(&stub, a, events, 0, End::Complete)
+            } else {
+                a.error(&stub, StatusCode::BAD_REQUEST, "script_exhausted", msg)
+            }
+        }
+    }
+}
+
+/// How a stream ends after its planned events.
+#[derive(Clone, Copy)]
+enum End {
+    Complete,
+    Cut,
+}
+
+fn reply(
+    stub: &Arc<Stub>,
+    a: Arrival,
+    message: Message,
+    streaming: bool,
+    delay_ms: u64,
+    fault: Option<Fault>,
+) -> Response {
+    if !streaming {
+        let body = serde_json::to_value(&message).unwrap_or_default();
+        return a.json(stub, StatusCode::OK, body, &[]);
+    }
+    let mut events = stream_events(&message);
+    let end = match fault {
+        Some(Fault::SseError {
+            after_events,
+            error_type,
+        }) => {
+            events.truncate(after_events);
+            let (_, msg) = error_for_status(529);
+            let msg = if error_type == "overloaded_error" {
+                msg.to_string()
+            } else {
+                format!("stub-messages: injected {error_type}")
+            };
+            events.push(crate::wire::ev_error(&error_type, &msg));
+            End::Complete
+        }
+        Some(Fault::Cut { after_events }) => {
+            events.truncate(after_events);
+            End::Cut
+        }
+        _ => End::Complete,
+    };
+    stream_response(stub, a, events, delay_ms, end)
+}
+
+/// Records a stream when it is over: after its last event is produced, or when it is dropped early
+/// (client gone, cut) with the events sent so far.
+struct StreamLog {
+    stub: Arc<Stub>,
+    ex: Option<Exchange>,
+    sent: Vec<SseEvent>,
+}
+
+impl StreamLog {
+    fn finish(&mut self) {
+        if let Some(mut ex) = self.ex.take() {
+            let report = check_stream(&self.sent);
+            ex.response = report.message.and_then(|m| serde_json::to_value(m).ok());
+            ex.events = Some(std::mem::take(&mut self.sent));
+            self.stub.recorder.record(ex);
+        }
+    }
+}
+
+impl Drop for StreamLog {
+    fn drop(&mut self) {
+        self.finish();
+    }
+}
+
+fn stream_response(
+    stub: &Arc<Stub>,
+    a: Arrival,
+    events: Vec<SseEvent>,
+    delay_ms: u64,
+    end: End,
+) -> Response {
+    let id = a.request_id();
+    let log = StreamLog {
+        stub: stub.clone(),
+        ex: Some(a.ex),
+        sent: Vec::new(),
+    };
+    let state = (events.into_iter(), log, false);
+    let body = stream::unfold(state, move |(mut events, mut log, done)| async move {
+        if done {
+            return None;
+        }
+        match events.next() {
+            Some(ev) => {
+                if delay_ms > 0 {
+                    tokio::time::sleep(Duration::from_millis(delay_ms)).await;
+                }
+                let bytes = Bytes::from(ev.to_wire());
+                log.sent.push(ev);
+                if events.len() == 0 && matches!(end, End::Complete) {
+                    log.finish();
+                }
+                Some((Ok::<Bytes, std::io::Error>(bytes), (events, log, false)))
+            }
+            None => match end {
+                End::Complete => {
+                    log.finish();
+                    None
+                }
+                End::Cut => {
+                    // Returning Pending once lets hyper flush the events already written, so the
+                    // client really receives them before the connection is aborted.
+                    tokio::time::sleep(Duration::from_millis(1)).await;
+                    log.finish();
+                    let err = std::io::Error::new(
+                        std::io::ErrorKind::ConnectionAborted,
+                        "stub-messages: injected stream cut",
+                    );
+                    Some((Err(err), (events, log, true)))
+                }
+            },
+        }
+    });
+    let mut resp = Response::new(Body::from_stream(body));
+    let h = resp.headers_mut();
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/event-stream; charset=utf-8"),
+    );
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    insert(&mut resp, "request-id", id);
+    resp
+}
+
+/// The real API's pairing rule: each assistant message's tool_use ids are answered by exactly one
+/// tool_result each in the next (user) message, and every tool_result answers a tool_use of the message
+/// before it. The error texts follow the real API's.
+pub fn check_tool_pairing(messages: &[Value]) -> Result<(), String> {
+    use crate::wire::content_blocks;
+    let ids_of = |m: &Value, ty: &str, key: &str| -> Vec<(usize, String)> {
+        content_blocks(m)
+            .iter()
+            .enumerate()
+            .filter(|(_, b)| b.get("type").and_then(Value::as_str) == Some(ty))
+            .map(|(k, b)| {
+                (
+                    k,
+                    b.get(key)
+                        .and_then(Value::as_str)
+                        .unwrap_or_default()
+                        .to_string(),
+                )
+            })
+            .collect()
+    };
+    for (i, m) in messages.iter().enumerate() {
+        let role = m.get("role").and_then(Value::as_str).unwrap_or_default();
+        if role == "assistant" {
+            let uses = ids_of(m, "tool_use", "id");
+            let Some(next) = messages.get(i + 1) else {
+                continue;
+            };
+            if uses.is_empty() {
+                continue;
+            }
+            let results: Vec<String> = if next.get("role").and_then(Value::as_str) == Some("user") {
+                ids_of(next, "tool_result", "tool_use_id")
+                    .into_iter()
+                    .map(|(_, id)| id)
+                    .collect()
+            } else {
+                Vec::new()
+            };
+            let missing: Vec<&str> = uses
+                .iter()
+                .map(|(_, id)| id.as_str())
+                .filter(|id| !results.iter().any(|r| r == id))
+                .collect();
+            if !missing.is_empty() {
+                return Err(format!(
+                    "messages.{}: `tool_use` ids were found without `tool_result` blocks immediately after: {}. Each `tool_use` block must have a corresponding `tool_result` block in the next message.",
+                    i + 1,
+                    missing.join(", ")
+                ));
+            }
+        } else {
+            let results = ids_of(m, "tool_result", "tool_use_id");
+            if results.is_empty() {
+                continue;
+            }
+            let prev: Vec<String> = match i.checked_sub(1).and_then(|p| messages.get(p)) {
+                Some(p) if p.get("role").and_then(Value::as_str) == Some("assistant") => {
+                    ids_of(p, "tool_use", "id")
+                        .into_iter()
+                        .map(|(_, id)| id)
+                        .collect()
+                }
+                _ => Vec::new(),
+            };
+            let mut seen = std::collections::BTreeSet::new();
+            for (k, id) in &results {
+                if !prev.contains(id) {
+                    return Err(format!(
+                        "messages.{i}.content.{k}: unexpected `tool_use_id` found in `tool_result` blocks: {id}. Each `tool_result` block must have a corresponding `tool_use` block in the previous message."
+                    ));
+                }
+                if !seen.insert(id.as_str()) {
+                    return Err(format!(
+                        "messages.{i}.content.{k}: each tool_use must have a single result. Found multiple `tool_result` blocks with id: {id}"
+                    ));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+async fn count_tokens(
+    State(stub): State<Arc<Stub>>,
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
+    let arrival = Arrival::new(&stub, &method, &uri, &headers, ExchangeKind::CountTokens);
+    let (mut a, value) = match arrival.body(&stub, &headers, body).await {
+        Ok(x) => x,
+        Err(resp) => return resp,
+    };
+    let problem = match (value.get("model"), value.get("messages")) {
+        (_, _) if !value.is_object() => Some("request body must be a JSON object"),
+        (None, _) => Some("model: Field required"),
+        (_, None) => Some("messages: Field required"),
+        (_, Some(m)) if !m.is_array() => Some("messages: Input should be a valid list"),
+        _ => None,
+    };
+    if let Some(p) = problem {
+        a.ex.kind = ExchangeKind::Invalid;
+        return a.error(
+            &stub,
+            StatusCode::BAD_REQUEST,
+            "invalid_request",
+            p.to_string(),
+        );
+    }
+    let n = stub
+        .script
+        .stub
+        .count_tokens
+        .unwrap_or_else(|| (value.to_string().len() as u64).div_ceil(4));
+    a.json(&stub, StatusCode::OK, json!({"input_tokens": n}), &[])
+}
+
+fn model_json(id: &str, name: &str) -> Value {
+    json!({"type": "model", "id": id, "display_name": name, "created_at": "2025-09-29T00:00:00Z"})
+}
+
+async fn models(
+    State(stub): State<Arc<Stub>>,
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+) -> Response {
+    let a = Arrival::new(&stub, &method, &uri, &headers, ExchangeKind::Models);
+    let data: Vec<Value> = MODELS.iter().map(|(id, n)| model_json(id, n)).collect();
+    let body = json!({"data": data, "has_more": false, "first_id": MODELS[0].0, "last_id": MODELS[MODELS.len() - 1].0});
+    a.json(&stub, StatusCode::OK, body, &[])
+}
+
+async fn model(
+    State(stub): State<Arc<Stub>>,
+    Path(id): Path<String>,
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+) -> Response {
+    let a = Arrival::new(&stub, &method, &uri, &headers, ExchangeKind::Models);
+    match MODELS.iter().find(|(m, _)| *m == id) {
+        Some((m, n)) => a.json(&stub, StatusCode::OK, model_json(m, n), &[]),
+        None => a.error(
+            &stub,
+            StatusCode::NOT_FOUND,
+            "unknown_model",
+            format!("model: {id}"),
+        ),
+    }
+}
+
+async fn warmup(
+    State(stub): State<Arc<Stub>>,
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+) -> Response {
+    let a = Arrival::new(&stub, &method, &uri, &headers, ExchangeKind::Warmup);
+    if method != Method::GET && method != Method::HEAD {
+        return unknown_response(&stub, a, &method, &uri);
+    }
+    a.json(&stub, StatusCode::OK, json!({"ok": true}), &[])
+}
+
+async fn unknown(
+    State(stub): State<Arc<Stub>>,
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+) -> Response {
+    let a = Arrival::new(&stub, &method, &uri, &headers, ExchangeKind::Unknown);
+    unknown_response(&stub, a, &method, &uri)
+}
+
+fn unknown_response(stub: &Stub, mut a: Arrival, method: &Method, uri: &Uri) -> Response {
+    a.ex.kind = ExchangeKind::Unknown;
+    let msg = format!(
+        "stub-messages does not serve {method} {}; it serves POST /v1/messages, POST /v1/messages/count_tokens, GET /v1/models, GET /v1/models/{{id}}, HEAD|GET / and HEAD|GET /api/hello",
+        uri.path()
+    );
+    a.error(stub, StatusCode::NOT_FOUND, "unknown_endpoint", msg)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn asst(ids: &[&str]) -> Value {
+        json!({"role": "assistant", "content": ids.iter().map(|i| json!({"type": "tool_use", "id": i, "name": "X", "input": {}})).collect::<Vec<_>>()})
+    }
+    fn user(ids: &[&str]) -> Value {
+        json!({"role": "user", "content": ids.iter().map(|i| json!({"type": "tool_result", "tool_use_id": i, "content": "r"})).collect::<Vec<_>>()})
+    }
+
+    #[test]
+    fn pairing_accepts_exact_answers_and_names_missing_ids() {
+        let q = json!({"role": "user", "content": "go"});
+        assert!(check_tool_pairing(&[q.clone(), asst(&["a", "b"]), user(&["b", "a"])]).is_ok());
+        let e = check_tool_pairing(&[q.clone(), asst(&["a", "b"]), user(&["a"])])
+            .err()
+            .unwrap_or_default();
+        assert!(e.starts_with("messages.2: `tool_use` ids were found without `tool_result` blocks immediately after: b."), "{e}");
+        let e = check_tool_pairing(&[q.clone(), asst(&["a"]), user(&["a", "a"])])
+            .err()
+            .unwrap_or_default();
+        assert!(
+            e.contains("Found multiple `tool_result` blocks with id: a"),
+            "{e}"
+        );
+        let e = check_tool_pairing(&[q, asst(&["a"]), user(&["a", "z"])])
+            .err()
+            .unwrap_or_default();
+        assert!(
+            e.contains("unexpected `tool_use_id` found in `tool_result` blocks: z"),
+            "{e}"
+        );
+    }
+}
