@@ -1,9 +1,299 @@
-//! `probelab`: the probe lab's command line. For now it only names what it will run; the probe runner
-//! lands with the probe-runner issue.
+//! `probelab`: run probes, list what exists, write a probe skeleton.
+//!
+//! - `probelab run [PATH...] [--subject builtin] [--bless] [--json] [--keep]`: runs the probes (default:
+//!   all of `probes/`), prints a line per probe (pass / FAIL / golden diff) and a summary; exit 1 on any
+//!   failure, 2 on a usage or probe-file error.
+//! - `probelab list`: probes (id, claims, file), claims with the probes citing them, subjects.
+//! - `probelab new NAME`: writes `probes/NAME.toml`, a commented skeleton.
 
-fn main() {
-    println!(
-        "probelab {}: the probe runner is not built yet; see README.md",
-        env!("CARGO_PKG_VERSION")
-    );
+use clap::{Parser, Subcommand};
+use harness::lab::{golden_step, run_probe, GoldenOutcome, Layout};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "probelab",
+    version,
+    about = "A deterministic replay and verification harness for coding-agent tools"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Run probes and compare their transcripts with the goldens.
+    Run {
+        /// Probe files or directories (default: probes/).
+        paths: Vec<PathBuf>,
+        /// The subject to run them on.
+        #[arg(long, default_value = "builtin")]
+        subject: String,
+        /// Write the goldens (and blobs) instead of comparing.
+        #[arg(long)]
+        bless: bool,
+        /// One JSON object per probe on stdout, then a summary object.
+        #[arg(long)]
+        json: bool,
+        /// Keep each probe's sandbox and print where it is.
+        #[arg(long)]
+        keep: bool,
+    },
+    /// List probes, claims and subjects.
+    List,
+    /// Write a commented probe skeleton to probes/NAME.toml.
+    New {
+        /// Name, e.g. `read/windows` (the file) — the id becomes `read.windows`.
+        name: String,
+    },
+}
+
+/// The lab's root: the current directory when it holds `probes/`, else the repository this binary was
+/// built from.
+fn repo_root() -> PathBuf {
+    if std::path::Path::new("probes").is_dir() {
+        return PathBuf::from(".");
+    }
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Run {
+            paths,
+            subject,
+            bless,
+            json,
+            keep,
+        } => run(paths, &subject, bless, json, keep),
+        Command::List => list(),
+        Command::New { name } => new(&name),
+    }
+}
+
+fn run(paths: Vec<PathBuf>, subject: &str, bless: bool, json: bool, keep: bool) -> ExitCode {
+    let paths = if paths.is_empty() {
+        vec![repo_root().join("probes")]
+    } else {
+        paths
+    };
+    let probes = match harness::probe::load_all(&paths) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::from(2);
+        }
+    };
+    let rt = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("probelab: cannot start the runtime: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let root = repo_root();
+    let layout = Layout {
+        fixtures: root.join("fixtures"),
+        golden: root.join("golden"),
+    };
+    let (mut passed, mut failed, mut skipped) = (0usize, 0usize, 0usize);
+    for probe in &probes {
+        if !probe.applies_to(subject) {
+            skipped += 1;
+            if json {
+                println!(
+                    "{}",
+                    serde_json::json!({"probe": probe.id, "subject": subject, "status": "skipped"})
+                );
+            } else {
+                println!("skip  {} (not for {subject})", probe.id);
+            }
+            continue;
+        }
+        let report = match rt.block_on(run_probe(probe, subject, &layout, keep)) {
+            Ok(r) => r,
+            Err(e) => {
+                failed += 1;
+                if json {
+                    println!(
+                        "{}",
+                        serde_json::json!({"probe": probe.id, "subject": subject, "status": "error", "error": e})
+                    );
+                } else {
+                    println!("ERROR {}: {e}", probe.id);
+                }
+                continue;
+            }
+        };
+        let golden = golden_step(&report, &layout, bless && report.passed());
+        let (status, detail) = match (&golden, report.passed()) {
+            (Err(e), _) => ("error", e.clone()),
+            (Ok(_), false) => ("fail", report.failures().join("\n")),
+            (Ok(GoldenOutcome::Same), true) => ("pass", String::new()),
+            (Ok(GoldenOutcome::Blessed), true) => ("blessed", String::new()),
+            (Ok(GoldenOutcome::Missing), true) => (
+                "golden-missing",
+                "no golden file yet: run `probelab run --bless` to write it".to_string(),
+            ),
+            (Ok(GoldenOutcome::Differs(d)), true) => ("golden-diff", d.clone()),
+            (Ok(GoldenOutcome::MissingBlobs(b)), true) => (
+                "golden-missing",
+                format!(
+                    "blobs missing from golden/blobs: {}; run with --bless",
+                    b.join(", ")
+                ),
+            ),
+        };
+        let ok = matches!(status, "pass" | "blessed");
+        if ok {
+            passed += 1;
+        } else {
+            failed += 1;
+        }
+        if json {
+            let v = serde_json::json!({
+                "probe": probe.id, "subject": subject, "status": status, "claims": probe.claims,
+                "verdicts": report.verdicts.iter().map(|v| serde_json::json!({"name": v.name, "pass": v.pass, "detail": v.detail})).collect::<Vec<_>>(),
+                "detail": detail, "kept": report.kept,
+            });
+            println!("{v}");
+        } else {
+            let label = match status {
+                "pass" => "pass ",
+                "blessed" => "bless",
+                "fail" => "FAIL ",
+                "golden-diff" => "DIFF ",
+                "golden-missing" => "NEW  ",
+                _ => "ERROR",
+            };
+            println!("{label} {} [{}]", probe.id, probe.claims.join(", "));
+            if !detail.is_empty() {
+                for l in detail.lines() {
+                    println!("      {l}");
+                }
+            }
+            if let Some(k) = &report.kept {
+                println!("      sandbox kept at {}", k.display());
+            }
+        }
+    }
+    if json {
+        println!(
+            "{}",
+            serde_json::json!({"summary": {"passed": passed, "failed": failed, "skipped": skipped, "subject": subject}})
+        );
+    } else {
+        println!(
+            "\n{passed} passed, {failed} failed, {skipped} skipped ({} probes on {subject})",
+            probes.len()
+        );
+    }
+    if failed > 0 {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+fn list() -> ExitCode {
+    let probes = match harness::probe::load_all(&[repo_root().join("probes")]) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::from(2);
+        }
+    };
+    println!("probes:");
+    for p in &probes {
+        let subjects = if p.subjects.is_empty() {
+            "all".to_string()
+        } else {
+            p.subjects.join(",")
+        };
+        println!(
+            "  {:<40} {:<24} {:<12} {}",
+            p.id,
+            p.claims.join(","),
+            subjects,
+            p.path
+                .strip_prefix(repo_root())
+                .unwrap_or(&p.path)
+                .display()
+        );
+    }
+    println!("claims:");
+    for c in harness::claims::all() {
+        let by: Vec<&str> = probes
+            .iter()
+            .filter(|p| p.claims.contains(&c.id))
+            .map(|p| p.id.as_str())
+            .collect();
+        let summary: String = c.summary.chars().take(70).collect();
+        println!(
+            "  {:<8} {:<3} {:<72} {}",
+            c.id,
+            by.len(),
+            summary,
+            by.join(" ")
+        );
+    }
+    println!("subjects:\n  builtin        the embedded Rust runtime (default)\n  claude-code@V  the Claude Code CLI at version V (not available yet)");
+    ExitCode::SUCCESS
+}
+
+const SKELETON: &str = r#"# A probe: a scripted conversation, the subject runs the tools, the stub records the wire.
+# Format: harness/src/probe/mod.rs. Run it: probelab run probes/NAME.toml --bless (first time), then probelab run.
+id = "ID"
+claims = ["READ-1"]                       # claim ids from docs/claims.md
+about = "What this probe shows, in one line"
+# subjects = ["builtin"]                  # default: every subject
+
+[fixture]
+files."f.txt" = "one\ntwo\nthree\n"
+
+# [settings]                              # Claude Code settings.json shape
+# permissions = { deny = ["Read(secrets/**)"] }
+
+[[turn]]                                  # the model's 1st answer; {cwd} is the sandbox's cwd
+tool_use = [{ name = "Read", input = { file_path = "{cwd}/f.txt" } }]
+
+[[turn]]
+text = "done"
+
+[[check]]                                 # result = N (N-th scripted tool_use) | request = N | file = "path"
+result = 1
+is_error = false
+contains = "     1\tone"
+"#;
+
+fn new(name: &str) -> ExitCode {
+    let rel = name.trim_end_matches(".toml");
+    let path = repo_root().join("probes").join(format!("{rel}.toml"));
+    if path.exists() {
+        eprintln!("{} exists already", path.display());
+        return ExitCode::from(2);
+    }
+    let id = rel.replace('/', ".");
+    if let Some(parent) = path.parent() {
+        if let Err(e) = std::fs::create_dir_all(parent) {
+            eprintln!("{}: {e}", parent.display());
+            return ExitCode::from(2);
+        }
+    }
+    match std::fs::write(&path, SKELETON.replace("\"ID\"", &format!("{id:?}"))) {
+        Ok(()) => {
+            println!("wrote {}", path.display());
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("{}: {e}", path.display());
+            ExitCode::from(2)
+        }
+    }
 }

@@ -47,12 +47,25 @@ struct Play {
     side_requests: u64,
 }
 
+/// Called with (conversation, 0-based turn) just before a turn is served (not for spoiled attempts):
+/// the harness uses it to change the subject's world between turns (a file edited "by a linter").
+pub type TurnHook = Arc<dyn Fn(&str, usize) + Send + Sync>;
+
 /// The stub: a script, where each conversation stands, and the record.
-#[derive(Debug)]
 pub struct Stub {
     script: Script,
     recorder: Recorder,
     play: Mutex<Play>,
+    turn_hook: Option<TurnHook>,
+}
+
+impl std::fmt::Debug for Stub {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Stub")
+            .field("script", &self.script.id)
+            .field("progress", &self.progress())
+            .finish()
+    }
 }
 
 /// What the play state decided for one request.
@@ -89,7 +102,14 @@ impl Stub {
             script,
             recorder,
             play: Mutex::new(play),
+            turn_hook: None,
         }
+    }
+
+    /// Installs the hook called before each turn is served.
+    pub fn with_turn_hook(mut self, hook: TurnHook) -> Stub {
+        self.turn_hook = Some(hook);
+        self
     }
 
     /// The record.
@@ -172,6 +192,10 @@ impl Stub {
         }
         cursor.next += 1;
         cursor.faults_used = 0;
+        drop(play);
+        if let Some(hook) = &self.turn_hook {
+            hook(&conversation, turn);
+        }
         Decision::Serve {
             conversation,
             turn,

@@ -1,0 +1,258 @@
+//! Checks of a run: the probe's `[[check]]` blocks (on a result, a request, or a file after the run) and
+//! the invariants every run must keep — every tool_use paired with exactly one tool_result, no request
+//! refused by the stub, every scripted main turn served, the loop ended by the model within the deadline.
+
+use crate::agent::LoopEnd;
+use crate::probe::sandbox::Sandbox;
+use crate::probe::{Check, Probe};
+use crate::run::RunOutput;
+use crate::transcript::{result_text, View};
+use serde_json::Value;
+
+/// One verdict.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Verdict {
+    /// Short, stable name (goes into the golden).
+    pub name: String,
+    /// Passed?
+    pub pass: bool,
+    /// Why it failed: place, expected, actual (never in the golden).
+    pub detail: String,
+}
+
+impl Verdict {
+    /// The golden line.
+    pub fn line(&self) -> String {
+        format!("{} {}", if self.pass { "pass" } else { "FAIL" }, self.name)
+    }
+}
+
+fn text_assertions(c: &Check, text: &str, sb: &Sandbox, fails: &mut Vec<String>) {
+    if let Some(e) = &c.equals {
+        let e = sb.resolve(e);
+        if text != e {
+            fails.push(format!("expected text equal to:\n{e}\nactual:\n{text}"));
+        }
+    }
+    for s in c.contains.iter().flat_map(|x| x.items()) {
+        let s = sb.resolve(s);
+        if !text.contains(&s) {
+            fails.push(format!("expected text to contain {s:?}\nactual:\n{text}"));
+        }
+    }
+    for s in c.not_contains.iter().flat_map(|x| x.items()) {
+        let s = sb.resolve(s);
+        if text.contains(&s) {
+            fails.push(format!(
+                "expected text not to contain {s:?}\nactual:\n{text}"
+            ));
+        }
+    }
+    if let Some(re) = &c.matches {
+        match regex::Regex::new(&sb.resolve(re)) {
+            Ok(r) if !r.is_match(text) => {
+                fails.push(format!("expected text to match /{re}/\nactual:\n{text}"))
+            }
+            Err(e) => fails.push(format!("bad regex: {e}")),
+            _ => {}
+        }
+    }
+}
+
+fn json_assertions(c: &Check, v: Option<&Value>, sb: &Sandbox, fails: &mut Vec<String>) {
+    for j in &c.json {
+        let got = v.and_then(|v| v.pointer(&j.pointer));
+        if let Some(want) = &j.exists {
+            if got.is_some() != *want {
+                fails.push(format!(
+                    "json {}: expected exists = {want}, got {got:?}",
+                    j.pointer
+                ));
+            }
+        }
+        if let Some(want) = &j.equals {
+            let mut want = want.clone();
+            sb.resolve_json(&mut want);
+            if got != Some(&want) {
+                fails.push(format!(
+                    "json {}: expected {want}, got {}",
+                    j.pointer,
+                    got.map(Value::to_string)
+                        .unwrap_or_else(|| "nothing".into())
+                ));
+            }
+        }
+    }
+}
+
+/// Evaluates one check.
+pub fn evaluate(probe: &Probe, index: usize, view: &View<'_>, sb: &Sandbox) -> Verdict {
+    let (c, line, _) = &probe.checks[index];
+    let mut fails = Vec::new();
+    let target;
+    if let Some(n) = c.result {
+        target = format!("result {n}");
+        match view.result(n) {
+            None => fails.push(format!(
+                "no tool_result answers scripted tool_use {n} in any request"
+            )),
+            Some(block) => {
+                let is_error = block.get("is_error") == Some(&Value::Bool(true));
+                if let Some(want) = c.is_error {
+                    if want != is_error {
+                        fails.push(format!(
+                            "expected is_error = {want}, got {is_error}\ncontent:\n{}",
+                            result_text(&block)
+                        ));
+                    }
+                }
+                text_assertions(c, &result_text(&block), sb, &mut fails);
+                json_assertions(c, block.get("content"), sb, &mut fails);
+            }
+        }
+    } else if let Some(n) = c.request {
+        target = format!("request {n}");
+        match view.request(n).and_then(|e| e.request.as_ref()) {
+            None => fails.push(format!("main request {n} never arrived")),
+            Some(req) => {
+                let names: Vec<String> = req
+                    .get("tools")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|t| t.get("name").and_then(Value::as_str))
+                    .map(str::to_string)
+                    .collect();
+                for t in &c.tools_include {
+                    if !names.contains(t) {
+                        fails.push(format!("expected tool {t} in tools[], got {names:?}"));
+                    }
+                }
+                for t in &c.tools_exclude {
+                    if names.contains(t) {
+                        fails.push(format!(
+                            "expected tool {t} absent from tools[], got {names:?}"
+                        ));
+                    }
+                }
+                if let Some(order) = &c.tools_equal {
+                    if &names != order {
+                        fails.push(format!("expected tools[] = {order:?}, got {names:?}"));
+                    }
+                }
+                text_assertions(c, &req.to_string(), sb, &mut fails);
+                json_assertions(c, Some(req), sb, &mut fails);
+            }
+        }
+    } else if let Some(f) = &c.file {
+        target = format!("file {f}");
+        match sb.inside(f) {
+            Err(e) => fails.push(e),
+            Ok(p) => {
+                let exists = p.exists();
+                if let Some(want) = c.exists {
+                    if want != exists {
+                        fails.push(format!("expected {f} exists = {want}, got {exists}"));
+                    }
+                }
+                let needs_content = c.equals.is_some()
+                    || c.contains.is_some()
+                    || c.not_contains.is_some()
+                    || c.matches.is_some()
+                    || !c.json.is_empty();
+                if needs_content {
+                    match std::fs::read(&p) {
+                        Ok(bytes) => {
+                            let text = String::from_utf8_lossy(&bytes).into_owned();
+                            text_assertions(c, &text, sb, &mut fails);
+                            if !c.json.is_empty() {
+                                let v: Option<Value> = serde_json::from_slice(&bytes).ok();
+                                json_assertions(c, v.as_ref(), sb, &mut fails);
+                            }
+                        }
+                        Err(e) => fails.push(format!("cannot read {f}: {e}")),
+                    }
+                }
+            }
+        }
+    } else {
+        target = "nothing".into();
+        fails.push("check has no target".into());
+    }
+    let place = format!("{}:{line}", probe.path.display());
+    let about = c
+        .about
+        .as_ref()
+        .map(|a| format!(" ({a})"))
+        .unwrap_or_default();
+    Verdict {
+        name: format!("check line {line}: {target}"),
+        pass: fails.is_empty(),
+        detail: if fails.is_empty() {
+            String::new()
+        } else {
+            format!(
+                "{place}: check of {target}{about} failed:\n{}",
+                fails.join("\n")
+            )
+        },
+    }
+}
+
+/// The invariants of every run.
+pub fn invariants(run: &RunOutput, view: &View<'_>) -> Vec<Verdict> {
+    let mut out = Vec::new();
+    let violations: Vec<String> = run
+        .exchanges
+        .iter()
+        .filter_map(|e| {
+            e.violation.as_ref().map(|v| {
+                format!(
+                    "exchange {} ({} {}): {} — {}",
+                    e.seq, e.method, e.path, v.kind, v.message
+                )
+            })
+        })
+        .collect();
+    let pairing: Vec<&String> = violations
+        .iter()
+        .filter(|v| v.contains("tool_pairing"))
+        .collect();
+    out.push(Verdict {
+        name: "invariant: every tool_use answered by exactly one tool_result".into(),
+        pass: pairing.is_empty(),
+        detail: pairing
+            .iter()
+            .map(|s| s.as_str())
+            .collect::<Vec<_>>()
+            .join("\n"),
+    });
+    out.push(Verdict {
+        name: "invariant: no request refused by the stub".into(),
+        pass: violations.is_empty(),
+        detail: violations.join("\n"),
+    });
+    let unserved: Vec<String> = run
+        .progress
+        .iter()
+        .filter(|(_, served, total)| served < total)
+        .map(|(n, s, t)| format!("conversation {n}: {s} of {t} turns served"))
+        .collect();
+    out.push(Verdict {
+        name: "invariant: every scripted turn served".into(),
+        pass: unserved.is_empty(),
+        detail: unserved.join("\n"),
+    });
+    let ended = matches!(run.end, LoopEnd::EndTurn) && run.within_deadline;
+    out.push(Verdict {
+        name: "invariant: the run ended by the model within its deadline".into(),
+        pass: ended,
+        detail: if ended {
+            String::new()
+        } else {
+            format!("the run ended with {:?}", run.end)
+        },
+    });
+    let _ = view;
+    out
+}

@@ -1,0 +1,167 @@
+//! The lab: run a probe on a subject, check it, render and normalise its transcript, compare it with
+//! the golden file (or bless it). Used by the CLI and by the probe test binary alike.
+
+use crate::check::{evaluate, invariants, Verdict};
+use crate::probe::Probe;
+use crate::run::run_builtin;
+use crate::transcript::golden::{self, Compare};
+use crate::transcript::normalise::{normalise, Places};
+use crate::transcript::{render, Blobs, Header, View};
+use std::path::{Path, PathBuf};
+
+/// Where the lab's data lives.
+#[derive(Debug, Clone)]
+pub struct Layout {
+    /// `fixtures/`.
+    pub fixtures: PathBuf,
+    /// `golden/`.
+    pub golden: PathBuf,
+}
+
+impl Layout {
+    /// The repository's own layout (this crate sits in `harness/`).
+    pub fn repo() -> Layout {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        Layout {
+            fixtures: root.join("fixtures"),
+            golden: root.join("golden"),
+        }
+    }
+
+    /// The blob store.
+    pub fn blobs(&self) -> PathBuf {
+        self.golden.join("blobs")
+    }
+}
+
+/// Everything a probe run produced.
+#[derive(Debug)]
+pub struct Report {
+    /// Probe id.
+    pub probe: String,
+    /// Subject name.
+    pub subject: String,
+    /// Checks and invariants.
+    pub verdicts: Vec<Verdict>,
+    /// The normalised transcript (golden body).
+    pub transcript: String,
+    /// Blobs it references.
+    pub blobs: Blobs,
+    /// The golden file's header description.
+    pub description: String,
+    /// Where the sandbox was kept, if asked.
+    pub kept: Option<PathBuf>,
+}
+
+impl Report {
+    /// All verdicts passed.
+    pub fn passed(&self) -> bool {
+        self.verdicts.iter().all(|v| v.pass)
+    }
+
+    /// The failed verdicts' details.
+    pub fn failures(&self) -> Vec<&str> {
+        self.verdicts
+            .iter()
+            .filter(|v| !v.pass)
+            .map(|v| v.detail.as_str())
+            .collect()
+    }
+}
+
+/// Runs one probe on a subject (`builtin` for now).
+pub async fn run_probe(
+    probe: &Probe,
+    subject: &str,
+    layout: &Layout,
+    keep: bool,
+) -> Result<Report, String> {
+    if subject != "builtin" {
+        return Err(format!(
+            "subject {subject:?} is not available yet (only builtin)"
+        ));
+    }
+    let mut run = run_builtin(probe, &layout.fixtures).await?;
+    let script = run.sandbox.script(probe);
+    let view = View {
+        exchanges: &run.exchanges,
+        script: &script,
+    };
+    let mut verdicts: Vec<Verdict> = (0..probe.checks.len())
+        .map(|i| evaluate(probe, i, &view, &run.sandbox))
+        .collect();
+    verdicts.extend(invariants(&run, &view));
+    let lines: Vec<String> = verdicts.iter().map(Verdict::line).collect();
+    let mut blobs = Blobs::new();
+    let places = Places {
+        root: &run.sandbox.root,
+        cwd: &run.sandbox.cwd,
+        home: &run.sandbox.home,
+    };
+    let norm = |t: &str| normalise(t, &places);
+    let raw = render(
+        &Header {
+            probe: &probe.id,
+            claims: &probe.claims,
+            subject,
+        },
+        &view,
+        &lines,
+        &mut blobs,
+        &norm,
+    );
+    let transcript = normalise(&raw, &places);
+    let kept = keep.then(|| run.sandbox.keep());
+    Ok(Report {
+        probe: probe.id.clone(),
+        subject: subject.to_string(),
+        verdicts,
+        transcript,
+        blobs,
+        description: golden::description(subject, env!("CARGO_PKG_VERSION"), None),
+        kept,
+    })
+}
+
+/// What happened to a probe's golden.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum GoldenOutcome {
+    /// Same as the golden.
+    Same,
+    /// Written (bless).
+    Blessed,
+    /// Missing (run with --bless).
+    Missing,
+    /// Differs: the diff.
+    Differs(String),
+    /// Blobs referenced but not stored.
+    MissingBlobs(Vec<String>),
+}
+
+/// Compares with (or blesses) the golden file.
+pub fn golden_step(report: &Report, layout: &Layout, bless: bool) -> Result<GoldenOutcome, String> {
+    let file = golden::path(&layout.golden, &report.subject, &report.probe);
+    if bless {
+        golden::bless(
+            &file,
+            &report.description,
+            &report.transcript,
+            &layout.blobs(),
+            &report.blobs,
+        )
+        .map_err(|e| format!("{}: {e}", file.display()))?;
+        return Ok(GoldenOutcome::Blessed);
+    }
+    Ok(match golden::compare(&file, &report.transcript) {
+        Compare::Same => {
+            let missing = golden::missing_blobs(&layout.blobs(), &report.blobs);
+            if missing.is_empty() {
+                GoldenOutcome::Same
+            } else {
+                GoldenOutcome::MissingBlobs(missing)
+            }
+        }
+        Compare::Missing => GoldenOutcome::Missing,
+        Compare::Differs(d) => GoldenOutcome::Differs(d),
+    })
+}

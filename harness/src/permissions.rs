@@ -1,0 +1,335 @@
+//! Permission rules of the settings (`permissions.allow / ask / deny`, Claude Code's settings.json shape)
+//! with the `Tool` and `Tool(pattern)` syntax. Deny wins over ask, ask over allow (PIPE-1, PIPE-2); a
+//! `Read(...)` deny also denies writing the same path (EDIT-3); a bare deny removes the tool from the
+//! pool before the model sees it (PIPE-6).
+//!
+//! Path patterns are gitignore-style globs: `//abs/path/**` absolute, `~/x` under HOME, `/x` from the
+//! project root (the cwd), `x/**` relative to the cwd (a pattern without `/` matches at any depth).
+//! Command patterns (`Bash(git *)`) are globs over the whole command where `*` spans anything.
+
+use crate::tools::{PermissionSubject, ToolContext};
+use globset::{GlobBuilder, GlobMatcher};
+use serde::{Deserialize, Serialize};
+
+/// The `permissions` table of the settings.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct PermissionSettings {
+    /// Rules that allow without asking.
+    #[serde(default)]
+    pub allow: Vec<String>,
+    /// Rules that ask the host (the probe answers).
+    #[serde(default)]
+    pub ask: Vec<String>,
+    /// Rules that deny.
+    #[serde(default)]
+    pub deny: Vec<String>,
+    /// `bypassPermissions` (default: no rule → allowed, like the reference run with permission bypass)
+    /// or `default` (no rule → read-only calls allowed, the others ask).
+    #[serde(default)]
+    pub default_mode: Option<String>,
+}
+
+/// A parsed rule.
+#[derive(Debug, Clone)]
+pub struct Rule {
+    /// As written in the settings.
+    pub text: String,
+    /// Tool name.
+    pub tool: String,
+    /// The pattern inside the parentheses.
+    pub pattern: Option<String>,
+}
+
+/// Parses `Tool` or `Tool(pattern)`.
+pub fn parse_rule(text: &str) -> Result<Rule, String> {
+    let t = text.trim();
+    match t.split_once('(') {
+        None if !t.is_empty() && t.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') => {
+            Ok(Rule {
+                text: t.into(),
+                tool: t.into(),
+                pattern: None,
+            })
+        }
+        Some((tool, rest)) if rest.ends_with(')') && !tool.is_empty() => {
+            let pattern = &rest[..rest.len() - 1];
+            Ok(Rule {
+                text: t.into(),
+                tool: tool.into(),
+                pattern: (!pattern.is_empty()).then(|| pattern.to_string()),
+            })
+        }
+        _ => Err(format!(
+            "permission rule {text:?} is not `Tool` or `Tool(pattern)`"
+        )),
+    }
+}
+
+/// The decision and the rule that made it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Decision {
+    /// Allowed (by a rule, or by the default mode).
+    Allow(String),
+    /// Ask the host.
+    Ask(String),
+    /// Denied by this rule.
+    Deny(String),
+}
+
+/// Tools whose path rules are `Edit(...)` rules in the reference (every file-writing tool).
+const EDIT_FAMILY: &[&str] = &["Edit", "Write", "NotebookEdit", "MultiEdit"];
+/// Tools whose path rules are `Read(...)` rules.
+const READ_FAMILY: &[&str] = &["Read", "Grep", "Glob", "LS", "NotebookRead"];
+
+/// The rules of a session.
+#[derive(Debug, Clone, Default)]
+pub struct Rules {
+    allow: Vec<Rule>,
+    ask: Vec<Rule>,
+    deny: Vec<Rule>,
+    ask_by_default: bool,
+}
+
+impl Rules {
+    /// Parses the settings' rules.
+    pub fn from_settings(s: &PermissionSettings) -> Result<Rules, String> {
+        let parse = |v: &Vec<String>| {
+            v.iter()
+                .map(|r| parse_rule(r))
+                .collect::<Result<Vec<_>, _>>()
+        };
+        let ask_by_default = match s.default_mode.as_deref() {
+            None | Some("bypassPermissions") => false,
+            Some("default") => true,
+            Some(other) => {
+                return Err(format!(
+                    "permissions.defaultMode {other:?} is not bypassPermissions or default"
+                ))
+            }
+        };
+        Ok(Rules {
+            allow: parse(&s.allow)?,
+            ask: parse(&s.ask)?,
+            deny: parse(&s.deny)?,
+            ask_by_default,
+        })
+    }
+
+    /// True when a bare deny rule names the tool: it never reaches the model (PIPE-6).
+    pub fn hides(&self, tool: &str) -> bool {
+        self.deny
+            .iter()
+            .any(|r| r.tool == tool && r.pattern.is_none())
+    }
+
+    /// The decision for a call.
+    pub fn decide(
+        &self,
+        tool: &str,
+        subject: &PermissionSubject,
+        read_only: bool,
+        ctx: &ToolContext,
+    ) -> Decision {
+        let hit = |rules: &[Rule]| {
+            rules
+                .iter()
+                .find(|r| matches(r, tool, subject, ctx))
+                .map(|r| r.text.clone())
+        };
+        if let Some(r) = hit(&self.deny) {
+            return Decision::Deny(r);
+        }
+        // EDIT-3: a path denied for Read cannot be written either.
+        if let PermissionSubject::WritePath(p) = subject {
+            let as_read = PermissionSubject::ReadPath(p.clone());
+            if let Some(r) = self
+                .deny
+                .iter()
+                .find(|r| r.tool == "Read" && matches(r, "Read", &as_read, ctx))
+            {
+                return Decision::Deny(r.text.clone());
+            }
+        }
+        if let Some(r) = hit(&self.ask) {
+            return Decision::Ask(r);
+        }
+        if let Some(r) = hit(&self.allow) {
+            return Decision::Allow(r);
+        }
+        if self.ask_by_default && !read_only {
+            Decision::Ask("permissions.defaultMode = default".into())
+        } else {
+            Decision::Allow("default mode".into())
+        }
+    }
+}
+
+fn family_matches(rule_tool: &str, tool: &str) -> bool {
+    rule_tool == tool
+        || (rule_tool == "Edit" && EDIT_FAMILY.contains(&tool))
+        || (rule_tool == "Read" && READ_FAMILY.contains(&tool))
+}
+
+fn matches(rule: &Rule, tool: &str, subject: &PermissionSubject, ctx: &ToolContext) -> bool {
+    if !family_matches(&rule.tool, tool) {
+        return false;
+    }
+    let Some(pattern) = &rule.pattern else {
+        return true;
+    };
+    match subject {
+        PermissionSubject::ReadPath(p) | PermissionSubject::WritePath(p) => {
+            path_glob(pattern, ctx).is_some_and(|g| g.is_match(p))
+        }
+        PermissionSubject::Command(c) => {
+            command_glob(pattern).is_some_and(|g| g.is_match(c.trim()))
+        }
+        PermissionSubject::None => false,
+    }
+}
+
+/// The absolute glob a path pattern stands for.
+pub fn path_glob(pattern: &str, ctx: &ToolContext) -> Option<GlobMatcher> {
+    let abs = if let Some(rest) = pattern.strip_prefix("//") {
+        format!("/{rest}")
+    } else if let Some(rest) = pattern.strip_prefix("~/") {
+        format!("{}/{rest}", ctx.home.display())
+    } else if let Some(rest) = pattern.strip_prefix('/') {
+        format!("{}/{rest}", ctx.cwd.display())
+    } else if pattern.contains('/') {
+        format!("{}/{pattern}", ctx.cwd.display())
+    } else {
+        format!("{}/**/{pattern}", ctx.cwd.display())
+    };
+    let abs = if abs.ends_with('/') {
+        format!("{abs}**")
+    } else {
+        abs
+    };
+    GlobBuilder::new(&abs)
+        .literal_separator(true)
+        .build()
+        .ok()
+        .map(|g| g.compile_matcher())
+}
+
+fn command_glob(pattern: &str) -> Option<GlobMatcher> {
+    // Legacy `git:*` means the prefix `git`.
+    let p = pattern
+        .strip_suffix(":*")
+        .map(|p| format!("{p}*"))
+        .unwrap_or_else(|| pattern.to_string());
+    // `git *` also matches the bare `git`.
+    let p = p
+        .strip_suffix(" *")
+        .map(|base| format!("{{{base},{base} *}}"))
+        .unwrap_or(p);
+    GlobBuilder::new(&p)
+        .literal_separator(false)
+        .build()
+        .ok()
+        .map(|g| g.compile_matcher())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+
+    fn ctx() -> (tempfile::TempDir, ToolContext) {
+        let d = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let c = ToolContext::for_sandbox(d.path(), Arc::new(crate::tools::EstimateTokens))
+            .unwrap_or_else(|e| panic!("{e}"));
+        (d, c)
+    }
+
+    fn rules(allow: &[&str], ask: &[&str], deny: &[&str]) -> Rules {
+        let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect();
+        Rules::from_settings(&PermissionSettings {
+            allow: s(allow),
+            ask: s(ask),
+            deny: s(deny),
+            default_mode: None,
+        })
+        .unwrap_or_default()
+    }
+
+    #[test]
+    fn deny_beats_ask_beats_allow_and_read_deny_covers_writes() {
+        let (_d, c) = ctx();
+        let r = rules(&["Read"], &["Edit(docs/**)"], &["Read(secrets/**)"]);
+        let secret = c.cwd.join("secrets/k.txt");
+        assert_eq!(
+            r.decide(
+                "Read",
+                &PermissionSubject::ReadPath(secret.clone()),
+                true,
+                &c
+            ),
+            Decision::Deny("Read(secrets/**)".into())
+        );
+        assert_eq!(
+            r.decide("Edit", &PermissionSubject::WritePath(secret), false, &c),
+            Decision::Deny("Read(secrets/**)".into())
+        );
+        assert_eq!(
+            r.decide(
+                "Write",
+                &PermissionSubject::WritePath(c.cwd.join("docs/a.md")),
+                false,
+                &c
+            ),
+            Decision::Ask("Edit(docs/**)".into())
+        );
+        assert_eq!(
+            r.decide(
+                "Read",
+                &PermissionSubject::ReadPath(c.cwd.join("a")),
+                true,
+                &c
+            ),
+            Decision::Allow("Read".into())
+        );
+    }
+
+    #[test]
+    fn bare_name_pattern_matches_at_any_depth_and_bash_prefixes() {
+        let (_d, c) = ctx();
+        let r = rules(&[], &[], &["Read(.env)", "Bash(git push:*)", "Bash(rm *)"]);
+        assert!(matches!(
+            r.decide(
+                "Read",
+                &PermissionSubject::ReadPath(c.cwd.join("a/b/.env")),
+                true,
+                &c
+            ),
+            Decision::Deny(_)
+        ));
+        assert!(matches!(
+            r.decide(
+                "Bash",
+                &PermissionSubject::Command("git push origin".into()),
+                false,
+                &c
+            ),
+            Decision::Deny(_)
+        ));
+        assert!(matches!(
+            r.decide("Bash", &PermissionSubject::Command("rm".into()), false, &c),
+            Decision::Deny(_)
+        ));
+        assert!(matches!(
+            r.decide(
+                "Bash",
+                &PermissionSubject::Command("git status".into()),
+                false,
+                &c
+            ),
+            Decision::Allow(_)
+        ));
+        assert!(!r.hides("Read"));
+        assert!(rules(&[], &[], &["Write"]).hides("Write"));
+        assert!(parse_rule("Bad(").is_err());
+    }
+}

@@ -1,0 +1,255 @@
+//! The control pipeline every call passes (PIPE-1): lookup → schema validation → PreToolUse hooks →
+//! permission rules → sandbox confinement → execution → result budget (persist over
+//! `maxResultSizeChars`, PIPE-5) → result mapping. A refusal before execution has no side effect; every
+//! call ends in exactly one result (PIPE-3), an error included. Calls of one assistant turn that are
+//! concurrency-safe run in parallel, the others one by one, results in call order (PIPE-4).
+
+use crate::hooks::{pre_tool_use, HookOutcome, HookSettings};
+use crate::permissions::{Decision, PermissionSettings, Rules};
+use crate::tools::{fs, PermissionSubject, Registry, ToolContext, ToolError, ToolOutput};
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+
+/// Characters of a persisted result shown to the model as a preview (PIPE-5).
+pub const PERSIST_PREVIEW_CHARS: usize = 2_000;
+
+/// The settings of a session, in Claude Code's settings.json shape (the subset the runtime honours).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Settings {
+    /// Permission rules.
+    #[serde(default)]
+    pub permissions: PermissionSettings,
+    /// Hooks by event.
+    #[serde(default)]
+    pub hooks: HookSettings,
+}
+
+/// How the host answers an `ask` (scripted by the probe; nobody is there to click).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AskAnswer {
+    /// Refuse (the default: no human present).
+    #[default]
+    Deny,
+    /// Allow.
+    Allow,
+}
+
+/// A tool call from an assistant message.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolCall {
+    /// `toolu_…`.
+    pub id: String,
+    /// Tool name.
+    pub name: String,
+    /// Input.
+    pub input: Value,
+}
+
+/// The result block answering a call.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolResult {
+    /// The call's id.
+    pub tool_use_id: String,
+    /// A string, or content blocks.
+    pub content: Value,
+    /// Error result.
+    pub is_error: bool,
+}
+
+impl ToolResult {
+    /// The `tool_result` block as sent: successful results carry no `is_error` key, like the reference's.
+    pub fn to_block(&self) -> Value {
+        let mut b = json!({"type": "tool_result", "tool_use_id": self.tool_use_id, "content": self.content});
+        if self.is_error {
+            b["is_error"] = json!(true);
+        }
+        b
+    }
+
+    fn error(id: &str, text: String) -> ToolResult {
+        ToolResult {
+            tool_use_id: id.to_string(),
+            content: Value::String(text),
+            is_error: true,
+        }
+    }
+}
+
+/// The text the reference sends when the host rejects an ask.
+pub const REJECTED: &str = "The user doesn't want to proceed with this tool use. The tool use was rejected (eg. if it was a file edit, the new_string was NOT written to the file). STOP what you are doing and wait for the user to tell you how to proceed.";
+
+fn wrap(text: &str) -> String {
+    format!("<tool_use_error>{text}</tool_use_error>")
+}
+
+/// The runtime of a session: its tool pool, rules, hooks and context.
+#[derive(Clone)]
+pub struct Runtime {
+    /// The pool the model sees (bare-denied tools removed, PIPE-6).
+    pub registry: Registry,
+    rules: Rules,
+    hooks: HookSettings,
+    ask_answer: AskAnswer,
+    /// The context every call gets.
+    pub ctx: ToolContext,
+}
+
+impl std::fmt::Debug for Runtime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Runtime")
+            .field("tools", &self.registry)
+            .finish()
+    }
+}
+
+impl Runtime {
+    /// A runtime over `registry` with `settings`; tools a bare deny rule names are removed.
+    pub fn new(
+        mut registry: Registry,
+        settings: &Settings,
+        ask_answer: AskAnswer,
+        ctx: ToolContext,
+    ) -> Result<Runtime, String> {
+        let rules = Rules::from_settings(&settings.permissions)?;
+        registry.retain(|name| !rules.hides(name));
+        Ok(Runtime {
+            registry,
+            rules,
+            hooks: settings.hooks.clone(),
+            ask_answer,
+            ctx,
+        })
+    }
+
+    /// Runs the calls of one assistant turn (PIPE-4): each maximal run of consecutive concurrency-safe
+    /// calls in parallel, every other call alone, results in call order.
+    pub async fn run_turn(&self, calls: &[ToolCall]) -> Vec<ToolResult> {
+        let mut out = Vec::with_capacity(calls.len());
+        let mut i = 0;
+        while i < calls.len() {
+            let safe = |c: &ToolCall| {
+                self.registry
+                    .get(&c.name)
+                    .is_some_and(|t| t.is_concurrency_safe(&c.input))
+            };
+            let mut j = i + 1;
+            if safe(&calls[i]) {
+                while j < calls.len() && safe(&calls[j]) {
+                    j += 1;
+                }
+            }
+            let batch =
+                futures_util::future::join_all(calls[i..j].iter().map(|c| self.run_call(c))).await;
+            out.extend(batch);
+            i = j;
+        }
+        out
+    }
+
+    /// One call through the whole pipeline.
+    pub async fn run_call(&self, call: &ToolCall) -> ToolResult {
+        let id = call.id.as_str();
+        let Some(tool) = self.registry.get(&call.name) else {
+            return ToolResult::error(
+                id,
+                wrap(&format!("Error: No such tool available: {}", call.name)),
+            );
+        };
+        if let Some(msg) = crate::schema::validate(tool.name(), &tool.input_schema(), &call.input) {
+            return ToolResult::error(id, wrap(&msg));
+        }
+        let (input, hook_allowed, hook_ask) =
+            match pre_tool_use(&self.hooks, tool.name(), &call.input, &self.ctx).await {
+                HookOutcome::Deny { command, reason } => {
+                    return ToolResult::error(
+                        id,
+                        format!(
+                            "PreToolUse:{} hook `{command}` denied this tool use: {reason}",
+                            tool.name()
+                        ),
+                    );
+                }
+                HookOutcome::Continue {
+                    input: Some(new),
+                    allowed,
+                    ask,
+                } => {
+                    if let Some(msg) =
+                        crate::schema::validate(tool.name(), &tool.input_schema(), &new)
+                    {
+                        return ToolResult::error(
+                            id,
+                            wrap(&format!(
+                                "{msg}\n(after the PreToolUse hook rewrote the input)"
+                            )),
+                        );
+                    }
+                    (new, allowed, ask)
+                }
+                HookOutcome::Continue {
+                    input: None,
+                    allowed,
+                    ask,
+                } => (call.input.clone(), allowed, ask),
+            };
+        let subject = tool.permission_subject(&input, &self.ctx);
+        let decision =
+            self.rules
+                .decide(tool.name(), &subject, tool.is_read_only(&input), &self.ctx);
+        let ask_source = match decision {
+            Decision::Deny(rule) => {
+                return ToolResult::error(id, format!("Permission to use {} has been denied by the rule {rule} in settings.permissions.deny.", tool.name()));
+            }
+            Decision::Ask(rule) if !hook_allowed => Some(format!("the rule {rule}")),
+            _ if hook_ask => Some("a PreToolUse hook".to_string()),
+            _ => None,
+        };
+        if ask_source.is_some() && self.ask_answer == AskAnswer::Deny {
+            return ToolResult::error(id, REJECTED.to_string());
+        }
+        if let PermissionSubject::ReadPath(p) | PermissionSubject::WritePath(p) = &subject {
+            if let Err(e) = fs::confine(&self.ctx, &p.to_string_lossy()) {
+                return ToolResult::error(id, wrap(&e.to_string()));
+            }
+        }
+        let output = match tool.call(input, &self.ctx).await {
+            Ok(o) => o,
+            Err(ToolError::Validation(m)) => return ToolResult::error(id, wrap(&m)),
+            Err(ToolError::Runtime(m)) => return ToolResult::error(id, m),
+        };
+        let content = match (&output, tool.max_result_size_chars()) {
+            (ToolOutput::Text(t), Some(max)) if t.chars().count() > max => {
+                match self.persist(id, t) {
+                    Ok(text) => Value::String(text),
+                    Err(e) => return ToolResult::error(id, e),
+                }
+            }
+            (ToolOutput::Text(t), _) => Value::String(t.clone()),
+            (ToolOutput::Blocks(b), _) => Value::Array(b.clone()),
+        };
+        ToolResult {
+            tool_use_id: id.to_string(),
+            content,
+            is_error: false,
+        }
+    }
+
+    /// PIPE-5: writes the whole result under the session dir and returns the `<persisted-output>` block
+    /// the model gets instead: the path, the size, and a preview.
+    fn persist(&self, id: &str, text: &str) -> Result<String, String> {
+        let dir = self.ctx.session_dir().join("tool-results");
+        std::fs::create_dir_all(&dir)
+            .map_err(|e| format!("cannot persist the large result: {e}"))?;
+        let path = dir.join(format!("{id}.txt"));
+        std::fs::write(&path, text).map_err(|e| format!("cannot persist the large result: {e}"))?;
+        let preview: String = text.chars().take(PERSIST_PREVIEW_CHARS).collect();
+        Ok(format!(
+            "<persisted-output>\nOutput too large ({}). Full output saved to: {}\n\nPreview (first {}):\n{preview}\n...\n</persisted-output>",
+            crate::tools::read::format_size(text.len() as u64),
+            path.display(),
+            crate::tools::read::format_size(PERSIST_PREVIEW_CHARS as u64),
+        ))
+    }
+}

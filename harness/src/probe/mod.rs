@@ -1,0 +1,638 @@
+//! Probe files: the format (TOML), strict parsing with `file:line:col` errors and hints, discovery
+//! under `probes/`, and the sandbox a probe runs in ([`sandbox`]).
+//!
+//! ```toml
+//! id = "read.offset-limit"                   # unique; names the golden file
+//! claims = ["READ-1", "READ-3"]              # ids from docs/claims.md
+//! about = "offset/limit window, cat -n numbering"
+//! subjects = ["builtin"]                     # default: every subject
+//! prompt = "Read the file."                  # first user message (default: "Run the probe.")
+//! ask = "deny"                               # how the host answers a permission ask (default deny)
+//! deadline_secs = 60                         # the run must end within it
+//!
+//! [fixture]
+//! dir = "read"                               # copied from fixtures/read into the cwd (optional)
+//! files."f.txt" = "one\ntwo\n"               # inline files
+//! files."big.txt" = { repeat = "x", bytes = 262145 }   # generated: `repeat` cycled to `bytes` bytes
+//! [[fixture.fault]]                          # a change to the sandbox, before the run or a turn
+//! at_turn = 2                                # before main turn 2 is served (omit: before the run)
+//! kind = "write"                             # write | delete | mkdir | chmod | symlink
+//! path = "f.txt"
+//! content = "changed\n"
+//!
+//! [settings]                                 # Claude Code's settings.json shape
+//! permissions = { deny = ["Read(secrets/**)"] }
+//!
+//! [env]                                      # environment of the subject
+//! CLAUDE_CODE_FILE_READ_MAX_OUTPUT_TOKENS = "100"
+//!
+//! [[turn]]                                   # stub-messages' turn format; {cwd} {home} {sandbox}
+//! tool_use = [{ name = "Read", input = { file_path = "{cwd}/f.txt" } }]
+//! [[turn]]
+//! text = "done"
+//!
+//! [[check]]                                  # result = N | request = N | file = "path"
+//! result = 1
+//! is_error = false
+//! contains = "     1\tone"
+//! ```
+
+pub mod sandbox;
+
+use crate::pipeline::{AskAnswer, Settings};
+use serde::Deserialize;
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use stub_messages::script::{line_col, Conversation, StubSettings, Turn};
+use toml::Spanned;
+
+/// A probe file that cannot be used: where, what, and what to do.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{file}:{line}:{col}: {message}{}", hint.as_ref().map(|h| format!("\n  hint: {h}")).unwrap_or_default())]
+pub struct ProbeError {
+    /// The probe file.
+    pub file: String,
+    /// 1-based line.
+    pub line: usize,
+    /// 1-based column.
+    pub col: usize,
+    /// What is wrong.
+    pub message: String,
+    /// How to fix it.
+    pub hint: Option<String>,
+}
+
+/// One or several strings.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(untagged)]
+pub enum OneOrMany {
+    /// One.
+    One(String),
+    /// Several.
+    Many(Vec<String>),
+}
+
+impl OneOrMany {
+    /// As a list.
+    pub fn items(&self) -> Vec<&str> {
+        match self {
+            OneOrMany::One(s) => vec![s.as_str()],
+            OneOrMany::Many(v) => v.iter().map(String::as_str).collect(),
+        }
+    }
+}
+
+/// A JSON-pointer check on a result's content or a file's JSON.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct JsonCheck {
+    /// RFC 6901 pointer (`/0/type`, `/blocks`).
+    pub pointer: String,
+    /// The value expected there.
+    #[serde(default)]
+    pub equals: Option<Value>,
+    /// The pointer must resolve (true) or not (false).
+    #[serde(default)]
+    pub exists: Option<bool>,
+}
+
+/// A `[[check]]`: one target and its assertions.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Check {
+    /// The tool_result answering the N-th scripted tool_use of the main conversation (1-based).
+    #[serde(default)]
+    pub result: Option<usize>,
+    /// The N-th main-conversation request (1-based).
+    #[serde(default)]
+    pub request: Option<usize>,
+    /// A file in the sandbox after the run (relative to the cwd, or `{home}/…`).
+    #[serde(default)]
+    pub file: Option<String>,
+    /// Why this check (shown on failure).
+    #[serde(default)]
+    pub about: Option<String>,
+    /// result: is_error.
+    #[serde(default)]
+    pub is_error: Option<bool>,
+    /// Whole text equals.
+    #[serde(default)]
+    pub equals: Option<String>,
+    /// Text contains each.
+    #[serde(default)]
+    pub contains: Option<OneOrMany>,
+    /// Text contains none.
+    #[serde(default)]
+    pub not_contains: Option<OneOrMany>,
+    /// Text matches this regex.
+    #[serde(default)]
+    pub matches: Option<String>,
+    /// file: exists or not.
+    #[serde(default)]
+    pub exists: Option<bool>,
+    /// request: these tools are in `tools[]`.
+    #[serde(default)]
+    pub tools_include: Vec<String>,
+    /// request: these tools are not in `tools[]`.
+    #[serde(default)]
+    pub tools_exclude: Vec<String>,
+    /// request: `tools[]` names in exactly this order.
+    #[serde(default)]
+    pub tools_equal: Option<Vec<String>>,
+    /// JSON pointer checks (result content / file JSON / request body).
+    #[serde(default)]
+    pub json: Vec<JsonCheck>,
+}
+
+/// A sandbox change (`[[fixture.fault]]`).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FsFault {
+    /// Before this main turn (1-based) is served; none = before the run.
+    #[serde(default)]
+    pub at_turn: Option<usize>,
+    /// `write`, `delete`, `mkdir`, `chmod`, `symlink`.
+    pub kind: String,
+    /// Relative to the cwd.
+    pub path: String,
+    /// For `write`.
+    #[serde(default)]
+    pub content: Option<String>,
+    /// For `chmod` (octal string, e.g. "0444").
+    #[serde(default)]
+    pub mode: Option<String>,
+    /// For `symlink`.
+    #[serde(default)]
+    pub target: Option<String>,
+}
+
+/// An inline fixture file.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(untagged)]
+pub enum FileSpec {
+    /// Literal text.
+    Text(String),
+    /// `repeat` cycled until `bytes` bytes.
+    Generated {
+        /// The pattern.
+        repeat: String,
+        /// Exact size.
+        bytes: u64,
+    },
+    /// Binary content.
+    Base64 {
+        /// Standard base64.
+        base64: String,
+    },
+}
+
+/// `[fixture]`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Fixture {
+    /// A directory under `fixtures/` copied into the cwd.
+    #[serde(default)]
+    pub dir: Option<String>,
+    /// Inline files, relative to the cwd.
+    #[serde(default)]
+    pub files: BTreeMap<String, FileSpec>,
+    /// Sandbox changes.
+    #[serde(default)]
+    pub fault: Vec<FsFault>,
+}
+
+/// `[subject.builtin]`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BuiltinOptions {
+    /// Model named in requests (default `claude-opus-5`).
+    #[serde(default)]
+    pub model: Option<String>,
+    /// Turn limit of the loop (default 50).
+    #[serde(default)]
+    pub max_turns: Option<usize>,
+}
+
+/// `[subject.claude-code]` (used by the Claude Code subject).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClaudeCodeOptions {
+    /// Extra CLI arguments.
+    #[serde(default)]
+    pub args: Vec<String>,
+    /// Extra environment.
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+}
+
+/// `[subject]`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SubjectOptions {
+    /// For the built-in subject.
+    #[serde(default)]
+    pub builtin: BuiltinOptions,
+    /// For Claude Code.
+    #[serde(default, rename = "claude-code")]
+    pub claude_code: ClaudeCodeOptions,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ProbeFile {
+    id: Spanned<String>,
+    claims: Spanned<Vec<Spanned<String>>>,
+    about: String,
+    #[serde(default)]
+    subjects: Option<Vec<Spanned<String>>>,
+    #[serde(default)]
+    prompt: Option<String>,
+    #[serde(default)]
+    ask: AskAnswer,
+    #[serde(default)]
+    deadline_secs: Option<u64>,
+    #[serde(default)]
+    fixture: Fixture,
+    #[serde(default)]
+    settings: Settings,
+    #[serde(default)]
+    env: BTreeMap<String, String>,
+    #[serde(default)]
+    subject: SubjectOptions,
+    // Parsed here so that errors in them carry this file's place; the stub's Script reads them again.
+    #[allow(dead_code)]
+    #[serde(default, rename = "turn")]
+    turns: Vec<Turn>,
+    #[allow(dead_code)]
+    #[serde(default, rename = "conversation")]
+    conversations: Vec<Conversation>,
+    #[allow(dead_code)]
+    #[serde(default)]
+    stub: StubSettings,
+    #[serde(default, rename = "check")]
+    checks: Vec<Spanned<Check>>,
+}
+
+/// Subjects a probe can name.
+pub const SUBJECT_KINDS: &[&str] = &["builtin", "claude-code"];
+
+/// Default deadline of a probe run.
+pub const DEFAULT_DEADLINE_SECS: u64 = 60;
+
+/// A parsed, validated probe.
+#[derive(Debug, Clone)]
+pub struct Probe {
+    /// The file it came from.
+    pub path: PathBuf,
+    /// Its text (for locating checks).
+    pub source: String,
+    /// Id.
+    pub id: String,
+    /// Claim ids.
+    pub claims: Vec<String>,
+    /// One line about it.
+    pub about: String,
+    /// Subjects it applies to (`builtin`, `claude-code`); empty = every subject.
+    pub subjects: Vec<String>,
+    /// First user message.
+    pub prompt: String,
+    /// Host's answer to asks.
+    pub ask: AskAnswer,
+    /// Deadline.
+    pub deadline_secs: u64,
+    /// Fixture.
+    pub fixture: Fixture,
+    /// Settings.
+    pub settings: Settings,
+    /// Env.
+    pub env: BTreeMap<String, String>,
+    /// Per-subject options.
+    pub subject: SubjectOptions,
+    /// The stub script (turns, conversations, stub settings) with placeholders unresolved.
+    pub script: stub_messages::Script,
+    /// Checks with their 1-based (line, col).
+    pub checks: Vec<(Check, usize, usize)>,
+}
+
+impl Probe {
+    /// True when the probe applies to a subject kind (`claude-code@2.1.235` → `claude-code`).
+    pub fn applies_to(&self, subject: &str) -> bool {
+        let kind = subject.split('@').next().unwrap_or(subject);
+        self.subjects.is_empty() || self.subjects.iter().any(|s| s == kind)
+    }
+
+    /// `file:line` of a check, for failure messages.
+    pub fn check_place(&self, index: usize) -> String {
+        let (_, line, _) = self.checks[index];
+        format!("{}:{line}", self.path.display())
+    }
+}
+
+/// Parses a probe file's text.
+pub fn parse(path: &Path, text: &str) -> Result<Probe, ProbeError> {
+    let file = path.display().to_string();
+    let err_at = |offset: usize, message: String, hint: Option<&str>| {
+        let (line, col) = line_col(text, offset);
+        ProbeError {
+            file: file.clone(),
+            line,
+            col,
+            message,
+            hint: hint.map(str::to_string),
+        }
+    };
+    let raw: ProbeFile = toml::from_str(text).map_err(|e| {
+        let offset = e.span().map(|s| s.start).unwrap_or(0);
+        let msg = e.message().trim_end().to_string();
+        let hint = if msg.contains("unknown field") {
+            Some("see the probe format in harness/src/probe/mod.rs (or `probelab new NAME` for a commented skeleton)")
+        } else if msg.contains("missing field") {
+            Some("every probe needs id, claims and about")
+        } else {
+            None
+        };
+        err_at(offset, msg, hint)
+    })?;
+    let id = raw.id.get_ref().clone();
+    if id.is_empty()
+        || !id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_'))
+    {
+        return Err(err_at(
+            raw.id.span().start,
+            format!("probe id {id:?} must be non-empty [A-Za-z0-9._-]"),
+            Some("ids name golden files: keep them path-safe"),
+        ));
+    }
+    if raw.claims.get_ref().is_empty() {
+        return Err(err_at(
+            raw.claims.span().start,
+            "claims is empty".into(),
+            Some("name the claim ids this probe checks (docs/claims.md)"),
+        ));
+    }
+    let mut claims = Vec::new();
+    for c in raw.claims.get_ref() {
+        if !crate::claims::exists(c.get_ref()) {
+            return Err(err_at(
+                c.span().start,
+                format!("claim {:?} is not in the catalogue", c.get_ref()),
+                Some("claim ids are listed in docs/claims.md (`probelab list` prints them)"),
+            ));
+        }
+        claims.push(c.get_ref().clone());
+    }
+    let mut subjects = Vec::new();
+    for s in raw.subjects.iter().flatten() {
+        if !SUBJECT_KINDS.contains(&s.get_ref().as_str()) {
+            return Err(err_at(
+                s.span().start,
+                format!("unknown subject {:?}", s.get_ref()),
+                Some("subjects are builtin and claude-code"),
+            ));
+        }
+        subjects.push(s.get_ref().clone());
+    }
+    let script = stub_messages::Script::from_toml(&file, text).map_err(|e| {
+        let msg =
+            e.0.strip_prefix(&format!("{file}: "))
+                .unwrap_or(&e.0)
+                .to_string();
+        err_at(
+            0,
+            msg,
+            Some("see the turn format in stub-messages/src/script.rs"),
+        )
+    })?;
+    let main_turns = script.turns.len();
+    let tool_uses: usize = script.turns.iter().map(|t| t.tool_use.len()).sum();
+    for f in &raw.fixture.fault {
+        if !matches!(
+            f.kind.as_str(),
+            "write" | "delete" | "mkdir" | "chmod" | "symlink"
+        ) {
+            return Err(err_at(
+                0,
+                format!("fixture fault kind {:?} is unknown", f.kind),
+                Some("write | delete | mkdir | chmod | symlink"),
+            ));
+        }
+        if f.at_turn.is_some_and(|t| t == 0 || t > main_turns) {
+            return Err(err_at(
+                0,
+                format!(
+                    "fixture fault at_turn {:?} names no main turn (there are {main_turns})",
+                    f.at_turn
+                ),
+                None,
+            ));
+        }
+    }
+    let mut checks = Vec::new();
+    for c in &raw.checks {
+        let at = c.span().start;
+        let check = c.get_ref();
+        let targets = [
+            check.result.is_some(),
+            check.request.is_some(),
+            check.file.is_some(),
+        ]
+        .iter()
+        .filter(|b| **b)
+        .count();
+        if targets != 1 {
+            return Err(err_at(
+                at,
+                "a check needs exactly one target: result = N, request = N or file = \"path\""
+                    .into(),
+                None,
+            ));
+        }
+        if let Some(n) = check.result {
+            if n == 0 || n > tool_uses {
+                return Err(err_at(at, format!("check names result {n}, but the main conversation scripts {tool_uses} tool_use block(s)"), Some("results are numbered from 1 in script order, across turns")));
+            }
+        }
+        if let Some(n) = check.request {
+            if n == 0 || n > main_turns {
+                return Err(err_at(at, format!("check names request {n}, but the main conversation has {main_turns} turn(s)"), Some("request N is the request the N-th [[turn]] answers")));
+            }
+        }
+        if check.file.is_none() && check.exists.is_some() {
+            return Err(err_at(
+                at,
+                "`exists` applies to file checks only".into(),
+                None,
+            ));
+        }
+        if check.result.is_none() && check.is_error.is_some() {
+            return Err(err_at(
+                at,
+                "`is_error` applies to result checks only".into(),
+                None,
+            ));
+        }
+        if check.request.is_none()
+            && (!check.tools_include.is_empty()
+                || !check.tools_exclude.is_empty()
+                || check.tools_equal.is_some())
+        {
+            return Err(err_at(
+                at,
+                "tools_include / tools_exclude / tools_equal apply to request checks only".into(),
+                None,
+            ));
+        }
+        if let Some(re) = &check.matches {
+            if let Err(e) = regex::Regex::new(re) {
+                return Err(err_at(
+                    at,
+                    format!("matches is not a valid regex: {e}"),
+                    None,
+                ));
+            }
+        }
+        let (line, col) = line_col(text, at);
+        checks.push((check.clone(), line, col));
+    }
+    Ok(Probe {
+        path: path.to_path_buf(),
+        source: text.to_string(),
+        id,
+        claims,
+        about: raw.about,
+        subjects,
+        prompt: raw.prompt.unwrap_or_else(|| "Run the probe.".into()),
+        ask: raw.ask,
+        deadline_secs: raw.deadline_secs.unwrap_or(DEFAULT_DEADLINE_SECS),
+        fixture: raw.fixture,
+        settings: raw.settings,
+        env: raw.env,
+        subject: raw.subject,
+        script,
+        checks,
+    })
+}
+
+/// Reads and parses a probe file.
+pub fn load(path: &Path) -> Result<Probe, ProbeError> {
+    let text = std::fs::read_to_string(path).map_err(|e| ProbeError {
+        file: path.display().to_string(),
+        line: 1,
+        col: 1,
+        message: format!("cannot read: {e}"),
+        hint: None,
+    })?;
+    parse(path, &text)
+}
+
+/// Every `*.toml` under the given paths (files taken as they are, directories walked), sorted.
+pub fn discover(paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
+    let mut out = Vec::new();
+    for p in paths {
+        if p.is_file() {
+            out.push(p.clone());
+        } else if p.is_dir() {
+            walk(p, &mut out).map_err(|e| format!("{}: {e}", p.display()))?;
+        } else {
+            return Err(format!("{}: no such probe file or directory", p.display()));
+        }
+    }
+    out.sort();
+    out.dedup();
+    if out.is_empty() {
+        return Err(format!(
+            "no probe files (*.toml) under {}",
+            paths
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    Ok(out)
+}
+
+fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
+    for e in std::fs::read_dir(dir)? {
+        let p = e?.path();
+        if p.is_dir() {
+            walk(&p, out)?;
+        } else if p.extension().is_some_and(|x| x == "toml") {
+            out.push(p);
+        }
+    }
+    Ok(())
+}
+
+/// Loads every probe under `paths`; ids must be unique.
+pub fn load_all(paths: &[PathBuf]) -> Result<Vec<Probe>, String> {
+    let mut probes: Vec<Probe> = Vec::new();
+    for f in discover(paths)? {
+        let p = load(&f).map_err(|e| e.to_string())?;
+        if let Some(other) = probes.iter().find(|o| o.id == p.id) {
+            return Err(format!(
+                "{}: probe id {:?} is also used by {}",
+                f.display(),
+                p.id,
+                other.path.display()
+            ));
+        }
+        probes.push(p);
+    }
+    Ok(probes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn err(text: &str) -> String {
+        parse(Path::new("p.toml"), text)
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_else(|| "parsed".into())
+    }
+
+    const OK: &str = "id = \"x.y\"\nclaims = [\"READ-1\"]\nabout = \"a\"\n[[turn]]\ntool_use = [{ name = \"Read\", input = { file_path = \"{cwd}/f\" } }]\n[[turn]]\ntext = \"done\"\n";
+
+    #[test]
+    fn a_good_probe_parses() {
+        let p = parse(
+            Path::new("p.toml"),
+            &format!("{OK}[[check]]\nresult = 1\nis_error = false\n"),
+        );
+        let p = p.map_err(|e| e.to_string());
+        assert_eq!(p.as_ref().map(|p| p.checks.len()), Ok(1));
+        assert_eq!(p.as_ref().map(|p| p.checks[0].1), Ok(8));
+    }
+
+    #[test]
+    fn errors_have_places_and_hints() {
+        assert!(
+            err(&format!("{OK}bogus = 1\n")).starts_with("p.toml:8:1: unknown field `bogus`"),
+            "{}",
+            err(&format!("{OK}bogus = 1\n"))
+        );
+        assert!(err(&OK.replace("READ-1", "READ-99"))
+            .starts_with("p.toml:2:11: claim \"READ-99\" is not in the catalogue\n  hint:"));
+        assert!(
+            err(&format!("{OK}[[check]]\nresult = 2\n")).starts_with(
+                "p.toml:8:1: check names result 2, but the main conversation scripts 1"
+            ),
+            "{}",
+            err(&format!("{OK}[[check]]\nresult = 2\n"))
+        );
+        assert!(err(&format!("{OK}[[check]]\nrequest = 1\nfile = \"f\"\n"))
+            .contains("exactly one target"));
+        assert!(err(&OK.replace("claims = [\"READ-1\"]\n", "")).contains("missing field `claims`"));
+        assert!(
+            err(&format!("{OK}[[check]]\nresult = 1\nis_error = \"no\"\n"))
+                .starts_with("p.toml:10:12: invalid type"),
+            "{}",
+            err(&format!("{OK}[[check]]\nresult = 1\nis_error = \"no\"\n"))
+        );
+    }
+}

@@ -1,0 +1,207 @@
+//! The sandbox of one probe run: a fresh temp dir with `work/` (the cwd, holding the fixture) and
+//! `home/` (HOME), removed afterwards unless kept. Placeholders `{cwd}`, `{home}`, `{sandbox}` in the
+//! script's tool inputs and in checks are resolved against it; `[[fixture.fault]]` changes are applied
+//! before the run or before a given turn.
+
+use super::{FileSpec, FsFault, Probe};
+use base64::Engine;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+
+/// A materialised sandbox.
+#[derive(Debug)]
+pub struct Sandbox {
+    dir: Option<tempfile::TempDir>,
+    /// The root (canonical).
+    pub root: PathBuf,
+    /// `root/work`.
+    pub cwd: PathBuf,
+    /// `root/home`.
+    pub home: PathBuf,
+}
+
+impl Sandbox {
+    /// Creates the dirs and the fixture. `fixtures_root` is where `[fixture] dir` is looked up.
+    pub fn create(probe: &Probe, fixtures_root: &Path) -> Result<Sandbox, String> {
+        let dir = tempfile::Builder::new()
+            .prefix("probelab-")
+            .tempdir()
+            .map_err(|e| format!("cannot create a sandbox: {e}"))?;
+        let root = dir.path().canonicalize().map_err(|e| e.to_string())?;
+        let cwd = root.join("work");
+        let home = root.join("home");
+        for d in [&cwd, &home] {
+            std::fs::create_dir_all(d).map_err(|e| format!("{}: {e}", d.display()))?;
+        }
+        let sb = Sandbox {
+            dir: Some(dir),
+            root,
+            cwd,
+            home,
+        };
+        if let Some(d) = &probe.fixture.dir {
+            let src = fixtures_root.join(d);
+            if !src.is_dir() {
+                return Err(format!(
+                    "{}: fixture dir {} does not exist",
+                    probe.path.display(),
+                    src.display()
+                ));
+            }
+            copy_tree(&src, &sb.cwd).map_err(|e| format!("copying {}: {e}", src.display()))?;
+        }
+        for (rel, spec) in &probe.fixture.files {
+            let path = sb.inside(rel)?;
+            if let Some(parent) = path.parent() {
+                std::fs::create_dir_all(parent).map_err(|e| e.to_string())?;
+            }
+            std::fs::write(&path, file_bytes(spec)?)
+                .map_err(|e| format!("{}: {e}", path.display()))?;
+        }
+        for f in probe.fixture.fault.iter().filter(|f| f.at_turn.is_none()) {
+            sb.apply(f)?;
+        }
+        Ok(sb)
+    }
+
+    /// The same paths without ownership of the directory (for callbacks that outlive a borrow).
+    pub fn view(&self) -> Sandbox {
+        Sandbox {
+            dir: None,
+            root: self.root.clone(),
+            cwd: self.cwd.clone(),
+            home: self.home.clone(),
+        }
+    }
+
+    /// Keeps the directory on disk (for `--keep`); returns its path.
+    pub fn keep(&mut self) -> PathBuf {
+        if let Some(d) = self.dir.take() {
+            let _ = d.keep();
+        }
+        self.root.clone()
+    }
+
+    /// A relative fixture path inside the cwd (`..` refused); `{home}/x` goes under HOME.
+    pub fn inside(&self, rel: &str) -> Result<PathBuf, String> {
+        let resolved = self.resolve(rel);
+        let p = Path::new(&resolved);
+        let abs = if p.is_absolute() {
+            p.to_path_buf()
+        } else {
+            self.cwd.join(p)
+        };
+        if abs
+            .components()
+            .any(|c| matches!(c, std::path::Component::ParentDir))
+            || !abs.starts_with(&self.root)
+        {
+            return Err(format!("fixture path {rel:?} leaves the sandbox"));
+        }
+        Ok(abs)
+    }
+
+    /// Replaces `{cwd}`, `{home}`, `{sandbox}`.
+    pub fn resolve(&self, s: &str) -> String {
+        s.replace("{cwd}", &self.cwd.to_string_lossy())
+            .replace("{home}", &self.home.to_string_lossy())
+            .replace("{sandbox}", &self.root.to_string_lossy())
+    }
+
+    /// Resolves placeholders in every string of a JSON value.
+    pub fn resolve_json(&self, v: &mut Value) {
+        match v {
+            Value::String(s) => *s = self.resolve(s),
+            Value::Array(a) => a.iter_mut().for_each(|x| self.resolve_json(x)),
+            Value::Object(o) => o.values_mut().for_each(|x| self.resolve_json(x)),
+            _ => {}
+        }
+    }
+
+    /// The probe's script with placeholders resolved in tool inputs.
+    pub fn script(&self, probe: &Probe) -> stub_messages::Script {
+        let mut s = probe.script.clone();
+        let turns = s
+            .turns
+            .iter_mut()
+            .chain(s.conversations.iter_mut().flat_map(|c| c.turns.iter_mut()));
+        for t in turns {
+            for u in &mut t.tool_use {
+                self.resolve_json(&mut u.input);
+            }
+        }
+        s
+    }
+
+    /// Applies one sandbox change.
+    pub fn apply(&self, f: &FsFault) -> Result<(), String> {
+        let p = self.inside(&f.path)?;
+        let res = match f.kind.as_str() {
+            "write" => {
+                if let Some(parent) = p.parent() {
+                    let _ = std::fs::create_dir_all(parent);
+                }
+                std::fs::write(&p, f.content.as_deref().unwrap_or_default())
+            }
+            "delete" => {
+                if p.is_dir() {
+                    std::fs::remove_dir_all(&p)
+                } else {
+                    std::fs::remove_file(&p)
+                }
+            }
+            "mkdir" => std::fs::create_dir_all(&p),
+            "chmod" => {
+                use std::os::unix::fs::PermissionsExt;
+                let mode = u32::from_str_radix(
+                    f.mode.as_deref().unwrap_or("0644").trim_start_matches("0o"),
+                    8,
+                )
+                .map_err(|e| format!("chmod mode: {e}"))?;
+                std::fs::set_permissions(&p, std::fs::Permissions::from_mode(mode))
+            }
+            "symlink" => std::os::unix::fs::symlink(
+                self.resolve(f.target.as_deref().unwrap_or_default()),
+                &p,
+            ),
+            other => return Err(format!("unknown fixture fault kind {other:?}")),
+        };
+        res.map_err(|e| format!("fixture fault {} {}: {e}", f.kind, f.path))
+    }
+}
+
+/// The bytes of an inline file.
+pub fn file_bytes(spec: &FileSpec) -> Result<Vec<u8>, String> {
+    Ok(match spec {
+        FileSpec::Text(t) => t.as_bytes().to_vec(),
+        FileSpec::Generated { repeat, bytes } => {
+            if repeat.is_empty() {
+                return Err("generated file: repeat is empty".into());
+            }
+            repeat
+                .as_bytes()
+                .iter()
+                .copied()
+                .cycle()
+                .take(*bytes as usize)
+                .collect()
+        }
+        FileSpec::Base64 { base64 } => base64::engine::general_purpose::STANDARD
+            .decode(base64.trim())
+            .map_err(|e| format!("base64 file: {e}"))?,
+    })
+}
+
+fn copy_tree(src: &Path, dst: &Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(dst)?;
+    for e in std::fs::read_dir(src)? {
+        let e = e?;
+        let to = dst.join(e.file_name());
+        if e.file_type()?.is_dir() {
+            copy_tree(&e.path(), &to)?;
+        } else {
+            std::fs::copy(e.path(), &to)?;
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,122 @@
+//! One probe run on the built-in subject: sandbox → stub (the probe's turns, placeholders resolved) →
+//! agent loop over the tool runtime → the stub's record. The record, not the subject, is the evidence.
+
+use crate::agent::{run_loop, Client, LoopEnd};
+use crate::pipeline::Runtime;
+use crate::probe::sandbox::Sandbox;
+use crate::probe::Probe;
+use crate::tools::{Registry, ToolContext};
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use stub_messages::{serve, Exchange, Recorder, Stub};
+
+/// Model the built-in subject asks for unless the probe says otherwise.
+pub const DEFAULT_MODEL: &str = "claude-opus-5";
+/// Turn limit of the built-in loop unless the probe says otherwise.
+pub const DEFAULT_MAX_TURNS: usize = 50;
+
+/// What a run left behind.
+#[derive(Debug)]
+pub struct RunOutput {
+    /// The subject's name (`builtin`).
+    pub subject: String,
+    /// Every exchange, in arrival order.
+    pub exchanges: Vec<Exchange>,
+    /// Turns served per conversation: (name, served, scripted).
+    pub progress: Vec<(String, usize, usize)>,
+    /// How the subject ended.
+    pub end: LoopEnd,
+    /// Whether it ended within the probe's deadline.
+    pub within_deadline: bool,
+    /// Wall time (never in goldens).
+    pub duration: Duration,
+    /// The sandbox (removed on drop unless kept).
+    pub sandbox: Sandbox,
+}
+
+/// Runs `probe` on the built-in subject.
+pub async fn run_builtin(probe: &Probe, fixtures_root: &Path) -> Result<RunOutput, String> {
+    let sandbox = Sandbox::create(probe, fixtures_root)?;
+    let script = sandbox.script(probe);
+    let timed: Vec<_> = probe
+        .fixture
+        .fault
+        .iter()
+        .filter(|f| f.at_turn.is_some())
+        .cloned()
+        .collect();
+    let view = sandbox.view();
+    let hook_errors = Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let errors = hook_errors.clone();
+    let stub = Stub::new(script, Recorder::default()).with_turn_hook(Arc::new(
+        move |conv: &str, turn: usize| {
+            for f in timed
+                .iter()
+                .filter(|f| conv == stub_messages::script::MAIN && f.at_turn == Some(turn + 1))
+            {
+                if let Err(e) = view.apply(f) {
+                    if let Ok(mut v) = errors.lock() {
+                        v.push(e);
+                    }
+                }
+            }
+        },
+    ));
+    let stub = Arc::new(stub);
+    let running = serve(stub.clone(), ([127, 0, 0, 1], 0).into())
+        .await
+        .map_err(|e| format!("cannot start the stub: {e}"))?;
+    let model = probe
+        .subject
+        .builtin
+        .model
+        .clone()
+        .unwrap_or_else(|| DEFAULT_MODEL.into());
+    let client = Arc::new(Client::new(&running.url(), &model));
+    let ctx = ToolContext {
+        cwd: sandbox.cwd.clone(),
+        home: sandbox.home.clone(),
+        roots: vec![sandbox.root.clone()],
+        session_id: "00000000-0000-4000-8000-000000000001".into(),
+        env: probe.env.clone(),
+        read_state: Arc::default(),
+        tokens: client.clone(),
+    };
+    let runtime = Runtime::new(Registry::builtin(), &probe.settings, probe.ask, ctx)
+        .map_err(|e| format!("{}: settings: {e}", probe.path.display()))?;
+    let start = Instant::now();
+    let max_turns = probe.subject.builtin.max_turns.unwrap_or(DEFAULT_MAX_TURNS);
+    let deadline = Duration::from_secs(probe.deadline_secs);
+    let (end, within_deadline) = match tokio::time::timeout(
+        deadline,
+        run_loop(&client, &runtime, &probe.prompt, max_turns),
+    )
+    .await
+    {
+        Ok(end) => (end, true),
+        Err(_) => (
+            LoopEnd::Error(format!(
+                "the run passed its deadline of {}s",
+                probe.deadline_secs
+            )),
+            false,
+        ),
+    };
+    let duration = start.elapsed();
+    running.stop().await;
+    if let Some(e) = hook_errors.lock().ok().and_then(|v| v.first().cloned()) {
+        return Err(format!("{}: {e}", probe.path.display()));
+    }
+    let mut exchanges = stub.recorder().exchanges();
+    exchanges.sort_by_key(|e| e.seq);
+    Ok(RunOutput {
+        subject: "builtin".into(),
+        exchanges,
+        progress: stub.progress(),
+        end,
+        within_deadline,
+        duration,
+        sandbox,
+    })
+}

@@ -1,0 +1,142 @@
+//! Input validation against a tool's JSON Schema (the subset the runtime's schemas use: object,
+//! properties with type / enum / minimum, required, additionalProperties false), with the reference's
+//! wording: `InputValidationError: Read failed due to the following issue:` then one line per issue.
+
+use serde_json::Value;
+
+fn type_name(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "boolean",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
+
+fn type_ok(expected: &str, v: &Value) -> bool {
+    match expected {
+        "integer" => v.as_i64().is_some() || v.as_u64().is_some(),
+        "number" => v.is_number(),
+        "string" => v.is_string(),
+        "boolean" => v.is_boolean(),
+        "array" => v.is_array(),
+        "object" => v.is_object(),
+        "null" => v.is_null(),
+        _ => true,
+    }
+}
+
+/// The issues of `input` against `schema`, in a stable order (missing, unexpected, then per property in
+/// schema order).
+pub fn issues(schema: &Value, input: &Value) -> Vec<String> {
+    let mut out = Vec::new();
+    let Some(obj) = input.as_object() else {
+        return vec![format!(
+            "The input is expected as `object` but provided as `{}`",
+            type_name(input)
+        )];
+    };
+    let props = schema.get("properties").and_then(Value::as_object);
+    for r in schema
+        .get("required")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+    {
+        if !obj.contains_key(r) {
+            out.push(format!("The required parameter `{r}` is missing"));
+        }
+    }
+    if schema.get("additionalProperties") == Some(&Value::Bool(false)) {
+        for k in obj.keys() {
+            if !props.is_some_and(|p| p.contains_key(k)) {
+                out.push(format!("An unexpected parameter `{k}` was provided"));
+            }
+        }
+    }
+    for (name, spec) in props.into_iter().flatten() {
+        let Some(v) = obj.get(name) else { continue };
+        if let Some(t) = spec.get("type").and_then(Value::as_str) {
+            if !type_ok(t, v) {
+                let shown = if t == "integer" { "number" } else { t };
+                if t == "integer" && v.is_number() {
+                    out.push(format!("The parameter `{name}` must be an integer"));
+                } else {
+                    out.push(format!(
+                        "The parameter `{name}` type is expected as `{shown}` but provided as `{}`",
+                        type_name(v)
+                    ));
+                }
+                continue;
+            }
+        }
+        if let Some(options) = spec.get("enum").and_then(Value::as_array) {
+            if !options.contains(v) {
+                let list: Vec<String> = options
+                    .iter()
+                    .map(|o| {
+                        o.as_str()
+                            .map(|s| format!("'{s}'"))
+                            .unwrap_or_else(|| o.to_string())
+                    })
+                    .collect();
+                out.push(format!(
+                    "The parameter `{name}` must be one of {} (got {v})",
+                    list.join(" | ")
+                ));
+            }
+        }
+        if let (Some(min), Some(n)) = (spec.get("minimum").and_then(Value::as_f64), v.as_f64()) {
+            if n < min {
+                out.push(format!(
+                    "The parameter `{name}` must be greater than or equal to {min}"
+                ));
+            }
+        }
+    }
+    out
+}
+
+/// The error text for a failed validation, or `None` when the input is valid.
+pub fn validate(tool: &str, schema: &Value, input: &Value) -> Option<String> {
+    let found = issues(schema, input);
+    if found.is_empty() {
+        return None;
+    }
+    let noun = if found.len() == 1 { "issue" } else { "issues" };
+    Some(format!(
+        "InputValidationError: {tool} failed due to the following {noun}:\n{}",
+        found.join("\n")
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn messages_name_each_issue() {
+        let schema = json!({"type": "object", "properties": {"file_path": {"type": "string"}, "limit": {"type": "integer", "minimum": 1}, "mode": {"type": "string", "enum": ["a", "b"]}}, "required": ["file_path"], "additionalProperties": false});
+        assert_eq!(validate("Read", &schema, &json!({"file_path": "x"})), None);
+        assert_eq!(
+            validate("Read", &schema, &json!({"limit": "3", "zz": 1})).unwrap_or_default(),
+            "InputValidationError: Read failed due to the following issues:\nThe required parameter `file_path` is missing\nAn unexpected parameter `zz` was provided\nThe parameter `limit` type is expected as `number` but provided as `string`"
+        );
+        assert_eq!(
+            issues(&schema, &json!({"file_path": "x", "limit": 0})),
+            ["The parameter `limit` must be greater than or equal to 1"]
+        );
+        assert_eq!(
+            issues(&schema, &json!({"file_path": "x", "mode": "c"})).len(),
+            1
+        );
+        assert_eq!(
+            issues(&schema, &json!({"file_path": "x", "limit": 1.5})),
+            ["The parameter `limit` must be an integer"]
+        );
+    }
+}

@@ -1,0 +1,228 @@
+//! File helpers shared by the file tools: resolving a path inside the sandbox roots (refusing `..` and
+//! symlink escapes), `cat -n` numbering, the read / stale gates of Edit and Write (EDIT-1, EDIT-2), the
+//! read state (READ-4), and the file-history checkpoint (EDIT-6).
+
+use super::{ReadState, ToolContext, ToolError};
+use sha2::{Digest, Sha256};
+use std::path::{Component, Path, PathBuf};
+
+/// Text of the "not read yet" gate, as the reference sends it (EDIT-1).
+pub const NOT_READ_YET: &str = "File has not been read yet. Read it first before writing to it.";
+
+/// Text of the stale-file gate, as the reference sends it (EDIT-2).
+pub const MODIFIED_SINCE_READ: &str =
+    "File has been modified since read, either by the user or by a linter. Read it again before attempting to write it.";
+
+/// Resolves `file_path` (absolute, or relative to the cwd) lexically, without touching the disk.
+pub fn absolute(ctx: &ToolContext, file_path: &str) -> PathBuf {
+    let p = Path::new(file_path);
+    let joined = if p.is_absolute() {
+        p.to_path_buf()
+    } else {
+        ctx.cwd.join(p)
+    };
+    let mut out = PathBuf::new();
+    for c in joined.components() {
+        match c {
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::CurDir => {}
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+/// The path with every existing prefix resolved through symlinks (what the OS would really touch).
+pub fn real_path(path: &Path) -> PathBuf {
+    let mut existing = path.to_path_buf();
+    let mut rest = Vec::new();
+    loop {
+        if let Ok(c) = existing.canonicalize() {
+            let mut out = c;
+            for r in rest.iter().rev() {
+                out.push(r);
+            }
+            return out;
+        }
+        match (
+            existing.file_name().map(|n| n.to_os_string()),
+            existing.parent(),
+        ) {
+            (Some(name), Some(parent)) => {
+                rest.push(name);
+                existing = parent.to_path_buf();
+            }
+            _ => return path.to_path_buf(),
+        }
+    }
+}
+
+/// Resolves and confines: the real path (symlinks followed) must lie under one of the sandbox roots.
+pub fn confine(ctx: &ToolContext, file_path: &str) -> Result<PathBuf, ToolError> {
+    let abs = absolute(ctx, file_path);
+    let real = real_path(&abs);
+    if ctx.roots.iter().any(|r| real.starts_with(r)) {
+        Ok(abs)
+    } else {
+        Err(ToolError::Validation(format!(
+            "Path {} is outside the sandbox this runtime may touch ({}); access refused.",
+            abs.display(),
+            ctx.roots
+                .iter()
+                .map(|r| r.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )))
+    }
+}
+
+/// `cat -n` numbering: line numbers right-aligned in 6 columns, a tab, the line (READ-3).
+pub fn number_lines<'a>(lines: impl Iterator<Item = &'a str>, first: usize) -> String {
+    let mut out = String::new();
+    for (i, l) in lines.enumerate() {
+        if i > 0 {
+            out.push('\n');
+        }
+        out.push_str(&format!("{:>6}\t{l}", first + i));
+    }
+    out
+}
+
+/// Modification time, if the file has one.
+pub fn mtime(path: &Path) -> Option<std::time::SystemTime> {
+    std::fs::metadata(path).ok().and_then(|m| m.modified().ok())
+}
+
+/// Records what a Read returned (READ-4).
+pub fn remember_read(ctx: &ToolContext, path: &Path, content: Vec<u8>, partial: bool) {
+    if let Ok(mut s) = ctx.read_state.lock() {
+        s.insert(
+            path.to_path_buf(),
+            ReadState {
+                content,
+                mtime: mtime(path),
+                partial,
+            },
+        );
+    }
+}
+
+/// The gates before writing an existing file: it was Read (EDIT-1) and has not changed on disk since
+/// (EDIT-2: a changed mtime with identical content passes, like the reference's full-read check).
+pub fn check_write_gates(ctx: &ToolContext, path: &Path, current: &[u8]) -> Result<(), ToolError> {
+    let state = ctx
+        .read_state
+        .lock()
+        .ok()
+        .and_then(|s| s.get(path).cloned());
+    let Some(state) = state else {
+        return Err(ToolError::Validation(NOT_READ_YET.into()));
+    };
+    if state.mtime != mtime(path) && state.content != current {
+        return Err(ToolError::Validation(MODIFIED_SINCE_READ.into()));
+    }
+    Ok(())
+}
+
+/// Saves the file's current content as a file-history checkpoint before a change (EDIT-6):
+/// `<session>/file-history/<sha256(path)[..16]>@v<n>`. A checkpoint, not a transaction: nothing else
+/// (Bash, git, remote effects) is captured. Returns the backup's path.
+pub fn checkpoint(ctx: &ToolContext, path: &Path, current: &[u8]) -> Result<PathBuf, ToolError> {
+    let dir = ctx
+        .home
+        .join(".claude")
+        .join("file-history")
+        .join(&ctx.session_id);
+    std::fs::create_dir_all(&dir)
+        .map_err(|e| ToolError::Runtime(format!("cannot create file history: {e}")))?;
+    let key = hex(&Sha256::digest(path.to_string_lossy().as_bytes()))[..16].to_string();
+    let mut n = 1;
+    while dir.join(format!("{key}@v{n}")).exists() {
+        n += 1;
+    }
+    let backup = dir.join(format!("{key}@v{n}"));
+    std::fs::write(&backup, current)
+        .map_err(|e| ToolError::Runtime(format!("cannot write file history: {e}")))?;
+    Ok(backup)
+}
+
+/// Lower-case hex.
+pub fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Writes a file after an edit and refreshes the read state, so the next edit passes the gates.
+pub fn write_and_remember(ctx: &ToolContext, path: &Path, content: &str) -> Result<(), ToolError> {
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent)
+            .map_err(|e| ToolError::Runtime(format!("cannot create {}: {e}", parent.display())))?;
+    }
+    std::fs::write(path, content)
+        .map_err(|e| ToolError::Runtime(format!("{e}: {}", path.display())))?;
+    remember_read(ctx, path, content.as_bytes().to_vec(), false);
+    Ok(())
+}
+
+/// The lines around the first change, `cat -n` numbered: 4 lines of context either side of the
+/// replaced text's place in `new` (what the reference shows after Edit and Write).
+pub fn snippet(new: &str, change_start: usize, change_len: usize) -> String {
+    const CONTEXT: usize = 4;
+    let first_line = new[..change_start.min(new.len())].matches('\n').count();
+    let last_line = first_line
+        + new[change_start.min(new.len())..(change_start + change_len).min(new.len())]
+            .matches('\n')
+            .count();
+    let lines: Vec<&str> = new.split('\n').collect();
+    let from = first_line.saturating_sub(CONTEXT);
+    let to = (last_line + CONTEXT + 1).min(lines.len());
+    number_lines(lines[from..to].iter().copied(), from + 1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+
+    fn ctx() -> (tempfile::TempDir, ToolContext) {
+        let d = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let c = ToolContext::for_sandbox(d.path(), Arc::new(super::super::EstimateTokens))
+            .unwrap_or_else(|e| panic!("{e}"));
+        (d, c)
+    }
+
+    #[test]
+    fn dotdot_and_symlink_escapes_are_refused() {
+        let (_d, c) = ctx();
+        assert!(confine(&c, "a/../b.txt").is_ok());
+        assert!(confine(&c, "../../../etc/passwd").is_err());
+        assert!(confine(&c, "/etc/passwd").is_err());
+        let link = c.cwd.join("out");
+        let _ = std::os::unix::fs::symlink("/etc", &link);
+        assert!(confine(&c, "out/passwd").is_err());
+        assert!(confine(&c, "out/new-file").is_err());
+    }
+
+    #[test]
+    fn cat_n_numbering() {
+        assert_eq!(
+            number_lines(["a", "b"].into_iter(), 9),
+            "     9\ta\n    10\tb"
+        );
+    }
+
+    #[test]
+    fn snippet_has_four_lines_of_context() {
+        let text = (1..=20)
+            .map(|i| format!("l{i}"))
+            .collect::<Vec<_>>()
+            .join("\n");
+        let at = text.find("l10").unwrap_or(0);
+        let s = snippet(&text, at, 3);
+        assert!(
+            s.starts_with("     6\tl6") && s.ends_with("    14\tl14"),
+            "{s}"
+        );
+    }
+}

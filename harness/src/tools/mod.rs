@@ -1,0 +1,271 @@
+//! The built-in tool runtime: the [`Tool`] trait, what a call may use ([`ToolContext`]), the two error
+//! channels ([`ToolError`]), and the [`Registry`] that builds the tool pool sorted by name (PIPE-7).
+//!
+//! One module per tool: a unit struct, a serde `Args`, the schema beside the handler, pure logic in plain
+//! functions with their unit tests.
+
+pub mod edit;
+pub mod fs;
+pub mod notebook_edit;
+pub mod read;
+pub mod write;
+
+use futures_util::future::BoxFuture;
+use serde_json::Value;
+use std::collections::{BTreeMap, HashMap};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::SystemTime;
+
+/// Default `maxResultSizeChars` of a tool: over it the result is persisted to a file and the model gets
+/// the path and a preview (PIPE-5: "most others 100,000").
+pub const DEFAULT_MAX_RESULT_SIZE_CHARS: usize = 100_000;
+
+/// The two error channels of a tool call.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ToolError {
+    /// The input was refused before anything ran (validation of a file's state, of the parameters):
+    /// becomes an `is_error` result wrapped in `<tool_use_error>…</tool_use_error>`, like the reference.
+    #[error("{0}")]
+    Validation(String),
+    /// The tool ran and failed: an `is_error` result with the text as is (not wrapped).
+    #[error("{0}")]
+    Runtime(String),
+}
+
+/// What a successful call returns: text, or content blocks (an image, a PDF document).
+#[derive(Debug, Clone, PartialEq)]
+pub enum ToolOutput {
+    /// A text result.
+    Text(String),
+    /// Content blocks (`image`, `document`, `text`).
+    Blocks(Vec<Value>),
+}
+
+impl ToolOutput {
+    /// The size counted against the result budget: text length in chars; blocks' text parts only.
+    pub fn budget_chars(&self) -> usize {
+        match self {
+            ToolOutput::Text(t) => t.chars().count(),
+            ToolOutput::Blocks(b) => b
+                .iter()
+                .filter_map(|b| b.get("text").and_then(Value::as_str))
+                .map(|t| t.chars().count())
+                .sum(),
+        }
+    }
+}
+
+/// What a permission rule of a tool is matched against.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PermissionSubject {
+    /// A file the call reads.
+    ReadPath(PathBuf),
+    /// A file the call writes (also checked against `Read(...)` deny rules: EDIT-3).
+    WritePath(PathBuf),
+    /// A shell command.
+    Command(String),
+    /// Nothing to match beyond the tool name.
+    None,
+}
+
+/// What the runtime remembers of a file a Read returned (READ-4), used by the Edit / Write gates.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReadState {
+    /// The file's content when read (whole file, even for a windowed read).
+    pub content: Vec<u8>,
+    /// Modification time when read.
+    pub mtime: Option<SystemTime>,
+    /// True when the read was a window (offset / limit).
+    pub partial: bool,
+}
+
+/// Counts tokens the way the subject's API does: the built-in subject asks the stub's
+/// `/v1/messages/count_tokens`, like the reference binary for large reads.
+pub trait TokenCounter: Send + Sync {
+    /// Input tokens of a user message holding `text`.
+    fn count<'a>(&'a self, text: &'a str) -> BoxFuture<'a, Result<u64, String>>;
+}
+
+/// A counter that estimates 4 bytes per token, for unit tests.
+#[derive(Debug, Default)]
+pub struct EstimateTokens;
+
+impl TokenCounter for EstimateTokens {
+    fn count<'a>(&'a self, text: &'a str) -> BoxFuture<'a, Result<u64, String>> {
+        Box::pin(async move { Ok((text.len() as u64).div_ceil(4)) })
+    }
+}
+
+/// Everything a call may use: the sandbox, the session's state, the env of the probe.
+#[derive(Clone)]
+pub struct ToolContext {
+    /// Working directory (inside the sandbox).
+    pub cwd: PathBuf,
+    /// HOME (inside the sandbox).
+    pub home: PathBuf,
+    /// Roots a tool may touch (canonical).
+    pub roots: Vec<PathBuf>,
+    /// Session id.
+    pub session_id: String,
+    /// Environment the probe gives the subject.
+    pub env: BTreeMap<String, String>,
+    /// Files read in this session (READ-4).
+    pub read_state: Arc<Mutex<HashMap<PathBuf, ReadState>>>,
+    /// Token counting (the subject's API).
+    pub tokens: Arc<dyn TokenCounter>,
+}
+
+impl std::fmt::Debug for ToolContext {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ToolContext")
+            .field("cwd", &self.cwd)
+            .field("home", &self.home)
+            .finish()
+    }
+}
+
+impl ToolContext {
+    /// A context for `root` with `root/work` as cwd and `root/home` as HOME (both created).
+    pub fn for_sandbox(
+        root: &std::path::Path,
+        tokens: Arc<dyn TokenCounter>,
+    ) -> std::io::Result<ToolContext> {
+        let root = root.canonicalize()?;
+        let cwd = root.join("work");
+        let home = root.join("home");
+        std::fs::create_dir_all(&cwd)?;
+        std::fs::create_dir_all(&home)?;
+        Ok(ToolContext {
+            cwd,
+            home,
+            roots: vec![root],
+            session_id: "00000000-0000-4000-8000-000000000001".into(),
+            env: BTreeMap::new(),
+            read_state: Arc::default(),
+            tokens,
+        })
+    }
+
+    /// The session's own directory under HOME (persisted results, file history).
+    pub fn session_dir(&self) -> PathBuf {
+        self.home
+            .join(".claude")
+            .join("projects")
+            .join(&self.session_id)
+    }
+
+    /// An env value the probe set.
+    pub fn env(&self, key: &str) -> Option<&str> {
+        self.env.get(key).map(String::as_str)
+    }
+}
+
+/// A tool of the runtime.
+pub trait Tool: Send + Sync {
+    /// The name the model calls it by.
+    fn name(&self) -> &'static str;
+    /// The description sent with the schema.
+    fn description(&self) -> String;
+    /// JSON Schema of the input (draft-07 object).
+    fn input_schema(&self) -> Value;
+    /// Read-only for this input (PIPE-4; default false).
+    fn is_read_only(&self, _input: &Value) -> bool {
+        false
+    }
+    /// May run in parallel with other concurrency-safe calls of the same turn (PIPE-4; default false).
+    fn is_concurrency_safe(&self, _input: &Value) -> bool {
+        false
+    }
+    /// Destroys data for this input (PIPE-4; default false).
+    fn is_destructive(&self, _input: &Value) -> bool {
+        false
+    }
+    /// Result budget (PIPE-5); `None` = unlimited (the tool limits itself, like Read).
+    fn max_result_size_chars(&self) -> Option<usize> {
+        Some(DEFAULT_MAX_RESULT_SIZE_CHARS)
+    }
+    /// What permission rules of this tool match against.
+    fn permission_subject(&self, _input: &Value, _ctx: &ToolContext) -> PermissionSubject {
+        PermissionSubject::None
+    }
+    /// Runs the call; the input has passed schema validation, hooks and permissions.
+    fn call<'a>(
+        &'a self,
+        input: Value,
+        ctx: &'a ToolContext,
+    ) -> BoxFuture<'a, Result<ToolOutput, ToolError>>;
+}
+
+/// The tool pool: built-ins sorted by name (PIPE-7), removable by deny rules (PIPE-6).
+#[derive(Clone, Default)]
+pub struct Registry {
+    tools: Vec<Arc<dyn Tool>>,
+}
+
+impl std::fmt::Debug for Registry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.names()).finish()
+    }
+}
+
+impl Registry {
+    /// Every built-in tool of the runtime.
+    pub fn builtin() -> Registry {
+        Registry::from_tools(vec![
+            Arc::new(read::Read),
+            Arc::new(write::Write),
+            Arc::new(edit::Edit),
+            Arc::new(notebook_edit::NotebookEdit),
+        ])
+    }
+
+    /// A pool of these tools, sorted by name; on a name clash the first one given wins.
+    pub fn from_tools(tools: Vec<Arc<dyn Tool>>) -> Registry {
+        let mut out: Vec<Arc<dyn Tool>> = Vec::new();
+        for t in tools {
+            if !out.iter().any(|o| o.name() == t.name()) {
+                out.push(t);
+            }
+        }
+        out.sort_by(|a, b| a.name().cmp(b.name()));
+        Registry { tools: out }
+    }
+
+    /// Keeps the tools `keep` says yes to.
+    pub fn retain(&mut self, keep: impl Fn(&str) -> bool) {
+        self.tools.retain(|t| keep(t.name()));
+    }
+
+    /// The tool called `name`.
+    pub fn get(&self, name: &str) -> Option<Arc<dyn Tool>> {
+        self.tools.iter().find(|t| t.name() == name).cloned()
+    }
+
+    /// Names in pool order.
+    pub fn names(&self) -> Vec<&'static str> {
+        self.tools.iter().map(|t| t.name()).collect()
+    }
+
+    /// The `tools` array of a Messages request.
+    pub fn api_tools(&self) -> Vec<Value> {
+        self.tools
+            .iter()
+            .map(|t| serde_json::json!({"name": t.name(), "description": t.description(), "input_schema": t.input_schema()}))
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pool_is_sorted_by_name() {
+        let names = Registry::builtin().names();
+        let mut sorted = names.clone();
+        sorted.sort();
+        assert_eq!(names, sorted);
+        assert!(names.contains(&"Read"));
+    }
+}

@@ -1,0 +1,494 @@
+//! Read (READ-1..4): a text file `cat -n` numbered with offset / limit; images as a base64 `image` block;
+//! PDFs as a `document` block; notebooks rendered cell by cell. A whole-file read over 256 KB is refused,
+//! and so is output over 25,000 tokens (counted by the subject's API, overridable by env) — errors, never
+//! silent truncation. A successful read is remembered for the Edit / Write gates (READ-4).
+
+use super::fs::{confine, number_lines, remember_read};
+use super::{PermissionSubject, Tool, ToolContext, ToolError, ToolOutput};
+use base64::Engine;
+use futures_util::future::BoxFuture;
+use serde::Deserialize;
+use serde_json::{json, Value};
+use std::io::BufRead;
+use std::path::Path;
+
+/// Largest file a Read without offset/limit returns (READ-2: MAX_OUTPUT_SIZE, 256 KB; 262,144 bytes
+/// read, 262,145 refused on 2.1.235).
+pub const MAX_FILE_BYTES: u64 = 256 * 1024;
+
+/// Largest output in tokens (READ-2).
+pub const MAX_OUTPUT_TOKENS: u64 = 25_000;
+
+/// Env variable that overrides [`MAX_OUTPUT_TOKENS`] (READ-2).
+pub const MAX_OUTPUT_TOKENS_ENV: &str = "CLAUDE_CODE_FILE_READ_MAX_OUTPUT_TOKENS";
+
+/// Lines returned when no limit is given (the reference's Read description: "up to 2000 lines").
+pub const DEFAULT_LINE_LIMIT: usize = 2000;
+
+/// Longer lines are cut to this many characters (the reference's Read description; READ-5's textbook
+/// runtime splits at 5,000 instead — the reference's behaviour is the one followed here).
+pub const MAX_LINE_CHARS: usize = 2000;
+
+const IMAGE_TYPES: &[(&str, &str)] = &[
+    ("png", "image/png"),
+    ("jpg", "image/jpeg"),
+    ("jpeg", "image/jpeg"),
+    ("gif", "image/gif"),
+    ("webp", "image/webp"),
+];
+
+const BINARY_EXTENSIONS: &[&str] = &[
+    "exe", "dll", "so", "o", "a", "bin", "class", "jar", "pyc", "wasm", "zip", "gz", "tgz", "tar",
+    "7z", "mp3", "mp4", "mov", "avi", "woff", "woff2",
+];
+
+/// The Read tool.
+#[derive(Debug, Default)]
+pub struct Read;
+
+#[derive(Debug, Deserialize)]
+struct Args {
+    file_path: String,
+    #[serde(default)]
+    offset: Option<u64>,
+    #[serde(default)]
+    limit: Option<u64>,
+    #[serde(default)]
+    pages: Option<String>,
+}
+
+impl Tool for Read {
+    fn name(&self) -> &'static str {
+        "Read"
+    }
+
+    fn description(&self) -> String {
+        "Reads a file from the local filesystem.\n\nUsage:\n- The file_path parameter must be an absolute path\n- By default, it reads up to 2000 lines starting from the beginning of the file\n- You can optionally specify a line offset and limit (especially handy for long files)\n- Any lines longer than 2000 characters will be truncated\n- Results are returned using cat -n format, with line numbers starting at 1\n- This tool can read images (PNG, JPG, GIF, WEBP), PDF files and Jupyter notebooks (.ipynb)\n- Files over 256KB need offset and limit".into()
+    }
+
+    fn input_schema(&self) -> Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "file_path": {"type": "string", "description": "The absolute path to the file to read"},
+                "offset": {"type": "integer", "minimum": 0, "description": "The line number to start reading from. Only provide if the file is too large to read at once"},
+                "limit": {"type": "integer", "minimum": 1, "description": "The number of lines to read. Only provide if the file is too large to read at once."},
+                "pages": {"type": "string", "description": "Page range for PDF files (e.g. \"1-5\"). Only for PDFs."}
+            },
+            "required": ["file_path"],
+            "additionalProperties": false,
+            "$schema": "http://json-schema.org/draft-07/schema#"
+        })
+    }
+
+    fn is_read_only(&self, _input: &Value) -> bool {
+        true
+    }
+
+    fn is_concurrency_safe(&self, _input: &Value) -> bool {
+        true
+    }
+
+    fn max_result_size_chars(&self) -> Option<usize> {
+        None // PIPE-5: Read limits itself
+    }
+
+    fn permission_subject(&self, input: &Value, ctx: &ToolContext) -> PermissionSubject {
+        match input.get("file_path").and_then(Value::as_str) {
+            Some(p) => PermissionSubject::ReadPath(super::fs::absolute(ctx, p)),
+            None => PermissionSubject::None,
+        }
+    }
+
+    fn call<'a>(
+        &'a self,
+        input: Value,
+        ctx: &'a ToolContext,
+    ) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
+        Box::pin(async move {
+            let args: Args =
+                serde_json::from_value(input).map_err(|e| ToolError::Validation(e.to_string()))?;
+            let path = confine(ctx, &args.file_path)?;
+            let meta = std::fs::metadata(&path)
+                .map_err(|_| ToolError::Validation("File does not exist.".into()))?;
+            if meta.is_dir() {
+                return Err(ToolError::Runtime(
+                    "EISDIR: illegal operation on a directory, read".into(),
+                ));
+            }
+            let ext = path
+                .extension()
+                .and_then(|e| e.to_str())
+                .map(str::to_ascii_lowercase)
+                .unwrap_or_default();
+            if let Some((_, media)) = IMAGE_TYPES.iter().find(|(e, _)| *e == ext) {
+                return image(ctx, &path, media);
+            }
+            if ext == "pdf" {
+                return pdf(ctx, &path, args.pages.as_deref());
+            }
+            if args.pages.is_some() {
+                return Err(ToolError::Validation(
+                    "The pages parameter is only for PDF files.".into(),
+                ));
+            }
+            if BINARY_EXTENSIONS.contains(&ext.as_str()) {
+                return Err(ToolError::Validation(format!(
+                    "This tool cannot read binary files. The file appears to be a binary .{ext} file. Please use appropriate tools for binary file analysis."
+                )));
+            }
+            if ext == "ipynb" {
+                return notebook(ctx, &path).await;
+            }
+            let windowed = args.offset.is_some() || args.limit.is_some();
+            if !windowed && meta.len() > MAX_FILE_BYTES {
+                return Err(ToolError::Runtime(format!(
+                    "File content ({}) exceeds maximum allowed size ({}). Use offset and limit parameters to read specific portions of the file, or search for specific content instead of reading the whole file.",
+                    format_size(meta.len()),
+                    format_size(MAX_FILE_BYTES)
+                )));
+            }
+            let start = args
+                .offset
+                .map(|o| o.saturating_sub(1) as usize)
+                .unwrap_or(0);
+            let limit = args.limit.map(|l| l as usize).unwrap_or(DEFAULT_LINE_LIMIT);
+            let window = read_window(&path, start, limit)
+                .map_err(|e| ToolError::Runtime(format!("{e}: {}", path.display())))?;
+            if window.total_lines == 0 || (window.total_bytes == 0) {
+                remember_read(ctx, &path, Vec::new(), windowed);
+                return Ok(ToolOutput::Text(
+                    "<system-reminder>Warning: the file exists but the contents are empty.</system-reminder>".into(),
+                ));
+            }
+            if window.lines.is_empty() {
+                return Ok(ToolOutput::Text(format!(
+                    "<system-reminder>Warning: the file exists but is shorter than the provided offset ({}). The file has {} lines.</system-reminder>",
+                    args.offset.unwrap_or(0),
+                    window.total_lines
+                )));
+            }
+            let text = number_lines(window.lines.iter().map(String::as_str), start + 1);
+            check_tokens(ctx, &text).await?;
+            let whole = if windowed {
+                Vec::new()
+            } else {
+                std::fs::read(&path).unwrap_or_default()
+            };
+            remember_read(ctx, &path, whole, windowed);
+            Ok(ToolOutput::Text(text))
+        })
+    }
+}
+
+/// The token ceiling in force: the env override when it parses as a positive number.
+pub fn max_tokens(ctx: &ToolContext) -> u64 {
+    ctx.env(MAX_OUTPUT_TOKENS_ENV)
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .filter(|n| *n > 0)
+        .unwrap_or(MAX_OUTPUT_TOKENS)
+}
+
+/// READ-2's token check, like the reference: a rough estimate (bytes / 4) first; only when it exceeds a
+/// quarter of the ceiling is the exact count asked of the API (`count_tokens`), and over the ceiling the
+/// read is an error.
+async fn check_tokens(ctx: &ToolContext, text: &str) -> Result<(), ToolError> {
+    let max = max_tokens(ctx);
+    let rough = (text.len() as u64).div_ceil(4);
+    if rough <= max / 4 {
+        return Ok(());
+    }
+    let exact = ctx
+        .tokens
+        .count(text)
+        .await
+        .map_err(|e| ToolError::Runtime(format!("counting tokens failed: {e}")))?;
+    if exact > max {
+        return Err(ToolError::Runtime(format!(
+            "File content ({exact} tokens) exceeds maximum allowed tokens ({max}). Please use offset and limit parameters to read specific portions of the file, or use the GrepTool to search for specific content."
+        )));
+    }
+    Ok(())
+}
+
+/// `296.9KB`-style sizes, as the reference formats them.
+pub fn format_size(bytes: u64) -> String {
+    let (value, unit) = if bytes < 1024 {
+        return format!("{bytes} bytes");
+    } else if bytes < 1024 * 1024 {
+        (bytes as f64 / 1024.0, "KB")
+    } else if bytes < 1024 * 1024 * 1024 {
+        (bytes as f64 / (1024.0 * 1024.0), "MB")
+    } else {
+        (bytes as f64 / (1024.0 * 1024.0 * 1024.0), "GB")
+    };
+    let s = format!("{value:.1}");
+    format!("{}{unit}", s.strip_suffix(".0").unwrap_or(&s))
+}
+
+/// A window of lines.
+#[derive(Debug, Default, PartialEq)]
+pub struct Window {
+    /// The lines returned (line ends removed, long lines cut).
+    pub lines: Vec<String>,
+    /// Lines in the whole file.
+    pub total_lines: usize,
+    /// Bytes in the whole file.
+    pub total_bytes: u64,
+}
+
+/// Streams the file once: skips `start` lines, keeps `limit`, counts the rest. Memory stays bounded by
+/// the window, so a window into a 100 MB file costs one pass and the window's size.
+pub fn read_window(path: &Path, start: usize, limit: usize) -> std::io::Result<Window> {
+    let f = std::fs::File::open(path)?;
+    let mut r = std::io::BufReader::with_capacity(256 * 1024, f);
+    let mut w = Window::default();
+    let mut buf = Vec::new();
+    loop {
+        buf.clear();
+        let n = r.read_until(b'\n', &mut buf)?;
+        if n == 0 {
+            break;
+        }
+        w.total_bytes += n as u64;
+        let idx = w.total_lines;
+        w.total_lines += 1;
+        if idx >= start && w.lines.len() < limit {
+            let mut line = String::from_utf8_lossy(&buf).into_owned();
+            if line.ends_with('\n') {
+                line.pop();
+                if line.ends_with('\r') {
+                    line.pop();
+                }
+            }
+            if line.chars().count() > MAX_LINE_CHARS {
+                line = line.chars().take(MAX_LINE_CHARS).collect();
+            }
+            w.lines.push(line);
+        }
+    }
+    Ok(w)
+}
+
+fn image(ctx: &ToolContext, path: &Path, media: &str) -> Result<ToolOutput, ToolError> {
+    let bytes = std::fs::read(path).map_err(|e| ToolError::Runtime(e.to_string()))?;
+    let data = base64::engine::general_purpose::STANDARD.encode(&bytes);
+    remember_read(ctx, path, bytes, false);
+    Ok(ToolOutput::Blocks(vec![
+        json!({"type": "image", "source": {"type": "base64", "media_type": media, "data": data}}),
+    ]))
+}
+
+/// A page range `N` or `N-M` (1-based, inclusive).
+pub fn parse_pages(s: &str) -> Result<(u32, u32), ToolError> {
+    let bad = || {
+        ToolError::Validation(format!("Invalid pages parameter: \"{s}\". Use formats like \"1-5\", \"3\", or \"10-20\". Pages are 1-indexed."))
+    };
+    let (a, b) = match s.trim().split_once('-') {
+        Some((a, b)) => (
+            a.trim().parse::<u32>().map_err(|_| bad())?,
+            b.trim().parse::<u32>().map_err(|_| bad())?,
+        ),
+        None => {
+            let n = s.trim().parse::<u32>().map_err(|_| bad())?;
+            (n, n)
+        }
+    };
+    if a == 0 || b < a {
+        return Err(bad());
+    }
+    Ok((a, b))
+}
+
+fn pdf(ctx: &ToolContext, path: &Path, pages: Option<&str>) -> Result<ToolOutput, ToolError> {
+    let bytes = std::fs::read(path).map_err(|e| ToolError::Runtime(e.to_string()))?;
+    if !bytes.starts_with(b"%PDF-") {
+        return Err(ToolError::Runtime(
+            "The file has a .pdf extension but is not a PDF (no %PDF- header).".into(),
+        ));
+    }
+    let mut blocks = Vec::new();
+    if let Some(p) = pages {
+        let (first, last) = parse_pages(p)?;
+        blocks.push(json!({"type": "text", "text": format!("PDF pages {first}-{last} of {}", path.display())}));
+        for (n, png) in render_pdf_pages(path, first, last)? {
+            let data = base64::engine::general_purpose::STANDARD.encode(&png);
+            blocks.push(json!({"type": "text", "text": format!("Page {n}:")}));
+            blocks.push(json!({"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": data}}));
+        }
+    } else {
+        let data = base64::engine::general_purpose::STANDARD.encode(&bytes);
+        blocks.push(json!({"type": "document", "source": {"type": "base64", "media_type": "application/pdf", "data": data}}));
+    }
+    remember_read(ctx, path, bytes, pages.is_some());
+    Ok(ToolOutput::Blocks(blocks))
+}
+
+/// Renders pages with poppler's `pdftoppm` (installed by `scripts/setup`), like the reference does for
+/// page ranges: one PNG per page.
+fn render_pdf_pages(path: &Path, first: u32, last: u32) -> Result<Vec<(u32, Vec<u8>)>, ToolError> {
+    let dir = tempfile::tempdir().map_err(|e| ToolError::Runtime(e.to_string()))?;
+    let prefix = dir.path().join("page");
+    let out = std::process::Command::new("pdftoppm")
+        .args([
+            "-png",
+            "-r",
+            "50",
+            "-f",
+            &first.to_string(),
+            "-l",
+            &last.to_string(),
+        ])
+        .arg(path)
+        .arg(&prefix)
+        .output()
+        .map_err(|e| {
+            ToolError::Runtime(format!(
+                "cannot run pdftoppm (poppler-utils) to render PDF pages: {e}"
+            ))
+        })?;
+    if !out.status.success() {
+        return Err(ToolError::Runtime(format!(
+            "pdftoppm failed: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        )));
+    }
+    let mut files: Vec<_> = std::fs::read_dir(dir.path())
+        .map_err(|e| ToolError::Runtime(e.to_string()))?
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .collect();
+    files.sort();
+    let mut pages = Vec::new();
+    for (i, f) in files.iter().enumerate() {
+        pages.push((
+            first + i as u32,
+            std::fs::read(f).map_err(|e| ToolError::Runtime(e.to_string()))?,
+        ));
+    }
+    if pages.is_empty() {
+        return Err(ToolError::Runtime(format!(
+            "The PDF has no pages in the range {first}-{last}."
+        )));
+    }
+    Ok(pages)
+}
+
+async fn notebook(ctx: &ToolContext, path: &Path) -> Result<ToolOutput, ToolError> {
+    let bytes = std::fs::read(path).map_err(|e| ToolError::Runtime(e.to_string()))?;
+    let nb: Value = serde_json::from_slice(&bytes)
+        .map_err(|e| ToolError::Runtime(format!("The notebook is not valid JSON: {e}")))?;
+    let text = render_notebook(&nb)?;
+    check_tokens(ctx, &text).await?;
+    remember_read(ctx, path, bytes, false);
+    Ok(ToolOutput::Text(text))
+}
+
+/// Joins a notebook field that is a string or a list of strings.
+pub fn joined(v: Option<&Value>) -> String {
+    match v {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Array(a)) => a.iter().filter_map(Value::as_str).collect(),
+        _ => String::new(),
+    }
+}
+
+/// A notebook as text, cell by cell: `<cell id="…">` (with `<cell_type>` for non-code cells), the
+/// source, then each output's text (images noted by type), `</cell id="…">`.
+pub fn render_notebook(nb: &Value) -> Result<String, ToolError> {
+    let cells = nb
+        .get("cells")
+        .and_then(Value::as_array)
+        .ok_or_else(|| ToolError::Runtime("The notebook has no cells array.".into()))?;
+    let mut out = Vec::new();
+    for (i, c) in cells.iter().enumerate() {
+        let id = c
+            .get("id")
+            .and_then(Value::as_str)
+            .map(str::to_string)
+            .unwrap_or_else(|| format!("cell-{i}"));
+        let kind = c.get("cell_type").and_then(Value::as_str).unwrap_or("code");
+        let mut s = format!("<cell id=\"{id}\">");
+        if kind != "code" {
+            s.push_str(&format!("<cell_type>{kind}</cell_type>"));
+        }
+        s.push_str(&joined(c.get("source")));
+        for o in c
+            .get("outputs")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            let text = match o.get("output_type").and_then(Value::as_str) {
+                Some("stream") => joined(o.get("text")),
+                Some("error") => format!("{}: {}", joined(o.get("ename")), joined(o.get("evalue"))),
+                _ => {
+                    let data = o.get("data");
+                    match data.and_then(|d| d.get("text/plain")) {
+                        Some(t) => joined(Some(t)),
+                        None if data.is_some_and(|d| d.get("image/png").is_some()) => {
+                            "[image/png output]".into()
+                        }
+                        None => String::new(),
+                    }
+                }
+            };
+            if !text.is_empty() {
+                s.push('\n');
+                s.push_str(text.trim_end_matches('\n'));
+            }
+        }
+        s.push_str(&format!("</cell id=\"{id}\">"));
+        out.push(s);
+    }
+    Ok(out.join("\n"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_are_formatted_like_the_reference() {
+        assert_eq!(format_size(304_000), "296.9KB");
+        assert_eq!(format_size(MAX_FILE_BYTES), "256KB");
+        assert_eq!(format_size(10), "10 bytes");
+    }
+
+    #[test]
+    fn pages_parse() {
+        assert_eq!(parse_pages("3").ok(), Some((3, 3)));
+        assert_eq!(parse_pages("1-5").ok(), Some((1, 5)));
+        assert!(
+            parse_pages("0").is_err() && parse_pages("5-1").is_err() && parse_pages("x").is_err()
+        );
+    }
+
+    #[test]
+    fn window_counts_the_whole_file() {
+        let d = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let p = d.path().join("f");
+        std::fs::write(&p, "a\r\nb\nc").unwrap_or_else(|e| panic!("{e}"));
+        let w = read_window(&p, 1, 1).unwrap_or_default();
+        assert_eq!(
+            w,
+            Window {
+                lines: vec!["b".into()],
+                total_lines: 3,
+                total_bytes: 6
+            }
+        );
+    }
+
+    #[test]
+    fn notebook_cells_render_with_ids_and_outputs() {
+        let nb = json!({"cells": [
+            {"cell_type": "markdown", "id": "m1", "source": ["# T"]},
+            {"cell_type": "code", "source": "print(1)", "outputs": [{"output_type": "stream", "text": ["1\n"]}]}
+        ]});
+        assert_eq!(
+            render_notebook(&nb).unwrap_or_default(),
+            "<cell id=\"m1\"><cell_type>markdown</cell_type># T</cell id=\"m1\">\n<cell id=\"cell-1\">print(1)\n1</cell id=\"cell-1\">"
+        );
+    }
+}

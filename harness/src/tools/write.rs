@@ -1,0 +1,85 @@
+//! Write: creates or overwrites a file. Over an existing file it passes the read gate (EDIT-1) and the
+//! stale gate (EDIT-2) and leaves a file-history checkpoint (EDIT-6).
+
+use super::fs::{check_write_gates, checkpoint, confine, snippet, write_and_remember};
+use super::{PermissionSubject, Tool, ToolContext, ToolError, ToolOutput};
+use futures_util::future::BoxFuture;
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+/// The Write tool.
+#[derive(Debug, Default)]
+pub struct Write;
+
+#[derive(Debug, Deserialize)]
+struct Args {
+    file_path: String,
+    content: String,
+}
+
+impl Tool for Write {
+    fn name(&self) -> &'static str {
+        "Write"
+    }
+
+    fn description(&self) -> String {
+        "Writes a file to the local filesystem.\n\nUsage:\n- This tool will overwrite the existing file if there is one at the provided path.\n- If this is an existing file, you MUST use the Read tool first to read the file's contents. This tool will fail if you did not read the file first.\n- The file_path parameter must be an absolute path.".into()
+    }
+
+    fn input_schema(&self) -> Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "file_path": {"type": "string", "description": "The absolute path to the file to write (must be absolute, not relative)"},
+                "content": {"type": "string", "description": "The content to write to the file"}
+            },
+            "required": ["file_path", "content"],
+            "additionalProperties": false,
+            "$schema": "http://json-schema.org/draft-07/schema#"
+        })
+    }
+
+    fn permission_subject(&self, input: &Value, ctx: &ToolContext) -> PermissionSubject {
+        match input.get("file_path").and_then(Value::as_str) {
+            Some(p) => PermissionSubject::WritePath(super::fs::absolute(ctx, p)),
+            None => PermissionSubject::None,
+        }
+    }
+
+    fn call<'a>(
+        &'a self,
+        input: Value,
+        ctx: &'a ToolContext,
+    ) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
+        Box::pin(async move {
+            let args: Args =
+                serde_json::from_value(input).map_err(|e| ToolError::Validation(e.to_string()))?;
+            let path = confine(ctx, &args.file_path)?;
+            if path.is_dir() {
+                return Err(ToolError::Runtime(format!(
+                    "EISDIR: illegal operation on a directory, open '{}'",
+                    path.display()
+                )));
+            }
+            match std::fs::read(&path) {
+                Ok(current) => {
+                    check_write_gates(ctx, &path, &current)?;
+                    checkpoint(ctx, &path, &current)?;
+                    write_and_remember(ctx, &path, &args.content)?;
+                    Ok(ToolOutput::Text(format!(
+                        "The file {} has been updated. Here's the result of running `cat -n` on a snippet of the edited file:\n{}",
+                        path.display(),
+                        snippet(&args.content, 0, args.content.len())
+                    )))
+                }
+                Err(_) => {
+                    write_and_remember(ctx, &path, &args.content)?;
+                    Ok(ToolOutput::Text(format!(
+                        "File created successfully at: {}",
+                        path.display()
+                    )))
+                }
+            }
+        })
+    }
+}

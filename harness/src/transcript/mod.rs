@@ -1,0 +1,368 @@
+//! Transcripts: the stub's record of a run seen as a conversation (requests, responses, tool_results,
+//! side traffic), rendered as readable text for golden files; large stable parts (each tool's schema and
+//! description, the system prompt) are stored once in a blob store by SHA-256 and referenced by hash.
+//!
+//! - [`normalise`]: the ordered steps that remove what varies between runs and machines;
+//! - [`golden`]: golden files (insta's `.snap` format) and the blob store.
+
+pub mod golden;
+pub mod normalise;
+
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+use std::collections::BTreeMap;
+use stub_messages::script::{Route, Script, MAIN};
+use stub_messages::wire::ContentBlock;
+use stub_messages::{Exchange, ExchangeKind};
+
+/// The record of a run, with the script that produced it.
+#[derive(Debug, Clone, Copy)]
+pub struct View<'a> {
+    /// Exchanges in arrival order.
+    pub exchanges: &'a [Exchange],
+    /// The script (placeholders resolved).
+    pub script: &'a Script,
+}
+
+impl<'a> View<'a> {
+    /// The main-conversation request the N-th turn (1-based) answered: the exchange that served it.
+    pub fn request(&self, n: usize) -> Option<&'a Exchange> {
+        self.exchanges.iter().find(|e| {
+            e.kind == ExchangeKind::Turn
+                && e.conversation.as_deref() == Some(MAIN)
+                && e.turn == Some(n - 1)
+                && e.fault.is_none()
+                && e.status == 200
+        })
+    }
+
+    /// Ids of the main conversation's scripted tool_uses, in script order.
+    pub fn tool_use_ids(&self) -> Vec<String> {
+        (0..self.script.turns.len())
+            .filter_map(|t| self.script.message(Route::Main, t, "m"))
+            .flat_map(|m| m.content)
+            .filter_map(|b| match b {
+                ContentBlock::ToolUse { id, .. } => Some(id),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// The tool_result block answering the N-th scripted tool_use (1-based), from the first request
+    /// that carries it.
+    pub fn result(&self, n: usize) -> Option<Value> {
+        let id = self.tool_use_ids().get(n - 1)?.clone();
+        self.exchanges
+            .iter()
+            .filter(|e| e.kind == ExchangeKind::Turn)
+            .find_map(|e| {
+                e.request
+                    .as_ref()?
+                    .get("messages")?
+                    .as_array()?
+                    .iter()
+                    .find_map(|m| {
+                        m.get("content")?
+                            .as_array()?
+                            .iter()
+                            .find(|b| {
+                                b.get("type").and_then(Value::as_str) == Some("tool_result")
+                                    && b.get("tool_use_id").and_then(Value::as_str)
+                                        == Some(id.as_str())
+                            })
+                            .cloned()
+                    })
+            })
+    }
+}
+
+/// The text of a tool_result's content: the string, or its blocks (text as is, others as
+/// `[image image/png]` / `[document application/pdf]`) joined by newlines.
+pub fn result_text(block: &Value) -> String {
+    match block.get("content") {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Array(parts)) => parts
+            .iter()
+            .map(|p| match p.get("type").and_then(Value::as_str) {
+                Some("text") => p
+                    .get("text")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_string(),
+                Some(other) => format!(
+                    "[{other} {}]",
+                    p.pointer("/source/media_type")
+                        .and_then(Value::as_str)
+                        .unwrap_or("?")
+                ),
+                None => p.to_string(),
+            })
+            .collect::<Vec<_>>()
+            .join("\n"),
+        _ => String::new(),
+    }
+}
+
+/// SHA-256 hex of bytes.
+pub fn sha256(bytes: &[u8]) -> String {
+    crate::tools::fs::hex(&Sha256::digest(bytes))
+}
+
+/// Blobs referenced by a rendering: hash → pretty JSON text.
+pub type Blobs = BTreeMap<String, String>;
+
+/// Normalises blob text before it is hashed (so machine-specific paths never reach a hash).
+pub type Norm<'a> = &'a dyn Fn(&str) -> String;
+
+fn blob(blobs: &mut Blobs, norm: Norm<'_>, v: &Value) -> String {
+    let text = norm(&(serde_json::to_string_pretty(v).unwrap_or_default() + "\n"));
+    let h = sha256(text.as_bytes());
+    let short = h[..12].to_string();
+    blobs.insert(h, text);
+    short
+}
+
+fn quote(s: &str) -> String {
+    serde_json::to_string(s).unwrap_or_default()
+}
+
+fn indent(text: &str) -> String {
+    if text.is_empty() {
+        return "  |".into();
+    }
+    text.split('\n')
+        .map(|l| {
+            if l.is_empty() {
+                "  |".to_string()
+            } else {
+                format!("  | {l}")
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn render_block(b: &Value, out: &mut Vec<String>) {
+    match b.get("type").and_then(Value::as_str) {
+        Some("tool_result") => {
+            let id = b.get("tool_use_id").and_then(Value::as_str).unwrap_or("?");
+            let err = if b.get("is_error") == Some(&Value::Bool(true)) {
+                " is_error"
+            } else {
+                ""
+            };
+            out.push(format!("tool_result {id}{err}:"));
+            match b.get("content") {
+                Some(Value::Array(parts)) => {
+                    for p in parts {
+                        match p.get("type").and_then(Value::as_str) {
+                            Some("text") => out.push(indent(
+                                p.get("text").and_then(Value::as_str).unwrap_or_default(),
+                            )),
+                            Some(kind) => {
+                                let data = p
+                                    .pointer("/source/data")
+                                    .and_then(Value::as_str)
+                                    .unwrap_or_default();
+                                let media = p
+                                    .pointer("/source/media_type")
+                                    .and_then(Value::as_str)
+                                    .unwrap_or("?");
+                                out.push(format!(
+                                    "  [{kind} {media}, {} base64 chars, sha256 {}]",
+                                    data.len(),
+                                    &sha256(data.as_bytes())[..12]
+                                ));
+                            }
+                            None => out.push(indent(&p.to_string())),
+                        }
+                    }
+                }
+                _ => out.push(indent(&result_text(b))),
+            }
+        }
+        Some("text") => out.push(format!(
+            "text: {}",
+            quote(b.get("text").and_then(Value::as_str).unwrap_or_default())
+        )),
+        Some("thinking") => out.push(format!(
+            "thinking: {}",
+            quote(
+                b.get("thinking")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+            )
+        )),
+        Some("tool_use") => out.push(format!(
+            "tool_use {} {} {}",
+            b.get("id").and_then(Value::as_str).unwrap_or("?"),
+            b.get("name").and_then(Value::as_str).unwrap_or("?"),
+            b.get("input").cloned().unwrap_or_default()
+        )),
+        _ => out.push(b.to_string()),
+    }
+}
+
+fn render_message(m: &Value, out: &mut Vec<String>) {
+    let role = m.get("role").and_then(Value::as_str).unwrap_or("?");
+    match m.get("content") {
+        Some(Value::String(s)) => out.push(format!("{role}: {}", quote(s))),
+        Some(Value::Array(blocks)) => {
+            if role != "user" {
+                out.push(format!("{role}:"));
+            }
+            for b in blocks {
+                render_block(b, out);
+            }
+        }
+        _ => out.push(format!("{role}: {m}")),
+    }
+}
+
+/// Header facts of a transcript.
+#[derive(Debug, Clone)]
+pub struct Header<'a> {
+    /// Probe id.
+    pub probe: &'a str,
+    /// Claim ids.
+    pub claims: &'a [String],
+    /// Subject name.
+    pub subject: &'a str,
+}
+
+/// Renders a run as text (not yet normalised); fills `blobs` with what it references.
+pub fn render(
+    h: &Header<'_>,
+    view: &View<'_>,
+    verdicts: &[String],
+    blobs: &mut Blobs,
+    norm: Norm<'_>,
+) -> String {
+    let mut out = vec![
+        format!("probe: {}", h.probe),
+        format!("claims: {}", h.claims.join(", ")),
+        format!("subject: {}", h.subject),
+    ];
+    let mut seen_messages: BTreeMap<String, usize> = BTreeMap::new();
+    let mut last_tools: BTreeMap<String, String> = BTreeMap::new();
+    let mut last_system: BTreeMap<String, String> = BTreeMap::new();
+    let mut side: Vec<String> = Vec::new();
+    for e in view.exchanges {
+        match e.kind {
+            ExchangeKind::Turn if e.fault.is_none() && e.status == 200 => {
+                let conv = e.conversation.clone().unwrap_or_default();
+                let turn = e.turn.map(|t| t + 1).unwrap_or(0);
+                out.push(String::new());
+                out.push(if conv == MAIN {
+                    format!("## request {turn}")
+                } else {
+                    format!("## request {turn} (conversation {conv})")
+                });
+                let req = e.request.clone().unwrap_or_default();
+                let tools: Vec<String> = req
+                    .get("tools")
+                    .and_then(Value::as_array)
+                    .map(|ts| {
+                        ts.iter()
+                            .map(|t| {
+                                let name = t
+                                    .get("name")
+                                    .and_then(Value::as_str)
+                                    .unwrap_or("?")
+                                    .to_string();
+                                let defer = if t.get("defer_loading") == Some(&Value::Bool(true)) {
+                                    " (deferred)"
+                                } else {
+                                    ""
+                                };
+                                format!("{name}@{}{defer}", blob(blobs, norm, t))
+                            })
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                let tools_line = tools.join(" ");
+                if last_tools.get(&conv) != Some(&tools_line) {
+                    out.push(format!("tools: {tools_line}"));
+                    last_tools.insert(conv.clone(), tools_line);
+                }
+                if let Some(sys) = req.get("system") {
+                    let h = blob(blobs, norm, sys);
+                    if last_system.get(&conv) != Some(&h) {
+                        out.push(format!("system: {h}"));
+                        last_system.insert(conv.clone(), h);
+                    }
+                }
+                if turn == 1 {
+                    out.push(format!(
+                        "model: {}, max_tokens: {}, stream: {}",
+                        req.get("model").and_then(Value::as_str).unwrap_or("?"),
+                        req.get("max_tokens").cloned().unwrap_or_default(),
+                        req.get("stream").cloned().unwrap_or(Value::Bool(false))
+                    ));
+                }
+                let msgs = req
+                    .get("messages")
+                    .and_then(Value::as_array)
+                    .cloned()
+                    .unwrap_or_default();
+                let from = seen_messages
+                    .get(&conv)
+                    .copied()
+                    .unwrap_or(0)
+                    .min(msgs.len());
+                for m in &msgs[from..] {
+                    render_message(m, &mut out);
+                }
+                out.push(format!("## response {turn}"));
+                if let Some(resp) = &e.response {
+                    for b in resp
+                        .get("content")
+                        .and_then(Value::as_array)
+                        .into_iter()
+                        .flatten()
+                    {
+                        render_block(b, &mut out);
+                    }
+                    out.push(format!(
+                        "stop_reason: {}",
+                        resp.get("stop_reason")
+                            .and_then(Value::as_str)
+                            .unwrap_or("?")
+                    ));
+                }
+                if let Some(v) = &e.violation {
+                    out.push(format!("violation {}: {}", v.kind, v.message));
+                }
+                // the assistant message answering this request is already shown as the response
+                seen_messages.insert(conv, msgs.len() + 1);
+            }
+            _ => {
+                let mut line = format!("{} {} -> {}", e.method, e.path, e.status);
+                if let Some(f) = &e.fault {
+                    line.push_str(&format!(
+                        " (fault {})",
+                        serde_json::to_string(f).unwrap_or_default()
+                    ));
+                }
+                if e.kind == ExchangeKind::CountTokens {
+                    if let Some(r) = &e.response {
+                        line.push_str(&format!(" {r}"));
+                    }
+                }
+                if let Some(v) = &e.violation {
+                    line.push_str(&format!(" violation {}: {}", v.kind, v.message));
+                }
+                side.push(line);
+            }
+        }
+    }
+    if !side.is_empty() {
+        out.push(String::new());
+        out.push("## other exchanges".into());
+        out.extend(side);
+    }
+    out.push(String::new());
+    out.push("## verdicts".into());
+    out.extend(verdicts.iter().cloned());
+    out.join("\n") + "\n"
+}

@@ -1,0 +1,4 @@
+//! Integration tests of the harness: the CLI (exit codes, malformed probes, bless), the pipeline's
+//! behaviour that probes cannot show alone (parallel batches, budgets), and golden sensitivity.
+
+mod cli;
