@@ -27,17 +27,34 @@ impl Verdict {
     }
 }
 
-fn text_assertions(c: &Check, text: &str, sb: &Sandbox, fails: &mut Vec<String>) {
+/// Long actual texts are shown by their ends in failure messages.
+fn shown(text: &str) -> String {
+    const KEEP: usize = 1500;
+    let n = text.chars().count();
+    if n <= 2 * KEEP {
+        return text.to_string();
+    }
+    let head: String = text.chars().take(KEEP).collect();
+    let tail: String = text.chars().skip(n - KEEP).collect();
+    format!("{head}\n[… {} chars not shown …]\n{tail}", n - 2 * KEEP)
+}
+
+fn text_assertions(c: &Check, full: &str, sb: &Sandbox, fails: &mut Vec<String>) {
+    let text = full;
+    let actual = shown(full);
     if let Some(e) = &c.equals {
         let e = sb.resolve(e);
         if text != e {
-            fails.push(format!("expected text equal to:\n{e}\nactual:\n{text}"));
+            fails.push(format!(
+                "expected text equal to:\n{}\nactual:\n{actual}",
+                shown(&e)
+            ));
         }
     }
     for s in c.contains.iter().flat_map(|x| x.items()) {
         let s = sb.resolve(s);
         if !text.contains(&s) {
-            fails.push(format!("expected text to contain {s:?}\nactual:\n{text}"));
+            fails.push(format!("expected text to contain {s:?}\nactual:\n{actual}"));
         }
     }
     for s in c.not_contains.iter().flat_map(|x| x.items()) {
@@ -83,6 +100,35 @@ fn json_assertions(c: &Check, v: Option<&Value>, sb: &Sandbox, fails: &mut Vec<S
             }
         }
     }
+}
+
+/// The file a check names; a name with `*` is a glob over the sandbox (the first match in path order,
+/// or the plain path when nothing matches).
+fn find_file(sb: &Sandbox, f: &str) -> Result<std::path::PathBuf, String> {
+    let p = sb.inside(f)?;
+    if !f.contains('*') {
+        return Ok(p);
+    }
+    let glob = globset::GlobBuilder::new(&p.to_string_lossy())
+        .literal_separator(true)
+        .build()
+        .map_err(|e| e.to_string())?
+        .compile_matcher();
+    let mut found = Vec::new();
+    let mut stack = vec![sb.root.clone()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let path = e.path();
+            if path.is_dir() {
+                stack.push(path.clone());
+            }
+            if glob.is_match(&path) {
+                found.push(path);
+            }
+        }
+    }
+    found.sort();
+    Ok(found.into_iter().next().unwrap_or(p))
 }
 
 /// Evaluates one check.
@@ -146,7 +192,7 @@ pub fn evaluate(probe: &Probe, index: usize, view: &View<'_>, sb: &Sandbox) -> V
         }
     } else if let Some(f) = &c.file {
         target = format!("file {f}");
-        match sb.inside(f) {
+        match find_file(sb, f) {
             Err(e) => fails.push(e),
             Ok(p) => {
                 let exists = p.exists();
@@ -186,7 +232,7 @@ pub fn evaluate(probe: &Probe, index: usize, view: &View<'_>, sb: &Sandbox) -> V
         .map(|a| format!(" ({a})"))
         .unwrap_or_default();
     Verdict {
-        name: format!("check line {line}: {target}"),
+        name: format!("check {}: {target}", index + 1),
         pass: fails.is_empty(),
         detail: if fails.is_empty() {
             String::new()

@@ -107,7 +107,7 @@ pub struct Check {
     /// The N-th main-conversation request (1-based).
     #[serde(default)]
     pub request: Option<usize>,
-    /// A file in the sandbox after the run (relative to the cwd, or `{home}/…`).
+    /// A file in the sandbox after the run (relative to the cwd, or `{home}/…`; `*` globs).
     #[serde(default)]
     pub file: Option<String>,
     /// Why this check (shown on failure).

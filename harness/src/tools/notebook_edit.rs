@@ -37,10 +37,10 @@ pub fn find_cell(cells: &[Value], id: &str) -> Option<usize> {
         })
 }
 
-/// Applies the edit to a parsed notebook; returns the result text.
+/// Applies the edit to a parsed notebook; returns the result text. A new cell's id derives from the
+/// notebook's content and the edit (never from where the notebook lives), so runs are reproducible.
 pub fn apply(
     nb: &mut Value,
-    path_key: &str,
     args_cell: Option<&str>,
     source: &str,
     cell_type: Option<&str>,
@@ -83,7 +83,7 @@ pub fn apply(
                 None => 0,
             };
             let new_id = hex(&Sha256::digest(
-                format!("{path_key}:{at}:{source}").as_bytes(),
+                format!("{}:{at}:{t}:{source}", cells.len()).as_bytes(),
             ))[..8]
                 .to_string();
             let mut cell = json!({"cell_type": t, "id": new_id, "metadata": {}, "source": source});
@@ -168,7 +168,6 @@ impl Tool for NotebookEdit {
             let mode = args.edit_mode.as_deref().unwrap_or("replace");
             let text = apply(
                 &mut nb,
-                &path.to_string_lossy(),
                 args.cell_id.as_deref(),
                 &args.new_source,
                 args.cell_type.as_deref(),
@@ -192,31 +191,24 @@ mod tests {
     fn replace_insert_delete_by_id_and_index() {
         let mut nb = json!({"cells": [{"cell_type": "code", "id": "a", "source": "1", "outputs": [1], "execution_count": 3}]});
         assert_eq!(
-            apply(&mut nb, "p", Some("a"), "2", None, "replace")
+            apply(&mut nb, Some("a"), "2", None, "replace")
                 .ok()
                 .as_deref(),
             Some("Updated cell a with 2")
         );
         assert_eq!(nb["cells"][0]["outputs"], json!([]));
-        let t = apply(
-            &mut nb,
-            "p",
-            Some("cell-0"),
-            "# h",
-            Some("markdown"),
-            "insert",
-        )
-        .unwrap_or_default();
+        let t =
+            apply(&mut nb, Some("cell-0"), "# h", Some("markdown"), "insert").unwrap_or_default();
         assert!(t.starts_with("Inserted cell "), "{t}");
         assert_eq!(nb["cells"][1]["cell_type"], "markdown");
-        assert!(apply(&mut nb, "p", Some("zz"), "", None, "delete").is_err());
+        assert!(apply(&mut nb, Some("zz"), "", None, "delete").is_err());
         assert_eq!(
-            apply(&mut nb, "p", Some("a"), "", None, "delete")
+            apply(&mut nb, Some("a"), "", None, "delete")
                 .ok()
                 .as_deref(),
             Some("Deleted cell a")
         );
         assert_eq!(nb["cells"].as_array().map(Vec::len), Some(1));
-        assert!(apply(&mut nb, "p", None, "x", None, "insert").is_err());
+        assert!(apply(&mut nb, None, "x", None, "insert").is_err());
     }
 }

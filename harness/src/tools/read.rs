@@ -121,9 +121,6 @@ impl Tool for Read {
                 .and_then(|e| e.to_str())
                 .map(str::to_ascii_lowercase)
                 .unwrap_or_default();
-            if let Some((_, media)) = IMAGE_TYPES.iter().find(|(e, _)| *e == ext) {
-                return image(ctx, &path, media);
-            }
             if ext == "pdf" {
                 return pdf(ctx, &path, args.pages.as_deref());
             }
@@ -131,6 +128,9 @@ impl Tool for Read {
                 return Err(ToolError::Validation(
                     "The pages parameter is only for PDF files.".into(),
                 ));
+            }
+            if let Some((_, media)) = IMAGE_TYPES.iter().find(|(e, _)| *e == ext) {
+                return image(ctx, &path, media);
             }
             if BINARY_EXTENSIONS.contains(&ext.as_str()) {
                 return Err(ToolError::Validation(format!(

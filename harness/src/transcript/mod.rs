@@ -142,7 +142,14 @@ fn indent(text: &str) -> String {
         .join("\n")
 }
 
-fn render_block(b: &Value, out: &mut Vec<String>) {
+/// Tool results longer than this are shown by their first 10 and last 3 lines; the whole text goes to
+/// the blob store and its hash into the transcript.
+pub const INLINE_RESULT_CHARS: usize = 8192;
+
+/// Tool inputs longer than this go to the blob store (a readable transcript; the hash still pins them).
+pub const INLINE_INPUT_CHARS: usize = 4096;
+
+fn render_block(b: &Value, out: &mut Vec<String>, blobs: &mut Blobs, norm: Norm<'_>) {
     match b.get("type").and_then(Value::as_str) {
         Some("tool_result") => {
             let id = b.get("tool_use_id").and_then(Value::as_str).unwrap_or("?");
@@ -178,7 +185,26 @@ fn render_block(b: &Value, out: &mut Vec<String>) {
                         }
                     }
                 }
-                _ => out.push(indent(&result_text(b))),
+                _ => {
+                    let text = result_text(b);
+                    if text.chars().count() > INLINE_RESULT_CHARS {
+                        let lines: Vec<&str> = text.split('\n').collect();
+                        let (head, tail) =
+                            (lines.len().min(10), lines.len().saturating_sub(10).min(3));
+                        out.push(indent(&lines[..head].join("\n")));
+                        let h = blob(blobs, norm, &Value::String(text.clone()));
+                        out.push(format!(
+                            "  [… {} chars, {} lines in all; whole text in blob {h} …]",
+                            text.chars().count(),
+                            lines.len()
+                        ));
+                        if tail > 0 {
+                            out.push(indent(&lines[lines.len() - tail..].join("\n")));
+                        }
+                    } else {
+                        out.push(indent(&text));
+                    }
+                }
             }
         }
         Some("text") => out.push(format!(
@@ -193,17 +219,25 @@ fn render_block(b: &Value, out: &mut Vec<String>) {
                     .unwrap_or_default()
             )
         )),
-        Some("tool_use") => out.push(format!(
-            "tool_use {} {} {}",
-            b.get("id").and_then(Value::as_str).unwrap_or("?"),
-            b.get("name").and_then(Value::as_str).unwrap_or("?"),
-            b.get("input").cloned().unwrap_or_default()
-        )),
+        Some("tool_use") => {
+            let input = b.get("input").cloned().unwrap_or_default();
+            let shown = input.to_string();
+            let shown = if shown.len() > INLINE_INPUT_CHARS {
+                format!("input@{}", blob(blobs, norm, &input))
+            } else {
+                shown
+            };
+            out.push(format!(
+                "tool_use {} {} {shown}",
+                b.get("id").and_then(Value::as_str).unwrap_or("?"),
+                b.get("name").and_then(Value::as_str).unwrap_or("?"),
+            ))
+        }
         _ => out.push(b.to_string()),
     }
 }
 
-fn render_message(m: &Value, out: &mut Vec<String>) {
+fn render_message(m: &Value, out: &mut Vec<String>, blobs: &mut Blobs, norm: Norm<'_>) {
     let role = m.get("role").and_then(Value::as_str).unwrap_or("?");
     match m.get("content") {
         Some(Value::String(s)) => out.push(format!("{role}: {}", quote(s))),
@@ -212,7 +246,7 @@ fn render_message(m: &Value, out: &mut Vec<String>) {
                 out.push(format!("{role}:"));
             }
             for b in blocks {
-                render_block(b, out);
+                render_block(b, out, blobs, norm);
             }
         }
         _ => out.push(format!("{role}: {m}")),
@@ -311,7 +345,7 @@ pub fn render(
                     .unwrap_or(0)
                     .min(msgs.len());
                 for m in &msgs[from..] {
-                    render_message(m, &mut out);
+                    render_message(m, &mut out, blobs, norm);
                 }
                 out.push(format!("## response {turn}"));
                 if let Some(resp) = &e.response {
@@ -321,7 +355,7 @@ pub fn render(
                         .into_iter()
                         .flatten()
                     {
-                        render_block(b, &mut out);
+                        render_block(b, &mut out, blobs, norm);
                     }
                     out.push(format!(
                         "stop_reason: {}",
