@@ -237,35 +237,42 @@ pub struct Window {
     pub total_bytes: u64,
 }
 
-/// Streams the file once: skips `start` lines, keeps `limit`, counts the rest. Memory stays bounded by
-/// the window, so a window into a 100 MB file costs one pass and the window's size.
+/// Streams the file: skips `start` lines without keeping them, keeps up to `limit`, and stops there.
+/// `total_lines` / `total_bytes` count what was scanned: the whole file when the window came out short
+/// (which is when they are reported), a prefix otherwise. A window at the start of a 100 MB file costs
+/// the window only; memory stays bounded by the window.
 pub fn read_window(path: &Path, start: usize, limit: usize) -> std::io::Result<Window> {
     let f = std::fs::File::open(path)?;
     let mut r = std::io::BufReader::with_capacity(256 * 1024, f);
     let mut w = Window::default();
+    while w.total_lines < start {
+        let n = r.skip_until(b'\n')?;
+        if n == 0 {
+            return Ok(w);
+        }
+        w.total_bytes += n as u64;
+        w.total_lines += 1;
+    }
     let mut buf = Vec::new();
-    loop {
+    while w.lines.len() < limit {
         buf.clear();
         let n = r.read_until(b'\n', &mut buf)?;
         if n == 0 {
             break;
         }
         w.total_bytes += n as u64;
-        let idx = w.total_lines;
         w.total_lines += 1;
-        if idx >= start && w.lines.len() < limit {
-            let mut line = String::from_utf8_lossy(&buf).into_owned();
-            if line.ends_with('\n') {
+        let mut line = String::from_utf8_lossy(&buf).into_owned();
+        if line.ends_with('\n') {
+            line.pop();
+            if line.ends_with('\r') {
                 line.pop();
-                if line.ends_with('\r') {
-                    line.pop();
-                }
             }
-            if line.chars().count() > MAX_LINE_CHARS {
-                line = line.chars().take(MAX_LINE_CHARS).collect();
-            }
-            w.lines.push(line);
         }
+        if line.chars().count() > MAX_LINE_CHARS {
+            line = line.chars().take(MAX_LINE_CHARS).collect();
+        }
+        w.lines.push(line);
     }
     Ok(w)
 }
@@ -465,19 +472,23 @@ mod tests {
     }
 
     #[test]
-    fn window_counts_the_whole_file() {
+    fn window_skips_keeps_and_counts_a_short_window_to_the_end() {
         let d = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
         let p = d.path().join("f");
         std::fs::write(&p, "a\r\nb\nc").unwrap_or_else(|e| panic!("{e}"));
         let w = read_window(&p, 1, 1).unwrap_or_default();
+        assert_eq!(w.lines, ["b"]);
+        let w = read_window(&p, 1, 5).unwrap_or_default();
         assert_eq!(
             w,
             Window {
-                lines: vec!["b".into()],
+                lines: vec!["b".into(), "c".into()],
                 total_lines: 3,
                 total_bytes: 6
             }
         );
+        let w = read_window(&p, 7, 1).unwrap_or_default();
+        assert_eq!((w.lines.len(), w.total_lines), (0, 3));
     }
 
     #[test]

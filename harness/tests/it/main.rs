@@ -1,4 +1,5 @@
 //! Integration tests of the harness: the CLI (exit codes, malformed probes, bless), the pipeline's
 //! behaviour that probes cannot show alone (parallel batches, budgets), and golden sensitivity.
 
+mod agent;
 mod cli;
