@@ -28,22 +28,13 @@ fn bench(c: &mut Criterion) {
     let (client, runtime) = rt.block_on(async {
         let script = Script::from_toml("bench.toml", SCRIPT).unwrap_or_else(|e| panic!("{e}"));
         let stub = Arc::new(Stub::new(script, Recorder::default()));
-        let running = serve(stub, ([127, 0, 0, 1], 0).into())
-            .await
-            .unwrap_or_else(|e| panic!("{e}"));
+        let running = serve(stub, ([127, 0, 0, 1], 0).into()).await.unwrap_or_else(|e| panic!("{e}"));
         let client = Arc::new(Client::new(&running.url(), "claude-opus-5"));
         std::mem::forget(running);
-        let ctx =
-            ToolContext::for_sandbox(dir.path(), client.clone()).unwrap_or_else(|e| panic!("{e}"));
-        std::fs::write(ctx.cwd.join("small.txt"), "line\n".repeat(40))
+        let ctx = ToolContext::for_sandbox(dir.path(), client.clone()).unwrap_or_else(|e| panic!("{e}"));
+        std::fs::write(ctx.cwd.join("small.txt"), "line\n".repeat(40)).unwrap_or_else(|e| panic!("{e}"));
+        let runtime = Runtime::new(Registry::builtin(), &Settings::default(), AskAnswer::Deny, ctx)
             .unwrap_or_else(|e| panic!("{e}"));
-        let runtime = Runtime::new(
-            Registry::builtin(),
-            &Settings::default(),
-            AskAnswer::Deny,
-            ctx,
-        )
-        .unwrap_or_else(|e| panic!("{e}"));
         (client, runtime)
     });
     c.bench_function("loop/read_small_file_round_trip", |b| {

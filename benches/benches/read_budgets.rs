@@ -12,8 +12,7 @@ use std::sync::Arc;
 const LINE: &[u8] = b"fn main() { println!(\"hello, probelab\"); } // a 64-byte line..\n";
 
 fn make(path: &std::path::Path, bytes: u64) {
-    let mut f =
-        std::io::BufWriter::new(std::fs::File::create(path).unwrap_or_else(|e| panic!("{e}")));
+    let mut f = std::io::BufWriter::new(std::fs::File::create(path).unwrap_or_else(|e| panic!("{e}")));
     let mut left = bytes as usize;
     while left > 0 {
         let n = left.min(LINE.len());
@@ -24,27 +23,17 @@ fn make(path: &std::path::Path, bytes: u64) {
 }
 
 fn bench(c: &mut Criterion) {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap_or_else(|e| panic!("{e}"));
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap_or_else(|e| panic!("{e}"));
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-    let ctx = ToolContext::for_sandbox(dir.path(), Arc::new(EstimateTokens))
-        .unwrap_or_else(|e| panic!("{e}"));
+    let ctx = ToolContext::for_sandbox(dir.path(), Arc::new(EstimateTokens)).unwrap_or_else(|e| panic!("{e}"));
     // 25,000 tokens at the estimate's 4 bytes per token of numbered output: 2,000 lines (the default
     // window) of the length that lands on the ceiling.
     let boundary_line = (MAX_OUTPUT_TOKENS as usize * 4) / 2000 - 8; // "  NNNN\t" + line + "\n"
     let boundary: Vec<u8> =
-        std::iter::repeat_n([vec![b'x'; boundary_line - 1], vec![b'\n']].concat(), 2000)
-            .flatten()
-            .collect();
+        std::iter::repeat_n([vec![b'x'; boundary_line - 1], vec![b'\n']].concat(), 2000).flatten().collect();
     std::fs::write(ctx.cwd.join("boundary.txt"), &boundary).unwrap_or_else(|e| panic!("{e}"));
-    let files = [
-        ("1KB", 1024u64),
-        ("64KB", 64 * 1024),
-        ("256KB", MAX_FILE_BYTES),
-        ("256KB+1_refused", MAX_FILE_BYTES + 1),
-    ];
+    let files =
+        [("1KB", 1024u64), ("64KB", 64 * 1024), ("256KB", MAX_FILE_BYTES), ("256KB+1_refused", MAX_FILE_BYTES + 1)];
     for (name, bytes) in files {
         make(&ctx.cwd.join(format!("{name}.txt")), bytes);
     }
@@ -62,17 +51,13 @@ fn bench(c: &mut Criterion) {
     for (name, bytes) in files {
         let path = ctx.cwd.join(format!("{name}.txt")).display().to_string();
         g.throughput(Throughput::Bytes(bytes));
-        g.bench_with_input(BenchmarkId::from_parameter(name), &path, |b, p| {
-            b.iter(|| call(json!({"file_path": p})))
-        });
+        g.bench_with_input(BenchmarkId::from_parameter(name), &path, |b, p| b.iter(|| call(json!({"file_path": p}))));
     }
     let p = ctx.cwd.join("boundary.txt").display().to_string();
     g.throughput(Throughput::Bytes(boundary.len() as u64));
-    g.bench_with_input(
-        BenchmarkId::from_parameter("25k_token_boundary"),
-        &p,
-        |b, p| b.iter(|| call(json!({"file_path": p}))),
-    );
+    g.bench_with_input(BenchmarkId::from_parameter("25k_token_boundary"), &p, |b, p| {
+        b.iter(|| call(json!({"file_path": p})))
+    });
     g.finish();
 
     let mut g = c.benchmark_group("read/window_100MB");

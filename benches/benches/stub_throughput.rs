@@ -26,38 +26,25 @@ fn body() -> serde_json::Value {
 }
 
 fn bench(c: &mut Criterion) {
-    let rt = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-    {
+    let rt = match tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build() {
         Ok(rt) => rt,
         Err(e) => panic!("runtime: {e}"),
     };
     let (url, client) = rt.block_on(async {
         let script = Script::from_toml("bench.toml", SCRIPT).unwrap_or_else(|e| panic!("{e}"));
         let stub = Arc::new(Stub::new(script, Recorder::default()));
-        let running = serve(stub, ([127, 0, 0, 1], 0).into())
-            .await
-            .unwrap_or_else(|e| panic!("{e}"));
+        let running = serve(stub, ([127, 0, 0, 1], 0).into()).await.unwrap_or_else(|e| panic!("{e}"));
         let url = format!("{}/v1/messages", running.url());
         std::mem::forget(running); // serves until the bench process exits
         (url, reqwest::Client::new())
     });
     let body = body();
     let one = || async {
-        let r = client
-            .post(&url)
-            .json(&body)
-            .send()
-            .await
-            .unwrap_or_else(|e| panic!("{e}"));
+        let r = client.post(&url).json(&body).send().await.unwrap_or_else(|e| panic!("{e}"));
         let bytes = r.bytes().await.unwrap_or_else(|e| panic!("{e}"));
         assert!(bytes.ends_with(b"event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n"));
     };
-    c.bench_function("stub/sse_3_blocks_round_trip", |b| {
-        b.iter(|| rt.block_on(one()))
-    });
+    c.bench_function("stub/sse_3_blocks_round_trip", |b| b.iter(|| rt.block_on(one())));
 
     let n = 2000;
     let mut lat = Vec::with_capacity(n);

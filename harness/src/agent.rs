@@ -43,11 +43,7 @@ pub struct Client {
 impl Client {
     /// A client of the API at `base` (e.g. the stub's URL) asking for `model`.
     pub fn new(base: &str, model: &str) -> Client {
-        Client {
-            http: reqwest::Client::new(),
-            base: base.trim_end_matches('/').to_string(),
-            model: model.to_string(),
-        }
+        Client { http: reqwest::Client::new(), base: base.trim_end_matches('/').to_string(), model: model.to_string() }
     }
 
     fn post(&self, path: &str) -> reqwest::RequestBuilder {
@@ -55,10 +51,7 @@ impl Client {
             .post(format!("{}{path}", self.base))
             .header("x-api-key", FAKE_API_KEY)
             .header("anthropic-version", "2023-06-01")
-            .header(
-                "user-agent",
-                concat!("probelab/", env!("CARGO_PKG_VERSION"), " (builtin)"),
-            )
+            .header("user-agent", concat!("probelab/", env!("CARGO_PKG_VERSION"), " (builtin)"))
     }
 
     /// Sends a streaming request, retrying retryable failures; returns the reassembled message.
@@ -68,20 +61,13 @@ impl Client {
             match self.create_once(body).await {
                 Ok(m) => return Ok(m),
                 Err(Failure::Retry { why, after }) if attempt < MAX_RETRIES => {
-                    let wait = after
-                        .unwrap_or(BASE_BACKOFF * 2u32.pow(attempt))
-                        .min(MAX_RETRY_AFTER);
-                    tracing_note(&format!(
-                        "retrying after {why} (attempt {}, waiting {wait:?})",
-                        attempt + 1
-                    ));
+                    let wait = after.unwrap_or(BASE_BACKOFF * 2u32.pow(attempt)).min(MAX_RETRY_AFTER);
+                    tracing_note(&format!("retrying after {why} (attempt {}, waiting {wait:?})", attempt + 1));
                     tokio::time::sleep(wait).await;
                     attempt += 1;
                 }
                 Err(Failure::Retry { why, .. }) => {
-                    return Err(AgentError(format!(
-                        "{why} (gave up after {MAX_RETRIES} retries)"
-                    )))
+                    return Err(AgentError(format!("{why} (gave up after {MAX_RETRIES} retries)")))
                 }
                 Err(Failure::Fatal(why)) => return Err(AgentError(why)),
             }
@@ -94,10 +80,7 @@ impl Client {
             .json(body)
             .send()
             .await
-            .map_err(|e| Failure::Retry {
-                why: format!("connection error: {e}"),
-                after: None,
-            })?;
+            .map_err(|e| Failure::Retry { why: format!("connection error: {e}"), after: None })?;
         let status = resp.status().as_u16();
         if status != 200 {
             let after = resp
@@ -118,35 +101,19 @@ impl Client {
         let mut events = Vec::new();
         let mut stream = resp.bytes_stream();
         while let Some(chunk) = stream.next().await {
-            let chunk = chunk.map_err(|e| Failure::Retry {
-                why: format!("stream broken: {e}"),
-                after: None,
-            })?;
-            events.extend(
-                decoder
-                    .feed(&chunk)
-                    .map_err(|e| Failure::Fatal(e.to_string()))?,
-            );
+            let chunk = chunk.map_err(|e| Failure::Retry { why: format!("stream broken: {e}"), after: None })?;
+            events.extend(decoder.feed(&chunk).map_err(|e| Failure::Fatal(e.to_string()))?);
         }
-        decoder.finish().map_err(|e| Failure::Retry {
-            why: e.to_string(),
-            after: None,
-        })?;
+        decoder.finish().map_err(|e| Failure::Retry { why: e.to_string(), after: None })?;
         let report = check_stream(&events);
         if let Some(err) = report.error {
-            let etype = err
-                .get("type")
-                .and_then(Value::as_str)
-                .unwrap_or("error")
-                .to_string();
+            let etype = err.get("type").and_then(Value::as_str).unwrap_or("error").to_string();
             let why = format!("stream error event: {err}");
-            return Err(
-                if matches!(etype.as_str(), "overloaded_error" | "api_error") {
-                    Failure::Retry { why, after: None }
-                } else {
-                    Failure::Fatal(why)
-                },
-            );
+            return Err(if matches!(etype.as_str(), "overloaded_error" | "api_error") {
+                Failure::Retry { why, after: None }
+            } else {
+                Failure::Fatal(why)
+            });
         }
         if !report.violations.is_empty() {
             return Err(Failure::Fatal(format!(
@@ -154,17 +121,12 @@ impl Client {
                 report.violations.join("; ")
             )));
         }
-        report
-            .message
-            .ok_or_else(|| Failure::Fatal("the stream carried no message".into()))
+        report.message.ok_or_else(|| Failure::Fatal("the stream carried no message".into()))
     }
 }
 
 enum Failure {
-    Retry {
-        why: String,
-        after: Option<Duration>,
-    },
+    Retry { why: String, after: Option<Duration> },
     Fatal(String),
 }
 
@@ -178,12 +140,7 @@ impl TokenCounter for Client {
     fn count<'a>(&'a self, text: &'a str) -> BoxFuture<'a, Result<u64, String>> {
         Box::pin(async move {
             let body = json!({"model": self.model, "messages": [{"role": "user", "content": text}], "tools": []});
-            let resp = self
-                .post("/v1/messages/count_tokens")
-                .json(&body)
-                .send()
-                .await
-                .map_err(|e| e.to_string())?;
+            let resp = self.post("/v1/messages/count_tokens").json(&body).send().await.map_err(|e| e.to_string())?;
             let status = resp.status();
             let v: Value = resp.json().await.map_err(|e| e.to_string())?;
             if !status.is_success() {
@@ -208,12 +165,7 @@ pub enum LoopEnd {
 }
 
 /// Runs the agent loop: the first user message is `prompt`; at most `max_turns` requests.
-pub async fn run_loop(
-    client: &Client,
-    runtime: &Runtime,
-    prompt: &str,
-    max_turns: usize,
-) -> LoopEnd {
+pub async fn run_loop(client: &Client, runtime: &Runtime, prompt: &str, max_turns: usize) -> LoopEnd {
     let mut messages = vec![json!({"role": "user", "content": prompt})];
     let tools = runtime.registry.api_tools();
     for _ in 0..max_turns {
@@ -235,11 +187,9 @@ pub async fn run_loop(
             .content
             .iter()
             .filter_map(|b| match b {
-                ContentBlock::ToolUse { id, name, input } => Some(ToolCall {
-                    id: id.clone(),
-                    name: name.clone(),
-                    input: input.clone(),
-                }),
+                ContentBlock::ToolUse { id, name, input } => {
+                    Some(ToolCall { id: id.clone(), name: name.clone(), input: input.clone() })
+                }
                 _ => None,
             })
             .collect();

@@ -45,10 +45,7 @@ fn text_assertions(c: &Check, full: &str, sb: &Sandbox, fails: &mut Vec<String>)
     if let Some(e) = &c.equals {
         let e = sb.resolve(e);
         if text != e {
-            fails.push(format!(
-                "expected text equal to:\n{}\nactual:\n{actual}",
-                shown(&e)
-            ));
+            fails.push(format!("expected text equal to:\n{}\nactual:\n{actual}", shown(&e)));
         }
     }
     for s in c.contains.iter().flat_map(|x| x.items()) {
@@ -60,16 +57,12 @@ fn text_assertions(c: &Check, full: &str, sb: &Sandbox, fails: &mut Vec<String>)
     for s in c.not_contains.iter().flat_map(|x| x.items()) {
         let s = sb.resolve(s);
         if text.contains(&s) {
-            fails.push(format!(
-                "expected text not to contain {s:?}\nactual:\n{text}"
-            ));
+            fails.push(format!("expected text not to contain {s:?}\nactual:\n{text}"));
         }
     }
     if let Some(re) = &c.matches {
         match regex::Regex::new(&sb.resolve(re)) {
-            Ok(r) if !r.is_match(text) => {
-                fails.push(format!("expected text to match /{re}/\nactual:\n{text}"))
-            }
+            Ok(r) if !r.is_match(text) => fails.push(format!("expected text to match /{re}/\nactual:\n{text}")),
             Err(e) => fails.push(format!("bad regex: {e}")),
             _ => {}
         }
@@ -81,10 +74,7 @@ fn json_assertions(c: &Check, v: Option<&Value>, sb: &Sandbox, fails: &mut Vec<S
         let got = v.and_then(|v| v.pointer(&j.pointer));
         if let Some(want) = &j.exists {
             if got.is_some() != *want {
-                fails.push(format!(
-                    "json {}: expected exists = {want}, got {got:?}",
-                    j.pointer
-                ));
+                fails.push(format!("json {}: expected exists = {want}, got {got:?}", j.pointer));
             }
         }
         if let Some(want) = &j.equals {
@@ -94,8 +84,7 @@ fn json_assertions(c: &Check, v: Option<&Value>, sb: &Sandbox, fails: &mut Vec<S
                 fails.push(format!(
                     "json {}: expected {want}, got {}",
                     j.pointer,
-                    got.map(Value::to_string)
-                        .unwrap_or_else(|| "nothing".into())
+                    got.map(Value::to_string).unwrap_or_else(|| "nothing".into())
                 ));
             }
         }
@@ -139,9 +128,7 @@ pub fn evaluate(probe: &Probe, index: usize, view: &View<'_>, sb: &Sandbox) -> V
     if let Some(n) = c.result {
         target = format!("result {n}");
         match view.result(n) {
-            None => fails.push(format!(
-                "no tool_result answers scripted tool_use {n} in any request"
-            )),
+            None => fails.push(format!("no tool_result answers scripted tool_use {n} in any request")),
             Some(block) => {
                 let is_error = block.get("is_error") == Some(&Value::Bool(true));
                 if let Some(want) = c.is_error {
@@ -176,9 +163,7 @@ pub fn evaluate(probe: &Probe, index: usize, view: &View<'_>, sb: &Sandbox) -> V
                 }
                 for t in &c.tools_exclude {
                     if names.contains(t) {
-                        fails.push(format!(
-                            "expected tool {t} absent from tools[], got {names:?}"
-                        ));
+                        fails.push(format!("expected tool {t} absent from tools[], got {names:?}"));
                     }
                 }
                 if let Some(order) = &c.tools_equal {
@@ -226,22 +211,93 @@ pub fn evaluate(probe: &Probe, index: usize, view: &View<'_>, sb: &Sandbox) -> V
         fails.push("check has no target".into());
     }
     let place = format!("{}:{line}", probe.path.display());
-    let about = c
-        .about
-        .as_ref()
-        .map(|a| format!(" ({a})"))
-        .unwrap_or_default();
+    let about = c.about.as_ref().map(|a| format!(" ({a})")).unwrap_or_default();
     Verdict {
         name: format!("check {}: {target}", index + 1),
         pass: fails.is_empty(),
         detail: if fails.is_empty() {
             String::new()
         } else {
-            format!(
-                "{place}: check of {target}{about} failed:\n{}",
-                fails.join("\n")
-            )
+            format!("{place}: check of {target}{about} failed:\n{}", fails.join("\n"))
         },
+    }
+}
+
+/// Evaluates one check of an exec probe.
+pub fn evaluate_exec(
+    probe: &Probe,
+    index: usize,
+    records: &[crate::subject::exec::ExecRecord],
+    sb: &Sandbox,
+) -> Verdict {
+    let (c, line, _) = &probe.checks[index];
+    let mut fails = Vec::new();
+    let n = c.exec.unwrap_or(0);
+    let target = format!("exec {n}");
+    match records.get(n.wrapping_sub(1)) {
+        None => fails.push(format!("exec {n} did not run")),
+        Some(r) => {
+            text_assertions(c, &r.stdout, sb, &mut fails);
+            if let Some(want) = c.exit {
+                if r.measured.exit != Some(want) {
+                    fails.push(format!(
+                        "expected exit {want}, got {:?} (signal {:?})",
+                        r.measured.exit, r.measured.signal
+                    ));
+                }
+            }
+            if let Some(want) = &c.stderr_equals {
+                if &r.stderr != want {
+                    fails.push(format!("expected stderr equal to:\n{want}\nactual:\n{}", shown(&r.stderr)));
+                }
+            }
+            for s in c.stderr_contains.iter().flat_map(|x| x.items()) {
+                if !r.stderr.contains(s) {
+                    fails.push(format!("expected stderr to contain {s:?}\nactual:\n{}", shown(&r.stderr)));
+                }
+            }
+            if let Some(max) = c.max_duration_ms {
+                if r.timed_out || r.measured.duration_ms > max {
+                    fails.push(format!(
+                        "expected at most {max} ms, took {} ms (timed out: {})",
+                        r.measured.duration_ms, r.timed_out
+                    ));
+                }
+            }
+            if let Some(max) = c.max_rss_mib {
+                if r.measured.max_rss_kib > max * 1024 {
+                    fails
+                        .push(format!("expected at most {max} MiB resident, peaked at {} KiB", r.measured.max_rss_kib));
+                }
+            }
+        }
+    }
+    let place = format!("{}:{line}", probe.path.display());
+    let about = c.about.as_ref().map(|a| format!(" ({a})")).unwrap_or_default();
+    Verdict {
+        name: format!("check {}: {target}", index + 1),
+        pass: fails.is_empty(),
+        detail: if fails.is_empty() {
+            String::new()
+        } else {
+            format!("{place}: check of {target}{about} failed:\n{}", fails.join("\n"))
+        },
+    }
+}
+
+/// The invariant of every exec probe: each command ended by itself within its deadline.
+pub fn exec_invariant(probe: &Probe, records: &[crate::subject::exec::ExecRecord]) -> Verdict {
+    let late: Vec<String> = records
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| r.timed_out)
+        .map(|(i, r)| format!("exec {} {:?} was killed at its deadline", i + 1, r.argv))
+        .collect();
+    let ran = records.len() == probe.execs.len();
+    Verdict {
+        name: "invariant: every command ended within its deadline".into(),
+        pass: late.is_empty() && ran,
+        detail: late.join("\n"),
     }
 }
 
@@ -252,26 +308,16 @@ pub fn invariants(run: &RunOutput, view: &View<'_>) -> Vec<Verdict> {
         .exchanges
         .iter()
         .filter_map(|e| {
-            e.violation.as_ref().map(|v| {
-                format!(
-                    "exchange {} ({} {}): {} — {}",
-                    e.seq, e.method, e.path, v.kind, v.message
-                )
-            })
+            e.violation
+                .as_ref()
+                .map(|v| format!("exchange {} ({} {}): {} — {}", e.seq, e.method, e.path, v.kind, v.message))
         })
         .collect();
-    let pairing: Vec<&String> = violations
-        .iter()
-        .filter(|v| v.contains("tool_pairing"))
-        .collect();
+    let pairing: Vec<&String> = violations.iter().filter(|v| v.contains("tool_pairing")).collect();
     out.push(Verdict {
         name: "invariant: every tool_use answered by exactly one tool_result".into(),
         pass: pairing.is_empty(),
-        detail: pairing
-            .iter()
-            .map(|s| s.as_str())
-            .collect::<Vec<_>>()
-            .join("\n"),
+        detail: pairing.iter().map(|s| s.as_str()).collect::<Vec<_>>().join("\n"),
     });
     out.push(Verdict {
         name: "invariant: no request refused by the stub".into(),
@@ -293,11 +339,7 @@ pub fn invariants(run: &RunOutput, view: &View<'_>) -> Vec<Verdict> {
     out.push(Verdict {
         name: "invariant: the run ended by the model within its deadline".into(),
         pass: ended,
-        detail: if ended {
-            String::new()
-        } else {
-            format!("the run ended with {:?}", run.end)
-        },
+        detail: if ended { String::new() } else { format!("the run ended with {:?}", run.end) },
     });
     let _ = view;
     out

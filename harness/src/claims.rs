@@ -26,10 +26,7 @@ pub fn all() -> Vec<Claim> {
                 && family.chars().all(|c| c.is_ascii_uppercase())
                 && !n.is_empty()
                 && n.chars().all(|c| c.is_ascii_digit());
-            ok.then(|| Claim {
-                id: id.to_string(),
-                summary: text.trim().to_string(),
-            })
+            ok.then(|| Claim { id: id.to_string(), summary: text.trim().to_string() })
         })
         .collect()
 }
@@ -46,9 +43,7 @@ mod tests {
     #[test]
     fn catalogue_has_the_families_the_probes_cite() {
         let ids: Vec<String> = all().into_iter().map(|c| c.id).collect();
-        for id in [
-            "PIPE-1", "PIPE-8", "READ-4", "EDIT-6", "NB-1", "GREP-5", "GLOB-1", "PATCH-1", "READ-5",
-        ] {
+        for id in ["PIPE-1", "PIPE-8", "READ-4", "EDIT-6", "NB-1", "GREP-5", "GLOB-1", "PATCH-1", "READ-5"] {
             assert!(ids.iter().any(|i| i == id), "{id} missing from {ids:?}");
         }
         assert!(!exists("READ-99"));
@@ -56,15 +51,9 @@ mod tests {
 
     #[test]
     fn repo_copy_matches_the_shared_catalogue_when_present() {
-        let shared = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../../shared/reference/claims.md");
+        let shared = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/reference/claims.md");
         if let Ok(text) = std::fs::read_to_string(&shared) {
-            assert_eq!(
-                text,
-                CATALOGUE,
-                "docs/claims.md differs from {}: copy it again",
-                shared.display()
-            );
+            assert_eq!(text, CATALOGUE, "docs/claims.md differs from {}: copy it again", shared.display());
         }
     }
 }

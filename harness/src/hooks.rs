@@ -70,39 +70,21 @@ fn group_matches(matcher: &str, tool: &str) -> bool {
 }
 
 /// Runs the PreToolUse hooks that match `tool`.
-pub async fn pre_tool_use(
-    settings: &HookSettings,
-    tool: &str,
-    input: &Value,
-    ctx: &ToolContext,
-) -> HookOutcome {
+pub async fn pre_tool_use(settings: &HookSettings, tool: &str, input: &Value, ctx: &ToolContext) -> HookOutcome {
     let mut current = input.clone();
     let mut rewritten = false;
     let mut allowed = false;
     let mut ask = false;
-    for group in settings
-        .get("PreToolUse")
-        .into_iter()
-        .flatten()
-        .filter(|g| group_matches(&g.matcher, tool))
-    {
+    for group in settings.get("PreToolUse").into_iter().flatten().filter(|g| group_matches(&g.matcher, tool)) {
         for h in &group.hooks {
             let payload = json!({
                 "session_id": ctx.session_id, "cwd": ctx.cwd, "hook_event_name": "PreToolUse",
                 "tool_name": tool, "tool_input": current,
             });
-            let (code, stdout, stderr) = run(
-                &h.command,
-                &payload,
-                ctx,
-                h.timeout.map(Duration::from_secs).unwrap_or(HOOK_TIMEOUT),
-            )
-            .await;
+            let (code, stdout, stderr) =
+                run(&h.command, &payload, ctx, h.timeout.map(Duration::from_secs).unwrap_or(HOOK_TIMEOUT)).await;
             if code == Some(2) {
-                return HookOutcome::Deny {
-                    command: h.command.clone(),
-                    reason: stderr.trim().to_string(),
-                };
+                return HookOutcome::Deny { command: h.command.clone(), reason: stderr.trim().to_string() };
             }
             if code != Some(0) {
                 continue;
@@ -117,14 +99,9 @@ pub async fn pre_tool_use(
             }
             match spec.get("permissionDecision").and_then(Value::as_str) {
                 Some("deny") => {
-                    let reason = spec
-                        .get("permissionDecisionReason")
-                        .and_then(Value::as_str)
-                        .unwrap_or("denied by hook");
-                    return HookOutcome::Deny {
-                        command: h.command.clone(),
-                        reason: reason.to_string(),
-                    };
+                    let reason =
+                        spec.get("permissionDecisionReason").and_then(Value::as_str).unwrap_or("denied by hook");
+                    return HookOutcome::Deny { command: h.command.clone(), reason: reason.to_string() };
                 }
                 Some("allow") => allowed = true,
                 Some("ask") => ask = true,
@@ -132,19 +109,10 @@ pub async fn pre_tool_use(
             }
         }
     }
-    HookOutcome::Continue {
-        input: rewritten.then_some(current),
-        allowed,
-        ask,
-    }
+    HookOutcome::Continue { input: rewritten.then_some(current), allowed, ask }
 }
 
-async fn run(
-    command: &str,
-    payload: &Value,
-    ctx: &ToolContext,
-    timeout: Duration,
-) -> (Option<i32>, String, String) {
+async fn run(command: &str, payload: &Value, ctx: &ToolContext, timeout: Duration) -> (Option<i32>, String, String) {
     let child = tokio::process::Command::new("bash")
         .arg("-c")
         .arg(command)
@@ -169,10 +137,6 @@ async fn run(
             String::from_utf8_lossy(&out.stderr).into_owned(),
         ),
         Ok(Err(e)) => (None, String::new(), e.to_string()),
-        Err(_) => (
-            None,
-            String::new(),
-            format!("hook timed out after {}s", timeout.as_secs()),
-        ),
+        Err(_) => (None, String::new(), format!("hook timed out after {}s", timeout.as_secs())),
     }
 }

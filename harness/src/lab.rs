@@ -16,16 +16,16 @@ pub struct Layout {
     pub fixtures: PathBuf,
     /// `golden/`.
     pub golden: PathBuf,
+    /// The probelab binary: the built-in engine for exec probes (`{rg}`) and their `measure` wrapper.
+    pub engine: PathBuf,
 }
 
 impl Layout {
     /// The repository's own layout (this crate sits in `harness/`).
     pub fn repo() -> Layout {
         let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-        Layout {
-            fixtures: root.join("fixtures"),
-            golden: root.join("golden"),
-        }
+        let engine = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("probelab"));
+        Layout { fixtures: root.join("fixtures"), golden: root.join("golden"), engine }
     }
 
     /// The blob store.
@@ -51,6 +51,8 @@ pub struct Report {
     pub description: String,
     /// Where the sandbox was kept, if asked.
     pub kept: Option<PathBuf>,
+    /// Exec probes: the evidence (argv, verbatim output, exit, duration, max RSS) as JSON.
+    pub evidence: Option<serde_json::Value>,
 }
 
 impl Report {
@@ -61,55 +63,28 @@ impl Report {
 
     /// The failed verdicts' details.
     pub fn failures(&self) -> Vec<&str> {
-        self.verdicts
-            .iter()
-            .filter(|v| !v.pass)
-            .map(|v| v.detail.as_str())
-            .collect()
+        self.verdicts.iter().filter(|v| !v.pass).map(|v| v.detail.as_str()).collect()
     }
 }
 
 /// Runs one probe on a subject (`builtin` for now).
-pub async fn run_probe(
-    probe: &Probe,
-    subject: &str,
-    layout: &Layout,
-    keep: bool,
-) -> Result<Report, String> {
+pub async fn run_probe(probe: &Probe, subject: &str, layout: &Layout, keep: bool) -> Result<Report, String> {
     if subject != "builtin" {
-        return Err(format!(
-            "subject {subject:?} is not available yet (only builtin)"
-        ));
+        return Err(format!("subject {subject:?} is not available yet (only builtin)"));
+    }
+    if !probe.execs.is_empty() {
+        return run_exec_probe(probe, subject, layout, keep).await;
     }
     let mut run = run_builtin(probe, &layout.fixtures).await?;
     let script = run.sandbox.script(probe);
-    let view = View {
-        exchanges: &run.exchanges,
-        script: &script,
-    };
-    let mut verdicts: Vec<Verdict> = (0..probe.checks.len())
-        .map(|i| evaluate(probe, i, &view, &run.sandbox))
-        .collect();
+    let view = View { exchanges: &run.exchanges, script: &script };
+    let mut verdicts: Vec<Verdict> = (0..probe.checks.len()).map(|i| evaluate(probe, i, &view, &run.sandbox)).collect();
     verdicts.extend(invariants(&run, &view));
     let lines: Vec<String> = verdicts.iter().map(Verdict::line).collect();
     let mut blobs = Blobs::new();
-    let places = Places {
-        root: &run.sandbox.root,
-        cwd: &run.sandbox.cwd,
-        home: &run.sandbox.home,
-    };
+    let places = Places { root: &run.sandbox.root, cwd: &run.sandbox.cwd, home: &run.sandbox.home };
     let norm = |t: &str| normalise(t, &places);
-    let raw = render(
-        &Header {
-            probe: &probe.id,
-            claims: &probe.claims,
-            subject,
-        },
-        &view,
-        &lines,
-        &mut blobs,
-        &norm,
-    );
+    let raw = render(&Header { probe: &probe.id, claims: &probe.claims, subject }, &view, &lines, &mut blobs, &norm);
     let transcript = normalise(&raw, &places);
     let kept = keep.then(|| run.sandbox.keep());
     Ok(Report {
@@ -120,6 +95,33 @@ pub async fn run_probe(
         blobs,
         description: golden::description(subject, env!("CARGO_PKG_VERSION"), None),
         kept,
+        evidence: None,
+    })
+}
+
+async fn run_exec_probe(probe: &Probe, subject: &str, layout: &Layout, keep: bool) -> Result<Report, String> {
+    let mut sandbox = crate::probe::sandbox::Sandbox::create(probe, &layout.fixtures)?;
+    let records = crate::subject::exec::run_exec(probe, &sandbox, &layout.engine).await?;
+    let mut verdicts: Vec<Verdict> =
+        (0..probe.checks.len()).map(|i| crate::check::evaluate_exec(probe, i, &records, &sandbox)).collect();
+    verdicts.push(crate::check::exec_invariant(probe, &records));
+    let lines: Vec<String> = verdicts.iter().map(Verdict::line).collect();
+    let places = Places { root: &sandbox.root, cwd: &sandbox.cwd, home: &sandbox.home };
+    let raw =
+        crate::transcript::render_exec(&Header { probe: &probe.id, claims: &probe.claims, subject }, &records, &lines);
+    let transcript = normalise(&raw, &places);
+    let evidence =
+        serde_json::json!({"probe": probe.id, "subject": subject, "engine": layout.engine, "commands": records});
+    let kept = keep.then(|| sandbox.keep());
+    Ok(Report {
+        probe: probe.id.clone(),
+        subject: subject.to_string(),
+        verdicts,
+        transcript,
+        blobs: Blobs::new(),
+        description: golden::description(subject, env!("CARGO_PKG_VERSION"), None),
+        kept,
+        evidence: Some(evidence),
     })
 }
 
@@ -142,14 +144,8 @@ pub enum GoldenOutcome {
 pub fn golden_step(report: &Report, layout: &Layout, bless: bool) -> Result<GoldenOutcome, String> {
     let file = golden::path(&layout.golden, &report.subject, &report.probe);
     if bless {
-        golden::bless(
-            &file,
-            &report.description,
-            &report.transcript,
-            &layout.blobs(),
-            &report.blobs,
-        )
-        .map_err(|e| format!("{}: {e}", file.display()))?;
+        golden::bless(&file, &report.description, &report.transcript, &layout.blobs(), &report.blobs)
+            .map_err(|e| format!("{}: {e}", file.display()))?;
         return Ok(GoldenOutcome::Blessed);
     }
     Ok(match golden::compare(&file, &report.transcript) {

@@ -15,5 +15,7 @@ pub mod pipeline;
 pub mod probe;
 pub mod run;
 pub mod schema;
+pub mod search;
+pub mod subject;
 pub mod tools;
 pub mod transcript;

@@ -5,6 +5,8 @@
 //!   failure, 2 on a usage or probe-file error.
 //! - `probelab list`: probes (id, claims, file), claims with the probes citing them, subjects.
 //! - `probelab new NAME`: writes `probes/NAME.toml`, a commented skeleton.
+//! - `probelab rg [FLAGS] PATTERN [PATH...]`: the search engine with ripgrep's flags, output and exit
+//!   codes (also when this binary is started as `rg`).
 
 use clap::{Parser, Subcommand};
 use harness::lab::{golden_step, run_probe, GoldenOutcome, Layout};
@@ -12,11 +14,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 #[derive(Parser, Debug)]
-#[command(
-    name = "probelab",
-    version,
-    about = "A deterministic replay and verification harness for coding-agent tools"
-)]
+#[command(name = "probelab", version, about = "A deterministic replay and verification harness for coding-agent tools")]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -60,26 +58,35 @@ fn repo_root() -> PathBuf {
 }
 
 fn main() -> ExitCode {
+    // `probelab rg ARGS` — or this binary started with argv0 `rg` — is the search engine, with
+    // ripgrep's own command line (not clap's).
+    let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let argv0_is_rg = argv.first().and_then(|a| std::path::Path::new(a).file_name()).is_some_and(|n| n == "rg");
+    if argv0_is_rg || argv.get(1).is_some_and(|a| a == "rg") {
+        return rg(&argv[if argv0_is_rg { 1 } else { 2 }..]);
+    }
+    if argv.get(1).is_some_and(|a| a == "measure") {
+        // probelab measure --out FILE -- ARGV...
+        let (Some(out), Some(dd)) = (argv.get(3), argv.get(4)) else {
+            eprintln!("usage: probelab measure --out FILE -- COMMAND [ARGS...]");
+            return ExitCode::from(2);
+        };
+        if argv[2] != "--out" || dd != "--" {
+            eprintln!("usage: probelab measure --out FILE -- COMMAND [ARGS...]");
+            return ExitCode::from(2);
+        }
+        return harness::subject::exec::measure(std::path::Path::new(out), &argv[5..]);
+    }
     let cli = Cli::parse();
     match cli.command {
-        Command::Run {
-            paths,
-            subject,
-            bless,
-            json,
-            keep,
-        } => run(paths, &subject, bless, json, keep),
+        Command::Run { paths, subject, bless, json, keep } => run(paths, &subject, bless, json, keep),
         Command::List => list(),
         Command::New { name } => new(&name),
     }
 }
 
 fn run(paths: Vec<PathBuf>, subject: &str, bless: bool, json: bool, keep: bool) -> ExitCode {
-    let paths = if paths.is_empty() {
-        vec![repo_root().join("probes")]
-    } else {
-        paths
-    };
+    let paths = if paths.is_empty() { vec![repo_root().join("probes")] } else { paths };
     let probes = match harness::probe::load_all(&paths) {
         Ok(p) => p,
         Err(e) => {
@@ -87,10 +94,7 @@ fn run(paths: Vec<PathBuf>, subject: &str, bless: bool, json: bool, keep: bool) 
             return ExitCode::from(2);
         }
     };
-    let rt = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
+    let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("probelab: cannot start the runtime: {e}");
@@ -101,16 +105,14 @@ fn run(paths: Vec<PathBuf>, subject: &str, bless: bool, json: bool, keep: bool) 
     let layout = Layout {
         fixtures: root.join("fixtures"),
         golden: root.join("golden"),
+        engine: std::env::current_exe().unwrap_or_else(|_| PathBuf::from("probelab")),
     };
     let (mut passed, mut failed, mut skipped) = (0usize, 0usize, 0usize);
     for probe in &probes {
         if !probe.applies_to(subject) {
             skipped += 1;
             if json {
-                println!(
-                    "{}",
-                    serde_json::json!({"probe": probe.id, "subject": subject, "status": "skipped"})
-                );
+                println!("{}", serde_json::json!({"probe": probe.id, "subject": subject, "status": "skipped"}));
             } else {
                 println!("skip  {} (not for {subject})", probe.id);
             }
@@ -131,24 +133,28 @@ fn run(paths: Vec<PathBuf>, subject: &str, bless: bool, json: bool, keep: bool) 
                 continue;
             }
         };
+        if let Some(ev) = &report.evidence {
+            let dir = root.join("target").join("probelab").join(subject);
+            let file = dir.join(format!("{}.json", probe.id));
+            let written = std::fs::create_dir_all(&dir)
+                .and_then(|_| std::fs::write(&file, serde_json::to_vec_pretty(ev).unwrap_or_default()));
+            if let Err(e) = written {
+                eprintln!("probelab: cannot write evidence {}: {e}", file.display());
+            }
+        }
         let golden = golden_step(&report, &layout, bless && report.passed());
         let (status, detail) = match (&golden, report.passed()) {
             (Err(e), _) => ("error", e.clone()),
             (Ok(_), false) => ("fail", report.failures().join("\n")),
             (Ok(GoldenOutcome::Same), true) => ("pass", String::new()),
             (Ok(GoldenOutcome::Blessed), true) => ("blessed", String::new()),
-            (Ok(GoldenOutcome::Missing), true) => (
-                "golden-missing",
-                "no golden file yet: run `probelab run --bless` to write it".to_string(),
-            ),
+            (Ok(GoldenOutcome::Missing), true) => {
+                ("golden-missing", "no golden file yet: run `probelab run --bless` to write it".to_string())
+            }
             (Ok(GoldenOutcome::Differs(d)), true) => ("golden-diff", d.clone()),
-            (Ok(GoldenOutcome::MissingBlobs(b)), true) => (
-                "golden-missing",
-                format!(
-                    "blobs missing from golden/blobs: {}; run with --bless",
-                    b.join(", ")
-                ),
-            ),
+            (Ok(GoldenOutcome::MissingBlobs(b)), true) => {
+                ("golden-missing", format!("blobs missing from golden/blobs: {}; run with --bless", b.join(", ")))
+            }
         };
         let ok = matches!(status, "pass" | "blessed");
         if ok {
@@ -189,16 +195,29 @@ fn run(paths: Vec<PathBuf>, subject: &str, bless: bool, json: bool, keep: bool) 
             serde_json::json!({"summary": {"passed": passed, "failed": failed, "skipped": skipped, "subject": subject}})
         );
     } else {
-        println!(
-            "\n{passed} passed, {failed} failed, {skipped} skipped ({} probes on {subject})",
-            probes.len()
-        );
+        println!("\n{passed} passed, {failed} failed, {skipped} skipped ({} probes on {subject})", probes.len());
     }
     if failed > 0 {
         ExitCode::from(1)
     } else {
         ExitCode::SUCCESS
     }
+}
+
+fn rg(args: &[std::ffi::OsString]) -> ExitCode {
+    use std::io::IsTerminal;
+    let stdout = std::io::stdout();
+    let stderr = std::io::stderr();
+    let mut out = stdout.lock();
+    let mut err = stderr.lock();
+    let mut io = harness::search::Io {
+        stdout_is_terminal: std::io::stdout().is_terminal(),
+        stdout: &mut out,
+        stderr: &mut err,
+        cwd: std::env::current_dir().unwrap_or_default(),
+        cancel: None,
+    };
+    ExitCode::from(harness::search::main_with(args, &mut io))
 }
 
 fn list() -> ExitCode {
@@ -211,37 +230,20 @@ fn list() -> ExitCode {
     };
     println!("probes:");
     for p in &probes {
-        let subjects = if p.subjects.is_empty() {
-            "all".to_string()
-        } else {
-            p.subjects.join(",")
-        };
+        let subjects = if p.subjects.is_empty() { "all".to_string() } else { p.subjects.join(",") };
         println!(
             "  {:<40} {:<24} {:<12} {}",
             p.id,
             p.claims.join(","),
             subjects,
-            p.path
-                .strip_prefix(repo_root())
-                .unwrap_or(&p.path)
-                .display()
+            p.path.strip_prefix(repo_root()).unwrap_or(&p.path).display()
         );
     }
     println!("claims:");
     for c in harness::claims::all() {
-        let by: Vec<&str> = probes
-            .iter()
-            .filter(|p| p.claims.contains(&c.id))
-            .map(|p| p.id.as_str())
-            .collect();
+        let by: Vec<&str> = probes.iter().filter(|p| p.claims.contains(&c.id)).map(|p| p.id.as_str()).collect();
         let summary: String = c.summary.chars().take(70).collect();
-        println!(
-            "  {:<8} {:<3} {:<72} {}",
-            c.id,
-            by.len(),
-            summary,
-            by.join(" ")
-        );
+        println!("  {:<8} {:<3} {:<72} {}", c.id, by.len(), summary, by.join(" "));
     }
     println!("subjects:\n  builtin        the embedded Rust runtime (default)\n  claude-code@V  the Claude Code CLI at version V (not available yet)");
     ExitCode::SUCCESS

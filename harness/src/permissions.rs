@@ -46,23 +46,13 @@ pub fn parse_rule(text: &str) -> Result<Rule, String> {
     let t = text.trim();
     match t.split_once('(') {
         None if !t.is_empty() && t.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') => {
-            Ok(Rule {
-                text: t.into(),
-                tool: t.into(),
-                pattern: None,
-            })
+            Ok(Rule { text: t.into(), tool: t.into(), pattern: None })
         }
         Some((tool, rest)) if rest.ends_with(')') && !tool.is_empty() => {
             let pattern = &rest[..rest.len() - 1];
-            Ok(Rule {
-                text: t.into(),
-                tool: tool.into(),
-                pattern: (!pattern.is_empty()).then(|| pattern.to_string()),
-            })
+            Ok(Rule { text: t.into(), tool: tool.into(), pattern: (!pattern.is_empty()).then(|| pattern.to_string()) })
         }
-        _ => Err(format!(
-            "permission rule {text:?} is not `Tool` or `Tool(pattern)`"
-        )),
+        _ => Err(format!("permission rule {text:?} is not `Tool` or `Tool(pattern)`")),
     }
 }
 
@@ -94,60 +84,32 @@ pub struct Rules {
 impl Rules {
     /// Parses the settings' rules.
     pub fn from_settings(s: &PermissionSettings) -> Result<Rules, String> {
-        let parse = |v: &Vec<String>| {
-            v.iter()
-                .map(|r| parse_rule(r))
-                .collect::<Result<Vec<_>, _>>()
-        };
+        let parse = |v: &Vec<String>| v.iter().map(|r| parse_rule(r)).collect::<Result<Vec<_>, _>>();
         let ask_by_default = match s.default_mode.as_deref() {
             None | Some("bypassPermissions") => false,
             Some("default") => true,
             Some(other) => {
-                return Err(format!(
-                    "permissions.defaultMode {other:?} is not bypassPermissions or default"
-                ))
+                return Err(format!("permissions.defaultMode {other:?} is not bypassPermissions or default"))
             }
         };
-        Ok(Rules {
-            allow: parse(&s.allow)?,
-            ask: parse(&s.ask)?,
-            deny: parse(&s.deny)?,
-            ask_by_default,
-        })
+        Ok(Rules { allow: parse(&s.allow)?, ask: parse(&s.ask)?, deny: parse(&s.deny)?, ask_by_default })
     }
 
     /// True when a bare deny rule names the tool: it never reaches the model (PIPE-6).
     pub fn hides(&self, tool: &str) -> bool {
-        self.deny
-            .iter()
-            .any(|r| r.tool == tool && r.pattern.is_none())
+        self.deny.iter().any(|r| r.tool == tool && r.pattern.is_none())
     }
 
     /// The decision for a call.
-    pub fn decide(
-        &self,
-        tool: &str,
-        subject: &PermissionSubject,
-        read_only: bool,
-        ctx: &ToolContext,
-    ) -> Decision {
-        let hit = |rules: &[Rule]| {
-            rules
-                .iter()
-                .find(|r| matches(r, tool, subject, ctx))
-                .map(|r| r.text.clone())
-        };
+    pub fn decide(&self, tool: &str, subject: &PermissionSubject, read_only: bool, ctx: &ToolContext) -> Decision {
+        let hit = |rules: &[Rule]| rules.iter().find(|r| matches(r, tool, subject, ctx)).map(|r| r.text.clone());
         if let Some(r) = hit(&self.deny) {
             return Decision::Deny(r);
         }
         // EDIT-3: a path denied for Read cannot be written either.
         if let PermissionSubject::WritePath(p) = subject {
             let as_read = PermissionSubject::ReadPath(p.clone());
-            if let Some(r) = self
-                .deny
-                .iter()
-                .find(|r| r.tool == "Read" && matches(r, "Read", &as_read, ctx))
-            {
+            if let Some(r) = self.deny.iter().find(|r| r.tool == "Read" && matches(r, "Read", &as_read, ctx)) {
                 return Decision::Deny(r.text.clone());
             }
         }
@@ -182,9 +144,7 @@ fn matches(rule: &Rule, tool: &str, subject: &PermissionSubject, ctx: &ToolConte
         PermissionSubject::ReadPath(p) | PermissionSubject::WritePath(p) => {
             path_glob(pattern, ctx).is_some_and(|g| g.is_match(p))
         }
-        PermissionSubject::Command(c) => {
-            command_glob(pattern).is_some_and(|g| g.is_match(c.trim()))
-        }
+        PermissionSubject::Command(c) => command_glob(pattern).is_some_and(|g| g.is_match(c.trim())),
         PermissionSubject::None => false,
     }
 }
@@ -202,34 +162,16 @@ pub fn path_glob(pattern: &str, ctx: &ToolContext) -> Option<GlobMatcher> {
     } else {
         format!("{}/**/{pattern}", ctx.cwd.display())
     };
-    let abs = if abs.ends_with('/') {
-        format!("{abs}**")
-    } else {
-        abs
-    };
-    GlobBuilder::new(&abs)
-        .literal_separator(true)
-        .build()
-        .ok()
-        .map(|g| g.compile_matcher())
+    let abs = if abs.ends_with('/') { format!("{abs}**") } else { abs };
+    GlobBuilder::new(&abs).literal_separator(true).build().ok().map(|g| g.compile_matcher())
 }
 
 fn command_glob(pattern: &str) -> Option<GlobMatcher> {
     // Legacy `git:*` means the prefix `git`.
-    let p = pattern
-        .strip_suffix(":*")
-        .map(|p| format!("{p}*"))
-        .unwrap_or_else(|| pattern.to_string());
+    let p = pattern.strip_suffix(":*").map(|p| format!("{p}*")).unwrap_or_else(|| pattern.to_string());
     // `git *` also matches the bare `git`.
-    let p = p
-        .strip_suffix(" *")
-        .map(|base| format!("{{{base},{base} *}}"))
-        .unwrap_or(p);
-    GlobBuilder::new(&p)
-        .literal_separator(false)
-        .build()
-        .ok()
-        .map(|g| g.compile_matcher())
+    let p = p.strip_suffix(" *").map(|base| format!("{{{base},{base} *}}")).unwrap_or(p);
+    GlobBuilder::new(&p).literal_separator(false).build().ok().map(|g| g.compile_matcher())
 }
 
 #[cfg(test)]
@@ -246,13 +188,8 @@ mod tests {
 
     fn rules(allow: &[&str], ask: &[&str], deny: &[&str]) -> Rules {
         let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect();
-        Rules::from_settings(&PermissionSettings {
-            allow: s(allow),
-            ask: s(ask),
-            deny: s(deny),
-            default_mode: None,
-        })
-        .unwrap_or_default()
+        Rules::from_settings(&PermissionSettings { allow: s(allow), ask: s(ask), deny: s(deny), default_mode: None })
+            .unwrap_or_default()
     }
 
     #[test]
@@ -261,12 +198,7 @@ mod tests {
         let r = rules(&["Read"], &["Edit(docs/**)"], &["Read(secrets/**)"]);
         let secret = c.cwd.join("secrets/k.txt");
         assert_eq!(
-            r.decide(
-                "Read",
-                &PermissionSubject::ReadPath(secret.clone()),
-                true,
-                &c
-            ),
+            r.decide("Read", &PermissionSubject::ReadPath(secret.clone()), true, &c),
             Decision::Deny("Read(secrets/**)".into())
         );
         assert_eq!(
@@ -274,21 +206,11 @@ mod tests {
             Decision::Deny("Read(secrets/**)".into())
         );
         assert_eq!(
-            r.decide(
-                "Write",
-                &PermissionSubject::WritePath(c.cwd.join("docs/a.md")),
-                false,
-                &c
-            ),
+            r.decide("Write", &PermissionSubject::WritePath(c.cwd.join("docs/a.md")), false, &c),
             Decision::Ask("Edit(docs/**)".into())
         );
         assert_eq!(
-            r.decide(
-                "Read",
-                &PermissionSubject::ReadPath(c.cwd.join("a")),
-                true,
-                &c
-            ),
+            r.decide("Read", &PermissionSubject::ReadPath(c.cwd.join("a")), true, &c),
             Decision::Allow("Read".into())
         );
     }
@@ -298,34 +220,16 @@ mod tests {
         let (_d, c) = ctx();
         let r = rules(&[], &[], &["Read(.env)", "Bash(git push:*)", "Bash(rm *)"]);
         assert!(matches!(
-            r.decide(
-                "Read",
-                &PermissionSubject::ReadPath(c.cwd.join("a/b/.env")),
-                true,
-                &c
-            ),
+            r.decide("Read", &PermissionSubject::ReadPath(c.cwd.join("a/b/.env")), true, &c),
             Decision::Deny(_)
         ));
         assert!(matches!(
-            r.decide(
-                "Bash",
-                &PermissionSubject::Command("git push origin".into()),
-                false,
-                &c
-            ),
+            r.decide("Bash", &PermissionSubject::Command("git push origin".into()), false, &c),
             Decision::Deny(_)
         ));
+        assert!(matches!(r.decide("Bash", &PermissionSubject::Command("rm".into()), false, &c), Decision::Deny(_)));
         assert!(matches!(
-            r.decide("Bash", &PermissionSubject::Command("rm".into()), false, &c),
-            Decision::Deny(_)
-        ));
-        assert!(matches!(
-            r.decide(
-                "Bash",
-                &PermissionSubject::Command("git status".into()),
-                false,
-                &c
-            ),
+            r.decide("Bash", &PermissionSubject::Command("git status".into()), false, &c),
             Decision::Allow(_)
         ));
         assert!(!r.hides("Read"));

@@ -69,11 +69,7 @@ impl ToolResult {
     }
 
     fn error(id: &str, text: String) -> ToolResult {
-        ToolResult {
-            tool_use_id: id.to_string(),
-            content: Value::String(text),
-            is_error: true,
-        }
+        ToolResult { tool_use_id: id.to_string(), content: Value::String(text), is_error: true }
     }
 }
 
@@ -98,9 +94,7 @@ pub struct Runtime {
 
 impl std::fmt::Debug for Runtime {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Runtime")
-            .field("tools", &self.registry)
-            .finish()
+        f.debug_struct("Runtime").field("tools", &self.registry).finish()
     }
 }
 
@@ -114,13 +108,7 @@ impl Runtime {
     ) -> Result<Runtime, String> {
         let rules = Rules::from_settings(&settings.permissions)?;
         registry.retain(|name| !rules.hides(name));
-        Ok(Runtime {
-            registry,
-            rules,
-            hooks: settings.hooks.clone(),
-            ask_answer,
-            ctx,
-        })
+        Ok(Runtime { registry, rules, hooks: settings.hooks.clone(), ask_answer, ctx })
     }
 
     /// Runs the calls of one assistant turn (PIPE-4): each maximal run of consecutive concurrency-safe
@@ -129,19 +117,14 @@ impl Runtime {
         let mut out = Vec::with_capacity(calls.len());
         let mut i = 0;
         while i < calls.len() {
-            let safe = |c: &ToolCall| {
-                self.registry
-                    .get(&c.name)
-                    .is_some_and(|t| t.is_concurrency_safe(&c.input))
-            };
+            let safe = |c: &ToolCall| self.registry.get(&c.name).is_some_and(|t| t.is_concurrency_safe(&c.input));
             let mut j = i + 1;
             if safe(&calls[i]) {
                 while j < calls.len() && safe(&calls[j]) {
                     j += 1;
                 }
             }
-            let batch =
-                futures_util::future::join_all(calls[i..j].iter().map(|c| self.run_call(c))).await;
+            let batch = futures_util::future::join_all(calls[i..j].iter().map(|c| self.run_call(c))).await;
             out.extend(batch);
             i = j;
         }
@@ -152,55 +135,41 @@ impl Runtime {
     pub async fn run_call(&self, call: &ToolCall) -> ToolResult {
         let id = call.id.as_str();
         let Some(tool) = self.registry.get(&call.name) else {
-            return ToolResult::error(
-                id,
-                wrap(&format!("Error: No such tool available: {}", call.name)),
-            );
+            return ToolResult::error(id, wrap(&format!("Error: No such tool available: {}", call.name)));
         };
         if let Some(msg) = crate::schema::validate(tool.name(), &tool.input_schema(), &call.input) {
             return ToolResult::error(id, wrap(&msg));
         }
-        let (input, hook_allowed, hook_ask) =
-            match pre_tool_use(&self.hooks, tool.name(), &call.input, &self.ctx).await {
-                HookOutcome::Deny { command, reason } => {
+        let (input, hook_allowed, hook_ask) = match pre_tool_use(&self.hooks, tool.name(), &call.input, &self.ctx).await
+        {
+            HookOutcome::Deny { command, reason } => {
+                return ToolResult::error(
+                    id,
+                    format!("PreToolUse:{} hook `{command}` denied this tool use: {reason}", tool.name()),
+                );
+            }
+            HookOutcome::Continue { input: Some(new), allowed, ask } => {
+                if let Some(msg) = crate::schema::validate(tool.name(), &tool.input_schema(), &new) {
                     return ToolResult::error(
                         id,
-                        format!(
-                            "PreToolUse:{} hook `{command}` denied this tool use: {reason}",
-                            tool.name()
-                        ),
+                        wrap(&format!("{msg}\n(after the PreToolUse hook rewrote the input)")),
                     );
                 }
-                HookOutcome::Continue {
-                    input: Some(new),
-                    allowed,
-                    ask,
-                } => {
-                    if let Some(msg) =
-                        crate::schema::validate(tool.name(), &tool.input_schema(), &new)
-                    {
-                        return ToolResult::error(
-                            id,
-                            wrap(&format!(
-                                "{msg}\n(after the PreToolUse hook rewrote the input)"
-                            )),
-                        );
-                    }
-                    (new, allowed, ask)
-                }
-                HookOutcome::Continue {
-                    input: None,
-                    allowed,
-                    ask,
-                } => (call.input.clone(), allowed, ask),
-            };
+                (new, allowed, ask)
+            }
+            HookOutcome::Continue { input: None, allowed, ask } => (call.input.clone(), allowed, ask),
+        };
         let subject = tool.permission_subject(&input, &self.ctx);
-        let decision =
-            self.rules
-                .decide(tool.name(), &subject, tool.is_read_only(&input), &self.ctx);
+        let decision = self.rules.decide(tool.name(), &subject, tool.is_read_only(&input), &self.ctx);
         let ask_source = match decision {
             Decision::Deny(rule) => {
-                return ToolResult::error(id, format!("Permission to use {} has been denied by the rule {rule} in settings.permissions.deny.", tool.name()));
+                return ToolResult::error(
+                    id,
+                    format!(
+                        "Permission to use {} has been denied by the rule {rule} in settings.permissions.deny.",
+                        tool.name()
+                    ),
+                );
             }
             Decision::Ask(rule) if !hook_allowed => Some(format!("the rule {rule}")),
             _ if hook_ask => Some("a PreToolUse hook".to_string()),
@@ -220,28 +189,21 @@ impl Runtime {
             Err(ToolError::Runtime(m)) => return ToolResult::error(id, m),
         };
         let content = match (&output, tool.max_result_size_chars()) {
-            (ToolOutput::Text(t), Some(max)) if t.chars().count() > max => {
-                match self.persist(id, t) {
-                    Ok(text) => Value::String(text),
-                    Err(e) => return ToolResult::error(id, e),
-                }
-            }
+            (ToolOutput::Text(t), Some(max)) if t.chars().count() > max => match self.persist(id, t) {
+                Ok(text) => Value::String(text),
+                Err(e) => return ToolResult::error(id, e),
+            },
             (ToolOutput::Text(t), _) => Value::String(t.clone()),
             (ToolOutput::Blocks(b), _) => Value::Array(b.clone()),
         };
-        ToolResult {
-            tool_use_id: id.to_string(),
-            content,
-            is_error: false,
-        }
+        ToolResult { tool_use_id: id.to_string(), content, is_error: false }
     }
 
     /// PIPE-5: writes the whole result under the session dir and returns the `<persisted-output>` block
     /// the model gets instead: the path, the size, and a preview.
     fn persist(&self, id: &str, text: &str) -> Result<String, String> {
         let dir = self.ctx.session_dir().join("tool-results");
-        std::fs::create_dir_all(&dir)
-            .map_err(|e| format!("cannot persist the large result: {e}"))?;
+        std::fs::create_dir_all(&dir).map_err(|e| format!("cannot persist the large result: {e}"))?;
         let path = dir.join(format!("{id}.txt"));
         std::fs::write(&path, text).map_err(|e| format!("cannot persist the large result: {e}"))?;
         let preview: String = text.chars().take(PERSIST_PREVIEW_CHARS).collect();

@@ -39,40 +39,23 @@ pub struct RunOutput {
 pub async fn run_builtin(probe: &Probe, fixtures_root: &Path) -> Result<RunOutput, String> {
     let sandbox = Sandbox::create(probe, fixtures_root)?;
     let script = sandbox.script(probe);
-    let timed: Vec<_> = probe
-        .fixture
-        .fault
-        .iter()
-        .filter(|f| f.at_turn.is_some())
-        .cloned()
-        .collect();
+    let timed: Vec<_> = probe.fixture.fault.iter().filter(|f| f.at_turn.is_some()).cloned().collect();
     let view = sandbox.view();
     let hook_errors = Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
     let errors = hook_errors.clone();
-    let stub = Stub::new(script, Recorder::default()).with_turn_hook(Arc::new(
-        move |conv: &str, turn: usize| {
-            for f in timed
-                .iter()
-                .filter(|f| conv == stub_messages::script::MAIN && f.at_turn == Some(turn + 1))
-            {
-                if let Err(e) = view.apply(f) {
-                    if let Ok(mut v) = errors.lock() {
-                        v.push(e);
-                    }
+    let stub = Stub::new(script, Recorder::default()).with_turn_hook(Arc::new(move |conv: &str, turn: usize| {
+        for f in timed.iter().filter(|f| conv == stub_messages::script::MAIN && f.at_turn == Some(turn + 1)) {
+            if let Err(e) = view.apply(f) {
+                if let Ok(mut v) = errors.lock() {
+                    v.push(e);
                 }
             }
-        },
-    ));
+        }
+    }));
     let stub = Arc::new(stub);
-    let running = serve(stub.clone(), ([127, 0, 0, 1], 0).into())
-        .await
-        .map_err(|e| format!("cannot start the stub: {e}"))?;
-    let model = probe
-        .subject
-        .builtin
-        .model
-        .clone()
-        .unwrap_or_else(|| DEFAULT_MODEL.into());
+    let running =
+        serve(stub.clone(), ([127, 0, 0, 1], 0).into()).await.map_err(|e| format!("cannot start the stub: {e}"))?;
+    let model = probe.subject.builtin.model.clone().unwrap_or_else(|| DEFAULT_MODEL.into());
     let client = Arc::new(Client::new(&running.url(), &model));
     let ctx = ToolContext {
         cwd: sandbox.cwd.clone(),
@@ -88,21 +71,11 @@ pub async fn run_builtin(probe: &Probe, fixtures_root: &Path) -> Result<RunOutpu
     let start = Instant::now();
     let max_turns = probe.subject.builtin.max_turns.unwrap_or(DEFAULT_MAX_TURNS);
     let deadline = Duration::from_secs(probe.deadline_secs);
-    let (end, within_deadline) = match tokio::time::timeout(
-        deadline,
-        run_loop(&client, &runtime, &probe.prompt, max_turns),
-    )
-    .await
-    {
-        Ok(end) => (end, true),
-        Err(_) => (
-            LoopEnd::Error(format!(
-                "the run passed its deadline of {}s",
-                probe.deadline_secs
-            )),
-            false,
-        ),
-    };
+    let (end, within_deadline) =
+        match tokio::time::timeout(deadline, run_loop(&client, &runtime, &probe.prompt, max_turns)).await {
+            Ok(end) => (end, true),
+            Err(_) => (LoopEnd::Error(format!("the run passed its deadline of {}s", probe.deadline_secs)), false),
+        };
     let duration = start.elapsed();
     running.stop().await;
     if let Some(e) = hook_errors.lock().ok().and_then(|v| v.first().cloned()) {

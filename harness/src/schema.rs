@@ -33,19 +33,10 @@ fn type_ok(expected: &str, v: &Value) -> bool {
 pub fn issues(schema: &Value, input: &Value) -> Vec<String> {
     let mut out = Vec::new();
     let Some(obj) = input.as_object() else {
-        return vec![format!(
-            "The input is expected as `object` but provided as `{}`",
-            type_name(input)
-        )];
+        return vec![format!("The input is expected as `object` but provided as `{}`", type_name(input))];
     };
     let props = schema.get("properties").and_then(Value::as_object);
-    for r in schema
-        .get("required")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter_map(Value::as_str)
-    {
+    for r in schema.get("required").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str) {
         if !obj.contains_key(r) {
             out.push(format!("The required parameter `{r}` is missing"));
         }
@@ -77,23 +68,14 @@ pub fn issues(schema: &Value, input: &Value) -> Vec<String> {
             if !options.contains(v) {
                 let list: Vec<String> = options
                     .iter()
-                    .map(|o| {
-                        o.as_str()
-                            .map(|s| format!("'{s}'"))
-                            .unwrap_or_else(|| o.to_string())
-                    })
+                    .map(|o| o.as_str().map(|s| format!("'{s}'")).unwrap_or_else(|| o.to_string()))
                     .collect();
-                out.push(format!(
-                    "The parameter `{name}` must be one of {} (got {v})",
-                    list.join(" | ")
-                ));
+                out.push(format!("The parameter `{name}` must be one of {} (got {v})", list.join(" | ")));
             }
         }
         if let (Some(min), Some(n)) = (spec.get("minimum").and_then(Value::as_f64), v.as_f64()) {
             if n < min {
-                out.push(format!(
-                    "The parameter `{name}` must be greater than or equal to {min}"
-                ));
+                out.push(format!("The parameter `{name}` must be greater than or equal to {min}"));
             }
         }
     }
@@ -107,10 +89,7 @@ pub fn validate(tool: &str, schema: &Value, input: &Value) -> Option<String> {
         return None;
     }
     let noun = if found.len() == 1 { "issue" } else { "issues" };
-    Some(format!(
-        "InputValidationError: {tool} failed due to the following {noun}:\n{}",
-        found.join("\n")
-    ))
+    Some(format!("InputValidationError: {tool} failed due to the following {noun}:\n{}", found.join("\n")))
 }
 
 #[cfg(test)]
@@ -130,10 +109,7 @@ mod tests {
             issues(&schema, &json!({"file_path": "x", "limit": 0})),
             ["The parameter `limit` must be greater than or equal to 1"]
         );
-        assert_eq!(
-            issues(&schema, &json!({"file_path": "x", "mode": "c"})).len(),
-            1
-        );
+        assert_eq!(issues(&schema, &json!({"file_path": "x", "mode": "c"})).len(), 1);
         assert_eq!(
             issues(&schema, &json!({"file_path": "x", "limit": 1.5})),
             ["The parameter `limit` must be an integer"]

@@ -47,9 +47,9 @@ impl Fault {
     /// Checks what serde cannot: the status is an error status.
     pub fn validate(&self) -> Result<(), String> {
         match self {
-            Fault::Http { status, .. } if !(400..=599).contains(status) => Err(format!(
-                "fault status {status} is not an HTTP error status (400..=599)"
-            )),
+            Fault::Http { status, .. } if !(400..=599).contains(status) => {
+                Err(format!("fault status {status} is not an HTTP error status (400..=599)"))
+            }
             _ => Ok(()),
         }
     }
@@ -60,19 +60,10 @@ pub fn error_for_status(status: u16) -> (&'static str, &'static str) {
     match status {
         400 => ("invalid_request_error", "Invalid request"),
         401 => ("authentication_error", "invalid x-api-key"),
-        403 => (
-            "permission_error",
-            "Your API key does not have permission to use the specified resource.",
-        ),
+        403 => ("permission_error", "Your API key does not have permission to use the specified resource."),
         404 => ("not_found_error", "Not found"),
-        413 => (
-            "request_too_large",
-            "Request exceeds the maximum allowed number of bytes.",
-        ),
-        429 => (
-            "rate_limit_error",
-            "Number of request tokens has exceeded your per-minute rate limit",
-        ),
+        413 => ("request_too_large", "Request exceeds the maximum allowed number of bytes."),
+        429 => ("rate_limit_error", "Number of request tokens has exceeded your per-minute rate limit"),
         529 => ("overloaded_error", "Overloaded"),
         _ => ("api_error", "Internal server error"),
     }
@@ -84,15 +75,8 @@ mod tests {
 
     #[test]
     fn parses_from_toml_and_refuses_a_success_status() {
-        let f: Fault = toml::from_str("kind = \"http\"\nstatus = 200")
-            .unwrap_or(Fault::Cut { after_events: 0 });
-        assert_eq!(
-            f,
-            Fault::Http {
-                status: 200,
-                retry_after: None
-            }
-        );
+        let f: Fault = toml::from_str("kind = \"http\"\nstatus = 200").unwrap_or(Fault::Cut { after_events: 0 });
+        assert_eq!(f, Fault::Http { status: 200, retry_after: None });
         assert!(f.validate().is_err());
         assert_eq!(error_for_status(529).0, "overloaded_error");
     }

@@ -42,14 +42,12 @@ fn main() -> ExitCode {
 fn run(args: Args) -> anyhow::Result<()> {
     let script = Script::load(&args.script)?;
     let sink: Option<Box<dyn Write + Send>> = match &args.record {
-        Some(p) => Some(Box::new(std::fs::File::create(p).with_context(|| {
-            format!("cannot create the record file {}", p.display())
-        })?)),
+        Some(p) => Some(Box::new(
+            std::fs::File::create(p).with_context(|| format!("cannot create the record file {}", p.display()))?,
+        )),
         None => None,
     };
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()?;
+    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     rt.block_on(async move {
         let stub = Arc::new(Stub::new(script, Recorder::new(sink)));
         let running = serve(stub.clone(), SocketAddr::new(args.host, args.port))

@@ -91,12 +91,7 @@ pub struct Exchange {
 }
 
 /// Header names whose values never reach a record.
-pub const SECRET_HEADERS: &[&str] = &[
-    "x-api-key",
-    "authorization",
-    "proxy-authorization",
-    "cookie",
-];
+pub const SECRET_HEADERS: &[&str] = &["x-api-key", "authorization", "proxy-authorization", "cookie"];
 
 /// The placeholder that replaces secrets.
 pub const REDACTED: &str = "<redacted>";
@@ -110,9 +105,7 @@ pub fn redact_keys(s: &str) -> String {
         out.push_str(&rest[..i]);
         out.push_str(REDACTED);
         let tail = &rest[i + PREFIX.len()..];
-        let end = tail
-            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '-'))
-            .unwrap_or(tail.len());
+        let end = tail.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '-')).unwrap_or(tail.len());
         rest = &tail[end..];
     }
     out.push_str(rest);
@@ -141,9 +134,7 @@ impl Default for Recorder {
 
 impl std::fmt::Debug for Recorder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Recorder")
-            .field("exchanges", &self.exchanges().len())
-            .finish()
+        f.debug_struct("Recorder").field("exchanges", &self.exchanges().len()).finish()
     }
 }
 
@@ -151,11 +142,7 @@ impl Recorder {
     /// A recorder writing JSONL to `sink` (if any) besides keeping every exchange in memory.
     pub fn new(sink: Option<Box<dyn Write + Send>>) -> Recorder {
         Recorder {
-            inner: Arc::new(Mutex::new(Inner {
-                exchanges: Vec::new(),
-                sink,
-                sink_error: None,
-            })),
+            inner: Arc::new(Mutex::new(Inner { exchanges: Vec::new(), sink, sink_error: None })),
             start: Instant::now(),
             seq: Arc::new(std::sync::atomic::AtomicU64::new(0)),
         }
@@ -187,10 +174,7 @@ impl Recorder {
             return;
         };
         if let (Some(sink), Ok(line)) = (inner.sink.as_mut(), &line) {
-            let res = sink
-                .write_all(line.as_bytes())
-                .and_then(|_| sink.write_all(b"\n"))
-                .and_then(|_| sink.flush());
+            let res = sink.write_all(line.as_bytes()).and_then(|_| sink.write_all(b"\n")).and_then(|_| sink.flush());
             if let Err(e) = res {
                 inner.sink_error.get_or_insert_with(|| e.to_string());
             }
@@ -200,10 +184,7 @@ impl Recorder {
 
     /// Every exchange recorded so far, in the order they completed.
     pub fn exchanges(&self) -> Vec<Exchange> {
-        self.inner
-            .lock()
-            .map(|i| i.exchanges.clone())
-            .unwrap_or_default()
+        self.inner.lock().map(|i| i.exchanges.clone()).unwrap_or_default()
     }
 
     /// The first write error of the sink, if any (the in-memory log is still complete).
@@ -218,10 +199,7 @@ mod tests {
 
     #[test]
     fn keys_in_text_are_redacted() {
-        assert_eq!(
-            redact_keys("a sk-ant-api03-AbC_d-9 b sk-ant-"),
-            "a <redacted> b <redacted>"
-        );
+        assert_eq!(redact_keys("a sk-ant-api03-AbC_d-9 b sk-ant-"), "a <redacted> b <redacted>");
         assert_eq!(redact_keys("no key"), "no key");
     }
 
@@ -261,18 +239,11 @@ mod tests {
             fault: None,
             violation: None,
         });
-        let text = String::from_utf8(buf.lock().map(|b| b.clone()).unwrap_or_default())
-            .unwrap_or_default();
-        assert!(
-            !text.contains("secret") && !text.contains("abc") && !text.contains("xyz"),
-            "{text}"
-        );
+        let text = String::from_utf8(buf.lock().map(|b| b.clone()).unwrap_or_default()).unwrap_or_default();
+        assert!(!text.contains("secret") && !text.contains("abc") && !text.contains("xyz"), "{text}");
         assert!(text.ends_with('\n'));
         let ex = &r.exchanges()[0];
         assert_eq!(ex.headers["x-api-key"], REDACTED);
-        assert_eq!(
-            ex.request.as_ref().map(|r| r["note"].clone()),
-            Some(serde_json::json!("key <redacted>"))
-        );
+        assert_eq!(ex.request.as_ref().map(|r| r["note"].clone()), Some(serde_json::json!("key <redacted>")));
     }
 }

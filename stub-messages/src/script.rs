@@ -131,22 +131,11 @@ impl Selector {
     /// True when every condition holds for `req`.
     pub fn matches(&self, req: &MessagesRequest<'_>) -> bool {
         let tools = req.tool_names();
-        self.system_contains
-            .as_ref()
-            .is_none_or(|s| req.system_text().contains(s.as_str()))
-            && self
-                .first_user_contains
-                .as_ref()
-                .is_none_or(|s| req.first_user_text().contains(s.as_str()))
-            && self
-                .has_tool
-                .as_ref()
-                .is_none_or(|t| tools.contains(&t.as_str()))
+        self.system_contains.as_ref().is_none_or(|s| req.system_text().contains(s.as_str()))
+            && self.first_user_contains.as_ref().is_none_or(|s| req.first_user_text().contains(s.as_str()))
+            && self.has_tool.as_ref().is_none_or(|t| tools.contains(&t.as_str()))
             && self.has_tools.is_none_or(|want| want != tools.is_empty())
-            && self
-                .model_contains
-                .as_ref()
-                .is_none_or(|m| req.model().contains(m.as_str()))
+            && self.model_contains.as_ref().is_none_or(|m| req.model().contains(m.as_str()))
     }
 }
 
@@ -184,12 +173,7 @@ pub struct StubSettings {
 
 impl Default for StubSettings {
     fn default() -> Self {
-        StubSettings {
-            count_tokens: None,
-            side_reply: default_side_reply(),
-            main: None,
-            cycle: false,
-        }
+        StubSettings { count_tokens: None, side_reply: default_side_reply(), main: None, cycle: false }
     }
 }
 
@@ -240,12 +224,7 @@ pub enum Route {
 impl Script {
     /// A script of main turns only.
     pub fn new(id: &str, turns: Vec<Turn>) -> Result<Script, ScriptError> {
-        let s = Script {
-            id: sanitize_id(id),
-            turns,
-            conversations: Vec::new(),
-            stub: StubSettings::default(),
-        };
+        let s = Script { id: sanitize_id(id), turns, conversations: Vec::new(), stub: StubSettings::default() };
         s.validate()?;
         Ok(s)
     }
@@ -262,28 +241,19 @@ impl Script {
                 None => ScriptError(format!("{origin}: {msg}")),
             }
         })?;
-        let id = file.id.clone().unwrap_or_else(|| {
-            Path::new(origin)
-                .file_stem()
-                .and_then(|s| s.to_str())
-                .unwrap_or("script")
-                .to_string()
-        });
-        let s = Script {
-            id: sanitize_id(&id),
-            turns: file.turns,
-            conversations: file.conversations,
-            stub: file.stub,
-        };
-        s.validate()
-            .map_err(|e| ScriptError(format!("{origin}: {}", e.0)))?;
+        let id = file
+            .id
+            .clone()
+            .unwrap_or_else(|| Path::new(origin).file_stem().and_then(|s| s.to_str()).unwrap_or("script").to_string());
+        let s = Script { id: sanitize_id(&id), turns: file.turns, conversations: file.conversations, stub: file.stub };
+        s.validate().map_err(|e| ScriptError(format!("{origin}: {}", e.0)))?;
         Ok(s)
     }
 
     /// Reads and parses a file.
     pub fn load(path: &Path) -> Result<Script, ScriptError> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| ScriptError(format!("{}: cannot read: {e}", path.display())))?;
+        let text =
+            std::fs::read_to_string(path).map_err(|e| ScriptError(format!("{}: cannot read: {e}", path.display())))?;
         Script::from_toml(&path.display().to_string(), &text)
     }
 
@@ -291,10 +261,7 @@ impl Script {
         let mut names = std::collections::BTreeSet::new();
         for c in &self.conversations {
             if c.name == MAIN || !names.insert(c.name.as_str()) {
-                return Err(ScriptError(format!(
-                    "conversation name {:?} is used twice (or is \"main\")",
-                    c.name
-                )));
+                return Err(ScriptError(format!("conversation name {:?} is used twice (or is \"main\")", c.name)));
             }
             if c.select.is_empty() {
                 return Err(ScriptError(format!(
@@ -303,45 +270,28 @@ impl Script {
                 )));
             }
         }
-        let all = std::iter::once((MAIN, &self.turns)).chain(
-            self.conversations
-                .iter()
-                .map(|c| (c.name.as_str(), &c.turns)),
-        );
+        let all =
+            std::iter::once((MAIN, &self.turns)).chain(self.conversations.iter().map(|c| (c.name.as_str(), &c.turns)));
         let mut ids = std::collections::BTreeSet::new();
         for (conv, turns) in all {
             for (t, turn) in turns.iter().enumerate() {
                 let place = format!("conversation {conv:?}, turn {}", t + 1);
                 if turn.thinking.is_none() && turn.text.is_none() && turn.tool_use.is_empty() {
-                    return Err(ScriptError(format!(
-                        "{place}: a turn needs text, thinking or tool_use"
-                    )));
+                    return Err(ScriptError(format!("{place}: a turn needs text, thinking or tool_use")));
                 }
                 for f in &turn.fault {
-                    f.validate()
-                        .map_err(|e| ScriptError(format!("{place}: {e}")))?;
+                    f.validate().map_err(|e| ScriptError(format!("{place}: {e}")))?;
                 }
                 for u in &turn.tool_use {
                     if !u.input.is_object() {
-                        return Err(ScriptError(format!(
-                            "{place}: tool_use {:?}: input must be a table",
-                            u.name
-                        )));
+                        return Err(ScriptError(format!("{place}: tool_use {:?}: input must be a table", u.name)));
                     }
                     if let Some(id) = &u.id {
-                        if id.is_empty()
-                            || !id
-                                .chars()
-                                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
-                        {
-                            return Err(ScriptError(format!(
-                                "{place}: tool_use id {id:?} must match [A-Za-z0-9_-]+"
-                            )));
+                        if id.is_empty() || !id.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-') {
+                            return Err(ScriptError(format!("{place}: tool_use id {id:?} must match [A-Za-z0-9_-]+")));
                         }
                         if !ids.insert(id.clone()) {
-                            return Err(ScriptError(format!(
-                                "{place}: tool_use id {id:?} is used twice"
-                            )));
+                            return Err(ScriptError(format!("{place}: tool_use id {id:?} is used twice")));
                         }
                     }
                 }
@@ -352,11 +302,7 @@ impl Script {
 
     /// Where `req` goes (see the module doc).
     pub fn route(&self, req: &MessagesRequest<'_>) -> Route {
-        if let Some(i) = self
-            .conversations
-            .iter()
-            .position(|c| c.select.matches(req))
-        {
+        if let Some(i) = self.conversations.iter().position(|c| c.select.matches(req)) {
             return Route::Named(i);
         }
         let main = match &self.stub.main {
@@ -374,10 +320,7 @@ impl Script {
     pub fn conversation(&self, route: Route) -> Option<(&str, &[Turn])> {
         match route {
             Route::Main => Some((MAIN, &self.turns)),
-            Route::Named(i) => self
-                .conversations
-                .get(i)
-                .map(|c| (c.name.as_str(), c.turns.as_slice())),
+            Route::Named(i) => self.conversations.get(i).map(|c| (c.name.as_str(), c.turns.as_slice())),
             Route::Side => None,
         }
     }
@@ -390,21 +333,12 @@ impl Script {
         let (name, turns) = self.conversation(route)?;
         let turn = turns.get(index)?;
         let before: usize = turns[..index].iter().map(|t| t.tool_use.len()).sum();
-        let prefix = if name == MAIN {
-            self.id.clone()
-        } else {
-            format!("{}_{}", self.id, sanitize_id(name))
-        };
+        let prefix = if name == MAIN { self.id.clone() } else { format!("{}_{}", self.id, sanitize_id(name)) };
         let mut content = Vec::new();
         if let Some(t) = &turn.thinking {
             content.push(ContentBlock::Thinking {
                 thinking: t.clone(),
-                signature: format!(
-                    "stub-signature-{}-{}-{}",
-                    self.id,
-                    sanitize_id(name),
-                    index + 1
-                ),
+                signature: format!("stub-signature-{}-{}-{}", self.id, sanitize_id(name), index + 1),
             });
         }
         if let Some(t) = &turn.text {
@@ -412,10 +346,7 @@ impl Script {
         }
         for (k, u) in turn.tool_use.iter().enumerate() {
             content.push(ContentBlock::ToolUse {
-                id: u
-                    .id
-                    .clone()
-                    .unwrap_or_else(|| format!("toolu_{prefix}_{}", before + k + 1)),
+                id: u.id.clone().unwrap_or_else(|| format!("toolu_{prefix}_{}", before + k + 1)),
                 name: u.name.clone(),
                 input: u.input.clone(),
             });
@@ -432,11 +363,7 @@ impl Script {
                 cache_creation_input_tokens: u.cache_creation_input_tokens,
                 cache_read_input_tokens: u.cache_read_input_tokens,
             },
-            None => Usage {
-                input_tokens: 100,
-                output_tokens: estimate_output_tokens(&content),
-                ..Usage::default()
-            },
+            None => Usage { input_tokens: 100, output_tokens: estimate_output_tokens(&content), ..Usage::default() },
         };
         Some(Message {
             id: format!("msg_{}_{}_{}", self.id, sanitize_id(name), index + 1),
@@ -452,19 +379,13 @@ impl Script {
 
     /// The answer to the `n`-th side request (1-based).
     pub fn side_message(&self, n: u64, model: &str) -> Message {
-        let content = vec![ContentBlock::Text {
-            text: self.stub.side_reply.clone(),
-        }];
+        let content = vec![ContentBlock::Text { text: self.stub.side_reply.clone() }];
         Message {
             id: format!("msg_{}_side_{n}", self.id),
             kind: "message".into(),
             role: "assistant".into(),
             model: model.to_string(),
-            usage: Usage {
-                input_tokens: 100,
-                output_tokens: estimate_output_tokens(&content),
-                ..Usage::default()
-            },
+            usage: Usage { input_tokens: 100, output_tokens: estimate_output_tokens(&content), ..Usage::default() },
             content,
             stop_reason: Some(StopReason::EndTurn),
             stop_sequence: None,
@@ -486,16 +407,8 @@ fn estimate_output_tokens(content: &[ContentBlock]) -> u64 {
 
 /// `[A-Za-z0-9_-]` only, other characters become `_` (ids must pass the real API's id pattern).
 pub fn sanitize_id(s: &str) -> String {
-    let out: String = s
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
+    let out: String =
+        s.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '-' { c } else { '_' }).collect();
     if out.is_empty() {
         "script".into()
     } else {
@@ -508,12 +421,7 @@ pub fn line_col(text: &str, offset: usize) -> (usize, usize) {
     let offset = offset.min(text.len());
     let before = text.get(..offset).unwrap_or(text);
     let line = before.matches('\n').count() + 1;
-    let col = before
-        .rsplit('\n')
-        .next()
-        .map(|l| l.chars().count())
-        .unwrap_or(0)
-        + 1;
+    let col = before.rsplit('\n').next().map(|l| l.chars().count()).unwrap_or(0) + 1;
     (line, col)
 }
 
@@ -524,18 +432,17 @@ mod tests {
 
     #[test]
     fn unknown_key_in_a_turn_has_a_place() {
-        let err = Script::from_toml(
-            "p.toml",
-            "id = \"x\"\n[[turn]]\ntext = \"a\"\ntxet = \"b\"\n",
-        )
-        .err();
+        let err = Script::from_toml("p.toml", "id = \"x\"\n[[turn]]\ntext = \"a\"\ntxet = \"b\"\n").err();
         let msg = err.map(|e| e.0).unwrap_or_default();
         assert!(msg.starts_with("p.toml:4:1: unknown field `txet`"), "{msg}");
     }
 
     #[test]
     fn probe_keys_outside_the_script_are_ignored() {
-        let s = Script::from_toml("p.toml", "id = \"a.b\"\nclaims = [\"X\"]\n[fixture]\nfiles.\"f\" = \"1\"\n[[turn]]\ntext = \"t\"\n");
+        let s = Script::from_toml(
+            "p.toml",
+            "id = \"a.b\"\nclaims = [\"X\"]\n[fixture]\nfiles.\"f\" = \"1\"\n[[turn]]\ntext = \"t\"\n",
+        );
         let s = s.map_err(|e| e.0);
         assert_eq!(s.as_ref().map(|s| s.id.as_str()), Ok("a_b"));
     }
@@ -543,14 +450,8 @@ mod tests {
     #[test]
     fn tool_ids_count_across_turns() {
         let turns = vec![
-            Turn {
-                tool_use: vec![spec("A"), spec("B")],
-                ..Turn::default()
-            },
-            Turn {
-                tool_use: vec![spec("C")],
-                ..Turn::default()
-            },
+            Turn { tool_use: vec![spec("A"), spec("B")], ..Turn::default() },
+            Turn { tool_use: vec![spec("C")], ..Turn::default() },
         ];
         let s = Script::new("p", turns).map_err(|e| e.0);
         let m = s.ok().and_then(|s| s.message(Route::Main, 1, "m"));
@@ -566,8 +467,7 @@ mod tests {
         let text = "[[turn]]\ntext = \"m\"\n[[conversation]]\nname = \"sub\"\nselect = { system_contains = \"SUB\" }\n[[conversation.turn]]\ntext = \"s\"\n";
         let s = Script::from_toml("p.toml", text).map_err(|e| e.0);
         let Ok(s) = s else { panic!("{s:?}") };
-        let main =
-            json!({"model": "m", "max_tokens": 1, "messages": [], "tools": [{"name": "Read"}]});
+        let main = json!({"model": "m", "max_tokens": 1, "messages": [], "tools": [{"name": "Read"}]});
         let sub = json!({"model": "m", "max_tokens": 1, "messages": [], "system": [{"type": "text", "text": "I am SUB"}], "tools": [{"name": "Read"}]});
         let side = json!({"model": "m", "max_tokens": 1, "messages": []});
         let r = |v: &Value| MessagesRequest::parse(v).map(|r| s.route(&r)).ok();
@@ -579,10 +479,7 @@ mod tests {
     #[test]
     fn empty_turn_and_bad_id_are_refused() {
         assert!(Script::from_toml("p", "[[turn]]\n").is_err());
-        assert!(
-            Script::from_toml("p", "[[turn]]\ntool_use = [{name = \"A\", id = \"a b\"}]\n")
-                .is_err()
-        );
+        assert!(Script::from_toml("p", "[[turn]]\ntool_use = [{name = \"A\", id = \"a b\"}]\n").is_err());
     }
 
     #[test]
@@ -592,10 +489,6 @@ mod tests {
     }
 
     fn spec(name: &str) -> ToolUseSpec {
-        ToolUseSpec {
-            name: name.into(),
-            input: json!({}),
-            id: None,
-        }
+        ToolUseSpec { name: name.into(), input: json!({}), id: None }
     }
 }

@@ -61,49 +61,24 @@ pub struct Stub {
 
 impl std::fmt::Debug for Stub {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Stub")
-            .field("script", &self.script.id)
-            .field("progress", &self.progress())
-            .finish()
+        f.debug_struct("Stub").field("script", &self.script.id).field("progress", &self.progress()).finish()
     }
 }
 
 /// What the play state decided for one request.
 enum Decision {
-    Spoil {
-        conversation: String,
-        turn: usize,
-        fault: Fault,
-        message: Message,
-    },
-    Serve {
-        conversation: String,
-        turn: usize,
-        message: Message,
-        delay_ms: u64,
-    },
+    Spoil { conversation: String, turn: usize, fault: Fault, message: Message },
+    Serve { conversation: String, turn: usize, message: Message, delay_ms: u64 },
     Side(Message),
-    Exhausted {
-        conversation: String,
-        turn: usize,
-        turns: usize,
-    },
+    Exhausted { conversation: String, turn: usize, turns: usize },
 }
 
 impl Stub {
     /// A stub playing `script` into `recorder`.
     pub fn new(script: Script, recorder: Recorder) -> Stub {
         let n = script.conversations.len() + 1;
-        let play = Play {
-            cursors: (0..n).map(|_| Cursor::default()).collect(),
-            side_requests: 0,
-        };
-        Stub {
-            script,
-            recorder,
-            play: Mutex::new(play),
-            turn_hook: None,
-        }
+        let play = Play { cursors: (0..n).map(|_| Cursor::default()).collect(), side_requests: 0 };
+        Stub { script, recorder, play: Mutex::new(play), turn_hook: None }
     }
 
     /// Installs the hook called before each turn is served.
@@ -124,33 +99,18 @@ impl Stub {
 
     /// Turns served so far per conversation (`main` first).
     pub fn progress(&self) -> Vec<(String, usize, usize)> {
-        let play = self
-            .play
-            .lock()
-            .map(|p| p.cursors.iter().map(|c| c.next).collect::<Vec<_>>())
-            .unwrap_or_default();
-        let mut out = vec![(
-            crate::script::MAIN.to_string(),
-            play.first().copied().unwrap_or(0),
-            self.script.turns.len(),
-        )];
+        let play = self.play.lock().map(|p| p.cursors.iter().map(|c| c.next).collect::<Vec<_>>()).unwrap_or_default();
+        let mut out =
+            vec![(crate::script::MAIN.to_string(), play.first().copied().unwrap_or(0), self.script.turns.len())];
         for (i, c) in self.script.conversations.iter().enumerate() {
-            out.push((
-                c.name.clone(),
-                play.get(i + 1).copied().unwrap_or(0),
-                c.turns.len(),
-            ));
+            out.push((c.name.clone(), play.get(i + 1).copied().unwrap_or(0), c.turns.len()));
         }
         out
     }
 
     fn decide(&self, route: Route, model: &str) -> Decision {
         let Ok(mut play) = self.play.lock() else {
-            return Decision::Exhausted {
-                conversation: "?".into(),
-                turn: 0,
-                turns: 0,
-            };
+            return Decision::Exhausted { conversation: "?".into(), turn: 0, turns: 0 };
         };
         let slot = match route {
             Route::Side => {
@@ -161,11 +121,7 @@ impl Stub {
             Route::Named(i) => i + 1,
         };
         let Some((name, turns)) = self.script.conversation(route) else {
-            return Decision::Exhausted {
-                conversation: "?".into(),
-                turn: 0,
-                turns: 0,
-            };
+            return Decision::Exhausted { conversation: "?".into(), turn: 0, turns: 0 };
         };
         let conversation = name.to_string();
         let cursor = &mut play.cursors[slot];
@@ -173,22 +129,12 @@ impl Stub {
             cursor.next = 0;
         }
         let turn = cursor.next;
-        let (Some(t), Some(message)) = (turns.get(turn), self.script.message(route, turn, model))
-        else {
-            return Decision::Exhausted {
-                conversation,
-                turn,
-                turns: turns.len(),
-            };
+        let (Some(t), Some(message)) = (turns.get(turn), self.script.message(route, turn, model)) else {
+            return Decision::Exhausted { conversation, turn, turns: turns.len() };
         };
         if let Some(fault) = t.fault.get(cursor.faults_used) {
             cursor.faults_used += 1;
-            return Decision::Spoil {
-                conversation,
-                turn,
-                fault: fault.clone(),
-                message,
-            };
+            return Decision::Spoil { conversation, turn, fault: fault.clone(), message };
         }
         cursor.next += 1;
         cursor.faults_used = 0;
@@ -196,12 +142,7 @@ impl Stub {
         if let Some(hook) = &self.turn_hook {
             hook(&conversation, turn);
         }
-        Decision::Serve {
-            conversation,
-            turn,
-            message,
-            delay_ms: t.delay_ms,
-        }
+        Decision::Serve { conversation, turn, message, delay_ms: t.delay_ms }
     }
 }
 
@@ -260,11 +201,7 @@ pub async fn serve(stub: Arc<Stub>, addr: SocketAddr) -> std::io::Result<Running
             })
             .await;
     });
-    Ok(Running {
-        addr,
-        shutdown: Some(tx),
-        task,
-    })
+    Ok(Running { addr, shutdown: Some(tx), task })
 }
 
 /// The request as it arrived, before the stub decides.
@@ -273,13 +210,7 @@ struct Arrival {
 }
 
 impl Arrival {
-    fn new(
-        stub: &Stub,
-        method: &Method,
-        uri: &Uri,
-        headers: &HeaderMap,
-        kind: ExchangeKind,
-    ) -> Arrival {
+    fn new(stub: &Stub, method: &Method, uri: &Uri, headers: &HeaderMap, kind: ExchangeKind) -> Arrival {
         let (seq, offset_ms) = stub.recorder.arrival();
         let mut hs: BTreeMap<String, String> = BTreeMap::new();
         for (name, value) in headers {
@@ -318,23 +249,12 @@ impl Arrival {
     }
 
     /// Records a JSON answer and builds it.
-    fn json(
-        mut self,
-        stub: &Stub,
-        status: StatusCode,
-        body: Value,
-        extra: &[(&str, String)],
-    ) -> Response {
+    fn json(mut self, stub: &Stub, status: StatusCode, body: Value, extra: &[(&str, String)]) -> Response {
         let id = self.request_id();
         self.ex.status = status.as_u16();
         self.ex.response = Some(body.clone());
         stub.recorder.record(self.ex);
-        let mut resp = (
-            status,
-            [(header::CONTENT_TYPE, "application/json")],
-            body.to_string(),
-        )
-            .into_response();
+        let mut resp = (status, [(header::CONTENT_TYPE, "application/json")], body.to_string()).into_response();
         insert(&mut resp, "request-id", id);
         for (k, v) in extra {
             insert(&mut resp, k, v.clone());
@@ -343,50 +263,25 @@ impl Arrival {
     }
 
     /// Records and builds an Anthropic error.
-    fn error(
-        mut self,
-        stub: &Stub,
-        status: StatusCode,
-        violation: &str,
-        message: String,
-    ) -> Response {
+    fn error(mut self, stub: &Stub, status: StatusCode, violation: &str, message: String) -> Response {
         let (etype, _) = error_for_status(status.as_u16());
-        self.ex.violation = Some(Violation {
-            kind: violation.to_string(),
-            message: message.clone(),
-        });
+        self.ex.violation = Some(Violation { kind: violation.to_string(), message: message.clone() });
         self.json(stub, status, error_body(etype, &message), &[])
     }
 
     /// Takes the body: content type JSON, size within the limit, parses. On failure the response is the
     /// recorded error.
-    async fn body(
-        mut self,
-        stub: &Stub,
-        headers: &HeaderMap,
-        body: Body,
-    ) -> Result<(Arrival, Value), Response> {
+    async fn body(mut self, stub: &Stub, headers: &HeaderMap, body: Body) -> Result<(Arrival, Value), Response> {
         let bytes = match axum::body::to_bytes(body, MAX_REQUEST_BYTES).await {
             Ok(b) => b,
             Err(_) => {
                 self.ex.kind = ExchangeKind::Invalid;
-                let msg = format!(
-                    "Request exceeds the maximum allowed number of bytes ({MAX_REQUEST_BYTES})."
-                );
-                return Err(self.error(
-                    stub,
-                    StatusCode::PAYLOAD_TOO_LARGE,
-                    "invalid_request",
-                    msg,
-                ));
+                let msg = format!("Request exceeds the maximum allowed number of bytes ({MAX_REQUEST_BYTES}).");
+                return Err(self.error(stub, StatusCode::PAYLOAD_TOO_LARGE, "invalid_request", msg));
             }
         };
-        let ctype = headers
-            .get(header::CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or("");
-        let parsed: Result<Value, String> =
-            serde_json::from_slice(&bytes).map_err(|e| e.to_string());
+        let ctype = headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("");
+        let parsed: Result<Value, String> = serde_json::from_slice(&bytes).map_err(|e| e.to_string());
         match &parsed {
             Ok(v) => self.ex.request = Some(v.clone()),
             Err(_) => {
@@ -418,21 +313,12 @@ impl Arrival {
 }
 
 fn insert(resp: &mut Response, name: &str, value: String) {
-    if let (Ok(n), Ok(v)) = (
-        header::HeaderName::from_bytes(name.as_bytes()),
-        HeaderValue::from_str(&value),
-    ) {
+    if let (Ok(n), Ok(v)) = (header::HeaderName::from_bytes(name.as_bytes()), HeaderValue::from_str(&value)) {
         resp.headers_mut().insert(n, v);
     }
 }
 
-async fn messages(
-    State(stub): State<Arc<Stub>>,
-    method: Method,
-    uri: Uri,
-    headers: HeaderMap,
-    body: Body,
-) -> Response {
+async fn messages(State(stub): State<Arc<Stub>>, method: Method, uri: Uri, headers: HeaderMap, body: Body) -> Response {
     let arrival = Arrival::new(&stub, &method, &uri, &headers, ExchangeKind::Turn);
     let (mut a, value) = match arrival.body(&stub, &headers, body).await {
         Ok(x) => x,
@@ -456,37 +342,21 @@ async fn messages(
             a.ex.kind = ExchangeKind::Side;
             reply(&stub, a, message, streaming, 0, None)
         }
-        Decision::Serve {
-            conversation,
-            turn,
-            message,
-            delay_ms,
-        } => {
+        Decision::Serve { conversation, turn, message, delay_ms } => {
             a.ex.conversation = Some(conversation);
             a.ex.turn = Some(turn);
             reply(&stub, a, message, streaming, delay_ms, None)
         }
-        Decision::Spoil {
-            conversation,
-            turn,
-            fault,
-            message,
-        } => {
+        Decision::Spoil { conversation, turn, fault, message } => {
             a.ex.conversation = Some(conversation);
             a.ex.turn = Some(turn);
             a.ex.fault = Some(fault.clone());
             match fault {
-                Fault::Http {
-                    status,
-                    retry_after,
-                } => {
+                Fault::Http { status, retry_after } => {
                     let (etype, emsg) = error_for_status(status);
-                    let code =
-                        StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-                    let extra: Vec<(&str, String)> = retry_after
-                        .map(|s| ("retry-after", s.to_string()))
-                        .into_iter()
-                        .collect();
+                    let code = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+                    let extra: Vec<(&str, String)> =
+                        retry_after.map(|s| ("retry-after", s.to_string())).into_iter().collect();
                     a.json(&stub, code, error_body(etype, emsg), &extra)
                 }
                 Fault::SseError { .. } | Fault::Cut { .. } if !streaming => {
@@ -502,21 +372,14 @@ async fn messages(
                 stream_fault => reply(&stub, a, message, true, 0, Some(stream_fault)),
             }
         }
-        Decision::Exhausted {
-            conversation,
-            turn,
-            turns,
-        } => {
+        Decision::Exhausted { conversation, turn, turns } => {
             let msg = format!(
                 "stub-messages: script exhausted: conversation {conversation:?} has {turns} scripted turn(s) and this is request {} for it",
                 turn + 1
             );
             a.ex.conversation = Some(conversation);
             a.ex.turn = Some(turn);
-            a.ex.violation = Some(Violation {
-                kind: "script_exhausted".into(),
-                message: msg.clone(),
-            });
+            a.ex.violation = Some(Violation { kind: "script_exhausted".into(), message: msg.clone() });
             if streaming {
                 let events = vec![crate::wire::ev_error("invalid_request_error", &msg)];
                 stream_response(&stub, a, events, 0, End::Complete)
@@ -548,10 +411,7 @@ fn reply(
     }
     let mut events = stream_events(&message);
     let end = match fault {
-        Some(Fault::SseError {
-            after_events,
-            error_type,
-        }) => {
+        Some(Fault::SseError { after_events, error_type }) => {
             events.truncate(after_events);
             let (_, msg) = error_for_status(529);
             let msg = if error_type == "overloaded_error" {
@@ -596,19 +456,9 @@ impl Drop for StreamLog {
     }
 }
 
-fn stream_response(
-    stub: &Arc<Stub>,
-    a: Arrival,
-    events: Vec<SseEvent>,
-    delay_ms: u64,
-    end: End,
-) -> Response {
+fn stream_response(stub: &Arc<Stub>, a: Arrival, events: Vec<SseEvent>, delay_ms: u64, end: End) -> Response {
     let id = a.request_id();
-    let log = StreamLog {
-        stub: stub.clone(),
-        ex: Some(a.ex),
-        sent: Vec::new(),
-    };
+    let log = StreamLog { stub: stub.clone(), ex: Some(a.ex), sent: Vec::new() };
     let state = (events.into_iter(), log, false);
     let body = stream::unfold(state, move |(mut events, mut log, done)| async move {
         if done {
@@ -647,10 +497,7 @@ fn stream_response(
     });
     let mut resp = Response::new(Body::from_stream(body));
     let h = resp.headers_mut();
-    h.insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("text/event-stream; charset=utf-8"),
-    );
+    h.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/event-stream; charset=utf-8"));
     h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
     insert(&mut resp, "request-id", id);
     resp
@@ -666,15 +513,7 @@ pub fn check_tool_pairing(messages: &[Value]) -> Result<(), String> {
             .iter()
             .enumerate()
             .filter(|(_, b)| b.get("type").and_then(Value::as_str) == Some(ty))
-            .map(|(k, b)| {
-                (
-                    k,
-                    b.get(key)
-                        .and_then(Value::as_str)
-                        .unwrap_or_default()
-                        .to_string(),
-                )
-            })
+            .map(|(k, b)| (k, b.get(key).and_then(Value::as_str).unwrap_or_default().to_string()))
             .collect()
     };
     for (i, m) in messages.iter().enumerate() {
@@ -688,18 +527,12 @@ pub fn check_tool_pairing(messages: &[Value]) -> Result<(), String> {
                 continue;
             }
             let results: Vec<String> = if next.get("role").and_then(Value::as_str) == Some("user") {
-                ids_of(next, "tool_result", "tool_use_id")
-                    .into_iter()
-                    .map(|(_, id)| id)
-                    .collect()
+                ids_of(next, "tool_result", "tool_use_id").into_iter().map(|(_, id)| id).collect()
             } else {
                 Vec::new()
             };
-            let missing: Vec<&str> = uses
-                .iter()
-                .map(|(_, id)| id.as_str())
-                .filter(|id| !results.iter().any(|r| r == id))
-                .collect();
+            let missing: Vec<&str> =
+                uses.iter().map(|(_, id)| id.as_str()).filter(|id| !results.iter().any(|r| r == id)).collect();
             if !missing.is_empty() {
                 return Err(format!(
                     "messages.{}: `tool_use` ids were found without `tool_result` blocks immediately after: {}. Each `tool_use` block must have a corresponding `tool_result` block in the next message.",
@@ -714,10 +547,7 @@ pub fn check_tool_pairing(messages: &[Value]) -> Result<(), String> {
             }
             let prev: Vec<String> = match i.checked_sub(1).and_then(|p| messages.get(p)) {
                 Some(p) if p.get("role").and_then(Value::as_str) == Some("assistant") => {
-                    ids_of(p, "tool_use", "id")
-                        .into_iter()
-                        .map(|(_, id)| id)
-                        .collect()
+                    ids_of(p, "tool_use", "id").into_iter().map(|(_, id)| id).collect()
                 }
                 _ => Vec::new(),
             };
@@ -760,18 +590,9 @@ async fn count_tokens(
     };
     if let Some(p) = problem {
         a.ex.kind = ExchangeKind::Invalid;
-        return a.error(
-            &stub,
-            StatusCode::BAD_REQUEST,
-            "invalid_request",
-            p.to_string(),
-        );
+        return a.error(&stub, StatusCode::BAD_REQUEST, "invalid_request", p.to_string());
     }
-    let n = stub
-        .script
-        .stub
-        .count_tokens
-        .unwrap_or_else(|| (value.to_string().len() as u64).div_ceil(4));
+    let n = stub.script.stub.count_tokens.unwrap_or_else(|| (value.to_string().len() as u64).div_ceil(4));
     a.json(&stub, StatusCode::OK, json!({"input_tokens": n}), &[])
 }
 
@@ -779,12 +600,7 @@ fn model_json(id: &str, name: &str) -> Value {
     json!({"type": "model", "id": id, "display_name": name, "created_at": "2025-09-29T00:00:00Z"})
 }
 
-async fn models(
-    State(stub): State<Arc<Stub>>,
-    method: Method,
-    uri: Uri,
-    headers: HeaderMap,
-) -> Response {
+async fn models(State(stub): State<Arc<Stub>>, method: Method, uri: Uri, headers: HeaderMap) -> Response {
     let a = Arrival::new(&stub, &method, &uri, &headers, ExchangeKind::Models);
     let data: Vec<Value> = MODELS.iter().map(|(id, n)| model_json(id, n)).collect();
     let body = json!({"data": data, "has_more": false, "first_id": MODELS[0].0, "last_id": MODELS[MODELS.len() - 1].0});
@@ -801,21 +617,11 @@ async fn model(
     let a = Arrival::new(&stub, &method, &uri, &headers, ExchangeKind::Models);
     match MODELS.iter().find(|(m, _)| *m == id) {
         Some((m, n)) => a.json(&stub, StatusCode::OK, model_json(m, n), &[]),
-        None => a.error(
-            &stub,
-            StatusCode::NOT_FOUND,
-            "unknown_model",
-            format!("model: {id}"),
-        ),
+        None => a.error(&stub, StatusCode::NOT_FOUND, "unknown_model", format!("model: {id}")),
     }
 }
 
-async fn warmup(
-    State(stub): State<Arc<Stub>>,
-    method: Method,
-    uri: Uri,
-    headers: HeaderMap,
-) -> Response {
+async fn warmup(State(stub): State<Arc<Stub>>, method: Method, uri: Uri, headers: HeaderMap) -> Response {
     let a = Arrival::new(&stub, &method, &uri, &headers, ExchangeKind::Warmup);
     if method != Method::GET && method != Method::HEAD {
         return unknown_response(&stub, a, &method, &uri);
@@ -823,12 +629,7 @@ async fn warmup(
     a.json(&stub, StatusCode::OK, json!({"ok": true}), &[])
 }
 
-async fn unknown(
-    State(stub): State<Arc<Stub>>,
-    method: Method,
-    uri: Uri,
-    headers: HeaderMap,
-) -> Response {
+async fn unknown(State(stub): State<Arc<Stub>>, method: Method, uri: Uri, headers: HeaderMap) -> Response {
     let a = Arrival::new(&stub, &method, &uri, &headers, ExchangeKind::Unknown);
     unknown_response(&stub, a, &method, &uri)
 }
@@ -857,23 +658,14 @@ mod tests {
     fn pairing_accepts_exact_answers_and_names_missing_ids() {
         let q = json!({"role": "user", "content": "go"});
         assert!(check_tool_pairing(&[q.clone(), asst(&["a", "b"]), user(&["b", "a"])]).is_ok());
-        let e = check_tool_pairing(&[q.clone(), asst(&["a", "b"]), user(&["a"])])
-            .err()
-            .unwrap_or_default();
-        assert!(e.starts_with("messages.2: `tool_use` ids were found without `tool_result` blocks immediately after: b."), "{e}");
-        let e = check_tool_pairing(&[q.clone(), asst(&["a"]), user(&["a", "a"])])
-            .err()
-            .unwrap_or_default();
+        let e = check_tool_pairing(&[q.clone(), asst(&["a", "b"]), user(&["a"])]).err().unwrap_or_default();
         assert!(
-            e.contains("Found multiple `tool_result` blocks with id: a"),
+            e.starts_with("messages.2: `tool_use` ids were found without `tool_result` blocks immediately after: b."),
             "{e}"
         );
-        let e = check_tool_pairing(&[q, asst(&["a"]), user(&["a", "z"])])
-            .err()
-            .unwrap_or_default();
-        assert!(
-            e.contains("unexpected `tool_use_id` found in `tool_result` blocks: z"),
-            "{e}"
-        );
+        let e = check_tool_pairing(&[q.clone(), asst(&["a"]), user(&["a", "a"])]).err().unwrap_or_default();
+        assert!(e.contains("Found multiple `tool_result` blocks with id: a"), "{e}");
+        let e = check_tool_pairing(&[q, asst(&["a"]), user(&["a", "z"])]).err().unwrap_or_default();
+        assert!(e.contains("unexpected `tool_use_id` found in `tool_result` blocks: z"), "{e}");
     }
 }

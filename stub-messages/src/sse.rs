@@ -39,14 +39,9 @@ impl SseDecoder {
             if self.buf[pos] == b'\r' && pos + 1 == self.buf.len() {
                 break;
             }
-            let skip = if self.buf[pos] == b'\r' && self.buf.get(pos + 1) == Some(&b'\n') {
-                2
-            } else {
-                1
-            };
+            let skip = if self.buf[pos] == b'\r' && self.buf.get(pos + 1) == Some(&b'\n') { 2 } else { 1 };
             let line: Vec<u8> = self.buf.drain(..pos + skip).take(pos).collect();
-            let line =
-                String::from_utf8(line).map_err(|_| SseError("a line is not UTF-8".into()))?;
+            let line = String::from_utf8(line).map_err(|_| SseError("a line is not UTF-8".into()))?;
             if let Some(ev) = self.line(&line)? {
                 out.push(ev);
             }
@@ -135,22 +130,12 @@ pub fn check_stream(events: &[SseEvent]) -> StreamReport {
     for (i, ev) in events.iter().enumerate() {
         let v = &mut r.violations;
         if ended {
-            v.push(format!(
-                "event {i} ({}) after the end of the stream",
-                ev.event
-            ));
+            v.push(format!("event {i} ({}) after the end of the stream", ev.event));
             continue;
         }
-        let data_type = ev
-            .data
-            .get("type")
-            .and_then(Value::as_str)
-            .unwrap_or_default();
+        let data_type = ev.data.get("type").and_then(Value::as_str).unwrap_or_default();
         if data_type != ev.event {
-            v.push(format!(
-                "event {i}: `event: {}` carries data of type {data_type:?}",
-                ev.event
-            ));
+            v.push(format!("event {i}: `event: {}` carries data of type {data_type:?}", ev.event));
         }
         if i == 0 && ev.event != "message_start" && ev.event != "error" {
             v.push(format!("event 0 is {}, not message_start", ev.event));
@@ -161,52 +146,33 @@ pub fn check_stream(events: &[SseEvent]) -> StreamReport {
                     v.push(format!("event {i}: a second message_start"));
                     continue;
                 }
-                match serde_json::from_value::<Message>(
-                    ev.data.get("message").cloned().unwrap_or_default(),
-                ) {
+                match serde_json::from_value::<Message>(ev.data.get("message").cloned().unwrap_or_default()) {
                     Ok(m) => {
                         if !m.content.is_empty() {
                             v.push("message_start carries content".into());
                         }
                         r.message = Some(m);
                     }
-                    Err(e) => v.push(format!(
-                        "event {i}: message_start.message does not parse: {e}"
-                    )),
+                    Err(e) => v.push(format!("event {i}: message_start.message does not parse: {e}")),
                 }
             }
             "ping" => {}
             "content_block_start" => {
-                let index = ev
-                    .data
-                    .get("index")
-                    .and_then(Value::as_u64)
-                    .map(|x| x as usize);
+                let index = ev.data.get("index").and_then(Value::as_u64).map(|x| x as usize);
                 if let Some(b) = &open {
-                    v.push(format!(
-                        "event {i}: block {index:?} starts while block {} is open",
-                        b.index
-                    ));
+                    v.push(format!("event {i}: block {index:?} starts while block {} is open", b.index));
                 }
                 if index != Some(next_index) {
-                    v.push(format!(
-                        "event {i}: block index {index:?}, expected {next_index}"
-                    ));
+                    v.push(format!("event {i}: block index {index:?}, expected {next_index}"));
                 }
                 next_index += 1;
                 let cb = ev.data.get("content_block").cloned().unwrap_or_default();
-                let kind = cb
-                    .get("type")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default()
-                    .to_string();
+                let kind = cb.get("type").and_then(Value::as_str).unwrap_or_default().to_string();
                 if !matches!(kind.as_str(), "text" | "thinking" | "tool_use") {
                     v.push(format!("event {i}: unknown content block type {kind:?}"));
                 }
                 if kind == "tool_use" && cb.get("input") != Some(&serde_json::json!({})) {
-                    v.push(format!(
-                        "event {i}: tool_use block starts with input other than {{}}"
-                    ));
+                    v.push(format!("event {i}: tool_use block starts with input other than {{}}"));
                 }
                 if let Some(m) = &mut r.message {
                     m.content.push(match kind.as_str() {
@@ -215,18 +181,11 @@ pub fn check_stream(events: &[SseEvent]) -> StreamReport {
                             name: str_of(&cb, "name"),
                             input: Value::Object(Default::default()),
                         },
-                        "thinking" => ContentBlock::Thinking {
-                            thinking: String::new(),
-                            signature: String::new(),
-                        },
-                        _ => ContentBlock::Text {
-                            text: String::new(),
-                        },
+                        "thinking" => ContentBlock::Thinking { thinking: String::new(), signature: String::new() },
+                        _ => ContentBlock::Text { text: String::new() },
                     });
                 } else {
-                    v.push(format!(
-                        "event {i}: content_block_start before message_start"
-                    ));
+                    v.push(format!("event {i}: content_block_start before message_start"));
                 }
                 open = Some(OpenBlock {
                     index: index.unwrap_or(usize::MAX),
@@ -237,68 +196,39 @@ pub fn check_stream(events: &[SseEvent]) -> StreamReport {
                 });
             }
             "content_block_delta" => {
-                let index = ev
-                    .data
-                    .get("index")
-                    .and_then(Value::as_u64)
-                    .map(|x| x as usize);
+                let index = ev.data.get("index").and_then(Value::as_u64).map(|x| x as usize);
                 let delta = ev.data.get("delta").cloned().unwrap_or_default();
-                let dtype = delta
-                    .get("type")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default();
+                let dtype = delta.get("type").and_then(Value::as_str).unwrap_or_default();
                 let Some(b) = open.as_mut().filter(|b| Some(b.index) == index) else {
-                    v.push(format!(
-                        "event {i}: delta for block {index:?}, which is not open"
-                    ));
+                    v.push(format!("event {i}: delta for block {index:?}, which is not open"));
                     continue;
                 };
                 match (b.kind.as_str(), dtype) {
                     ("text", "text_delta") => b.text.push_str(&str_of(&delta, "text")),
-                    ("tool_use", "input_json_delta") => {
-                        b.json.push_str(&str_of(&delta, "partial_json"))
-                    }
+                    ("tool_use", "input_json_delta") => b.json.push_str(&str_of(&delta, "partial_json")),
                     ("thinking", "thinking_delta") => b.text.push_str(&str_of(&delta, "thinking")),
-                    ("thinking", "signature_delta") => {
-                        b.signature.push_str(&str_of(&delta, "signature"))
-                    }
+                    ("thinking", "signature_delta") => b.signature.push_str(&str_of(&delta, "signature")),
                     (k, d) => v.push(format!("event {i}: {d} inside a {k} block")),
                 }
             }
             "content_block_stop" => {
-                let index = ev
-                    .data
-                    .get("index")
-                    .and_then(Value::as_u64)
-                    .map(|x| x as usize);
+                let index = ev.data.get("index").and_then(Value::as_u64).map(|x| x as usize);
                 let Some(b) = open.take().filter(|b| Some(b.index) == index) else {
-                    v.push(format!(
-                        "event {i}: stop for block {index:?}, which is not open"
-                    ));
+                    v.push(format!("event {i}: stop for block {index:?}, which is not open"));
                     continue;
                 };
                 let block = r.message.as_mut().and_then(|m| m.content.last_mut());
                 match block {
                     Some(ContentBlock::Text { text }) => *text = b.text,
-                    Some(ContentBlock::Thinking {
-                        thinking,
-                        signature,
-                    }) => {
+                    Some(ContentBlock::Thinking { thinking, signature }) => {
                         *thinking = b.text;
                         *signature = b.signature;
                     }
                     Some(ContentBlock::ToolUse { input, .. }) => {
-                        let src = if b.json.is_empty() {
-                            "{}"
-                        } else {
-                            b.json.as_str()
-                        };
+                        let src = if b.json.is_empty() { "{}" } else { b.json.as_str() };
                         match serde_json::from_str::<Value>(src) {
                             Ok(j) if j.is_object() => *input = j,
-                            Ok(_) => v.push(format!(
-                                "event {i}: tool_use input of block {} is not an object",
-                                b.index
-                            )),
+                            Ok(_) => v.push(format!("event {i}: tool_use input of block {} is not an object", b.index)),
                             Err(e) => v.push(format!(
                                 "event {i}: input_json_delta pieces of block {} do not parse: {e}",
                                 b.index
@@ -310,10 +240,7 @@ pub fn check_stream(events: &[SseEvent]) -> StreamReport {
             }
             "message_delta" => {
                 if let Some(b) = &open {
-                    v.push(format!(
-                        "event {i}: message_delta while block {} is open",
-                        b.index
-                    ));
+                    v.push(format!("event {i}: message_delta while block {} is open", b.index));
                 }
                 if saw_delta {
                     v.push(format!("event {i}: a second message_delta"));
@@ -321,19 +248,10 @@ pub fn check_stream(events: &[SseEvent]) -> StreamReport {
                 saw_delta = true;
                 let d = ev.data.get("delta").cloned().unwrap_or_default();
                 if let Some(m) = &mut r.message {
-                    m.stop_reason = d
-                        .get("stop_reason")
-                        .cloned()
-                        .and_then(|s| serde_json::from_value::<StopReason>(s).ok());
-                    m.stop_sequence = d
-                        .get("stop_sequence")
-                        .and_then(Value::as_str)
-                        .map(str::to_string);
-                    if let Some(n) = ev
-                        .data
-                        .pointer("/usage/output_tokens")
-                        .and_then(Value::as_u64)
-                    {
+                    m.stop_reason =
+                        d.get("stop_reason").cloned().and_then(|s| serde_json::from_value::<StopReason>(s).ok());
+                    m.stop_sequence = d.get("stop_sequence").and_then(Value::as_str).map(str::to_string);
+                    if let Some(n) = ev.data.pointer("/usage/output_tokens").and_then(Value::as_u64) {
                         m.usage.output_tokens = n;
                     }
                 }
@@ -356,17 +274,13 @@ pub fn check_stream(events: &[SseEvent]) -> StreamReport {
         }
     }
     if !ended {
-        r.violations
-            .push("stream ended without message_stop or error".into());
+        r.violations.push("stream ended without message_stop or error".into());
     }
     r
 }
 
 fn str_of(v: &Value, key: &str) -> String {
-    v.get(key)
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_string()
+    v.get(key).and_then(Value::as_str).unwrap_or_default().to_string()
 }
 
 #[cfg(test)]
@@ -377,10 +291,7 @@ mod tests {
     fn crlf_split_across_feeds_and_comments() {
         let mut d = SseDecoder::default();
         assert!(d.feed(b": hi\r").unwrap_or_default().is_empty());
-        assert!(d
-            .feed(b"\nevent: ping\r\ndata: {\"type\":")
-            .unwrap_or_default()
-            .is_empty());
+        assert!(d.feed(b"\nevent: ping\r\ndata: {\"type\":").unwrap_or_default().is_empty());
         let evs = d.feed(b"\"ping\"}\r\n\r\n").unwrap_or_default();
         assert_eq!(evs.len(), 1);
         assert_eq!(evs[0].data["type"], "ping");
@@ -400,14 +311,7 @@ event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":1,
         )
         .unwrap_or_default();
         let r = check_stream(&evs);
-        assert!(
-            r.violations.iter().any(|v| v.contains("expected 0")),
-            "{:?}",
-            r.violations
-        );
-        assert!(r
-            .violations
-            .iter()
-            .any(|v| v.contains("without message_stop")));
+        assert!(r.violations.iter().any(|v| v.contains("expected 0")), "{:?}", r.violations);
+        assert!(r.violations.iter().any(|v| v.contains("without message_stop")));
     }
 }

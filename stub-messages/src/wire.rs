@@ -112,10 +112,7 @@ impl Message {
             content: Vec::new(),
             stop_reason: None,
             stop_sequence: None,
-            usage: Usage {
-                output_tokens: 1,
-                ..self.usage
-            },
+            usage: Usage { output_tokens: 1, ..self.usage },
             ..self.clone()
         }
     }
@@ -137,19 +134,13 @@ impl SseEvent {
     }
 
     fn new(event: &str, data: Value) -> SseEvent {
-        SseEvent {
-            event: event.to_string(),
-            data,
-        }
+        SseEvent { event: event.to_string(), data }
     }
 }
 
 /// `message_start`.
 pub fn ev_message_start(message: &Message) -> SseEvent {
-    SseEvent::new(
-        "message_start",
-        json!({"type": "message_start", "message": message.start_shape()}),
-    )
+    SseEvent::new("message_start", json!({"type": "message_start", "message": message.start_shape()}))
 }
 
 /// `content_block_start` for `block` at `index`.
@@ -166,10 +157,7 @@ pub fn ev_ping() -> SseEvent {
 }
 
 fn ev_delta(index: usize, delta: Value) -> SseEvent {
-    SseEvent::new(
-        "content_block_delta",
-        json!({"type": "content_block_delta", "index": index, "delta": delta}),
-    )
+    SseEvent::new("content_block_delta", json!({"type": "content_block_delta", "index": index, "delta": delta}))
 }
 
 /// `content_block_delta` with a `text_delta`.
@@ -179,34 +167,22 @@ pub fn ev_text_delta(index: usize, text: &str) -> SseEvent {
 
 /// `content_block_delta` with an `input_json_delta`.
 pub fn ev_input_json_delta(index: usize, partial_json: &str) -> SseEvent {
-    ev_delta(
-        index,
-        json!({"type": "input_json_delta", "partial_json": partial_json}),
-    )
+    ev_delta(index, json!({"type": "input_json_delta", "partial_json": partial_json}))
 }
 
 /// `content_block_delta` with a `thinking_delta`.
 pub fn ev_thinking_delta(index: usize, thinking: &str) -> SseEvent {
-    ev_delta(
-        index,
-        json!({"type": "thinking_delta", "thinking": thinking}),
-    )
+    ev_delta(index, json!({"type": "thinking_delta", "thinking": thinking}))
 }
 
 /// `content_block_delta` with a `signature_delta`.
 pub fn ev_signature_delta(index: usize, signature: &str) -> SseEvent {
-    ev_delta(
-        index,
-        json!({"type": "signature_delta", "signature": signature}),
-    )
+    ev_delta(index, json!({"type": "signature_delta", "signature": signature}))
 }
 
 /// `content_block_stop`.
 pub fn ev_block_stop(index: usize) -> SseEvent {
-    SseEvent::new(
-        "content_block_stop",
-        json!({"type": "content_block_stop", "index": index}),
-    )
+    SseEvent::new("content_block_stop", json!({"type": "content_block_stop", "index": index}))
 }
 
 /// `message_delta` carrying the stop reason and the final usage.
@@ -248,18 +224,9 @@ pub fn stream_events(message: &Message) -> Vec<SseEvent> {
             out.push(ev_ping());
         }
         match block {
-            ContentBlock::Text { text } => {
-                out.extend(pieces(text).into_iter().map(|p| ev_text_delta(i, p)))
-            }
-            ContentBlock::Thinking {
-                thinking,
-                signature,
-            } => {
-                out.extend(
-                    pieces(thinking)
-                        .into_iter()
-                        .map(|p| ev_thinking_delta(i, p)),
-                );
+            ContentBlock::Text { text } => out.extend(pieces(text).into_iter().map(|p| ev_text_delta(i, p))),
+            ContentBlock::Thinking { thinking, signature } => {
+                out.extend(pieces(thinking).into_iter().map(|p| ev_thinking_delta(i, p)));
                 out.push(ev_signature_delta(i, signature));
             }
             ContentBlock::ToolUse { input, .. } => {
@@ -313,9 +280,7 @@ pub struct MessagesRequest<'a> {
 impl<'a> MessagesRequest<'a> {
     /// Checks the fields the real API requires (`model`, `max_tokens`, `messages`) and their types.
     pub fn parse(body: &'a Value) -> Result<MessagesRequest<'a>, String> {
-        let obj = body
-            .as_object()
-            .ok_or("request body must be a JSON object")?;
+        let obj = body.as_object().ok_or("request body must be a JSON object")?;
         match obj.get("model") {
             Some(Value::String(_)) => {}
             Some(_) => return Err("model: Input should be a valid string".into()),
@@ -335,19 +300,13 @@ impl<'a> MessagesRequest<'a> {
             match m.get("role").and_then(Value::as_str) {
                 Some("user" | "assistant") => {}
                 Some(other) => {
-                    return Err(format!(
-                        "messages.{i}.role: Input should be 'user' or 'assistant' (got {other:?})"
-                    ))
+                    return Err(format!("messages.{i}.role: Input should be 'user' or 'assistant' (got {other:?})"))
                 }
                 None => return Err(format!("messages.{i}.role: Field required")),
             }
             match m.get("content") {
                 Some(Value::String(_) | Value::Array(_)) => {}
-                Some(_) => {
-                    return Err(format!(
-                        "messages.{i}.content: Input should be a valid string or list"
-                    ))
-                }
+                Some(_) => return Err(format!("messages.{i}.content: Input should be a valid string or list")),
                 None => return Err(format!("messages.{i}.content: Field required")),
             }
         }
@@ -366,27 +325,17 @@ impl<'a> MessagesRequest<'a> {
 
     /// `model`.
     pub fn model(&self) -> &'a str {
-        self.body
-            .get("model")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
+        self.body.get("model").and_then(Value::as_str).unwrap_or_default()
     }
 
     /// `stream` (default false).
     pub fn stream(&self) -> bool {
-        self.body
-            .get("stream")
-            .and_then(Value::as_bool)
-            .unwrap_or(false)
+        self.body.get("stream").and_then(Value::as_bool).unwrap_or(false)
     }
 
     /// `messages`.
     pub fn messages(&self) -> &'a [Value] {
-        self.body
-            .get("messages")
-            .and_then(Value::as_array)
-            .map(Vec::as_slice)
-            .unwrap_or_default()
+        self.body.get("messages").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default()
     }
 
     /// Names of the tools sent (`tools[].name`).
@@ -394,11 +343,7 @@ impl<'a> MessagesRequest<'a> {
         self.body
             .get("tools")
             .and_then(Value::as_array)
-            .map(|t| {
-                t.iter()
-                    .filter_map(|t| t.get("name").and_then(Value::as_str))
-                    .collect()
-            })
+            .map(|t| t.iter().filter_map(|t| t.get("name").and_then(Value::as_str)).collect())
             .unwrap_or_default()
     }
 
@@ -406,11 +351,9 @@ impl<'a> MessagesRequest<'a> {
     pub fn system_text(&self) -> String {
         match self.body.get("system") {
             Some(Value::String(s)) => s.clone(),
-            Some(Value::Array(blocks)) => blocks
-                .iter()
-                .filter_map(|b| b.get("text").and_then(Value::as_str))
-                .collect::<Vec<_>>()
-                .join("\n"),
+            Some(Value::Array(blocks)) => {
+                blocks.iter().filter_map(|b| b.get("text").and_then(Value::as_str)).collect::<Vec<_>>().join("\n")
+            }
             _ => String::new(),
         }
     }
@@ -441,11 +384,7 @@ pub fn content_text(message: &Value) -> String {
 
 /// The content blocks of a message (empty for string content).
 pub fn content_blocks(message: &Value) -> &[Value] {
-    message
-        .get("content")
-        .and_then(Value::as_array)
-        .map(Vec::as_slice)
-        .unwrap_or_default()
+    message.get("content").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default()
 }
 
 #[cfg(test)]
@@ -454,25 +393,14 @@ mod tests {
 
     #[test]
     fn tool_use_starts_with_empty_input() {
-        let b = ContentBlock::ToolUse {
-            id: "toolu_x_1".into(),
-            name: "Read".into(),
-            input: json!({"a": 1}),
-        };
-        assert_eq!(
-            b.start_shape(),
-            json!({"type": "tool_use", "id": "toolu_x_1", "name": "Read", "input": {}})
-        );
+        let b = ContentBlock::ToolUse { id: "toolu_x_1".into(), name: "Read".into(), input: json!({"a": 1}) };
+        assert_eq!(b.start_shape(), json!({"type": "tool_use", "id": "toolu_x_1", "name": "Read", "input": {}}));
     }
 
     #[test]
     fn missing_fields_are_named_like_the_api() {
-        assert_eq!(
-            MessagesRequest::parse(&json!({})).err().as_deref(),
-            Some("model: Field required")
-        );
-        let body =
-            json!({"model": "m", "max_tokens": 1, "messages": [{"role": "bot", "content": ""}]});
+        assert_eq!(MessagesRequest::parse(&json!({})).err().as_deref(), Some("model: Field required"));
+        let body = json!({"model": "m", "max_tokens": 1, "messages": [{"role": "bot", "content": ""}]});
         let e = MessagesRequest::parse(&body).err().unwrap_or_default();
         assert!(e.starts_with("messages.0.role"), "{e}");
     }
@@ -488,9 +416,6 @@ mod tests {
 
     #[test]
     fn wire_form_of_an_event() {
-        assert_eq!(
-            ev_ping().to_wire(),
-            "event: ping\ndata: {\"type\":\"ping\"}\n\n"
-        );
+        assert_eq!(ev_ping().to_wire(), "event: ping\ndata: {\"type\":\"ping\"}\n\n");
     }
 }

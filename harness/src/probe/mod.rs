@@ -110,6 +110,24 @@ pub struct Check {
     /// A file in the sandbox after the run (relative to the cwd, or `{home}/…`; `*` globs).
     #[serde(default)]
     pub file: Option<String>,
+    /// The N-th `[[exec]]` command (1-based): text assertions apply to its stdout.
+    #[serde(default)]
+    pub exec: Option<usize>,
+    /// exec: exit status.
+    #[serde(default)]
+    pub exit: Option<i32>,
+    /// exec: stderr equals.
+    #[serde(default)]
+    pub stderr_equals: Option<String>,
+    /// exec: stderr contains each.
+    #[serde(default)]
+    pub stderr_contains: Option<OneOrMany>,
+    /// exec: wall time at most (a generous bound, never a benchmark).
+    #[serde(default)]
+    pub max_duration_ms: Option<u64>,
+    /// exec: peak resident memory at most.
+    #[serde(default)]
+    pub max_rss_mib: Option<u64>,
     /// Why this check (shown on failure).
     #[serde(default)]
     pub about: Option<String>,
@@ -143,6 +161,18 @@ pub struct Check {
     /// JSON pointer checks (result content / file JSON / request body).
     #[serde(default)]
     pub json: Vec<JsonCheck>,
+}
+
+/// An `[[exec]]` command of an exec probe: run in the sandbox's cwd, stdin closed; `{rg}` as the first
+/// word is the subject's search engine started as `rg` (the built-in engine for `builtin`).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExecSpec {
+    /// The command and its arguments; `{cwd}` `{home}` `{sandbox}` are resolved.
+    pub argv: Vec<String>,
+    /// Killed after this long (default 10 s).
+    #[serde(default)]
+    pub deadline_ms: Option<u64>,
 }
 
 /// A sandbox change (`[[fixture.fault]]`).
@@ -270,6 +300,8 @@ struct ProbeFile {
     #[allow(dead_code)]
     #[serde(default)]
     stub: StubSettings,
+    #[serde(default, rename = "exec")]
+    execs: Vec<ExecSpec>,
     #[serde(default, rename = "check")]
     checks: Vec<Spanned<Check>>,
 }
@@ -311,6 +343,8 @@ pub struct Probe {
     pub subject: SubjectOptions,
     /// The stub script (turns, conversations, stub settings) with placeholders unresolved.
     pub script: stub_messages::Script,
+    /// Exec commands (an exec probe has these instead of turns).
+    pub execs: Vec<ExecSpec>,
     /// Checks with their 1-based (line, col).
     pub checks: Vec<(Check, usize, usize)>,
 }
@@ -334,13 +368,7 @@ pub fn parse(path: &Path, text: &str) -> Result<Probe, ProbeError> {
     let file = path.display().to_string();
     let err_at = |offset: usize, message: String, hint: Option<&str>| {
         let (line, col) = line_col(text, offset);
-        ProbeError {
-            file: file.clone(),
-            line,
-            col,
-            message,
-            hint: hint.map(str::to_string),
-        }
+        ProbeError { file: file.clone(), line, col, message, hint: hint.map(str::to_string) }
     };
     let raw: ProbeFile = toml::from_str(text).map_err(|e| {
         let offset = e.span().map(|s| s.start).unwrap_or(0);
@@ -355,11 +383,7 @@ pub fn parse(path: &Path, text: &str) -> Result<Probe, ProbeError> {
         err_at(offset, msg, hint)
     })?;
     let id = raw.id.get_ref().clone();
-    if id.is_empty()
-        || !id
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_'))
-    {
+    if id.is_empty() || !id.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_')) {
         return Err(err_at(
             raw.id.span().start,
             format!("probe id {id:?} must be non-empty [A-Za-z0-9._-]"),
@@ -396,23 +420,13 @@ pub fn parse(path: &Path, text: &str) -> Result<Probe, ProbeError> {
         subjects.push(s.get_ref().clone());
     }
     let script = stub_messages::Script::from_toml(&file, text).map_err(|e| {
-        let msg =
-            e.0.strip_prefix(&format!("{file}: "))
-                .unwrap_or(&e.0)
-                .to_string();
-        err_at(
-            0,
-            msg,
-            Some("see the turn format in stub-messages/src/script.rs"),
-        )
+        let msg = e.0.strip_prefix(&format!("{file}: ")).unwrap_or(&e.0).to_string();
+        err_at(0, msg, Some("see the turn format in stub-messages/src/script.rs"))
     })?;
     let main_turns = script.turns.len();
     let tool_uses: usize = script.turns.iter().map(|t| t.tool_use.len()).sum();
     for f in &raw.fixture.fault {
-        if !matches!(
-            f.kind.as_str(),
-            "write" | "delete" | "mkdir" | "chmod" | "symlink"
-        ) {
+        if !matches!(f.kind.as_str(), "write" | "delete" | "mkdir" | "chmod" | "symlink") {
             return Err(err_at(
                 0,
                 format!("fixture fault kind {:?} is unknown", f.kind),
@@ -422,62 +436,76 @@ pub fn parse(path: &Path, text: &str) -> Result<Probe, ProbeError> {
         if f.at_turn.is_some_and(|t| t == 0 || t > main_turns) {
             return Err(err_at(
                 0,
-                format!(
-                    "fixture fault at_turn {:?} names no main turn (there are {main_turns})",
-                    f.at_turn
-                ),
+                format!("fixture fault at_turn {:?} names no main turn (there are {main_turns})", f.at_turn),
                 None,
             ));
         }
+    }
+    if raw.execs.is_empty() == script.turns.is_empty() {
+        let msg = if raw.execs.is_empty() {
+            "the probe has no [[turn]] and no [[exec]]"
+        } else {
+            "a probe has [[turn]]s or [[exec]]s, not both"
+        };
+        return Err(err_at(
+            0,
+            msg.into(),
+            Some("a loop probe scripts the model with [[turn]]; an exec probe runs [[exec]] commands"),
+        ));
     }
     let mut checks = Vec::new();
     for c in &raw.checks {
         let at = c.span().start;
         let check = c.get_ref();
-        let targets = [
-            check.result.is_some(),
-            check.request.is_some(),
-            check.file.is_some(),
-        ]
-        .iter()
-        .filter(|b| **b)
-        .count();
+        let targets = [check.result.is_some(), check.request.is_some(), check.file.is_some(), check.exec.is_some()]
+            .iter()
+            .filter(|b| **b)
+            .count();
         if targets != 1 {
-            return Err(err_at(
-                at,
-                "a check needs exactly one target: result = N, request = N or file = \"path\""
-                    .into(),
-                None,
-            ));
+            let msg = "a check needs exactly one target: result = N, request = N, file = \"path\" or exec = N";
+            return Err(err_at(at, msg.into(), None));
+        }
+        if let Some(n) = check.exec {
+            if n == 0 || n > raw.execs.len() {
+                let msg = format!("check names exec {n}, but the probe has {} [[exec]] command(s)", raw.execs.len());
+                return Err(err_at(at, msg, None));
+            }
+        }
+        let exec_only = check.exit.is_some()
+            || check.stderr_equals.is_some()
+            || check.stderr_contains.is_some()
+            || check.max_duration_ms.is_some()
+            || check.max_rss_mib.is_some();
+        if exec_only && check.exec.is_none() {
+            let msg = "exit / stderr_* / max_duration_ms / max_rss_mib apply to exec checks only";
+            return Err(err_at(at, msg.into(), None));
         }
         if let Some(n) = check.result {
             if n == 0 || n > tool_uses {
-                return Err(err_at(at, format!("check names result {n}, but the main conversation scripts {tool_uses} tool_use block(s)"), Some("results are numbered from 1 in script order, across turns")));
+                return Err(err_at(
+                    at,
+                    format!("check names result {n}, but the main conversation scripts {tool_uses} tool_use block(s)"),
+                    Some("results are numbered from 1 in script order, across turns"),
+                ));
             }
         }
         if let Some(n) = check.request {
             if n == 0 || n > main_turns {
-                return Err(err_at(at, format!("check names request {n}, but the main conversation has {main_turns} turn(s)"), Some("request N is the request the N-th [[turn]] answers")));
+                return Err(err_at(
+                    at,
+                    format!("check names request {n}, but the main conversation has {main_turns} turn(s)"),
+                    Some("request N is the request the N-th [[turn]] answers"),
+                ));
             }
         }
         if check.file.is_none() && check.exists.is_some() {
-            return Err(err_at(
-                at,
-                "`exists` applies to file checks only".into(),
-                None,
-            ));
+            return Err(err_at(at, "`exists` applies to file checks only".into(), None));
         }
         if check.result.is_none() && check.is_error.is_some() {
-            return Err(err_at(
-                at,
-                "`is_error` applies to result checks only".into(),
-                None,
-            ));
+            return Err(err_at(at, "`is_error` applies to result checks only".into(), None));
         }
         if check.request.is_none()
-            && (!check.tools_include.is_empty()
-                || !check.tools_exclude.is_empty()
-                || check.tools_equal.is_some())
+            && (!check.tools_include.is_empty() || !check.tools_exclude.is_empty() || check.tools_equal.is_some())
         {
             return Err(err_at(
                 at,
@@ -487,11 +515,7 @@ pub fn parse(path: &Path, text: &str) -> Result<Probe, ProbeError> {
         }
         if let Some(re) = &check.matches {
             if let Err(e) = regex::Regex::new(re) {
-                return Err(err_at(
-                    at,
-                    format!("matches is not a valid regex: {e}"),
-                    None,
-                ));
+                return Err(err_at(at, format!("matches is not a valid regex: {e}"), None));
             }
         }
         let (line, col) = line_col(text, at);
@@ -512,6 +536,7 @@ pub fn parse(path: &Path, text: &str) -> Result<Probe, ProbeError> {
         env: raw.env,
         subject: raw.subject,
         script,
+        execs: raw.execs,
         checks,
     })
 }
@@ -545,11 +570,7 @@ pub fn discover(paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
     if out.is_empty() {
         return Err(format!(
             "no probe files (*.toml) under {}",
-            paths
-                .iter()
-                .map(|p| p.display().to_string())
-                .collect::<Vec<_>>()
-                .join(", ")
+            paths.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")
         ));
     }
     Ok(out)
@@ -573,12 +594,7 @@ pub fn load_all(paths: &[PathBuf]) -> Result<Vec<Probe>, String> {
     for f in discover(paths)? {
         let p = load(&f).map_err(|e| e.to_string())?;
         if let Some(other) = probes.iter().find(|o| o.id == p.id) {
-            return Err(format!(
-                "{}: probe id {:?} is also used by {}",
-                f.display(),
-                p.id,
-                other.path.display()
-            ));
+            return Err(format!("{}: probe id {:?} is also used by {}", f.display(), p.id, other.path.display()));
         }
         probes.push(p);
     }
@@ -590,20 +606,14 @@ mod tests {
     use super::*;
 
     fn err(text: &str) -> String {
-        parse(Path::new("p.toml"), text)
-            .err()
-            .map(|e| e.to_string())
-            .unwrap_or_else(|| "parsed".into())
+        parse(Path::new("p.toml"), text).err().map(|e| e.to_string()).unwrap_or_else(|| "parsed".into())
     }
 
     const OK: &str = "id = \"x.y\"\nclaims = [\"READ-1\"]\nabout = \"a\"\n[[turn]]\ntool_use = [{ name = \"Read\", input = { file_path = \"{cwd}/f\" } }]\n[[turn]]\ntext = \"done\"\n";
 
     #[test]
     fn a_good_probe_parses() {
-        let p = parse(
-            Path::new("p.toml"),
-            &format!("{OK}[[check]]\nresult = 1\nis_error = false\n"),
-        );
+        let p = parse(Path::new("p.toml"), &format!("{OK}[[check]]\nresult = 1\nis_error = false\n"));
         let p = p.map_err(|e| e.to_string());
         assert_eq!(p.as_ref().map(|p| p.checks.len()), Ok(1));
         assert_eq!(p.as_ref().map(|p| p.checks[0].1), Ok(8));
@@ -619,18 +629,15 @@ mod tests {
         assert!(err(&OK.replace("READ-1", "READ-99"))
             .starts_with("p.toml:2:11: claim \"READ-99\" is not in the catalogue\n  hint:"));
         assert!(
-            err(&format!("{OK}[[check]]\nresult = 2\n")).starts_with(
-                "p.toml:8:1: check names result 2, but the main conversation scripts 1"
-            ),
+            err(&format!("{OK}[[check]]\nresult = 2\n"))
+                .starts_with("p.toml:8:1: check names result 2, but the main conversation scripts 1"),
             "{}",
             err(&format!("{OK}[[check]]\nresult = 2\n"))
         );
-        assert!(err(&format!("{OK}[[check]]\nrequest = 1\nfile = \"f\"\n"))
-            .contains("exactly one target"));
+        assert!(err(&format!("{OK}[[check]]\nrequest = 1\nfile = \"f\"\n")).contains("exactly one target"));
         assert!(err(&OK.replace("claims = [\"READ-1\"]\n", "")).contains("missing field `claims`"));
         assert!(
-            err(&format!("{OK}[[check]]\nresult = 1\nis_error = \"no\"\n"))
-                .starts_with("p.toml:10:12: invalid type"),
+            err(&format!("{OK}[[check]]\nresult = 1\nis_error = \"no\"\n")).starts_with("p.toml:10:12: invalid type"),
             "{}",
             err(&format!("{OK}[[check]]\nresult = 1\nis_error = \"no\"\n"))
         );

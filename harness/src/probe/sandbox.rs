@@ -33,20 +33,11 @@ impl Sandbox {
         for d in [&cwd, &home] {
             std::fs::create_dir_all(d).map_err(|e| format!("{}: {e}", d.display()))?;
         }
-        let sb = Sandbox {
-            dir: Some(dir),
-            root,
-            cwd,
-            home,
-        };
+        let sb = Sandbox { dir: Some(dir), root, cwd, home };
         if let Some(d) = &probe.fixture.dir {
             let src = fixtures_root.join(d);
             if !src.is_dir() {
-                return Err(format!(
-                    "{}: fixture dir {} does not exist",
-                    probe.path.display(),
-                    src.display()
-                ));
+                return Err(format!("{}: fixture dir {} does not exist", probe.path.display(), src.display()));
             }
             copy_tree(&src, &sb.cwd).map_err(|e| format!("copying {}: {e}", src.display()))?;
         }
@@ -55,8 +46,7 @@ impl Sandbox {
             if let Some(parent) = path.parent() {
                 std::fs::create_dir_all(parent).map_err(|e| e.to_string())?;
             }
-            std::fs::write(&path, file_bytes(spec)?)
-                .map_err(|e| format!("{}: {e}", path.display()))?;
+            std::fs::write(&path, file_bytes(spec)?).map_err(|e| format!("{}: {e}", path.display()))?;
         }
         for f in probe.fixture.fault.iter().filter(|f| f.at_turn.is_none()) {
             sb.apply(f)?;
@@ -66,12 +56,7 @@ impl Sandbox {
 
     /// The same paths without ownership of the directory (for callbacks that outlive a borrow).
     pub fn view(&self) -> Sandbox {
-        Sandbox {
-            dir: None,
-            root: self.root.clone(),
-            cwd: self.cwd.clone(),
-            home: self.home.clone(),
-        }
+        Sandbox { dir: None, root: self.root.clone(), cwd: self.cwd.clone(), home: self.home.clone() }
     }
 
     /// Keeps the directory on disk (for `--keep`); returns its path.
@@ -86,16 +71,8 @@ impl Sandbox {
     pub fn inside(&self, rel: &str) -> Result<PathBuf, String> {
         let resolved = self.resolve(rel);
         let p = Path::new(&resolved);
-        let abs = if p.is_absolute() {
-            p.to_path_buf()
-        } else {
-            self.cwd.join(p)
-        };
-        if abs
-            .components()
-            .any(|c| matches!(c, std::path::Component::ParentDir))
-            || !abs.starts_with(&self.root)
-        {
+        let abs = if p.is_absolute() { p.to_path_buf() } else { self.cwd.join(p) };
+        if abs.components().any(|c| matches!(c, std::path::Component::ParentDir)) || !abs.starts_with(&self.root) {
             return Err(format!("fixture path {rel:?} leaves the sandbox"));
         }
         Ok(abs)
@@ -121,10 +98,7 @@ impl Sandbox {
     /// The probe's script with placeholders resolved in tool inputs.
     pub fn script(&self, probe: &Probe) -> stub_messages::Script {
         let mut s = probe.script.clone();
-        let turns = s
-            .turns
-            .iter_mut()
-            .chain(s.conversations.iter_mut().flat_map(|c| c.turns.iter_mut()));
+        let turns = s.turns.iter_mut().chain(s.conversations.iter_mut().flat_map(|c| c.turns.iter_mut()));
         for t in turns {
             for u in &mut t.tool_use {
                 self.resolve_json(&mut u.input);
@@ -153,17 +127,11 @@ impl Sandbox {
             "mkdir" => std::fs::create_dir_all(&p),
             "chmod" => {
                 use std::os::unix::fs::PermissionsExt;
-                let mode = u32::from_str_radix(
-                    f.mode.as_deref().unwrap_or("0644").trim_start_matches("0o"),
-                    8,
-                )
-                .map_err(|e| format!("chmod mode: {e}"))?;
+                let mode = u32::from_str_radix(f.mode.as_deref().unwrap_or("0644").trim_start_matches("0o"), 8)
+                    .map_err(|e| format!("chmod mode: {e}"))?;
                 std::fs::set_permissions(&p, std::fs::Permissions::from_mode(mode))
             }
-            "symlink" => std::os::unix::fs::symlink(
-                self.resolve(f.target.as_deref().unwrap_or_default()),
-                &p,
-            ),
+            "symlink" => std::os::unix::fs::symlink(self.resolve(f.target.as_deref().unwrap_or_default()), &p),
             other => return Err(format!("unknown fixture fault kind {other:?}")),
         };
         res.map_err(|e| format!("fixture fault {} {}: {e}", f.kind, f.path))
@@ -178,17 +146,11 @@ pub fn file_bytes(spec: &FileSpec) -> Result<Vec<u8>, String> {
             if repeat.is_empty() {
                 return Err("generated file: repeat is empty".into());
             }
-            repeat
-                .as_bytes()
-                .iter()
-                .copied()
-                .cycle()
-                .take(*bytes as usize)
-                .collect()
+            repeat.as_bytes().iter().copied().cycle().take(*bytes as usize).collect()
         }
-        FileSpec::Base64 { base64 } => base64::engine::general_purpose::STANDARD
-            .decode(base64.trim())
-            .map_err(|e| format!("base64 file: {e}"))?,
+        FileSpec::Base64 { base64 } => {
+            base64::engine::general_purpose::STANDARD.decode(base64.trim()).map_err(|e| format!("base64 file: {e}"))?
+        }
     })
 }
 

@@ -23,17 +23,10 @@ struct Args {
 
 /// The replacement itself, on text: the new text and the byte offset of the first change, or the
 /// reference's error for 0 or several matches (EDIT-4).
-pub fn replace(
-    text: &str,
-    old: &str,
-    new: &str,
-    replace_all: bool,
-) -> Result<(String, usize), ToolError> {
+pub fn replace(text: &str, old: &str, new: &str, replace_all: bool) -> Result<(String, usize), ToolError> {
     let n = text.matches(old).count();
     if n == 0 {
-        return Err(ToolError::Validation(format!(
-            "String to replace not found in file.\nString: {old}"
-        )));
+        return Err(ToolError::Validation(format!("String to replace not found in file.\nString: {old}")));
     }
     if n > 1 && !replace_all {
         return Err(ToolError::Validation(format!(
@@ -41,11 +34,7 @@ pub fn replace(
         )));
     }
     let at = text.find(old).unwrap_or(0);
-    let out = if replace_all {
-        text.replace(old, new)
-    } else {
-        text.replacen(old, new, 1)
-    };
+    let out = if replace_all { text.replace(old, new) } else { text.replacen(old, new, 1) };
     Ok((out, at))
 }
 
@@ -80,14 +69,9 @@ impl Tool for Edit {
         }
     }
 
-    fn call<'a>(
-        &'a self,
-        input: Value,
-        ctx: &'a ToolContext,
-    ) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
+    fn call<'a>(&'a self, input: Value, ctx: &'a ToolContext) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
         Box::pin(async move {
-            let args: Args =
-                serde_json::from_value(input).map_err(|e| ToolError::Validation(e.to_string()))?;
+            let args: Args = serde_json::from_value(input).map_err(|e| ToolError::Validation(e.to_string()))?;
             let path = confine(ctx, &args.file_path)?;
             if args.old_string == args.new_string {
                 return Err(ToolError::Validation(
@@ -103,26 +87,18 @@ impl Tool for Edit {
                 Ok(c) => c,
                 Err(_) if args.old_string.is_empty() => {
                     write_and_remember(ctx, &path, &args.new_string)?;
-                    return Ok(ToolOutput::Text(format!(
-                        "File created successfully at: {}",
-                        path.display()
-                    )));
+                    return Ok(ToolOutput::Text(format!("File created successfully at: {}", path.display())));
                 }
                 Err(_) => return Err(ToolError::Validation("File does not exist.".into())),
             };
             if args.old_string.is_empty() && !current.is_empty() {
-                return Err(ToolError::Validation(
-                    "Cannot create new file - file already exists.".into(),
-                ));
+                return Err(ToolError::Validation("Cannot create new file - file already exists.".into()));
             }
             check_write_gates(ctx, &path, &current)?;
             let text = String::from_utf8(current.clone()).map_err(|_| {
-                ToolError::Runtime(
-                    "The file is not valid UTF-8 text; Edit only changes text files.".into(),
-                )
+                ToolError::Runtime("The file is not valid UTF-8 text; Edit only changes text files.".into())
             })?;
-            let (new_text, at) =
-                replace(&text, &args.old_string, &args.new_string, args.replace_all)?;
+            let (new_text, at) = replace(&text, &args.old_string, &args.new_string, args.replace_all)?;
             checkpoint(ctx, &path, &current)?;
             write_and_remember(ctx, &path, &new_text)?;
             if args.replace_all {
@@ -148,27 +124,12 @@ mod tests {
 
     #[test]
     fn unique_exact_replacement() {
-        assert_eq!(
-            replace("a b a", "b", "c", false).ok(),
-            Some(("a c a".to_string(), 2))
-        );
-        assert_eq!(
-            replace("a b a", "a", "x", true).ok(),
-            Some(("x b x".to_string(), 0))
-        );
-        let e = replace("a b a", "a", "x", false)
-            .err()
-            .map(|e| e.to_string())
-            .unwrap_or_default();
-        assert!(
-            e.starts_with("Found 2 matches of the string to replace, but replace_all is false."),
-            "{e}"
-        );
+        assert_eq!(replace("a b a", "b", "c", false).ok(), Some(("a c a".to_string(), 2)));
+        assert_eq!(replace("a b a", "a", "x", true).ok(), Some(("x b x".to_string(), 0)));
+        let e = replace("a b a", "a", "x", false).err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(e.starts_with("Found 2 matches of the string to replace, but replace_all is false."), "{e}");
         assert!(e.ends_with("\nString: a"));
-        let e = replace("abc", "nomatch", "x", false)
-            .err()
-            .map(|e| e.to_string())
-            .unwrap_or_default();
+        let e = replace("abc", "nomatch", "x", false).err().map(|e| e.to_string()).unwrap_or_default();
         assert_eq!(e, "String to replace not found in file.\nString: nomatch");
     }
 }

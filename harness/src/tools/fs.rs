@@ -16,11 +16,7 @@ pub const MODIFIED_SINCE_READ: &str =
 /// Resolves `file_path` (absolute, or relative to the cwd) lexically, without touching the disk.
 pub fn absolute(ctx: &ToolContext, file_path: &str) -> PathBuf {
     let p = Path::new(file_path);
-    let joined = if p.is_absolute() {
-        p.to_path_buf()
-    } else {
-        ctx.cwd.join(p)
-    };
+    let joined = if p.is_absolute() { p.to_path_buf() } else { ctx.cwd.join(p) };
     let mut out = PathBuf::new();
     for c in joined.components() {
         match c {
@@ -46,10 +42,7 @@ pub fn real_path(path: &Path) -> PathBuf {
             }
             return out;
         }
-        match (
-            existing.file_name().map(|n| n.to_os_string()),
-            existing.parent(),
-        ) {
+        match (existing.file_name().map(|n| n.to_os_string()), existing.parent()) {
             (Some(name), Some(parent)) => {
                 rest.push(name);
                 existing = parent.to_path_buf();
@@ -69,11 +62,7 @@ pub fn confine(ctx: &ToolContext, file_path: &str) -> Result<PathBuf, ToolError>
         Err(ToolError::Validation(format!(
             "Path {} is outside the sandbox this runtime may touch ({}); access refused.",
             abs.display(),
-            ctx.roots
-                .iter()
-                .map(|r| r.display().to_string())
-                .collect::<Vec<_>>()
-                .join(", ")
+            ctx.roots.iter().map(|r| r.display().to_string()).collect::<Vec<_>>().join(", ")
         )))
     }
 }
@@ -98,25 +87,14 @@ pub fn mtime(path: &Path) -> Option<std::time::SystemTime> {
 /// Records what a Read returned (READ-4).
 pub fn remember_read(ctx: &ToolContext, path: &Path, content: Vec<u8>, partial: bool) {
     if let Ok(mut s) = ctx.read_state.lock() {
-        s.insert(
-            path.to_path_buf(),
-            ReadState {
-                content,
-                mtime: mtime(path),
-                partial,
-            },
-        );
+        s.insert(path.to_path_buf(), ReadState { content, mtime: mtime(path), partial });
     }
 }
 
 /// The gates before writing an existing file: it was Read (EDIT-1) and has not changed on disk since
 /// (EDIT-2: a changed mtime with identical content passes, like the reference's full-read check).
 pub fn check_write_gates(ctx: &ToolContext, path: &Path, current: &[u8]) -> Result<(), ToolError> {
-    let state = ctx
-        .read_state
-        .lock()
-        .ok()
-        .and_then(|s| s.get(path).cloned());
+    let state = ctx.read_state.lock().ok().and_then(|s| s.get(path).cloned());
     let Some(state) = state else {
         return Err(ToolError::Validation(NOT_READ_YET.into()));
     };
@@ -130,21 +108,15 @@ pub fn check_write_gates(ctx: &ToolContext, path: &Path, current: &[u8]) -> Resu
 /// `<session>/file-history/<sha256(path)[..16]>@v<n>`. A checkpoint, not a transaction: nothing else
 /// (Bash, git, remote effects) is captured. Returns the backup's path.
 pub fn checkpoint(ctx: &ToolContext, path: &Path, current: &[u8]) -> Result<PathBuf, ToolError> {
-    let dir = ctx
-        .home
-        .join(".claude")
-        .join("file-history")
-        .join(&ctx.session_id);
-    std::fs::create_dir_all(&dir)
-        .map_err(|e| ToolError::Runtime(format!("cannot create file history: {e}")))?;
+    let dir = ctx.home.join(".claude").join("file-history").join(&ctx.session_id);
+    std::fs::create_dir_all(&dir).map_err(|e| ToolError::Runtime(format!("cannot create file history: {e}")))?;
     let key = hex(&Sha256::digest(path.to_string_lossy().as_bytes()))[..16].to_string();
     let mut n = 1;
     while dir.join(format!("{key}@v{n}")).exists() {
         n += 1;
     }
     let backup = dir.join(format!("{key}@v{n}"));
-    std::fs::write(&backup, current)
-        .map_err(|e| ToolError::Runtime(format!("cannot write file history: {e}")))?;
+    std::fs::write(&backup, current).map_err(|e| ToolError::Runtime(format!("cannot write file history: {e}")))?;
     Ok(backup)
 }
 
@@ -159,8 +131,7 @@ pub fn write_and_remember(ctx: &ToolContext, path: &Path, content: &str) -> Resu
         std::fs::create_dir_all(parent)
             .map_err(|e| ToolError::Runtime(format!("cannot create {}: {e}", parent.display())))?;
     }
-    std::fs::write(path, content)
-        .map_err(|e| ToolError::Runtime(format!("{e}: {}", path.display())))?;
+    std::fs::write(path, content).map_err(|e| ToolError::Runtime(format!("{e}: {}", path.display())))?;
     remember_read(ctx, path, content.as_bytes().to_vec(), false);
     Ok(())
 }
@@ -170,10 +141,8 @@ pub fn write_and_remember(ctx: &ToolContext, path: &Path, content: &str) -> Resu
 pub fn snippet(new: &str, change_start: usize, change_len: usize) -> String {
     const CONTEXT: usize = 4;
     let first_line = new[..change_start.min(new.len())].matches('\n').count();
-    let last_line = first_line
-        + new[change_start.min(new.len())..(change_start + change_len).min(new.len())]
-            .matches('\n')
-            .count();
+    let last_line =
+        first_line + new[change_start.min(new.len())..(change_start + change_len).min(new.len())].matches('\n').count();
     let lines: Vec<&str> = new.split('\n').collect();
     let from = first_line.saturating_sub(CONTEXT);
     let to = (last_line + CONTEXT + 1).min(lines.len());
@@ -206,23 +175,14 @@ mod tests {
 
     #[test]
     fn cat_n_numbering() {
-        assert_eq!(
-            number_lines(["a", "b"].into_iter(), 9),
-            "     9\ta\n    10\tb"
-        );
+        assert_eq!(number_lines(["a", "b"].into_iter(), 9), "     9\ta\n    10\tb");
     }
 
     #[test]
     fn snippet_has_four_lines_of_context() {
-        let text = (1..=20)
-            .map(|i| format!("l{i}"))
-            .collect::<Vec<_>>()
-            .join("\n");
+        let text = (1..=20).map(|i| format!("l{i}")).collect::<Vec<_>>().join("\n");
         let at = text.find("l10").unwrap_or(0);
         let s = snippet(&text, at, 3);
-        assert!(
-            s.starts_with("     6\tl6") && s.ends_with("    14\tl14"),
-            "{s}"
-        );
+        assert!(s.starts_with("     6\tl6") && s.ends_with("    14\tl14"), "{s}");
     }
 }

@@ -6,6 +6,8 @@
 
 pub mod edit;
 pub mod fs;
+pub mod glob;
+pub mod grep;
 pub mod notebook_edit;
 pub mod read;
 pub mod write;
@@ -47,11 +49,9 @@ impl ToolOutput {
     pub fn budget_chars(&self) -> usize {
         match self {
             ToolOutput::Text(t) => t.chars().count(),
-            ToolOutput::Blocks(b) => b
-                .iter()
-                .filter_map(|b| b.get("text").and_then(Value::as_str))
-                .map(|t| t.chars().count())
-                .sum(),
+            ToolOutput::Blocks(b) => {
+                b.iter().filter_map(|b| b.get("text").and_then(Value::as_str)).map(|t| t.chars().count()).sum()
+            }
         }
     }
 }
@@ -118,19 +118,13 @@ pub struct ToolContext {
 
 impl std::fmt::Debug for ToolContext {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ToolContext")
-            .field("cwd", &self.cwd)
-            .field("home", &self.home)
-            .finish()
+        f.debug_struct("ToolContext").field("cwd", &self.cwd).field("home", &self.home).finish()
     }
 }
 
 impl ToolContext {
     /// A context for `root` with `root/work` as cwd and `root/home` as HOME (both created).
-    pub fn for_sandbox(
-        root: &std::path::Path,
-        tokens: Arc<dyn TokenCounter>,
-    ) -> std::io::Result<ToolContext> {
+    pub fn for_sandbox(root: &std::path::Path, tokens: Arc<dyn TokenCounter>) -> std::io::Result<ToolContext> {
         let root = root.canonicalize()?;
         let cwd = root.join("work");
         let home = root.join("home");
@@ -149,10 +143,7 @@ impl ToolContext {
 
     /// The session's own directory under HOME (persisted results, file history).
     pub fn session_dir(&self) -> PathBuf {
-        self.home
-            .join(".claude")
-            .join("projects")
-            .join(&self.session_id)
+        self.home.join(".claude").join("projects").join(&self.session_id)
     }
 
     /// An env value the probe set.
@@ -190,11 +181,7 @@ pub trait Tool: Send + Sync {
         PermissionSubject::None
     }
     /// Runs the call; the input has passed schema validation, hooks and permissions.
-    fn call<'a>(
-        &'a self,
-        input: Value,
-        ctx: &'a ToolContext,
-    ) -> BoxFuture<'a, Result<ToolOutput, ToolError>>;
+    fn call<'a>(&'a self, input: Value, ctx: &'a ToolContext) -> BoxFuture<'a, Result<ToolOutput, ToolError>>;
 }
 
 /// The tool pool: built-ins sorted by name (PIPE-7), removable by deny rules (PIPE-6).
@@ -217,6 +204,8 @@ impl Registry {
             Arc::new(write::Write),
             Arc::new(edit::Edit),
             Arc::new(notebook_edit::NotebookEdit),
+            Arc::new(grep::Grep),
+            Arc::new(glob::Glob),
         ])
     }
 

@@ -30,11 +30,7 @@ pub fn find_cell(cells: &[Value], id: &str) -> Option<usize> {
     cells
         .iter()
         .position(|c| c.get("id").and_then(Value::as_str) == Some(id))
-        .or_else(|| {
-            id.strip_prefix("cell-")
-                .and_then(|n| n.parse::<usize>().ok())
-                .filter(|n| *n < cells.len())
-        })
+        .or_else(|| id.strip_prefix("cell-").and_then(|n| n.parse::<usize>().ok()).filter(|n| *n < cells.len()))
 }
 
 /// Applies the edit to a parsed notebook; returns the result text. A new cell's id derives from the
@@ -50,14 +46,11 @@ pub fn apply(
         .get_mut("cells")
         .and_then(Value::as_array_mut)
         .ok_or_else(|| ToolError::Validation("Notebook has no cells array.".into()))?;
-    let not_found =
-        |id: &str| ToolError::Validation(format!("Cell with ID \"{id}\" not found in notebook."));
+    let not_found = |id: &str| ToolError::Validation(format!("Cell with ID \"{id}\" not found in notebook."));
     match mode {
         "replace" => {
             let id = args_cell.ok_or_else(|| {
-                ToolError::Validation(
-                    "Cell ID must be specified when not inserting a new cell.".into(),
-                )
+                ToolError::Validation("Cell ID must be specified when not inserting a new cell.".into())
             })?;
             let i = find_cell(cells, id).ok_or_else(|| not_found(id))?;
             let cell = &mut cells[i];
@@ -75,17 +68,13 @@ pub fn apply(
             Ok(format!("Updated cell {id} with {source}"))
         }
         "insert" => {
-            let t = cell_type.ok_or_else(|| {
-                ToolError::Validation("Cell type is required when using edit_mode=insert.".into())
-            })?;
+            let t = cell_type
+                .ok_or_else(|| ToolError::Validation("Cell type is required when using edit_mode=insert.".into()))?;
             let at = match args_cell {
                 Some(id) => find_cell(cells, id).ok_or_else(|| not_found(id))? + 1,
                 None => 0,
             };
-            let new_id = hex(&Sha256::digest(
-                format!("{}:{at}:{t}:{source}", cells.len()).as_bytes(),
-            ))[..8]
-                .to_string();
+            let new_id = hex(&Sha256::digest(format!("{}:{at}:{t}:{source}", cells.len()).as_bytes()))[..8].to_string();
             let mut cell = json!({"cell_type": t, "id": new_id, "metadata": {}, "source": source});
             if t == "code" {
                 cell["execution_count"] = Value::Null;
@@ -96,17 +85,13 @@ pub fn apply(
         }
         "delete" => {
             let id = args_cell.ok_or_else(|| {
-                ToolError::Validation(
-                    "Cell ID must be specified when not inserting a new cell.".into(),
-                )
+                ToolError::Validation("Cell ID must be specified when not inserting a new cell.".into())
             })?;
             let i = find_cell(cells, id).ok_or_else(|| not_found(id))?;
             cells.remove(i);
             Ok(format!("Deleted cell {id}"))
         }
-        _ => Err(ToolError::Validation(
-            "Edit mode must be replace, insert, or delete.".into(),
-        )),
+        _ => Err(ToolError::Validation("Edit mode must be replace, insert, or delete.".into())),
     }
 }
 
@@ -146,36 +131,24 @@ impl Tool for NotebookEdit {
         }
     }
 
-    fn call<'a>(
-        &'a self,
-        input: Value,
-        ctx: &'a ToolContext,
-    ) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
+    fn call<'a>(&'a self, input: Value, ctx: &'a ToolContext) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
         Box::pin(async move {
-            let args: Args =
-                serde_json::from_value(input).map_err(|e| ToolError::Validation(e.to_string()))?;
+            let args: Args = serde_json::from_value(input).map_err(|e| ToolError::Validation(e.to_string()))?;
             let path = confine(ctx, &args.notebook_path)?;
             if path.extension().is_none_or(|e| e != "ipynb") {
                 return Err(ToolError::Validation(
                     "File must be a Jupyter notebook (.ipynb file). For editing other file types, use the FileEdit tool.".into(),
                 ));
             }
-            let current = std::fs::read(&path)
-                .map_err(|_| ToolError::Validation("Notebook file does not exist.".into()))?;
+            let current =
+                std::fs::read(&path).map_err(|_| ToolError::Validation("Notebook file does not exist.".into()))?;
             check_write_gates(ctx, &path, &current)?;
             let mut nb: Value = serde_json::from_slice(&current)
                 .map_err(|_| ToolError::Validation("Notebook is not valid JSON.".into()))?;
             let mode = args.edit_mode.as_deref().unwrap_or("replace");
-            let text = apply(
-                &mut nb,
-                args.cell_id.as_deref(),
-                &args.new_source,
-                args.cell_type.as_deref(),
-                mode,
-            )?;
+            let text = apply(&mut nb, args.cell_id.as_deref(), &args.new_source, args.cell_type.as_deref(), mode)?;
             checkpoint(ctx, &path, &current)?;
-            let mut out =
-                serde_json::to_string_pretty(&nb).map_err(|e| ToolError::Runtime(e.to_string()))?;
+            let mut out = serde_json::to_string_pretty(&nb).map_err(|e| ToolError::Runtime(e.to_string()))?;
             out.push('\n');
             write_and_remember(ctx, &path, &out)?;
             Ok(ToolOutput::Text(text))
@@ -189,25 +162,15 @@ mod tests {
 
     #[test]
     fn replace_insert_delete_by_id_and_index() {
-        let mut nb = json!({"cells": [{"cell_type": "code", "id": "a", "source": "1", "outputs": [1], "execution_count": 3}]});
-        assert_eq!(
-            apply(&mut nb, Some("a"), "2", None, "replace")
-                .ok()
-                .as_deref(),
-            Some("Updated cell a with 2")
-        );
+        let mut nb =
+            json!({"cells": [{"cell_type": "code", "id": "a", "source": "1", "outputs": [1], "execution_count": 3}]});
+        assert_eq!(apply(&mut nb, Some("a"), "2", None, "replace").ok().as_deref(), Some("Updated cell a with 2"));
         assert_eq!(nb["cells"][0]["outputs"], json!([]));
-        let t =
-            apply(&mut nb, Some("cell-0"), "# h", Some("markdown"), "insert").unwrap_or_default();
+        let t = apply(&mut nb, Some("cell-0"), "# h", Some("markdown"), "insert").unwrap_or_default();
         assert!(t.starts_with("Inserted cell "), "{t}");
         assert_eq!(nb["cells"][1]["cell_type"], "markdown");
         assert!(apply(&mut nb, Some("zz"), "", None, "delete").is_err());
-        assert_eq!(
-            apply(&mut nb, Some("a"), "", None, "delete")
-                .ok()
-                .as_deref(),
-            Some("Deleted cell a")
-        );
+        assert_eq!(apply(&mut nb, Some("a"), "", None, "delete").ok().as_deref(), Some("Deleted cell a"));
         assert_eq!(nb["cells"].as_array().map(Vec::len), Some(1));
         assert!(apply(&mut nb, None, "x", None, "insert").is_err());
     }

@@ -38,8 +38,8 @@ const IMAGE_TYPES: &[(&str, &str)] = &[
 ];
 
 const BINARY_EXTENSIONS: &[&str] = &[
-    "exe", "dll", "so", "o", "a", "bin", "class", "jar", "pyc", "wasm", "zip", "gz", "tgz", "tar",
-    "7z", "mp3", "mp4", "mov", "avi", "woff", "woff2",
+    "exe", "dll", "so", "o", "a", "bin", "class", "jar", "pyc", "wasm", "zip", "gz", "tgz", "tar", "7z", "mp3", "mp4",
+    "mov", "avi", "woff", "woff2",
 ];
 
 /// The Read tool.
@@ -100,34 +100,20 @@ impl Tool for Read {
         }
     }
 
-    fn call<'a>(
-        &'a self,
-        input: Value,
-        ctx: &'a ToolContext,
-    ) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
+    fn call<'a>(&'a self, input: Value, ctx: &'a ToolContext) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
         Box::pin(async move {
-            let args: Args =
-                serde_json::from_value(input).map_err(|e| ToolError::Validation(e.to_string()))?;
+            let args: Args = serde_json::from_value(input).map_err(|e| ToolError::Validation(e.to_string()))?;
             let path = confine(ctx, &args.file_path)?;
-            let meta = std::fs::metadata(&path)
-                .map_err(|_| ToolError::Validation("File does not exist.".into()))?;
+            let meta = std::fs::metadata(&path).map_err(|_| ToolError::Validation("File does not exist.".into()))?;
             if meta.is_dir() {
-                return Err(ToolError::Runtime(
-                    "EISDIR: illegal operation on a directory, read".into(),
-                ));
+                return Err(ToolError::Runtime("EISDIR: illegal operation on a directory, read".into()));
             }
-            let ext = path
-                .extension()
-                .and_then(|e| e.to_str())
-                .map(str::to_ascii_lowercase)
-                .unwrap_or_default();
+            let ext = path.extension().and_then(|e| e.to_str()).map(str::to_ascii_lowercase).unwrap_or_default();
             if ext == "pdf" {
                 return pdf(ctx, &path, args.pages.as_deref());
             }
             if args.pages.is_some() {
-                return Err(ToolError::Validation(
-                    "The pages parameter is only for PDF files.".into(),
-                ));
+                return Err(ToolError::Validation("The pages parameter is only for PDF files.".into()));
             }
             if let Some((_, media)) = IMAGE_TYPES.iter().find(|(e, _)| *e == ext) {
                 return image(ctx, &path, media);
@@ -148,13 +134,10 @@ impl Tool for Read {
                     format_size(MAX_FILE_BYTES)
                 )));
             }
-            let start = args
-                .offset
-                .map(|o| o.saturating_sub(1) as usize)
-                .unwrap_or(0);
+            let start = args.offset.map(|o| o.saturating_sub(1) as usize).unwrap_or(0);
             let limit = args.limit.map(|l| l as usize).unwrap_or(DEFAULT_LINE_LIMIT);
-            let window = read_window(&path, start, limit)
-                .map_err(|e| ToolError::Runtime(format!("{e}: {}", path.display())))?;
+            let window =
+                read_window(&path, start, limit).map_err(|e| ToolError::Runtime(format!("{e}: {}", path.display())))?;
             if window.total_lines == 0 || (window.total_bytes == 0) {
                 remember_read(ctx, &path, Vec::new(), windowed);
                 return Ok(ToolOutput::Text(
@@ -170,11 +153,7 @@ impl Tool for Read {
             }
             let text = number_lines(window.lines.iter().map(String::as_str), start + 1);
             check_tokens(ctx, &text).await?;
-            let whole = if windowed {
-                Vec::new()
-            } else {
-                std::fs::read(&path).unwrap_or_default()
-            };
+            let whole = if windowed { Vec::new() } else { std::fs::read(&path).unwrap_or_default() };
             remember_read(ctx, &path, whole, windowed);
             Ok(ToolOutput::Text(text))
         })
@@ -198,11 +177,7 @@ async fn check_tokens(ctx: &ToolContext, text: &str) -> Result<(), ToolError> {
     if rough <= max / 4 {
         return Ok(());
     }
-    let exact = ctx
-        .tokens
-        .count(text)
-        .await
-        .map_err(|e| ToolError::Runtime(format!("counting tokens failed: {e}")))?;
+    let exact = ctx.tokens.count(text).await.map_err(|e| ToolError::Runtime(format!("counting tokens failed: {e}")))?;
     if exact > max {
         return Err(ToolError::Runtime(format!(
             "File content ({exact} tokens) exceeds maximum allowed tokens ({max}). Please use offset and limit parameters to read specific portions of the file, or use the GrepTool to search for specific content."
@@ -289,13 +264,12 @@ fn image(ctx: &ToolContext, path: &Path, media: &str) -> Result<ToolOutput, Tool
 /// A page range `N` or `N-M` (1-based, inclusive).
 pub fn parse_pages(s: &str) -> Result<(u32, u32), ToolError> {
     let bad = || {
-        ToolError::Validation(format!("Invalid pages parameter: \"{s}\". Use formats like \"1-5\", \"3\", or \"10-20\". Pages are 1-indexed."))
+        ToolError::Validation(format!(
+            "Invalid pages parameter: \"{s}\". Use formats like \"1-5\", \"3\", or \"10-20\". Pages are 1-indexed."
+        ))
     };
     let (a, b) = match s.trim().split_once('-') {
-        Some((a, b)) => (
-            a.trim().parse::<u32>().map_err(|_| bad())?,
-            b.trim().parse::<u32>().map_err(|_| bad())?,
-        ),
+        Some((a, b)) => (a.trim().parse::<u32>().map_err(|_| bad())?, b.trim().parse::<u32>().map_err(|_| bad())?),
         None => {
             let n = s.trim().parse::<u32>().map_err(|_| bad())?;
             (n, n)
@@ -310,9 +284,7 @@ pub fn parse_pages(s: &str) -> Result<(u32, u32), ToolError> {
 fn pdf(ctx: &ToolContext, path: &Path, pages: Option<&str>) -> Result<ToolOutput, ToolError> {
     let bytes = std::fs::read(path).map_err(|e| ToolError::Runtime(e.to_string()))?;
     if !bytes.starts_with(b"%PDF-") {
-        return Err(ToolError::Runtime(
-            "The file has a .pdf extension but is not a PDF (no %PDF- header).".into(),
-        ));
+        return Err(ToolError::Runtime("The file has a .pdf extension but is not a PDF (no %PDF- header).".into()));
     }
     let mut blocks = Vec::new();
     if let Some(p) = pages {
@@ -321,11 +293,14 @@ fn pdf(ctx: &ToolContext, path: &Path, pages: Option<&str>) -> Result<ToolOutput
         for (n, png) in render_pdf_pages(path, first, last)? {
             let data = base64::engine::general_purpose::STANDARD.encode(&png);
             blocks.push(json!({"type": "text", "text": format!("Page {n}:")}));
-            blocks.push(json!({"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": data}}));
+            blocks
+                .push(json!({"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": data}}));
         }
     } else {
         let data = base64::engine::general_purpose::STANDARD.encode(&bytes);
-        blocks.push(json!({"type": "document", "source": {"type": "base64", "media_type": "application/pdf", "data": data}}));
+        blocks.push(
+            json!({"type": "document", "source": {"type": "base64", "media_type": "application/pdf", "data": data}}),
+        );
     }
     remember_read(ctx, path, bytes, pages.is_some());
     Ok(ToolOutput::Blocks(blocks))
@@ -337,28 +312,13 @@ fn render_pdf_pages(path: &Path, first: u32, last: u32) -> Result<Vec<(u32, Vec<
     let dir = tempfile::tempdir().map_err(|e| ToolError::Runtime(e.to_string()))?;
     let prefix = dir.path().join("page");
     let out = std::process::Command::new("pdftoppm")
-        .args([
-            "-png",
-            "-r",
-            "50",
-            "-f",
-            &first.to_string(),
-            "-l",
-            &last.to_string(),
-        ])
+        .args(["-png", "-r", "50", "-f", &first.to_string(), "-l", &last.to_string()])
         .arg(path)
         .arg(&prefix)
         .output()
-        .map_err(|e| {
-            ToolError::Runtime(format!(
-                "cannot run pdftoppm (poppler-utils) to render PDF pages: {e}"
-            ))
-        })?;
+        .map_err(|e| ToolError::Runtime(format!("cannot run pdftoppm (poppler-utils) to render PDF pages: {e}")))?;
     if !out.status.success() {
-        return Err(ToolError::Runtime(format!(
-            "pdftoppm failed: {}",
-            String::from_utf8_lossy(&out.stderr).trim()
-        )));
+        return Err(ToolError::Runtime(format!("pdftoppm failed: {}", String::from_utf8_lossy(&out.stderr).trim())));
     }
     let mut files: Vec<_> = std::fs::read_dir(dir.path())
         .map_err(|e| ToolError::Runtime(e.to_string()))?
@@ -368,15 +328,10 @@ fn render_pdf_pages(path: &Path, first: u32, last: u32) -> Result<Vec<(u32, Vec<
     files.sort();
     let mut pages = Vec::new();
     for (i, f) in files.iter().enumerate() {
-        pages.push((
-            first + i as u32,
-            std::fs::read(f).map_err(|e| ToolError::Runtime(e.to_string()))?,
-        ));
+        pages.push((first + i as u32, std::fs::read(f).map_err(|e| ToolError::Runtime(e.to_string()))?));
     }
     if pages.is_empty() {
-        return Err(ToolError::Runtime(format!(
-            "The PDF has no pages in the range {first}-{last}."
-        )));
+        return Err(ToolError::Runtime(format!("The PDF has no pages in the range {first}-{last}.")));
     }
     Ok(pages)
 }
@@ -409,23 +364,14 @@ pub fn render_notebook(nb: &Value) -> Result<String, ToolError> {
         .ok_or_else(|| ToolError::Runtime("The notebook has no cells array.".into()))?;
     let mut out = Vec::new();
     for (i, c) in cells.iter().enumerate() {
-        let id = c
-            .get("id")
-            .and_then(Value::as_str)
-            .map(str::to_string)
-            .unwrap_or_else(|| format!("cell-{i}"));
+        let id = c.get("id").and_then(Value::as_str).map(str::to_string).unwrap_or_else(|| format!("cell-{i}"));
         let kind = c.get("cell_type").and_then(Value::as_str).unwrap_or("code");
         let mut s = format!("<cell id=\"{id}\">");
         if kind != "code" {
             s.push_str(&format!("<cell_type>{kind}</cell_type>"));
         }
         s.push_str(&joined(c.get("source")));
-        for o in c
-            .get("outputs")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-        {
+        for o in c.get("outputs").and_then(Value::as_array).into_iter().flatten() {
             let text = match o.get("output_type").and_then(Value::as_str) {
                 Some("stream") => joined(o.get("text")),
                 Some("error") => format!("{}: {}", joined(o.get("ename")), joined(o.get("evalue"))),
@@ -433,9 +379,7 @@ pub fn render_notebook(nb: &Value) -> Result<String, ToolError> {
                     let data = o.get("data");
                     match data.and_then(|d| d.get("text/plain")) {
                         Some(t) => joined(Some(t)),
-                        None if data.is_some_and(|d| d.get("image/png").is_some()) => {
-                            "[image/png output]".into()
-                        }
+                        None if data.is_some_and(|d| d.get("image/png").is_some()) => "[image/png output]".into(),
                         None => String::new(),
                     }
                 }
@@ -466,9 +410,7 @@ mod tests {
     fn pages_parse() {
         assert_eq!(parse_pages("3").ok(), Some((3, 3)));
         assert_eq!(parse_pages("1-5").ok(), Some((1, 5)));
-        assert!(
-            parse_pages("0").is_err() && parse_pages("5-1").is_err() && parse_pages("x").is_err()
-        );
+        assert!(parse_pages("0").is_err() && parse_pages("5-1").is_err() && parse_pages("x").is_err());
     }
 
     #[test]
@@ -479,14 +421,7 @@ mod tests {
         let w = read_window(&p, 1, 1).unwrap_or_default();
         assert_eq!(w.lines, ["b"]);
         let w = read_window(&p, 1, 5).unwrap_or_default();
-        assert_eq!(
-            w,
-            Window {
-                lines: vec!["b".into(), "c".into()],
-                total_lines: 3,
-                total_bytes: 6
-            }
-        );
+        assert_eq!(w, Window { lines: vec!["b".into(), "c".into()], total_lines: 3, total_bytes: 6 });
         let w = read_window(&p, 7, 1).unwrap_or_default();
         assert_eq!((w.lines.len(), w.total_lines), (0, 3));
     }

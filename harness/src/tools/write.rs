@@ -46,14 +46,9 @@ impl Tool for Write {
         }
     }
 
-    fn call<'a>(
-        &'a self,
-        input: Value,
-        ctx: &'a ToolContext,
-    ) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
+    fn call<'a>(&'a self, input: Value, ctx: &'a ToolContext) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
         Box::pin(async move {
-            let args: Args =
-                serde_json::from_value(input).map_err(|e| ToolError::Validation(e.to_string()))?;
+            let args: Args = serde_json::from_value(input).map_err(|e| ToolError::Validation(e.to_string()))?;
             let path = confine(ctx, &args.file_path)?;
             if path.is_dir() {
                 return Err(ToolError::Runtime(format!(
@@ -74,10 +69,7 @@ impl Tool for Write {
                 }
                 Err(_) => {
                     write_and_remember(ctx, &path, &args.content)?;
-                    Ok(ToolOutput::Text(format!(
-                        "File created successfully at: {}",
-                        path.display()
-                    )))
+                    Ok(ToolOutput::Text(format!("File created successfully at: {}", path.display())))
                 }
             }
         })

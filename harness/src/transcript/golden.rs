@@ -65,13 +65,7 @@ pub fn compare(file: &Path, new_body: &str) -> Compare {
 }
 
 /// Writes the golden file and its blobs.
-pub fn bless(
-    file: &Path,
-    description: &str,
-    body: &str,
-    blobs_dir: &Path,
-    blobs: &Blobs,
-) -> std::io::Result<()> {
+pub fn bless(file: &Path, description: &str, body: &str, blobs_dir: &Path, blobs: &Blobs) -> std::io::Result<()> {
     if let Some(parent) = file.parent() {
         std::fs::create_dir_all(parent)?;
     }
@@ -93,11 +87,7 @@ pub fn write_blobs(dir: &Path, blobs: &Blobs) -> std::io::Result<()> {
 
 /// Blobs a transcript references that the store lacks.
 pub fn missing_blobs(dir: &Path, blobs: &Blobs) -> Vec<String> {
-    blobs
-        .keys()
-        .filter(|h| !dir.join(format!("{h}.json")).exists())
-        .cloned()
-        .collect()
+    blobs.keys().filter(|h| !dir.join(format!("{h}.json")).exists()).cloned().collect()
 }
 
 #[cfg(test)]

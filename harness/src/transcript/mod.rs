@@ -52,27 +52,18 @@ impl<'a> View<'a> {
     /// that carries it.
     pub fn result(&self, n: usize) -> Option<Value> {
         let id = self.tool_use_ids().get(n - 1)?.clone();
-        self.exchanges
-            .iter()
-            .filter(|e| e.kind == ExchangeKind::Turn)
-            .find_map(|e| {
-                e.request
-                    .as_ref()?
-                    .get("messages")?
+        self.exchanges.iter().filter(|e| e.kind == ExchangeKind::Turn).find_map(|e| {
+            e.request.as_ref()?.get("messages")?.as_array()?.iter().find_map(|m| {
+                m.get("content")?
                     .as_array()?
                     .iter()
-                    .find_map(|m| {
-                        m.get("content")?
-                            .as_array()?
-                            .iter()
-                            .find(|b| {
-                                b.get("type").and_then(Value::as_str) == Some("tool_result")
-                                    && b.get("tool_use_id").and_then(Value::as_str)
-                                        == Some(id.as_str())
-                            })
-                            .cloned()
+                    .find(|b| {
+                        b.get("type").and_then(Value::as_str) == Some("tool_result")
+                            && b.get("tool_use_id").and_then(Value::as_str) == Some(id.as_str())
                     })
+                    .cloned()
             })
+        })
     }
 }
 
@@ -84,17 +75,10 @@ pub fn result_text(block: &Value) -> String {
         Some(Value::Array(parts)) => parts
             .iter()
             .map(|p| match p.get("type").and_then(Value::as_str) {
-                Some("text") => p
-                    .get("text")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default()
-                    .to_string(),
-                Some(other) => format!(
-                    "[{other} {}]",
-                    p.pointer("/source/media_type")
-                        .and_then(Value::as_str)
-                        .unwrap_or("?")
-                ),
+                Some("text") => p.get("text").and_then(Value::as_str).unwrap_or_default().to_string(),
+                Some(other) => {
+                    format!("[{other} {}]", p.pointer("/source/media_type").and_then(Value::as_str).unwrap_or("?"))
+                }
                 None => p.to_string(),
             })
             .collect::<Vec<_>>()
@@ -131,13 +115,7 @@ fn indent(text: &str) -> String {
         return "  |".into();
     }
     text.split('\n')
-        .map(|l| {
-            if l.is_empty() {
-                "  |".to_string()
-            } else {
-                format!("  | {l}")
-            }
-        })
+        .map(|l| if l.is_empty() { "  |".to_string() } else { format!("  | {l}") })
         .collect::<Vec<_>>()
         .join("\n")
 }
@@ -153,28 +131,16 @@ fn render_block(b: &Value, out: &mut Vec<String>, blobs: &mut Blobs, norm: Norm<
     match b.get("type").and_then(Value::as_str) {
         Some("tool_result") => {
             let id = b.get("tool_use_id").and_then(Value::as_str).unwrap_or("?");
-            let err = if b.get("is_error") == Some(&Value::Bool(true)) {
-                " is_error"
-            } else {
-                ""
-            };
+            let err = if b.get("is_error") == Some(&Value::Bool(true)) { " is_error" } else { "" };
             out.push(format!("tool_result {id}{err}:"));
             match b.get("content") {
                 Some(Value::Array(parts)) => {
                     for p in parts {
                         match p.get("type").and_then(Value::as_str) {
-                            Some("text") => out.push(indent(
-                                p.get("text").and_then(Value::as_str).unwrap_or_default(),
-                            )),
+                            Some("text") => out.push(indent(p.get("text").and_then(Value::as_str).unwrap_or_default())),
                             Some(kind) => {
-                                let data = p
-                                    .pointer("/source/data")
-                                    .and_then(Value::as_str)
-                                    .unwrap_or_default();
-                                let media = p
-                                    .pointer("/source/media_type")
-                                    .and_then(Value::as_str)
-                                    .unwrap_or("?");
+                                let data = p.pointer("/source/data").and_then(Value::as_str).unwrap_or_default();
+                                let media = p.pointer("/source/media_type").and_then(Value::as_str).unwrap_or("?");
                                 out.push(format!(
                                     "  [{kind} {media}, {} base64 chars, sha256 {}]",
                                     data.len(),
@@ -189,8 +155,7 @@ fn render_block(b: &Value, out: &mut Vec<String>, blobs: &mut Blobs, norm: Norm<
                     let text = result_text(b);
                     if text.chars().count() > INLINE_RESULT_CHARS {
                         let lines: Vec<&str> = text.split('\n').collect();
-                        let (head, tail) =
-                            (lines.len().min(10), lines.len().saturating_sub(10).min(3));
+                        let (head, tail) = (lines.len().min(10), lines.len().saturating_sub(10).min(3));
                         out.push(indent(&lines[..head].join("\n")));
                         let h = blob(blobs, norm, &Value::String(text.clone()));
                         out.push(format!(
@@ -207,26 +172,15 @@ fn render_block(b: &Value, out: &mut Vec<String>, blobs: &mut Blobs, norm: Norm<
                 }
             }
         }
-        Some("text") => out.push(format!(
-            "text: {}",
-            quote(b.get("text").and_then(Value::as_str).unwrap_or_default())
-        )),
-        Some("thinking") => out.push(format!(
-            "thinking: {}",
-            quote(
-                b.get("thinking")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default()
-            )
-        )),
+        Some("text") => out.push(format!("text: {}", quote(b.get("text").and_then(Value::as_str).unwrap_or_default()))),
+        Some("thinking") => {
+            out.push(format!("thinking: {}", quote(b.get("thinking").and_then(Value::as_str).unwrap_or_default())))
+        }
         Some("tool_use") => {
             let input = b.get("input").cloned().unwrap_or_default();
             let shown = input.to_string();
-            let shown = if shown.len() > INLINE_INPUT_CHARS {
-                format!("input@{}", blob(blobs, norm, &input))
-            } else {
-                shown
-            };
+            let shown =
+                if shown.len() > INLINE_INPUT_CHARS { format!("input@{}", blob(blobs, norm, &input)) } else { shown };
             out.push(format!(
                 "tool_use {} {} {shown}",
                 b.get("id").and_then(Value::as_str).unwrap_or("?"),
@@ -265,13 +219,7 @@ pub struct Header<'a> {
 }
 
 /// Renders a run as text (not yet normalised); fills `blobs` with what it references.
-pub fn render(
-    h: &Header<'_>,
-    view: &View<'_>,
-    verdicts: &[String],
-    blobs: &mut Blobs,
-    norm: Norm<'_>,
-) -> String {
+pub fn render(h: &Header<'_>, view: &View<'_>, verdicts: &[String], blobs: &mut Blobs, norm: Norm<'_>) -> String {
     let mut out = vec![
         format!("probe: {}", h.probe),
         format!("claims: {}", h.claims.join(", ")),
@@ -299,16 +247,9 @@ pub fn render(
                     .map(|ts| {
                         ts.iter()
                             .map(|t| {
-                                let name = t
-                                    .get("name")
-                                    .and_then(Value::as_str)
-                                    .unwrap_or("?")
-                                    .to_string();
-                                let defer = if t.get("defer_loading") == Some(&Value::Bool(true)) {
-                                    " (deferred)"
-                                } else {
-                                    ""
-                                };
+                                let name = t.get("name").and_then(Value::as_str).unwrap_or("?").to_string();
+                                let defer =
+                                    if t.get("defer_loading") == Some(&Value::Bool(true)) { " (deferred)" } else { "" };
                                 format!("{name}@{}{defer}", blob(blobs, norm, t))
                             })
                             .collect()
@@ -334,34 +275,19 @@ pub fn render(
                         req.get("stream").cloned().unwrap_or(Value::Bool(false))
                     ));
                 }
-                let msgs = req
-                    .get("messages")
-                    .and_then(Value::as_array)
-                    .cloned()
-                    .unwrap_or_default();
-                let from = seen_messages
-                    .get(&conv)
-                    .copied()
-                    .unwrap_or(0)
-                    .min(msgs.len());
+                let msgs = req.get("messages").and_then(Value::as_array).cloned().unwrap_or_default();
+                let from = seen_messages.get(&conv).copied().unwrap_or(0).min(msgs.len());
                 for m in &msgs[from..] {
                     render_message(m, &mut out, blobs, norm);
                 }
                 out.push(format!("## response {turn}"));
                 if let Some(resp) = &e.response {
-                    for b in resp
-                        .get("content")
-                        .and_then(Value::as_array)
-                        .into_iter()
-                        .flatten()
-                    {
+                    for b in resp.get("content").and_then(Value::as_array).into_iter().flatten() {
                         render_block(b, &mut out, blobs, norm);
                     }
                     out.push(format!(
                         "stop_reason: {}",
-                        resp.get("stop_reason")
-                            .and_then(Value::as_str)
-                            .unwrap_or("?")
+                        resp.get("stop_reason").and_then(Value::as_str).unwrap_or("?")
                     ));
                 }
                 if let Some(v) = &e.violation {
@@ -373,10 +299,7 @@ pub fn render(
             _ => {
                 let mut line = format!("{} {} -> {}", e.method, e.path, e.status);
                 if let Some(f) = &e.fault {
-                    line.push_str(&format!(
-                        " (fault {})",
-                        serde_json::to_string(f).unwrap_or_default()
-                    ));
+                    line.push_str(&format!(" (fault {})", serde_json::to_string(f).unwrap_or_default()));
                 }
                 if e.kind == ExchangeKind::CountTokens {
                     if let Some(r) = &e.response {
@@ -394,6 +317,33 @@ pub fn render(
         out.push(String::new());
         out.push("## other exchanges".into());
         out.extend(side);
+    }
+    out.push(String::new());
+    out.push("## verdicts".into());
+    out.extend(verdicts.iter().cloned());
+    out.join("\n") + "\n"
+}
+
+/// Renders an exec probe: each command (argv as written), its exit, stdout and stderr verbatim;
+/// durations and memory are evidence, never golden.
+pub fn render_exec(h: &Header<'_>, records: &[crate::subject::exec::ExecRecord], verdicts: &[String]) -> String {
+    let mut out = vec![
+        format!("probe: {}", h.probe),
+        format!("claims: {}", h.claims.join(", ")),
+        format!("subject: {}", h.subject),
+    ];
+    for (i, r) in records.iter().enumerate() {
+        out.push(String::new());
+        out.push(format!("## exec {}: {}", i + 1, r.argv.join(" ")));
+        match (r.timed_out, r.measured.exit, r.measured.signal) {
+            (true, _, _) => out.push("killed at the deadline".into()),
+            (false, Some(c), _) => out.push(format!("exit {c}")),
+            (false, None, s) => out.push(format!("signal {}", s.unwrap_or(0))),
+        }
+        out.push("stdout:".into());
+        out.push(indent(r.stdout.strip_suffix('\n').unwrap_or(&r.stdout)));
+        out.push("stderr:".into());
+        out.push(indent(r.stderr.strip_suffix('\n').unwrap_or(&r.stderr)));
     }
     out.push(String::new());
     out.push("## verdicts".into());

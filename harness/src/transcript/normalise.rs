@@ -38,39 +38,21 @@ pub fn steps(p: &Places<'_>) -> Vec<Step> {
     let cwd = p.cwd.to_string_lossy().into_owned();
     let home = p.home.to_string_lossy().into_owned();
     let root = p.root.to_string_lossy().into_owned();
-    let uuid =
-        re(r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b");
+    let uuid = re(r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b");
     let ts = re(r"\b\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})?\b");
     vec![
         // cwd and home live under the root: the longer paths go first.
-        Step {
-            name: "sandbox-cwd",
-            apply: Box::new(move |s| s.replace(&cwd, "<cwd>")),
-        },
-        Step {
-            name: "sandbox-home",
-            apply: Box::new(move |s| s.replace(&home, "<home>")),
-        },
-        Step {
-            name: "sandbox-root",
-            apply: Box::new(move |s| s.replace(&root, "<sandbox>")),
-        },
-        Step {
-            name: "uuids",
-            apply: Box::new(move |s| uuid.replace_all(s, "<uuid>").into_owned()),
-        },
-        Step {
-            name: "timestamps",
-            apply: Box::new(move |s| ts.replace_all(s, "<timestamp>").into_owned()),
-        },
+        Step { name: "sandbox-cwd", apply: Box::new(move |s| s.replace(&cwd, "<cwd>")) },
+        Step { name: "sandbox-home", apply: Box::new(move |s| s.replace(&home, "<home>")) },
+        Step { name: "sandbox-root", apply: Box::new(move |s| s.replace(&root, "<sandbox>")) },
+        Step { name: "uuids", apply: Box::new(move |s| uuid.replace_all(s, "<uuid>").into_owned()) },
+        Step { name: "timestamps", apply: Box::new(move |s| ts.replace_all(s, "<timestamp>").into_owned()) },
     ]
 }
 
 /// Applies every step in order.
 pub fn normalise(text: &str, p: &Places<'_>) -> String {
-    steps(p)
-        .iter()
-        .fold(text.to_string(), |acc, s| (s.apply)(&acc))
+    steps(p).iter().fold(text.to_string(), |acc, s| (s.apply)(&acc))
 }
 
 #[cfg(test)]
@@ -78,64 +60,31 @@ mod tests {
     use super::*;
 
     fn places() -> (std::path::PathBuf, std::path::PathBuf, std::path::PathBuf) {
-        (
-            "/tmp/probelab-x".into(),
-            "/tmp/probelab-x/work".into(),
-            "/tmp/probelab-x/home".into(),
-        )
+        ("/tmp/probelab-x".into(), "/tmp/probelab-x/work".into(), "/tmp/probelab-x/home".into())
     }
 
     fn one(name: &str, input: &str) -> String {
         let (r, c, h) = places();
-        let p = Places {
-            root: &r,
-            cwd: &c,
-            home: &h,
-        };
-        let step = steps(&p)
-            .into_iter()
-            .find(|s| s.name == name)
-            .unwrap_or_else(|| panic!("no step {name}"));
+        let p = Places { root: &r, cwd: &c, home: &h };
+        let step = steps(&p).into_iter().find(|s| s.name == name).unwrap_or_else(|| panic!("no step {name}"));
         (step.apply)(input)
     }
 
     #[test]
     fn each_step_original_to_expected() {
-        assert_eq!(
-            one("sandbox-cwd", "/tmp/probelab-x/work/f.txt"),
-            "<cwd>/f.txt"
-        );
-        assert_eq!(
-            one("sandbox-home", "/tmp/probelab-x/home/.claude"),
-            "<home>/.claude"
-        );
-        assert_eq!(
-            one("sandbox-root", "/tmp/probelab-x/other"),
-            "<sandbox>/other"
-        );
-        assert_eq!(
-            one("uuids", "session 123e4567-e89b-42d3-a456-426614174000."),
-            "session <uuid>."
-        );
-        assert_eq!(
-            one("timestamps", "at 2026-11-30T01:02:03.456Z ok"),
-            "at <timestamp> ok"
-        );
+        assert_eq!(one("sandbox-cwd", "/tmp/probelab-x/work/f.txt"), "<cwd>/f.txt");
+        assert_eq!(one("sandbox-home", "/tmp/probelab-x/home/.claude"), "<home>/.claude");
+        assert_eq!(one("sandbox-root", "/tmp/probelab-x/other"), "<sandbox>/other");
+        assert_eq!(one("uuids", "session 123e4567-e89b-42d3-a456-426614174000."), "session <uuid>.");
+        assert_eq!(one("timestamps", "at 2026-11-30T01:02:03.456Z ok"), "at <timestamp> ok");
     }
 
     #[test]
     fn order_puts_cwd_before_root_and_keeps_decisions() {
         let (r, c, h) = places();
-        let p = Places {
-            root: &r,
-            cwd: &c,
-            home: &h,
-        };
+        let p = Places { root: &r, cwd: &c, home: &h };
         assert_eq!(
-            normalise(
-                "/tmp/probelab-x/work/a /tmp/probelab-x/home/b /tmp/probelab-x/c 42 lines",
-                &p
-            ),
+            normalise("/tmp/probelab-x/work/a /tmp/probelab-x/home/b /tmp/probelab-x/c 42 lines", &p),
             "<cwd>/a <home>/b <sandbox>/c 42 lines"
         );
     }

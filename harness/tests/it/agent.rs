@@ -11,21 +11,13 @@ use stub_messages::{serve, Exchange, Recorder, Script, Stub};
 async fn run(script: &str, max_turns: usize) -> (LoopEnd, Vec<Exchange>, Duration) {
     let script = Script::from_toml("agent.toml", script).unwrap_or_else(|e| panic!("{e}"));
     let stub = Arc::new(Stub::new(script, Recorder::default()));
-    let running = serve(stub.clone(), ([127, 0, 0, 1], 0).into())
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
+    let running = serve(stub.clone(), ([127, 0, 0, 1], 0).into()).await.unwrap_or_else(|e| panic!("{e}"));
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
     let client = Arc::new(Client::new(&running.url(), "claude-opus-5"));
-    let ctx =
-        ToolContext::for_sandbox(dir.path(), client.clone()).unwrap_or_else(|e| panic!("{e}"));
+    let ctx = ToolContext::for_sandbox(dir.path(), client.clone()).unwrap_or_else(|e| panic!("{e}"));
     std::fs::write(ctx.cwd.join("f.txt"), "x\n").unwrap_or_else(|e| panic!("{e}"));
-    let rt = Runtime::new(
-        Registry::builtin(),
-        &Settings::default(),
-        AskAnswer::Deny,
-        ctx,
-    )
-    .unwrap_or_else(|e| panic!("{e}"));
+    let rt =
+        Runtime::new(Registry::builtin(), &Settings::default(), AskAnswer::Deny, ctx).unwrap_or_else(|e| panic!("{e}"));
     let t = Instant::now();
     let end = run_loop(&client, &rt, "go", max_turns).await;
     let took = t.elapsed();
@@ -43,10 +35,7 @@ async fn http_faults_are_retried_and_retry_after_is_honoured() {
     )
     .await;
     assert_eq!(end, LoopEnd::EndTurn);
-    assert_eq!(
-        ex.iter().map(|e| e.status).collect::<Vec<_>>(),
-        [529, 429, 500, 200]
-    );
+    assert_eq!(ex.iter().map(|e| e.status).collect::<Vec<_>>(), [529, 429, 500, 200]);
     // a lower bound only: the 1 s retry-after was waited out (sleeps never end early)
     assert!(took >= Duration::from_secs(1), "{took:?}");
 }
@@ -66,16 +55,9 @@ async fn stream_faults_are_retried() {
 #[tokio::test]
 async fn retries_end_with_a_clear_error() {
     let faults = vec!["{ kind = \"http\", status = 529 }"; MAX_RETRIES as usize + 1].join(", ");
-    let (end, ex, _) = run(
-        &format!("[[turn]]\ntext = \"never\"\nfault = [{faults}]\n"),
-        5,
-    )
-    .await;
+    let (end, ex, _) = run(&format!("[[turn]]\ntext = \"never\"\nfault = [{faults}]\n"), 5).await;
     match end {
-        LoopEnd::Error(e) => assert!(
-            e.contains("HTTP 529") && e.contains("gave up after 4 retries"),
-            "{e}"
-        ),
+        LoopEnd::Error(e) => assert!(e.contains("HTTP 529") && e.contains("gave up after 4 retries"), "{e}"),
         other => panic!("{other:?}"),
     }
     assert_eq!(ex.len(), MAX_RETRIES as usize + 1);
@@ -83,27 +65,22 @@ async fn retries_end_with_a_clear_error() {
 
 #[tokio::test]
 async fn an_exhausted_script_is_fatal_at_once() {
-    let (end, ex, _) = run(
-        "[[turn]]\ntool_use = [{ name = \"Read\", input = { file_path = \"f.txt\" } }]\n",
-        5,
-    )
-    .await;
+    let (end, ex, _) = run("[[turn]]\ntool_use = [{ name = \"Read\", input = { file_path = \"f.txt\" } }]\n", 5).await;
     match end {
         LoopEnd::Error(e) => assert!(e.contains("script exhausted"), "{e}"),
         other => panic!("{other:?}"),
     }
     assert_eq!(ex.len(), 2, "not retried");
     // the tool_use was still answered in the request that found the script's end
-    let last = ex[1]
-        .request
-        .as_ref()
-        .map(|r| r["messages"][2]["content"][0]["type"].clone());
+    let last = ex[1].request.as_ref().map(|r| r["messages"][2]["content"][0]["type"].clone());
     assert_eq!(last, Some(serde_json::json!("tool_result")));
 }
 
 #[tokio::test]
 async fn the_turn_limit_stops_a_model_that_never_ends() {
-    let (end, ex, _) = run("[stub]\ncycle = true\n[[turn]]\ntool_use = [{ name = \"Read\", input = { file_path = \"f.txt\" } }]\n", 3).await;
+    let (end, ex, _) =
+        run("[stub]\ncycle = true\n[[turn]]\ntool_use = [{ name = \"Read\", input = { file_path = \"f.txt\" } }]\n", 3)
+            .await;
     assert_eq!(end, LoopEnd::TurnLimit);
     assert_eq!(ex.len(), 3);
 }

@@ -20,16 +20,18 @@ fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
 #[test]
 fn a_malformed_probe_prints_file_line_col_and_exits_2() {
     let d = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-    let p = write(d.path(), "bad.toml", "id = \"x\"\nclaims = [\"READ-1\"]\nabout = \"a\"\n[[turn]]\ntext = \"t\"\n[[check]]\nresult = 1\n");
-    let out = probelab()
-        .arg("run")
-        .arg(&p)
-        .current_dir(repo())
-        .output()
-        .unwrap_or_else(|e| panic!("{e}"));
+    let p = write(
+        d.path(),
+        "bad.toml",
+        "id = \"x\"\nclaims = [\"READ-1\"]\nabout = \"a\"\n[[turn]]\ntext = \"t\"\n[[check]]\nresult = 1\n",
+    );
+    let out = probelab().arg("run").arg(&p).current_dir(repo()).output().unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("bad.toml:6:1: check names result 1, but the main conversation scripts 0 tool_use block(s)"), "{err}");
+    assert!(
+        err.contains("bad.toml:6:1: check names result 1, but the main conversation scripts 0 tool_use block(s)"),
+        "{err}"
+    );
     assert!(err.contains("hint:"), "{err}");
 }
 
@@ -41,15 +43,8 @@ fn run_prints_a_line_per_probe_and_a_summary() {
         .output()
         .unwrap_or_else(|e| panic!("{e}"));
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{text}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(
-        text.contains("pass  read.window [READ-1, READ-3]"),
-        "{text}"
-    );
+    assert!(out.status.success(), "{text}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(text.contains("pass  read.window [READ-1, READ-3]"), "{text}");
     assert!(text.contains("1 passed, 0 failed, 0 skipped"), "{text}");
 }
 
@@ -60,66 +55,36 @@ fn a_changed_tool_output_shows_as_a_golden_diff_and_exit_1() {
     let lab = d.path();
     std::fs::create_dir_all(lab.join("probes")).unwrap_or_else(|e| panic!("{e}"));
     std::fs::create_dir_all(lab.join("golden/builtin")).unwrap_or_else(|e| panic!("{e}"));
-    std::fs::copy(
-        repo().join("probes/read/window.toml"),
-        lab.join("probes/window.toml"),
-    )
-    .unwrap_or_else(|e| panic!("{e}"));
-    let golden = std::fs::read_to_string(repo().join("golden/builtin/read.window.snap"))
+    std::fs::copy(repo().join("probes/read/window.toml"), lab.join("probes/window.toml"))
         .unwrap_or_else(|e| panic!("{e}"));
+    let golden =
+        std::fs::read_to_string(repo().join("golden/builtin/read.window.snap")).unwrap_or_else(|e| panic!("{e}"));
     assert!(golden.contains("  |      3\tthree"));
     std::fs::write(
         lab.join("golden/builtin/read.window.snap"),
         golden.replacen("  |      3\tthree", "  |      3\tTHREE", 1),
     )
     .unwrap_or_else(|e| panic!("{e}"));
-    let out = probelab()
-        .args(["run", "--json"])
-        .current_dir(lab)
-        .output()
-        .unwrap_or_else(|e| panic!("{e}"));
+    let out = probelab().args(["run", "--json"]).current_dir(lab).output().unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(out.status.code(), Some(1));
-    let first: serde_json::Value = serde_json::from_str(
-        String::from_utf8_lossy(&out.stdout)
-            .lines()
-            .next()
-            .unwrap_or_default(),
-    )
-    .unwrap_or_default();
+    let first: serde_json::Value =
+        serde_json::from_str(String::from_utf8_lossy(&out.stdout).lines().next().unwrap_or_default())
+            .unwrap_or_default();
     assert_eq!(first["status"], "golden-diff");
     let diff = first["detail"].as_str().unwrap_or_default();
-    assert!(
-        diff.contains("-  |      3\tTHREE") && diff.contains("+  |      3\tthree"),
-        "{diff}"
-    );
+    assert!(diff.contains("-  |      3\tTHREE") && diff.contains("+  |      3\tthree"), "{diff}");
     // --bless accepts the new transcript; then the run passes
-    let out = probelab()
-        .args(["run", "--bless"])
-        .current_dir(lab)
-        .output()
-        .unwrap_or_else(|e| panic!("{e}"));
+    let out = probelab().args(["run", "--bless"]).current_dir(lab).output().unwrap_or_else(|e| panic!("{e}"));
     assert!(out.status.success());
-    let out = probelab()
-        .args(["run"])
-        .current_dir(lab)
-        .output()
-        .unwrap_or_else(|e| panic!("{e}"));
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stdout)
-    );
+    let out = probelab().args(["run"]).current_dir(lab).output().unwrap_or_else(|e| panic!("{e}"));
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stdout));
 }
 
 #[test]
 fn new_writes_a_skeleton_that_parses() {
     let d = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
     std::fs::create_dir_all(d.path().join("probes")).unwrap_or_else(|e| panic!("{e}"));
-    let out = probelab()
-        .args(["new", "demo/first"])
-        .current_dir(d.path())
-        .output()
-        .unwrap_or_else(|e| panic!("{e}"));
+    let out = probelab().args(["new", "demo/first"]).current_dir(d.path()).output().unwrap_or_else(|e| panic!("{e}"));
     assert!(out.status.success());
     let p = d.path().join("probes/demo/first.toml");
     let probe = harness::probe::load(&p).unwrap_or_else(|e| panic!("{e}"));
@@ -128,14 +93,7 @@ fn new_writes_a_skeleton_that_parses() {
 
 #[test]
 fn list_names_probes_and_claims() {
-    let out = probelab()
-        .arg("list")
-        .current_dir(repo())
-        .output()
-        .unwrap_or_else(|e| panic!("{e}"));
+    let out = probelab().arg("list").current_dir(repo()).output().unwrap_or_else(|e| panic!("{e}"));
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        text.contains("read.window") && text.contains("GREP-5") && text.contains("builtin"),
-        "{text}"
-    );
+    assert!(text.contains("read.window") && text.contains("GREP-5") && text.contains("builtin"), "{text}");
 }

@@ -3,3 +3,4 @@
 
 mod agent;
 mod cli;
+mod rg_diff;

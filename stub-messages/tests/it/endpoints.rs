@@ -48,10 +48,7 @@ async fn a_streamed_turn_is_a_conforming_stream_equal_to_the_json_answer() {
     assert!(pieces.len() >= 3, "{pieces:?}");
     assert_eq!(pieces[0], "");
     let names: Vec<&str> = events.iter().map(|e| e.event.as_str()).collect();
-    assert_eq!(
-        &names[..3],
-        ["message_start", "content_block_start", "ping"]
-    );
+    assert_eq!(&names[..3], ["message_start", "content_block_start", "ping"]);
     assert!(names.contains(&"content_block_delta"));
     assert_eq!(&names[names.len() - 2..], ["message_delta", "message_stop"]);
 
@@ -60,17 +57,9 @@ async fn a_streamed_turn_is_a_conforming_stream_equal_to_the_json_answer() {
     assert_eq!(ex.kind, ExchangeKind::Turn);
     assert_eq!(ex.query.as_deref(), Some("beta=true"));
     assert_eq!(ex.headers["x-api-key"], "<redacted>");
-    assert_eq!(
-        (ex.conversation.as_deref(), ex.turn),
-        (Some("main"), Some(0))
-    );
+    assert_eq!((ex.conversation.as_deref(), ex.turn), (Some("main"), Some(0)));
     assert_eq!(ex.events.as_ref().map(Vec::len), Some(events.len()));
-    assert_eq!(
-        ex.response
-            .as_ref()
-            .map(|r| r["content"][2]["input"]["limit"].clone()),
-        Some(json!(2))
-    );
+    assert_eq!(ex.response.as_ref().map(|r| r["content"][2]["input"]["limit"].clone()), Some(json!(2)));
 }
 
 #[tokio::test]
@@ -92,22 +81,15 @@ async fn json_answer_and_the_pairing_rule_of_the_next_request() {
     assert_eq!(status, 400);
     let e = parse(&text);
     assert_eq!(e["error"]["type"], "invalid_request_error");
-    assert!(
-        e["error"]["message"]
-            .as_str()
-            .unwrap_or_default()
-            .contains("toolu_t_1"),
-        "{e}"
-    );
+    assert!(e["error"]["message"].as_str().unwrap_or_default().contains("toolu_t_1"), "{e}");
     let ex = f.stub.recorder().exchanges();
-    assert_eq!(
-        ex[1].violation.as_ref().map(|v| v.kind.as_str()),
-        Some("tool_pairing")
-    );
+    assert_eq!(ex[1].violation.as_ref().map(|v| v.kind.as_str()), Some("tool_pairing"));
 
     // answered properly: turn 2
     msgs.pop();
-    msgs.push(json!({"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_t_1", "content": "x"}]}));
+    msgs.push(
+        json!({"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_t_1", "content": "x"}]}),
+    );
     let (status, _, text) = post(&f, &body(json!(msgs), false)).await;
     assert_eq!(status, 200);
     assert_eq!(parse(&text)["content"][0]["text"], "done");
@@ -120,30 +102,15 @@ async fn an_exhausted_script_answers_an_error_at_once_and_records_it() {
     assert_eq!(post(&f, &body(hello(), false)).await.0, 200);
     let (status, _, text) = post(&f, &body(hello(), false)).await;
     assert_eq!(status, 400);
-    assert!(parse(&text)["error"]["message"]
-        .as_str()
-        .unwrap_or_default()
-        .contains("script exhausted"));
+    assert!(parse(&text)["error"]["message"].as_str().unwrap_or_default().contains("script exhausted"));
     let (status, _, text) = post(&f, &body(hello(), true)).await;
     assert_eq!(status, 200);
     let events = decode_all(text.as_bytes()).unwrap_or_default();
     assert_eq!(events.len(), 1);
     assert_eq!(events[0].event, "error");
-    let kinds: Vec<_> = f
-        .stub
-        .recorder()
-        .exchanges()
-        .iter()
-        .map(|e| e.violation.as_ref().map(|v| v.kind.clone()))
-        .collect();
-    assert_eq!(
-        kinds,
-        [
-            None,
-            Some("script_exhausted".to_string()),
-            Some("script_exhausted".to_string())
-        ]
-    );
+    let kinds: Vec<_> =
+        f.stub.recorder().exchanges().iter().map(|e| e.violation.as_ref().map(|v| v.kind.clone())).collect();
+    assert_eq!(kinds, [None, Some("script_exhausted".to_string()), Some("script_exhausted".to_string())]);
 }
 
 #[tokio::test]
@@ -152,12 +119,7 @@ async fn a_cycling_script_starts_over() {
     let mut texts = Vec::new();
     for _ in 0..5 {
         let (_, _, t) = post(&f, &body(hello(), false)).await;
-        texts.push(
-            parse(&t)["content"][0]["text"]
-                .as_str()
-                .unwrap_or_default()
-                .to_string(),
-        );
+        texts.push(parse(&t)["content"][0]["text"].as_str().unwrap_or_default().to_string());
     }
     assert_eq!(texts, ["a", "b", "a", "b", "a"]);
 }
@@ -169,19 +131,10 @@ async fn side_requests_get_the_fixed_reply_and_keep_the_cursor() {
     let (status, _, text) = post(&f, &side).await;
     assert_eq!(status, 200);
     let m = parse(&text);
-    assert_eq!(
-        (m["content"][0]["text"].clone(), m["id"].clone()),
-        (json!("title"), json!("msg_test_side_1"))
-    );
+    assert_eq!((m["content"][0]["text"].clone(), m["id"].clone()), (json!("title"), json!("msg_test_side_1")));
     let (_, _, text) = post(&f, &body(hello(), false)).await;
     assert_eq!(parse(&text)["content"][0]["text"], "main 1");
-    let kinds: Vec<_> = f
-        .stub
-        .recorder()
-        .exchanges()
-        .iter()
-        .map(|e| e.kind)
-        .collect();
+    let kinds: Vec<_> = f.stub.recorder().exchanges().iter().map(|e| e.kind).collect();
     assert_eq!(kinds, [ExchangeKind::Side, ExchangeKind::Turn]);
 }
 
@@ -203,57 +156,28 @@ text = "sub done"
 "#,
     )
     .await;
-    let sub = body(
-        json!([{"role": "user", "content": "please explore"}]),
-        false,
-    );
+    let sub = body(json!([{"role": "user", "content": "please explore"}]), false);
     let (_, _, a) = post(&f, &body(hello(), false)).await;
     let (_, _, b) = post(&f, &sub).await;
     assert_eq!(parse(&a)["content"][0]["id"], "toolu_test_1");
     assert_eq!(parse(&b)["content"][0]["id"], "toolu_test_sub_1");
-    let convs: Vec<_> = f
-        .stub
-        .recorder()
-        .exchanges()
-        .iter()
-        .map(|e| (e.conversation.clone(), e.turn))
-        .collect();
-    assert_eq!(
-        convs,
-        [
-            (Some("main".into()), Some(0)),
-            (Some("sub".into()), Some(0))
-        ]
-    );
-    assert_eq!(
-        f.stub.progress(),
-        [("main".to_string(), 1, 2), ("sub".to_string(), 1, 2)]
-    );
+    let convs: Vec<_> = f.stub.recorder().exchanges().iter().map(|e| (e.conversation.clone(), e.turn)).collect();
+    assert_eq!(convs, [(Some("main".into()), Some(0)), (Some("sub".into()), Some(0))]);
+    assert_eq!(f.stub.progress(), [("main".to_string(), 1, 2), ("sub".to_string(), 1, 2)]);
 }
 
 #[tokio::test]
 async fn count_tokens_is_settable_and_otherwise_estimated() {
     let req = json!({"model": "m", "messages": hello()});
-    for (script, expected) in [
-        ("[stub]\ncount_tokens = 31337\n", json!(31337)),
-        ("", json!(req.to_string().len().div_ceil(4))),
-    ] {
+    for (script, expected) in
+        [("[stub]\ncount_tokens = 31337\n", json!(31337)), ("", json!(req.to_string().len().div_ceil(4)))]
+    {
         let f = start(script).await;
-        let r = client()
-            .post(f.url("/v1/messages/count_tokens?beta=true"))
-            .json(&req)
-            .send()
-            .await;
+        let r = client().post(f.url("/v1/messages/count_tokens?beta=true")).json(&req).send().await;
         let r = r.unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(r.status(), 200);
-        assert_eq!(
-            parse(&r.text().await.unwrap_or_default())["input_tokens"],
-            expected
-        );
-        assert_eq!(
-            f.stub.recorder().exchanges()[0].kind,
-            ExchangeKind::CountTokens
-        );
+        assert_eq!(parse(&r.text().await.unwrap_or_default())["input_tokens"], expected);
+        assert_eq!(f.stub.recorder().exchanges()[0].kind, ExchangeKind::CountTokens);
     }
 }
 
@@ -262,59 +186,22 @@ async fn models_and_warmups() {
     let f = start("").await;
     let c = client();
     let list = parse(
-        &c.get(f.url("/v1/models"))
-            .send()
-            .await
-            .unwrap_or_else(|e| panic!("{e}"))
-            .text()
-            .await
-            .unwrap_or_default(),
+        &c.get(f.url("/v1/models")).send().await.unwrap_or_else(|e| panic!("{e}")).text().await.unwrap_or_default(),
     );
     assert_eq!(list["data"][0]["type"], "model");
     assert_eq!(list["has_more"], false);
-    let one = c
-        .get(f.url("/v1/models/claude-sonnet-4-5"))
-        .send()
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
+    let one = c.get(f.url("/v1/models/claude-sonnet-4-5")).send().await.unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(one.status(), 200);
-    let none = c
-        .get(f.url("/v1/models/gpt-9"))
-        .send()
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
+    let none = c.get(f.url("/v1/models/gpt-9")).send().await.unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(none.status(), 404);
-    assert_eq!(
-        parse(&none.text().await.unwrap_or_default())["error"]["type"],
-        "not_found_error"
-    );
+    assert_eq!(parse(&none.text().await.unwrap_or_default())["error"]["type"], "not_found_error");
     for path in ["/", "/api/hello"] {
-        let r = c
-            .head(f.url(path))
-            .send()
-            .await
-            .unwrap_or_else(|e| panic!("{e}"));
+        let r = c.head(f.url(path)).send().await.unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(r.status(), 200, "HEAD {path}");
     }
-    assert_eq!(
-        c.get(f.url("/api/hello"))
-            .send()
-            .await
-            .map(|r| r.status().as_u16())
-            .ok(),
-        Some(200)
-    );
-    let kinds: Vec<_> = f
-        .stub
-        .recorder()
-        .exchanges()
-        .iter()
-        .map(|e| e.kind)
-        .collect();
-    assert_eq!(
-        kinds.iter().filter(|k| **k == ExchangeKind::Warmup).count(),
-        3
-    );
+    assert_eq!(c.get(f.url("/api/hello")).send().await.map(|r| r.status().as_u16()).ok(), Some(200));
+    let kinds: Vec<_> = f.stub.recorder().exchanges().iter().map(|e| e.kind).collect();
+    assert_eq!(kinds.iter().filter(|k| **k == ExchangeKind::Warmup).count(), 3);
 }
 
 #[tokio::test]
@@ -322,52 +209,27 @@ async fn unknown_paths_methods_and_bad_bodies_get_recorded_json_errors() {
     let f = start("[[turn]]\ntext = \"x\"\n").await;
     let c = client();
     let cases: Vec<(reqwest::RequestBuilder, u16, &str)> = vec![
+        (c.get(f.url("/v1/complete")), 404, "does not serve GET /v1/complete"),
+        (c.get(f.url("/v1/messages")), 404, "does not serve GET /v1/messages"),
         (
-            c.get(f.url("/v1/complete")),
-            404,
-            "does not serve GET /v1/complete",
-        ),
-        (
-            c.get(f.url("/v1/messages")),
-            404,
-            "does not serve GET /v1/messages",
-        ),
-        (
-            c.post(f.url("/v1/messages"))
-                .header("content-type", "application/json")
-                .body("{not json"),
+            c.post(f.url("/v1/messages")).header("content-type", "application/json").body("{not json"),
             400,
             "parsing the body as JSON",
         ),
         (
-            c.post(f.url("/v1/messages"))
-                .header("content-type", "text/plain")
-                .body("{}"),
+            c.post(f.url("/v1/messages")).header("content-type", "text/plain").body("{}"),
             400,
             "Content-Type must be application/json",
         ),
+        (c.post(f.url("/v1/messages")).json(&json!({"model": "m", "messages": []})), 400, "max_tokens: Field required"),
         (
-            c.post(f.url("/v1/messages"))
-                .json(&json!({"model": "m", "messages": []})),
-            400,
-            "max_tokens: Field required",
-        ),
-        (
-            c.post(f.url("/v1/messages"))
-                .json(&json!({"model": "m", "max_tokens": 5, "messages": [{"role": "user"}]})),
+            c.post(f.url("/v1/messages")).json(&json!({"model": "m", "max_tokens": 5, "messages": [{"role": "user"}]})),
             400,
             "messages.0.content: Field required",
         ),
+        (c.post(f.url("/v1/messages/count_tokens")).json(&json!({"messages": []})), 400, "model: Field required"),
         (
-            c.post(f.url("/v1/messages/count_tokens"))
-                .json(&json!({"messages": []})),
-            400,
-            "model: Field required",
-        ),
-        (
-            c.post(f.url("/v1/messages"))
-                .header("content-type", "application/json")
-                .body(vec![b' '; 33 * 1024 * 1024]),
+            c.post(f.url("/v1/messages")).header("content-type", "application/json").body(vec![b' '; 33 * 1024 * 1024]),
             413,
             "maximum allowed number of bytes",
         ),
@@ -378,21 +240,11 @@ async fn unknown_paths_methods_and_bad_bodies_get_recorded_json_errors() {
         assert_eq!(r.status().as_u16(), status, "{text}");
         let b = parse(&r.text().await.unwrap_or_default());
         assert_eq!(b["type"], "error");
-        assert!(
-            b["error"]["message"]
-                .as_str()
-                .unwrap_or_default()
-                .contains(text),
-            "{b} should contain {text:?}"
-        );
+        assert!(b["error"]["message"].as_str().unwrap_or_default().contains(text), "{b} should contain {text:?}");
     }
     let ex = f.stub.recorder().exchanges();
     assert_eq!(ex.len(), n);
     assert!(ex.iter().all(|e| e.violation.is_some() && e.status >= 400));
     assert_eq!(ex[2].request_text.as_deref(), Some("{not json"));
-    assert_eq!(
-        f.stub.progress()[0].1,
-        0,
-        "no turn consumed by refused requests"
-    );
+    assert_eq!(f.stub.progress()[0].1, 0, "no turn consumed by refused requests");
 }

@@ -31,29 +31,11 @@ fn json_value() -> impl Strategy<Value = Value> {
 }
 
 fn turn() -> impl Strategy<Value = Turn> {
-    let tool = (
-        "[A-Z][a-z]{0,8}",
-        prop::collection::btree_map("[a-z_]{1,8}", json_value(), 0..4),
-    )
-        .prop_map(|(name, m)| ToolUseSpec {
-            name,
-            input: Value::Object(m.into_iter().collect()),
-            id: None,
-        });
-    (
-        prop::option::of(".{0,80}"),
-        prop::option::of(".{0,200}"),
-        prop::collection::vec(tool, 0..4),
-    )
-        .prop_filter("a turn needs a block", |(th, te, tu)| {
-            th.is_some() || te.is_some() || !tu.is_empty()
-        })
-        .prop_map(|(thinking, text, tool_use)| Turn {
-            thinking,
-            text,
-            tool_use,
-            ..Turn::default()
-        })
+    let tool = ("[A-Z][a-z]{0,8}", prop::collection::btree_map("[a-z_]{1,8}", json_value(), 0..4))
+        .prop_map(|(name, m)| ToolUseSpec { name, input: Value::Object(m.into_iter().collect()), id: None });
+    (prop::option::of(".{0,80}"), prop::option::of(".{0,200}"), prop::collection::vec(tool, 0..4))
+        .prop_filter("a turn needs a block", |(th, te, tu)| th.is_some() || te.is_some() || !tu.is_empty())
+        .prop_map(|(thinking, text, tool_use)| Turn { thinking, text, tool_use, ..Turn::default() })
 }
 
 proptest! {
@@ -75,10 +57,8 @@ proptest! {
 fn messages_value() -> impl Strategy<Value = Value> {
     let block = prop_oneof![
         ".{0,10}".prop_map(|t| json!({"type": "text", "text": t})),
-        "toolu_[a-c]"
-            .prop_map(|id| json!({"type": "tool_use", "id": id, "name": "Read", "input": {}})),
-        "toolu_[a-c]"
-            .prop_map(|id| json!({"type": "tool_result", "tool_use_id": id, "content": "r"})),
+        "toolu_[a-c]".prop_map(|id| json!({"type": "tool_use", "id": id, "name": "Read", "input": {}})),
+        "toolu_[a-c]".prop_map(|id| json!({"type": "tool_result", "tool_use_id": id, "content": "r"})),
         json_value(),
     ];
     let content = prop_oneof![
@@ -87,13 +67,8 @@ fn messages_value() -> impl Strategy<Value = Value> {
         json_value()
     ];
     let role = prop_oneof![Just(json!("user")), Just(json!("assistant")), json_value()];
-    prop::collection::vec((role, content), 0..5).prop_map(|ms| {
-        Value::from(
-            ms.into_iter()
-                .map(|(r, c)| json!({"role": r, "content": c}))
-                .collect::<Vec<_>>(),
-        )
-    })
+    prop::collection::vec((role, content), 0..5)
+        .prop_map(|ms| Value::from(ms.into_iter().map(|(r, c)| json!({"role": r, "content": c})).collect::<Vec<_>>()))
 }
 
 fn request_body() -> impl Strategy<Value = Vec<u8>> {

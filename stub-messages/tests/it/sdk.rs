@@ -17,18 +17,12 @@ fn python() -> PathBuf {
         .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
         .unwrap_or_else(|| PathBuf::from(".cache"));
     let p = cache.join("probelab/venv/bin/python");
-    assert!(
-        p.exists(),
-        "{} is missing: run scripts/setup (it installs the anthropic SDK into that venv)",
-        p.display()
-    );
+    assert!(p.exists(), "{} is missing: run scripts/setup (it installs the anthropic SDK into that venv)", p.display());
     p
 }
 
 fn api_key_header(h: &std::collections::BTreeMap<String, String>) -> Option<&str> {
-    h.get("x-api-key")
-        .or_else(|| h.get("authorization"))
-        .map(String::as_str)
+    h.get("x-api-key").or_else(|| h.get("authorization")).map(String::as_str)
 }
 
 fn client_script() -> PathBuf {
@@ -45,10 +39,7 @@ async fn sdk(url: &str, scenario: &str) -> (bool, Value) {
         .unwrap_or_else(|e| panic!("cannot run python: {e}"));
     let stdout = String::from_utf8_lossy(&out.stdout);
     let v = serde_json::from_str(stdout.trim()).unwrap_or_else(|e| {
-        panic!(
-            "SDK printed no JSON ({e}).\nstdout: {stdout}\nstderr: {}",
-            String::from_utf8_lossy(&out.stderr)
-        )
+        panic!("SDK printed no JSON ({e}).\nstdout: {stdout}\nstderr: {}", String::from_utf8_lossy(&out.stderr))
     });
     (out.status.success(), v)
 }
@@ -86,24 +77,12 @@ async fn sdk_stream_reassembles_the_scripted_tool_use() {
         v["content"][1]["input"],
         json!({"file_path": "/sandbox/f.txt", "offset": 1, "limit": 20, "flags": {"deep": ["x", 1, false]}})
     );
-    assert!(
-        v["events"]
-            .as_array()
-            .is_some_and(|e| e.iter().any(|k| k == "input_json")),
-        "{v}"
-    );
+    assert!(v["events"].as_array().is_some_and(|e| e.iter().any(|k| k == "input_json")), "{v}");
     let ex = &f.stub.recorder().exchanges()[0];
     // SDK 2.x sends the key as a bearer token; older ones as x-api-key: whichever came is redacted.
     assert_eq!(api_key_header(&ex.headers), Some("<redacted>"));
-    assert!(
-        ex.headers["user-agent"].starts_with("Anthropic/Python"),
-        "{:?}",
-        ex.headers
-    );
-    assert_eq!(
-        ex.request.as_ref().map(|r| r["stream"].clone()),
-        Some(json!(true))
-    );
+    assert!(ex.headers["user-agent"].starts_with("Anthropic/Python"), "{:?}", ex.headers);
+    assert_eq!(ex.request.as_ref().map(|r| r["stream"].clone()), Some(json!(true)));
 }
 
 #[tokio::test]
@@ -124,14 +103,13 @@ async fn sdk_tool_loop_passes_the_pairing_rule() {
     assert_eq!(v["second"][0]["text"], "The file says data.");
     let ex = f.stub.recorder().exchanges();
     assert_eq!(ex.len(), 2);
-    assert!(ex
-        .iter()
-        .all(|e| e.violation.is_none() && e.kind == ExchangeKind::Turn));
+    assert!(ex.iter().all(|e| e.violation.is_none() && e.kind == ExchangeKind::Turn));
 }
 
 #[tokio::test]
 async fn sdk_retries_a_529_and_both_attempts_are_recorded() {
-    let f = start("[[turn]]\ntext = \"after retry\"\nfault = [{ kind = \"http\", status = 529, retry_after = 0 }]\n").await;
+    let f =
+        start("[[turn]]\ntext = \"after retry\"\nfault = [{ kind = \"http\", status = 529, retry_after = 0 }]\n").await;
     let (ok, v) = sdk(&f.running.url(), "stream").await;
     assert!(ok, "{v}");
     assert_eq!(v["content"][0]["text"], "after retry");
@@ -140,13 +118,7 @@ async fn sdk_retries_a_529_and_both_attempts_are_recorded() {
     assert_eq!(statuses, [529, 200]);
     assert!(ex.iter().all(|e| e.turn == Some(0)));
     // the SDK counts its retries in a header
-    assert_eq!(
-        ex[1]
-            .headers
-            .get("x-stainless-retry-count")
-            .map(String::as_str),
-        Some("1")
-    );
+    assert_eq!(ex[1].headers.get("x-stainless-retry-count").map(String::as_str), Some("1"));
 }
 
 #[tokio::test]
@@ -154,31 +126,17 @@ async fn sdk_sees_the_pairing_violation_as_a_bad_request() {
     let f = start(READ_TURNS).await;
     let (ok, v) = sdk(&f.running.url(), "unpaired").await;
     assert!(!ok);
-    assert_eq!(
-        (v["error"].clone(), v["status"].clone()),
-        (json!("BadRequestError"), json!(400))
-    );
-    assert!(
-        v["body"]["error"]["message"]
-            .as_str()
-            .unwrap_or_default()
-            .contains("toolu_x_1"),
-        "{v}"
-    );
+    assert_eq!((v["error"].clone(), v["status"].clone()), (json!("BadRequestError"), json!(400)));
+    assert!(v["body"]["error"]["message"].as_str().unwrap_or_default().contains("toolu_x_1"), "{v}");
 }
 
 #[tokio::test]
 async fn sdk_count_tokens_and_models() {
     let f = start("[stub]\ncount_tokens = 4242\n").await;
-    assert_eq!(
-        sdk(&f.running.url(), "count_tokens").await.1["input_tokens"],
-        4242
-    );
+    assert_eq!(sdk(&f.running.url(), "count_tokens").await.1["input_tokens"], 4242);
     let (ok, v) = sdk(&f.running.url(), "models").await;
     assert!(ok, "{v}");
-    assert!(v["ids"]
-        .as_array()
-        .is_some_and(|ids| ids.iter().any(|i| i == "claude-sonnet-4-5")));
+    assert!(v["ids"].as_array().is_some_and(|ids| ids.iter().any(|i| i == "claude-sonnet-4-5")));
 }
 
 /// The acceptance path of the README: the standalone binary serves a script file, the SDK streams from
@@ -201,35 +159,21 @@ async fn standalone_binary_serves_the_sdk_and_writes_a_redacted_record() {
         .unwrap_or_else(|e| panic!("{e}"));
     let stdout = child.stdout.take().unwrap_or_else(|| panic!("no stdout"));
     let mut lines = tokio::io::BufReader::new(stdout).lines();
-    let url = lines
-        .next_line()
-        .await
-        .ok()
-        .flatten()
-        .unwrap_or_else(|| panic!("the binary printed no URL"));
+    let url = lines.next_line().await.ok().flatten().unwrap_or_else(|| panic!("the binary printed no URL"));
     assert!(url.starts_with("http://127.0.0.1:"), "{url}");
     let (ok, v) = sdk(&url, "stream").await;
     assert!(ok, "{v}");
     assert_eq!(v["content"][1]["input"]["file_path"], "/sandbox/f.txt");
 
     let pid = child.id().unwrap_or_else(|| panic!("no pid")).to_string();
-    let killed = tokio::process::Command::new("kill")
-        .args(["-TERM", &pid])
-        .status()
-        .await;
+    let killed = tokio::process::Command::new("kill").args(["-TERM", &pid]).status().await;
     assert!(killed.is_ok_and(|s| s.success()));
-    let out = child
-        .wait_with_output()
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
+    let out = child.wait_with_output().await.unwrap_or_else(|e| panic!("{e}"));
     assert!(out.status.success(), "exit {:?}", out.status);
     assert!(String::from_utf8_lossy(&out.stderr).contains("conversation main: 1/2 turns served"));
 
     let text = std::fs::read_to_string(&record).unwrap_or_else(|e| panic!("{e}"));
-    assert!(
-        !text.contains("SECRET"),
-        "the API key leaked into the record"
-    );
+    assert!(!text.contains("SECRET"), "the API key leaked into the record");
     let lines: Vec<Value> = text.lines().map(parse).collect();
     assert_eq!(lines.len(), 1);
     let headers: std::collections::BTreeMap<String, String> =
@@ -252,8 +196,5 @@ async fn standalone_binary_reports_a_bad_script_with_its_place() {
         .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        err.contains("bad.toml:2:8: invalid type: integer `3`, expected a string"),
-        "{err}"
-    );
+    assert!(err.contains("bad.toml:2:8: invalid type: integer `3`, expected a string"), "{err}");
 }

@@ -22,12 +22,7 @@ pub async fn start(toml: &str) -> Fixture {
         Err(e) => panic!("bad test script: {e}"),
     };
     let stub = Arc::new(Stub::new(script, Recorder::default()));
-    let running = match serve(
-        stub.clone(),
-        "127.0.0.1:0".parse().unwrap_or_else(|_| unreachable!()),
-    )
-    .await
-    {
+    let running = match serve(stub.clone(), "127.0.0.1:0".parse().unwrap_or_else(|_| unreachable!())).await {
         Ok(r) => r,
         Err(e) => panic!("cannot bind: {e}"),
     };

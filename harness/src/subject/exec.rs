@@ -1,0 +1,118 @@
+//! Exec probes: each `[[exec]]` command runs in the probe's sandbox (cwd `work/`, HOME `home/`, stdin
+//! closed) under `probelab measure`, which records the exit status, wall time and peak RSS of exactly
+//! that process tree's child (getrusage of its only child). `{rg}` names the subject's engine started
+//! with argv0 `rg`: for the built-in subject a symlink named `rg` to the probelab binary.
+
+use crate::probe::sandbox::Sandbox;
+use crate::probe::Probe;
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// Default deadline of one command.
+pub const DEFAULT_DEADLINE: Duration = Duration::from_secs(10);
+
+/// What `probelab measure` writes.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Measured {
+    /// Exit code (None when killed by a signal).
+    pub exit: Option<i32>,
+    /// Signal that ended it.
+    pub signal: Option<i32>,
+    /// Wall time.
+    pub duration_ms: u64,
+    /// Peak resident set size of the child, KiB.
+    pub max_rss_kib: u64,
+}
+
+/// One command's evidence.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ExecRecord {
+    /// The argv as the probe wrote it (placeholders kept, so it is stable).
+    pub argv: Vec<String>,
+    /// Exit, time, memory.
+    pub measured: Measured,
+    /// Killed at the deadline.
+    pub timed_out: bool,
+    /// Verbatim stdout.
+    pub stdout: String,
+    /// Verbatim stderr.
+    pub stderr: String,
+}
+
+/// Runs every command of an exec probe. `engine` is the probelab binary (the built-in `rg`).
+pub async fn run_exec(probe: &Probe, sandbox: &Sandbox, engine: &Path) -> Result<Vec<ExecRecord>, String> {
+    let bin = sandbox.root.join("bin");
+    std::fs::create_dir_all(&bin).map_err(|e| e.to_string())?;
+    let rg = bin.join("rg");
+    if !rg.exists() {
+        std::os::unix::fs::symlink(engine, &rg).map_err(|e| format!("cannot link {} as rg: {e}", engine.display()))?;
+    }
+    let mut out = Vec::new();
+    for (i, spec) in probe.execs.iter().enumerate() {
+        let mut argv: Vec<String> = spec.argv.iter().map(|a| sandbox.resolve(a)).collect();
+        if argv.first().map(String::as_str) == Some("{rg}") {
+            argv[0] = rg.display().to_string();
+        }
+        if argv.is_empty() {
+            return Err(format!("{}: exec {} has an empty argv", probe.path.display(), i + 1));
+        }
+        let report = sandbox.root.join(format!("measure-{}.json", i + 1));
+        let deadline = spec.deadline_ms.map(Duration::from_millis).unwrap_or(DEFAULT_DEADLINE);
+        let child = tokio::process::Command::new(engine)
+            .arg("measure")
+            .arg("--out")
+            .arg(&report)
+            .arg("--")
+            .args(&argv)
+            .current_dir(&sandbox.cwd)
+            .env("HOME", &sandbox.home)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .map_err(|e| format!("cannot start {}: {e}", engine.display()))?;
+        let (timed_out, output) = match tokio::time::timeout(deadline, child.wait_with_output()).await {
+            Ok(Ok(o)) => (false, Some(o)),
+            Ok(Err(e)) => return Err(format!("exec {}: {e}", i + 1)),
+            Err(_) => (true, None),
+        };
+        let measured: Measured =
+            std::fs::read(&report).ok().and_then(|b| serde_json::from_slice(&b).ok()).unwrap_or_default();
+        let (stdout, stderr) = output
+            .map(|o| (String::from_utf8_lossy(&o.stdout).into_owned(), String::from_utf8_lossy(&o.stderr).into_owned()))
+            .unwrap_or_default();
+        out.push(ExecRecord { argv: spec.argv.clone(), measured, timed_out, stdout, stderr });
+    }
+    Ok(out)
+}
+
+/// `probelab measure --out FILE -- ARGV…`: runs ARGV with the inherited stdio, then writes
+/// [`Measured`] to FILE and exits with the child's status.
+pub fn measure(out: &Path, argv: &[std::ffi::OsString]) -> std::process::ExitCode {
+    let Some((prog, rest)) = argv.split_first() else {
+        eprintln!("probelab measure: no command");
+        return std::process::ExitCode::from(2);
+    };
+    let start = std::time::Instant::now();
+    let status = std::process::Command::new(prog).args(rest).status();
+    let duration_ms = start.elapsed().as_millis() as u64;
+    let status = match status {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("probelab measure: cannot run {}: {e}", PathBuf::from(prog).display());
+            return std::process::ExitCode::from(127);
+        }
+    };
+    use std::os::unix::process::ExitStatusExt;
+    let max_rss_kib = nix::sys::resource::getrusage(nix::sys::resource::UsageWho::RUSAGE_CHILDREN)
+        .map(|u| u.max_rss().max(0) as u64)
+        .unwrap_or(0);
+    let m = Measured { exit: status.code(), signal: status.signal(), duration_ms, max_rss_kib };
+    if let Err(e) = std::fs::write(out, serde_json::to_vec(&m).unwrap_or_default()) {
+        eprintln!("probelab measure: cannot write {}: {e}", out.display());
+    }
+    let code = status.code().unwrap_or(128 + status.signal().unwrap_or(0));
+    std::process::ExitCode::from(code.clamp(0, 255) as u8)
+}

@@ -1,0 +1,120 @@
+//! Glob (GLOB-1): files matching a glob pattern under a path (default the cwd), found with the search
+//! engine's `--files` walk — so ignore rules (.gitignore in a repository, .ignore, .rgignore) apply and
+//! version-control directories are skipped — sorted by modification time (oldest first, then path), at
+//! most [`MAX_FILES`] of them.
+
+use super::{PermissionSubject, Tool, ToolContext, ToolError, ToolOutput};
+use crate::search::args::{Mode, RgArgs};
+use crate::search::{run, Io};
+use futures_util::future::BoxFuture;
+use serde::Deserialize;
+use serde_json::{json, Value};
+use std::path::Path;
+
+/// Files listed at most; more are cut with a note (the reference's Glob budget, GLOB-1).
+pub const MAX_FILES: usize = 100;
+
+/// The Glob tool.
+#[derive(Debug, Default)]
+pub struct Glob;
+
+#[derive(Debug, Deserialize)]
+struct Args {
+    pattern: String,
+    #[serde(default)]
+    path: Option<String>,
+}
+
+impl Tool for Glob {
+    fn name(&self) -> &'static str {
+        "Glob"
+    }
+
+    fn description(&self) -> String {
+        "- Fast file pattern matching tool that works with any codebase size\n- Supports glob patterns like \"**/*.js\" or \"src/**/*.ts\"\n- Returns matching file paths sorted by modification time\n- Use this tool when you need to find files by name patterns".into()
+    }
+
+    fn input_schema(&self) -> Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "pattern": {"type": "string", "description": "The glob pattern to match files against"},
+                "path": {"type": "string", "description": "The directory to search in. If not specified, the current working directory will be used."}
+            },
+            "required": ["pattern"],
+            "additionalProperties": false,
+            "$schema": "http://json-schema.org/draft-07/schema#"
+        })
+    }
+
+    fn is_read_only(&self, _input: &Value) -> bool {
+        true
+    }
+
+    fn is_concurrency_safe(&self, _input: &Value) -> bool {
+        true
+    }
+
+    fn permission_subject(&self, input: &Value, ctx: &ToolContext) -> PermissionSubject {
+        let p = input
+            .get("path")
+            .and_then(Value::as_str)
+            .map(|p| super::fs::absolute(ctx, p))
+            .unwrap_or_else(|| ctx.cwd.clone());
+        PermissionSubject::ReadPath(p)
+    }
+
+    fn call<'a>(&'a self, input: Value, ctx: &'a ToolContext) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
+        Box::pin(async move {
+            let a: Args = serde_json::from_value(input).map_err(|e| ToolError::Validation(e.to_string()))?;
+            let dir = match &a.path {
+                Some(p) => super::fs::confine(ctx, p)?,
+                None => ctx.cwd.clone(),
+            };
+            if !dir.is_dir() {
+                return Err(ToolError::Validation(format!(
+                    "Directory does not exist: {}",
+                    a.path.as_deref().unwrap_or_default()
+                )));
+            }
+            let mut globs: Vec<String> = super::grep::VCS_DIRS.iter().map(|d| format!("!{d}")).collect();
+            globs.push(a.pattern.clone());
+            let args = RgArgs { mode: Mode::Files, hidden: true, globs, paths: vec![dir.clone()], ..RgArgs::default() };
+            let cwd = dir.clone();
+            let (code, out, err) = tokio::task::spawn_blocking(move || {
+                let (mut out, mut err) = (Vec::new(), Vec::new());
+                let code = run(
+                    &args,
+                    &mut Io { stdout: &mut out, stderr: &mut err, stdout_is_terminal: false, cwd, cancel: None },
+                );
+                (code, out, err)
+            })
+            .await
+            .map_err(|e| ToolError::Runtime(e.to_string()))?;
+            if code == crate::search::EXIT_ERROR && out.is_empty() {
+                return Err(ToolError::Runtime(format!("Glob failed: {}", String::from_utf8_lossy(&err).trim_end())));
+            }
+            let text = String::from_utf8_lossy(&out).into_owned();
+            let mut files: Vec<(Option<std::time::SystemTime>, String)> = text
+                .lines()
+                .map(|l| {
+                    let rel = Path::new(l)
+                        .strip_prefix(&ctx.cwd)
+                        .map(|r| r.display().to_string())
+                        .unwrap_or_else(|_| l.to_string());
+                    (super::fs::mtime(Path::new(l)), rel)
+                })
+                .collect();
+            files.sort();
+            if files.is_empty() {
+                return Ok(ToolOutput::Text("No files found".into()));
+            }
+            let truncated = files.len() > MAX_FILES;
+            let mut shown: Vec<String> = files.into_iter().take(MAX_FILES).map(|(_, p)| p).collect();
+            if truncated {
+                shown.push("(Results are truncated. Consider using a more specific path or pattern.)".into());
+            }
+            Ok(ToolOutput::Text(shown.join("\n")))
+        })
+    }
+}

@@ -1,0 +1,378 @@
+//! Grep (GREP-1..3, 7, 8): the reference's schema (no `-m` field) over the search engine, run the way the
+//! reference runs its embedded ripgrep — `--hidden`, VCS directories excluded, `--max-columns 500`, the
+//! flags of the call, the pattern, the absolute path — with a 20 s deadline that cancels the search, a
+//! 20,000,000-byte output buffer, `head_limit` (default 250) + `offset` pagination, and a usage error
+//! (ripgrep's exit 2 with nothing found) mapped to a diagnosable error result.
+
+use super::{PermissionSubject, Tool, ToolContext, ToolError, ToolOutput};
+use crate::search::args::{Case, Mode, RgArgs, TypeChange};
+use crate::search::{run, Io, EXIT_ERROR};
+use futures_util::future::BoxFuture;
+use serde::Deserialize;
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Result budget of Grep (PIPE-5, GREP-2: 20,000 chars).
+pub const MAX_RESULT_CHARS: usize = 20_000;
+/// Default deadline of a search (GREP-3: 20 s).
+pub const DEADLINE: Duration = Duration::from_secs(20);
+/// Env variable of the probe that shortens the deadline (probelab's own knob, for probes of the timeout).
+pub const DEADLINE_ENV: &str = "PROBELAB_GREP_DEADLINE_MS";
+/// Size of the stdout / stderr buffers (GREP-3: 20,000,000 bytes).
+pub const MAX_BUFFER_BYTES: usize = 20_000_000;
+/// Default `head_limit` (GREP-1, from 002).
+pub const DEFAULT_HEAD_LIMIT: usize = 250;
+/// `--max-columns` the reference always passes (GREP-8).
+pub const MAX_COLUMNS: u64 = 500;
+/// Version-control directories the reference excludes with `--glob !DIR`.
+pub const VCS_DIRS: &[&str] = &[".git", ".svn", ".hg", ".bzr", ".jj", ".sl"];
+
+/// The Grep tool.
+#[derive(Debug, Default)]
+pub struct Grep;
+
+#[derive(Debug, Deserialize)]
+struct Args {
+    pattern: String,
+    #[serde(default)]
+    path: Option<String>,
+    #[serde(default)]
+    glob: Option<String>,
+    #[serde(default, rename = "type")]
+    file_type: Option<String>,
+    #[serde(default)]
+    output_mode: Option<String>,
+    #[serde(default, rename = "-A")]
+    after: Option<usize>,
+    #[serde(default, rename = "-B")]
+    before: Option<usize>,
+    #[serde(default, rename = "-C")]
+    context_c: Option<usize>,
+    #[serde(default)]
+    context: Option<usize>,
+    #[serde(default, rename = "-n")]
+    line_numbers: Option<bool>,
+    #[serde(default, rename = "-i")]
+    ignore_case: Option<bool>,
+    #[serde(default)]
+    head_limit: Option<usize>,
+    #[serde(default)]
+    offset: Option<usize>,
+    #[serde(default)]
+    multiline: Option<bool>,
+}
+
+/// A `Write` that refuses to grow past a limit.
+struct Capped {
+    buf: Vec<u8>,
+    overflow: bool,
+}
+
+impl std::io::Write for Capped {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        if self.buf.len() + b.len() > MAX_BUFFER_BYTES {
+            self.overflow = true;
+            return Err(std::io::Error::other("maxBuffer length exceeded"));
+        }
+        self.buf.extend_from_slice(b);
+        Ok(b.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// The engine's arguments for a call (what the reference hands to `rg`).
+fn rg_args(a: &Args, mode: Mode, path: &Path) -> RgArgs {
+    let mut r = RgArgs { hidden: true, max_columns: Some(MAX_COLUMNS), mode, ..RgArgs::default() };
+    r.globs = VCS_DIRS.iter().map(|d| format!("!{d}")).collect();
+    if a.multiline == Some(true) {
+        r.multiline = true;
+        r.multiline_dotall = true;
+    }
+    if a.ignore_case == Some(true) {
+        r.case = Case::Insensitive;
+    }
+    if mode == Mode::Standard {
+        r.line_number = Some(a.line_numbers.unwrap_or(true));
+        r.context = a.context.or(a.context_c);
+        r.before = a.before;
+        r.after = a.after;
+    }
+    if let Some(g) = &a.glob {
+        // like the reference: split on whitespace, keep brace groups whole
+        for part in split_globs(g) {
+            r.globs.push(part);
+        }
+    }
+    if let Some(t) = &a.file_type {
+        r.types.push(TypeChange::Select(t.clone()));
+    }
+    r.patterns = vec![a.pattern.clone()];
+    r.paths = vec![path.to_path_buf()];
+    r
+}
+
+/// Splits a `glob` parameter into globs: on whitespace and commas, except inside `{…}`.
+pub fn split_globs(s: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    let mut depth = 0usize;
+    for c in s.chars() {
+        match c {
+            '{' => {
+                depth += 1;
+                cur.push(c);
+            }
+            '}' => {
+                depth = depth.saturating_sub(1);
+                cur.push(c);
+            }
+            ',' | ' ' | '\t' if depth == 0 => {
+                if !cur.is_empty() {
+                    out.push(std::mem::take(&mut cur));
+                }
+            }
+            _ => cur.push(c),
+        }
+    }
+    if !cur.is_empty() {
+        out.push(cur);
+    }
+    out
+}
+
+/// What one search produced.
+struct Searched {
+    code: u8,
+    stdout: String,
+    stderr: String,
+}
+
+async fn search(ctx: &ToolContext, args: RgArgs) -> Result<Searched, ToolError> {
+    let deadline =
+        ctx.env(DEADLINE_ENV).and_then(|v| v.parse::<u64>().ok()).map(Duration::from_millis).unwrap_or(DEADLINE);
+    let cancel = Arc::new(AtomicBool::new(false));
+    let flag = cancel.clone();
+    let cwd = ctx.cwd.clone();
+    let task = tokio::task::spawn_blocking(move || {
+        let mut out = Capped { buf: Vec::new(), overflow: false };
+        let mut err = Capped { buf: Vec::new(), overflow: false };
+        let code = {
+            let mut io = Io { stdout: &mut out, stderr: &mut err, stdout_is_terminal: false, cwd, cancel: Some(&flag) };
+            run(&args, &mut io)
+        };
+        (code, out, err)
+    });
+    match tokio::time::timeout(deadline, task).await {
+        Ok(Ok((code, out, err))) => {
+            if out.overflow {
+                return Err(ToolError::Runtime(format!(
+                    "Search output exceeded the {MAX_BUFFER_BYTES}-byte buffer; narrow the pattern, path or glob, or use head_limit."
+                )));
+            }
+            Ok(Searched {
+                code,
+                stdout: String::from_utf8_lossy(&out.buf).into_owned(),
+                stderr: String::from_utf8_lossy(&err.buf).into_owned(),
+            })
+        }
+        Ok(Err(e)) => Err(ToolError::Runtime(format!("the search failed: {e}"))),
+        Err(_) => {
+            cancel.store(true, Ordering::Relaxed);
+            Err(ToolError::Runtime(format!(
+                "Search timed out after {}s and was cancelled; narrow the path or the pattern.",
+                deadline.as_secs_f64()
+            )))
+        }
+    }
+}
+
+/// Paths under the cwd are shown relative to it, like the reference (fewer tokens).
+fn relative(cwd: &Path, p: &str) -> String {
+    Path::new(p).strip_prefix(cwd).map(|r| r.display().to_string()).unwrap_or_else(|_| p.to_string())
+}
+
+fn paginate<T: Clone>(items: &[T], limit: usize, offset: usize) -> (Vec<T>, bool) {
+    let rest: Vec<T> = items.iter().skip(offset).cloned().collect();
+    let truncated = rest.len() > limit;
+    (rest.into_iter().take(limit).collect(), truncated)
+}
+
+fn limit_info(truncated: bool, limit: usize, offset: usize) -> String {
+    match (truncated, offset) {
+        (false, 0) => String::new(),
+        (true, _) => format!("\n\n[Showing results with pagination = limit: {limit}, offset: {offset}]"),
+        (false, o) => format!("\n\n[Showing results with pagination = offset: {o}]"),
+    }
+}
+
+impl Tool for Grep {
+    fn name(&self) -> &'static str {
+        "Grep"
+    }
+
+    fn description(&self) -> String {
+        "A powerful search tool built on ripgrep.\n\nUsage:\n- Supports full regex syntax (e.g., \"log.*Error\", \"function\\\\s+\\\\w+\")\n- Filter files with glob parameter (e.g., \"*.js\", \"**/*.tsx\") or type parameter (e.g., \"js\", \"py\", \"rust\")\n- Output modes: \"content\" shows matching lines, \"files_with_matches\" shows only file paths (default), \"count\" shows match counts\n- Results are paginated with head_limit (default 250) and offset\n- Multiline matching: use multiline: true".into()
+    }
+
+    fn input_schema(&self) -> Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "pattern": {"type": "string", "description": "The regular expression pattern to search for in file contents"},
+                "path": {"type": "string", "description": "File or directory to search in (rg PATH). Defaults to current working directory."},
+                "glob": {"type": "string", "description": "Glob pattern to filter files (e.g. \"*.js\", \"*.{ts,tsx}\") - maps to rg --glob"},
+                "output_mode": {"type": "string", "enum": ["content", "files_with_matches", "count"], "description": "Output mode. Defaults to \"files_with_matches\"."},
+                "-B": {"type": "number", "description": "Number of lines to show before each match (rg -B). Requires output_mode: \"content\"."},
+                "-A": {"type": "number", "description": "Number of lines to show after each match (rg -A). Requires output_mode: \"content\"."},
+                "-C": {"type": "number", "description": "Alias for context."},
+                "context": {"type": "number", "description": "Number of lines to show before and after each match (rg -C). Requires output_mode: \"content\"."},
+                "-n": {"type": "boolean", "description": "Show line numbers in output (rg -n). Requires output_mode: \"content\". Defaults to true."},
+                "-i": {"type": "boolean", "description": "Case insensitive search (rg -i)"},
+                "type": {"type": "string", "description": "File type to search (rg --type). Common types: js, py, rust, go, java, etc."},
+                "head_limit": {"type": "number", "description": "Limit output to first N lines/entries. Defaults to 250. Pass 0 for unlimited."},
+                "offset": {"type": "number", "description": "Skip first N lines/entries before applying head_limit. Defaults to 0."},
+                "multiline": {"type": "boolean", "description": "Enable multiline mode where . matches newlines and patterns can span lines (rg -U --multiline-dotall). Default: false."}
+            },
+            "required": ["pattern"],
+            "additionalProperties": false,
+            "$schema": "http://json-schema.org/draft-07/schema#"
+        })
+    }
+
+    fn is_read_only(&self, _input: &Value) -> bool {
+        true
+    }
+
+    fn is_concurrency_safe(&self, _input: &Value) -> bool {
+        true
+    }
+
+    fn max_result_size_chars(&self) -> Option<usize> {
+        Some(MAX_RESULT_CHARS)
+    }
+
+    fn permission_subject(&self, input: &Value, ctx: &ToolContext) -> PermissionSubject {
+        let p = input
+            .get("path")
+            .and_then(Value::as_str)
+            .map(|p| super::fs::absolute(ctx, p))
+            .unwrap_or_else(|| ctx.cwd.clone());
+        PermissionSubject::ReadPath(p)
+    }
+
+    fn call<'a>(&'a self, input: Value, ctx: &'a ToolContext) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
+        Box::pin(async move {
+            let a: Args = serde_json::from_value(input).map_err(|e| ToolError::Validation(e.to_string()))?;
+            let path: PathBuf = match &a.path {
+                Some(p) => super::fs::confine(ctx, p)?,
+                None => ctx.cwd.clone(),
+            };
+            if !path.exists() {
+                return Err(ToolError::Validation(format!(
+                    "Path does not exist: {}",
+                    a.path.as_deref().unwrap_or_default()
+                )));
+            }
+            let mode = match a.output_mode.as_deref().unwrap_or("files_with_matches") {
+                "content" => Mode::Standard,
+                "count" => Mode::Count,
+                _ => Mode::FilesWithMatches,
+            };
+            let found = search(ctx, rg_args(&a, mode, &path)).await?;
+            if found.code == EXIT_ERROR && found.stdout.is_empty() {
+                // GREP-3 / GREP-7: ripgrep refused to search (bad pattern, glob or type).
+                return Err(ToolError::Runtime(format!(
+                    "Search failed — ripgrep rejected the pattern, glob, or file type without searching:\n{}",
+                    found.stderr.trim_end()
+                )));
+            }
+            let limit = match a.head_limit {
+                Some(0) => usize::MAX,
+                Some(n) => n,
+                None => DEFAULT_HEAD_LIMIT,
+            };
+            let offset = a.offset.unwrap_or(0);
+            let lines: Vec<String> = found.stdout.lines().map(str::to_string).collect();
+            let text = match mode {
+                Mode::Standard => {
+                    let rel: Vec<String> = lines.iter().map(|l| relative_line(&ctx.cwd, l)).collect();
+                    let (shown, truncated) = paginate(&rel, limit, offset);
+                    if shown.is_empty() {
+                        "No matches found".to_string()
+                    } else {
+                        format!("{}{}", shown.join("\n"), limit_info(truncated, limit, offset))
+                    }
+                }
+                Mode::Count => {
+                    let rel: Vec<String> = lines.iter().map(|l| relative_line(&ctx.cwd, l)).collect();
+                    let (shown, truncated) = paginate(&rel, limit, offset);
+                    let total: u64 = shown.iter().filter_map(|l| l.rsplit(':').next()?.parse::<u64>().ok()).sum();
+                    if shown.is_empty() {
+                        "No matches found".to_string()
+                    } else {
+                        let files = shown.len();
+                        format!(
+                            "{}\n\nFound {total} total {} across {files} {}.{}",
+                            shown.join("\n"),
+                            if total == 1 { "occurrence" } else { "occurrences" },
+                            if files == 1 { "file" } else { "files" },
+                            limit_info(truncated, limit, offset)
+                        )
+                    }
+                }
+                _ => {
+                    // most recently modified first, then path (the reference's order)
+                    let mut files: Vec<(Option<std::time::SystemTime>, String)> =
+                        lines.iter().map(|l| (super::fs::mtime(Path::new(l)), relative(&ctx.cwd, l))).collect();
+                    files.sort_by(|x, y| y.0.cmp(&x.0).then_with(|| x.1.cmp(&y.1)));
+                    let names: Vec<String> = files.into_iter().map(|(_, n)| n).collect();
+                    let (shown, truncated) = paginate(&names, limit, offset);
+                    if shown.is_empty() {
+                        "No files found".to_string()
+                    } else {
+                        format!(
+                            "Found {} file{}{}\n{}",
+                            shown.len(),
+                            if shown.len() == 1 { "" } else { "s" },
+                            limit_info(truncated, limit, offset),
+                            shown.join("\n")
+                        )
+                    }
+                }
+            };
+            Ok(ToolOutput::Text(text))
+        })
+    }
+}
+
+/// `ABS_PATH:rest` → `REL_PATH:rest` for lines of a directory search.
+fn relative_line(cwd: &Path, line: &str) -> String {
+    let prefix = format!("{}/", cwd.display());
+    match line.strip_prefix(&prefix) {
+        Some(rest) => rest.to_string(),
+        None => line.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn globs_split_outside_braces() {
+        assert_eq!(split_globs("*.rs, *.{ts,tsx} src/**"), ["*.rs", "*.{ts,tsx}", "src/**"]);
+    }
+
+    #[test]
+    fn pagination_and_its_note() {
+        let v: Vec<u32> = (0..10).collect();
+        assert_eq!(paginate(&v, 3, 2), (vec![2, 3, 4], true));
+        assert_eq!(paginate(&v, 30, 0), (v.clone(), false));
+        assert_eq!(limit_info(true, 3, 2), "\n\n[Showing results with pagination = limit: 3, offset: 2]");
+    }
+}
