@@ -28,6 +28,9 @@ pub const EXIT_NO_MATCH: u8 = 1;
 /// Exit status: an error (a message on stderr).
 pub const EXIT_ERROR: u8 = 2;
 
+/// Largest explicit file read whole (ripgrep's memory-map case); larger files are streamed.
+pub const MAX_SLURP_BYTES: u64 = 64 * 1024 * 1024;
+
 /// Where a run writes, and how it may be stopped.
 pub struct Io<'a> {
     /// Standard output.
@@ -336,7 +339,11 @@ pub fn run(a: &RgArgs, io: &mut Io<'_>) -> u8 {
     } else {
         None
     };
-    let mmap_like = !implicit && paths.len() <= 10 && paths.iter().all(|p| p.is_file());
+    // ripgrep maps a few explicit files; reading them whole is the same search, but only up to a size
+    // (a 1 GB file is streamed instead: the same matches, without 1 GB of memory).
+    let mmap_like = !implicit
+        && paths.len() <= 10
+        && paths.iter().all(|p| p.metadata().is_ok_and(|m| m.is_file() && m.len() <= MAX_SLURP_BYTES));
     let mut searcher = searcher(a, line_number);
     let explicit_bin = if a.text { BinaryDetection::none() } else { BinaryDetection::convert(b'\x00') };
     let implicit_bin = if a.text { BinaryDetection::none() } else { BinaryDetection::quit(b'\x00') };

@@ -272,11 +272,12 @@ impl Tool for Grep {
                 Some(p) => super::fs::confine(ctx, p)?,
                 None => ctx.cwd.clone(),
             };
-            if !path.exists() {
-                return Err(ToolError::Validation(format!(
-                    "Path does not exist: {}",
-                    a.path.as_deref().unwrap_or_default()
-                )));
+            let shown = a.path.as_deref().unwrap_or_default();
+            let meta =
+                std::fs::metadata(&path).map_err(|_| ToolError::Validation(format!("Path does not exist: {shown}")))?;
+            if !meta.is_file() && !meta.is_dir() {
+                // a FIFO, socket or device would block the search: nothing would ever end it
+                return Err(ToolError::Validation(format!("Path is not a regular file or directory: {shown}")));
             }
             let mode = match a.output_mode.as_deref().unwrap_or("files_with_matches") {
                 "content" => Mode::Standard,

@@ -4,3 +4,4 @@
 mod agent;
 mod cli;
 mod rg_diff;
+mod search_limits;

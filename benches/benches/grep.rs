@@ -1,0 +1,190 @@
+//! The search engine against the real ripgrep 14.1.1 on a generated corpus (≥ 200 MB in ≥ 20,000 files,
+//! made by a deterministic generator under target/bench-corpus, never committed): literal, regex, -i,
+//! context and files-with-matches searches, plus the Grep tool in process. Criterion times each; then a
+//! table prints the median of each against ripgrep run in the same process, as ratios.
+//!
+//! ripgrep is `$PROBELAB_RG` or the one `scripts/setup` builds. ripgrep walks with as many threads as
+//! there are cores unless it sorts; this engine walks on one thread in path order, so both `rg` and
+//! `rg --sort path` (single-threaded) are shown.
+
+use criterion::Criterion;
+use harness::search::{args, run, Io};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+const FILES: usize = 20_000;
+const BYTES_PER_FILE: usize = 10_500;
+const WORDS: &[&str] = &[
+    "fn", "let", "mut", "self", "return", "match", "impl", "struct", "pub", "use", "crate", "error", "value", "index",
+    "buffer", "config", "request", "response", "handler", "state", "Option", "Result", "String", "Vec", "None", "Some",
+];
+
+fn cache() -> PathBuf {
+    std::env::var_os("PROBELAB_CACHE")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("XDG_CACHE_HOME").map(|x| PathBuf::from(x).join("probelab")))
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/probelab")))
+        .unwrap_or_else(|| PathBuf::from(".cache/probelab"))
+}
+
+fn real_rg() -> PathBuf {
+    let p = std::env::var_os("PROBELAB_RG").map(PathBuf::from).unwrap_or_else(|| cache().join("ripgrep-14.1.1/bin/rg"));
+    assert!(p.exists(), "{} is missing: run scripts/setup", p.display());
+    p
+}
+
+/// xorshift64*: the same corpus on every machine.
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+}
+
+fn corpus() -> PathBuf {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/bench-corpus/grep-v1");
+    if root.join(".complete").exists() {
+        return root;
+    }
+    let _ = std::fs::remove_dir_all(&root);
+    let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+    for i in 0..FILES {
+        let dir = root.join(format!("d{:02}/s{:02}", i % 50, (i / 50) % 20));
+        std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{e}"));
+        let mut f = std::io::BufWriter::new(
+            std::fs::File::create(dir.join(format!("f{i:05}.rs"))).unwrap_or_else(|e| panic!("{e}")),
+        );
+        let mut written = 0;
+        let mut line_no = 0u64;
+        while written < BYTES_PER_FILE {
+            line_no += 1;
+            let mut line = String::from("    ");
+            for _ in 0..(4 + rng.next() % 8) {
+                line.push_str(WORDS[(rng.next() % WORDS.len() as u64) as usize]);
+                line.push(' ');
+            }
+            match rng.next() % 400 {
+                0 => line.push_str("ERROR: connection reset"),
+                1 => line
+                    .push_str(&format!("fn handler_{}(state: &mut State) -> Result<(), Error> {{", rng.next() % 1000)),
+                2 => line.push_str("Error while reading config"),
+                _ => {}
+            }
+            line.push('\n');
+            written += line.len();
+            f.write_all(line.as_bytes()).unwrap_or_else(|e| panic!("{e}"));
+        }
+        let _ = line_no;
+    }
+    std::fs::write(root.join(".complete"), "").unwrap_or_else(|e| panic!("{e}"));
+    root
+}
+
+const CASES: &[(&str, &[&str])] = &[
+    ("literal", &["ERROR"]),
+    ("regex", &[r"fn handler_[0-9]+\("]),
+    ("ignore-case", &["-i", "error"]),
+    ("context", &["-C", "2", "ERROR"]),
+    ("files-with-matches", &["-l", "ERROR"]),
+];
+
+fn ours(argv: &[&str], dir: &Path) {
+    let mut v: Vec<std::ffi::OsString> = argv.iter().map(std::ffi::OsString::from).collect();
+    v.push(dir.into());
+    let a = args::parse(&v).unwrap_or_else(|e| panic!("{e}"));
+    let (mut out, mut err) = (std::io::sink(), std::io::sink());
+    let code = run(
+        &a,
+        &mut Io { stdout: &mut out, stderr: &mut err, stdout_is_terminal: false, cwd: dir.to_path_buf(), cancel: None },
+    );
+    assert_eq!(code, 0);
+}
+
+fn theirs(rg: &Path, argv: &[&str], dir: &Path) {
+    let s = Command::new(rg)
+        .args(argv)
+        .arg(dir)
+        .current_dir(dir)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(s.code(), Some(0));
+}
+
+fn median(mut f: impl FnMut(), n: usize) -> Duration {
+    let mut v: Vec<Duration> = (0..n)
+        .map(|_| {
+            let t = Instant::now();
+            f();
+            t.elapsed()
+        })
+        .collect();
+    v.sort();
+    v[n / 2]
+}
+
+fn main() {
+    let dir = corpus();
+    let rg = real_rg();
+    let mut c = Criterion::default().sample_size(10).measurement_time(Duration::from_secs(5)).configure_from_args();
+    for (name, argv) in CASES {
+        let sorted: Vec<&str> = ["--sort", "path"].iter().chain(argv.iter()).copied().collect();
+        let mut g = c.benchmark_group(format!("grep/{name}"));
+        g.bench_function("probelab", |b| b.iter(|| ours(&sorted, &dir)));
+        g.bench_function("rg-14.1.1-sorted", |b| b.iter(|| theirs(&rg, &sorted, &dir)));
+        g.bench_function("rg-14.1.1", |b| b.iter(|| theirs(&rg, argv, &dir)));
+        g.finish();
+    }
+    // The Grep tool in process (the same engine plus result shaping), files_with_matches.
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap_or_else(|e| panic!("{e}"));
+    let ctx = harness::tools::ToolContext {
+        cwd: dir.clone(),
+        home: dir.clone(),
+        roots: vec![dir.clone()],
+        session_id: "bench".into(),
+        env: Default::default(),
+        read_state: Default::default(),
+        tokens: std::sync::Arc::new(harness::tools::EstimateTokens),
+    };
+    let grep_tool = || {
+        use harness::tools::Tool;
+        let out = rt.block_on(harness::tools::grep::Grep.call(serde_json::json!({"pattern": "ERROR"}), &ctx));
+        assert!(out.is_ok());
+    };
+    c.bench_function("grep/tool-files-with-matches", |b| b.iter(grep_tool));
+    c.final_summary();
+
+    println!("\nratios (median of 5; < 1 means probelab is faster):");
+    println!("{:<20} {:>12} {:>12} {:>12} {:>10} {:>10}", "case", "probelab", "rg sorted", "rg", "vs sorted", "vs rg");
+    for (name, argv) in CASES {
+        let sorted: Vec<&str> = ["--sort", "path"].iter().chain(argv.iter()).copied().collect();
+        let a = median(|| ours(&sorted, &dir), 5);
+        let b = median(|| theirs(&rg, &sorted, &dir), 5);
+        let r = median(|| theirs(&rg, argv, &dir), 5);
+        println!(
+            "{name:<20} {:>10.1}ms {:>10.1}ms {:>10.1}ms {:>9.2}x {:>9.2}x",
+            a.as_secs_f64() * 1e3,
+            b.as_secs_f64() * 1e3,
+            r.as_secs_f64() * 1e3,
+            a.as_secs_f64() / b.as_secs_f64(),
+            a.as_secs_f64() / r.as_secs_f64()
+        );
+    }
+    let t = median(grep_tool, 5);
+    let r = median(|| theirs(&rg, &["-l", "ERROR"], &dir), 5);
+    println!(
+        "{:<20} {:>10.1}ms {:>12} {:>10.1}ms {:>10} {:>9.2}x",
+        "Grep tool -l",
+        t.as_secs_f64() * 1e3,
+        "",
+        r.as_secs_f64() * 1e3,
+        "",
+        t.as_secs_f64() / r.as_secs_f64()
+    );
+}
