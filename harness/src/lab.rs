@@ -3,7 +3,6 @@
 
 use crate::check::{evaluate, invariants, Verdict};
 use crate::probe::Probe;
-use crate::run::run_builtin;
 use crate::transcript::golden::{self, Compare};
 use crate::transcript::normalise::{normalise, Places};
 use crate::transcript::{render, Blobs, Header, View};
@@ -69,20 +68,38 @@ impl Report {
 
 /// Runs one probe on a subject (`builtin` for now).
 pub async fn run_probe(probe: &Probe, subject: &str, layout: &Layout, keep: bool) -> Result<Report, String> {
-    if subject != "builtin" {
-        return Err(format!("subject {subject:?} is not available yet (only builtin)"));
-    }
+    let cc = match subject {
+        "builtin" => None,
+        s => match crate::subject::claude_code::version_of(s) {
+            Some(v) => Some(crate::subject::claude_code::install(v)?),
+            None => return Err(format!("unknown subject {s:?}: use builtin or claude-code@VERSION")),
+        },
+    };
+    let description = match &cc {
+        None => golden::description(subject, env!("CARGO_PKG_VERSION"), None),
+        Some(c) => golden::description("claude-code", &c.version, Some(&c.sha256)),
+    };
     if !probe.execs.is_empty() {
-        return run_exec_probe(probe, subject, layout, keep).await;
+        let rg = cc.as_ref().map(|c| c.binary.clone()).unwrap_or_else(|| layout.engine.clone());
+        return run_exec_probe(probe, subject, layout, keep, &rg, description).await;
     }
-    let mut run = run_builtin(probe, &layout.fixtures).await?;
+    let runner = match &cc {
+        None => crate::run::Runner::Builtin,
+        Some(c) => crate::run::Runner::ClaudeCode(c),
+    };
+    let mut run = crate::run::run_conversation(probe, runner, &layout.fixtures).await?;
     let script = run.sandbox.script(probe);
     let view = View { exchanges: &run.exchanges, script: &script };
     let mut verdicts: Vec<Verdict> = (0..probe.checks.len()).map(|i| evaluate(probe, i, &view, &run.sandbox)).collect();
     verdicts.extend(invariants(&run, &view));
     let lines: Vec<String> = verdicts.iter().map(Verdict::line).collect();
     let mut blobs = Blobs::new();
-    let places = Places { root: &run.sandbox.root, cwd: &run.sandbox.cwd, home: &run.sandbox.home };
+    let places = Places {
+        root: &run.sandbox.root,
+        cwd: &run.sandbox.cwd,
+        home: &run.sandbox.home,
+        today: crate::transcript::normalise::today_utc(),
+    };
     let norm = |t: &str| normalise(t, &places);
     let raw = render(&Header { probe: &probe.id, claims: &probe.claims, subject }, &view, &lines, &mut blobs, &norm);
     let transcript = normalise(&raw, &places);
@@ -93,25 +110,42 @@ pub async fn run_probe(probe: &Probe, subject: &str, layout: &Layout, keep: bool
         verdicts,
         transcript,
         blobs,
-        description: golden::description(subject, env!("CARGO_PKG_VERSION"), None),
+        description,
         kept,
-        evidence: None,
+        evidence: run
+            .artefact
+            .take()
+            .map(|a| serde_json::json!({"probe": probe.id, "subject": subject, "stream_json": a})),
     })
 }
 
-async fn run_exec_probe(probe: &Probe, subject: &str, layout: &Layout, keep: bool) -> Result<Report, String> {
+async fn run_exec_probe(
+    probe: &Probe,
+    subject: &str,
+    layout: &Layout,
+    keep: bool,
+    rg: &Path,
+    description: String,
+) -> Result<Report, String> {
     let mut sandbox = crate::probe::sandbox::Sandbox::create(probe, &layout.fixtures)?;
-    let records = crate::subject::exec::run_exec(probe, &sandbox, &layout.engine).await?;
+    let records = crate::subject::exec::run_exec(probe, &sandbox, &layout.engine, rg).await?;
     let mut verdicts: Vec<Verdict> =
         (0..probe.checks.len()).map(|i| crate::check::evaluate_exec(probe, i, &records, &sandbox)).collect();
     verdicts.push(crate::check::exec_invariant(probe, &records));
     let lines: Vec<String> = verdicts.iter().map(Verdict::line).collect();
-    let places = Places { root: &sandbox.root, cwd: &sandbox.cwd, home: &sandbox.home };
+    let places = Places {
+        root: &sandbox.root,
+        cwd: &sandbox.cwd,
+        home: &sandbox.home,
+        today: crate::transcript::normalise::today_utc(),
+    };
     let raw =
         crate::transcript::render_exec(&Header { probe: &probe.id, claims: &probe.claims, subject }, &records, &lines);
     let transcript = normalise(&raw, &places);
-    let evidence =
-        serde_json::json!({"probe": probe.id, "subject": subject, "engine": layout.engine, "commands": records});
+    let sha = crate::transcript::sha256(&std::fs::read(rg).unwrap_or_default());
+    let evidence = serde_json::json!({
+        "probe": probe.id, "subject": subject, "engine": rg, "engine_sha256": sha, "commands": records,
+    });
     let kept = keep.then(|| sandbox.keep());
     Ok(Report {
         probe: probe.id.clone(),
@@ -119,7 +153,7 @@ async fn run_exec_probe(probe: &Probe, subject: &str, layout: &Layout, keep: boo
         verdicts,
         transcript,
         blobs: Blobs::new(),
-        description: golden::description(subject, env!("CARGO_PKG_VERSION"), None),
+        description,
         kept,
         evidence: Some(evidence),
     })

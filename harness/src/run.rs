@@ -16,6 +16,15 @@ pub const DEFAULT_MODEL: &str = "claude-opus-5";
 /// Turn limit of the built-in loop unless the probe says otherwise.
 pub const DEFAULT_MAX_TURNS: usize = 50;
 
+/// Which subject drives the conversation.
+#[derive(Debug, Clone, Copy)]
+pub enum Runner<'a> {
+    /// The built-in agent loop over the tool runtime.
+    Builtin,
+    /// The Claude Code binary.
+    ClaudeCode(&'a crate::subject::claude_code::ClaudeCode),
+}
+
 /// What a run left behind.
 #[derive(Debug)]
 pub struct RunOutput {
@@ -33,10 +42,17 @@ pub struct RunOutput {
     pub duration: Duration,
     /// The sandbox (removed on drop unless kept).
     pub sandbox: Sandbox,
+    /// The subject's own output (Claude Code's stream-json), kept as an artefact.
+    pub artefact: Option<String>,
 }
 
 /// Runs `probe` on the built-in subject.
 pub async fn run_builtin(probe: &Probe, fixtures_root: &Path) -> Result<RunOutput, String> {
+    run_conversation(probe, Runner::Builtin, fixtures_root).await
+}
+
+/// Runs a loop probe: the stub plays its turns, the subject answers with tool results.
+pub async fn run_conversation(probe: &Probe, runner: Runner<'_>, fixtures_root: &Path) -> Result<RunOutput, String> {
     let sandbox = Sandbox::create(probe, fixtures_root)?;
     let script = sandbox.script(probe);
     let timed: Vec<_> = probe.fixture.fault.iter().filter(|f| f.at_turn.is_some()).cloned().collect();
@@ -55,27 +71,46 @@ pub async fn run_builtin(probe: &Probe, fixtures_root: &Path) -> Result<RunOutpu
     let stub = Arc::new(stub);
     let running =
         serve(stub.clone(), ([127, 0, 0, 1], 0).into()).await.map_err(|e| format!("cannot start the stub: {e}"))?;
-    let model = probe.subject.builtin.model.clone().unwrap_or_else(|| DEFAULT_MODEL.into());
-    let client = Arc::new(Client::new(&running.url(), &model));
-    let ctx = ToolContext {
-        cwd: sandbox.cwd.clone(),
-        home: sandbox.home.clone(),
-        roots: vec![sandbox.root.clone()],
-        session_id: "00000000-0000-4000-8000-000000000001".into(),
-        env: probe.env.clone(),
-        read_state: Arc::default(),
-        tokens: client.clone(),
-    };
-    let runtime = Runtime::new(Registry::builtin(), &probe.settings, probe.ask, ctx)
-        .map_err(|e| format!("{}: settings: {e}", probe.path.display()))?;
     let start = Instant::now();
-    let max_turns = probe.subject.builtin.max_turns.unwrap_or(DEFAULT_MAX_TURNS);
     let deadline = Duration::from_secs(probe.deadline_secs);
-    let (end, within_deadline) =
-        match tokio::time::timeout(deadline, run_loop(&client, &runtime, &probe.prompt, max_turns)).await {
-            Ok(end) => (end, true),
-            Err(_) => (LoopEnd::Error(format!("the run passed its deadline of {}s", probe.deadline_secs)), false),
-        };
+    let (end, within_deadline, artefact) = match runner {
+        Runner::Builtin => {
+            let model = probe.subject.builtin.model.clone().unwrap_or_else(|| DEFAULT_MODEL.into());
+            let client = Arc::new(Client::new(&running.url(), &model));
+            let ctx = ToolContext {
+                cwd: sandbox.cwd.clone(),
+                home: sandbox.home.clone(),
+                roots: vec![sandbox.root.clone()],
+                session_id: "00000000-0000-4000-8000-000000000001".into(),
+                env: probe.env.clone(),
+                read_state: Arc::default(),
+                tokens: client.clone(),
+            };
+            let runtime = Runtime::new(Registry::builtin(), &probe.settings, probe.ask, ctx)
+                .map_err(|e| format!("{}: settings: {e}", probe.path.display()))?;
+            let max_turns = probe.subject.builtin.max_turns.unwrap_or(DEFAULT_MAX_TURNS);
+            match tokio::time::timeout(deadline, run_loop(&client, &runtime, &probe.prompt, max_turns)).await {
+                Ok(end) => (end, true, None),
+                Err(_) => {
+                    (LoopEnd::Error(format!("the run passed its deadline of {}s", probe.deadline_secs)), false, None)
+                }
+            }
+        }
+        Runner::ClaudeCode(cc) => {
+            let ended =
+                crate::subject::claude_code::run(cc, probe, &running.url(), &sandbox.cwd, &sandbox.home).await?;
+            let end = match (ended.timed_out, ended.code) {
+                (true, _) => LoopEnd::Error(format!("claude passed the deadline of {}s", probe.deadline_secs)),
+                (false, Some(0)) => LoopEnd::EndTurn,
+                (false, code) => {
+                    let lines: Vec<&str> = ended.stderr.lines().collect();
+                    let tail = lines[lines.len().saturating_sub(5)..].join("\n");
+                    LoopEnd::Error(format!("claude exited with {code:?}: {tail}"))
+                }
+            };
+            (end, !ended.timed_out, Some(ended.stream_json))
+        }
+    };
     let duration = start.elapsed();
     running.stop().await;
     if let Some(e) = hook_errors.lock().ok().and_then(|v| v.first().cloned()) {
@@ -83,13 +118,9 @@ pub async fn run_builtin(probe: &Probe, fixtures_root: &Path) -> Result<RunOutpu
     }
     let mut exchanges = stub.recorder().exchanges();
     exchanges.sort_by_key(|e| e.seq);
-    Ok(RunOutput {
-        subject: "builtin".into(),
-        exchanges,
-        progress: stub.progress(),
-        end,
-        within_deadline,
-        duration,
-        sandbox,
-    })
+    let subject = match runner {
+        Runner::Builtin => "builtin".to_string(),
+        Runner::ClaudeCode(cc) => format!("claude-code@{}", cc.version),
+    };
+    Ok(RunOutput { subject, exchanges, progress: stub.progress(), end, within_deadline, duration, sandbox, artefact })
 }

@@ -1,6 +1,7 @@
-//! Every probe under `probes/` is a named test (its id): the built-in subject runs it, its checks and
-//! the run invariants must pass, and its normalised transcript is compared with
-//! `golden/builtin/<id>.snap` by insta (`cargo insta review` or `probelab run --bless` to accept).
+//! Every probe under `probes/` is a named test per subject it applies to: `<id>` on the built-in subject,
+//! `claude-code@2.1.235/<id>` on the real binary (installed by `scripts/setup`; missing is a failure, not a
+//! skip). Its checks and the run invariants must pass, and its normalised transcript is compared with
+//! `golden/<subject>/<id>.snap` by insta (`cargo insta review` or `probelab run --bless` to accept).
 //! Goldens are never written on CI. A golden file without a probe is an error too.
 
 use harness::lab::{run_probe, Layout};
@@ -9,6 +10,10 @@ use libtest_mimic::{Arguments, Failed, Trial};
 use std::sync::Arc;
 
 const SUBJECT: &str = "builtin";
+
+fn claude_code() -> String {
+    format!("claude-code@{}", harness::subject::claude_code::REFERENCE_VERSION)
+}
 
 fn main() -> std::process::ExitCode {
     let args = Arguments::from_args();
@@ -34,32 +39,41 @@ fn main() -> std::process::ExitCode {
         .filter(|p| p.applies_to(SUBJECT))
         .map(|p| {
             let (probe, rt, layout) = (p.clone(), rt.clone(), layout.clone());
-            Trial::test(p.id.clone(), move || run_one(&probe, &rt, &layout))
+            Trial::test(p.id.clone(), move || run_on(&probe, SUBJECT, &rt, &layout))
         })
         .collect();
-    let ids: Vec<String> = probes.iter().filter(|p| p.applies_to(SUBJECT)).map(|p| p.id.clone()).collect();
-    let golden_dir = layout.golden.join(SUBJECT);
-    trials.push(Trial::test("golden_files_all_have_probes", move || {
-        let mut orphans = Vec::new();
-        for e in std::fs::read_dir(&golden_dir).map_err(|e| Failed::from(format!("{}: {e}", golden_dir.display())))? {
-            let name = e.map_err(|e| Failed::from(e.to_string()))?.file_name().to_string_lossy().into_owned();
-            if let Some(id) = name.strip_suffix(".snap") {
-                if !ids.iter().any(|i| i == id) {
-                    orphans.push(name);
-                }
-            }
-        }
-        if orphans.is_empty() {
-            Ok(())
-        } else {
-            Err(format!("golden files without a probe: {orphans:?}").into())
-        }
-    }));
+    let cc = claude_code();
+    for p in probes.iter().filter(|p| p.applies_to(&cc)) {
+        let (probe, rt, layout, cc) = (p.clone(), rt.clone(), layout.clone(), cc.clone());
+        trials.push(Trial::test(format!("{cc}/{}", p.id), move || run_on(&probe, &cc, &rt, &layout)));
+    }
+    for subject in [SUBJECT.to_string(), cc] {
+        let ids: Vec<String> = probes.iter().filter(|p| p.applies_to(&subject)).map(|p| p.id.clone()).collect();
+        let golden_dir = layout.golden.join(&subject);
+        trials.push(Trial::test(format!("golden_files_all_have_probes/{subject}"), move || orphans(&golden_dir, &ids)));
+    }
     libtest_mimic::run(&args, trials).exit_code()
 }
 
-fn run_one(probe: &Probe, rt: &tokio::runtime::Runtime, layout: &Layout) -> Result<(), Failed> {
-    let report = rt.block_on(run_probe(probe, SUBJECT, layout, false)).map_err(Failed::from)?;
+fn orphans(golden_dir: &std::path::Path, ids: &[String]) -> Result<(), Failed> {
+    let mut orphans = Vec::new();
+    for e in std::fs::read_dir(golden_dir).map_err(|e| Failed::from(format!("{}: {e}", golden_dir.display())))? {
+        let name = e.map_err(|e| Failed::from(e.to_string()))?.file_name().to_string_lossy().into_owned();
+        if let Some(id) = name.strip_suffix(".snap") {
+            if !ids.iter().any(|i| i == id) {
+                orphans.push(name);
+            }
+        }
+    }
+    if orphans.is_empty() {
+        Ok(())
+    } else {
+        Err(format!("golden files without a probe: {orphans:?}").into())
+    }
+}
+
+fn run_on(probe: &Probe, subject: &str, rt: &tokio::runtime::Runtime, layout: &Layout) -> Result<(), Failed> {
+    let report = rt.block_on(run_probe(probe, subject, layout, false)).map_err(Failed::from)?;
     if !report.passed() {
         return Err(format!("{}\n\ntranscript:\n{}", report.failures().join("\n\n"), report.transcript).into());
     }
@@ -68,7 +82,7 @@ fn run_one(probe: &Probe, rt: &tokio::runtime::Runtime, layout: &Layout) -> Resu
         return Err(format!("blobs missing from golden/blobs (run `probelab run --bless`): {missing:?}").into());
     }
     let mut settings = insta::Settings::clone_current();
-    settings.set_snapshot_path(layout.golden.join(SUBJECT));
+    settings.set_snapshot_path(layout.golden.join(subject));
     settings.set_prepend_module_to_snapshot(false);
     settings.set_description(report.description.clone());
     let transcript = report.transcript;

@@ -520,7 +520,9 @@ pub fn check_tool_pairing(messages: &[Value]) -> Result<(), String> {
         let role = m.get("role").and_then(Value::as_str).unwrap_or_default();
         if role == "assistant" {
             let uses = ids_of(m, "tool_use", "id");
-            let Some(next) = messages.get(i + 1) else {
+            // system messages (Claude Code's reminders) may stand between a tool_use and its results
+            let Some(next) = messages[i + 1..].iter().find(|m| m.get("role").and_then(Value::as_str) != Some("system"))
+            else {
                 continue;
             };
             if uses.is_empty() {
@@ -545,7 +547,8 @@ pub fn check_tool_pairing(messages: &[Value]) -> Result<(), String> {
             if results.is_empty() {
                 continue;
             }
-            let prev: Vec<String> = match i.checked_sub(1).and_then(|p| messages.get(p)) {
+            let prev_msg = messages[..i].iter().rev().find(|m| m.get("role").and_then(Value::as_str) != Some("system"));
+            let prev: Vec<String> = match prev_msg {
                 Some(p) if p.get("role").and_then(Value::as_str) == Some("assistant") => {
                     ids_of(p, "tool_use", "id").into_iter().map(|(_, id)| id).collect()
                 }

@@ -298,9 +298,12 @@ impl<'a> MessagesRequest<'a> {
         };
         for (i, m) in messages.iter().enumerate() {
             match m.get("role").and_then(Value::as_str) {
-                Some("user" | "assistant") => {}
+                // "system" messages are what Claude Code sends for system reminders with recent models
+                Some("user" | "assistant" | "system") => {}
                 Some(other) => {
-                    return Err(format!("messages.{i}.role: Input should be 'user' or 'assistant' (got {other:?})"))
+                    return Err(format!(
+                        "messages.{i}.role: Input should be 'user', 'assistant' or 'system' (got {other:?})"
+                    ))
                 }
                 None => return Err(format!("messages.{i}.role: Field required")),
             }

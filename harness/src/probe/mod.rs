@@ -350,10 +350,15 @@ pub struct Probe {
 }
 
 impl Probe {
-    /// True when the probe applies to a subject kind (`claude-code@2.1.235` → `claude-code`).
+    /// True when the probe applies to a subject kind (`claude-code@2.1.235` → `claude-code`). A probe
+    /// that names no subjects is a built-in probe: its checks speak the built-in runtime's texts, so a
+    /// probe runs on Claude Code only when it says so.
     pub fn applies_to(&self, subject: &str) -> bool {
         let kind = subject.split('@').next().unwrap_or(subject);
-        self.subjects.is_empty() || self.subjects.iter().any(|s| s == kind)
+        if self.subjects.is_empty() {
+            return kind == "builtin";
+        }
+        self.subjects.iter().any(|s| s == kind)
     }
 
     /// `file:line` of a check, for failure messages.

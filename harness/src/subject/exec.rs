@@ -40,13 +40,21 @@ pub struct ExecRecord {
     pub stderr: String,
 }
 
-/// Runs every command of an exec probe. `engine` is the probelab binary (the built-in `rg`).
-pub async fn run_exec(probe: &Probe, sandbox: &Sandbox, engine: &Path) -> Result<Vec<ExecRecord>, String> {
+/// Runs every command of an exec probe. `engine` is the probelab binary (it runs `measure`); `rg_engine`
+/// is what `{rg}` starts as `rg` (the probelab binary for the built-in subject, the Claude Code binary for
+/// that subject).
+pub async fn run_exec(
+    probe: &Probe,
+    sandbox: &Sandbox,
+    engine: &Path,
+    rg_engine: &Path,
+) -> Result<Vec<ExecRecord>, String> {
     let bin = sandbox.root.join("bin");
     std::fs::create_dir_all(&bin).map_err(|e| e.to_string())?;
     let rg = bin.join("rg");
     if !rg.exists() {
-        std::os::unix::fs::symlink(engine, &rg).map_err(|e| format!("cannot link {} as rg: {e}", engine.display()))?;
+        std::os::unix::fs::symlink(rg_engine, &rg)
+            .map_err(|e| format!("cannot link {} as rg: {e}", rg_engine.display()))?;
     }
     let mut out = Vec::new();
     for (i, spec) in probe.execs.iter().enumerate() {

@@ -191,6 +191,35 @@ fn render_block(b: &Value, out: &mut Vec<String>, blobs: &mut Blobs, norm: Norm<
     }
 }
 
+fn content_blocks_of(m: &Value) -> &[Value] {
+    m.get("content").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default()
+}
+
+/// The message with its tool_result blocks in the order of the calls they answer: a subject that runs
+/// calls in parallel sends results in completion order, which varies from run to run and is no decision
+/// of the subject's. Other blocks keep their places.
+pub fn in_call_order(m: &Value, calls: &[String]) -> Value {
+    let blocks = content_blocks_of(m);
+    let is_result = |b: &Value| b.get("type").and_then(Value::as_str) == Some("tool_result");
+    let mut results: Vec<&Value> = blocks.iter().filter(|b| is_result(b)).collect();
+    if results.len() < 2 {
+        return m.clone();
+    }
+    let rank = |b: &Value| {
+        let id = b.get("tool_use_id").and_then(Value::as_str).unwrap_or_default();
+        calls.iter().position(|c| c == id).unwrap_or(usize::MAX)
+    };
+    results.sort_by_key(|b| rank(b));
+    let mut next = results.into_iter();
+    let ordered: Vec<Value> = blocks
+        .iter()
+        .map(|b| if is_result(b) { next.next().cloned().unwrap_or_default() } else { b.clone() })
+        .collect();
+    let mut out = m.clone();
+    out["content"] = Value::Array(ordered);
+    out
+}
+
 fn render_message(m: &Value, out: &mut Vec<String>, blobs: &mut Blobs, norm: Norm<'_>) {
     let role = m.get("role").and_then(Value::as_str).unwrap_or("?");
     match m.get("content") {
@@ -277,8 +306,18 @@ pub fn render(h: &Header<'_>, view: &View<'_>, verdicts: &[String], blobs: &mut 
                 }
                 let msgs = req.get("messages").and_then(Value::as_array).cloned().unwrap_or_default();
                 let from = seen_messages.get(&conv).copied().unwrap_or(0).min(msgs.len());
+                let calls: Vec<String> = from
+                    .checked_sub(1)
+                    .and_then(|i| msgs.get(i))
+                    .map(|m| {
+                        content_blocks_of(m)
+                            .iter()
+                            .filter_map(|b| b.get("id").and_then(Value::as_str).map(str::to_string))
+                            .collect()
+                    })
+                    .unwrap_or_default();
                 for m in &msgs[from..] {
-                    render_message(m, &mut out, blobs, norm);
+                    render_message(&in_call_order(m, &calls), &mut out, blobs, norm);
                 }
                 out.push(format!("## response {turn}"));
                 if let Some(resp) = &e.response {
@@ -349,4 +388,27 @@ pub fn render_exec(h: &Header<'_>, records: &[crate::subject::exec::ExecRecord],
     out.push("## verdicts".into());
     out.extend(verdicts.iter().cloned());
     out.join("\n") + "\n"
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn results_are_shown_in_call_order_other_blocks_stay() {
+        let m = json!({"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": "b", "content": "2"},
+            {"type": "text", "text": "note"},
+            {"type": "tool_result", "tool_use_id": "a", "content": "1"},
+        ]});
+        let out = in_call_order(&m, &["a".to_string(), "b".to_string()]);
+        let ids: Vec<&str> = out["content"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|b| b["tool_use_id"].as_str().unwrap_or("text"))
+            .collect();
+        assert_eq!(ids, ["a", "text", "b"]);
+    }
 }

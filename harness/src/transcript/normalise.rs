@@ -13,6 +13,8 @@ pub struct Places<'a> {
     pub cwd: &'a Path,
     /// HOME.
     pub home: &'a Path,
+    /// The run's date, `YYYY-MM-DD` (empty: no date step).
+    pub today: String,
 }
 
 /// One step: a name and a text transformation.
@@ -40,13 +42,26 @@ pub fn steps(p: &Places<'_>) -> Vec<Step> {
     let root = p.root.to_string_lossy().into_owned();
     let uuid = re(r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b");
     let ts = re(r"\b\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})?\b");
+    let today = p.today.clone();
+    // Claude Code names per-project state after the cwd with every non-alphanumeric turned into '-'
+    let slug: String =
+        p.cwd.to_string_lossy().chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '-' }).collect();
+    let os = re(r"OS Version: [^\n\\]*");
     vec![
+        Step { name: "cwd-slug", apply: Box::new(move |s| s.replace(&slug, "<cwd-slug>")) },
         // cwd and home live under the root: the longer paths go first.
         Step { name: "sandbox-cwd", apply: Box::new(move |s| s.replace(&cwd, "<cwd>")) },
         Step { name: "sandbox-home", apply: Box::new(move |s| s.replace(&home, "<home>")) },
         Step { name: "sandbox-root", apply: Box::new(move |s| s.replace(&root, "<sandbox>")) },
         Step { name: "uuids", apply: Box::new(move |s| uuid.replace_all(s, "<uuid>").into_owned()) },
         Step { name: "timestamps", apply: Box::new(move |s| ts.replace_all(s, "<timestamp>").into_owned()) },
+        // the machine's kernel, as the subject reports its environment
+        Step { name: "os-version", apply: Box::new(move |s| os.replace_all(s, "OS Version: <os>").into_owned()) },
+        // the run's date (Claude Code tells the model "Today's date is …"), after the timestamps
+        Step {
+            name: "today",
+            apply: Box::new(move |s| if today.is_empty() { s.to_string() } else { s.replace(&today, "<today>") }),
+        },
     ]
 }
 
@@ -65,7 +80,7 @@ mod tests {
 
     fn one(name: &str, input: &str) -> String {
         let (r, c, h) = places();
-        let p = Places { root: &r, cwd: &c, home: &h };
+        let p = Places { root: &r, cwd: &c, home: &h, today: "2026-11-30".into() };
         let step = steps(&p).into_iter().find(|s| s.name == name).unwrap_or_else(|| panic!("no step {name}"));
         (step.apply)(input)
     }
@@ -77,15 +92,37 @@ mod tests {
         assert_eq!(one("sandbox-root", "/tmp/probelab-x/other"), "<sandbox>/other");
         assert_eq!(one("uuids", "session 123e4567-e89b-42d3-a456-426614174000."), "session <uuid>.");
         assert_eq!(one("timestamps", "at 2026-11-30T01:02:03.456Z ok"), "at <timestamp> ok");
+        assert_eq!(one("today", "Today's date is 2026-11-30."), "Today's date is <today>.");
+        assert_eq!(one("cwd-slug", "projects/-tmp-probelab-x-work/memory"), "projects/<cwd-slug>/memory");
+        assert_eq!(
+            one("os-version", " - OS Version: Linux 6.18.44-fc-v509\n - Model"),
+            " - OS Version: <os>\n - Model"
+        );
+        assert_eq!(today_utc().len(), 10);
     }
 
     #[test]
     fn order_puts_cwd_before_root_and_keeps_decisions() {
         let (r, c, h) = places();
-        let p = Places { root: &r, cwd: &c, home: &h };
+        let p = Places { root: &r, cwd: &c, home: &h, today: "2026-11-30".into() };
         assert_eq!(
             normalise("/tmp/probelab-x/work/a /tmp/probelab-x/home/b /tmp/probelab-x/c 42 lines", &p),
             "<cwd>/a <home>/b <sandbox>/c 42 lines"
         );
     }
+}
+
+/// Today's date (UTC) as `YYYY-MM-DD`, from the system clock (days to civil date).
+pub fn today_utc() -> String {
+    let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
+    let z = (secs / 86_400) as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!("{y:04}-{m:02}-{d:02}")
 }
