@@ -39,6 +39,22 @@ enum Command {
         #[arg(long)]
         keep: bool,
     },
+    /// Semantic diff of two golden sets: directories, or subject names (their golden/<subject>).
+    Diff {
+        /// Left: a golden directory or a subject (`builtin`, `claude-code@2.1.235`).
+        left: String,
+        /// Right: the same.
+        right: String,
+        /// Run both subjects now (their shared probes) instead of reading their goldens.
+        #[arg(long)]
+        run: bool,
+        /// JSON instead of text.
+        #[arg(long)]
+        json: bool,
+        /// Also write a static HTML report.
+        #[arg(long)]
+        html: Option<PathBuf>,
+    },
     /// List probes, claims and subjects.
     List,
     /// Write a commented probe skeleton to probes/NAME.toml.
@@ -81,6 +97,7 @@ fn main() -> ExitCode {
     match cli.command {
         Command::Run { paths, subject, bless, json, keep } => run(paths, &subject, bless, json, keep),
         Command::List => list(),
+        Command::Diff { left, right, run, json, html } => diff(&left, &right, run, json, html.as_deref()),
         Command::New { name } => new(&name),
     }
 }
@@ -202,6 +219,74 @@ fn run(paths: Vec<PathBuf>, subject: &str, bless: bool, json: bool, keep: bool) 
     } else {
         ExitCode::SUCCESS
     }
+}
+
+fn diff(left: &str, right: &str, run_now: bool, json: bool, html: Option<&std::path::Path>) -> ExitCode {
+    use harness::transcript::diff::{diff_dirs, render_html, render_text};
+    let root = repo_root();
+    let golden = root.join("golden");
+    let probes = match harness::probe::load_all(&[root.join("probes")]) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::from(2);
+        }
+    };
+    let tmp = match tempfile::tempdir() {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("probelab diff: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let side = |name: &str| -> Result<PathBuf, String> {
+        if run_now {
+            let dir = tmp.path().join(name);
+            let layout = Layout {
+                fixtures: root.join("fixtures"),
+                golden: dir.clone(),
+                engine: std::env::current_exe().unwrap_or_default(),
+            };
+            let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().map_err(|e| e.to_string())?;
+            let shared: Vec<_> = probes.iter().filter(|p| p.applies_to(left) && p.applies_to(right)).collect();
+            for p in shared {
+                let report = rt.block_on(run_probe(p, name, &layout, false))?;
+                golden_step(&report, &Layout { golden: tmp.path().to_path_buf(), ..layout.clone() }, true)?;
+            }
+            Ok(tmp.path().join(name))
+        } else {
+            let p = PathBuf::from(name);
+            Ok(if p.is_dir() { p } else { golden.join(name) })
+        }
+    };
+    let (l, r) = match (side(left), side(right)) {
+        (Ok(l), Ok(r)) => (l, r),
+        (Err(e), _) | (_, Err(e)) => {
+            eprintln!("probelab diff: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let blobs = if run_now { tmp.path().join("blobs") } else { golden.join("blobs") };
+    let d = match diff_dirs(&l, &r, &blobs) {
+        Ok(d) => d,
+        Err(e) => {
+            eprintln!("probelab diff: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    if json {
+        println!("{}", serde_json::to_string_pretty(&d).unwrap_or_default());
+    } else {
+        print!("{}", render_text(&d));
+    }
+    if let Some(h) = html {
+        let claims = probes.iter().map(|p| (p.id.clone(), p.claims.clone())).collect();
+        if let Err(e) = std::fs::write(h, render_html(&d, &claims)) {
+            eprintln!("probelab diff: {}: {e}", h.display());
+            return ExitCode::from(2);
+        }
+    }
+    ExitCode::SUCCESS
 }
 
 fn rg(args: &[std::ffi::OsString]) -> ExitCode {

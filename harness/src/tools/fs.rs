@@ -67,14 +67,15 @@ pub fn confine(ctx: &ToolContext, file_path: &str) -> Result<PathBuf, ToolError>
     }
 }
 
-/// `cat -n` numbering: line numbers right-aligned in 6 columns, a tab, the line (READ-3).
+/// Line numbering as the reference binary writes it (READ-3, measured on Claude Code 2.1.235): the
+/// number, a tab, the line — no padding, unlike `cat -n`'s six columns (the textbook runtime's).
 pub fn number_lines<'a>(lines: impl Iterator<Item = &'a str>, first: usize) -> String {
     let mut out = String::new();
     for (i, l) in lines.enumerate() {
         if i > 0 {
             out.push('\n');
         }
-        out.push_str(&format!("{:>6}\t{l}", first + i));
+        out.push_str(&format!("{}\t{l}", first + i));
     }
     out
 }
@@ -175,7 +176,7 @@ mod tests {
 
     #[test]
     fn cat_n_numbering() {
-        assert_eq!(number_lines(["a", "b"].into_iter(), 9), "     9\ta\n    10\tb");
+        assert_eq!(number_lines(["a", "b"].into_iter(), 9), "9\ta\n10\tb");
     }
 
     #[test]
@@ -183,6 +184,6 @@ mod tests {
         let text = (1..=20).map(|i| format!("l{i}")).collect::<Vec<_>>().join("\n");
         let at = text.find("l10").unwrap_or(0);
         let s = snippet(&text, at, 3);
-        assert!(s.starts_with("     6\tl6") && s.ends_with("    14\tl14"), "{s}");
+        assert!(s.starts_with("6\tl6") && s.ends_with("14\tl14"), "{s}");
     }
 }

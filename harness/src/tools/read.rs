@@ -213,30 +213,55 @@ pub struct Window {
 }
 
 /// Streams the file: skips `start` lines without keeping them, keeps up to `limit`, and stops there.
-/// `total_lines` / `total_bytes` count what was scanned: the whole file when the window came out short
-/// (which is when they are reported), a prefix otherwise. A window at the start of a 100 MB file costs
-/// the window only; memory stays bounded by the window.
+/// Lines are what splitting the text on `\n` gives, like the reference: a file ending in a newline has an
+/// empty last line ("one\ntwo\n" is 3 lines, the third empty). `total_lines` / `total_bytes` count what
+/// was scanned: the whole file when the window came out short (which is when they are reported), a prefix
+/// otherwise. A window at the start of a 100 MB file costs the window only; memory stays bounded by it.
 pub fn read_window(path: &Path, start: usize, limit: usize) -> std::io::Result<Window> {
-    let f = std::fs::File::open(path)?;
+    use std::io::{Read, Seek, SeekFrom};
+    let mut f = std::fs::File::open(path)?;
+    let size = f.metadata()?.len();
+    // a final '\n' opens one more, empty, line at the end
+    let mut pending_empty = false;
+    if size > 0 {
+        let mut last = [0u8; 1];
+        f.seek(SeekFrom::Start(size - 1))?;
+        f.read_exact(&mut last)?;
+        pending_empty = last[0] == b'\n';
+        f.seek(SeekFrom::Start(0))?;
+    }
     let mut r = std::io::BufReader::with_capacity(256 * 1024, f);
     let mut w = Window::default();
-    while w.total_lines < start {
+    let mut index = 0usize;
+    while index < start {
         let n = r.skip_until(b'\n')?;
         if n == 0 {
+            if pending_empty {
+                pending_empty = false;
+                index += 1;
+                continue;
+            }
+            w.total_lines = index;
             return Ok(w);
         }
         w.total_bytes += n as u64;
-        w.total_lines += 1;
+        index += 1;
     }
     let mut buf = Vec::new();
     while w.lines.len() < limit {
         buf.clear();
         let n = r.read_until(b'\n', &mut buf)?;
         if n == 0 {
+            if pending_empty {
+                pending_empty = false;
+                index += 1;
+                w.lines.push(String::new());
+                continue;
+            }
             break;
         }
         w.total_bytes += n as u64;
-        w.total_lines += 1;
+        index += 1;
         let mut line = String::from_utf8_lossy(&buf).into_owned();
         if line.ends_with('\n') {
             line.pop();
@@ -249,6 +274,7 @@ pub fn read_window(path: &Path, start: usize, limit: usize) -> std::io::Result<W
         }
         w.lines.push(line);
     }
+    w.total_lines = index;
     Ok(w)
 }
 
@@ -418,12 +444,19 @@ mod tests {
         let d = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
         let p = d.path().join("f");
         std::fs::write(&p, "a\r\nb\nc").unwrap_or_else(|e| panic!("{e}"));
-        let w = read_window(&p, 1, 1).unwrap_or_default();
-        assert_eq!(w.lines, ["b"]);
+        assert_eq!(read_window(&p, 1, 1).unwrap_or_default().lines, ["b"]);
         let w = read_window(&p, 1, 5).unwrap_or_default();
         assert_eq!(w, Window { lines: vec!["b".into(), "c".into()], total_lines: 3, total_bytes: 6 });
         let w = read_window(&p, 7, 1).unwrap_or_default();
         assert_eq!((w.lines.len(), w.total_lines), (0, 3));
+        // a final newline opens one more, empty, line
+        std::fs::write(&p, "one\ntwo\n").unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(read_window(&p, 0, 10).unwrap_or_default().lines, ["one", "two", ""]);
+        assert_eq!(read_window(&p, 2, 10).unwrap_or_default().lines, [""]);
+        let w = read_window(&p, 3, 10).unwrap_or_default();
+        assert_eq!((w.lines.len(), w.total_lines), (0, 3));
+        std::fs::write(&p, "").unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(read_window(&p, 0, 10).unwrap_or_default().total_lines, 0);
     }
 
     #[test]

@@ -5,6 +5,7 @@
 //! - [`normalise`]: the ordered steps that remove what varies between runs and machines;
 //! - [`golden`]: golden files (insta's `.snap` format) and the blob store.
 
+pub mod diff;
 pub mod golden;
 pub mod normalise;
 

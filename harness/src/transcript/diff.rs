@@ -1,0 +1,314 @@
+//! Semantic diff of two golden sets (two versions of a subject, or two subjects): per probe, the tools
+//! added / removed / changed per request (changed = same name, another schema + description blob, shown
+//! as a text diff of the blobs), a changed system prompt (text diff of its blob), and the tool_result
+//! changes (text / is_error) as a diff of the result sections; probes present on one side only.
+
+use serde::Serialize;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+/// One probe's differences.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct ProbeDiff {
+    /// Probe id.
+    pub probe: String,
+    /// Tool names only on the right.
+    pub tools_added: Vec<String>,
+    /// Tool names only on the left.
+    pub tools_removed: Vec<String>,
+    /// Tools on both sides with another blob: name → text diff of the blobs.
+    pub tools_changed: BTreeMap<String, String>,
+    /// Text diff of the system prompt blobs, when they differ.
+    pub system: Option<String>,
+    /// Unified diff of the tool_result lines (texts and is_error), when they differ.
+    pub results: Option<String>,
+    /// Unified diff of everything else, when it differs.
+    pub rest: Option<String>,
+}
+
+impl ProbeDiff {
+    /// No difference at all.
+    pub fn is_same(&self) -> bool {
+        self.tools_added.is_empty()
+            && self.tools_removed.is_empty()
+            && self.tools_changed.is_empty()
+            && self.system.is_none()
+            && self.results.is_none()
+            && self.rest.is_none()
+    }
+}
+
+/// The whole comparison.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct SetDiff {
+    /// Left label.
+    pub left: String,
+    /// Right label.
+    pub right: String,
+    /// Probes only on the left.
+    pub only_left: Vec<String>,
+    /// Probes only on the right.
+    pub only_right: Vec<String>,
+    /// Probes on both sides, in id order.
+    pub probes: Vec<ProbeDiff>,
+}
+
+impl SetDiff {
+    /// Conformance: share of the common probes whose tool results (texts and is_error, in call order)
+    /// are the same, in percent.
+    pub fn results_same_percent(&self) -> f64 {
+        if self.probes.is_empty() {
+            return 100.0;
+        }
+        100.0 * self.probes.iter().filter(|p| p.results.is_none()).count() as f64 / self.probes.len() as f64
+    }
+
+    /// Share of the common probes that are the same, in percent.
+    pub fn same_percent(&self) -> f64 {
+        if self.probes.is_empty() {
+            return 100.0;
+        }
+        100.0 * self.probes.iter().filter(|p| p.is_same()).count() as f64 / self.probes.len() as f64
+    }
+}
+
+fn read_set(dir: &Path) -> Result<BTreeMap<String, String>, String> {
+    let mut out = BTreeMap::new();
+    for e in std::fs::read_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))? {
+        let p = e.map_err(|e| e.to_string())?.path();
+        if let Some(id) = p.file_name().and_then(|n| n.to_str()).and_then(|n| n.strip_suffix(".snap")) {
+            let text = std::fs::read_to_string(&p).map_err(|e| format!("{}: {e}", p.display()))?;
+            out.insert(id.to_string(), super::golden::body(&text).to_string());
+        }
+    }
+    Ok(out)
+}
+
+/// `Name@hash` pairs of every `tools:` line.
+fn tools(t: &str) -> BTreeMap<String, String> {
+    t.lines()
+        .filter_map(|l| l.strip_prefix("tools: "))
+        .flat_map(|l| l.split(' '))
+        .filter_map(|t| t.split_once('@').map(|(n, h)| (n.to_string(), h.split(' ').next().unwrap_or(h).to_string())))
+        .collect()
+}
+
+fn system(t: &str) -> Option<String> {
+    t.lines().find_map(|l| l.strip_prefix("system: ")).map(str::to_string)
+}
+
+/// Lines of tool_result sections (a result line and its indented content).
+fn result_lines(t: &str) -> String {
+    let mut out = Vec::new();
+    let mut inside = false;
+    for l in t.lines() {
+        if l.starts_with("tool_result ") {
+            inside = true;
+            out.push(l);
+        } else if inside && (l.starts_with("  |") || l.starts_with("  [")) {
+            out.push(l);
+        } else {
+            inside = false;
+        }
+    }
+    out.join("\n")
+}
+
+fn blob_text(blobs: &Path, short: &str) -> String {
+    std::fs::read_dir(blobs)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .find(|e| e.file_name().to_string_lossy().starts_with(short))
+        .and_then(|e| std::fs::read_to_string(e.path()).ok())
+        .unwrap_or_else(|| format!("(blob {short} not in the store)\n"))
+}
+
+fn udiff(a: &str, b: &str, left: &str, right: &str) -> Option<String> {
+    (a != b)
+        .then(|| similar::TextDiff::from_lines(a, b).unified_diff().context_radius(2).header(left, right).to_string())
+}
+
+/// Compares two golden directories; blobs are looked up in `blobs`.
+pub fn diff_dirs(left: &Path, right: &Path, blobs: &Path) -> Result<SetDiff, String> {
+    let (a, b) = (read_set(left)?, read_set(right)?);
+    let (ln, rn) = (left.display().to_string(), right.display().to_string());
+    let mut out = SetDiff { left: ln.clone(), right: rn.clone(), ..SetDiff::default() };
+    let ids: BTreeSet<&String> = a.keys().chain(b.keys()).collect();
+    for id in ids {
+        let (Some(x), Some(y)) = (a.get(id), b.get(id)) else {
+            if a.contains_key(id) {
+                out.only_left.push(id.clone());
+            } else {
+                out.only_right.push(id.clone());
+            }
+            continue;
+        };
+        let (tx, ty) = (tools(x), tools(y));
+        let mut d = ProbeDiff { probe: id.clone(), ..ProbeDiff::default() };
+        d.tools_added = ty.keys().filter(|k| !tx.contains_key(*k)).cloned().collect();
+        d.tools_removed = tx.keys().filter(|k| !ty.contains_key(*k)).cloned().collect();
+        for (name, hx) in &tx {
+            if let Some(hy) = ty.get(name) {
+                if hx != hy {
+                    let t = udiff(&blob_text(blobs, hx), &blob_text(blobs, hy), &ln, &rn).unwrap_or_default();
+                    d.tools_changed.insert(name.clone(), t);
+                }
+            }
+        }
+        if let (Some(sx), Some(sy)) = (system(x), system(y)) {
+            if sx != sy {
+                d.system = udiff(&blob_text(blobs, &sx), &blob_text(blobs, &sy), &ln, &rn);
+            }
+        }
+        d.results = udiff(&result_lines(x), &result_lines(y), &ln, &rn);
+        let strip = |t: &str| {
+            t.lines()
+                .filter(|l| !l.starts_with("subject: ") && !l.starts_with("tools: ") && !l.starts_with("system: "))
+                .collect::<Vec<_>>()
+                .join("\n")
+        };
+        if d.results.is_none() {
+            d.rest = udiff(&strip(x), &strip(y), &ln, &rn);
+        }
+        out.probes.push(d);
+    }
+    Ok(out)
+}
+
+/// Text for a terminal.
+pub fn render_text(d: &SetDiff) -> String {
+    let mut o = vec![format!("diff {} → {}", d.left, d.right)];
+    for p in &d.only_left {
+        o.push(format!("- probe {p} (only in {})", d.left));
+    }
+    for p in &d.only_right {
+        o.push(format!("+ probe {p} (only in {})", d.right));
+    }
+    for p in &d.probes {
+        if p.is_same() {
+            o.push(format!("same  {}", p.probe));
+            continue;
+        }
+        o.push(format!("DIFF  {}", p.probe));
+        for t in &p.tools_added {
+            o.push(format!("  + tool {t}"));
+        }
+        for t in &p.tools_removed {
+            o.push(format!("  - tool {t}"));
+        }
+        for (t, text) in &p.tools_changed {
+            o.push(format!("  ~ tool {t} (schema or description):"));
+            o.extend(text.lines().map(|l| format!("      {l}")));
+        }
+        if let Some(s) = &p.system {
+            o.push("  ~ system prompt:".into());
+            o.extend(s.lines().map(|l| format!("      {l}")));
+        }
+        if let Some(r) = &p.results {
+            o.push("  ~ tool results:".into());
+            o.extend(r.lines().map(|l| format!("      {l}")));
+        }
+        if let Some(r) = &p.rest {
+            o.push("  ~ transcript:".into());
+            o.extend(r.lines().map(|l| format!("      {l}")));
+        }
+    }
+    o.push(format!(
+        "{} probes in common: {:.0}% same tool results (conformance), {:.0}% same transcripts; {} only left, {} only right",
+        d.probes.len(),
+        d.results_same_percent(),
+        d.same_percent(),
+        d.only_left.len(),
+        d.only_right.len()
+    ));
+    o.join("\n") + "\n"
+}
+
+fn esc(s: &str) -> String {
+    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;")
+}
+
+/// A static HTML page: the claims × sides matrix (which probe of which claim differs) and the diffs.
+pub fn render_html(d: &SetDiff, claims_of: &BTreeMap<String, Vec<String>>) -> String {
+    let mut rows = String::new();
+    let mut by_claim: BTreeMap<&str, Vec<&ProbeDiff>> = BTreeMap::new();
+    for p in &d.probes {
+        for c in claims_of.get(&p.probe).into_iter().flatten() {
+            by_claim.entry(c.as_str()).or_default().push(p);
+        }
+    }
+    for (claim, ps) in &by_claim {
+        let cells: Vec<String> = ps
+            .iter()
+            .map(|p| {
+                let (class, word) = if p.is_same() { ("same", "same") } else { ("diff", "differs") };
+                format!("<a class=\"{class}\" href=\"#{}\">{} — {word}</a>", esc(&p.probe), esc(&p.probe))
+            })
+            .collect();
+        rows.push_str(&format!("<tr><th>{}</th><td>{}</td></tr>\n", esc(claim), cells.join("<br>")));
+    }
+    let mut details = String::new();
+    for p in &d.probes {
+        let body = if p.is_same() {
+            "same".to_string()
+        } else {
+            esc(&render_text(&SetDiff { probes: vec![p.clone()], ..d.clone() }))
+        };
+        details.push_str(&format!("<h3 id=\"{0}\">{0}</h3>\n<pre>{1}</pre>\n", esc(&p.probe), body));
+    }
+    format!(
+        "<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>probelab diff</title><style>\
+body{{font-family:sans-serif;margin:2em}} table{{border-collapse:collapse}} td,th{{border:1px solid #999;padding:4px 8px;text-align:left}}\
+.same{{color:#060}} .diff{{color:#b00;font-weight:bold}} pre{{background:#f4f4f4;padding:8px;overflow:auto}}</style></head><body>\n\
+<h1>probelab diff</h1><p>{} → {}: {} probes in common, {:.0}% the same; only left: {}; only right: {}</p>\n\
+<h2>Claims × probes</h2><table><tr><th>claim</th><td>{} vs {}</td></tr>\n{}</table>\n<h2>Per probe</h2>\n{}</body></html>\n",
+        esc(&d.left),
+        esc(&d.right),
+        d.probes.len(),
+        d.same_percent(),
+        esc(&d.only_left.join(", ")),
+        esc(&d.only_right.join(", ")),
+        esc(&d.left),
+        esc(&d.right),
+        rows,
+        details
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tools_systems_and_results_are_told_apart() {
+        let d = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let (l, r, b) = (d.path().join("l"), d.path().join("r"), d.path().join("blobs"));
+        for p in [&l, &r, &b] {
+            std::fs::create_dir_all(p).unwrap_or_else(|e| panic!("{e}"));
+        }
+        std::fs::write(b.join("aaaaaaaaaaaa00.json"), "{\"d\": \"old\"}\n").unwrap_or_else(|e| panic!("{e}"));
+        std::fs::write(b.join("bbbbbbbbbbbb00.json"), "{\"d\": \"new\"}\n").unwrap_or_else(|e| panic!("{e}"));
+        let left = "tools: Read@aaaaaaaaaaaa Grep@cccccccccccc\nsystem: s1\ntool_result t1:\n  | one\n## verdicts\n";
+        let right =
+            "tools: Read@bbbbbbbbbbbb Bash@dddddddddddd\nsystem: s1\ntool_result t1 is_error:\n  | one\n## verdicts\n";
+        std::fs::write(l.join("p.snap"), left).unwrap_or_else(|e| panic!("{e}"));
+        std::fs::write(r.join("p.snap"), right).unwrap_or_else(|e| panic!("{e}"));
+        std::fs::write(l.join("gone.snap"), "x\n").unwrap_or_else(|e| panic!("{e}"));
+        let s = diff_dirs(&l, &r, &b).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(s.only_left, ["gone"]);
+        let p = &s.probes[0];
+        assert_eq!(
+            (p.tools_added.clone(), p.tools_removed.clone()),
+            (vec!["Bash".to_string()], vec!["Grep".to_string()])
+        );
+        assert!(
+            p.tools_changed["Read"].contains("-{\"d\": \"old\"}")
+                && p.tools_changed["Read"].contains("+{\"d\": \"new\"}")
+        );
+        assert!(p.system.is_none());
+        assert!(p.results.as_deref().is_some_and(|r| r.contains("+tool_result t1 is_error:")));
+        assert!(render_text(&s).contains("0% same tool results (conformance), 0% same transcripts"));
+        assert!(render_html(&s, &BTreeMap::new()).contains("<h3 id=\"p\">"));
+    }
+}
