@@ -21,6 +21,28 @@ pub struct Verdict {
 }
 
 impl Verdict {
+    /// The verdict of check `index` (at `line` of the probe) on `target`, failed by `fails` if any.
+    fn of_check(
+        probe: &Probe,
+        index: usize,
+        line: usize,
+        target: &str,
+        about: Option<&str>,
+        fails: &[String],
+    ) -> Verdict {
+        let about = about.map(|a| format!(" ({a})")).unwrap_or_default();
+        let place = format!("{}:{line}", probe.path.display());
+        Verdict {
+            name: format!("check {}: {target}", index + 1),
+            pass: fails.is_empty(),
+            detail: if fails.is_empty() {
+                String::new()
+            } else {
+                format!("{place}: check of {target}{about} failed:\n{}", fails.join("\n"))
+            },
+        }
+    }
+
     /// The golden line.
     pub fn line(&self) -> String {
         format!("{} {}", if self.pass { "pass" } else { "FAIL" }, self.name)
@@ -210,17 +232,7 @@ pub fn evaluate(probe: &Probe, index: usize, view: &View<'_>, sb: &Sandbox) -> V
         target = "nothing".into();
         fails.push("check has no target".into());
     }
-    let place = format!("{}:{line}", probe.path.display());
-    let about = c.about.as_ref().map(|a| format!(" ({a})")).unwrap_or_default();
-    Verdict {
-        name: format!("check {}: {target}", index + 1),
-        pass: fails.is_empty(),
-        detail: if fails.is_empty() {
-            String::new()
-        } else {
-            format!("{place}: check of {target}{about} failed:\n{}", fails.join("\n"))
-        },
-    }
+    Verdict::of_check(probe, index, *line, &target, c.about.as_deref(), &fails)
 }
 
 /// Evaluates one check of an exec probe.
@@ -272,17 +284,7 @@ pub fn evaluate_exec(
             }
         }
     }
-    let place = format!("{}:{line}", probe.path.display());
-    let about = c.about.as_ref().map(|a| format!(" ({a})")).unwrap_or_default();
-    Verdict {
-        name: format!("check {}: {target}", index + 1),
-        pass: fails.is_empty(),
-        detail: if fails.is_empty() {
-            String::new()
-        } else {
-            format!("{place}: check of {target}{about} failed:\n{}", fails.join("\n"))
-        },
-    }
+    Verdict::of_check(probe, index, *line, &target, c.about.as_deref(), &fails)
 }
 
 /// The invariant of every exec probe: each command ended by itself within its deadline.

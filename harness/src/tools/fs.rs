@@ -67,6 +67,25 @@ pub fn confine(ctx: &ToolContext, file_path: &str) -> Result<PathBuf, ToolError>
     }
 }
 
+/// The directory or file a search tool (Grep, Glob) works in: its `path` parameter confined to the
+/// sandbox, else the cwd.
+pub fn search_root(ctx: &ToolContext, path: Option<&str>) -> Result<PathBuf, ToolError> {
+    match path {
+        Some(p) => confine(ctx, p),
+        None => Ok(ctx.cwd.clone()),
+    }
+}
+
+/// What the permission rules of a search tool match: its `path` (or the cwd) as a read.
+pub fn search_root_subject(input: &serde_json::Value, ctx: &ToolContext) -> super::PermissionSubject {
+    let p = input
+        .get("path")
+        .and_then(serde_json::Value::as_str)
+        .map(|p| absolute(ctx, p))
+        .unwrap_or_else(|| ctx.cwd.clone());
+    super::PermissionSubject::ReadPath(p)
+}
+
 /// Line numbering as the reference binary writes it (READ-3, measured on Claude Code 2.1.235): the
 /// number, a tab, the line — no padding, unlike `cat -n`'s six columns (the textbook runtime's).
 pub fn number_lines<'a>(lines: impl Iterator<Item = &'a str>, first: usize) -> String {

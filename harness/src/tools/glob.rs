@@ -56,21 +56,13 @@ impl Tool for Glob {
     }
 
     fn permission_subject(&self, input: &Value, ctx: &ToolContext) -> PermissionSubject {
-        let p = input
-            .get("path")
-            .and_then(Value::as_str)
-            .map(|p| super::fs::absolute(ctx, p))
-            .unwrap_or_else(|| ctx.cwd.clone());
-        PermissionSubject::ReadPath(p)
+        super::fs::search_root_subject(input, ctx)
     }
 
     fn call<'a>(&'a self, input: Value, ctx: &'a ToolContext) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
         Box::pin(async move {
             let a: Args = serde_json::from_value(input).map_err(|e| ToolError::Validation(e.to_string()))?;
-            let dir = match &a.path {
-                Some(p) => super::fs::confine(ctx, p)?,
-                None => ctx.cwd.clone(),
-            };
+            let dir = super::fs::search_root(ctx, a.path.as_deref())?;
             if !dir.is_dir() {
                 return Err(ToolError::Validation(format!(
                     "Directory does not exist: {}",
