@@ -63,10 +63,7 @@ impl Tool for Edit {
     }
 
     fn permission_subject(&self, input: &Value, ctx: &ToolContext) -> PermissionSubject {
-        match input.get("file_path").and_then(Value::as_str) {
-            Some(p) => PermissionSubject::WritePath(super::fs::absolute(ctx, p)),
-            None => PermissionSubject::None,
-        }
+        super::fs::path_subject(input, "file_path", true, ctx)
     }
 
     fn call<'a>(&'a self, input: Value, ctx: &'a ToolContext) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {

@@ -76,6 +76,15 @@ pub fn search_root(ctx: &ToolContext, path: Option<&str>) -> Result<PathBuf, Too
     }
 }
 
+/// What the permission rules of a file tool match: the path in `key`, as a write or a read.
+pub fn path_subject(input: &serde_json::Value, key: &str, write: bool, ctx: &ToolContext) -> super::PermissionSubject {
+    match input.get(key).and_then(serde_json::Value::as_str) {
+        Some(p) if write => super::PermissionSubject::WritePath(absolute(ctx, p)),
+        Some(p) => super::PermissionSubject::ReadPath(absolute(ctx, p)),
+        None => super::PermissionSubject::None,
+    }
+}
+
 /// What the permission rules of a search tool match: its `path` (or the cwd) as a read.
 pub fn search_root_subject(input: &serde_json::Value, ctx: &ToolContext) -> super::PermissionSubject {
     let p = input

@@ -125,10 +125,7 @@ impl Tool for NotebookEdit {
     }
 
     fn permission_subject(&self, input: &Value, ctx: &ToolContext) -> PermissionSubject {
-        match input.get("notebook_path").and_then(Value::as_str) {
-            Some(p) => PermissionSubject::WritePath(super::fs::absolute(ctx, p)),
-            None => PermissionSubject::None,
-        }
+        super::fs::path_subject(input, "notebook_path", true, ctx)
     }
 
     fn call<'a>(&'a self, input: Value, ctx: &'a ToolContext) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
