@@ -189,6 +189,16 @@ impl Runtime {
             Err(ToolError::Runtime(m)) => return ToolResult::error(id, m),
         };
         let content = match (&output, tool.max_result_size_chars()) {
+            (ToolOutput::Data { text, data }, max) => {
+                self.log_structured(id, tool.name(), data);
+                match max {
+                    Some(max) if text.chars().count() > max => match self.persist(id, text) {
+                        Ok(text) => Value::String(text),
+                        Err(e) => return ToolResult::error(id, e),
+                    },
+                    _ => Value::String(text.clone()),
+                }
+            }
             (ToolOutput::Text(t), Some(max)) if t.chars().count() > max => match self.persist(id, t) {
                 Ok(text) => Value::String(text),
                 Err(e) => return ToolResult::error(id, e),
@@ -197,6 +207,23 @@ impl Runtime {
             (ToolOutput::Blocks(b), _) => Value::Array(b.clone()),
         };
         ToolResult { tool_use_id: id.to_string(), content, is_error: false }
+    }
+
+    /// Appends a tool's structured record to the session log, as the reference keeps `toolUseResult`
+    /// beside each result in its session transcript. A log that cannot be written is no reason to fail
+    /// the call: the model's result does not depend on it.
+    fn log_structured(&self, id: &str, tool: &str, data: &Value) {
+        use std::io::Write;
+        let dir = self.ctx.session_dir();
+        let line =
+            json!({"type": "tool_result", "tool_use_id": id, "tool": tool, "toolUseResult": data}).to_string() + "\n";
+        let _ = std::fs::create_dir_all(&dir).and_then(|_| {
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(dir.join(format!("{}.jsonl", self.ctx.session_id)))?
+                .write_all(line.as_bytes())
+        });
     }
 
     /// PIPE-5: writes the whole result under the session dir and returns the `<persisted-output>` block

@@ -344,124 +344,236 @@ pub fn run(a: &RgArgs, io: &mut Io<'_>) -> u8 {
     let mmap_like = !implicit
         && paths.len() <= 10
         && paths.iter().all(|p| p.metadata().is_ok_and(|m| m.is_file() && m.len() <= MAX_SLURP_BYTES));
-    let mut searcher = searcher(a, line_number);
-    let explicit_bin = if a.text { BinaryDetection::none() } else { BinaryDetection::convert(b'\x00') };
-    let implicit_bin = if a.text { BinaryDetection::none() } else { BinaryDetection::quit(b'\x00') };
-    let cancel = msgs.io.cancel;
+    let kind = match mode {
+        _ if a.quiet => Printer::Summary(SummaryKind::Quiet),
+        Mode::FilesWithMatches => Printer::Summary(SummaryKind::PathWithMatch),
+        Mode::FilesWithoutMatch => Printer::Summary(SummaryKind::PathWithoutMatch),
+        Mode::Count => Printer::Summary(SummaryKind::Count),
+        Mode::CountMatches => Printer::Summary(SummaryKind::CountMatches),
+        Mode::Json => Printer::Json,
+        _ => Printer::Standard { heading },
+    };
+    let plan = Plan { a, matcher: &matcher, kind, with_filename, mmap_like, cancel: msgs.io.cancel };
+    // ripgrep searches on as many threads as there are cores unless it sorts, stops at the first match
+    // (-q) or searches one file; the output is the same either way (printed here in path order)
+    let threads = if a.quiet || is_one_file || a.sort.is_some() || list.len() < 2 {
+        1
+    } else {
+        std::thread::available_parallelism().map_or(1, |n| n.get()).min(12)
+    };
+    let results = search_all(&plan, searcher(a, line_number), &list, threads, &file_separator);
     let mut matched = false;
     let mut stats = grep_printer::Stats::new();
+    let mut printed = false;
     let mut out_buf = Vec::new();
-    {
-        let summary_kind = match mode {
-            _ if a.quiet => Some(SummaryKind::Quiet),
-            Mode::FilesWithMatches => Some(SummaryKind::PathWithMatch),
-            Mode::FilesWithoutMatch => Some(SummaryKind::PathWithoutMatch),
-            Mode::Count => Some(SummaryKind::Count),
-            Mode::CountMatches => Some(SummaryKind::CountMatches),
-            _ => None,
-        };
-        let mut search_one =
-            |h: &Haystack,
-             sink: &mut dyn FnMut(&mut Searcher, &Haystack, &mut dyn SearchInput) -> std::io::Result<bool>|
-             -> std::io::Result<bool> {
-                searcher.set_binary_detection(if h.explicit { explicit_bin.clone() } else { implicit_bin.clone() });
-                let mut input: Box<dyn SearchInput> = if mmap_like && h.explicit {
-                    let mut bytes = Vec::new();
-                    Cancellable { inner: std::fs::File::open(&h.path)?, cancel }.read_to_end(&mut bytes)?;
-                    if bytes.is_empty() {
-                        Box::new(ReaderInput(Box::new(std::io::empty())))
-                    } else {
-                        Box::new(SliceInput(bytes))
-                    }
-                } else {
-                    Box::new(ReaderInput(Box::new(Cancellable { inner: std::fs::File::open(&h.path)?, cancel })))
-                };
-                sink(&mut searcher, h, input.as_mut())
-            };
-        let w = NoColor::new(&mut out_buf as &mut dyn Write);
-        match (mode, summary_kind) {
-            (_, Some(kind)) => {
-                let mut p = SummaryBuilder::new()
-                    .exclude_zero(!a.include_zero)
-                    .kind(kind)
-                    .max_matches(a.max_count)
-                    .path(with_filename)
-                    .separator_field(b":".to_vec())
-                    .build(w);
-                for h in &list {
-                    let r = search_one(h, &mut |s, h, input| {
-                        let mut sink = p.sink_with_path(&matcher, &h.path);
-                        input.search(s, &matcher, &mut sink)?;
-                        Ok(sink.has_match())
-                    });
-                    match r {
-                        Ok(m) => matched |= m,
-                        Err(e) => msgs.error(format!("{}: {e}", h.path.display())),
-                    }
-                    if matched && a.quiet {
-                        break;
-                    }
+    for (h, r) in list.iter().zip(results) {
+        match r.result {
+            Ok((m, s)) => {
+                matched |= m;
+                if let Some(s) = s {
+                    stats += &s;
                 }
             }
-            (Mode::Json, None) => {
-                let mut p = JSONBuilder::new().pretty(false).max_matches(a.max_count).always_begin_end(false).build(w);
-                for h in &list {
-                    let r = search_one(h, &mut |s, h, input| {
-                        let mut sink = p.sink_with_path(&matcher, &h.path);
-                        input.search(s, &matcher, &mut sink)?;
-                        stats += sink.stats();
-                        Ok(sink.has_match())
-                    });
-                    match r {
-                        Ok(m) => matched |= m,
-                        Err(e) => msgs.error(format!("{}: {e}", h.path.display())),
-                    }
-                }
-                let elapsed = started.elapsed();
-                let summary = serde_json::json!({
-                    "type": "summary",
-                    "data": {
-                        "stats": stats,
-                        "elapsed_total": {"secs": elapsed.as_secs(), "nanos": elapsed.subsec_nanos(), "human": format!("{:0.6}s", elapsed.as_secs_f64())},
-                    }
-                });
-                // ripgrep's serde_json keeps keys sorted; ours preserves insertion order.
-                let w = p.get_mut();
-                let _ = writeln!(w, "{}", sorted_keys(summary));
-            }
-            _ => {
-                let mut p = StandardBuilder::new()
-                    .heading(heading)
-                    .max_columns_preview(a.max_columns_preview)
-                    .max_columns(a.max_columns)
-                    .max_matches(a.max_count)
-                    .only_matching(a.only_matching)
-                    .path(with_filename)
-                    .per_match_one_line(true)
-                    .separator_context(b"--".to_vec().into())
-                    .separator_field_context(b"-".to_vec())
-                    .separator_field_match(b":".to_vec())
-                    .separator_search(file_separator)
-                    .build(w);
-                for h in &list {
-                    let r = search_one(h, &mut |s, h, input| {
-                        let mut sink = p.sink_with_path(&matcher, &h.path);
-                        input.search(s, &matcher, &mut sink)?;
-                        Ok(sink.has_match())
-                    });
-                    match r {
-                        Ok(m) => matched |= m,
-                        Err(e) => msgs.error(format!("{}: {e}", h.path.display())),
-                    }
-                }
-            }
+            Err(e) => msgs.error(format!("{}: {e}", h.path.display())),
         }
+        if !r.out.is_empty() {
+            // Between two files' outputs: "--" after context, an empty line under headings. On one
+            // thread the printer writes it itself (and not before a bare "binary file matches" line);
+            // on several, ripgrep's buffer writer puts it between any two non-empty outputs.
+            if let (true, true, Some(sep)) = (threads > 1, printed, &file_separator) {
+                out_buf.extend_from_slice(sep);
+                out_buf.push(b'\n');
+            }
+            printed = true;
+            out_buf.extend_from_slice(&r.out);
+        }
+    }
+    if mode == Mode::Json {
+        let elapsed = started.elapsed();
+        let summary = serde_json::json!({
+            "type": "summary",
+            "data": {
+                "stats": stats,
+                "elapsed_total": {"secs": elapsed.as_secs(), "nanos": elapsed.subsec_nanos(), "human": format!("{:0.6}s", elapsed.as_secs_f64())},
+            }
+        });
+        // ripgrep's serde_json keeps keys sorted; ours preserves insertion order.
+        let _ = writeln!(out_buf, "{}", sorted_keys(summary));
     }
     let _ = msgs.io.stdout.write_all(&out_buf);
     if implicit && list.is_empty() {
         msgs.error("No files were searched, which means ripgrep probably applied a filter you didn't expect.\nRunning with --debug will show why files are being skipped.");
     }
     exit_code(matched, a.quiet, msgs.errored)
+}
+
+/// Which printer a search uses.
+#[derive(Clone, Copy)]
+enum Printer {
+    Standard { heading: bool },
+    Summary(SummaryKind),
+    Json,
+}
+
+/// What every file's search shares.
+struct Plan<'a> {
+    a: &'a RgArgs,
+    matcher: &'a RegexMatcher,
+    kind: Printer,
+    with_filename: bool,
+    mmap_like: bool,
+    cancel: Option<&'a AtomicBool>,
+}
+
+/// One file's search: its output (printed alone, separators are added between files), whether it
+/// matched, its stats (JSON), or the error that stopped it.
+struct FileResult {
+    out: Vec<u8>,
+    result: std::io::Result<(bool, Option<grep_printer::Stats>)>,
+}
+
+/// Searches the haystacks on `threads` threads; results come back in the haystacks' order. One thread
+/// with -q stops after the first match.
+fn search_all(
+    plan: &Plan<'_>,
+    searcher: Searcher,
+    list: &[Haystack],
+    threads: usize,
+    file_separator: &Option<Vec<u8>>,
+) -> Vec<FileResult> {
+    if threads <= 1 {
+        let mut searcher = searcher;
+        // one standard printer for every file, so it places the separators between files itself
+        let mut standard = match plan.kind {
+            Printer::Standard { heading } => Some(
+                standard_builder(plan, heading)
+                    .separator_search(file_separator.clone())
+                    .build(NoColor::new(Vec::new())),
+            ),
+            _ => None,
+        };
+        let mut out = Vec::with_capacity(list.len());
+        for h in list {
+            let r = search_file(plan, &mut searcher, h, standard.as_mut());
+            let stop = plan.a.quiet && matches!(r.result, Ok((true, _)));
+            out.push(r);
+            if stop {
+                break;
+            }
+        }
+        return out;
+    }
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let slots: Vec<std::sync::Mutex<Option<FileResult>>> = list.iter().map(|_| std::sync::Mutex::new(None)).collect();
+    std::thread::scope(|scope| {
+        for _ in 0..threads {
+            let mut searcher = searcher.clone();
+            let (next, slots) = (&next, &slots);
+            scope.spawn(move || loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some(h) = list.get(i) else { break };
+                let r = search_file(plan, &mut searcher, h, None);
+                if let Ok(mut slot) = slots[i].lock() {
+                    *slot = Some(r);
+                }
+            });
+        }
+    });
+    slots
+        .into_iter()
+        .map(|m| {
+            m.into_inner()
+                .ok()
+                .flatten()
+                .unwrap_or(FileResult { out: Vec::new(), result: Err(std::io::Error::other("a search thread failed")) })
+        })
+        .collect()
+}
+
+fn standard_builder(plan: &Plan<'_>, heading: bool) -> StandardBuilder {
+    let a = plan.a;
+    let mut b = StandardBuilder::new();
+    b.heading(heading)
+        .max_columns_preview(a.max_columns_preview)
+        .max_columns(a.max_columns)
+        .max_matches(a.max_count)
+        .only_matching(a.only_matching)
+        .path(plan.with_filename)
+        .per_match_one_line(true)
+        .separator_context(b"--".to_vec().into())
+        .separator_field_context(b"-".to_vec())
+        .separator_field_match(b":".to_vec());
+    b
+}
+
+/// Searches one file. With `standard`, the standard printer shared by the files of a single-threaded
+/// run is used (and its output taken out afterwards); otherwise a printer of the plan's kind is made.
+fn search_file(
+    plan: &Plan<'_>,
+    searcher: &mut Searcher,
+    h: &Haystack,
+    standard: Option<&mut grep_printer::Standard<NoColor<Vec<u8>>>>,
+) -> FileResult {
+    let a = plan.a;
+    searcher.set_binary_detection(match (a.text, h.explicit) {
+        (true, _) => BinaryDetection::none(),
+        (false, true) => BinaryDetection::convert(b'\x00'),
+        (false, false) => BinaryDetection::quit(b'\x00'),
+    });
+    let mut out = Vec::new();
+    let result = (|| -> std::io::Result<(bool, Option<grep_printer::Stats>)> {
+        let mut input: Box<dyn SearchInput> = if plan.mmap_like && h.explicit {
+            let mut bytes = Vec::new();
+            Cancellable { inner: std::fs::File::open(&h.path)?, cancel: plan.cancel }.read_to_end(&mut bytes)?;
+            if bytes.is_empty() {
+                Box::new(ReaderInput(Box::new(std::io::empty())))
+            } else {
+                Box::new(SliceInput(bytes))
+            }
+        } else {
+            Box::new(ReaderInput(Box::new(Cancellable { inner: std::fs::File::open(&h.path)?, cancel: plan.cancel })))
+        };
+        let w = NoColor::new(&mut out);
+        let m = plan.matcher;
+        match plan.kind {
+            Printer::Summary(kind) => {
+                let mut p = SummaryBuilder::new()
+                    .exclude_zero(!a.include_zero)
+                    .kind(kind)
+                    .max_matches(a.max_count)
+                    .path(plan.with_filename)
+                    .separator_field(b":".to_vec())
+                    .build(w);
+                let mut sink = p.sink_with_path(m, &h.path);
+                input.search(searcher, m, &mut sink)?;
+                Ok((sink.has_match(), None))
+            }
+            Printer::Json => {
+                let mut p = JSONBuilder::new().pretty(false).max_matches(a.max_count).always_begin_end(false).build(w);
+                let mut sink = p.sink_with_path(m, &h.path);
+                input.search(searcher, m, &mut sink)?;
+                Ok((sink.has_match(), Some(sink.stats().clone())))
+            }
+            Printer::Standard { heading } => match standard {
+                Some(p) => {
+                    let mut sink = p.sink_with_path(m, &h.path);
+                    let r = input.search(searcher, m, &mut sink);
+                    let matched = sink.has_match();
+                    drop(sink);
+                    // take what this file printed out of the shared printer's buffer
+                    *w.into_inner() = std::mem::take(p.get_mut().get_mut());
+                    r.map(|_| (matched, None))
+                }
+                None => {
+                    let mut p = standard_builder(plan, heading).build(w);
+                    let mut sink = p.sink_with_path(m, &h.path);
+                    input.search(searcher, m, &mut sink)?;
+                    Ok((sink.has_match(), None))
+                }
+            },
+        }
+    })();
+    FileResult { out, result }
 }
 
 /// The value with every object's keys in sorted order (how ripgrep's own serde_json prints them).

@@ -291,21 +291,29 @@ impl Tool for Grep {
             };
             let offset = a.offset.unwrap_or(0);
             let lines: Vec<String> = found.stdout.lines().map(str::to_string).collect();
-            let text = match mode {
+            // GREP-2: the record kept beside the text says how much there was in all and what was cut, so
+            // "not shown" can be told apart: filtered (not matched) or truncated (limit / offset).
+            let applied = |truncated: bool| json!({"appliedLimit": if truncated { Some(limit) } else { None }, "appliedOffset": (offset > 0).then_some(offset)});
+            let (text, mut data) = match mode {
                 Mode::Standard => {
                     let rel: Vec<String> = lines.iter().map(|l| relative_line(&ctx.cwd, l)).collect();
                     let (shown, truncated) = paginate(&rel, limit, offset);
-                    if shown.is_empty() {
+                    let data = json!({"mode": "content", "numLines": rel.len(), "content": shown.join("\n")});
+                    let text = if shown.is_empty() {
                         "No matches found".to_string()
                     } else {
                         format!("{}{}", shown.join("\n"), limit_info(truncated, limit, offset))
-                    }
+                    };
+                    (text, merge(data, applied(truncated)))
                 }
                 Mode::Count => {
                     let rel: Vec<String> = lines.iter().map(|l| relative_line(&ctx.cwd, l)).collect();
                     let (shown, truncated) = paginate(&rel, limit, offset);
-                    let total: u64 = shown.iter().filter_map(|l| l.rsplit(':').next()?.parse::<u64>().ok()).sum();
-                    if shown.is_empty() {
+                    let count_of = |l: &String| l.rsplit(':').next().and_then(|n| n.parse::<u64>().ok());
+                    let total: u64 = shown.iter().filter_map(count_of).sum();
+                    let all: u64 = rel.iter().filter_map(count_of).sum();
+                    let data = json!({"mode": "count", "numFiles": rel.len(), "numMatches": all});
+                    let text = if shown.is_empty() {
                         "No matches found".to_string()
                     } else {
                         let files = shown.len();
@@ -316,7 +324,8 @@ impl Tool for Grep {
                             if files == 1 { "file" } else { "files" },
                             limit_info(truncated, limit, offset)
                         )
-                    }
+                    };
+                    (text, merge(data, applied(truncated)))
                 }
                 _ => {
                     // most recently modified first, then path (the reference's order)
@@ -325,7 +334,8 @@ impl Tool for Grep {
                     files.sort_by(|x, y| y.0.cmp(&x.0).then_with(|| x.1.cmp(&y.1)));
                     let names: Vec<String> = files.into_iter().map(|(_, n)| n).collect();
                     let (shown, truncated) = paginate(&names, limit, offset);
-                    if shown.is_empty() {
+                    let data = json!({"mode": "files_with_matches", "numFiles": names.len(), "filenames": shown});
+                    let text = if shown.is_empty() {
                         "No files found".to_string()
                     } else {
                         format!(
@@ -335,12 +345,23 @@ impl Tool for Grep {
                             limit_info(truncated, limit, offset),
                             shown.join("\n")
                         )
-                    }
+                    };
+                    (text, merge(data, applied(truncated)))
                 }
             };
-            Ok(ToolOutput::Text(text))
+            if let Some(o) = data.as_object_mut() {
+                o.retain(|_, v| !v.is_null());
+            }
+            Ok(ToolOutput::Data { text, data })
         })
     }
+}
+
+fn merge(mut a: Value, b: Value) -> Value {
+    if let (Some(x), Value::Object(y)) = (a.as_object_mut(), b) {
+        x.extend(y);
+    }
+    a
 }
 
 /// `ABS_PATH:rest` → `REL_PATH:rest` for lines of a directory search.

@@ -42,18 +42,14 @@ pub enum ToolOutput {
     Text(String),
     /// Content blocks (`image`, `document`, `text`).
     Blocks(Vec<Value>),
-}
-
-impl ToolOutput {
-    /// The size counted against the result budget: text length in chars; blocks' text parts only.
-    pub fn budget_chars(&self) -> usize {
-        match self {
-            ToolOutput::Text(t) => t.chars().count(),
-            ToolOutput::Blocks(b) => {
-                b.iter().filter_map(|b| b.get("text").and_then(Value::as_str)).map(|t| t.chars().count()).sum()
-            }
-        }
-    }
+    /// A text result plus the structured record the reference keeps beside it (its `toolUseResult`):
+    /// the text goes to the model, the record to the session log (`<session dir>/<session id>.jsonl`).
+    Data {
+        /// What the model gets.
+        text: String,
+        /// The structured record.
+        data: Value,
+    },
 }
 
 /// What a permission rule of a tool is matched against.

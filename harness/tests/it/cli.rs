@@ -59,12 +59,9 @@ fn a_changed_tool_output_shows_as_a_golden_diff_and_exit_1() {
         .unwrap_or_else(|e| panic!("{e}"));
     let golden =
         std::fs::read_to_string(repo().join("golden/builtin/read.window.snap")).unwrap_or_else(|e| panic!("{e}"));
-    assert!(golden.contains("  |      3\tthree"));
-    std::fs::write(
-        lab.join("golden/builtin/read.window.snap"),
-        golden.replacen("  |      3\tthree", "  |      3\tTHREE", 1),
-    )
-    .unwrap_or_else(|e| panic!("{e}"));
+    assert!(golden.contains("  | 3\tthree"));
+    std::fs::write(lab.join("golden/builtin/read.window.snap"), golden.replacen("  | 3\tthree", "  | 3\tTHREE", 1))
+        .unwrap_or_else(|e| panic!("{e}"));
     let out = probelab().args(["run", "--json"]).current_dir(lab).output().unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(out.status.code(), Some(1));
     let first: serde_json::Value =
@@ -72,7 +69,7 @@ fn a_changed_tool_output_shows_as_a_golden_diff_and_exit_1() {
             .unwrap_or_default();
     assert_eq!(first["status"], "golden-diff");
     let diff = first["detail"].as_str().unwrap_or_default();
-    assert!(diff.contains("-  |      3\tTHREE") && diff.contains("+  |      3\tthree"), "{diff}");
+    assert!(diff.contains("-  | 3\tTHREE") && diff.contains("+  | 3\tthree"), "{diff}");
     // --bless accepts the new transcript; then the run passes
     let out = probelab().args(["run", "--bless"]).current_dir(lab).output().unwrap_or_else(|e| panic!("{e}"));
     assert!(out.status.success());
