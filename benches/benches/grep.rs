@@ -136,7 +136,8 @@ fn main() {
     for (name, argv) in CASES {
         let sorted: Vec<&str> = ["--sort", "path"].iter().chain(argv.iter()).copied().collect();
         let mut g = c.benchmark_group(format!("grep/{name}"));
-        g.bench_function("probelab", |b| b.iter(|| ours(&sorted, &dir)));
+        g.bench_function("probelab", |b| b.iter(|| ours(argv, &dir)));
+        g.bench_function("probelab-sorted", |b| b.iter(|| ours(&sorted, &dir)));
         g.bench_function("rg-14.1.1-sorted", |b| b.iter(|| theirs(&rg, &sorted, &dir)));
         g.bench_function("rg-14.1.1", |b| b.iter(|| theirs(&rg, argv, &dir)));
         g.finish();
@@ -160,31 +161,35 @@ fn main() {
     c.bench_function("grep/tool-files-with-matches", |b| b.iter(grep_tool));
     c.final_summary();
 
-    println!("\nratios (median of 5; < 1 means probelab is faster):");
-    println!("{:<20} {:>12} {:>12} {:>12} {:>10} {:>10}", "case", "probelab", "rg sorted", "rg", "vs sorted", "vs rg");
+    println!("\nratios (median of 5; < 1 means probelab is faster; 'sorted' = --sort path, one thread each):");
+    println!(
+        "{:<20} {:>12} {:>12} {:>8} {:>14} {:>12} {:>8}",
+        "case", "probelab", "rg", "ratio", "probelab sort", "rg sort", "ratio"
+    );
     for (name, argv) in CASES {
         let sorted: Vec<&str> = ["--sort", "path"].iter().chain(argv.iter()).copied().collect();
-        let a = median(|| ours(&sorted, &dir), 5);
-        let b = median(|| theirs(&rg, &sorted, &dir), 5);
+        let a = median(|| ours(argv, &dir), 5);
         let r = median(|| theirs(&rg, argv, &dir), 5);
+        let a_s = median(|| ours(&sorted, &dir), 5);
+        let r_s = median(|| theirs(&rg, &sorted, &dir), 5);
         println!(
-            "{name:<20} {:>10.1}ms {:>10.1}ms {:>10.1}ms {:>9.2}x {:>9.2}x",
+            "{name:<20} {:>10.1}ms {:>10.1}ms {:>7.2}x {:>12.1}ms {:>10.1}ms {:>7.2}x",
             a.as_secs_f64() * 1e3,
-            b.as_secs_f64() * 1e3,
             r.as_secs_f64() * 1e3,
-            a.as_secs_f64() / b.as_secs_f64(),
-            a.as_secs_f64() / r.as_secs_f64()
+            a.as_secs_f64() / r.as_secs_f64(),
+            a_s.as_secs_f64() * 1e3,
+            r_s.as_secs_f64() * 1e3,
+            a_s.as_secs_f64() / r_s.as_secs_f64()
         );
     }
     let t = median(grep_tool, 5);
     let r = median(|| theirs(&rg, &["-l", "ERROR"], &dir), 5);
+    let ratio = t.as_secs_f64() / r.as_secs_f64();
     println!(
-        "{:<20} {:>10.1}ms {:>12} {:>10.1}ms {:>10} {:>9.2}x",
+        "{:<20} {:>10.1}ms {:>10.1}ms {:>7.2}x",
         "Grep tool -l",
         t.as_secs_f64() * 1e3,
-        "",
         r.as_secs_f64() * 1e3,
-        "",
-        t.as_secs_f64() / r.as_secs_f64()
+        ratio
     );
 }
