@@ -26,7 +26,7 @@ async fn grep(c: &ToolContext, input: serde_json::Value) -> (Result<ToolOutput, 
 
 fn text(r: &Result<ToolOutput, ToolError>) -> String {
     match r {
-        Ok(ToolOutput::Text(t)) => t.clone(),
+        Ok(ToolOutput::Text(t)) | Ok(ToolOutput::Data { text: t, .. }) => t.clone(),
         Ok(other) => format!("{other:?}"),
         Err(e) => format!("error: {e}"),
     }
