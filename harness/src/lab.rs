@@ -50,6 +50,8 @@ pub struct Report {
     pub description: String,
     /// Where the sandbox was kept, if asked.
     pub kept: Option<PathBuf>,
+    /// Divergences from claims shown on this subject ("claim: fact").
+    pub diverges: Vec<String>,
     /// Exec probes: the evidence (argv, verbatim output, exit, duration, max RSS) as JSON.
     pub evidence: Option<serde_json::Value>,
 }
@@ -101,7 +103,7 @@ pub async fn run_probe(probe: &Probe, subject: &str, layout: &Layout, keep: bool
         today: crate::transcript::normalise::today_utc(),
     };
     let norm = |t: &str| normalise(t, &places);
-    let raw = render(&Header { probe: &probe.id, claims: &probe.claims, subject }, &view, &lines, &mut blobs, &norm);
+    let raw = render(&header(probe, subject), &view, &lines, &mut blobs, &norm);
     let transcript = normalise(&raw, &places);
     let kept = keep.then(|| run.sandbox.keep());
     Ok(Report {
@@ -112,6 +114,7 @@ pub async fn run_probe(probe: &Probe, subject: &str, layout: &Layout, keep: bool
         blobs,
         description,
         kept,
+        diverges: header(probe, subject).diverges,
         evidence: run
             .artefact
             .take()
@@ -139,8 +142,7 @@ async fn run_exec_probe(
         home: &sandbox.home,
         today: crate::transcript::normalise::today_utc(),
     };
-    let raw =
-        crate::transcript::render_exec(&Header { probe: &probe.id, claims: &probe.claims, subject }, &records, &lines);
+    let raw = crate::transcript::render_exec(&header(probe, subject), &records, &lines);
     let transcript = normalise(&raw, &places);
     let sha = crate::transcript::sha256(&std::fs::read(rg).unwrap_or_default());
     let evidence = serde_json::json!({
@@ -155,8 +157,14 @@ async fn run_exec_probe(
         blobs: Blobs::new(),
         description,
         kept,
+        diverges: header(probe, subject).diverges,
         evidence: Some(evidence),
     })
+}
+
+fn header<'a>(probe: &'a Probe, subject: &'a str) -> Header<'a> {
+    let diverges = probe.divergences_on(subject).iter().map(|d| format!("{}: {}", d.claim, d.fact)).collect();
+    Header { probe: &probe.id, claims: &probe.claims, subject, diverges }
 }
 
 /// What happened to a probe's golden.

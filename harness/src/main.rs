@@ -183,7 +183,7 @@ fn run(paths: Vec<PathBuf>, subject: &str, bless: bool, json: bool, keep: bool) 
             let v = serde_json::json!({
                 "probe": probe.id, "subject": subject, "status": status, "claims": probe.claims,
                 "verdicts": report.verdicts.iter().map(|v| serde_json::json!({"name": v.name, "pass": v.pass, "detail": v.detail})).collect::<Vec<_>>(),
-                "detail": detail, "kept": report.kept,
+                "detail": detail, "kept": report.kept, "diverges": report.diverges,
             });
             println!("{v}");
         } else {
@@ -200,6 +200,9 @@ fn run(paths: Vec<PathBuf>, subject: &str, bless: bool, json: bool, keep: bool) 
                 for l in detail.lines() {
                     println!("      {l}");
                 }
+            }
+            for d in &report.diverges {
+                println!("      diverges from claim {d}");
             }
             if let Some(k) = &report.kept {
                 println!("      sandbox kept at {}", k.display());

@@ -175,6 +175,19 @@ pub struct ExecSpec {
     pub deadline_ms: Option<u64>,
 }
 
+/// A fact a probe establishes that contradicts a claim on some subject: the lab reports it, it does not
+/// hide it — the probe passes (its checks assert the fact) and its verdict says "diverges from claim".
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Divergence {
+    /// The claim contradicted (must be one the probe cites).
+    pub claim: String,
+    /// The subject kind it diverges on (`builtin`, `claude-code`).
+    pub subject: String,
+    /// What the run shows instead.
+    pub fact: String,
+}
+
 /// A sandbox change (`[[fixture.fault]]`).
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -281,6 +294,8 @@ struct ProbeFile {
     #[serde(default)]
     ask: AskAnswer,
     #[serde(default)]
+    diverges: Vec<Spanned<Divergence>>,
+    #[serde(default)]
     deadline_secs: Option<u64>,
     #[serde(default)]
     fixture: Fixture,
@@ -331,6 +346,8 @@ pub struct Probe {
     pub prompt: String,
     /// Host's answer to asks.
     pub ask: AskAnswer,
+    /// Facts this probe shows that contradict a claim, per subject.
+    pub diverges: Vec<Divergence>,
     /// Deadline.
     pub deadline_secs: u64,
     /// Fixture.
@@ -359,6 +376,12 @@ impl Probe {
             return kind == "builtin";
         }
         self.subjects.iter().any(|s| s == kind)
+    }
+
+    /// The divergences from claims this probe shows on a subject (`claude-code@2.1.235` → `claude-code`).
+    pub fn divergences_on(&self, subject: &str) -> Vec<&Divergence> {
+        let kind = subject.split('@').next().unwrap_or(subject);
+        self.diverges.iter().filter(|d| d.subject == kind).collect()
     }
 
     /// `file:line` of a check, for failure messages.
@@ -412,6 +435,22 @@ pub fn parse(path: &Path, text: &str) -> Result<Probe, ProbeError> {
             ));
         }
         claims.push(c.get_ref().clone());
+    }
+    let mut diverges = Vec::new();
+    for d in &raw.diverges {
+        let v = d.get_ref();
+        if !claims.contains(&v.claim) {
+            let msg = format!("diverges names claim {:?}, which this probe does not cite", v.claim);
+            return Err(err_at(d.span().start, msg, Some("add it to claims, or name a cited claim")));
+        }
+        if !SUBJECT_KINDS.contains(&v.subject.as_str()) {
+            return Err(err_at(
+                d.span().start,
+                format!("unknown subject {:?}", v.subject),
+                Some("builtin or claude-code"),
+            ));
+        }
+        diverges.push(v.clone());
     }
     let mut subjects = Vec::new();
     for s in raw.subjects.iter().flatten() {
@@ -535,6 +574,7 @@ pub fn parse(path: &Path, text: &str) -> Result<Probe, ProbeError> {
         subjects,
         prompt: raw.prompt.unwrap_or_else(|| "Run the probe.".into()),
         ask: raw.ask,
+        diverges,
         deadline_secs: raw.deadline_secs.unwrap_or(DEFAULT_DEADLINE_SECS),
         fixture: raw.fixture,
         settings: raw.settings,

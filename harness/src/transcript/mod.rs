@@ -246,15 +246,25 @@ pub struct Header<'a> {
     pub claims: &'a [String],
     /// Subject name.
     pub subject: &'a str,
+    /// "claim: fact" lines of the divergences from claims this probe shows on the subject.
+    pub diverges: Vec<String>,
+}
+
+impl Header<'_> {
+    fn lines(&self) -> Vec<String> {
+        let mut out = vec![
+            format!("probe: {}", self.probe),
+            format!("claims: {}", self.claims.join(", ")),
+            format!("subject: {}", self.subject),
+        ];
+        out.extend(self.diverges.iter().map(|d| format!("diverges from claim {d}")));
+        out
+    }
 }
 
 /// Renders a run as text (not yet normalised); fills `blobs` with what it references.
 pub fn render(h: &Header<'_>, view: &View<'_>, verdicts: &[String], blobs: &mut Blobs, norm: Norm<'_>) -> String {
-    let mut out = vec![
-        format!("probe: {}", h.probe),
-        format!("claims: {}", h.claims.join(", ")),
-        format!("subject: {}", h.subject),
-    ];
+    let mut out = h.lines();
     let mut seen_messages: BTreeMap<String, usize> = BTreeMap::new();
     let mut last_tools: BTreeMap<String, String> = BTreeMap::new();
     let mut last_system: BTreeMap<String, String> = BTreeMap::new();
@@ -367,11 +377,7 @@ pub fn render(h: &Header<'_>, view: &View<'_>, verdicts: &[String], blobs: &mut 
 /// Renders an exec probe: each command (argv as written), its exit, stdout and stderr verbatim;
 /// durations and memory are evidence, never golden.
 pub fn render_exec(h: &Header<'_>, records: &[crate::subject::exec::ExecRecord], verdicts: &[String]) -> String {
-    let mut out = vec![
-        format!("probe: {}", h.probe),
-        format!("claims: {}", h.claims.join(", ")),
-        format!("subject: {}", h.subject),
-    ];
+    let mut out = h.lines();
     for (i, r) in records.iter().enumerate() {
         out.push(String::new());
         out.push(format!("## exec {}: {}", i + 1, r.argv.join(" ")));
