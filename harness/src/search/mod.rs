@@ -180,39 +180,6 @@ fn walker(a: &RgArgs, paths: &[PathBuf], cwd: &Path) -> Result<ignore::WalkBuild
     Ok(b)
 }
 
-/// The walk's entries in path order (roots in the order given). With several threads the walk runs in
-/// parallel, as ripgrep's does, and its entries are put in the order the sequential walk gives.
-fn walk(
-    a: &RgArgs,
-    paths: &[PathBuf],
-    cwd: &Path,
-    threads: usize,
-) -> Result<Vec<Result<ignore::DirEntry, ignore::Error>>, String> {
-    let mut builder = walker(a, paths, cwd)?;
-    if threads <= 1 {
-        return Ok(builder.build().collect());
-    }
-    let found = std::sync::Mutex::new(Vec::new());
-    builder.threads(threads).build_parallel().run(|| {
-        let found = &found;
-        Box::new(move |r| {
-            if let Ok(mut v) = found.lock() {
-                v.push(r);
-            }
-            ignore::WalkState::Continue
-        })
-    });
-    let mut entries = found.into_inner().unwrap_or_default();
-    let root_of = |p: &Path| paths.iter().position(|r| p.starts_with(r)).unwrap_or(usize::MAX);
-    entries.sort_by(|x, y| match (x, y) {
-        (Ok(x), Ok(y)) => (root_of(x.path()), x.path()).cmp(&(root_of(y.path()), y.path())),
-        (Err(_), Ok(_)) => std::cmp::Ordering::Less,
-        (Ok(_), Err(_)) => std::cmp::Ordering::Greater,
-        (Err(x), Err(y)) => x.to_string().cmp(&y.to_string()),
-    });
-    Ok(entries)
-}
-
 /// One thing to search, as ripgrep's haystack: a walk entry that is a file, or a path given explicitly.
 struct Haystack {
     path: PathBuf,
@@ -225,10 +192,9 @@ fn haystacks(
     strip_dot: bool,
     cwd: &Path,
     msgs: &mut Messages<'_, '_>,
-    threads: usize,
 ) -> Result<Vec<Haystack>, String> {
     let mut out = Vec::new();
-    for result in walk(a, paths, cwd, threads)? {
+    for result in walker(a, paths, cwd)?.build() {
         let dent = match result {
             Ok(d) => d,
             Err(e) => {
@@ -313,7 +279,7 @@ pub fn run(a: &RgArgs, io: &mut Io<'_>) -> u8 {
     }
     let cwd = msgs.io.cwd.clone();
     if a.mode == Mode::Files {
-        let list = match haystacks(a, &paths, implicit, &cwd, &mut msgs, 1) {
+        let list = match haystacks(a, &paths, implicit, &cwd, &mut msgs) {
             Ok(l) => l,
             Err(e) => {
                 msgs.error(e);
@@ -341,14 +307,7 @@ pub fn run(a: &RgArgs, io: &mut Io<'_>) -> u8 {
             return EXIT_ERROR;
         }
     };
-    // ripgrep walks and searches on as many threads as there are cores unless it sorts, stops at the
-    // first match (-q) or searches one file; the output is the same either way (printed in path order)
-    let threads = if a.quiet || is_one_file || a.sort.is_some() {
-        1
-    } else {
-        std::thread::available_parallelism().map_or(1, |n| n.get()).min(12)
-    };
-    let list = match haystacks(a, &paths, implicit, &cwd, &mut msgs, threads) {
+    let list = match haystacks(a, &paths, implicit, &cwd, &mut msgs) {
         Ok(l) => l,
         Err(e) => {
             msgs.error(e);
@@ -395,7 +354,13 @@ pub fn run(a: &RgArgs, io: &mut Io<'_>) -> u8 {
         _ => Printer::Standard { heading },
     };
     let plan = Plan { a, matcher: &matcher, kind, with_filename, mmap_like, cancel: msgs.io.cancel };
-    let threads = if list.len() < 2 { 1 } else { threads };
+    // ripgrep searches on as many threads as there are cores unless it sorts, stops at the first match
+    // (-q) or searches one file; the output is the same either way (printed here in path order)
+    let threads = if a.quiet || is_one_file || a.sort.is_some() || list.len() < 2 {
+        1
+    } else {
+        std::thread::available_parallelism().map_or(1, |n| n.get()).min(12)
+    };
     let results = search_all(&plan, searcher(a, line_number), &list, threads, &file_separator);
     let mut matched = false;
     let mut stats = grep_printer::Stats::new();
