@@ -82,8 +82,14 @@ pub async fn run_probe(probe: &Probe, subject: &str, layout: &Layout, keep: bool
         Some(c) => golden::description("claude-code", &c.version, Some(&c.sha256)),
     };
     if !probe.execs.is_empty() {
-        let rg = cc.as_ref().map(|c| c.binary.clone()).unwrap_or_else(|| layout.engine.clone());
-        return run_exec_probe(probe, subject, layout, keep, &rg, description).await;
+        // the engine's hash: Claude Code's was computed (and cached) at install; probelab's is taken here
+        let (rg, sha) = match &cc {
+            Some(c) => (c.binary.clone(), c.sha256.clone()),
+            None => {
+                (layout.engine.clone(), crate::transcript::sha256(&std::fs::read(&layout.engine).unwrap_or_default()))
+            }
+        };
+        return run_exec_probe(probe, subject, layout, keep, (&rg, &sha), description).await;
     }
     let runner = match &cc {
         None => crate::run::Runner::Builtin,
@@ -127,7 +133,7 @@ async fn run_exec_probe(
     subject: &str,
     layout: &Layout,
     keep: bool,
-    rg: &Path,
+    (rg, sha): (&Path, &str),
     description: String,
 ) -> Result<Report, String> {
     let mut sandbox = crate::probe::sandbox::Sandbox::create(probe, &layout.fixtures)?;
@@ -144,7 +150,6 @@ async fn run_exec_probe(
     };
     let raw = crate::transcript::render_exec(&header(probe, subject), &records, &lines);
     let transcript = normalise(&raw, &places);
-    let sha = crate::transcript::sha256(&std::fs::read(rg).unwrap_or_default());
     let evidence = serde_json::json!({
         "probe": probe.id, "subject": subject, "engine": rg, "engine_sha256": sha, "commands": records,
     });
