@@ -1,7 +1,9 @@
 //! Semantic diff of two golden sets (two versions of a subject, or two subjects): per probe, the tools
 //! added / removed / changed per request (changed = same name, another schema + description blob, shown
 //! as a text diff of the blobs), a changed system prompt (text diff of its blob), and the tool_result
-//! changes (text / is_error) as a diff of the result sections; probes present on one side only.
+//! changes (text / is_error) as a diff of the result sections; probes present on one side only. A blob
+//! change (a tool's schema, the system prompt) is usually the same in every probe, so its text diff is
+//! kept once per set and the probes name it.
 
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
@@ -16,9 +18,9 @@ pub struct ProbeDiff {
     pub tools_added: Vec<String>,
     /// Tool names only on the left.
     pub tools_removed: Vec<String>,
-    /// Tools on both sides with another blob: name → text diff of the blobs.
-    pub tools_changed: BTreeMap<String, String>,
-    /// Text diff of the system prompt blobs, when they differ.
+    /// Tools on both sides with another blob: keys of [`SetDiff::blob_changes`].
+    pub tools_changed: Vec<String>,
+    /// A changed system prompt: its key in [`SetDiff::blob_changes`].
     pub system: Option<String>,
     /// Unified diff of the tool_result lines (texts and is_error), when they differ.
     pub results: Option<String>,
@@ -51,6 +53,8 @@ pub struct SetDiff {
     pub only_right: Vec<String>,
     /// Probes on both sides, in id order.
     pub probes: Vec<ProbeDiff>,
+    /// Each changed blob once: `tool NAME OLD → NEW` / `system OLD → NEW` → text diff of the blobs.
+    pub blob_changes: BTreeMap<String, String>,
 }
 
 impl SetDiff {
@@ -148,17 +152,20 @@ pub fn diff_dirs(left: &Path, right: &Path, blobs: &Path) -> Result<SetDiff, Str
         let mut d = ProbeDiff { probe: id.clone(), ..ProbeDiff::default() };
         d.tools_added = ty.keys().filter(|k| !tx.contains_key(*k)).cloned().collect();
         d.tools_removed = tx.keys().filter(|k| !ty.contains_key(*k)).cloned().collect();
+        let mut change = |key: String, hx: &str, hy: &str| -> String {
+            out.blob_changes
+                .entry(key.clone())
+                .or_insert_with(|| udiff(&blob_text(blobs, hx), &blob_text(blobs, hy), &ln, &rn).unwrap_or_default());
+            key
+        };
         for (name, hx) in &tx {
-            if let Some(hy) = ty.get(name) {
-                if hx != hy {
-                    let t = udiff(&blob_text(blobs, hx), &blob_text(blobs, hy), &ln, &rn).unwrap_or_default();
-                    d.tools_changed.insert(name.clone(), t);
-                }
+            if let Some(hy) = ty.get(name).filter(|hy| *hy != hx) {
+                d.tools_changed.push(change(format!("tool {name} {hx} → {hy}"), hx, hy));
             }
         }
         if let (Some(sx), Some(sy)) = (system(x), system(y)) {
             if sx != sy {
-                d.system = udiff(&blob_text(blobs, &sx), &blob_text(blobs, &sy), &ln, &rn);
+                d.system = Some(change(format!("system {sx} → {sy}"), &sx, &sy));
             }
         }
         d.results = udiff(&result_lines(x), &result_lines(y), &ln, &rn);
@@ -176,6 +183,32 @@ pub fn diff_dirs(left: &Path, right: &Path, blobs: &Path) -> Result<SetDiff, Str
     Ok(out)
 }
 
+fn indented(o: &mut Vec<String>, head: String, text: &str) {
+    o.push(head);
+    o.extend(text.lines().map(|l| format!("      {l}")));
+}
+
+/// One probe's lines (blob changes by name; their diffs are in the set's blob changes).
+fn render_probe(p: &ProbeDiff, o: &mut Vec<String>) {
+    if p.is_same() {
+        o.push(format!("same  {}", p.probe));
+        return;
+    }
+    o.push(format!("DIFF  {}", p.probe));
+    o.extend(p.tools_added.iter().map(|t| format!("  + tool {t}")));
+    o.extend(p.tools_removed.iter().map(|t| format!("  - tool {t}")));
+    o.extend(p.tools_changed.iter().map(|k| format!("  ~ {k} (schema or description, see blob changes)")));
+    if let Some(k) = &p.system {
+        o.push(format!("  ~ {k} (see blob changes)"));
+    }
+    if let Some(r) = &p.results {
+        indented(o, "  ~ tool results:".into(), r);
+    }
+    if let Some(r) = &p.rest {
+        indented(o, "  ~ transcript:".into(), r);
+    }
+}
+
 /// Text for a terminal.
 pub fn render_text(d: &SetDiff) -> String {
     let mut o = vec![format!("diff {} → {}", d.left, d.right)];
@@ -185,34 +218,11 @@ pub fn render_text(d: &SetDiff) -> String {
     for p in &d.only_right {
         o.push(format!("+ probe {p} (only in {})", d.right));
     }
+    for (k, text) in &d.blob_changes {
+        indented(&mut o, format!("blob change: {k}"), text);
+    }
     for p in &d.probes {
-        if p.is_same() {
-            o.push(format!("same  {}", p.probe));
-            continue;
-        }
-        o.push(format!("DIFF  {}", p.probe));
-        for t in &p.tools_added {
-            o.push(format!("  + tool {t}"));
-        }
-        for t in &p.tools_removed {
-            o.push(format!("  - tool {t}"));
-        }
-        for (t, text) in &p.tools_changed {
-            o.push(format!("  ~ tool {t} (schema or description):"));
-            o.extend(text.lines().map(|l| format!("      {l}")));
-        }
-        if let Some(s) = &p.system {
-            o.push("  ~ system prompt:".into());
-            o.extend(s.lines().map(|l| format!("      {l}")));
-        }
-        if let Some(r) = &p.results {
-            o.push("  ~ tool results:".into());
-            o.extend(r.lines().map(|l| format!("      {l}")));
-        }
-        if let Some(r) = &p.rest {
-            o.push("  ~ transcript:".into());
-            o.extend(r.lines().map(|l| format!("      {l}")));
-        }
+        render_probe(p, &mut o);
     }
     o.push(format!(
         "{} probes in common: {:.0}% same tool results (conformance), {:.0}% same transcripts; {} only left, {} only right",
@@ -249,13 +259,13 @@ pub fn render_html(d: &SetDiff, claims_of: &BTreeMap<String, Vec<String>>) -> St
         rows.push_str(&format!("<tr><th>{}</th><td>{}</td></tr>\n", esc(claim), cells.join("<br>")));
     }
     let mut details = String::new();
+    for (k, text) in &d.blob_changes {
+        details.push_str(&format!("<h3>blob change: {}</h3>\n<pre>{}</pre>\n", esc(k), esc(text)));
+    }
     for p in &d.probes {
-        let body = if p.is_same() {
-            "same".to_string()
-        } else {
-            esc(&render_text(&SetDiff { probes: vec![p.clone()], ..d.clone() }))
-        };
-        details.push_str(&format!("<h3 id=\"{0}\">{0}</h3>\n<pre>{1}</pre>\n", esc(&p.probe), body));
+        let mut lines = Vec::new();
+        render_probe(p, &mut lines);
+        details.push_str(&format!("<h3 id=\"{0}\">{0}</h3>\n<pre>{1}</pre>\n", esc(&p.probe), esc(&lines.join("\n"))));
     }
     format!(
         "<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>probelab diff</title><style>\
@@ -295,6 +305,9 @@ mod tests {
         std::fs::write(l.join("p.snap"), left).unwrap_or_else(|e| panic!("{e}"));
         std::fs::write(r.join("p.snap"), right).unwrap_or_else(|e| panic!("{e}"));
         std::fs::write(l.join("gone.snap"), "x\n").unwrap_or_else(|e| panic!("{e}"));
+        // a second probe with the same tool change: its diff is kept and printed once
+        std::fs::write(l.join("q.snap"), left).unwrap_or_else(|e| panic!("{e}"));
+        std::fs::write(r.join("q.snap"), right).unwrap_or_else(|e| panic!("{e}"));
         let s = diff_dirs(&l, &r, &b).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(s.only_left, ["gone"]);
         let p = &s.probes[0];
@@ -302,12 +315,14 @@ mod tests {
             (p.tools_added.clone(), p.tools_removed.clone()),
             (vec!["Bash".to_string()], vec!["Grep".to_string()])
         );
-        assert!(
-            p.tools_changed["Read"].contains("-{\"d\": \"old\"}")
-                && p.tools_changed["Read"].contains("+{\"d\": \"new\"}")
-        );
+        assert_eq!(p.tools_changed, ["tool Read aaaaaaaaaaaa → bbbbbbbbbbbb"]);
+        let text = &s.blob_changes["tool Read aaaaaaaaaaaa → bbbbbbbbbbbb"];
+        assert!(text.contains("-{\"d\": \"old\"}") && text.contains("+{\"d\": \"new\"}"));
         assert!(p.system.is_none());
         assert!(p.results.as_deref().is_some_and(|r| r.contains("+tool_result t1 is_error:")));
+        assert_eq!(s.blob_changes.len(), 1);
+        assert_eq!(s.probes[1].tools_changed, p.tools_changed);
+        assert_eq!(render_text(&s).matches("-{\"d\": \"old\"}").count(), 1);
         assert!(render_text(&s).contains("0% same tool results (conformance), 0% same transcripts"));
         assert!(render_html(&s, &BTreeMap::new()).contains("<h3 id=\"p\">"));
     }
