@@ -164,11 +164,34 @@ pub enum LoopEnd {
     Error(String),
 }
 
-/// Runs the agent loop: the first user message is `prompt`; at most `max_turns` requests.
+/// Adds a text block to the last user message (after its tool_results), or a new user message.
+fn append_text(messages: &mut Vec<Value>, text: String) {
+    let block = json!({"type": "text", "text": text});
+    match messages.last_mut() {
+        Some(m) if m["role"] == "user" => {
+            if let Some(s) = m["content"].as_str().map(str::to_string) {
+                m["content"] = json!([{"type": "text", "text": s}]);
+            }
+            if let Some(a) = m["content"].as_array_mut() {
+                a.push(block);
+            }
+        }
+        _ => messages.push(json!({"role": "user", "content": [block]})),
+    }
+}
+
+/// Runs the agent loop: the first user message is `prompt`; at most `max_turns` requests. Finished
+/// background tasks are injected before each request (BG-1); at the model's end, running ones are
+/// waited for and their results start another turn.
 pub async fn run_loop(client: &Client, runtime: &Runtime, prompt: &str, max_turns: usize) -> LoopEnd {
     let mut messages = vec![json!({"role": "user", "content": prompt})];
     let tools = runtime.registry.api_tools();
+    let tasks = &runtime.ctx.shell.tasks;
     for _ in 0..max_turns {
+        // BG-1: what finished in the background since the last call goes in before this one
+        if let Some(block) = tasks.drain_notifications() {
+            append_text(&mut messages, block);
+        }
         let body = json!({
             "model": client.model,
             "max_tokens": MAX_TOKENS,
@@ -194,6 +217,17 @@ pub async fn run_loop(client: &Client, runtime: &Runtime, prompt: &str, max_turn
             })
             .collect();
         if message.stop_reason != Some(StopReason::ToolUse) || calls.is_empty() {
+            // like the reference in `-p` mode: background work still running is waited for, and its
+            // results start another turn
+            if tasks.running() > 0 {
+                while tasks.running() > 0 {
+                    tasks.wait_any(crate::tools::bash::MAX_TIMEOUT_MS).await;
+                }
+                if let Some(block) = tasks.drain_notifications() {
+                    messages.push(json!({"role": "user", "content": [{"type": "text", "text": block}]}));
+                    continue;
+                }
+            }
             return LoopEnd::EndTurn;
         }
         let results = runtime.run_turn(&calls).await;

@@ -112,6 +112,13 @@ pub async fn run_probe(probe: &Probe, subject: &str, layout: &Layout, keep: bool
     let raw = render(&header(probe, subject), &view, &lines, &mut blobs, &norm);
     let transcript = normalise(&raw, &places);
     let kept = keep.then(|| run.sandbox.keep());
+    if let Some(dir) = &kept {
+        // for probe authors: what the wire saw, before and after normalisation, whatever the verdicts
+        let record: String =
+            run.exchanges.iter().filter_map(|e| serde_json::to_string(e).ok()).map(|l| l + "\n").collect();
+        let _ = std::fs::write(dir.join("record.jsonl"), record);
+        let _ = std::fs::write(dir.join("transcript.txt"), &transcript);
+    }
     Ok(Report {
         probe: probe.id.clone(),
         subject: subject.to_string(),

@@ -205,7 +205,7 @@ fn run(paths: Vec<PathBuf>, subject: &str, bless: bool, json: bool, keep: bool) 
                 println!("      diverges from claim {d}");
             }
             if let Some(k) = &report.kept {
-                println!("      sandbox kept at {}", k.display());
+                println!("      sandbox kept at {} (record.jsonl, transcript.txt there)", k.display());
             }
         }
     }

@@ -102,6 +102,48 @@ impl Rules {
 
     /// The decision for a call.
     pub fn decide(&self, tool: &str, subject: &PermissionSubject, read_only: bool, ctx: &ToolContext) -> Decision {
+        if let PermissionSubject::Command(c) = subject {
+            return self.decide_command(tool, c, read_only, ctx);
+        }
+        self.decide_one(tool, subject, read_only, ctx)
+    }
+
+    /// BASH-2: a command is parsed with a real shell grammar and every simple command in it (pipelines,
+    /// lists, subshells, substitutions) is matched on its own: any denied part denies the whole, any
+    /// part that asks makes the whole ask, and only a command whose every part is allowed runs without
+    /// asking. A command that does not parse asks (it cannot be checked part by part).
+    fn decide_command(&self, tool: &str, command: &str, read_only: bool, ctx: &ToolContext) -> Decision {
+        let whole = PermissionSubject::Command(command.to_string());
+        let analysis = crate::tools::shell::analyse(command);
+        if !analysis.parsed {
+            if let Some(r) = self.deny.iter().find(|r| matches(r, tool, &whole, ctx)) {
+                return Decision::Deny(r.text.clone());
+            }
+            return Decision::Ask(
+                "the shell parser (the command does not parse, so it cannot be checked part by part)".into(),
+            );
+        }
+        let mut parts: Vec<String> = analysis.segments.into_iter().map(|s| s.text).collect();
+        if parts.is_empty() {
+            parts.push(command.trim().to_string());
+        }
+        let decisions: Vec<(String, Decision)> = parts
+            .into_iter()
+            .map(|p| {
+                let d = self.decide_one(tool, &PermissionSubject::Command(p.clone()), read_only, ctx);
+                (p, d)
+            })
+            .collect();
+        if let Some((p, Decision::Deny(r))) = decisions.iter().find(|(_, d)| matches!(d, Decision::Deny(_))) {
+            return Decision::Deny(format!("{r} (it matches the part `{p}`)"));
+        }
+        if let Some((p, Decision::Ask(r))) = decisions.iter().find(|(_, d)| matches!(d, Decision::Ask(_))) {
+            return Decision::Ask(format!("{r} (for the part `{p}`)"));
+        }
+        decisions.into_iter().next().map(|(_, d)| d).unwrap_or_else(|| Decision::Allow("default mode".into()))
+    }
+
+    fn decide_one(&self, tool: &str, subject: &PermissionSubject, read_only: bool, ctx: &ToolContext) -> Decision {
         let hit = |rules: &[Rule]| rules.iter().find(|r| matches(r, tool, subject, ctx)).map(|r| r.text.clone());
         if let Some(r) = hit(&self.deny) {
             return Decision::Deny(r);

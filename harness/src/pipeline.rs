@@ -23,6 +23,13 @@ pub struct Settings {
     /// Hooks by event.
     #[serde(default)]
     pub hooks: HookSettings,
+    /// The Bash sandbox (bubblewrap).
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub sandbox: crate::tools::bwrap::SandboxSettings,
+}
+
+fn is_default<T: Default + PartialEq>(v: &T) -> bool {
+    *v == T::default()
 }
 
 /// How the host answers an `ask` (scripted by the probe; nobody is there to click).
@@ -163,11 +170,14 @@ impl Runtime {
         let decision = self.rules.decide(tool.name(), &subject, tool.is_read_only(&input), &self.ctx);
         let ask_source = match decision {
             Decision::Deny(rule) => {
+                let what = match &subject {
+                    PermissionSubject::Command(c) => format!("{} with command {c}", tool.name()),
+                    _ => tool.name().to_string(),
+                };
                 return ToolResult::error(
                     id,
                     format!(
-                        "Permission to use {} has been denied by the rule {rule} in settings.permissions.deny.",
-                        tool.name()
+                        "Permission to use {what} has been denied by the rule {rule} in settings.permissions.deny."
                     ),
                 );
             }
@@ -183,10 +193,19 @@ impl Runtime {
                 return ToolResult::error(id, wrap(&e.to_string()));
             }
         }
-        let output = match tool.call(input, &self.ctx).await {
+        let mut ctx = self.ctx.clone();
+        ctx.call_id = Some(id.to_string());
+        let output = match tool.call(input, &ctx).await {
             Ok(o) => o,
             Err(ToolError::Validation(m)) => return ToolResult::error(id, wrap(&m)),
-            Err(ToolError::Runtime(m)) => return ToolResult::error(id, m),
+            // PIPE-5 holds for errors too: a failing command's long output is persisted like any other
+            Err(ToolError::Runtime(m)) => {
+                let m = match tool.max_result_size_chars() {
+                    Some(max) if m.chars().count() > max => self.persist(id, &m).unwrap_or_else(|e| e),
+                    _ => m,
+                };
+                return ToolResult::error(id, m);
+            }
         };
         let content = match (&output, tool.max_result_size_chars()) {
             (ToolOutput::Data { text, data }, max) => {

@@ -85,16 +85,25 @@ pub async fn run_conversation(probe: &Probe, runner: Runner<'_>, fixtures_root: 
                 env: probe.env.clone(),
                 read_state: Arc::default(),
                 tokens: client.clone(),
+                shell: Arc::default(),
+                sandbox: probe.settings.sandbox.clone(),
+                call_id: None,
             };
             let runtime = Runtime::new(Registry::builtin(), &probe.settings, probe.ask, ctx)
                 .map_err(|e| format!("{}: settings: {e}", probe.path.display()))?;
             let max_turns = probe.subject.builtin.max_turns.unwrap_or(DEFAULT_MAX_TURNS);
-            match tokio::time::timeout(deadline, run_loop(&client, &runtime, &probe.prompt, max_turns)).await {
+            let ended = match tokio::time::timeout(deadline, run_loop(&client, &runtime, &probe.prompt, max_turns))
+                .await
+            {
                 Ok(end) => (end, true, None),
                 Err(_) => {
                     (LoopEnd::Error(format!("the run passed its deadline of {}s", probe.deadline_secs)), false, None)
                 }
-            }
+            };
+            // nothing the session started outlives it
+            runtime.ctx.shell.tasks.stop_all();
+            runtime.ctx.shell.tasks.wait_idle(10_000).await;
+            ended
         }
         Runner::ClaudeCode(cc) => {
             let ended =

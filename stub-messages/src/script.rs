@@ -34,6 +34,7 @@ use crate::fault::Fault;
 use crate::wire::{ContentBlock, Message, MessagesRequest, StopReason, Usage};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use std::collections::BTreeMap;
 use std::path::Path;
 
 /// A script that failed to load: the message carries `file:line:col` when the place is known.
@@ -66,6 +67,12 @@ pub struct Turn {
     /// Slow chunks: delay before each SSE event, in milliseconds.
     #[serde(default)]
     pub delay_ms: u64,
+    /// Values the subject made up at run time (a background task id, a file name), taken from the request
+    /// this turn answers: name → regex over the text of the messages since the last assistant turn (group 1
+    /// if the regex has one, else the whole match). `{{name}}` in any later tool_use input (of any
+    /// conversation) is replaced by the value; a name not captured leaves the placeholder as it is.
+    #[serde(default)]
+    pub capture: BTreeMap<String, String>,
 }
 
 /// A scripted tool call.
@@ -282,6 +289,13 @@ impl Script {
                 for f in &turn.fault {
                     f.validate().map_err(|e| ScriptError(format!("{place}: {e}")))?;
                 }
+                for (name, re) in &turn.capture {
+                    if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-') {
+                        return Err(ScriptError(format!("{place}: capture name {name:?} must match [A-Za-z0-9_-]+")));
+                    }
+                    regex::Regex::new(re)
+                        .map_err(|e| ScriptError(format!("{place}: capture {name:?}: bad regex: {e}")))?;
+                }
                 for u in &turn.tool_use {
                     if !u.input.is_object() {
                         return Err(ScriptError(format!("{place}: tool_use {:?}: input must be a table", u.name)));
@@ -329,7 +343,14 @@ impl Script {
     /// Ids: `msg_<script>_<conversation>_<turn>`; tool_use `toolu_<script>_<n>` in the main conversation
     /// and `toolu_<script>_<conversation>_<n>` in named ones, n counting the conversation's tool calls
     /// from 1 across its turns.
-    pub fn message(&self, route: Route, index: usize, model: &str) -> Option<Message> {
+    /// `captures` are the values taken so far (see [`Turn::capture`]), put in place of `{{name}}`.
+    pub fn message(
+        &self,
+        route: Route,
+        index: usize,
+        model: &str,
+        captures: &BTreeMap<String, String>,
+    ) -> Option<Message> {
         let (name, turns) = self.conversation(route)?;
         let turn = turns.get(index)?;
         let before: usize = turns[..index].iter().map(|t| t.tool_use.len()).sum();
@@ -345,10 +366,14 @@ impl Script {
             content.push(ContentBlock::Text { text: t.clone() });
         }
         for (k, u) in turn.tool_use.iter().enumerate() {
+            let mut input = u.input.clone();
+            if !captures.is_empty() {
+                substitute(&mut input, captures);
+            }
             content.push(ContentBlock::ToolUse {
                 id: u.id.clone().unwrap_or_else(|| format!("toolu_{prefix}_{}", before + k + 1)),
                 name: u.name.clone(),
-                input: u.input.clone(),
+                input,
             });
         }
         let stop = turn.stop_reason.unwrap_or(if turn.tool_use.is_empty() {
@@ -425,6 +450,62 @@ pub fn line_col(text: &str, offset: usize) -> (usize, usize) {
     (line, col)
 }
 
+/// Takes the values of `turn.capture` from the request it answers: each regex is run over the text of the
+/// messages after the last assistant message (tool_result contents, text blocks, string contents).
+pub fn capture_values(turn: &Turn, request: &Value) -> Vec<(String, String)> {
+    if turn.capture.is_empty() {
+        return Vec::new();
+    }
+    let messages = request.get("messages").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
+    let start = messages.iter().rposition(|m| m.get("role").and_then(Value::as_str) == Some("assistant"));
+    let mut text = String::new();
+    for m in &messages[start.map_or(0, |i| i + 1)..] {
+        collect_text(m.get("content").unwrap_or(&Value::Null), &mut text);
+    }
+    let mut out = Vec::new();
+    for (name, pattern) in &turn.capture {
+        // validated when the script was loaded
+        let Ok(re) = regex::Regex::new(pattern) else { continue };
+        if let Some(c) = re.captures(&text) {
+            if let Some(m) = c.get(1).or_else(|| c.get(0)) {
+                out.push((name.clone(), m.as_str().to_string()));
+            }
+        }
+    }
+    out
+}
+
+fn collect_text(v: &Value, out: &mut String) {
+    match v {
+        Value::String(s) => {
+            out.push_str(s);
+            out.push('\n');
+        }
+        Value::Array(items) => items.iter().for_each(|i| collect_text(i, out)),
+        Value::Object(o) => {
+            for key in ["text", "content"] {
+                if let Some(x) = o.get(key) {
+                    collect_text(x, out);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+fn substitute(v: &mut Value, captures: &BTreeMap<String, String>) {
+    match v {
+        Value::String(s) if s.contains("{{") => {
+            for (name, value) in captures {
+                *s = s.replace(&format!("{{{{{name}}}}}"), value);
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(|i| substitute(i, captures)),
+        Value::Object(o) => o.values_mut().for_each(|i| substitute(i, captures)),
+        _ => {}
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -454,7 +535,7 @@ mod tests {
             Turn { tool_use: vec![spec("C")], ..Turn::default() },
         ];
         let s = Script::new("p", turns).map_err(|e| e.0);
-        let m = s.ok().and_then(|s| s.message(Route::Main, 1, "m"));
+        let m = s.ok().and_then(|s| s.message(Route::Main, 1, "m", &BTreeMap::new()));
         match m.as_ref().map(|m| &m.content[0]) {
             Some(ContentBlock::ToolUse { id, .. }) => assert_eq!(id, "toolu_p_3"),
             other => panic!("{other:?}"),

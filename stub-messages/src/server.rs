@@ -45,6 +45,8 @@ struct Play {
     /// Index 0: main; 1..: named conversations.
     cursors: Vec<Cursor>,
     side_requests: u64,
+    /// Values captured from requests so far ([`crate::script::Turn::capture`]).
+    captures: BTreeMap<String, String>,
 }
 
 /// Called with (conversation, 0-based turn) just before a turn is served (not for spoiled attempts):
@@ -77,7 +79,7 @@ impl Stub {
     /// A stub playing `script` into `recorder`.
     pub fn new(script: Script, recorder: Recorder) -> Stub {
         let n = script.conversations.len() + 1;
-        let play = Play { cursors: (0..n).map(|_| Cursor::default()).collect(), side_requests: 0 };
+        let play = Play { cursors: (0..n).map(|_| Cursor::default()).collect(), ..Play::default() };
         Stub { script, recorder, play: Mutex::new(play), turn_hook: None }
     }
 
@@ -108,7 +110,7 @@ impl Stub {
         out
     }
 
-    fn decide(&self, route: Route, model: &str) -> Decision {
+    fn decide(&self, route: Route, model: &str, request: &Value) -> Decision {
         let Ok(mut play) = self.play.lock() else {
             return Decision::Exhausted { conversation: "?".into(), turn: 0, turns: 0 };
         };
@@ -129,9 +131,15 @@ impl Stub {
             cursor.next = 0;
         }
         let turn = cursor.next;
-        let (Some(t), Some(message)) = (turns.get(turn), self.script.message(route, turn, model)) else {
+        let Some(t) = turns.get(turn) else {
             return Decision::Exhausted { conversation, turn, turns: turns.len() };
         };
+        let captured = crate::script::capture_values(t, request);
+        play.captures.extend(captured);
+        let Some(message) = self.script.message(route, turn, model, &play.captures) else {
+            return Decision::Exhausted { conversation, turn, turns: turns.len() };
+        };
+        let cursor = &mut play.cursors[slot];
         if let Some(fault) = t.fault.get(cursor.faults_used) {
             cursor.faults_used += 1;
             return Decision::Spoil { conversation, turn, fault: fault.clone(), message };
@@ -337,7 +345,7 @@ async fn messages(State(stub): State<Arc<Stub>>, method: Method, uri: Uri, heade
     }
     let streaming = req.stream();
     let route = stub.script.route(&req);
-    match stub.decide(route, req.model()) {
+    match stub.decide(route, req.model(), &value) {
         Decision::Side(message) => {
             a.ex.kind = ExchangeKind::Side;
             reply(&stub, a, message, streaming, 0, None)

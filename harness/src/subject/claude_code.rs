@@ -122,6 +122,9 @@ pub async fn run(cc: &ClaudeCode, probe: &Probe, url: &str, cwd: &Path, home: &P
         let json = serde_json::to_vec_pretty(&probe.settings).map_err(|e| e.to_string())?;
         std::fs::write(dir.join("settings.json"), json).map_err(|e| e.to_string())?;
     }
+    // the binary's temp files (background task output, …) stay in the sandbox and go with it
+    let tmp = cwd.parent().unwrap_or(cwd).join("tmp");
+    std::fs::create_dir_all(&tmp).map_err(|e| format!("cannot create {}: {e}", tmp.display()))?;
     let mut cmd = tokio::process::Command::new(&cc.binary);
     cmd.arg("-p")
         .arg(&probe.prompt)
@@ -136,6 +139,7 @@ pub async fn run(cc: &ClaudeCode, probe: &Probe, url: &str, cwd: &Path, home: &P
         .env("ANTHROPIC_API_KEY", FAKE_API_KEY)
         .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
         .env("LANG", "C.UTF-8")
+        .env("TMPDIR", &tmp)
         .envs(&probe.env)
         .envs(&probe.subject.claude_code.env)
         .stdin(std::process::Stdio::null())

@@ -4,12 +4,16 @@
 //! One module per tool: a unit struct, a serde `Args`, the schema beside the handler, pure logic in plain
 //! functions with their unit tests.
 
+pub mod bash;
+pub mod bwrap;
 pub mod edit;
 pub mod fs;
 pub mod glob;
 pub mod grep;
 pub mod notebook_edit;
 pub mod read;
+pub mod shell;
+pub mod tasks;
 pub mod write;
 
 use futures_util::future::BoxFuture;
@@ -110,6 +114,12 @@ pub struct ToolContext {
     pub read_state: Arc<Mutex<HashMap<PathBuf, ReadState>>>,
     /// Token counting (the subject's API).
     pub tokens: Arc<dyn TokenCounter>,
+    /// The Bash shell's cwd and the background tasks.
+    pub shell: tasks::Shell,
+    /// `settings.sandbox` (Bash).
+    pub sandbox: bwrap::SandboxSettings,
+    /// The tool_use id of the call being run (set by the pipeline for each call).
+    pub call_id: Option<String>,
 }
 
 impl std::fmt::Debug for ToolContext {
@@ -134,6 +144,9 @@ impl ToolContext {
             env: BTreeMap::new(),
             read_state: Arc::default(),
             tokens,
+            shell: Arc::default(),
+            sandbox: bwrap::SandboxSettings::default(),
+            call_id: None,
         })
     }
 
@@ -202,6 +215,9 @@ impl Registry {
             Arc::new(notebook_edit::NotebookEdit),
             Arc::new(grep::Grep),
             Arc::new(glob::Glob),
+            Arc::new(bash::Bash),
+            Arc::new(tasks::TaskOutput),
+            Arc::new(tasks::TaskStop),
         ])
     }
 

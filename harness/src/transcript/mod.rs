@@ -40,7 +40,7 @@ impl<'a> View<'a> {
     /// Ids of the main conversation's scripted tool_uses, in script order.
     pub fn tool_use_ids(&self) -> Vec<String> {
         (0..self.script.turns.len())
-            .filter_map(|t| self.script.message(Route::Main, t, "m"))
+            .filter_map(|t| self.script.message(Route::Main, t, "m", &Default::default()))
             .flat_map(|m| m.content)
             .filter_map(|b| match b {
                 ContentBlock::ToolUse { id, .. } => Some(id),

@@ -55,6 +55,9 @@ pub fn steps(p: &Places<'_>) -> Vec<Step> {
         Step { name: "sandbox-root", apply: Box::new(move |s| s.replace(&root, "<sandbox>")) },
         Step { name: "uuids", apply: Box::new(move |s| uuid.replace_all(s, "<uuid>").into_owned()) },
         Step { name: "timestamps", apply: Box::new(move |s| ts.replace_all(s, "<timestamp>").into_owned()) },
+        // ids the subject makes up (background task ids, persisted-output file names): found where they
+        // are announced, then replaced everywhere, numbered in order of first appearance
+        Step { name: "run-ids", apply: Box::new(run_ids) },
         // the machine's kernel, as the subject reports its environment
         Step { name: "os-version", apply: Box::new(move |s| os.replace_all(s, "OS Version: <os>").into_owned()) },
         // the run's date (Claude Code tells the model "Today's date is …"), after the timestamps
@@ -63,6 +66,35 @@ pub fn steps(p: &Places<'_>) -> Vec<Step> {
             apply: Box::new(move |s| if today.is_empty() { s.to_string() } else { s.replace(&today, "<today>") }),
         },
     ]
+}
+
+/// Where a subject announces an id it made up; the id is group 1. Ids of the stub's own making
+/// (`toolu_…`, deterministic) are left alone.
+const RUN_ID_PLACES: &[&str] = &[
+    r"with ID: ([A-Za-z0-9_-]{4,})",
+    r"tasks/([A-Za-z0-9_-]{4,})\.output",
+    r"tool-results/([A-Za-z0-9_-]{4,})\.txt",
+    r"<task-id>([A-Za-z0-9_-]{4,})</task-id>",
+    r#""(?:task_id|backgroundTaskId|shell_id)": ?"([A-Za-z0-9_-]{4,})""#,
+];
+
+fn run_ids(s: &str) -> String {
+    let mut ids: Vec<String> = Vec::new();
+    for place in RUN_ID_PLACES {
+        for c in re(place).captures_iter(s) {
+            let id = c[1].to_string();
+            if !id.starts_with("toolu_") && !id.starts_with('<') && !ids.contains(&id) {
+                ids.push(id);
+            }
+        }
+    }
+    // number by first appearance in the text, not by the order of the patterns
+    ids.sort_by_key(|id| s.find(id.as_str()).unwrap_or(usize::MAX));
+    let mut out = s.to_string();
+    for (i, id) in ids.iter().enumerate() {
+        out = re(&format!(r"\b{}\b", regex::escape(id))).replace_all(&out, format!("<id-{}>", i + 1)).into_owned();
+    }
+    out
 }
 
 /// Applies every step in order.
@@ -112,6 +144,15 @@ mod tests {
         assert_eq!(
             one("os-version", " - OS Version: Linux 6.18.44-fc-v509\n - Model"),
             " - OS Version: <os>\n - Model"
+        );
+        assert_eq!(
+            one(
+                "run-ids",
+                "with ID: bp7nytrmv. Output: /t/tasks/bp7nytrmv.output; tool-results/bos3mj4un.txt, \
+                 tool-results/toolu_p_3.txt, <task-id>bp7nytrmv</task-id> bp7nytrmvx"
+            ),
+            "with ID: <id-1>. Output: /t/tasks/<id-1>.output; tool-results/<id-2>.txt, \
+             tool-results/toolu_p_3.txt, <task-id><id-1></task-id> bp7nytrmvx"
         );
         assert_eq!(today_utc().len(), 10);
     }

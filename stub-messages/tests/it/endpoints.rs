@@ -248,3 +248,40 @@ async fn unknown_paths_methods_and_bad_bodies_get_recorded_json_errors() {
     assert_eq!(ex[2].request_text.as_deref(), Some("{not json"));
     assert_eq!(f.stub.progress()[0].1, 0, "no turn consumed by refused requests");
 }
+
+#[tokio::test]
+async fn a_turn_captures_a_value_from_the_request_it_answers_for_later_tool_uses() {
+    let f = start(
+        r#"
+id = "c"
+[[turn]]
+tool_use = [{ name = "Bash", input = { command = "sleep 1", run_in_background = true } }]
+[[turn]]
+capture = { task = 'with ID: (\w+)\.', missing = 'no such (\w+)' }
+tool_use = [{ name = "TaskOutput", input = { task_id = "{{task}}", note = ["{{task}}/{{missing}}"] } }]
+[[turn]]
+text = "done"
+"#,
+    )
+    .await;
+    let (_, _, text) = post(&f, &body(hello(), false)).await;
+    let m = parse(&text);
+    let mut msgs = hello().as_array().cloned().unwrap_or_default();
+    msgs.push(json!({"role": "assistant", "content": m["content"].clone()}));
+    msgs.push(json!({"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_c_1",
+        "content": [{"type": "text", "text": "Command running in background with ID: b7x9. Output is…"}]}]}));
+    let (status, _, text) = post(&f, &body(json!(msgs), false)).await;
+    assert_eq!(status, 200, "{text}");
+    let input = &parse(&text)["content"][0]["input"];
+    // found: replaced everywhere, nested too; not found: the placeholder stays, visibly
+    assert_eq!(input, &json!({"task_id": "b7x9", "note": ["b7x9/{{missing}}"]}));
+}
+
+#[tokio::test]
+async fn a_capture_with_a_bad_regex_or_name_is_refused_when_the_script_loads() {
+    for (capture, wanted) in [("{ t = '(' }", "bad regex"), ("{ \"a b\" = 'x' }", "must match")] {
+        let text = format!("id = \"c\"\n[[turn]]\ncapture = {capture}\ntext = \"x\"\n");
+        let err = stub_messages::script::Script::from_toml("s.toml", &text).err().map(|e| e.0).unwrap_or_default();
+        assert!(err.contains(wanted) && err.contains("turn 1"), "{err}");
+    }
+}

@@ -43,7 +43,7 @@ proptest! {
     fn every_scripted_turn_streams_conformingly_and_reassembles_exactly(turns in prop::collection::vec(turn(), 1..4)) {
         let script = Script::new("prop", turns.clone()).map_err(|e| TestCaseError::fail(e.0))?;
         for i in 0..turns.len() {
-            let message = script.message(Route::Main, i, "m").ok_or_else(|| TestCaseError::fail("no message"))?;
+            let message = script.message(Route::Main, i, "m", &Default::default()).ok_or_else(|| TestCaseError::fail("no message"))?;
             let wire: String = stream_events(&message).iter().map(|e| e.to_wire()).collect();
             let events = decode_all(wire.as_bytes()).map_err(|e| TestCaseError::fail(e.to_string()))?;
             let report = check_stream(&events);

@@ -1,0 +1,552 @@
+//! Bash: runs `bash -c COMMAND` in the session's shell cwd with stdin closed (BASH-5), stdout and stderr
+//! on one pipe (interleaved as written, like the reference's single output stream), a deadline (default
+//! 120 s, at most 600 s) after which the whole process group gets SIGTERM, then SIGKILL; the result is
+//! the output with trailing newlines trimmed, `Exit code N` first when N ≠ 0 (an is_error result), a
+//! note when the command timed out, and `(Bash completed with no output)` when there was none — the
+//! texts Claude Code 2.1.235 sends (`probes/claude-code/bash-results.toml`).
+//!
+//! Decisions (the reference is silent or unmeasured):
+//! - Nothing a foreground command starts outlives it: when the shell exits, what is left of its process
+//!   group (and of its pids cgroup, where one could be made) is killed. Use `run_in_background` for that.
+//! - Output past [`OUTPUT_CAPTURE_LIMIT_BYTES`] stops the command (its pipe closes: an endless `yes` ends at once by SIGPIPE, with
+//!   a note) instead of filling memory until the deadline.
+//! - Fork-bomb guard: where the cgroup-v1 `pids` hierarchy is writable (root on Linux), each command
+//!   runs in its own cgroup with `pids.max` = [`PIDS_MAX`]; its processes are killed through it, which
+//!   also reaches children that left the process group. Elsewhere the process group is all there is.
+//! - cwd persists across foreground calls (the shell's final `pwd -P` is kept); a cwd outside the project
+//!   is reset, with `Shell cwd was reset to …` like the reference. A background command's `cd` never
+//!   moves the session and the result says so (BASH-4).
+//! - A command that is not read-only (see [`super::shell`]) and changed a file the session had Read
+//!   drops that file's read state: the next Edit / Write must Read it again (BASH-3).
+//! - `timeout` above 600,000 ms is clamped, not refused (the reference runs it).
+
+use super::tasks::{Status, Task};
+use super::{PermissionSubject, Tool, ToolContext, ToolError, ToolOutput};
+use futures_util::future::BoxFuture;
+use serde::Deserialize;
+use serde_json::{json, Value};
+use std::io::Read as _;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// Default deadline of a command (BASH-5).
+pub const DEFAULT_TIMEOUT_MS: u64 = 120_000;
+/// Longest deadline a call may ask for (BASH-5; Claude Code's schema: "max 600000").
+pub const MAX_TIMEOUT_MS: u64 = 600_000;
+/// Bash's `maxResultSizeChars` (PIPE-5): longer output is persisted and the model gets the path.
+pub const MAX_RESULT_SIZE_CHARS: usize = 30_000;
+/// Output kept of one command; past it the command is stopped (a decision, see the module doc).
+pub const OUTPUT_CAPTURE_LIMIT_BYTES: usize = 32 << 20;
+/// Between SIGTERM and SIGKILL when a deadline passes or a task is stopped.
+pub const TERM_GRACE_MS: u64 = 500;
+/// Processes one command may have at once where a pids cgroup can be made (fork-bomb guard).
+pub const PIDS_MAX: u32 = 256;
+/// How long a background task may run (in effect: until stopped or the session ends).
+pub const BACKGROUND_LIFETIME: Duration = Duration::from_secs(24 * 3600);
+/// The result of a command that printed nothing, as the reference words it.
+pub const NO_OUTPUT: &str = "(Bash completed with no output)";
+
+/// The Bash tool.
+#[derive(Debug, Default)]
+pub struct Bash;
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Args {
+    command: String,
+    #[serde(default)]
+    timeout: Option<f64>,
+    #[serde(default)]
+    description: Option<String>,
+    #[serde(default, rename = "run_in_background")]
+    run_in_background: bool,
+    #[serde(default)]
+    dangerously_disable_sandbox: bool,
+}
+
+impl Tool for Bash {
+    fn name(&self) -> &'static str {
+        "Bash"
+    }
+
+    fn description(&self) -> String {
+        "Executes a bash command and returns its output.\n\n- The working directory persists between calls; a cd outside the project is reset.\n- stdin is closed; the default timeout is 120000 ms (max 600000).\n- stdout and stderr come back as one stream; a non-zero exit code is reported first and makes the result an error.\n- Output over 30000 characters is saved to a file and you get its path and a preview.\n- run_in_background returns a task id and an output file at once; read the file, use TaskOutput, or wait for the <background-results> that arrive when it ends.\n- Compound commands are checked part by part against the permission rules; any denied part blocks the whole command.".into()
+    }
+
+    fn input_schema(&self) -> Value {
+        // BASH-1: the internal `_simulatedSedEdit` field is never part of what the model sees
+        json!({
+            "type": "object",
+            "properties": {
+                "command": {"type": "string", "description": "The command to execute"},
+                "timeout": {"type": "number", "description": "Optional timeout in milliseconds (max 600000)"},
+                "description": {"type": "string", "description": "Clear, concise description of what this command does in active voice."},
+                "run_in_background": {"type": "boolean", "description": "Set to true to run this command in the background."},
+                "dangerouslyDisableSandbox": {"type": "boolean", "description": "Set this to true to dangerously override sandbox mode and run commands without sandboxing."}
+            },
+            "required": ["command"],
+            "additionalProperties": false,
+            "$schema": "http://json-schema.org/draft-07/schema#"
+        })
+    }
+
+    fn is_read_only(&self, input: &Value) -> bool {
+        input.get("command").and_then(Value::as_str).is_some_and(super::shell::is_read_only)
+    }
+
+    fn is_concurrency_safe(&self, input: &Value) -> bool {
+        self.is_read_only(input)
+    }
+
+    fn max_result_size_chars(&self) -> Option<usize> {
+        Some(MAX_RESULT_SIZE_CHARS)
+    }
+
+    fn permission_subject(&self, input: &Value, _ctx: &ToolContext) -> PermissionSubject {
+        PermissionSubject::Command(input.get("command").and_then(Value::as_str).unwrap_or_default().to_string())
+    }
+
+    fn call<'a>(&'a self, input: Value, ctx: &'a ToolContext) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
+        Box::pin(async move {
+            let args: Args = serde_json::from_value(input).map_err(|e| ToolError::Validation(e.to_string()))?;
+            if args.command.trim().is_empty() {
+                return Err(ToolError::Validation("The command is empty.".into()));
+            }
+            let sandbox = super::bwrap::plan(ctx, args.dangerously_disable_sandbox)?;
+            if args.run_in_background {
+                return background(ctx, &args, sandbox).await;
+            }
+            foreground(ctx, &args, sandbox).await
+        })
+    }
+}
+
+/// The tool_use id of the call being run (for the task registry); set by the pipeline.
+fn tool_use_id(ctx: &ToolContext) -> String {
+    ctx.call_id.clone().unwrap_or_default()
+}
+
+fn shell_cwd(ctx: &ToolContext) -> PathBuf {
+    let g = ctx.shell.cwd.lock().unwrap_or_else(|p| p.into_inner());
+    g.clone().filter(|p| p.is_dir()).unwrap_or_else(|| ctx.cwd.clone())
+}
+
+/// Where temp files of the session go: `$TMPDIR` of the probe, else `<sandbox>/tmp`; the reference's
+/// layout below it (`claude-<uid>/<cwd slug>/<session>/`).
+fn session_tmp(ctx: &ToolContext) -> PathBuf {
+    let base = ctx
+        .env("TMPDIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| ctx.roots.first().cloned().unwrap_or_else(|| ctx.cwd.clone()).join("tmp"));
+    let slug: String =
+        ctx.cwd.to_string_lossy().chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '-' }).collect();
+    base.join(format!("claude-{}", nix::unistd::getuid())).join(slug).join(&ctx.session_id)
+}
+
+/// A started command: the child, its group, its cgroup, and the reader of its output.
+struct Started {
+    child: tokio::process::Child,
+    pgid: i32,
+    cgroup: Option<Cgroup>,
+    reader: tokio::task::JoinHandle<Captured>,
+    cwd_file: PathBuf,
+}
+
+#[derive(Debug, Default)]
+struct Captured {
+    bytes: Vec<u8>,
+    overflow: bool,
+}
+
+fn start(
+    ctx: &ToolContext,
+    command: &str,
+    cwd: &Path,
+    sink: Sink,
+    sandbox: &super::bwrap::Plan,
+) -> Result<Started, ToolError> {
+    let n = ctx.shell.runs.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+    let tmp = session_tmp(ctx);
+    std::fs::create_dir_all(&tmp).map_err(|e| ToolError::Runtime(format!("cannot create {}: {e}", tmp.display())))?;
+    let cwd_file = tmp.join(format!("cwd-{n}"));
+    let _ = std::fs::remove_file(&cwd_file);
+    // the shell's final directory, for the next call (the user's `exit` skips it: cwd unchanged)
+    let script =
+        format!("{command}\n__probelab_status=$?; pwd -P >| {} 2>/dev/null; exit $__probelab_status", quote(&cwd_file));
+    let (reader, writer) = std::io::pipe().map_err(|e| ToolError::Runtime(format!("cannot make a pipe: {e}")))?;
+    let writer2 = writer.try_clone().map_err(|e| ToolError::Runtime(format!("cannot make a pipe: {e}")))?;
+    let mut cmd = sandbox.command(ctx, cwd, &script);
+    cmd.stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::from(writer))
+        .stderr(std::process::Stdio::from(writer2))
+        .process_group(0)
+        .kill_on_drop(true);
+    let child = cmd.spawn().map_err(|e| ToolError::Runtime(format!("cannot start bash: {e}")))?;
+    // the child holds the only write ends now: EOF comes when every process of the command closed them
+    drop(cmd);
+    let pid = child.id().unwrap_or(0) as i32;
+    let cgroup = Cgroup::create(n).and_then(|c| c.adopt(pid).then_some(c));
+    let reader = tokio::task::spawn_blocking(move || capture(reader, sink));
+    Ok(Started { child, pgid: pid, cgroup, reader, cwd_file })
+}
+
+/// Where a command's output goes.
+enum Sink {
+    Memory,
+    File(std::fs::File),
+}
+
+fn capture(mut r: std::io::PipeReader, mut sink: Sink) -> Captured {
+    use std::io::Write as _;
+    let mut out = Captured::default();
+    let mut total = 0usize;
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        match r.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(k) => {
+                if total >= OUTPUT_CAPTURE_LIMIT_BYTES {
+                    out.overflow = true;
+                    break;
+                }
+                let keep = k.min(OUTPUT_CAPTURE_LIMIT_BYTES - total);
+                total += keep;
+                match &mut sink {
+                    Sink::Memory => out.bytes.extend_from_slice(&buf[..keep]),
+                    Sink::File(f) => {
+                        let _ = f.write_all(&buf[..keep]);
+                    }
+                }
+                if keep < k {
+                    out.overflow = true;
+                    break;
+                }
+            }
+        }
+    }
+    out
+}
+
+/// How a command ended.
+struct Ended {
+    code: i32,
+    timed_out: bool,
+    stopped: bool,
+    captured: Captured,
+    final_cwd: Option<PathBuf>,
+}
+
+/// Waits for the shell, at most `timeout`, or until `stop` fires; then kills what is left of the command.
+async fn finish(mut s: Started, timeout: Duration, stop: Option<tokio::sync::oneshot::Receiver<()>>) -> Ended {
+    let stop = async move {
+        match stop {
+            Some(rx) => {
+                let _ = rx.await;
+            }
+            None => std::future::pending::<()>().await,
+        }
+    };
+    let mut timed_out = false;
+    let mut stopped = false;
+    let status = tokio::select! {
+        st = s.child.wait() => st.ok(),
+        _ = tokio::time::sleep(timeout) => { timed_out = true; None }
+        _ = stop => { stopped = true; None }
+    };
+    // an overflowing reader stops reading: stop the writers too
+    let status = match status {
+        Some(st) => {
+            kill_all(&s, nix::sys::signal::Signal::SIGKILL);
+            Some(st)
+        }
+        None => {
+            kill_all(&s, nix::sys::signal::Signal::SIGTERM);
+            let st = tokio::time::timeout(Duration::from_millis(TERM_GRACE_MS), s.child.wait())
+                .await
+                .ok()
+                .and_then(Result::ok);
+            kill_all(&s, nix::sys::signal::Signal::SIGKILL);
+            match st {
+                Some(st) => Some(st),
+                None => s.child.wait().await.ok(),
+            }
+        }
+    };
+    let captured = s.reader.await.unwrap_or_default();
+    if let Some(c) = &s.cgroup {
+        c.remove();
+    }
+    let code = if timed_out || stopped {
+        143
+    } else {
+        status
+            .map(|st| {
+                st.code().unwrap_or_else(|| 128 + std::os::unix::process::ExitStatusExt::signal(&st).unwrap_or(9))
+            })
+            .unwrap_or(-1)
+    };
+    let final_cwd = std::fs::read_to_string(&s.cwd_file).ok().map(|t| PathBuf::from(t.trim_end_matches('\n')));
+    let _ = std::fs::remove_file(&s.cwd_file);
+    Ended { code, timed_out, stopped, captured, final_cwd }
+}
+
+fn kill_all(s: &Started, sig: nix::sys::signal::Signal) {
+    if s.pgid > 0 {
+        let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(s.pgid), sig);
+    }
+    if let Some(c) = &s.cgroup {
+        c.kill(sig);
+    }
+}
+
+fn timeout_of(args: &Args) -> Duration {
+    let ms = args.timeout.filter(|t| t.is_finite() && *t > 0.0).map(|t| t as u64).unwrap_or(DEFAULT_TIMEOUT_MS);
+    Duration::from_millis(ms.min(MAX_TIMEOUT_MS))
+}
+
+async fn foreground(ctx: &ToolContext, args: &Args, sandbox: super::bwrap::Plan) -> Result<ToolOutput, ToolError> {
+    let cwd = shell_cwd(ctx);
+    let before = snapshot_reads(ctx);
+    let started = start(ctx, &args.command, &cwd, Sink::Memory, &sandbox)?;
+    let timeout = timeout_of(args);
+    let ended = finish(started, timeout, None).await;
+    let mut text = String::from_utf8_lossy(&ended.captured.bytes).trim_end_matches('\n').to_string();
+    if let Some(why) = sandbox.setup_failure(ended.code, &text) {
+        return Err(ToolError::Runtime(why));
+    }
+    // BASH-3: a command that may write drops the read state of the files it changed
+    let invalidated =
+        if super::shell::is_read_only(&args.command) { Vec::new() } else { invalidate_changed(ctx, before) };
+    let mut notes = Vec::new();
+    if ended.timed_out {
+        notes.push(format!("Command timed out after {}", seconds(timeout)));
+    }
+    if ended.captured.overflow {
+        // first, where a preview shows it
+        text = format!(
+            "Output passed {} MiB; the command was stopped (SIGPIPE); what it wrote up to there follows.\n{text}",
+            OUTPUT_CAPTURE_LIMIT_BYTES >> 20
+        );
+    }
+    let violations = sandbox.violations(&text);
+    if let Some(v) = &violations {
+        notes.push(v.clone());
+    }
+    if let Some(n) = &sandbox.note {
+        notes.push(n.clone());
+    }
+    if let Some(dir) = ended.final_cwd.filter(|_| !ended.timed_out) {
+        if dir.starts_with(&ctx.cwd) {
+            *ctx.shell.cwd.lock().unwrap_or_else(|p| p.into_inner()) = Some(dir);
+        } else {
+            *ctx.shell.cwd.lock().unwrap_or_else(|p| p.into_inner()) = None;
+            notes.push(format!("Shell cwd was reset to {}", ctx.cwd.display()));
+        }
+    }
+    for n in &notes {
+        if !text.is_empty() {
+            text.push('\n');
+        }
+        text.push_str(n);
+    }
+    let data = json!({
+        "stdout": String::from_utf8_lossy(&ended.captured.bytes).trim_end_matches('\n'),
+        "exitCode": ended.code,
+        "interrupted": ended.timed_out,
+        "sandboxViolations": violations,
+        "readStateInvalidated": invalidated,
+        "sandboxed": sandbox.confined(),
+    });
+    let code = ended.code;
+    if code != 0 {
+        let body = if text.is_empty() { format!("Exit code {code}") } else { format!("Exit code {code}\n{text}") };
+        let _ = data;
+        return Err(ToolError::Runtime(body));
+    }
+    if text.is_empty() {
+        text = NO_OUTPUT.to_string();
+    }
+    Ok(ToolOutput::Data { text, data })
+}
+
+fn seconds(d: Duration) -> String {
+    let ms = d.as_millis();
+    if ms.is_multiple_of(1000) {
+        format!("{}s", ms / 1000)
+    } else {
+        format!("{:.1}s", ms as f64 / 1000.0)
+    }
+}
+
+async fn background(ctx: &ToolContext, args: &Args, sandbox: super::bwrap::Plan) -> Result<ToolOutput, ToolError> {
+    let cwd = shell_cwd(ctx);
+    let tasks = &ctx.shell.tasks;
+    let id = tasks.next_id();
+    let dir = session_tmp(ctx).join("tasks");
+    std::fs::create_dir_all(&dir).map_err(|e| ToolError::Runtime(format!("cannot create {}: {e}", dir.display())))?;
+    let output_file = dir.join(format!("{id}.output"));
+    let file = std::fs::File::create(&output_file)
+        .map_err(|e| ToolError::Runtime(format!("cannot create {}: {e}", output_file.display())))?;
+    let started = start(ctx, &args.command, &cwd, Sink::File(file), &sandbox)?;
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel();
+    let description = args.description.clone().filter(|d| !d.trim().is_empty()).unwrap_or_else(|| args.command.clone());
+    tasks.add(
+        Task {
+            id: id.clone(),
+            command: args.command.clone(),
+            description,
+            tool_use_id: tool_use_id(ctx),
+            output_file: output_file.clone(),
+            status: Status::Running,
+            exit_code: None,
+            notified: false,
+        },
+        stop_tx,
+    );
+    let shell = ctx.shell.clone();
+    let task_id = id.clone();
+    // a background task has no deadline of its own: it ends, is stopped, or goes with the session
+    let timeout = BACKGROUND_LIFETIME;
+    tokio::spawn(async move {
+        let ended = finish(started, timeout, Some(stop_rx)).await;
+        let status = match (ended.stopped, ended.code) {
+            (true, _) => Status::Killed,
+            (false, 0) => Status::Completed,
+            _ => Status::Failed,
+        };
+        shell.tasks.finish(&task_id, status, (!ended.stopped).then_some(ended.code));
+    });
+    let mut text = format!(
+        "Command running in background with ID: {id}. Output is being written to: {}. You will be notified when it completes. To check interim output, use Read on that file path.",
+        output_file.display()
+    );
+    let hint = super::shell::changes_directory(&args.command).then(|| {
+        format!(
+            "Session cwd remains {}; directory changes made by the backgrounded command do not apply to subsequent commands.",
+            cwd.display()
+        )
+    });
+    if let Some(h) = &hint {
+        text.push('\n');
+        text.push_str(h);
+    }
+    let data = json!({"stdout": "", "stderr": "", "interrupted": false, "backgroundTaskId": id, "outputFile": output_file, "backgroundCwdHint": hint});
+    Ok(ToolOutput::Data { text, data })
+}
+
+fn snapshot_reads(ctx: &ToolContext) -> Vec<PathBuf> {
+    ctx.read_state.lock().map(|s| s.keys().cloned().collect()).unwrap_or_default()
+}
+
+/// BASH-3: drops the read state of every file Read before whose content is no longer what was read.
+fn invalidate_changed(ctx: &ToolContext, paths: Vec<PathBuf>) -> Vec<PathBuf> {
+    let Ok(mut state) = ctx.read_state.lock() else { return Vec::new() };
+    let mut out = Vec::new();
+    for p in paths {
+        let changed = match (state.get(&p), std::fs::read(&p)) {
+            (Some(s), Ok(now)) => s.content != now,
+            (Some(_), Err(_)) => true,
+            (None, _) => false,
+        };
+        if changed {
+            state.remove(&p);
+            out.push(p);
+        }
+    }
+    out
+}
+
+/// Single-quotes for the shell.
+pub fn quote(p: &Path) -> String {
+    format!("'{}'", p.to_string_lossy().replace('\'', r"'\''"))
+}
+
+/// A cgroup-v1 `pids` group for one command (the fork-bomb guard).
+struct Cgroup {
+    dir: PathBuf,
+}
+
+/// The `pids` hierarchy this runtime makes its groups in.
+const PIDS_ROOT: &str = "/sys/fs/cgroup/pids";
+
+impl Cgroup {
+    fn create(n: u64) -> Option<Cgroup> {
+        let dir = Path::new(PIDS_ROOT).join(format!("probelab-{}-{n}", std::process::id()));
+        std::fs::create_dir(&dir).ok()?;
+        let c = Cgroup { dir };
+        if std::fs::write(c.dir.join("pids.max"), PIDS_MAX.to_string()).is_err() {
+            c.remove();
+            return None;
+        }
+        Some(c)
+    }
+
+    fn adopt(&self, pid: i32) -> bool {
+        pid > 0 && std::fs::write(self.dir.join("cgroup.procs"), pid.to_string()).is_ok()
+    }
+
+    fn pids(&self) -> Vec<i32> {
+        std::fs::read_to_string(self.dir.join("cgroup.procs"))
+            .map(|t| t.lines().filter_map(|l| l.trim().parse().ok()).collect())
+            .unwrap_or_default()
+    }
+
+    fn kill(&self, sig: nix::sys::signal::Signal) {
+        // a fork bomb keeps forking while we kill: a few rounds, freezing is not available everywhere
+        for _ in 0..20 {
+            let pids = self.pids();
+            if pids.is_empty() {
+                return;
+            }
+            for p in pids {
+                let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(p), sig);
+            }
+            if sig != nix::sys::signal::Signal::SIGKILL {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
+    fn remove(&self) {
+        for _ in 0..100 {
+            if std::fs::remove_dir(&self.dir).is_ok() || !self.dir.exists() {
+                return;
+            }
+            self.kill(nix::sys::signal::Signal::SIGKILL);
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn seconds_are_worded_like_the_reference() {
+        assert_eq!(seconds(Duration::from_millis(1000)), "1s");
+        assert_eq!(seconds(Duration::from_millis(120_000)), "120s");
+        assert_eq!(seconds(Duration::from_millis(1500)), "1.5s");
+    }
+
+    #[test]
+    fn timeouts_default_and_clamp() {
+        let a = |t: Option<f64>| Args {
+            command: "x".into(),
+            timeout: t,
+            description: None,
+            run_in_background: false,
+            dangerously_disable_sandbox: false,
+        };
+        assert_eq!(timeout_of(&a(None)), Duration::from_millis(DEFAULT_TIMEOUT_MS));
+        assert_eq!(timeout_of(&a(Some(700_000.0))), Duration::from_millis(MAX_TIMEOUT_MS));
+        assert_eq!(timeout_of(&a(Some(-1.0))), Duration::from_millis(DEFAULT_TIMEOUT_MS));
+        assert_eq!(timeout_of(&a(Some(1000.0))), Duration::from_millis(1000));
+    }
+
+    #[test]
+    fn quoting_survives_quotes() {
+        assert_eq!(quote(Path::new("/a/it's")), r"'/a/it'\''s'");
+    }
+}

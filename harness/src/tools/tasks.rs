@@ -1,0 +1,421 @@
+//! Background tasks of the session: a command started with `run_in_background` (BASH-4) gets an id and
+//! an output file at once; TaskOutput reads it (block default true, timeout ≤ 600,000 ms, default
+//! 30,000: TOUT-1), TaskStop ends it (task_id, legacy shell_id), and the agent loop drains the finished
+//! ones before each model call as a `<background-results>` block, each output cut to 500 chars (BG-1).
+//!
+//! Texts follow what Claude Code 2.1.235 sends (measured by `probes/claude-code/bash-*.toml`): the
+//! `<retrieval_status>…` blocks of TaskOutput, the JSON of TaskStop, `No task found with ID: …`. The
+//! notification reuses the reference's `<task-notification>` fields inside BG-1's `<background-results>`
+//! envelope and adds the output, which the reference leaves in the file.
+
+use super::{Tool, ToolContext, ToolError, ToolOutput};
+use futures_util::future::BoxFuture;
+use serde::Deserialize;
+use serde_json::{json, Value};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use tokio::sync::watch;
+
+/// TaskOutput's default wait (TOUT-1).
+pub const TASK_OUTPUT_DEFAULT_TIMEOUT_MS: u64 = 30_000;
+/// TaskOutput's longest wait (TOUT-1).
+pub const TASK_OUTPUT_MAX_TIMEOUT_MS: u64 = 600_000;
+/// Characters of a finished task's output injected before the next model call (BG-1).
+pub const BACKGROUND_RESULT_CHARS: usize = 500;
+
+/// Where a task stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Status {
+    /// Still running.
+    Running,
+    /// Exited 0.
+    Completed,
+    /// Exited non-zero (or was killed by a signal it did not get from TaskStop).
+    Failed,
+    /// Stopped by TaskStop (or at the end of the session).
+    Killed,
+}
+
+impl Status {
+    /// The word the reference uses.
+    pub fn word(self) -> &'static str {
+        match self {
+            Status::Running => "running",
+            Status::Completed => "completed",
+            Status::Failed => "failed",
+            Status::Killed => "killed",
+        }
+    }
+}
+
+/// One background task.
+#[derive(Debug, Clone)]
+pub struct Task {
+    /// `b…` id.
+    pub id: String,
+    /// The command.
+    pub command: String,
+    /// The call's description (or the command).
+    pub description: String,
+    /// The tool_use that started it.
+    pub tool_use_id: String,
+    /// stdout + stderr, as written.
+    pub output_file: PathBuf,
+    /// Status.
+    pub status: Status,
+    /// Exit code once ended.
+    pub exit_code: Option<i32>,
+    /// Delivered to the model by the loop (or needs no delivery: stopped).
+    pub notified: bool,
+}
+
+/// The session's tasks.
+#[derive(Debug, Default)]
+pub struct TaskRegistry {
+    tasks: Mutex<Vec<Task>>,
+    stops: Mutex<Vec<(String, tokio::sync::oneshot::Sender<()>)>>,
+    changed: Mutex<Option<watch::Sender<u64>>>,
+}
+
+impl TaskRegistry {
+    fn sender(&self) -> watch::Sender<u64> {
+        let mut g = self.changed.lock().unwrap_or_else(|p| p.into_inner());
+        g.get_or_insert_with(|| watch::channel(0).0).clone()
+    }
+
+    /// Subscribes to changes (a task ended).
+    pub fn subscribe(&self) -> watch::Receiver<u64> {
+        self.sender().subscribe()
+    }
+
+    /// Registers a started task; `stop` ends it when TaskStop (or the session's end) asks.
+    pub fn add(&self, task: Task, stop: tokio::sync::oneshot::Sender<()>) {
+        self.tasks.lock().unwrap_or_else(|p| p.into_inner()).push(task);
+        self.stops.lock().unwrap_or_else(|p| p.into_inner()).push((self.last_id(), stop));
+    }
+
+    fn last_id(&self) -> String {
+        self.tasks.lock().unwrap_or_else(|p| p.into_inner()).last().map(|t| t.id.clone()).unwrap_or_default()
+    }
+
+    /// The next id: `b` and eight digits, deterministic within a session.
+    pub fn next_id(&self) -> String {
+        format!("b{:08}", self.tasks.lock().unwrap_or_else(|p| p.into_inner()).len() + 1)
+    }
+
+    /// Records the end of a task.
+    pub fn finish(&self, id: &str, status: Status, exit_code: Option<i32>) {
+        if let Some(t) = self.tasks.lock().unwrap_or_else(|p| p.into_inner()).iter_mut().find(|t| t.id == id) {
+            if t.status == Status::Running {
+                t.status = status;
+                t.exit_code = exit_code;
+                t.notified |= status == Status::Killed;
+            }
+        }
+        self.sender().send_modify(|n| *n += 1);
+    }
+
+    /// A snapshot of the task.
+    pub fn get(&self, id: &str) -> Option<Task> {
+        self.tasks.lock().unwrap_or_else(|p| p.into_inner()).iter().find(|t| t.id == id).cloned()
+    }
+
+    /// Tasks still running.
+    pub fn running(&self) -> usize {
+        self.tasks.lock().unwrap_or_else(|p| p.into_inner()).iter().filter(|t| t.status == Status::Running).count()
+    }
+
+    /// Asks a running task to stop (its runner kills the process group and reports `Killed`).
+    pub fn stop(&self, id: &str) -> bool {
+        let mut stops = self.stops.lock().unwrap_or_else(|p| p.into_inner());
+        match stops.iter().position(|(i, _)| i == id) {
+            Some(k) => stops.swap_remove(k).1.send(()).is_ok(),
+            None => false,
+        }
+    }
+
+    /// Stops every running task (end of the session: nothing outlives it).
+    pub fn stop_all(&self) {
+        let all: Vec<_> = self.stops.lock().unwrap_or_else(|p| p.into_inner()).drain(..).collect();
+        for (_, s) in all {
+            let _ = s.send(());
+        }
+    }
+
+    /// Waits until `id` is no longer running, at most `ms`.
+    pub async fn wait(&self, id: &str, ms: u64) -> Option<Task> {
+        let mut rx = self.subscribe();
+        let until = tokio::time::Instant::now() + std::time::Duration::from_millis(ms);
+        loop {
+            let t = self.get(id)?;
+            if t.status != Status::Running {
+                return Some(t);
+            }
+            if tokio::time::timeout_at(until, rx.changed()).await.is_err() {
+                return self.get(id);
+            }
+        }
+    }
+
+    /// Waits until no task runs, at most `ms`.
+    pub async fn wait_idle(&self, ms: u64) {
+        let until = tokio::time::Instant::now() + std::time::Duration::from_millis(ms);
+        let mut rx = self.subscribe();
+        while self.running() > 0 {
+            if tokio::time::timeout_at(until, rx.changed()).await.is_err() {
+                return;
+            }
+        }
+    }
+
+    /// Waits until some running task ends (at most `ms`); true when one did.
+    pub async fn wait_any(&self, ms: u64) -> bool {
+        let mut rx = self.subscribe();
+        let before = self.running();
+        if before == 0 {
+            return false;
+        }
+        let until = tokio::time::Instant::now() + std::time::Duration::from_millis(ms);
+        loop {
+            if self.running() < before {
+                return true;
+            }
+            if tokio::time::timeout_at(until, rx.changed()).await.is_err() {
+                return false;
+            }
+        }
+    }
+
+    /// BG-1: the finished tasks not yet delivered, as one `<background-results>` block (each output cut to
+    /// [`BACKGROUND_RESULT_CHARS`]), marked delivered. None when there is nothing new.
+    pub fn drain_notifications(&self) -> Option<String> {
+        let mut tasks = self.tasks.lock().unwrap_or_else(|p| p.into_inner());
+        let mut parts = Vec::new();
+        for t in tasks.iter_mut().filter(|t| t.status != Status::Running && !t.notified) {
+            t.notified = true;
+            let output = std::fs::read(&t.output_file).map(|b| String::from_utf8_lossy(&b).into_owned());
+            let output = output.unwrap_or_default();
+            let total = output.chars().count();
+            let mut shown: String = output.chars().take(BACKGROUND_RESULT_CHARS).collect();
+            if total > BACKGROUND_RESULT_CHARS {
+                shown.push_str(&format!("\n… [{total} chars in all; the whole output is in the output file]"));
+            }
+            parts.push(format!(
+                "<task-notification>\n<task-id>{}</task-id>\n<tool-use-id>{}</tool-use-id>\n<output-file>{}</output-file>\n<status>{}</status>\n<summary>{}</summary>\n<output>\n{}\n</output>\n</task-notification>",
+                t.id,
+                t.tool_use_id,
+                t.output_file.display(),
+                t.status.word(),
+                summary(t),
+                shown.trim_end_matches('\n'),
+            ));
+        }
+        (!parts.is_empty()).then(|| format!("<background-results>\n{}\n</background-results>", parts.join("\n")))
+    }
+}
+
+fn summary(t: &Task) -> String {
+    match (t.status, t.exit_code) {
+        (Status::Completed, _) => format!("Background command \"{}\" completed (exit code 0)", t.description),
+        (Status::Failed, Some(c)) => format!("Background command \"{}\" failed with exit code {c}", t.description),
+        (Status::Failed, None) => format!("Background command \"{}\" failed", t.description),
+        (Status::Killed, _) => format!("Background command \"{}\" was stopped", t.description),
+        (Status::Running, _) => format!("Background command \"{}\" is running", t.description),
+    }
+}
+
+/// The output the reference shows for an ended task: the file, then `[exited with code N]` when not 0.
+fn shown_output(t: &Task) -> String {
+    let text = std::fs::read(&t.output_file).map(|b| String::from_utf8_lossy(&b).into_owned()).unwrap_or_default();
+    match t.exit_code {
+        Some(c) if c != 0 => format!("{}\n\n[exited with code {c}]", text.trim_end_matches('\n')),
+        _ => text.trim_end_matches('\n').to_string(),
+    }
+}
+
+fn no_task(id: &str) -> ToolError {
+    ToolError::Validation(format!("No task found with ID: {id}"))
+}
+
+/// The TaskOutput tool (TOUT-1).
+#[derive(Debug, Default)]
+pub struct TaskOutput;
+
+#[derive(Debug, Deserialize)]
+struct OutputArgs {
+    task_id: String,
+    #[serde(default)]
+    block: Option<bool>,
+    #[serde(default)]
+    timeout: Option<u64>,
+}
+
+impl Tool for TaskOutput {
+    fn name(&self) -> &'static str {
+        "TaskOutput"
+    }
+
+    fn description(&self) -> String {
+        "Retrieves the output of a background task (a command run with run_in_background).\n\n- block (default true) waits for the task to finish, at most `timeout` ms (default 30000, max 600000)\n- block=false returns at once with the current status\n- Empty output is not a failure, and a \"success\" line in a log is not completion: read the status".into()
+    }
+
+    fn input_schema(&self) -> Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "task_id": {"type": "string", "description": "The task ID to get output from"},
+                "block": {"type": "boolean", "default": true, "description": "Whether to wait for completion"},
+                "timeout": {"type": "number", "minimum": 0, "maximum": TASK_OUTPUT_MAX_TIMEOUT_MS, "default": TASK_OUTPUT_DEFAULT_TIMEOUT_MS, "description": "Max wait time in ms"}
+            },
+            "required": ["task_id"],
+            "additionalProperties": false,
+            "$schema": "http://json-schema.org/draft-07/schema#"
+        })
+    }
+
+    fn is_read_only(&self, _input: &Value) -> bool {
+        true
+    }
+
+    fn call<'a>(&'a self, input: Value, ctx: &'a ToolContext) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
+        Box::pin(async move {
+            let args: OutputArgs = serde_json::from_value(input).map_err(|e| ToolError::Validation(e.to_string()))?;
+            let tasks = &ctx.shell.tasks;
+            let t = tasks.get(&args.task_id).ok_or_else(|| no_task(&args.task_id))?;
+            let timeout = args.timeout.unwrap_or(TASK_OUTPUT_DEFAULT_TIMEOUT_MS).min(TASK_OUTPUT_MAX_TIMEOUT_MS);
+            let (t, retrieval) = if t.status != Status::Running {
+                (t, "success")
+            } else if !args.block.unwrap_or(true) {
+                (t, "not_ready")
+            } else {
+                let t = tasks.wait(&args.task_id, timeout).await.unwrap_or(t);
+                let r = if t.status == Status::Running { "timeout" } else { "success" };
+                (t, r)
+            };
+            let mut text = format!(
+                "<retrieval_status>{retrieval}</retrieval_status>\n\n<task_id>{}</task_id>\n\n<task_type>local_bash</task_type>\n\n<status>{}</status>",
+                t.id,
+                t.status.word()
+            );
+            if let Some(c) = t.exit_code {
+                text.push_str(&format!("\n\n<exit_code>{c}</exit_code>"));
+            }
+            if t.status != Status::Running {
+                text.push_str(&format!("\n\n<output>\n{}\n</output>", shown_output(&t)));
+            }
+            let data = json!({"retrieval_status": retrieval, "task_id": t.id, "status": t.status.word(), "exit_code": t.exit_code, "output_file": t.output_file});
+            Ok(ToolOutput::Data { text, data })
+        })
+    }
+}
+
+/// The TaskStop tool.
+#[derive(Debug, Default)]
+pub struct TaskStop;
+
+#[derive(Debug, Deserialize)]
+struct StopArgs {
+    #[serde(default)]
+    task_id: Option<String>,
+    #[serde(default)]
+    shell_id: Option<String>,
+}
+
+impl Tool for TaskStop {
+    fn name(&self) -> &'static str {
+        "TaskStop"
+    }
+
+    fn description(&self) -> String {
+        "Stops a running background task by its ID (kills its whole process group).".into()
+    }
+
+    fn input_schema(&self) -> Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "task_id": {"type": "string", "description": "The ID of the background task to stop"},
+                "shell_id": {"type": "string", "description": "Deprecated: use task_id instead"}
+            },
+            "additionalProperties": false,
+            "$schema": "http://json-schema.org/draft-07/schema#"
+        })
+    }
+
+    fn call<'a>(&'a self, input: Value, ctx: &'a ToolContext) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
+        Box::pin(async move {
+            let args: StopArgs = serde_json::from_value(input).map_err(|e| ToolError::Validation(e.to_string()))?;
+            let Some(id) = args.task_id.or(args.shell_id) else {
+                return Err(ToolError::Validation("Missing required parameter: task_id".into()));
+            };
+            let tasks = &ctx.shell.tasks;
+            let t = tasks.get(&id).ok_or_else(|| no_task(&id))?;
+            if t.status != Status::Running {
+                return Err(ToolError::Validation(format!("Task {id} is not running (status: {})", t.status.word())));
+            }
+            tasks.stop(&id);
+            // the runner reports the end once the group is gone
+            tasks.wait(&id, 10_000).await;
+            let v = json!({"message": format!("Successfully stopped task: {id} ({})", t.command), "task_id": id, "task_type": "local_bash", "command": t.command});
+            Ok(ToolOutput::Data { text: v.to_string(), data: v })
+        })
+    }
+}
+
+/// The shell state of a session: the Bash cwd (persists across foreground calls) and the tasks.
+#[derive(Debug, Default)]
+pub struct ShellState {
+    /// The shell's cwd (None: the session's cwd).
+    pub cwd: Mutex<Option<PathBuf>>,
+    /// Background tasks.
+    pub tasks: TaskRegistry,
+    /// Commands run so far (numbers temp files).
+    pub runs: std::sync::atomic::AtomicU64,
+}
+
+/// Shared handle.
+pub type Shell = Arc<ShellState>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn task(id: &str, dir: &std::path::Path, out: &str) -> Task {
+        let output_file = dir.join(format!("{id}.output"));
+        std::fs::write(&output_file, out).unwrap_or_else(|e| panic!("{e}"));
+        Task {
+            id: id.into(),
+            command: "c".into(),
+            description: "d".into(),
+            tool_use_id: "toolu_1".into(),
+            output_file,
+            status: Status::Running,
+            exit_code: None,
+            notified: false,
+        }
+    }
+
+    #[test]
+    fn drained_once_cut_to_500_chars_stopped_ones_not_at_all() {
+        let d = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let r = TaskRegistry::default();
+        let (a, _ra) = tokio::sync::oneshot::channel();
+        let (b, _rb) = tokio::sync::oneshot::channel();
+        r.add(task("b1", d.path(), &"x".repeat(2_000)), a);
+        r.add(task("b2", d.path(), "bye\n"), b);
+        assert_eq!(r.drain_notifications(), None, "nothing ended yet");
+        r.finish("b1", Status::Failed, Some(4));
+        r.finish("b2", Status::Killed, None);
+        let n = r.drain_notifications().unwrap_or_default();
+        assert!(n.starts_with("<background-results>\n<task-notification>\n<task-id>b1</task-id>"), "{n}");
+        assert!(n.contains(&format!("<output>\n{}\n… [2000 chars in all;", "x".repeat(500))), "{n}");
+        assert!(!n.contains(&"x".repeat(501)));
+        assert!(n.contains("failed with exit code 4"));
+        assert!(!n.contains("b2"), "stopped by TaskStop: the model knows");
+        assert_eq!(r.drain_notifications(), None, "delivered once");
+        assert_eq!(
+            r.get("b1").map(|t| shown_output(&t)).unwrap_or_default().lines().last(),
+            Some("[exited with code 4]")
+        );
+    }
+}
