@@ -152,6 +152,9 @@ fn main() {
         env: Default::default(),
         read_state: Default::default(),
         tokens: std::sync::Arc::new(harness::tools::EstimateTokens),
+        shell: Default::default(),
+        sandbox: Default::default(),
+        call_id: None,
     };
     let grep_tool = || {
         use harness::tools::Tool;
