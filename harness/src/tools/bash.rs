@@ -170,12 +170,18 @@ fn start(
     std::fs::create_dir_all(&tmp).map_err(|e| ToolError::Runtime(format!("cannot create {}: {e}", tmp.display())))?;
     let cwd_file = tmp.join(format!("cwd-{n}"));
     let _ = std::fs::remove_file(&cwd_file);
-    // the shell's final directory, for the next call (the user's `exit` skips it: cwd unchanged)
+    // the shell's final directory, for the next call (the user's `exit` skips it: cwd unchanged; a
+    // command ending in a line continuation or an unterminated heredoc swallows it the same way)
     let script =
         format!("{command}\n__probelab_status=$?; pwd -P >| {} 2>/dev/null; exit $__probelab_status", quote(&cwd_file));
     let (reader, writer) = std::io::pipe().map_err(|e| ToolError::Runtime(format!("cannot make a pipe: {e}")))?;
     let writer2 = writer.try_clone().map_err(|e| ToolError::Runtime(format!("cannot make a pipe: {e}")))?;
-    let mut cmd = sandbox.command(ctx, cwd, &script);
+    // made before the spawn (a cgroup mkdir can take milliseconds); unconfined, the shell joins it
+    // before running anything (then execs the real `bash -c`, so the command sees a normal shell);
+    // confined, bubblewrap is adopted from outside and its pid namespace holds the rest
+    let cgroup = Cgroup::create();
+    let join = cgroup.as_ref().filter(|_| !sandbox.confined()).map(|c| c.dir.join("cgroup.procs"));
+    let mut cmd = sandbox.command(ctx, cwd, &script, join.as_deref());
     cmd.stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::from(writer))
         .stderr(std::process::Stdio::from(writer2))
@@ -185,7 +191,15 @@ fn start(
     // the child holds the only write ends now: EOF comes when every process of the command closed them
     drop(cmd);
     let pid = child.id().unwrap_or(0) as i32;
-    let cgroup = Cgroup::create(n).and_then(|c| c.adopt(pid).then_some(c));
+    let cgroup = match (cgroup, &join) {
+        (Some(c), Some(_)) => Some(c),
+        (Some(c), None) if c.adopt(pid) => Some(c),
+        (Some(c), None) => {
+            c.remove();
+            None
+        }
+        (None, _) => None,
+    };
     let reader = tokio::task::spawn_blocking(move || capture(reader, sink));
     Ok(Started { child, pgid: pid, cgroup, reader, cwd_file })
 }
@@ -470,7 +484,10 @@ struct Cgroup {
 const PIDS_ROOT: &str = "/sys/fs/cgroup/pids";
 
 impl Cgroup {
-    fn create(n: u64) -> Option<Cgroup> {
+    fn create() -> Option<Cgroup> {
+        // unique in the process: sessions run side by side (the probe tests run in parallel)
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         let dir = Path::new(PIDS_ROOT).join(format!("probelab-{}-{n}", std::process::id()));
         std::fs::create_dir(&dir).ok()?;
         let c = Cgroup { dir };

@@ -85,11 +85,18 @@ impl Plan {
         self.confined
     }
 
-    /// The process to spawn for `script` in `cwd`.
-    pub fn command(&self, ctx: &ToolContext, cwd: &Path, script: &str) -> tokio::process::Command {
+    /// The process to spawn for `script` in `cwd`; unconfined, with `join` (a cgroup's `cgroup.procs`)
+    /// the shell writes its pid there first and then execs `bash -c script` (same pid, already inside).
+    pub fn command(&self, ctx: &ToolContext, cwd: &Path, script: &str, join: Option<&Path>) -> tokio::process::Command {
         if !self.confined {
             let mut c = tokio::process::Command::new("bash");
-            c.arg("-c").arg(script).current_dir(cwd);
+            match join {
+                Some(procs) => {
+                    c.args(["-c", r#"echo $$ >| "$1" 2>/dev/null; exec bash -c "$2""#, "bash"]).arg(procs).arg(script)
+                }
+                None => c.arg("-c").arg(script),
+            };
+            c.current_dir(cwd);
             return c;
         }
         let mut c = tokio::process::Command::new("bwrap");
