@@ -75,6 +75,7 @@ pub struct TaskRegistry {
     tasks: Mutex<Vec<Task>>,
     stops: Mutex<Vec<(String, tokio::sync::oneshot::Sender<()>)>>,
     changed: Mutex<Option<watch::Sender<u64>>>,
+    issued: std::sync::atomic::AtomicU64,
 }
 
 impl TaskRegistry {
@@ -90,17 +91,15 @@ impl TaskRegistry {
 
     /// Registers a started task; `stop` ends it when TaskStop (or the session's end) asks.
     pub fn add(&self, task: Task, stop: tokio::sync::oneshot::Sender<()>) {
+        let id = task.id.clone();
         self.tasks.lock().unwrap_or_else(|p| p.into_inner()).push(task);
-        self.stops.lock().unwrap_or_else(|p| p.into_inner()).push((self.last_id(), stop));
+        self.stops.lock().unwrap_or_else(|p| p.into_inner()).push((id, stop));
     }
 
-    fn last_id(&self) -> String {
-        self.tasks.lock().unwrap_or_else(|p| p.into_inner()).last().map(|t| t.id.clone()).unwrap_or_default()
-    }
-
-    /// The next id: `b` and eight digits, deterministic within a session.
+    /// A new id: `b` and eight digits, in order of issue within a session (each issued once, also to
+    /// background calls of one turn that run side by side).
     pub fn next_id(&self) -> String {
-        format!("b{:08}", self.tasks.lock().unwrap_or_else(|p| p.into_inner()).len() + 1)
+        format!("b{:08}", self.issued.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1)
     }
 
     /// Records the end of a task.
@@ -399,6 +398,7 @@ mod tests {
     fn drained_once_cut_to_500_chars_stopped_ones_not_at_all() {
         let d = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
         let r = TaskRegistry::default();
+        assert_eq!((r.next_id(), r.next_id()), ("b00000001".to_string(), "b00000002".to_string()), "issued once each");
         let (a, _ra) = tokio::sync::oneshot::channel();
         let (b, _rb) = tokio::sync::oneshot::channel();
         r.add(task("b1", d.path(), &"x".repeat(2_000)), a);
