@@ -218,15 +218,13 @@ pub async fn run_loop(client: &Client, runtime: &Runtime, prompt: &str, max_turn
             .collect();
         if message.stop_reason != Some(StopReason::ToolUse) || calls.is_empty() {
             // like the reference in `-p` mode: background work still running is waited for, and its
-            // results start another turn
-            if tasks.running() > 0 {
-                while tasks.running() > 0 {
-                    tasks.wait_any(crate::tools::bash::MAX_TIMEOUT_MS).await;
-                }
-                if let Some(block) = tasks.drain_notifications() {
-                    messages.push(json!({"role": "user", "content": [{"type": "text", "text": block}]}));
-                    continue;
-                }
+            // results (or those that ended during this last call) start another turn
+            while tasks.running() > 0 {
+                tasks.wait_any(crate::tools::bash::MAX_TIMEOUT_MS).await;
+            }
+            if let Some(block) = tasks.drain_notifications() {
+                append_text(&mut messages, block);
+                continue;
             }
             return LoopEnd::EndTurn;
         }

@@ -200,32 +200,33 @@ impl Runtime {
             Err(ToolError::Validation(m)) => return ToolResult::error(id, wrap(&m)),
             // PIPE-5 holds for errors too: a failing command's long output is persisted like any other
             Err(ToolError::Runtime(m)) => {
-                let m = match tool.max_result_size_chars() {
-                    Some(max) if m.chars().count() > max => self.persist(id, &m).unwrap_or_else(|e| e),
-                    _ => m,
-                };
+                let m = self.within_budget(id, tool.max_result_size_chars(), &m).unwrap_or_else(|e| e);
                 return ToolResult::error(id, m);
             }
         };
-        let content = match (&output, tool.max_result_size_chars()) {
-            (ToolOutput::Data { text, data }, max) => {
+        let text = match &output {
+            ToolOutput::Data { text, data } => {
                 self.log_structured(id, tool.name(), data);
-                match max {
-                    Some(max) if text.chars().count() > max => match self.persist(id, text) {
-                        Ok(text) => Value::String(text),
-                        Err(e) => return ToolResult::error(id, e),
-                    },
-                    _ => Value::String(text.clone()),
-                }
+                text
             }
-            (ToolOutput::Text(t), Some(max)) if t.chars().count() > max => match self.persist(id, t) {
-                Ok(text) => Value::String(text),
-                Err(e) => return ToolResult::error(id, e),
-            },
-            (ToolOutput::Text(t), _) => Value::String(t.clone()),
-            (ToolOutput::Blocks(b), _) => Value::Array(b.clone()),
+            ToolOutput::Text(t) => t,
+            ToolOutput::Blocks(b) => {
+                return ToolResult { tool_use_id: id.to_string(), content: Value::Array(b.clone()), is_error: false }
+            }
         };
-        ToolResult { tool_use_id: id.to_string(), content, is_error: false }
+        match self.within_budget(id, tool.max_result_size_chars(), text) {
+            Ok(text) => ToolResult { tool_use_id: id.to_string(), content: Value::String(text), is_error: false },
+            Err(e) => ToolResult::error(id, e),
+        }
+    }
+
+    /// PIPE-5: the text as is when it fits the tool's budget, else persisted and replaced by the
+    /// `<persisted-output>` block (an error when it cannot be persisted).
+    fn within_budget(&self, id: &str, max: Option<usize>, text: &str) -> Result<String, String> {
+        match max {
+            Some(max) if text.chars().count() > max => self.persist(id, text),
+            _ => Ok(text.to_string()),
+        }
     }
 
     /// Appends a tool's structured record to the session log, as the reference keeps `toolUseResult`

@@ -138,9 +138,7 @@ fn session_tmp(ctx: &ToolContext) -> PathBuf {
         .env("TMPDIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| ctx.roots.first().cloned().unwrap_or_else(|| ctx.cwd.clone()).join("tmp"));
-    let slug: String =
-        ctx.cwd.to_string_lossy().chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '-' }).collect();
-    base.join(format!("claude-{}", nix::unistd::getuid())).join(slug).join(&ctx.session_id)
+    base.join(format!("claude-{}", nix::unistd::getuid())).join(super::fs::cwd_slug(&ctx.cwd)).join(&ctx.session_id)
 }
 
 /// A started command: the child, its group, its cgroup, and the reader of its output.
@@ -324,7 +322,8 @@ async fn foreground(ctx: &ToolContext, args: &Args, sandbox: super::bwrap::Plan)
     let started = start(ctx, &args.command, &cwd, Sink::Memory, &sandbox)?;
     let timeout = timeout_of(args);
     let ended = finish(started, timeout, None).await;
-    let mut text = String::from_utf8_lossy(&ended.captured.bytes).trim_end_matches('\n').to_string();
+    let output = String::from_utf8_lossy(&ended.captured.bytes).trim_end_matches('\n').to_string();
+    let mut text = output.clone();
     if let Some(why) = sandbox.setup_failure(ended.code, &text) {
         return Err(ToolError::Runtime(why));
     }
@@ -363,23 +362,22 @@ async fn foreground(ctx: &ToolContext, args: &Args, sandbox: super::bwrap::Plan)
         }
         text.push_str(n);
     }
-    let data = json!({
-        "stdout": String::from_utf8_lossy(&ended.captured.bytes).trim_end_matches('\n'),
-        "exitCode": ended.code,
-        "interrupted": ended.timed_out,
-        "sandboxViolations": violations,
-        "readStateInvalidated": invalidated,
-        "sandboxed": sandbox.confined(),
-    });
     let code = ended.code;
     if code != 0 {
         let body = if text.is_empty() { format!("Exit code {code}") } else { format!("Exit code {code}\n{text}") };
-        let _ = data;
         return Err(ToolError::Runtime(body));
     }
     if text.is_empty() {
         text = NO_OUTPUT.to_string();
     }
+    let data = json!({
+        "stdout": output,
+        "exitCode": code,
+        "interrupted": ended.timed_out,
+        "sandboxViolations": violations,
+        "readStateInvalidated": invalidated,
+        "sandboxed": sandbox.confined(),
+    });
     Ok(ToolOutput::Data { text, data })
 }
 

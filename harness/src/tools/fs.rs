@@ -13,6 +13,12 @@ pub const NOT_READ_YET: &str = "File has not been read yet. Read it first before
 pub const MODIFIED_SINCE_READ: &str =
     "File has been modified since read, either by the user or by a linter. Read it again before attempting to write it.";
 
+/// The name Claude Code gives per-project state after a cwd: every non-alphanumeric character turned
+/// into '-' (`/tmp/p/work` → `-tmp-p-work`).
+pub fn cwd_slug(cwd: &Path) -> String {
+    cwd.to_string_lossy().chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '-' }).collect()
+}
+
 /// Resolves `file_path` (absolute, or relative to the cwd) lexically, without touching the disk.
 pub fn absolute(ctx: &ToolContext, file_path: &str) -> PathBuf {
     let p = Path::new(file_path);

@@ -192,8 +192,7 @@ impl TaskRegistry {
         let mut parts = Vec::new();
         for t in tasks.iter_mut().filter(|t| t.status != Status::Running && !t.notified) {
             t.notified = true;
-            let output = std::fs::read(&t.output_file).map(|b| String::from_utf8_lossy(&b).into_owned());
-            let output = output.unwrap_or_default();
+            let output = read_output(t);
             let total = output.chars().count();
             let mut shown: String = output.chars().take(BACKGROUND_RESULT_CHARS).collect();
             if total > BACKGROUND_RESULT_CHARS {
@@ -223,9 +222,14 @@ fn summary(t: &Task) -> String {
     }
 }
 
+/// The task's output file as text (empty when it cannot be read).
+fn read_output(t: &Task) -> String {
+    std::fs::read(&t.output_file).map(|b| String::from_utf8_lossy(&b).into_owned()).unwrap_or_default()
+}
+
 /// The output the reference shows for an ended task: the file, then `[exited with code N]` when not 0.
 fn shown_output(t: &Task) -> String {
-    let text = std::fs::read(&t.output_file).map(|b| String::from_utf8_lossy(&b).into_owned()).unwrap_or_default();
+    let text = read_output(t);
     match t.exit_code {
         Some(c) if c != 0 => format!("{}\n\n[exited with code {c}]", text.trim_end_matches('\n')),
         _ => text.trim_end_matches('\n').to_string(),

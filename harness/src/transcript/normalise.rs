@@ -43,9 +43,7 @@ pub fn steps(p: &Places<'_>) -> Vec<Step> {
     let uuid = re(r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b");
     let ts = re(r"\b\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})?\b");
     let today = p.today.clone();
-    // Claude Code names per-project state after the cwd with every non-alphanumeric turned into '-'
-    let slug: String =
-        p.cwd.to_string_lossy().chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '-' }).collect();
+    let slug = crate::tools::fs::cwd_slug(p.cwd);
     let os = re(r"OS Version: [^\n\\]*");
     vec![
         Step { name: "cwd-slug", apply: Box::new(move |s| s.replace(&slug, "<cwd-slug>")) },
