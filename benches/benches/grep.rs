@@ -155,6 +155,7 @@ fn main() {
         shell: Default::default(),
         sandbox: Default::default(),
         call_id: None,
+        session: Default::default(),
     };
     let grep_tool = || {
         use harness::tools::Tool;

@@ -180,12 +180,45 @@ fn append_text(messages: &mut Vec<Value>, text: String) {
     }
 }
 
-/// Runs the agent loop: the first user message is `prompt`; at most `max_turns` requests. Finished
-/// background tasks are injected before each request (BG-1); at the model's end, running ones are
-/// waited for and their results start another turn.
+/// What a loop left: how it ended and the whole conversation (the last assistant message's text is
+/// what a sub-agent hands back).
+#[derive(Debug, Clone, PartialEq)]
+pub struct LoopOutcome {
+    /// How it ended.
+    pub end: LoopEnd,
+    /// Every message sent and received, in order.
+    pub messages: Vec<Value>,
+}
+
+impl LoopOutcome {
+    /// The text blocks of the last assistant message, joined (empty when it had none).
+    pub fn final_text(&self) -> String {
+        let Some(last) = self.messages.iter().rev().find(|m| m["role"] == "assistant") else {
+            return String::new();
+        };
+        let blocks = last["content"].as_array().map(Vec::as_slice).unwrap_or_default();
+        blocks.iter().filter(|b| b["type"] == "text").filter_map(|b| b["text"].as_str()).collect::<Vec<_>>().join("\n")
+    }
+}
+
+/// Runs the agent loop of the session with the built-in system prompt (see [`run_loop_with`]).
 pub async fn run_loop(client: &Client, runtime: &Runtime, prompt: &str, max_turns: usize) -> LoopEnd {
+    run_loop_with(client, runtime, SYSTEM_PROMPT, prompt, max_turns).await.end
+}
+
+/// Runs an agent loop: the first user message is `prompt`; at most `max_turns` requests. The tool list
+/// is taken afresh for each request (the session's mode can change it). Finished background tasks are
+/// injected before each request (BG-1); at the model's end, running ones are waited for and their
+/// results start another turn; then, while the session is idle, a cron job due may start another
+/// (CRON-2).
+pub async fn run_loop_with(
+    client: &Client,
+    runtime: &Runtime,
+    system: &str,
+    prompt: &str,
+    max_turns: usize,
+) -> LoopOutcome {
     let mut messages = vec![json!({"role": "user", "content": prompt})];
-    let tools = runtime.registry.api_tools();
     let tasks = &runtime.ctx.shell.tasks;
     for _ in 0..max_turns {
         // BG-1: what finished in the background since the last call goes in before this one
@@ -196,13 +229,13 @@ pub async fn run_loop(client: &Client, runtime: &Runtime, prompt: &str, max_turn
             "model": client.model,
             "max_tokens": MAX_TOKENS,
             "stream": true,
-            "system": [{"type": "text", "text": SYSTEM_PROMPT}],
-            "tools": tools,
+            "system": [{"type": "text", "text": system}],
+            "tools": runtime.api_tools(),
             "messages": messages,
         });
         let message = match client.create(&body).await {
             Ok(m) => m,
-            Err(e) => return LoopEnd::Error(e.0),
+            Err(e) => return LoopOutcome { end: LoopEnd::Error(e.0), messages },
         };
         let content = serde_json::to_value(&message.content).unwrap_or_default();
         messages.push(json!({"role": "assistant", "content": content}));
@@ -226,10 +259,15 @@ pub async fn run_loop(client: &Client, runtime: &Runtime, prompt: &str, max_turn
                 append_text(&mut messages, block);
                 continue;
             }
-            return LoopEnd::EndTurn;
+            // idle: a scheduled job due now starts another turn
+            if let Some(prompt) = runtime.ctx.session.cron.on_idle().await {
+                messages.push(json!({"role": "user", "content": prompt}));
+                continue;
+            }
+            return LoopOutcome { end: LoopEnd::EndTurn, messages };
         }
         let results = runtime.run_turn(&calls).await;
         messages.push(json!({"role": "user", "content": results.iter().map(|r| r.to_block()).collect::<Vec<_>>()}));
     }
-    LoopEnd::TurnLimit
+    LoopOutcome { end: LoopEnd::TurnLimit, messages }
 }

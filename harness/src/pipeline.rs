@@ -118,6 +118,11 @@ impl Runtime {
         Ok(Runtime { registry, rules, hooks: settings.hooks.clone(), ask_answer, ctx })
     }
 
+    /// The `tools` array of the next request: the pool as the session's current mode shows it.
+    pub fn api_tools(&self) -> Vec<Value> {
+        self.registry.api_tools()
+    }
+
     /// Runs the calls of one assistant turn (PIPE-4): each maximal run of consecutive concurrency-safe
     /// calls in parallel, every other call alone, results in call order.
     pub async fn run_turn(&self, calls: &[ToolCall]) -> Vec<ToolResult> {

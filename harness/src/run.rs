@@ -5,6 +5,8 @@ use crate::agent::{run_loop, Client, LoopEnd};
 use crate::pipeline::Runtime;
 use crate::probe::sandbox::Sandbox;
 use crate::probe::Probe;
+use crate::tools::cron::Cron;
+use crate::tools::session::{Api, Session};
 use crate::tools::{Registry, ToolContext};
 use std::path::Path;
 use std::sync::Arc;
@@ -88,8 +90,16 @@ pub async fn run_conversation(probe: &Probe, runner: Runner<'_>, fixtures_root: 
                 shell: Arc::default(),
                 sandbox: probe.settings.sandbox.clone(),
                 call_id: None,
+                session: Arc::new(Session {
+                    settings: probe.settings.clone(),
+                    ask_answer: probe.ask,
+                    api: Some(Api { base_url: running.url(), model: model.clone() }),
+                    host: probe.host.clone(),
+                    cron: Cron::new(probe.clock.as_ref()),
+                    ..Session::default()
+                }),
             };
-            let runtime = Runtime::new(Registry::builtin(), &probe.settings, probe.ask, ctx)
+            let runtime = Runtime::new(Registry::for_session(&probe.env), &probe.settings, probe.ask, ctx)
                 .map_err(|e| format!("{}: settings: {e}", probe.path.display()))?;
             let max_turns = probe.subject.builtin.max_turns.unwrap_or(DEFAULT_MAX_TURNS);
             let ended = match tokio::time::timeout(deadline, run_loop(&client, &runtime, &probe.prompt, max_turns))

@@ -40,6 +40,8 @@
 pub mod sandbox;
 
 use crate::pipeline::{AskAnswer, Settings};
+use crate::tools::cron::ClockSpec;
+use crate::tools::host::HostScript;
 use serde::Deserialize;
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -305,6 +307,10 @@ struct ProbeFile {
     env: BTreeMap<String, String>,
     #[serde(default)]
     subject: SubjectOptions,
+    #[serde(default)]
+    host: HostScript,
+    #[serde(default)]
+    clock: Option<ClockSpec>,
     // Parsed here so that errors in them carry this file's place; the stub's Script reads them again.
     #[allow(dead_code)]
     #[serde(default, rename = "turn")]
@@ -358,6 +364,10 @@ pub struct Probe {
     pub env: BTreeMap<String, String>,
     /// Per-subject options.
     pub subject: SubjectOptions,
+    /// The host's scripted answers (`[host]`: AskUserQuestion, plan approval).
+    pub host: HostScript,
+    /// A virtual clock for the built-in subject (`[clock]`: cron probes).
+    pub clock: Option<ClockSpec>,
     /// The stub script (turns, conversations, stub settings) with placeholders unresolved.
     pub script: stub_messages::Script,
     /// Exec commands (an exec probe has these instead of turns).
@@ -580,6 +590,8 @@ pub fn parse(path: &Path, text: &str) -> Result<Probe, ProbeError> {
         settings: raw.settings,
         env: raw.env,
         subject: raw.subject,
+        host: raw.host,
+        clock: raw.clock,
         script,
         execs: raw.execs,
         checks,

@@ -4,16 +4,22 @@
 //! One module per tool: a unit struct, a serde `Args`, the schema beside the handler, pure logic in plain
 //! functions with their unit tests.
 
+pub mod agent_tool;
 pub mod bash;
 pub mod bwrap;
+pub mod cron;
 pub mod edit;
 pub mod fs;
 pub mod glob;
 pub mod grep;
+pub mod host;
 pub mod notebook_edit;
+pub mod plan_mode;
 pub mod read;
+pub mod session;
 pub mod shell;
 pub mod tasks;
+pub mod worktree;
 pub mod write;
 
 use futures_util::future::BoxFuture;
@@ -120,6 +126,8 @@ pub struct ToolContext {
     pub sandbox: bwrap::SandboxSettings,
     /// The tool_use id of the call being run (set by the pipeline for each call).
     pub call_id: Option<String>,
+    /// Session-wide state of the coordination tools (mode, cron, worktrees, sub-agents, host script).
+    pub session: Arc<session::Session>,
 }
 
 impl std::fmt::Debug for ToolContext {
@@ -147,6 +155,7 @@ impl ToolContext {
             shell: Arc::default(),
             sandbox: bwrap::SandboxSettings::default(),
             call_id: None,
+            session: Arc::default(),
         })
     }
 
@@ -160,6 +169,30 @@ impl ToolContext {
         self.env.get(key).map(String::as_str)
     }
 }
+
+/// An env flag as Claude Code reads one: `1`, `true`, `yes`, `on` are true; `0`, `false`, `no`, `off` are
+/// false (case-insensitive); anything else, or unset, is `None`.
+pub fn env_flag(env: &BTreeMap<String, String>, key: &str) -> Option<bool> {
+    match env.get(key)?.trim().to_ascii_lowercase().as_str() {
+        "1" | "true" | "yes" | "on" => Some(true),
+        "0" | "false" | "no" | "off" => Some(false),
+        _ => None,
+    }
+}
+
+/// Turns the Task* family on instead of nothing (as on Claude Code 2.1.235, where the task tools are
+/// off by default in `-p` runs; TODO-1, TASK-1).
+pub const ENV_ENABLE_TODO_TOOLS: &str = "CLAUDE_CODE_ENABLE_TODO_TOOLS";
+/// `0` with the todo flag on: TodoWrite instead of the Task* family (TODO-1: the two are exclusive).
+pub const ENV_ENABLE_TASKS: &str = "CLAUDE_CODE_ENABLE_TASKS";
+/// Removes the cron surface (CRON-5).
+pub const ENV_DISABLE_CRON: &str = "CLAUDE_CODE_DISABLE_CRON";
+/// The Task* family (TASK-1..5).
+pub const TASK_TOOLS: &[&str] = &["TaskCreate", "TaskGet", "TaskList", "TaskUpdate"];
+/// The todo list tool (TODO-1).
+pub const TODO_TOOL: &str = "TodoWrite";
+/// The cron surface (CRON-1..5).
+pub const CRON_TOOLS: &[&str] = &["CronCreate", "CronDelete", "CronList"];
 
 /// A tool of the runtime.
 pub trait Tool: Send + Sync {
@@ -219,6 +252,28 @@ impl Registry {
             Arc::new(tasks::TaskOutput),
             Arc::new(tasks::TaskStop),
         ])
+    }
+
+    /// The pool of a session with this env: [`Registry::builtin`] less what the env switches off. The
+    /// Task* family appears with [`ENV_ENABLE_TODO_TOOLS`]; with [`ENV_ENABLE_TASKS`]`=0` as well,
+    /// TodoWrite appears instead (never both: TODO-1); [`ENV_DISABLE_CRON`] removes the cron tools.
+    pub fn for_session(env: &BTreeMap<String, String>) -> Registry {
+        let mut r = Registry::builtin();
+        let todo_flag = env_flag(env, ENV_ENABLE_TODO_TOOLS) == Some(true);
+        let tasks_off = env_flag(env, ENV_ENABLE_TASKS) == Some(false);
+        let cron_off = env_flag(env, ENV_DISABLE_CRON) == Some(true);
+        r.retain(|name| {
+            if TASK_TOOLS.contains(&name) {
+                todo_flag && !tasks_off
+            } else if name == TODO_TOOL {
+                todo_flag && tasks_off
+            } else if CRON_TOOLS.contains(&name) {
+                !cron_off
+            } else {
+                true
+            }
+        });
+        r
     }
 
     /// A pool of these tools, sorted by name; on a name clash the first one given wins.
