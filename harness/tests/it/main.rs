@@ -3,5 +3,6 @@
 
 mod agent;
 mod cli;
+mod html_report;
 mod rg_diff;
 mod search_limits;
