@@ -54,6 +54,8 @@ pub struct Report {
     pub diverges: Vec<String>,
     /// Exec probes: the evidence (argv, verbatim output, exit, duration, max RSS) as JSON.
     pub evidence: Option<serde_json::Value>,
+    /// Loop probes: where the run's time went.
+    pub timing: Option<crate::run::Timing>,
 }
 
 impl Report {
@@ -132,6 +134,7 @@ pub async fn run_probe(probe: &Probe, subject: &str, layout: &Layout, keep: bool
             .artefact
             .take()
             .map(|a| serde_json::json!({"probe": probe.id, "subject": subject, "stream_json": a})),
+        timing: Some(run.timing),
     })
 }
 
@@ -171,6 +174,7 @@ async fn run_exec_probe(
         kept,
         diverges: header(probe, subject).diverges,
         evidence: Some(evidence),
+        timing: None,
     })
 }
 

@@ -46,6 +46,21 @@ pub struct RunOutput {
     pub sandbox: Sandbox,
     /// The subject's own output (Claude Code's stream-json), kept as an artefact.
     pub artefact: Option<String>,
+    /// Where the time went (never in goldens; for the run-time benchmark).
+    pub timing: Timing,
+}
+
+/// Where a run's time went.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Timing {
+    /// The subject's lifetime: the process from spawn to exit (the built-in: its loop).
+    pub subject: Duration,
+    /// From the subject's start to its first request at the stub (binary start-up).
+    pub startup: Duration,
+    /// Time the stub spent answering, summed over every exchange (arrival to last byte).
+    pub stub: Duration,
+    /// The whole of [`run_conversation`]: sandbox, stub start and stop, the subject.
+    pub run: Duration,
 }
 
 /// Runs `probe` on the built-in subject.
@@ -55,6 +70,7 @@ pub async fn run_builtin(probe: &Probe, fixtures_root: &Path) -> Result<RunOutpu
 
 /// Runs a loop probe: the stub plays its turns, the subject answers with tool results.
 pub async fn run_conversation(probe: &Probe, runner: Runner<'_>, fixtures_root: &Path) -> Result<RunOutput, String> {
+    let entered = Instant::now();
     let sandbox = Sandbox::create(probe, fixtures_root)?;
     let script = sandbox.script(probe);
     let timed: Vec<_> = probe.fixture.fault.iter().filter(|f| f.at_turn.is_some()).cloned().collect();
@@ -75,7 +91,7 @@ pub async fn run_conversation(probe: &Probe, runner: Runner<'_>, fixtures_root: 
         serve(stub.clone(), ([127, 0, 0, 1], 0).into()).await.map_err(|e| format!("cannot start the stub: {e}"))?;
     let start = Instant::now();
     let deadline = Duration::from_secs(probe.deadline_secs);
-    let (end, within_deadline, artefact) = match runner {
+    let (end, within_deadline, artefact, lifetime) = match runner {
         Runner::Builtin => {
             let model = probe.subject.builtin.model.clone().unwrap_or_else(|| DEFAULT_MODEL.into());
             let client = Arc::new(Client::new(&running.url(), &model));
@@ -102,13 +118,17 @@ pub async fn run_conversation(probe: &Probe, runner: Runner<'_>, fixtures_root: 
             let runtime = Runtime::new(Registry::for_session(&probe.env), &probe.settings, probe.ask, ctx)
                 .map_err(|e| format!("{}: settings: {e}", probe.path.display()))?;
             let max_turns = probe.subject.builtin.max_turns.unwrap_or(DEFAULT_MAX_TURNS);
+            let began = Instant::now();
             let ended = match tokio::time::timeout(deadline, run_loop(&client, &runtime, &probe.prompt, max_turns))
                 .await
             {
-                Ok(end) => (end, true, None),
-                Err(_) => {
-                    (LoopEnd::Error(format!("the run passed its deadline of {}s", probe.deadline_secs)), false, None)
-                }
+                Ok(end) => (end, true, None, (began, Instant::now())),
+                Err(_) => (
+                    LoopEnd::Error(format!("the run passed its deadline of {}s", probe.deadline_secs)),
+                    false,
+                    None,
+                    (began, Instant::now()),
+                ),
             };
             // nothing the session started outlives it
             runtime.ctx.shell.tasks.stop_all();
@@ -127,7 +147,7 @@ pub async fn run_conversation(probe: &Probe, runner: Runner<'_>, fixtures_root: 
                     LoopEnd::Error(format!("claude exited with {code:?}: {tail}"))
                 }
             };
-            (end, !ended.timed_out, Some(ended.stream_json))
+            (end, !ended.timed_out, Some(ended.stream_json), (ended.spawned, ended.exited))
         }
     };
     let duration = start.elapsed();
@@ -137,9 +157,26 @@ pub async fn run_conversation(probe: &Probe, runner: Runner<'_>, fixtures_root: 
     }
     let mut exchanges = stub.recorder().exchanges();
     exchanges.sort_by_key(|e| e.seq);
+    let first = exchanges.first().map(|e| stub.recorder().started() + Duration::from_millis(e.offset_ms));
+    let timing = Timing {
+        subject: lifetime.1.saturating_duration_since(lifetime.0),
+        startup: first.map(|f| f.saturating_duration_since(lifetime.0)).unwrap_or_default(),
+        stub: Duration::from_micros(exchanges.iter().filter_map(|e| e.elapsed_us).sum()),
+        run: entered.elapsed(),
+    };
     let subject = match runner {
         Runner::Builtin => "builtin".to_string(),
         Runner::ClaudeCode(cc) => format!("claude-code@{}", cc.version),
     };
-    Ok(RunOutput { subject, exchanges, progress: stub.progress(), end, within_deadline, duration, sandbox, artefact })
+    Ok(RunOutput {
+        subject,
+        exchanges,
+        progress: stub.progress(),
+        end,
+        within_deadline,
+        duration,
+        sandbox,
+        artefact,
+        timing,
+    })
 }

@@ -88,6 +88,13 @@ pub struct Exchange {
     /// The rule broken, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub violation: Option<Violation>,
+    /// Microseconds the stub spent on it: from the request's arrival to the response's last byte handed
+    /// to the connection (a stream: its last event). Set when recorded; never in goldens.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub elapsed_us: Option<u64>,
+    /// When the request arrived (not serialised; turns into `elapsed_us` when recorded).
+    #[serde(skip)]
+    pub arrived: Option<Instant>,
 }
 
 /// Header names whose values never reach a record.
@@ -154,8 +161,16 @@ impl Recorder {
         (seq, self.start.elapsed().as_millis() as u64)
     }
 
+    /// When the recorder started: `offset_ms` counts from here.
+    pub fn started(&self) -> Instant {
+        self.start
+    }
+
     /// Redacts, keeps and writes one exchange.
     pub fn record(&self, mut ex: Exchange) {
+        if let Some(at) = ex.arrived.take() {
+            ex.elapsed_us = Some(at.elapsed().as_micros() as u64);
+        }
         for (name, value) in ex.headers.iter_mut() {
             if SECRET_HEADERS.contains(&name.as_str()) {
                 *value = REDACTED.to_string();
@@ -233,6 +248,8 @@ mod tests {
             kind: ExchangeKind::Side,
             conversation: None,
             turn: None,
+            elapsed_us: None,
+            arrived: None,
             status: 200,
             response: None,
             events: None,

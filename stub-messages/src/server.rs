@@ -248,6 +248,8 @@ impl Arrival {
                 events: None,
                 fault: None,
                 violation: None,
+                elapsed_us: None,
+                arrived: Some(std::time::Instant::now()),
             },
         }
     }

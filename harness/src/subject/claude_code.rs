@@ -86,10 +86,11 @@ pub fn install(version: &str) -> Result<ClaudeCode, String> {
 /// The binary's SHA-256, cached beside it (keyed by size and mtime: hashing 330 MB costs a second).
 fn cached_sha256(binary: &Path) -> Result<String, String> {
     let meta = std::fs::metadata(binary).map_err(|e| e.to_string())?;
-    let key = format!("{}:{:?}", meta.len(), meta.modified().ok());
+    let mtime = meta.modified().ok().and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok()).unwrap_or_default();
+    let key = format!("{}:{}.{:09}", meta.len(), mtime.as_secs(), mtime.subsec_nanos());
     let cache = binary.with_file_name("claude.sha256");
     if let Ok(text) = std::fs::read_to_string(&cache) {
-        if let Some((k, h)) = text.trim().split_once(' ') {
+        if let Some((k, h)) = text.trim().rsplit_once(' ') {
             if k == key {
                 return Ok(h.to_string());
             }
@@ -112,6 +113,10 @@ pub struct Ended {
     pub stream_json: String,
     /// Its stderr.
     pub stderr: String,
+    /// When the process was started.
+    pub spawned: std::time::Instant,
+    /// When it exited (or was killed at the deadline).
+    pub exited: std::time::Instant,
 }
 
 /// Runs `claude -p` in the sandbox against the stub at `url`.
@@ -146,23 +151,52 @@ pub async fn run(cc: &ClaudeCode, probe: &Probe, url: &str, cwd: &Path, home: &P
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .kill_on_drop(true);
+    let spawned = std::time::Instant::now();
     let child = cmd.spawn().map_err(|e| format!("cannot start {}: {e}", cc.binary.display()))?;
     let deadline = std::time::Duration::from_secs(probe.deadline_secs);
-    match tokio::time::timeout(deadline, child.wait_with_output()).await {
+    let waited = tokio::time::timeout(deadline, child.wait_with_output()).await;
+    let exited = std::time::Instant::now();
+    match waited {
         Ok(Ok(o)) => Ok(Ended {
             code: o.status.code(),
             timed_out: false,
             stream_json: String::from_utf8_lossy(&o.stdout).into_owned(),
             stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
+            spawned,
+            exited,
         }),
         Ok(Err(e)) => Err(format!("waiting for claude: {e}")),
-        Err(_) => Ok(Ended { code: None, timed_out: true, stream_json: String::new(), stderr: String::new() }),
+        Err(_) => Ok(Ended {
+            code: None,
+            timed_out: true,
+            stream_json: String::new(),
+            stderr: String::new(),
+            spawned,
+            exited,
+        }),
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_binary_hash_is_taken_from_the_cache_while_size_and_mtime_hold() {
+        let d = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let bin = d.path().join("claude");
+        std::fs::write(&bin, b"binary").unwrap_or_else(|e| panic!("{e}"));
+        let real = crate::transcript::sha256(b"binary");
+        assert_eq!(cached_sha256(&bin).unwrap_or_else(|e| panic!("{e}")), real);
+        // a cache entry with the same key is believed (the 330 MB file is not read again)
+        let cache = d.path().join("claude.sha256");
+        let text = std::fs::read_to_string(&cache).unwrap_or_else(|e| panic!("{e}"));
+        std::fs::write(&cache, text.replace(&real, "cafe")).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(cached_sha256(&bin).unwrap_or_else(|e| panic!("{e}")), "cafe");
+        // a changed binary (size) is hashed again
+        std::fs::write(&bin, b"binary2").unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(cached_sha256(&bin).unwrap_or_else(|e| panic!("{e}")), crate::transcript::sha256(b"binary2"));
+    }
 
     #[test]
     fn versions_are_named_safely() {
