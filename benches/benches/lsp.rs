@@ -1,0 +1,89 @@
+//! LSP round trip (issue 8: "LSP round-trip (tool call → server → result) against the fake server"):
+//! the LSP tool's whole call — path checks, the manager, JSON-RPC over the server's stdio, the fake
+//! server's deterministic answer (it records every message to its trace file, as in the probes), the
+//! formatter — with the server running and the file open (warm), and from nothing: spawn, `initialize`
+//! → `initialized` → `didOpen` → the request, then `shutdown` → `exit` (cold).
+//!
+//! The fake server is this bench binary itself (started with [`SERVER_ENV`] set it serves
+//! `harness::fake_lsp` on stdio), so the bench needs no probelab binary built beside it.
+
+use criterion::Criterion;
+use harness::tools::lsp::config::{LspServerSpec, ServerConfig};
+use harness::tools::lsp::manager::LspManager;
+use harness::tools::lsp::Lsp;
+use harness::tools::session::Session;
+use harness::tools::{EstimateTokens, Tool, ToolContext};
+use serde_json::json;
+use std::sync::Arc;
+
+/// Set in the env of the server process: this binary is the fake LSP server.
+const SERVER_ENV: &str = "PROBELAB_BENCH_FAKE_LSP";
+
+fn server(dir: &std::path::Path) -> Vec<ServerConfig> {
+    let exe = std::env::current_exe().unwrap_or_else(|e| panic!("{e}"));
+    let trace = dir.join("trace.jsonl").to_string_lossy().into_owned();
+    vec![ServerConfig {
+        name: "plugin:bench:probe".into(),
+        spec: LspServerSpec {
+            command: exe.to_string_lossy().into_owned(),
+            args: vec!["--trace".into(), trace],
+            extension_to_language: [(".probe".to_string(), "probe".to_string())].into(),
+            env: [(SERVER_ENV.to_string(), "1".to_string())].into(),
+            ..LspServerSpec::default()
+        },
+    }]
+}
+
+fn bench(c: &mut Criterion) {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let mut ctx = ToolContext::for_sandbox(dir.path(), Arc::new(EstimateTokens)).unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(ctx.cwd.join("a.probe"), "class Probe:\n  def run(self): pass\n").unwrap_or_else(|e| panic!("{e}"));
+    let servers = server(dir.path());
+    ctx.session = Arc::new(Session { lsp: LspManager::new(servers.clone(), &ctx.cwd, &ctx.env), ..Session::default() });
+    let input = json!({"operation": "goToDefinition", "filePath": ctx.cwd.join("a.probe"), "line": 1, "character": 1});
+    let text = |r: Result<harness::tools::ToolOutput, harness::tools::ToolError>| match r {
+        Ok(harness::tools::ToolOutput::Data { text, .. }) => text,
+        other => panic!("unexpected {other:?}"),
+    };
+    // a first call starts the server; every result must be the server's answer, not an error text
+    assert_eq!(text(rt.block_on(Lsp.call(input.clone(), &ctx))), "Defined in a.probe:3:5");
+
+    let mut g = c.benchmark_group("lsp");
+    g.bench_function("round trip, warm: goToDefinition (server running, file open)", |b| {
+        b.iter(|| text(rt.block_on(Lsp.call(input.clone(), &ctx))))
+    });
+    g.bench_function("round trip, cold: spawn, initialize, didOpen, goToDefinition, shutdown", |b| {
+        b.iter(|| {
+            let mut cold = ctx.clone();
+            cold.session =
+                Arc::new(Session { lsp: LspManager::new(servers.clone(), &ctx.cwd, &ctx.env), ..Session::default() });
+            let t = text(rt.block_on(Lsp.call(input.clone(), &cold)));
+            rt.block_on(cold.session.lsp.shutdown());
+            t
+        })
+    });
+    g.finish();
+    rt.block_on(ctx.session.lsp.shutdown());
+}
+
+fn main() {
+    if std::env::var_os(SERVER_ENV).is_some() {
+        let args: Vec<String> = std::env::args().skip(1).collect();
+        let code = match harness::fake_lsp::parse_args(&args) {
+            Ok(opts) => harness::fake_lsp::serve(&opts, &args),
+            Err(e) => {
+                eprintln!("{e}");
+                2
+            }
+        };
+        std::process::exit(code);
+    }
+    let mut c = Criterion::default().sample_size(30).configure_from_args();
+    bench(&mut c);
+    c.final_summary();
+}

@@ -1,0 +1,442 @@
+//! The session's LSP servers: one per configured server, chosen by file extension (lower-cased; the
+//! first server configured for an extension wins), started at the first call that needs it
+//! (`initialize` → `initialized`), files opened once per server run (`textDocument/didOpen`, version
+//! counted per document over the session), requests sent with a deadline, and `shutdown` → `exit` when
+//! the session ends. This follows the reference's manager (Claude Code 2.1.235's bundled source), with
+//! these decisions where it has no deadline or we must stay deterministic:
+//!
+//! - a request gets [`REQUEST_TIMEOUT_MS`] (the reference waits forever on a hung server): past it the
+//!   server is killed and counted as crashed, and the call's result says so;
+//! - `initialize` gets the server's `startupTimeout`, else [`STARTUP_TIMEOUT_MS`];
+//! - a server that crashed, hung, or broke the protocol is restarted at the next call that needs it,
+//!   at most `maxRestarts` ([`MAX_RESTARTS`]) times in a row, unless `restartOnCrash = false`;
+//! - the LSP tool shows from the session's second request on (the reference loads its servers in the
+//!   background while the first request goes out), see [`LspManager::tool_visible`].
+
+use super::client::{Client, RpcError};
+use super::config::ServerConfig;
+use serde_json::{json, Value};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// Deadline of one request to a server (our decision: the reference has none; LSP-3's round trip must
+/// end with a clear result when a server hangs).
+pub const REQUEST_TIMEOUT_MS: u64 = 30_000;
+/// Env switch of the session that shortens [`REQUEST_TIMEOUT_MS`] (probes of a hanging server).
+pub const ENV_REQUEST_TIMEOUT_MS: &str = "PROBELAB_LSP_REQUEST_TIMEOUT_MS";
+/// Deadline of `initialize` when the server sets no `startupTimeout` (our decision, as above).
+pub const STARTUP_TIMEOUT_MS: u64 = 30_000;
+/// Deadline of `shutdown` when the server sets no `shutdownTimeout`.
+pub const SHUTDOWN_TIMEOUT_MS: u64 = 5_000;
+/// Crash recoveries in a row before a server is given up (the reference's `maxRestarts` default).
+pub const MAX_RESTARTS: u32 = 3;
+/// What a request gets when its server's connection dies under it (crash, exit, protocol violation):
+/// the words of the reference's JSON-RPC library (measured in `probes/claude-code/lsp-failures.toml`).
+pub const DISPOSED: &str = "Pending response rejected since connection got disposed";
+/// Documents kept open per session; past it the least recently used gets `didClose` (the reference's 50).
+pub const MAX_OPEN_DOCUMENTS: usize = 50;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+enum State {
+    #[default]
+    Stopped,
+    Running,
+    Error,
+}
+
+#[derive(Debug, Default)]
+struct Slot {
+    client: Option<Arc<Client>>,
+    state: State,
+    crashes: u32,
+    error: Option<String>,
+}
+
+/// The session's LSP servers.
+#[derive(Debug, Default)]
+pub struct LspManager {
+    servers: Vec<ServerConfig>,
+    slots: Vec<tokio::sync::Mutex<Slot>>,
+    /// Open documents, least recently used first: (uri, server index).
+    open: Mutex<Vec<(String, usize)>>,
+    /// Document versions over the session.
+    versions: Mutex<HashMap<String, i64>>,
+    requests: AtomicUsize,
+    /// Held while a document is checked and opened: parallel calls open it once.
+    opening: tokio::sync::Mutex<()>,
+    cwd: PathBuf,
+    request_timeout: Duration,
+}
+
+/// Node's `path.extname`: the last `.` of the file name and what follows (`""` for none, or a
+/// leading dot only).
+pub fn extname(path: &Path) -> String {
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    match name.rfind('.') {
+        Some(i) if i > 0 => name[i..].to_string(),
+        _ => String::new(),
+    }
+}
+
+/// `file://` URI of an absolute path (percent-encoded like Node's `pathToFileURL`).
+pub fn file_uri(path: &Path) -> String {
+    url::Url::from_file_path(path).map(|u| u.to_string()).unwrap_or_else(|_| format!("file://{}", path.display()))
+}
+
+impl LspManager {
+    /// A manager for these servers in a session whose cwd is `cwd`; `env` is the session's (for
+    /// [`ENV_REQUEST_TIMEOUT_MS`]).
+    pub fn new(servers: Vec<ServerConfig>, cwd: &Path, env: &std::collections::BTreeMap<String, String>) -> LspManager {
+        let ms = env.get(ENV_REQUEST_TIMEOUT_MS).and_then(|v| v.trim().parse().ok()).unwrap_or(REQUEST_TIMEOUT_MS);
+        LspManager {
+            slots: servers.iter().map(|_| tokio::sync::Mutex::default()).collect(),
+            servers,
+            cwd: cwd.to_path_buf(),
+            request_timeout: Duration::from_millis(ms),
+            ..LspManager::default()
+        }
+    }
+
+    /// The manager of a session with these plugins (placeholders resolved by `resolve`, see
+    /// [`super::config::resolve_plugins`]).
+    pub fn from_plugins(
+        plugins: &[super::config::PluginSpec],
+        resolve: impl Fn(&str) -> String,
+        cwd: &Path,
+        env: &std::collections::BTreeMap<String, String>,
+    ) -> LspManager {
+        LspManager::new(super::config::servers(&super::config::resolve_plugins(plugins, resolve)), cwd, env)
+    }
+
+    /// Some server is configured (else the session has no LSP tool).
+    pub fn configured(&self) -> bool {
+        !self.servers.is_empty()
+    }
+
+    /// Called once per request of the session: the LSP tool is in that request's `tools[]`. Never in
+    /// the first (LSP-3: the reference's servers load in the background while it goes out), in every
+    /// later one when a server is configured.
+    pub fn tool_visible(&self) -> bool {
+        self.configured() && self.requests.fetch_add(1, Ordering::SeqCst) >= 1
+    }
+
+    /// The LSP tool has been offered (a call before that is to a tool the session does not have).
+    pub fn ready(&self) -> bool {
+        self.configured() && self.requests.load(Ordering::SeqCst) >= 2
+    }
+
+    /// The server for a file (by extension, lower-cased).
+    pub fn server_for(&self, path: &Path) -> Option<usize> {
+        let ext = extname(path).to_lowercase();
+        if ext.is_empty() {
+            return None;
+        }
+        self.servers.iter().position(|s| s.spec.extension_to_language.keys().any(|k| k.to_lowercase() == ext))
+    }
+
+    /// The name of server `i`.
+    pub fn server_name(&self, i: usize) -> &str {
+        self.servers.get(i).map(|s| s.name.as_str()).unwrap_or("")
+    }
+
+    /// Is `uri` open on server `i`?
+    pub fn is_open(&self, uri: &str, i: usize) -> bool {
+        self.open.lock().map(|o| o.iter().any(|(u, s)| u == uri && *s == i)).unwrap_or(false)
+    }
+
+    /// The running client of server `i`, started (or restarted) when needed.
+    async fn client(&self, i: usize) -> Result<Arc<Client>, String> {
+        let (Some(cfg), Some(slot)) = (self.servers.get(i), self.slots.get(i)) else {
+            return Err("no such LSP server".into());
+        };
+        let mut slot = slot.lock().await;
+        if let Some(c) = &slot.client {
+            match c.dead() {
+                None => return Ok(c.clone()),
+                Some(why) => {
+                    let why = crash_reason(c, &cfg.name, why).await;
+                    self.mark_failed(&mut slot, i, why);
+                }
+            }
+        }
+        let max = cfg.spec.max_restarts.unwrap_or(MAX_RESTARTS);
+        if slot.state == State::Error {
+            if cfg.spec.restart_on_crash == Some(false) && slot.crashes > 0 {
+                let why = slot.error.clone().unwrap_or_default();
+                return Err(format!("LSP server '{}' crashed (restartOnCrash is false): {why}", cfg.name));
+            }
+            if slot.crashes > max {
+                return Err(format!("LSP server '{}' exceeded max crash recovery attempts ({max})", cfg.name));
+            }
+        }
+        match self.start(cfg).await {
+            Ok(c) => {
+                slot.client = Some(c.clone());
+                slot.state = State::Running;
+                slot.crashes = 0;
+                slot.error = None;
+                Ok(c)
+            }
+            Err(e) => {
+                slot.state = State::Error;
+                slot.crashes += 1;
+                slot.error = Some(e.clone());
+                Err(e)
+            }
+        }
+    }
+
+    fn mark_failed(&self, slot: &mut Slot, i: usize, why: String) {
+        slot.client = None;
+        slot.state = State::Error;
+        slot.crashes += 1;
+        slot.error = Some(why);
+        if let Ok(mut o) = self.open.lock() {
+            o.retain(|(_, s)| *s != i);
+        }
+    }
+
+    async fn start(&self, cfg: &ServerConfig) -> Result<Arc<Client>, String> {
+        let spec = &cfg.spec;
+        let folder = spec.workspace_folder.as_ref().map(PathBuf::from).unwrap_or_else(|| self.cwd.clone());
+        let client =
+            Arc::new(Client::spawn(&cfg.name, &spec.command, &spec.args, &spec.env, &folder, spec.settings.clone())?);
+        let uri = file_uri(&folder);
+        let name = folder.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let params = json!({
+            "processId": std::process::id(),
+            "clientInfo": {"name": "probelab", "version": env!("CARGO_PKG_VERSION")},
+            "initializationOptions": spec.initialization_options.clone().unwrap_or_else(|| json!({})),
+            "workspaceFolders": [{"uri": uri, "name": name}],
+            "rootPath": folder,
+            "rootUri": uri,
+            "capabilities": {
+                "workspace": {"configuration": spec.settings.is_some(), "workspaceFolders": false},
+                "textDocument": {
+                    "synchronization": {"dynamicRegistration": false, "willSave": false, "willSaveWaitUntil": false, "didSave": true},
+                    "publishDiagnostics": {"relatedInformation": true, "tagSupport": {"valueSet": [1, 2]}, "versionSupport": false, "codeDescriptionSupport": true, "dataSupport": false},
+                    "hover": {"dynamicRegistration": false, "contentFormat": ["markdown", "plaintext"]},
+                    "definition": {"dynamicRegistration": false, "linkSupport": true},
+                    "references": {"dynamicRegistration": false},
+                    "documentSymbol": {"dynamicRegistration": false, "hierarchicalDocumentSymbolSupport": true},
+                    "callHierarchy": {"dynamicRegistration": false}
+                },
+                "general": {"positionEncodings": ["utf-16"]}
+            }
+        });
+        let deadline = Duration::from_millis(spec.startup_timeout.unwrap_or(STARTUP_TIMEOUT_MS));
+        let started = async {
+            client.request("initialize", params, deadline).await?;
+            client.notify("initialized", json!({})).await?;
+            if let Some(s) = &spec.settings {
+                client.notify("workspace/didChangeConfiguration", json!({"settings": s})).await?;
+            }
+            Ok::<(), RpcError>(())
+        };
+        match started.await {
+            Ok(()) => Ok(client),
+            Err(e) => {
+                let why = match e {
+                    RpcError::Timeout(_) => {
+                        format!(
+                            "LSP server '{}' timed out after {}ms during initialization",
+                            cfg.name,
+                            deadline.as_millis()
+                        )
+                    }
+                    RpcError::Closed(w) => crash_reason(&client, &cfg.name, w).await,
+                    RpcError::Server { message, .. } => message,
+                };
+                client.kill().await;
+                Err(format!("Failed to start LSP server '{}': {why}", cfg.name))
+            }
+        }
+    }
+
+    /// Opens `path` (its `text`) on server `i` unless it is open there.
+    async fn open(&self, client: &Client, i: usize, path: &Path, uri: &str, text: &str) -> Result<(), RpcError> {
+        if self.is_open(uri, i) {
+            if let Ok(mut o) = self.open.lock() {
+                if let Some(p) = o.iter().position(|(u, s)| u == uri && *s == i) {
+                    let e = o.remove(p);
+                    o.push(e);
+                }
+            }
+            return Ok(());
+        }
+        let version = self
+            .versions
+            .lock()
+            .map(|mut v| {
+                let n = v.entry(uri.to_string()).or_insert(0);
+                *n += 1;
+                *n
+            })
+            .unwrap_or(1);
+        let ext = extname(path).to_lowercase();
+        let language = self.servers[i]
+            .spec
+            .extension_to_language
+            .iter()
+            .find(|(k, _)| k.to_lowercase() == ext)
+            .map(|(_, v)| v.clone())
+            .unwrap_or_else(|| "plaintext".into());
+        client
+            .notify(
+                "textDocument/didOpen",
+                json!({"textDocument": {"uri": uri, "languageId": language, "version": version, "text": text}}),
+            )
+            .await?;
+        let evicted: Vec<(String, usize)> = match self.open.lock() {
+            Ok(mut o) => {
+                o.push((uri.to_string(), i));
+                let extra = o.len().saturating_sub(MAX_OPEN_DOCUMENTS);
+                o.drain(..extra).collect()
+            }
+            Err(_) => vec![],
+        };
+        for (u, s) in evicted {
+            if s == i {
+                let _ = client.notify("textDocument/didClose", json!({"textDocument": {"uri": u}})).await;
+            }
+        }
+        Ok(())
+    }
+
+    /// Opens `path` on its server (reading it with `read` the first time) and sends `method` with
+    /// `params`; `Ok(None)` when no server handles the file's extension. Errors are the texts the tool
+    /// shows after `Error performing <operation>: `.
+    pub async fn request(
+        &self,
+        path: &Path,
+        read: impl FnOnce() -> Result<String, String>,
+        method: &str,
+        params: Value,
+    ) -> Result<Option<Value>, String> {
+        let Some(i) = self.server_for(path) else { return Ok(None) };
+        let client = self.client(i).await?;
+        let uri = file_uri(path);
+        let opening = self.opening.lock().await;
+        if !self.is_open(&uri, i) {
+            let text = read()?;
+            if let Err(e) = self.open(&client, i, path, &uri, &text).await {
+                return Err(self.failed(i, &client, method, e).await);
+            }
+        } else {
+            self.open(&client, i, path, &uri, "").await.ok();
+        }
+        drop(opening);
+        match client.request(method, params, self.request_timeout).await {
+            Ok(v) => Ok(Some(v)),
+            Err(e) => Err(self.failed(i, &client, method, e).await),
+        }
+    }
+
+    /// Sends a follow-up request to the server already serving `path` (call hierarchy's second step).
+    pub async fn follow_up(&self, path: &Path, method: &str, params: Value) -> Result<Value, String> {
+        let Some(i) = self.server_for(path) else { return Ok(Value::Null) };
+        let client = self.client(i).await?;
+        match client.request(method, params, self.request_timeout).await {
+            Ok(v) => Ok(v),
+            Err(e) => Err(self.failed(i, &client, method, e).await),
+        }
+    }
+
+    /// Words a failed request; a crash, hang or protocol break takes the server down (restarted at the
+    /// next call). A connection that died mid-request is worded as the reference's JSON-RPC library
+    /// words it ([`DISPOSED`]); the cause is kept as the server's last error.
+    async fn failed(&self, i: usize, client: &Arc<Client>, method: &str, e: RpcError) -> String {
+        let name = self.server_name(i).to_string();
+        let (shown, why) = match e {
+            RpcError::Server { message, .. } => {
+                return format!("LSP request '{method}' failed for server '{name}': {message}")
+            }
+            RpcError::Timeout(w) => {
+                client.kill().await;
+                (w.clone(), w)
+            }
+            RpcError::Closed(w) => (DISPOSED.to_string(), crash_reason(client, &name, w).await),
+        };
+        if let Some(slot) = self.slots.get(i) {
+            let mut slot = slot.lock().await;
+            if slot.client.as_ref().is_some_and(|c| Arc::ptr_eq(c, client)) {
+                self.mark_failed(&mut slot, i, why);
+            }
+        }
+        client.kill().await;
+        format!("LSP request '{method}' failed for server '{name}': {shown}")
+    }
+
+    /// Ends every running server: `shutdown` (within its `shutdownTimeout`), `exit`, then the process.
+    pub async fn shutdown(&self) {
+        for (i, slot) in self.slots.iter().enumerate() {
+            let mut slot = slot.lock().await;
+            if let Some(c) = slot.client.take() {
+                let ms = self.servers[i].spec.shutdown_timeout.unwrap_or(SHUTDOWN_TIMEOUT_MS);
+                if c.dead().is_none() {
+                    let _ = c.request("shutdown", json!({}), Duration::from_millis(ms)).await;
+                    let _ = c.notify("exit", json!({})).await;
+                    let _ = c.exit_status(Duration::from_millis(500)).await;
+                }
+                c.kill().await;
+            }
+            slot.state = State::Stopped;
+        }
+        if let Ok(mut o) = self.open.lock() {
+            o.clear();
+        }
+    }
+}
+
+/// The reason a connection died, with the exit status when the process has ended.
+async fn crash_reason(c: &Client, name: &str, why: String) -> String {
+    match c.exit_status(Duration::from_millis(300)).await {
+        Some(st) if st.code().is_some_and(|x| x != 0) => {
+            format!("LSP server {name} crashed with exit code {}", st.code().unwrap_or_default())
+        }
+        Some(st) if st.code().is_none() => {
+            use std::os::unix::process::ExitStatusExt;
+            format!("LSP server {name} crashed with killed by signal {}", st.signal().unwrap_or_default())
+        }
+        _ => why,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn extensions_are_nodes() {
+        assert_eq!(extname(Path::new("/a/b.Probe")), ".Probe");
+        assert_eq!(extname(Path::new("/a/.bashrc")), "");
+        assert_eq!(extname(Path::new("/a/Makefile")), "");
+        assert_eq!(extname(Path::new("/a/x.tar.gz")), ".gz");
+    }
+
+    #[test]
+    fn the_tool_shows_from_the_second_request_when_a_server_is_configured() {
+        let none = LspManager::default();
+        assert!(!none.tool_visible() && !none.tool_visible() && !none.ready());
+        let cfg = ServerConfig {
+            name: "plugin:p:s".into(),
+            spec: super::super::config::LspServerSpec {
+                command: "x".into(),
+                extension_to_language: [(".PROBE".to_string(), "probe".to_string())].into(),
+                ..Default::default()
+            },
+        };
+        let m = LspManager::new(vec![cfg], Path::new("/sb/work"), &Default::default());
+        assert!(!m.ready());
+        assert!(!m.tool_visible());
+        assert!(!m.ready());
+        assert!(m.tool_visible());
+        assert!(m.ready());
+        assert_eq!(m.server_for(Path::new("/x/a.probe")), Some(0));
+        assert_eq!(m.server_for(Path::new("/x/a.py")), None);
+        assert_eq!(file_uri(Path::new("/a b/c#.probe")), "file:///a%20b/c%23.probe");
+    }
+}
