@@ -1,0 +1,742 @@
+//! MCP tools (MCP-1): MCP servers configured for the session (a probe's `[mcp_servers.<name>]`, Claude
+//! Code's `.mcp.json` shape: command / args / env) are started and connected at the session's start with
+//! the official Rust SDK (rmcp) over stdio, and shut down at its end (stdin closed, then killed after
+//! [`SHUTDOWN_GRACE_MS`]). Each server tool becomes a [`Tool`] in the pool; with a server that offers
+//! resources come ListMcpResourcesTool, ReadMcpResourceTool and ReadMcpResourceDirTool.
+//!
+//! Measured on Claude Code 2.1.235 with the fixture server (`probelab fake-mcp`, [`crate::fake_mcp`];
+//! probes `probes/claude-code/mcp-*.toml`), and copied here:
+//! - names `mcp__<server>__<tool>`, characters outside `[A-Za-z0-9_-]` replaced by `_`
+//!   (`dotted.name` → `mcp__fixture__dotted_name`);
+//! - in the request, MCP tools follow the built-ins (PIPE-7: [`super::Registry::with_mcp`]), each with its
+//!   description and the server's `inputSchema` as sent; annotations do not show in the request;
+//! - descriptions over [`MAX_MCP_DESCRIPTION_CHARS`] are cut there and end in [`TRUNCATION_MARK`];
+//! - readOnlyHint → read-only and concurrency-safe (two calls of one turn overlap at the server, others
+//!   run one after the other); destructiveHint → destructive; openWorldHint is kept
+//!   ([`McpTool::is_open_world`]) but nothing acts on it (no difference seen in a `-p` run either);
+//! - the input is not checked against the server's schema (a missing required argument reaches the
+//!   server): [`Tool::validates_input`] is false;
+//! - a result's content blocks go to the model as blocks; `isError: true` → an error result, the text
+//!   blocks joined, not wrapped; a JSON-RPC error → `MCP error <code>: <message>`, an error;
+//! - ListMcpResourcesTool: a compact JSON array, each resource with a `server` field; an unknown server →
+//!   `Server "x" not found. Available servers: a, b` (an error); ReadMcpResourceTool: the
+//!   `resources/read` answer as compact JSON; a missing resource (-32002) → `Resource not found: <uri> —
+//!   …` (not an error); ReadMcpResourceDirTool → [`DIR_LISTING_DISABLED`] (not an error);
+//! - MCP tools are in the first request (2.1.235 waits for its servers in `-p` runs) and are not deferred
+//!   without tool search; with tool search on they are deferred ([`super::tool_search`]).
+//!
+//! Decisions where the reference is silent: a server that fails to start only loses its tools (the
+//! reason is kept in [`Mcp::failures`]); the resource tools come with the first server that declares the
+//! resources capability; image blocks become API image blocks, other non-text blocks their JSON text;
+//! servers run with the sandbox's cwd and HOME, PATH, and their configured env (nothing else of ours).
+
+use super::{Tool, ToolContext, ToolError, ToolOutput};
+use futures_util::future::BoxFuture;
+use rmcp::model::{CallToolRequestParam, ClientInfo, ReadResourceRequestParam};
+use rmcp::service::RunningService;
+use rmcp::{Peer, RoleClient, ServiceError, ServiceExt};
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+use std::collections::{BTreeMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+/// The `{probelab}` placeholder of a server command: the probelab binary (its `fake-mcp` subcommand is
+/// the fixture server).
+pub const PROBELAB_PLACEHOLDER: &str = "{probelab}";
+/// Env override of the probelab binary `{probelab}` names.
+pub const ENV_PROBELAB_BIN: &str = "PROBELAB_BIN";
+
+/// A stdio MCP server of a probe (`[mcp_servers.<name>]`), in the shape of Claude Code's `.mcp.json`
+/// entries: `command`, `args`, `env`. `{probelab}`, `{cwd}`, `{home}` and `{sandbox}` are resolved in
+/// each string.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServerSpec {
+    /// The program.
+    pub command: String,
+    /// Its arguments.
+    #[serde(default)]
+    pub args: Vec<String>,
+    /// Extra environment.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub env: BTreeMap<String, String>,
+}
+
+/// The probelab binary: `$PROBELAB_BIN`, else this executable when it is probelab, else the `probelab`
+/// beside or above it (a test binary in `target/<profile>/deps/`).
+pub fn probelab_binary() -> PathBuf {
+    if let Some(p) = std::env::var_os(ENV_PROBELAB_BIN) {
+        return PathBuf::from(p);
+    }
+    let Ok(exe) = std::env::current_exe() else { return PathBuf::from("probelab") };
+    if exe.file_stem().is_some_and(|n| n == "probelab") {
+        return exe;
+    }
+    let dir = exe.parent().unwrap_or(Path::new("."));
+    [dir.join("probelab"), dir.join("..").join("probelab")]
+        .into_iter()
+        .find(|p| p.is_file())
+        .unwrap_or_else(|| PathBuf::from("probelab"))
+}
+
+/// The servers with placeholders resolved by `resolve` (the sandbox's `{cwd}` …) and `{probelab}`.
+pub fn resolve_servers(
+    servers: &BTreeMap<String, ServerSpec>,
+    resolve: impl Fn(&str) -> String,
+) -> BTreeMap<String, ServerSpec> {
+    let bin = probelab_binary().to_string_lossy().into_owned();
+    let r = |s: &str| resolve(&s.replace(PROBELAB_PLACEHOLDER, &bin));
+    servers
+        .iter()
+        .map(|(name, s)| {
+            let spec = ServerSpec {
+                command: r(&s.command),
+                args: s.args.iter().map(|a| r(a)).collect(),
+                env: s.env.iter().map(|(k, v)| (k.clone(), r(v))).collect(),
+            };
+            (name.clone(), spec)
+        })
+        .collect()
+}
+
+/// Claude Code's MCP config file (`--mcp-config`): `{"mcpServers": {name: {"type": "stdio", …}}}`.
+pub fn claude_config(servers: &BTreeMap<String, ServerSpec>) -> serde_json::Value {
+    let mut m = serde_json::Map::new();
+    for (name, s) in servers {
+        let mut v = serde_json::json!({"type": "stdio", "command": s.command, "args": s.args});
+        if !s.env.is_empty() {
+            v["env"] = serde_json::json!(s.env);
+        }
+        m.insert(name.clone(), v);
+    }
+    serde_json::json!({ "mcpServers": m })
+}
+
+/// Longest description of an MCP tool sent to the model (MCP-1, measured on Claude Code 2.1.235: a
+/// 3,000-char description arrives as its first 2,048 chars plus [`TRUNCATION_MARK`]).
+pub const MAX_MCP_DESCRIPTION_CHARS: usize = 2_048;
+/// What follows a cut description (MCP-1, measured).
+pub const TRUNCATION_MARK: &str = "… [truncated]";
+/// How long a server may take to start and answer `initialize` and `tools/list` (MCP-1; Claude Code's
+/// `MCP_TIMEOUT` default is 30 s).
+pub const CONNECT_TIMEOUT_MS: u64 = 30_000;
+/// How long a server gets to exit after its stdin closes at the end of the session, before it is killed.
+pub const SHUTDOWN_GRACE_MS: u64 = 2_000;
+/// Bytes of a server's stderr kept for a connection error.
+pub const STDERR_KEEP_BYTES: usize = 4_096;
+/// The prefix of every MCP tool name (MCP-1).
+pub const MCP_PREFIX: &str = "mcp__";
+/// Lists the resources of the connected servers.
+pub const LIST_RESOURCES: &str = "ListMcpResourcesTool";
+/// Reads one resource.
+pub const READ_RESOURCE: &str = "ReadMcpResourceTool";
+/// Lists a directory resource (Claude Code's extension; disabled there, as here).
+pub const READ_RESOURCE_DIR: &str = "ReadMcpResourceDirTool";
+/// ReadMcpResourceDirTool's answer (measured: not an error).
+pub const DIR_LISTING_DISABLED: &str = "Directory listing is not enabled in this build.";
+/// JSON-RPC code of "resource not found" (MCP).
+pub const RESOURCE_NOT_FOUND_CODE: i32 = -32002;
+
+/// `mcp__<server>__<tool>`, each part with characters outside `[A-Za-z0-9_-]` replaced by `_` (MCP-1,
+/// measured: `dotted.name` → `mcp__fixture__dotted_name`).
+pub fn tool_name(server: &str, tool: &str) -> String {
+    format!("{MCP_PREFIX}{}__{}", normalise_part(server), normalise_part(tool))
+}
+
+fn normalise_part(s: &str) -> String {
+    s.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '-' { c } else { '_' }).collect()
+}
+
+/// The description as sent: at most [`MAX_MCP_DESCRIPTION_CHARS`] chars, then [`TRUNCATION_MARK`].
+pub fn truncate_description(d: &str) -> String {
+    match d.char_indices().nth(MAX_MCP_DESCRIPTION_CHARS) {
+        Some((cut, _)) => format!("{}{TRUNCATION_MARK}", &d[..cut]),
+        None => d.to_string(),
+    }
+}
+
+/// Tool names live as long as the process (the [`Tool`] trait names tools with `&'static str`); each
+/// distinct name is leaked once.
+fn intern(name: String) -> &'static str {
+    static NAMES: OnceLock<Mutex<HashSet<&'static str>>> = OnceLock::new();
+    let set = NAMES.get_or_init(Mutex::default);
+    let Ok(mut set) = set.lock() else { return Box::leak(name.into_boxed_str()) };
+    if let Some(n) = set.get(name.as_str()) {
+        return n;
+    }
+    let n: &'static str = Box::leak(name.into_boxed_str());
+    set.insert(n);
+    n
+}
+
+/// One connected server.
+pub struct McpServer {
+    /// Its name in the configuration.
+    pub name: String,
+    peer: Peer<RoleClient>,
+    service: tokio::sync::Mutex<Option<RunningService<RoleClient, ClientInfo>>>,
+    child: tokio::sync::Mutex<Option<tokio::process::Child>>,
+    /// Its tools as listed at connection (`tools/list`).
+    pub tools: Vec<Value>,
+    /// It declared the resources capability.
+    pub resources: bool,
+}
+
+impl std::fmt::Debug for McpServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpServer").field("name", &self.name).field("tools", &self.tools.len()).finish()
+    }
+}
+
+/// The MCP servers of a session: connected at its start, shut down at its end.
+#[derive(Debug, Default)]
+pub struct Mcp {
+    /// Connected servers, by name.
+    pub servers: Vec<Arc<McpServer>>,
+    /// Servers that failed to connect: (name, why). Like the reference, a failed server only loses its
+    /// tools; the session goes on.
+    pub failures: Vec<(String, String)>,
+}
+
+impl Mcp {
+    /// Starts and connects every server (in name order), `cwd` as their working directory, `home` as HOME,
+    /// the process's PATH and the spec's env.
+    pub async fn connect(servers: &BTreeMap<String, ServerSpec>, cwd: &Path, home: &Path) -> Mcp {
+        let mut mcp = Mcp::default();
+        for (name, spec) in servers {
+            match connect_one(name, spec, cwd, home).await {
+                Ok(s) => mcp.servers.push(Arc::new(s)),
+                Err(e) => mcp.failures.push((name.clone(), e)),
+            }
+        }
+        mcp
+    }
+
+    /// The session's MCP tools: one per server tool, and the resource tools when a server offers
+    /// resources.
+    pub fn tools(&self) -> Vec<Arc<dyn Tool>> {
+        let mut out: Vec<Arc<dyn Tool>> = Vec::new();
+        let all = Arc::new(self.servers.clone());
+        if self.servers.iter().any(|s| s.resources) {
+            out.push(Arc::new(ListMcpResources { servers: all.clone() }));
+            out.push(Arc::new(ReadMcpResource { servers: all.clone() }));
+            out.push(Arc::new(ReadMcpResourceDir));
+        }
+        for s in &self.servers {
+            for t in &s.tools {
+                if let Some(tool) = McpTool::new(s.clone(), t) {
+                    out.push(Arc::new(tool));
+                }
+            }
+        }
+        out
+    }
+
+    /// Closes every server's stdin, waits up to [`SHUTDOWN_GRACE_MS`] for it to exit, then kills it.
+    pub async fn shutdown(&self) {
+        for s in &self.servers {
+            if let Some(svc) = s.service.lock().await.take() {
+                let _ = tokio::time::timeout(Duration::from_millis(SHUTDOWN_GRACE_MS), svc.cancel()).await;
+            }
+            if let Some(mut child) = s.child.lock().await.take() {
+                let waited = tokio::time::timeout(Duration::from_millis(SHUTDOWN_GRACE_MS), child.wait()).await;
+                if waited.is_err() {
+                    let _ = child.kill().await;
+                }
+            }
+        }
+    }
+}
+
+async fn connect_one(name: &str, spec: &ServerSpec, cwd: &Path, home: &Path) -> Result<McpServer, String> {
+    let mut child = tokio::process::Command::new(&spec.command)
+        .args(&spec.args)
+        .current_dir(cwd)
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", home)
+        .envs(&spec.env)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(|e| format!("MCP server {name:?}: cannot start {}: {e}", spec.command))?;
+    let (Some(stdout), Some(stdin)) = (child.stdout.take(), child.stdin.take()) else {
+        return Err(format!("MCP server {name:?}: no stdio pipes"));
+    };
+    let stderr = Arc::new(Mutex::new(Vec::<u8>::new()));
+    if let Some(mut err) = child.stderr.take() {
+        let keep = stderr.clone();
+        tokio::spawn(async move {
+            use tokio::io::AsyncReadExt;
+            let mut buf = [0u8; 1024];
+            while let Ok(n) = err.read(&mut buf).await {
+                if n == 0 {
+                    break;
+                }
+                if let Ok(mut k) = keep.lock() {
+                    let room = STDERR_KEEP_BYTES.saturating_sub(k.len());
+                    k.extend_from_slice(&buf[..n.min(room)]);
+                }
+            }
+        });
+    }
+    let fail = |what: String| {
+        let tail = stderr.lock().map(|k| String::from_utf8_lossy(&k).trim_end().to_string()).unwrap_or_default();
+        if tail.is_empty() {
+            format!("MCP server {name:?}: {what}")
+        } else {
+            format!("MCP server {name:?}: {what}\nstderr: {tail}")
+        }
+    };
+    let mut server = handshake(name, stdout, stdin).await.map_err(fail)?;
+    server.child = tokio::sync::Mutex::new(Some(child));
+    Ok(server)
+}
+
+/// `initialize` and `tools/list` over a server's output and input, within [`CONNECT_TIMEOUT_MS`].
+pub async fn handshake<R, W>(name: &str, from_server: R, to_server: W) -> Result<McpServer, String>
+where
+    R: tokio::io::AsyncRead + Send + Unpin + 'static,
+    W: tokio::io::AsyncWrite + Send + Unpin + 'static,
+{
+    let info: ClientInfo = serde_json::from_value(json!({
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "probelab", "version": env!("CARGO_PKG_VERSION")},
+    }))
+    .map_err(|e| e.to_string())?;
+    let deadline = Duration::from_millis(CONNECT_TIMEOUT_MS);
+    let connected = tokio::time::timeout(deadline, async {
+        let service = info.serve((from_server, to_server)).await.map_err(|e| e.to_string())?;
+        let tools = service.peer().list_all_tools().await.map_err(|e| e.to_string())?;
+        Ok::<_, String>((service, tools))
+    })
+    .await;
+    let (service, tools) = match connected {
+        Ok(Ok(v)) => v,
+        Ok(Err(e)) => return Err(e),
+        Err(_) => return Err(format!("no answer within {CONNECT_TIMEOUT_MS} ms")),
+    };
+    let resources = service.peer().peer_info().is_some_and(|i| i.capabilities.resources.is_some());
+    let tools = tools.iter().filter_map(|t| serde_json::to_value(t).ok()).collect();
+    Ok(McpServer {
+        name: name.to_string(),
+        peer: service.peer().clone(),
+        service: tokio::sync::Mutex::new(Some(service)),
+        child: tokio::sync::Mutex::new(None),
+        tools,
+        resources,
+    })
+}
+
+/// The text of a protocol error as the reference words it: `MCP error <code>: <message>` (measured).
+fn service_error(e: ServiceError) -> (Option<i32>, String) {
+    match e {
+        ServiceError::McpError(d) => (Some(d.code.0), format!("MCP error {}: {}", d.code.0, d.message)),
+        other => (None, format!("MCP error: {other}")),
+    }
+}
+
+/// An MCP server's tool in the pool.
+pub struct McpTool {
+    name: &'static str,
+    server: Arc<McpServer>,
+    tool: String,
+    description: String,
+    schema: Value,
+    read_only: bool,
+    destructive: bool,
+    open_world: bool,
+}
+
+impl std::fmt::Debug for McpTool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name)
+    }
+}
+
+impl McpTool {
+    /// The tool a server listed (`tools/list` entry); `None` without a name.
+    pub fn new(server: Arc<McpServer>, listed: &Value) -> Option<McpTool> {
+        let tool = listed.get("name")?.as_str()?.to_string();
+        let hint = |k: &str| listed.get("annotations").and_then(|a| a.get(k)).and_then(Value::as_bool);
+        Some(McpTool {
+            name: intern(tool_name(&server.name, &tool)),
+            description: truncate_description(listed.get("description").and_then(Value::as_str).unwrap_or_default()),
+            schema: listed.get("inputSchema").cloned().unwrap_or_else(|| json!({"type": "object"})),
+            read_only: hint("readOnlyHint") == Some(true),
+            destructive: hint("destructiveHint") == Some(true),
+            open_world: hint("openWorldHint") == Some(true),
+            server,
+            tool,
+        })
+    }
+
+    /// The server's `openWorldHint` (kept, not acted on: see the module doc).
+    pub fn is_open_world(&self) -> bool {
+        self.open_world
+    }
+}
+
+/// An MCP content block as a Messages API block: text as is, images as base64 image blocks, anything
+/// else (audio, embedded resources, resource links) as its JSON text.
+fn api_block(b: &Value) -> Value {
+    match b.get("type").and_then(Value::as_str) {
+        Some("text") => json!({"type": "text", "text": b.get("text").and_then(Value::as_str).unwrap_or_default()}),
+        Some("image") => json!({"type": "image", "source": {
+            "type": "base64",
+            "media_type": b.get("mimeType").and_then(Value::as_str).unwrap_or("image/png"),
+            "data": b.get("data").and_then(Value::as_str).unwrap_or_default(),
+        }}),
+        _ => json!({"type": "text", "text": b.to_string()}),
+    }
+}
+
+impl Tool for McpTool {
+    fn name(&self) -> &'static str {
+        self.name
+    }
+
+    fn description(&self) -> String {
+        self.description.clone()
+    }
+
+    fn input_schema(&self) -> Value {
+        self.schema.clone()
+    }
+
+    fn is_read_only(&self, _input: &Value) -> bool {
+        self.read_only
+    }
+
+    fn is_concurrency_safe(&self, _input: &Value) -> bool {
+        self.read_only
+    }
+
+    fn is_destructive(&self, _input: &Value) -> bool {
+        self.destructive
+    }
+
+    fn validates_input(&self) -> bool {
+        false
+    }
+
+    fn call<'a>(&'a self, input: Value, _ctx: &'a ToolContext) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
+        Box::pin(async move {
+            let arguments = match input {
+                Value::Object(args) => Some(args),
+                _ => None,
+            };
+            let params = CallToolRequestParam { name: self.tool.clone().into(), arguments };
+            let result =
+                self.server.peer.call_tool(params).await.map_err(|e| ToolError::Runtime(service_error(e).1))?;
+            let result = serde_json::to_value(&result).map_err(|e| ToolError::Runtime(e.to_string()))?;
+            let content: Vec<Value> = result.get("content").and_then(Value::as_array).cloned().unwrap_or_default();
+            if result.get("isError").and_then(Value::as_bool) == Some(true) {
+                let text: Vec<String> = content
+                    .iter()
+                    .map(|b| match b.get("text").and_then(Value::as_str) {
+                        Some(t) => t.to_string(),
+                        None => b.to_string(),
+                    })
+                    .collect();
+                return Err(ToolError::Runtime(text.join("\n")));
+            }
+            Ok(ToolOutput::Blocks(content.iter().map(api_block).collect()))
+        })
+    }
+}
+
+fn find<'a>(servers: &'a [Arc<McpServer>], name: &str) -> Result<&'a Arc<McpServer>, ToolError> {
+    servers.iter().find(|s| s.name == name).ok_or_else(|| {
+        let names: Vec<&str> = servers.iter().map(|s| s.name.as_str()).collect();
+        ToolError::Runtime(format!("Server \"{name}\" not found. Available servers: {}", names.join(", ")))
+    })
+}
+
+/// A resource as the reference lists it: `name`, `title`, `uri`, `description`, `mimeType` first, the
+/// rest as the server sent it, then `server` (measured key order).
+fn listed_resource(r: &Value, server: &str) -> Value {
+    let mut out = serde_json::Map::new();
+    if let Value::Object(o) = r {
+        for k in ["name", "title", "uri", "description", "mimeType"] {
+            if let Some(v) = o.get(k) {
+                out.insert(k.to_string(), v.clone());
+            }
+        }
+        for (k, v) in o {
+            if !out.contains_key(k) {
+                out.insert(k.clone(), v.clone());
+            }
+        }
+    }
+    out.insert("server".into(), json!(server));
+    Value::Object(out)
+}
+
+/// ListMcpResourcesTool: the resources of every connected server (or of one), as a JSON array.
+pub struct ListMcpResources {
+    servers: Arc<Vec<Arc<McpServer>>>,
+}
+
+#[derive(Debug, Deserialize)]
+struct ListArgs {
+    #[serde(default)]
+    server: Option<String>,
+}
+
+impl Tool for ListMcpResources {
+    fn name(&self) -> &'static str {
+        LIST_RESOURCES
+    }
+
+    fn should_defer(&self) -> bool {
+        true // measured: deferred with the MCP tools when tool search is on
+    }
+
+    fn description(&self) -> String {
+        "\nList available resources from configured MCP servers.\nEach returned resource will include all standard MCP resource fields plus a 'server' field \nindicating which server the resource belongs to.\n\nParameters:\n- server (optional): The name of a specific MCP server to get resources from. If not provided,\n  resources from all servers will be returned.\n".into()
+    }
+
+    fn input_schema(&self) -> Value {
+        json!({
+            "$schema": "https://json-schema.org/draft/2020-12/schema",
+            "type": "object",
+            "properties": {"server": {"description": "Optional server name to filter resources by", "type": "string"}},
+            "additionalProperties": false
+        })
+    }
+
+    fn is_read_only(&self, _input: &Value) -> bool {
+        true
+    }
+
+    fn is_concurrency_safe(&self, _input: &Value) -> bool {
+        true
+    }
+
+    fn call<'a>(&'a self, input: Value, _ctx: &'a ToolContext) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
+        Box::pin(async move {
+            let args: ListArgs = serde_json::from_value(input).map_err(|e| ToolError::Validation(e.to_string()))?;
+            let chosen: Vec<&Arc<McpServer>> = match &args.server {
+                Some(name) => vec![find(&self.servers, name)?],
+                None => self.servers.iter().filter(|s| s.resources).collect(),
+            };
+            let mut out = Vec::new();
+            for s in chosen {
+                let listed = s.peer.list_all_resources().await.map_err(|e| ToolError::Runtime(service_error(e).1))?;
+                for r in &listed {
+                    out.push(listed_resource(&serde_json::to_value(r).unwrap_or_default(), &s.name));
+                }
+            }
+            Ok(ToolOutput::Text(Value::Array(out).to_string()))
+        })
+    }
+}
+
+/// ReadMcpResourceTool: one resource's `resources/read` answer, as JSON.
+pub struct ReadMcpResource {
+    servers: Arc<Vec<Arc<McpServer>>>,
+}
+
+#[derive(Debug, Deserialize)]
+struct ReadArgs {
+    server: String,
+    uri: String,
+}
+
+fn read_schema(uri_about: &str) -> Value {
+    json!({
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "type": "object",
+        "properties": {
+            "server": {"description": "The MCP server name", "type": "string"},
+            "uri": {"description": uri_about, "type": "string"}
+        },
+        "required": ["server", "uri"],
+        "additionalProperties": false
+    })
+}
+
+impl Tool for ReadMcpResource {
+    fn name(&self) -> &'static str {
+        READ_RESOURCE
+    }
+
+    fn should_defer(&self) -> bool {
+        true // measured: deferred with the MCP tools when tool search is on
+    }
+
+    fn description(&self) -> String {
+        "\nReads a specific resource from an MCP server, identified by server name and resource URI.\n\nParameters:\n- server (required): The name of the MCP server from which to read the resource\n- uri (required): The URI of the resource to read\n".into()
+    }
+
+    fn input_schema(&self) -> Value {
+        read_schema("The resource URI to read")
+    }
+
+    fn is_read_only(&self, _input: &Value) -> bool {
+        true
+    }
+
+    fn is_concurrency_safe(&self, _input: &Value) -> bool {
+        true
+    }
+
+    fn call<'a>(&'a self, input: Value, _ctx: &'a ToolContext) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
+        Box::pin(async move {
+            let args: ReadArgs = serde_json::from_value(input).map_err(|e| ToolError::Validation(e.to_string()))?;
+            let s = find(&self.servers, &args.server)?;
+            match s.peer.read_resource(ReadResourceRequestParam { uri: args.uri.clone() }).await {
+                Ok(r) => Ok(ToolOutput::Text(serde_json::to_value(&r).unwrap_or_default().to_string())),
+                Err(e) => match service_error(e) {
+                    // measured: a missing resource is a plain (non-error) answer that says what to do
+                    (Some(RESOURCE_NOT_FOUND_CODE), _) => Ok(ToolOutput::Text(format!(
+                        "Resource not found: {} — it may have been deleted or the URI is stale. Re-run {LIST_RESOURCES} to refresh.",
+                        args.uri
+                    ))),
+                    (_, text) => Err(ToolError::Runtime(text)),
+                },
+            }
+        })
+    }
+}
+
+/// ReadMcpResourceDirTool: present like the reference's, and like it answers that directory listing is
+/// not enabled.
+#[derive(Debug, Default)]
+pub struct ReadMcpResourceDir;
+
+impl Tool for ReadMcpResourceDir {
+    fn name(&self) -> &'static str {
+        READ_RESOURCE_DIR
+    }
+
+    fn should_defer(&self) -> bool {
+        true // measured: deferred with the MCP tools when tool search is on
+    }
+
+    fn description(&self) -> String {
+        "\nList the direct children of a directory resource on an MCP server (`resources/directory/read`).\n\nParameters:\n- server (required): The name of the MCP server to read from\n- uri (required): The URI of the directory resource\n\nThe listing is not recursive. Each entry carries its own `uri`; subdirectories appear with mimeType \"inode/directory\" — call this tool again on a subdirectory's `uri` to descend.\n\nOnly usable against a server that has declared support for directory listing; other servers return an error.\n".into()
+    }
+
+    fn input_schema(&self) -> Value {
+        read_schema("The directory resource URI to list")
+    }
+
+    fn is_read_only(&self, _input: &Value) -> bool {
+        true
+    }
+
+    fn is_concurrency_safe(&self, _input: &Value) -> bool {
+        true
+    }
+
+    fn call<'a>(&'a self, _input: Value, _ctx: &'a ToolContext) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
+        Box::pin(async move { Ok(ToolOutput::Text(DIR_LISTING_DISABLED.into())) })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_and_descriptions_as_the_reference_sends_them() {
+        assert_eq!(tool_name("fixture", "dotted.name"), "mcp__fixture__dotted_name");
+        assert_eq!(tool_name("my server", "a-b_c"), "mcp__my_server__a-b_c");
+        let long = crate::fake_mcp::long_description();
+        let cut = truncate_description(&long);
+        assert_eq!(cut.chars().count(), MAX_MCP_DESCRIPTION_CHARS + TRUNCATION_MARK.chars().count());
+        assert!(cut.ends_with("w0341 w0… [truncated]"), "{cut}");
+        assert_eq!(truncate_description(&"é".repeat(2048)), "é".repeat(2048));
+        assert!(truncate_description(&"é".repeat(2049)).ends_with("é… [truncated]"));
+    }
+
+    #[test]
+    fn resources_are_listed_in_the_reference_key_order() {
+        let r = json!({"uri": "u", "mimeType": "m", "size": 3, "name": "n"});
+        assert_eq!(
+            listed_resource(&r, "s").to_string(),
+            r#"{"name":"n","uri":"u","mimeType":"m","size":3,"server":"s"}"#
+        );
+    }
+
+    #[test]
+    fn placeholders_resolve_in_every_string() {
+        let mut servers = BTreeMap::new();
+        let spec = ServerSpec {
+            command: "{probelab}".into(),
+            args: vec!["--trace".into(), "{cwd}/t".into()],
+            env: BTreeMap::from([("K".into(), "{cwd}".into())]),
+        };
+        servers.insert("f".to_string(), spec);
+        let out = resolve_servers(&servers, |s| s.replace("{cwd}", "/w"));
+        assert_eq!(out["f"].args, ["--trace", "/w/t"]);
+        assert_eq!(out["f"].env["K"], "/w");
+        assert!(!out["f"].command.contains('{'));
+        let cfg = claude_config(&out);
+        assert_eq!(cfg["mcpServers"]["f"]["type"], "stdio");
+        assert_eq!(cfg["mcpServers"]["f"]["env"]["K"], "/w");
+    }
+
+    #[test]
+    fn tools_from_the_fixture_server_map_annotations_to_flags() {
+        let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build();
+        let rt = rt.unwrap_or_else(|e| panic!("{e}"));
+        rt.block_on(async {
+            let (client_side, server_side) = tokio::io::duplex(1 << 16);
+            let (sr, sw) = tokio::io::split(server_side);
+            tokio::spawn(async move {
+                let server = crate::fake_mcp::FakeMcp::default();
+                if let Ok(running) = server.serve((sr, sw)).await {
+                    let _ = running.waiting().await;
+                }
+            });
+            let (cr, cw) = tokio::io::split(client_side);
+            let server = handshake("fixture", cr, cw).await.unwrap_or_else(|e| panic!("{e}"));
+            let mcp = Mcp { servers: vec![Arc::new(server)], failures: Vec::new() };
+            let pool = crate::tools::Registry::default().with_mcp(mcp.tools());
+            let names = pool.names();
+            assert_eq!(names[..3], [LIST_RESOURCES, READ_RESOURCE_DIR, READ_RESOURCE]);
+            assert_eq!(names.len(), 13);
+            let flags = |n: &str| {
+                let t = pool.get(n).unwrap_or_else(|| panic!("{n}"));
+                (t.is_read_only(&Value::Null), t.is_concurrency_safe(&Value::Null), t.is_destructive(&Value::Null))
+            };
+            assert_eq!(flags("mcp__fixture__echo"), (true, true, false));
+            assert_eq!(flags("mcp__fixture__write_note"), (false, false, false));
+            assert_eq!(flags("mcp__fixture__delete_notes"), (false, false, true));
+            assert_eq!(flags("mcp__fixture__plain"), (false, false, false));
+            let ctx =
+                crate::tools::ToolContext::for_sandbox(&std::env::temp_dir(), Arc::new(crate::tools::EstimateTokens))
+                    .unwrap_or_else(|e| panic!("{e}"));
+            let call = |n: &str, input: Value| {
+                let t = pool.get(n).unwrap_or_else(|| panic!("{n}"));
+                let ctx = ctx.clone();
+                async move { t.call(input, &ctx).await }
+            };
+            assert_eq!(
+                call("mcp__fixture__echo", json!({"text": "hi"})).await,
+                Ok(ToolOutput::Blocks(vec![json!({"type": "text", "text": "echo: hi"})]))
+            );
+            assert_eq!(
+                call("mcp__fixture__fail", json!({"reason": "r"})).await,
+                Err(ToolError::Runtime("fixture failure: r".into()))
+            );
+            assert_eq!(
+                call("mcp__fixture__protocol_error", json!({})).await,
+                Err(ToolError::Runtime("MCP error -32603: fixture protocol error".into()))
+            );
+            assert_eq!(
+                call(READ_RESOURCE, json!({"server": "other", "uri": "x"})).await,
+                Err(ToolError::Runtime("Server \"other\" not found. Available servers: fixture".into()))
+            );
+            mcp.shutdown().await;
+        });
+    }
+}
