@@ -1,0 +1,291 @@
+//! The web of a probe run (WEB-1, WEB-2): a real local HTTP server (axum on `127.0.0.1:0`) serving the
+//! pages of the probe's `[web]` table, which the built-in WebFetch reaches over the network exactly as
+//! it would reach the internet. Started per probe by [`crate::run`] when the probe has a `[web]` table,
+//! stopped with the run; never a mock inside the tool.
+//!
+//! ```toml
+//! [web]
+//! pages."docs.example.test/a" = { body = "<h1>A</h1>" }          # 200, text/html; charset=utf-8
+//! pages."docs.example.test/old" = { status = 301, location = "https://evil.example.test/x" }
+//! pages."/plain" = { body = "hi", content_type = "text/plain" }   # a key without a host: any host
+//! pages."docs.example.test/big" = { body = { repeat = "<p>x</p>", bytes = 300000 } }
+//! pages."docs.example.test/h" = { headers = { "retry-after" = "30" }, status = 429 }
+//! ```
+//!
+//! A page key is `host/path` (with `?query` when the page has one), or `/path` for any host; the host is
+//! taken from the request's `Host` header (port dropped), so real domain names reach the server: the
+//! built-in tools resolve every name to it (reqwest's custom DNS resolver) — nothing leaves the machine.
+//! A request for a page not in the table gets `404 Not Found` (text/plain). `status` defaults to 200
+//! (302 when `location` is set), `content_type` to `text/html; charset=utf-8` when there is a body;
+//! `delay_ms` holds the answer back (for time limits).
+//!
+//! `<sandbox>/web-service/url.txt` holds `{web}` (the transcript shows it as `<web>`). The log,
+//! `<sandbox>/web-service/log.txt`, has one line per request in arrival order, without ports
+//! or times: `GET docs.example.test/a 200`. A probe checks it with `file =
+//! "{sandbox}/web-service/log.txt"` — e.g. that a redirect to a denied host was never requested (WEB-1).
+//!
+//! `{web}` in a probe's turns is this server's base URL (`http://127.0.0.1:<port>`), for subjects whose
+//! DNS the lab cannot steer (Claude Code). TLS is not spoken: the built-in runtime talks plain HTTP to
+//! this server also for `https://` URLs (the server stands in for the internet, TLS is not modelled).
+
+use crate::probe::sandbox::file_bytes;
+use crate::probe::FileSpec;
+use axum::body::Body;
+use axum::extract::State;
+use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode, Uri};
+use axum::response::{IntoResponse, Response};
+use axum::Router;
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::io::Write as _;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+/// The service's directory under the sandbox root.
+pub const SERVICE_DIR: &str = "web-service";
+/// The log file's name in [`SERVICE_DIR`].
+pub const LOG_FILE: &str = "log.txt";
+
+/// The probe's `[web]` table.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WebSpec {
+    /// Pages by `host/path` (or `/path` for any host).
+    #[serde(default)]
+    pub pages: BTreeMap<String, Page>,
+}
+
+/// One page of the `[web]` table.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Page {
+    /// HTTP status (default 200, or 302 with `location`).
+    #[serde(default)]
+    pub status: Option<u16>,
+    /// The body (text, `{ repeat, bytes }` or `{ base64 }`, like fixture files).
+    #[serde(default)]
+    pub body: Option<FileSpec>,
+    /// `Content-Type` (default `text/html; charset=utf-8` when there is a body).
+    #[serde(default)]
+    pub content_type: Option<String>,
+    /// `Location` (a redirect).
+    #[serde(default)]
+    pub location: Option<String>,
+    /// More response headers.
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
+    /// Delay before the answer, in milliseconds.
+    #[serde(default)]
+    pub delay_ms: u64,
+}
+
+impl WebSpec {
+    /// Checks what the server would only find at run time: statuses, header names and values, bodies.
+    pub fn validate(&self) -> Result<(), String> {
+        for (key, p) in &self.pages {
+            if !key.contains('/') {
+                return Err(format!("[web] page {key:?}: a key is `host/path` or `/path`"));
+            }
+            if let Some(s) = p.status {
+                StatusCode::from_u16(s).map_err(|_| format!("[web] page {key:?}: status {s} is not an HTTP status"))?;
+            }
+            for (k, v) in &p.headers {
+                HeaderName::from_bytes(k.as_bytes())
+                    .map_err(|_| format!("[web] page {key:?}: bad header name {k:?}"))?;
+                HeaderValue::from_str(v).map_err(|_| format!("[web] page {key:?}: bad value of header {k:?}"))?;
+            }
+            if let Some(b) = &p.body {
+                file_bytes(b).map_err(|e| format!("[web] page {key:?}: {e}"))?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The file that holds the service's base URL (for the transcript's `web-service` normalisation step:
+/// the port differs per run).
+pub fn url_file(sandbox_root: &Path) -> PathBuf {
+    dir_for(sandbox_root).join("url.txt")
+}
+
+/// The directory of the service in a sandbox.
+pub fn dir_for(sandbox_root: &Path) -> PathBuf {
+    sandbox_root.join(SERVICE_DIR)
+}
+
+struct Inner {
+    spec: WebSpec,
+    log: PathBuf,
+    lines: Mutex<()>,
+}
+
+type Shared = Arc<Inner>;
+
+/// A running web service.
+#[derive(Debug)]
+pub struct Running {
+    /// The bound address.
+    pub addr: SocketAddr,
+    shutdown: Option<tokio::sync::oneshot::Sender<()>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Running {
+    /// `http://ADDR`: the `{web}` placeholder.
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// Stops accepting and waits.
+    pub async fn stop(mut self) {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+        let _ = (&mut self.task).await;
+    }
+}
+
+/// Starts the service for `spec`, logging into `dir` (created).
+pub async fn start(spec: &WebSpec, dir: &Path) -> Result<Running, String> {
+    spec.validate()?;
+    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let log = dir.join(LOG_FILE);
+    std::fs::write(&log, "").map_err(|e| format!("{}: {e}", log.display()))?;
+    let shared: Shared = Arc::new(Inner { spec: spec.clone(), log, lines: Mutex::new(()) });
+    let app = Router::new().fallback(serve_page).with_state(shared);
+    let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0))
+        .await
+        .map_err(|e| format!("cannot start the web service: {e}"))?;
+    let addr = listener.local_addr().map_err(|e| e.to_string())?;
+    if let Some(root) = dir.parent() {
+        let _ = std::fs::write(url_file(root), format!("http://{addr}"));
+    }
+    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+    let task = tokio::spawn(async move {
+        let _ = axum::serve(listener, app)
+            .with_graceful_shutdown(async move {
+                let _ = rx.await;
+            })
+            .await;
+    });
+    Ok(Running { addr, shutdown: Some(tx), task })
+}
+
+/// The host a request names (its `Host` header without the port; `?` when it has none).
+fn host_of(headers: &HeaderMap) -> String {
+    let h = headers.get("host").and_then(|v| v.to_str().ok()).unwrap_or("?");
+    let h =
+        if h.starts_with('[') { h.split_inclusive(']').next().unwrap_or(h) } else { h.split(':').next().unwrap_or(h) };
+    h.to_ascii_lowercase()
+}
+
+/// The page for `host` + `path_query`: the exact `host/path` key first, then `/path`.
+fn find<'a>(spec: &'a WebSpec, host: &str, path_query: &str) -> Option<&'a Page> {
+    spec.pages.get(&format!("{host}{path_query}")).or_else(|| spec.pages.get(path_query))
+}
+
+async fn serve_page(State(s): State<Shared>, method: Method, uri: Uri, headers: HeaderMap) -> Response {
+    let host = host_of(&headers);
+    let pq = uri.path_and_query().map(|p| p.as_str().to_string()).unwrap_or_else(|| uri.path().to_string());
+    let page = find(&s.spec, &host, &pq).cloned();
+    let status = match &page {
+        Some(p) => p.status.unwrap_or(if p.location.is_some() { 302 } else { 200 }),
+        None => 404,
+    };
+    if let Ok(_guard) = s.lines.lock() {
+        if let Ok(mut f) = std::fs::OpenOptions::new().append(true).open(&s.log) {
+            let _ = writeln!(f, "{method} {host}{pq} {status}");
+        }
+    }
+    let Some(page) = page else {
+        return (StatusCode::NOT_FOUND, [("content-type", "text/plain")], "Not Found").into_response();
+    };
+    if page.delay_ms > 0 {
+        tokio::time::sleep(std::time::Duration::from_millis(page.delay_ms)).await;
+    }
+    let body = page.body.as_ref().and_then(|b| file_bytes(b).ok()).unwrap_or_default();
+    let mut resp = Response::new(Body::from(body));
+    *resp.status_mut() = StatusCode::from_u16(status).unwrap_or(StatusCode::OK);
+    let h = resp.headers_mut();
+    let ctype = page.content_type.clone().or_else(|| page.body.is_some().then(|| "text/html; charset=utf-8".into()));
+    if let Some(v) = ctype.and_then(|c| HeaderValue::from_str(&c).ok()) {
+        h.insert("content-type", v);
+    }
+    if let Some(v) = page.location.as_deref().and_then(|l| HeaderValue::from_str(l).ok()) {
+        h.insert("location", v);
+    }
+    for (k, v) in &page.headers {
+        if let (Ok(k), Ok(v)) = (HeaderName::from_bytes(k.as_bytes()), HeaderValue::from_str(v)) {
+            h.insert(k, v);
+        }
+    }
+    resp
+}
+
+/// What the built-in tools get of the service: where every host name resolves to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WebAccess {
+    /// The service's address.
+    pub addr: SocketAddr,
+}
+
+/// A DNS resolver that answers every name with the web service's address: real domain names in the
+/// URLs (so the domain rules see them), one local server behind them.
+#[derive(Debug, Clone, Copy)]
+pub struct ToService(pub SocketAddr);
+
+impl reqwest::dns::Resolve for ToService {
+    fn resolve(&self, _name: reqwest::dns::Name) -> reqwest::dns::Resolving {
+        let addr = self.0;
+        Box::pin(async move {
+            let addrs: reqwest::dns::Addrs = Box::new(std::iter::once(addr));
+            Ok(addrs)
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn pages_are_served_by_host_and_path_and_logged() {
+        let d = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let spec: WebSpec = toml::from_str(
+            "pages.\"a.test/x\" = { body = \"<p>x</p>\" }\npages.\"/any\" = { body = \"y\", content_type = \"text/plain\" }\npages.\"a.test/r\" = { location = \"/x\" }\n",
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        let running = start(&spec, d.path()).await.unwrap_or_else(|e| panic!("{e}"));
+        let client = reqwest::Client::builder()
+            .dns_resolver(Arc::new(ToService(running.addr)))
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .unwrap_or_else(|e| panic!("{e}"));
+        let port = running.addr.port();
+        let get = |u: String| {
+            let c = client.clone();
+            async move { c.get(u).send().await.unwrap_or_else(|e| panic!("{e}")) }
+        };
+        let r = get(format!("http://a.test:{port}/x")).await;
+        assert_eq!(r.status(), 200);
+        assert_eq!(r.headers()["content-type"], "text/html; charset=utf-8");
+        assert_eq!(r.text().await.unwrap_or_default(), "<p>x</p>");
+        let r = get(format!("http://b.test:{port}/any")).await;
+        assert_eq!(r.text().await.unwrap_or_default(), "y");
+        let r = get(format!("http://a.test:{port}/r")).await;
+        assert_eq!((r.status().as_u16(), r.headers()["location"].to_str().ok()), (302, Some("/x")));
+        assert_eq!(get(format!("http://b.test:{port}/x")).await.status(), 404);
+        running.stop().await;
+        let log = std::fs::read_to_string(d.path().join(LOG_FILE)).unwrap_or_default();
+        assert_eq!(log, "GET a.test/x 200\nGET b.test/any 200\nGET a.test/r 302\nGET b.test/x 404\n");
+    }
+
+    #[test]
+    fn bad_pages_are_refused_before_the_run() {
+        let spec: WebSpec = toml::from_str("pages.\"nohost\" = { body = \"x\" }\n").unwrap_or_else(|e| panic!("{e}"));
+        assert!(spec.validate().is_err());
+        let spec: WebSpec = toml::from_str("pages.\"/a\" = { status = 1000 }\n").unwrap_or_else(|e| panic!("{e}"));
+        assert!(spec.validate().is_err());
+    }
+}
