@@ -1,0 +1,908 @@
+//! apply_patch (PATCH-1): the `*** Begin Patch … *** End Patch` format of the Codex CLI — file
+//! operations without line numbers, hunks located by their context. Optional: off by default
+//! ([`ENV_ENABLE_APPLY_PATCH`] turns it on in [`crate::tools::Registry::for_session`]); Claude Code
+//! 2.1.235 has no such tool (request 1 of its goldens lists none). Written from the format's published
+//! grammar, not from Codex's code.
+//!
+//! ```text
+//! *** Begin Patch
+//! *** Add File: path            then every line `+text` (the new file's lines)
+//! *** Delete File: path
+//! *** Update File: path
+//! *** Move to: new/path         optional, right after Update File
+//! @@ optional context line      a chunk: ` ` context, `-` removed, `+` added lines (an empty line is
+//!  context                      an empty context line); `*** End of File` pins the chunk to the end
+//! -old
+//! +new
+//! *** End Patch
+//! ```
+//!
+//! Locating a chunk ([`seek`]): its `@@ text` line, if any, is found first (from where the previous
+//! chunk ended) and the search goes on after it; then the chunk's old lines (context and `-` lines)
+//! are found from there, trying four levels in order over the whole remaining file before relaxing:
+//! 1. [`Level::Exact`] — the lines as they are;
+//! 2. [`Level::TrimEnd`] — ignoring trailing whitespace;
+//! 3. [`Level::Trim`] — ignoring leading and trailing whitespace;
+//! 4. [`Level::Punctuation`] — trimmed, with Unicode punctuation normalised to ASCII (‐‑‒–—―− → `-`,
+//!    ‘’‚‛ → `'`, “”„‟ → `"`, no-break and other Unicode spaces → ` `).
+//!
+//! A chunk marked `*** End of File` tries the position at the end of the file first. A chunk whose old
+//! lines end with an empty line that does not match is tried once more without it (the file's final
+//! newline). A pure insertion (no old lines) goes after its `@@` line if it has one, else at the end
+//! of the file. Fuzzy matches (levels 2-4) are named in the result.
+//!
+//! Decisions where the format is silent or Codex differs:
+//! - **All or nothing**: the whole patch is parsed and every operation computed in memory (against the
+//!   files as earlier operations of the same patch leave them) before anything is written; any
+//!   refusal leaves every file as it was. If the writes themselves fail midway, the files already
+//!   written are restored from the contents read before.
+//! - Refusals (each an `is_error` result naming the line or the file, ending with "Nothing was
+//!   changed"): a malformed patch (parse errors are input errors, wrapped in `<tool_use_error>`); an
+//!   empty patch; a path outside the sandbox, or empty; `Add File` over an existing path (Codex
+//!   overwrites it: here use `Update File`); `Delete` / `Update` of a file that does not exist or of a
+//!   directory; `Move to` onto an existing file (Codex overwrites it); a file that is not UTF-8; a
+//!   chunk whose context or old lines are not found; a path a permission deny rule covers (every path
+//!   of the patch is checked against the session's deny rules, not only the first one the pipeline
+//!   sees).
+//! - Paths are relative to the cwd (absolute ones are accepted when inside the sandbox).
+//! - Written files enter the read state (READ-4) like an Edit's, so a later Edit needs no Read; no
+//!   read gate applies to apply_patch itself (the format carries its own context).
+//! - Context lines keep the file's own text: a chunk found at a fuzzy level rewrites only the lines it
+//!   removes and adds (Codex writes the patch's version of the context lines too).
+//! - Updated files end with a newline, as Codex writes them.
+
+use super::fs::{confine, remember_read};
+use super::{PermissionSubject, Tool, ToolContext, ToolError, ToolOutput};
+use futures_util::future::BoxFuture;
+use serde::Deserialize;
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+/// Env switch that adds apply_patch to the pool (PATCH-1: optional, off by default).
+pub const ENV_ENABLE_APPLY_PATCH: &str = "PROBELAB_ENABLE_APPLY_PATCH";
+
+const BEGIN: &str = "*** Begin Patch";
+const END: &str = "*** End Patch";
+const ADD: &str = "*** Add File: ";
+const DELETE: &str = "*** Delete File: ";
+const UPDATE: &str = "*** Update File: ";
+const MOVE: &str = "*** Move to: ";
+const EOF_MARK: &str = "*** End of File";
+
+/// What every refusal ends with.
+pub const NOTHING_CHANGED: &str = "Nothing was changed: a patch applies whole or not at all.";
+
+/// One chunk of an Update.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Chunk {
+    /// The `@@ text` line, if any.
+    pub context: Option<String>,
+    /// Context and removed lines, in order.
+    pub old: Vec<String>,
+    /// Context and added lines, in order.
+    pub new: Vec<String>,
+    /// For each line of `new`: the index in `old` of the context line it repeats (`None`: added).
+    pub keep: Vec<Option<usize>>,
+    /// Pinned to the end of the file.
+    pub eof: bool,
+}
+
+/// One file operation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FileOp {
+    /// Create a file with these contents.
+    Add {
+        /// Path as written.
+        path: String,
+        /// Contents (each `+` line and a newline).
+        contents: String,
+    },
+    /// Remove a file.
+    Delete {
+        /// Path as written.
+        path: String,
+    },
+    /// Change a file (and maybe rename it).
+    Update {
+        /// Path as written.
+        path: String,
+        /// New path as written.
+        move_to: Option<String>,
+        /// Chunks, in file order.
+        chunks: Vec<Chunk>,
+    },
+}
+
+/// How a chunk's lines were found (PATCH-1's four fallback levels, in the order tried).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Level {
+    /// Exact.
+    Exact = 1,
+    /// Ignoring trailing whitespace.
+    TrimEnd = 2,
+    /// Ignoring leading and trailing whitespace.
+    Trim = 3,
+    /// Trimmed, Unicode punctuation normalised.
+    Punctuation = 4,
+}
+
+impl Level {
+    /// All, in the order tried.
+    pub const ALL: [Level; 4] = [Level::Exact, Level::TrimEnd, Level::Trim, Level::Punctuation];
+
+    /// How the result names it.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Level::Exact => "exact",
+            Level::TrimEnd => "ignoring trailing whitespace",
+            Level::Trim => "ignoring leading and trailing whitespace",
+            Level::Punctuation => "with Unicode punctuation normalised",
+        }
+    }
+
+    fn same(self, a: &str, b: &str) -> bool {
+        match self {
+            Level::Exact => a == b,
+            Level::TrimEnd => a.trim_end() == b.trim_end(),
+            Level::Trim => a.trim() == b.trim(),
+            Level::Punctuation => normalise(a.trim()) == normalise(b.trim()),
+        }
+    }
+}
+
+/// Unicode punctuation and spaces mapped to their ASCII look-alikes (level 4).
+pub fn normalise(s: &str) -> String {
+    s.chars()
+        .map(|c| match c {
+            '\u{2010}'..='\u{2015}' | '\u{2212}' => '-',
+            '\u{2018}'..='\u{201B}' => '\'',
+            '\u{201C}'..='\u{201F}' => '"',
+            '\u{00A0}' | '\u{2002}'..='\u{200A}' | '\u{202F}' | '\u{205F}' | '\u{3000}' => ' ',
+            other => other,
+        })
+        .collect()
+}
+
+/// Finds `pattern` in `lines` at or after `start`: the first level that matches anywhere wins, and
+/// within a level the first position (the end of the file first when `eof`).
+pub fn seek(lines: &[String], pattern: &[String], start: usize, eof: bool) -> Option<(usize, Level)> {
+    if pattern.is_empty() {
+        return Some((start.min(lines.len()), Level::Exact));
+    }
+    if pattern.len() > lines.len() {
+        return None;
+    }
+    let last = lines.len() - pattern.len();
+    if start > last {
+        return None;
+    }
+    let at = |i: usize, level: Level| pattern.iter().enumerate().all(|(k, p)| level.same(&lines[i + k], p));
+    for level in Level::ALL {
+        if eof && at(last, level) {
+            return Some((last, level));
+        }
+        if let Some(i) = (start..=last).find(|&i| at(i, level)) {
+            return Some((i, level));
+        }
+    }
+    None
+}
+
+/// A patch that does not parse: the 1-based line and what is wrong.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParseError {
+    /// Line of the patch text (1-based, after trimming the text).
+    pub line: usize,
+    /// What is wrong.
+    pub message: String,
+}
+
+impl std::fmt::Display for ParseError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Invalid patch, line {}: {}", self.line, self.message)
+    }
+}
+
+fn perr(line: usize, message: impl Into<String>) -> ParseError {
+    ParseError { line, message: message.into() }
+}
+
+fn file_header(line: &str) -> bool {
+    let t = line.trim();
+    t.starts_with(ADD.trim_end()) || t.starts_with(DELETE.trim_end()) || t.starts_with(UPDATE.trim_end()) || t == END
+}
+
+/// Parses a patch into its file operations.
+pub fn parse(text: &str) -> Result<Vec<FileOp>, ParseError> {
+    let lines: Vec<&str> = text.trim().lines().collect();
+    match lines.first() {
+        Some(f) if f.trim() == BEGIN => {}
+        _ => return Err(perr(1, format!("the first line must be '{BEGIN}'"))),
+    }
+    if lines.len() < 2 || lines.last().map(|l| l.trim()) != Some(END) {
+        return Err(perr(lines.len().max(1), format!("the last line must be '{END}'")));
+    }
+    let body = &lines[1..lines.len() - 1];
+    let mut ops = Vec::new();
+    let mut i = 0;
+    let n = |i: usize| i + 2; // line number of body[i]
+    while i < body.len() {
+        let head = body[i].trim();
+        if head.is_empty() {
+            i += 1;
+            continue;
+        }
+        if let Some(path) = head.strip_prefix(ADD) {
+            let path = non_empty(path, n(i))?;
+            i += 1;
+            let mut contents = String::new();
+            while i < body.len() {
+                let Some(l) = body[i].strip_prefix('+') else { break };
+                contents.push_str(l);
+                contents.push('\n');
+                i += 1;
+            }
+            ops.push(FileOp::Add { path, contents });
+        } else if let Some(path) = head.strip_prefix(DELETE) {
+            ops.push(FileOp::Delete { path: non_empty(path, n(i))? });
+            i += 1;
+        } else if let Some(path) = head.strip_prefix(UPDATE) {
+            let path = non_empty(path, n(i))?;
+            let header = n(i);
+            i += 1;
+            let mut move_to = None;
+            if let Some(to) = body.get(i).and_then(|l| l.trim().strip_prefix(MOVE)) {
+                move_to = Some(non_empty(to, n(i))?);
+                i += 1;
+            }
+            let mut chunks = Vec::new();
+            loop {
+                while i < body.len() && body[i].trim().is_empty() {
+                    i += 1;
+                }
+                if i >= body.len() || file_header(body[i]) {
+                    break;
+                }
+                let (chunk, used) = parse_chunk(&body[i..], n(i), chunks.is_empty())?;
+                chunks.push(chunk);
+                i += used;
+            }
+            if chunks.is_empty() {
+                return Err(perr(header, format!("'*** Update File: {path}' has no chunk")));
+            }
+            ops.push(FileOp::Update { path, move_to, chunks });
+        } else {
+            return Err(perr(
+                n(i),
+                format!(
+                    "'{head}' is not a file operation: expected '*** Add File: <path>', '*** Delete File: <path>' or '*** Update File: <path>'"
+                ),
+            ));
+        }
+    }
+    Ok(ops)
+}
+
+fn non_empty(path: &str, line: usize) -> Result<String, ParseError> {
+    let p = path.trim();
+    if p.is_empty() {
+        Err(perr(line, "the path is empty"))
+    } else {
+        Ok(p.to_string())
+    }
+}
+
+fn parse_chunk(lines: &[&str], line_no: usize, first: bool) -> Result<(Chunk, usize), ParseError> {
+    let mut chunk = Chunk { context: None, old: Vec::new(), new: Vec::new(), keep: Vec::new(), eof: false };
+    let mut used = 0;
+    let head = lines[0];
+    if head.trim_end() == "@@" {
+        used = 1;
+    } else if let Some(ctx) = head.strip_prefix("@@ ") {
+        chunk.context = Some(ctx.to_string());
+        used = 1;
+    } else if !first {
+        return Err(perr(line_no, format!("expected a chunk starting with '@@', got '{head}'")));
+    }
+    let mut body_lines = 0;
+    while used < lines.len() {
+        let l = lines[used];
+        if l == EOF_MARK || l.trim() == EOF_MARK {
+            if body_lines == 0 {
+                return Err(perr(line_no + used, "'*** End of File' ends a chunk that has no lines"));
+            }
+            chunk.eof = true;
+            used += 1;
+            break;
+        }
+        if file_header(l) || (body_lines > 0 && l.starts_with("@@")) {
+            break;
+        }
+        match l.chars().next() {
+            None | Some(' ') => {
+                let text = l.get(1..).unwrap_or_default().to_string();
+                chunk.keep.push(Some(chunk.old.len()));
+                chunk.old.push(text.clone());
+                chunk.new.push(text);
+            }
+            Some('-') => chunk.old.push(l[1..].to_string()),
+            Some('+') => {
+                chunk.keep.push(None);
+                chunk.new.push(l[1..].to_string());
+            }
+            Some(_) => {
+                if body_lines == 0 {
+                    return Err(perr(
+                        line_no + used,
+                        format!("'{l}' is not a chunk line: every line starts with ' ' (context), '-' (removed) or '+' (added)"),
+                    ));
+                }
+                break;
+            }
+        }
+        body_lines += 1;
+        used += 1;
+    }
+    if body_lines == 0 {
+        return Err(perr(line_no, "the chunk has no lines"));
+    }
+    // trailing blank lines are separators, not context
+    while chunk.old.last().is_some_and(String::is_empty)
+        && chunk.new.last().is_some_and(String::is_empty)
+        && lines.get(used - 1).is_some_and(|l| l.is_empty())
+    {
+        chunk.old.pop();
+        chunk.new.pop();
+        chunk.keep.pop();
+        used -= 1;
+    }
+    Ok((chunk, used))
+}
+
+/// A fuzzy match to report.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Fuzz {
+    /// 1-based chunk.
+    pub chunk: usize,
+    /// The level that matched.
+    pub level: Level,
+}
+
+/// The new contents of a file after its chunks, and the fuzzy matches used.
+pub fn apply_chunks(original: &str, chunks: &[Chunk], path: &str) -> Result<(String, Vec<Fuzz>), String> {
+    let mut lines: Vec<String> = original.split('\n').map(str::to_string).collect();
+    if lines.last().is_some_and(String::is_empty) {
+        lines.pop();
+    }
+    let mut cursor = 0;
+    let mut edits: Vec<(usize, usize, Vec<String>)> = Vec::new();
+    let mut fuzz = Vec::new();
+    for (k, c) in chunks.iter().enumerate() {
+        let mut worst = Level::Exact;
+        let mut anchored = false;
+        if let Some(ctx) = &c.context {
+            match seek(&lines, std::slice::from_ref(ctx), cursor, false) {
+                Some((i, level)) => {
+                    cursor = i + 1;
+                    worst = worst.max(level);
+                    anchored = true;
+                }
+                None => return Err(format!("chunk {}: the context line '@@ {ctx}' is not in {path}", k + 1)),
+            }
+        }
+        if c.old.is_empty() {
+            let at = if anchored && !c.eof { cursor } else { lines.len() };
+            edits.push((at, 0, c.new.clone()));
+            if worst > Level::Exact {
+                fuzz.push(Fuzz { chunk: k + 1, level: worst });
+            }
+            continue;
+        }
+        let mut old = c.old.clone();
+        let mut new = c.new.clone();
+        let mut keep = c.keep.clone();
+        let mut found = seek(&lines, &old, cursor, c.eof);
+        if found.is_none() && old.last().is_some_and(String::is_empty) {
+            old.pop();
+            if new.last().is_some_and(String::is_empty) && keep.last().is_some_and(Option::is_some) {
+                new.pop();
+                keep.pop();
+            }
+            found = seek(&lines, &old, cursor, c.eof);
+        }
+        match found {
+            Some((i, level)) => {
+                worst = worst.max(level);
+                // context lines keep the file's own text: a fuzzy match rewrites only what the chunk changes
+                let new = new
+                    .into_iter()
+                    .zip(keep.iter().copied().chain(std::iter::repeat(None)))
+                    .map(|(n, k)| match k {
+                        Some(k) if k < old.len() => lines.get(i + k).cloned().unwrap_or(n),
+                        _ => n,
+                    })
+                    .collect();
+                edits.push((i, old.len(), new));
+                cursor = i + old.len();
+            }
+            None => {
+                return Err(format!(
+                    "chunk {}: these lines are not in {path} (after line {cursor}), even ignoring whitespace and Unicode punctuation:\n{}",
+                    k + 1,
+                    c.old.join("\n")
+                ))
+            }
+        }
+        if worst > Level::Exact {
+            fuzz.push(Fuzz { chunk: k + 1, level: worst });
+        }
+    }
+    for (at, len, new) in edits.into_iter().rev() {
+        lines.splice(at..at + len, new);
+    }
+    let mut out = lines.join("\n");
+    if !lines.is_empty() {
+        out.push('\n');
+    }
+    Ok((out, fuzz))
+}
+
+/// The apply_patch tool.
+#[derive(Debug, Default)]
+pub struct ApplyPatch;
+
+#[derive(Debug, Deserialize)]
+struct Args {
+    input: String,
+}
+
+/// One file's planned end state.
+#[derive(Debug, Clone)]
+struct Planned {
+    /// Contents before the patch (`None`: did not exist).
+    before: Option<String>,
+    /// Contents after (`None`: removed).
+    after: Option<String>,
+}
+
+fn refuse(msg: String) -> ToolError {
+    ToolError::Runtime(format!("{msg}\n{NOTHING_CHANGED}"))
+}
+
+/// Plans every operation in memory; nothing is written.
+fn plan(ctx: &ToolContext, ops: &[FileOp]) -> Result<(BTreeMap<PathBuf, Planned>, Vec<String>), ToolError> {
+    let mut files: BTreeMap<PathBuf, Planned> = BTreeMap::new();
+    let mut report = Vec::new();
+    let load =
+        |files: &mut BTreeMap<PathBuf, Planned>, p: &PathBuf, shown: &str| -> Result<Option<String>, ToolError> {
+            if let Some(f) = files.get(p) {
+                return Ok(f.after.clone());
+            }
+            let before = if p.is_dir() {
+                return Err(refuse(format!("{shown} is a directory.")));
+            } else if p.exists() {
+                let bytes = std::fs::read(p).map_err(|e| refuse(format!("cannot read {shown}: {e}")))?;
+                Some(String::from_utf8(bytes).map_err(|_| refuse(format!("{shown} is not UTF-8 text.")))?)
+            } else {
+                None
+            };
+            files.insert(p.clone(), Planned { before: before.clone(), after: before.clone() });
+            Ok(before)
+        };
+    let path_of = |p: &str| -> Result<PathBuf, ToolError> {
+        confine(ctx, p).map_err(|e| match e {
+            ToolError::Validation(m) | ToolError::Runtime(m) => ToolError::Validation(format!("{m} {NOTHING_CHANGED}")),
+        })
+    };
+    for op in ops {
+        match op {
+            FileOp::Add { path, contents } => {
+                let p = path_of(path)?;
+                if load(&mut files, &p, path)?.is_some() {
+                    return Err(refuse(format!(
+                        "Add File: {path} already exists. Use '*** Update File: {path}' to change it (or delete it first)."
+                    )));
+                }
+                if let Some(f) = files.get_mut(&p) {
+                    f.after = Some(contents.clone());
+                }
+                report.push(format!("A {path}"));
+            }
+            FileOp::Delete { path } => {
+                let p = path_of(path)?;
+                if load(&mut files, &p, path)?.is_none() {
+                    return Err(refuse(format!("Delete File: {path} does not exist.")));
+                }
+                if let Some(f) = files.get_mut(&p) {
+                    f.after = None;
+                }
+                report.push(format!("D {path}"));
+            }
+            FileOp::Update { path, move_to, chunks } => {
+                let p = path_of(path)?;
+                let Some(current) = load(&mut files, &p, path)? else {
+                    return Err(refuse(format!("Update File: {path} does not exist.")));
+                };
+                let (new, fuzz) =
+                    apply_chunks(&current, chunks, path).map_err(|e| refuse(format!("Update File: {e}")))?;
+                let shown = match move_to {
+                    Some(to) => {
+                        let q = path_of(to)?;
+                        if q != p {
+                            if load(&mut files, &q, to)?.is_some() {
+                                return Err(refuse(format!("Move to: {to} already exists.")));
+                            }
+                            if let Some(f) = files.get_mut(&p) {
+                                f.after = None;
+                            }
+                        }
+                        if let Some(f) = files.get_mut(&q) {
+                            f.after = Some(new);
+                        }
+                        to.clone()
+                    }
+                    None => {
+                        if let Some(f) = files.get_mut(&p) {
+                            f.after = Some(new);
+                        }
+                        path.clone()
+                    }
+                };
+                report.push(format!("M {shown}"));
+                for f in fuzz {
+                    report.push(format!(
+                        "  chunk {} matched at level {} ({})",
+                        f.chunk,
+                        f.level as u8,
+                        f.level.describe()
+                    ));
+                }
+            }
+        }
+    }
+    Ok((files, report))
+}
+
+/// Every path of the patch against the session's deny rules (the pipeline checked only the first).
+fn check_denies(ctx: &ToolContext, files: &BTreeMap<PathBuf, Planned>) -> Result<(), ToolError> {
+    let rules = crate::permissions::Rules::from_settings(&ctx.session.settings.permissions)
+        .map_err(|e| ToolError::Runtime(format!("permission settings: {e}")))?;
+    for p in files.keys() {
+        if let crate::permissions::Decision::Deny(rule) =
+            rules.decide("apply_patch", &PermissionSubject::WritePath(p.clone()), false, ctx)
+        {
+            return Err(refuse(format!("Permission to write {} has been denied by the rule {rule}.", p.display())));
+        }
+    }
+    Ok(())
+}
+
+/// Writes the plan; on a failure restores what was already written.
+fn commit(ctx: &ToolContext, files: &BTreeMap<PathBuf, Planned>) -> Result<(), ToolError> {
+    let mut done: Vec<(&PathBuf, &Planned)> = Vec::new();
+    for (p, f) in files {
+        if f.before == f.after {
+            continue;
+        }
+        let r = match &f.after {
+            Some(text) => {
+                p.parent().map(std::fs::create_dir_all).unwrap_or(Ok(())).and_then(|_| std::fs::write(p, text))
+            }
+            None => std::fs::remove_file(p),
+        };
+        if let Err(e) = r {
+            for (q, g) in done.iter().rev() {
+                let _ = match &g.before {
+                    Some(t) => std::fs::write(q, t),
+                    None => std::fs::remove_file(q),
+                };
+            }
+            return Err(ToolError::Runtime(format!(
+                "writing {} failed ({e}); the files already written were restored.\n{NOTHING_CHANGED}",
+                p.display()
+            )));
+        }
+        done.push((p, f));
+    }
+    for (p, f) in &done {
+        match &f.after {
+            Some(text) => remember_read(ctx, p, text.as_bytes().to_vec(), false),
+            None => {
+                if let Ok(mut s) = ctx.read_state.lock() {
+                    s.remove(*p);
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The first path a patch names (what the pipeline's permission rules see).
+fn first_path(input: &Value) -> Option<String> {
+    let text = input.get("input")?.as_str()?;
+    text.lines().find_map(|l| {
+        let t = l.trim();
+        [ADD, DELETE, UPDATE].iter().find_map(|m| t.strip_prefix(m)).map(|p| p.trim().to_string())
+    })
+}
+
+impl Tool for ApplyPatch {
+    fn name(&self) -> &'static str {
+        "apply_patch"
+    }
+
+    fn description(&self) -> String {
+        "Edits files with a patch in this format (no line numbers; chunks are found by their context):\n\n*** Begin Patch\n*** Add File: path/new.txt\n+first line\n*** Delete File: path/old.txt\n*** Update File: path/app.py\n*** Move to: path/main.py\n@@ def greet():\n-print(\"Hi\")\n+print(\"Hello\")\n*** End Patch\n\nUsage:\n- Paths are relative to the working directory.\n- Every line of an added file starts with +. In an update chunk, lines start with ' ' (context, 3 lines around each change by default), - (removed) or + (added); '@@ text' names a line (a class, a function) to search after; '*** End of File' pins a chunk to the end of the file.\n- The patch applies whole or not at all: if any part cannot be applied, nothing is changed.".into()
+    }
+
+    fn input_schema(&self) -> Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "input": {"type": "string", "description": "The entire patch, from '*** Begin Patch' to '*** End Patch'"}
+            },
+            "required": ["input"],
+            "additionalProperties": false,
+            "$schema": "http://json-schema.org/draft-07/schema#"
+        })
+    }
+
+    fn is_destructive(&self, input: &Value) -> bool {
+        input.get("input").and_then(Value::as_str).is_some_and(|t| t.contains(DELETE.trim_end()))
+    }
+
+    fn permission_subject(&self, input: &Value, ctx: &ToolContext) -> PermissionSubject {
+        match first_path(input) {
+            Some(p) => PermissionSubject::WritePath(super::fs::absolute(ctx, &p)),
+            None => PermissionSubject::None,
+        }
+    }
+
+    fn call<'a>(&'a self, input: Value, ctx: &'a ToolContext) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
+        Box::pin(async move {
+            let args: Args = serde_json::from_value(input).map_err(|e| ToolError::Validation(e.to_string()))?;
+            let ops = parse(&args.input).map_err(|e| ToolError::Validation(format!("{e}. {NOTHING_CHANGED}")))?;
+            if ops.is_empty() {
+                return Err(ToolError::Validation(format!("The patch has no file operation. {NOTHING_CHANGED}")));
+            }
+            let (files, report) = plan(ctx, &ops)?;
+            check_denies(ctx, &files)?;
+            commit(ctx, &files)?;
+            Ok(ToolOutput::Text(format!("Success. Updated the following files:\n{}", report.join("\n"))))
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use std::sync::Arc;
+
+    fn v(lines: &[&str]) -> Vec<String> {
+        lines.iter().map(|s| s.to_string()).collect()
+    }
+
+    fn update(chunks: &str) -> Vec<Chunk> {
+        let text = format!("*** Begin Patch\n*** Update File: f\n{chunks}\n*** End Patch");
+        match parse(&text).unwrap_or_else(|e| panic!("{e}")).remove(0) {
+            FileOp::Update { chunks, .. } => chunks,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn level_1_exact() {
+        let (out, fuzz) =
+            apply_chunks("a\nb\nc\n", &update("@@\n a\n-b\n+B\n c"), "f").unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(out, "a\nB\nc\n");
+        assert!(fuzz.is_empty());
+    }
+
+    #[test]
+    fn level_2_ignores_trailing_whitespace() {
+        let (out, fuzz) =
+            apply_chunks("a  \nb\t\nc\n", &update("@@\n a\n-b\n+B"), "f").unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(out, "a  \nB\nc\n");
+        assert_eq!(fuzz, vec![Fuzz { chunk: 1, level: Level::TrimEnd }]);
+    }
+
+    #[test]
+    fn level_3_ignores_both_ends() {
+        let (out, fuzz) =
+            apply_chunks("  a\n\tb\nc\n", &update("@@\n a\n-b\n+B"), "f").unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(out, "  a\nB\nc\n");
+        assert_eq!(fuzz, vec![Fuzz { chunk: 1, level: Level::Trim }]);
+    }
+
+    #[test]
+    fn level_4_normalises_unicode_punctuation() {
+        let file = "say \u{201C}hi\u{201D} \u{2014} it\u{2019}s\u{00A0}ok\nend\n";
+        let (out, fuzz) = apply_chunks(file, &update("@@\n-say \"hi\" - it's ok\n+say hello\n end"), "f")
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(out, "say hello\nend\n");
+        assert_eq!(fuzz, vec![Fuzz { chunk: 1, level: Level::Punctuation }]);
+    }
+
+    #[test]
+    fn an_exact_match_later_beats_a_fuzzy_one_earlier() {
+        assert_eq!(seek(&v(&["x ", "x"]), &v(&["x"]), 0, false), Some((1, Level::Exact)));
+    }
+
+    #[test]
+    fn context_line_and_eof_locate_chunks() {
+        let file = "fn a() {\n  x\n}\nfn b() {\n  x\n}\n";
+        let (out, _) = apply_chunks(file, &update("@@ fn b() {\n-  x\n+  y"), "f").unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(out, "fn a() {\n  x\n}\nfn b() {\n  y\n}\n");
+        let (out, _) =
+            apply_chunks("x\nx\n", &update("@@\n-x\n+y\n*** End of File"), "f").unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(out, "x\ny\n");
+        let (out, _) = apply_chunks("a\nb\n", &update("@@\n+c"), "f").unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(out, "a\nb\nc\n");
+        let (out, _) = apply_chunks("a\nb\n", &update("@@ a\n+a2"), "f").unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(out, "a\na2\nb\n");
+    }
+
+    #[test]
+    fn parses_every_operation() {
+        let ops = parse(
+            "*** Begin Patch\n*** Add File: n.txt\n+one\n+\n*** Delete File: d.txt\n*** Update File: u.txt\n*** Move to: m.txt\n@@ ctx\n keep\n-old\n+new\n*** End of File\n*** End Patch\n",
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            ops,
+            vec![
+                FileOp::Add { path: "n.txt".into(), contents: "one\n\n".into() },
+                FileOp::Delete { path: "d.txt".into() },
+                FileOp::Update {
+                    path: "u.txt".into(),
+                    move_to: Some("m.txt".into()),
+                    chunks: vec![Chunk {
+                        context: Some("ctx".into()),
+                        old: v(&["keep", "old"]),
+                        new: v(&["keep", "new"]),
+                        keep: vec![Some(0), None],
+                        eof: true
+                    }]
+                }
+            ]
+        );
+    }
+
+    #[test]
+    fn parse_refusals_name_the_line() {
+        let cases = [
+            ("bad", "Invalid patch, line 1: the first line must be '*** Begin Patch'"),
+            ("*** Begin Patch\n*** Add File: a\n+x", "Invalid patch, line 3: the last line must be '*** End Patch'"),
+            ("*** Begin Patch\n*** Frobnicate: a\n*** End Patch", "Invalid patch, line 2: '*** Frobnicate: a' is not a file operation: expected '*** Add File: <path>', '*** Delete File: <path>' or '*** Update File: <path>'"),
+            ("*** Begin Patch\n*** Update File: a\n*** End Patch", "Invalid patch, line 2: '*** Update File: a' has no chunk"),
+            ("*** Begin Patch\n*** Update File: a\n@@\n*** End Patch", "Invalid patch, line 3: the chunk has no lines"),
+            ("*** Begin Patch\n*** Update File: a\n@@\n x\nbad\n*** End Patch", "Invalid patch, line 5: expected a chunk starting with '@@', got 'bad'"),
+            ("*** Begin Patch\n*** Update File: a\n@@\nbad\n*** End Patch", "Invalid patch, line 4: 'bad' is not a chunk line: every line starts with ' ' (context), '-' (removed) or '+' (added)"),
+            ("*** Begin Patch\n*** Delete File:  \n*** End Patch", "Invalid patch, line 2: '*** Delete File:' is not a file operation: expected '*** Add File: <path>', '*** Delete File: <path>' or '*** Update File: <path>'"),
+        ];
+        for (text, want) in cases {
+            assert_eq!(parse(text).err().map(|e| e.to_string()).as_deref(), Some(want), "{text:?}");
+        }
+    }
+
+    fn ctx() -> (tempfile::TempDir, ToolContext) {
+        let d = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let c = ToolContext::for_sandbox(d.path(), Arc::new(super::super::EstimateTokens))
+            .unwrap_or_else(|e| panic!("{e}"));
+        (d, c)
+    }
+
+    fn run(c: &ToolContext, patch: &str) -> Result<ToolOutput, ToolError> {
+        let rt = tokio::runtime::Builder::new_current_thread().build().unwrap_or_else(|e| panic!("{e}"));
+        rt.block_on(ApplyPatch.call(json!({ "input": patch }), c))
+    }
+
+    #[test]
+    fn add_delete_update_move_apply_together() {
+        let (_d, c) = ctx();
+        std::fs::write(c.cwd.join("d.txt"), "bye\n").unwrap_or_else(|e| panic!("{e}"));
+        std::fs::write(c.cwd.join("u.txt"), "a\nb\n").unwrap_or_else(|e| panic!("{e}"));
+        let out = run(
+            &c,
+            "*** Begin Patch\n*** Add File: sub/n.txt\n+new\n*** Delete File: d.txt\n*** Update File: u.txt\n*** Move to: m.txt\n@@\n a\n-b\n+B\n*** End Patch",
+        );
+        assert_eq!(
+            out,
+            Ok(ToolOutput::Text("Success. Updated the following files:\nA sub/n.txt\nD d.txt\nM m.txt".into()))
+        );
+        assert_eq!(std::fs::read_to_string(c.cwd.join("sub/n.txt")).ok().as_deref(), Some("new\n"));
+        assert!(!c.cwd.join("d.txt").exists() && !c.cwd.join("u.txt").exists());
+        assert_eq!(std::fs::read_to_string(c.cwd.join("m.txt")).ok().as_deref(), Some("a\nB\n"));
+    }
+
+    #[test]
+    fn every_refusal_changes_nothing() {
+        let (_d, c) = ctx();
+        std::fs::write(c.cwd.join("keep.txt"), "k\n").unwrap_or_else(|e| panic!("{e}"));
+        std::fs::write(c.cwd.join("bin"), [0xff, 0xfe]).unwrap_or_else(|e| panic!("{e}"));
+        std::fs::create_dir(c.cwd.join("dir")).unwrap_or_else(|e| panic!("{e}"));
+        // each starts with a valid Add, so a partial apply would leave made.txt behind
+        let refusals = [
+            ("*** Add File: keep.txt\n+x", "Add File: keep.txt already exists."),
+            ("*** Delete File: nope.txt", "Delete File: nope.txt does not exist."),
+            ("*** Update File: nope.txt\n@@\n-a\n+b", "Update File: nope.txt does not exist."),
+            ("*** Update File: keep.txt\n@@\n-zzz\n+b", "chunk 1: these lines are not in keep.txt"),
+            (
+                "*** Update File: keep.txt\n@@ nowhere\n-k\n+b",
+                "chunk 1: the context line '@@ nowhere' is not in keep.txt",
+            ),
+            ("*** Update File: keep.txt\n*** Move to: made.txt\n@@\n-k\n+b", "Move to: made.txt already exists."),
+            ("*** Update File: bin\n@@\n-a\n+b", "bin is not UTF-8 text."),
+            ("*** Delete File: dir", "dir is a directory."),
+            ("*** Add File: ../../outside.txt\n+x", "is outside the sandbox"),
+        ];
+        for (ops, want) in refusals {
+            let patch = format!("*** Begin Patch\n*** Add File: made.txt\n+m\n{ops}\n*** End Patch");
+            let err = run(&c, &patch).err().map(|e| e.to_string()).unwrap_or_default();
+            assert!(err.contains(want) && err.contains(NOTHING_CHANGED), "{ops:?}: {err}");
+            assert!(!c.cwd.join("made.txt").exists(), "{ops:?} left a change");
+            assert_eq!(std::fs::read_to_string(c.cwd.join("keep.txt")).ok().as_deref(), Some("k\n"));
+        }
+        assert!(matches!(run(&c, "*** Begin Patch\n*** End Patch"), Err(ToolError::Validation(_))));
+        assert!(matches!(run(&c, "no patch"), Err(ToolError::Validation(_))));
+    }
+
+    #[test]
+    fn later_operations_see_earlier_ones() {
+        let (_d, c) = ctx();
+        let out = run(
+            &c,
+            "*** Begin Patch\n*** Add File: a.txt\n+one\n*** Update File: a.txt\n@@\n-one\n+two\n*** End Patch",
+        );
+        assert!(out.is_ok(), "{out:?}");
+        assert_eq!(std::fs::read_to_string(c.cwd.join("a.txt")).ok().as_deref(), Some("two\n"));
+    }
+
+    /// A patch of one Update made from the line diff of `a` and `b` (3 lines of context).
+    fn diff_patch(a: &str, b: &str) -> String {
+        let diff = similar::TextDiff::from_lines(a, b);
+        let mut out = String::from("*** Begin Patch\n*** Update File: f.txt\n");
+        for group in diff.grouped_ops(3) {
+            out.push_str("@@\n");
+            for op in group {
+                for ch in diff.iter_changes(&op) {
+                    let sign = match ch.tag() {
+                        similar::ChangeTag::Equal => ' ',
+                        similar::ChangeTag::Delete => '-',
+                        similar::ChangeTag::Insert => '+',
+                    };
+                    out.push(sign);
+                    out.push_str(ch.value().trim_end_matches('\n'));
+                    out.push('\n');
+                }
+            }
+        }
+        out.push_str("*** End Patch\n");
+        out
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]
+        /// Applying the diff of two texts to the first gives the second (the first's lines are distinct,
+        /// so every chunk's context is unique; the second's are drawn from them and new ones).
+        #[test]
+        fn applying_a_diff_gives_the_second_text(
+            a in proptest::sample::subsequence((0..40).map(|i| format!("line {i}")).collect::<Vec<_>>(), 0..25)
+                .prop_shuffle(),
+            b in proptest::collection::vec((0..60u32).prop_map(|i| format!("line {i}")), 0..25),
+        ) {
+            let a = a.iter().map(|l| format!("{l}\n")).collect::<String>();
+            let b = b.iter().map(|l| format!("{l}\n")).collect::<String>();
+            prop_assume!(a != b);
+            let chunks = match parse(&diff_patch(&a, &b)).map_err(|e| TestCaseError::fail(e.to_string()))?.remove(0) {
+                FileOp::Update { chunks, .. } => chunks,
+                other => return Err(TestCaseError::fail(format!("{other:?}"))),
+            };
+            let (out, fuzz) = apply_chunks(&a, &chunks, "f.txt").map_err(TestCaseError::fail)?;
+            prop_assert_eq!(out, b);
+            prop_assert!(fuzz.is_empty());
+        }
+    }
+}
