@@ -225,6 +225,11 @@ pub async fn run_loop_with(
         if let Some(block) = tasks.drain_notifications() {
             append_text(&mut messages, block);
         }
+        // SKILL-1, TS-1: the skill listing and deferred tools first, then a skill's body after its result
+        for text in crate::tools::skill::before_request(runtime, &messages) {
+            append_text(&mut messages, text);
+        }
+        runtime.ctx.session.cron.tick(); // the virtual clock: each request takes its time (CRON-2)
         let body = json!({
             "model": client.model,
             "max_tokens": MAX_TOKENS,

@@ -193,8 +193,33 @@ pub fn evaluate(probe: &Probe, index: usize, view: &View<'_>, sb: &Sandbox) -> V
                         fails.push(format!("expected tools[] = {order:?}, got {names:?}"));
                     }
                 }
-                text_assertions(c, &req.to_string(), sb, &mut fails);
-                json_assertions(c, Some(req), sb, &mut fails);
+                let target = match &c.tool {
+                    None => Some(req),
+                    Some(name) => {
+                        let def = req
+                            .get("tools")
+                            .and_then(Value::as_array)
+                            .and_then(|ts| ts.iter().find(|t| t.get("name").and_then(Value::as_str) == Some(name)));
+                        if def.is_none() {
+                            fails.push(format!("no tool {name} in tools[] of request {n}, got {names:?}"));
+                        }
+                        def
+                    }
+                };
+                if let Some(v) = target {
+                    text_assertions(c, &v.to_string(), sb, &mut fails);
+                    json_assertions(c, Some(v), sb, &mut fails);
+                }
+            }
+        }
+    } else if let Some(f) = &c.lsp {
+        // LSP-2, LSP-3: what a fake LSP server received, from its trace
+        target = format!("lsp {f}");
+        match sb.inside(f).and_then(|p| std::fs::read_to_string(&p).map_err(|e| format!("cannot read {f}: {e}"))) {
+            Err(e) => fails.push(e),
+            Ok(trace) => {
+                text_assertions(c, &crate::fake_lsp::trace_text(&trace), sb, &mut fails);
+                json_assertions(c, Some(&crate::fake_lsp::trace_view(&trace)), sb, &mut fails);
             }
         }
     } else if let Some(f) = &c.file {

@@ -37,7 +37,7 @@ pub struct HookCommand {
     /// Shell command.
     pub command: String,
     /// Seconds (default 60).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout: Option<u64>,
 }
 
@@ -112,7 +112,58 @@ pub async fn pre_tool_use(settings: &HookSettings, tool: &str, input: &Value, ct
     HookOutcome::Continue { input: rewritten.then_some(current), allowed, ask }
 }
 
+/// The text of a command hook's blocking exit (2), as the reference words it: `[<command>]: <stderr>`
+/// (`No stderr output` when it wrote none).
+fn blocking_text(command: &str, stderr: &str) -> String {
+    format!("[{command}]: {}", if stderr.is_empty() { "No stderr output" } else { stderr })
+}
+
+/// Runs the command hooks of an event that is not about a tool call (`TaskCompleted`, …): every group
+/// of `settings.hooks.<event>` runs (these events have no matcher), each command with `bash -c` in the
+/// session cwd and the JSON `{session_id, cwd, hook_event_name, …fields}` plus a newline on stdin.
+/// Returns the blocking errors (`[<command>]: <stderr>`), one per command that exited 2; every other
+/// exit is a non-blocking error and is not shown. An exit 2 with empty stdout whose stderr says the
+/// script is missing (`no such file`, `can't open`) is non-blocking too, as on the reference.
+pub async fn event_blocking_errors(
+    settings: &HookSettings,
+    event: &str,
+    fields: Value,
+    ctx: &ToolContext,
+) -> Vec<String> {
+    let mut payload = json!({ "session_id": ctx.session_id, "cwd": ctx.cwd, "hook_event_name": event });
+    if let (Some(p), Value::Object(extra)) = (payload.as_object_mut(), fields) {
+        p.extend(extra);
+    }
+    // the reference ends this JSON with a newline (measured: probes/claude-code/tasks-completed-hook.toml)
+    let stdin = format!("{payload}\n");
+    let missing_script = |stderr: &str| {
+        let l = stderr.to_ascii_lowercase();
+        l.contains("no such file") || l.contains("can't open")
+    };
+    let mut out = Vec::new();
+    for group in settings.get(event).into_iter().flatten() {
+        for h in &group.hooks {
+            let timeout = h.timeout.map(Duration::from_secs).unwrap_or(HOOK_TIMEOUT);
+            let (code, stdout, stderr) = run_with_stdin(&h.command, stdin.as_bytes(), ctx, timeout).await;
+            if code == Some(2) && !(stdout.trim().is_empty() && missing_script(&stderr)) {
+                out.push(blocking_text(&h.command, &stderr));
+            }
+        }
+    }
+    out
+}
+
 async fn run(command: &str, payload: &Value, ctx: &ToolContext, timeout: Duration) -> (Option<i32>, String, String) {
+    run_with_stdin(command, payload.to_string().as_bytes(), ctx, timeout).await
+}
+
+/// Runs a hook command with `stdin` as its input: (exit code, stdout, stderr).
+async fn run_with_stdin(
+    command: &str,
+    stdin_bytes: &[u8],
+    ctx: &ToolContext,
+    timeout: Duration,
+) -> (Option<i32>, String, String) {
     let child = tokio::process::Command::new("bash")
         .arg("-c")
         .arg(command)
@@ -128,7 +179,7 @@ async fn run(command: &str, payload: &Value, ctx: &ToolContext, timeout: Duratio
         return (None, String::new(), "cannot start bash".into());
     };
     if let Some(mut stdin) = child.stdin.take() {
-        let _ = stdin.write_all(payload.to_string().as_bytes()).await;
+        let _ = stdin.write_all(stdin_bytes).await;
     }
     match tokio::time::timeout(timeout, child.wait_with_output()).await {
         Ok(Ok(out)) => (

@@ -8,6 +8,8 @@
 pub mod agent;
 pub mod check;
 pub mod claims;
+pub mod fake_lsp;
+pub mod fake_mcp;
 pub mod hooks;
 pub mod lab;
 pub mod permissions;
@@ -16,6 +18,7 @@ pub mod probe;
 pub mod run;
 pub mod schema;
 pub mod search;
+pub mod services;
 pub mod subject;
 pub mod tools;
 pub mod transcript;

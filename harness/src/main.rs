@@ -5,6 +5,9 @@
 //!   failure, 2 on a usage or probe-file error.
 //! - `probelab list`: probes (id, claims, file), claims with the probes citing them, subjects.
 //! - `probelab new NAME`: writes `probes/NAME.toml`, a commented skeleton.
+//! - `probelab fake-mcp [--trace FILE]`: the fixture MCP server on stdio (`harness::fake_mcp`).
+//! - `probelab fake-lsp --trace FILE [--mode normal|crash|hang|garbage] [--once]`: the recording fake LSP
+//!   server on stdio (`harness::fake_lsp`).
 //! - `probelab rg [FLAGS] PATTERN [PATH...]`: the search engine with ripgrep's flags, output and exit
 //!   codes (also when this binary is started as `rg`).
 
@@ -62,6 +65,12 @@ enum Command {
         /// Name, e.g. `read/windows` (the file) — the id becomes `read.windows`.
         name: String,
     },
+    /// Serve the fixture MCP server on stdin/stdout (the MCP probes' server).
+    FakeMcp {
+        /// Append every tools/call and resources/read to this file (JSON lines).
+        #[arg(long)]
+        trace: Option<PathBuf>,
+    },
 }
 
 /// The lab's root: the current directory when it holds `probes/`, else the repository this binary was
@@ -93,12 +102,40 @@ fn main() -> ExitCode {
         }
         return harness::subject::exec::measure(std::path::Path::new(out), &argv[5..]);
     }
+    if argv.get(1).is_some_and(|a| a == "fake-lsp") {
+        let args: Vec<String> = argv[2..].iter().map(|a| a.to_string_lossy().into_owned()).collect();
+        return match harness::fake_lsp::parse_args(&args) {
+            Ok(opts) => ExitCode::from(harness::fake_lsp::serve(&opts, &args).clamp(0, 255) as u8),
+            Err(e) => {
+                eprintln!("probelab fake-lsp: {e}\n{}", harness::fake_lsp::USAGE);
+                ExitCode::from(2)
+            }
+        };
+    }
     let cli = Cli::parse();
     match cli.command {
         Command::Run { paths, subject, bless, json, keep } => run(paths, &subject, bless, json, keep),
         Command::List => list(),
         Command::Diff { left, right, run, json, html } => diff(&left, &right, run, json, html.as_deref()),
         Command::New { name } => new(&name),
+        Command::FakeMcp { trace } => fake_mcp(trace),
+    }
+}
+
+fn fake_mcp(trace: Option<PathBuf>) -> ExitCode {
+    let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("probelab fake-mcp: cannot start the runtime: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    match rt.block_on(harness::fake_mcp::serve_stdio(trace)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("{e}");
+            ExitCode::from(1)
+        }
     }
 }
 

@@ -26,7 +26,7 @@ pub struct PermissionSettings {
     pub deny: Vec<String>,
     /// `bypassPermissions` (default: no rule → allowed, like the reference run with permission bypass)
     /// or `default` (no rule → read-only calls allowed, the others ask).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub default_mode: Option<String>,
 }
 

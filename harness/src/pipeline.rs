@@ -80,6 +80,15 @@ impl ToolResult {
     }
 }
 
+/// Tools whose absence Claude Code 2.1.235 explains as "… is disabled for this session, in subagents as
+/// well as here." (PIPE-3), as measured: the cron tools under `CLAUDE_CODE_DISABLE_CRON`
+/// (`claude-code.cron-disabled`), AskUserQuestion and the plan-mode pair in `-p` runs
+/// (`claude-code.ask-plan-absent`), Agent past the nesting cap (`agent.nesting`), LSP before a server
+/// is up (`claude-code.lsp-roundtrip`). A switched-off TaskCreate and ToolSearch get the plain text
+/// (`tasks.todo-write`, `tool-search.off`).
+pub const DISABLED_NOTICE_TOOLS: &[&str] =
+    &["Agent", "AskUserQuestion", "CronCreate", "CronDelete", "CronList", "EnterPlanMode", "ExitPlanMode", "LSP"];
+
 /// The text the reference sends when the host rejects an ask.
 pub const REJECTED: &str = "The user doesn't want to proceed with this tool use. The tool use was rejected (eg. if it was a file edit, the new_string was NOT written to the file). STOP what you are doing and wait for the user to tell you how to proceed.";
 
@@ -118,9 +127,21 @@ impl Runtime {
         Ok(Runtime { registry, rules, hooks: settings.hooks.clone(), ask_answer, ctx })
     }
 
+    /// Whether a tool of the pool is shown to the model now: the plan-mode pair swaps with the mode
+    /// (PLAN-1: EnterPlanMode outside, ExitPlanMode inside); the LSP tool only with a configured server,
+    /// and never in the session's first request (LSP-3).
+    pub fn is_visible(&self, name: &str) -> bool {
+        crate::tools::plan_mode::visible(self.ctx.session.mode.get(), name)
+            && (name != crate::tools::lsp::LSP_TOOL || self.ctx.session.lsp.tool_visible())
+    }
+
     /// The `tools` array of the next request: the pool as the session's current mode shows it.
     pub fn api_tools(&self) -> Vec<Value> {
-        self.registry.api_tools()
+        let mut tools = self.registry.api_tools();
+        tools.retain(|t| t["name"].as_str().is_none_or(|n| self.is_visible(n)));
+        // TS-1: with ToolSearch in the pool, deferred tools wait until loaded
+        let deferred = |n: &str| self.registry.get(n).is_some_and(|t| t.should_defer());
+        crate::tools::tool_search::shape_tools(&self.ctx, tools, deferred)
     }
 
     /// Runs the calls of one assistant turn (PIPE-4): each maximal run of consecutive concurrency-safe
@@ -146,10 +167,23 @@ impl Runtime {
     /// One call through the whole pipeline.
     pub async fn run_call(&self, call: &ToolCall) -> ToolResult {
         let id = call.id.as_str();
-        let Some(tool) = self.registry.get(&call.name) else {
-            return ToolResult::error(id, wrap(&format!("Error: No such tool available: {}", call.name)));
+        // LSP-3: a call before the LSP tool was offered is a call to a tool the session does not have
+        let lsp_hidden = call.name == crate::tools::lsp::LSP_TOOL && !self.ctx.session.lsp.ready();
+        let Some(tool) = self.registry.get(&call.name).filter(|_| !lsp_hidden) else {
+            return ToolResult::error(id, wrap(&self.no_such_tool(&call.name)));
         };
-        if let Some(msg) = crate::schema::validate(tool.name(), &tool.input_schema(), &call.input) {
+        let invalid = match tool.validates_input() {
+            true => crate::schema::validate(tool.name(), &tool.input_schema(), &call.input),
+            false => None, // MCP-1: the server checks its own input
+        };
+        if let Some(mut msg) = invalid {
+            // TS-1: a deferred tool called before ToolSearch loaded it gets told to load it
+            if self.registry.get(crate::tools::tool_search::TOOL_SEARCH).is_some()
+                && tool.should_defer()
+                && !self.ctx.session.tool_search.is_loaded(tool.name())
+            {
+                msg.push_str(&crate::tools::tool_search::unloaded_hint(tool.name(), &tool.input_schema()));
+            }
             return ToolResult::error(id, wrap(&msg));
         }
         let (input, hook_allowed, hook_ask) = match pre_tool_use(&self.hooks, tool.name(), &call.input, &self.ctx).await
@@ -171,6 +205,10 @@ impl Runtime {
             }
             HookOutcome::Continue { input: None, allowed, ask } => (call.input.clone(), allowed, ask),
         };
+        // PLAN-1: in plan mode only read-only calls (and the plan file, ExitPlanMode) run
+        if let Some(msg) = crate::tools::plan_mode::refusal(&self.ctx, tool.as_ref(), &input) {
+            return ToolResult::error(id, msg);
+        }
         let subject = tool.permission_subject(&input, &self.ctx);
         let decision = self.rules.decide(tool.name(), &subject, tool.is_read_only(&input), &self.ctx);
         let ask_source = match decision {
@@ -222,6 +260,18 @@ impl Runtime {
         match self.within_budget(id, tool.max_result_size_chars(), text) {
             Ok(text) => ToolResult { tool_use_id: id.to_string(), content: Value::String(text), is_error: false },
             Err(e) => ToolResult::error(id, e),
+        }
+    }
+
+    /// PIPE-3: the text of a call to a tool not in the pool. For the tools of [`DISABLED_NOTICE_TOOLS`]
+    /// the reference adds that the tool is disabled for the session; any other name (a switched-off
+    /// Task* tool, ToolSearch with tool search off, an unknown or MCP name, a tool a deny rule hid:
+    /// PIPE-6) is just not available.
+    fn no_such_tool(&self, name: &str) -> String {
+        if DISABLED_NOTICE_TOOLS.contains(&name) && !self.rules.hides(name) {
+            format!("Error: No such tool available: {name}. {name} is disabled for this session, in subagents as well as here.")
+        } else {
+            format!("Error: No such tool available: {name}")
         }
     }
 

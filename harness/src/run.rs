@@ -71,7 +71,26 @@ pub async fn run_builtin(probe: &Probe, fixtures_root: &Path) -> Result<RunOutpu
 /// Runs a loop probe: the stub plays its turns, the subject answers with tool results.
 pub async fn run_conversation(probe: &Probe, runner: Runner<'_>, fixtures_root: &Path) -> Result<RunOutput, String> {
     let entered = Instant::now();
-    let sandbox = Sandbox::create(probe, fixtures_root)?;
+    let mut sandbox = Sandbox::create(probe, fixtures_root)?;
+    // ART-1: the artifact service, a real local server, when the probe turns the Artifact tool on
+    let artifact_service =
+        match (runner, crate::tools::env_flag(&probe.env, crate::tools::artifact::ENV_ENABLE_ARTIFACT)) {
+            (Runner::Builtin, Some(true)) => {
+                let running =
+                    crate::services::artifact::start(&crate::services::artifact::dir_for(&sandbox.root)).await?;
+                sandbox.placeholders.insert("artifact".into(), crate::tools::artifact::PUBLIC_ORIGIN.into());
+                Some(running)
+            }
+            _ => None,
+        };
+    // WEB-1, WEB-2: the probe's web, a real local server, when the probe has a [web] table
+    let web_service = if probe.web.pages.is_empty() {
+        None
+    } else {
+        let running = crate::services::web::start(&probe.web, &crate::services::web::dir_for(&sandbox.root)).await?;
+        sandbox.placeholders.insert("web".into(), running.url());
+        Some(running)
+    };
     let script = sandbox.script(probe);
     let timed: Vec<_> = probe.fixture.fault.iter().filter(|f| f.at_turn.is_some()).cloned().collect();
     let view = sandbox.view();
@@ -95,6 +114,12 @@ pub async fn run_conversation(probe: &Probe, runner: Runner<'_>, fixtures_root: 
         Runner::Builtin => {
             let model = probe.subject.builtin.model.clone().unwrap_or_else(|| DEFAULT_MODEL.into());
             let client = Arc::new(Client::new(&running.url(), &model));
+            // MCP-1: the probe's MCP servers, connected before the first request
+            let servers = crate::tools::mcp::resolve_servers(&probe.mcp_servers, |s| sandbox.resolve(s));
+            let mcp = Arc::new(crate::tools::mcp::Mcp::connect(&servers, &sandbox.cwd, &sandbox.home).await);
+            for (name, why) in &mcp.failures {
+                eprintln!("probelab: {}: MCP server {name:?} is left out: {why}", probe.path.display());
+            }
             let ctx = ToolContext {
                 cwd: sandbox.cwd.clone(),
                 home: sandbox.home.clone(),
@@ -112,27 +137,40 @@ pub async fn run_conversation(probe: &Probe, runner: Runner<'_>, fixtures_root: 
                     api: Some(Api { base_url: running.url(), model: model.clone() }),
                     host: probe.host.clone(),
                     cron: Cron::new(probe.clock.as_ref()),
+                    artifacts: crate::tools::artifact::Artifacts::new(artifact_service.as_ref().map(|s| s.url())),
+                    web: crate::tools::web_fetch::Web::new(
+                        web_service.as_ref().map(|s| crate::services::web::WebAccess { addr: s.addr }),
+                    ),
+                    mcp: mcp.clone(),
+                    lsp: crate::tools::lsp::manager::LspManager::from_plugins(
+                        &probe.plugins,
+                        |s| sandbox.resolve(s),
+                        &sandbox.cwd,
+                        &probe.env,
+                    ),
                     ..Session::default()
                 }),
             };
-            let runtime = Runtime::new(Registry::for_session(&probe.env), &probe.settings, probe.ask, ctx)
+            let pool = Registry::for_session(&probe.env).with_mcp(mcp.tools());
+            let runtime = Runtime::new(pool, &probe.settings, probe.ask, ctx)
                 .map_err(|e| format!("{}: settings: {e}", probe.path.display()))?;
             let max_turns = probe.subject.builtin.max_turns.unwrap_or(DEFAULT_MAX_TURNS);
             let began = Instant::now();
-            let ended = match tokio::time::timeout(deadline, run_loop(&client, &runtime, &probe.prompt, max_turns))
-                .await
-            {
-                Ok(end) => (end, true, None, (began, Instant::now())),
-                Err(_) => (
-                    LoopEnd::Error(format!("the run passed its deadline of {}s", probe.deadline_secs)),
-                    false,
-                    None,
-                    (began, Instant::now()),
-                ),
-            };
+            let ended =
+                match tokio::time::timeout(deadline, run_loop(&client, &runtime, &probe.prompt, max_turns)).await {
+                    Ok(end) => (end, true, None, (began, Instant::now())),
+                    Err(_) => (
+                        LoopEnd::Error(format!("the run passed its deadline of {}s", probe.deadline_secs)),
+                        false,
+                        None,
+                        (began, Instant::now()),
+                    ),
+                };
             // nothing the session started outlives it
             runtime.ctx.shell.tasks.stop_all();
             runtime.ctx.shell.tasks.wait_idle(10_000).await;
+            mcp.shutdown().await;
+            runtime.ctx.session.lsp.shutdown().await;
             ended
         }
         Runner::ClaudeCode(cc) => {
@@ -152,6 +190,12 @@ pub async fn run_conversation(probe: &Probe, runner: Runner<'_>, fixtures_root: 
     };
     let duration = start.elapsed();
     running.stop().await;
+    if let Some(s) = web_service {
+        s.stop().await;
+    }
+    if let Some(s) = artifact_service {
+        s.stop().await;
+    }
     if let Some(e) = hook_errors.lock().ok().and_then(|v| v.first().cloned()) {
         return Err(format!("{}: {e}", probe.path.display()));
     }

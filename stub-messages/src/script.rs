@@ -13,6 +13,8 @@
 //! count_tokens = 30000                  # the answer of /v1/messages/count_tokens (default: bytes / 4)
 //! side_reply = "ok"                     # text of every side request's answer
 //! cycle = false                         # true: start over instead of "script exhausted"
+//! search_results = [{ title = "Tokio", url = "https://tokio.rs/" }]   # what web_search finds
+//! search_text = "Found one."             # a text block after the search result (default: none)
 //!
 //! [[turn]]                              # answer to the 1st main request
 //! tool_use = [{ name = "Grep", input = { pattern = "MATCH" } }]
@@ -27,8 +29,15 @@
 //! ```
 //!
 //! Routing: a request goes to the first named conversation whose selector matches; else to the main
-//! conversation when it matches the main selector (default: the request carries tools); else it is a
-//! side request.
+//! conversation when it matches the main selector (default: the request carries client tools — server
+//! tools such as `web_search` do not count); else it is a side request.
+//!
+//! Side requests get `side_reply` as one text block, except a request that carries a `web_search_*`
+//! server tool (Claude Code's WebSearch and the built-in one send such a request, WEB-2): it is answered
+//! as the API answers a search — a `server_tool_use` block (`web_search` with the query, taken from the
+//! last user message after `Perform a web search for the query: `), a `web_search_tool_result` block
+//! with the `search_results` that pass the tool's `allowed_domains` / `blocked_domains` (a result's host
+//! equals a domain or is under it), then `search_text` as a text block if set.
 
 use crate::fault::Fault;
 use crate::wire::{ContentBlock, Message, MessagesRequest, StopReason, Usage};
@@ -176,12 +185,63 @@ pub struct StubSettings {
     /// (for benchmarks and soak runs; off by default so a probe cannot run past its script unseen).
     #[serde(default)]
     pub cycle: bool,
+    /// What a `web_search` server tool finds (the search provider of WEB-2), in order.
+    #[serde(default)]
+    pub search_results: Vec<SearchResult>,
+    /// A text block the search answer ends with (default: none).
+    #[serde(default)]
+    pub search_text: Option<String>,
 }
 
 impl Default for StubSettings {
     fn default() -> Self {
-        StubSettings { count_tokens: None, side_reply: default_side_reply(), main: None, cycle: false }
+        StubSettings {
+            count_tokens: None,
+            side_reply: default_side_reply(),
+            main: None,
+            cycle: false,
+            search_results: Vec::new(),
+            search_text: None,
+        }
     }
+}
+
+/// One hit of the scripted search provider: becomes a `web_search_result` block.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SearchResult {
+    /// Page title.
+    pub title: String,
+    /// Page URL (its host is what `allowed_domains` / `blocked_domains` filter on).
+    pub url: String,
+    /// `page_age` as the API sends it (e.g. `"2 days ago"`; default null).
+    #[serde(default)]
+    pub page_age: Option<String>,
+}
+
+/// The prefix both WebSearch implementations put before the query in the search side request.
+pub const SEARCH_PROMPT_PREFIX: &str = "Perform a web search for the query: ";
+
+/// True when `host` is `domain` or a subdomain of it (case-insensitive, a leading `www.` or `*.` of
+/// the domain ignored).
+pub fn host_in_domain(host: &str, domain: &str) -> bool {
+    let host = host.trim_end_matches('.').to_ascii_lowercase();
+    let d = domain.trim().trim_end_matches('.').to_ascii_lowercase();
+    let d = d.strip_prefix("*.").unwrap_or(&d);
+    !d.is_empty() && (host == d || host.ends_with(&format!(".{d}")))
+}
+
+/// The host of an absolute URL (`https://a.b:8/x` → `a.b`), without parsing more than that.
+pub fn url_host(url: &str) -> Option<&str> {
+    let rest = url.split_once("://")?.1;
+    let authority = rest.split(['/', '?', '#']).next()?;
+    let authority = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    let host = if authority.starts_with('[') {
+        authority.split_inclusive(']').next()?
+    } else {
+        authority.split(':').next()?
+    };
+    (!host.is_empty()).then_some(host)
 }
 
 fn default_side_reply() -> String {
@@ -321,7 +381,7 @@ impl Script {
         }
         let main = match &self.stub.main {
             Some(sel) => sel.matches(req),
-            None => !req.tool_names().is_empty(),
+            None => !req.client_tool_names().is_empty(),
         };
         if main {
             Route::Main
@@ -402,7 +462,69 @@ impl Script {
         })
     }
 
-    /// The answer to the `n`-th side request (1-based).
+    /// The answer to the `n`-th side request (1-based) `req`: a search answer when it carries a
+    /// `web_search_*` server tool (see the module doc), else [`Script::side_message`].
+    pub fn side_answer(&self, n: u64, req: &MessagesRequest<'_>) -> Message {
+        let search = req
+            .server_tools()
+            .into_iter()
+            .find(|t| t.get("type").and_then(Value::as_str).is_some_and(|k| k.starts_with("web_search")));
+        let Some(tool) = search else {
+            return self.side_message(n, req.model());
+        };
+        let domains = |key: &str| -> Vec<String> {
+            tool.get(key)
+                .and_then(Value::as_array)
+                .map(|a| a.iter().filter_map(Value::as_str).map(str::to_string).collect())
+                .unwrap_or_default()
+        };
+        let (allowed, blocked) = (domains("allowed_domains"), domains("blocked_domains"));
+        let text = req.last_user_text();
+        let query = text.strip_prefix(SEARCH_PROMPT_PREFIX).unwrap_or(&text).to_string();
+        let hits: Vec<Value> = self
+            .stub
+            .search_results
+            .iter()
+            .filter(|r| {
+                let host = url_host(&r.url).unwrap_or_default();
+                (allowed.is_empty() || allowed.iter().any(|d| host_in_domain(host, d)))
+                    && !blocked.iter().any(|d| host_in_domain(host, d))
+            })
+            .map(|r| {
+                serde_json::json!({
+                    "type": "web_search_result",
+                    "title": r.title,
+                    "url": r.url,
+                    "encrypted_content": format!("stub-encrypted-{}", sanitize_id(&r.url)),
+                    "page_age": r.page_age,
+                })
+            })
+            .collect();
+        let id = format!("srvtoolu_{}_{n}", self.id);
+        let mut content = vec![
+            ContentBlock::ServerToolUse {
+                id: id.clone(),
+                name: "web_search".into(),
+                input: serde_json::json!({ "query": query }),
+            },
+            ContentBlock::WebSearchToolResult { tool_use_id: id, content: Value::Array(hits) },
+        ];
+        if let Some(t) = &self.stub.search_text {
+            content.push(ContentBlock::Text { text: t.clone() });
+        }
+        Message {
+            id: format!("msg_{}_side_{n}", self.id),
+            kind: "message".into(),
+            role: "assistant".into(),
+            model: req.model().to_string(),
+            usage: Usage { input_tokens: 100, output_tokens: estimate_output_tokens(&content), ..Usage::default() },
+            content,
+            stop_reason: Some(StopReason::EndTurn),
+            stop_sequence: None,
+        }
+    }
+
+    /// The text answer to the `n`-th side request (1-based).
     pub fn side_message(&self, n: u64, model: &str) -> Message {
         let content = vec![ContentBlock::Text { text: self.stub.side_reply.clone() }];
         Message {
@@ -424,7 +546,10 @@ fn estimate_output_tokens(content: &[ContentBlock]) -> u64 {
         .map(|b| match b {
             ContentBlock::Text { text } => text.chars().count(),
             ContentBlock::Thinking { thinking, .. } => thinking.chars().count(),
-            ContentBlock::ToolUse { name, input, .. } => name.len() + input.to_string().len(),
+            ContentBlock::ToolUse { name, input, .. } | ContentBlock::ServerToolUse { name, input, .. } => {
+                name.len() + input.to_string().len()
+            }
+            ContentBlock::WebSearchToolResult { .. } => 0,
         })
         .sum();
     (chars as u64).div_ceil(4).max(1)
@@ -555,6 +680,34 @@ mod tests {
         assert_eq!(r(&main), Some(Route::Main));
         assert_eq!(r(&sub), Some(Route::Named(0)));
         assert_eq!(r(&side), Some(Route::Side));
+    }
+
+    #[test]
+    fn a_search_request_is_a_side_request_answered_from_the_script() {
+        let text = "[stub]\nsearch_results = [{ title = \"A\", url = \"https://docs.a.test/x\" }, { title = \"B\", url = \"https://b.test/y\" }]\nsearch_text = \"two\"\n[[turn]]\ntext = \"m\"\n";
+        let s = Script::from_toml("p.toml", text).map_err(|e| e.0);
+        let Ok(s) = s else { panic!("{s:?}") };
+        let body = json!({"model": "m", "max_tokens": 1,
+            "messages": [{"role": "user", "content": [{"type": "text", "text": "Perform a web search for the query: rust"}]}],
+            "tools": [{"type": "web_search_20250305", "name": "web_search", "max_uses": 8, "blocked_domains": ["b.test"]}]});
+        let req = MessagesRequest::parse(&body).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(s.route(&req), Route::Side);
+        let m = s.side_answer(1, &req);
+        assert_eq!(m.content.len(), 3);
+        match (&m.content[0], &m.content[1]) {
+            (
+                ContentBlock::ServerToolUse { id, input, .. },
+                ContentBlock::WebSearchToolResult { tool_use_id, content },
+            ) => {
+                assert_eq!(input, &json!({"query": "rust"}));
+                assert_eq!(id, tool_use_id);
+                assert_eq!(content.as_array().map(Vec::len), Some(1));
+                assert_eq!(content[0]["url"], "https://docs.a.test/x");
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(host_in_domain("docs.a.test", "a.test") && !host_in_domain("nota.test", "a.test"));
+        assert_eq!(url_host("https://u:p@h.test:8/x?y"), Some("h.test"));
     }
 
     #[test]

@@ -110,14 +110,15 @@ impl Stub {
         out
     }
 
-    fn decide(&self, route: Route, model: &str, request: &Value) -> Decision {
+    fn decide(&self, route: Route, req: &MessagesRequest<'_>, request: &Value) -> Decision {
+        let model = req.model();
         let Ok(mut play) = self.play.lock() else {
             return Decision::Exhausted { conversation: "?".into(), turn: 0, turns: 0 };
         };
         let slot = match route {
             Route::Side => {
                 play.side_requests += 1;
-                return Decision::Side(self.script.side_message(play.side_requests, model));
+                return Decision::Side(self.script.side_answer(play.side_requests, req));
             }
             Route::Main => 0,
             Route::Named(i) => i + 1,
@@ -347,7 +348,7 @@ async fn messages(State(stub): State<Arc<Stub>>, method: Method, uri: Uri, heade
     }
     let streaming = req.stream();
     let route = stub.script.route(&req);
-    match stub.decide(route, req.model(), &value) {
+    match stub.decide(route, &req, &value) {
         Decision::Side(message) => {
             a.ex.kind = ExchangeKind::Side;
             reply(&stub, a, message, streaming, 0, None)

@@ -168,11 +168,16 @@ pub fn check_stream(events: &[SseEvent]) -> StreamReport {
                 next_index += 1;
                 let cb = ev.data.get("content_block").cloned().unwrap_or_default();
                 let kind = cb.get("type").and_then(Value::as_str).unwrap_or_default().to_string();
-                if !matches!(kind.as_str(), "text" | "thinking" | "tool_use") {
+                if !matches!(
+                    kind.as_str(),
+                    "text" | "thinking" | "tool_use" | "server_tool_use" | "web_search_tool_result"
+                ) {
                     v.push(format!("event {i}: unknown content block type {kind:?}"));
                 }
-                if kind == "tool_use" && cb.get("input") != Some(&serde_json::json!({})) {
-                    v.push(format!("event {i}: tool_use block starts with input other than {{}}"));
+                if matches!(kind.as_str(), "tool_use" | "server_tool_use")
+                    && cb.get("input") != Some(&serde_json::json!({}))
+                {
+                    v.push(format!("event {i}: {kind} block starts with input other than {{}}"));
                 }
                 if let Some(m) = &mut r.message {
                     m.content.push(match kind.as_str() {
@@ -180,6 +185,15 @@ pub fn check_stream(events: &[SseEvent]) -> StreamReport {
                             id: str_of(&cb, "id"),
                             name: str_of(&cb, "name"),
                             input: Value::Object(Default::default()),
+                        },
+                        "server_tool_use" => ContentBlock::ServerToolUse {
+                            id: str_of(&cb, "id"),
+                            name: str_of(&cb, "name"),
+                            input: Value::Object(Default::default()),
+                        },
+                        "web_search_tool_result" => ContentBlock::WebSearchToolResult {
+                            tool_use_id: str_of(&cb, "tool_use_id"),
+                            content: cb.get("content").cloned().unwrap_or(Value::Null),
                         },
                         "thinking" => ContentBlock::Thinking { thinking: String::new(), signature: String::new() },
                         _ => ContentBlock::Text { text: String::new() },
@@ -205,7 +219,9 @@ pub fn check_stream(events: &[SseEvent]) -> StreamReport {
                 };
                 match (b.kind.as_str(), dtype) {
                     ("text", "text_delta") => b.text.push_str(&str_of(&delta, "text")),
-                    ("tool_use", "input_json_delta") => b.json.push_str(&str_of(&delta, "partial_json")),
+                    ("tool_use" | "server_tool_use", "input_json_delta") => {
+                        b.json.push_str(&str_of(&delta, "partial_json"))
+                    }
                     ("thinking", "thinking_delta") => b.text.push_str(&str_of(&delta, "thinking")),
                     ("thinking", "signature_delta") => b.signature.push_str(&str_of(&delta, "signature")),
                     (k, d) => v.push(format!("event {i}: {d} inside a {k} block")),
@@ -224,7 +240,7 @@ pub fn check_stream(events: &[SseEvent]) -> StreamReport {
                         *thinking = b.text;
                         *signature = b.signature;
                     }
-                    Some(ContentBlock::ToolUse { input, .. }) => {
+                    Some(ContentBlock::ToolUse { input, .. } | ContentBlock::ServerToolUse { input, .. }) => {
                         let src = if b.json.is_empty() { "{}" } else { b.json.as_str() };
                         match serde_json::from_str::<Value>(src) {
                             Ok(j) if j.is_object() => *input = j,
@@ -235,7 +251,7 @@ pub fn check_stream(events: &[SseEvent]) -> StreamReport {
                             )),
                         }
                     }
-                    None => {}
+                    Some(ContentBlock::WebSearchToolResult { .. }) | None => {}
                 }
             }
             "message_delta" => {

@@ -50,6 +50,24 @@ pub enum ContentBlock {
         /// Tool input (a JSON object).
         input: Value,
     },
+    /// A server tool call the API ran itself (`web_search`): the client gets it with its result and
+    /// answers nothing.
+    ServerToolUse {
+        /// `srvtoolu_…` id the result block names.
+        id: String,
+        /// Server tool name (`web_search`).
+        name: String,
+        /// Its input (`{"query": …}`).
+        input: Value,
+    },
+    /// The result of a `web_search` server tool call: a list of `web_search_result` blocks, or an
+    /// error object (`{"type": "web_search_tool_result_error", "error_code": …}`).
+    WebSearchToolResult {
+        /// The `srvtoolu_…` id it answers.
+        tool_use_id: String,
+        /// The results (or the error object).
+        content: Value,
+    },
 }
 
 impl ContentBlock {
@@ -62,6 +80,13 @@ impl ContentBlock {
             }
             ContentBlock::ToolUse { id, name, .. } => {
                 json!({"type": "tool_use", "id": id, "name": name, "input": {}})
+            }
+            ContentBlock::ServerToolUse { id, name, .. } => {
+                json!({"type": "server_tool_use", "id": id, "name": name, "input": {}})
+            }
+            // the API sends a result block whole in its content_block_start, with no delta
+            ContentBlock::WebSearchToolResult { tool_use_id, content } => {
+                json!({"type": "web_search_tool_result", "tool_use_id": tool_use_id, "content": content})
             }
         }
     }
@@ -229,11 +254,12 @@ pub fn stream_events(message: &Message) -> Vec<SseEvent> {
                 out.extend(pieces(thinking).into_iter().map(|p| ev_thinking_delta(i, p)));
                 out.push(ev_signature_delta(i, signature));
             }
-            ContentBlock::ToolUse { input, .. } => {
+            ContentBlock::ToolUse { input, .. } | ContentBlock::ServerToolUse { input, .. } => {
                 let json = input.to_string();
                 out.push(ev_input_json_delta(i, ""));
                 out.extend(pieces(&json).into_iter().map(|p| ev_input_json_delta(i, p)));
             }
+            ContentBlock::WebSearchToolResult { .. } => {}
         }
         out.push(ev_block_stop(i));
     }
@@ -341,6 +367,38 @@ impl<'a> MessagesRequest<'a> {
         self.body.get("messages").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default()
     }
 
+    /// Server tools sent (`tools[]` entries with a `type` other than `custom`, e.g.
+    /// `{"type": "web_search_20250305", "name": "web_search", …}`): the API runs them itself.
+    pub fn server_tools(&self) -> Vec<&'a Value> {
+        self.body
+            .get("tools")
+            .and_then(Value::as_array)
+            .map(|t| t.iter().filter(|t| is_server_tool(t)).collect())
+            .unwrap_or_default()
+    }
+
+    /// Names of the client tools sent (`tools[].name` of the tools the client runs: no `type`, or
+    /// `type: "custom"`).
+    pub fn client_tool_names(&self) -> Vec<&'a str> {
+        self.body
+            .get("tools")
+            .and_then(Value::as_array)
+            .map(|t| {
+                t.iter().filter(|t| !is_server_tool(t)).filter_map(|t| t.get("name").and_then(Value::as_str)).collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// The text of the last user message (string content, or its text blocks joined with `\n`).
+    pub fn last_user_text(&self) -> String {
+        self.messages()
+            .iter()
+            .rev()
+            .find(|m| m.get("role").and_then(Value::as_str) == Some("user"))
+            .map(content_text)
+            .unwrap_or_default()
+    }
+
     /// Names of the tools sent (`tools[].name`).
     pub fn tool_names(&self) -> Vec<&'a str> {
         self.body
@@ -385,6 +443,11 @@ pub fn content_text(message: &Value) -> String {
     }
 }
 
+/// True for a server tool definition: a `type` other than `custom` (`web_search_20250305`, …).
+pub fn is_server_tool(tool: &Value) -> bool {
+    tool.get("type").and_then(Value::as_str).is_some_and(|t| t != "custom")
+}
+
 /// The content blocks of a message (empty for string content).
 pub fn content_blocks(message: &Value) -> &[Value] {
     message.get("content").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default()
@@ -415,6 +478,24 @@ mod tests {
             assert_eq!(p.concat(), s);
             assert!(p.len() >= 2 || s.chars().count() < 2, "{s:?} -> {p:?}");
         }
+    }
+
+    #[test]
+    fn server_tools_are_told_from_client_tools() {
+        let body = json!({"model": "m", "max_tokens": 1, "messages": [], "tools": [
+            {"name": "Read", "input_schema": {}},
+            {"type": "custom", "name": "Mine", "input_schema": {}},
+            {"type": "web_search_20250305", "name": "web_search", "max_uses": 8},
+        ]});
+        let r = MessagesRequest::parse(&body).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(r.client_tool_names(), vec!["Read", "Mine"]);
+        assert_eq!(r.server_tools().len(), 1);
+        assert_eq!(r.tool_names().len(), 3);
+        let b = ContentBlock::WebSearchToolResult { tool_use_id: "srvtoolu_1".into(), content: json!([]) };
+        assert_eq!(
+            b.start_shape(),
+            json!({"type": "web_search_tool_result", "tool_use_id": "srvtoolu_1", "content": []})
+        );
     }
 
     #[test]

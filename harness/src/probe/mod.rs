@@ -23,6 +23,15 @@
 //! [settings]                                 # Claude Code's settings.json shape
 //! permissions = { deny = ["Read(secrets/**)"] }
 //!
+//! [mcp_servers.fixture]                      # an MCP server ({probelab} = this binary; MCP-1)
+//! command = "{probelab}"
+//! args = ["fake-mcp", "--trace", "{sandbox}/mcp-trace.jsonl"]
+//!
+//! [[plugin]]                                 # a plugin with LSP servers (LSP-1..5; Claude Code: --plugin-dir)
+//! name = "probe-lsp"
+//! lspServers.probe = { command = "{probelab}", args = ["fake-lsp", "--trace", "{sandbox}/lsp-trace.jsonl"],
+//!                      extensionToLanguage = { ".probe" = "probe" } }
+//!
 //! [env]                                      # environment of the subject
 //! CLAUDE_CODE_FILE_READ_MAX_OUTPUT_TOKENS = "100"
 //!
@@ -112,6 +121,11 @@ pub struct Check {
     /// A file in the sandbox after the run (relative to the cwd, or `{home}/…`; `*` globs).
     #[serde(default)]
     pub file: Option<String>,
+    /// A fake LSP server's trace file (`probelab fake-lsp --trace`, relative to the cwd or `{sandbox}/…`):
+    /// text assertions apply to one line per received message (`METHOD PARAMS`), `json` pointers to
+    /// `{"methods": [...], "starts": N, "<method>": <params of its first message>}`.
+    #[serde(default)]
+    pub lsp: Option<String>,
     /// The N-th `[[exec]]` command (1-based): text assertions apply to its stdout.
     #[serde(default)]
     pub exec: Option<usize>,
@@ -157,6 +171,10 @@ pub struct Check {
     /// request: these tools are not in `tools[]`.
     #[serde(default)]
     pub tools_exclude: Vec<String>,
+    /// request: the definition of this tool in `tools[]` is what `json` pointers and text assertions
+    /// apply to (`/input_schema/required`), wherever the tool sits in the pool.
+    #[serde(default)]
+    pub tool: Option<String>,
     /// request: `tools[]` names in exactly this order.
     #[serde(default)]
     pub tools_equal: Option<Vec<String>>,
@@ -311,6 +329,12 @@ struct ProbeFile {
     host: HostScript,
     #[serde(default)]
     clock: Option<ClockSpec>,
+    #[serde(default)]
+    mcp_servers: BTreeMap<String, crate::tools::mcp::ServerSpec>,
+    #[serde(default, rename = "plugin")]
+    plugins: Vec<Spanned<crate::tools::lsp::config::PluginSpec>>,
+    #[serde(default)]
+    web: crate::services::web::WebSpec,
     // Parsed here so that errors in them carry this file's place; the stub's Script reads them again.
     #[allow(dead_code)]
     #[serde(default, rename = "turn")]
@@ -368,6 +392,15 @@ pub struct Probe {
     pub host: HostScript,
     /// A virtual clock for the built-in subject (`[clock]`: cron probes).
     pub clock: Option<ClockSpec>,
+    /// MCP servers of the session (`[mcp_servers.<name>]` command / args / env, MCP-1): connected by the
+    /// built-in runtime, given to Claude Code with `--mcp-config`.
+    pub mcp_servers: BTreeMap<String, crate::tools::mcp::ServerSpec>,
+    /// Plugins of the session (`[[plugin]]`, Claude Code's manifest shape) with their LSP servers
+    /// (LSP-1..5): loaded by the built-in runtime, given to Claude Code as `--plugin-dir`s.
+    pub plugins: Vec<crate::tools::lsp::config::PluginSpec>,
+    /// The probe's web (`[web] pages."host/path" = { status, body, content_type, location, headers }`,
+    /// WEB-1): served by [`crate::services::web`]; `{web}` in turns is its base URL.
+    pub web: crate::services::web::WebSpec,
     /// The stub script (turns, conversations, stub settings) with placeholders unresolved.
     pub script: stub_messages::Script,
     /// Exec commands (an exec probe has these instead of turns).
@@ -507,16 +540,31 @@ pub fn parse(path: &Path, text: &str) -> Result<Probe, ProbeError> {
             Some("a loop probe scripts the model with [[turn]]; an exec probe runs [[exec]] commands"),
         ));
     }
+    let mut plugins = Vec::new();
+    for p in &raw.plugins {
+        if let Some(problem) = p.get_ref().problem() {
+            let hint = "see the plugin format in harness/src/tools/lsp/config.rs";
+            return Err(err_at(p.span().start, format!("plugin: {problem}"), Some(hint)));
+        }
+        plugins.push(p.get_ref().clone());
+    }
     let mut checks = Vec::new();
     for c in &raw.checks {
         let at = c.span().start;
         let check = c.get_ref();
-        let targets = [check.result.is_some(), check.request.is_some(), check.file.is_some(), check.exec.is_some()]
-            .iter()
-            .filter(|b| **b)
-            .count();
+        let targets = [
+            check.result.is_some(),
+            check.request.is_some(),
+            check.file.is_some(),
+            check.exec.is_some(),
+            check.lsp.is_some(),
+        ]
+        .iter()
+        .filter(|b| **b)
+        .count();
         if targets != 1 {
-            let msg = "a check needs exactly one target: result = N, request = N, file = \"path\" or exec = N";
+            let msg =
+                "a check needs exactly one target: result = N, request = N, file = \"path\", exec = N or lsp = \"trace\"";
             return Err(err_at(at, msg.into(), None));
         }
         if let Some(n) = check.exec {
@@ -567,6 +615,9 @@ pub fn parse(path: &Path, text: &str) -> Result<Probe, ProbeError> {
                 None,
             ));
         }
+        if check.request.is_none() && check.tool.is_some() {
+            return Err(err_at(at, "`tool` applies to request checks only".into(), None));
+        }
         if let Some(re) = &check.matches {
             if let Err(e) = regex::Regex::new(re) {
                 return Err(err_at(at, format!("matches is not a valid regex: {e}"), None));
@@ -592,6 +643,9 @@ pub fn parse(path: &Path, text: &str) -> Result<Probe, ProbeError> {
         subject: raw.subject,
         host: raw.host,
         clock: raw.clock,
+        mcp_servers: raw.mcp_servers,
+        plugins,
+        web: raw.web,
         script,
         execs: raw.execs,
         checks,

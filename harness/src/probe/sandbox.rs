@@ -1,11 +1,13 @@
 //! The sandbox of one probe run: a fresh temp dir with `work/` (the cwd, holding the fixture) and
 //! `home/` (HOME), removed afterwards unless kept. Placeholders `{cwd}`, `{home}`, `{sandbox}` in the
-//! script's tool inputs and in checks are resolved against it; `[[fixture.fault]]` changes are applied
-//! before the run or before a given turn.
+//! script's tool inputs and in checks are resolved against it, and so are the names a run adds to
+//! [`Sandbox::placeholders`] (`{artifact}`: the artifact service's public origin, when the probe turns
+//! the Artifact tool on); `[[fixture.fault]]` changes are applied before the run or before a given turn.
 
 use super::{FileSpec, FsFault, Probe};
 use base64::Engine;
 use serde_json::Value;
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 /// A materialised sandbox.
@@ -18,6 +20,8 @@ pub struct Sandbox {
     pub cwd: PathBuf,
     /// `root/home`.
     pub home: PathBuf,
+    /// More placeholders of this run: `{name}` → value (set before the script is resolved).
+    pub placeholders: BTreeMap<String, String>,
 }
 
 impl Sandbox {
@@ -33,7 +37,7 @@ impl Sandbox {
         for d in [&cwd, &home] {
             std::fs::create_dir_all(d).map_err(|e| format!("{}: {e}", d.display()))?;
         }
-        let sb = Sandbox { dir: Some(dir), root, cwd, home };
+        let sb = Sandbox { dir: Some(dir), root, cwd, home, placeholders: BTreeMap::new() };
         if let Some(d) = &probe.fixture.dir {
             let src = fixtures_root.join(d);
             if !src.is_dir() {
@@ -56,7 +60,13 @@ impl Sandbox {
 
     /// The same paths without ownership of the directory (for callbacks that outlive a borrow).
     pub fn view(&self) -> Sandbox {
-        Sandbox { dir: None, root: self.root.clone(), cwd: self.cwd.clone(), home: self.home.clone() }
+        Sandbox {
+            dir: None,
+            root: self.root.clone(),
+            cwd: self.cwd.clone(),
+            home: self.home.clone(),
+            placeholders: self.placeholders.clone(),
+        }
     }
 
     /// Keeps the directory on disk (for `--keep`); returns its path.
@@ -78,11 +88,16 @@ impl Sandbox {
         Ok(abs)
     }
 
-    /// Replaces `{cwd}`, `{home}`, `{sandbox}`.
+    /// Replaces `{cwd}`, `{home}`, `{sandbox}` and the run's [`Sandbox::placeholders`].
     pub fn resolve(&self, s: &str) -> String {
-        s.replace("{cwd}", &self.cwd.to_string_lossy())
+        let mut out = s
+            .replace("{cwd}", &self.cwd.to_string_lossy())
             .replace("{home}", &self.home.to_string_lossy())
-            .replace("{sandbox}", &self.root.to_string_lossy())
+            .replace("{sandbox}", &self.root.to_string_lossy());
+        for (name, value) in &self.placeholders {
+            out = out.replace(&format!("{{{name}}}"), value);
+        }
+        out
     }
 
     /// Resolves placeholders in every string of a JSON value.

@@ -130,10 +130,30 @@ pub async fn run(cc: &ClaudeCode, probe: &Probe, url: &str, cwd: &Path, home: &P
     // the binary's temp files (background task output, …) stay in the sandbox and go with it
     let tmp = cwd.parent().unwrap_or(cwd).join("tmp");
     std::fs::create_dir_all(&tmp).map_err(|e| format!("cannot create {}: {e}", tmp.display()))?;
+    // MCP servers of the probe: a config file beside the cwd, given with --mcp-config
+    let mut mcp_args: Vec<std::ffi::OsString> = Vec::new();
+    if !probe.mcp_servers.is_empty() {
+        let root = cwd.parent().unwrap_or(cwd);
+        let resolve = |s: &str| {
+            s.replace("{cwd}", &cwd.to_string_lossy())
+                .replace("{home}", &home.to_string_lossy())
+                .replace("{sandbox}", &root.to_string_lossy())
+        };
+        let servers = crate::tools::mcp::resolve_servers(&probe.mcp_servers, resolve);
+        let path = root.join("mcp-config.json");
+        let json = serde_json::to_vec_pretty(&crate::tools::mcp::claude_config(&servers)).map_err(|e| e.to_string())?;
+        std::fs::write(&path, json).map_err(|e| format!("{}: {e}", path.display()))?;
+        mcp_args.push("--mcp-config".into());
+        mcp_args.push(path.into());
+    }
+    // LSP-3: the probe's plugins (LSP servers) as plugin dirs beside the cwd, given with --plugin-dir
+    let plugin_args = crate::tools::lsp::config::plugin_dir_args(&probe.plugins, cwd, home)?;
     let mut cmd = tokio::process::Command::new(&cc.binary);
     cmd.arg("-p")
         .arg(&probe.prompt)
         .args(["--dangerously-skip-permissions", "--output-format", "stream-json", "--verbose"])
+        .args(&mcp_args)
+        .args(&plugin_args)
         .args(&probe.subject.claude_code.args)
         .current_dir(cwd)
         .env_clear()

@@ -5,20 +5,34 @@
 //! functions with their unit tests.
 
 pub mod agent_tool;
+pub mod apply_patch;
+pub mod artifact;
+pub mod ask;
 pub mod bash;
 pub mod bwrap;
+pub mod clock;
 pub mod cron;
 pub mod edit;
 pub mod fs;
 pub mod glob;
 pub mod grep;
 pub mod host;
+pub mod lsp;
+pub mod mcp;
 pub mod notebook_edit;
 pub mod plan_mode;
 pub mod read;
+pub mod send_message;
 pub mod session;
 pub mod shell;
+pub mod skill;
+pub mod task_list;
 pub mod tasks;
+pub mod todo_write;
+pub mod tool_search;
+pub mod web_fetch;
+pub mod web_search;
+pub mod workflow;
 pub mod worktree;
 pub mod write;
 
@@ -214,6 +228,16 @@ pub trait Tool: Send + Sync {
     fn is_destructive(&self, _input: &Value) -> bool {
         false
     }
+    /// Left out of `tools[]` until ToolSearch loads it, when tool search is on (TS-1; default: the
+    /// names of [`tool_search::DEFERRED_BUILTINS`] and MCP tools, [`tool_search::is_deferred_by_default`]).
+    fn should_defer(&self) -> bool {
+        tool_search::is_deferred_by_default(self.name())
+    }
+    /// The pipeline checks the input against [`Tool::input_schema`] before the call (PIPE-1; default
+    /// true). MCP tools leave that to their server, as the reference does (MCP-1).
+    fn validates_input(&self) -> bool {
+        true
+    }
     /// Result budget (PIPE-5); `None` = unlimited (the tool limits itself, like Read).
     fn max_result_size_chars(&self) -> Option<usize> {
         Some(DEFAULT_MAX_RESULT_SIZE_CHARS)
@@ -224,6 +248,11 @@ pub trait Tool: Send + Sync {
     }
     /// Runs the call; the input has passed schema validation, hooks and permissions.
     fn call<'a>(&'a self, input: Value, ctx: &'a ToolContext) -> BoxFuture<'a, Result<ToolOutput, ToolError>>;
+}
+
+/// PIPE-7's order of the pool: built-ins by name, then MCP tools (`mcp__…`) by name.
+pub fn pool_order(a: &str, b: &str) -> std::cmp::Ordering {
+    (a.starts_with(mcp::MCP_PREFIX), a).cmp(&(b.starts_with(mcp::MCP_PREFIX), b))
 }
 
 /// The tool pool: built-ins sorted by name (PIPE-7), removable by deny rules (PIPE-6).
@@ -251,17 +280,44 @@ impl Registry {
             Arc::new(bash::Bash),
             Arc::new(tasks::TaskOutput),
             Arc::new(tasks::TaskStop),
+            Arc::new(task_list::TaskCreate),
+            Arc::new(task_list::TaskGet),
+            Arc::new(task_list::TaskList),
+            Arc::new(task_list::TaskUpdate),
+            Arc::new(todo_write::TodoWrite),
+            Arc::new(cron::CronCreate),
+            Arc::new(cron::CronDelete),
+            Arc::new(cron::CronList),
+            Arc::new(agent_tool::Agent),
+            Arc::new(send_message::SendMessage),
+            Arc::new(ask::AskUserQuestion),
+            Arc::new(lsp::Lsp),
+            Arc::new(plan_mode::EnterPlanMode),
+            Arc::new(plan_mode::ExitPlanMode),
+            Arc::new(worktree::EnterWorktree),
+            Arc::new(worktree::ExitWorktree),
+            Arc::new(workflow::Workflow),
+            Arc::new(skill::Skill),
+            Arc::new(tool_search::ToolSearch),
+            Arc::new(artifact::Artifact),
+            Arc::new(apply_patch::ApplyPatch),
+            Arc::new(web_fetch::WebFetch),
+            Arc::new(web_search::WebSearch),
         ])
     }
 
     /// The pool of a session with this env: [`Registry::builtin`] less what the env switches off. The
     /// Task* family appears with [`ENV_ENABLE_TODO_TOOLS`]; with [`ENV_ENABLE_TASKS`]`=0` as well,
-    /// TodoWrite appears instead (never both: TODO-1); [`ENV_DISABLE_CRON`] removes the cron tools.
+    /// TodoWrite appears instead (never both: TODO-1); [`ENV_DISABLE_CRON`] removes the cron tools;
+    /// ToolSearch is there only with [`tool_search::ENV_ENABLE_TOOL_SEARCH`] (TS-1); Artifact only with
+    /// [`artifact::ENV_ENABLE_ARTIFACT`] (ART-1) and apply_patch only with
+    /// [`apply_patch::ENV_ENABLE_APPLY_PATCH`] (PATCH-1: optional, off by default).
     pub fn for_session(env: &BTreeMap<String, String>) -> Registry {
         let mut r = Registry::builtin();
         let todo_flag = env_flag(env, ENV_ENABLE_TODO_TOOLS) == Some(true);
         let tasks_off = env_flag(env, ENV_ENABLE_TASKS) == Some(false);
         let cron_off = env_flag(env, ENV_DISABLE_CRON) == Some(true);
+        let tool_search = tool_search::enabled(env);
         r.retain(|name| {
             if TASK_TOOLS.contains(&name) {
                 todo_flag && !tasks_off
@@ -269,6 +325,12 @@ impl Registry {
                 todo_flag && tasks_off
             } else if CRON_TOOLS.contains(&name) {
                 !cron_off
+            } else if name == tool_search::TOOL_SEARCH {
+                tool_search
+            } else if name == "Artifact" {
+                env_flag(env, artifact::ENV_ENABLE_ARTIFACT) == Some(true)
+            } else if name == "apply_patch" {
+                env_flag(env, apply_patch::ENV_ENABLE_APPLY_PATCH) == Some(true)
             } else {
                 true
             }
@@ -284,8 +346,21 @@ impl Registry {
                 out.push(t);
             }
         }
-        out.sort_by(|a, b| a.name().cmp(b.name()));
+        out.sort_by(|a, b| pool_order(a.name(), b.name()));
         Registry { tools: out }
+    }
+
+    /// The pool with a session's MCP tools added (MCP-1, PIPE-7): built-ins stay one contiguous prefix
+    /// sorted by name, MCP tools (`mcp__…`) follow, sorted by name; on a name clash the tool already in
+    /// the pool (the built-in) wins.
+    pub fn with_mcp(mut self, tools: Vec<Arc<dyn Tool>>) -> Registry {
+        for t in tools {
+            if self.get(t.name()).is_none() {
+                self.tools.push(t);
+            }
+        }
+        self.tools.sort_by(|a, b| pool_order(a.name(), b.name()));
+        self
     }
 
     /// Keeps the tools `keep` says yes to.
@@ -315,6 +390,42 @@ impl Registry {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A tool named `.0` that answers `.1`.
+    struct Named(&'static str, &'static str);
+
+    impl Tool for Named {
+        fn name(&self) -> &'static str {
+            self.0
+        }
+        fn description(&self) -> String {
+            String::new()
+        }
+        fn input_schema(&self) -> Value {
+            serde_json::json!({"type": "object"})
+        }
+        fn call<'a>(&'a self, _: Value, _: &'a ToolContext) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
+            Box::pin(async { Ok(ToolOutput::Text(self.1.into())) })
+        }
+    }
+
+    #[test]
+    fn mcp_tools_follow_the_sorted_builtins_and_lose_clashes() {
+        // PIPE-7: `zz` sorts after `mcp__…` by bytes, yet built-ins stay one prefix
+        let builtins: Vec<Arc<dyn Tool>> = vec![Arc::new(Named("zz", "builtin")), Arc::new(Named("Read", "r"))];
+        let pool = Registry::from_tools(builtins).with_mcp(vec![
+            Arc::new(Named("mcp__s__b", "b")),
+            Arc::new(Named("ListMcpResourcesTool", "l")),
+            Arc::new(Named("mcp__a__z", "z")),
+            Arc::new(Named("zz", "mcp")),
+        ]);
+        assert_eq!(pool.names(), ["ListMcpResourcesTool", "Read", "zz", "mcp__a__z", "mcp__s__b"]);
+        let ctx = ToolContext::for_sandbox(&std::env::temp_dir(), Arc::new(EstimateTokens));
+        let ctx = ctx.unwrap_or_else(|e| panic!("{e}"));
+        let kept = pool.get("zz").unwrap_or_else(|| panic!("zz"));
+        let rt = tokio::runtime::Builder::new_current_thread().build().unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(rt.block_on(kept.call(Value::Null, &ctx)), Ok(ToolOutput::Text("builtin".into())));
+    }
 
     #[test]
     fn pool_is_sorted_by_name() {

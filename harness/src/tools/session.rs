@@ -5,7 +5,7 @@
 //! tool module.
 
 use crate::pipeline::{AskAnswer, Settings};
-use crate::tools::{agent_tool, cron, host, plan_mode, worktree};
+use crate::tools::{agent_tool, cron, host, plan_mode, skill, tool_search, worktree};
 
 /// Where the session's model lives (for nested agent loops and side requests).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -35,4 +35,18 @@ pub struct Session {
     pub worktrees: worktree::Worktrees,
     /// Sub-agents (depth, running ones, their outputs).
     pub agents: agent_tool::Agents,
+    /// The session's MCP servers (MCP-1): connected at its start, shut down at its end.
+    pub mcp: std::sync::Arc<crate::tools::mcp::Mcp>,
+    /// Deferred tools loaded by ToolSearch, and the pool it searches (TS-1).
+    pub tool_search: tool_search::ToolSearchState,
+    /// Skills called so far (SKILL-1).
+    pub skills: skill::SkillState,
+    /// Texts for the next request after a call's result: a skill's body, `Tool loaded.` (SKILL-1, TS-1).
+    pub followups: skill::Followups,
+    /// The artifact service of the run and the versions this session saw (ART-1).
+    pub artifacts: crate::tools::artifact::Artifacts,
+    /// The web tools' state: the probe's web service, the fetch cache, the search count (WEB-1, WEB-2).
+    pub web: crate::tools::web_fetch::Web,
+    /// The session's LSP servers (LSP-1..5): started at the first call that needs one, shut down at its end.
+    pub lsp: crate::tools::lsp::manager::LspManager,
 }

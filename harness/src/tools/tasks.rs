@@ -76,6 +76,21 @@ pub struct TaskRegistry {
     stops: Mutex<Vec<(String, tokio::sync::oneshot::Sender<()>)>>,
     changed: Mutex<Option<watch::Sender<u64>>>,
     issued: std::sync::atomic::AtomicU64,
+    /// Tasks that are background sub-agents (`local_agent`, AGENT-1): id → the agent's final text once
+    /// it ended (None while it runs or when it failed).
+    agents: Mutex<std::collections::HashMap<String, Option<String>>>,
+    /// The conversation's mailbox reader (MSG-1): its unread messages go in with the notifications.
+    inbox: Mutex<Option<InboxReader>>,
+}
+
+/// Reads a conversation's unread mailbox messages (MSG-1) as the text to put before its next request;
+/// `None` when nothing is new. Installed by the Agent tool (`agent_tool`).
+pub struct InboxReader(pub Box<dyn Fn() -> Option<String> + Send + Sync>);
+
+impl std::fmt::Debug for InboxReader {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("InboxReader")
+    }
 }
 
 impl TaskRegistry {
@@ -100,6 +115,42 @@ impl TaskRegistry {
     /// background calls of one turn that run side by side).
     pub fn next_id(&self) -> String {
         format!("b{:08}", self.issued.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1)
+    }
+
+    /// Registers a started background sub-agent (task type `local_agent`, AGENT-1): `task.command` holds
+    /// its description, `task.output_file` its transcript.
+    pub fn add_agent(&self, task: Task, stop: tokio::sync::oneshot::Sender<()>) {
+        self.agents.lock().unwrap_or_else(|p| p.into_inner()).insert(task.id.clone(), None);
+        self.add(task, stop);
+    }
+
+    /// Records a sub-agent's final text (before [`TaskRegistry::finish`]).
+    pub fn set_agent_result(&self, id: &str, text: String) {
+        if let Some(r) = self.agents.lock().unwrap_or_else(|p| p.into_inner()).get_mut(id) {
+            *r = Some(text);
+        }
+    }
+
+    /// `local_agent` for a sub-agent, `local_bash` for a command.
+    pub fn task_type(&self, id: &str) -> &'static str {
+        if self.agent_result(id).is_some() {
+            "local_agent"
+        } else {
+            "local_bash"
+        }
+    }
+
+    /// `Some(final text or None)` when `id` is a sub-agent.
+    fn agent_result(&self, id: &str) -> Option<Option<String>> {
+        self.agents.lock().unwrap_or_else(|p| p.into_inner()).get(id).cloned()
+    }
+
+    /// Installs the conversation's mailbox reader unless one is there (MSG-1).
+    pub fn set_inbox_if_absent(&self, make: impl FnOnce() -> InboxReader) {
+        let mut g = self.inbox.lock().unwrap_or_else(|p| p.into_inner());
+        if g.is_none() {
+            *g = Some(make());
+        }
     }
 
     /// Records the end of a task.
@@ -186,12 +237,26 @@ impl TaskRegistry {
     }
 
     /// BG-1: the finished tasks not yet delivered, as one `<background-results>` block (each output cut to
-    /// [`BACKGROUND_RESULT_CHARS`]), marked delivered. None when there is nothing new.
+    /// [`BACKGROUND_RESULT_CHARS`]; a sub-agent's final text as `<result>`), marked delivered, followed by
+    /// the unread mailbox messages (MSG-1). None when there is nothing new.
     pub fn drain_notifications(&self) -> Option<String> {
+        let tasks_block = self.drain_tasks();
+        let inbox = self.inbox.lock().unwrap_or_else(|p| p.into_inner()).as_ref().and_then(|r| (r.0)());
+        match (tasks_block, inbox) {
+            (Some(t), Some(i)) => Some(format!("{t}\n\n{i}")),
+            (t, i) => t.or(i),
+        }
+    }
+
+    fn drain_tasks(&self) -> Option<String> {
         let mut tasks = self.tasks.lock().unwrap_or_else(|p| p.into_inner());
         let mut parts = Vec::new();
         for t in tasks.iter_mut().filter(|t| t.status != Status::Running && !t.notified) {
             t.notified = true;
+            if let Some(result) = self.agent_result(&t.id) {
+                parts.push(agent_notification(t, result.as_deref().unwrap_or("")));
+                continue;
+            }
             let output = read_output(t);
             let total = output.chars().count();
             let mut shown: String = output.chars().take(BACKGROUND_RESULT_CHARS).collect();
@@ -210,6 +275,28 @@ impl TaskRegistry {
         }
         (!parts.is_empty()).then(|| format!("<background-results>\n{}\n</background-results>", parts.join("\n")))
     }
+}
+
+/// A finished sub-agent's notification: the reference's `<task-notification>` fields, its final text
+/// as `<result>` (cut to [`BACKGROUND_RESULT_CHARS`], BG-1).
+fn agent_notification(t: &Task, result: &str) -> String {
+    let total = result.chars().count();
+    let mut shown: String = result.chars().take(BACKGROUND_RESULT_CHARS).collect();
+    if total > BACKGROUND_RESULT_CHARS {
+        shown.push_str(&format!("\n… [{total} chars in all]"));
+    }
+    let summary = match t.status {
+        Status::Completed => format!("Agent \"{}\" finished", t.description),
+        Status::Killed => format!("Agent \"{}\" was stopped", t.description),
+        _ => format!("Agent \"{}\" failed", t.description),
+    };
+    format!(
+        "<task-notification>\n<task-id>{}</task-id>\n<tool-use-id>{}</tool-use-id>\n<output-file>{}</output-file>\n<status>{}</status>\n<summary>{summary}</summary>\n<result>{shown}</result>\n</task-notification>",
+        t.id,
+        t.tool_use_id,
+        t.output_file.display(),
+        t.status.word(),
+    )
 }
 
 fn summary(t: &Task) -> String {
@@ -295,16 +382,22 @@ impl Tool for TaskOutput {
                 let r = if t.status == Status::Running { "timeout" } else { "success" };
                 (t, r)
             };
+            let agent = tasks.agent_result(&t.id);
             let mut text = format!(
-                "<retrieval_status>{retrieval}</retrieval_status>\n\n<task_id>{}</task_id>\n\n<task_type>local_bash</task_type>\n\n<status>{}</status>",
+                "<retrieval_status>{retrieval}</retrieval_status>\n\n<task_id>{}</task_id>\n\n<task_type>{}</task_type>\n\n<status>{}</status>",
                 t.id,
+                tasks.task_type(&t.id),
                 t.status.word()
             );
             if let Some(c) = t.exit_code {
                 text.push_str(&format!("\n\n<exit_code>{c}</exit_code>"));
             }
-            if t.status != Status::Running {
-                text.push_str(&format!("\n\n<output>\n{}\n</output>", shown_output(&t)));
+            match (&agent, t.status != Status::Running) {
+                (Some(result), true) => {
+                    text.push_str(&format!("\n\n<output>\n{}\n</output>", result.as_deref().unwrap_or("")))
+                }
+                (None, true) => text.push_str(&format!("\n\n<output>\n{}\n</output>", shown_output(&t))),
+                _ => {}
             }
             let data = json!({"retrieval_status": retrieval, "task_id": t.id, "status": t.status.word(), "exit_code": t.exit_code, "output_file": t.output_file});
             Ok(ToolOutput::Data { text, data })
@@ -359,7 +452,7 @@ impl Tool for TaskStop {
             tasks.stop(&id);
             // the runner reports the end once the group is gone
             tasks.wait(&id, 10_000).await;
-            let v = json!({"message": format!("Successfully stopped task: {id} ({})", t.command), "task_id": id, "task_type": "local_bash", "command": t.command});
+            let v = json!({"message": format!("Successfully stopped task: {id} ({})", t.command), "task_id": id, "task_type": tasks.task_type(&id), "command": t.command});
             Ok(ToolOutput::Data { text: v.to_string(), data: v })
         })
     }

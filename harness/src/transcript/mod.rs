@@ -139,6 +139,11 @@ fn render_block(b: &Value, out: &mut Vec<String>, blobs: &mut Blobs, norm: Norm<
                     for p in parts {
                         match p.get("type").and_then(Value::as_str) {
                             Some("text") => out.push(indent(p.get("text").and_then(Value::as_str).unwrap_or_default())),
+                            // TS-1: ToolSearch answers with references to the tools it loaded
+                            Some("tool_reference") => out.push(format!(
+                                "  [tool_reference {}]",
+                                p.get("tool_name").and_then(Value::as_str).unwrap_or("?")
+                            )),
                             Some(kind) => {
                                 let data = p.pointer("/source/data").and_then(Value::as_str).unwrap_or_default();
                                 let media = p.pointer("/source/media_type").and_then(Value::as_str).unwrap_or("?");

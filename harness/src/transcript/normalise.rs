@@ -35,17 +35,38 @@ fn re(pattern: &str) -> Regex {
     Regex::new(pattern).unwrap_or_else(|e| unreachable!("bad built-in pattern {pattern}: {e}"))
 }
 
+/// A pattern of this module, compiled once per process (a golden render normalises many texts).
+macro_rules! lazy_re {
+    ($name:ident, $pattern:expr) => {
+        static $name: std::sync::LazyLock<Regex> = std::sync::LazyLock::new(|| re($pattern));
+    };
+}
+
+lazy_re!(UUID, r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b");
+lazy_re!(TIMESTAMP, r"\b\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})?\b");
+lazy_re!(OS_VERSION, r"OS Version: [^\n\\]*");
+lazy_re!(AGENT_MS, r#"(duration_ms: ?|<duration_ms>|"durationMs": ?)\d+"#);
+lazy_re!(EPOCH_MS, r#"("[A-Za-z]*At": ?)1\d{12}\b"#);
+
 /// The steps, in order.
 pub fn steps(p: &Places<'_>) -> Vec<Step> {
     let cwd = p.cwd.to_string_lossy().into_owned();
     let home = p.home.to_string_lossy().into_owned();
     let root = p.root.to_string_lossy().into_owned();
-    let uuid = re(r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b");
-    let ts = re(r"\b\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})?\b");
+    let uuid = UUID.clone();
+    let ts = TIMESTAMP.clone();
     let today = p.today.clone();
+    let month = month_name(&p.today);
     let slug = crate::tools::fs::cwd_slug(p.cwd);
-    let os = re(r"OS Version: [^\n\\]*");
+    let os = OS_VERSION.clone();
+    let agent_ms = AGENT_MS.clone();
+    // the probe's web service (WEB-1): its base URL, as the run wrote it down, is `<web>`
+    let web = std::fs::read_to_string(crate::services::web::url_file(p.root)).unwrap_or_default();
     vec![
+        Step {
+            name: "web-service",
+            apply: Box::new(move |s| if web.is_empty() { s.to_string() } else { s.replace(&web, "<web>") }),
+        },
         Step { name: "cwd-slug", apply: Box::new(move |s| s.replace(&slug, "<cwd-slug>")) },
         // cwd and home live under the root: the longer paths go first.
         Step { name: "sandbox-cwd", apply: Box::new(move |s| s.replace(&cwd, "<cwd>")) },
@@ -56,12 +77,27 @@ pub fn steps(p: &Places<'_>) -> Vec<Step> {
         // ids the subject makes up (background task ids, persisted-output file names): found where they
         // are announced, then replaced everywhere, numbered in order of first appearance
         Step { name: "run-ids", apply: Box::new(run_ids) },
+        // how long a sub-agent ran (AGENT-1 results and notifications): wall time, never a decision
+        Step { name: "agent-durations", apply: Box::new(move |s| agent_ms.replace_all(s, "${1}<ms>").into_owned()) },
+        // epoch-millisecond times in the subject's JSON records (`"startedAt": 1796012354224`)
+        Step {
+            name: "epoch-times",
+            apply: Box::new(move |s| EPOCH_MS.replace_all(s, "${1}<epoch-ms>").into_owned()),
+        },
         // the machine's kernel, as the subject reports its environment
         Step { name: "os-version", apply: Box::new(move |s| os.replace_all(s, "OS Version: <os>").into_owned()) },
         // the run's date (Claude Code tells the model "Today's date is …"), after the timestamps
         Step {
             name: "today",
             apply: Box::new(move |s| if today.is_empty() { s.to_string() } else { s.replace(&today, "<today>") }),
+        },
+        // the run's month as a tool description names it ("The current month is November 2026": WebSearch)
+        Step {
+            name: "this-month",
+            apply: Box::new(move |s| match &month {
+                Some(m) => s.replace(m.as_str(), "<this-month>"),
+                None => s.to_string(),
+            }),
         },
     ]
 }
@@ -74,12 +110,22 @@ const RUN_ID_PLACES: &[&str] = &[
     r"tool-results/([A-Za-z0-9_-]{4,})\.txt",
     r"<task-id>([A-Za-z0-9_-]{4,})</task-id>",
     r#""(?:task_id|backgroundTaskId|shell_id)": ?"([A-Za-z0-9_-]{4,})""#,
+    // sub-agents (AGENT-1): the id in a spawn result, and the reference's SendMessage pin
+    r"agentId: ([A-Za-z0-9_-]{4,})",
+    r#""ref": ?"([A-Za-z0-9_-]{4,})""#,
+    // cron jobs (CRON-1): the id CronCreate made up
+    r"Scheduled (?:recurring job|one-shot task) ([0-9a-f]{8}) \(",
+    // workflow runs (WF-1): the reference's run ids are random
+    r"Run ID: (wf_[a-z0-9-]{6,})",
+    r#""agentId": ?"([A-Za-z0-9_-]{4,})""#,
 ];
 
 fn run_ids(s: &str) -> String {
     let mut ids: Vec<String> = Vec::new();
-    for place in RUN_ID_PLACES {
-        for c in re(place).captures_iter(s) {
+    static PLACES: std::sync::LazyLock<Vec<Regex>> =
+        std::sync::LazyLock::new(|| RUN_ID_PLACES.iter().map(|p| re(p)).collect());
+    for place in PLACES.iter() {
+        for c in place.captures_iter(s) {
             let id = c[1].to_string();
             if !id.starts_with("toolu_") && !id.starts_with('<') && !ids.contains(&id) {
                 ids.push(id);
@@ -98,6 +144,27 @@ fn run_ids(s: &str) -> String {
 /// Applies every step in order.
 pub fn normalise(text: &str, p: &Places<'_>) -> String {
     steps(p).iter().fold(text.to_string(), |acc, s| (s.apply)(&acc))
+}
+
+/// `November 2026` for `2026-11-30` (`None` for anything else).
+fn month_name(date: &str) -> Option<String> {
+    const MONTHS: [&str; 12] = [
+        "January",
+        "February",
+        "March",
+        "April",
+        "May",
+        "June",
+        "July",
+        "August",
+        "September",
+        "October",
+        "November",
+        "December",
+    ];
+    let (year, rest) = date.split_once('-')?;
+    let month: usize = rest.split('-').next()?.parse().ok()?;
+    Some(format!("{} {year}", MONTHS.get(month.checked_sub(1)?)?))
 }
 
 /// Today's date (UTC) as `YYYY-MM-DD`, from the system clock (days to civil date).
@@ -138,6 +205,16 @@ mod tests {
         assert_eq!(one("uuids", "session 123e4567-e89b-42d3-a456-426614174000."), "session <uuid>.");
         assert_eq!(one("timestamps", "at 2026-11-30T01:02:03.456Z ok"), "at <timestamp> ok");
         assert_eq!(one("today", "Today's date is 2026-11-30."), "Today's date is <today>.");
+        assert_eq!(
+            one("this-month", "The current month is November 2026 — use this"),
+            "The current month is <this-month> — use this"
+        );
+        assert_eq!(month_name("2026-01-05").as_deref(), Some("January 2026"));
+        assert_eq!(
+            one("epoch-times", r#""startedAt": 1796012354224, "queuedAt":1796012354222, "count": 1796012354224"#),
+            r#""startedAt": <epoch-ms>, "queuedAt":<epoch-ms>, "count": 1796012354224"#
+        );
+        assert_eq!(month_name("2026-13-05"), None);
         assert_eq!(one("cwd-slug", "projects/-tmp-probelab-x-work/memory"), "projects/<cwd-slug>/memory");
         assert_eq!(
             one("os-version", " - OS Version: Linux 6.18.44-fc-v509\n - Model"),
@@ -151,6 +228,14 @@ mod tests {
             ),
             "with ID: <id-1>. Output: /t/tasks/<id-1>.output; tool-results/<id-2>.txt, \
              tool-results/toolu_p_3.txt, <task-id><id-1></task-id> bp7nytrmvx"
+        );
+        assert_eq!(
+            one("agent-durations", "tool_uses: 1\nduration_ms: 45</usage> <duration_ms>83</duration_ms> \"durationMs\": 21"),
+            "tool_uses: 1\nduration_ms: <ms></usage> <duration_ms><ms></duration_ms> \"durationMs\": <ms>"
+        );
+        assert_eq!(
+            one("run-ids", "agentId: a4f349d5e5523f70f (use SendMessage with to: 'a4f349d5e5523f70f'"),
+            "agentId: <id-1> (use SendMessage with to: '<id-1>'"
         );
         assert_eq!(today_utc().len(), 10);
     }

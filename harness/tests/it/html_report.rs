@@ -12,8 +12,8 @@ fn chromium() -> PathBuf {
         return PathBuf::from(p);
     }
     for name in ["chromium-headless-shell", "chromium", "chromium-browser"] {
-        if let Some(dir) = std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())
-            .find(|d| d.join(name).is_file())
+        if let Some(dir) =
+            std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()).find(|d| d.join(name).is_file())
         {
             return dir.join(name);
         }

@@ -4,5 +4,6 @@
 mod agent;
 mod cli;
 mod html_report;
+mod lsp_real;
 mod rg_diff;
 mod search_limits;

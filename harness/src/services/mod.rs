@@ -1,0 +1,5 @@
+//! Local services a probe run starts beside the stub: real servers the built-in tools talk to over the
+//! network, never mocks inside the tools. Each module owns one service and its files in the sandbox.
+
+pub mod artifact;
+pub mod web;
