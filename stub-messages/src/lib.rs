@@ -28,4 +28,4 @@ pub mod wire;
 
 pub use record::{Exchange, ExchangeKind, Recorder};
 pub use script::{Script, Turn};
-pub use server::{app, serve, Running, Stub};
+pub use server::{app, serve, serve_router, Running, Stub};

@@ -195,6 +195,13 @@ impl Running {
 
 /// Binds `addr` (port 0 picks a free port) and serves `stub` in a task of the current runtime.
 pub async fn serve(stub: Arc<Stub>, addr: SocketAddr) -> std::io::Result<Running> {
+    serve_router(app(stub), addr).await
+}
+
+/// Binds `addr` and serves any axum `router` in a task of the current runtime, with TCP_NODELAY and a
+/// graceful stop ([`Running::stop`]): the stub's own server, and the harness's local services (a web
+/// site, an artifact store) use it alike.
+pub async fn serve_router(router: Router, addr: SocketAddr) -> std::io::Result<Running> {
     use axum::serve::ListenerExt;
     let listener = tokio::net::TcpListener::bind(addr).await?;
     let addr = listener.local_addr()?;
@@ -204,7 +211,7 @@ pub async fn serve(stub: Arc<Stub>, addr: SocketAddr) -> std::io::Result<Running
     });
     let (tx, rx) = tokio::sync::oneshot::channel::<()>();
     let task = tokio::spawn(async move {
-        let _ = axum::serve(listener, app(stub))
+        let _ = axum::serve(listener, router)
             .with_graceful_shutdown(async move {
                 let _ = rx.await;
             })

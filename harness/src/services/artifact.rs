@@ -41,7 +41,6 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::io::Write as _;
-use std::net::SocketAddr;
 use std::path::{Path as FsPath, PathBuf};
 use std::sync::{Arc, Mutex};
 
@@ -704,28 +703,8 @@ async fn not_found() -> Response {
     error(StatusCode::NOT_FOUND, "not_found", "no such endpoint".into())
 }
 
-/// A running artifact service.
-#[derive(Debug)]
-pub struct Running {
-    addr: SocketAddr,
-    shutdown: Option<tokio::sync::oneshot::Sender<()>>,
-    task: tokio::task::JoinHandle<()>,
-}
-
-impl Running {
-    /// `http://127.0.0.1:PORT` (the API base; never shown to the model).
-    pub fn url(&self) -> String {
-        format!("http://{}", self.addr)
-    }
-
-    /// Stops the server and waits for it.
-    pub async fn stop(mut self) {
-        if let Some(tx) = self.shutdown.take() {
-            let _ = tx.send(());
-        }
-        let _ = (&mut self.task).await;
-    }
-}
+/// A running artifact service (`url()` is the API base, never shown to the model).
+pub use stub_messages::Running;
 
 /// The service's directory for a sandbox root.
 pub fn dir_for(sandbox_root: &FsPath) -> PathBuf {
@@ -747,19 +726,9 @@ pub async fn start(dir: &FsPath) -> Result<Running, String> {
         .route("/v1/artifacts/{id}/comments", post(comment))
         .fallback(not_found)
         .with_state(shared);
-    let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0))
+    stub_messages::serve_router(app, ([127, 0, 0, 1], 0).into())
         .await
-        .map_err(|e| format!("cannot start the artifact service: {e}"))?;
-    let addr = listener.local_addr().map_err(|e| e.to_string())?;
-    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-    let task = tokio::spawn(async move {
-        let _ = axum::serve(listener, app)
-            .with_graceful_shutdown(async move {
-                let _ = rx.await;
-            })
-            .await;
-    });
-    Ok(Running { addr, shutdown: Some(tx), task })
+        .map_err(|e| format!("cannot start the artifact service: {e}"))
 }
 
 #[cfg(test)]

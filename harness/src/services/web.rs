@@ -122,29 +122,8 @@ struct Inner {
 
 type Shared = Arc<Inner>;
 
-/// A running web service.
-#[derive(Debug)]
-pub struct Running {
-    /// The bound address.
-    pub addr: SocketAddr,
-    shutdown: Option<tokio::sync::oneshot::Sender<()>>,
-    task: tokio::task::JoinHandle<()>,
-}
-
-impl Running {
-    /// `http://ADDR`: the `{web}` placeholder.
-    pub fn url(&self) -> String {
-        format!("http://{}", self.addr)
-    }
-
-    /// Stops accepting and waits.
-    pub async fn stop(mut self) {
-        if let Some(tx) = self.shutdown.take() {
-            let _ = tx.send(());
-        }
-        let _ = (&mut self.task).await;
-    }
-}
+/// A running web service (`url()` is the `{web}` placeholder).
+pub use stub_messages::Running;
 
 /// Starts the service for `spec`, logging into `dir` (created).
 pub async fn start(spec: &WebSpec, dir: &Path) -> Result<Running, String> {
@@ -154,22 +133,13 @@ pub async fn start(spec: &WebSpec, dir: &Path) -> Result<Running, String> {
     std::fs::write(&log, "").map_err(|e| format!("{}: {e}", log.display()))?;
     let shared: Shared = Arc::new(Inner { spec: spec.clone(), log, lines: Mutex::new(()) });
     let app = Router::new().fallback(serve_page).with_state(shared);
-    let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0))
+    let running = stub_messages::serve_router(app, ([127, 0, 0, 1], 0).into())
         .await
         .map_err(|e| format!("cannot start the web service: {e}"))?;
-    let addr = listener.local_addr().map_err(|e| e.to_string())?;
     if let Some(root) = dir.parent() {
-        let _ = std::fs::write(url_file(root), format!("http://{addr}"));
+        let _ = std::fs::write(url_file(root), running.url());
     }
-    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-    let task = tokio::spawn(async move {
-        let _ = axum::serve(listener, app)
-            .with_graceful_shutdown(async move {
-                let _ = rx.await;
-            })
-            .await;
-    });
-    Ok(Running { addr, shutdown: Some(tx), task })
+    Ok(running)
 }
 
 /// The host a request names (its `Host` header without the port; `?` when it has none).

@@ -80,10 +80,7 @@ pub fn steps(p: &Places<'_>) -> Vec<Step> {
         // how long a sub-agent ran (AGENT-1 results and notifications): wall time, never a decision
         Step { name: "agent-durations", apply: Box::new(move |s| agent_ms.replace_all(s, "${1}<ms>").into_owned()) },
         // epoch-millisecond times in the subject's JSON records (`"startedAt": 1796012354224`)
-        Step {
-            name: "epoch-times",
-            apply: Box::new(move |s| EPOCH_MS.replace_all(s, "${1}<epoch-ms>").into_owned()),
-        },
+        Step { name: "epoch-times", apply: Box::new(move |s| EPOCH_MS.replace_all(s, "${1}<epoch-ms>").into_owned()) },
         // the machine's kernel, as the subject reports its environment
         Step { name: "os-version", apply: Box::new(move |s| os.replace_all(s, "OS Version: <os>").into_owned()) },
         // the run's date (Claude Code tells the model "Today's date is …"), after the timestamps
@@ -230,7 +227,10 @@ mod tests {
              tool-results/toolu_p_3.txt, <task-id><id-1></task-id> bp7nytrmvx"
         );
         assert_eq!(
-            one("agent-durations", "tool_uses: 1\nduration_ms: 45</usage> <duration_ms>83</duration_ms> \"durationMs\": 21"),
+            one(
+                "agent-durations",
+                "tool_uses: 1\nduration_ms: 45</usage> <duration_ms>83</duration_ms> \"durationMs\": 21"
+            ),
             "tool_uses: 1\nduration_ms: <ms></usage> <duration_ms><ms></duration_ms> \"durationMs\": <ms>"
         );
         assert_eq!(
