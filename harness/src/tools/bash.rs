@@ -13,6 +13,13 @@
 //! - Fork-bomb guard: where the cgroup-v1 `pids` hierarchy is writable (root on Linux), each command
 //!   runs in its own cgroup with `pids.max` = [`PIDS_MAX`]; its processes are killed through it, which
 //!   also reaches children that left the process group. Elsewhere the process group is all there is.
+//!   A command that ran into the limit gets [`pids_limit_note`] after its output. The literal fork bomb
+//!   `:(){ :|:& };:` ends at once: its shell returns as soon as the first `:|:&` is in the background,
+//!   and everything the bomb started goes with the shell (the result is that of a command that printed
+//!   nothing, or the bomb's `fork: retry` lines and the note if it reached the limit first); one that
+//!   keeps its shell alive (`:(){ :|:& };:; sleep 30`) forks against the limit (`fork: retry: Resource
+//!   temporarily unavailable`) until its deadline, then goes like any timed-out command
+//!   (`harness/tests/it/bash_edges.rs` runs both and counts what is left: nothing).
 //! - cwd persists across foreground calls (the shell's final `pwd -P` is kept); a cwd outside the project
 //!   is reset, with `Shell cwd was reset to …` like the reference. A background command's `cd` never
 //!   moves the session and the result says so (BASH-4).
@@ -43,6 +50,11 @@ pub const TERM_GRACE_MS: u64 = 500;
 pub const PIDS_MAX: u32 = 256;
 /// How long a background task may run (in effect: until stopped or the session ends).
 pub const BACKGROUND_LIFETIME: Duration = Duration::from_secs(24 * 3600);
+/// The note after the output of a command that reached [`PIDS_MAX`] processes at once.
+pub fn pids_limit_note() -> String {
+    format!("The command reached the limit of {PIDS_MAX} processes at once (fork-bomb guard); forks past it failed.")
+}
+
 /// The result of a command that printed nothing, as the reference words it.
 pub const NO_OUTPUT: &str = "(Bash completed with no output)";
 
@@ -134,11 +146,17 @@ fn shell_cwd(ctx: &ToolContext) -> PathBuf {
 /// Where temp files of the session go: `$TMPDIR` of the probe, else `<sandbox>/tmp`; the reference's
 /// layout below it (`claude-<uid>/<cwd slug>/<session>/`).
 fn session_tmp(ctx: &ToolContext) -> PathBuf {
-    let base = ctx
-        .env("TMPDIR")
+    tmp_base(ctx)
+        .join(format!("claude-{}", nix::unistd::getuid()))
+        .join(super::fs::cwd_slug(&ctx.cwd))
+        .join(&ctx.session_id)
+}
+
+/// The session's temp root: `$TMPDIR` of the probe, else `<sandbox>/tmp` (writable in the Bash sandbox).
+pub fn tmp_base(ctx: &ToolContext) -> PathBuf {
+    ctx.env("TMPDIR")
         .map(PathBuf::from)
-        .unwrap_or_else(|| ctx.roots.first().cloned().unwrap_or_else(|| ctx.cwd.clone()).join("tmp"));
-    base.join(format!("claude-{}", nix::unistd::getuid())).join(super::fs::cwd_slug(&ctx.cwd)).join(&ctx.session_id)
+        .unwrap_or_else(|| ctx.roots.first().cloned().unwrap_or_else(|| ctx.cwd.clone()).join("tmp"))
 }
 
 /// A started command: the child, its group, its cgroup, and the reader of its output.
@@ -148,6 +166,8 @@ struct Started {
     cgroup: Option<Cgroup>,
     reader: tokio::task::JoinHandle<Captured>,
     cwd_file: PathBuf,
+    /// Confined: the file the script creates first (bubblewrap did run it).
+    marker: Option<PathBuf>,
 }
 
 #[derive(Debug, Default)]
@@ -168,10 +188,18 @@ fn start(
     std::fs::create_dir_all(&tmp).map_err(|e| ToolError::Runtime(format!("cannot create {}: {e}", tmp.display())))?;
     let cwd_file = tmp.join(format!("cwd-{n}"));
     let _ = std::fs::remove_file(&cwd_file);
+    let marker = sandbox.confined().then(|| tmp.join(format!("started-{n}")));
+    if let Some(m) = &marker {
+        let _ = std::fs::remove_file(m);
+    }
     // the shell's final directory, for the next call (the user's `exit` skips it: cwd unchanged; a
     // command ending in a line continuation or an unterminated heredoc swallows it the same way)
-    let script =
+    let mut script =
         format!("{command}\n__probelab_status=$?; pwd -P >| {} 2>/dev/null; exit $__probelab_status", quote(&cwd_file));
+    if let Some(m) = &marker {
+        // on the command's first line, so that its line numbers stay those of the command
+        script = format!(": >| {} 2>/dev/null; {script}", quote(m));
+    }
     let (reader, writer) = std::io::pipe().map_err(|e| ToolError::Runtime(format!("cannot make a pipe: {e}")))?;
     let writer2 = writer.try_clone().map_err(|e| ToolError::Runtime(format!("cannot make a pipe: {e}")))?;
     // made before the spawn (a cgroup mkdir can take milliseconds); unconfined, the shell joins it
@@ -185,7 +213,7 @@ fn start(
         .stderr(std::process::Stdio::from(writer2))
         .process_group(0)
         .kill_on_drop(true);
-    let child = cmd.spawn().map_err(|e| ToolError::Runtime(format!("cannot start bash: {e}")))?;
+    let child = cmd.spawn().map_err(|e| ToolError::Runtime(sandbox.spawn_failure(&e)))?;
     // the child holds the only write ends now: EOF comes when every process of the command closed them
     drop(cmd);
     let pid = child.id().unwrap_or(0) as i32;
@@ -199,7 +227,7 @@ fn start(
         (None, _) => None,
     };
     let reader = tokio::task::spawn_blocking(move || capture(reader, sink));
-    Ok(Started { child, pgid: pid, cgroup, reader, cwd_file })
+    Ok(Started { child, pgid: pid, cgroup, reader, cwd_file, marker })
 }
 
 /// Where a command's output goes.
@@ -246,6 +274,10 @@ struct Ended {
     stopped: bool,
     captured: Captured,
     final_cwd: Option<PathBuf>,
+    /// The confined script began (its marker exists); always true unconfined.
+    started: bool,
+    /// The command reached [`PIDS_MAX`] processes at once.
+    pids_limited: bool,
 }
 
 /// Waits for the shell, at most `timeout`, or until `stop` fires; then kills what is left of the command.
@@ -285,9 +317,11 @@ async fn finish(mut s: Started, timeout: Duration, stop: Option<tokio::sync::one
         }
     };
     let captured = s.reader.await.unwrap_or_default();
+    let pids_limited = s.cgroup.as_ref().is_some_and(|c| c.limit_hits() > 0);
     if let Some(c) = &s.cgroup {
         c.remove();
     }
+    let started = s.marker.as_ref().is_none_or(|m| std::fs::remove_file(m).is_ok());
     let code = if timed_out || stopped {
         143
     } else {
@@ -299,7 +333,7 @@ async fn finish(mut s: Started, timeout: Duration, stop: Option<tokio::sync::one
     };
     let final_cwd = std::fs::read_to_string(&s.cwd_file).ok().map(|t| PathBuf::from(t.trim_end_matches('\n')));
     let _ = std::fs::remove_file(&s.cwd_file);
-    Ended { code, timed_out, stopped, captured, final_cwd }
+    Ended { code, timed_out, stopped, captured, final_cwd, started, pids_limited }
 }
 
 fn kill_all(s: &Started, sig: nix::sys::signal::Signal) {
@@ -324,7 +358,7 @@ async fn foreground(ctx: &ToolContext, args: &Args, sandbox: super::bwrap::Plan)
     let ended = finish(started, timeout, None).await;
     let output = String::from_utf8_lossy(&ended.captured.bytes).trim_end_matches('\n').to_string();
     let mut text = output.clone();
-    if let Some(why) = sandbox.setup_failure(ended.code, &text) {
+    if let Some(why) = sandbox.setup_failure(ended.code, &text, ended.started) {
         return Err(ToolError::Runtime(why));
     }
     // BASH-3: a command that may write drops the read state of the files it changed
@@ -333,6 +367,9 @@ async fn foreground(ctx: &ToolContext, args: &Args, sandbox: super::bwrap::Plan)
     let mut notes = Vec::new();
     if ended.timed_out {
         notes.push(format!("Command timed out after {}", seconds(timeout)));
+    }
+    if ended.pids_limited {
+        notes.push(pids_limit_note());
     }
     if ended.captured.overflow {
         // first, where a preview shows it
@@ -498,6 +535,14 @@ impl Cgroup {
 
     fn adopt(&self, pid: i32) -> bool {
         pid > 0 && std::fs::write(self.dir.join("cgroup.procs"), pid.to_string()).is_ok()
+    }
+
+    /// How often a fork failed at `pids.max` (`pids.events`: `max N`).
+    fn limit_hits(&self) -> u64 {
+        std::fs::read_to_string(self.dir.join("pids.events"))
+            .ok()
+            .and_then(|t| t.lines().find_map(|l| l.strip_prefix("max ").and_then(|n| n.trim().parse().ok())))
+            .unwrap_or(0)
     }
 
     fn pids(&self) -> Vec<i32> {

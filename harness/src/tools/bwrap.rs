@@ -1,22 +1,61 @@
-//! The Bash sandbox (Linux): bubblewrap confines a command to a read-only view of the system, a
-//! writable sandbox root (the probe's sandbox: cwd, HOME, tmp), its own pid namespace (nothing outlives
-//! it) and, unless the settings allow it, no network. `settings.sandbox` (a subset of Claude Code's
-//! settings.json `sandbox` table):
+//! The Bash sandbox (Linux): bubblewrap confines a command to a read-only view of the system with two
+//! writable directories — the project (cwd) and the session's temp root (`$TMPDIR`, else `<sandbox>/tmp`),
+//! as Claude Code 2.1.235's sandbox allows `.` and `$TMPDIR` (HOME is read-only in both; `/tmp` is a
+//! private tmpfs here) — its own pid namespace (nothing outlives it) and, unless the settings allow it,
+//! no network. `settings.sandbox` (a subset of Claude Code's settings.json `sandbox` table):
 //!
 //! ```toml
 //! [settings.sandbox]
 //! enabled = true                    # default false: commands run unconfined
 //! allowUnsandboxedCommands = false  # honour a call's dangerouslyDisableSandbox (default true, like the reference)
-//! allowNetwork = false              # keep the host's network (default false)
+//! allowNetwork = false              # keep the host's network (default false; not a Claude Code key)
+//! failIfUnavailable = true          # Claude Code only (the built-in runtime always fails, see below)
+//! enableWeakerNestedSandbox = true  # Claude Code only
 //! ```
 //!
 //! A write outside or a network attempt fails inside the command; the result then names the sandbox
-//! violation. Where bubblewrap is missing or cannot create namespaces, the call fails with that reason:
+//! violation. With the network off the command has its own network namespace holding only a loopback
+//! interface: an outside address is unreachable, and a local listener of the host (127.0.0.1:port) is
+//! refused, since nothing listens on the namespace's own loopback — both are named as violations
+//! (a refused connection to a listener the command started itself inside the sandbox would be named too;
+//! accepted). Where bubblewrap is missing or cannot create namespaces, the call fails with that reason:
 //! the runtime never silently runs a command unconfined that was meant to be confined.
+//!
+//! Claude Code 2.1.235's sandbox, measured on Linux (`probes/claude-code/bash-sandbox.toml`, and runs of
+//! the binary by hand for the start-up texts):
+//! - It runs commands under bubblewrap too (seen from outside, with `enableWeakerNestedSandbox`:
+//!   `bwrap … --unshare-net --unshare-pid --unshare-user …`), and needs `socat` beside it. With
+//!   `sandbox.enabled` but a dependency missing it warns on stderr (`⚠ Sandbox disabled: sandbox is enabled but dependencies are missing: socat not
+//!   installed · …` / `Commands will run WITHOUT sandboxing. …`) and runs every command unconfined; with
+//!   `failIfUnavailable = true` it refuses to start (`Error: sandbox required but unavailable: …`). The
+//!   built-in runtime always fails the call instead (a deliberate difference: a probe that asks for a
+//!   sandbox must never get an unconfined run, and the model is told why).
+//! - As root in a container without nested user namespaces every confined command fails with `Exit code
+//!   1` / `apply-seccomp: write /proc/self/uid_map: Operation not permitted` (its seccomp helper; nothing
+//!   ran) unless `enableWeakerNestedSandbox` is set. The reference passes such a failure through as the
+//!   command's own; the built-in runtime words bubblewrap's setup failures as `Sandbox unavailable (…)`
+//!   (a difference kept: the model can tell a sandbox that does not work from a command that failed).
+//! - A refused write is the command's own `Read-only file system` error, a refused connection its own
+//!   error (`curl: (7) … Couldn't connect to server`), with no `<sandbox_violations>` block on Linux; the
+//!   built-in runtime appends one (BASH-3 asks for the violation to be recorded; the probe's `diverges`).
+//! - `dangerouslyDisableSandbox: true` is honoured by default (`allowUnsandboxedCommands` unset): the
+//!   command runs unconfined and its result carries no note — as here.
+//! - Its Bash description gains a `## Command sandbox` section (the filesystem / network restrictions as
+//!   JSON, when to retry with `dangerouslyDisableSandbox`); the built-in description does not (its text
+//!   lists machine paths; not copied).
+//!
+//! The bubblewrap binary is `bwrap` on the PATH, or the probe env's [`BWRAP_ENV`] (a path; relative to the
+//! project cwd), so tests can point it at a missing file or at a stand-in that fails the way bubblewrap
+//! does without user namespaces. A setup failure is told apart from the command's own output by a marker
+//! file the confined script writes first: no marker, a non-zero exit and a first line starting `bwrap: `
+//! mean bubblewrap never ran the command.
 
 use super::{ToolContext, ToolError};
 use serde::{Deserialize, Serialize};
-use std::path::Path;
+use std::path::{Path, PathBuf};
+
+/// Env of the probe naming the bubblewrap binary to use instead of `bwrap` on the PATH (tests).
+pub const BWRAP_ENV: &str = "PROBELAB_BWRAP";
 
 /// `settings.sandbox`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -28,9 +67,18 @@ pub struct SandboxSettings {
     /// A call's `dangerouslyDisableSandbox: true` is honoured (default true).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub allow_unsandboxed_commands: Option<bool>,
-    /// Network stays on inside the sandbox.
-    #[serde(default)]
+    /// Network stays on inside the sandbox (not a key of Claude Code's `sandbox` table, which allows
+    /// network by domain; left out of the written settings.json when false).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub allow_network: bool,
+    /// Claude Code's `failIfUnavailable` (refuse to start without a working sandbox; its default is to
+    /// warn and run unsandboxed). Written for Claude Code; the built-in runtime always fails the call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fail_if_unavailable: Option<bool>,
+    /// Claude Code's `enableWeakerNestedSandbox` (its sandbox inside containers without user namespaces
+    /// of its own). Written for Claude Code; the built-in runtime's bubblewrap call does not need it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub enable_weaker_nested_sandbox: Option<bool>,
 }
 
 /// How one command will run.
@@ -38,6 +86,8 @@ pub struct SandboxSettings {
 pub struct Plan {
     confined: bool,
     network: bool,
+    /// The bubblewrap binary (confined runs).
+    bwrap: PathBuf,
     /// Why the sandbox is not used although enabled (dangerouslyDisableSandbox honoured), or a note
     /// that the flag was ignored.
     pub note: Option<String>,
@@ -48,38 +98,53 @@ pub struct Plan {
 pub fn plan(ctx: &ToolContext, disable: bool) -> Result<Plan, ToolError> {
     let s = &ctx.sandbox;
     if !s.enabled {
-        return Ok(Plan { confined: false, network: true, note: None });
+        return Ok(Plan::unconfined());
     }
     if disable {
         if s.allow_unsandboxed_commands.unwrap_or(true) {
-            return Ok(Plan { confined: false, network: true, note: None });
+            return Ok(Plan::unconfined());
         }
         // not allowed: run confined anyway and say so
-        return available().map(|_| Plan {
+        return available(ctx).map(|bwrap| Plan {
             confined: true,
             network: s.allow_network,
+            bwrap,
             note: Some(
                 "dangerouslyDisableSandbox was ignored: settings.sandbox.allowUnsandboxedCommands is false".into(),
             ),
         });
     }
-    available()?;
-    Ok(Plan { confined: true, network: s.allow_network, note: None })
+    let bwrap = available(ctx)?;
+    Ok(Plan { confined: true, network: s.allow_network, bwrap, note: None })
 }
 
-fn available() -> Result<(), ToolError> {
-    let found =
-        std::env::var_os("PATH").map(|p| std::env::split_paths(&p).any(|d| d.join("bwrap").is_file())).unwrap_or(false);
-    if found {
-        Ok(())
-    } else {
-        Err(ToolError::Runtime(
-            "Sandbox unavailable: bubblewrap (bwrap) is not installed; the command did not run. Install the Debian package `bubblewrap`, or turn settings.sandbox.enabled off.".into(),
-        ))
+/// The bubblewrap binary: the probe env's [`BWRAP_ENV`], else `bwrap` on the PATH.
+fn available(ctx: &ToolContext) -> Result<PathBuf, ToolError> {
+    if let Some(p) = ctx.env(BWRAP_ENV).filter(|p| !p.is_empty()) {
+        let path = ctx.cwd.join(p);
+        return if path.is_file() {
+            Ok(path)
+        } else {
+            Err(ToolError::Runtime(format!(
+                "Sandbox unavailable: bubblewrap (bwrap) is not installed at {} ({BWRAP_ENV}); the command did not run, and it is not run unconfined.",
+                path.display()
+            )))
+        };
     }
+    std::env::var_os("PATH")
+        .and_then(|p| std::env::split_paths(&p).map(|d| d.join("bwrap")).find(|b| b.is_file()))
+        .ok_or_else(|| {
+            ToolError::Runtime(
+                "Sandbox unavailable: bubblewrap (bwrap) is not installed; the command did not run. Install the Debian package `bubblewrap`, or turn settings.sandbox.enabled off.".into(),
+            )
+        })
 }
 
 impl Plan {
+    fn unconfined() -> Plan {
+        Plan { confined: false, network: true, bwrap: PathBuf::new(), note: None }
+    }
+
     /// Runs confined.
     pub fn confined(&self) -> bool {
         self.confined
@@ -99,23 +164,46 @@ impl Plan {
             c.current_dir(cwd);
             return c;
         }
-        let mut c = tokio::process::Command::new("bwrap");
+        let mut c = tokio::process::Command::new(&self.bwrap);
+        c.arg0("bwrap");
         c.args(["--die-with-parent", "--unshare-pid", "--unshare-ipc", "--unshare-uts"]);
         if !self.network {
             c.arg("--unshare-net");
         }
         c.args(["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]);
+        // the probe's sandbox stays visible (read-only) when it lives under /tmp
         for root in &ctx.roots {
-            c.arg("--bind").arg(root).arg(root);
+            c.arg("--ro-bind").arg(root).arg(root);
+        }
+        // writable: the project and the session's temp root, like the reference's `allowOnly` list
+        // (`.` and `$TMPDIR`); HOME and the rest of the probe's sandbox stay read-only
+        let tmp = super::bash::tmp_base(ctx);
+        for dir in [&ctx.cwd, &tmp] {
+            if dir.is_dir() {
+                c.arg("--bind").arg(dir).arg(dir);
+            }
         }
         c.arg("--chdir").arg(cwd).args(["--", "bash", "-c"]).arg(script);
         c
     }
 
-    /// bubblewrap's own failure (it could not set the sandbox up): the command did not run.
-    pub fn setup_failure(&self, code: i32, output: &str) -> Option<String> {
+    /// The error when the process could not be started at all (confined: the bubblewrap binary).
+    pub fn spawn_failure(&self, e: &std::io::Error) -> String {
+        if self.confined {
+            format!(
+                "Sandbox unavailable (cannot start {}: {e}); the command did not run, and it is not run unconfined.",
+                self.bwrap.display()
+            )
+        } else {
+            format!("cannot start bash: {e}")
+        }
+    }
+
+    /// bubblewrap's own failure (it could not set the sandbox up): the command did not run. `started`:
+    /// the confined script's first line (its marker file) ran — then the output is the command's own.
+    pub fn setup_failure(&self, code: i32, output: &str, started: bool) -> Option<String> {
         let first = output.lines().next().unwrap_or_default();
-        (self.confined && code != 0 && first.starts_with("bwrap: "))
+        (self.confined && !started && code != 0 && first.starts_with("bwrap: "))
             .then(|| format!("Sandbox unavailable ({first}); the command did not run, and it is not run unconfined."))
     }
 
@@ -130,6 +218,8 @@ impl Plan {
         }
         let net = [
             "Network is unreachable",
+            "Connection refused",
+            "Couldn't connect to server",
             "Could not resolve host",
             "Temporary failure in name resolution",
             "Name or service not known",
@@ -138,5 +228,35 @@ impl Plan {
             v.push("network access is off in the sandbox");
         }
         (!v.is_empty()).then(|| format!("<sandbox_violations>{}</sandbox_violations>", v.join("; ")))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn confined(network: bool) -> Plan {
+        Plan { confined: true, network, bwrap: PathBuf::from("/usr/bin/bwrap"), note: None }
+    }
+
+    #[test]
+    fn a_refused_local_connection_is_a_violation_only_with_the_network_off() {
+        let out = "bash: connect: Connection refused\ncurl: (7) Failed to connect to 127.0.0.1 port 1: Couldn't connect to server";
+        assert_eq!(
+            confined(false).violations(out).as_deref(),
+            Some("<sandbox_violations>network access is off in the sandbox</sandbox_violations>")
+        );
+        assert_eq!(confined(true).violations(out), None);
+        assert_eq!(Plan::unconfined().violations(out), None);
+    }
+
+    #[test]
+    fn a_setup_failure_is_bwraps_line_before_the_command_started() {
+        let out = "bwrap: No permissions to create new namespace";
+        assert!(confined(false).setup_failure(1, out, false).is_some());
+        // the command's own output that happens to look like bwrap's
+        assert_eq!(confined(false).setup_failure(1, out, true), None);
+        assert_eq!(confined(false).setup_failure(0, out, false), None);
+        assert_eq!(Plan::unconfined().setup_failure(1, out, false), None);
     }
 }
