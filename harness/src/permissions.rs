@@ -198,11 +198,11 @@ pub fn path_glob(pattern: &str, ctx: &ToolContext) -> Option<GlobMatcher> {
     } else if let Some(rest) = pattern.strip_prefix("~/") {
         format!("{}/{rest}", ctx.home.display())
     } else if let Some(rest) = pattern.strip_prefix('/') {
-        format!("{}/{rest}", ctx.cwd.display())
+        format!("{}/{rest}", ctx.project_root().display())
     } else if pattern.contains('/') {
-        format!("{}/{pattern}", ctx.cwd.display())
+        format!("{}/{pattern}", ctx.project_root().display())
     } else {
-        format!("{}/**/{pattern}", ctx.cwd.display())
+        format!("{}/**/{pattern}", ctx.project_root().display())
     };
     let abs = if abs.ends_with('/') { format!("{abs}**") } else { abs };
     GlobBuilder::new(&abs).literal_separator(true).build().ok().map(|g| g.compile_matcher())

@@ -87,11 +87,13 @@ impl Tool for Glob {
                 return Err(ToolError::Runtime(format!("Glob failed: {}", String::from_utf8_lossy(&err).trim_end())));
             }
             let text = String::from_utf8_lossy(&out).into_owned();
+            // shown relative to the session's working directory (WT-1: a worktree's, after EnterWorktree)
+            let wd = ctx.working_dir();
             let mut files: Vec<(Option<std::time::SystemTime>, String)> = text
                 .lines()
                 .map(|l| {
                     let rel = Path::new(l)
-                        .strip_prefix(&ctx.cwd)
+                        .strip_prefix(&wd)
                         .map(|r| r.display().to_string())
                         .unwrap_or_else(|_| l.to_string());
                     (super::fs::mtime(Path::new(l)), rel)

@@ -157,7 +157,7 @@ async fn search(ctx: &ToolContext, args: RgArgs) -> Result<Searched, ToolError> 
         ctx.env(DEADLINE_ENV).and_then(|v| v.parse::<u64>().ok()).map(Duration::from_millis).unwrap_or(DEADLINE);
     let cancel = Arc::new(AtomicBool::new(false));
     let flag = cancel.clone();
-    let cwd = ctx.cwd.clone();
+    let cwd = ctx.working_dir();
     let task = tokio::task::spawn_blocking(move || {
         let mut out = Capped { buf: Vec::new(), overflow: false };
         let mut err = Capped { buf: Vec::new(), overflow: false };
@@ -277,6 +277,8 @@ impl Tool for Grep {
                 _ => Mode::FilesWithMatches,
             };
             let found = search(ctx, rg_args(&a, mode, &path)).await?;
+            // results are shown relative to the session's working directory (WT-1: a worktree's, after EnterWorktree)
+            let wd = ctx.working_dir();
             if found.code == EXIT_ERROR && found.stdout.is_empty() {
                 // GREP-3 / GREP-7: ripgrep refused to search (bad pattern, glob or type).
                 return Err(ToolError::Runtime(format!(
@@ -296,7 +298,7 @@ impl Tool for Grep {
             let applied = |truncated: bool| json!({"appliedLimit": if truncated { Some(limit) } else { None }, "appliedOffset": (offset > 0).then_some(offset)});
             let (text, mut data) = match mode {
                 Mode::Standard => {
-                    let rel: Vec<String> = lines.iter().map(|l| relative_line(&ctx.cwd, l)).collect();
+                    let rel: Vec<String> = lines.iter().map(|l| relative_line(&wd, l)).collect();
                     let (shown, truncated) = paginate(&rel, limit, offset);
                     let data = json!({"mode": "content", "numLines": rel.len(), "content": shown.join("\n")});
                     let text = if shown.is_empty() {
@@ -307,7 +309,7 @@ impl Tool for Grep {
                     (text, merge(data, applied(truncated)))
                 }
                 Mode::Count => {
-                    let rel: Vec<String> = lines.iter().map(|l| relative_line(&ctx.cwd, l)).collect();
+                    let rel: Vec<String> = lines.iter().map(|l| relative_line(&wd, l)).collect();
                     let (shown, truncated) = paginate(&rel, limit, offset);
                     let count_of = |l: &String| l.rsplit(':').next().and_then(|n| n.parse::<u64>().ok());
                     let total: u64 = shown.iter().filter_map(count_of).sum();
@@ -330,7 +332,7 @@ impl Tool for Grep {
                 _ => {
                     // most recently modified first, then path (the reference's order)
                     let mut files: Vec<(Option<std::time::SystemTime>, String)> =
-                        lines.iter().map(|l| (super::fs::mtime(Path::new(l)), relative(&ctx.cwd, l))).collect();
+                        lines.iter().map(|l| (super::fs::mtime(Path::new(l)), relative(&wd, l))).collect();
                     files.sort_by(|x, y| y.0.cmp(&x.0).then_with(|| x.1.cmp(&y.1)));
                     let names: Vec<String> = files.into_iter().map(|(_, n)| n).collect();
                     let (shown, truncated) = paginate(&names, limit, offset);

@@ -81,6 +81,25 @@ pub struct TaskRegistry {
     agents: Mutex<std::collections::HashMap<String, Option<String>>>,
     /// The conversation's mailbox reader (MSG-1): its unread messages go in with the notifications.
     inbox: Mutex<Option<InboxReader>>,
+    /// Tasks that are Workflow runs (`local_workflow`, WF-1): id → what the run left once it ended.
+    workflows: Mutex<std::collections::HashMap<String, Option<WorkflowEnd>>>,
+}
+
+/// What a Workflow run (task type `local_workflow`, WF-1) leaves for TaskOutput and its notification,
+/// as Claude Code 2.1.235 shows them (`probes/claude-code/workflow-*.toml`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct WorkflowEnd {
+    /// The script's return value as JSON text: the notification's `<result>` (a completed run that
+    /// returned something).
+    pub result: Option<String>,
+    /// The error, for a failed run: the summary reads `Dynamic workflow "…" failed: <error>`.
+    pub error: Option<String>,
+    /// TaskOutput's `<output>` of a completed run: the JSON progress report (failed and stopped runs
+    /// show none, as measured).
+    pub report: Option<String>,
+    /// The notification's elements after `<result>`, tags included, in order (`<diagnostics>` or
+    /// `<recovery>`, then `<usage>`).
+    pub blocks: Vec<String>,
 }
 
 /// Reads a conversation's unread mailbox messages (MSG-1) as the text to put before its next request;
@@ -131,9 +150,30 @@ impl TaskRegistry {
         }
     }
 
-    /// `local_agent` for a sub-agent, `local_bash` for a command.
+    /// Registers a started Workflow run (task type `local_workflow`, WF-1): `task.command` and
+    /// `task.description` hold its `meta.description`.
+    pub fn add_workflow(&self, task: Task, stop: tokio::sync::oneshot::Sender<()>) {
+        self.workflows.lock().unwrap_or_else(|p| p.into_inner()).insert(task.id.clone(), None);
+        self.add(task, stop);
+    }
+
+    /// Records what a Workflow run left (before [`TaskRegistry::finish`]).
+    pub fn set_workflow_end(&self, id: &str, end: WorkflowEnd) {
+        if let Some(r) = self.workflows.lock().unwrap_or_else(|p| p.into_inner()).get_mut(id) {
+            *r = Some(end);
+        }
+    }
+
+    /// `Some(what it left, None while it runs)` when `id` is a Workflow run.
+    fn workflow_end(&self, id: &str) -> Option<Option<WorkflowEnd>> {
+        self.workflows.lock().unwrap_or_else(|p| p.into_inner()).get(id).cloned()
+    }
+
+    /// `local_workflow` for a Workflow run, `local_agent` for a sub-agent, `local_bash` for a command.
     pub fn task_type(&self, id: &str) -> &'static str {
-        if self.agent_result(id).is_some() {
+        if self.workflow_end(id).is_some() {
+            "local_workflow"
+        } else if self.agent_result(id).is_some() {
             "local_agent"
         } else {
             "local_bash"
@@ -253,6 +293,10 @@ impl TaskRegistry {
         let mut parts = Vec::new();
         for t in tasks.iter_mut().filter(|t| t.status != Status::Running && !t.notified) {
             t.notified = true;
+            if let Some(end) = self.workflow_end(&t.id) {
+                parts.push(workflow_notification(t, &end.unwrap_or_default()));
+                continue;
+            }
             if let Some(result) = self.agent_result(&t.id) {
                 parts.push(agent_notification(t, result.as_deref().unwrap_or("")));
                 continue;
@@ -297,6 +341,48 @@ fn agent_notification(t: &Task, result: &str) -> String {
         t.output_file.display(),
         t.status.word(),
     )
+}
+
+/// Escapes text for an element of a notification (`&`, `<`, `>`; the reference sends a stack trace's
+/// `<anonymous>` as `&lt;anonymous&gt;`).
+fn xml_text(s: &str) -> String {
+    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;")
+}
+
+/// A finished Workflow run's notification (WF-1): the reference's fields and summary (`Dynamic workflow
+/// "…" completed` / `failed: …`), the return value as `<result>` (cut to [`BACKGROUND_RESULT_CHARS`],
+/// BG-1), then the run's own blocks.
+fn workflow_notification(t: &Task, end: &WorkflowEnd) -> String {
+    let summary = match t.status {
+        Status::Completed => format!("Dynamic workflow \"{}\" completed", t.description),
+        Status::Killed => format!("Dynamic workflow \"{}\" was stopped", t.description),
+        _ => format!(
+            "Dynamic workflow \"{}\" failed: {}",
+            t.description,
+            xml_text(end.error.as_deref().unwrap_or("unknown error"))
+        ),
+    };
+    let mut out = format!(
+        "<task-notification>\n<task-id>{}</task-id>\n<tool-use-id>{}</tool-use-id>\n<output-file>{}</output-file>\n<status>{}</status>\n<summary>{summary}</summary>",
+        t.id,
+        t.tool_use_id,
+        t.output_file.display(),
+        t.status.word(),
+    );
+    if let (Status::Completed, Some(result)) = (t.status, &end.result) {
+        let total = result.chars().count();
+        let mut shown: String = result.chars().take(BACKGROUND_RESULT_CHARS).collect();
+        if total > BACKGROUND_RESULT_CHARS {
+            shown.push_str(&format!("\n… [{total} chars in all]"));
+        }
+        out.push_str(&format!("\n<result>{shown}</result>"));
+    }
+    for b in &end.blocks {
+        out.push('\n');
+        out.push_str(b);
+    }
+    out.push_str("\n</task-notification>");
+    out
 }
 
 fn summary(t: &Task) -> String {
@@ -383,6 +469,7 @@ impl Tool for TaskOutput {
                 (t, r)
             };
             let agent = tasks.agent_result(&t.id);
+            let workflow = tasks.workflow_end(&t.id);
             let mut text = format!(
                 "<retrieval_status>{retrieval}</retrieval_status>\n\n<task_id>{}</task_id>\n\n<task_type>{}</task_type>\n\n<status>{}</status>",
                 t.id,
@@ -393,6 +480,14 @@ impl Tool for TaskOutput {
                 text.push_str(&format!("\n\n<exit_code>{c}</exit_code>"));
             }
             match (&agent, t.status != Status::Running) {
+                // a Workflow run: its progress report once completed, nothing otherwise (measured)
+                _ if workflow.is_some() => {
+                    if let Some(report) =
+                        workflow.flatten().and_then(|w| w.report).filter(|_| t.status == Status::Completed)
+                    {
+                        text.push_str(&format!("\n\n<output>\n{report}\n</output>"));
+                    }
+                }
                 (Some(result), true) => {
                     text.push_str(&format!("\n\n<output>\n{}\n</output>", result.as_deref().unwrap_or("")))
                 }
@@ -489,6 +584,38 @@ mod tests {
             exit_code: None,
             notified: false,
         }
+    }
+
+    #[test]
+    fn workflow_runs_are_local_workflow_tasks() {
+        let d = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let r = TaskRegistry::default();
+        let (a, _ra) = tokio::sync::oneshot::channel();
+        let (b, _rb) = tokio::sync::oneshot::channel();
+        let (c, _rc) = tokio::sync::oneshot::channel();
+        r.add_workflow(task("w1", d.path(), ""), a);
+        r.add_workflow(task("w2", d.path(), ""), b);
+        r.add_workflow(task("w3", d.path(), ""), c);
+        assert_eq!(r.task_type("w1"), "local_workflow");
+        r.set_workflow_end(
+            "w1",
+            WorkflowEnd {
+                result: Some("{\"n\":1}".into()),
+                blocks: vec!["<usage>u</usage>".into()],
+                ..WorkflowEnd::default()
+            },
+        );
+        r.finish("w1", Status::Completed, None);
+        r.set_workflow_end("w2", WorkflowEnd { error: Some("bad <x>".into()), ..WorkflowEnd::default() });
+        r.finish("w2", Status::Failed, None);
+        r.finish("w3", Status::Killed, None);
+        let n = r.drain_notifications().unwrap_or_default();
+        assert!(n.contains("<summary>Dynamic workflow \"d\" completed</summary>\n<result>{\"n\":1}</result>\n<usage>u</usage>\n</task-notification>"), "{n}");
+        assert!(
+            n.contains("<summary>Dynamic workflow \"d\" failed: bad &lt;x&gt;</summary>\n</task-notification>"),
+            "{n}"
+        );
+        assert!(!n.contains("w3"), "a stopped run is not notified");
     }
 
     #[test]

@@ -4,7 +4,11 @@
 //! and descriptions; a `name` makes `<repo>/.claude/worktrees/<slug>` on a new branch `worktree-<slug>`
 //! from HEAD (a `/` in the name becomes `+` in both; an existing one is resumed as-is); `path` enters a
 //! worktree `git worktree list` knows (not the main working tree); the Bash cwd moves into the worktree
-//! and back on exit; `keep` leaves directory and branch, `remove` deletes both, refusing while the
+//! and back on exit, and with it the session's working directory ([`ToolContext::working_dir`]: Grep and
+//! Glob without `path`, relative paths of every file tool, paths shown relative) and the project root
+//! the permission rules' `/…` paths are anchored at ([`ToolContext::project_root`]; a Bash `cd` moves
+//! the working directory only), as measured by `probes/claude-code/worktree-cwd.toml` and checked on
+//! both subjects by `probes/worktree/search-cwd.toml`; `keep` leaves directory and branch, `remove` deletes both, refusing while the
 //! worktree has uncommitted files (`git status --porcelain` lines) or commits since it was entered,
 //! unless `discard_changes: true`; only a worktree this session created (or resumed by name) is
 //! removed. The texts are the reference's, byte for byte: slug and exclusivity issues as its
@@ -112,11 +116,6 @@ async fn git(ctx: &ToolContext, dir: &Path, args: &[&str]) -> Result<String, Str
     }
 }
 
-fn shell_cwd(ctx: &ToolContext) -> PathBuf {
-    let g = ctx.shell.cwd.lock().unwrap_or_else(|p| p.into_inner());
-    g.clone().filter(|p| p.is_dir()).unwrap_or_else(|| ctx.cwd.clone())
-}
-
 fn set_shell_cwd(ctx: &ToolContext, dir: &Path) {
     *ctx.shell.cwd.lock().unwrap_or_else(|p| p.into_inner()) =
         if dir == ctx.cwd { None } else { Some(dir.to_path_buf()) };
@@ -169,7 +168,7 @@ impl EnterWorktree {
             Some(a) => Ok(a.repo.clone()),
             None => git(ctx, &ctx.cwd, &["rev-parse", "--show-toplevel"]).await.map(PathBuf::from),
         };
-        let original = active.as_ref().map(|a| a.original.clone()).unwrap_or_else(|| shell_cwd(ctx));
+        let original = active.as_ref().map(|a| a.original.clone()).unwrap_or_else(|| ctx.working_dir());
         let Some(path) = path else {
             let repo = repo.map_err(|_| ToolError::Runtime("Cannot create a worktree: not in a git repository and no WorktreeCreate hooks are configured. Configure WorktreeCreate/WorktreeRemove hooks in settings.json to use worktree isolation with other VCS systems.".into()))?;
             let name = match name {

@@ -48,10 +48,20 @@
 //!   built-in `deep-research`); `workflow()` inside a script, `budget` targets and `/workflows` are not
 //!   implemented (`budget.total` is null);
 //! - `scriptPath` is confined to the sandbox (the reference reads any file, `/etc/passwd` included);
-//! - the task is registered as a background agent: TaskOutput calls it `local_agent` (the reference:
-//!   `local_workflow`, with a JSON progress report as output) and the notification's summary reads
-//!   `Agent "<meta.description>" finished` (the reference: `Dynamic workflow "…" completed`, with a
-//!   `<diagnostics>` block), inside BG-1's `<background-results>` envelope;
+//! - the task is a `local_workflow` (`tasks::TaskRegistry::add_workflow`), as on the reference
+//!   (`probes/claude-code/workflow-texts.toml`, `workflow-task.toml`): TaskOutput gives a completed run's
+//!   progress report as `<output>` (the record's `summary`, `agentCount`, `logs`, `result`,
+//!   `workflowProgress`, pretty-printed), none for a running, failed or stopped run; TaskStop answers
+//!   with `task_type: local_workflow` and `meta.description` as the command; the notification's summary
+//!   is `Dynamic workflow "…" completed` (with `<result>`, `<diagnostics>`, `<usage>`) or `… failed:
+//!   <error>` (with `<recovery>`, `<usage>`), and a stopped run is not notified. Differences: the
+//!   notification sits inside BG-1's `<background-results>` envelope with `<result>` cut to 500 chars
+//!   (the reference: a system message, the whole value); the error is the script's message without the
+//!   reference's `Error:` name and Bun stack; `<output-file>` is the run record (the reference copies it
+//!   to `<tmp>/claude-<uid>/…/tasks/<id>.output`); token counts (`subagent_tokens`, `tokens`,
+//!   `totalTokens`) and the agents' `model` are left out: the sub-agent loop does not report usage;
+//!   `agents_skipped` is always 0 (the reference's meaning is unknown: a resume's cached calls count as
+//!   done there);
 //! - at most [`MAX_AGENT_CALLS`] agent() calls per run; TaskStop interrupts the script.
 
 pub mod check;
@@ -59,7 +69,7 @@ pub mod engine;
 
 use super::agent_tool::{self, AgentType};
 use super::fs;
-use super::tasks::{Status, Task};
+use super::tasks::{Status, Task, WorkflowEnd};
 use super::{Tool, ToolContext, ToolError, ToolOutput};
 use futures_util::future::BoxFuture;
 use serde::Deserialize;
@@ -371,14 +381,16 @@ fn launch(args: Args, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
         exit_code: None,
         notified: false,
     };
-    ctx.shell.tasks.add_agent(task, stop_tx);
+    ctx.shell.tasks.add_workflow(task, stop_tx);
     let job = Job {
         ctx: ctx.clone(),
         task_id: task_id.clone(),
         body: parsed.body.clone(),
         args: args.args.clone(),
         paths: paths.clone(),
+        run_id: run_id.clone(),
         record,
+        started: std::time::Instant::now(),
     };
     tokio::spawn(drive(job, stop_rx));
     let script = paths.script.display();
@@ -419,7 +431,9 @@ struct Job {
     body: String,
     args: Option<Value>,
     paths: Paths,
+    run_id: String,
     record: Value,
+    started: std::time::Instant,
 }
 
 /// One agent() call handed from the script's thread to the loop that runs agents.
@@ -517,6 +531,36 @@ struct Progress {
     index: usize,
     entries: Vec<Value>,
     failures: Vec<String>,
+    /// agent() calls that gave a result (live or from the journal), that failed, that gave an empty one.
+    done: u64,
+    errors: u64,
+    empty: u64,
+    /// Tool calls of the live agents (counted in their transcripts).
+    tool_calls: u64,
+}
+
+/// Milliseconds since the epoch (the reference's progress times).
+fn epoch_ms() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
+}
+
+/// An agent's result counted in `<agents_empty_result>`: null, or a string of white space only.
+fn is_empty_result(v: &Value) -> bool {
+    match v {
+        Value::Null => true,
+        Value::String(s) => s.trim().is_empty(),
+        _ => false,
+    }
+}
+
+/// The tool calls an agent made: the `tool_use` blocks of its transcript.
+fn tool_calls(transcript: &Path) -> u64 {
+    let text = std::fs::read_to_string(transcript).unwrap_or_default();
+    text.lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|v| v["role"] == "assistant")
+        .filter_map(|v| v["content"].as_array().map(|c| c.iter().filter(|b| b["type"] == "tool_use").count() as u64))
+        .sum()
 }
 
 async fn answer(job: &Job, p: &mut Progress, prompt: &str, opts: &Value) -> Result<Value, String> {
@@ -532,13 +576,17 @@ async fn answer(job: &Job, p: &mut Progress, prompt: &str, opts: &Value) -> Resu
     let prompt_preview: String = prompt.chars().take(PREVIEW_CHARS).collect();
     if !p.journal.missed {
         if let Some((agent_id, result)) = p.journal.results.get(&key).cloned() {
-            p.entries.push(json!({"type": "workflow_agent", "index": p.index, "label": label, "agentId": agent_id, "state": "done", "cached": true, "resultPreview": preview(&result), "promptPreview": prompt_preview}));
+            let now = epoch_ms();
+            p.entries.push(json!({"type": "workflow_agent", "index": p.index, "label": label, "agentId": agent_id, "state": "done", "startedAt": now, "lastProgressAt": now, "cached": true, "resultPreview": preview(&result), "promptPreview": prompt_preview}));
+            p.done += 1;
+            p.empty += u64::from(is_empty_result(&result));
             return Ok(result);
         }
     }
     p.journal.missed = true;
     let model = opts.get("model").and_then(Value::as_str).map(str::to_string);
     let dir = job.paths.transcript_dir.clone();
+    let (started_at, clock) = (epoch_ms(), std::time::Instant::now());
     match agent_tool::run_subagent(&job.ctx, &WORKFLOW_AGENT, prompt, model, &dir).await {
         Ok(run) => {
             let _ = std::fs::write(
@@ -556,11 +604,16 @@ async fn answer(job: &Job, p: &mut Progress, prompt: &str, opts: &Value) -> Resu
             } else {
                 p.journal.append(&json!({"type": "result", "key": key, "agentId": run.id, "result": result}));
             }
-            p.entries.push(json!({"type": "workflow_agent", "index": p.index, "label": label, "agentId": run.id, "state": "done", "resultPreview": preview(&result), "promptPreview": prompt_preview}));
+            let calls = tool_calls(&dir.join(format!("agent-{}.jsonl", run.id)));
+            p.tool_calls += calls;
+            p.done += 1;
+            p.empty += u64::from(is_empty_result(&result));
+            p.entries.push(json!({"type": "workflow_agent", "index": p.index, "label": label, "agentId": run.id, "state": "done", "startedAt": started_at, "queuedAt": started_at, "attempt": 1, "promptPreview": prompt_preview, "lastProgressAt": epoch_ms(), "toolCalls": calls, "durationMs": clock.elapsed().as_millis() as u64, "resultPreview": preview(&result)}));
             Ok(result)
         }
         Err(e) => {
             p.failures.push(format!("[{label}] {e}"));
+            p.errors += 1;
             p.entries.push(json!({"type": "workflow_agent", "index": p.index, "label": label, "state": "error", "error": e.to_string(), "promptPreview": prompt_preview}));
             Ok(Value::Null)
         }
@@ -590,6 +643,10 @@ async fn drive(mut job: Job, stop_rx: tokio::sync::oneshot::Receiver<()>) {
         index: 0,
         entries: Vec::new(),
         failures: Vec::new(),
+        done: 0,
+        errors: 0,
+        empty: 0,
+        tool_calls: 0,
     };
     let work = async {
         while let Some(req) = req_rx.recv().await {
@@ -609,12 +666,10 @@ async fn drive(mut job: Job, stop_rx: tokio::sync::oneshot::Receiver<()>) {
             phases: Vec::new(),
         },
     };
-    let (status, word, text) = match &outcome.end {
-        engine::End::Returned(v) => {
-            (Status::Completed, "completed", v.as_ref().map(Value::to_string).unwrap_or_default())
-        }
-        engine::End::Threw(e) => (Status::Failed, "failed", format!("Workflow failed: {e}")),
-        engine::End::Stopped => (Status::Killed, "killed", String::new()),
+    let (status, word) = match &outcome.end {
+        engine::End::Returned(_) => (Status::Completed, "completed"),
+        engine::End::Threw(_) => (Status::Failed, "failed"),
+        engine::End::Stopped => (Status::Killed, "killed"),
     };
     let record = &mut job.record;
     record["status"] = json!(word);
@@ -643,10 +698,59 @@ async fn drive(mut job: Job, stop_rx: tokio::sync::oneshot::Receiver<()>) {
         titles.iter().enumerate().map(|(i, t)| json!({"type": "workflow_phase", "index": i + 1, "title": t})).collect();
     timeline.extend(progress.entries.iter().cloned());
     record["workflowProgress"] = Value::Array(timeline);
+    record["totalToolCalls"] = json!(progress.tool_calls);
     let _ = write_record(&job.paths.record, record);
+    let end = workflow_end(&job, &outcome.end, &progress);
     let tasks = &job.ctx.shell.tasks;
-    tasks.set_agent_result(&job.task_id, text);
+    tasks.set_workflow_end(&job.task_id, end);
     tasks.finish(&job.task_id, status, None);
+}
+
+/// What the run leaves for TaskOutput and its `<task-notification>` (WF-1, the reference's texts): the
+/// return value, the progress report (the record's `summary`, `agentCount`, `logs`, `result`,
+/// `workflowProgress`, `totalToolCalls`, pretty-printed), and `<diagnostics>` (completed) or
+/// `<recovery>` (failed) with `<usage>`.
+fn workflow_end(job: &Job, end: &engine::End, p: &Progress) -> WorkflowEnd {
+    let r = &job.record;
+    let mut report = Map::new();
+    for key in ["summary", "agentCount", "logs", "result", "workflowProgress", "totalToolCalls"] {
+        if let Some(v) = r.get(key) {
+            report.insert(key.to_string(), v.clone());
+        }
+    }
+    let script = job.paths.script.display();
+    let dir = job.paths.transcript_dir.display();
+    let run = &job.run_id;
+    let usage = format!(
+        "<usage><agent_count>{}</agent_count><agents_done>{}</agents_done><agents_error>{}</agents_error><agents_skipped>0</agents_skipped><agents_empty_result>{}</agents_empty_result><tool_uses>{}</tool_uses><duration_ms>{}</duration_ms></usage>",
+        p.index,
+        p.done,
+        p.errors,
+        p.empty,
+        p.tool_calls,
+        job.started.elapsed().as_millis()
+    );
+    match end {
+        engine::End::Returned(v) => WorkflowEnd {
+            result: v.as_ref().map(Value::to_string),
+            error: None,
+            report: serde_json::to_string_pretty(&Value::Object(report)).ok(),
+            blocks: vec![
+                format!("<diagnostics>Per-agent results: {dir}/journal.jsonl \u{2014} one {{\"type\":\"result\",...}} line per completed agent with its full return value.\nIf the result above is empty or unexpected, Read this file BEFORE diagnosing \u{2014} do not assume agents returned non-empty results.\nTo re-run with edited post-processing: Workflow({{scriptPath: '{script}', resumeFromRunId: '{run}'}}) \u{2014} agents whose (prompt, opts) are unchanged replay from cache.</diagnostics>"),
+                usage,
+            ],
+        },
+        engine::End::Threw(e) => WorkflowEnd {
+            result: None,
+            error: Some(e.clone()),
+            report: None,
+            blocks: vec![
+                format!("<recovery>To resume after editing the script, call: Workflow({{scriptPath: '{script}', resumeFromRunId: '{run}'}})\nAgent transcripts: {dir}</recovery>"),
+                usage,
+            ],
+        },
+        engine::End::Stopped => WorkflowEnd::default(),
+    }
 }
 
 #[cfg(test)]
