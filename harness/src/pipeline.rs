@@ -285,11 +285,11 @@ impl Runtime {
     }
 
     /// Appends a tool's structured record to the session log, as the reference keeps `toolUseResult`
-    /// beside each result in its session transcript. A log that cannot be written is no reason to fail
+    /// beside each result in its session transcript (`<project dir>/<session id>.jsonl`). A log that cannot be written is no reason to fail
     /// the call: the model's result does not depend on it.
     fn log_structured(&self, id: &str, tool: &str, data: &Value) {
         use std::io::Write;
-        let dir = self.ctx.session_dir();
+        let dir = self.ctx.project_dir();
         let line =
             json!({"type": "tool_result", "tool_use_id": id, "tool": tool, "toolUseResult": data}).to_string() + "\n";
         let _ = std::fs::create_dir_all(&dir).and_then(|_| {

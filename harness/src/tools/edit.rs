@@ -2,7 +2,7 @@
 //! refuses a file never Read, a file changed since its Read, and notebooks (NotebookEdit's job); leaves a
 //! file-history checkpoint on success.
 
-use super::fs::{check_write_gates, checkpoint, confine, snippet, write_and_remember};
+use super::fs::{check_write_gates, checkpoint, confine, missing_file, updated, write_and_remember, FILE_STATE_NOTE};
 use super::{PermissionSubject, Tool, ToolContext, ToolError, ToolOutput};
 use futures_util::future::BoxFuture;
 use serde::Deserialize;
@@ -21,9 +21,9 @@ struct Args {
     replace_all: bool,
 }
 
-/// The replacement itself, on text: the new text and the byte offset of the first change, or the
-/// reference's error for 0 or several matches (EDIT-4).
-pub fn replace(text: &str, old: &str, new: &str, replace_all: bool) -> Result<(String, usize), ToolError> {
+/// The replacement itself, on text: the new text, or the reference's error for 0 or several matches
+/// (EDIT-4).
+pub fn replace(text: &str, old: &str, new: &str, replace_all: bool) -> Result<String, ToolError> {
     let n = text.matches(old).count();
     if n == 0 {
         return Err(ToolError::Validation(format!("String to replace not found in file.\nString: {old}")));
@@ -33,9 +33,7 @@ pub fn replace(text: &str, old: &str, new: &str, replace_all: bool) -> Result<(S
             "Found {n} matches of the string to replace, but replace_all is false. To replace all occurrences, set replace_all to true. To replace only one occurrence, please provide more context to uniquely identify the instance.\nString: {old}"
         )));
     }
-    let at = text.find(old).unwrap_or(0);
-    let out = if replace_all { text.replace(old, new) } else { text.replacen(old, new, 1) };
-    Ok((out, at))
+    Ok(if replace_all { text.replace(old, new) } else { text.replacen(old, new, 1) })
 }
 
 impl Tool for Edit {
@@ -84,9 +82,9 @@ impl Tool for Edit {
                 Ok(c) => c,
                 Err(_) if args.old_string.is_empty() => {
                     write_and_remember(ctx, &path, &args.new_string)?;
-                    return Ok(ToolOutput::Text(format!("File created successfully at: {}", path.display())));
+                    return Ok(ToolOutput::Text(updated(&path)));
                 }
-                Err(_) => return Err(ToolError::Validation("File does not exist.".into())),
+                Err(_) => return Err(ToolError::Validation(missing_file(ctx))),
             };
             if args.old_string.is_empty() && !current.is_empty() {
                 return Err(ToolError::Validation("Cannot create new file - file already exists.".into()));
@@ -95,22 +93,16 @@ impl Tool for Edit {
             let text = String::from_utf8(current.clone()).map_err(|_| {
                 ToolError::Runtime("The file is not valid UTF-8 text; Edit only changes text files.".into())
             })?;
-            let (new_text, at) = replace(&text, &args.old_string, &args.new_string, args.replace_all)?;
+            let new_text = replace(&text, &args.old_string, &args.new_string, args.replace_all)?;
             checkpoint(ctx, &path, &current)?;
             write_and_remember(ctx, &path, &new_text)?;
             if args.replace_all {
                 return Ok(ToolOutput::Text(format!(
-                    "The file {} has been updated. All occurrences of '{}' were successfully replaced with '{}'.",
-                    path.display(),
-                    args.old_string,
-                    args.new_string
+                    "The file {} has been updated. All occurrences were successfully replaced.{FILE_STATE_NOTE}",
+                    path.display()
                 )));
             }
-            Ok(ToolOutput::Text(format!(
-                "The file {} has been updated. Here's the result of running `cat -n` on a snippet of the edited file:\n{}",
-                path.display(),
-                snippet(&new_text, at, args.new_string.len())
-            )))
+            Ok(ToolOutput::Text(updated(&path)))
         })
     }
 }
@@ -121,8 +113,8 @@ mod tests {
 
     #[test]
     fn unique_exact_replacement() {
-        assert_eq!(replace("a b a", "b", "c", false).ok(), Some(("a c a".to_string(), 2)));
-        assert_eq!(replace("a b a", "a", "x", true).ok(), Some(("x b x".to_string(), 0)));
+        assert_eq!(replace("a b a", "b", "c", false).ok(), Some("a c a".to_string()));
+        assert_eq!(replace("a b a", "a", "x", true).ok(), Some("x b x".to_string()));
         let e = replace("a b a", "a", "x", false).err().map(|e| e.to_string()).unwrap_or_default();
         assert!(e.starts_with("Found 2 matches of the string to replace, but replace_all is false."), "{e}");
         assert!(e.ends_with("\nString: a"));

@@ -22,7 +22,7 @@ pub fn cwd_slug(cwd: &Path) -> String {
 /// Resolves `file_path` (absolute, or relative to the cwd) lexically, without touching the disk.
 pub fn absolute(ctx: &ToolContext, file_path: &str) -> PathBuf {
     let p = Path::new(file_path);
-    let joined = if p.is_absolute() { p.to_path_buf() } else { ctx.cwd.join(p) };
+    let joined = if p.is_absolute() { p.to_path_buf() } else { ctx.working_dir().join(p) };
     let mut out = PathBuf::new();
     for c in joined.components() {
         match c {
@@ -78,7 +78,7 @@ pub fn confine(ctx: &ToolContext, file_path: &str) -> Result<PathBuf, ToolError>
 pub fn search_root(ctx: &ToolContext, path: Option<&str>) -> Result<PathBuf, ToolError> {
     match path {
         Some(p) => confine(ctx, p),
-        None => Ok(ctx.cwd.clone()),
+        None => Ok(ctx.working_dir()),
     }
 }
 
@@ -97,7 +97,7 @@ pub fn search_root_subject(input: &serde_json::Value, ctx: &ToolContext) -> supe
         .get("path")
         .and_then(serde_json::Value::as_str)
         .map(|p| absolute(ctx, p))
-        .unwrap_or_else(|| ctx.cwd.clone());
+        .unwrap_or_else(|| ctx.working_dir());
     super::PermissionSubject::ReadPath(p)
 }
 
@@ -171,17 +171,19 @@ pub fn write_and_remember(ctx: &ToolContext, path: &Path, content: &str) -> Resu
     Ok(())
 }
 
-/// The lines around the first change, `cat -n` numbered: 4 lines of context either side of the
-/// replaced text's place in `new` (what the reference shows after Edit and Write).
-pub fn snippet(new: &str, change_start: usize, change_len: usize) -> String {
-    const CONTEXT: usize = 4;
-    let first_line = new[..change_start.min(new.len())].matches('\n').count();
-    let last_line =
-        first_line + new[change_start.min(new.len())..(change_start + change_len).min(new.len())].matches('\n').count();
-    let lines: Vec<&str> = new.split('\n').collect();
-    let from = first_line.saturating_sub(CONTEXT);
-    let to = (last_line + CONTEXT + 1).min(lines.len());
-    number_lines(lines[from..to].iter().copied(), from + 1)
+/// What Claude Code 2.1.235 appends to every Write and Edit success (measured by
+/// `probes/claude-code/edit-texts.toml`): the model need not Read the file back.
+pub const FILE_STATE_NOTE: &str = " (file state is current in your context — no need to Read it back)";
+
+/// The reference's text for a file that is not there (Read, Edit): it names the working directory,
+/// which is where a relative path would have been looked for.
+pub fn missing_file(ctx: &ToolContext) -> String {
+    format!("File does not exist. Note: your current working directory is {}.", ctx.working_dir().display())
+}
+
+/// The success text of a Write or Edit that changed an existing file (or an Edit that made one).
+pub fn updated(path: &Path) -> String {
+    format!("The file {} has been updated successfully.{FILE_STATE_NOTE}", path.display())
 }
 
 #[cfg(test)]
@@ -213,11 +215,4 @@ mod tests {
         assert_eq!(number_lines(["a", "b"].into_iter(), 9), "9\ta\n10\tb");
     }
 
-    #[test]
-    fn snippet_has_four_lines_of_context() {
-        let text = (1..=20).map(|i| format!("l{i}")).collect::<Vec<_>>().join("\n");
-        let at = text.find("l10").unwrap_or(0);
-        let s = snippet(&text, at, 3);
-        assert!(s.starts_with("6\tl6") && s.ends_with("14\tl14"), "{s}");
-    }
 }

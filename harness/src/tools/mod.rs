@@ -173,14 +173,37 @@ impl ToolContext {
         })
     }
 
-    /// The session's own directory under HOME (persisted results, file history).
+    /// The session's own directory under HOME, where the reference keeps it:
+    /// `<home>/.claude/projects/<cwd-slug>/<session id>` (persisted results, file history, workflows).
     pub fn session_dir(&self) -> PathBuf {
-        self.home.join(".claude").join("projects").join(&self.session_id)
+        self.project_dir().join(&self.session_id)
+    }
+
+    /// The project's directory under HOME, `<home>/.claude/projects/<cwd-slug>`: the session's log
+    /// (`<session id>.jsonl`) sits there, beside the session's own directory.
+    pub fn project_dir(&self) -> PathBuf {
+        self.home.join(".claude").join("projects").join(fs::cwd_slug(&self.cwd))
     }
 
     /// An env value the probe set.
     pub fn env(&self, key: &str) -> Option<&str> {
         self.env.get(key).map(String::as_str)
+    }
+
+    /// The session's working directory, the reference's one cwd (WT-1, measured on Claude Code 2.1.235
+    /// by `probes/claude-code/worktree-cwd.toml`): the Bash shell's cwd, which a `cd` and
+    /// EnterWorktree / ExitWorktree move, else [`ToolContext::cwd`]. Relative paths resolve against it,
+    /// Grep and Glob search it when given no `path`, and their results are shown relative to it.
+    pub fn working_dir(&self) -> PathBuf {
+        let g = self.shell.cwd.lock().unwrap_or_else(|p| p.into_inner());
+        g.clone().filter(|p| p.is_dir()).unwrap_or_else(|| self.cwd.clone())
+    }
+
+    /// The project root the permission rules' paths are anchored at (`Read(/secret.txt)` = a
+    /// `secret.txt` at the root): the active worktree after EnterWorktree, else [`ToolContext::cwd`].
+    /// A Bash `cd` does not move it (measured, like [`ToolContext::working_dir`]).
+    pub fn project_root(&self) -> PathBuf {
+        self.session.worktrees.active().map(|a| a.path).unwrap_or_else(|| self.cwd.clone())
     }
 }
 

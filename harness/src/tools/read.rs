@@ -101,7 +101,8 @@ impl Tool for Read {
         Box::pin(async move {
             let args: Args = serde_json::from_value(input).map_err(|e| ToolError::Validation(e.to_string()))?;
             let path = confine(ctx, &args.file_path)?;
-            let meta = std::fs::metadata(&path).map_err(|_| ToolError::Validation("File does not exist.".into()))?;
+            // measured on 2.1.235: an error result, not wrapped as an input error, naming the working dir
+            let meta = std::fs::metadata(&path).map_err(|_| ToolError::Runtime(super::fs::missing_file(ctx)))?;
             if meta.is_dir() {
                 return Err(ToolError::Runtime("EISDIR: illegal operation on a directory, read".into()));
             }

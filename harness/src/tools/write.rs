@@ -1,7 +1,7 @@
 //! Write: creates or overwrites a file. Over an existing file it passes the read gate (EDIT-1) and the
 //! stale gate (EDIT-2) and leaves a file-history checkpoint (EDIT-6).
 
-use super::fs::{check_write_gates, checkpoint, confine, snippet, write_and_remember};
+use super::fs::{check_write_gates, checkpoint, confine, updated, write_and_remember, FILE_STATE_NOTE};
 use super::{PermissionSubject, Tool, ToolContext, ToolError, ToolOutput};
 use futures_util::future::BoxFuture;
 use serde::Deserialize;
@@ -58,15 +58,12 @@ impl Tool for Write {
                     check_write_gates(ctx, &path, &current)?;
                     checkpoint(ctx, &path, &current)?;
                     write_and_remember(ctx, &path, &args.content)?;
-                    Ok(ToolOutput::Text(format!(
-                        "The file {} has been updated. Here's the result of running `cat -n` on a snippet of the edited file:\n{}",
-                        path.display(),
-                        snippet(&args.content, 0, args.content.len())
-                    )))
+                    Ok(ToolOutput::Text(updated(&path)))
                 }
                 Err(_) => {
                     write_and_remember(ctx, &path, &args.content)?;
-                    Ok(ToolOutput::Text(format!("File created successfully at: {}", path.display())))
+                    // measured: the path as the call gave it (`rel.txt` stays relative)
+                    Ok(ToolOutput::Text(format!("File created successfully at: {}{FILE_STATE_NOTE}", args.file_path)))
                 }
             }
         })
