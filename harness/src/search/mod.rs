@@ -5,14 +5,22 @@
 //! `probelab rg` is this engine as a command; the Grep tool calls it in process.
 //!
 //! Decisions where ripgrep is not deterministic: the walk is always single-threaded in path order
-//! (ripgrep orders results only with `--sort path`; with it the two agree byte for byte). Colour is never
-//! used. Memory maps are not used (no `unsafe`); where ripgrep would map a few explicit files, the file is
-//! read whole and searched as a slice, which is what ripgrep's map amounts to.
+//! (ripgrep orders results only with `--sort path`; with it the two agree byte for byte). Where ripgrep
+//! would search in parallel (no sort, not one file, more than one core) the walking thread hands
+//! numbered batches of consecutive files to one search thread per core (at most 12, as ripgrep), while
+//! the calling thread prints each batch once all before it are printed: the search overlaps the walk as
+//! in ripgrep, and the output never depends on thread timing — the same bytes as one thread's, except
+//! ripgrep's parallel-only details, kept: the file separator goes between any two non-empty outputs, and
+//! the parallel walker's wording of an unreadable entry. Output goes to stdout in blocks, and stdout is
+//! written up to the point of each message before the message goes to stderr, so the two streams on one
+//! descriptor interleave the same way on every run. Colour is never used. Memory maps are not used (no
+//! `unsafe`); where ripgrep would map a few explicit files, the file is read whole and searched as a
+//! slice, which is what ripgrep's map amounts to.
 
 pub mod args;
 
 use args::{Case, Mode, RgArgs, SortKind, TypeChange};
-use grep_printer::{JSONBuilder, PathPrinterBuilder, StandardBuilder, SummaryBuilder, SummaryKind};
+use grep_printer::{JSONBuilder, StandardBuilder, SummaryBuilder, SummaryKind};
 use grep_regex::{RegexMatcher, RegexMatcherBuilder};
 use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder, Sink};
 use std::io::{Read, Write};
@@ -45,17 +53,23 @@ pub struct Io<'a> {
     pub cancel: Option<&'a AtomicBool>,
 }
 
-struct Messages<'a, 'b> {
-    io: &'b mut Io<'a>,
+struct Messages<'a> {
+    stderr: &'a mut dyn Write,
     errored: bool,
     quiet: bool,
 }
 
-impl Messages<'_, '_> {
+impl Messages<'_> {
+    fn warn(&mut self, msg: impl std::fmt::Display) {
+        if !self.quiet {
+            let _ = writeln!(self.stderr, "rg: {msg}");
+        }
+    }
+
     fn error(&mut self, msg: impl std::fmt::Display) {
         self.errored = true;
         if !self.quiet {
-            let _ = writeln!(self.io.stderr, "rg: {msg}");
+            let _ = writeln!(self.stderr, "rg: {msg}");
         }
     }
 }
@@ -186,82 +200,266 @@ struct Haystack {
     explicit: bool,
 }
 
-fn haystacks(
+/// What the walk yields, in order: a haystack, or an error to report at that point.
+enum Event {
+    Hay(Haystack),
+    Error(String),
+    /// A problem that does not stop the run nor change its exit status (a bad line in an ignore file).
+    Warning(String),
+}
+
+/// The walk's events in the order they are searched and reported: streamed in path order, or, for the
+/// sorts that need every path first (times, reversed path), collected, sorted and handed out with the
+/// walk's errors first (ripgrep reports them while it collects).
+/// `parallel`: word errors as ripgrep's parallel walker does.
+fn events(
     a: &RgArgs,
     paths: &[PathBuf],
     strip_dot: bool,
     cwd: &Path,
-    msgs: &mut Messages<'_, '_>,
-) -> Result<Vec<Haystack>, String> {
+    parallel: bool,
+) -> Result<Box<dyn Iterator<Item = Event> + Send>, String> {
+    let walk =
+        walker(a, paths, cwd)?.build().flat_map(move |result| event(result, strip_dot, parallel).into_iter().flatten());
+    let Some((kind, reverse)) = a.sort else { return Ok(Box::new(walk)) };
+    if kind == SortKind::Path && !reverse {
+        // the walk itself is in path order
+        return Ok(Box::new(walk));
+    }
+    let mut errors = Vec::new();
     let mut out = Vec::new();
-    for result in walker(a, paths, cwd)?.build() {
-        let dent = match result {
-            Ok(d) => d,
-            Err(e) => {
-                msgs.error(e);
-                continue;
-            }
-        };
-        let ft = dent.file_type();
-        let is_dir = ft.is_some_and(|t| t.is_dir()) || (dent.path_is_symlink() && dent.path().is_dir());
-        let explicit = dent.depth() == 0 && !is_dir;
-        let is_file = ft.is_some_and(|t| t.is_file());
-        if !explicit && !is_file {
-            continue;
+    for e in walk {
+        match e {
+            Event::Hay(h) => out.push(h),
+            e => errors.push(e),
         }
-        let path = dent.path();
-        let path = if strip_dot && path.starts_with("./") {
-            path.strip_prefix("./").unwrap_or(path).to_path_buf()
-        } else {
-            path.to_path_buf()
-        };
-        out.push(Haystack { path, explicit });
     }
-    if let Some((kind, reverse)) = a.sort {
-        let key = |p: &Path| -> Option<std::time::SystemTime> {
-            let m = p.metadata().ok()?;
-            match kind {
-                SortKind::Path => None,
-                SortKind::Modified => m.modified().ok(),
-                SortKind::Accessed => m.accessed().ok(),
-                SortKind::Created => m.created().ok(),
-            }
-        };
+    let key = |p: &Path| -> Option<std::time::SystemTime> {
+        let m = p.metadata().ok()?;
         match kind {
-            SortKind::Path if reverse => out.sort_by(|x, y| y.path.cmp(&x.path)),
-            SortKind::Path => {}
-            _ => {
-                let mut keyed: Vec<_> = out.into_iter().map(|h| (key(&h.path), h)).collect();
-                keyed.sort_by(|(t1, _), (t2, _)| {
-                    let o = match (t1, t2) {
-                        (Some(a), Some(b)) => a.cmp(b),
-                        (Some(_), None) => std::cmp::Ordering::Less,
-                        (None, Some(_)) => std::cmp::Ordering::Greater,
-                        (None, None) => std::cmp::Ordering::Equal,
-                    };
-                    if reverse {
-                        o.reverse()
-                    } else {
-                        o
-                    }
-                });
-                out = keyed.into_iter().map(|(_, h)| h).collect();
+            SortKind::Path => None,
+            SortKind::Modified => m.modified().ok(),
+            SortKind::Accessed => m.accessed().ok(),
+            SortKind::Created => m.created().ok(),
+        }
+    };
+    match kind {
+        SortKind::Path => out.sort_by(|x, y| y.path.cmp(&x.path)),
+        _ => {
+            let mut keyed: Vec<_> = out.into_iter().map(|h| (key(&h.path), h)).collect();
+            keyed.sort_by(|(t1, _), (t2, _)| {
+                let o = match (t1, t2) {
+                    (Some(a), Some(b)) => a.cmp(b),
+                    (Some(_), None) => std::cmp::Ordering::Less,
+                    (None, Some(_)) => std::cmp::Ordering::Greater,
+                    (None, None) => std::cmp::Ordering::Equal,
+                };
+                if reverse {
+                    o.reverse()
+                } else {
+                    o
+                }
+            });
+            out = keyed.into_iter().map(|(_, h)| h).collect();
+        }
+    }
+    Ok(Box::new(errors.into_iter().chain(out.into_iter().map(Event::Hay))))
+}
+
+/// One walk result as events: the entry's own problem (ripgrep's "ignore message", e.g. a bad glob in the
+/// directory's .gitignore), then the haystack (none for what is not searched: directories, special files).
+fn event(result: Result<ignore::DirEntry, ignore::Error>, strip_dot: bool, parallel: bool) -> [Option<Event>; 2] {
+    let dent = match result {
+        Ok(d) => d,
+        Err(e) => return [Some(Event::Error(walk_error(e, parallel))), None],
+    };
+    let warning = dent.error().map(|e| Event::Warning(e.to_string()));
+    let ft = dent.file_type();
+    let is_dir = ft.is_some_and(|t| t.is_dir()) || (dent.path_is_symlink() && dent.path().is_dir());
+    let explicit = dent.depth() == 0 && !is_dir;
+    let is_file = ft.is_some_and(|t| t.is_file());
+    if !explicit && !is_file {
+        return [warning, None];
+    }
+    let path = if strip_dot && dent.path().starts_with("./") {
+        dent.path().strip_prefix("./").map(Path::to_path_buf).unwrap_or_else(|_| dent.into_path())
+    } else {
+        dent.into_path()
+    };
+    [warning, Some(Event::Hay(Haystack { path, explicit }))]
+}
+
+/// A walk error's text. ripgrep's parallel walker words an entry it cannot read (a broken symlink under
+/// -L) `PATH: ERROR`, where the sequential walker this engine uses wraps walkdir's `IO error for operation
+/// on PATH: ERROR`; runs ripgrep would make parallel get the parallel wording.
+fn walk_error(e: ignore::Error, parallel: bool) -> String {
+    if let (true, ignore::Error::WithPath { path, err }) = (parallel, &e) {
+        if let ignore::Error::Io(io) = &**err {
+            let text = io.to_string();
+            if let Some(rest) = text.strip_prefix(&format!("IO error for operation on {}: ", path.display())) {
+                return format!("{}: {rest}", path.display());
             }
         }
     }
-    Ok(out)
+    e.to_string()
+}
+
+/// Output is handed to stdout in blocks of at least this many bytes (one write per block, not per file).
+const OUT_BLOCK: usize = 64 * 1024;
+
+/// Batches queued between the walking thread and the search threads: the walk runs at most this far
+/// ahead of the searches.
+const WORK_QUEUE: usize = 256;
+
+/// Most walk events in one batch handed to a search thread.
+const BATCH: usize = 64;
+
+/// Where the outputs go, in order: stdout (in blocks), the exit status's facts, the JSON stats.
+struct Output<'o> {
+    stdout: &'o mut dyn Write,
+    /// Bytes not yet written (fewer than [`OUT_BLOCK`] between writes).
+    buf: Vec<u8>,
+    matched: bool,
+    searched: bool,
+    stats: grep_printer::Stats,
+    printed: bool,
+    /// Set when stdout is gone (a closed pipe): the run stops, as ripgrep does.
+    broken: bool,
+    /// Between two non-empty outputs (several search threads: ripgrep's buffer writer puts it there).
+    between: Option<Vec<u8>>,
+}
+
+impl<'o> Output<'o> {
+    fn new(stdout: &'o mut dyn Write, between: Option<Vec<u8>>) -> Output<'o> {
+        Output {
+            stdout,
+            buf: Vec::with_capacity(OUT_BLOCK),
+            matched: false,
+            searched: false,
+            stats: grep_printer::Stats::new(),
+            printed: false,
+            broken: false,
+            between,
+        }
+    }
+
+    /// A file's search: its facts; its error, to be reported.
+    fn result(&mut self, r: std::io::Result<(bool, Option<grep_printer::Stats>)>, h: &Haystack) -> Option<String> {
+        self.searched = true;
+        match r {
+            Ok((m, s)) => {
+                self.matched |= m;
+                if let Some(s) = s {
+                    self.stats += &s;
+                }
+                None
+            }
+            Err(e) => Some(format!("{}: {e}", h.path.display())),
+        }
+    }
+
+    /// Reports an error on stderr after writing out all output that comes before it, so that stdout and
+    /// stderr on one descriptor interleave the same way on every run.
+    fn error(&mut self, msgs: &mut Messages<'_>, msg: impl std::fmt::Display) {
+        self.flush();
+        msgs.error(msg);
+    }
+
+    /// [`Output::error`] for a warning (the exit status stays).
+    fn warn(&mut self, msgs: &mut Messages<'_>, msg: impl std::fmt::Display) {
+        self.flush();
+        msgs.warn(msg);
+    }
+
+    /// Output of one file (sequential runs: of several, separated by the printer already).
+    fn emit(&mut self, bytes: &[u8]) {
+        if bytes.is_empty() {
+            return;
+        }
+        self.printed = true;
+        if self.buf.len() + bytes.len() < OUT_BLOCK {
+            self.buf.extend_from_slice(bytes);
+            return;
+        }
+        self.flush();
+        self.write(bytes);
+    }
+
+    /// A batch's output and errors, in order; `between` goes before its first output if anything was
+    /// printed before (the search thread put it between the batch's own files).
+    fn batch(&mut self, msgs: &mut Messages<'_>, done: &BatchDone) {
+        self.matched |= done.matched;
+        self.searched |= done.searched;
+        self.stats += &done.stats;
+        let mut first = true;
+        let mut at = 0;
+        let ends = done.errors.iter().map(|(end, _, _)| *end).chain([done.out.len()]);
+        for (i, end) in ends.enumerate() {
+            let bytes = &done.out[at..end];
+            at = end;
+            if !bytes.is_empty() {
+                if let (true, true, Some(sep)) = (first, self.printed, &self.between) {
+                    self.buf.extend_from_slice(sep);
+                    self.buf.push(b'\n');
+                }
+                first = false;
+                self.emit(bytes);
+            }
+            match done.errors.get(i) {
+                Some((_, e, true)) => self.error(msgs, e),
+                Some((_, e, false)) => self.warn(msgs, e),
+                None => {}
+            }
+        }
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        if !self.broken && !bytes.is_empty() {
+            if let Err(e) = self.stdout.write_all(bytes) {
+                self.broken = e.kind() == std::io::ErrorKind::BrokenPipe;
+            }
+        }
+    }
+
+    fn flush(&mut self) {
+        let buf = std::mem::take(&mut self.buf);
+        self.write(&buf);
+        self.buf = buf;
+        self.buf.clear();
+    }
+}
+
+/// A path's bytes as ripgrep prints them (on Unix, the raw bytes).
+fn path_bytes(p: &Path) -> std::borrow::Cow<'_, [u8]> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::ffi::OsStrExt;
+        std::borrow::Cow::Borrowed(p.as_os_str().as_bytes())
+    }
+    #[cfg(not(unix))]
+    {
+        match p.to_string_lossy() {
+            std::borrow::Cow::Borrowed(s) => std::borrow::Cow::Borrowed(s.as_bytes()),
+            std::borrow::Cow::Owned(s) => std::borrow::Cow::Owned(s.into_bytes()),
+        }
+    }
 }
 
 /// Runs a search (or `--files`) and returns the exit status.
 pub fn run(a: &RgArgs, io: &mut Io<'_>) -> u8 {
     let started = Instant::now();
-    let mut msgs = Messages { io, errored: false, quiet: a.no_messages };
+    let stdout_is_terminal = io.stdout_is_terminal;
+    let cancel = io.cancel;
+    let cwd = io.cwd.clone();
+    let stdout: &mut dyn Write = &mut *io.stdout;
+    let mut msgs = Messages { stderr: &mut *io.stderr, errored: false, quiet: a.no_messages };
     let (paths, implicit) =
         if a.paths.is_empty() { (vec![PathBuf::from("./")], true) } else { (a.paths.clone(), false) };
     let is_one_file = !implicit && paths.len() == 1 && (paths[0] == Path::new("-") || !paths[0].is_dir());
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     // ripgrep walks in parallel unless it sorts or searches one file, and its parallel walker words a
     // missing root as `PATH: ERROR`; this engine walks sequentially, so it reports those roots itself.
-    let parallel = a.sort.is_none() && !is_one_file && std::thread::available_parallelism().map_or(1, |n| n.get()) > 1;
+    let parallel = a.sort.is_none() && !is_one_file && cores > 1;
     let paths: Vec<PathBuf> = if parallel {
         let mut kept = Vec::new();
         for p in paths {
@@ -277,23 +475,35 @@ pub fn run(a: &RgArgs, io: &mut Io<'_>) -> u8 {
     if paths.is_empty() {
         return exit_code(false, a.quiet, msgs.errored);
     }
-    let cwd = msgs.io.cwd.clone();
     if a.mode == Mode::Files {
-        let list = match haystacks(a, &paths, implicit, &cwd, &mut msgs) {
-            Ok(l) => l,
+        let walk = match events(a, &paths, implicit, &cwd, parallel) {
+            Ok(w) => w,
             Err(e) => {
                 msgs.error(e);
                 return EXIT_ERROR;
             }
         };
-        let mut printer = PathPrinterBuilder::new().build(NoColor::new(&mut *msgs.io.stdout));
-        let matched = !list.is_empty();
-        for h in &list {
-            if a.quiet {
+        let mut out = Output::new(stdout, None);
+        let mut matched = false;
+        for e in walk {
+            if cancel.is_some_and(|c| c.load(Ordering::Relaxed)) || out.broken {
                 break;
             }
-            let _ = printer.write(&h.path);
+            match e {
+                Event::Error(e) => out.error(&mut msgs, e),
+                Event::Warning(e) => out.warn(&mut msgs, e),
+                Event::Hay(h) => {
+                    matched = true;
+                    if a.quiet {
+                        break;
+                    }
+                    // what ripgrep's path printer writes without colour: the path's bytes and a newline
+                    out.emit(&path_bytes(&h.path));
+                    out.emit(b"\n");
+                }
+            }
         }
+        out.flush();
         return exit_code(matched, a.quiet, msgs.errored);
     }
     // ripgrep decides that no match is possible before it builds the matcher
@@ -307,8 +517,8 @@ pub fn run(a: &RgArgs, io: &mut Io<'_>) -> u8 {
             return EXIT_ERROR;
         }
     };
-    let list = match haystacks(a, &paths, implicit, &cwd, &mut msgs) {
-        Ok(l) => l,
+    let walk = match events(a, &paths, implicit, &cwd, parallel) {
+        Ok(w) => w,
         Err(e) => {
             msgs.error(e);
             return EXIT_ERROR;
@@ -320,11 +530,11 @@ pub fn run(a: &RgArgs, io: &mut Io<'_>) -> u8 {
         Mode::Count if a.only_matching => Mode::CountMatches,
         m => m,
     };
-    let heading = a.heading.unwrap_or(msgs.io.stdout_is_terminal);
+    let heading = a.heading.unwrap_or(stdout_is_terminal);
     let with_filename = a.with_filename.unwrap_or(!is_one_file);
     let line_number = a.line_number.unwrap_or(match mode {
         Mode::Json => true,
-        Mode::Standard => msgs.io.stdout_is_terminal && !a.quiet,
+        Mode::Standard => stdout_is_terminal && !a.quiet,
         _ => false,
     });
     let (before, after) = a.context_lines();
@@ -353,58 +563,242 @@ pub fn run(a: &RgArgs, io: &mut Io<'_>) -> u8 {
         Mode::Json => Printer::Json,
         _ => Printer::Standard { heading },
     };
-    let plan = Plan { a, matcher: &matcher, kind, with_filename, mmap_like, cancel: msgs.io.cancel };
+    let plan = Plan { a, matcher: &matcher, kind, with_filename, mmap_like, cancel };
     // ripgrep searches on as many threads as there are cores unless it sorts, stops at the first match
     // (-q) or searches one file; the output is the same either way (printed here in path order)
-    let threads = if a.quiet || is_one_file || a.sort.is_some() || list.len() < 2 {
-        1
+    let threads = if a.quiet || !parallel { 1 } else { cores.min(12) };
+    let mut out = Output::new(stdout, if threads > 1 { file_separator.clone() } else { None });
+    let searcher = searcher(a, line_number);
+    if threads <= 1 {
+        search_sequential(&plan, searcher, walk, &file_separator, &mut out, &mut msgs);
     } else {
-        std::thread::available_parallelism().map_or(1, |n| n.get()).min(12)
-    };
-    let results = search_all(&plan, searcher(a, line_number), &list, threads, &file_separator);
-    let mut matched = false;
-    let mut stats = grep_printer::Stats::new();
-    let mut printed = false;
-    let mut out_buf = Vec::new();
-    for (h, r) in list.iter().zip(results) {
-        match r.result {
-            Ok((m, s)) => {
-                matched |= m;
-                if let Some(s) = s {
-                    stats += &s;
-                }
-            }
-            Err(e) => msgs.error(format!("{}: {e}", h.path.display())),
-        }
-        if !r.out.is_empty() {
-            // Between two files' outputs: "--" after context, an empty line under headings. On one
-            // thread the printer writes it itself (and not before a bare "binary file matches" line);
-            // on several, ripgrep's buffer writer puts it between any two non-empty outputs.
-            if let (true, true, Some(sep)) = (threads > 1, printed, &file_separator) {
-                out_buf.extend_from_slice(sep);
-                out_buf.push(b'\n');
-            }
-            printed = true;
-            out_buf.extend_from_slice(&r.out);
-        }
+        search_parallel(&plan, searcher, walk, threads, &mut out, &mut msgs);
     }
     if mode == Mode::Json {
         let elapsed = started.elapsed();
         let summary = serde_json::json!({
             "type": "summary",
             "data": {
-                "stats": stats,
+                "stats": out.stats,
                 "elapsed_total": {"secs": elapsed.as_secs(), "nanos": elapsed.subsec_nanos(), "human": format!("{:0.6}s", elapsed.as_secs_f64())},
             }
         });
         // ripgrep's serde_json keeps keys sorted; ours preserves insertion order.
-        let _ = writeln!(out_buf, "{}", sorted_keys(summary));
+        let _ = writeln!(out.buf, "{}", sorted_keys(summary));
     }
-    let _ = msgs.io.stdout.write_all(&out_buf);
-    if implicit && list.is_empty() {
+    out.flush();
+    if plan.cancel.is_some_and(|c| c.load(Ordering::Relaxed)) && !msgs.errored {
+        // stopped between two files: the run still ends with an error
+        msgs.error("search cancelled (deadline)");
+    }
+    if implicit && !out.searched {
         msgs.error("No files were searched, which means ripgrep probably applied a filter you didn't expect.\nRunning with --debug will show why files are being skipped.");
     }
-    exit_code(matched, a.quiet, msgs.errored)
+    exit_code(out.matched, a.quiet, msgs.errored)
+}
+
+fn cancelled(plan: &Plan<'_>) -> bool {
+    plan.cancel.is_some_and(|c| c.load(Ordering::Relaxed))
+}
+
+/// Walks and searches on this thread, one file after the other (ripgrep's single-threaded search); one
+/// printer serves every file (the standard printer places the separators between files itself) and its
+/// buffer goes to stdout whenever it holds a block. With -q it stops after the first match.
+fn search_sequential(
+    plan: &Plan<'_>,
+    mut searcher: Searcher,
+    walk: Box<dyn Iterator<Item = Event> + Send>,
+    file_separator: &Option<Vec<u8>>,
+    out: &mut Output<'_>,
+    msgs: &mut Messages<'_>,
+) {
+    let mut printer = FilePrinter::new(plan, file_separator.clone());
+    for e in walk {
+        if cancelled(plan) || out.broken {
+            break;
+        }
+        // (message, whether it is an error)
+        let note = match e {
+            Event::Error(e) => Some((e, true)),
+            Event::Warning(e) => Some((e, false)),
+            Event::Hay(h) => {
+                let r = search_file(plan, plan.matcher, &mut searcher, &h, &mut printer);
+                let stop = plan.a.quiet && matches!(r, Ok((true, _)));
+                let error = out.result(r, &h).map(|e| (e, true));
+                if stop {
+                    out.emit(printer.buf());
+                    if let Some((e, _)) = error {
+                        out.error(msgs, e);
+                    }
+                    return;
+                }
+                error
+            }
+        };
+        if note.is_some() || printer.buf().len() >= OUT_BLOCK {
+            out.emit(printer.buf());
+            printer.buf().clear();
+        }
+        match note {
+            Some((e, true)) => out.error(msgs, e),
+            Some((e, false)) => out.warn(msgs, e),
+            None => {}
+        }
+    }
+    out.emit(printer.buf());
+}
+
+/// What a search thread hands back for one batch.
+struct BatchDone {
+    /// The outputs of the batch's files in order, `between` placed between two non-empty ones.
+    out: Vec<u8>,
+    /// Walk and search errors (true) and warnings (false), in order, each with the length `out` had when
+    /// it happened.
+    errors: Vec<(usize, String, bool)>,
+    matched: bool,
+    searched: bool,
+    stats: grep_printer::Stats,
+}
+
+/// Walks on one thread (in path order) while `threads` threads search what it finds. The walk is cut
+/// into numbered batches of consecutive events (a batch goes out at once while a search thread may be
+/// idle, else when it holds [`BATCH`] events: few wake-ups, no thread left waiting); each batch's output
+/// is written (here, on the calling thread) once every batch before it has been, so the output is the
+/// same as one thread's whatever the timing.
+fn search_parallel(
+    plan: &Plan<'_>,
+    searcher: Searcher,
+    walk: Box<dyn Iterator<Item = Event> + Send>,
+    threads: usize,
+    out: &mut Output<'_>,
+    msgs: &mut Messages<'_>,
+) {
+    use std::sync::atomic::AtomicUsize;
+    use std::sync::{mpsc, Mutex};
+    let (work_tx, work_rx) = mpsc::sync_channel::<(usize, Vec<Event>)>(WORK_QUEUE);
+    let work_rx = Mutex::new(work_rx);
+    let (done_tx, done_rx) = mpsc::channel::<(usize, BatchDone)>();
+    let stop = AtomicBool::new(false);
+    // batches sent and not yet taken by a search thread
+    let queued = AtomicUsize::new(0);
+    // output buffers written out, for the search threads to fill again
+    let spare: Mutex<Vec<Vec<u8>>> = Mutex::new(Vec::new());
+    let between = out.between.clone();
+    std::thread::scope(|scope| {
+        let (stop, work_rx, queued, spare, between) = (&stop, &work_rx, &queued, &spare, &between);
+        scope.spawn(move || {
+            let mut index = 0;
+            let mut batch = Vec::new();
+            let mut send = |batch: &mut Vec<Event>| {
+                queued.fetch_add(1, Ordering::Relaxed);
+                let sent = work_tx.send((index, std::mem::take(batch))).is_ok();
+                index += 1;
+                sent
+            };
+            for e in walk {
+                if stop.load(Ordering::Relaxed) || cancelled(plan) {
+                    return;
+                }
+                batch.push(e);
+                if (batch.len() >= BATCH || queued.load(Ordering::Relaxed) < threads) && !send(&mut batch) {
+                    return;
+                }
+            }
+            if !batch.is_empty() {
+                send(&mut batch);
+            }
+        });
+        for _ in 0..threads {
+            let mut searcher = searcher.clone();
+            let done_tx = done_tx.clone();
+            scope.spawn(move || {
+                // a clone per thread: each has its own cache pool (a shared one is slow off its owner thread)
+                let matcher = plan.matcher.clone();
+                let mut printer = FilePrinter::new(plan, None);
+                loop {
+                    let job = match work_rx.lock() {
+                        Ok(rx) => rx.recv(),
+                        Err(_) => break,
+                    };
+                    let Ok((index, batch)) = job else { break };
+                    queued.fetch_sub(1, Ordering::Relaxed);
+                    if stop.load(Ordering::Relaxed) {
+                        // drain the queue (never leave the walker blocked on it): it stops at its next event
+                        continue;
+                    }
+                    let mut done = BatchDone {
+                        out: Vec::new(),
+                        errors: Vec::new(),
+                        matched: false,
+                        searched: false,
+                        stats: grep_printer::Stats::new(),
+                    };
+                    for e in batch {
+                        if stop.load(Ordering::Relaxed) {
+                            break;
+                        }
+                        let h = match e {
+                            Event::Error(e) => {
+                                done.errors.push((printer.buf().len(), e, true));
+                                continue;
+                            }
+                            Event::Warning(e) => {
+                                done.errors.push((printer.buf().len(), e, false));
+                                continue;
+                            }
+                            Event::Hay(h) => h,
+                        };
+                        let start = printer.buf().len();
+                        let r = search_file(plan, &matcher, &mut searcher, &h, &mut printer);
+                        done.searched = true;
+                        match r {
+                            Ok((m, s)) => {
+                                done.matched |= m;
+                                if let Some(s) = s {
+                                    done.stats += &s;
+                                }
+                            }
+                            Err(e) => done.errors.push((usize::MAX, format!("{}: {e}", h.path.display()), true)),
+                        }
+                        let buf = printer.buf();
+                        if let (Some(sep), true) = (between, start > 0 && buf.len() > start) {
+                            buf.splice(start..start, sep.iter().copied().chain([b'\n']));
+                        }
+                        // a search error comes after what the file printed
+                        let end = buf.len();
+                        if let Some(last) = done.errors.last_mut().filter(|(at, _, _)| *at == usize::MAX) {
+                            last.0 = end;
+                        }
+                    }
+                    let fresh = spare.lock().ok().and_then(|mut s| s.pop()).unwrap_or_default();
+                    done.out = std::mem::replace(printer.buf(), fresh);
+                    if done_tx.send((index, done)).is_err() {
+                        stop.store(true, Ordering::Relaxed);
+                    }
+                }
+            });
+        }
+        drop(done_tx);
+        // batches arrive in any order; each is written once all before it are
+        let mut pending = std::collections::BTreeMap::new();
+        let mut next = 0;
+        for (index, done) in done_rx {
+            pending.insert(index, done);
+            while let Some(mut done) = pending.remove(&next) {
+                next += 1;
+                out.batch(msgs, &done);
+                done.out.clear();
+                if let Ok(mut s) = spare.lock() {
+                    s.push(done.out);
+                }
+            }
+            if out.broken {
+                // stdout is gone: the walker and the searchers stop at their next step
+                stop.store(true, Ordering::Relaxed);
+                break;
+            }
+        }
+    });
 }
 
 /// Which printer a search uses.
@@ -425,69 +819,47 @@ struct Plan<'a> {
     cancel: Option<&'a AtomicBool>,
 }
 
-/// One file's search: its output (printed alone, separators are added between files), whether it
-/// matched, its stats (JSON), or the error that stopped it.
-struct FileResult {
-    out: Vec<u8>,
-    result: std::io::Result<(bool, Option<grep_printer::Stats>)>,
+/// A search thread's printer, made once and used for every file it searches (each file's output is
+/// taken out of its buffer afterwards).
+enum FilePrinter {
+    Standard(grep_printer::Standard<NoColor<Vec<u8>>>),
+    Summary(grep_printer::Summary<NoColor<Vec<u8>>>),
+    Json(grep_printer::JSON<NoColor<Vec<u8>>>),
 }
 
-/// Searches the haystacks on `threads` threads; results come back in the haystacks' order. One thread
-/// with -q stops after the first match.
-fn search_all(
-    plan: &Plan<'_>,
-    searcher: Searcher,
-    list: &[Haystack],
-    threads: usize,
-    file_separator: &Option<Vec<u8>>,
-) -> Vec<FileResult> {
-    if threads <= 1 {
-        let mut searcher = searcher;
-        // one standard printer for every file, so it places the separators between files itself
-        let mut standard = match plan.kind {
-            Printer::Standard { heading } => Some(
-                standard_builder(plan, heading)
-                    .separator_search(file_separator.clone())
-                    .build(NoColor::new(Vec::new())),
-            ),
-            _ => None,
-        };
-        let mut out = Vec::with_capacity(list.len());
-        for h in list {
-            let r = search_file(plan, &mut searcher, h, standard.as_mut());
-            let stop = plan.a.quiet && matches!(r.result, Ok((true, _)));
-            out.push(r);
-            if stop {
-                break;
+impl FilePrinter {
+    /// `separator`: the standard printer's separator between files (one thread only).
+    fn new(plan: &Plan<'_>, separator: Option<Vec<u8>>) -> FilePrinter {
+        let a = plan.a;
+        let w = NoColor::new(Vec::new());
+        match plan.kind {
+            Printer::Standard { heading } => {
+                FilePrinter::Standard(standard_builder(plan, heading).separator_search(separator).build(w))
             }
+            Printer::Summary(kind) => FilePrinter::Summary(
+                SummaryBuilder::new()
+                    .exclude_zero(!a.include_zero)
+                    .kind(kind)
+                    .max_matches(a.max_count)
+                    .path(plan.with_filename)
+                    .separator_field(b":".to_vec())
+                    .build(w),
+            ),
+            Printer::Json => FilePrinter::Json(
+                JSONBuilder::new().pretty(false).max_matches(a.max_count).always_begin_end(false).build(w),
+            ),
         }
-        return out;
     }
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    let slots: Vec<std::sync::Mutex<Option<FileResult>>> = list.iter().map(|_| std::sync::Mutex::new(None)).collect();
-    std::thread::scope(|scope| {
-        for _ in 0..threads {
-            let mut searcher = searcher.clone();
-            let (next, slots) = (&next, &slots);
-            scope.spawn(move || loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                let Some(h) = list.get(i) else { break };
-                let r = search_file(plan, &mut searcher, h, None);
-                if let Ok(mut slot) = slots[i].lock() {
-                    *slot = Some(r);
-                }
-            });
+
+    /// What was printed and not yet taken out (the printer keeps its own count of bytes ever written,
+    /// so emptying this does not change where it puts separators).
+    fn buf(&mut self) -> &mut Vec<u8> {
+        match self {
+            FilePrinter::Standard(p) => p.get_mut().get_mut(),
+            FilePrinter::Summary(p) => p.get_mut().get_mut(),
+            FilePrinter::Json(p) => p.get_mut().get_mut(),
         }
-    });
-    slots
-        .into_iter()
-        .map(|m| {
-            m.into_inner()
-                .ok()
-                .flatten()
-                .unwrap_or(FileResult { out: Vec::new(), result: Err(std::io::Error::other("a search thread failed")) })
-        })
-        .collect()
+    }
 }
 
 fn standard_builder(plan: &Plan<'_>, heading: bool) -> StandardBuilder {
@@ -506,22 +878,22 @@ fn standard_builder(plan: &Plan<'_>, heading: bool) -> StandardBuilder {
     b
 }
 
-/// Searches one file. With `standard`, the standard printer shared by the files of a single-threaded
-/// run is used (and its output taken out afterwards); otherwise a printer of the plan's kind is made.
+/// Searches one file with this thread's matcher, searcher and printer (the output stays in the
+/// printer's buffer).
 fn search_file(
     plan: &Plan<'_>,
+    matcher: &RegexMatcher,
     searcher: &mut Searcher,
     h: &Haystack,
-    standard: Option<&mut grep_printer::Standard<NoColor<Vec<u8>>>>,
-) -> FileResult {
+    printer: &mut FilePrinter,
+) -> std::io::Result<(bool, Option<grep_printer::Stats>)> {
     let a = plan.a;
     searcher.set_binary_detection(match (a.text, h.explicit) {
         (true, _) => BinaryDetection::none(),
         (false, true) => BinaryDetection::convert(b'\x00'),
         (false, false) => BinaryDetection::quit(b'\x00'),
     });
-    let mut out = Vec::new();
-    let result = (|| -> std::io::Result<(bool, Option<grep_printer::Stats>)> {
+    (|| -> std::io::Result<(bool, Option<grep_printer::Stats>)> {
         let mut input: Box<dyn SearchInput> = if plan.mmap_like && h.explicit {
             let mut bytes = Vec::new();
             Cancellable { inner: std::fs::File::open(&h.path)?, cancel: plan.cancel }.read_to_end(&mut bytes)?;
@@ -533,47 +905,25 @@ fn search_file(
         } else {
             Box::new(ReaderInput(Box::new(Cancellable { inner: std::fs::File::open(&h.path)?, cancel: plan.cancel })))
         };
-        let w = NoColor::new(&mut out);
-        let m = plan.matcher;
-        match plan.kind {
-            Printer::Summary(kind) => {
-                let mut p = SummaryBuilder::new()
-                    .exclude_zero(!a.include_zero)
-                    .kind(kind)
-                    .max_matches(a.max_count)
-                    .path(plan.with_filename)
-                    .separator_field(b":".to_vec())
-                    .build(w);
+        let m = matcher;
+        match printer {
+            FilePrinter::Summary(p) => {
                 let mut sink = p.sink_with_path(m, &h.path);
                 input.search(searcher, m, &mut sink)?;
                 Ok((sink.has_match(), None))
             }
-            Printer::Json => {
-                let mut p = JSONBuilder::new().pretty(false).max_matches(a.max_count).always_begin_end(false).build(w);
+            FilePrinter::Json(p) => {
                 let mut sink = p.sink_with_path(m, &h.path);
                 input.search(searcher, m, &mut sink)?;
                 Ok((sink.has_match(), Some(sink.stats().clone())))
             }
-            Printer::Standard { heading } => match standard {
-                Some(p) => {
-                    let mut sink = p.sink_with_path(m, &h.path);
-                    let r = input.search(searcher, m, &mut sink);
-                    let matched = sink.has_match();
-                    drop(sink);
-                    // take what this file printed out of the shared printer's buffer
-                    *w.into_inner() = std::mem::take(p.get_mut().get_mut());
-                    r.map(|_| (matched, None))
-                }
-                None => {
-                    let mut p = standard_builder(plan, heading).build(w);
-                    let mut sink = p.sink_with_path(m, &h.path);
-                    input.search(searcher, m, &mut sink)?;
-                    Ok((sink.has_match(), None))
-                }
-            },
+            FilePrinter::Standard(p) => {
+                let mut sink = p.sink_with_path(m, &h.path);
+                input.search(searcher, m, &mut sink)?;
+                Ok((sink.has_match(), None))
+            }
         }
-    })();
-    FileResult { out, result }
+    })()
 }
 
 /// The value with every object's keys in sorted order (how ripgrep's own serde_json prints them).
@@ -645,5 +995,138 @@ pub fn main_with(argv: &[std::ffi::OsString], io: &mut Io<'_>) -> u8 {
             let _ = writeln!(io.stderr, "rg: {e}");
             EXIT_ERROR
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::cell::RefCell;
+    use std::rc::Rc;
+
+    /// A writer shared by stdout and stderr, to see how the two interleave.
+    #[derive(Clone, Default)]
+    struct Shared(Rc<RefCell<Vec<u8>>>);
+
+    impl Write for Shared {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.borrow_mut().extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    /// Searches `dir` (given as the path); returns (exit, stdout, stderr, both on one writer).
+    fn rg(dir: &Path, argv: &[&str]) -> (u8, Vec<u8>, Vec<u8>, Vec<u8>) {
+        let mut v: Vec<std::ffi::OsString> = argv.iter().map(std::ffi::OsString::from).collect();
+        v.push(dir.into());
+        let a = args::parse(&v).unwrap_or_else(|e| panic!("{e}"));
+        let (mut out, mut err) = (Vec::new(), Vec::new());
+        let code = run(
+            &a,
+            &mut Io { stdout: &mut out, stderr: &mut err, stdout_is_terminal: false, cwd: dir.into(), cancel: None },
+        );
+        let both = Shared::default();
+        let (mut o, mut e) = (both.clone(), both.clone());
+        let code2 = run(
+            &a,
+            &mut Io { stdout: &mut o, stderr: &mut e, stdout_is_terminal: false, cwd: dir.into(), cancel: None },
+        );
+        assert_eq!(code, code2);
+        let both = both.0.borrow().clone();
+        (code, out, err, both)
+    }
+
+    /// 600 files in 12 directories: matches, misses, binary files, and a bad glob in one .gitignore
+    /// half-way through the walk.
+    fn corpus() -> tempfile::TempDir {
+        let d = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        std::fs::create_dir(d.path().join(".git")).unwrap_or_else(|e| panic!("{e}"));
+        for i in 0..600 {
+            let dir = d.path().join(format!("d{:02}", i % 12));
+            std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{e}"));
+            let mut text = String::new();
+            for j in 0..(i * 7 % 40) {
+                text.push_str(match (i + j) % 5 {
+                    0 => "a needle here\n",
+                    1 => "NEEDLE twice needle\n",
+                    _ => "nothing to see\n",
+                });
+            }
+            if i % 29 == 0 {
+                text.push('\0');
+            }
+            std::fs::write(dir.join(format!("f{i:03}.txt")), text).unwrap_or_else(|e| panic!("{e}"));
+        }
+        std::fs::write(d.path().join("d06/.gitignore"), "[\n*.skip\n").unwrap_or_else(|e| panic!("{e}"));
+        d
+    }
+
+    #[test]
+    fn output_is_in_path_order_and_the_same_on_every_run() {
+        let d = corpus();
+        let cases: &[&[&str]] = &[
+            &["needle"],
+            &["-i", "needle"],
+            &["-n", "-C", "1", "needle"],
+            &["--heading", "-o", "needle"],
+            &["-c", "needle"],
+            &["-l", "needle"],
+            &["--files-without-match", "needle"],
+            &["--json", "-m", "2", "needle"],
+            &["--files"],
+            &["-v", "-A", "2", "x"],
+        ];
+        let zero_times = regex::Regex::new(r#""(secs|nanos|human)":[^,}]*"#).unwrap_or_else(|e| panic!("{e}"));
+        let norm = |b: &[u8]| zero_times.replace_all(&String::from_utf8_lossy(b), "$1").into_owned();
+        for argv in cases {
+            let first = rg(d.path(), argv);
+            assert!(!first.1.is_empty(), "{argv:?}: no output");
+            assert!(
+                String::from_utf8_lossy(&first.2).contains("d06/.gitignore: line 1: error parsing glob '['"),
+                "{argv:?}: {}",
+                String::from_utf8_lossy(&first.2)
+            );
+            for _ in 0..4 {
+                let again = rg(d.path(), argv);
+                assert_eq!(first.0, again.0, "{argv:?}: exit");
+                assert_eq!(norm(&first.1), norm(&again.1), "{argv:?}: stdout");
+                assert_eq!(first.2, again.2, "{argv:?}: stderr");
+                assert_eq!(norm(&first.3), norm(&again.3), "{argv:?}: stdout and stderr together");
+            }
+            // the same as one thread walking in path order (ripgrep's --sort path)
+            let sorted: Vec<&str> = ["--sort", "path"].iter().chain(argv.iter()).copied().collect();
+            let one = rg(d.path(), &sorted);
+            assert_eq!((first.0, norm(&first.1), &first.2), (one.0, norm(&one.1), &one.2), "{argv:?} vs --sort path");
+            assert_eq!(norm(&first.3), norm(&one.3), "{argv:?} vs --sort path, together");
+        }
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_broken_link_is_worded_as_ripgreps_walker_words_it() {
+        let d = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        std::fs::write(d.path().join("a.txt"), "needle\n").unwrap_or_else(|e| panic!("{e}"));
+        std::os::unix::fs::symlink("/nonexistent/x", d.path().join("b.txt")).unwrap_or_else(|e| panic!("{e}"));
+        let parallel = std::thread::available_parallelism().map_or(1, |n| n.get()) > 1;
+        let (code, out, err, _) = rg(d.path(), &["-L", "needle"]);
+        let (a, b) = (d.path().join("a.txt"), d.path().join("b.txt"));
+        assert_eq!((code, String::from_utf8_lossy(&out)), (EXIT_ERROR, format!("{}:needle\n", a.display()).into()));
+        if parallel {
+            assert_eq!(
+                String::from_utf8_lossy(&err),
+                format!("rg: {}: No such file or directory (os error 2)\n", b.display())
+            );
+        }
+        let (_, _, err, _) = rg(d.path(), &["--sort", "path", "-L", "needle"]);
+        assert_eq!(
+            String::from_utf8_lossy(&err),
+            format!(
+                "rg: {b}: IO error for operation on {b}: No such file or directory (os error 2)\n",
+                b = b.display()
+            )
+        );
     }
 }

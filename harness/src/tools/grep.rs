@@ -331,8 +331,12 @@ impl Tool for Grep {
                 }
                 _ => {
                     // most recently modified first, then path (the reference's order)
-                    let mut files: Vec<(Option<std::time::SystemTime>, String)> =
-                        lines.iter().map(|l| (super::fs::mtime(Path::new(l)), relative(&wd, l))).collect();
+                    let paths: Vec<&str> = lines.iter().map(|l| l.as_ref()).collect();
+                    let mut files: Vec<(Option<std::time::SystemTime>, String)> = super::fs::mtimes(&paths)
+                        .into_iter()
+                        .zip(lines.iter())
+                        .map(|(t, l)| (t, relative(&wd, l)))
+                        .collect();
                     files.sort_by(|x, y| y.0.cmp(&x.0).then_with(|| x.1.cmp(&y.1)));
                     let names: Vec<String> = files.into_iter().map(|(_, n)| n).collect();
                     let (shown, truncated) = paginate(&names, limit, offset);
