@@ -258,5 +258,4 @@ mod tests {
     fn cat_n_numbering() {
         assert_eq!(number_lines(["a", "b"].into_iter(), 9), "9\ta\n10\tb");
     }
-
 }
