@@ -658,6 +658,10 @@ async fn drive(mut job: Job, stop_rx: tokio::sync::oneshot::Receiver<()>) {
         _ = work => {}
         _ = stop_rx => stop.store(true, Ordering::SeqCst),
     }
+    // Stopped: an agent() call the script makes from now on (or made and nobody took yet) must fail at
+    // once, or the script would wait for its answer forever and the run would never end as killed (seen
+    // under load, when the script reached its first agent() only after the stop).
+    drop(req_rx);
     let outcome = match script.await {
         Ok(o) => o,
         Err(e) => engine::Outcome {
