@@ -89,14 +89,16 @@ impl Tool for Glob {
             let text = String::from_utf8_lossy(&out).into_owned();
             // shown relative to the session's working directory (WT-1: a worktree's, after EnterWorktree)
             let wd = ctx.working_dir();
-            let mut files: Vec<(Option<std::time::SystemTime>, String)> = text
-                .lines()
-                .map(|l| {
+            let lines: Vec<&str> = text.lines().collect();
+            let mut files: Vec<(Option<std::time::SystemTime>, String)> = super::fs::mtimes(&lines)
+                .into_iter()
+                .zip(&lines)
+                .map(|(t, l)| {
                     let rel = Path::new(l)
                         .strip_prefix(&wd)
                         .map(|r| r.display().to_string())
                         .unwrap_or_else(|_| l.to_string());
-                    (super::fs::mtime(Path::new(l)), rel)
+                    (t, rel)
                 })
                 .collect();
             files.sort();
