@@ -6,9 +6,9 @@
 //! process, as the reference: the ratio is the runtime's own overhead.
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use harness::pipeline::{AskAnswer, Runtime, Settings, ToolCall};
-use harness::tools::bash::Bash;
-use harness::tools::{EstimateTokens, Registry, Tool, ToolContext};
+use probelab_runtime::pipeline::{AskAnswer, Runtime, Settings, ToolCall};
+use probelab_runtime::tools::bash::Bash;
+use probelab_runtime::tools::{EstimateTokens, Registry, Tool, ToolContext};
 use serde_json::json;
 use std::sync::Arc;
 

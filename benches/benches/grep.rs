@@ -13,7 +13,7 @@
 //! stat per matched file for the newest-first order, paths made relative, the JSON record).
 
 use criterion::Criterion;
-use harness::search::{args, run, Io};
+use probelab_search::{args, run, Io};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -149,22 +149,22 @@ fn main() {
     }
     // The Grep tool in process (the same engine plus result shaping), files_with_matches.
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap_or_else(|e| panic!("{e}"));
-    let ctx = harness::tools::ToolContext {
+    let ctx = probelab_runtime::tools::ToolContext {
         cwd: dir.clone(),
         home: dir.clone(),
         roots: vec![dir.clone()],
         session_id: "bench".into(),
         env: Default::default(),
         read_state: Default::default(),
-        tokens: std::sync::Arc::new(harness::tools::EstimateTokens),
+        tokens: std::sync::Arc::new(probelab_runtime::tools::EstimateTokens),
         shell: Default::default(),
         sandbox: Default::default(),
         call_id: None,
         session: Default::default(),
     };
     let grep_tool = || {
-        use harness::tools::Tool;
-        let out = rt.block_on(harness::tools::grep::Grep.call(serde_json::json!({"pattern": "ERROR"}), &ctx));
+        use probelab_runtime::tools::Tool;
+        let out = rt.block_on(probelab_runtime::tools::grep::Grep.call(serde_json::json!({"pattern": "ERROR"}), &ctx));
         assert!(out.is_ok());
     };
     c.bench_function("grep/tool-files-with-matches", |b| b.iter(grep_tool));
@@ -192,8 +192,8 @@ fn main() {
         );
     }
     let mut tool_argv =
-        vec!["--hidden".to_string(), "--max-columns".into(), harness::tools::grep::MAX_COLUMNS.to_string()];
-    for d in harness::tools::grep::VCS_DIRS {
+        vec!["--hidden".to_string(), "--max-columns".into(), probelab_runtime::tools::grep::MAX_COLUMNS.to_string()];
+    for d in probelab_runtime::tools::grep::VCS_DIRS {
         tool_argv.extend(["--glob".to_string(), format!("!{d}")]);
     }
     tool_argv.extend(["-l".to_string(), "ERROR".into()]);

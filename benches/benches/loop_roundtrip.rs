@@ -2,9 +2,9 @@
 //! file. One iteration = two requests (the tool_use turn and the final text turn) and one Read.
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use harness::agent::{run_loop, Client, LoopEnd};
-use harness::pipeline::{AskAnswer, Runtime, Settings};
-use harness::tools::{Registry, ToolContext};
+use probelab_runtime::agent::{run_loop, Client, LoopEnd};
+use probelab_runtime::pipeline::{AskAnswer, Runtime, Settings};
+use probelab_runtime::tools::{Registry, ToolContext};
 use std::sync::Arc;
 use stub_messages::{serve, Recorder, Script, Stub};
 

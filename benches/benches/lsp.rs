@@ -8,11 +8,11 @@
 //! `harness::fake_lsp` on stdio), so the bench needs no probelab binary built beside it.
 
 use criterion::Criterion;
-use harness::tools::lsp::config::{LspServerSpec, ServerConfig};
-use harness::tools::lsp::manager::LspManager;
-use harness::tools::lsp::Lsp;
-use harness::tools::session::Session;
-use harness::tools::{EstimateTokens, Tool, ToolContext};
+use probelab_runtime::tools::lsp::config::{LspServerSpec, ServerConfig};
+use probelab_runtime::tools::lsp::manager::LspManager;
+use probelab_runtime::tools::lsp::Lsp;
+use probelab_runtime::tools::session::Session;
+use probelab_runtime::tools::{EstimateTokens, Tool, ToolContext};
 use serde_json::json;
 use std::sync::Arc;
 
@@ -46,8 +46,8 @@ fn bench(c: &mut Criterion) {
     let servers = server(dir.path());
     ctx.session = Arc::new(Session { lsp: LspManager::new(servers.clone(), &ctx.cwd, &ctx.env), ..Session::default() });
     let input = json!({"operation": "goToDefinition", "filePath": ctx.cwd.join("a.probe"), "line": 1, "character": 1});
-    let text = |r: Result<harness::tools::ToolOutput, harness::tools::ToolError>| match r {
-        Ok(harness::tools::ToolOutput::Data { text, .. }) => text,
+    let text = |r: Result<probelab_runtime::tools::ToolOutput, probelab_runtime::tools::ToolError>| match r {
+        Ok(probelab_runtime::tools::ToolOutput::Data { text, .. }) => text,
         other => panic!("unexpected {other:?}"),
     };
     // a first call starts the server; every result must be the server's answer, not an error text

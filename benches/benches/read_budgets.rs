@@ -3,8 +3,8 @@
 //! time and throughput (MB/s over the file's bytes; for windows, over the bytes scanned to the window's end).
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use harness::tools::read::{Read, MAX_FILE_BYTES, MAX_OUTPUT_TOKENS};
-use harness::tools::{EstimateTokens, Tool, ToolContext, ToolOutput};
+use probelab_runtime::tools::read::{Read, MAX_FILE_BYTES, MAX_OUTPUT_TOKENS};
+use probelab_runtime::tools::{EstimateTokens, Tool, ToolContext, ToolOutput};
 use serde_json::json;
 use std::io::Write;
 use std::sync::Arc;

@@ -2,11 +2,11 @@
 //! the invariants every run must keep — every tool_use paired with exactly one tool_result, no request
 //! refused by the stub, every scripted main turn served, the loop ended by the model within the deadline.
 
-use crate::agent::LoopEnd;
 use crate::probe::sandbox::Sandbox;
 use crate::probe::{Check, Probe};
 use crate::run::RunOutput;
 use crate::transcript::{result_text, View};
+use probelab_runtime::agent::LoopEnd;
 use serde_json::Value;
 
 /// One verdict.

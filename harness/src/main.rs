@@ -330,19 +330,7 @@ fn diff(left: &str, right: &str, run_now: bool, json: bool, html: Option<&std::p
 }
 
 fn rg(args: &[std::ffi::OsString]) -> ExitCode {
-    use std::io::IsTerminal;
-    let stdout = std::io::stdout();
-    let stderr = std::io::stderr();
-    let mut out = stdout.lock();
-    let mut err = stderr.lock();
-    let mut io = harness::search::Io {
-        stdout_is_terminal: std::io::stdout().is_terminal(),
-        stdout: &mut out,
-        stderr: &mut err,
-        cwd: std::env::current_dir().unwrap_or_default(),
-        cancel: None,
-    };
-    ExitCode::from(harness::search::main_with(args, &mut io))
+    ExitCode::from(probelab_search::main_stdio(args))
 }
 
 fn list() -> ExitCode {

@@ -1,13 +1,13 @@
 //! One probe run on the built-in subject: sandbox → stub (the probe's turns, placeholders resolved) →
 //! agent loop over the tool runtime → the stub's record. The record, not the subject, is the evidence.
 
-use crate::agent::{run_loop, Client, LoopEnd};
-use crate::pipeline::Runtime;
 use crate::probe::sandbox::Sandbox;
 use crate::probe::Probe;
-use crate::tools::cron::Cron;
-use crate::tools::session::{Api, Session};
-use crate::tools::{Registry, ToolContext};
+use probelab_runtime::agent::{run_loop, Client, LoopEnd};
+use probelab_runtime::pipeline::Runtime;
+use probelab_runtime::tools::cron::Cron;
+use probelab_runtime::tools::session::{Api, Session};
+use probelab_runtime::tools::{Registry, ToolContext};
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -73,16 +73,17 @@ pub async fn run_conversation(probe: &Probe, runner: Runner<'_>, fixtures_root: 
     let entered = Instant::now();
     let mut sandbox = Sandbox::create(probe, fixtures_root)?;
     // ART-1: the artifact service, a real local server, when the probe turns the Artifact tool on
-    let artifact_service =
-        match (runner, crate::tools::env_flag(&probe.env, crate::tools::artifact::ENV_ENABLE_ARTIFACT)) {
-            (Runner::Builtin, Some(true)) => {
-                let running =
-                    crate::services::artifact::start(&crate::services::artifact::dir_for(&sandbox.root)).await?;
-                sandbox.placeholders.insert("artifact".into(), crate::tools::artifact::PUBLIC_ORIGIN.into());
-                Some(running)
-            }
-            _ => None,
-        };
+    let artifact_service = match (
+        runner,
+        probelab_runtime::tools::env_flag(&probe.env, probelab_runtime::tools::artifact::ENV_ENABLE_ARTIFACT),
+    ) {
+        (Runner::Builtin, Some(true)) => {
+            let running = crate::services::artifact::start(&crate::services::artifact::dir_for(&sandbox.root)).await?;
+            sandbox.placeholders.insert("artifact".into(), probelab_runtime::tools::artifact::PUBLIC_ORIGIN.into());
+            Some(running)
+        }
+        _ => None,
+    };
     // WEB-1, WEB-2: the probe's web, a real local server, when the probe has a [web] table
     let web_service = if probe.web.pages.is_empty() {
         None
@@ -115,8 +116,8 @@ pub async fn run_conversation(probe: &Probe, runner: Runner<'_>, fixtures_root: 
             let model = probe.subject.builtin.model.clone().unwrap_or_else(|| DEFAULT_MODEL.into());
             let client = Arc::new(Client::new(&running.url(), &model));
             // MCP-1: the probe's MCP servers, connected before the first request
-            let servers = crate::tools::mcp::resolve_servers(&probe.mcp_servers, |s| sandbox.resolve(s));
-            let mcp = Arc::new(crate::tools::mcp::Mcp::connect(&servers, &sandbox.cwd, &sandbox.home).await);
+            let servers = sandbox.mcp_servers(probe);
+            let mcp = Arc::new(probelab_runtime::tools::mcp::Mcp::connect(&servers, &sandbox.cwd, &sandbox.home).await);
             for (name, why) in &mcp.failures {
                 eprintln!("probelab: {}: MCP server {name:?} is left out: {why}", probe.path.display());
             }
@@ -137,14 +138,15 @@ pub async fn run_conversation(probe: &Probe, runner: Runner<'_>, fixtures_root: 
                     api: Some(Api { base_url: running.url(), model: model.clone() }),
                     host: probe.host.clone(),
                     cron: Cron::new(probe.clock.as_ref()),
-                    artifacts: crate::tools::artifact::Artifacts::new(artifact_service.as_ref().map(|s| s.url())),
-                    web: crate::tools::web_fetch::Web::new(
+                    artifacts: probelab_runtime::tools::artifact::Artifacts::new(
+                        artifact_service.as_ref().map(|s| s.url()),
+                    ),
+                    web: probelab_runtime::tools::web_fetch::Web::new(
                         web_service.as_ref().map(|s| crate::services::web::WebAccess { addr: s.addr }),
                     ),
                     mcp: mcp.clone(),
-                    lsp: crate::tools::lsp::manager::LspManager::from_plugins(
-                        &probe.plugins,
-                        |s| sandbox.resolve(s),
+                    lsp: probelab_runtime::tools::lsp::manager::LspManager::from_plugins(
+                        &sandbox.plugins(probe),
                         &sandbox.cwd,
                         &probe.env,
                     ),
@@ -174,8 +176,7 @@ pub async fn run_conversation(probe: &Probe, runner: Runner<'_>, fixtures_root: 
             ended
         }
         Runner::ClaudeCode(cc) => {
-            let ended =
-                crate::subject::claude_code::run(cc, probe, &running.url(), &sandbox.cwd, &sandbox.home).await?;
+            let ended = crate::subject::claude_code::run(cc, probe, &running.url(), &sandbox).await?;
             let end = match (ended.timed_out, ended.code) {
                 (true, _) => LoopEnd::Error(format!("claude passed the deadline of {}s", probe.deadline_secs)),
                 (false, Some(0)) => LoopEnd::EndTurn,

@@ -2,13 +2,41 @@
 //! `home/` (HOME), removed afterwards unless kept. Placeholders `{cwd}`, `{home}`, `{sandbox}` in the
 //! script's tool inputs and in checks are resolved against it, and so are the names a run adds to
 //! [`Sandbox::placeholders`] (`{artifact}`: the artifact service's public origin, when the probe turns
-//! the Artifact tool on); `[[fixture.fault]]` changes are applied before the run or before a given turn.
+//! the Artifact tool on; `{web}`: the web service's URL; `{probelab}`: this binary, see
+//! [`probelab_binary`]); `[[fixture.fault]]` changes are applied before the run or before a given turn.
+//! Every placeholder of a run is resolved here, in one place — the runtime and the subjects get
+//! resolved values.
 
 use super::{FileSpec, FsFault, Probe};
 use base64::Engine;
+use probelab_runtime::tools::lsp::config::PluginSpec;
+use probelab_runtime::tools::mcp::ServerSpec;
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+
+/// The `{probelab}` placeholder's name: the probelab binary (its `fake-mcp` and `fake-lsp` subcommands
+/// are the fixture servers of MCP and LSP probes).
+pub const PROBELAB: &str = "probelab";
+/// Env override of the probelab binary `{probelab}` names.
+pub const ENV_PROBELAB_BIN: &str = "PROBELAB_BIN";
+
+/// The probelab binary: `$PROBELAB_BIN`, else this executable when it is probelab, else the `probelab`
+/// beside or above it (a test binary in `target/<profile>/deps/`).
+pub fn probelab_binary() -> PathBuf {
+    if let Some(p) = std::env::var_os(ENV_PROBELAB_BIN) {
+        return PathBuf::from(p);
+    }
+    let Ok(exe) = std::env::current_exe() else { return PathBuf::from("probelab") };
+    if exe.file_stem().is_some_and(|n| n == "probelab") {
+        return exe;
+    }
+    let dir = exe.parent().unwrap_or(Path::new("."));
+    [dir.join("probelab"), dir.join("..").join("probelab")]
+        .into_iter()
+        .find(|p| p.is_file())
+        .unwrap_or_else(|| PathBuf::from("probelab"))
+}
 
 /// A materialised sandbox.
 #[derive(Debug)]
@@ -37,7 +65,8 @@ impl Sandbox {
         for d in [&cwd, &home] {
             std::fs::create_dir_all(d).map_err(|e| format!("{}: {e}", d.display()))?;
         }
-        let sb = Sandbox { dir: Some(dir), root, cwd, home, placeholders: BTreeMap::new() };
+        let placeholders = BTreeMap::from([(PROBELAB.to_string(), probelab_binary().to_string_lossy().into_owned())]);
+        let sb = Sandbox { dir: Some(dir), root, cwd, home, placeholders };
         if let Some(d) = &probe.fixture.dir {
             let src = fixtures_root.join(d);
             if !src.is_dir() {
@@ -98,6 +127,25 @@ impl Sandbox {
             out = out.replace(&format!("{{{name}}}"), value);
         }
         out
+    }
+
+    /// The probe's MCP servers with their placeholders resolved (MCP-1).
+    pub fn mcp_servers(&self, probe: &Probe) -> BTreeMap<String, ServerSpec> {
+        let r = |s: &str| self.resolve(s);
+        let servers = probe.mcp_servers.iter().map(|(name, s)| {
+            let spec = ServerSpec {
+                command: r(&s.command),
+                args: s.args.iter().map(|a| r(a)).collect(),
+                env: s.env.iter().map(|(k, v)| (k.clone(), r(v))).collect(),
+            };
+            (name.clone(), spec)
+        });
+        servers.collect()
+    }
+
+    /// The probe's plugins (LSP servers) with their placeholders resolved (LSP-1..5).
+    pub fn plugins(&self, probe: &Probe) -> Vec<PluginSpec> {
+        probe.plugins.iter().map(|p| p.resolved(&|s| self.resolve(s))).collect()
     }
 
     /// Resolves placeholders in every string of a JSON value.

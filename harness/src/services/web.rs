@@ -38,7 +38,6 @@ use axum::Router;
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::io::Write as _;
-use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
@@ -193,27 +192,7 @@ async fn serve_page(State(s): State<Shared>, method: Method, uri: Uri, headers: 
     resp
 }
 
-/// What the built-in tools get of the service: where every host name resolves to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct WebAccess {
-    /// The service's address.
-    pub addr: SocketAddr,
-}
-
-/// A DNS resolver that answers every name with the web service's address: real domain names in the
-/// URLs (so the domain rules see them), one local server behind them.
-#[derive(Debug, Clone, Copy)]
-pub struct ToService(pub SocketAddr);
-
-impl reqwest::dns::Resolve for ToService {
-    fn resolve(&self, _name: reqwest::dns::Name) -> reqwest::dns::Resolving {
-        let addr = self.0;
-        Box::pin(async move {
-            let addrs: reqwest::dns::Addrs = Box::new(std::iter::once(addr));
-            Ok(addrs)
-        })
-    }
-}
+pub use probelab_runtime::tools::web_fetch::{ToService, WebAccess};
 
 #[cfg(test)]
 mod tests {

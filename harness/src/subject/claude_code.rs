@@ -14,7 +14,11 @@
 //! project's `.claude/settings.json`. The stream-json output is kept as an artefact; the evidence is the
 //! stub's record, as for every subject.
 
+use crate::probe::sandbox::Sandbox;
 use crate::probe::Probe;
+use probelab_runtime::pipeline::Settings;
+use probelab_runtime::tools::mcp::ServerSpec;
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 /// The version the lab's goldens and CI follow (the one measured in the reference notes).
@@ -102,6 +106,19 @@ fn cached_sha256(binary: &Path) -> Result<String, String> {
     Ok(h)
 }
 
+/// Claude Code's MCP config file (`--mcp-config`): `{"mcpServers": {name: {"type": "stdio", …}}}`.
+pub fn mcp_config(servers: &BTreeMap<String, ServerSpec>) -> serde_json::Value {
+    let mut m = serde_json::Map::new();
+    for (name, s) in servers {
+        let mut v = serde_json::json!({"type": "stdio", "command": s.command, "args": s.args});
+        if !s.env.is_empty() {
+            v["env"] = serde_json::json!(s.env);
+        }
+        m.insert(name.clone(), v);
+    }
+    serde_json::json!({ "mcpServers": m })
+}
+
 /// How a run of the binary ended.
 #[derive(Debug, Clone)]
 pub struct Ended {
@@ -120,34 +137,33 @@ pub struct Ended {
 }
 
 /// Runs `claude -p` in the sandbox against the stub at `url`.
-pub async fn run(cc: &ClaudeCode, probe: &Probe, url: &str, cwd: &Path, home: &Path) -> Result<Ended, String> {
-    if probe.settings != crate::pipeline::Settings::default() {
+pub async fn run(cc: &ClaudeCode, probe: &Probe, url: &str, sandbox: &Sandbox) -> Result<Ended, String> {
+    let (cwd, home, root) = (&sandbox.cwd, &sandbox.home, &sandbox.root);
+    if probe.settings != Settings::default() {
         let dir = cwd.join(".claude");
         std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
         let json = serde_json::to_vec_pretty(&probe.settings).map_err(|e| e.to_string())?;
         std::fs::write(dir.join("settings.json"), json).map_err(|e| e.to_string())?;
     }
     // the binary's temp files (background task output, …) stay in the sandbox and go with it
-    let tmp = cwd.parent().unwrap_or(cwd).join("tmp");
+    let tmp = root.join("tmp");
     std::fs::create_dir_all(&tmp).map_err(|e| format!("cannot create {}: {e}", tmp.display()))?;
     // MCP servers of the probe: a config file beside the cwd, given with --mcp-config
     let mut mcp_args: Vec<std::ffi::OsString> = Vec::new();
     if !probe.mcp_servers.is_empty() {
-        let root = cwd.parent().unwrap_or(cwd);
-        let resolve = |s: &str| {
-            s.replace("{cwd}", &cwd.to_string_lossy())
-                .replace("{home}", &home.to_string_lossy())
-                .replace("{sandbox}", &root.to_string_lossy())
-        };
-        let servers = crate::tools::mcp::resolve_servers(&probe.mcp_servers, resolve);
         let path = root.join("mcp-config.json");
-        let json = serde_json::to_vec_pretty(&crate::tools::mcp::claude_config(&servers)).map_err(|e| e.to_string())?;
+        let json = serde_json::to_vec_pretty(&mcp_config(&sandbox.mcp_servers(probe))).map_err(|e| e.to_string())?;
         std::fs::write(&path, json).map_err(|e| format!("{}: {e}", path.display()))?;
         mcp_args.push("--mcp-config".into());
         mcp_args.push(path.into());
     }
     // LSP-3: the probe's plugins (LSP servers) as plugin dirs beside the cwd, given with --plugin-dir
-    let plugin_args = crate::tools::lsp::config::plugin_dir_args(&probe.plugins, cwd, home)?;
+    let mut plugin_args: Vec<std::ffi::OsString> = Vec::new();
+    for p in sandbox.plugins(probe) {
+        let dir = p.write_dir(&root.join("plugins")).map_err(|e| format!("cannot write plugin {}: {e}", p.name))?;
+        plugin_args.push("--plugin-dir".into());
+        plugin_args.push(dir.into_os_string());
+    }
     let mut cmd = tokio::process::Command::new(&cc.binary);
     cmd.arg("-p")
         .arg(&probe.prompt)

@@ -1,9 +1,9 @@
 //! The built-in agent loop against the stub: retries (honouring retry-after), giving up, fatal errors,
 //! the turn limit.
 
-use harness::agent::{run_loop, Client, LoopEnd, MAX_RETRIES};
-use harness::pipeline::{AskAnswer, Runtime, Settings};
-use harness::tools::{Registry, ToolContext};
+use probelab_runtime::agent::{run_loop, Client, LoopEnd, MAX_RETRIES};
+use probelab_runtime::pipeline::{AskAnswer, Runtime, Settings};
+use probelab_runtime::tools::{Registry, ToolContext};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use stub_messages::{serve, Exchange, Recorder, Script, Stub};

@@ -7,8 +7,8 @@
 //! stderr and does not run the bomb; where it is expected (root, hierarchy writable) and a command is not
 //! confined by it, the test fails.
 
-use harness::tools::bash::{pids_limit_note, Bash, NO_OUTPUT, PIDS_MAX};
-use harness::tools::{EstimateTokens, Tool, ToolContext, ToolError, ToolOutput};
+use probelab_runtime::tools::bash::{pids_limit_note, Bash, NO_OUTPUT, PIDS_MAX};
+use probelab_runtime::tools::{EstimateTokens, Tool, ToolContext, ToolError, ToolOutput};
 use serde_json::json;
 use std::path::Path;
 use std::sync::Arc;

@@ -4,11 +4,11 @@
 //! answers (LSP-1, LSP-2, LSP-5). And against the fake server: a crash, a hang and a protocol break
 //! each end the call with a clear text within the deadline, and the next call restarts the server.
 
-use harness::tools::lsp::config::{servers, PluginSpec};
-use harness::tools::lsp::manager::{LspManager, ENV_REQUEST_TIMEOUT_MS};
-use harness::tools::lsp::Lsp;
-use harness::tools::session::Session;
-use harness::tools::{EstimateTokens, Tool, ToolContext, ToolError, ToolOutput};
+use probelab_runtime::tools::lsp::config::{servers, PluginSpec};
+use probelab_runtime::tools::lsp::manager::{LspManager, ENV_REQUEST_TIMEOUT_MS};
+use probelab_runtime::tools::lsp::Lsp;
+use probelab_runtime::tools::session::Session;
+use probelab_runtime::tools::{EstimateTokens, Tool, ToolContext, ToolError, ToolOutput};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

@@ -6,5 +6,5 @@ mod bash_edges;
 mod cli;
 mod html_report;
 mod lsp_real;
-mod rg_diff;
+mod mcp;
 mod search_limits;

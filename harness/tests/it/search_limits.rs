@@ -1,8 +1,8 @@
 //! The Grep tool on hostile inputs: each ends with a clear result within the deadline — never a hang,
 //! never a panic (issue: search acceptance).
 
-use harness::tools::grep::{Grep, DEADLINE_ENV};
-use harness::tools::{EstimateTokens, Tool, ToolContext, ToolError, ToolOutput};
+use probelab_runtime::tools::grep::{Grep, DEADLINE_ENV};
+use probelab_runtime::tools::{EstimateTokens, Tool, ToolContext, ToolError, ToolOutput};
 use serde_json::json;
 use std::sync::Arc;
 use std::time::{Duration, Instant};

@@ -100,15 +100,14 @@ impl LspManager {
         }
     }
 
-    /// The manager of a session with these plugins (placeholders resolved by `resolve`, see
-    /// [`super::config::resolve_plugins`]).
+    /// The manager of a session with these plugins (their placeholders already resolved by the caller:
+    /// [`super::config::PluginSpec::resolved`]).
     pub fn from_plugins(
         plugins: &[super::config::PluginSpec],
-        resolve: impl Fn(&str) -> String,
         cwd: &Path,
         env: &std::collections::BTreeMap<String, String>,
     ) -> LspManager {
-        LspManager::new(super::config::servers(&super::config::resolve_plugins(plugins, resolve)), cwd, env)
+        LspManager::new(super::config::servers(plugins), cwd, env)
     }
 
     /// Some server is configured (else the session has no LSP tool).

@@ -1,4 +1,4 @@
-//! Differential tests of `probelab rg` against the real ripgrep 14.1.1: the same arguments, run in the
+//! Differential tests of the engine (`probelab-rg`, the same program as `probelab rg`) against the real ripgrep 14.1.1: the same arguments, run in the
 //! same corpus directory (stdin null, `RIPGREP_CONFIG_PATH` unset, `HOME` an empty directory), must give
 //! the same exit code, the same stdout bytes and the same stderr bytes.
 //!
@@ -14,12 +14,12 @@
 //! - `PROBELAB_RG`: the real rg. Default `<cache>/ripgrep-14.1.1/bin/rg`, `<cache>` being
 //!   `$PROBELAB_CACHE`, else `$XDG_CACHE_HOME/probelab`, else `~/.cache/probelab` (`scripts/setup`
 //!   installs it there). Missing, or not 14.1.1: the tests fail.
-//! - `PROBELAB_RG_OURS`: run this executable as `<it> ARGS…` instead of `probelab rg ARGS…`. Pointing it
+//! - `PROBELAB_RG_OURS`: run this executable as `<it> ARGS…` instead of `probelab-rg ARGS…`. Pointing it
 //!   at the real rg checks the harness itself: everything must pass real-vs-real.
 //! - `PROBELAB_RG_CASES`: how many random cases (flag sets) to compare; default 10000.
 //! - `PROBELAB_RG_SEED`: the proptest seed (u64); default random, printed at the end and on failure.
 //!
-//! `cargo test -p harness --test it rg_diff -- --nocapture` shows the counts and timings.
+//! `cargo test -p probelab-search --test rg_diff -- --nocapture` shows the counts and timings.
 
 use proptest::prelude::*;
 use proptest::sample::{select, Index};
@@ -89,26 +89,24 @@ fn real_rg() -> &'static Path {
     })
 }
 
-/// The implementation under test: `probelab rg`, or `$PROBELAB_RG_OURS`.
+/// The implementation under test: `probelab-rg` (the same engine as `probelab rg`), or `$PROBELAB_RG_OURS`.
 #[derive(Clone, Debug)]
 struct Ours {
     exe: PathBuf,
-    pre: Vec<&'static str>,
 }
 
 impl Ours {
     fn get() -> Ours {
         match env_path("PROBELAB_RG_OURS") {
-            Some(exe) => Ours { exe, pre: vec![] },
-            None => Ours { exe: PathBuf::from(env!("CARGO_BIN_EXE_probelab")), pre: vec!["rg"] },
+            Some(exe) => Ours { exe },
+            None => Ours { exe: PathBuf::from(env!("CARGO_BIN_EXE_probelab-rg")) },
         }
     }
 
     fn name(&self) -> String {
-        if self.pre.is_empty() {
-            format!("{} (PROBELAB_RG_OURS)", self.exe.display())
-        } else {
-            "probelab rg".to_string()
+        match std::env::var_os("PROBELAB_RG_OURS") {
+            Some(_) => format!("{} (PROBELAB_RG_OURS)", self.exe.display()),
+            None => "probelab-rg".to_string(),
         }
     }
 }
@@ -216,9 +214,8 @@ enum Started {
     Failed(Outcome),
 }
 
-fn start(exe: &Path, pre: &[&str], args: &[String], sb: &Sandbox) -> Started {
+fn start(exe: &Path, args: &[String], sb: &Sandbox) -> Started {
     let spawned = Command::new(exe)
-        .args(pre)
         .args(args)
         .current_dir(&sb.cwd)
         .env_remove("RIPGREP_CONFIG_PATH")
@@ -830,8 +827,8 @@ fn table() -> Vec<Fixed> {
 
 /// Starts both programs on a case; the caller finishes them.
 fn start_both(args: &[String], sb: &Sandbox, ours: &Ours) -> (Started, Started) {
-    let real = start(real_rg(), &[], args, sb);
-    let mine = start(&ours.exe, &ours.pre, args, sb);
+    let real = start(real_rg(), args, sb);
+    let mine = start(&ours.exe, args, sb);
     (real, mine)
 }
 

@@ -4,7 +4,7 @@
 //! [`SHUTDOWN_GRACE_MS`]). Each server tool becomes a [`Tool`] in the pool; with a server that offers
 //! resources come ListMcpResourcesTool, ReadMcpResourceTool and ReadMcpResourceDirTool.
 //!
-//! Measured on Claude Code 2.1.235 with the fixture server (`probelab fake-mcp`, [`crate::fake_mcp`];
+//! Measured on Claude Code 2.1.235 with the fixture server (`probelab fake-mcp`, the lab's `fake_mcp`;
 //! probes `probes/claude-code/mcp-*.toml`), and copied here:
 //! - names `mcp__<server>__<tool>`, characters outside `[A-Za-z0-9_-]` replaced by `_`
 //!   (`dotted.name` → `mcp__fixture__dotted_name`);
@@ -38,19 +38,13 @@ use rmcp::{Peer, RoleClient, ServiceError, ServiceExt};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, HashSet};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
-/// The `{probelab}` placeholder of a server command: the probelab binary (its `fake-mcp` subcommand is
-/// the fixture server).
-pub const PROBELAB_PLACEHOLDER: &str = "{probelab}";
-/// Env override of the probelab binary `{probelab}` names.
-pub const ENV_PROBELAB_BIN: &str = "PROBELAB_BIN";
-
-/// A stdio MCP server of a probe (`[mcp_servers.<name>]`), in the shape of Claude Code's `.mcp.json`
-/// entries: `command`, `args`, `env`. `{probelab}`, `{cwd}`, `{home}` and `{sandbox}` are resolved in
-/// each string.
+/// A stdio MCP server of the session, in the shape of Claude Code's `.mcp.json` entries: `command`,
+/// `args`, `env` (a probe's `[mcp_servers.<name>]`; the lab resolves its placeholders before the session
+/// gets it).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ServerSpec {
@@ -62,56 +56,6 @@ pub struct ServerSpec {
     /// Extra environment.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub env: BTreeMap<String, String>,
-}
-
-/// The probelab binary: `$PROBELAB_BIN`, else this executable when it is probelab, else the `probelab`
-/// beside or above it (a test binary in `target/<profile>/deps/`).
-pub fn probelab_binary() -> PathBuf {
-    if let Some(p) = std::env::var_os(ENV_PROBELAB_BIN) {
-        return PathBuf::from(p);
-    }
-    let Ok(exe) = std::env::current_exe() else { return PathBuf::from("probelab") };
-    if exe.file_stem().is_some_and(|n| n == "probelab") {
-        return exe;
-    }
-    let dir = exe.parent().unwrap_or(Path::new("."));
-    [dir.join("probelab"), dir.join("..").join("probelab")]
-        .into_iter()
-        .find(|p| p.is_file())
-        .unwrap_or_else(|| PathBuf::from("probelab"))
-}
-
-/// The servers with placeholders resolved by `resolve` (the sandbox's `{cwd}` …) and `{probelab}`.
-pub fn resolve_servers(
-    servers: &BTreeMap<String, ServerSpec>,
-    resolve: impl Fn(&str) -> String,
-) -> BTreeMap<String, ServerSpec> {
-    let bin = probelab_binary().to_string_lossy().into_owned();
-    let r = |s: &str| resolve(&s.replace(PROBELAB_PLACEHOLDER, &bin));
-    servers
-        .iter()
-        .map(|(name, s)| {
-            let spec = ServerSpec {
-                command: r(&s.command),
-                args: s.args.iter().map(|a| r(a)).collect(),
-                env: s.env.iter().map(|(k, v)| (k.clone(), r(v))).collect(),
-            };
-            (name.clone(), spec)
-        })
-        .collect()
-}
-
-/// Claude Code's MCP config file (`--mcp-config`): `{"mcpServers": {name: {"type": "stdio", …}}}`.
-pub fn claude_config(servers: &BTreeMap<String, ServerSpec>) -> serde_json::Value {
-    let mut m = serde_json::Map::new();
-    for (name, s) in servers {
-        let mut v = serde_json::json!({"type": "stdio", "command": s.command, "args": s.args});
-        if !s.env.is_empty() {
-            v["env"] = serde_json::json!(s.env);
-        }
-        m.insert(name.clone(), v);
-    }
-    serde_json::json!({ "mcpServers": m })
 }
 
 /// Longest description of an MCP tool sent to the model (MCP-1, measured on Claude Code 2.1.235: a
@@ -649,7 +593,8 @@ mod tests {
     fn names_and_descriptions_as_the_reference_sends_them() {
         assert_eq!(tool_name("fixture", "dotted.name"), "mcp__fixture__dotted_name");
         assert_eq!(tool_name("my server", "a-b_c"), "mcp__my_server__a-b_c");
-        let long = crate::fake_mcp::long_description();
+        // the fixture server's long description: `w0001 w0002 …`, 3,000 chars
+        let long: String = (1..=600).map(|i| format!("w{i:04} ")).collect::<String>().chars().take(3000).collect();
         let cut = truncate_description(&long);
         assert_eq!(cut.chars().count(), MAX_MCP_DESCRIPTION_CHARS + TRUNCATION_MARK.chars().count());
         assert!(cut.ends_with("w0341 w0… [truncated]"), "{cut}");
@@ -664,79 +609,5 @@ mod tests {
             listed_resource(&r, "s").to_string(),
             r#"{"name":"n","uri":"u","mimeType":"m","size":3,"server":"s"}"#
         );
-    }
-
-    #[test]
-    fn placeholders_resolve_in_every_string() {
-        let mut servers = BTreeMap::new();
-        let spec = ServerSpec {
-            command: "{probelab}".into(),
-            args: vec!["--trace".into(), "{cwd}/t".into()],
-            env: BTreeMap::from([("K".into(), "{cwd}".into())]),
-        };
-        servers.insert("f".to_string(), spec);
-        let out = resolve_servers(&servers, |s| s.replace("{cwd}", "/w"));
-        assert_eq!(out["f"].args, ["--trace", "/w/t"]);
-        assert_eq!(out["f"].env["K"], "/w");
-        assert!(!out["f"].command.contains('{'));
-        let cfg = claude_config(&out);
-        assert_eq!(cfg["mcpServers"]["f"]["type"], "stdio");
-        assert_eq!(cfg["mcpServers"]["f"]["env"]["K"], "/w");
-    }
-
-    #[test]
-    fn tools_from_the_fixture_server_map_annotations_to_flags() {
-        let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build();
-        let rt = rt.unwrap_or_else(|e| panic!("{e}"));
-        rt.block_on(async {
-            let (client_side, server_side) = tokio::io::duplex(1 << 16);
-            let (sr, sw) = tokio::io::split(server_side);
-            tokio::spawn(async move {
-                let server = crate::fake_mcp::FakeMcp::default();
-                if let Ok(running) = server.serve((sr, sw)).await {
-                    let _ = running.waiting().await;
-                }
-            });
-            let (cr, cw) = tokio::io::split(client_side);
-            let server = handshake("fixture", cr, cw).await.unwrap_or_else(|e| panic!("{e}"));
-            let mcp = Mcp { servers: vec![Arc::new(server)], failures: Vec::new() };
-            let pool = crate::tools::Registry::default().with_mcp(mcp.tools());
-            let names = pool.names();
-            assert_eq!(names[..3], [LIST_RESOURCES, READ_RESOURCE_DIR, READ_RESOURCE]);
-            assert_eq!(names.len(), 13);
-            let flags = |n: &str| {
-                let t = pool.get(n).unwrap_or_else(|| panic!("{n}"));
-                (t.is_read_only(&Value::Null), t.is_concurrency_safe(&Value::Null), t.is_destructive(&Value::Null))
-            };
-            assert_eq!(flags("mcp__fixture__echo"), (true, true, false));
-            assert_eq!(flags("mcp__fixture__write_note"), (false, false, false));
-            assert_eq!(flags("mcp__fixture__delete_notes"), (false, false, true));
-            assert_eq!(flags("mcp__fixture__plain"), (false, false, false));
-            let ctx =
-                crate::tools::ToolContext::for_sandbox(&std::env::temp_dir(), Arc::new(crate::tools::EstimateTokens))
-                    .unwrap_or_else(|e| panic!("{e}"));
-            let call = |n: &str, input: Value| {
-                let t = pool.get(n).unwrap_or_else(|| panic!("{n}"));
-                let ctx = ctx.clone();
-                async move { t.call(input, &ctx).await }
-            };
-            assert_eq!(
-                call("mcp__fixture__echo", json!({"text": "hi"})).await,
-                Ok(ToolOutput::Blocks(vec![json!({"type": "text", "text": "echo: hi"})]))
-            );
-            assert_eq!(
-                call("mcp__fixture__fail", json!({"reason": "r"})).await,
-                Err(ToolError::Runtime("fixture failure: r".into()))
-            );
-            assert_eq!(
-                call("mcp__fixture__protocol_error", json!({})).await,
-                Err(ToolError::Runtime("MCP error -32603: fixture protocol error".into()))
-            );
-            assert_eq!(
-                call(READ_RESOURCE, json!({"server": "other", "uri": "x"})).await,
-                Err(ToolError::Runtime("Server \"other\" not found. Available servers: fixture".into()))
-            );
-            mcp.shutdown().await;
-        });
     }
 }

@@ -1,17 +1,22 @@
-//! The built-in subject's Messages client (reqwest, streaming, SSE decoded and reassembled with
-//! stub-messages' own wire types) and its agent loop: send the conversation with the runtime's tool
+//! The built-in subject's Messages client (reqwest, streaming; SSE parsed by eventsource-stream and
+//! reassembled by [`stream`] into its own [`wire`] types — never the stub's, so the oracle stays
+//! independent of the subject) and its agent loop: send the conversation with the runtime's tool
 //! list, execute every `tool_use` through the pipeline, answer each with exactly one `tool_result`, and
 //! go on until the model ends its turn or the turn limit. 429 / 5xx / 529 and `overloaded_error` events
 //! are retried with backoff, honouring `retry-after`.
 
+pub mod stream;
+pub mod wire;
+
 use crate::pipeline::{Runtime, ToolCall};
 use crate::tools::TokenCounter;
+use eventsource_stream::{EventStreamError, Eventsource};
 use futures_util::future::BoxFuture;
 use futures_util::StreamExt;
 use serde_json::{json, Value};
 use std::time::Duration;
-use stub_messages::sse::{check_stream, SseDecoder};
-use stub_messages::wire::{ContentBlock, Message, StopReason};
+use stream::{Assembler, Ended};
+use wire::{ContentBlock, Message, StopReason};
 
 /// Retries of one request after a retryable failure.
 pub const MAX_RETRIES: u32 = 4;
@@ -97,31 +102,32 @@ impl Client {
                 Failure::Fatal(why)
             });
         }
-        let mut decoder = SseDecoder::default();
-        let mut events = Vec::new();
-        let mut stream = resp.bytes_stream();
-        while let Some(chunk) = stream.next().await {
-            let chunk = chunk.map_err(|e| Failure::Retry { why: format!("stream broken: {e}"), after: None })?;
-            events.extend(decoder.feed(&chunk).map_err(|e| Failure::Fatal(e.to_string()))?);
+        let mut events = resp.bytes_stream().eventsource();
+        let mut assembler = Assembler::default();
+        while let Some(ev) = events.next().await {
+            match ev {
+                Ok(ev) => assembler.event(&ev.event, &ev.data),
+                Err(EventStreamError::Transport(e)) => {
+                    return Err(Failure::Retry { why: format!("stream broken: {e}"), after: None })
+                }
+                Err(e) => return Err(Failure::Fatal(format!("the stream is not SSE: {e}"))),
+            }
         }
-        decoder.finish().map_err(|e| Failure::Retry { why: e.to_string(), after: None })?;
-        let report = check_stream(&events);
-        if let Some(err) = report.error {
-            let etype = err.get("type").and_then(Value::as_str).unwrap_or("error").to_string();
-            let why = format!("stream error event: {err}");
-            return Err(if matches!(etype.as_str(), "overloaded_error" | "api_error") {
-                Failure::Retry { why, after: None }
-            } else {
-                Failure::Fatal(why)
-            });
+        match assembler.finish() {
+            Ended::Complete(m) => Ok(m),
+            Ended::Error(err) => {
+                let etype = err.get("type").and_then(Value::as_str).unwrap_or("error").to_string();
+                let why = format!("stream error event: {err}");
+                Err(if matches!(etype.as_str(), "overloaded_error" | "api_error") {
+                    Failure::Retry { why, after: None }
+                } else {
+                    Failure::Fatal(why)
+                })
+            }
+            Ended::Broken(wrong) => {
+                Err(Failure::Fatal(format!("the stream broke the event grammar: {}", wrong.join("; "))))
+            }
         }
-        if !report.violations.is_empty() {
-            return Err(Failure::Fatal(format!(
-                "the stream broke the event grammar: {}",
-                report.violations.join("; ")
-            )));
-        }
-        report.message.ok_or_else(|| Failure::Fatal("the stream carried no message".into()))
     }
 }
 

@@ -1,5 +1,5 @@
 //! Artifact (ART-1): publish a local file as a remote artifact, read one, live-edit one, comment on one —
-//! against the run's artifact service ([`crate::services::artifact`], a real local HTTP server the
+//! against the run's artifact service (the lab's `services::artifact`, a real local HTTP server the
 //! session reaches through [`Artifacts::api`]). Off by default: [`ENV_ENABLE_ARTIFACT`] turns it on
 //! ([`crate::tools::Registry::for_session`]).
 //!

@@ -4,9 +4,9 @@
 //! most [`MAX_FILES`] of them.
 
 use super::{PermissionSubject, Tool, ToolContext, ToolError, ToolOutput};
-use crate::search::args::{Mode, RgArgs};
-use crate::search::{run, Io};
 use futures_util::future::BoxFuture;
+use probelab_search::args::{Mode, RgArgs};
+use probelab_search::{run, Io};
 use serde::Deserialize;
 use serde_json::{json, Value};
 use std::path::Path;
@@ -83,7 +83,7 @@ impl Tool for Glob {
             })
             .await
             .map_err(|e| ToolError::Runtime(e.to_string()))?;
-            if code == crate::search::EXIT_ERROR && out.is_empty() {
+            if code == probelab_search::EXIT_ERROR && out.is_empty() {
                 return Err(ToolError::Runtime(format!("Glob failed: {}", String::from_utf8_lossy(&err).trim_end())));
             }
             let text = String::from_utf8_lossy(&out).into_owned();

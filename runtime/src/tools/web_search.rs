@@ -16,14 +16,13 @@
 //! provider filters already; a provider that does not is not trusted); the query length is checked by
 //! the tool, its text in the built-in runtime's InputValidationError style (the reference's is zod's).
 
+use crate::agent::wire::ContentBlock;
 use crate::tools::web_fetch::Web;
 use crate::tools::{Tool, ToolContext, ToolError, ToolOutput};
 use futures_util::future::BoxFuture;
 use serde::Deserialize;
 use serde_json::{json, Value};
 use std::sync::atomic::Ordering;
-use stub_messages::script::{host_in_domain, url_host, SEARCH_PROMPT_PREFIX};
-use stub_messages::wire::ContentBlock;
 
 /// Shortest query (WEB-2).
 pub const MIN_QUERY_CHARS: usize = 2;
@@ -39,6 +38,8 @@ pub const MAX_RESULT_SIZE_CHARS: usize = 100_000;
 pub const SERVER_TOOL_TYPE: &str = "web_search_20250305";
 /// System prompt of the search side request (the reference's).
 pub const SEARCH_SYSTEM_PROMPT: &str = "You are an assistant for performing a web search tool use";
+/// What the search side request's user message puts before the query (the reference's wording).
+pub const SEARCH_PROMPT_PREFIX: &str = "Perform a web search for the query: ";
 /// The closing line of every result.
 pub const REMINDER: &str =
     "REMINDER: You MUST include the sources above in your response to the user using markdown hyperlinks.";
@@ -85,11 +86,7 @@ pub fn parts(content: &[ContentBlock], allowed: &[String], blocked: &[String]) -
                             let s = |k: &str| h.get(k).and_then(Value::as_str).unwrap_or_default().to_string();
                             (s("title"), s("url"))
                         })
-                        .filter(|(_, url)| {
-                            let host = url_host(url).unwrap_or_default();
-                            (allowed.is_empty() || allowed.iter().any(|d| host_in_domain(host, d)))
-                                && !blocked.iter().any(|d| host_in_domain(host, d))
-                        })
+                        .filter(|(_, url)| domain_allowed(url, allowed, blocked))
                         .collect(),
                 )),
                 None => {
@@ -103,6 +100,20 @@ pub fn parts(content: &[ContentBlock], allowed: &[String], blocked: &[String]) -
     }
     flush(&mut text, &mut out);
     out
+}
+
+/// True when a result's URL passes the call's domain lists: its host is in some allowed domain (when
+/// any is given) and in no blocked one. A domain covers itself and its subdomains; case, a trailing dot
+/// and a leading `*.` do not matter. A URL without a host (unparseable) is in no domain.
+pub fn domain_allowed(url: &str, allowed: &[String], blocked: &[String]) -> bool {
+    let host = reqwest::Url::parse(url).ok().and_then(|u| u.host_str().map(|h| h.trim_end_matches('.').to_string()));
+    let covers = |domain: &String| {
+        let d = domain.trim().trim_end_matches('.').to_ascii_lowercase();
+        let d = d.strip_prefix("*.").unwrap_or(&d);
+        host.as_deref()
+            .is_some_and(|h| !d.is_empty() && (h == d || h.strip_suffix(d).is_some_and(|p| p.ends_with('.'))))
+    };
+    (allowed.is_empty() || allowed.iter().any(covers)) && !blocked.iter().any(covers)
 }
 
 /// The tool_result text (the reference's `mapToolResultToToolResultBlockParam`).
@@ -259,6 +270,18 @@ mod tests {
         );
         let empty = vec![ContentBlock::WebSearchToolResult { tool_use_id: "s".into(), content: json!([]) }];
         assert!(result_text("q", &parts(&empty, &[], &[])).contains("\n\nNo links found.\n\n\nREMINDER"));
+    }
+
+    #[test]
+    fn domains_cover_themselves_and_their_subdomains_only() {
+        let d = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert!(domain_allowed("https://docs.A.test/x", &d(&["a.test"]), &[]));
+        assert!(domain_allowed("https://a.test:8/x", &d(&["*.a.test."]), &[]));
+        assert!(!domain_allowed("https://nota.test/x", &d(&["a.test"]), &[]));
+        assert!(!domain_allowed("https://u:p@b.a.test/?q", &[], &d(&["A.TEST"])));
+        assert!(domain_allowed("https://b.test/", &[], &d(&["a.test"])));
+        assert!(!domain_allowed("not a url", &d(&["a.test"]), &[]));
+        assert!(domain_allowed("not a url", &[], &d(&["a.test"])));
     }
 
     #[test]

@@ -137,32 +137,6 @@ impl PluginSpec {
     }
 }
 
-/// The plugins with `{probelab}` (the probelab binary) and then `resolve` (the sandbox's `{cwd}`,
-/// `{home}`, `{sandbox}`) applied.
-pub fn resolve_plugins(plugins: &[PluginSpec], resolve: impl Fn(&str) -> String) -> Vec<PluginSpec> {
-    let bin = crate::tools::mcp::probelab_binary().to_string_lossy().into_owned();
-    let f = |s: &str| resolve(&s.replace(crate::tools::mcp::PROBELAB_PLACEHOLDER, &bin));
-    plugins.iter().map(|p| p.resolved(&f)).collect()
-}
-
-/// Claude Code's side: writes each plugin (placeholders resolved for the sandbox of `cwd` and `home`)
-/// as a plugin dir under `<sandbox>/plugins/` and returns the `--plugin-dir <dir>` arguments.
-pub fn plugin_dir_args(plugins: &[PluginSpec], cwd: &Path, home: &Path) -> Result<Vec<std::ffi::OsString>, String> {
-    let root = cwd.parent().unwrap_or(cwd);
-    let resolve = |s: &str| {
-        s.replace("{cwd}", &cwd.to_string_lossy())
-            .replace("{home}", &home.to_string_lossy())
-            .replace("{sandbox}", &root.to_string_lossy())
-    };
-    let mut args = Vec::new();
-    for p in resolve_plugins(plugins, resolve) {
-        let dir = p.write_dir(&root.join("plugins")).map_err(|e| format!("cannot write plugin {}: {e}", p.name))?;
-        args.push("--plugin-dir".into());
-        args.push(dir.into_os_string());
-    }
-    Ok(args)
-}
-
 /// A configured server: its name (`plugin:<plugin>:<server>`) and spec.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ServerConfig {

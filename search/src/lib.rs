@@ -2,7 +2,8 @@
 //! the crates ripgrep is made of, pinned to the versions ripgrep 14.1.1 locks — grep-regex,
 //! grep-searcher, grep-printer, ignore, globset — and configured the way ripgrep configures them
 //! (`crates/core/flags/hiargs.rs` of 14.1.1), so the same flags give the same bytes and exit code.
-//! `probelab rg` is this engine as a command; the Grep tool calls it in process.
+//! `probelab rg` (and this crate's `probelab-rg` binary) is this engine as a command; the Grep and Glob
+//! tools of probelab-runtime call it in process.
 //!
 //! Decisions where ripgrep is not deterministic: the walk is always single-threaded in path order
 //! (ripgrep orders results only with `--sort path`; with it the two agree byte for byte). Where ripgrep
@@ -996,6 +997,24 @@ pub fn main_with(argv: &[std::ffi::OsString], io: &mut Io<'_>) -> u8 {
             EXIT_ERROR
         }
     }
+}
+
+/// The engine as a command on the process's own stdio and cwd: what `probelab rg`, the `probelab-rg`
+/// binary and the probelab binary started as `rg` all run. Returns ripgrep's exit status.
+pub fn main_stdio(argv: &[std::ffi::OsString]) -> u8 {
+    use std::io::IsTerminal;
+    let stdout = std::io::stdout();
+    let stderr = std::io::stderr();
+    let mut out = stdout.lock();
+    let mut err = stderr.lock();
+    let mut io = Io {
+        stdout_is_terminal: std::io::stdout().is_terminal(),
+        stdout: &mut out,
+        stderr: &mut err,
+        cwd: std::env::current_dir().unwrap_or_default(),
+        cancel: None,
+    };
+    main_with(argv, &mut io)
 }
 
 #[cfg(test)]

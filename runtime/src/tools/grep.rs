@@ -5,9 +5,9 @@
 //! (ripgrep's exit 2 with nothing found) mapped to a diagnosable error result.
 
 use super::{PermissionSubject, Tool, ToolContext, ToolError, ToolOutput};
-use crate::search::args::{Case, Mode, RgArgs, TypeChange};
-use crate::search::{run, Io, EXIT_ERROR};
 use futures_util::future::BoxFuture;
+use probelab_search::args::{Case, Mode, RgArgs, TypeChange};
+use probelab_search::{run, Io, EXIT_ERROR};
 use serde::Deserialize;
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};

@@ -1,0 +1,73 @@
+//! The runtime's MCP client (probelab-runtime) against the lab's fixture server (`probelab fake-mcp`,
+//! started as a real process over stdio, as a probe's `[mcp_servers]` entry would): names, annotations
+//! mapped to the flags (MCP-1), results and errors as the reference words them; and the lab's side of the
+//! configuration (placeholders resolved by the sandbox, Claude Code's `--mcp-config` file).
+
+use probelab_runtime::tools::mcp::{Mcp, ServerSpec, LIST_RESOURCES, READ_RESOURCE, READ_RESOURCE_DIR};
+use probelab_runtime::tools::{EstimateTokens, Registry, ToolContext, ToolError, ToolOutput};
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+#[tokio::test]
+async fn tools_from_the_fixture_server_map_annotations_to_flags() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let ctx = ToolContext::for_sandbox(dir.path(), Arc::new(EstimateTokens)).unwrap_or_else(|e| panic!("{e}"));
+    let spec = ServerSpec {
+        command: env!("CARGO_BIN_EXE_probelab").into(),
+        args: vec!["fake-mcp".into()],
+        ..Default::default()
+    };
+    let mcp = Mcp::connect(&BTreeMap::from([("fixture".to_string(), spec)]), &ctx.cwd, &ctx.home).await;
+    assert!(mcp.failures.is_empty(), "{:?}", mcp.failures);
+    let pool = Registry::default().with_mcp(mcp.tools());
+    let names = pool.names();
+    assert_eq!(names[..3], [LIST_RESOURCES, READ_RESOURCE_DIR, READ_RESOURCE]);
+    assert_eq!(names.len(), 13);
+    let flags = |n: &str| {
+        let t = pool.get(n).unwrap_or_else(|| panic!("{n}"));
+        (t.is_read_only(&Value::Null), t.is_concurrency_safe(&Value::Null), t.is_destructive(&Value::Null))
+    };
+    assert_eq!(flags("mcp__fixture__echo"), (true, true, false));
+    assert_eq!(flags("mcp__fixture__write_note"), (false, false, false));
+    assert_eq!(flags("mcp__fixture__delete_notes"), (false, false, true));
+    assert_eq!(flags("mcp__fixture__plain"), (false, false, false));
+    let call = |n: &str, input: Value| {
+        let t = pool.get(n).unwrap_or_else(|| panic!("{n}"));
+        let ctx = ctx.clone();
+        async move { t.call(input, &ctx).await }
+    };
+    assert_eq!(
+        call("mcp__fixture__echo", json!({"text": "hi"})).await,
+        Ok(ToolOutput::Blocks(vec![json!({"type": "text", "text": "echo: hi"})]))
+    );
+    assert_eq!(
+        call("mcp__fixture__fail", json!({"reason": "r"})).await,
+        Err(ToolError::Runtime("fixture failure: r".into()))
+    );
+    assert_eq!(
+        call("mcp__fixture__protocol_error", json!({})).await,
+        Err(ToolError::Runtime("MCP error -32603: fixture protocol error".into()))
+    );
+    assert_eq!(
+        call(READ_RESOURCE, json!({"server": "other", "uri": "x"})).await,
+        Err(ToolError::Runtime("Server \"other\" not found. Available servers: fixture".into()))
+    );
+    mcp.shutdown().await;
+}
+
+#[test]
+fn placeholders_resolve_in_every_string_and_claude_code_gets_its_config_file() {
+    let text = "id = \"x.mcp\"\nclaims = [\"MCP-1\"]\nabout = \"a\"\n[mcp_servers.f]\ncommand = \"{probelab}\"\nargs = [\"--trace\", \"{cwd}/t\"]\nenv = { K = \"{cwd}\" }\n[[turn]]\ntext = \"done\"\n";
+    let probe = harness::probe::parse(std::path::Path::new("p.toml"), text).unwrap_or_else(|e| panic!("{e}"));
+    let sandbox =
+        harness::probe::sandbox::Sandbox::create(&probe, std::path::Path::new(".")).unwrap_or_else(|e| panic!("{e}"));
+    let out = sandbox.mcp_servers(&probe);
+    let cwd = sandbox.cwd.to_string_lossy().into_owned();
+    assert_eq!(out["f"].args, ["--trace".to_string(), format!("{cwd}/t")]);
+    assert_eq!(out["f"].env["K"], cwd);
+    assert_eq!(out["f"].command, harness::probe::sandbox::probelab_binary().to_string_lossy());
+    let cfg = harness::subject::claude_code::mcp_config(&out);
+    assert_eq!(cfg["mcpServers"]["f"]["type"], "stdio");
+    assert_eq!(cfg["mcpServers"]["f"]["env"]["K"], cwd.as_str());
+}
