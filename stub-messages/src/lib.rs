@@ -10,7 +10,8 @@
 //! - [`server`]: the axum app ([`app`], [`serve`]);
 //! - [`record`]: the exchange log, with secrets redacted;
 //! - [`fault`]: injected wire faults;
-//! - [`sse`]: SSE decoding, reassembly and the conformance checker.
+//! - [`sse`]: SSE decoding, reassembly and the conformance checker;
+//! - [`validate`]: the request rules of the real API (`[stub] strict`).
 //!
 //! ```
 //! use stub_messages::{Script, Stub, Recorder};
@@ -24,6 +25,7 @@ pub mod record;
 pub mod script;
 pub mod server;
 pub mod sse;
+pub mod validate;
 pub mod wire;
 
 pub use record::{Exchange, ExchangeKind, Recorder};

@@ -15,6 +15,7 @@
 //! cycle = false                         # true: start over instead of "script exhausted"
 //! search_results = [{ title = "Tokio", url = "https://tokio.rs/" }]   # what web_search finds
 //! search_text = "Found one."             # a text block after the search result (default: none)
+//! strict = true                         # refuse what the real API refuses (crate::validate); false: pairing only
 //!
 //! [[turn]]                              # answer to the 1st main request
 //! tool_use = [{ name = "Grep", input = { pattern = "MATCH" } }]
@@ -191,6 +192,10 @@ pub struct StubSettings {
     /// A text block the search answer ends with (default: none).
     #[serde(default)]
     pub search_text: Option<String>,
+    /// Refuse what the real API refuses (see [`crate::validate`]); `false` keeps only the pairing rule,
+    /// for probes that want a lenient stub. Default true.
+    #[serde(default = "yes")]
+    pub strict: bool,
 }
 
 impl Default for StubSettings {
@@ -202,8 +207,13 @@ impl Default for StubSettings {
             cycle: false,
             search_results: Vec::new(),
             search_text: None,
+            strict: true,
         }
     }
+}
+
+fn yes() -> bool {
+    true
 }
 
 /// One hit of the scripted search provider: becomes a `web_search_result` block.
@@ -345,6 +355,11 @@ impl Script {
                 let place = format!("conversation {conv:?}, turn {}", t + 1);
                 if turn.thinking.is_none() && turn.text.is_none() && turn.tool_use.is_empty() {
                     return Err(ScriptError(format!("{place}: a turn needs text, thinking or tool_use")));
+                }
+                if self.stub.strict && turn.text.as_deref().is_some_and(|t| t.trim().is_empty()) {
+                    return Err(ScriptError(format!(
+                        "{place}: an empty text would come back in the client's next request, which the strict stub refuses like the API (`messages: text content blocks must be non-empty`); leave text out or set [stub] strict = false"
+                    )));
                 }
                 for f in &turn.fault {
                     f.validate().map_err(|e| ScriptError(format!("{place}: {e}")))?;

@@ -9,6 +9,7 @@ use crate::fault::{error_for_status, Fault};
 use crate::record::{Exchange, ExchangeKind, Recorder, Violation};
 use crate::script::{Route, Script};
 use crate::sse::check_stream;
+use crate::validate::Refusal;
 use crate::wire::{error_body, stream_events, Message, MessagesRequest, SseEvent};
 use axum::body::{Body, Bytes};
 use axum::extract::{Path, State};
@@ -267,8 +268,14 @@ impl Arrival {
     }
 
     /// Records a JSON answer and builds it.
-    fn json(mut self, stub: &Stub, status: StatusCode, body: Value, extra: &[(&str, String)]) -> Response {
+    fn json(mut self, stub: &Stub, status: StatusCode, mut body: Value, extra: &[(&str, String)]) -> Response {
         let id = self.request_id();
+        // the API's error bodies carry the request id beside the error, as its `request-id` header does
+        if body.get("type").and_then(Value::as_str) == Some("error") {
+            if let Some(o) = body.as_object_mut() {
+                o.insert("request_id".into(), Value::String(id.clone()));
+            }
+        }
         self.ex.status = status.as_u16();
         self.ex.response = Some(body.clone());
         stub.recorder.record(self.ex);
@@ -349,9 +356,15 @@ async fn messages(State(stub): State<Arc<Stub>>, method: Method, uri: Uri, heade
             return a.error(&stub, StatusCode::BAD_REQUEST, "invalid_request", msg);
         }
     };
-    if let Err(msg) = check_tool_pairing(req.messages()) {
+    // strict: every rule of crate::validate (pairing among them); lenient: the pairing rule alone
+    let checked = if stub.script.stub.strict {
+        crate::validate::check_request(&value)
+    } else {
+        check_tool_pairing(req.messages()).map_err(|message| Refusal { kind: "tool_pairing", message })
+    };
+    if let Err(r) = checked {
         a.ex.kind = ExchangeKind::Invalid;
-        return a.error(&stub, StatusCode::BAD_REQUEST, "tool_pairing", msg);
+        return a.error(&stub, StatusCode::BAD_REQUEST, r.kind, r.message);
     }
     let streaming = req.stream();
     let route = stub.script.route(&req);
