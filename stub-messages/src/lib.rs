@@ -8,6 +8,7 @@
 //! - [`wire`]: response types and SSE event builders (`ev_message_start`, `ev_text_delta`, …);
 //! - [`script`]: turns, named conversations, routing of requests;
 //! - [`server`]: the axum app ([`app`], [`serve`]);
+//! - [`http`]: the connection loop under it: timeouts, bounded stop, refusals of the HTTP layer recorded;
 //! - [`record`]: the exchange log, with secrets redacted;
 //! - [`fault`]: injected wire faults;
 //! - [`sse`]: SSE decoding, reassembly and the conformance checker;
@@ -21,6 +22,7 @@
 //! ```
 
 pub mod fault;
+pub mod http;
 pub mod record;
 pub mod script;
 pub mod server;

@@ -16,6 +16,9 @@
 //! search_results = [{ title = "Tokio", url = "https://tokio.rs/" }]   # what web_search finds
 //! search_text = "Found one."             # a text block after the search result (default: none)
 //! strict = true                         # refuse what the real API refuses (crate::validate); false: pairing only
+//! header_timeout_ms = 30000             # a request's headers (and a kept-alive connection's idle time)
+//! body_timeout_ms = 60000               # a request's body, once its headers are in
+//! shutdown_grace_ms = 500               # what open connections get when the stub stops, then cut
 //!
 //! [[turn]]                              # answer to the 1st main request
 //! tool_use = [{ name = "Grep", input = { pattern = "MATCH" } }]
@@ -196,6 +199,18 @@ pub struct StubSettings {
     /// for probes that want a lenient stub. Default true.
     #[serde(default = "yes")]
     pub strict: bool,
+    /// Milliseconds a connection may take to send a request's headers (also the longest idle time of a
+    /// kept-alive connection). Default [`crate::server::HEADER_READ_TIMEOUT_MS`].
+    #[serde(default = "default_header_timeout_ms")]
+    pub header_timeout_ms: u64,
+    /// Milliseconds a request may take to send its body once its headers are in. Default
+    /// [`crate::server::BODY_READ_TIMEOUT_MS`].
+    #[serde(default = "default_body_timeout_ms")]
+    pub body_timeout_ms: u64,
+    /// Milliseconds open connections get to finish when the stub stops; then they are cut. Default
+    /// [`crate::server::SHUTDOWN_GRACE_MS`].
+    #[serde(default = "default_shutdown_grace_ms")]
+    pub shutdown_grace_ms: u64,
 }
 
 impl Default for StubSettings {
@@ -208,12 +223,27 @@ impl Default for StubSettings {
             search_results: Vec::new(),
             search_text: None,
             strict: true,
+            header_timeout_ms: default_header_timeout_ms(),
+            body_timeout_ms: default_body_timeout_ms(),
+            shutdown_grace_ms: default_shutdown_grace_ms(),
         }
     }
 }
 
 fn yes() -> bool {
     true
+}
+
+fn default_header_timeout_ms() -> u64 {
+    crate::server::HEADER_READ_TIMEOUT_MS
+}
+
+fn default_body_timeout_ms() -> u64 {
+    crate::server::BODY_READ_TIMEOUT_MS
+}
+
+fn default_shutdown_grace_ms() -> u64 {
+    crate::server::SHUTDOWN_GRACE_MS
 }
 
 /// One hit of the scripted search provider: becomes a `web_search_result` block.

@@ -3,9 +3,23 @@
 //! else. Every request, served or refused, becomes one [`Exchange`] in the [`Recorder`].
 //!
 //! [`app`] builds the router apart from any socket so tests can call it with `oneshot`; [`serve`] binds
-//! it (use port 0 in tests) and returns a handle that stops it.
+//! it (use port 0 in tests) on the connection loop of [`crate::http`] and returns a handle that stops it.
+//! Requests are checked by [`crate::validate`] (`[stub] strict`, default on) and always by the pairing
+//! rule ([`check_tool_pairing`]).
+//!
+//! What the record says when a request does not end normally (decided here; the API has no such record):
+//! - refused by the HTTP layer (malformed head, 431, 414, header timeout) or cut by the stop before its
+//!   head was complete: kind `invalid`, status as answered (0 when nothing was), violation
+//!   `malformed_request` / `headers_too_large` / `uri_too_long` / `header_timeout` / `shutdown`, the raw
+//!   bytes in `request_text`, the head's method, path and headers as far as they parse;
+//! - a body over 32 MB: 413 (`invalid_request`); not complete within `[stub] body_timeout_ms`: 408
+//!   `timeout_error` (`body_timeout`), and the connection is closed;
+//! - a client that leaves before its head or body is complete: `client_disconnected: true`, status 0,
+//!   no violation (nothing was refused);
+//! - a stream the stop cuts: violation `shutdown`, with the events sent so far.
 
 use crate::fault::{error_for_status, Fault};
+use crate::http::{RefusalReason, Refused};
 use crate::record::{Exchange, ExchangeKind, Recorder, Violation};
 use crate::script::{Route, Script};
 use crate::sse::check_stream;
@@ -21,11 +35,26 @@ use futures_util::stream;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// The largest request body accepted, like the real API's 32 MB; larger gets 413 `request_too_large`.
 pub const MAX_REQUEST_BYTES: usize = 32 * 1024 * 1024;
+
+/// Default of `[stub] header_timeout_ms`: a request head must be complete within 30 s of the connection
+/// waiting for it (also the longest keep-alive idle time; clients drop idle connections sooner: undici
+/// after 4 s, httpx after 5 s).
+pub const HEADER_READ_TIMEOUT_MS: u64 = 30_000;
+
+/// Default of `[stub] body_timeout_ms`: a request body must be complete within 60 s of its head (32 MB
+/// at 0.5 MB/s).
+pub const BODY_READ_TIMEOUT_MS: u64 = 60_000;
+
+/// Default of `[stub] shutdown_grace_ms`: what open connections get to finish when the stub stops before
+/// they are cut (the stub's answers take milliseconds; a stop with open partial requests returns within
+/// this and [`crate::http::CUT_WAIT`], well under the 2 s a SIGTERM'd stub has).
+pub const SHUTDOWN_GRACE_MS: u64 = 500;
 
 /// Models listed by `GET /v1/models`.
 pub const MODELS: &[(&str, &str)] = &[
@@ -60,6 +89,8 @@ pub struct Stub {
     recorder: Recorder,
     play: Mutex<Play>,
     turn_hook: Option<TurnHook>,
+    /// Set when the stop cuts open connections: a stream ending then was cut by the stub.
+    cutting: AtomicBool,
 }
 
 impl std::fmt::Debug for Stub {
@@ -81,7 +112,7 @@ impl Stub {
     pub fn new(script: Script, recorder: Recorder) -> Stub {
         let n = script.conversations.len() + 1;
         let play = Play { cursors: (0..n).map(|_| Cursor::default()).collect(), ..Play::default() };
-        Stub { script, recorder, play: Mutex::new(play), turn_hook: None }
+        Stub { script, recorder, play: Mutex::new(play), turn_hook: None, cutting: AtomicBool::new(false) }
     }
 
     /// Installs the hook called before each turn is served.
@@ -170,55 +201,137 @@ pub fn app(stub: Arc<Stub>) -> Router {
         .with_state(stub)
 }
 
-/// A stub bound to a socket.
-#[derive(Debug)]
-pub struct Running {
-    /// The bound address.
-    pub addr: SocketAddr,
-    shutdown: Option<tokio::sync::oneshot::Sender<()>>,
-    task: tokio::task::JoinHandle<()>,
-}
+pub use crate::http::{Running, ServeOptions};
 
-impl Running {
-    /// `http://ADDR` — what clients take as their base URL.
-    pub fn url(&self) -> String {
-        format!("http://{}", self.addr)
-    }
-
-    /// Stops accepting, lets open responses finish, and waits.
-    pub async fn stop(mut self) {
-        if let Some(tx) = self.shutdown.take() {
-            let _ = tx.send(());
-        }
-        let _ = (&mut self.task).await;
-    }
-}
-
-/// Binds `addr` (port 0 picks a free port) and serves `stub` in a task of the current runtime.
+/// Binds `addr` (port 0 picks a free port) and serves `stub` in a task of the current runtime, with the
+/// timeouts and the stop grace of its `[stub]` settings; what the HTTP layer refuses, and what the stop
+/// cuts, is recorded too (see [`crate::http`]).
 pub async fn serve(stub: Arc<Stub>, addr: SocketAddr) -> std::io::Result<Running> {
-    serve_router(app(stub), addr).await
+    let settings = &stub.script.stub;
+    let options = ServeOptions {
+        header_timeout: Duration::from_millis(settings.header_timeout_ms),
+        body_timeout: Duration::from_millis(settings.body_timeout_ms),
+        shutdown_grace: Duration::from_millis(settings.shutdown_grace_ms),
+        hooks: Some(Arc::new(StubHooks(stub.clone()))),
+    };
+    crate::http::serve(app(stub), addr, options).await
 }
 
-/// Binds `addr` and serves any axum `router` in a task of the current runtime, with TCP_NODELAY and a
-/// graceful stop ([`Running::stop`]): the stub's own server, and the harness's local services (a web
-/// site, an artifact store) use it alike.
+/// Binds `addr` and serves any axum `router` in a task of the current runtime, with TCP_NODELAY, the
+/// default timeouts and a bounded stop ([`Running::stop`]): the stub's own server, and the harness's local
+/// services (a web site, an artifact store) use it alike.
 pub async fn serve_router(router: Router, addr: SocketAddr) -> std::io::Result<Running> {
-    use axum::serve::ListenerExt;
-    let listener = tokio::net::TcpListener::bind(addr).await?;
-    let addr = listener.local_addr()?;
-    // Without TCP_NODELAY each SSE event waits on the peer's delayed ACK (~40 ms per request).
-    let listener = listener.tap_io(|tcp| {
-        let _ = tcp.set_nodelay(true);
-    });
-    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-    let task = tokio::spawn(async move {
-        let _ = axum::serve(listener, router)
-            .with_graceful_shutdown(async move {
-                let _ = rx.await;
-            })
-            .await;
-    });
-    Ok(Running { addr, shutdown: Some(tx), task })
+    crate::http::serve(router, addr, ServeOptions::default()).await
+}
+
+/// Records what the connection loop refused, and marks the stop's cut.
+struct StubHooks(Arc<Stub>);
+
+impl crate::http::ConnectionHooks for StubHooks {
+    fn refused(&self, r: Refused) {
+        let stub = &self.0;
+        let (seq, offset_ms) = stub.recorder.arrival();
+        let head = RawHead::parse(&r.bytes);
+        let settings = &stub.script.stub;
+        let status = r.status.unwrap_or(0);
+        let violation = match r.reason {
+            RefusalReason::Malformed => Some(Violation {
+                kind: match status {
+                    414 => "uri_too_long",
+                    431 => "headers_too_large",
+                    _ => "malformed_request",
+                }
+                .into(),
+                message: format!(
+                    "the HTTP layer refused the request before the stub saw it ({}), answering {}",
+                    r.error.as_deref().unwrap_or("unparsable request"),
+                    r.status.map_or("nothing".to_string(), |s| s.to_string())
+                ),
+            }),
+            RefusalReason::HeaderTimeout => Some(Violation {
+                kind: "header_timeout".into(),
+                message: format!(
+                    "the request head was not complete within {} ms ({} bytes came); the connection was closed unanswered",
+                    settings.header_timeout_ms, r.total_bytes
+                ),
+            }),
+            RefusalReason::Shutdown => Some(Violation {
+                kind: "shutdown".into(),
+                message: format!(
+                    "the stub stopped before the request head was complete ({} bytes came); the connection was cut unanswered",
+                    r.total_bytes
+                ),
+            }),
+            RefusalReason::ClientClosed => None,
+        };
+        stub.recorder.record(Exchange {
+            seq,
+            offset_ms,
+            method: head.method,
+            path: head.path,
+            query: head.query,
+            headers: head.headers,
+            request: None,
+            request_text: Some(String::from_utf8_lossy(&r.bytes).into_owned()),
+            kind: ExchangeKind::Invalid,
+            conversation: None,
+            turn: None,
+            status,
+            response: None,
+            events: None,
+            fault: None,
+            violation,
+            client_disconnected: r.reason == RefusalReason::ClientClosed,
+            elapsed_us: None,
+            arrived: r.first_byte,
+        });
+    }
+
+    fn cutting(&self) {
+        self.0.cutting.store(true, Ordering::SeqCst);
+    }
+}
+
+/// What can be read of a request head hyper refused: best effort, lossy.
+#[derive(Debug, Default, PartialEq)]
+struct RawHead {
+    method: String,
+    path: String,
+    query: Option<String>,
+    headers: BTreeMap<String, String>,
+}
+
+impl RawHead {
+    fn parse(bytes: &[u8]) -> RawHead {
+        let text = String::from_utf8_lossy(bytes);
+        let mut lines = text.split('\n').map(|l| l.strip_suffix('\r').unwrap_or(l)).skip_while(|l| l.is_empty());
+        let mut head = RawHead::default();
+        if let Some(line) = lines.next() {
+            let mut parts = line.splitn(3, ' ');
+            head.method = parts.next().unwrap_or_default().to_string();
+            let target = parts.next().unwrap_or_default();
+            match target.split_once('?') {
+                Some((p, q)) => {
+                    head.path = p.to_string();
+                    head.query = Some(q.to_string());
+                }
+                None => head.path = target.to_string(),
+            }
+        }
+        for line in lines.take_while(|l| !l.is_empty()) {
+            if let Some((name, value)) = line.split_once(':') {
+                let v = value.trim().to_string();
+                head.headers
+                    .entry(name.trim().to_ascii_lowercase())
+                    .and_modify(|e| {
+                        e.push_str(", ");
+                        e.push_str(&v);
+                    })
+                    .or_insert(v);
+            }
+        }
+        head
+    }
 }
 
 /// The request as it arrived, before the stub decides.
@@ -257,6 +370,7 @@ impl Arrival {
                 events: None,
                 fault: None,
                 violation: None,
+                client_disconnected: false,
                 elapsed_us: None,
                 arrived: Some(std::time::Instant::now()),
             },
@@ -297,12 +411,37 @@ impl Arrival {
     /// Takes the body: content type JSON, size within the limit, parses. On failure the response is the
     /// recorded error.
     async fn body(mut self, stub: &Stub, headers: &HeaderMap, body: Body) -> Result<(Arrival, Value), Response> {
-        let bytes = match axum::body::to_bytes(body, MAX_REQUEST_BYTES).await {
+        // the stop may drop this future while the body arrives: the guard records the request then
+        let mut guard = BodyGuard { stub, ex: Some(self.ex.clone()) };
+        let read = axum::body::to_bytes(body, MAX_REQUEST_BYTES).await;
+        guard.ex = None;
+        let bytes = match read {
             Ok(b) => b,
-            Err(_) => {
+            Err(e) => {
                 self.ex.kind = ExchangeKind::Invalid;
-                let msg = format!("Request exceeds the maximum allowed number of bytes ({MAX_REQUEST_BYTES}).");
-                return Err(self.error(stub, StatusCode::PAYLOAD_TOO_LARGE, "invalid_request", msg));
+                return Err(match BodyFailure::of(&e) {
+                    BodyFailure::TooLarge => {
+                        let msg = format!("Request exceeds the maximum allowed number of bytes ({MAX_REQUEST_BYTES}).");
+                        self.error(stub, StatusCode::PAYLOAD_TOO_LARGE, "invalid_request", msg)
+                    }
+                    BodyFailure::TimedOut(limit) => {
+                        let msg = format!(
+                            "stub-messages: the request body did not arrive within {} ms of its headers",
+                            limit.as_millis()
+                        );
+                        let mut resp = self.error(stub, StatusCode::REQUEST_TIMEOUT, "body_timeout", msg);
+                        // the rest of the body is not read: the connection cannot carry another request
+                        resp.headers_mut().insert(header::CONNECTION, HeaderValue::from_static("close"));
+                        resp
+                    }
+                    BodyFailure::ClientGone => {
+                        // nothing can reach the client any more: recorded with status 0, no violation
+                        self.ex.status = 0;
+                        self.ex.client_disconnected = true;
+                        stub.recorder.record(self.ex);
+                        StatusCode::BAD_REQUEST.into_response()
+                    }
+                });
             }
         };
         let ctype = headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("");
@@ -334,6 +473,57 @@ impl Arrival {
                 ))
             }
         }
+    }
+}
+
+/// Records a request whose handler was dropped while its body arrived (the stop cut the connection).
+struct BodyGuard<'a> {
+    stub: &'a Stub,
+    ex: Option<Exchange>,
+}
+
+impl Drop for BodyGuard<'_> {
+    fn drop(&mut self) {
+        if let Some(mut ex) = self.ex.take() {
+            ex.kind = ExchangeKind::Invalid;
+            ex.status = 0;
+            if self.stub.cutting.load(Ordering::SeqCst) {
+                ex.violation = Some(Violation {
+                    kind: "shutdown".into(),
+                    message: "the stub stopped while the request body was arriving; the connection was cut unanswered"
+                        .into(),
+                });
+            } else {
+                ex.client_disconnected = true;
+            }
+            self.stub.recorder.record(ex);
+        }
+    }
+}
+
+/// Why a request body could not be read.
+enum BodyFailure {
+    /// Over [`MAX_REQUEST_BYTES`].
+    TooLarge,
+    /// Over the body timeout of the connection loop.
+    TimedOut(Duration),
+    /// The connection failed or closed mid-body.
+    ClientGone,
+}
+
+impl BodyFailure {
+    fn of(e: &axum::Error) -> BodyFailure {
+        let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(e);
+        while let Some(c) = cause {
+            if c.is::<http_body_util::LengthLimitError>() {
+                return BodyFailure::TooLarge;
+            }
+            if let Some(t) = c.downcast_ref::<crate::http::BodyTimedOut>() {
+                return BodyFailure::TimedOut(t.0);
+            }
+            cause = c.source();
+        }
+        BodyFailure::ClientGone
     }
 }
 
@@ -482,7 +672,20 @@ impl StreamLog {
 }
 
 impl Drop for StreamLog {
+    /// Dropped before its end: the stop cut it, or its client went away (hyper drops the body when it
+    /// cannot write).
     fn drop(&mut self) {
+        if let Some(ex) = self.ex.as_mut() {
+            if self.stub.cutting.load(Ordering::SeqCst) {
+                ex.violation = Some(Violation {
+                    kind: "shutdown".into(),
+                    message: format!(
+                        "the stub stopped while this stream was open: cut after {} events",
+                        self.sent.len()
+                    ),
+                });
+            }
+        }
         self.finish();
     }
 }

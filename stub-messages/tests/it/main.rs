@@ -5,6 +5,7 @@
 mod claude_code;
 mod endpoints;
 mod faults;
+mod hardening;
 mod props;
 mod sdk;
 mod support;
