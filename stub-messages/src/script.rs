@@ -19,6 +19,7 @@
 //! header_timeout_ms = 30000             # a request's headers (and a kept-alive connection's idle time)
 //! body_timeout_ms = 60000               # a request's body, once its headers are in
 //! shutdown_grace_ms = 500               # what open connections get when the stub stops, then cut
+//! disconnect_consumes_turn = false      # a stream cut by its client leaves its turn for the retry
 //!
 //! [[turn]]                              # answer to the 1st main request
 //! tool_use = [{ name = "Grep", input = { pattern = "MATCH" } }]
@@ -211,6 +212,10 @@ pub struct StubSettings {
     /// [`crate::server::SHUTDOWN_GRACE_MS`].
     #[serde(default = "default_shutdown_grace_ms")]
     pub shutdown_grace_ms: u64,
+    /// A stream whose client disconnected before its end consumes its turn (true), or leaves it for the
+    /// next request, so a retry gets the same turn (false, the default).
+    #[serde(default)]
+    pub disconnect_consumes_turn: bool,
 }
 
 impl Default for StubSettings {
@@ -226,6 +231,7 @@ impl Default for StubSettings {
             header_timeout_ms: default_header_timeout_ms(),
             body_timeout_ms: default_body_timeout_ms(),
             shutdown_grace_ms: default_shutdown_grace_ms(),
+            disconnect_consumes_turn: false,
         }
     }
 }

@@ -16,7 +16,12 @@
 //!   `timeout_error` (`body_timeout`), and the connection is closed;
 //! - a client that leaves before its head or body is complete: `client_disconnected: true`, status 0,
 //!   no violation (nothing was refused);
-//! - a stream the stop cuts: violation `shutdown`, with the events sent so far.
+//! - a stream whose client leaves: `client_disconnected: true` with the events sent so far, and its turn
+//!   is given back ([`Stub::progress`] steps back, the turn's faults counted as spent) so the retry gets
+//!   the same turn whole, unless `[stub] disconnect_consumes_turn = true` or a later turn of the
+//!   conversation was served meanwhile (the stub notices a client gone at its next write, so a retry
+//!   sent before that, during a slow turn's `delay_ms`, gets the next turn); the turn hook runs again
+//!   for the retry. A stream the stop cuts is violation `shutdown` and keeps its turn consumed.
 
 use crate::fault::{error_for_status, Fault};
 use crate::http::{RefusalReason, Refused};
@@ -102,7 +107,7 @@ impl std::fmt::Debug for Stub {
 /// What the play state decided for one request.
 enum Decision {
     Spoil { conversation: String, turn: usize, fault: Fault, message: Message },
-    Serve { conversation: String, turn: usize, message: Message, delay_ms: u64 },
+    Serve { conversation: String, slot: usize, turn: usize, message: Message, delay_ms: u64 },
     Side(Message),
     Exhausted { conversation: String, turn: usize, turns: usize },
 }
@@ -140,6 +145,23 @@ impl Stub {
             out.push((c.name.clone(), play.get(i + 1).copied().unwrap_or(0), c.turns.len()));
         }
         out
+    }
+
+    /// Turn `turn` of the conversation at cursor `slot` was not delivered (its client left mid-stream):
+    /// the cursor steps back to it, its faults counted as spent, so the next request gets it whole. Not
+    /// when a later turn of that conversation was served meanwhile; true when it stepped back.
+    fn give_back(&self, slot: usize, turn: usize) -> bool {
+        let route = if slot == 0 { Route::Main } else { Route::Named(slot - 1) };
+        let faults = self.script.conversation(route).and_then(|(_, t)| t.get(turn)).map_or(0, |t| t.fault.len());
+        let Ok(mut play) = self.play.lock() else { return false };
+        match play.cursors.get_mut(slot) {
+            Some(c) if c.next == turn + 1 => {
+                c.next = turn;
+                c.faults_used = faults;
+                true
+            }
+            _ => false,
+        }
     }
 
     fn decide(&self, route: Route, req: &MessagesRequest<'_>, request: &Value) -> Decision {
@@ -183,7 +205,7 @@ impl Stub {
         if let Some(hook) = &self.turn_hook {
             hook(&conversation, turn);
         }
-        Decision::Serve { conversation, turn, message, delay_ms: t.delay_ms }
+        Decision::Serve { conversation, slot, turn, message, delay_ms: t.delay_ms }
     }
 }
 
@@ -337,6 +359,8 @@ impl RawHead {
 /// The request as it arrived, before the stub decides.
 struct Arrival {
     ex: Exchange,
+    /// The cursor slot and turn it was served, once decided (a stream its client leaves gives it back).
+    served: Option<(usize, usize)>,
 }
 
 impl Arrival {
@@ -353,6 +377,7 @@ impl Arrival {
                 .or_insert(v);
         }
         Arrival {
+            served: None,
             ex: Exchange {
                 seq,
                 offset_ms,
@@ -563,9 +588,10 @@ async fn messages(State(stub): State<Arc<Stub>>, method: Method, uri: Uri, heade
             a.ex.kind = ExchangeKind::Side;
             reply(&stub, a, message, streaming, 0, None)
         }
-        Decision::Serve { conversation, turn, message, delay_ms } => {
+        Decision::Serve { conversation, slot, turn, message, delay_ms } => {
             a.ex.conversation = Some(conversation);
             a.ex.turn = Some(turn);
+            a.served = Some((slot, turn));
             reply(&stub, a, message, streaming, delay_ms, None)
         }
         Decision::Spoil { conversation, turn, fault, message } => {
@@ -658,6 +684,7 @@ struct StreamLog {
     stub: Arc<Stub>,
     ex: Option<Exchange>,
     sent: Vec<SseEvent>,
+    served: Option<(usize, usize)>,
 }
 
 impl StreamLog {
@@ -673,7 +700,7 @@ impl StreamLog {
 
 impl Drop for StreamLog {
     /// Dropped before its end: the stop cut it, or its client went away (hyper drops the body when it
-    /// cannot write).
+    /// cannot write). A client's stream gives its turn back unless `disconnect_consumes_turn`.
     fn drop(&mut self) {
         if let Some(ex) = self.ex.as_mut() {
             if self.stub.cutting.load(Ordering::SeqCst) {
@@ -684,6 +711,13 @@ impl Drop for StreamLog {
                         self.sent.len()
                     ),
                 });
+            } else {
+                ex.client_disconnected = true;
+                if let Some((slot, turn)) = self.served {
+                    if !self.stub.script.stub.disconnect_consumes_turn {
+                        self.stub.give_back(slot, turn);
+                    }
+                }
             }
         }
         self.finish();
@@ -692,7 +726,7 @@ impl Drop for StreamLog {
 
 fn stream_response(stub: &Arc<Stub>, a: Arrival, events: Vec<SseEvent>, delay_ms: u64, end: End) -> Response {
     let id = a.request_id();
-    let log = StreamLog { stub: stub.clone(), ex: Some(a.ex), sent: Vec::new() };
+    let log = StreamLog { stub: stub.clone(), ex: Some(a.ex), sent: Vec::new(), served: a.served };
     let state = (events.into_iter(), log, false);
     let body = stream::unfold(state, move |(mut events, mut log, done)| async move {
         if done {

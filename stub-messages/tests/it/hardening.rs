@@ -1,6 +1,6 @@
 //! The connection layer under load and abuse: slow-loris connections, refusals of the HTTP layer, body
-//! timeouts, clients that leave mid-request, a bounded stop, and the standalone binary exiting on
-//! SIGTERM. Waits are for events, each with a bound; timings are asserted as bounds only.
+//! timeouts, clients that leave mid-request or mid-stream, a bounded stop, and the standalone binary
+//! exiting on SIGTERM. Waits are for events, each with a bound; timings are asserted as bounds only.
 
 use crate::support::*;
 use std::time::{Duration, Instant};
@@ -206,6 +206,56 @@ async fn every_refusal_of_the_http_layer_is_recorded() {
     let ex = record_until(&f, "the abandoned body", |ex| ex.len() == 8).await;
     assert_eq!((ex[7].status, violation(&ex[7]), ex[7].client_disconnected), (0, None, true), "{:#?}", ex[7]);
     assert_eq!(f.stub.progress()[0].1, 0);
+}
+
+/// A turn long enough to leave in the middle: many events, each after a delay.
+const SLOW_TURN: &str = "[[turn]]\ntext = \"one two three four five six seven eight nine ten\"\ndelay_ms = 30\n[[turn]]\ntext = \"second\"\n";
+
+/// Streams turn requests, reads the first chunk of the answer and leaves.
+async fn leave_mid_stream(f: &Fixture) -> String {
+    let r = client().post(f.url("/v1/messages")).json(&body(hello(), true)).send().await;
+    let mut r = r.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(r.status(), 200);
+    let chunk = r.chunk().await.ok().flatten().unwrap_or_default();
+    String::from_utf8_lossy(&chunk).into_owned()
+}
+
+#[tokio::test]
+async fn a_stream_its_client_leaves_is_recorded_and_its_turn_served_again() {
+    let f = start(SLOW_TURN).await;
+    let first = leave_mid_stream(&f).await;
+    assert!(first.contains("msg_test_main_1"), "{first}");
+    let ex = record_until(&f, "the disconnect", |ex| ex.len() == 1).await;
+    let e = &ex[0];
+    assert!(e.client_disconnected && e.violation.is_none(), "{e:#?}");
+    assert_eq!((e.kind, e.turn, e.status), (ExchangeKind::Turn, Some(0), 200));
+    let sent = e.events.as_ref().map_or(0, Vec::len);
+    assert!(sent >= 1 && !e.events.iter().flatten().any(|ev| ev.event == "message_stop"), "{sent} events");
+    assert_eq!(f.stub.progress()[0].1, 0, "the turn was given back");
+    // the retry gets the same turn, whole
+    let (status, _, text) = post(&f, &body(hello(), true)).await;
+    assert_eq!(status, 200);
+    assert!(text.contains("msg_test_main_1"));
+    assert_eq!(final_text(&text), "one two three four five six seven eight nine ten");
+    let ex = f.stub.recorder().exchanges();
+    assert_eq!((ex[1].turn, ex[1].client_disconnected), (Some(0), false));
+    assert_eq!(f.stub.progress()[0].1, 1);
+    // the record line of a disconnect carries the flag; old lines without it still parse
+    let line = serde_json::to_value(&ex[0]).unwrap_or_default();
+    assert_eq!(line["client_disconnected"], serde_json::Value::Bool(true));
+    let old = serde_json::to_value(&ex[1]).unwrap_or_default();
+    assert!(old.get("client_disconnected").is_none(), "false is not written");
+    assert!(serde_json::from_value::<Exchange>(old).is_ok_and(|e| !e.client_disconnected));
+}
+
+#[tokio::test]
+async fn disconnect_consumes_turn_true_moves_on() {
+    let f = start(&format!("[stub]\ndisconnect_consumes_turn = true\n{SLOW_TURN}")).await;
+    leave_mid_stream(&f).await;
+    record_until(&f, "the disconnect", |ex| ex.len() == 1 && ex[0].client_disconnected).await;
+    assert_eq!(f.stub.progress()[0].1, 1);
+    let (_, _, text) = post(&f, &body(hello(), true)).await;
+    assert!(text.contains("msg_test_main_2") && final_text(&text) == "second", "{text}");
 }
 
 #[tokio::test]
