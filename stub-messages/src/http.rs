@@ -23,7 +23,9 @@
 //! pipelines a second request before the first one's body is read would have them mixed. A connection
 //! that closes, times out or is stopped without having sent anything since its last request is not a
 //! request and is not reported; after a request whose handler left its body unread (hyper drains it),
-//! only bytes that start like a request line (`METHOD target`) are taken for a new request.
+//! only bytes that start like a request line (`METHOD target`) are taken for a new request. A connection
+//! the kernel or `accept` refuses (a full backlog, no file descriptors left) never reaches the loop and
+//! cannot be recorded; the loop backs off [`ACCEPT_BACKOFF`] and goes on.
 
 use bytes::Bytes;
 use http_body::{Body as HttpBody, Frame, SizeHint};

@@ -44,6 +44,8 @@
 //!   cryptographically; the stub cannot). A thinking block's text may be empty (`display: "omitted"`).
 //! - **Unknown fields** are refused at the top level and in client tool definitions only; the lists below
 //!   name the fields of the API and its betas that real clients send.
+//! - **`/v1/messages/count_tokens`** is checked for its required fields only (`model`, `messages`): the
+//!   rules here judge `/v1/messages`, where the turns are played.
 //! - **Rule order**: schema-like rules first (fields, types, block tags), then the semantic ones, the
 //!   pairing rule before the position of the results (a missing result is named as missing), then
 //!   `cache_control`; the first broken rule is the answer, as the API answers one error at a time.
