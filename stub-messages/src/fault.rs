@@ -62,6 +62,7 @@ pub fn error_for_status(status: u16) -> (&'static str, &'static str) {
         401 => ("authentication_error", "invalid x-api-key"),
         403 => ("permission_error", "Your API key does not have permission to use the specified resource."),
         404 => ("not_found_error", "Not found"),
+        408 => ("timeout_error", "Request timed out"),
         413 => ("request_too_large", "Request exceeds the maximum allowed number of bytes."),
         429 => ("rate_limit_error", "Number of request tokens has exceeded your per-minute rate limit"),
         529 => ("overloaded_error", "Overloaded"),

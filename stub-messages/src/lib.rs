@@ -8,9 +8,11 @@
 //! - [`wire`]: response types and SSE event builders (`ev_message_start`, `ev_text_delta`, …);
 //! - [`script`]: turns, named conversations, routing of requests;
 //! - [`server`]: the axum app ([`app`], [`serve`]);
+//! - [`http`]: the connection loop under it: timeouts, bounded stop, refusals of the HTTP layer recorded;
 //! - [`record`]: the exchange log, with secrets redacted;
 //! - [`fault`]: injected wire faults;
-//! - [`sse`]: SSE decoding, reassembly and the conformance checker.
+//! - [`sse`]: SSE decoding, reassembly and the conformance checker;
+//! - [`validate`]: the request rules of the real API (`[stub] strict`).
 //!
 //! ```
 //! use stub_messages::{Script, Stub, Recorder};
@@ -20,10 +22,12 @@
 //! ```
 
 pub mod fault;
+pub mod http;
 pub mod record;
 pub mod script;
 pub mod server;
 pub mod sse;
+pub mod validate;
 pub mod wire;
 
 pub use record::{Exchange, ExchangeKind, Recorder};

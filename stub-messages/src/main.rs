@@ -1,5 +1,8 @@
 //! `stub-messages --script FILE [--record FILE] [--port N] [--host ADDR]`: serves a script, prints the
-//! base URL on stdout, records every exchange as JSONL, and runs until SIGINT or SIGTERM.
+//! base URL on stdout, records every exchange as JSONL, and runs until SIGINT or SIGTERM. Then it stops
+//! accepting, gives open connections `[stub] shutdown_grace_ms` (500 ms by default), cuts the rest
+//! (recorded), and exits 0 — within 2 s even with idle or half-sent connections open. A second signal
+//! during the stop exits at once.
 
 use anyhow::Context;
 use clap::Parser;
@@ -57,11 +60,16 @@ fn run(args: Args) -> anyhow::Result<()> {
         writeln!(out, "{}", running.url())?;
         out.flush()?;
         let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+        let mut int = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())?;
         tokio::select! {
-            _ = tokio::signal::ctrl_c() => {}
+            _ = int.recv() => {}
             _ = term.recv() => {}
         }
-        running.stop().await;
+        tokio::select! {
+            _ = running.stop() => {}
+            _ = int.recv() => eprintln!("stub-messages: second signal: not waiting for open connections"),
+            _ = term.recv() => eprintln!("stub-messages: second signal: not waiting for open connections"),
+        }
         for (name, served, total) in stub.progress() {
             eprintln!("stub-messages: conversation {name}: {served}/{total} turns served");
         }

@@ -88,6 +88,11 @@ pub struct Exchange {
     /// The rule broken, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub violation: Option<Violation>,
+    /// The client went away before the exchange was over: a stream it stopped reading (its `events` are
+    /// those sent), a body or a request head it did not finish (status 0: nothing could be answered).
+    /// Absent (false) in records written before the field existed.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub client_disconnected: bool,
     /// Microseconds the stub spent on it: from the request's arrival to the response's last byte handed
     /// to the connection (a stream: its last event). Set when recorded; never in goldens.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -95,6 +100,10 @@ pub struct Exchange {
     /// When the request arrived (not serialised; turns into `elapsed_us` when recorded).
     #[serde(skip)]
     pub arrived: Option<Instant>,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 /// Header names whose values never reach a record.
@@ -255,6 +264,7 @@ mod tests {
             events: None,
             fault: None,
             violation: None,
+            client_disconnected: false,
         });
         let text = String::from_utf8(buf.lock().map(|b| b.clone()).unwrap_or_default()).unwrap_or_default();
         assert!(!text.contains("secret") && !text.contains("abc") && !text.contains("xyz"), "{text}");

@@ -15,6 +15,11 @@
 //! cycle = false                         # true: start over instead of "script exhausted"
 //! search_results = [{ title = "Tokio", url = "https://tokio.rs/" }]   # what web_search finds
 //! search_text = "Found one."             # a text block after the search result (default: none)
+//! strict = true                         # refuse what the real API refuses (crate::validate); false: pairing only
+//! header_timeout_ms = 30000             # a request's headers (and a kept-alive connection's idle time)
+//! body_timeout_ms = 60000               # a request's body, once its headers are in
+//! shutdown_grace_ms = 500               # what open connections get when the stub stops, then cut
+//! disconnect_consumes_turn = false      # a stream cut by its client leaves its turn for the retry
 //!
 //! [[turn]]                              # answer to the 1st main request
 //! tool_use = [{ name = "Grep", input = { pattern = "MATCH" } }]
@@ -191,6 +196,26 @@ pub struct StubSettings {
     /// A text block the search answer ends with (default: none).
     #[serde(default)]
     pub search_text: Option<String>,
+    /// Refuse what the real API refuses (see [`crate::validate`]); `false` keeps only the pairing rule,
+    /// for probes that want a lenient stub. Default true.
+    #[serde(default = "yes")]
+    pub strict: bool,
+    /// Milliseconds a connection may take to send a request's headers (also the longest idle time of a
+    /// kept-alive connection). Default [`crate::server::HEADER_READ_TIMEOUT_MS`].
+    #[serde(default = "default_header_timeout_ms")]
+    pub header_timeout_ms: u64,
+    /// Milliseconds a request may take to send its body once its headers are in. Default
+    /// [`crate::server::BODY_READ_TIMEOUT_MS`].
+    #[serde(default = "default_body_timeout_ms")]
+    pub body_timeout_ms: u64,
+    /// Milliseconds open connections get to finish when the stub stops; then they are cut. Default
+    /// [`crate::server::SHUTDOWN_GRACE_MS`].
+    #[serde(default = "default_shutdown_grace_ms")]
+    pub shutdown_grace_ms: u64,
+    /// A stream whose client disconnected before its end consumes its turn (true), or leaves it for the
+    /// next request, so a retry gets the same turn (false, the default).
+    #[serde(default)]
+    pub disconnect_consumes_turn: bool,
 }
 
 impl Default for StubSettings {
@@ -202,8 +227,29 @@ impl Default for StubSettings {
             cycle: false,
             search_results: Vec::new(),
             search_text: None,
+            strict: true,
+            header_timeout_ms: default_header_timeout_ms(),
+            body_timeout_ms: default_body_timeout_ms(),
+            shutdown_grace_ms: default_shutdown_grace_ms(),
+            disconnect_consumes_turn: false,
         }
     }
+}
+
+fn yes() -> bool {
+    true
+}
+
+fn default_header_timeout_ms() -> u64 {
+    crate::server::HEADER_READ_TIMEOUT_MS
+}
+
+fn default_body_timeout_ms() -> u64 {
+    crate::server::BODY_READ_TIMEOUT_MS
+}
+
+fn default_shutdown_grace_ms() -> u64 {
+    crate::server::SHUTDOWN_GRACE_MS
 }
 
 /// One hit of the scripted search provider: becomes a `web_search_result` block.
@@ -345,6 +391,11 @@ impl Script {
                 let place = format!("conversation {conv:?}, turn {}", t + 1);
                 if turn.thinking.is_none() && turn.text.is_none() && turn.tool_use.is_empty() {
                     return Err(ScriptError(format!("{place}: a turn needs text, thinking or tool_use")));
+                }
+                if self.stub.strict && turn.text.as_deref().is_some_and(|t| t.trim().is_empty()) {
+                    return Err(ScriptError(format!(
+                        "{place}: an empty text would come back in the client's next request, which the strict stub refuses like the API (`messages: text content blocks must be non-empty`); leave text out or set [stub] strict = false"
+                    )));
                 }
                 for f in &turn.fault {
                     f.validate().map_err(|e| ScriptError(format!("{place}: {e}")))?;

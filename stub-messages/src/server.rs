@@ -3,12 +3,32 @@
 //! else. Every request, served or refused, becomes one [`Exchange`] in the [`Recorder`].
 //!
 //! [`app`] builds the router apart from any socket so tests can call it with `oneshot`; [`serve`] binds
-//! it (use port 0 in tests) and returns a handle that stops it.
+//! it (use port 0 in tests) on the connection loop of [`crate::http`] and returns a handle that stops it.
+//! Requests are checked by [`crate::validate`] (`[stub] strict`, default on) and always by the pairing
+//! rule ([`check_tool_pairing`]).
+//!
+//! What the record says when a request does not end normally (decided here; the API has no such record):
+//! - refused by the HTTP layer (malformed head, 431, 414, header timeout) or cut by the stop before its
+//!   head was complete: kind `invalid`, status as answered (0 when nothing was), violation
+//!   `malformed_request` / `headers_too_large` / `uri_too_long` / `header_timeout` / `shutdown`, the raw
+//!   bytes in `request_text`, the head's method, path and headers as far as they parse;
+//! - a body over 32 MB: 413 (`invalid_request`); not complete within `[stub] body_timeout_ms`: 408
+//!   `timeout_error` (`body_timeout`), and the connection is closed;
+//! - a client that leaves before its head or body is complete: `client_disconnected: true`, status 0,
+//!   no violation (nothing was refused);
+//! - a stream whose client leaves: `client_disconnected: true` with the events sent so far, and its turn
+//!   is given back ([`Stub::progress`] steps back, the turn's faults counted as spent) so the retry gets
+//!   the same turn whole, unless `[stub] disconnect_consumes_turn = true` or a later turn of the
+//!   conversation was served meanwhile (the stub notices a client gone at its next write, so a retry
+//!   sent before that, during a slow turn's `delay_ms`, gets the next turn); the turn hook runs again
+//!   for the retry. A stream the stop cuts is violation `shutdown` and keeps its turn consumed.
 
 use crate::fault::{error_for_status, Fault};
+use crate::http::{RefusalReason, Refused};
 use crate::record::{Exchange, ExchangeKind, Recorder, Violation};
 use crate::script::{Route, Script};
 use crate::sse::check_stream;
+use crate::validate::Refusal;
 use crate::wire::{error_body, stream_events, Message, MessagesRequest, SseEvent};
 use axum::body::{Body, Bytes};
 use axum::extract::{Path, State};
@@ -20,11 +40,26 @@ use futures_util::stream;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// The largest request body accepted, like the real API's 32 MB; larger gets 413 `request_too_large`.
 pub const MAX_REQUEST_BYTES: usize = 32 * 1024 * 1024;
+
+/// Default of `[stub] header_timeout_ms`: a request head must be complete within 30 s of the connection
+/// waiting for it (also the longest keep-alive idle time; clients drop idle connections sooner: undici
+/// after 4 s, httpx after 5 s).
+pub const HEADER_READ_TIMEOUT_MS: u64 = 30_000;
+
+/// Default of `[stub] body_timeout_ms`: a request body must be complete within 60 s of its head (32 MB
+/// at 0.5 MB/s).
+pub const BODY_READ_TIMEOUT_MS: u64 = 60_000;
+
+/// Default of `[stub] shutdown_grace_ms`: what open connections get to finish when the stub stops before
+/// they are cut (the stub's answers take milliseconds; a stop with open partial requests returns within
+/// this and [`crate::http::CUT_WAIT`], well under the 2 s a SIGTERM'd stub has).
+pub const SHUTDOWN_GRACE_MS: u64 = 500;
 
 /// Models listed by `GET /v1/models`.
 pub const MODELS: &[(&str, &str)] = &[
@@ -59,6 +94,8 @@ pub struct Stub {
     recorder: Recorder,
     play: Mutex<Play>,
     turn_hook: Option<TurnHook>,
+    /// Set when the stop cuts open connections: a stream ending then was cut by the stub.
+    cutting: AtomicBool,
 }
 
 impl std::fmt::Debug for Stub {
@@ -70,7 +107,7 @@ impl std::fmt::Debug for Stub {
 /// What the play state decided for one request.
 enum Decision {
     Spoil { conversation: String, turn: usize, fault: Fault, message: Message },
-    Serve { conversation: String, turn: usize, message: Message, delay_ms: u64 },
+    Serve { conversation: String, slot: usize, turn: usize, message: Message, delay_ms: u64 },
     Side(Message),
     Exhausted { conversation: String, turn: usize, turns: usize },
 }
@@ -80,7 +117,7 @@ impl Stub {
     pub fn new(script: Script, recorder: Recorder) -> Stub {
         let n = script.conversations.len() + 1;
         let play = Play { cursors: (0..n).map(|_| Cursor::default()).collect(), ..Play::default() };
-        Stub { script, recorder, play: Mutex::new(play), turn_hook: None }
+        Stub { script, recorder, play: Mutex::new(play), turn_hook: None, cutting: AtomicBool::new(false) }
     }
 
     /// Installs the hook called before each turn is served.
@@ -108,6 +145,23 @@ impl Stub {
             out.push((c.name.clone(), play.get(i + 1).copied().unwrap_or(0), c.turns.len()));
         }
         out
+    }
+
+    /// Turn `turn` of the conversation at cursor `slot` was not delivered (its client left mid-stream):
+    /// the cursor steps back to it, its faults counted as spent, so the next request gets it whole. Not
+    /// when a later turn of that conversation was served meanwhile; true when it stepped back.
+    fn give_back(&self, slot: usize, turn: usize) -> bool {
+        let route = if slot == 0 { Route::Main } else { Route::Named(slot - 1) };
+        let faults = self.script.conversation(route).and_then(|(_, t)| t.get(turn)).map_or(0, |t| t.fault.len());
+        let Ok(mut play) = self.play.lock() else { return false };
+        match play.cursors.get_mut(slot) {
+            Some(c) if c.next == turn + 1 => {
+                c.next = turn;
+                c.faults_used = faults;
+                true
+            }
+            _ => false,
+        }
     }
 
     fn decide(&self, route: Route, req: &MessagesRequest<'_>, request: &Value) -> Decision {
@@ -151,7 +205,7 @@ impl Stub {
         if let Some(hook) = &self.turn_hook {
             hook(&conversation, turn);
         }
-        Decision::Serve { conversation, turn, message, delay_ms: t.delay_ms }
+        Decision::Serve { conversation, slot, turn, message, delay_ms: t.delay_ms }
     }
 }
 
@@ -169,60 +223,144 @@ pub fn app(stub: Arc<Stub>) -> Router {
         .with_state(stub)
 }
 
-/// A stub bound to a socket.
-#[derive(Debug)]
-pub struct Running {
-    /// The bound address.
-    pub addr: SocketAddr,
-    shutdown: Option<tokio::sync::oneshot::Sender<()>>,
-    task: tokio::task::JoinHandle<()>,
-}
+pub use crate::http::{Running, ServeOptions};
 
-impl Running {
-    /// `http://ADDR` — what clients take as their base URL.
-    pub fn url(&self) -> String {
-        format!("http://{}", self.addr)
-    }
-
-    /// Stops accepting, lets open responses finish, and waits.
-    pub async fn stop(mut self) {
-        if let Some(tx) = self.shutdown.take() {
-            let _ = tx.send(());
-        }
-        let _ = (&mut self.task).await;
-    }
-}
-
-/// Binds `addr` (port 0 picks a free port) and serves `stub` in a task of the current runtime.
+/// Binds `addr` (port 0 picks a free port) and serves `stub` in a task of the current runtime, with the
+/// timeouts and the stop grace of its `[stub]` settings; what the HTTP layer refuses, and what the stop
+/// cuts, is recorded too (see [`crate::http`]).
 pub async fn serve(stub: Arc<Stub>, addr: SocketAddr) -> std::io::Result<Running> {
-    serve_router(app(stub), addr).await
+    let settings = &stub.script.stub;
+    let options = ServeOptions {
+        header_timeout: Duration::from_millis(settings.header_timeout_ms),
+        body_timeout: Duration::from_millis(settings.body_timeout_ms),
+        shutdown_grace: Duration::from_millis(settings.shutdown_grace_ms),
+        hooks: Some(Arc::new(StubHooks(stub.clone()))),
+    };
+    crate::http::serve(app(stub), addr, options).await
 }
 
-/// Binds `addr` and serves any axum `router` in a task of the current runtime, with TCP_NODELAY and a
-/// graceful stop ([`Running::stop`]): the stub's own server, and the harness's local services (a web
-/// site, an artifact store) use it alike.
+/// Binds `addr` and serves any axum `router` in a task of the current runtime, with TCP_NODELAY, the
+/// default timeouts and a bounded stop ([`Running::stop`]): the stub's own server, and the harness's local
+/// services (a web site, an artifact store) use it alike.
 pub async fn serve_router(router: Router, addr: SocketAddr) -> std::io::Result<Running> {
-    use axum::serve::ListenerExt;
-    let listener = tokio::net::TcpListener::bind(addr).await?;
-    let addr = listener.local_addr()?;
-    // Without TCP_NODELAY each SSE event waits on the peer's delayed ACK (~40 ms per request).
-    let listener = listener.tap_io(|tcp| {
-        let _ = tcp.set_nodelay(true);
-    });
-    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-    let task = tokio::spawn(async move {
-        let _ = axum::serve(listener, router)
-            .with_graceful_shutdown(async move {
-                let _ = rx.await;
-            })
-            .await;
-    });
-    Ok(Running { addr, shutdown: Some(tx), task })
+    crate::http::serve(router, addr, ServeOptions::default()).await
+}
+
+/// Records what the connection loop refused, and marks the stop's cut.
+struct StubHooks(Arc<Stub>);
+
+impl crate::http::ConnectionHooks for StubHooks {
+    fn refused(&self, r: Refused) {
+        let stub = &self.0;
+        let (seq, offset_ms) = stub.recorder.arrival();
+        let head = RawHead::parse(&r.bytes);
+        let settings = &stub.script.stub;
+        let status = r.status.unwrap_or(0);
+        let violation = match r.reason {
+            RefusalReason::Malformed => Some(Violation {
+                kind: match status {
+                    414 => "uri_too_long",
+                    431 => "headers_too_large",
+                    _ => "malformed_request",
+                }
+                .into(),
+                message: format!(
+                    "the HTTP layer refused the request before the stub saw it ({}), answering {}",
+                    r.error.as_deref().unwrap_or("unparsable request"),
+                    r.status.map_or("nothing".to_string(), |s| s.to_string())
+                ),
+            }),
+            RefusalReason::HeaderTimeout => Some(Violation {
+                kind: "header_timeout".into(),
+                message: format!(
+                    "the request head was not complete within {} ms ({} bytes came); the connection was closed unanswered",
+                    settings.header_timeout_ms, r.total_bytes
+                ),
+            }),
+            RefusalReason::Shutdown => Some(Violation {
+                kind: "shutdown".into(),
+                message: format!(
+                    "the stub stopped before the request head was complete ({} bytes came); the connection was cut unanswered",
+                    r.total_bytes
+                ),
+            }),
+            RefusalReason::ClientClosed => None,
+        };
+        stub.recorder.record(Exchange {
+            seq,
+            offset_ms,
+            method: head.method,
+            path: head.path,
+            query: head.query,
+            headers: head.headers,
+            request: None,
+            request_text: Some(String::from_utf8_lossy(&r.bytes).into_owned()),
+            kind: ExchangeKind::Invalid,
+            conversation: None,
+            turn: None,
+            status,
+            response: None,
+            events: None,
+            fault: None,
+            violation,
+            client_disconnected: r.reason == RefusalReason::ClientClosed,
+            elapsed_us: None,
+            arrived: r.first_byte,
+        });
+    }
+
+    fn cutting(&self) {
+        self.0.cutting.store(true, Ordering::SeqCst);
+    }
+}
+
+/// What can be read of a request head hyper refused: best effort, lossy.
+#[derive(Debug, Default, PartialEq)]
+struct RawHead {
+    method: String,
+    path: String,
+    query: Option<String>,
+    headers: BTreeMap<String, String>,
+}
+
+impl RawHead {
+    fn parse(bytes: &[u8]) -> RawHead {
+        let text = String::from_utf8_lossy(bytes);
+        let mut lines = text.split('\n').map(|l| l.strip_suffix('\r').unwrap_or(l)).skip_while(|l| l.is_empty());
+        let mut head = RawHead::default();
+        if let Some(line) = lines.next() {
+            let mut parts = line.splitn(3, ' ');
+            head.method = parts.next().unwrap_or_default().to_string();
+            let target = parts.next().unwrap_or_default();
+            match target.split_once('?') {
+                Some((p, q)) => {
+                    head.path = p.to_string();
+                    head.query = Some(q.to_string());
+                }
+                None => head.path = target.to_string(),
+            }
+        }
+        for line in lines.take_while(|l| !l.is_empty()) {
+            if let Some((name, value)) = line.split_once(':') {
+                let v = value.trim().to_string();
+                head.headers
+                    .entry(name.trim().to_ascii_lowercase())
+                    .and_modify(|e| {
+                        e.push_str(", ");
+                        e.push_str(&v);
+                    })
+                    .or_insert(v);
+            }
+        }
+        head
+    }
 }
 
 /// The request as it arrived, before the stub decides.
 struct Arrival {
     ex: Exchange,
+    /// The cursor slot and turn it was served, once decided (a stream its client leaves gives it back).
+    served: Option<(usize, usize)>,
 }
 
 impl Arrival {
@@ -239,6 +377,7 @@ impl Arrival {
                 .or_insert(v);
         }
         Arrival {
+            served: None,
             ex: Exchange {
                 seq,
                 offset_ms,
@@ -256,6 +395,7 @@ impl Arrival {
                 events: None,
                 fault: None,
                 violation: None,
+                client_disconnected: false,
                 elapsed_us: None,
                 arrived: Some(std::time::Instant::now()),
             },
@@ -267,8 +407,14 @@ impl Arrival {
     }
 
     /// Records a JSON answer and builds it.
-    fn json(mut self, stub: &Stub, status: StatusCode, body: Value, extra: &[(&str, String)]) -> Response {
+    fn json(mut self, stub: &Stub, status: StatusCode, mut body: Value, extra: &[(&str, String)]) -> Response {
         let id = self.request_id();
+        // the API's error bodies carry the request id beside the error, as its `request-id` header does
+        if body.get("type").and_then(Value::as_str) == Some("error") {
+            if let Some(o) = body.as_object_mut() {
+                o.insert("request_id".into(), Value::String(id.clone()));
+            }
+        }
         self.ex.status = status.as_u16();
         self.ex.response = Some(body.clone());
         stub.recorder.record(self.ex);
@@ -290,12 +436,37 @@ impl Arrival {
     /// Takes the body: content type JSON, size within the limit, parses. On failure the response is the
     /// recorded error.
     async fn body(mut self, stub: &Stub, headers: &HeaderMap, body: Body) -> Result<(Arrival, Value), Response> {
-        let bytes = match axum::body::to_bytes(body, MAX_REQUEST_BYTES).await {
+        // the stop may drop this future while the body arrives: the guard records the request then
+        let mut guard = BodyGuard { stub, ex: Some(self.ex.clone()) };
+        let read = axum::body::to_bytes(body, MAX_REQUEST_BYTES).await;
+        guard.ex = None;
+        let bytes = match read {
             Ok(b) => b,
-            Err(_) => {
+            Err(e) => {
                 self.ex.kind = ExchangeKind::Invalid;
-                let msg = format!("Request exceeds the maximum allowed number of bytes ({MAX_REQUEST_BYTES}).");
-                return Err(self.error(stub, StatusCode::PAYLOAD_TOO_LARGE, "invalid_request", msg));
+                return Err(match BodyFailure::of(&e) {
+                    BodyFailure::TooLarge => {
+                        let msg = format!("Request exceeds the maximum allowed number of bytes ({MAX_REQUEST_BYTES}).");
+                        self.error(stub, StatusCode::PAYLOAD_TOO_LARGE, "invalid_request", msg)
+                    }
+                    BodyFailure::TimedOut(limit) => {
+                        let msg = format!(
+                            "stub-messages: the request body did not arrive within {} ms of its headers",
+                            limit.as_millis()
+                        );
+                        let mut resp = self.error(stub, StatusCode::REQUEST_TIMEOUT, "body_timeout", msg);
+                        // the rest of the body is not read: the connection cannot carry another request
+                        resp.headers_mut().insert(header::CONNECTION, HeaderValue::from_static("close"));
+                        resp
+                    }
+                    BodyFailure::ClientGone => {
+                        // nothing can reach the client any more: recorded with status 0, no violation
+                        self.ex.status = 0;
+                        self.ex.client_disconnected = true;
+                        stub.recorder.record(self.ex);
+                        StatusCode::BAD_REQUEST.into_response()
+                    }
+                });
             }
         };
         let ctype = headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("");
@@ -330,6 +501,57 @@ impl Arrival {
     }
 }
 
+/// Records a request whose handler was dropped while its body arrived (the stop cut the connection).
+struct BodyGuard<'a> {
+    stub: &'a Stub,
+    ex: Option<Exchange>,
+}
+
+impl Drop for BodyGuard<'_> {
+    fn drop(&mut self) {
+        if let Some(mut ex) = self.ex.take() {
+            ex.kind = ExchangeKind::Invalid;
+            ex.status = 0;
+            if self.stub.cutting.load(Ordering::SeqCst) {
+                ex.violation = Some(Violation {
+                    kind: "shutdown".into(),
+                    message: "the stub stopped while the request body was arriving; the connection was cut unanswered"
+                        .into(),
+                });
+            } else {
+                ex.client_disconnected = true;
+            }
+            self.stub.recorder.record(ex);
+        }
+    }
+}
+
+/// Why a request body could not be read.
+enum BodyFailure {
+    /// Over [`MAX_REQUEST_BYTES`].
+    TooLarge,
+    /// Over the body timeout of the connection loop.
+    TimedOut(Duration),
+    /// The connection failed or closed mid-body.
+    ClientGone,
+}
+
+impl BodyFailure {
+    fn of(e: &axum::Error) -> BodyFailure {
+        let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(e);
+        while let Some(c) = cause {
+            if c.is::<http_body_util::LengthLimitError>() {
+                return BodyFailure::TooLarge;
+            }
+            if let Some(t) = c.downcast_ref::<crate::http::BodyTimedOut>() {
+                return BodyFailure::TimedOut(t.0);
+            }
+            cause = c.source();
+        }
+        BodyFailure::ClientGone
+    }
+}
+
 fn insert(resp: &mut Response, name: &str, value: String) {
     if let (Ok(n), Ok(v)) = (header::HeaderName::from_bytes(name.as_bytes()), HeaderValue::from_str(&value)) {
         resp.headers_mut().insert(n, v);
@@ -349,9 +571,15 @@ async fn messages(State(stub): State<Arc<Stub>>, method: Method, uri: Uri, heade
             return a.error(&stub, StatusCode::BAD_REQUEST, "invalid_request", msg);
         }
     };
-    if let Err(msg) = check_tool_pairing(req.messages()) {
+    // strict: every rule of crate::validate (pairing among them); lenient: the pairing rule alone
+    let checked = if stub.script.stub.strict {
+        crate::validate::check_request(&value)
+    } else {
+        check_tool_pairing(req.messages()).map_err(|message| Refusal { kind: "tool_pairing", message })
+    };
+    if let Err(r) = checked {
         a.ex.kind = ExchangeKind::Invalid;
-        return a.error(&stub, StatusCode::BAD_REQUEST, "tool_pairing", msg);
+        return a.error(&stub, StatusCode::BAD_REQUEST, r.kind, r.message);
     }
     let streaming = req.stream();
     let route = stub.script.route(&req);
@@ -360,9 +588,10 @@ async fn messages(State(stub): State<Arc<Stub>>, method: Method, uri: Uri, heade
             a.ex.kind = ExchangeKind::Side;
             reply(&stub, a, message, streaming, 0, None)
         }
-        Decision::Serve { conversation, turn, message, delay_ms } => {
+        Decision::Serve { conversation, slot, turn, message, delay_ms } => {
             a.ex.conversation = Some(conversation);
             a.ex.turn = Some(turn);
+            a.served = Some((slot, turn));
             reply(&stub, a, message, streaming, delay_ms, None)
         }
         Decision::Spoil { conversation, turn, fault, message } => {
@@ -455,6 +684,7 @@ struct StreamLog {
     stub: Arc<Stub>,
     ex: Option<Exchange>,
     sent: Vec<SseEvent>,
+    served: Option<(usize, usize)>,
 }
 
 impl StreamLog {
@@ -469,14 +699,34 @@ impl StreamLog {
 }
 
 impl Drop for StreamLog {
+    /// Dropped before its end: the stop cut it, or its client went away (hyper drops the body when it
+    /// cannot write). A client's stream gives its turn back unless `disconnect_consumes_turn`.
     fn drop(&mut self) {
+        if let Some(ex) = self.ex.as_mut() {
+            if self.stub.cutting.load(Ordering::SeqCst) {
+                ex.violation = Some(Violation {
+                    kind: "shutdown".into(),
+                    message: format!(
+                        "the stub stopped while this stream was open: cut after {} events",
+                        self.sent.len()
+                    ),
+                });
+            } else {
+                ex.client_disconnected = true;
+                if let Some((slot, turn)) = self.served {
+                    if !self.stub.script.stub.disconnect_consumes_turn {
+                        self.stub.give_back(slot, turn);
+                    }
+                }
+            }
+        }
         self.finish();
     }
 }
 
 fn stream_response(stub: &Arc<Stub>, a: Arrival, events: Vec<SseEvent>, delay_ms: u64, end: End) -> Response {
     let id = a.request_id();
-    let log = StreamLog { stub: stub.clone(), ex: Some(a.ex), sent: Vec::new() };
+    let log = StreamLog { stub: stub.clone(), ex: Some(a.ex), sent: Vec::new(), served: a.served };
     let state = (events.into_iter(), log, false);
     let body = stream::unfold(state, move |(mut events, mut log, done)| async move {
         if done {

@@ -232,7 +232,8 @@ pub fn ev_error(error_type: &str, message: &str) -> SseEvent {
     SseEvent::new("error", error_body(error_type, message))
 }
 
-/// The Anthropic error body: `{"type":"error","error":{"type":…,"message":…}}`.
+/// The Anthropic error body: `{"type":"error","error":{"type":…,"message":…}}` (the server adds the
+/// `request_id` beside `error` when it answers with it).
 pub fn error_body(error_type: &str, message: &str) -> Value {
     json!({"type": "error", "error": {"type": error_type, "message": message}})
 }
@@ -313,7 +314,8 @@ impl<'a> MessagesRequest<'a> {
             None => return Err("model: Field required".into()),
         }
         match obj.get("max_tokens") {
-            Some(v) if v.as_u64().is_some() => {}
+            // its lower bound is a strict rule (crate::validate)
+            Some(v) if v.as_i64().is_some() || v.as_u64().is_some() => {}
             Some(_) => return Err("max_tokens: Input should be a valid integer".into()),
             None => return Err("max_tokens: Field required".into()),
         }

@@ -1,8 +1,12 @@
 //! Integration tests of stub-messages: every endpoint over a real socket, faults, the official
-//! Python SDK as a client, and property tests of the stream grammar and of bad request bodies.
+//! Python SDK and the Claude Code binary as clients, the strict request rules, and property tests of the
+//! stream grammar and of bad request bodies.
 
+mod claude_code;
 mod endpoints;
 mod faults;
+mod hardening;
 mod props;
 mod sdk;
 mod support;
+mod validation;

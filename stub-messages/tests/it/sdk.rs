@@ -106,6 +106,47 @@ async fn sdk_tool_loop_passes_the_pairing_rule() {
     assert!(ex.iter().all(|e| e.violation.is_none() && e.kind == ExchangeKind::Turn));
 }
 
+/// The real-client check of the strict rules: an ordinary program's traffic (cached system prompt and
+/// tool, thinking replayed with its signature, results followed by a note, stop sequences, tool_choice,
+/// a prefill, count_tokens) trips none of them.
+#[tokio::test]
+async fn sdk_traffic_passes_every_strict_rule() {
+    let f = start(
+        r#"
+id = "sdk"
+[[turn]]
+thinking = "The file first."
+text = "Let me read it."
+tool_use = [{ name = "Read", input = { file_path = "/sandbox/f.txt" } }]
+[[turn]]
+text = "The file says data."
+"#,
+    )
+    .await;
+    assert!(f.stub.script().stub.strict);
+    let (ok, v) = sdk(&f.running.url(), "strict").await;
+    assert!(ok, "{v}");
+    assert_eq!(v["stop_reasons"], json!(["tool_use", "end_turn", "end_turn"]));
+    assert_eq!(v["first"][0]["type"], "thinking");
+    let ex = f.stub.recorder().exchanges();
+    let refused: Vec<_> = ex.iter().filter_map(|e| e.violation.as_ref()).collect();
+    assert!(refused.is_empty(), "{refused:?}");
+    let kinds: Vec<_> = ex.iter().map(|e| (e.kind, e.status)).collect();
+    assert_eq!(
+        kinds,
+        [
+            (ExchangeKind::Turn, 200),
+            (ExchangeKind::Turn, 200),
+            (ExchangeKind::Side, 200), // the prefill request carries no tools
+            (ExchangeKind::CountTokens, 200)
+        ]
+    );
+    // the replayed assistant turn came back whole: thinking (with the stub's signature) first
+    let replayed = &ex[1].request.as_ref().map(|r| r["messages"][1]["content"].clone()).unwrap_or_default();
+    assert_eq!(replayed[0]["signature"], "stub-signature-sdk-main-1");
+    assert_eq!(replayed[2]["type"], "tool_use");
+}
+
 #[tokio::test]
 async fn sdk_retries_a_529_and_both_attempts_are_recorded() {
     let f =
@@ -128,6 +169,8 @@ async fn sdk_sees_the_pairing_violation_as_a_bad_request() {
     assert!(!ok);
     assert_eq!((v["error"].clone(), v["status"].clone()), (json!("BadRequestError"), json!(400)));
     assert!(v["body"]["error"]["message"].as_str().unwrap_or_default().contains("toolu_x_1"), "{v}");
+    // the body the SDK keeps names the request, as the API's do
+    assert_eq!(v["body"]["request_id"], "req_stub_1");
 }
 
 #[tokio::test]

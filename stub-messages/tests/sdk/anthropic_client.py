@@ -54,6 +54,31 @@ def main() -> int:
             with client.messages.stream(messages=second, **kw) as stream:
                 m2 = stream.get_final_message()
             out = {"first": blocks(m1), "second": blocks(m2), "stop_reasons": [m1.stop_reason, m2.stop_reason]}
+        elif scenario == "strict":
+            # What an ordinary program sends, for the strict stub to judge: a cached system prompt and tool,
+            # metadata, thinking; a streamed turn replayed whole (thinking, text, tool_use) with its results
+            # and a note after them; a non-streamed turn with stop sequences and tool_choice; an assistant
+            # prefill; count_tokens with the same system and tools.
+            cached = {"type": "ephemeral"}
+            system = [{"type": "text", "text": "You are terse.", "cache_control": cached}]
+            tools = [dict(TOOLS[0], cache_control=cached)]
+            kw2 = dict(model="claude-opus-5", max_tokens=2048, tools=tools, system=system,
+                       metadata={"user_id": "probelab"}, thinking={"type": "enabled", "budget_tokens": 1024})
+            with client.messages.stream(messages=first, **kw2) as stream:
+                m1 = stream.get_final_message()
+            uses = [b for b in m1.content if b.type == "tool_use"]
+            second = first + [
+                {"role": "assistant", "content": blocks(m1)},
+                {"role": "user", "content": [{"type": "tool_result", "tool_use_id": u.id, "content": "1\tdata"} for u in uses]
+                 + [{"type": "text", "text": "That was the file."}]},
+            ]
+            m2 = client.messages.create(messages=second, stop_sequences=["END"], tool_choice={"type": "auto"}, **kw2)
+            third = second + [{"role": "assistant", "content": blocks(m2)}, {"role": "user", "content": "Say it again."},
+                              {"role": "assistant", "content": "Again:"}]
+            m3 = client.messages.create(messages=third, model="claude-opus-5", max_tokens=64, system="Be brief.")
+            n = client.messages.count_tokens(model="claude-opus-5", messages=second, system=system, tools=tools)
+            out = {"stop_reasons": [m1.stop_reason, m2.stop_reason, m3.stop_reason], "input_tokens": n.input_tokens,
+                   "first": blocks(m1)}
         elif scenario == "unpaired":
             bad = first + [
                 {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_x_1", "name": "Read", "input": {}}]},

@@ -1,0 +1,499 @@
+//! The request rules of the real Messages API beyond the pairing rule ([`crate::server::check_tool_pairing`],
+//! always on): what the API refuses with HTTP 400 `invalid_request_error`, with the messages it gives.
+//! `[stub] strict = false` turns these rules off for probes that want a lenient stub; pairing stays on.
+//!
+//! Each rule, its record kind (the [`crate::record::Violation`] kind) and its message, `I`/`K`/`J` being
+//! the message, block and tool indices:
+//!
+//! | kind | message |
+//! |---|---|
+//! | `unknown_field` | `NAME: Extra inputs are not permitted` |
+//! | `max_tokens` | `max_tokens: Input should be greater than or equal to 1` |
+//! | `messages_empty` | `messages: at least one message is required` |
+//! | `first_message_role` | `messages: first message must use the "user" role` |
+//! | `empty_content` | `messages.I: all messages must have non-empty content except for the optional final assistant message` |
+//! | `empty_text` | `messages: text content blocks must be non-empty` (whitespace only: `…must contain non-whitespace text`) |
+//! | `block_shape` | `messages.I.content.K: Input should be a valid dictionary` / `…: Unable to extract tag using discriminator 'type'` |
+//! | `unknown_block` | `messages.I.content.K: Input tag 'T' found using 'type' does not match any of the expected tags: 'text', …` |
+//! | `block_field` | `messages.I.content.K.thinking.signature: Field required` (any required field of a block) |
+//! | `block_role` | `` messages.I: `tool_use` blocks can only be in `assistant` messages `` (and `tool_result` … `user`) |
+//! | `thinking_order` | `` messages.I.content.0: If an assistant message contains any thinking blocks, the first block must be `thinking` or `redacted_thinking`. Found `text`. `` |
+//! | `thinking_signature` | `` messages.I.content.K: Invalid `signature` in `thinking` block `` (an empty signature) |
+//! | `tool_use_id` | `messages.I.content.K.tool_use.id: String should match pattern '^[a-zA-Z0-9_-]+$'` |
+//! | `duplicate_tool_use_id` | `` messages: `tool_use` ids must be unique `` |
+//! | `tool_result_position` | `` messages.I: Did not find N `tool_result` block(s) at the beginning of this message. Messages following `tool_use` blocks must begin with a matching number of `tool_result` blocks. `` |
+//! | `tool_definition` | `tools.J.custom.name: String should match pattern '^[a-zA-Z0-9_-]{1,64}$'`, `tools.J.custom.input_schema: Field required`, `tools.J.custom.NAME: Extra inputs are not permitted` |
+//! | `duplicate_tool_name` | `tools: Tool names must be unique.` |
+//! | `cache_control_limit` | `A maximum of 4 blocks with cache_control may be provided. Found N.` |
+//!
+//! The texts are the API's as real 400 answers quote them (SDK and client issue threads); the field-path
+//! style (`messages.1.content.0.thinking.signature`) is the API's own, from its pydantic-style validation.
+//!
+//! Where the API is silent or its answer is not known, the stub decided:
+//! - **`role: "system"` messages** are accepted anywhere in `messages` (Claude Code sends its system
+//!   reminders so, the API's mid-conversation system messages); they are skipped when the first message is
+//!   looked for and by the pairing rule, and they may carry only what a user message may.
+//! - **Consecutive turns of one role** are accepted: the API combines them into one turn.
+//! - **A final assistant message** (prefill) is accepted, and may be empty; the model-specific refusal of
+//!   prefill by some models is not modelled.
+//! - **Nested content** (inside `tool_result.content`, `system`) is only counted for `cache_control`; its
+//!   blocks are not checked.
+//! - **Server tools** (a `type` other than `custom`) are not checked field by field: their fields depend on
+//!   the tool version. Their names count for uniqueness.
+//! - **Thinking signatures** are opaque: only an empty one is refused (the API checks them
+//!   cryptographically; the stub cannot). A thinking block's text may be empty (`display: "omitted"`).
+//! - **Unknown fields** are refused at the top level and in client tool definitions only; the lists below
+//!   name the fields of the API and its betas that real clients send.
+//! - **`/v1/messages/count_tokens`** is checked for its required fields only (`model`, `messages`): the
+//!   rules here judge `/v1/messages`, where the turns are played.
+//! - **Rule order**: schema-like rules first (fields, types, block tags), then the semantic ones, the
+//!   pairing rule before the position of the results (a missing result is named as missing), then
+//!   `cache_control`; the first broken rule is the answer, as the API answers one error at a time.
+
+use serde_json::Value;
+use std::collections::BTreeSet;
+
+/// A request the API would refuse: the record kind of the rule and the API's message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal {
+    /// The rule broken (the record's violation kind).
+    pub kind: &'static str,
+    /// The message of the 400 answer.
+    pub message: String,
+}
+
+fn refuse<T>(kind: &'static str, message: impl Into<String>) -> Result<T, Refusal> {
+    Err(Refusal { kind, message: message.into() })
+}
+
+/// The most blocks that may carry `cache_control` in one request (the API's limit of 4 breakpoints).
+pub const MAX_CACHE_CONTROL_BLOCKS: usize = 4;
+
+/// The pattern client tool names must match (the API's `^[a-zA-Z0-9_-]{1,64}$`): its longest name.
+pub const MAX_TOOL_NAME_CHARS: usize = 64;
+
+/// Top-level fields of a `/v1/messages` body: the API's documented parameters and those of its betas
+/// that clients send (`context_management`, `output_format`, `mcp_servers`, `container`, …).
+pub const REQUEST_FIELDS: &[&str] = &[
+    "model",
+    "messages",
+    "max_tokens",
+    "system",
+    "metadata",
+    "stop_sequences",
+    "stream",
+    "temperature",
+    "top_k",
+    "top_p",
+    "tools",
+    "tool_choice",
+    "thinking",
+    "service_tier",
+    "container",
+    "mcp_servers",
+    "context_management",
+    "output_config",
+    "output_format",
+    "inference_geo",
+    "speed",
+    "cache_control",
+];
+
+/// Fields of a client tool definition (`type` absent or `"custom"`), betas included.
+pub const CLIENT_TOOL_FIELDS: &[&str] = &[
+    "type",
+    "name",
+    "description",
+    "input_schema",
+    "cache_control",
+    "strict",
+    "defer_loading",
+    "input_examples",
+    "allowed_callers",
+    "eager_input_streaming",
+];
+
+/// Block types the API takes in message content (with its betas).
+pub const BLOCK_TYPES: &[&str] = &[
+    "text",
+    "image",
+    "document",
+    "search_result",
+    "tool_use",
+    "tool_result",
+    "thinking",
+    "redacted_thinking",
+    "server_tool_use",
+    "web_search_tool_result",
+    "web_fetch_tool_result",
+    "code_execution_tool_result",
+    "bash_code_execution_tool_result",
+    "text_editor_code_execution_tool_result",
+    "tool_search_tool_result",
+    "mcp_tool_use",
+    "mcp_tool_result",
+    "container_upload",
+];
+
+/// Block types only the model writes: refused in user (and system) messages.
+pub const ASSISTANT_ONLY_BLOCKS: &[&str] = &[
+    "tool_use",
+    "thinking",
+    "redacted_thinking",
+    "server_tool_use",
+    "web_search_tool_result",
+    "web_fetch_tool_result",
+    "code_execution_tool_result",
+    "bash_code_execution_tool_result",
+    "text_editor_code_execution_tool_result",
+    "tool_search_tool_result",
+    "mcp_tool_use",
+    "mcp_tool_result",
+];
+
+/// Block types only the client writes: refused in assistant messages.
+pub const USER_ONLY_BLOCKS: &[&str] = &["tool_result"];
+
+/// Required fields per block type, beside `type` (checked in this order).
+const REQUIRED_BLOCK_FIELDS: &[(&str, &[&str])] = &[
+    ("text", &["text"]),
+    ("thinking", &["thinking", "signature"]),
+    ("redacted_thinking", &["data"]),
+    ("tool_use", &["id", "name", "input"]),
+    ("tool_result", &["tool_use_id"]),
+    ("server_tool_use", &["id", "name", "input"]),
+    ("image", &["source"]),
+    ("document", &["source"]),
+];
+
+fn role(m: &Value) -> &str {
+    m.get("role").and_then(Value::as_str).unwrap_or_default()
+}
+
+fn is_id(s: &str) -> bool {
+    !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+}
+
+/// True when `name` matches the API's client tool name pattern `^[a-zA-Z0-9_-]{1,64}$`.
+pub fn is_tool_name(name: &str) -> bool {
+    is_id(name) && name.chars().count() <= MAX_TOOL_NAME_CHARS
+}
+
+/// Checks a `/v1/messages` body (already through [`crate::wire::MessagesRequest::parse`]) against the
+/// rules of the module doc and the pairing rule (`tool_pairing`, before the position of the results);
+/// the first broken rule is the answer.
+pub fn check_request(body: &Value) -> Result<(), Refusal> {
+    let Some(obj) = body.as_object() else {
+        return refuse("invalid_request", "request body must be a JSON object");
+    };
+    if let Some(field) = obj.keys().find(|k| !REQUEST_FIELDS.contains(&k.as_str())) {
+        return refuse("unknown_field", format!("{field}: Extra inputs are not permitted"));
+    }
+    match obj.get("max_tokens").and_then(Value::as_i64) {
+        Some(n) if n >= 1 => {}
+        _ => return refuse("max_tokens", "max_tokens: Input should be greater than or equal to 1"),
+    }
+    if let Some(tools) = obj.get("tools").and_then(Value::as_array) {
+        check_tools(tools)?;
+    }
+    let messages = obj.get("messages").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
+    check_messages(messages)?;
+    crate::server::check_tool_pairing(messages).or_else(|message| refuse("tool_pairing", message))?;
+    check_tool_results_first(messages)?;
+    let n = count_cache_control(body);
+    if n > MAX_CACHE_CONTROL_BLOCKS {
+        return refuse(
+            "cache_control_limit",
+            format!("A maximum of {MAX_CACHE_CONTROL_BLOCKS} blocks with cache_control may be provided. Found {n}."),
+        );
+    }
+    Ok(())
+}
+
+fn check_tools(tools: &[Value]) -> Result<(), Refusal> {
+    let mut names = BTreeSet::new();
+    for (j, t) in tools.iter().enumerate() {
+        let Some(o) = t.as_object() else {
+            return refuse("tool_definition", format!("tools.{j}: Input should be a valid dictionary"));
+        };
+        let server = crate::wire::is_server_tool(t);
+        if !server {
+            if let Some(field) = o.keys().find(|k| !CLIENT_TOOL_FIELDS.contains(&k.as_str())) {
+                return refuse("tool_definition", format!("tools.{j}.custom.{field}: Extra inputs are not permitted"));
+            }
+            match o.get("name") {
+                None => return refuse("tool_definition", format!("tools.{j}.custom.name: Field required")),
+                Some(Value::String(n)) if is_tool_name(n) => {}
+                Some(Value::String(_)) => {
+                    return refuse(
+                        "tool_definition",
+                        format!("tools.{j}.custom.name: String should match pattern '^[a-zA-Z0-9_-]{{1,{MAX_TOOL_NAME_CHARS}}}$'"),
+                    )
+                }
+                Some(_) => {
+                    return refuse("tool_definition", format!("tools.{j}.custom.name: Input should be a valid string"))
+                }
+            }
+            match o.get("input_schema") {
+                None => return refuse("tool_definition", format!("tools.{j}.custom.input_schema: Field required")),
+                Some(Value::Object(_)) => {}
+                Some(_) => {
+                    return refuse(
+                        "tool_definition",
+                        format!("tools.{j}.custom.input_schema: Input should be a valid dictionary"),
+                    )
+                }
+            }
+        }
+        if let Some(name) = o.get("name").and_then(Value::as_str) {
+            if !names.insert(name) {
+                return refuse("duplicate_tool_name", "tools: Tool names must be unique.");
+            }
+        }
+    }
+    Ok(())
+}
+
+fn check_messages(messages: &[Value]) -> Result<(), Refusal> {
+    if messages.is_empty() {
+        return refuse("messages_empty", "messages: at least one message is required");
+    }
+    if messages.iter().find(|m| role(m) != "system").is_none_or(|m| role(m) != "user") {
+        return refuse("first_message_role", "messages: first message must use the \"user\" role");
+    }
+    let last = messages.len() - 1;
+    let mut tool_use_ids = BTreeSet::new();
+    for (i, m) in messages.iter().enumerate() {
+        let r = role(m);
+        let final_assistant = i == last && r == "assistant";
+        match m.get("content") {
+            Some(Value::String(s)) => {
+                if s.is_empty() && !final_assistant {
+                    return refuse("empty_content", empty_content(i));
+                }
+                if s.trim().is_empty() && !s.is_empty() && !final_assistant {
+                    return refuse("empty_text", "messages: text content blocks must contain non-whitespace text");
+                }
+            }
+            Some(Value::Array(blocks)) => {
+                if blocks.is_empty() && !final_assistant {
+                    return refuse("empty_content", empty_content(i));
+                }
+                for (k, b) in blocks.iter().enumerate() {
+                    check_block(i, k, r, b, &mut tool_use_ids)?;
+                }
+                if r == "assistant" {
+                    check_thinking_first(i, blocks)?;
+                }
+            }
+            // the shape of `content` itself is checked by MessagesRequest::parse
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+fn empty_content(i: usize) -> String {
+    format!("messages.{i}: all messages must have non-empty content except for the optional final assistant message")
+}
+
+fn check_block(i: usize, k: usize, role: &str, b: &Value, ids: &mut BTreeSet<String>) -> Result<(), Refusal> {
+    let Some(o) = b.as_object() else {
+        return refuse("block_shape", format!("messages.{i}.content.{k}: Input should be a valid dictionary"));
+    };
+    let Some(ty) = o.get("type").and_then(Value::as_str) else {
+        return refuse(
+            "block_shape",
+            format!("messages.{i}.content.{k}: Unable to extract tag using discriminator 'type'"),
+        );
+    };
+    if !BLOCK_TYPES.contains(&ty) {
+        let expected: Vec<String> = BLOCK_TYPES.iter().map(|t| format!("'{t}'")).collect();
+        return refuse(
+            "unknown_block",
+            format!(
+                "messages.{i}.content.{k}: Input tag '{ty}' found using 'type' does not match any of the expected tags: {}",
+                expected.join(", ")
+            ),
+        );
+    }
+    if let Some((_, fields)) = REQUIRED_BLOCK_FIELDS.iter().find(|(t, _)| *t == ty) {
+        if let Some(f) = fields.iter().find(|f| !o.contains_key(**f)) {
+            return refuse("block_field", format!("messages.{i}.content.{k}.{ty}.{f}: Field required"));
+        }
+    }
+    if role == "assistant" && USER_ONLY_BLOCKS.contains(&ty) {
+        return refuse("block_role", format!("messages.{i}: `{ty}` blocks can only be in `user` messages"));
+    }
+    if role != "assistant" && ASSISTANT_ONLY_BLOCKS.contains(&ty) {
+        return refuse("block_role", format!("messages.{i}: `{ty}` blocks can only be in `assistant` messages"));
+    }
+    match ty {
+        "text" => match o.get("text") {
+            Some(Value::String(t)) if t.is_empty() => {
+                return refuse("empty_text", "messages: text content blocks must be non-empty");
+            }
+            Some(Value::String(t)) if t.trim().is_empty() => {
+                return refuse("empty_text", "messages: text content blocks must contain non-whitespace text");
+            }
+            Some(Value::String(_)) => {}
+            Some(_) => {
+                return refuse(
+                    "block_field",
+                    format!("messages.{i}.content.{k}.text.text: Input should be a valid string"),
+                )
+            }
+            None => {}
+        },
+        "thinking" if o.get("signature").and_then(Value::as_str).is_some_and(str::is_empty) => {
+            return refuse(
+                "thinking_signature",
+                format!("messages.{i}.content.{k}: Invalid `signature` in `thinking` block"),
+            );
+        }
+        "tool_use" => {
+            let id = o.get("id").and_then(Value::as_str).unwrap_or_default();
+            if !is_id(id) {
+                return refuse(
+                    "tool_use_id",
+                    format!("messages.{i}.content.{k}.tool_use.id: String should match pattern '^[a-zA-Z0-9_-]+$'"),
+                );
+            }
+            if !o.get("input").is_some_and(Value::is_object) {
+                return refuse(
+                    "block_field",
+                    format!("messages.{i}.content.{k}.tool_use.input: Input should be a valid dictionary"),
+                );
+            }
+            if !ids.insert(id.to_string()) {
+                return refuse("duplicate_tool_use_id", "messages: `tool_use` ids must be unique");
+            }
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+fn is_thinking(b: &Value) -> bool {
+    matches!(b.get("type").and_then(Value::as_str), Some("thinking" | "redacted_thinking"))
+}
+
+fn check_thinking_first(i: usize, blocks: &[Value]) -> Result<(), Refusal> {
+    let Some(first) = blocks.first() else { return Ok(()) };
+    if blocks.iter().any(is_thinking) && !is_thinking(first) {
+        let found = first.get("type").and_then(Value::as_str).unwrap_or_default();
+        return refuse(
+            "thinking_order",
+            format!(
+                "messages.{i}.content.0: If an assistant message contains any thinking blocks, the first block must be `thinking` or `redacted_thinking`. Found `{found}`."
+            ),
+        );
+    }
+    Ok(())
+}
+
+/// After an assistant message with N tool_use blocks, the next user message (system messages skipped)
+/// begins with N tool_result blocks. The pairing rule has already checked that the ids match.
+fn check_tool_results_first(messages: &[Value]) -> Result<(), Refusal> {
+    for (i, m) in messages.iter().enumerate() {
+        if role(m) != "assistant" {
+            continue;
+        }
+        let n = crate::wire::content_blocks(m)
+            .iter()
+            .filter(|b| b.get("type").and_then(Value::as_str) == Some("tool_use"))
+            .count();
+        if n == 0 {
+            continue;
+        }
+        let Some((j, next)) = messages.iter().enumerate().skip(i + 1).find(|(_, m)| role(m) != "system") else {
+            continue;
+        };
+        let blocks = crate::wire::content_blocks(next);
+        let leading =
+            blocks.iter().take_while(|b| b.get("type").and_then(Value::as_str) == Some("tool_result")).count();
+        if leading < n {
+            return refuse(
+                "tool_result_position",
+                format!(
+                    "messages.{j}: Did not find {n} `tool_result` block(s) at the beginning of this message. Messages following `tool_use` blocks must begin with a matching number of `tool_result` blocks."
+                ),
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Blocks carrying `cache_control` anywhere in the request: system blocks, tools, message blocks and the
+/// blocks nested in them (a `tool_result`'s content), and the top-level field.
+pub fn count_cache_control(body: &Value) -> usize {
+    fn walk(v: &Value) -> usize {
+        match v {
+            Value::Array(items) => items.iter().map(walk).sum(),
+            Value::Object(o) => {
+                let own = usize::from(o.get("cache_control").is_some_and(|c| !c.is_null()));
+                let nested: usize =
+                    ["content", "system", "tools", "messages"].iter().filter_map(|k| o.get(*k)).map(walk).sum();
+                own + nested
+            }
+            _ => 0,
+        }
+    }
+    walk(body)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn req(messages: Value) -> Value {
+        json!({"model": "m", "max_tokens": 10, "messages": messages})
+    }
+
+    fn err(body: &Value) -> String {
+        check_request(body).err().map(|r| format!("{}: {}", r.kind, r.message)).unwrap_or_default()
+    }
+
+    #[test]
+    fn a_plain_conversation_passes() {
+        let body = req(json!([
+            {"role": "user", "content": "hi"},
+            {"role": "assistant", "content": [
+                {"type": "thinking", "thinking": "", "signature": "s"},
+                {"type": "text", "text": "reading"},
+                {"type": "tool_use", "id": "toolu_1", "name": "Read", "input": {}}]},
+            {"role": "system", "content": "reminder"},
+            {"role": "user", "content": [
+                {"type": "tool_result", "tool_use_id": "toolu_1", "content": ""},
+                {"type": "text", "text": "more"}]},
+            {"role": "assistant", "content": ""},
+        ]));
+        assert_eq!(check_request(&body), Ok(()));
+    }
+
+    #[test]
+    fn cache_control_is_counted_everywhere() {
+        let cc = json!({"type": "ephemeral"});
+        let body = json!({
+            "system": [{"type": "text", "text": "s", "cache_control": cc}],
+            "tools": [{"name": "A", "input_schema": {}, "cache_control": cc}],
+            "messages": [{"role": "user", "content": [
+                {"type": "tool_result", "tool_use_id": "x", "content": [{"type": "text", "text": "t", "cache_control": cc}]},
+                {"type": "text", "text": "t", "cache_control": cc}]}],
+        });
+        assert_eq!(count_cache_control(&body), 4);
+    }
+
+    #[test]
+    fn tool_names_follow_the_pattern() {
+        assert!(is_tool_name("mcp__server__tool-1") && is_tool_name(&"a".repeat(64)));
+        assert!(!is_tool_name("") && !is_tool_name("a.b") && !is_tool_name(&"a".repeat(65)));
+    }
+
+    #[test]
+    fn the_first_rule_broken_is_the_answer() {
+        let body = json!({"model": "m", "max_tokens": 0, "messages": [], "extra": 1});
+        assert_eq!(err(&body), "unknown_field: extra: Extra inputs are not permitted");
+    }
+}
