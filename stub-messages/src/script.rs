@@ -462,9 +462,24 @@ impl Script {
         model: &str,
         captures: &BTreeMap<String, String>,
     ) -> Option<Message> {
+        self.message_in_lap(route, index, 0, model, captures)
+    }
+
+    /// [`Script::message`] on lap `lap` (0-based) of a `[stub] cycle` script: tool_use ids go on counting
+    /// across laps (lap L's n is L × the conversation's tool calls + its index), so a conversation that
+    /// replays its history never repeats an id — the API refuses repeated ids.
+    pub fn message_in_lap(
+        &self,
+        route: Route,
+        index: usize,
+        lap: usize,
+        model: &str,
+        captures: &BTreeMap<String, String>,
+    ) -> Option<Message> {
         let (name, turns) = self.conversation(route)?;
         let turn = turns.get(index)?;
-        let before: usize = turns[..index].iter().map(|t| t.tool_use.len()).sum();
+        let per_lap: usize = turns.iter().map(|t| t.tool_use.len()).sum();
+        let before: usize = lap * per_lap + turns[..index].iter().map(|t| t.tool_use.len()).sum::<usize>();
         let prefix = if name == MAIN { self.id.clone() } else { format!("{}_{}", self.id, sanitize_id(name)) };
         let mut content = Vec::new();
         if let Some(t) = &turn.thinking {

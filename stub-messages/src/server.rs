@@ -73,6 +73,8 @@ pub const MODELS: &[(&str, &str)] = &[
 struct Cursor {
     next: usize,
     faults_used: usize,
+    /// Laps of a `[stub] cycle` script started over.
+    lap: usize,
 }
 
 #[derive(Debug, Default)]
@@ -184,14 +186,15 @@ impl Stub {
         let cursor = &mut play.cursors[slot];
         if self.script.stub.cycle && cursor.next >= turns.len() {
             cursor.next = 0;
+            cursor.lap += 1;
         }
-        let turn = cursor.next;
+        let (turn, lap) = (cursor.next, cursor.lap);
         let Some(t) = turns.get(turn) else {
             return Decision::Exhausted { conversation, turn, turns: turns.len() };
         };
         let captured = crate::script::capture_values(t, request);
         play.captures.extend(captured);
-        let Some(message) = self.script.message(route, turn, model, &play.captures) else {
+        let Some(message) = self.script.message_in_lap(route, turn, lap, model, &play.captures) else {
             return Decision::Exhausted { conversation, turn, turns: turns.len() };
         };
         let cursor = &mut play.cursors[slot];
