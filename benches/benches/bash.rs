@@ -6,11 +6,8 @@
 //! process, as the reference: the ratio is the runtime's own overhead.
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use probelab_runtime::pipeline::{AskAnswer, Runtime, Settings, ToolCall};
-use probelab_runtime::tools::bash::Bash;
-use probelab_runtime::tools::{EstimateTokens, Registry, Tool, ToolContext};
+use probelab_runtime::pipeline::ToolCall;
 use serde_json::json;
-use std::sync::Arc;
 
 fn bench(c: &mut Criterion) {
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -19,9 +16,9 @@ fn bench(c: &mut Criterion) {
         .build()
         .unwrap_or_else(|e| panic!("{e}"));
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-    let ctx = ToolContext::for_sandbox(dir.path(), Arc::new(EstimateTokens)).unwrap_or_else(|e| panic!("{e}"));
-    let runtime = Runtime::new(Registry::builtin(), &Settings::default(), AskAnswer::Deny, ctx.clone())
-        .unwrap_or_else(|e| panic!("{e}"));
+    let runtime = rt.block_on(probelab_benches::session(dir.path(), None, Vec::new()));
+    let ctx = runtime.ctx.clone();
+    let bash = probelab_benches::tool("Bash");
 
     let mut g = c.benchmark_group("bash");
     g.bench_function("reference: tokio spawn bash -c true", |b| {
@@ -31,10 +28,10 @@ fn bench(c: &mut Criterion) {
             })
         })
     });
-    g.bench_function("tool: true", |b| b.iter(|| rt.block_on(Bash.call(json!({"command": "true"}), &ctx)).is_ok()));
+    g.bench_function("tool: true", |b| b.iter(|| rt.block_on(bash.call(json!({"command": "true"}), &ctx)).is_ok()));
     g.throughput(Throughput::Bytes(1 << 20));
     g.bench_function("tool: 1 MB of output", |b| {
-        b.iter(|| rt.block_on(Bash.call(json!({"command": "head -c 1048576 /dev/zero | tr '\\0' x"}), &ctx)).is_ok())
+        b.iter(|| rt.block_on(bash.call(json!({"command": "head -c 1048576 /dev/zero | tr '\\0' x"}), &ctx)).is_ok())
     });
     g.bench_function("pipeline: 1 MB of output, persisted", |b| {
         let call = ToolCall {

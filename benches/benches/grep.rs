@@ -149,22 +149,22 @@ fn main() {
     }
     // The Grep tool in process (the same engine plus result shaping), files_with_matches.
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap_or_else(|e| panic!("{e}"));
-    let ctx = probelab_runtime::tools::ToolContext {
+    let ctx = probelab_runtime::ToolContext {
         cwd: dir.clone(),
         home: dir.clone(),
         roots: vec![dir.clone()],
         session_id: "bench".into(),
         env: Default::default(),
         read_state: Default::default(),
-        tokens: std::sync::Arc::new(probelab_runtime::tools::EstimateTokens),
+        tokens: std::sync::Arc::new(probelab_runtime::model::EstimateTokens),
         shell: Default::default(),
         sandbox: Default::default(),
         call_id: None,
         session: Default::default(),
     };
+    let grep = probelab_benches::tool("Grep");
     let grep_tool = || {
-        use probelab_runtime::tools::Tool;
-        let out = rt.block_on(probelab_runtime::tools::grep::Grep.call(serde_json::json!({"pattern": "ERROR"}), &ctx));
+        let out = rt.block_on(grep.call(serde_json::json!({"pattern": "ERROR"}), &ctx));
         assert!(out.is_ok());
     };
     c.bench_function("grep/tool-files-with-matches", |b| b.iter(grep_tool));
@@ -192,8 +192,8 @@ fn main() {
         );
     }
     let mut tool_argv =
-        vec!["--hidden".to_string(), "--max-columns".into(), probelab_runtime::tools::grep::MAX_COLUMNS.to_string()];
-    for d in probelab_runtime::tools::grep::VCS_DIRS {
+        vec!["--hidden".to_string(), "--max-columns".into(), probelab_runtime::limits::GREP_MAX_COLUMNS.to_string()];
+    for d in probelab_runtime::limits::VCS_DIRS {
         tool_argv.extend(["--glob".to_string(), format!("!{d}")]);
     }
     tool_argv.extend(["-l".to_string(), "ERROR".into()]);

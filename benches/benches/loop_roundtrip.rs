@@ -3,8 +3,6 @@
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use probelab_runtime::agent::{run_loop, Client, LoopEnd};
-use probelab_runtime::pipeline::{AskAnswer, Runtime, Settings};
-use probelab_runtime::tools::{Registry, ToolContext};
 use std::sync::Arc;
 use stub_messages::{serve, Recorder, Script, Stub};
 
@@ -31,15 +29,13 @@ fn bench(c: &mut Criterion) {
         let running = serve(stub, ([127, 0, 0, 1], 0).into()).await.unwrap_or_else(|e| panic!("{e}"));
         let client = Arc::new(Client::new(&running.url(), "claude-opus-5"));
         std::mem::forget(running);
-        let ctx = ToolContext::for_sandbox(dir.path(), client.clone()).unwrap_or_else(|e| panic!("{e}"));
-        std::fs::write(ctx.cwd.join("small.txt"), "line\n".repeat(40)).unwrap_or_else(|e| panic!("{e}"));
-        let runtime = Runtime::new(Registry::builtin(), &Settings::default(), AskAnswer::Deny, ctx)
-            .unwrap_or_else(|e| panic!("{e}"));
+        let runtime = probelab_benches::session(dir.path(), Some(client.clone()), Vec::new()).await;
+        std::fs::write(runtime.ctx.cwd.join("small.txt"), "line\n".repeat(40)).unwrap_or_else(|e| panic!("{e}"));
         (client, runtime)
     });
     c.bench_function("loop/read_small_file_round_trip", |b| {
         b.iter(|| {
-            let end = rt.block_on(run_loop(&client, &runtime, "read it", 4));
+            let end = rt.block_on(run_loop(client.as_ref(), &runtime, "read it", 4));
             assert_eq!(end, LoopEnd::EndTurn);
         })
     });

@@ -8,30 +8,26 @@
 //! `harness::fake_lsp` on stdio), so the bench needs no probelab binary built beside it.
 
 use criterion::Criterion;
-use probelab_runtime::tools::lsp::config::{LspServerSpec, ServerConfig};
-use probelab_runtime::tools::lsp::manager::LspManager;
-use probelab_runtime::tools::lsp::Lsp;
-use probelab_runtime::tools::session::Session;
-use probelab_runtime::tools::{EstimateTokens, Tool, ToolContext};
+use probelab_runtime::config::PluginSpec;
+use probelab_runtime::{builtin, ToolError, ToolOutput};
 use serde_json::json;
-use std::sync::Arc;
 
 /// Set in the env of the server process: this binary is the fake LSP server.
 const SERVER_ENV: &str = "PROBELAB_BENCH_FAKE_LSP";
 
-fn server(dir: &std::path::Path) -> Vec<ServerConfig> {
+fn plugins(dir: &std::path::Path) -> Vec<PluginSpec> {
     let exe = std::env::current_exe().unwrap_or_else(|e| panic!("{e}"));
     let trace = dir.join("trace.jsonl").to_string_lossy().into_owned();
-    vec![ServerConfig {
-        name: "plugin:bench:probe".into(),
-        spec: LspServerSpec {
-            command: exe.to_string_lossy().into_owned(),
-            args: vec!["--trace".into(), trace],
-            extension_to_language: [(".probe".to_string(), "probe".to_string())].into(),
-            env: [(SERVER_ENV.to_string(), "1".to_string())].into(),
-            ..LspServerSpec::default()
-        },
-    }]
+    let spec = serde_json::json!({
+        "name": "bench",
+        "lspServers": {"probe": {
+            "command": exe.to_string_lossy(),
+            "args": ["--trace", trace],
+            "extensionToLanguage": {".probe": "probe"},
+            "env": {SERVER_ENV: "1"},
+        }},
+    });
+    vec![serde_json::from_value(spec).unwrap_or_else(|e| panic!("{e}"))]
 }
 
 fn bench(c: &mut Criterion) {
@@ -41,34 +37,33 @@ fn bench(c: &mut Criterion) {
         .build()
         .unwrap_or_else(|e| panic!("{e}"));
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-    let mut ctx = ToolContext::for_sandbox(dir.path(), Arc::new(EstimateTokens)).unwrap_or_else(|e| panic!("{e}"));
+    let plugins = plugins(dir.path());
+    let warm = rt.block_on(probelab_benches::session(dir.path(), None, plugins.clone()));
+    let ctx = warm.ctx.clone();
     std::fs::write(ctx.cwd.join("a.probe"), "class Probe:\n  def run(self): pass\n").unwrap_or_else(|e| panic!("{e}"));
-    let servers = server(dir.path());
-    ctx.session = Arc::new(Session { lsp: LspManager::new(servers.clone(), &ctx.cwd, &ctx.env), ..Session::default() });
+    let lsp = probelab_benches::tool("LSP");
     let input = json!({"operation": "goToDefinition", "filePath": ctx.cwd.join("a.probe"), "line": 1, "character": 1});
-    let text = |r: Result<probelab_runtime::tools::ToolOutput, probelab_runtime::tools::ToolError>| match r {
-        Ok(probelab_runtime::tools::ToolOutput::Data { text, .. }) => text,
+    let text = |r: Result<ToolOutput, ToolError>| match r {
+        Ok(ToolOutput::Data { text, .. }) => text,
         other => panic!("unexpected {other:?}"),
     };
     // a first call starts the server; every result must be the server's answer, not an error text
-    assert_eq!(text(rt.block_on(Lsp.call(input.clone(), &ctx))), "Defined in a.probe:3:5");
+    assert_eq!(text(rt.block_on(lsp.call(input.clone(), &ctx))), "Defined in a.probe:3:5");
 
     let mut g = c.benchmark_group("lsp");
     g.bench_function("round trip, warm: goToDefinition (server running, file open)", |b| {
-        b.iter(|| text(rt.block_on(Lsp.call(input.clone(), &ctx))))
+        b.iter(|| text(rt.block_on(lsp.call(input.clone(), &ctx))))
     });
     g.bench_function("round trip, cold: spawn, initialize, didOpen, goToDefinition, shutdown", |b| {
         b.iter(|| {
-            let mut cold = ctx.clone();
-            cold.session =
-                Arc::new(Session { lsp: LspManager::new(servers.clone(), &ctx.cwd, &ctx.env), ..Session::default() });
-            let t = text(rt.block_on(Lsp.call(input.clone(), &cold)));
-            rt.block_on(cold.session.lsp.shutdown());
+            let cold = rt.block_on(probelab_benches::session(dir.path(), None, plugins.clone()));
+            let t = text(rt.block_on(lsp.call(input.clone(), &cold.ctx)));
+            rt.block_on(builtin::shutdown(&cold.ctx));
             t
         })
     });
     g.finish();
-    rt.block_on(ctx.session.lsp.shutdown());
+    rt.block_on(builtin::shutdown(&ctx));
 }
 
 fn main() {

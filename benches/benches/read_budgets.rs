@@ -3,11 +3,10 @@
 //! time and throughput (MB/s over the file's bytes; for windows, over the bytes scanned to the window's end).
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use probelab_runtime::tools::read::{Read, MAX_FILE_BYTES, MAX_OUTPUT_TOKENS};
-use probelab_runtime::tools::{EstimateTokens, Tool, ToolContext, ToolOutput};
+use probelab_runtime::limits::{READ_MAX_FILE_BYTES as MAX_FILE_BYTES, READ_MAX_OUTPUT_TOKENS as MAX_OUTPUT_TOKENS};
+use probelab_runtime::ToolOutput;
 use serde_json::json;
 use std::io::Write;
-use std::sync::Arc;
 
 const LINE: &[u8] = b"fn main() { println!(\"hello, probelab\"); } // a 64-byte line..\n";
 
@@ -25,7 +24,8 @@ fn make(path: &std::path::Path, bytes: u64) {
 fn bench(c: &mut Criterion) {
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap_or_else(|e| panic!("{e}"));
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-    let ctx = ToolContext::for_sandbox(dir.path(), Arc::new(EstimateTokens)).unwrap_or_else(|e| panic!("{e}"));
+    let ctx = rt.block_on(probelab_benches::session(dir.path(), None, Vec::new())).ctx;
+    let read = probelab_benches::tool("Read");
     // 25,000 tokens at the estimate's 4 bytes per token of numbered output: 2,000 lines (the default
     // window) of the length that lands on the ceiling.
     let boundary_line = (MAX_OUTPUT_TOKENS as usize * 4) / 2000 - 8; // "  NNNN\t" + line + "\n"
@@ -40,7 +40,7 @@ fn bench(c: &mut Criterion) {
     make(&ctx.cwd.join("100MB.txt"), 100 * 1024 * 1024);
 
     let call = |input: serde_json::Value| {
-        let out = rt.block_on(Read.call(input, &ctx));
+        let out = rt.block_on(read.call(input, &ctx));
         match out {
             Ok(ToolOutput::Text(t)) => t.len(),
             Ok(_) => 0,

@@ -6,7 +6,6 @@ use crate::probe::sandbox::Sandbox;
 use crate::probe::{Check, Probe};
 use crate::run::RunOutput;
 use crate::transcript::{result_text, View};
-use probelab_runtime::agent::LoopEnd;
 use serde_json::Value;
 
 /// One verdict.
@@ -362,7 +361,7 @@ pub fn invariants(run: &RunOutput, view: &View<'_>) -> Vec<Verdict> {
         pass: unserved.is_empty(),
         detail: unserved.join("\n"),
     });
-    let ended = matches!(run.end, LoopEnd::EndTurn) && run.within_deadline;
+    let ended = matches!(run.end, crate::run::RunEnd::Finished) && run.within_deadline;
     out.push(Verdict {
         name: "invariant: the run ended by the model within its deadline".into(),
         pass: ended,

@@ -4,10 +4,9 @@
 use crate::probe::sandbox::Sandbox;
 use crate::probe::Probe;
 use probelab_runtime::agent::{run_loop, Client, LoopEnd};
-use probelab_runtime::pipeline::Runtime;
-use probelab_runtime::tools::cron::Cron;
-use probelab_runtime::tools::session::{Api, Session};
-use probelab_runtime::tools::{Registry, ToolContext};
+use probelab_runtime::builtin::{self, SessionConfig};
+use probelab_runtime::config::{ENV_ENABLE_ARTIFACT, PUBLIC_ORIGIN};
+use probelab_runtime::settings::env_flag;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -27,6 +26,28 @@ pub enum Runner<'a> {
     ClaudeCode(&'a crate::subject::claude_code::ClaudeCode),
 }
 
+/// How a subject's run ended, in the lab's terms (whatever the subject: a loop, a process).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RunEnd {
+    /// The model ended the conversation and the subject stopped on its own (the built-in loop's end of
+    /// turn; the binary's exit 0).
+    Finished,
+    /// The subject stopped at its own turn limit.
+    TurnLimit,
+    /// The subject failed, or passed the deadline: why.
+    Failed(String),
+}
+
+impl From<LoopEnd> for RunEnd {
+    fn from(end: LoopEnd) -> RunEnd {
+        match end {
+            LoopEnd::EndTurn => RunEnd::Finished,
+            LoopEnd::TurnLimit => RunEnd::TurnLimit,
+            LoopEnd::Error(e) => RunEnd::Failed(e),
+        }
+    }
+}
+
 /// What a run left behind.
 #[derive(Debug)]
 pub struct RunOutput {
@@ -37,7 +58,7 @@ pub struct RunOutput {
     /// Turns served per conversation: (name, served, scripted).
     pub progress: Vec<(String, usize, usize)>,
     /// How the subject ended.
-    pub end: LoopEnd,
+    pub end: RunEnd,
     /// Whether it ended within the probe's deadline.
     pub within_deadline: bool,
     /// Wall time (never in goldens).
@@ -73,13 +94,10 @@ pub async fn run_conversation(probe: &Probe, runner: Runner<'_>, fixtures_root: 
     let entered = Instant::now();
     let mut sandbox = Sandbox::create(probe, fixtures_root)?;
     // ART-1: the artifact service, a real local server, when the probe turns the Artifact tool on
-    let artifact_service = match (
-        runner,
-        probelab_runtime::tools::env_flag(&probe.env, probelab_runtime::tools::artifact::ENV_ENABLE_ARTIFACT),
-    ) {
+    let artifact_service = match (runner, env_flag(&probe.env, ENV_ENABLE_ARTIFACT)) {
         (Runner::Builtin, Some(true)) => {
             let running = crate::services::artifact::start(&crate::services::artifact::dir_for(&sandbox.root)).await?;
-            sandbox.placeholders.insert("artifact".into(), probelab_runtime::tools::artifact::PUBLIC_ORIGIN.into());
+            sandbox.placeholders.insert("artifact".into(), PUBLIC_ORIGIN.into());
             Some(running)
         }
         _ => None,
@@ -115,75 +133,55 @@ pub async fn run_conversation(probe: &Probe, runner: Runner<'_>, fixtures_root: 
         Runner::Builtin => {
             let model = probe.subject.builtin.model.clone().unwrap_or_else(|| DEFAULT_MODEL.into());
             let client = Arc::new(Client::new(&running.url(), &model));
-            // MCP-1: the probe's MCP servers, connected before the first request
-            let servers = sandbox.mcp_servers(probe);
-            let mcp = Arc::new(probelab_runtime::tools::mcp::Mcp::connect(&servers, &sandbox.cwd, &sandbox.home).await);
-            for (name, why) in &mcp.failures {
-                eprintln!("probelab: {}: MCP server {name:?} is left out: {why}", probe.path.display());
-            }
-            let ctx = ToolContext {
+            // MCP-1: the probe's MCP servers are connected at the start, before the first request
+            let config = SessionConfig {
                 cwd: sandbox.cwd.clone(),
                 home: sandbox.home.clone(),
                 roots: vec![sandbox.root.clone()],
-                session_id: "00000000-0000-4000-8000-000000000001".into(),
+                session_id: builtin::SESSION_ID.into(),
                 env: probe.env.clone(),
-                read_state: Arc::default(),
-                tokens: client.clone(),
-                shell: Arc::default(),
-                sandbox: probe.settings.sandbox.clone(),
-                call_id: None,
-                session: Arc::new(Session {
-                    settings: probe.settings.clone(),
-                    ask_answer: probe.ask,
-                    api: Some(Api { base_url: running.url(), model: model.clone() }),
-                    host: probe.host.clone(),
-                    cron: Cron::new(probe.clock.as_ref()),
-                    artifacts: probelab_runtime::tools::artifact::Artifacts::new(
-                        artifact_service.as_ref().map(|s| s.url()),
-                    ),
-                    web: probelab_runtime::tools::web_fetch::Web::new(
-                        web_service.as_ref().map(|s| crate::services::web::WebAccess { addr: s.addr }),
-                    ),
-                    mcp: mcp.clone(),
-                    lsp: probelab_runtime::tools::lsp::manager::LspManager::from_plugins(
-                        &sandbox.plugins(probe),
-                        &sandbox.cwd,
-                        &probe.env,
-                    ),
-                    ..Session::default()
-                }),
+                settings: probe.settings.clone(),
+                ask: probe.ask,
+                model: Some(client.clone()),
+                host: probe.host.clone(),
+                clock: probe.clock.clone(),
+                mcp_servers: sandbox.mcp_servers(probe),
+                plugins: sandbox.plugins(probe),
+                artifact_api: artifact_service.as_ref().map(|s| s.url()),
+                web: web_service.as_ref().map(|s| crate::services::web::WebAccess { addr: s.addr }),
             };
-            let pool = Registry::for_session(&probe.env).with_mcp(mcp.tools());
-            let runtime = Runtime::new(pool, &probe.settings, probe.ask, ctx)
-                .map_err(|e| format!("{}: settings: {e}", probe.path.display()))?;
+            let runtime =
+                builtin::start(config).await.map_err(|e| format!("{}: settings: {e}", probe.path.display()))?;
+            for (name, why) in builtin::mcp_failures(&runtime) {
+                eprintln!("probelab: {}: MCP server {name:?} is left out: {why}", probe.path.display());
+            }
             let max_turns = probe.subject.builtin.max_turns.unwrap_or(DEFAULT_MAX_TURNS);
             let began = Instant::now();
             let ended =
-                match tokio::time::timeout(deadline, run_loop(&client, &runtime, &probe.prompt, max_turns)).await {
-                    Ok(end) => (end, true, None, (began, Instant::now())),
+                match tokio::time::timeout(deadline, run_loop(client.as_ref(), &runtime, &probe.prompt, max_turns))
+                    .await
+                {
+                    Ok(end) => (end.into(), true, None, (began, Instant::now())),
                     Err(_) => (
-                        LoopEnd::Error(format!("the run passed its deadline of {}s", probe.deadline_secs)),
+                        RunEnd::Failed(format!("the run passed its deadline of {}s", probe.deadline_secs)),
                         false,
                         None,
                         (began, Instant::now()),
                     ),
                 };
             // nothing the session started outlives it
-            runtime.ctx.shell.tasks.stop_all();
-            runtime.ctx.shell.tasks.wait_idle(10_000).await;
-            mcp.shutdown().await;
-            runtime.ctx.session.lsp.shutdown().await;
+            builtin::shutdown(&runtime.ctx).await;
             ended
         }
         Runner::ClaudeCode(cc) => {
             let ended = crate::subject::claude_code::run(cc, probe, &running.url(), &sandbox).await?;
             let end = match (ended.timed_out, ended.code) {
-                (true, _) => LoopEnd::Error(format!("claude passed the deadline of {}s", probe.deadline_secs)),
-                (false, Some(0)) => LoopEnd::EndTurn,
+                (true, _) => RunEnd::Failed(format!("claude passed the deadline of {}s", probe.deadline_secs)),
+                (false, Some(0)) => RunEnd::Finished,
                 (false, code) => {
                     let lines: Vec<&str> = ended.stderr.lines().collect();
                     let tail = lines[lines.len().saturating_sub(5)..].join("\n");
-                    LoopEnd::Error(format!("claude exited with {code:?}: {tail}"))
+                    RunEnd::Failed(format!("claude exited with {code:?}: {tail}"))
                 }
             };
             (end, !ended.timed_out, Some(ended.stream_json), (ended.spawned, ended.exited))

@@ -6,43 +6,26 @@
 //! (`allow | deny | ask`, with `permissionDecisionReason`) and/or `updatedInput` (rewrites the input);
 //! any other exit → a non-blocking error, the call goes on.
 
-use crate::tools::ToolContext;
-use serde::{Deserialize, Serialize};
+use crate::settings::HookSettings;
 use serde_json::{json, Value};
-use std::collections::BTreeMap;
+use std::path::PathBuf;
 use std::time::Duration;
 use tokio::io::AsyncWriteExt;
 
 /// How long a hook command may run.
 pub const HOOK_TIMEOUT: Duration = Duration::from_secs(60);
 
-/// One matcher group.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct HookGroup {
-    /// Tool names separated by `|`; empty or `*` = every tool.
-    #[serde(default)]
-    pub matcher: String,
-    /// Commands, run in order.
-    pub hooks: Vec<HookCommand>,
+/// Where a hook command runs, as plain data: the session's id, its cwd (also `CLAUDE_PROJECT_DIR`) and
+/// HOME.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HookEnv {
+    /// The session id (in the payload).
+    pub session_id: String,
+    /// The cwd the command runs in.
+    pub cwd: PathBuf,
+    /// HOME of the command.
+    pub home: PathBuf,
 }
-
-/// One command hook.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct HookCommand {
-    /// Always `command`.
-    #[serde(rename = "type")]
-    pub kind: String,
-    /// Shell command.
-    pub command: String,
-    /// Seconds (default 60).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub timeout: Option<u64>,
-}
-
-/// The `hooks` table of the settings (event name → groups).
-pub type HookSettings = BTreeMap<String, Vec<HookGroup>>;
 
 /// What the hooks decided.
 #[derive(Debug, Clone, PartialEq)]
@@ -70,7 +53,7 @@ fn group_matches(matcher: &str, tool: &str) -> bool {
 }
 
 /// Runs the PreToolUse hooks that match `tool`.
-pub async fn pre_tool_use(settings: &HookSettings, tool: &str, input: &Value, ctx: &ToolContext) -> HookOutcome {
+pub async fn pre_tool_use(settings: &HookSettings, tool: &str, input: &Value, env: &HookEnv) -> HookOutcome {
     let mut current = input.clone();
     let mut rewritten = false;
     let mut allowed = false;
@@ -78,11 +61,11 @@ pub async fn pre_tool_use(settings: &HookSettings, tool: &str, input: &Value, ct
     for group in settings.get("PreToolUse").into_iter().flatten().filter(|g| group_matches(&g.matcher, tool)) {
         for h in &group.hooks {
             let payload = json!({
-                "session_id": ctx.session_id, "cwd": ctx.cwd, "hook_event_name": "PreToolUse",
+                "session_id": env.session_id, "cwd": env.cwd, "hook_event_name": "PreToolUse",
                 "tool_name": tool, "tool_input": current,
             });
             let (code, stdout, stderr) =
-                run(&h.command, &payload, ctx, h.timeout.map(Duration::from_secs).unwrap_or(HOOK_TIMEOUT)).await;
+                run(&h.command, &payload, env, h.timeout.map(Duration::from_secs).unwrap_or(HOOK_TIMEOUT)).await;
             if code == Some(2) {
                 return HookOutcome::Deny { command: h.command.clone(), reason: stderr.trim().to_string() };
             }
@@ -124,13 +107,8 @@ fn blocking_text(command: &str, stderr: &str) -> String {
 /// Returns the blocking errors (`[<command>]: <stderr>`), one per command that exited 2; every other
 /// exit is a non-blocking error and is not shown. An exit 2 with empty stdout whose stderr says the
 /// script is missing (`no such file`, `can't open`) is non-blocking too, as on the reference.
-pub async fn event_blocking_errors(
-    settings: &HookSettings,
-    event: &str,
-    fields: Value,
-    ctx: &ToolContext,
-) -> Vec<String> {
-    let mut payload = json!({ "session_id": ctx.session_id, "cwd": ctx.cwd, "hook_event_name": event });
+pub async fn event_blocking_errors(settings: &HookSettings, event: &str, fields: Value, env: &HookEnv) -> Vec<String> {
+    let mut payload = json!({ "session_id": env.session_id, "cwd": env.cwd, "hook_event_name": event });
     if let (Some(p), Value::Object(extra)) = (payload.as_object_mut(), fields) {
         p.extend(extra);
     }
@@ -144,7 +122,7 @@ pub async fn event_blocking_errors(
     for group in settings.get(event).into_iter().flatten() {
         for h in &group.hooks {
             let timeout = h.timeout.map(Duration::from_secs).unwrap_or(HOOK_TIMEOUT);
-            let (code, stdout, stderr) = run_with_stdin(&h.command, stdin.as_bytes(), ctx, timeout).await;
+            let (code, stdout, stderr) = run_with_stdin(&h.command, stdin.as_bytes(), env, timeout).await;
             if code == Some(2) && !(stdout.trim().is_empty() && missing_script(&stderr)) {
                 out.push(blocking_text(&h.command, &stderr));
             }
@@ -153,23 +131,23 @@ pub async fn event_blocking_errors(
     out
 }
 
-async fn run(command: &str, payload: &Value, ctx: &ToolContext, timeout: Duration) -> (Option<i32>, String, String) {
-    run_with_stdin(command, payload.to_string().as_bytes(), ctx, timeout).await
+async fn run(command: &str, payload: &Value, env: &HookEnv, timeout: Duration) -> (Option<i32>, String, String) {
+    run_with_stdin(command, payload.to_string().as_bytes(), env, timeout).await
 }
 
 /// Runs a hook command with `stdin` as its input: (exit code, stdout, stderr).
 async fn run_with_stdin(
     command: &str,
     stdin_bytes: &[u8],
-    ctx: &ToolContext,
+    env: &HookEnv,
     timeout: Duration,
 ) -> (Option<i32>, String, String) {
     let child = tokio::process::Command::new("bash")
         .arg("-c")
         .arg(command)
-        .current_dir(&ctx.cwd)
-        .env("HOME", &ctx.home)
-        .env("CLAUDE_PROJECT_DIR", &ctx.cwd)
+        .current_dir(&env.cwd)
+        .env("HOME", &env.home)
+        .env("CLAUDE_PROJECT_DIR", &env.cwd)
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())

@@ -7,27 +7,19 @@
 //! project root (the cwd), `x/**` relative to the cwd (a pattern without `/` matches at any depth).
 //! Command patterns (`Bash(git *)`) are globs over the whole command where `*` spans anything.
 
-use crate::tools::{PermissionSubject, ToolContext};
+use crate::settings::PermissionSettings;
+use crate::tool::PermissionSubject;
 use globset::{GlobBuilder, GlobMatcher};
-use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
 
-/// The `permissions` table of the settings.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct PermissionSettings {
-    /// Rules that allow without asking.
-    #[serde(default)]
-    pub allow: Vec<String>,
-    /// Rules that ask the host (the probe answers).
-    #[serde(default)]
-    pub ask: Vec<String>,
-    /// Rules that deny.
-    #[serde(default)]
-    pub deny: Vec<String>,
-    /// `bypassPermissions` (default: no rule → allowed, like the reference run with permission bypass)
-    /// or `default` (no rule → read-only calls allowed, the others ask).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub default_mode: Option<String>,
+/// What the paths of rules are anchored at, as plain data: HOME (`~/x`) and the project root (`/x`,
+/// `x/**`: the cwd, or the active worktree).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Anchors {
+    /// HOME.
+    pub home: PathBuf,
+    /// The project root.
+    pub project_root: PathBuf,
 }
 
 /// A parsed rule.
@@ -101,22 +93,22 @@ impl Rules {
     }
 
     /// The decision for a call.
-    pub fn decide(&self, tool: &str, subject: &PermissionSubject, read_only: bool, ctx: &ToolContext) -> Decision {
+    pub fn decide(&self, tool: &str, subject: &PermissionSubject, read_only: bool, at: &Anchors) -> Decision {
         if let PermissionSubject::Command(c) = subject {
-            return self.decide_command(tool, c, read_only, ctx);
+            return self.decide_command(tool, c, read_only, at);
         }
-        self.decide_one(tool, subject, read_only, ctx)
+        self.decide_one(tool, subject, read_only, at)
     }
 
     /// BASH-2: a command is parsed with a real shell grammar and every simple command in it (pipelines,
     /// lists, subshells, substitutions) is matched on its own: any denied part denies the whole, any
     /// part that asks makes the whole ask, and only a command whose every part is allowed runs without
     /// asking. A command that does not parse asks (it cannot be checked part by part).
-    fn decide_command(&self, tool: &str, command: &str, read_only: bool, ctx: &ToolContext) -> Decision {
+    fn decide_command(&self, tool: &str, command: &str, read_only: bool, at: &Anchors) -> Decision {
         let whole = PermissionSubject::Command(command.to_string());
-        let analysis = crate::tools::shell::analyse(command);
+        let analysis = crate::shell::analyse(command);
         if !analysis.parsed {
-            if let Some(r) = self.deny.iter().find(|r| matches(r, tool, &whole, ctx)) {
+            if let Some(r) = self.deny.iter().find(|r| matches(r, tool, &whole, at)) {
                 return Decision::Deny(r.text.clone());
             }
             return Decision::Ask(
@@ -130,7 +122,7 @@ impl Rules {
         let decisions: Vec<(String, Decision)> = parts
             .into_iter()
             .map(|p| {
-                let d = self.decide_one(tool, &PermissionSubject::Command(p.clone()), read_only, ctx);
+                let d = self.decide_one(tool, &PermissionSubject::Command(p.clone()), read_only, at);
                 (p, d)
             })
             .collect();
@@ -143,15 +135,15 @@ impl Rules {
         decisions.into_iter().next().map(|(_, d)| d).unwrap_or_else(|| Decision::Allow("default mode".into()))
     }
 
-    fn decide_one(&self, tool: &str, subject: &PermissionSubject, read_only: bool, ctx: &ToolContext) -> Decision {
-        let hit = |rules: &[Rule]| rules.iter().find(|r| matches(r, tool, subject, ctx)).map(|r| r.text.clone());
+    fn decide_one(&self, tool: &str, subject: &PermissionSubject, read_only: bool, at: &Anchors) -> Decision {
+        let hit = |rules: &[Rule]| rules.iter().find(|r| matches(r, tool, subject, at)).map(|r| r.text.clone());
         if let Some(r) = hit(&self.deny) {
             return Decision::Deny(r);
         }
         // EDIT-3: a path denied for Read cannot be written either.
         if let PermissionSubject::WritePath(p) = subject {
             let as_read = PermissionSubject::ReadPath(p.clone());
-            if let Some(r) = self.deny.iter().find(|r| r.tool == "Read" && matches(r, "Read", &as_read, ctx)) {
+            if let Some(r) = self.deny.iter().find(|r| r.tool == "Read" && matches(r, "Read", &as_read, at)) {
                 return Decision::Deny(r.text.clone());
             }
         }
@@ -175,7 +167,7 @@ fn family_matches(rule_tool: &str, tool: &str) -> bool {
         || (rule_tool == "Read" && READ_FAMILY.contains(&tool))
 }
 
-fn matches(rule: &Rule, tool: &str, subject: &PermissionSubject, ctx: &ToolContext) -> bool {
+fn matches(rule: &Rule, tool: &str, subject: &PermissionSubject, at: &Anchors) -> bool {
     if !family_matches(&rule.tool, tool) {
         return false;
     }
@@ -184,7 +176,7 @@ fn matches(rule: &Rule, tool: &str, subject: &PermissionSubject, ctx: &ToolConte
     };
     match subject {
         PermissionSubject::ReadPath(p) | PermissionSubject::WritePath(p) => {
-            path_glob(pattern, ctx).is_some_and(|g| g.is_match(p))
+            path_glob(pattern, at).is_some_and(|g| g.is_match(p))
         }
         PermissionSubject::Command(c) => command_glob(pattern).is_some_and(|g| g.is_match(c.trim())),
         PermissionSubject::None => false,
@@ -192,17 +184,17 @@ fn matches(rule: &Rule, tool: &str, subject: &PermissionSubject, ctx: &ToolConte
 }
 
 /// The absolute glob a path pattern stands for.
-pub fn path_glob(pattern: &str, ctx: &ToolContext) -> Option<GlobMatcher> {
+pub fn path_glob(pattern: &str, at: &Anchors) -> Option<GlobMatcher> {
     let abs = if let Some(rest) = pattern.strip_prefix("//") {
         format!("/{rest}")
     } else if let Some(rest) = pattern.strip_prefix("~/") {
-        format!("{}/{rest}", ctx.home.display())
+        format!("{}/{rest}", at.home.display())
     } else if let Some(rest) = pattern.strip_prefix('/') {
-        format!("{}/{rest}", ctx.project_root().display())
+        format!("{}/{rest}", at.project_root.display())
     } else if pattern.contains('/') {
-        format!("{}/{pattern}", ctx.project_root().display())
+        format!("{}/{pattern}", at.project_root.display())
     } else {
-        format!("{}/**/{pattern}", ctx.project_root().display())
+        format!("{}/**/{pattern}", at.project_root.display())
     };
     let abs = if abs.ends_with('/') { format!("{abs}**") } else { abs };
     GlobBuilder::new(&abs).literal_separator(true).build().ok().map(|g| g.compile_matcher())
@@ -219,13 +211,15 @@ fn command_glob(pattern: &str) -> Option<GlobMatcher> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::Arc;
 
-    fn ctx() -> (tempfile::TempDir, ToolContext) {
-        let d = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-        let c = ToolContext::for_sandbox(d.path(), Arc::new(crate::tools::EstimateTokens))
-            .unwrap_or_else(|e| panic!("{e}"));
-        (d, c)
+    struct Place {
+        cwd: PathBuf,
+        at: Anchors,
+    }
+
+    fn ctx() -> ((), Place) {
+        let cwd = PathBuf::from("/sb/work");
+        ((), Place { cwd: cwd.clone(), at: Anchors { home: "/sb/home".into(), project_root: cwd } })
     }
 
     fn rules(allow: &[&str], ask: &[&str], deny: &[&str]) -> Rules {
@@ -240,19 +234,19 @@ mod tests {
         let r = rules(&["Read"], &["Edit(docs/**)"], &["Read(secrets/**)"]);
         let secret = c.cwd.join("secrets/k.txt");
         assert_eq!(
-            r.decide("Read", &PermissionSubject::ReadPath(secret.clone()), true, &c),
+            r.decide("Read", &PermissionSubject::ReadPath(secret.clone()), true, &c.at),
             Decision::Deny("Read(secrets/**)".into())
         );
         assert_eq!(
-            r.decide("Edit", &PermissionSubject::WritePath(secret), false, &c),
+            r.decide("Edit", &PermissionSubject::WritePath(secret), false, &c.at),
             Decision::Deny("Read(secrets/**)".into())
         );
         assert_eq!(
-            r.decide("Write", &PermissionSubject::WritePath(c.cwd.join("docs/a.md")), false, &c),
+            r.decide("Write", &PermissionSubject::WritePath(c.cwd.join("docs/a.md")), false, &c.at),
             Decision::Ask("Edit(docs/**)".into())
         );
         assert_eq!(
-            r.decide("Read", &PermissionSubject::ReadPath(c.cwd.join("a")), true, &c),
+            r.decide("Read", &PermissionSubject::ReadPath(c.cwd.join("a")), true, &c.at),
             Decision::Allow("Read".into())
         );
     }
@@ -262,16 +256,16 @@ mod tests {
         let (_d, c) = ctx();
         let r = rules(&[], &[], &["Read(.env)", "Bash(git push:*)", "Bash(rm *)"]);
         assert!(matches!(
-            r.decide("Read", &PermissionSubject::ReadPath(c.cwd.join("a/b/.env")), true, &c),
+            r.decide("Read", &PermissionSubject::ReadPath(c.cwd.join("a/b/.env")), true, &c.at),
             Decision::Deny(_)
         ));
         assert!(matches!(
-            r.decide("Bash", &PermissionSubject::Command("git push origin".into()), false, &c),
+            r.decide("Bash", &PermissionSubject::Command("git push origin".into()), false, &c.at),
             Decision::Deny(_)
         ));
-        assert!(matches!(r.decide("Bash", &PermissionSubject::Command("rm".into()), false, &c), Decision::Deny(_)));
+        assert!(matches!(r.decide("Bash", &PermissionSubject::Command("rm".into()), false, &c.at), Decision::Deny(_)));
         assert!(matches!(
-            r.decide("Bash", &PermissionSubject::Command("git status".into()), false, &c),
+            r.decide("Bash", &PermissionSubject::Command("git status".into()), false, &c.at),
             Decision::Allow(_)
         ));
         assert!(!r.hides("Read"));

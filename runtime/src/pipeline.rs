@@ -4,44 +4,19 @@
 //! call ends in exactly one result (PIPE-3), an error included. Calls of one assistant turn that are
 //! concurrency-safe run in parallel, the others one by one, results in call order (PIPE-4).
 
-use crate::hooks::{pre_tool_use, HookOutcome, HookSettings};
-use crate::permissions::{Decision, PermissionSettings, Rules};
-use crate::tools::{fs, PermissionSubject, Registry, ToolContext, ToolError, ToolOutput};
-use serde::{Deserialize, Serialize};
+use crate::context::ToolContext;
+use crate::fs;
+use crate::hooks::{pre_tool_use, HookOutcome};
+use crate::permissions::{Decision, Rules};
+use crate::registry::Registry;
+use crate::settings::{AskAnswer, HookSettings, Settings, REJECTED};
+use crate::tool::{PermissionSubject, Tool, ToolError, ToolOutput};
+use futures_util::future::BoxFuture;
 use serde_json::{json, Value};
+use std::sync::Arc;
 
 /// Characters of a persisted result shown to the model as a preview (PIPE-5).
 pub const PERSIST_PREVIEW_CHARS: usize = 2_000;
-
-/// The settings of a session, in Claude Code's settings.json shape (the subset the runtime honours).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Settings {
-    /// Permission rules.
-    #[serde(default)]
-    pub permissions: PermissionSettings,
-    /// Hooks by event.
-    #[serde(default)]
-    pub hooks: HookSettings,
-    /// The Bash sandbox (bubblewrap).
-    #[serde(default, skip_serializing_if = "is_default")]
-    pub sandbox: crate::tools::bwrap::SandboxSettings,
-}
-
-fn is_default<T: Default + PartialEq>(v: &T) -> bool {
-    *v == T::default()
-}
-
-/// How the host answers an `ask` (scripted by the probe; nobody is there to click).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum AskAnswer {
-    /// Refuse (the default: no human present).
-    #[default]
-    Deny,
-    /// Allow.
-    Allow,
-}
 
 /// A tool call from an assistant message.
 #[derive(Debug, Clone, PartialEq)]
@@ -80,23 +55,37 @@ impl ToolResult {
     }
 }
 
-/// Tools whose absence Claude Code 2.1.235 explains as "… is disabled for this session, in subagents as
-/// well as here." (PIPE-3), as measured: the cron tools under `CLAUDE_CODE_DISABLE_CRON`
-/// (`claude-code.cron-disabled`), AskUserQuestion and the plan-mode pair in `-p` runs
-/// (`claude-code.ask-plan-absent`), Agent past the nesting cap (`agent.nesting`), LSP before a server
-/// is up (`claude-code.lsp-roundtrip`). A switched-off TaskCreate and ToolSearch get the plain text
-/// (`tasks.todo-write`, `tool-search.off`).
-pub const DISABLED_NOTICE_TOOLS: &[&str] =
-    &["Agent", "AskUserQuestion", "CronCreate", "CronDelete", "CronList", "EnterPlanMode", "ExitPlanMode", "LSP"];
-
-/// The text the reference sends when the host rejects an ask.
-pub const REJECTED: &str = "The user doesn't want to proceed with this tool use. The tool use was rejected (eg. if it was a file edit, the new_string was NOT written to the file). STOP what you are doing and wait for the user to tell you how to proceed.";
-
 fn wrap(text: &str) -> String {
     format!("<tool_use_error>{text}</tool_use_error>")
 }
 
-/// The runtime of a session: its tool pool, rules, hooks and context.
+/// A part of the session that takes part in the pipeline and the agent loop without the core naming it
+/// (tool search, plan mode, skills, cron, …): every method has a default that does nothing, and the
+/// composition root ([`crate::builtin`]) installs the extensions a session has, in order.
+pub trait Extension: Send + Sync {
+    /// Reshapes the next request's `tools` array (TS-1: deferred tools left out until loaded).
+    fn shape_tools(&self, _rt: &Runtime, tools: Vec<Value>) -> Vec<Value> {
+        tools
+    }
+    /// Adds to the message of a call whose input failed the schema (TS-1: how to load a deferred tool).
+    fn on_invalid_input(&self, _rt: &Runtime, _tool: &dyn Tool, _message: &mut String) {}
+    /// Refuses a call after its hooks and before its permissions, with the result text (PLAN-1).
+    fn refuse(&self, _ctx: &ToolContext, _tool: &dyn Tool, _input: &Value) -> Option<String> {
+        None
+    }
+    /// Text blocks for the next request, given the conversation so far (SKILL-1's listing, TS-1's
+    /// announcement); also where time passes per request (CRON-2's virtual clock).
+    fn before_request(&self, _rt: &Runtime, _messages: &[Value]) -> Vec<String> {
+        Vec::new()
+    }
+    /// When the model has ended its turn and nothing runs in the background: a prompt that starts
+    /// another turn (CRON-2: a job due while the session is idle).
+    fn on_idle<'a>(&'a self, _rt: &'a Runtime) -> BoxFuture<'a, Option<String>> {
+        Box::pin(async { None })
+    }
+}
+
+/// The runtime of a session: its tool pool, rules, hooks, extensions and context.
 #[derive(Clone)]
 pub struct Runtime {
     /// The pool the model sees (bare-denied tools removed, PIPE-6).
@@ -104,6 +93,10 @@ pub struct Runtime {
     rules: Rules,
     hooks: HookSettings,
     ask_answer: AskAnswer,
+    /// The extensions of the session, in the order they act.
+    pub extensions: Vec<Arc<dyn Extension>>,
+    /// Tools whose absence the reference explains as "disabled for this session" (PIPE-3).
+    pub disabled_notice: &'static [&'static str],
     /// The context every call gets.
     pub ctx: ToolContext,
 }
@@ -124,24 +117,38 @@ impl Runtime {
     ) -> Result<Runtime, String> {
         let rules = Rules::from_settings(&settings.permissions)?;
         registry.retain(|name| !rules.hides(name));
-        Ok(Runtime { registry, rules, hooks: settings.hooks.clone(), ask_answer, ctx })
+        Ok(Runtime {
+            registry,
+            rules,
+            hooks: settings.hooks.clone(),
+            ask_answer,
+            extensions: Vec::new(),
+            disabled_notice: &[],
+            ctx,
+        })
     }
 
-    /// Whether a tool of the pool is shown to the model now: the plan-mode pair swaps with the mode
-    /// (PLAN-1: EnterPlanMode outside, ExitPlanMode inside); the LSP tool only with a configured server,
-    /// and never in the session's first request (LSP-3).
+    /// The runtime with these extensions and these "disabled for this session" tools.
+    pub fn with_extensions(
+        mut self,
+        extensions: Vec<Arc<dyn Extension>>,
+        disabled_notice: &'static [&'static str],
+    ) -> Runtime {
+        self.extensions = extensions;
+        self.disabled_notice = disabled_notice;
+        self
+    }
+
+    /// Whether a tool of the pool is shown to the model now ([`Tool::is_visible`]).
     pub fn is_visible(&self, name: &str) -> bool {
-        crate::tools::plan_mode::visible(self.ctx.session.mode.get(), name)
-            && (name != crate::tools::lsp::LSP_TOOL || self.ctx.session.lsp.tool_visible())
+        self.registry.get(name).is_some_and(|t| t.is_visible(&self.ctx))
     }
 
-    /// The `tools` array of the next request: the pool as the session's current mode shows it.
+    /// The `tools` array of the next request: the pool as the session's current state shows it.
     pub fn api_tools(&self) -> Vec<Value> {
         let mut tools = self.registry.api_tools();
         tools.retain(|t| t["name"].as_str().is_none_or(|n| self.is_visible(n)));
-        // TS-1: with ToolSearch in the pool, deferred tools wait until loaded
-        let deferred = |n: &str| self.registry.get(n).is_some_and(|t| t.should_defer());
-        crate::tools::tool_search::shape_tools(&self.ctx, tools, deferred)
+        self.extensions.iter().fold(tools, |tools, e| e.shape_tools(self, tools))
     }
 
     /// Runs the calls of one assistant turn (PIPE-4): each maximal run of consecutive concurrency-safe
@@ -167,9 +174,8 @@ impl Runtime {
     /// One call through the whole pipeline.
     pub async fn run_call(&self, call: &ToolCall) -> ToolResult {
         let id = call.id.as_str();
-        // LSP-3: a call before the LSP tool was offered is a call to a tool the session does not have
-        let lsp_hidden = call.name == crate::tools::lsp::LSP_TOOL && !self.ctx.session.lsp.ready();
-        let Some(tool) = self.registry.get(&call.name).filter(|_| !lsp_hidden) else {
+        // a call to a tool that is not callable yet (LSP-3) is a call to a tool the session does not have
+        let Some(tool) = self.registry.get(&call.name).filter(|t| t.is_available(&self.ctx)) else {
             return ToolResult::error(id, wrap(&self.no_such_tool(&call.name)));
         };
         let invalid = match tool.validates_input() {
@@ -177,16 +183,13 @@ impl Runtime {
             false => None, // MCP-1: the server checks its own input
         };
         if let Some(mut msg) = invalid {
-            // TS-1: a deferred tool called before ToolSearch loaded it gets told to load it
-            if self.registry.get(crate::tools::tool_search::TOOL_SEARCH).is_some()
-                && tool.should_defer()
-                && !self.ctx.session.tool_search.is_loaded(tool.name())
-            {
-                msg.push_str(&crate::tools::tool_search::unloaded_hint(tool.name(), &tool.input_schema()));
+            for e in &self.extensions {
+                e.on_invalid_input(self, tool.as_ref(), &mut msg);
             }
             return ToolResult::error(id, wrap(&msg));
         }
-        let (input, hook_allowed, hook_ask) = match pre_tool_use(&self.hooks, tool.name(), &call.input, &self.ctx).await
+        let hook_env = self.ctx.hook_env();
+        let (input, hook_allowed, hook_ask) = match pre_tool_use(&self.hooks, tool.name(), &call.input, &hook_env).await
         {
             HookOutcome::Deny { command, reason } => {
                 return ToolResult::error(
@@ -205,12 +208,11 @@ impl Runtime {
             }
             HookOutcome::Continue { input: None, allowed, ask } => (call.input.clone(), allowed, ask),
         };
-        // PLAN-1: in plan mode only read-only calls (and the plan file, ExitPlanMode) run
-        if let Some(msg) = crate::tools::plan_mode::refusal(&self.ctx, tool.as_ref(), &input) {
+        if let Some(msg) = self.extensions.iter().find_map(|e| e.refuse(&self.ctx, tool.as_ref(), &input)) {
             return ToolResult::error(id, msg);
         }
         let subject = tool.permission_subject(&input, &self.ctx);
-        let decision = self.rules.decide(tool.name(), &subject, tool.is_read_only(&input), &self.ctx);
+        let decision = self.rules.decide(tool.name(), &subject, tool.is_read_only(&input), &self.ctx.anchors());
         let ask_source = match decision {
             Decision::Deny(rule) => {
                 let what = match &subject {
@@ -263,12 +265,12 @@ impl Runtime {
         }
     }
 
-    /// PIPE-3: the text of a call to a tool not in the pool. For the tools of [`DISABLED_NOTICE_TOOLS`]
+    /// PIPE-3: the text of a call to a tool not in the pool. For the tools of [`Runtime::disabled_notice`]
     /// the reference adds that the tool is disabled for the session; any other name (a switched-off
     /// Task* tool, ToolSearch with tool search off, an unknown or MCP name, a tool a deny rule hid:
     /// PIPE-6) is just not available.
     fn no_such_tool(&self, name: &str) -> String {
-        if DISABLED_NOTICE_TOOLS.contains(&name) && !self.rules.hides(name) {
+        if self.disabled_notice.contains(&name) && !self.rules.hides(name) {
             format!("Error: No such tool available: {name}. {name} is disabled for this session, in subagents as well as here.")
         } else {
             format!("Error: No such tool available: {name}")
@@ -311,9 +313,9 @@ impl Runtime {
         let preview: String = text.chars().take(PERSIST_PREVIEW_CHARS).collect();
         Ok(format!(
             "<persisted-output>\nOutput too large ({}). Full output saved to: {}\n\nPreview (first {}):\n{preview}\n...\n</persisted-output>",
-            crate::tools::read::format_size(text.len() as u64),
+            fs::format_size(text.len() as u64),
             path.display(),
-            crate::tools::read::format_size(PERSIST_PREVIEW_CHARS as u64),
+            fs::format_size(PERSIST_PREVIEW_CHARS as u64),
         ))
     }
 }

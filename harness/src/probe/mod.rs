@@ -48,9 +48,9 @@
 
 pub mod sandbox;
 
-use probelab_runtime::pipeline::{AskAnswer, Settings};
-use probelab_runtime::tools::cron::ClockSpec;
-use probelab_runtime::tools::host::HostScript;
+use probelab_runtime::config::ClockSpec;
+use probelab_runtime::config::HostScript;
+use probelab_runtime::settings::{AskAnswer, Settings};
 use serde::Deserialize;
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -330,9 +330,9 @@ struct ProbeFile {
     #[serde(default)]
     clock: Option<ClockSpec>,
     #[serde(default)]
-    mcp_servers: BTreeMap<String, probelab_runtime::tools::mcp::ServerSpec>,
+    mcp_servers: BTreeMap<String, probelab_runtime::config::ServerSpec>,
     #[serde(default, rename = "plugin")]
-    plugins: Vec<Spanned<probelab_runtime::tools::lsp::config::PluginSpec>>,
+    plugins: Vec<Spanned<probelab_runtime::config::PluginSpec>>,
     #[serde(default)]
     web: crate::services::web::WebSpec,
     // Parsed here so that errors in them carry this file's place; the stub's Script reads them again.
@@ -394,10 +394,10 @@ pub struct Probe {
     pub clock: Option<ClockSpec>,
     /// MCP servers of the session (`[mcp_servers.<name>]` command / args / env, MCP-1): connected by the
     /// built-in runtime, given to Claude Code with `--mcp-config`.
-    pub mcp_servers: BTreeMap<String, probelab_runtime::tools::mcp::ServerSpec>,
+    pub mcp_servers: BTreeMap<String, probelab_runtime::config::ServerSpec>,
     /// Plugins of the session (`[[plugin]]`, Claude Code's manifest shape) with their LSP servers
     /// (LSP-1..5): loaded by the built-in runtime, given to Claude Code as `--plugin-dir`s.
-    pub plugins: Vec<probelab_runtime::tools::lsp::config::PluginSpec>,
+    pub plugins: Vec<probelab_runtime::config::PluginSpec>,
     /// The probe's web (`[web] pages."host/path" = { status, body, content_type, location, headers }`,
     /// WEB-1): served by [`crate::services::web`]; `{web}` in turns is its base URL.
     pub web: crate::services::web::WebSpec,

@@ -9,8 +9,8 @@
 
 use super::{FileSpec, FsFault, Probe};
 use base64::Engine;
-use probelab_runtime::tools::lsp::config::PluginSpec;
-use probelab_runtime::tools::mcp::ServerSpec;
+use probelab_runtime::config::PluginSpec;
+use probelab_runtime::config::ServerSpec;
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

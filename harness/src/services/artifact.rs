@@ -1,5 +1,5 @@
 //! The artifact service of a probe run (ART-1): a real local HTTP server (axum on `127.0.0.1:0`) that
-//! the built-in Artifact tool ([`probelab_runtime::tools::artifact`]) talks to. Objects live in memory, each with
+//! the built-in Artifact tool (probelab-runtime's `tools/artifact.rs`) talks to. Objects live in memory, each with
 //! its versions (content, author, the writer's request token) and its comments. Started per probe by
 //! [`crate::run`] when the probe turns the Artifact tool on, stopped with the run; never a mock inside
 //! the tool.

@@ -192,7 +192,7 @@ async fn serve_page(State(s): State<Shared>, method: Method, uri: Uri, headers: 
     resp
 }
 
-pub use probelab_runtime::tools::web_fetch::{ToService, WebAccess};
+pub use probelab_runtime::config::{ToService, WebAccess};
 
 #[cfg(test)]
 mod tests {

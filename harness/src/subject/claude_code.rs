@@ -16,8 +16,8 @@
 
 use crate::probe::sandbox::Sandbox;
 use crate::probe::Probe;
-use probelab_runtime::pipeline::Settings;
-use probelab_runtime::tools::mcp::ServerSpec;
+use probelab_runtime::config::ServerSpec;
+use probelab_runtime::settings::Settings;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 

@@ -90,7 +90,7 @@ pub fn result_text(block: &Value) -> String {
 
 /// SHA-256 hex of bytes.
 pub fn sha256(bytes: &[u8]) -> String {
-    probelab_runtime::tools::fs::hex(&Sha256::digest(bytes))
+    probelab_runtime::fs::hex(&Sha256::digest(bytes))
 }
 
 /// Blobs referenced by a rendering: hash → pretty JSON text.

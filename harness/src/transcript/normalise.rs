@@ -57,7 +57,7 @@ pub fn steps(p: &Places<'_>) -> Vec<Step> {
     let ts = TIMESTAMP.clone();
     let today = p.today.clone();
     let month = month_name(&p.today);
-    let slug = probelab_runtime::tools::fs::cwd_slug(p.cwd);
+    let slug = probelab_runtime::fs::cwd_slug(p.cwd);
     let os = OS_VERSION.clone();
     let agent_ms = AGENT_MS.clone();
     // the probe's web service (WEB-1): its base URL, as the run wrote it down, is `<web>`

@@ -2,8 +2,7 @@
 //! the turn limit.
 
 use probelab_runtime::agent::{run_loop, Client, LoopEnd, MAX_RETRIES};
-use probelab_runtime::pipeline::{AskAnswer, Runtime, Settings};
-use probelab_runtime::tools::{Registry, ToolContext};
+use probelab_runtime::builtin::{self, SessionConfig};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use stub_messages::{serve, Exchange, Recorder, Script, Stub};
@@ -14,12 +13,19 @@ async fn run(script: &str, max_turns: usize) -> (LoopEnd, Vec<Exchange>, Duratio
     let running = serve(stub.clone(), ([127, 0, 0, 1], 0).into()).await.unwrap_or_else(|e| panic!("{e}"));
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
     let client = Arc::new(Client::new(&running.url(), "claude-opus-5"));
-    let ctx = ToolContext::for_sandbox(dir.path(), client.clone()).unwrap_or_else(|e| panic!("{e}"));
-    std::fs::write(ctx.cwd.join("f.txt"), "x\n").unwrap_or_else(|e| panic!("{e}"));
-    let rt =
-        Runtime::new(Registry::builtin(), &Settings::default(), AskAnswer::Deny, ctx).unwrap_or_else(|e| panic!("{e}"));
+    let root = dir.path().canonicalize().unwrap_or_else(|e| panic!("{e}"));
+    std::fs::create_dir_all(root.join("work")).unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(root.join("work/f.txt"), "x\n").unwrap_or_else(|e| panic!("{e}"));
+    let config = SessionConfig {
+        cwd: root.join("work"),
+        home: root.join("home"),
+        roots: vec![root.clone()],
+        model: Some(client.clone()),
+        ..SessionConfig::default()
+    };
+    let rt = builtin::start(config).await.unwrap_or_else(|e| panic!("{e}"));
     let t = Instant::now();
-    let end = run_loop(&client, &rt, "go", max_turns).await;
+    let end = run_loop(client.as_ref(), &rt, "go", max_turns).await;
     let took = t.elapsed();
     running.stop().await;
     let mut ex = stub.recorder().exchanges();

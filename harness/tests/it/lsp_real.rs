@@ -4,14 +4,12 @@
 //! answers (LSP-1, LSP-2, LSP-5). And against the fake server: a crash, a hang and a protocol break
 //! each end the call with a clear text within the deadline, and the next call restarts the server.
 
-use probelab_runtime::tools::lsp::config::{servers, PluginSpec};
-use probelab_runtime::tools::lsp::manager::{LspManager, ENV_REQUEST_TIMEOUT_MS};
-use probelab_runtime::tools::lsp::Lsp;
-use probelab_runtime::tools::session::Session;
-use probelab_runtime::tools::{EstimateTokens, Tool, ToolContext, ToolError, ToolOutput};
+use probelab_runtime::builtin::{self, SessionConfig};
+use probelab_runtime::config::PluginSpec;
+use probelab_runtime::limits::LSP_REQUEST_TIMEOUT_ENV as ENV_REQUEST_TIMEOUT_MS;
+use probelab_runtime::{ToolContext, ToolError, ToolOutput};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 fn pylsp() -> PathBuf {
@@ -28,26 +26,36 @@ fn copy_fixture(to: &Path) {
     }
 }
 
-/// A context whose session has these plugins (a TOML `[[plugin]]` list).
-fn ctx(dir: &Path, plugins: &str, env: &[(&str, &str)]) -> ToolContext {
-    let mut c = ToolContext::for_sandbox(dir, Arc::new(EstimateTokens)).unwrap_or_else(|e| panic!("{e}"));
+/// A context of a session started with these plugins (a TOML `[[plugin]]` list), as the lab starts one;
+/// `dir/work` is the cwd (created).
+async fn ctx(dir: &Path, plugins: &str, env: &[(&str, &str)]) -> ToolContext {
     #[derive(serde::Deserialize)]
     struct Plugins {
         plugin: Vec<PluginSpec>,
     }
     let p: Plugins = toml::from_str(plugins).unwrap_or_else(|e| panic!("{e}"));
-    for (k, v) in env {
-        c.env.insert(k.to_string(), v.to_string());
+    let root = dir.canonicalize().unwrap_or_else(|e| panic!("{e}"));
+    for d in ["work", "home"] {
+        std::fs::create_dir_all(root.join(d)).unwrap_or_else(|e| panic!("{e}"));
     }
-    let lsp = LspManager::new(servers(&p.plugin), &c.cwd, &c.env);
-    c.session = Arc::new(Session { lsp, ..Session::default() });
-    c
+    let config = SessionConfig {
+        cwd: root.join("work"),
+        home: root.join("home"),
+        roots: vec![root.clone()],
+        env: env.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+        plugins: p.plugin,
+        ..SessionConfig::default()
+    };
+    builtin::start(config).await.unwrap_or_else(|e| panic!("{e}")).ctx
 }
 
 async fn call(c: &ToolContext, input: Value) -> String {
-    let r = tokio::time::timeout(Duration::from_secs(60), Lsp.call(input, c))
-        .await
-        .unwrap_or_else(|_| panic!("the LSP tool hung"));
+    let r = tokio::time::timeout(
+        Duration::from_secs(60),
+        builtin::registry().get("LSP").unwrap_or_else(|| panic!("no LSP tool")).call(input, c),
+    )
+    .await
+    .unwrap_or_else(|_| panic!("the LSP tool hung"));
     match r {
         Ok(ToolOutput::Data { text, .. }) | Ok(ToolOutput::Text(text)) => text,
         Ok(o) => panic!("unexpected output {o:?}"),
@@ -66,7 +74,7 @@ async fn a_real_python_server_answers_the_four_main_operations() {
         "[[plugin]]\nname = \"python\"\nlspServers.pylsp = {{ command = {:?}, extensionToLanguage = {{ \".py\" = \"python\" }} }}\n",
         pylsp().to_string_lossy()
     );
-    let c = ctx(d.path(), &plugins, &[]);
+    let c = ctx(d.path(), &plugins, &[]).await;
     copy_fixture(&c.cwd);
     let (main, shapes) = (c.cwd.join("main.py"), c.cwd.join("shapes.py"));
 
@@ -88,17 +96,17 @@ async fn a_real_python_server_answers_the_four_main_operations() {
     for want in ["Square (Class) - Line 4", "area (", "total_area (Function) - Line 15"] {
         assert!(symbols.contains(want), "{want:?} not in:\n{symbols}");
     }
-    c.session.lsp.shutdown().await;
+    builtin::shutdown(&c).await;
 }
 
-fn fake(dir: &Path, mode: &str) -> (ToolContext, PathBuf) {
+async fn fake(dir: &Path, mode: &str) -> (ToolContext, PathBuf) {
     let trace = dir.join("trace.jsonl");
     let plugins = format!(
         "[[plugin]]\nname = \"fake\"\nlspServers.probe = {{ command = {:?}, args = [\"fake-lsp\", \"--trace\", {:?}, \"--mode\", {mode:?}, \"--once\"], extensionToLanguage = {{ \".probe\" = \"probe\" }} }}\n",
         env!("CARGO_BIN_EXE_probelab"),
         trace.to_string_lossy(),
     );
-    let c = ctx(dir, &plugins, &[(ENV_REQUEST_TIMEOUT_MS, "1500")]);
+    let c = ctx(dir, &plugins, &[(ENV_REQUEST_TIMEOUT_MS, "1500")]).await;
     std::fs::write(c.cwd.join("a.probe"), "class Probe:\n").unwrap_or_else(|e| panic!("{e}"));
     (c, trace)
 }
@@ -111,7 +119,7 @@ async fn a_crash_a_hang_and_garbage_end_the_call_in_time_and_the_next_call_resta
         ("hang", "no answer within 1500ms; the server was stopped and the next call restarts it"),
     ] {
         let d = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-        let (c, trace) = fake(d.path(), mode);
+        let (c, trace) = fake(d.path(), mode).await;
         let file = c.cwd.join("a.probe");
         let t = Instant::now();
         let first = call(&c, op("goToDefinition", &file, 1, 1)).await;
@@ -123,7 +131,7 @@ async fn a_crash_a_hang_and_garbage_end_the_call_in_time_and_the_next_call_resta
         assert!(t.elapsed() < Duration::from_secs(10), "{mode}: took {:?}", t.elapsed());
         let second = call(&c, op("goToDefinition", &file, 1, 1)).await;
         assert_eq!(second, "Defined in a.probe:3:5", "{mode}");
-        c.session.lsp.shutdown().await;
+        builtin::shutdown(&c).await;
         let view = harness::fake_lsp::trace_view(&std::fs::read_to_string(&trace).unwrap_or_default());
         assert_eq!(view["starts"], 2, "{mode}: {view}");
         let methods: Vec<&str> = view["methods"].as_array().into_iter().flatten().filter_map(Value::as_str).collect();
@@ -135,7 +143,7 @@ async fn a_crash_a_hang_and_garbage_end_the_call_in_time_and_the_next_call_resta
 async fn a_server_that_cannot_start_is_given_up_after_its_restarts() {
     let d = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
     let plugins = "[[plugin]]\nname = \"fake\"\nlspServers.probe = { command = \"/nonexistent/lsp-server\", extensionToLanguage = { \".probe\" = \"probe\" }, maxRestarts = 1 }\n";
-    let c = ctx(d.path(), plugins, &[]);
+    let c = ctx(d.path(), plugins, &[]).await;
     std::fs::write(c.cwd.join("a.probe"), "x\n").unwrap_or_else(|e| panic!("{e}"));
     let file = c.cwd.join("a.probe");
     let mut texts = Vec::new();

@@ -2,9 +2,7 @@
 //! behaviour that probes cannot show alone (parallel batches, budgets), and golden sensitivity.
 
 mod agent;
-mod bash_edges;
 mod cli;
 mod html_report;
 mod lsp_real;
 mod mcp;
-mod search_limits;

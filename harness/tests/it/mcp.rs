@@ -3,25 +3,39 @@
 //! mapped to the flags (MCP-1), results and errors as the reference words them; and the lab's side of the
 //! configuration (placeholders resolved by the sandbox, Claude Code's `--mcp-config` file).
 
-use probelab_runtime::tools::mcp::{Mcp, ServerSpec, LIST_RESOURCES, READ_RESOURCE, READ_RESOURCE_DIR};
-use probelab_runtime::tools::{EstimateTokens, Registry, ToolContext, ToolError, ToolOutput};
+use probelab_runtime::builtin::{self, SessionConfig};
+use probelab_runtime::config::ServerSpec;
+use probelab_runtime::{ToolError, ToolOutput};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
-use std::sync::Arc;
+
+const LIST_RESOURCES: &str = "ListMcpResourcesTool";
+const READ_RESOURCE: &str = "ReadMcpResourceTool";
+const READ_RESOURCE_DIR: &str = "ReadMcpResourceDirTool";
 
 #[tokio::test]
 async fn tools_from_the_fixture_server_map_annotations_to_flags() {
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-    let ctx = ToolContext::for_sandbox(dir.path(), Arc::new(EstimateTokens)).unwrap_or_else(|e| panic!("{e}"));
+    let root = dir.path().canonicalize().unwrap_or_else(|e| panic!("{e}"));
     let spec = ServerSpec {
         command: env!("CARGO_BIN_EXE_probelab").into(),
         args: vec!["fake-mcp".into()],
         ..Default::default()
     };
-    let mcp = Mcp::connect(&BTreeMap::from([("fixture".to_string(), spec)]), &ctx.cwd, &ctx.home).await;
-    assert!(mcp.failures.is_empty(), "{:?}", mcp.failures);
-    let pool = Registry::default().with_mcp(mcp.tools());
-    let names = pool.names();
+    let config = SessionConfig {
+        cwd: root.join("work"),
+        home: root.join("home"),
+        roots: vec![root.clone()],
+        mcp_servers: BTreeMap::from([("fixture".to_string(), spec)]),
+        ..SessionConfig::default()
+    };
+    std::fs::create_dir_all(&config.cwd).unwrap_or_else(|e| panic!("{e}"));
+    let runtime = builtin::start(config).await.unwrap_or_else(|e| panic!("{e}"));
+    assert!(builtin::mcp_failures(&runtime).is_empty(), "{:?}", builtin::mcp_failures(&runtime));
+    let (pool, ctx) = (&runtime.registry, &runtime.ctx);
+    // the session's MCP part of the pool: what the built-in pool does not have, in pool order
+    let builtins = builtin::pool(&ctx.env).names();
+    let names: Vec<&str> = pool.names().into_iter().filter(|n| !builtins.contains(n)).collect();
     assert_eq!(names[..3], [LIST_RESOURCES, READ_RESOURCE_DIR, READ_RESOURCE]);
     assert_eq!(names.len(), 13);
     let flags = |n: &str| {
@@ -53,7 +67,7 @@ async fn tools_from_the_fixture_server_map_annotations_to_flags() {
         call(READ_RESOURCE, json!({"server": "other", "uri": "x"})).await,
         Err(ToolError::Runtime("Server \"other\" not found. Available servers: fixture".into()))
     );
-    mcp.shutdown().await;
+    builtin::shutdown(&runtime.ctx).await;
 }
 
 #[test]

@@ -8,12 +8,13 @@
 pub mod stream;
 pub mod wire;
 
+use crate::model::{Model, TokenCounter};
 use crate::pipeline::{Runtime, ToolCall};
-use crate::tools::TokenCounter;
 use eventsource_stream::{EventStreamError, Eventsource};
 use futures_util::future::BoxFuture;
 use futures_util::StreamExt;
 use serde_json::{json, Value};
+use std::sync::Arc;
 use std::time::Duration;
 use stream::{Assembler, Ended};
 use wire::{ContentBlock, Message, StopReason};
@@ -159,6 +160,20 @@ impl TokenCounter for Client {
     }
 }
 
+impl Model for Client {
+    fn model(&self) -> &str {
+        &self.model
+    }
+
+    fn with_model(&self, model: &str) -> Arc<dyn Model> {
+        Arc::new(Client { model: model.to_string(), ..self.clone() })
+    }
+
+    fn create<'a>(&'a self, body: &'a Value) -> BoxFuture<'a, Result<Message, String>> {
+        Box::pin(async move { Client::create(self, body).await.map_err(|e| e.0) })
+    }
+}
+
 /// How a loop ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum LoopEnd {
@@ -208,17 +223,25 @@ impl LoopOutcome {
 }
 
 /// Runs the agent loop of the session with the built-in system prompt (see [`run_loop_with`]).
-pub async fn run_loop(client: &Client, runtime: &Runtime, prompt: &str, max_turns: usize) -> LoopEnd {
-    run_loop_with(client, runtime, SYSTEM_PROMPT, prompt, max_turns).await.end
+pub async fn run_loop(model: &dyn Model, runtime: &Runtime, prompt: &str, max_turns: usize) -> LoopEnd {
+    run_loop_with(model, runtime, SYSTEM_PROMPT, prompt, max_turns).await.end
+}
+
+/// The ids of the tool calls the last (user) message answers.
+fn answered_ids(messages: &[Value]) -> Vec<&str> {
+    let Some(last) = messages.last().filter(|m| m["role"] == "user") else { return Vec::new() };
+    let blocks = last["content"].as_array().map(Vec::as_slice).unwrap_or_default();
+    blocks.iter().filter(|b| b["type"] == "tool_result").filter_map(|b| b["tool_use_id"].as_str()).collect()
 }
 
 /// Runs an agent loop: the first user message is `prompt`; at most `max_turns` requests. The tool list
-/// is taken afresh for each request (the session's mode can change it). Finished background tasks are
-/// injected before each request (BG-1); at the model's end, running ones are waited for and their
-/// results start another turn; then, while the session is idle, a cron job due may start another
-/// (CRON-2).
+/// is taken afresh for each request (the session's mode can change it). Before each request: what
+/// finished in the background (BG-1), then what the session's extensions add (a skill listing, deferred
+/// tools announced), then the texts the answered calls left ([`crate::session::Followups`]). At the
+/// model's end, background work still running is waited for and its results start another turn; then,
+/// while the session is idle, an extension may start another (CRON-2).
 pub async fn run_loop_with(
-    client: &Client,
+    model: &dyn Model,
     runtime: &Runtime,
     system: &str,
     prompt: &str,
@@ -231,22 +254,26 @@ pub async fn run_loop_with(
         if let Some(block) = tasks.drain_notifications() {
             append_text(&mut messages, block);
         }
-        // SKILL-1, TS-1: the skill listing and deferred tools first, then a skill's body after its result
-        for text in crate::tools::skill::before_request(runtime, &messages) {
+        let mut texts: Vec<String> =
+            runtime.extensions.iter().flat_map(|e| e.before_request(runtime, &messages)).collect();
+        let ids = answered_ids(&messages);
+        if !ids.is_empty() {
+            texts.extend(runtime.ctx.session.followups.take_for(&ids));
+        }
+        for text in texts {
             append_text(&mut messages, text);
         }
-        runtime.ctx.session.cron.tick(); // the virtual clock: each request takes its time (CRON-2)
         let body = json!({
-            "model": client.model,
+            "model": model.model(),
             "max_tokens": MAX_TOKENS,
             "stream": true,
             "system": [{"type": "text", "text": system}],
             "tools": runtime.api_tools(),
             "messages": messages,
         });
-        let message = match client.create(&body).await {
+        let message = match model.create(&body).await {
             Ok(m) => m,
-            Err(e) => return LoopOutcome { end: LoopEnd::Error(e.0), messages },
+            Err(e) => return LoopOutcome { end: LoopEnd::Error(e), messages },
         };
         let content = serde_json::to_value(&message.content).unwrap_or_default();
         messages.push(json!({"role": "assistant", "content": content}));
@@ -264,14 +291,21 @@ pub async fn run_loop_with(
             // like the reference in `-p` mode: background work still running is waited for, and its
             // results (or those that ended during this last call) start another turn
             while tasks.running() > 0 {
-                tasks.wait_any(crate::tools::bash::MAX_TIMEOUT_MS).await;
+                tasks.wait_any(crate::background::MAX_WAIT_MS).await;
             }
             if let Some(block) = tasks.drain_notifications() {
                 append_text(&mut messages, block);
                 continue;
             }
-            // idle: a scheduled job due now starts another turn
-            if let Some(prompt) = runtime.ctx.session.cron.on_idle().await {
+            // idle: an extension (a scheduled job due now) may start another turn
+            let mut next = None;
+            for e in &runtime.extensions {
+                if let Some(prompt) = e.on_idle(runtime).await {
+                    next = Some(prompt);
+                    break;
+                }
+            }
+            if let Some(prompt) = next {
                 messages.push(json!({"role": "user", "content": prompt}));
                 continue;
             }

@@ -41,11 +41,13 @@
 //! conversation's task registry, which the loop drains before each request), worded as the reference
 //! words a message that arrived while the agent was working.
 
-use super::session::{Api, Session};
-use super::tasks::{InboxReader, Status, Task};
-use super::{fs, Registry, Tool, ToolContext, ToolError, ToolOutput};
-use crate::agent::{run_loop_with, Client, LoopEnd, LoopOutcome};
+use crate::agent::{run_loop_with, LoopEnd, LoopOutcome};
+use crate::background::{InboxReader, Status, Task};
+use crate::context::ToolContext;
+use crate::fs;
+use crate::model::Model;
 use crate::pipeline::Runtime;
+use crate::tool::{Tool, ToolError, ToolOutput};
 use futures_util::future::BoxFuture;
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -58,6 +60,8 @@ use std::time::Instant;
 /// conversation is depth 0; agents at depth 1 and 2 have the Agent tool, agents at depth 3 do not — as
 /// measured on Claude Code 2.1.235 (`probes/claude-code/agent-nested.toml`).
 pub const MAX_AGENT_DEPTH: usize = 3;
+/// The tool's name.
+pub const AGENT: &str = "Agent";
 /// Agents running at once in a session, synchronous and background together (AGENT-1: concurrent-agent
 /// cap; the reference's documented "up to 10 parallel tasks"). One more is refused until one ends.
 pub const MAX_CONCURRENT_AGENTS: usize = 10;
@@ -259,7 +263,7 @@ const DESCRIPTION: &str = "Launch a new agent to handle complex, multi-step task
 
 impl Tool for Agent {
     fn name(&self) -> &'static str {
-        "Agent"
+        AGENT
     }
 
     fn description(&self) -> String {
@@ -315,21 +319,32 @@ pub fn agent_type(name: &str) -> Option<&'static AgentType> {
     AGENT_TYPES.iter().find(|t| t.name == name)
 }
 
-/// The pool of a child of `kind` at `depth`: the session's pool less what the type may not have, and
-/// less Agent at [`MAX_AGENT_DEPTH`].
-pub fn child_registry(env: &std::collections::BTreeMap<String, String>, kind: &AgentType, depth: usize) -> Registry {
-    let mut r = Registry::for_session(env);
-    r.retain(|n| {
-        (kind.only.is_empty() || kind.only.contains(&n))
-            && !kind.without.contains(&n)
-            && !(n == "Agent" && depth >= MAX_AGENT_DEPTH)
-    });
-    r
+/// What the composition root needs to build a sub-agent's runtime.
+pub struct ChildSpec {
+    /// The agent type (its pool and system prompt).
+    pub kind: &'static AgentType,
+    /// Who the child is among the session's agents (its depth, id, name, team).
+    pub who: Identity,
+    /// The child's model.
+    pub model: Arc<dyn Model>,
+    /// Its working directory.
+    pub cwd: PathBuf,
 }
+
+/// Builds the runtime of a sub-agent: the composition root ([`crate::builtin::Builtin`]), which the
+/// session carries in a [`ComposerSlot`] — so this tool never names the tools a child gets.
+pub trait Composer: Send + Sync {
+    /// A runtime for a child of `parent`.
+    fn child(&self, parent: &ToolContext, spec: ChildSpec) -> Result<Runtime, String>;
+}
+
+/// The session's [`Composer`] (none in a session built by hand: the Agent tool then refuses).
+#[derive(Default)]
+pub struct ComposerSlot(pub Option<Arc<dyn Composer>>);
 
 /// Checks that need no side effect, in the order a model can act on them.
 fn validate(args: &Args, ctx: &ToolContext) -> Result<&'static AgentType, ToolError> {
-    let me = &ctx.session.agents.me;
+    let me = &ctx.session.state::<Agents>().me;
     if me.depth >= MAX_AGENT_DEPTH {
         return Err(ToolError::Validation(format!(
             "Agents cannot be nested deeper than {MAX_AGENT_DEPTH} levels: this agent is at depth {}. Do the work yourself.",
@@ -439,7 +454,7 @@ async fn child_cwd(args: &Args, ctx: &ToolContext, id: &str) -> Result<PathBuf, 
 /// A child ready to run: its runtime, client, system prompt, identity.
 struct Child {
     runtime: Runtime,
-    client: Client,
+    client: Arc<dyn Model>,
     system: &'static str,
     who: Identity,
     transcript: PathBuf,
@@ -447,10 +462,10 @@ struct Child {
 
 async fn launch(args: Args, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
     let kind = validate(&args, ctx)?;
-    let Some(api) = ctx.session.api.clone() else {
+    let Some(api) = ctx.session.model.clone() else {
         return Err(ToolError::Runtime("No Messages API is configured for sub-agents in this session.".into()));
     };
-    let agents = &ctx.session.agents;
+    let agents = ctx.session.state::<Agents>();
     let guard = reserve(&agents.shared)?;
     let n = agents.shared.issued.fetch_add(1, Ordering::SeqCst) + 1;
     let id = format!("a{n:016x}");
@@ -499,7 +514,7 @@ pub struct SubagentRun {
 
 /// Runs one sub-agent of `kind` on `prompt` to its end, for tools that orchestrate agents (Workflow's
 /// `agent()`): the same child loop as the Agent tool (its own read state and shell, the pool of
-/// [`child_registry`], the concurrency cap) in the parent's cwd, with no roster entry; `model` is an alias
+/// [`crate::builtin::child_pool`], the concurrency cap) in the parent's cwd, with no roster entry; `model` is an alias
 /// of [`MODEL_ALIASES`] (`None`: the session's); the transcript goes to `<transcript_dir>/agent-<id>.jsonl`.
 pub async fn run_subagent(
     ctx: &ToolContext,
@@ -508,11 +523,11 @@ pub async fn run_subagent(
     model: Option<String>,
     transcript_dir: &Path,
 ) -> Result<SubagentRun, ToolError> {
-    let Some(api) = ctx.session.api.clone() else {
+    let Some(api) = ctx.session.model.clone() else {
         return Err(ToolError::Runtime("No Messages API is configured for sub-agents in this session.".into()));
     };
-    let guard = reserve(&ctx.session.agents.shared)?;
-    let n = ctx.session.agents.shared.issued.fetch_add(1, Ordering::SeqCst) + 1;
+    let guard = reserve(&ctx.session.state::<Agents>().shared)?;
+    let n = ctx.session.state::<Agents>().shared.issued.fetch_add(1, Ordering::SeqCst) + 1;
     let id = format!("a{n:016x}");
     let args = Args {
         description: String::new(),
@@ -538,58 +553,39 @@ fn make_child(
     args: &Args,
     ctx: &ToolContext,
     kind: &'static AgentType,
-    api: &Api,
+    api: &Arc<dyn Model>,
     id: &str,
     cwd: PathBuf,
 ) -> Result<Child, ToolError> {
-    let parent = &ctx.session;
+    let parent = ctx.session.state::<Agents>();
     let model = match &args.model {
-        Some(alias) => MODEL_ALIASES.iter().find(|(a, _)| a == alias).map(|(_, m)| m.to_string()).ok_or_else(|| {
-            ToolError::Validation(format!("Unknown model {alias:?}: use sonnet, opus, haiku or fable."))
-        })?,
-        None => api.model.clone(),
+        Some(alias) => {
+            MODEL_ALIASES.iter().find(|(a, _)| a == alias).map(|(_, m)| api.with_model(m)).ok_or_else(|| {
+                ToolError::Validation(format!("Unknown model {alias:?}: use sonnet, opus, haiku or fable."))
+            })?
+        }
+        None => api.clone(),
     };
     let who = Identity {
-        depth: parent.agents.me.depth + 1,
+        depth: parent.me.depth + 1,
         id: Some(id.to_string()),
         name: args.name.clone(),
-        team: args.team_name.clone().or_else(|| parent.agents.me.team.clone()),
+        team: args.team_name.clone().or_else(|| parent.me.team.clone()),
     };
-    let session = Session {
-        settings: parent.settings.clone(),
-        ask_answer: parent.ask_answer,
-        api: Some(Api { base_url: api.base_url.clone(), model: model.clone() }),
-        host: parent.host.clone(),
-        agents: Agents { me: who.clone(), shared: parent.agents.shared.clone() },
-        ..Session::default()
+    let Some(composer) = ctx.session.state::<ComposerSlot>().0.clone() else {
+        return Err(ToolError::Runtime("cannot start the agent: this session has no way to build one".into()));
     };
-    let client = Client::new(&api.base_url, &model);
-    let child_ctx = ToolContext {
-        cwd,
-        home: ctx.home.clone(),
-        roots: ctx.roots.clone(),
-        session_id: ctx.session_id.clone(),
-        env: ctx.env.clone(),
-        read_state: Arc::default(),
-        tokens: Arc::new(client.clone()),
-        shell: Arc::default(),
-        sandbox: ctx.sandbox.clone(),
-        call_id: None,
-        session: Arc::new(session),
-    };
+    let spec = ChildSpec { kind, who: who.clone(), model: model.clone(), cwd };
+    let runtime =
+        composer.child(ctx, spec).map_err(|e| ToolError::Runtime(format!("cannot start the agent: settings: {e}")))?;
     let inbox = mailbox(&ctx.home, &who.team(), &who.address());
-    child_ctx.shell.tasks.set_inbox_if_absent(|| inbox_reader(inbox));
-    // the session's MCP tools go to children that may have every tool (the reference's general-purpose)
-    let mcp = if kind.only.is_empty() { ctx.session.mcp.tools() } else { Vec::new() };
-    let registry = child_registry(&ctx.env, kind, who.depth).with_mcp(mcp);
-    let runtime = Runtime::new(registry, &parent.settings, parent.ask_answer, child_ctx)
-        .map_err(|e| ToolError::Runtime(format!("cannot start the agent: settings: {e}")))?;
+    runtime.ctx.shell.tasks.set_inbox_if_absent(|| inbox_reader(inbox));
     let transcript = ctx.session_dir().join("subagents").join(format!("agent-{id}.jsonl"));
-    Ok(Child { runtime, client, system: kind.system, who, transcript })
+    Ok(Child { runtime, client: model, system: kind.system, who, transcript })
 }
 
 async fn run_child(child: &Child, prompt: &str) -> LoopOutcome {
-    let outcome = run_loop_with(&child.client, &child.runtime, child.system, prompt, SUBAGENT_MAX_TURNS).await;
+    let outcome = run_loop_with(child.client.as_ref(), &child.runtime, child.system, prompt, SUBAGENT_MAX_TURNS).await;
     // nothing the child started outlives it
     child.runtime.ctx.shell.tasks.stop_all();
     child.runtime.ctx.shell.tasks.wait_idle(10_000).await;
@@ -679,7 +675,7 @@ fn background(args: Args, ctx: &ToolContext, child: Child, guard: RunningGuard) 
                 Status::Killed
             }
         };
-        session.agents.set_running(&id, false);
+        session.state::<Agents>().set_running(&id, false);
         shell.tasks.finish(&id, status, None);
     });
     let text = format!(
@@ -698,14 +694,14 @@ mod tests {
     fn types_and_pools() {
         let env = std::collections::BTreeMap::new();
         let gp = agent_type("general-purpose").unwrap_or_else(|| panic!("no gp"));
-        let names = child_registry(&env, gp, 1).names();
+        let names = crate::builtin::child_pool(&env, gp, 1).names();
         assert!(names.contains(&"Agent") && names.contains(&"Read") && !names.contains(&"TaskOutput"), "{names:?}");
-        assert!(!child_registry(&env, gp, MAX_AGENT_DEPTH).names().contains(&"Agent"));
+        assert!(!crate::builtin::child_pool(&env, gp, MAX_AGENT_DEPTH).names().contains(&"Agent"));
         let ex = agent_type("Explore").unwrap_or_else(|| panic!("no Explore"));
-        let names = child_registry(&env, ex, 1).names();
+        let names = crate::builtin::child_pool(&env, ex, 1).names();
         assert!(!names.contains(&"Agent") && !names.contains(&"Edit") && names.contains(&"Read"), "{names:?}");
         let sl = agent_type("statusline-setup").unwrap_or_else(|| panic!("no statusline"));
-        assert_eq!(child_registry(&env, sl, 1).names(), vec!["Edit", "Read"]);
+        assert_eq!(crate::builtin::child_pool(&env, sl, 1).names(), vec!["Edit", "Read"]);
         assert!(agent_type("nope").is_none());
     }
 

@@ -1,6 +1,6 @@
 //! apply_patch (PATCH-1): the `*** Begin Patch … *** End Patch` format of the Codex CLI — file
 //! operations without line numbers, hunks located by their context. Optional: off by default
-//! ([`ENV_ENABLE_APPLY_PATCH`] turns it on in [`crate::tools::Registry::for_session`]); Claude Code
+//! ([`ENV_ENABLE_APPLY_PATCH`] turns it on in [`crate::registry::Registry::for_session`]); Claude Code
 //! 2.1.235 has no such tool (request 1 of its goldens lists none). Written from the format's published
 //! grammar, not from Codex's code.
 //!
@@ -51,8 +51,9 @@
 //!   removes and adds (Codex writes the patch's version of the context lines too).
 //! - Updated files end with a newline, as Codex writes them.
 
-use super::fs::{confine, remember_read};
-use super::{PermissionSubject, Tool, ToolContext, ToolError, ToolOutput};
+use crate::context::ToolContext;
+use crate::fs::{confine, remember_read};
+use crate::tool::{PermissionSubject, Tool, ToolError, ToolOutput};
 use futures_util::future::BoxFuture;
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -61,6 +62,8 @@ use std::path::PathBuf;
 
 /// Env switch that adds apply_patch to the pool (PATCH-1: optional, off by default).
 pub const ENV_ENABLE_APPLY_PATCH: &str = "PROBELAB_ENABLE_APPLY_PATCH";
+/// The tool's name.
+pub const APPLY_PATCH: &str = "apply_patch";
 
 const BEGIN: &str = "*** Begin Patch";
 const END: &str = "*** End Patch";
@@ -570,7 +573,7 @@ fn check_denies(ctx: &ToolContext, files: &BTreeMap<PathBuf, Planned>) -> Result
         .map_err(|e| ToolError::Runtime(format!("permission settings: {e}")))?;
     for p in files.keys() {
         if let crate::permissions::Decision::Deny(rule) =
-            rules.decide("apply_patch", &PermissionSubject::WritePath(p.clone()), false, ctx)
+            rules.decide("apply_patch", &PermissionSubject::WritePath(p.clone()), false, &ctx.anchors())
         {
             return Err(refuse(format!("Permission to write {} has been denied by the rule {rule}.", p.display())));
         }
@@ -629,7 +632,7 @@ fn first_path(input: &Value) -> Option<String> {
 
 impl Tool for ApplyPatch {
     fn name(&self) -> &'static str {
-        "apply_patch"
+        APPLY_PATCH
     }
 
     fn description(&self) -> String {
@@ -654,7 +657,7 @@ impl Tool for ApplyPatch {
 
     fn permission_subject(&self, input: &Value, ctx: &ToolContext) -> PermissionSubject {
         match first_path(input) {
-            Some(p) => PermissionSubject::WritePath(super::fs::absolute(ctx, &p)),
+            Some(p) => PermissionSubject::WritePath(crate::fs::absolute(ctx, &p)),
             None => PermissionSubject::None,
         }
     }
@@ -789,7 +792,7 @@ mod tests {
 
     fn ctx() -> (tempfile::TempDir, ToolContext) {
         let d = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-        let c = ToolContext::for_sandbox(d.path(), Arc::new(super::super::EstimateTokens))
+        let c = ToolContext::for_sandbox(d.path(), Arc::new(crate::model::EstimateTokens))
             .unwrap_or_else(|e| panic!("{e}"));
         (d, c)
     }

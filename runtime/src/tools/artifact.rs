@@ -1,7 +1,7 @@
 //! Artifact (ART-1): publish a local file as a remote artifact, read one, live-edit one, comment on one —
 //! against the run's artifact service (the lab's `services::artifact`, a real local HTTP server the
 //! session reaches through [`Artifacts::api`]). Off by default: [`ENV_ENABLE_ARTIFACT`] turns it on
-//! ([`crate::tools::Registry::for_session`]).
+//! ([`crate::registry::Registry::for_session`]).
 //!
 //! Claude Code 2.1.235 does not offer an Artifact tool in its default pool (request 1 of every
 //! `golden/claude-code@2.1.235` run lists none), so nothing here is copied from a measured run. The
@@ -34,8 +34,9 @@
 //! - Result budget [`ARTIFACT_MAX_RESULT_SIZE_CHARS`] (16,000): a longer result is persisted by the
 //!   pipeline (PIPE-5) and the model gets the path and a preview.
 
-use super::fs::confine;
-use super::{PermissionSubject, Tool, ToolContext, ToolError, ToolOutput};
+use crate::context::ToolContext;
+use crate::fs::confine;
+use crate::tool::{PermissionSubject, Tool, ToolError, ToolOutput};
 use futures_util::future::BoxFuture;
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -46,6 +47,8 @@ use std::sync::Mutex;
 /// Env switch that adds Artifact to the pool (off by default: Claude Code 2.1.235 has none in its
 /// default pool).
 pub const ENV_ENABLE_ARTIFACT: &str = "PROBELAB_ENABLE_ARTIFACT";
+/// The tool's name.
+pub const ARTIFACT: &str = "Artifact";
 /// Result budget of Artifact (ART-1: 16,000 chars).
 pub const ARTIFACT_MAX_RESULT_SIZE_CHARS: usize = 16_000;
 /// How long one request to the artifact service may take before its outcome counts as unknown (ART-1).
@@ -268,7 +271,10 @@ impl Call<'_> {
     async fn read(&self, id: &str) -> Result<Value, ToolError> {
         match self.get(id).await {
             Answer::Ok(obj) => {
-                self.ctx.session.artifacts.saw(id, obj["version"].as_u64().unwrap_or(0));
+                self.ctx
+                    .session
+                    .state::<crate::tools::artifact::Artifacts>()
+                    .saw(id, obj["version"].as_u64().unwrap_or(0));
                 Ok(obj)
             }
             Answer::Refused(404, _) => {
@@ -297,7 +303,7 @@ impl Call<'_> {
         match self.get(id).await {
             Answer::Ok(obj) => {
                 let live = obj["version"].as_u64().unwrap_or(0);
-                self.ctx.session.artifacts.saw(id, live);
+                self.ctx.session.state::<crate::tools::artifact::Artifacts>().saw(id, live);
                 match applied(&obj) {
                     Some(done) => Ok(ToolOutput::Text(format!(
                         "{head} A re-read of {id} shows it was applied: {done}"
@@ -326,7 +332,7 @@ impl Call<'_> {
     }
 
     fn gate(&self, id: &str, verb: &str) -> Result<u64, ToolError> {
-        self.ctx.session.artifacts.seen(id).ok_or_else(|| {
+        self.ctx.session.state::<crate::tools::artifact::Artifacts>().seen(id).ok_or_else(|| {
             ToolError::Validation(format!(
                 "{id} has not been read in this session. Read it first (action \"read\") before you {verb} it, so the change is made over what is live."
             ))
@@ -362,7 +368,7 @@ impl Call<'_> {
             Answer::Ok(body) => {
                 let id = body["id"].as_str().unwrap_or_default().to_string();
                 let v = body["version"].as_u64().unwrap_or(1);
-                self.ctx.session.artifacts.saw(&id, v);
+                self.ctx.session.state::<crate::tools::artifact::Artifacts>().saw(&id, v);
                 Ok(ToolOutput::Text(format!(
                     "Published {id} v{v} at {} (from {file}, {chars} chars).",
                     public_url(&id)
@@ -377,7 +383,7 @@ impl Call<'_> {
                         Some(a) => {
                             let id = a["id"].as_str().unwrap_or_default().to_string();
                             let v = a["version"].as_u64().unwrap_or(1);
-                            self.ctx.session.artifacts.saw(&id, v);
+                            self.ctx.session.state::<crate::tools::artifact::Artifacts>().saw(&id, v);
                             Ok(ToolOutput::Text(format!(
                                 "{head} A re-read (the artifacts this call's request token created) shows it was applied: published {id} v{v} at {}.",
                                 public_url(&id)
@@ -414,7 +420,7 @@ impl Call<'_> {
         match send(req).await {
             Answer::Ok(b) => {
                 let v = b["version"].as_u64().unwrap_or(0);
-                self.ctx.session.artifacts.saw(id, v);
+                self.ctx.session.state::<crate::tools::artifact::Artifacts>().saw(id, v);
                 Ok(ToolOutput::Text(format!("Published {id} v{v} at {} (was v{seen}; from {file}).", public_url(id))))
             }
             Answer::Refused(409, b) => Err(self.conflict(id, seen, &b)),
@@ -445,7 +451,7 @@ impl Call<'_> {
         match send(req).await {
             Answer::Ok(b) => {
                 let v = b["version"].as_u64().unwrap_or(0);
-                self.ctx.session.artifacts.saw(id, v);
+                self.ctx.session.state::<crate::tools::artifact::Artifacts>().saw(id, v);
                 Ok(ToolOutput::Text(format!(
                     "Live-edited {id}: v{v} is live (was v{seen}; {n} op{} applied).",
                     if n == 1 { "" } else { "s" }
@@ -503,7 +509,7 @@ impl Call<'_> {
 fn refuse_denied_read(ctx: &ToolContext, path: &std::path::Path) -> Result<(), ToolError> {
     let rules = crate::permissions::Rules::from_settings(&ctx.session.settings.permissions)
         .map_err(|e| ToolError::Runtime(format!("permission settings: {e}")))?;
-    match rules.decide("Read", &PermissionSubject::ReadPath(path.to_path_buf()), true, ctx) {
+    match rules.decide("Read", &PermissionSubject::ReadPath(path.to_path_buf()), true, &ctx.anchors()) {
         crate::permissions::Decision::Deny(rule) => Err(ToolError::Validation(format!(
             "{} cannot be published: reading it is denied by the rule {rule}.",
             path.display()
@@ -527,7 +533,7 @@ fn refuse_extra(action: &str, fields: &[(&str, bool)]) -> Result<(), ToolError> 
 
 impl Tool for Artifact {
     fn name(&self) -> &'static str {
-        "Artifact"
+        ARTIFACT
     }
 
     fn description(&self) -> String {
@@ -578,14 +584,14 @@ impl Tool for Artifact {
     }
 
     fn permission_subject(&self, input: &Value, ctx: &ToolContext) -> PermissionSubject {
-        super::fs::path_subject(input, "file_path", false, ctx)
+        crate::fs::path_subject(input, "file_path", false, ctx)
     }
 
     fn call<'a>(&'a self, input: Value, ctx: &'a ToolContext) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
         Box::pin(async move {
             let args: Args = serde_json::from_value(input).map_err(|e| ToolError::Validation(e.to_string()))?;
             let action = args.action.clone().unwrap_or_else(|| "publish".into());
-            let Some(api) = ctx.session.artifacts.api.clone() else {
+            let Some(api) = ctx.session.state::<crate::tools::artifact::Artifacts>().api.clone() else {
                 return Err(ToolError::Runtime("No artifact service is configured for this session.".into()));
             };
             let client = reqwest::Client::builder()
@@ -594,7 +600,10 @@ impl Tool for Artifact {
                 .map_err(|e| ToolError::Runtime(format!("cannot build an HTTP client: {e}")))?;
             let token = match &ctx.call_id {
                 Some(id) => format!("req-{id}"),
-                None => format!("req-local-{}", ctx.session.artifacts.tokens.fetch_add(1, Ordering::Relaxed) + 1),
+                None => format!(
+                    "req-local-{}",
+                    ctx.session.state::<crate::tools::artifact::Artifacts>().tokens.fetch_add(1, Ordering::Relaxed) + 1
+                ),
             };
             let call = Call { ctx, api, client, token };
             let id = match &args.url {

@@ -16,14 +16,15 @@
 //! Decisions where the reference is silent or differs:
 //! - the header limit is enforced ([`ASK_HEADER_MAX_CHARS`]); the reference only states it in the
 //!   schema's description. Issues are reported in the reference's `InputValidationError: [ … ]` form.
-//! - a host cancel is a rejected tool use ([`crate::pipeline::REJECTED`], is_error), the text the
+//! - a host cancel is a rejected tool use ([`crate::settings::REJECTED`], is_error), the text the
 //!   reference sends when the user dismisses a permission dialog; a call the host never answers ends
 //!   after [`ASK_HOST_TIMEOUT_SECS`] with the reference's away-from-keyboard text. Neither invents an
 //!   answer (ASK-1).
 //! - the client-side fields of the reference's schema (`answers`, `annotations`: filled by its
 //!   permission dialog) and option `preview`s are not offered to the model.
 
-use super::{Tool, ToolContext, ToolError, ToolOutput};
+use crate::context::ToolContext;
+use crate::tool::{Tool, ToolError, ToolOutput};
 use crate::tools::host::Answer;
 use futures_util::future::BoxFuture;
 use serde_json::{json, Value};
@@ -283,14 +284,15 @@ impl Tool for AskUserQuestion {
     fn call<'a>(&'a self, input: Value, ctx: &'a ToolContext) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
         Box::pin(async move {
             let questions = parse_questions(&input).map_err(|i| ToolError::Validation(input_validation_error(&i)))?;
-            let Some(reply) = ctx.session.host.next_ask() else {
+            let host = ctx.session.state::<crate::tools::host::HostScript>();
+            let Some(reply) = host.next_ask() else {
                 return Ok(ToolOutput::Data {
                     text: timeout_text(ASK_HOST_TIMEOUT_SECS),
                     data: json!({"questions": input["questions"], "answers": {}, "afkTimeoutMs": ASK_HOST_TIMEOUT_SECS * 1000}),
                 });
             };
             if reply.cancel {
-                return Err(ToolError::Runtime(crate::pipeline::REJECTED.into()));
+                return Err(ToolError::Runtime(crate::settings::REJECTED.into()));
             }
             let answers: serde_json::Map<String, Value> = questions
                 .iter()

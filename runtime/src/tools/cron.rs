@@ -36,10 +36,11 @@
 //!   goldens are stable; `createdAt` is the virtual clock's; `lastFiredAt` is always written after
 //!   `createdAt` (the reference appends it the first time); missed durable one-shots of an earlier
 //!   session are not surfaced.
-//! - CRON-5: [`super::ENV_DISABLE_CRON`] removes the three tools ([`super::Registry::for_session`]).
+//! - CRON-5: [`super::ENV_DISABLE_CRON`] removes the three tools ([`crate::registry::Registry::for_session`]).
 
 use super::clock::{self, Clock};
-use super::{Tool, ToolContext, ToolError, ToolOutput};
+use crate::context::ToolContext;
+use crate::tool::{Tool, ToolError, ToolOutput};
 use futures_util::future::BoxFuture;
 use jiff::tz::TimeZone;
 use serde::Deserialize;
@@ -425,7 +426,7 @@ impl Cron {
         if st.loaded {
             return Ok(());
         }
-        let path = super::fs::confine(ctx, &ctx.cwd.join(DURABLE_FILE).to_string_lossy())?;
+        let path = crate::fs::confine(ctx, &ctx.cwd.join(DURABLE_FILE).to_string_lossy())?;
         st.loaded = true;
         st.durable_path = Some(path.clone());
         let Ok(text) = std::fs::read_to_string(&path) else {
@@ -557,7 +558,7 @@ impl Tool for CronCreate {
     fn call<'a>(&'a self, input: Value, ctx: &'a ToolContext) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
         Box::pin(async move {
             let args: CreateArgs = serde_json::from_value(input).map_err(|e| ToolError::Validation(e.to_string()))?;
-            let cron = &ctx.session.cron;
+            let cron = ctx.session.state::<Cron>();
             cron.load(ctx)?;
             let zone = cron.clock.zone().clone();
             let Some(parsed) = parse(&args.cron) else {
@@ -661,7 +662,7 @@ impl Tool for CronDelete {
     fn call<'a>(&'a self, input: Value, ctx: &'a ToolContext) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
         Box::pin(async move {
             let args: DeleteArgs = serde_json::from_value(input).map_err(|e| ToolError::Validation(e.to_string()))?;
-            let cron = &ctx.session.cron;
+            let cron = ctx.session.state::<Cron>();
             cron.load(ctx)?;
             let mut st = cron.lock();
             let Some(k) = st.jobs.iter().position(|j| j.id == args.id) else {
@@ -710,7 +711,7 @@ impl Tool for CronList {
 
     fn call<'a>(&'a self, _input: Value, ctx: &'a ToolContext) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
         Box::pin(async move {
-            let cron = &ctx.session.cron;
+            let cron = ctx.session.state::<Cron>();
             cron.load(ctx)?;
             let jobs = cron.jobs();
             let text = if jobs.is_empty() {
@@ -738,6 +739,22 @@ impl Tool for CronList {
             }).collect::<Vec<_>>()});
             Ok(ToolOutput::Data { text, data })
         })
+    }
+}
+
+/// The cron clock and its idle jobs as an extension of the session (CRON-2): each request takes its
+/// time on the clock, and when the session is idle a job due starts another turn.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Scheduler;
+
+impl crate::pipeline::Extension for Scheduler {
+    fn before_request(&self, rt: &crate::pipeline::Runtime, _messages: &[Value]) -> Vec<String> {
+        rt.ctx.session.state::<Cron>().tick();
+        Vec::new()
+    }
+
+    fn on_idle<'a>(&'a self, rt: &'a crate::pipeline::Runtime) -> BoxFuture<'a, Option<String>> {
+        Box::pin(async move { rt.ctx.session.state::<Cron>().on_idle().await })
     }
 }
 

@@ -2,8 +2,9 @@
 //! refuses a file never Read, a file changed since its Read, and notebooks (NotebookEdit's job); leaves a
 //! file-history checkpoint on success.
 
-use super::fs::{check_write_gates, checkpoint, confine, missing_file, updated, write_and_remember, FILE_STATE_NOTE};
-use super::{PermissionSubject, Tool, ToolContext, ToolError, ToolOutput};
+use crate::context::ToolContext;
+use crate::fs::{check_write_gates, checkpoint, confine, missing_file, updated, write_and_remember, FILE_STATE_NOTE};
+use crate::tool::{PermissionSubject, Tool, ToolError, ToolOutput};
 use futures_util::future::BoxFuture;
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -61,7 +62,7 @@ impl Tool for Edit {
     }
 
     fn permission_subject(&self, input: &Value, ctx: &ToolContext) -> PermissionSubject {
-        super::fs::path_subject(input, "file_path", true, ctx)
+        crate::fs::path_subject(input, "file_path", true, ctx)
     }
 
     fn call<'a>(&'a self, input: Value, ctx: &'a ToolContext) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {

@@ -3,7 +3,8 @@
 //! version-control directories are skipped — sorted by modification time (oldest first, then path), at
 //! most [`MAX_FILES`] of them.
 
-use super::{PermissionSubject, Tool, ToolContext, ToolError, ToolOutput};
+use crate::context::ToolContext;
+use crate::tool::{PermissionSubject, Tool, ToolError, ToolOutput};
 use futures_util::future::BoxFuture;
 use probelab_search::args::{Mode, RgArgs};
 use probelab_search::{run, Io};
@@ -56,13 +57,13 @@ impl Tool for Glob {
     }
 
     fn permission_subject(&self, input: &Value, ctx: &ToolContext) -> PermissionSubject {
-        super::fs::search_root_subject(input, ctx)
+        crate::fs::search_root_subject(input, ctx)
     }
 
     fn call<'a>(&'a self, input: Value, ctx: &'a ToolContext) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
         Box::pin(async move {
             let a: Args = serde_json::from_value(input).map_err(|e| ToolError::Validation(e.to_string()))?;
-            let dir = super::fs::search_root(ctx, a.path.as_deref())?;
+            let dir = crate::fs::search_root(ctx, a.path.as_deref())?;
             if !dir.is_dir() {
                 return Err(ToolError::Validation(format!(
                     "Directory does not exist: {}",
@@ -90,7 +91,7 @@ impl Tool for Glob {
             // shown relative to the session's working directory (WT-1: a worktree's, after EnterWorktree)
             let wd = ctx.working_dir();
             let lines: Vec<&str> = text.lines().collect();
-            let mut files: Vec<(Option<std::time::SystemTime>, String)> = super::fs::mtimes(&lines)
+            let mut files: Vec<(Option<std::time::SystemTime>, String)> = crate::fs::mtimes(&lines)
                 .into_iter()
                 .zip(&lines)
                 .map(|(t, l)| {

@@ -4,7 +4,8 @@
 //! 20,000,000-byte output buffer, `head_limit` (default 250) + `offset` pagination, and a usage error
 //! (ripgrep's exit 2 with nothing found) mapped to a diagnosable error result.
 
-use super::{PermissionSubject, Tool, ToolContext, ToolError, ToolOutput};
+use crate::context::ToolContext;
+use crate::tool::{PermissionSubject, Tool, ToolError, ToolOutput};
 use futures_util::future::BoxFuture;
 use probelab_search::args::{Case, Mode, RgArgs, TypeChange};
 use probelab_search::{run, Io, EXIT_ERROR};
@@ -257,13 +258,13 @@ impl Tool for Grep {
     }
 
     fn permission_subject(&self, input: &Value, ctx: &ToolContext) -> PermissionSubject {
-        super::fs::search_root_subject(input, ctx)
+        crate::fs::search_root_subject(input, ctx)
     }
 
     fn call<'a>(&'a self, input: Value, ctx: &'a ToolContext) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
         Box::pin(async move {
             let a: Args = serde_json::from_value(input).map_err(|e| ToolError::Validation(e.to_string()))?;
-            let path: PathBuf = super::fs::search_root(ctx, a.path.as_deref())?;
+            let path: PathBuf = crate::fs::search_root(ctx, a.path.as_deref())?;
             let shown = a.path.as_deref().unwrap_or_default();
             let meta =
                 std::fs::metadata(&path).map_err(|_| ToolError::Validation(format!("Path does not exist: {shown}")))?;
@@ -332,7 +333,7 @@ impl Tool for Grep {
                 _ => {
                     // most recently modified first, then path (the reference's order)
                     let paths: Vec<&str> = lines.iter().map(|l| l.as_ref()).collect();
-                    let mut files: Vec<(Option<std::time::SystemTime>, String)> = super::fs::mtimes(&paths)
+                    let mut files: Vec<(Option<std::time::SystemTime>, String)> = crate::fs::mtimes(&paths)
                         .into_iter()
                         .zip(lines.iter())
                         .map(|(t, l)| (t, relative(&wd, l)))

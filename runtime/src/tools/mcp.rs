@@ -8,12 +8,12 @@
 //! probes `probes/claude-code/mcp-*.toml`), and copied here:
 //! - names `mcp__<server>__<tool>`, characters outside `[A-Za-z0-9_-]` replaced by `_`
 //!   (`dotted.name` → `mcp__fixture__dotted_name`);
-//! - in the request, MCP tools follow the built-ins (PIPE-7: [`super::Registry::with_mcp`]), each with its
+//! - in the request, MCP tools follow the built-ins (PIPE-7: [`crate::registry::Registry::with_mcp`]), each with its
 //!   description and the server's `inputSchema` as sent; annotations do not show in the request;
 //! - descriptions over [`MAX_MCP_DESCRIPTION_CHARS`] are cut there and end in [`TRUNCATION_MARK`];
 //! - readOnlyHint → read-only and concurrency-safe (two calls of one turn overlap at the server, others
-//!   run one after the other); destructiveHint → destructive; openWorldHint is kept
-//!   ([`McpTool::is_open_world`]) but nothing acts on it (no difference seen in a `-p` run either);
+//!   run one after the other); destructiveHint → destructive; openWorldHint is not
+//!   read: nothing acts on it (no difference seen in a `-p` run either);
 //! - the input is not checked against the server's schema (a missing required argument reaches the
 //!   server): [`Tool::validates_input`] is false;
 //! - a result's content blocks go to the model as blocks; `isError: true` → an error result, the text
@@ -30,7 +30,8 @@
 //! resources capability; image blocks become API image blocks, other non-text blocks their JSON text;
 //! servers run with the sandbox's cwd and HOME, PATH, and their configured env (nothing else of ours).
 
-use super::{Tool, ToolContext, ToolError, ToolOutput};
+use crate::context::ToolContext;
+use crate::tool::{Tool, ToolError, ToolOutput};
 use futures_util::future::BoxFuture;
 use rmcp::model::{CallToolRequestParam, ClientInfo, ReadResourceRequestParam};
 use rmcp::service::RunningService;
@@ -294,7 +295,6 @@ pub struct McpTool {
     schema: Value,
     read_only: bool,
     destructive: bool,
-    open_world: bool,
 }
 
 impl std::fmt::Debug for McpTool {
@@ -314,15 +314,9 @@ impl McpTool {
             schema: listed.get("inputSchema").cloned().unwrap_or_else(|| json!({"type": "object"})),
             read_only: hint("readOnlyHint") == Some(true),
             destructive: hint("destructiveHint") == Some(true),
-            open_world: hint("openWorldHint") == Some(true),
             server,
             tool,
         })
-    }
-
-    /// The server's `openWorldHint` (kept, not acted on: see the module doc).
-    pub fn is_open_world(&self) -> bool {
-        self.open_world
     }
 }
 
@@ -438,8 +432,8 @@ impl Tool for ListMcpResources {
         LIST_RESOURCES
     }
 
-    fn should_defer(&self) -> bool {
-        true // measured: deferred with the MCP tools when tool search is on
+    fn defer_loading(&self) -> Option<bool> {
+        Some(true) // measured: deferred with the MCP tools when tool search is on
     }
 
     fn description(&self) -> String {
@@ -511,8 +505,8 @@ impl Tool for ReadMcpResource {
         READ_RESOURCE
     }
 
-    fn should_defer(&self) -> bool {
-        true // measured: deferred with the MCP tools when tool search is on
+    fn defer_loading(&self) -> Option<bool> {
+        Some(true) // measured: deferred with the MCP tools when tool search is on
     }
 
     fn description(&self) -> String {
@@ -560,8 +554,8 @@ impl Tool for ReadMcpResourceDir {
         READ_RESOURCE_DIR
     }
 
-    fn should_defer(&self) -> bool {
-        true // measured: deferred with the MCP tools when tool search is on
+    fn defer_loading(&self) -> Option<bool> {
+        Some(true) // measured: deferred with the MCP tools when tool search is on
     }
 
     fn description(&self) -> String {

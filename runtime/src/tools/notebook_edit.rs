@@ -2,8 +2,9 @@
 //! by `cell-N`. The notebook goes through the same read and stale gates as a file (EDIT-1, EDIT-2) and
 //! leaves a checkpoint (EDIT-6).
 
-use super::fs::{check_write_gates, checkpoint, confine, hex, write_and_remember};
-use super::{PermissionSubject, Tool, ToolContext, ToolError, ToolOutput};
+use crate::context::ToolContext;
+use crate::fs::{check_write_gates, checkpoint, confine, hex, write_and_remember};
+use crate::tool::{PermissionSubject, Tool, ToolError, ToolOutput};
 use futures_util::future::BoxFuture;
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -125,7 +126,7 @@ impl Tool for NotebookEdit {
     }
 
     fn permission_subject(&self, input: &Value, ctx: &ToolContext) -> PermissionSubject {
-        super::fs::path_subject(input, "notebook_path", true, ctx)
+        crate::fs::path_subject(input, "notebook_path", true, ctx)
     }
 
     fn call<'a>(&'a self, input: Value, ctx: &'a ToolContext) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {

@@ -24,7 +24,8 @@
 //! (`probes/claude-code/ask-plan-absent.toml`). Schemas and texts are the binary's own (its embedded
 //! tool definitions), not measured on a run; the refusal text of a non-read-only call in plan mode is ours.
 
-use super::{PermissionSubject, Tool, ToolContext, ToolError, ToolOutput};
+use crate::context::ToolContext;
+use crate::tool::{PermissionSubject, Tool, ToolError, ToolOutput};
 use futures_util::future::BoxFuture;
 use serde_json::{json, Value};
 use std::path::PathBuf;
@@ -83,12 +84,13 @@ pub fn visible(mode: Mode, name: &str) -> bool {
 /// The refusal of a call in plan mode (PLAN-1), or `None` when it may run: read-only calls,
 /// ExitPlanMode, and writes to the plan file run; nothing else does.
 pub fn refusal(ctx: &ToolContext, tool: &dyn Tool, input: &Value) -> Option<String> {
-    if ctx.session.mode.get() != Mode::Plan || tool.is_read_only(input) || tool.name() == EXIT_PLAN_MODE {
+    if ctx.session.state::<ModeState>().get() != Mode::Plan || tool.is_read_only(input) || tool.name() == EXIT_PLAN_MODE
+    {
         return None;
     }
     let plan = plan_file(ctx);
     if let PermissionSubject::WritePath(p) = tool.permission_subject(input, ctx) {
-        if super::fs::absolute(ctx, &p.to_string_lossy()) == plan {
+        if crate::fs::absolute(ctx, &p.to_string_lossy()) == plan {
             return None;
         }
     }
@@ -184,6 +186,10 @@ impl Tool for EnterPlanMode {
         ENTER_PLAN_MODE
     }
 
+    fn is_visible(&self, ctx: &ToolContext) -> bool {
+        visible(ctx.session.state::<ModeState>().get(), ENTER_PLAN_MODE)
+    }
+
     fn description(&self) -> String {
         ENTER_DESCRIPTION.into()
     }
@@ -202,12 +208,12 @@ impl Tool for EnterPlanMode {
 
     fn call<'a>(&'a self, _input: Value, ctx: &'a ToolContext) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
         Box::pin(async move {
-            if ctx.session.mode.get() == Mode::Plan {
+            if ctx.session.state::<ModeState>().get() == Mode::Plan {
                 return Err(ToolError::Validation(format!(
                     "Already in plan mode. Call {EXIT_PLAN_MODE} to submit the plan for approval."
                 )));
             }
-            ctx.session.mode.set(Mode::Plan);
+            ctx.session.state::<ModeState>().set(Mode::Plan);
             Ok(ToolOutput::Text(ENTERED.into()))
         })
     }
@@ -258,6 +264,10 @@ impl Tool for ExitPlanMode {
         EXIT_PLAN_MODE
     }
 
+    fn is_visible(&self, ctx: &ToolContext) -> bool {
+        visible(ctx.session.state::<ModeState>().get(), EXIT_PLAN_MODE)
+    }
+
     fn description(&self) -> String {
         EXIT_DESCRIPTION.into()
     }
@@ -291,7 +301,7 @@ impl Tool for ExitPlanMode {
 
     fn call<'a>(&'a self, input: Value, ctx: &'a ToolContext) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
         Box::pin(async move {
-            if ctx.session.mode.get() != Mode::Plan {
+            if ctx.session.state::<ModeState>().get() != Mode::Plan {
                 return Err(ToolError::Validation(NOT_IN_PLAN_MODE.into()));
             }
             let file = plan_file(ctx);
@@ -299,7 +309,7 @@ impl Tool for ExitPlanMode {
                 Some(p) => Some(p.to_string()),
                 None => std::fs::read_to_string(&file).ok(),
             };
-            let reply = ctx.session.host.next_plan().cloned();
+            let reply = ctx.session.state::<crate::tools::host::HostScript>().next_plan().cloned();
             match reply {
                 Some(r) if r.approve => {
                     if let Some(p) = plan.as_deref().filter(|p| !p.trim().is_empty()) {
@@ -309,7 +319,7 @@ impl Tool for ExitPlanMode {
                                 ToolError::Runtime(format!("Cannot save the plan to {}: {e}", file.display()))
                             })?;
                     }
-                    ctx.session.mode.set(Mode::Default);
+                    ctx.session.state::<ModeState>().set(Mode::Default);
                     Ok(ToolOutput::Data {
                         text: approved_text(plan.as_deref(), &file),
                         data: json!({"plan": plan, "isAgent": false, "filePath": file, "allowedPrompts": input.get("allowedPrompts")}),
@@ -318,9 +328,20 @@ impl Tool for ExitPlanMode {
                 Some(r) if r.feedback.as_deref().is_some_and(|f| !f.is_empty()) => {
                     Err(ToolError::Runtime(format!("{REJECTED_WITH_FEEDBACK}{}", r.feedback.unwrap_or_default())))
                 }
-                _ => Err(ToolError::Runtime(crate::pipeline::REJECTED.into())),
+                _ => Err(ToolError::Runtime(crate::settings::REJECTED.into())),
             }
         })
+    }
+}
+
+/// Plan mode's gate as an extension of the session (PLAN-1): in plan mode only read-only calls, the
+/// plan file and ExitPlanMode run ([`refusal`]).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Gate;
+
+impl crate::pipeline::Extension for Gate {
+    fn refuse(&self, ctx: &ToolContext, tool: &dyn Tool, input: &Value) -> Option<String> {
+        refusal(ctx, tool, input)
     }
 }
 

@@ -3,8 +3,9 @@
 //! and so is output over 25,000 tokens (counted by the subject's API, overridable by env) — errors, never
 //! silent truncation. A successful read is remembered for the Edit / Write gates (READ-4).
 
-use super::fs::{confine, number_lines, remember_read};
-use super::{PermissionSubject, Tool, ToolContext, ToolError, ToolOutput};
+use crate::context::ToolContext;
+use crate::fs::{confine, format_size, number_lines, remember_read};
+use crate::tool::{PermissionSubject, Tool, ToolError, ToolOutput};
 use base64::Engine;
 use futures_util::future::BoxFuture;
 use serde::Deserialize;
@@ -94,7 +95,7 @@ impl Tool for Read {
     }
 
     fn permission_subject(&self, input: &Value, ctx: &ToolContext) -> PermissionSubject {
-        super::fs::path_subject(input, "file_path", false, ctx)
+        crate::fs::path_subject(input, "file_path", false, ctx)
     }
 
     fn call<'a>(&'a self, input: Value, ctx: &'a ToolContext) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
@@ -102,7 +103,7 @@ impl Tool for Read {
             let args: Args = serde_json::from_value(input).map_err(|e| ToolError::Validation(e.to_string()))?;
             let path = confine(ctx, &args.file_path)?;
             // measured on 2.1.235: an error result, not wrapped as an input error, naming the working dir
-            let meta = std::fs::metadata(&path).map_err(|_| ToolError::Runtime(super::fs::missing_file(ctx)))?;
+            let meta = std::fs::metadata(&path).map_err(|_| ToolError::Runtime(crate::fs::missing_file(ctx)))?;
             if meta.is_dir() {
                 return Err(ToolError::Runtime("EISDIR: illegal operation on a directory, read".into()));
             }
@@ -182,21 +183,6 @@ async fn check_tokens(ctx: &ToolContext, text: &str) -> Result<(), ToolError> {
         )));
     }
     Ok(())
-}
-
-/// `296.9KB`-style sizes, as the reference formats them.
-pub fn format_size(bytes: u64) -> String {
-    let (value, unit) = if bytes < 1024 {
-        return format!("{bytes} bytes");
-    } else if bytes < 1024 * 1024 {
-        (bytes as f64 / 1024.0, "KB")
-    } else if bytes < 1024 * 1024 * 1024 {
-        (bytes as f64 / (1024.0 * 1024.0), "MB")
-    } else {
-        (bytes as f64 / (1024.0 * 1024.0 * 1024.0), "GB")
-    };
-    let s = format!("{value:.1}");
-    format!("{}{unit}", s.strip_suffix(".0").unwrap_or(&s))
 }
 
 /// A window of lines.

@@ -19,7 +19,8 @@
 //! the result says so.
 
 use super::agent_tool::{mailbox, Member, MAIN_NAME};
-use super::{Tool, ToolContext, ToolError, ToolOutput};
+use crate::context::ToolContext;
+use crate::tool::{Tool, ToolError, ToolOutput};
 use futures_util::future::BoxFuture;
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -101,7 +102,7 @@ fn send(args: Args, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
     if args.to.chars().count() > MAX_TO_CHARS {
         return Err(ToolError::Validation(format!("to must be at most {MAX_TO_CHARS} characters")));
     }
-    let agents = &ctx.session.agents;
+    let agents = ctx.session.state::<crate::tools::agent_tool::Agents>();
     let me = &agents.me;
     let summary = args
         .summary
@@ -201,7 +202,7 @@ fn append(ctx: &ToolContext, team: &str, to: &str, from: &str, summary: &str, me
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tools::EstimateTokens;
+    use crate::model::EstimateTokens;
     use std::sync::Arc;
 
     #[test]

@@ -31,7 +31,8 @@
 //! calls its last message answered ([`before_request`]), so a sub-agent's skill never lands in its
 //! parent's conversation.
 
-use super::{Tool, ToolContext, ToolError, ToolOutput};
+use crate::context::ToolContext;
+use crate::tool::{Tool, ToolError, ToolOutput};
 use futures_util::future::BoxFuture;
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -204,30 +205,6 @@ pub fn unknown(name: &str, skills: &[SkillFile]) -> String {
     }
 }
 
-/// Text blocks waiting for the next request, each keyed by the call that produced it (a skill's body,
-/// ToolSearch's `Tool loaded.`).
-#[derive(Debug, Default)]
-pub struct Followups(Mutex<Vec<(String, String)>>);
-
-impl Followups {
-    /// Queues `text` after the result of call `id`.
-    pub fn push(&self, id: &str, text: String) {
-        if let Ok(mut q) = self.0.lock() {
-            q.push((id.to_string(), text));
-        }
-    }
-
-    /// Takes the texts of these calls, in the order they were queued.
-    pub fn take_for(&self, ids: &[&str]) -> Vec<String> {
-        let Ok(mut q) = self.0.lock() else {
-            return Vec::new();
-        };
-        let (mine, rest): (Vec<_>, Vec<_>) = q.drain(..).partition(|(id, _)| ids.contains(&id.as_str()));
-        *q = rest;
-        mine.into_iter().map(|(_, t)| t).collect()
-    }
-}
-
 /// The skills called in this session: their directories and the text last sent for each.
 #[derive(Debug, Default)]
 pub struct SkillState {
@@ -241,44 +218,19 @@ impl SkillState {
     }
 }
 
-/// The text blocks that go into the next request before it is sent (SKILL-1, TS-1): on the first request
-/// (one message so far) the deferred-tool announcement and the skill listing, each when there is one;
-/// later, the followups of the calls the last message answered.
-pub fn before_request(runtime: &crate::pipeline::Runtime, messages: &[Value]) -> Vec<String> {
-    let ctx = &runtime.ctx;
-    if messages.len() == 1 {
-        let mut out = Vec::new();
-        if runtime.registry.get(super::tool_search::TOOL_SEARCH).is_some() {
-            let deferred: Vec<&str> = runtime
-                .registry
-                .names()
-                .into_iter()
-                .filter(|n| {
-                    runtime.registry.get(n).is_some_and(|t| t.should_defer())
-                        && !ctx.session.tool_search.is_loaded(n)
-                        && runtime.is_visible(n)
-                })
-                .collect();
-            out.extend(super::tool_search::announcement(&deferred));
+/// The skill listing as an extension of the session (SKILL-1), installed when Skill is in the pool: the
+/// first request carries the listing of the skills found, when there are any. (A skill's body follows
+/// its call's result through the session's followups.)
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Listing;
+
+impl crate::pipeline::Extension for Listing {
+    fn before_request(&self, rt: &crate::pipeline::Runtime, messages: &[Value]) -> Vec<String> {
+        if messages.len() != 1 {
+            return Vec::new();
         }
-        if runtime.registry.get(SKILL).is_some() {
-            out.extend(listing(&discover(ctx)));
-        }
-        return out;
+        listing(&discover(&rt.ctx)).into_iter().collect()
     }
-    let Some(last) = messages.last().filter(|m| m["role"] == "user") else {
-        return Vec::new();
-    };
-    let ids: Vec<&str> = last["content"]
-        .as_array()
-        .map(|blocks| {
-            blocks.iter().filter(|b| b["type"] == "tool_result").filter_map(|b| b["tool_use_id"].as_str()).collect()
-        })
-        .unwrap_or_default();
-    if ids.is_empty() {
-        return Vec::new();
-    }
-    ctx.session.followups.take_for(&ids)
 }
 
 #[derive(Debug, Deserialize)]
@@ -341,7 +293,7 @@ impl Tool for Skill {
                 skill.dir.display(),
                 expand(&skill.body, args.args.as_deref())
             );
-            let texts = match ctx.session.skills.record(&skill.dir, &text) {
+            let texts = match ctx.session.state::<SkillState>().record(&skill.dir, &text) {
                 None => vec![text],
                 Some(before) if before == text => {
                     vec![format!("Skill /{name} is already loaded above; instructions unchanged.")]
@@ -361,7 +313,7 @@ impl Tool for Skill {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tools::EstimateTokens;
+    use crate::model::EstimateTokens;
     use std::sync::Arc;
 
     fn write(root: &Path, rel: &str, text: &str) {
@@ -451,16 +403,5 @@ mod tests {
         assert_eq!(out, Err(ToolError::Validation("Invalid skill format: ".into())));
         let (out, _) = call(&ctx, "t6", json!({"skill": "grete"})).await;
         assert_eq!(out, Err(ToolError::Validation("Unknown skill: grete. Did you mean greet?".into())));
-    }
-
-    #[test]
-    fn followups_go_to_their_own_calls() {
-        let f = Followups::default();
-        f.push("a", "A".into());
-        f.push("b", "B".into());
-        f.push("a", "A2".into());
-        assert_eq!(f.take_for(&["a"]), ["A", "A2"]);
-        assert_eq!(f.take_for(&["a", "b"]), ["B"]);
-        assert!(f.take_for(&["b"]).is_empty());
     }
 }

@@ -38,7 +38,8 @@
 //!   reference's v5 storage backend are not implemented. `metadata` keys set to `null` are deleted.
 //! - Calls of the list are serialised by a process-wide lock (the reference uses lock files).
 
-use super::{Tool, ToolContext, ToolError, ToolOutput};
+use crate::context::ToolContext;
+use crate::tool::{Tool, ToolError, ToolOutput};
 use futures_util::future::BoxFuture;
 use serde_json::{json, Map, Value};
 use std::path::{Path, PathBuf};
@@ -973,9 +974,13 @@ impl TaskUpdate {
             if s == "completed" {
                 let fields = json!({"task_id": id, "task_subject": text(&old, "subject"),
                                     "task_description": text(&old, "description")});
-                let blocked =
-                    crate::hooks::event_blocking_errors(&ctx.session.settings.hooks, TASK_COMPLETED_EVENT, fields, ctx)
-                        .await;
+                let blocked = crate::hooks::event_blocking_errors(
+                    &ctx.session.settings.hooks,
+                    TASK_COMPLETED_EVENT,
+                    fields,
+                    &ctx.hook_env(),
+                )
+                .await;
                 if !blocked.is_empty() {
                     let error: Vec<String> =
                         blocked.iter().map(|b| format!("{TASK_COMPLETED_EVENT} hook feedback:\n{b}")).collect();
@@ -1072,7 +1077,7 @@ impl Tool for TaskUpdate {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tools::EstimateTokens;
+    use crate::model::EstimateTokens;
     use std::sync::Arc;
 
     fn ctx(root: &Path) -> ToolContext {

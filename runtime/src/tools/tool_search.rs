@@ -18,7 +18,7 @@
 //!   validation does the error get [`unloaded_hint`]'s paragraph (load it first, and its schema).
 //!
 //! Decisions where the reference is silent or not copied:
-//! - Deferral is a property of a tool ([`crate::tools::Tool::should_defer`]); by default it is
+//! - Deferral is a property of a tool ([`crate::tool::Tool::should_defer`]); by default it is
 //!   [`is_deferred_by_default`]: the names of [`DEFERRED_BUILTINS`] (TS-1's list plus what 2.1.235/2.1.332
 //!   defer) and every MCP tool (`mcp__server__tool`).
 //! - Tool search is on only when [`ENV_ENABLE_TOOL_SEARCH`] is true (Claude Code's switch), so the built-in
@@ -33,7 +33,8 @@
 //! - The schema requires `query` only: 2.1.235 lists `max_results` as required too but does not enforce it
 //!   (a call without it runs); our pipeline enforces `required`, so we follow 2.1.332 there.
 
-use super::{Tool, ToolContext, ToolError, ToolOutput};
+use crate::context::ToolContext;
+use crate::tool::{Tool, ToolError, ToolOutput};
 use futures_util::future::BoxFuture;
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -101,7 +102,7 @@ pub fn is_deferred_by_default(name: &str) -> bool {
 
 /// True when the session's env turns tool search on ([`ENV_ENABLE_TOOL_SEARCH`]).
 pub fn enabled(env: &BTreeMap<String, String>) -> bool {
-    super::env_flag(env, ENV_ENABLE_TOOL_SEARCH) == Some(true)
+    crate::settings::env_flag(env, ENV_ENABLE_TOOL_SEARCH) == Some(true)
 }
 
 /// A tool ToolSearch can find: what the last request's pool held.
@@ -154,7 +155,7 @@ pub fn shape_tools(ctx: &ToolContext, tools: Vec<Value>, deferred: impl Fn(&str)
     if !tools.iter().any(|t| t["name"] == TOOL_SEARCH) {
         return tools;
     }
-    let state = &ctx.session.tool_search;
+    let state = ctx.session.state::<ToolSearchState>();
     let name_of = |t: &Value| t["name"].as_str().unwrap_or_default().to_string();
     state.set_catalogue(
         tools
@@ -332,8 +333,8 @@ impl Tool for ToolSearch {
         true
     }
 
-    fn should_defer(&self) -> bool {
-        false
+    fn defer_loading(&self) -> Option<bool> {
+        Some(false)
     }
 
     fn call<'a>(&'a self, input: Value, ctx: &'a ToolContext) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
@@ -344,7 +345,7 @@ impl Tool for ToolSearch {
                 Some(_) => 1,
                 None => DEFAULT_MAX_RESULTS,
             };
-            let state = &ctx.session.tool_search;
+            let state = ctx.session.state::<ToolSearchState>();
             let found = search(&state.catalogue(), &args.query, max);
             if found.is_empty() {
                 return Ok(ToolOutput::Text(NO_MATCH.into()));
@@ -355,6 +356,44 @@ impl Tool for ToolSearch {
             }
             Ok(ToolOutput::Blocks(found.iter().map(|n| json!({"type": "tool_reference", "tool_name": n})).collect()))
         })
+    }
+}
+
+/// Tool search as an extension of the session (TS-1), installed when ToolSearch is in the pool: deferred
+/// tools are left out of `tools[]` until loaded, announced by name in the first request, and a call of an
+/// unloaded one is told how to load it. A tool is deferred when it says so ([`Tool::defer_loading`]),
+/// else by name ([`is_deferred_by_default`]).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Deferral;
+
+impl Deferral {
+    fn deferred(rt: &crate::pipeline::Runtime, name: &str) -> bool {
+        rt.registry.get(name).is_some_and(|t| t.defer_loading().unwrap_or_else(|| is_deferred_by_default(name)))
+    }
+}
+
+impl crate::pipeline::Extension for Deferral {
+    fn shape_tools(&self, rt: &crate::pipeline::Runtime, tools: Vec<Value>) -> Vec<Value> {
+        shape_tools(&rt.ctx, tools, |n| Deferral::deferred(rt, n))
+    }
+
+    fn on_invalid_input(&self, rt: &crate::pipeline::Runtime, tool: &dyn Tool, message: &mut String) {
+        if Deferral::deferred(rt, tool.name()) && !rt.ctx.session.state::<ToolSearchState>().is_loaded(tool.name()) {
+            message.push_str(&unloaded_hint(tool.name(), &tool.input_schema()));
+        }
+    }
+
+    fn before_request(&self, rt: &crate::pipeline::Runtime, messages: &[Value]) -> Vec<String> {
+        if messages.len() != 1 {
+            return Vec::new();
+        }
+        let state = rt.ctx.session.state::<ToolSearchState>();
+        let names = rt.registry.names();
+        let deferred: Vec<&str> = names
+            .into_iter()
+            .filter(|n| Deferral::deferred(rt, n) && !state.is_loaded(n) && rt.is_visible(n))
+            .collect();
+        announcement(&deferred).into_iter().collect()
     }
 }
 

@@ -34,7 +34,8 @@
 //!   asks api.anthropic.com unless `skipWebFetchPreflight`), no binary-content persistence.
 //! - Lengths are counted in chars (the reference slices UTF-16 units).
 
-use crate::tools::{PermissionSubject, Tool, ToolContext, ToolError, ToolOutput};
+use crate::context::ToolContext;
+use crate::tool::{PermissionSubject, Tool, ToolError, ToolOutput};
 use futures_util::future::BoxFuture;
 use futures_util::StreamExt;
 use reqwest::Url;
@@ -363,8 +364,8 @@ fn check_domain(ctx: &ToolContext, url: &Url) -> Result<(), ToolError> {
         DomainVerdict::Allow => Ok(()),
         DomainVerdict::Deny(m) => Err(ToolError::Runtime(m)),
         DomainVerdict::Ask => match ctx.session.ask_answer {
-            crate::pipeline::AskAnswer::Allow => Ok(()),
-            crate::pipeline::AskAnswer::Deny => Err(ToolError::Runtime(NOT_GRANTED.into())),
+            crate::settings::AskAnswer::Allow => Ok(()),
+            crate::settings::AskAnswer::Deny => Err(ToolError::Runtime(NOT_GRANTED.into())),
         },
     }
 }
@@ -559,19 +560,18 @@ fn fetch_error(url: &Url, e: &reqwest::Error) -> String {
 
 /// Sends the side request that applies `prompt` to the page; its first text block.
 async fn apply_prompt(ctx: &ToolContext, content: &str, prompt: &str, preapproved: bool) -> Result<String, ToolError> {
-    let Some(api) = &ctx.session.api else {
+    let Some(model) = &ctx.session.model else {
         return Err(ToolError::Runtime("WebFetch needs the session's Messages API to apply the prompt".into()));
     };
-    let client = crate::agent::Client::new(&api.base_url, &api.model);
     let body = json!({
-        "model": api.model,
+        "model": model.model(),
         "max_tokens": crate::agent::MAX_TOKENS,
         "stream": true,
         "system": [{"type": "text", "text": SIDE_SYSTEM_PROMPT}],
         "messages": [{"role": "user", "content": [{"type": "text", "text": apply_prompt_message(content, prompt, preapproved)}]}],
         "tools": [],
     });
-    let message = client.create(&body).await.map_err(|e| ToolError::Runtime(format!("WebFetch: {e}")))?;
+    let message = model.create(&body).await.map_err(|e| ToolError::Runtime(format!("WebFetch: {e}")))?;
     Ok(match message.content.first() {
         Some(crate::agent::wire::ContentBlock::Text { text }) => text.clone(),
         _ => "No response from model".to_string(),
@@ -634,7 +634,7 @@ impl Tool for WebFetch {
             if url.scheme() == "http" {
                 let _ = url.set_scheme("https");
             }
-            let web = &ctx.session.web;
+            let web = ctx.session.state::<crate::tools::web_fetch::Web>();
             let cached = web
                 .cache
                 .lock()
@@ -642,7 +642,7 @@ impl Tool for WebFetch {
                 .and_then(|c| c.get(&args.url).filter(|(at, _)| at.elapsed() < CACHE_TTL).map(|(_, f)| f.clone()));
             let outcome = match cached {
                 Some(f) => Outcome::Page(f),
-                None => fetch(ctx, web, &url).await?,
+                None => fetch(ctx, &web, &url).await?,
             };
             let (text, bytes, code) = match outcome {
                 Outcome::Redirect { original, target, status } => {

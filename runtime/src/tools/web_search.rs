@@ -17,8 +17,8 @@
 //! the tool, its text in the built-in runtime's InputValidationError style (the reference's is zod's).
 
 use crate::agent::wire::ContentBlock;
-use crate::tools::web_fetch::Web;
-use crate::tools::{Tool, ToolContext, ToolError, ToolOutput};
+use crate::context::ToolContext;
+use crate::tool::{Tool, ToolError, ToolOutput};
 use futures_util::future::BoxFuture;
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -224,7 +224,7 @@ impl Tool for WebSearch {
                     "Error: Cannot specify both allowed_domains and blocked_domains in the same request".into(),
                 ));
             }
-            let web: &Web = &ctx.session.web;
+            let web = ctx.session.state::<crate::tools::web_fetch::Web>();
             let cap = session_cap(ctx);
             let made = web.searches.load(Ordering::SeqCst);
             if made >= cap {
@@ -234,14 +234,13 @@ impl Tool for WebSearch {
                 )));
             }
             web.searches.fetch_add(1, Ordering::SeqCst);
-            let Some(api) = &ctx.session.api else {
+            let Some(model) = &ctx.session.model else {
                 return Err(ToolError::Runtime(
                     "WebSearch needs the session's Messages API (the search provider)".into(),
                 ));
             };
-            let client = crate::agent::Client::new(&api.base_url, &api.model);
-            let body = request_body(&api.model, &args.query, &allowed, &blocked);
-            let message = client.create(&body).await.map_err(|e| ToolError::Runtime(format!("WebSearch: {e}")))?;
+            let body = request_body(model.model(), &args.query, &allowed, &blocked);
+            let message = model.create(&body).await.map_err(|e| ToolError::Runtime(format!("WebSearch: {e}")))?;
             let parts = parts(&message.content, &allowed, &blocked);
             Ok(ToolOutput::Text(result_text(&args.query, &parts)))
         })

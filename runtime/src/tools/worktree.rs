@@ -25,11 +25,12 @@
 //!   `origin/<default>`, which a sandbox has none of; it fell back to HEAD in the measured runs).
 //! - A worktree outside the project directory is refused (the reference enters it): the built-in Bash
 //!   resets a cwd that leaves the project, so the session could not stay there. Paths outside the
-//!   sandbox are refused like every path ([`super::fs::confine`]).
+//!   sandbox are refused like every path ([`crate::fs::confine`]).
 //! - WorktreeCreate / WorktreeRemove hooks (non-git VCS) are not supported.
 
 use super::ask::{custom_issue, input_validation_error};
-use super::{Tool, ToolContext, ToolError, ToolOutput};
+use crate::context::ToolContext;
+use crate::tool::{Tool, ToolError, ToolOutput};
 use futures_util::future::BoxFuture;
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
@@ -72,7 +73,9 @@ impl Worktrees {
         self.active.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
-    fn set_active(&self, a: Option<Active>) {
+    /// Enters (or leaves) a worktree: the session's project root follows it (WT-1).
+    fn set_active(&self, session: &crate::session::Session, a: Option<Active>) {
+        session.set_active_root(a.as_ref().map(|a| a.path.clone()));
         *self.active.lock().unwrap_or_else(|p| p.into_inner()) = a;
     }
 }
@@ -159,7 +162,7 @@ impl EnterWorktree {
         if let Some(m) = name.and_then(name_issue) {
             return Err(name_error(&m));
         }
-        let state = &ctx.session.worktrees;
+        let state = ctx.session.state::<crate::tools::worktree::Worktrees>();
         let active = state.active();
         if path.is_none() && active.is_some() {
             return Err(ToolError::Validation("Already in a worktree session. Pass `path` to switch into another existing worktree, or use ExitWorktree to leave this one before creating a new worktree.".into()));
@@ -182,7 +185,7 @@ impl EnterWorktree {
                 "Cannot enter an existing worktree: the current directory is not in a git repository.".into(),
             )
         })?;
-        let abs = super::fs::confine(ctx, path)?;
+        let abs = crate::fs::confine(ctx, path)?;
         let shown = abs.display().to_string();
         let dir = abs.canonicalize().map_err(|_| {
             ToolError::Runtime(format!(
@@ -218,7 +221,7 @@ impl EnterWorktree {
         let owned = false;
         let text = format!("Entered worktree at {} on branch {branch}. {SUCCESS_TAIL}", dir.display());
         set_shell_cwd(ctx, &dir);
-        state.set_active(Some(Active { path: dir.clone(), branch: branch.clone(), owned, base, original, repo }));
+        state.set_active(&ctx.session, Some(Active { path: dir.clone(), branch: branch.clone(), owned, base, original, repo }));
         Ok(ToolOutput::Data { text, data: json!({"worktreePath": dir, "worktreeBranch": branch}) })
     }
 }
@@ -228,7 +231,7 @@ async fn create(ctx: &ToolContext, repo: &Path, name: &str, original: PathBuf) -
     let branch = format!("{BRANCH_PREFIX}{slug}");
     let dir = repo.join(WORKTREES_DIR).join(&slug);
     let dir_s = dir.to_string_lossy().to_string();
-    super::fs::confine(ctx, &dir_s)?;
+    crate::fs::confine(ctx, &dir_s)?;
     let fail = |e: String| ToolError::Runtime(format!("Cannot create a worktree: {e}"));
     let list = worktree_list(ctx, repo).await.map_err(fail)?;
     let resumed = dir.is_dir() && list.iter().any(|(p, _)| p.canonicalize().ok() == dir.canonicalize().ok());
@@ -241,14 +244,14 @@ async fn create(ctx: &ToolContext, repo: &Path, name: &str, original: PathBuf) -
     }
     let dir = dir.canonicalize().map_err(|e| fail(e.to_string()))?;
     let base = git(ctx, &dir, &["rev-parse", "HEAD"]).await.unwrap_or_default();
-    let state = &ctx.session.worktrees;
+    let state = ctx.session.state::<crate::tools::worktree::Worktrees>();
     let text = if resumed {
         format!("Resumed worktree at {} on branch {branch}. A worktree with this name already existed and was resumed as-is \u{2014} it may carry an earlier session\u{2019}s commits. Pass a different name if you wanted a fresh worktree. {SUCCESS_TAIL}", dir.display())
     } else {
         format!("Created worktree at {} on branch {branch}. {SUCCESS_TAIL}", dir.display())
     };
     set_shell_cwd(ctx, &dir);
-    state.set_active(Some(Active {
+    state.set_active(&ctx.session, Some(Active {
         path: dir.clone(),
         branch: branch.clone(),
         owned: true,
@@ -297,13 +300,13 @@ impl ExitWorktree {
     async fn run(&self, input: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
         let remove = input.get("action").and_then(Value::as_str) == Some("remove");
         let discard = input.get("discard_changes").and_then(Value::as_bool) == Some(true);
-        let state = &ctx.session.worktrees;
+        let state = ctx.session.state::<crate::tools::worktree::Worktrees>();
         let Some(a) = state.active() else {
             return Err(ToolError::Validation("No-op: there is no active EnterWorktree session to exit. This tool only operates on worktrees created by EnterWorktree in the current session \u{2014} it will not touch worktrees created manually or in a previous session. No filesystem changes were made.".into()));
         };
         let (wt, orig) = (a.path.display().to_string(), a.original.display().to_string());
         if !remove {
-            state.set_active(None);
+            state.set_active(&ctx.session, None);
             set_shell_cwd(ctx, &a.original);
             return Ok(ToolOutput::Text(format!(
                 "Exited worktree. Your work is preserved at {wt} on branch {}. Session is now back in {orig}.",
@@ -337,7 +340,7 @@ impl ExitWorktree {
             .map_err(|e| ToolError::Runtime(format!("Cannot remove the worktree at {wt}: {e}")))?;
         // a branch that is not the one the worktree was made on (resumed by name) stays
         let _ = git(ctx, &a.repo, &["branch", "-D", &a.branch]).await;
-        state.set_active(None);
+        state.set_active(&ctx.session, None);
         set_shell_cwd(ctx, &a.original);
         let mut discarded = Vec::new();
         if commits > 0 {

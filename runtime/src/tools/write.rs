@@ -1,8 +1,9 @@
 //! Write: creates or overwrites a file. Over an existing file it passes the read gate (EDIT-1) and the
 //! stale gate (EDIT-2) and leaves a file-history checkpoint (EDIT-6).
 
-use super::fs::{check_write_gates, checkpoint, confine, updated, write_and_remember, FILE_STATE_NOTE};
-use super::{PermissionSubject, Tool, ToolContext, ToolError, ToolOutput};
+use crate::context::ToolContext;
+use crate::fs::{check_write_gates, checkpoint, confine, updated, write_and_remember, FILE_STATE_NOTE};
+use crate::tool::{PermissionSubject, Tool, ToolError, ToolOutput};
 use futures_util::future::BoxFuture;
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -40,7 +41,7 @@ impl Tool for Write {
     }
 
     fn permission_subject(&self, input: &Value, ctx: &ToolContext) -> PermissionSubject {
-        super::fs::path_subject(input, "file_path", true, ctx)
+        crate::fs::path_subject(input, "file_path", true, ctx)
     }
 
     fn call<'a>(&'a self, input: Value, ctx: &'a ToolContext) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {

@@ -227,11 +227,6 @@ impl Client {
         })
     }
 
-    /// The server's name.
-    pub fn name(&self) -> &str {
-        &self.name
-    }
-
     /// Why the connection died, if it did.
     pub fn dead(&self) -> Option<String> {
         self.dead.lock().ok().and_then(|d| d.clone())

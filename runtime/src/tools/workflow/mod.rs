@@ -68,9 +68,10 @@ pub mod check;
 pub mod engine;
 
 use super::agent_tool::{self, AgentType};
-use super::fs;
-use super::tasks::{Status, Task, WorkflowEnd};
-use super::{Tool, ToolContext, ToolError, ToolOutput};
+use crate::background::{Status, Task, WorkflowEnd};
+use crate::context::ToolContext;
+use crate::fs;
+use crate::tool::{Tool, ToolError, ToolOutput};
 use futures_util::future::BoxFuture;
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
@@ -171,10 +172,10 @@ impl Tool for Workflow {
         })
     }
 
-    fn permission_subject(&self, input: &Value, ctx: &ToolContext) -> super::PermissionSubject {
+    fn permission_subject(&self, input: &Value, ctx: &ToolContext) -> crate::tool::PermissionSubject {
         match input.get("scriptPath").and_then(Value::as_str) {
-            Some(p) if input.get("script").is_none() => super::PermissionSubject::ReadPath(fs::absolute(ctx, p)),
-            _ => super::PermissionSubject::None,
+            Some(p) if input.get("script").is_none() => crate::tool::PermissionSubject::ReadPath(fs::absolute(ctx, p)),
+            _ => crate::tool::PermissionSubject::None,
         }
     }
 
@@ -784,7 +785,7 @@ mod tests {
         assert!(!valid_run_id("wf_ABCDEF1"));
         assert!(!valid_run_id("wf_12345"));
         let d = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-        let mut ctx = ToolContext::for_sandbox(d.path(), Arc::new(super::super::EstimateTokens))
+        let mut ctx = ToolContext::for_sandbox(d.path(), Arc::new(crate::model::EstimateTokens))
             .unwrap_or_else(|e| panic!("{e}"));
         ctx.call_id = Some("toolu_1".into());
         let (run, task) = ids(&ctx);
@@ -797,7 +798,7 @@ mod tests {
     #[test]
     fn refusals() {
         let d = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-        let ctx = ToolContext::for_sandbox(d.path(), Arc::new(super::super::EstimateTokens))
+        let ctx = ToolContext::for_sandbox(d.path(), Arc::new(crate::model::EstimateTokens))
             .unwrap_or_else(|e| panic!("{e}"));
         let go = |input: Value| {
             let args: Args = serde_json::from_value(input).unwrap_or_else(|e| panic!("{e}"));

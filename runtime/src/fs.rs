@@ -2,7 +2,8 @@
 //! symlink escapes), `cat -n` numbering, the read / stale gates of Edit and Write (EDIT-1, EDIT-2), the
 //! read state (READ-4), and the file-history checkpoint (EDIT-6).
 
-use super::{ReadState, ToolContext, ToolError};
+use crate::context::{ReadState, ToolContext};
+use crate::tool::ToolError;
 use sha2::{Digest, Sha256};
 use std::path::{Component, Path, PathBuf};
 
@@ -13,11 +14,7 @@ pub const NOT_READ_YET: &str = "File has not been read yet. Read it first before
 pub const MODIFIED_SINCE_READ: &str =
     "File has been modified since read, either by the user or by a linter. Read it again before attempting to write it.";
 
-/// The name Claude Code gives per-project state after a cwd: every non-alphanumeric character turned
-/// into '-' (`/tmp/p/work` → `-tmp-p-work`).
-pub fn cwd_slug(cwd: &Path) -> String {
-    cwd.to_string_lossy().chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '-' }).collect()
-}
+pub use crate::context::cwd_slug;
 
 /// Resolves `file_path` (absolute, or relative to the cwd) lexically, without touching the disk.
 pub fn absolute(ctx: &ToolContext, file_path: &str) -> PathBuf {
@@ -83,22 +80,22 @@ pub fn search_root(ctx: &ToolContext, path: Option<&str>) -> Result<PathBuf, Too
 }
 
 /// What the permission rules of a file tool match: the path in `key`, as a write or a read.
-pub fn path_subject(input: &serde_json::Value, key: &str, write: bool, ctx: &ToolContext) -> super::PermissionSubject {
+pub fn path_subject(input: &serde_json::Value, key: &str, write: bool, ctx: &ToolContext) -> crate::tool::PermissionSubject {
     match input.get(key).and_then(serde_json::Value::as_str) {
-        Some(p) if write => super::PermissionSubject::WritePath(absolute(ctx, p)),
-        Some(p) => super::PermissionSubject::ReadPath(absolute(ctx, p)),
-        None => super::PermissionSubject::None,
+        Some(p) if write => crate::tool::PermissionSubject::WritePath(absolute(ctx, p)),
+        Some(p) => crate::tool::PermissionSubject::ReadPath(absolute(ctx, p)),
+        None => crate::tool::PermissionSubject::None,
     }
 }
 
 /// What the permission rules of a search tool match: its `path` (or the cwd) as a read.
-pub fn search_root_subject(input: &serde_json::Value, ctx: &ToolContext) -> super::PermissionSubject {
+pub fn search_root_subject(input: &serde_json::Value, ctx: &ToolContext) -> crate::tool::PermissionSubject {
     let p = input
         .get("path")
         .and_then(serde_json::Value::as_str)
         .map(|p| absolute(ctx, p))
         .unwrap_or_else(|| ctx.working_dir());
-    super::PermissionSubject::ReadPath(p)
+    crate::tool::PermissionSubject::ReadPath(p)
 }
 
 /// Line numbering as the reference binary writes it (READ-3, measured on Claude Code 2.1.235): the
@@ -210,6 +207,21 @@ pub fn updated(path: &Path) -> String {
     format!("The file {} has been updated successfully.{FILE_STATE_NOTE}", path.display())
 }
 
+/// `296.9KB`-style sizes, as the reference formats them.
+pub fn format_size(bytes: u64) -> String {
+    let (value, unit) = if bytes < 1024 {
+        return format!("{bytes} bytes");
+    } else if bytes < 1024 * 1024 {
+        (bytes as f64 / 1024.0, "KB")
+    } else if bytes < 1024 * 1024 * 1024 {
+        (bytes as f64 / (1024.0 * 1024.0), "MB")
+    } else {
+        (bytes as f64 / (1024.0 * 1024.0 * 1024.0), "GB")
+    };
+    let s = format!("{value:.1}");
+    format!("{}{unit}", s.strip_suffix(".0").unwrap_or(&s))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -217,7 +229,7 @@ mod tests {
 
     fn ctx() -> (tempfile::TempDir, ToolContext) {
         let d = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-        let c = ToolContext::for_sandbox(d.path(), Arc::new(super::super::EstimateTokens))
+        let c = ToolContext::for_sandbox(d.path(), Arc::new(crate::model::EstimateTokens))
             .unwrap_or_else(|e| panic!("{e}"));
         (d, c)
     }

@@ -27,8 +27,11 @@
 //!   drops that file's read state: the next Edit / Write must Read it again (BASH-3).
 //! - `timeout` above 600,000 ms is clamped, not refused (the reference runs it).
 
-use super::tasks::{Status, Task};
-use super::{PermissionSubject, Tool, ToolContext, ToolError, ToolOutput};
+pub mod sandbox;
+
+use crate::background::{Status, Task};
+use crate::context::ToolContext;
+use crate::tool::{PermissionSubject, Tool, ToolError, ToolOutput};
 use futures_util::future::BoxFuture;
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -103,7 +106,7 @@ impl Tool for Bash {
     }
 
     fn is_read_only(&self, input: &Value) -> bool {
-        input.get("command").and_then(Value::as_str).is_some_and(super::shell::is_read_only)
+        input.get("command").and_then(Value::as_str).is_some_and(crate::shell::is_read_only)
     }
 
     fn is_concurrency_safe(&self, input: &Value) -> bool {
@@ -124,7 +127,7 @@ impl Tool for Bash {
             if args.command.trim().is_empty() {
                 return Err(ToolError::Validation("The command is empty.".into()));
             }
-            let sandbox = super::bwrap::plan(ctx, args.dangerously_disable_sandbox)?;
+            let sandbox = sandbox::plan(ctx, args.dangerously_disable_sandbox)?;
             if args.run_in_background {
                 return background(ctx, &args, sandbox).await;
             }
@@ -141,22 +144,6 @@ fn tool_use_id(ctx: &ToolContext) -> String {
 fn shell_cwd(ctx: &ToolContext) -> PathBuf {
     let g = ctx.shell.cwd.lock().unwrap_or_else(|p| p.into_inner());
     g.clone().filter(|p| p.is_dir()).unwrap_or_else(|| ctx.cwd.clone())
-}
-
-/// Where temp files of the session go: `$TMPDIR` of the probe, else `<sandbox>/tmp`; the reference's
-/// layout below it (`claude-<uid>/<cwd slug>/<session>/`).
-fn session_tmp(ctx: &ToolContext) -> PathBuf {
-    tmp_base(ctx)
-        .join(format!("claude-{}", nix::unistd::getuid()))
-        .join(super::fs::cwd_slug(&ctx.cwd))
-        .join(&ctx.session_id)
-}
-
-/// The session's temp root: `$TMPDIR` of the probe, else `<sandbox>/tmp` (writable in the Bash sandbox).
-pub fn tmp_base(ctx: &ToolContext) -> PathBuf {
-    ctx.env("TMPDIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| ctx.roots.first().cloned().unwrap_or_else(|| ctx.cwd.clone()).join("tmp"))
 }
 
 /// A started command: the child, its group, its cgroup, and the reader of its output.
@@ -181,10 +168,10 @@ fn start(
     command: &str,
     cwd: &Path,
     sink: Sink,
-    sandbox: &super::bwrap::Plan,
+    sandbox: &sandbox::Plan,
 ) -> Result<Started, ToolError> {
     let n = ctx.shell.runs.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
-    let tmp = session_tmp(ctx);
+    let tmp = ctx.session_tmp();
     std::fs::create_dir_all(&tmp).map_err(|e| ToolError::Runtime(format!("cannot create {}: {e}", tmp.display())))?;
     let cwd_file = tmp.join(format!("cwd-{n}"));
     let _ = std::fs::remove_file(&cwd_file);
@@ -350,7 +337,7 @@ fn timeout_of(args: &Args) -> Duration {
     Duration::from_millis(ms.min(MAX_TIMEOUT_MS))
 }
 
-async fn foreground(ctx: &ToolContext, args: &Args, sandbox: super::bwrap::Plan) -> Result<ToolOutput, ToolError> {
+async fn foreground(ctx: &ToolContext, args: &Args, sandbox: sandbox::Plan) -> Result<ToolOutput, ToolError> {
     let cwd = shell_cwd(ctx);
     let before = snapshot_reads(ctx);
     let started = start(ctx, &args.command, &cwd, Sink::Memory, &sandbox)?;
@@ -363,7 +350,7 @@ async fn foreground(ctx: &ToolContext, args: &Args, sandbox: super::bwrap::Plan)
     }
     // BASH-3: a command that may write drops the read state of the files it changed
     let invalidated =
-        if super::shell::is_read_only(&args.command) { Vec::new() } else { invalidate_changed(ctx, before) };
+        if crate::shell::is_read_only(&args.command) { Vec::new() } else { invalidate_changed(ctx, before) };
     let mut notes = Vec::new();
     if ended.timed_out {
         notes.push(format!("Command timed out after {}", seconds(timeout)));
@@ -427,11 +414,11 @@ fn seconds(d: Duration) -> String {
     }
 }
 
-async fn background(ctx: &ToolContext, args: &Args, sandbox: super::bwrap::Plan) -> Result<ToolOutput, ToolError> {
+async fn background(ctx: &ToolContext, args: &Args, sandbox: sandbox::Plan) -> Result<ToolOutput, ToolError> {
     let cwd = shell_cwd(ctx);
     let tasks = &ctx.shell.tasks;
     let id = tasks.next_id();
-    let dir = session_tmp(ctx).join("tasks");
+    let dir = ctx.session_tmp().join("tasks");
     std::fs::create_dir_all(&dir).map_err(|e| ToolError::Runtime(format!("cannot create {}: {e}", dir.display())))?;
     let output_file = dir.join(format!("{id}.output"));
     let file = std::fs::File::create(&output_file)
@@ -469,7 +456,7 @@ async fn background(ctx: &ToolContext, args: &Args, sandbox: super::bwrap::Plan)
         "Command running in background with ID: {id}. Output is being written to: {}. You will be notified when it completes. To check interim output, use Read on that file path.",
         output_file.display()
     );
-    let hint = super::shell::changes_directory(&args.command).then(|| {
+    let hint = crate::shell::changes_directory(&args.command).then(|| {
         format!(
             "Session cwd remains {}; directory changes made by the backgrounded command do not apply to subsequent commands.",
             cwd.display()

@@ -1,8 +1,9 @@
 //! The Grep tool on hostile inputs: each ends with a clear result within the deadline — never a hang,
 //! never a panic (issue: search acceptance).
 
-use probelab_runtime::tools::grep::{Grep, DEADLINE_ENV};
-use probelab_runtime::tools::{EstimateTokens, Tool, ToolContext, ToolError, ToolOutput};
+use probelab_runtime::limits::GREP_DEADLINE_ENV as DEADLINE_ENV;
+use probelab_runtime::model::EstimateTokens;
+use probelab_runtime::{builtin, ToolContext, ToolError, ToolOutput};
 use serde_json::json;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -18,9 +19,12 @@ fn ctx(dir: &std::path::Path) -> ToolContext {
 async fn grep(c: &ToolContext, input: serde_json::Value) -> (Result<ToolOutput, ToolError>, Duration) {
     let t = Instant::now();
     // the outer bound is only a guard against a hang; the tool's own deadline must fire first
-    let r = tokio::time::timeout(Duration::from_millis(DEADLINE_MS * 3), Grep.call(input, c))
-        .await
-        .unwrap_or_else(|_| panic!("the Grep tool hung past three times its deadline"));
+    let r = tokio::time::timeout(
+        Duration::from_millis(DEADLINE_MS * 3),
+        builtin::registry().get("Grep").unwrap_or_else(|| panic!("no Grep tool")).call(input, c),
+    )
+    .await
+    .unwrap_or_else(|_| panic!("the Grep tool hung past three times its deadline"));
     (r, t.elapsed())
 }
 

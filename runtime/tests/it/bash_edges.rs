@@ -7,8 +7,9 @@
 //! stderr and does not run the bomb; where it is expected (root, hierarchy writable) and a command is not
 //! confined by it, the test fails.
 
-use probelab_runtime::tools::bash::{pids_limit_note, Bash, NO_OUTPUT, PIDS_MAX};
-use probelab_runtime::tools::{EstimateTokens, Tool, ToolContext, ToolError, ToolOutput};
+use probelab_runtime::limits::{pids_limit_note, NO_OUTPUT, PIDS_MAX};
+use probelab_runtime::model::EstimateTokens;
+use probelab_runtime::{builtin, ToolContext, ToolError, ToolOutput};
 use serde_json::json;
 use std::path::Path;
 use std::sync::Arc;
@@ -18,6 +19,10 @@ const PIDS_ROOT: &str = "/sys/fs/cgroup/pids";
 /// The literal fork bomb.
 const FORK_BOMB: &str = ":(){ :|:& };:";
 
+fn bash_tool() -> std::sync::Arc<dyn probelab_runtime::Tool> {
+    builtin::registry().get("Bash").unwrap_or_else(|| panic!("no Bash tool"))
+}
+
 fn ctx(dir: &Path) -> ToolContext {
     ToolContext::for_sandbox(dir, Arc::new(EstimateTokens)).unwrap_or_else(|e| panic!("{e}"))
 }
@@ -26,7 +31,7 @@ async fn bash(c: &ToolContext, command: &str, timeout_ms: u64) -> (Result<String
     let t = Instant::now();
     let input = json!({"command": command, "description": "edge", "timeout": timeout_ms});
     // an outer bound against a hang: the tool's own deadline must come first
-    let r = tokio::time::timeout(Duration::from_millis(timeout_ms + 20_000), Bash.call(input, c))
+    let r = tokio::time::timeout(Duration::from_millis(timeout_ms + 20_000), bash_tool().call(input, c))
         .await
         .unwrap_or_else(|_| panic!("the Bash tool hung 20 s past its deadline on {command:?}"));
     let r = match r {

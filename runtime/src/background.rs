@@ -1,25 +1,21 @@
-//! Background tasks of the session: a command started with `run_in_background` (BASH-4) gets an id and
-//! an output file at once; TaskOutput reads it (block default true, timeout ≤ 600,000 ms, default
-//! 30,000: TOUT-1), TaskStop ends it (task_id, legacy shell_id), and the agent loop drains the finished
-//! ones before each model call as a `<background-results>` block, each output cut to 500 chars (BG-1).
+//! Background work of a session (BG-1): the registry of tasks a call started and left running — a Bash
+//! command with `run_in_background` (BASH-4), a background agent, a workflow run — each with an id and an
+//! output file; the agent loop drains the finished ones before each model call as one
+//! `<background-results>` block, each output cut to [`BACKGROUND_RESULT_CHARS`] chars, and waits for the
+//! running ones at the model's end. The shell state of the session ([`ShellState`]: the Bash cwd) lives
+//! here too. TaskOutput and TaskStop (`tools/task_output.rs`) read and stop these tasks.
 //!
-//! Texts follow what Claude Code 2.1.235 sends (measured by `probes/claude-code/bash-*.toml`): the
-//! `<retrieval_status>…` blocks of TaskOutput, the JSON of TaskStop, `No task found with ID: …`. The
-//! notification reuses the reference's `<task-notification>` fields inside BG-1's `<background-results>`
-//! envelope and adds the output, which the reference leaves in the file.
+//! The notification reuses the reference's `<task-notification>` fields (measured on Claude Code 2.1.235
+//! by `probes/claude-code/bash-*.toml`) inside BG-1's `<background-results>` envelope and adds the
+//! output, which the reference leaves in the file.
 
-use super::{Tool, ToolContext, ToolError, ToolOutput};
-use futures_util::future::BoxFuture;
-use serde::Deserialize;
-use serde_json::{json, Value};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use tokio::sync::watch;
 
-/// TaskOutput's default wait (TOUT-1).
-pub const TASK_OUTPUT_DEFAULT_TIMEOUT_MS: u64 = 30_000;
-/// TaskOutput's longest wait (TOUT-1).
-pub const TASK_OUTPUT_MAX_TIMEOUT_MS: u64 = 600_000;
+/// How long the agent loop waits for a background task to end before it looks again (it waits while any
+/// runs: the reference's `-p` mode lets background work finish; the same bound as Bash's longest timeout).
+pub const MAX_WAIT_MS: u64 = 600_000;
 /// Characters of a finished task's output injected before the next model call (BG-1).
 pub const BACKGROUND_RESULT_CHARS: usize = 500;
 
@@ -165,7 +161,7 @@ impl TaskRegistry {
     }
 
     /// `Some(what it left, None while it runs)` when `id` is a Workflow run.
-    fn workflow_end(&self, id: &str) -> Option<Option<WorkflowEnd>> {
+    pub fn workflow_end(&self, id: &str) -> Option<Option<WorkflowEnd>> {
         self.workflows.lock().unwrap_or_else(|p| p.into_inner()).get(id).cloned()
     }
 
@@ -181,7 +177,7 @@ impl TaskRegistry {
     }
 
     /// `Some(final text or None)` when `id` is a sub-agent.
-    fn agent_result(&self, id: &str) -> Option<Option<String>> {
+    pub fn agent_result(&self, id: &str) -> Option<Option<String>> {
         self.agents.lock().unwrap_or_else(|p| p.into_inner()).get(id).cloned()
     }
 
@@ -401,155 +397,11 @@ fn read_output(t: &Task) -> String {
 }
 
 /// The output the reference shows for an ended task: the file, then `[exited with code N]` when not 0.
-fn shown_output(t: &Task) -> String {
+pub fn shown_output(t: &Task) -> String {
     let text = read_output(t);
     match t.exit_code {
         Some(c) if c != 0 => format!("{}\n\n[exited with code {c}]", text.trim_end_matches('\n')),
         _ => text.trim_end_matches('\n').to_string(),
-    }
-}
-
-fn no_task(id: &str) -> ToolError {
-    ToolError::Validation(format!("No task found with ID: {id}"))
-}
-
-/// The TaskOutput tool (TOUT-1).
-#[derive(Debug, Default)]
-pub struct TaskOutput;
-
-#[derive(Debug, Deserialize)]
-struct OutputArgs {
-    task_id: String,
-    #[serde(default)]
-    block: Option<bool>,
-    #[serde(default)]
-    timeout: Option<u64>,
-}
-
-impl Tool for TaskOutput {
-    fn name(&self) -> &'static str {
-        "TaskOutput"
-    }
-
-    fn description(&self) -> String {
-        "Retrieves the output of a background task (a command run with run_in_background).\n\n- block (default true) waits for the task to finish, at most `timeout` ms (default 30000, max 600000)\n- block=false returns at once with the current status\n- Empty output is not a failure, and a \"success\" line in a log is not completion: read the status".into()
-    }
-
-    fn input_schema(&self) -> Value {
-        json!({
-            "type": "object",
-            "properties": {
-                "task_id": {"type": "string", "description": "The task ID to get output from"},
-                "block": {"type": "boolean", "default": true, "description": "Whether to wait for completion"},
-                "timeout": {"type": "number", "minimum": 0, "maximum": TASK_OUTPUT_MAX_TIMEOUT_MS, "default": TASK_OUTPUT_DEFAULT_TIMEOUT_MS, "description": "Max wait time in ms"}
-            },
-            "required": ["task_id"],
-            "additionalProperties": false,
-            "$schema": "http://json-schema.org/draft-07/schema#"
-        })
-    }
-
-    fn is_read_only(&self, _input: &Value) -> bool {
-        true
-    }
-
-    fn call<'a>(&'a self, input: Value, ctx: &'a ToolContext) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
-        Box::pin(async move {
-            let args: OutputArgs = serde_json::from_value(input).map_err(|e| ToolError::Validation(e.to_string()))?;
-            let tasks = &ctx.shell.tasks;
-            let t = tasks.get(&args.task_id).ok_or_else(|| no_task(&args.task_id))?;
-            let timeout = args.timeout.unwrap_or(TASK_OUTPUT_DEFAULT_TIMEOUT_MS).min(TASK_OUTPUT_MAX_TIMEOUT_MS);
-            let (t, retrieval) = if t.status != Status::Running {
-                (t, "success")
-            } else if !args.block.unwrap_or(true) {
-                (t, "not_ready")
-            } else {
-                let t = tasks.wait(&args.task_id, timeout).await.unwrap_or(t);
-                let r = if t.status == Status::Running { "timeout" } else { "success" };
-                (t, r)
-            };
-            let agent = tasks.agent_result(&t.id);
-            let workflow = tasks.workflow_end(&t.id);
-            let mut text = format!(
-                "<retrieval_status>{retrieval}</retrieval_status>\n\n<task_id>{}</task_id>\n\n<task_type>{}</task_type>\n\n<status>{}</status>",
-                t.id,
-                tasks.task_type(&t.id),
-                t.status.word()
-            );
-            if let Some(c) = t.exit_code {
-                text.push_str(&format!("\n\n<exit_code>{c}</exit_code>"));
-            }
-            match (&agent, t.status != Status::Running) {
-                // a Workflow run: its progress report once completed, nothing otherwise (measured)
-                _ if workflow.is_some() => {
-                    if let Some(report) =
-                        workflow.flatten().and_then(|w| w.report).filter(|_| t.status == Status::Completed)
-                    {
-                        text.push_str(&format!("\n\n<output>\n{report}\n</output>"));
-                    }
-                }
-                (Some(result), true) => {
-                    text.push_str(&format!("\n\n<output>\n{}\n</output>", result.as_deref().unwrap_or("")))
-                }
-                (None, true) => text.push_str(&format!("\n\n<output>\n{}\n</output>", shown_output(&t))),
-                _ => {}
-            }
-            let data = json!({"retrieval_status": retrieval, "task_id": t.id, "status": t.status.word(), "exit_code": t.exit_code, "output_file": t.output_file});
-            Ok(ToolOutput::Data { text, data })
-        })
-    }
-}
-
-/// The TaskStop tool.
-#[derive(Debug, Default)]
-pub struct TaskStop;
-
-#[derive(Debug, Deserialize)]
-struct StopArgs {
-    #[serde(default)]
-    task_id: Option<String>,
-    #[serde(default)]
-    shell_id: Option<String>,
-}
-
-impl Tool for TaskStop {
-    fn name(&self) -> &'static str {
-        "TaskStop"
-    }
-
-    fn description(&self) -> String {
-        "Stops a running background task by its ID (kills its whole process group).".into()
-    }
-
-    fn input_schema(&self) -> Value {
-        json!({
-            "type": "object",
-            "properties": {
-                "task_id": {"type": "string", "description": "The ID of the background task to stop"},
-                "shell_id": {"type": "string", "description": "Deprecated: use task_id instead"}
-            },
-            "additionalProperties": false,
-            "$schema": "http://json-schema.org/draft-07/schema#"
-        })
-    }
-
-    fn call<'a>(&'a self, input: Value, ctx: &'a ToolContext) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
-        Box::pin(async move {
-            let args: StopArgs = serde_json::from_value(input).map_err(|e| ToolError::Validation(e.to_string()))?;
-            let Some(id) = args.task_id.or(args.shell_id) else {
-                return Err(ToolError::Validation("Missing required parameter: task_id".into()));
-            };
-            let tasks = &ctx.shell.tasks;
-            let t = tasks.get(&id).ok_or_else(|| no_task(&id))?;
-            if t.status != Status::Running {
-                return Err(ToolError::Validation(format!("Task {id} is not running (status: {})", t.status.word())));
-            }
-            tasks.stop(&id);
-            // the runner reports the end once the group is gone
-            tasks.wait(&id, 10_000).await;
-            let v = json!({"message": format!("Successfully stopped task: {id} ({})", t.command), "task_id": id, "task_type": tasks.task_type(&id), "command": t.command});
-            Ok(ToolOutput::Data { text: v.to_string(), data: v })
-        })
     }
 }
 

@@ -50,36 +50,12 @@
 //! file the confined script writes first: no marker, a non-zero exit and a first line starting `bwrap: `
 //! mean bubblewrap never ran the command.
 
-use super::{ToolContext, ToolError};
-use serde::{Deserialize, Serialize};
+use crate::context::ToolContext;
+use crate::tool::ToolError;
 use std::path::{Path, PathBuf};
 
 /// Env of the probe naming the bubblewrap binary to use instead of `bwrap` on the PATH (tests).
 pub const BWRAP_ENV: &str = "PROBELAB_BWRAP";
-
-/// `settings.sandbox`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct SandboxSettings {
-    /// Confine Bash commands.
-    #[serde(default)]
-    pub enabled: bool,
-    /// A call's `dangerouslyDisableSandbox: true` is honoured (default true).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub allow_unsandboxed_commands: Option<bool>,
-    /// Network stays on inside the sandbox (not a key of Claude Code's `sandbox` table, which allows
-    /// network by domain; left out of the written settings.json when false).
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub allow_network: bool,
-    /// Claude Code's `failIfUnavailable` (refuse to start without a working sandbox; its default is to
-    /// warn and run unsandboxed). Written for Claude Code; the built-in runtime always fails the call.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub fail_if_unavailable: Option<bool>,
-    /// Claude Code's `enableWeakerNestedSandbox` (its sandbox inside containers without user namespaces
-    /// of its own). Written for Claude Code; the built-in runtime's bubblewrap call does not need it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub enable_weaker_nested_sandbox: Option<bool>,
-}
 
 /// How one command will run.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -177,7 +153,7 @@ impl Plan {
         }
         // writable: the project and the session's temp root, like the reference's `allowOnly` list
         // (`.` and `$TMPDIR`); HOME and the rest of the probe's sandbox stay read-only
-        let tmp = super::bash::tmp_base(ctx);
+        let tmp = ctx.tmp_base();
         for dir in [&ctx.cwd, &tmp] {
             if dir.is_dir() {
                 c.arg("--bind").arg(dir).arg(dir);

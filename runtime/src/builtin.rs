@@ -1,0 +1,274 @@
+//! The composition root: the only place that names every tool. It builds the pool of a session
+//! ([`registry`], [`pool`]), puts each tool's configured state into the session ([`SessionConfig`] →
+//! [`start`]), installs the extensions that take part in the pipeline and the loop, and builds the
+//! runtime of a sub-agent for the Agent tool ([`Builtin`] as the session's [`agent_tool::Composer`]) —
+//! one composition for the lab's run and for sub-agents alike. [`shutdown`] ends what a session started.
+
+use crate::context::ToolContext;
+use crate::model::Model;
+use crate::pipeline::{Extension, Runtime};
+use crate::registry::Registry;
+use crate::session::Session;
+use crate::settings::{env_flag, AskAnswer, Settings};
+use crate::tools::{
+    agent_tool, apply_patch, artifact, ask, bash, cron, edit, glob, grep, host, lsp, mcp, notebook_edit, plan_mode,
+    read, send_message, skill, task_list, task_output, todo_write, tool_search, web_fetch, web_search, workflow,
+    worktree, write,
+};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// Turns the Task* family on instead of nothing (as on Claude Code 2.1.235, where the task tools are
+/// off by default in `-p` runs; TODO-1, TASK-1).
+pub const ENV_ENABLE_TODO_TOOLS: &str = "CLAUDE_CODE_ENABLE_TODO_TOOLS";
+/// `0` with the todo flag on: TodoWrite instead of the Task* family (TODO-1: the two are exclusive).
+pub const ENV_ENABLE_TASKS: &str = "CLAUDE_CODE_ENABLE_TASKS";
+/// Removes the cron surface (CRON-5).
+pub const ENV_DISABLE_CRON: &str = "CLAUDE_CODE_DISABLE_CRON";
+/// The Task* family (TASK-1..5).
+pub const TASK_TOOLS: &[&str] = &["TaskCreate", "TaskGet", "TaskList", "TaskUpdate"];
+/// The todo list tool (TODO-1).
+pub const TODO_TOOL: &str = "TodoWrite";
+/// The cron surface (CRON-1..5).
+pub const CRON_TOOLS: &[&str] = &["CronCreate", "CronDelete", "CronList"];
+
+/// Tools whose absence Claude Code 2.1.235 explains as "… is disabled for this session, in subagents as
+/// well as here." (PIPE-3), as measured: the cron tools under `CLAUDE_CODE_DISABLE_CRON`
+/// (`claude-code.cron-disabled`), AskUserQuestion and the plan-mode pair in `-p` runs
+/// (`claude-code.ask-plan-absent`), Agent past the nesting cap (`agent.nesting`), LSP before a server
+/// is up (`claude-code.lsp-roundtrip`). A switched-off TaskCreate and ToolSearch get the plain text
+/// (`tasks.todo-write`, `tool-search.off`).
+pub const DISABLED_NOTICE_TOOLS: &[&str] =
+    &["Agent", "AskUserQuestion", "CronCreate", "CronDelete", "CronList", "EnterPlanMode", "ExitPlanMode", "LSP"];
+
+/// Every built-in tool of the runtime.
+pub fn registry() -> Registry {
+    Registry::from_tools(vec![
+        Arc::new(read::Read),
+        Arc::new(write::Write),
+        Arc::new(edit::Edit),
+        Arc::new(notebook_edit::NotebookEdit),
+        Arc::new(grep::Grep),
+        Arc::new(glob::Glob),
+        Arc::new(bash::Bash),
+        Arc::new(task_output::TaskOutput),
+        Arc::new(task_output::TaskStop),
+        Arc::new(task_list::TaskCreate),
+        Arc::new(task_list::TaskGet),
+        Arc::new(task_list::TaskList),
+        Arc::new(task_list::TaskUpdate),
+        Arc::new(todo_write::TodoWrite),
+        Arc::new(cron::CronCreate),
+        Arc::new(cron::CronDelete),
+        Arc::new(cron::CronList),
+        Arc::new(agent_tool::Agent),
+        Arc::new(send_message::SendMessage),
+        Arc::new(ask::AskUserQuestion),
+        Arc::new(lsp::Lsp),
+        Arc::new(plan_mode::EnterPlanMode),
+        Arc::new(plan_mode::ExitPlanMode),
+        Arc::new(worktree::EnterWorktree),
+        Arc::new(worktree::ExitWorktree),
+        Arc::new(workflow::Workflow),
+        Arc::new(skill::Skill),
+        Arc::new(tool_search::ToolSearch),
+        Arc::new(artifact::Artifact),
+        Arc::new(apply_patch::ApplyPatch),
+        Arc::new(web_fetch::WebFetch),
+        Arc::new(web_search::WebSearch),
+    ])
+}
+
+/// The pool of a session with this env: [`registry`] less what the env switches off. The Task* family
+/// appears with [`ENV_ENABLE_TODO_TOOLS`]; with [`ENV_ENABLE_TASKS`]`=0` as well, TodoWrite appears
+/// instead (never both: TODO-1); [`ENV_DISABLE_CRON`] removes the cron tools; ToolSearch is there only
+/// with `ENABLE_TOOL_SEARCH` (TS-1); Artifact only with `PROBELAB_ENABLE_ARTIFACT` (ART-1) and
+/// apply_patch only with `PROBELAB_ENABLE_APPLY_PATCH` (PATCH-1: optional, off by default).
+pub fn pool(env: &BTreeMap<String, String>) -> Registry {
+    let mut r = registry();
+    let todo_flag = env_flag(env, ENV_ENABLE_TODO_TOOLS) == Some(true);
+    let tasks_off = env_flag(env, ENV_ENABLE_TASKS) == Some(false);
+    let cron_off = env_flag(env, ENV_DISABLE_CRON) == Some(true);
+    let tool_search = tool_search::enabled(env);
+    r.retain(|name| {
+        if TASK_TOOLS.contains(&name) {
+            todo_flag && !tasks_off
+        } else if name == TODO_TOOL {
+            todo_flag && tasks_off
+        } else if CRON_TOOLS.contains(&name) {
+            !cron_off
+        } else if name == tool_search::TOOL_SEARCH {
+            tool_search
+        } else if name == artifact::ARTIFACT {
+            env_flag(env, artifact::ENV_ENABLE_ARTIFACT) == Some(true)
+        } else if name == apply_patch::APPLY_PATCH {
+            env_flag(env, apply_patch::ENV_ENABLE_APPLY_PATCH) == Some(true)
+        } else {
+            true
+        }
+    });
+    r
+}
+
+/// The pool of a sub-agent of `kind` at `depth`: the session's pool less what the type may not have, and
+/// less Agent at [`agent_tool::MAX_AGENT_DEPTH`].
+pub fn child_pool(env: &BTreeMap<String, String>, kind: &agent_tool::AgentType, depth: usize) -> Registry {
+    let mut r = pool(env);
+    r.retain(|n| {
+        (kind.only.is_empty() || kind.only.contains(&n))
+            && !kind.without.contains(&n)
+            && !(n == agent_tool::AGENT && depth >= agent_tool::MAX_AGENT_DEPTH)
+    });
+    r
+}
+
+/// The extensions of a session over `pool`, in the order they act: tool search (when ToolSearch is in
+/// the pool: its announcement comes first in the first request), the skill listing (when Skill is),
+/// plan mode's gate, and the cron clock and its idle jobs.
+pub fn extensions(pool: &Registry) -> Vec<Arc<dyn Extension>> {
+    let mut out: Vec<Arc<dyn Extension>> = Vec::new();
+    if pool.get(tool_search::TOOL_SEARCH).is_some() {
+        out.push(Arc::new(tool_search::Deferral));
+    }
+    if pool.get(skill::SKILL).is_some() {
+        out.push(Arc::new(skill::Listing));
+    }
+    out.push(Arc::new(plan_mode::Gate));
+    out.push(Arc::new(cron::Scheduler));
+    out
+}
+
+/// What a session is started with (the lab's probe, resolved): where it runs, its settings and env, its
+/// model, and the configuration of the tools that need one.
+#[derive(Clone, Default)]
+pub struct SessionConfig {
+    /// Working directory.
+    pub cwd: PathBuf,
+    /// HOME.
+    pub home: PathBuf,
+    /// Roots a tool may touch (canonical).
+    pub roots: Vec<PathBuf>,
+    /// Session id.
+    pub session_id: String,
+    /// Environment of the session (its switches: `CLAUDE_CODE_…`).
+    pub env: BTreeMap<String, String>,
+    /// Settings (permissions, hooks, sandbox).
+    pub settings: Settings,
+    /// How the host answers asks.
+    pub ask: AskAnswer,
+    /// The session's Messages API (also its token counter).
+    pub model: Option<Arc<dyn Model>>,
+    /// Scripted answers of the host (AskUserQuestion, plan approval).
+    pub host: host::HostScript,
+    /// A virtual clock for cron (`None`: the system clock).
+    pub clock: Option<cron::ClockSpec>,
+    /// MCP servers, connected at the start (MCP-1).
+    pub mcp_servers: BTreeMap<String, mcp::ServerSpec>,
+    /// Plugins with LSP servers, started at the first call that needs one (LSP-1..5).
+    pub plugins: Vec<lsp::config::PluginSpec>,
+    /// The artifact service's base URL (ART-1).
+    pub artifact_api: Option<String>,
+    /// Where every host name resolves to (the local web service of WEB-1 / WEB-2).
+    pub web: Option<web_fetch::WebAccess>,
+}
+
+/// The default session id (the lab's sessions all use it, so paths under HOME are the same every run).
+pub const SESSION_ID: &str = "00000000-0000-4000-8000-000000000001";
+
+/// Starts a session: connects its MCP servers, puts the tools' state in, builds the pool, the rules and
+/// the extensions. MCP servers that fail to start are left out and named in `Runtime`'s session state
+/// ([`mcp_failures`]).
+pub async fn start(config: SessionConfig) -> Result<Runtime, String> {
+    let mcp = mcp::Mcp::connect(&config.mcp_servers, &config.cwd, &config.home).await;
+    let pool = pool(&config.env).with_mcp(mcp.tools());
+    let lsp = lsp::manager::LspManager::from_plugins(&config.plugins, &config.cwd, &config.env);
+    let session = Session::new(config.settings.clone(), config.ask, config.model.clone())
+        .put(config.host.clone())
+        .put(cron::Cron::new(config.clock.as_ref()))
+        .put(artifact::Artifacts::new(config.artifact_api.clone()))
+        .put(web_fetch::Web::new(config.web))
+        .put(lsp)
+        .put(mcp)
+        .put(agent_tool::ComposerSlot(Some(Arc::new(Builtin))));
+    let ctx = ToolContext {
+        cwd: config.cwd,
+        home: config.home,
+        roots: config.roots,
+        session_id: if config.session_id.is_empty() { SESSION_ID.to_string() } else { config.session_id },
+        env: config.env,
+        read_state: Arc::default(),
+        tokens: match &config.model {
+            Some(m) => m.clone(),
+            None => Arc::new(crate::model::EstimateTokens),
+        },
+        shell: Arc::default(),
+        sandbox: config.settings.sandbox.clone(),
+        call_id: None,
+        session: Arc::new(session),
+    };
+    let extensions = extensions(&pool);
+    Ok(Runtime::new(pool, &config.settings, config.ask, ctx)?.with_extensions(extensions, DISABLED_NOTICE_TOOLS))
+}
+
+/// The MCP servers of a session that could not be started, with why.
+pub fn mcp_failures(runtime: &Runtime) -> Vec<(String, String)> {
+    runtime.ctx.session.state::<mcp::Mcp>().failures.clone()
+}
+
+/// Ends what a session started (`runtime.ctx`): its background tasks (stopped, then waited for), its
+/// MCP and LSP servers.
+pub async fn shutdown(ctx: &ToolContext) {
+    ctx.shell.tasks.stop_all();
+    ctx.shell.tasks.wait_idle(10_000).await;
+    ctx.session.state::<mcp::Mcp>().shutdown().await;
+    ctx.session.state::<lsp::manager::LspManager>().shutdown().await;
+}
+
+/// The built-in composition as the Agent tool's [`agent_tool::Composer`].
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Builtin;
+
+impl agent_tool::Composer for Builtin {
+    fn child(&self, parent: &ToolContext, spec: agent_tool::ChildSpec) -> Result<Runtime, String> {
+        let ps = &parent.session;
+        let depth = spec.who.depth;
+        let agents = agent_tool::Agents { me: spec.who, shared: ps.state::<agent_tool::Agents>().shared.clone() };
+        let session = Session::new(ps.settings.clone(), ps.ask_answer, Some(spec.model.clone()))
+            .put((*ps.state::<host::HostScript>()).clone())
+            .put(agents)
+            .put(agent_tool::ComposerSlot(Some(Arc::new(Builtin))));
+        let ctx = ToolContext {
+            cwd: spec.cwd,
+            home: parent.home.clone(),
+            roots: parent.roots.clone(),
+            session_id: parent.session_id.clone(),
+            env: parent.env.clone(),
+            read_state: Arc::default(),
+            tokens: spec.model.clone(),
+            shell: Arc::default(),
+            sandbox: parent.sandbox.clone(),
+            call_id: None,
+            session: Arc::new(session),
+        };
+        // the session's MCP tools go to children that may have every tool (the reference's general-purpose)
+        let mcp = if spec.kind.only.is_empty() { ps.state::<mcp::Mcp>().tools() } else { Vec::new() };
+        let pool = child_pool(&parent.env, spec.kind, depth).with_mcp(mcp);
+        let extensions = extensions(&pool);
+        Ok(Runtime::new(pool, &ps.settings, ps.ask_answer, ctx)?.with_extensions(extensions, DISABLED_NOTICE_TOOLS))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pool_is_sorted_by_name() {
+        let names = registry().names();
+        let mut sorted = names.clone();
+        sorted.sort();
+        assert_eq!(names, sorted);
+        assert!(names.contains(&"Read"));
+    }
+}

@@ -1,0 +1,36 @@
+//! How tools reach the session's model without knowing the agent loop: [`Model`], the Messages API of
+//! the session (side requests: WebFetch's prompt, WebSearch's server tool; the client of a sub-agent), and
+//! [`TokenCounter`], its `count_tokens` (Read's token ceiling). [`crate::agent::Client`] is the one real
+//! implementation; tests use [`EstimateTokens`].
+
+use crate::agent::wire::Message;
+use futures_util::future::BoxFuture;
+use serde_json::Value;
+use std::sync::Arc;
+
+/// Counts tokens the way the subject's API does: the built-in subject asks the stub's
+/// `/v1/messages/count_tokens`, like the reference binary for large reads.
+pub trait TokenCounter: Send + Sync {
+    /// Input tokens of a user message holding `text`.
+    fn count<'a>(&'a self, text: &'a str) -> BoxFuture<'a, Result<u64, String>>;
+}
+
+/// A counter that estimates 4 bytes per token, for unit tests.
+#[derive(Debug, Default)]
+pub struct EstimateTokens;
+
+impl TokenCounter for EstimateTokens {
+    fn count<'a>(&'a self, text: &'a str) -> BoxFuture<'a, Result<u64, String>> {
+        Box::pin(async move { Ok((text.len() as u64).div_ceil(4)) })
+    }
+}
+
+/// The session's Messages API, asking for one model.
+pub trait Model: TokenCounter {
+    /// The model id requests name.
+    fn model(&self) -> &str;
+    /// The same API asking for another model (a sub-agent's `model`).
+    fn with_model(&self, model: &str) -> Arc<dyn Model>;
+    /// Sends a streaming request (retrying what the API says is retryable) and returns the message.
+    fn create<'a>(&'a self, body: &'a Value) -> BoxFuture<'a, Result<Message, String>>;
+}

@@ -1,0 +1,107 @@
+//! What a tool is: the [`Tool`] trait, the two error channels ([`ToolError`]), what a successful call
+//! returns ([`ToolOutput`]), what permission rules match a call against ([`PermissionSubject`]), and
+//! [`parse_args`], the one mapping of a call's JSON input onto a tool's serde `Args`.
+
+use crate::context::ToolContext;
+use futures_util::future::BoxFuture;
+use serde_json::Value;
+use std::path::PathBuf;
+
+/// Default `maxResultSizeChars` of a tool: over it the result is persisted to a file and the model gets
+/// the path and a preview (PIPE-5: "most others 100,000").
+pub const DEFAULT_MAX_RESULT_SIZE_CHARS: usize = 100_000;
+
+/// The two error channels of a tool call.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ToolError {
+    /// The input was refused before anything ran (validation of a file's state, of the parameters):
+    /// becomes an `is_error` result wrapped in `<tool_use_error>…</tool_use_error>`, like the reference.
+    #[error("{0}")]
+    Validation(String),
+    /// The tool ran and failed: an `is_error` result with the text as is (not wrapped).
+    #[error("{0}")]
+    Runtime(String),
+}
+
+/// What a successful call returns: text, or content blocks (an image, a PDF document).
+#[derive(Debug, Clone, PartialEq)]
+pub enum ToolOutput {
+    /// A text result.
+    Text(String),
+    /// Content blocks (`image`, `document`, `text`).
+    Blocks(Vec<Value>),
+    /// A text result plus the structured record the reference keeps beside it (its `toolUseResult`):
+    /// the text goes to the model, the record to the session log (`<session dir>/<session id>.jsonl`).
+    Data {
+        /// What the model gets.
+        text: String,
+        /// The structured record.
+        data: Value,
+    },
+}
+
+/// What a permission rule of a tool is matched against.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PermissionSubject {
+    /// A file the call reads.
+    ReadPath(PathBuf),
+    /// A file the call writes (also checked against `Read(...)` deny rules: EDIT-3).
+    WritePath(PathBuf),
+    /// A shell command.
+    Command(String),
+    /// Nothing to match beyond the tool name.
+    None,
+}
+
+/// A tool of the runtime.
+pub trait Tool: Send + Sync {
+    /// The name the model calls it by.
+    fn name(&self) -> &'static str;
+    /// The description sent with the schema.
+    fn description(&self) -> String;
+    /// JSON Schema of the input (draft-07 object).
+    fn input_schema(&self) -> Value;
+    /// Read-only for this input (PIPE-4; default false).
+    fn is_read_only(&self, _input: &Value) -> bool {
+        false
+    }
+    /// May run in parallel with other concurrency-safe calls of the same turn (PIPE-4; default false).
+    fn is_concurrency_safe(&self, _input: &Value) -> bool {
+        false
+    }
+    /// Destroys data for this input (PIPE-4; default false).
+    fn is_destructive(&self, _input: &Value) -> bool {
+        false
+    }
+    /// Whether the tool is left out of `tools[]` until ToolSearch loads it, when tool search is on
+    /// (TS-1): `Some` where the tool decides, `None` (the default) where the session's tool-search
+    /// policy decides by name.
+    fn defer_loading(&self) -> Option<bool> {
+        None
+    }
+    /// Shown to the model in the next request (default true): the plan-mode pair swaps with the mode
+    /// (PLAN-1), LSP waits for a configured server (LSP-3).
+    fn is_visible(&self, _ctx: &ToolContext) -> bool {
+        true
+    }
+    /// Callable now (default true); a call to a tool that is not is answered like a call to a tool the
+    /// session does not have (LSP before its server was offered: LSP-3).
+    fn is_available(&self, _ctx: &ToolContext) -> bool {
+        true
+    }
+    /// The pipeline checks the input against [`Tool::input_schema`] before the call (PIPE-1; default
+    /// true). MCP tools leave that to their server, as the reference does (MCP-1).
+    fn validates_input(&self) -> bool {
+        true
+    }
+    /// Result budget (PIPE-5); `None` = unlimited (the tool limits itself, like Read).
+    fn max_result_size_chars(&self) -> Option<usize> {
+        Some(DEFAULT_MAX_RESULT_SIZE_CHARS)
+    }
+    /// What permission rules of this tool match against.
+    fn permission_subject(&self, _input: &Value, _ctx: &ToolContext) -> PermissionSubject {
+        PermissionSubject::None
+    }
+    /// Runs the call; the input has passed schema validation, hooks and permissions.
+    fn call<'a>(&'a self, input: Value, ctx: &'a ToolContext) -> BoxFuture<'a, Result<ToolOutput, ToolError>>;
+}

@@ -1,0 +1,160 @@
+//! TaskOutput and TaskStop (TOUT-1): read a background task's output (block default true, timeout at
+//! most 600,000 ms, default 30,000) and end one (task_id, legacy shell_id), over the session's task
+//! registry ([`crate::background`]). Texts follow what Claude Code 2.1.235 sends (measured by
+//! `probes/claude-code/bash-*.toml`): the `<retrieval_status>…` blocks of TaskOutput, the JSON of
+//! TaskStop, `No task found with ID: …`.
+
+use crate::background::{shown_output, Status};
+use crate::context::ToolContext;
+use crate::tool::{Tool, ToolError, ToolOutput};
+use futures_util::future::BoxFuture;
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+/// TaskOutput's default wait (TOUT-1).
+pub const TASK_OUTPUT_DEFAULT_TIMEOUT_MS: u64 = 30_000;
+/// TaskOutput's longest wait (TOUT-1).
+pub const TASK_OUTPUT_MAX_TIMEOUT_MS: u64 = 600_000;
+fn no_task(id: &str) -> ToolError {
+    ToolError::Validation(format!("No task found with ID: {id}"))
+}
+
+/// The TaskOutput tool (TOUT-1).
+#[derive(Debug, Default)]
+pub struct TaskOutput;
+
+#[derive(Debug, Deserialize)]
+struct OutputArgs {
+    task_id: String,
+    #[serde(default)]
+    block: Option<bool>,
+    #[serde(default)]
+    timeout: Option<u64>,
+}
+
+impl Tool for TaskOutput {
+    fn name(&self) -> &'static str {
+        "TaskOutput"
+    }
+
+    fn description(&self) -> String {
+        "Retrieves the output of a background task (a command run with run_in_background).\n\n- block (default true) waits for the task to finish, at most `timeout` ms (default 30000, max 600000)\n- block=false returns at once with the current status\n- Empty output is not a failure, and a \"success\" line in a log is not completion: read the status".into()
+    }
+
+    fn input_schema(&self) -> Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "task_id": {"type": "string", "description": "The task ID to get output from"},
+                "block": {"type": "boolean", "default": true, "description": "Whether to wait for completion"},
+                "timeout": {"type": "number", "minimum": 0, "maximum": TASK_OUTPUT_MAX_TIMEOUT_MS, "default": TASK_OUTPUT_DEFAULT_TIMEOUT_MS, "description": "Max wait time in ms"}
+            },
+            "required": ["task_id"],
+            "additionalProperties": false,
+            "$schema": "http://json-schema.org/draft-07/schema#"
+        })
+    }
+
+    fn is_read_only(&self, _input: &Value) -> bool {
+        true
+    }
+
+    fn call<'a>(&'a self, input: Value, ctx: &'a ToolContext) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
+        Box::pin(async move {
+            let args: OutputArgs = serde_json::from_value(input).map_err(|e| ToolError::Validation(e.to_string()))?;
+            let tasks = &ctx.shell.tasks;
+            let t = tasks.get(&args.task_id).ok_or_else(|| no_task(&args.task_id))?;
+            let timeout = args.timeout.unwrap_or(TASK_OUTPUT_DEFAULT_TIMEOUT_MS).min(TASK_OUTPUT_MAX_TIMEOUT_MS);
+            let (t, retrieval) = if t.status != Status::Running {
+                (t, "success")
+            } else if !args.block.unwrap_or(true) {
+                (t, "not_ready")
+            } else {
+                let t = tasks.wait(&args.task_id, timeout).await.unwrap_or(t);
+                let r = if t.status == Status::Running { "timeout" } else { "success" };
+                (t, r)
+            };
+            let agent = tasks.agent_result(&t.id);
+            let workflow = tasks.workflow_end(&t.id);
+            let mut text = format!(
+                "<retrieval_status>{retrieval}</retrieval_status>\n\n<task_id>{}</task_id>\n\n<task_type>{}</task_type>\n\n<status>{}</status>",
+                t.id,
+                tasks.task_type(&t.id),
+                t.status.word()
+            );
+            if let Some(c) = t.exit_code {
+                text.push_str(&format!("\n\n<exit_code>{c}</exit_code>"));
+            }
+            match (&agent, t.status != Status::Running) {
+                // a Workflow run: its progress report once completed, nothing otherwise (measured)
+                _ if workflow.is_some() => {
+                    if let Some(report) =
+                        workflow.flatten().and_then(|w| w.report).filter(|_| t.status == Status::Completed)
+                    {
+                        text.push_str(&format!("\n\n<output>\n{report}\n</output>"));
+                    }
+                }
+                (Some(result), true) => {
+                    text.push_str(&format!("\n\n<output>\n{}\n</output>", result.as_deref().unwrap_or("")))
+                }
+                (None, true) => text.push_str(&format!("\n\n<output>\n{}\n</output>", shown_output(&t))),
+                _ => {}
+            }
+            let data = json!({"retrieval_status": retrieval, "task_id": t.id, "status": t.status.word(), "exit_code": t.exit_code, "output_file": t.output_file});
+            Ok(ToolOutput::Data { text, data })
+        })
+    }
+}
+
+/// The TaskStop tool.
+#[derive(Debug, Default)]
+pub struct TaskStop;
+
+#[derive(Debug, Deserialize)]
+struct StopArgs {
+    #[serde(default)]
+    task_id: Option<String>,
+    #[serde(default)]
+    shell_id: Option<String>,
+}
+
+impl Tool for TaskStop {
+    fn name(&self) -> &'static str {
+        "TaskStop"
+    }
+
+    fn description(&self) -> String {
+        "Stops a running background task by its ID (kills its whole process group).".into()
+    }
+
+    fn input_schema(&self) -> Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "task_id": {"type": "string", "description": "The ID of the background task to stop"},
+                "shell_id": {"type": "string", "description": "Deprecated: use task_id instead"}
+            },
+            "additionalProperties": false,
+            "$schema": "http://json-schema.org/draft-07/schema#"
+        })
+    }
+
+    fn call<'a>(&'a self, input: Value, ctx: &'a ToolContext) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
+        Box::pin(async move {
+            let args: StopArgs = serde_json::from_value(input).map_err(|e| ToolError::Validation(e.to_string()))?;
+            let Some(id) = args.task_id.or(args.shell_id) else {
+                return Err(ToolError::Validation("Missing required parameter: task_id".into()));
+            };
+            let tasks = &ctx.shell.tasks;
+            let t = tasks.get(&id).ok_or_else(|| no_task(&id))?;
+            if t.status != Status::Running {
+                return Err(ToolError::Validation(format!("Task {id} is not running (status: {})", t.status.word())));
+            }
+            tasks.stop(&id);
+            // the runner reports the end once the group is gone
+            tasks.wait(&id, 10_000).await;
+            let v = json!({"message": format!("Successfully stopped task: {id} ({})", t.command), "task_id": id, "task_type": tasks.task_type(&id), "command": t.command});
+            Ok(ToolOutput::Data { text: v.to_string(), data: v })
+        })
+    }
+}
