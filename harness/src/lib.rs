@@ -22,3 +22,4 @@ pub mod services;
 pub mod subject;
 pub mod tools;
 pub mod transcript;
+pub mod versions;
