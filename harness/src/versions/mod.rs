@@ -1,7 +1,7 @@
-//! # Versions of the Claude Code subject: the catalogue and version specs
+//! # Versions of the Claude Code subject: the catalogue, version specs, and the install cache
 //!
 //! The observatory runs probes on many versions of `@anthropic-ai/claude-code` (matrix, bisect). This
-//! module knows which versions exist and reads the specs that choose among them.
+//! module knows which versions exist, reads the specs that choose among them, and keeps their installs.
 //!
 //! - [`Catalogue`] (catalogue.rs): the published versions in npm's order, each with its publication
 //!   time and whether its package carries the native linux-x64 binary (the optional dependency
@@ -12,7 +12,33 @@
 //!   so; with nothing cached that is an error.
 //! - [`Spec`] (spec.rs): `2.1.235,2.1.332` · `newest` · `>=2.1.235, <2.1.300` · `every 10 of >=2.1.200`
 //!   · `all`; [`Catalogue::select`] turns one into a [`Selection`], [`Catalogue::between`] gives the
-//!   versions strictly between a good and a bad one. The grammar is in spec.rs.
+//!   versions strictly between a good and a bad one. The grammar:
+//!
+//! ```text
+//! spec  := "all" | "every" N [ "of" range ] | list | range
+//! list  := item ("," item)*          item := "newest" | MAJOR.MINOR.PATCH[-PRE]  (exactly that version)
+//! range := a semver VersionReq in which every comparator has an operator (= > >= < <= ~ ^) or a wildcard (2.1.*)
+//! ```
+//!
+//!   A comma list of bare versions is a list, a comma list of comparators is a range; mixing them, or a
+//!   bare partial version (`2.1`), is an error that says how to write it. `every N` takes every N-th
+//!   version with a binary in npm order, always including the first and the last.
+//! - [`Cache`] (cache.rs): one install per version at
+//!   `<cache>/claude-code/<V>/node_modules/@anthropic-ai/claude-code-linux-x64/claude` with its metadata
+//!   (`probelab-install.json`: SHA-256, sizes, installed_at, last_used); installs are atomic (a temporary
+//!   sibling renamed into place), shared between processes by per-version locks, capped by
+//!   `PROBELAB_CACHE_MAX` with least-recently-used eviction. See cache.rs for the layout and the rules.
+//!
+//! ## The environment
+//! - `PROBELAB_CACHE`: the cache root (else `$XDG_CACHE_HOME/probelab`, else `~/.cache/probelab`).
+//! - `PROBELAB_CACHE_MAX`: the cap on the Claude Code installs, `64G`, `900M`, `1.5G` or bytes (K/M/G/T
+//!   are powers of 1024, KB/MB/GB/TB of 1000); unset: no cap.
+//! - `PROBELAB_NPM`: the npm to run (default `npm` on PATH).
+//!
+//! ## Golden hashes
+//! A golden file's header records the binary it was made with (`binary sha256 <hex>`);
+//! [`golden_sha256`] reads it and [`check_sha256`] turns a mismatch into [`VersionError::ShaMismatch`],
+//! which names both hashes and the fix.
 //!
 //! ```
 //! use harness::versions::{Catalogue, Published, Spec};
@@ -28,6 +54,7 @@
 //! assert!(c.select(&"2.1.112".parse::<Spec>().unwrap()).unwrap_err().to_string().contains("no linux-x64 binary"));
 //! ```
 
+mod cache;
 mod catalogue;
 mod error;
 mod files;
@@ -35,10 +62,42 @@ mod npm;
 pub mod size;
 mod spec;
 
+pub use cache::{read_metadata, Cache, Entry, Installed, Lease, Metadata, DEFAULT_INSTALL_SIZE, METADATA};
 pub use catalogue::{human_age, Catalogue, Freshness, Published, Refresh, FIRST_LINUX_X64, MAX_AGE};
 pub use error::VersionError;
 pub use npm::Npm;
 pub use spec::{Item, Selection, Spec};
+
+use std::path::Path;
+
+/// The binary hash a golden file's header records (`description: subject claude-code 2.1.235, binary
+/// sha256 <hex>`), if it records one.
+pub fn golden_sha256(golden_text: &str) -> Option<&str> {
+    let header = golden_text.strip_prefix("---\n")?;
+    let header = &header[..header.find("\n---\n")?];
+    let line = header.lines().find_map(|l| l.strip_prefix("description: "))?;
+    let (_, hash) = line.rsplit_once("binary sha256 ")?;
+    let hash = hash.trim();
+    (hash.len() == 64 && hash.bytes().all(|b| b.is_ascii_hexdigit())).then_some(hash)
+}
+
+/// Ok when the installed binary's hash is the one expected (from a golden header); else the error
+/// naming both and what to do.
+pub fn check_sha256(version: &str, binary: &Path, actual: &str, expected: &str) -> Result<(), VersionError> {
+    if actual.eq_ignore_ascii_case(expected) {
+        Ok(())
+    } else {
+        Err(VersionError::ShaMismatch {
+            version: version.to_string(),
+            expected: expected.to_string(),
+            actual: actual.to_string(),
+            binary: binary.to_path_buf(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests;
 
 /// `Result::expect_err` for the tests (clippy denies `expect_*` in this workspace).
 #[cfg(test)]

@@ -9,6 +9,8 @@ use std::time::{Duration, Instant};
 
 /// How long `npm view` may take.
 pub const VIEW_DEADLINE: Duration = Duration::from_secs(120);
+/// How long `npm install` of one version (~330 MB) may take.
+pub const INSTALL_DEADLINE: Duration = Duration::from_secs(1800);
 /// How much of npm's stderr an error quotes (its last lines).
 const STDERR_TAIL_LINES: usize = 15;
 
@@ -164,6 +166,16 @@ pub(crate) fn failed(what: &str, status: String, stderr: &str) -> VersionError {
     }
 }
 
+/// npm's stderr says the version does not exist (E404 / ETARGET).
+pub(crate) fn says_no_such_version(e: &VersionError) -> bool {
+    match e {
+        VersionError::NpmFailed { stderr_tail, .. } => {
+            stderr_tail.contains("ETARGET") || stderr_tail.contains("No matching version found")
+        }
+        _ => false,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -190,5 +202,12 @@ mod tests {
         let e = npm.run(&[], Path::new("/"), VIEW_DEADLINE, "list the versions").failing("no such program");
         assert!(matches!(e, VersionError::NpmMissing { .. }), "{e:?}");
         assert!(e.to_string().contains("install Node.js/npm, or point PROBELAB_NPM at an npm"), "{e}");
+    }
+
+    #[test]
+    fn no_such_version_is_read_from_npm_s_stderr() {
+        let e = failed("install", "exit 1".into(), "npm error code ETARGET\nnpm error notarget No matching version");
+        assert!(says_no_such_version(&e));
+        assert!(!says_no_such_version(&failed("install", "exit 1".into(), "npm error code E500")));
     }
 }
