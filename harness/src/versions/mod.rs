@@ -27,7 +27,8 @@
 //!   `<cache>/claude-code/<V>/node_modules/@anthropic-ai/claude-code-linux-x64/claude` with its metadata
 //!   (`probelab-install.json`: SHA-256, sizes, installed_at, last_used); installs are atomic (a temporary
 //!   sibling renamed into place), shared between processes by per-version locks, capped by
-//!   `PROBELAB_CACHE_MAX` with least-recently-used eviction. See cache.rs for the layout and the rules.
+//!   `PROBELAB_CACHE_MAX` with least-recently-used eviction. `subject::claude_code::install` is built on
+//!   it. See cache.rs for the layout and the rules.
 //!
 //! ## The environment
 //! - `PROBELAB_CACHE`: the cache root (else `$XDG_CACHE_HOME/probelab`, else `~/.cache/probelab`).
