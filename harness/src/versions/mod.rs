@@ -8,7 +8,7 @@
 //!   `@anthropic-ai/claude-code-linux-x64`, present from [`FIRST_LINUX_X64`] = 2.1.113 on; 1.x, 2.0.x
 //!   and 2.1.0–2.1.112 shipped a JavaScript `cli.js` only and are skipped by matrix and bisect, which
 //!   say so). Cached in `<cache>/claude-code/versions.json`; npm is asked again after 24 h ([`MAX_AGE`])
-//!   or on request; when npm cannot be asked the cached list is used and [`Freshness::Offline`] says
+//!   or on `--refresh`; when npm cannot be asked the cached list is used and [`Freshness::Offline`] says
 //!   so; with nothing cached that is an error.
 //! - [`Spec`] (spec.rs): `2.1.235,2.1.332` · `newest` · `>=2.1.235, <2.1.300` · `every 10 of >=2.1.200`
 //!   · `all`; [`Catalogue::select`] turns one into a [`Selection`], [`Catalogue::between`] gives the
@@ -36,6 +36,19 @@
 //!   are powers of 1024, KB/MB/GB/TB of 1000); unset: no cap.
 //! - `PROBELAB_NPM`: the npm to run (default `npm` on PATH).
 //!
+//! ## The commands
+//! - `probelab versions [SPEC] [--refresh] [--json]`: the published versions the spec selects (default:
+//!   all), oldest first, each with its publication date, whether it has the linux-x64 binary, and, if
+//!   installed, its size and when a run last used it. A line on stderr says where the list came from
+//!   (asked npm now / cached N h ago / OFFLINE, cached N h ago). `--json` prints one object:
+//!   `{"catalogue": {"fetched_at", "source", "first_linux_x64", ...}, "versions": [{"version",
+//!   "published", "linux_x64", "installed": null | {"disk_size", "installed_at", "last_used", "sha256"}}],
+//!   "skipped": [...]}`. Exit 2 on a bad spec, 1 when no list can be had.
+//! - `probelab cache [list]`: the installed versions (size, installed, last used, SHA-256, in use), the
+//!   total and the cap. `probelab cache gc`: evicts least recently used versions down to the cap, and
+//!   removes what killed installs left. `probelab cache rm V`: removes one version (refused while a run
+//!   uses it).
+//!
 //! ## Golden hashes
 //! A golden file's header records the binary it was made with (`binary sha256 <hex>`);
 //! [`golden_sha256`] reads it and [`check_sha256`] turns a mismatch into [`VersionError::ShaMismatch`],
@@ -57,6 +70,7 @@
 
 mod cache;
 mod catalogue;
+pub mod cli;
 mod error;
 mod files;
 mod npm;

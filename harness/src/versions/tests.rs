@@ -576,6 +576,41 @@ fn no_cached_catalogue_and_npm_unreachable_is_a_clear_error() {
 }
 
 #[test]
+fn probelab_versions_prints_binary_and_install_state() {
+    let f = Fake::new(Mode::Ok);
+    let cache = f.cache();
+    drop(ok(cache.ensure(&v("2.1.200"))));
+    let mut out = Vec::new();
+    ok(cli::versions(&cache, ">=2.1.100", false, false, &mut out));
+    let text = String::from_utf8_lossy(&out);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 5, "{text}");
+    assert!(lines[0].starts_with("VERSION"), "{text}");
+    assert!(lines[1].starts_with("2.1.112") && lines[1].contains("no (not run)"), "{text}");
+    assert!(lines[3].starts_with("2.1.200") && lines[3].contains(" yes ") && lines[3].contains("last used"), "{text}");
+    assert!(lines[4].starts_with("2.1.201") && lines[4].ends_with(" -"), "{text}");
+    let mut out = Vec::new();
+    ok(cli::versions(&cache, "2.1.200,newest", false, true, &mut out));
+    let j: serde_json::Value = serde_json::from_slice(&out).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(j["catalogue"]["first_linux_x64"], "2.1.113");
+    assert_eq!(j["catalogue"]["source"]["kind"], "cached");
+    assert_eq!(j["versions"][0]["version"], "2.1.200");
+    assert!(j["versions"][0]["installed"]["disk_size"].as_u64().is_some_and(|n| n > 0), "{j}");
+    assert_eq!(j["versions"][1]["version"], "2.1.201");
+    assert_eq!(j["versions"][1]["installed"], serde_json::Value::Null);
+    let e = cli::versions(&cache, "2.1.112", false, false, &mut Vec::new()).failing("no binary");
+    assert!(e.to_string().starts_with("2.1.112 has no linux-x64 binary"), "{e}");
+    // cache list and rm
+    let mut out = Vec::new();
+    ok(cli::list(&cache, &mut out));
+    let text = String::from_utf8_lossy(&out);
+    assert!(text.contains("1 version(s)") && text.contains("no cap (PROBELAB_CACHE_MAX unset)"), "{text}");
+    assert!(text.lines().nth(1).is_some_and(|l| l.trim_start().starts_with("2.1.200")), "{text}");
+    ok(cli::rm(&cache, "2.1.200", &mut Vec::new()));
+    assert_eq!(installed_versions(&cache), Vec::<String>::new());
+}
+
+#[test]
 fn golden_headers_give_the_binary_hash_and_a_mismatch_says_what_to_do() {
     let h = "bfcf0ae2dbf94b2b6a106074aabf3938b9a10889c3b678e4cb5a00c03274d5d5";
     let text = format!(
