@@ -15,3 +15,4 @@ pub mod run;
 pub mod services;
 pub mod subject;
 pub mod transcript;
+pub mod versions;

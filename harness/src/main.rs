@@ -8,6 +8,8 @@
 //! - `probelab fake-mcp [--trace FILE]`: the fixture MCP server on stdio (`harness::fake_mcp`).
 //! - `probelab fake-lsp --trace FILE [--mode normal|crash|hang|garbage] [--once]`: the recording fake LSP
 //!   server on stdio (`harness::fake_lsp`).
+//! - `probelab versions [SPEC] [--refresh] [--json]`, `probelab cache [list | gc | rm V]`: the published
+//!   Claude Code versions and the install cache (`harness::versions`).
 //! - `probelab rg [FLAGS] PATTERN [PATH...]`: the search engine with ripgrep's flags, output and exit
 //!   codes (also when this binary is started as `rg`).
 
@@ -71,6 +73,9 @@ enum Command {
         #[arg(long)]
         trace: Option<PathBuf>,
     },
+    /// `versions` and `cache`: the published Claude Code versions and their install cache.
+    #[command(flatten)]
+    Versions(harness::versions::cli::Command),
 }
 
 /// The lab's root: the current directory when it holds `probes/`, else the repository this binary was
@@ -119,6 +124,7 @@ fn main() -> ExitCode {
         Command::Diff { left, right, run, json, html } => diff(&left, &right, run, json, html.as_deref()),
         Command::New { name } => new(&name),
         Command::FakeMcp { trace } => fake_mcp(trace),
+        Command::Versions(c) => c.run(),
     }
 }
 

@@ -1,7 +1,8 @@
 //! The real subject: the Claude Code CLI at a given version (`claude-code@2.1.235`). probelab installs
 //! the npm package `@anthropic-ai/claude-code@VERSION` into a cache outside the repo (its optional
 //! dependency `@anthropic-ai/claude-code-linux-x64` carries the ~330 MB native binary; no postinstall is
-//! run), records the binary's SHA-256, and runs it in the probe's sandbox with the reference recipe:
+//! run; the cache, its locks, cap and metadata are [`crate::versions::Cache`]), records the binary's
+//! SHA-256, and runs it in the probe's sandbox with the reference recipe:
 //!
 //! ```text
 //! cd <sandbox>/work
@@ -19,7 +20,7 @@ use crate::probe::Probe;
 use probelab_runtime::config::ServerSpec;
 use probelab_runtime::settings::Settings;
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 /// The version the lab's goldens and CI follow (the one measured in the reference notes).
 pub const REFERENCE_VERSION: &str = "2.1.235";
@@ -31,7 +32,8 @@ pub const PLATFORM_PACKAGE: &str = "@anthropic-ai/claude-code-linux-x64";
 /// The fake key the binary sends (the record redacts it anyway).
 pub const FAKE_API_KEY: &str = "sk-ant-probelab-fake-key";
 
-/// An installed version.
+/// An installed version, held: while a `ClaudeCode` (or a clone of it) lives, no probelab evicts or
+/// replaces its binary (a shared lock on the version, see [`crate::versions::Cache`]).
 #[derive(Debug, Clone)]
 pub struct ClaudeCode {
     /// `2.1.235`.
@@ -40,6 +42,15 @@ pub struct ClaudeCode {
     pub binary: PathBuf,
     /// Its SHA-256.
     pub sha256: String,
+    _lease: std::sync::Arc<crate::versions::Lease>,
+}
+
+impl ClaudeCode {
+    /// Ok when the binary is the one a golden header recorded (`binary sha256 <hex>`); else the error
+    /// naming both hashes and the fix.
+    pub fn check_sha256(&self, expected: &str) -> Result<(), crate::versions::VersionError> {
+        crate::versions::check_sha256(&self.version, &self.binary, &self.sha256, expected)
+    }
 }
 
 /// The version named by a subject (`claude-code@2.1.235` → `2.1.235`).
@@ -58,52 +69,21 @@ pub fn cache_root() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from(".cache/probelab"))
 }
 
-/// Installs (or finds in the cache) a version; a clear error when npm or the version is unavailable.
+/// Installs (or finds in the cache) a version, through the install cache ([`crate::versions::Cache`]
+/// as the environment sets it: `PROBELAB_CACHE`, `PROBELAB_CACHE_MAX`, `PROBELAB_NPM`); a clear error
+/// when npm or the version is unavailable. The returned value holds the install until it is dropped.
 pub fn install(version: &str) -> Result<ClaudeCode, String> {
-    let dir = cache_root().join("claude-code").join(version);
-    let binary = dir.join("node_modules").join(PLATFORM_PACKAGE).join("claude");
-    if !binary.is_file() {
-        std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-        let out = std::process::Command::new("npm")
-            .args(["install", "--no-audit", "--no-fund", "--ignore-scripts", "--no-save", "--prefix"])
-            .arg(&dir)
-            .arg(format!("{PACKAGE}@{version}"))
-            .output()
-            .map_err(|e| format!("cannot run npm to install {PACKAGE}@{version}: {e} (is Node.js/npm installed?)"))?;
-        if !out.status.success() {
-            return Err(format!(
-                "npm could not install {PACKAGE}@{version}:\n{}",
-                String::from_utf8_lossy(&out.stderr).trim_end()
-            ));
-        }
-        if !binary.is_file() {
-            return Err(format!(
-                "{PACKAGE}@{version} installed, but {} is missing: the linux-x64 binary package did not come with it",
-                binary.display()
-            ));
-        }
-    }
-    let sha256 = cached_sha256(&binary)?;
-    Ok(ClaudeCode { version: version.to_string(), binary, sha256 })
-}
-
-/// The binary's SHA-256, cached beside it (keyed by size and mtime: hashing 330 MB costs a second).
-fn cached_sha256(binary: &Path) -> Result<String, String> {
-    let meta = std::fs::metadata(binary).map_err(|e| e.to_string())?;
-    let mtime = meta.modified().ok().and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok()).unwrap_or_default();
-    let key = format!("{}:{}.{:09}", meta.len(), mtime.as_secs(), mtime.subsec_nanos());
-    let cache = binary.with_file_name("claude.sha256");
-    if let Ok(text) = std::fs::read_to_string(&cache) {
-        if let Some((k, h)) = text.trim().rsplit_once(' ') {
-            if k == key {
-                return Ok(h.to_string());
-            }
-        }
-    }
-    let bytes = std::fs::read(binary).map_err(|e| format!("{}: {e}", binary.display()))?;
-    let h = crate::transcript::sha256(&bytes);
-    let _ = std::fs::write(&cache, format!("{key} {h}\n"));
-    Ok(h)
+    let v = semver::Version::parse(version).map_err(|e| {
+        format!("claude-code@{version}: not a version ({e}); write e.g. claude-code@{REFERENCE_VERSION}")
+    })?;
+    let cache = crate::versions::Cache::from_env().map_err(|e| e.to_string())?;
+    let installed = cache.ensure(&v).map_err(|e| e.to_string())?;
+    Ok(ClaudeCode {
+        version: version.to_string(),
+        binary: installed.binary,
+        sha256: installed.sha256,
+        _lease: std::sync::Arc::new(installed.lease),
+    })
 }
 
 /// Claude Code's MCP config file (`--mcp-config`): `{"mcpServers": {name: {"type": "stdio", …}}}`.
@@ -216,23 +196,6 @@ pub async fn run(cc: &ClaudeCode, probe: &Probe, url: &str, sandbox: &Sandbox) -
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn the_binary_hash_is_taken_from_the_cache_while_size_and_mtime_hold() {
-        let d = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-        let bin = d.path().join("claude");
-        std::fs::write(&bin, b"binary").unwrap_or_else(|e| panic!("{e}"));
-        let real = crate::transcript::sha256(b"binary");
-        assert_eq!(cached_sha256(&bin).unwrap_or_else(|e| panic!("{e}")), real);
-        // a cache entry with the same key is believed (the 330 MB file is not read again)
-        let cache = d.path().join("claude.sha256");
-        let text = std::fs::read_to_string(&cache).unwrap_or_else(|e| panic!("{e}"));
-        std::fs::write(&cache, text.replace(&real, "cafe")).unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(cached_sha256(&bin).unwrap_or_else(|e| panic!("{e}")), "cafe");
-        // a changed binary (size) is hashed again
-        std::fs::write(&bin, b"binary2").unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(cached_sha256(&bin).unwrap_or_else(|e| panic!("{e}")), crate::transcript::sha256(b"binary2"));
-    }
 
     #[test]
     fn versions_are_named_safely() {
