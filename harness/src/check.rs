@@ -17,6 +17,8 @@ pub struct Verdict {
     pub pass: bool,
     /// Why it failed: place, expected, actual (never in the golden).
     pub detail: String,
+    /// Not evaluated: the check is scoped to versions the subject's is not one of (it passes).
+    pub skipped: bool,
 }
 
 impl Verdict {
@@ -39,12 +41,33 @@ impl Verdict {
             } else {
                 format!("{place}: check of {target}{about} failed:\n{}", fails.join("\n"))
             },
+            skipped: false,
+        }
+    }
+
+    /// The verdict of a check scoped to `versions` (a semver range) on a subject version outside it.
+    pub fn skipped(index: usize, target: &str, version: &str, versions: &str) -> Verdict {
+        Verdict {
+            name: format!("check {}: {target} (not for {version}: versions {versions})", index + 1),
+            pass: true,
+            detail: String::new(),
+            skipped: true,
         }
     }
 
     /// The golden line.
     pub fn line(&self) -> String {
-        format!("{} {}", if self.pass { "pass" } else { "FAIL" }, self.name)
+        format!(
+            "{} {}",
+            if self.skipped {
+                "skip"
+            } else if self.pass {
+                "pass"
+            } else {
+                "FAIL"
+            },
+            self.name
+        )
     }
 }
 
@@ -139,6 +162,31 @@ fn find_file(sb: &Sandbox, f: &str) -> Result<std::path::PathBuf, String> {
     }
     found.sort();
     Ok(found.into_iter().next().unwrap_or(p))
+}
+
+/// What a check looks at, as its verdict names it (`result 2`, `request 1`, `file f.txt`, `exec 1`).
+pub fn target_of(c: &Check) -> String {
+    match (c.result, c.request, &c.lsp, &c.file, c.exec) {
+        (Some(n), ..) => format!("result {n}"),
+        (_, Some(n), ..) => format!("request {n}"),
+        (_, _, Some(f), ..) => format!("lsp {f}"),
+        (_, _, _, Some(f), _) => format!("file {f}"),
+        (.., Some(n)) => format!("exec {n}"),
+        _ => "nothing".into(),
+    }
+}
+
+/// Evaluates check `index` on `subject`: skipped when the check is scoped to versions that do not
+/// include the subject's ([`Probe::check_applies`]).
+pub fn evaluate_on(probe: &Probe, index: usize, subject: &str, eval: impl FnOnce() -> Verdict) -> Verdict {
+    match probe.check_applies(index, subject) {
+        Ok(()) => eval(),
+        Err(range) => {
+            let version = crate::subject::claude_code::version_of(subject)
+                .unwrap_or(crate::subject::claude_code::REFERENCE_VERSION);
+            Verdict::skipped(index, &target_of(&probe.checks[index].0), version, &range)
+        }
+    }
 }
 
 /// Evaluates one check.
@@ -324,6 +372,7 @@ pub fn exec_invariant(probe: &Probe, records: &[crate::subject::exec::ExecRecord
         name: "invariant: every command ended within its deadline".into(),
         pass: late.is_empty() && ran,
         detail: late.join("\n"),
+        skipped: false,
     }
 }
 
@@ -344,11 +393,13 @@ pub fn invariants(run: &RunOutput, view: &View<'_>) -> Vec<Verdict> {
         name: "invariant: every tool_use answered by exactly one tool_result".into(),
         pass: pairing.is_empty(),
         detail: pairing.iter().map(|s| s.as_str()).collect::<Vec<_>>().join("\n"),
+        skipped: false,
     });
     out.push(Verdict {
         name: "invariant: no request refused by the stub".into(),
         pass: violations.is_empty(),
         detail: violations.join("\n"),
+        skipped: false,
     });
     let unserved: Vec<String> = run
         .progress
@@ -360,12 +411,14 @@ pub fn invariants(run: &RunOutput, view: &View<'_>) -> Vec<Verdict> {
         name: "invariant: every scripted turn served".into(),
         pass: unserved.is_empty(),
         detail: unserved.join("\n"),
+        skipped: false,
     });
     let ended = matches!(run.end, crate::run::RunEnd::Finished) && run.within_deadline;
     out.push(Verdict {
         name: "invariant: the run ended by the model within its deadline".into(),
         pass: ended,
         detail: if ended { String::new() } else { format!("the run ended with {:?}", run.end) },
+        skipped: false,
     });
     let _ = view;
     out

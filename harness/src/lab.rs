@@ -1,7 +1,8 @@
 //! The lab: run a probe on a subject, check it, render and normalise its transcript, compare it with
 //! the golden file (or bless it). Used by the CLI and by the probe test binary alike.
 
-use crate::check::{evaluate, invariants, Verdict};
+use crate::check::{evaluate, evaluate_on, invariants, Verdict};
+use crate::observe::{self, Observation};
 use crate::probe::Probe;
 use crate::transcript::golden::{self, Compare};
 use crate::transcript::normalise::{normalise, Places};
@@ -56,6 +57,9 @@ pub struct Report {
     pub evidence: Option<serde_json::Value>,
     /// Loop probes: where the run's time went.
     pub timing: Option<crate::run::Timing>,
+    /// The run layer by layer (behaviour, interface, prompt, request shape) and its outcome, for
+    /// comparing versions.
+    pub observation: Observation,
 }
 
 impl Report {
@@ -100,7 +104,9 @@ pub async fn run_probe(probe: &Probe, subject: &str, layout: &Layout, keep: bool
     let mut run = crate::run::run_conversation(probe, runner, &layout.fixtures).await?;
     let script = run.sandbox.script(probe);
     let view = View { exchanges: &run.exchanges, script: &script };
-    let mut verdicts: Vec<Verdict> = (0..probe.checks.len()).map(|i| evaluate(probe, i, &view, &run.sandbox)).collect();
+    let mut verdicts: Vec<Verdict> = (0..probe.checks.len())
+        .map(|i| evaluate_on(probe, i, subject, || evaluate(probe, i, &view, &run.sandbox)))
+        .collect();
     verdicts.extend(invariants(&run, &view));
     let lines: Vec<String> = verdicts.iter().map(Verdict::line).collect();
     let mut blobs = Blobs::new();
@@ -113,6 +119,12 @@ pub async fn run_probe(probe: &Probe, subject: &str, layout: &Layout, keep: bool
     let norm = |t: &str| normalise(t, &places);
     let raw = render(&header(probe, subject), &view, &lines, &mut blobs, &norm);
     let transcript = normalise(&raw, &places);
+    let observation = {
+        let (outcome, reason) = observe::outcome_of(&verdicts, &observe::not_offered(&view));
+        let behaviour = observe::behaviour(&view, &run.sandbox.cwd, &norm);
+        let (interface, prompt, shape) = observe::first_request_layers(&view, &norm);
+        observation(probe, subject, (outcome, reason), &lines, behaviour, (interface, prompt, shape))
+    };
     let kept = keep.then(|| run.sandbox.keep());
     if let Some(dir) = &kept {
         // for probe authors: what the wire saw, before and after normalisation, whatever the verdicts
@@ -135,7 +147,34 @@ pub async fn run_probe(probe: &Probe, subject: &str, layout: &Layout, keep: bool
             .take()
             .map(|a| serde_json::json!({"probe": probe.id, "subject": subject, "stream_json": a})),
         timing: Some(run.timing),
+        observation,
     })
+}
+
+/// The observation of a run from its parts.
+fn observation(
+    probe: &Probe,
+    subject: &str,
+    (outcome, reason): (observe::Outcome, String),
+    lines: &[String],
+    behaviour: observe::Behaviour,
+    (interface, prompt, shape): (std::collections::BTreeMap<String, String>, String, observe::Shape),
+) -> Observation {
+    Observation {
+        probe: probe.id.clone(),
+        subject: subject.split('@').next().unwrap_or(subject).to_string(),
+        version: crate::subject::claude_code::version_of(subject).map(str::to_string),
+        outcome,
+        reason,
+        claims: observe::claim_verdicts(probe, subject, outcome),
+        verdicts: lines.to_vec(),
+        fingerprint: observe::fingerprint(&behaviour),
+        behaviour,
+        interface,
+        prompt,
+        shape,
+        golden: String::new(),
+    }
 }
 
 async fn run_exec_probe(
@@ -148,8 +187,9 @@ async fn run_exec_probe(
 ) -> Result<Report, String> {
     let mut sandbox = crate::probe::sandbox::Sandbox::create(probe, &layout.fixtures)?;
     let records = crate::subject::exec::run_exec(probe, &sandbox, &layout.engine, rg).await?;
-    let mut verdicts: Vec<Verdict> =
-        (0..probe.checks.len()).map(|i| crate::check::evaluate_exec(probe, i, &records, &sandbox)).collect();
+    let mut verdicts: Vec<Verdict> = (0..probe.checks.len())
+        .map(|i| evaluate_on(probe, i, subject, || crate::check::evaluate_exec(probe, i, &records, &sandbox)))
+        .collect();
     verdicts.push(crate::check::exec_invariant(probe, &records));
     let lines: Vec<String> = verdicts.iter().map(Verdict::line).collect();
     let places = Places {
@@ -160,6 +200,10 @@ async fn run_exec_probe(
     };
     let raw = crate::transcript::render_exec(&header(probe, subject), &records, &lines);
     let transcript = normalise(&raw, &places);
+    let norm = |t: &str| normalise(t, &places);
+    let behaviour = observe::exec_behaviour(&records, &sandbox.cwd, &norm);
+    let observation =
+        observation(probe, subject, observe::outcome_of(&verdicts, &[]), &lines, behaviour, Default::default());
     let evidence = serde_json::json!({
         "probe": probe.id, "subject": subject, "engine": rg, "engine_sha256": sha, "commands": records,
     });
@@ -175,6 +219,7 @@ async fn run_exec_probe(
         diverges: header(probe, subject).diverges,
         evidence: Some(evidence),
         timing: None,
+        observation,
     })
 }
 

@@ -10,6 +10,8 @@ pub mod claims;
 pub mod fake_lsp;
 pub mod fake_mcp;
 pub mod lab;
+pub mod observatory;
+pub mod observe;
 pub mod probe;
 pub mod run;
 pub mod services;

@@ -76,6 +76,9 @@ enum Command {
     /// `versions` and `cache`: the published Claude Code versions and their install cache.
     #[command(flatten)]
     Versions(harness::versions::cli::Command),
+    /// `matrix`, `report` and `bisect`: probes × versions of the Claude Code subject.
+    #[command(flatten)]
+    Observatory(harness::observatory::cli::Command),
 }
 
 /// The lab's root: the current directory when it holds `probes/`, else the repository this binary was
@@ -125,6 +128,15 @@ fn main() -> ExitCode {
         Command::New { name } => new(&name),
         Command::FakeMcp { trace } => fake_mcp(trace),
         Command::Versions(c) => c.run(),
+        Command::Observatory(c) => {
+            let root = repo_root();
+            let layout = Layout {
+                fixtures: root.join("fixtures"),
+                golden: root.join("golden"),
+                engine: std::env::current_exe().unwrap_or_else(|_| PathBuf::from("probelab")),
+            };
+            c.run(&root, &layout)
+        }
     }
 }
 

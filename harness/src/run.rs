@@ -110,7 +110,12 @@ pub async fn run_conversation(probe: &Probe, runner: Runner<'_>, fixtures_root: 
         sandbox.placeholders.insert("web".into(), running.url());
         Some(running)
     };
-    let script = sandbox.script(probe);
+    let mut script = sandbox.script(probe);
+    // a real binary's versions defer different tools: the stub loads the ones the probe calls first
+    // (a ToolSearch prelude, shown in the transcript, not a scripted turn)
+    if matches!(runner, Runner::ClaudeCode(_)) {
+        script.stub.load_deferred.get_or_insert(true);
+    }
     let timed: Vec<_> = probe.fixture.fault.iter().filter(|f| f.at_turn.is_some()).cloned().collect();
     let view = sandbox.view();
     let hook_errors = Arc::new(std::sync::Mutex::new(Vec::<String>::new()));

@@ -93,6 +93,10 @@ pub struct Exchange {
     /// Absent (false) in records written before the field existed.
     #[serde(default, skip_serializing_if = "is_false")]
     pub client_disconnected: bool,
+    /// The stub's prelude to the main conversation (deferred tools loaded: `[stub] load_deferred`), not a
+    /// scripted turn.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub prelude: bool,
     /// Microseconds the stub spent on it: from the request's arrival to the response's last byte handed
     /// to the connection (a stream: its last event). Set when recorded; never in goldens.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -265,6 +269,7 @@ mod tests {
             fault: None,
             violation: None,
             client_disconnected: false,
+            prelude: false,
         });
         let text = String::from_utf8(buf.lock().map(|b| b.clone()).unwrap_or_default()).unwrap_or_default();
         assert!(!text.contains("secret") && !text.contains("abc") && !text.contains("xyz"), "{text}");

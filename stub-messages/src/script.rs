@@ -216,6 +216,15 @@ pub struct StubSettings {
     /// next request, so a retry gets the same turn (false, the default).
     #[serde(default)]
     pub disconnect_consumes_turn: bool,
+    /// Load deferred tools first: when the main conversation's first request offers `ToolSearch` but not
+    /// every tool the main turns call, the stub answers it with a prelude — one `ToolSearch` call with
+    /// `select:` and the missing names — and plays turn 1 to the request after. A script whose own turns
+    /// call ToolSearch gets no prelude. The prelude is recorded (`prelude: true`, no turn number), so it
+    /// shows in transcripts and counts neither as a turn nor as a scripted tool_use. Off by default; the
+    /// lab turns it on for real agent binaries, whose versions defer different tools, unless the probe
+    /// says `load_deferred = false` (a probe about deferral itself).
+    #[serde(default)]
+    pub load_deferred: Option<bool>,
 }
 
 impl Default for StubSettings {
@@ -225,6 +234,7 @@ impl Default for StubSettings {
             side_reply: default_side_reply(),
             main: None,
             cycle: false,
+            load_deferred: None,
             search_results: Vec::new(),
             search_text: None,
             strict: true,
@@ -463,6 +473,40 @@ impl Script {
         captures: &BTreeMap<String, String>,
     ) -> Option<Message> {
         self.message_in_lap(route, index, 0, model, captures)
+    }
+
+    /// The prelude answering a first request that offers `offered` tools (see
+    /// [`StubSettings::load_deferred`]), or `None` when none is due: the main turns' tools the request
+    /// lacks, loaded with one `ToolSearch` `select:` call (id `toolu_<script>_prelude_1`).
+    pub fn prelude(&self, offered: &[&str], model: &str) -> Option<Message> {
+        const TOOL_SEARCH: &str = "ToolSearch";
+        let called: Vec<&str> = self.turns.iter().flat_map(|t| t.tool_use.iter().map(|u| u.name.as_str())).collect();
+        if self.stub.load_deferred != Some(true) || !offered.contains(&TOOL_SEARCH) || called.contains(&TOOL_SEARCH) {
+            return None;
+        }
+        let mut missing: Vec<&str> = called.into_iter().filter(|n| !offered.contains(n)).collect();
+        missing.dedup();
+        let mut seen = Vec::new();
+        missing.retain(|n| {
+            if seen.contains(n) {
+                false
+            } else {
+                seen.push(*n);
+                true
+            }
+        });
+        if missing.is_empty() {
+            return None;
+        }
+        let mut m = self.message(Route::Main, 0, model, &BTreeMap::new())?;
+        m.id = format!("msg_{}_main_prelude", self.id);
+        m.content = vec![ContentBlock::ToolUse {
+            id: format!("toolu_{}_prelude_1", self.id),
+            name: TOOL_SEARCH.into(),
+            input: serde_json::json!({"query": format!("select:{}", missing.join(",")), "max_results": missing.len()}),
+        }];
+        m.stop_reason = Some(StopReason::ToolUse);
+        Some(m)
     }
 
     /// [`Script::message`] on lap `lap` (0-based) of a `[stub] cycle` script: tool_use ids go on counting

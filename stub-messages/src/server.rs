@@ -84,6 +84,8 @@ struct Play {
     side_requests: u64,
     /// Values captured from requests so far ([`crate::script::Turn::capture`]).
     captures: BTreeMap<String, String>,
+    /// The prelude was served (or was not due).
+    prelude_done: bool,
 }
 
 /// Called with (conversation, 0-based turn) just before a turn is served (not for spoiled attempts):
@@ -110,6 +112,7 @@ impl std::fmt::Debug for Stub {
 enum Decision {
     Spoil { conversation: String, turn: usize, fault: Fault, message: Message },
     Serve { conversation: String, slot: usize, turn: usize, message: Message, delay_ms: u64 },
+    Prelude(Message),
     Side(Message),
     Exhausted { conversation: String, turn: usize, turns: usize },
 }
@@ -183,6 +186,17 @@ impl Stub {
             return Decision::Exhausted { conversation: "?".into(), turn: 0, turns: 0 };
         };
         let conversation = name.to_string();
+        if slot == 0 && !play.prelude_done && play.cursors[0].next == 0 {
+            play.prelude_done = true;
+            let offered: Vec<&str> = request
+                .get("tools")
+                .and_then(Value::as_array)
+                .map(|ts| ts.iter().filter_map(|t| t.get("name").and_then(Value::as_str)).collect())
+                .unwrap_or_default();
+            if let Some(m) = self.script.prelude(&offered, model) {
+                return Decision::Prelude(m);
+            }
+        }
         let cursor = &mut play.cursors[slot];
         if self.script.stub.cycle && cursor.next >= turns.len() {
             cursor.next = 0;
@@ -307,6 +321,7 @@ impl crate::http::ConnectionHooks for StubHooks {
             fault: None,
             violation,
             client_disconnected: r.reason == RefusalReason::ClientClosed,
+            prelude: false,
             elapsed_us: None,
             arrived: r.first_byte,
         });
@@ -399,6 +414,7 @@ impl Arrival {
                 fault: None,
                 violation: None,
                 client_disconnected: false,
+                prelude: false,
                 elapsed_us: None,
                 arrived: Some(std::time::Instant::now()),
             },
@@ -589,6 +605,11 @@ async fn messages(State(stub): State<Arc<Stub>>, method: Method, uri: Uri, heade
     match stub.decide(route, &req, &value) {
         Decision::Side(message) => {
             a.ex.kind = ExchangeKind::Side;
+            reply(&stub, a, message, streaming, 0, None)
+        }
+        Decision::Prelude(message) => {
+            a.ex.conversation = Some(crate::script::MAIN.to_string());
+            a.ex.prelude = true;
             reply(&stub, a, message, streaming, 0, None)
         }
         Decision::Serve { conversation, slot, turn, message, delay_ms } => {

@@ -147,6 +147,12 @@ pub struct Check {
     /// Why this check (shown on failure).
     #[serde(default)]
     pub about: Option<String>,
+    /// The Claude Code versions the check holds for, a semver range (`">=2.1.235, <2.1.296"`): on other
+    /// versions it is skipped, so one probe records that a behaviour changed at a version. The built-in
+    /// subject is checked as the reference version it imitates
+    /// ([`crate::subject::claude_code::REFERENCE_VERSION`]).
+    #[serde(default)]
+    pub versions: Option<String>,
     /// result: is_error.
     #[serde(default)]
     pub is_error: Option<bool>,
@@ -427,6 +433,19 @@ impl Probe {
         self.diverges.iter().filter(|d| d.subject == kind).collect()
     }
 
+    /// Whether check `index` applies to a subject (`claude-code@2.1.300`; the built-in subject counts as the
+    /// reference version): `Err(range)` when it is scoped to versions that do not include the subject's.
+    pub fn check_applies(&self, index: usize, subject: &str) -> Result<(), String> {
+        let Some(range) = &self.checks[index].0.versions else { return Ok(()) };
+        let version =
+            crate::subject::claude_code::version_of(subject).unwrap_or(crate::subject::claude_code::REFERENCE_VERSION);
+        let req = semver::VersionReq::parse(range).map_err(|_| range.clone())?;
+        match semver::Version::parse(version) {
+            Ok(v) if req.matches(&v) => Ok(()),
+            _ => Err(range.clone()),
+        }
+    }
+
     /// `file:line` of a check, for failure messages.
     pub fn check_place(&self, index: usize) -> String {
         let (_, line, _) = self.checks[index];
@@ -617,6 +636,12 @@ pub fn parse(path: &Path, text: &str) -> Result<Probe, ProbeError> {
         }
         if check.request.is_none() && check.tool.is_some() {
             return Err(err_at(at, "`tool` applies to request checks only".into(), None));
+        }
+        if let Some(v) = &check.versions {
+            if let Err(e) = semver::VersionReq::parse(v) {
+                let hint = "a semver range, e.g. \">=2.1.235, <2.1.296\"";
+                return Err(err_at(at, format!("versions {v:?} is not a version range: {e}"), Some(hint)));
+            }
         }
         if let Some(re) = &check.matches {
             if let Err(e) = regex::Regex::new(re) {

@@ -280,7 +280,9 @@ pub fn render(h: &Header<'_>, view: &View<'_>, verdicts: &[String], blobs: &mut 
                 let conv = e.conversation.clone().unwrap_or_default();
                 let turn = e.turn.map(|t| t + 1).unwrap_or(0);
                 out.push(String::new());
-                out.push(if conv == MAIN {
+                out.push(if e.prelude {
+                    "## request 0 (prelude: deferred tools loaded)".to_string()
+                } else if conv == MAIN {
                     format!("## request {turn}")
                 } else {
                     format!("## request {turn} (conversation {conv})")
@@ -335,7 +337,7 @@ pub fn render(h: &Header<'_>, view: &View<'_>, verdicts: &[String], blobs: &mut 
                 for m in &msgs[from..] {
                     render_message(&in_call_order(m, &calls), &mut out, blobs, norm);
                 }
-                out.push(format!("## response {turn}"));
+                out.push(if e.prelude { "## response 0 (prelude)".to_string() } else { format!("## response {turn}") });
                 if let Some(resp) = &e.response {
                     for b in resp.get("content").and_then(Value::as_array).into_iter().flatten() {
                         render_block(b, &mut out, blobs, norm);

@@ -47,6 +47,8 @@ lazy_re!(TIMESTAMP, r"\b\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:
 lazy_re!(OS_VERSION, r"OS Version: [^\n\\]*");
 lazy_re!(AGENT_MS, r#"(duration_ms: ?|<duration_ms>|"durationMs": ?)\d+"#);
 lazy_re!(EPOCH_MS, r#"("[A-Za-z]*At": ?)1\d{12}\b"#);
+lazy_re!(SUBJECT_VERSION, r"(cc_version=|claude-cli/)\d+\.\d+\.\d+(\.[0-9a-f]+)?");
+lazy_re!(REMINDER, r"(?s)\s*<system-reminder>.*?</system-reminder>");
 
 /// The steps, in order.
 pub fn steps(p: &Places<'_>) -> Vec<Step> {
@@ -81,6 +83,13 @@ pub fn steps(p: &Places<'_>) -> Vec<Step> {
         Step { name: "agent-durations", apply: Box::new(move |s| agent_ms.replace_all(s, "${1}<ms>").into_owned()) },
         // epoch-millisecond times in the subject's JSON records (`"startedAt": 1796012354224`)
         Step { name: "epoch-times", apply: Box::new(move |s| EPOCH_MS.replace_all(s, "${1}<epoch-ms>").into_owned()) },
+        // the subject's own version where it names itself (the billing header's `cc_version=2.1.235.0bf`,
+        // the User-Agent's `claude-cli/2.1.235`): the golden's header names the version, and a prompt
+        // that differs only there is the same prompt
+        Step {
+            name: "subject-version",
+            apply: Box::new(move |s| SUBJECT_VERSION.replace_all(s, "${1}<version>").into_owned()),
+        },
         // the machine's kernel, as the subject reports its environment
         Step { name: "os-version", apply: Box::new(move |s| os.replace_all(s, "OS Version: <os>").into_owned()) },
         // the run's date (Claude Code tells the model "Today's date is …"), after the timestamps
@@ -136,6 +145,13 @@ fn run_ids(s: &str) -> String {
         out = re(&format!(r"\b{}\b", regex::escape(id))).replace_all(&out, format!("<id-{}>", i + 1)).into_owned();
     }
     out
+}
+
+/// A tool result as the tool gave it: the `<system-reminder>` blocks a subject appends to results (Claude
+/// Code does with some models) taken off, and trailing whitespace (which the same subject trims) with
+/// them. For behaviour fingerprints only: goldens keep the reminders — they are what the model saw.
+pub fn strip_reminders(text: &str) -> String {
+    REMINDER.replace_all(text, "").trim_end().to_string()
 }
 
 /// Applies every step in order.
@@ -248,5 +264,25 @@ mod tests {
             normalise("/tmp/probelab-x/work/a /tmp/probelab-x/home/b /tmp/probelab-x/c 42 lines", &p),
             "<cwd>/a <home>/b <sandbox>/c 42 lines"
         );
+    }
+
+    #[test]
+    fn subject_version_and_reminders() {
+        let p = Places {
+            root: Path::new("/r"),
+            cwd: Path::new("/r/work"),
+            home: Path::new("/r/home"),
+            today: String::new(),
+        };
+        assert_eq!(
+            normalise("x-anthropic-billing-header: cc_version=2.1.235.0bf; cc_entrypoint=sdk-cli", &p),
+            "x-anthropic-billing-header: cc_version=<version>; cc_entrypoint=sdk-cli"
+        );
+        assert_eq!(normalise("claude-cli/2.1.332 (external, sdk-cli)", &p), "claude-cli/<version> (external, sdk-cli)");
+        assert_eq!(
+            strip_reminders("1\tone\n  \n\n<system-reminder>\nWhenever you read a file…\n</system-reminder>\n"),
+            "1\tone"
+        );
+        assert_eq!(strip_reminders("a <system-reminder>x</system-reminder> b"), "a b");
     }
 }

@@ -1,0 +1,287 @@
+//! `probelab matrix`, `probelab report`, `probelab bisect`: the observatory's commands, flattened into
+//! probelab's own.
+//!
+//! - `probelab matrix --versions SPEC [--out DIR] [--bless] [--fresh] [-j N] [--json] [--html FILE]
+//!   [PATH...]`: every claude-code probe (under PATH, default `probes/`) on each version SPEC selects
+//!   (`probelab versions` explains the grammar); a line per cell as it ends, then the report. Cells go to
+//!   DIR (default `target/probelab/matrix`), one file each, kept across runs: a matrix stopped half-way
+//!   resumes (`--fresh` runs every cell again). `--bless` writes each version's goldens.
+//! - `probelab report DIR... [--json] [--html FILE]`: the matrix of the cells under the directories —
+//!   one run's, or the shards of many machines (`cargo nextest run --partition count:i/N` of
+//!   `harness/tests/matrix.rs`, each shard writing to its own directory).
+//! - `probelab bisect PROBE... --good V1 --bad V2 [--out DIR]`: the first version where each probe's
+//!   behaviour or outcome changes, the two adjacent versions and what differs; the versions it installed,
+//!   with the time each took.
+//!
+//! Exit status: 0 done, 1 a cell errored (matrix) or nothing was found to differ (bisect finds no
+//! boundary for any probe), 2 bad input (an unknown version, a range with no versions, a probe that is
+//! not there), with a message naming what and what to do.
+
+use super::bisect::bisect;
+use super::report::Matrix;
+use super::{matrix, Goldens, MatrixOptions};
+use crate::lab::Layout;
+use crate::probe::{load_all, Probe};
+use crate::versions::{Catalogue, Npm, Refresh, Spec};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+/// The observatory's commands.
+#[derive(clap::Subcommand, Debug)]
+pub enum Command {
+    /// Every claude-code probe on each version of a selection: the claims × versions matrix.
+    Matrix {
+        /// The versions: `2.1.235,2.1.332` | `newest` | `>=2.1.235, <2.1.300` | `every 10 of >=2.1.235`.
+        #[arg(long)]
+        versions: String,
+        /// Probe files or directories (default: probes/).
+        paths: Vec<PathBuf>,
+        /// Where the cells go (default: target/probelab/matrix).
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Write each version's goldens (golden/claude-code@<version>/).
+        #[arg(long)]
+        bless: bool,
+        /// Run every cell again, even those kept from an earlier run.
+        #[arg(long)]
+        fresh: bool,
+        /// Cells of one version run side by side, at most this many (default: the cores).
+        #[arg(short = 'j', long)]
+        jobs: Option<usize>,
+        /// The report as JSON instead of text.
+        #[arg(long)]
+        json: bool,
+        /// Also write the report as HTML.
+        #[arg(long)]
+        html: Option<PathBuf>,
+    },
+    /// The matrix of observation cells kept by matrix runs, bisections or test shards.
+    Report {
+        /// Directories of cells (`<dir>/<version>/<probe>.json`).
+        #[arg(required = true)]
+        dirs: Vec<PathBuf>,
+        /// JSON instead of text.
+        #[arg(long)]
+        json: bool,
+        /// Also write the report as HTML.
+        #[arg(long)]
+        html: Option<PathBuf>,
+    },
+    /// The first version where each probe's behaviour changes, between a good and a bad version.
+    Bisect {
+        /// Probe ids (or probe files).
+        #[arg(required = true)]
+        probes: Vec<String>,
+        /// A version that behaves as the probe's checks say.
+        #[arg(long)]
+        good: String,
+        /// A later version that does not (or behaves differently).
+        #[arg(long)]
+        bad: String,
+        /// Where the cells go (default: target/probelab/matrix).
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
+}
+
+impl Command {
+    /// Runs the command in the lab rooted at `root`.
+    pub fn run(self, root: &Path, layout: &Layout) -> ExitCode {
+        let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+            Ok(rt) => rt,
+            Err(e) => return fail(2, &format!("cannot start the runtime: {e}")),
+        };
+        let default_out = || root.join("target").join("probelab").join("matrix");
+        match self {
+            Command::Matrix { versions, paths, out, bless, fresh, jobs, json, html } => {
+                let probes = match load(root, &paths) {
+                    Ok(p) => p,
+                    Err(e) => return fail(2, &e),
+                };
+                let versions = match select(&versions) {
+                    Ok(v) => v,
+                    Err(e) => return fail(2, &e),
+                };
+                let jobs = jobs.unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2));
+                let opts = MatrixOptions {
+                    out: out.unwrap_or_else(default_out),
+                    fresh,
+                    goldens: if bless { Goldens::Bless } else { Goldens::Compare },
+                    jobs,
+                };
+                let mut print = |d: &super::CellDone| {
+                    let o = &d.observation;
+                    eprintln!(
+                        "{:<8} {:<10} {:<45} {}{}",
+                        o.outcome.word(),
+                        o.version.as_deref().unwrap_or("?"),
+                        o.probe,
+                        o.fingerprint.get(..12).unwrap_or(""),
+                        if d.resumed { " (kept from an earlier run)" } else { "" }
+                    );
+                    if !o.reason.is_empty() {
+                        eprintln!("         {}", o.reason);
+                    }
+                };
+                let cells = match rt.block_on(matrix(&probes, &versions, layout, &opts, &mut print)) {
+                    Ok(c) => c,
+                    Err(e) => return fail(1, &e),
+                };
+                let errored = cells.iter().any(|c| c.outcome == crate::observe::Outcome::Error);
+                let code = report(&cells, json, html.as_deref());
+                if errored && code == ExitCode::SUCCESS {
+                    ExitCode::from(1)
+                } else {
+                    code
+                }
+            }
+            Command::Report { dirs, json, html } => match super::read_cells(&dirs) {
+                Ok(cells) => report(&cells, json, html.as_deref()),
+                Err(e) => fail(2, &e),
+            },
+            Command::Bisect { probes, good, bad, out } => {
+                let all = match load(root, &[]) {
+                    Ok(p) => p,
+                    Err(e) => return fail(2, &e),
+                };
+                let mut chosen = Vec::new();
+                for id in &probes {
+                    let file_id = load(root, &[PathBuf::from(id)]).ok().and_then(|p| p.first().map(|p| p.id.clone()));
+                    match all.iter().find(|p| &p.id == id || Some(&p.id) == file_id.as_ref()) {
+                        Some(p) if p.applies_to("claude-code") => chosen.push(p.clone()),
+                        Some(p) => {
+                            return fail(
+                                2,
+                                &format!("probe {} does not run on claude-code (subjects = {:?})", p.id, p.subjects),
+                            )
+                        }
+                        None => return fail(2, &format!("no probe {id:?} under probes/ (`probelab list` names them)")),
+                    }
+                }
+                let candidates = match between(&good, &bad) {
+                    Ok(c) => c,
+                    Err(e) => return fail(2, &e),
+                };
+                eprintln!(
+                    "bisect {} over {} versions ({}..{}): at most {} installs per probe",
+                    chosen.iter().map(|p| p.id.as_str()).collect::<Vec<_>>().join(" "),
+                    candidates.len(),
+                    good,
+                    bad,
+                    (candidates.len() as f64).log2().ceil() as usize + 2
+                );
+                let out = out.unwrap_or_else(default_out);
+                let mut progress = |l: &str| eprintln!("  {l}");
+                let (found, cost) = match rt.block_on(bisect(&chosen, &candidates, layout, &out, &mut progress)) {
+                    Ok(r) => r,
+                    Err(e) => return fail(1, &e),
+                };
+                for f in &found {
+                    match &f.boundary {
+                        Some((old, new)) => {
+                            println!("{}: changed at {new} (last as before: {old}){}", f.probe, note(&f.note));
+                            for l in f.diff.lines() {
+                                println!("  {l}");
+                            }
+                        }
+                        None => println!("{}: no change found: {}", f.probe, f.note),
+                    }
+                }
+                let total: f64 = cost.versions.iter().map(|(_, d)| d.as_secs_f64()).sum();
+                println!(
+                    "\n{} versions run ({:.0} s in all): {}",
+                    cost.versions.len(),
+                    total,
+                    cost.versions
+                        .iter()
+                        .map(|(v, d)| format!("{v} {:.1}s", d.as_secs_f64()))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                );
+                for (v, why) in &cost.skipped {
+                    println!("skipped {v}: {why}");
+                }
+                if found.iter().any(|f| f.boundary.is_some()) {
+                    ExitCode::SUCCESS
+                } else {
+                    ExitCode::from(1)
+                }
+            }
+        }
+    }
+}
+
+fn note(n: &str) -> String {
+    if n.is_empty() {
+        String::new()
+    } else {
+        format!(" — {n}")
+    }
+}
+
+fn fail(code: u8, msg: &str) -> ExitCode {
+    eprintln!("probelab: {msg}");
+    ExitCode::from(code)
+}
+
+fn load(root: &Path, paths: &[PathBuf]) -> Result<Vec<Probe>, String> {
+    let paths = if paths.is_empty() { vec![root.join("probes")] } else { paths.to_vec() };
+    load_all(&paths)
+}
+
+fn catalogue() -> Result<Catalogue, String> {
+    let root = crate::subject::claude_code::cache_root();
+    let (c, fresh) = Catalogue::load(&root, &Npm::from_env(), Refresh::default()).map_err(|e| e.to_string())?;
+    eprintln!("{}", fresh.describe(&c));
+    Ok(c)
+}
+
+/// The versions a spec selects, oldest first (those without a linux-x64 binary skipped, and said).
+pub fn select(spec: &str) -> Result<Vec<String>, String> {
+    let spec: Spec = spec.parse().map_err(|e: crate::versions::VersionError| e.to_string())?;
+    let sel = catalogue()?.select(&spec).map_err(|e| e.to_string())?;
+    if let Some(n) = sel.skipped_note() {
+        eprintln!("{n}");
+    }
+    Ok(sel.versions.iter().map(|v| v.to_string()).collect())
+}
+
+/// `good`, the versions between it and `bad` that have the binary, and `bad`, in npm order.
+pub fn between(good: &str, bad: &str) -> Result<Vec<String>, String> {
+    let parse =
+        |v: &str| semver::Version::parse(v).map_err(|e| format!("{v:?} is not a version ({e}); write e.g. 2.1.235"));
+    let (g, b) = (parse(good)?, parse(bad)?);
+    let c = catalogue()?;
+    c.runnable(&g).map_err(|e| e.to_string())?;
+    c.runnable(&b).map_err(|e| e.to_string())?;
+    let inside = c.between(&g, &b).map_err(|e| e.to_string())?;
+    if let Some(n) = inside.skipped_note() {
+        eprintln!("{n}");
+    }
+    let mut middle: Vec<String> = inside.versions.iter().map(|v| v.to_string()).collect();
+    if g > b {
+        middle.reverse(); // good is the newer one: walk from it back to the bad one
+    }
+    let mut out = vec![g.to_string()];
+    out.extend(middle);
+    out.push(b.to_string());
+    Ok(out)
+}
+
+fn report(cells: &[crate::observe::Observation], json: bool, html: Option<&Path>) -> ExitCode {
+    let m = match Matrix::from_cells(cells) {
+        Ok(m) => m,
+        Err(e) => return fail(2, &e),
+    };
+    if json {
+        print!("{}", m.to_json());
+    } else {
+        print!("{}", m.to_text());
+    }
+    if let Some(h) = html {
+        if let Err(e) = std::fs::write(h, m.to_html("probelab: claims × versions")) {
+            return fail(2, &format!("{}: {e}", h.display()));
+        }
+    }
+    ExitCode::SUCCESS
+}

@@ -1,0 +1,358 @@
+//! The claims × versions matrix from observation cells, and its renderings.
+//!
+//! [`Matrix::from_cells`] is a pure function of the set of cells: shards merged in any order give the
+//! matrix one run gives (a cell that two shards disagree on is an error naming it). Versions are ordered
+//! by semver, probes and claims by name.
+//!
+//! - Per (probe, version): the outcome, the behaviour fingerprint (12 hex), why when not a pass.
+//! - Per (claim, version): the verdicts of the probes citing the claim, combined
+//!   ([`ClaimVerdict::combine`]: changed over diverges over holds over n/a).
+//! - Timelines: per probe, the versions where its outcome or fingerprint differs from the version
+//!   before it in the matrix; per claim, the versions where its verdict changed or a citing probe's
+//!   behaviour did. A prompt-only or interface-only change is never a claim change: verdicts and
+//!   fingerprints speak of behaviour only.
+
+use crate::observe::{ClaimVerdict, Observation, Outcome};
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// One (probe, version) cell as the matrix shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Cell {
+    /// How the run came out.
+    pub outcome: Outcome,
+    /// The behaviour fingerprint, 12 hex digits (empty for an error).
+    pub fingerprint: String,
+    /// Why, when not a pass.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub reason: String,
+}
+
+/// A change between a version and the one before it in the matrix.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Change {
+    /// The first version showing it.
+    pub version: String,
+    /// The version before it in the matrix.
+    pub previous: String,
+    /// What changed.
+    pub what: String,
+}
+
+/// The matrix.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Matrix {
+    /// Versions, oldest first.
+    pub versions: Vec<String>,
+    /// Probe → version → cell.
+    pub probes: BTreeMap<String, BTreeMap<String, Cell>>,
+    /// Claim → version → verdict.
+    pub claims: BTreeMap<String, BTreeMap<String, ClaimVerdict>>,
+    /// Probe → the versions where its outcome or behaviour changed.
+    pub probe_timeline: BTreeMap<String, Vec<Change>>,
+    /// Claim → the versions where its verdict changed or a citing probe's behaviour did.
+    pub claim_timeline: BTreeMap<String, Vec<Change>>,
+}
+
+fn version_key(v: &str) -> (Option<semver::Version>, String) {
+    (semver::Version::parse(v).ok(), v.to_string())
+}
+
+impl Matrix {
+    /// The matrix of these cells.
+    pub fn from_cells(cells: &[Observation]) -> Result<Matrix, String> {
+        let mut by_key: BTreeMap<(String, String), &Observation> = BTreeMap::new();
+        for o in cells {
+            let version = o.version.clone().unwrap_or_else(|| o.subject.clone());
+            if let Some(prev) = by_key.insert((o.probe.clone(), version.clone()), o) {
+                if prev.outcome != o.outcome || prev.fingerprint != o.fingerprint || prev.claims != o.claims {
+                    return Err(format!(
+                        "two cells of {} on {version} disagree ({} {} / {} {}): merge shards of one matrix, or run the cell again",
+                        o.probe,
+                        prev.outcome.word(),
+                        short(&prev.fingerprint),
+                        o.outcome.word(),
+                        short(&o.fingerprint)
+                    ));
+                }
+            }
+        }
+        let mut versions: Vec<String> =
+            by_key.keys().map(|(_, v)| v.clone()).collect::<BTreeSet<_>>().into_iter().collect();
+        versions.sort_by_key(|v| version_key(v));
+        let mut m = Matrix { versions: versions.clone(), ..Matrix::default() };
+        let mut claim_probes: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+        for ((probe, version), o) in &by_key {
+            let cell = Cell { outcome: o.outcome, fingerprint: short(&o.fingerprint), reason: o.reason.clone() };
+            m.probes.entry(probe.clone()).or_default().insert(version.clone(), cell);
+            for (claim, verdict) in &o.claims {
+                claim_probes.entry(claim.clone()).or_default().insert(probe.clone());
+                let slot = m.claims.entry(claim.clone()).or_default();
+                let now = slot.get(version).copied();
+                let combined = ClaimVerdict::combine(now.into_iter().chain([*verdict])).unwrap_or(*verdict);
+                slot.insert(version.clone(), combined);
+            }
+        }
+        for (probe, row) in &m.probes {
+            let mut changes = Vec::new();
+            let mut prev: Option<(&String, &Cell)> = None;
+            for v in &versions {
+                let Some(cell) = row.get(v) else { continue };
+                if let Some((pv, pc)) = prev {
+                    if pc.outcome != cell.outcome || pc.fingerprint != cell.fingerprint {
+                        let what = if pc.outcome != cell.outcome {
+                            format!("{} → {}", pc.outcome.word(), cell.outcome.word())
+                        } else {
+                            format!("behaviour {} → {}", pc.fingerprint, cell.fingerprint)
+                        };
+                        changes.push(Change { version: v.clone(), previous: pv.clone(), what });
+                    }
+                }
+                prev = Some((v, cell));
+            }
+            if !changes.is_empty() {
+                m.probe_timeline.insert(probe.clone(), changes);
+            }
+        }
+        for (claim, row) in &m.claims {
+            let mut changes = Vec::new();
+            let mut prev: Option<(&String, ClaimVerdict)> = None;
+            for v in &versions {
+                let Some(verdict) = row.get(v).copied() else { continue };
+                if let Some((pv, pverdict)) = prev {
+                    if pverdict != verdict {
+                        changes.push(Change {
+                            version: v.clone(),
+                            previous: pv.clone(),
+                            what: format!("{} → {}", pverdict.word(), verdict.word()),
+                        });
+                    }
+                }
+                prev = Some((v, verdict));
+            }
+            for p in claim_probes.get(claim).into_iter().flatten() {
+                for c in m.probe_timeline.get(p).into_iter().flatten() {
+                    if c.what.starts_with("behaviour") && !changes.iter().any(|x| x.version == c.version) {
+                        changes.push(Change { what: format!("{p}: {}", c.what), ..c.clone() });
+                    }
+                }
+            }
+            changes.sort_by_key(|c| version_key(&c.version));
+            if !changes.is_empty() {
+                m.claim_timeline.insert(claim.clone(), changes);
+            }
+        }
+        Ok(m)
+    }
+
+    /// The matrix as pretty JSON (deterministic: maps are sorted).
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).unwrap_or_default() + "\n"
+    }
+
+    /// The matrix as text: the claims × versions table (one letter a cell), the probes × versions table,
+    /// then the timelines.
+    pub fn to_text(&self) -> String {
+        let mut out = String::new();
+        let letter = |v: ClaimVerdict| match v {
+            ClaimVerdict::Holds => 'H',
+            ClaimVerdict::Diverges => 'D',
+            ClaimVerdict::Changed => 'C',
+            ClaimVerdict::NotApplicable => '-',
+            ClaimVerdict::Error => 'E',
+        };
+        out.push_str(&format!("claims × versions ({} versions: {})\n", self.versions.len(), self.versions.join(" ")));
+        out.push_str("H holds · D diverges (documented) · C changed · - n/a · E error · . not run\n\n");
+        let width = self.claims.keys().map(String::len).max().unwrap_or(5).max(5);
+        for (claim, row) in &self.claims {
+            let cells: String = self.versions.iter().map(|v| row.get(v).map(|x| letter(*x)).unwrap_or('.')).collect();
+            out.push_str(&format!("{claim:<width$} {cells}\n"));
+        }
+        out.push_str("\nprobes × versions (p pass · c changed · - n/a · E error; the letter is upper-case where the behaviour differs from the version before)\n\n");
+        let pwidth = self.probes.keys().map(String::len).max().unwrap_or(5).max(5);
+        for (probe, row) in &self.probes {
+            let mut prev: Option<&Cell> = None;
+            let cells: String = self
+                .versions
+                .iter()
+                .map(|v| match row.get(v) {
+                    None => '.',
+                    Some(c) => {
+                        let ch = match c.outcome {
+                            Outcome::Pass => 'p',
+                            Outcome::Changed => 'c',
+                            Outcome::NotApplicable => '-',
+                            Outcome::Error => 'E',
+                        };
+                        let moved = prev.is_some_and(|p| p.fingerprint != c.fingerprint || p.outcome != c.outcome);
+                        prev = Some(c);
+                        if moved {
+                            ch.to_ascii_uppercase()
+                        } else {
+                            ch
+                        }
+                    }
+                })
+                .collect();
+            out.push_str(&format!("{probe:<pwidth$} {cells}\n"));
+        }
+        out.push_str("\ntimeline (per claim: the first version of each change)\n");
+        if self.claim_timeline.is_empty() {
+            out.push_str("  no claim changed across these versions\n");
+        }
+        for (claim, changes) in &self.claim_timeline {
+            for c in changes {
+                out.push_str(&format!("  {claim:<width$} {:>10} (after {}): {}\n", c.version, c.previous, c.what));
+            }
+        }
+        let errors: Vec<String> = self
+            .probes
+            .iter()
+            .flat_map(|(p, row)| {
+                row.iter()
+                    .filter(|(_, c)| c.outcome == Outcome::Error)
+                    .map(move |(v, c)| format!("  {p} on {v}: {}", c.reason))
+            })
+            .collect();
+        if !errors.is_empty() {
+            out.push_str("\nerrors\n");
+            out.push_str(&(errors.join("\n") + "\n"));
+        }
+        out
+    }
+
+    /// The matrix as a static HTML page: the claims × versions table (colour per verdict, each cell's
+    /// title the probes behind it), the probes × versions table, the timelines.
+    pub fn to_html(&self, title: &str) -> String {
+        let esc = |s: &str| s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;");
+        let mut h = String::new();
+        h.push_str(&format!(
+            "<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>{}</title>\n<style>\nbody{{font-family:sans-serif;margin:1em}} table{{border-collapse:collapse;font-size:12px}} td,th{{border:1px solid #ccc;padding:2px 4px;text-align:center}} th.v{{writing-mode:vertical-rl}} td.l{{text-align:left}} .holds{{background:#cfc}} .diverges{{background:#ffd27f}} .changed{{background:#f99}} .na{{background:#ddd}} .error{{background:#f0f}} .pass{{background:#cfc}} .moved{{font-weight:bold;outline:2px solid #333}}\n</style></head><body>\n<h1>{}</h1>\n",
+            esc(title),
+            esc(title)
+        ));
+        h.push_str(&format!(
+            "<p>{} versions, {} probes, {} claims.</p>\n",
+            self.versions.len(),
+            self.probes.len(),
+            self.claims.len()
+        ));
+        let head: String = self.versions.iter().map(|v| format!("<th class=\"v\">{}</th>", esc(v))).collect();
+        h.push_str(&format!("<h2>Claims × versions</h2>\n<table id=\"claims\"><tr><th>claim</th>{head}</tr>\n"));
+        for (claim, row) in &self.claims {
+            h.push_str(&format!("<tr><td class=\"l\">{}</td>", esc(claim)));
+            for v in &self.versions {
+                match row.get(v) {
+                    Some(x) => {
+                        let class = if *x == ClaimVerdict::NotApplicable { "na" } else { x.word() };
+                        h.push_str(&format!(
+                            "<td class=\"{class}\" title=\"{} on {}\">{}</td>",
+                            esc(claim),
+                            esc(v),
+                            x.word()
+                        ))
+                    }
+                    None => h.push_str("<td></td>"),
+                }
+            }
+            h.push_str("</tr>\n");
+        }
+        h.push_str("</table>\n");
+        h.push_str(&format!("<h2>Probes × versions</h2>\n<table id=\"probes\"><tr><th>probe</th>{head}</tr>\n"));
+        for (probe, row) in &self.probes {
+            h.push_str(&format!("<tr><td class=\"l\">{}</td>", esc(probe)));
+            let mut prev: Option<&Cell> = None;
+            for v in &self.versions {
+                match row.get(v) {
+                    Some(c) => {
+                        let moved = prev.is_some_and(|p| p.fingerprint != c.fingerprint || p.outcome != c.outcome);
+                        let class = match c.outcome {
+                            Outcome::Pass => "pass",
+                            Outcome::Changed => "changed",
+                            Outcome::NotApplicable => "na",
+                            Outcome::Error => "error",
+                        };
+                        h.push_str(&format!(
+                            "<td class=\"{class}{}\" title=\"{} {}\">{}</td>",
+                            if moved { " moved" } else { "" },
+                            esc(&c.fingerprint),
+                            esc(&c.reason),
+                            c.outcome.word()
+                        ));
+                        prev = Some(c);
+                    }
+                    None => h.push_str("<td></td>"),
+                }
+            }
+            h.push_str("</tr>\n");
+        }
+        h.push_str("</table>\n<h2>Timeline</h2>\n<ul id=\"timeline\">\n");
+        for (claim, changes) in &self.claim_timeline {
+            for c in changes {
+                h.push_str(&format!(
+                    "<li><b>{}</b> at <b>{}</b> (after {}): {}</li>\n",
+                    esc(claim),
+                    esc(&c.version),
+                    esc(&c.previous),
+                    esc(&c.what)
+                ));
+            }
+        }
+        h.push_str("</ul>\n</body></html>\n");
+        h
+    }
+}
+
+fn short(fingerprint: &str) -> String {
+    fingerprint.chars().take(12).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::observe::{Behaviour, Shape};
+
+    fn cell(probe: &str, version: &str, outcome: Outcome, fp: &str, claim: (&str, ClaimVerdict)) -> Observation {
+        Observation {
+            probe: probe.into(),
+            subject: "claude-code".into(),
+            version: Some(version.into()),
+            outcome,
+            reason: String::new(),
+            claims: BTreeMap::from([(claim.0.to_string(), claim.1)]),
+            verdicts: Vec::new(),
+            fingerprint: fp.into(),
+            behaviour: Behaviour::default(),
+            interface: BTreeMap::new(),
+            prompt: String::new(),
+            shape: Shape::default(),
+            golden: String::new(),
+        }
+    }
+
+    #[test]
+    fn shards_in_any_order_give_one_matrix_and_changes_are_found() {
+        use ClaimVerdict::*;
+        let cells = vec![
+            cell("p", "2.1.10", Outcome::Pass, "aaaa", ("READ-2", Holds)),
+            cell("p", "2.1.9", Outcome::Pass, "aaaa", ("READ-2", Holds)),
+            cell("p", "2.1.11", Outcome::Changed, "bbbb", ("READ-2", Changed)),
+            cell("q", "2.1.10", Outcome::Pass, "cccc", ("GREP-1", Holds)),
+            cell("q", "2.1.11", Outcome::Pass, "dddd", ("GREP-1", Holds)),
+        ];
+        let one = Matrix::from_cells(&cells).unwrap_or_else(|e| panic!("{e}"));
+        let mut shuffled = cells.clone();
+        shuffled.reverse();
+        shuffled.push(cells[0].clone()); // the same cell from two shards
+        assert_eq!(Matrix::from_cells(&shuffled).unwrap_or_else(|e| panic!("{e}")), one);
+        assert_eq!(one.versions, ["2.1.9", "2.1.10", "2.1.11"], "semver order, not text order");
+        assert_eq!(one.claim_timeline["READ-2"][0].version, "2.1.11");
+        assert_eq!(one.claim_timeline["READ-2"][0].what, "holds → changed");
+        // a behaviour change with the claim still holding is on the claim's timeline, named
+        assert_eq!(one.claim_timeline["GREP-1"][0].what, "q: behaviour cccc → dddd");
+        assert!(one.to_text().contains("READ-2 HHC"), "{}", one.to_text());
+        let mut bad = cells.clone();
+        bad.push(cell("p", "2.1.9", Outcome::Changed, "zzzz", ("READ-2", Changed)));
+        assert!(Matrix::from_cells(&bad).unwrap_err().contains("disagree"));
+    }
+}

@@ -1,0 +1,433 @@
+//! What a run shows, layer by layer, for comparing versions: an [`Observation`] of one (probe, subject
+//! version) run.
+//!
+//! - **behaviour**: what the tools did — each scripted call's tool name, its result text and `is_error`
+//!   (normalised, and with the reminders a subject appends to results taken off:
+//!   [`crate::transcript::normalise::strip_reminders`]), the files in the working directory after the
+//!   run (a SHA-256 each, text normalised first), and for exec probes the exit, stdout and stderr. Its
+//!   SHA-256 is the run's *behaviour fingerprint*: two versions whose fingerprints are equal behaved the
+//!   same on the probe.
+//! - **interface**: the tools the first request offered, each as the hash of its name, description and
+//!   schema (the request-only fields `defer_loading` and `cache_control` left out).
+//! - **prompt**: the hash of the first request's system blocks (the same blob hash a golden names).
+//! - **request shape**: the first request's top-level fields, model, `max_tokens`, the `anthropic-beta`
+//!   list, the header names, `anthropic-version`, and the extra fields tools carry (`defer_loading`…).
+//!
+//! Version strings (the billing header's `cc_version`, the User-Agent's), ids, dates and paths are
+//! noise, taken out by the named steps of [`crate::transcript::normalise`]. The outcome of the run — pass,
+//! changed, n/a — comes with it ([`Outcome`]), and per claim the probe cites, what that outcome says of
+//! the claim ([`ClaimVerdict`]).
+
+use crate::check::Verdict;
+use crate::probe::Probe;
+use crate::subject::exec::ExecRecord;
+use crate::transcript::normalise::strip_reminders;
+use crate::transcript::{result_text, sha256, View};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::path::Path;
+use stub_messages::script::MAIN;
+use stub_messages::ExchangeKind;
+
+/// How a (probe, version) run came out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Outcome {
+    /// Every check that applies to the version, and every invariant, passed.
+    Pass,
+    /// A check failed: the behaviour the probe records is not this version's.
+    Changed,
+    /// A tool the probe calls is not offered by this version (said in the reason).
+    NotApplicable,
+    /// The lab could not run the probe (an install, a set-up failure): no verdict.
+    Error,
+}
+
+impl Outcome {
+    /// The word of the matrix.
+    pub fn word(self) -> &'static str {
+        match self {
+            Outcome::Pass => "pass",
+            Outcome::Changed => "changed",
+            Outcome::NotApplicable => "n/a",
+            Outcome::Error => "error",
+        }
+    }
+}
+
+/// What a run says of a claim it cites.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ClaimVerdict {
+    /// The probe passed and states no divergence from the claim.
+    Holds,
+    /// The probe passed and states (documents) a divergence from the claim on this subject.
+    Diverges,
+    /// A check written for another version fails here.
+    Changed,
+    /// The probe cannot run on this version.
+    NotApplicable,
+    /// No verdict (the run failed to start).
+    Error,
+}
+
+impl ClaimVerdict {
+    /// The word of the matrix.
+    pub fn word(self) -> &'static str {
+        match self {
+            ClaimVerdict::Holds => "holds",
+            ClaimVerdict::Diverges => "diverges",
+            ClaimVerdict::Changed => "changed",
+            ClaimVerdict::NotApplicable => "n/a",
+            ClaimVerdict::Error => "error",
+        }
+    }
+
+    /// Several probes' verdicts on one claim: the most telling wins (changed over diverges over holds
+    /// over n/a), an error only when nothing else is known.
+    pub fn combine(verdicts: impl IntoIterator<Item = ClaimVerdict>) -> Option<ClaimVerdict> {
+        let rank = |v: &ClaimVerdict| match v {
+            ClaimVerdict::Changed => 4,
+            ClaimVerdict::Diverges => 3,
+            ClaimVerdict::Holds => 2,
+            ClaimVerdict::NotApplicable => 1,
+            ClaimVerdict::Error => 0,
+        };
+        verdicts.into_iter().max_by_key(rank)
+    }
+}
+
+/// One scripted call's result, as behaviour.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CallResult {
+    /// The tool called.
+    pub tool: String,
+    /// The result text (normalised, subject-added reminders taken off).
+    pub text: String,
+    /// `is_error`.
+    pub is_error: bool,
+}
+
+/// One exec command's outcome, as behaviour.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ExecResult {
+    /// Exit status (`None`: killed or signalled).
+    pub exit: Option<i32>,
+    /// Stdout (normalised).
+    pub stdout: String,
+    /// Stderr (normalised).
+    pub stderr: String,
+}
+
+/// What the tools did.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Behaviour {
+    /// Each scripted call, in script order (`None`: never answered).
+    pub results: Vec<Option<CallResult>>,
+    /// Files under the working directory after the run: path → SHA-256 (VCS internals left out).
+    pub files: BTreeMap<String, String>,
+    /// Exec commands.
+    pub execs: Vec<ExecResult>,
+}
+
+/// The first request's shape.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Shape {
+    /// Top-level fields of the body, sorted.
+    pub fields: Vec<String>,
+    /// `model`.
+    pub model: String,
+    /// `max_tokens`.
+    pub max_tokens: Option<u64>,
+    /// `anthropic-beta`, in the order sent.
+    pub betas: Vec<String>,
+    /// Header names, sorted.
+    pub headers: Vec<String>,
+    /// `anthropic-version`.
+    pub anthropic_version: String,
+    /// `user-agent`, its version normalised.
+    pub user_agent: String,
+    /// Tool name → the fields beside name / description / input_schema it carries (`defer_loading`…).
+    pub tool_fields: BTreeMap<String, Vec<String>>,
+}
+
+/// One (probe, subject version) run, layer by layer.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Observation {
+    /// Probe id.
+    pub probe: String,
+    /// Subject kind (`claude-code`, `builtin`).
+    pub subject: String,
+    /// The version (`None` for the built-in subject).
+    pub version: Option<String>,
+    /// How it came out.
+    pub outcome: Outcome,
+    /// Why, when not a pass: the failing checks, the tools not offered, the error.
+    pub reason: String,
+    /// The claims the probe cites, with the verdict this run gives each.
+    pub claims: BTreeMap<String, ClaimVerdict>,
+    /// The verdict lines (pass / FAIL / skip per check and invariant).
+    pub verdicts: Vec<String>,
+    /// SHA-256 of [`Observation::behaviour`].
+    pub fingerprint: String,
+    /// What the tools did.
+    pub behaviour: Behaviour,
+    /// The first request's tools: name → hash of its name, description and schema.
+    pub interface: BTreeMap<String, String>,
+    /// The first request's system blocks, as a blob hash (empty when none).
+    pub prompt: String,
+    /// The first request's shape.
+    pub shape: Shape,
+    /// Golden comparison (`same`, `differs`, `missing`, `blessed`; empty when not compared).
+    #[serde(default)]
+    pub golden: String,
+}
+
+impl Observation {
+    /// An observation of a run that could not be made (install failed, set-up failed).
+    pub fn error(probe: &Probe, subject: &str, version: Option<&str>, why: &str) -> Observation {
+        Observation {
+            probe: probe.id.clone(),
+            subject: subject.to_string(),
+            version: version.map(str::to_string),
+            outcome: Outcome::Error,
+            reason: why.to_string(),
+            claims: probe.claims.iter().map(|c| (c.clone(), ClaimVerdict::Error)).collect(),
+            verdicts: Vec::new(),
+            fingerprint: String::new(),
+            behaviour: Behaviour::default(),
+            interface: BTreeMap::new(),
+            prompt: String::new(),
+            shape: Shape::default(),
+            golden: String::new(),
+        }
+    }
+
+    /// The key of the matrix cell: `<version or subject>/<probe>`.
+    pub fn key(&self) -> String {
+        format!("{}/{}", self.version.as_deref().unwrap_or(&self.subject), self.probe)
+    }
+}
+
+/// The behaviour fingerprint: SHA-256 of the behaviour as canonical JSON.
+pub fn fingerprint(b: &Behaviour) -> String {
+    sha256(serde_json::to_string(b).unwrap_or_default().as_bytes())
+}
+
+/// The outcome of a run from its verdicts, and the tools the probe called that the subject did not
+/// offer: a failure with a tool not offered is n/a (the probe cannot run here), any other failure is a
+/// change. A probe that passes although a tool was not offered (it expects the tool's absence) passes.
+pub fn outcome_of(verdicts: &[Verdict], not_offered: &[String]) -> (Outcome, String) {
+    let failed: Vec<&Verdict> = verdicts.iter().filter(|v| !v.pass).collect();
+    if failed.is_empty() {
+        return (Outcome::Pass, String::new());
+    }
+    if !not_offered.is_empty() {
+        return (Outcome::NotApplicable, not_offered.join("; "));
+    }
+    let names: Vec<&str> = failed.iter().map(|v| v.name.as_str()).collect();
+    (Outcome::Changed, format!("failed: {}", names.join(", ")))
+}
+
+/// The verdict of each claim a probe cites, from the run's outcome and the divergences it states on the
+/// subject.
+pub fn claim_verdicts(probe: &Probe, subject: &str, outcome: Outcome) -> BTreeMap<String, ClaimVerdict> {
+    let diverging: Vec<&str> = probe.divergences_on(subject).iter().map(|d| d.claim.as_str()).collect();
+    probe
+        .claims
+        .iter()
+        .map(|c| {
+            let v = match outcome {
+                Outcome::Pass if diverging.contains(&c.as_str()) => ClaimVerdict::Diverges,
+                Outcome::Pass => ClaimVerdict::Holds,
+                Outcome::Changed => ClaimVerdict::Changed,
+                Outcome::NotApplicable => ClaimVerdict::NotApplicable,
+                Outcome::Error => ClaimVerdict::Error,
+            };
+            (c.clone(), v)
+        })
+        .collect()
+}
+
+/// The tools the probe's main turns called that the request they answered did not offer: `Grep not
+/// offered in request 1` (deferred tools that were loaded are offered).
+pub fn not_offered(view: &View<'_>) -> Vec<String> {
+    let mut out = Vec::new();
+    for (t, turn) in view.script.turns.iter().enumerate() {
+        let Some(e) = view.request(t + 1) else { continue };
+        let offered: Vec<&str> = e
+            .request
+            .as_ref()
+            .and_then(|r| r.get("tools"))
+            .and_then(Value::as_array)
+            .map(|ts| ts.iter().filter_map(|t| t.get("name").and_then(Value::as_str)).collect())
+            .unwrap_or_default();
+        for u in &turn.tool_use {
+            if !offered.contains(&u.name.as_str()) {
+                let line = format!("{} not offered in request {}", u.name, t + 1);
+                if !out.contains(&line) {
+                    out.push(line);
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The behaviour of a loop run: each scripted call's result, and the files of `cwd` after it.
+pub fn behaviour(view: &View<'_>, cwd: &Path, norm: &dyn Fn(&str) -> String) -> Behaviour {
+    let names: Vec<String> = view.script.turns.iter().flat_map(|t| t.tool_use.iter().map(|u| u.name.clone())).collect();
+    let results = (1..=names.len())
+        .map(|n| {
+            view.result(n).map(|b| CallResult {
+                tool: names[n - 1].clone(),
+                text: strip_reminders(&norm(&result_text(&b))),
+                is_error: b.get("is_error") == Some(&Value::Bool(true)),
+            })
+        })
+        .collect();
+    Behaviour { results, files: files(cwd, norm), execs: Vec::new() }
+}
+
+/// The behaviour of an exec probe: each command's exit and output.
+pub fn exec_behaviour(records: &[ExecRecord], cwd: &Path, norm: &dyn Fn(&str) -> String) -> Behaviour {
+    let execs = records
+        .iter()
+        .map(|r| ExecResult {
+            exit: if r.timed_out { None } else { r.measured.exit },
+            stdout: norm(&r.stdout),
+            stderr: norm(&r.stderr),
+        })
+        .collect();
+    Behaviour { results: Vec::new(), files: files(cwd, norm), execs }
+}
+
+/// Directories whose content is the VCS's bookkeeping (object ids, index stamps), not a tool's doing.
+const SKIPPED_DIRS: &[&str] = &[".git"];
+
+/// Path → SHA-256 of every regular file under `dir` (text normalised first), sorted by path.
+pub fn files(dir: &Path, norm: &dyn Fn(&str) -> String) -> BTreeMap<String, String> {
+    fn walk(root: &Path, dir: &Path, norm: &dyn Fn(&str) -> String, out: &mut BTreeMap<String, String>) {
+        let Ok(entries) = std::fs::read_dir(dir) else { return };
+        let mut entries: Vec<_> = entries.flatten().collect();
+        entries.sort_by_key(|e| e.file_name());
+        for e in entries {
+            let path = e.path();
+            let Ok(meta) = std::fs::symlink_metadata(&path) else { continue };
+            let rel = path.strip_prefix(root).unwrap_or(&path).to_string_lossy().into_owned();
+            if meta.is_dir() {
+                if !SKIPPED_DIRS.contains(&e.file_name().to_string_lossy().as_ref()) {
+                    walk(root, &path, norm, out);
+                }
+            } else if meta.file_type().is_symlink() {
+                let target = std::fs::read_link(&path).map(|t| t.to_string_lossy().into_owned()).unwrap_or_default();
+                out.insert(rel, format!("symlink {}", norm(&target)));
+            } else if meta.is_file() {
+                let bytes = std::fs::read(&path).unwrap_or_default();
+                let hash = match std::str::from_utf8(&bytes) {
+                    Ok(text) => sha256(norm(text).as_bytes()),
+                    Err(_) => sha256(&bytes),
+                };
+                out.insert(rel, hash);
+            }
+        }
+    }
+    let mut out = BTreeMap::new();
+    walk(dir, dir, norm, &mut out);
+    out
+}
+
+/// The interface, prompt and request shape of the first main request.
+pub fn first_request_layers(
+    view: &View<'_>,
+    norm: &dyn Fn(&str) -> String,
+) -> (BTreeMap<String, String>, String, Shape) {
+    let Some(e) = view
+        .exchanges
+        .iter()
+        .find(|e| e.kind == ExchangeKind::Turn && e.conversation.as_deref() == Some(MAIN) && e.request.is_some())
+    else {
+        return (BTreeMap::new(), String::new(), Shape::default());
+    };
+    let req = e.request.clone().unwrap_or_default();
+    let hash = |v: &Value| sha256(norm(&(serde_json::to_string_pretty(v).unwrap_or_default() + "\n")).as_bytes());
+    let mut interface = BTreeMap::new();
+    let mut tool_fields = BTreeMap::new();
+    for t in req.get("tools").and_then(Value::as_array).into_iter().flatten() {
+        let name = t.get("name").and_then(Value::as_str).unwrap_or("?").to_string();
+        let mut core = t.clone();
+        let mut extra = Vec::new();
+        if let Some(o) = core.as_object_mut() {
+            for k in ["defer_loading", "cache_control"] {
+                if o.remove(k).is_some() {
+                    extra.push(k.to_string());
+                }
+            }
+            extra.extend(o.keys().filter(|k| !matches!(k.as_str(), "name" | "description" | "input_schema")).cloned());
+        }
+        extra.sort();
+        if !extra.is_empty() {
+            tool_fields.insert(name.clone(), extra);
+        }
+        interface.insert(name, hash(&core)[..12].to_string());
+    }
+    let prompt = req.get("system").map(|s| hash(s)[..12].to_string()).unwrap_or_default();
+    let header = |k: &str| e.headers.get(k).cloned().unwrap_or_default();
+    let mut fields: Vec<String> = req.as_object().map(|o| o.keys().cloned().collect()).unwrap_or_default();
+    fields.sort();
+    let mut headers: Vec<String> = e.headers.keys().cloned().collect();
+    headers.sort();
+    let shape = Shape {
+        fields,
+        model: req.get("model").and_then(Value::as_str).unwrap_or_default().to_string(),
+        max_tokens: req.get("max_tokens").and_then(Value::as_u64),
+        betas: header("anthropic-beta").split(',').map(|b| b.trim().to_string()).filter(|b| !b.is_empty()).collect(),
+        headers,
+        anthropic_version: header("anthropic-version"),
+        user_agent: norm(&header("user-agent")),
+        tool_fields,
+    };
+    (interface, prompt, shape)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn v(name: &str, pass: bool) -> Verdict {
+        Verdict { name: name.into(), pass, detail: String::new(), skipped: false }
+    }
+
+    #[test]
+    fn outcomes_tell_a_change_from_a_missing_tool() {
+        assert_eq!(outcome_of(&[v("check 1", true)], &[]).0, Outcome::Pass);
+        assert_eq!(outcome_of(&[v("check 1", true)], &["Grep not offered in request 1".into()]).0, Outcome::Pass);
+        assert_eq!(outcome_of(&[v("check 1", false)], &[]), (Outcome::Changed, "failed: check 1".into()));
+        assert_eq!(
+            outcome_of(&[v("check 1", false)], &["Grep not offered in request 1".into()]),
+            (Outcome::NotApplicable, "Grep not offered in request 1".into())
+        );
+    }
+
+    #[test]
+    fn the_most_telling_claim_verdict_wins() {
+        use ClaimVerdict::*;
+        assert_eq!(ClaimVerdict::combine([Holds, Changed, NotApplicable]), Some(Changed));
+        assert_eq!(ClaimVerdict::combine([Holds, Diverges]), Some(Diverges));
+        assert_eq!(ClaimVerdict::combine([NotApplicable, Error]), Some(NotApplicable));
+        assert_eq!(ClaimVerdict::combine([]), None);
+    }
+
+    #[test]
+    fn files_are_hashed_after_normalisation_and_vcs_internals_left_out() {
+        let d = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        std::fs::create_dir_all(d.path().join(".git")).unwrap_or_else(|e| panic!("{e}"));
+        std::fs::write(d.path().join(".git/index"), "x").unwrap_or_else(|e| panic!("{e}"));
+        std::fs::write(d.path().join("a.txt"), format!("{}/a\n", d.path().display())).unwrap_or_else(|e| panic!("{e}"));
+        let root = d.path().to_string_lossy().into_owned();
+        let f = files(d.path(), &|s: &str| s.replace(&root, "<cwd>"));
+        assert_eq!(f.keys().collect::<Vec<_>>(), ["a.txt"]);
+        assert_eq!(f["a.txt"], sha256(b"<cwd>/a\n"));
+    }
+}
