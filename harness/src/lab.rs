@@ -121,7 +121,7 @@ pub async fn run_probe(probe: &Probe, subject: &str, layout: &Layout, keep: bool
     let transcript = normalise(&raw, &places);
     let observation = {
         let (outcome, reason) = observe::outcome_of(&verdicts, &observe::not_offered(&view));
-        let behaviour = observe::behaviour(&view, &run.sandbox.cwd, &norm);
+        let behaviour = observe::behaviour(&view, &run.sandbox.cwd, &observe::known_files(probe), &norm);
         let (interface, prompt, shape) = observe::first_request_layers(&view, &norm);
         observation(probe, subject, (outcome, reason), &lines, behaviour, (interface, prompt, shape))
     };
@@ -201,7 +201,7 @@ async fn run_exec_probe(
     let raw = crate::transcript::render_exec(&header(probe, subject), &records, &lines);
     let transcript = normalise(&raw, &places);
     let norm = |t: &str| normalise(t, &places);
-    let behaviour = observe::exec_behaviour(&records, &sandbox.cwd, &norm);
+    let behaviour = observe::exec_behaviour(&records, &sandbox.cwd, &observe::known_files(probe), &norm);
     let observation =
         observation(probe, subject, observe::outcome_of(&verdicts, &[]), &lines, behaviour, Default::default());
     let evidence = serde_json::json!({

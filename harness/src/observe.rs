@@ -275,40 +275,92 @@ pub fn not_offered(view: &View<'_>) -> Vec<String> {
     out
 }
 
-/// The behaviour of a loop run: each scripted call's result, and the files of `cwd` after it.
-pub fn behaviour(view: &View<'_>, cwd: &Path, norm: &dyn Fn(&str) -> String) -> Behaviour {
+/// Separates the texts of one run while they are normalised together (ids a subject made up are numbered
+/// across the run, as in a golden).
+const SEP: &str = "\n\u{1e}\u{1e}\n";
+
+/// The texts normalised as one (ids numbered across them), then split again.
+fn normalise_together(texts: &[String], norm: &dyn Fn(&str) -> String) -> Vec<String> {
+    let joined = norm(&texts.join(SEP));
+    let out: Vec<String> = joined.split(SEP).map(str::to_string).collect();
+    if out.len() == texts.len() {
+        out
+    } else {
+        texts.iter().map(|t| norm(t)).collect()
+    }
+}
+
+/// The behaviour of a loop run: each scripted call's result, and the files of `cwd` after it (see
+/// [`files`]; `known` are the paths whose content counts: the fixture's and those the probe checks).
+pub fn behaviour(view: &View<'_>, cwd: &Path, known: &[String], norm: &dyn Fn(&str) -> String) -> Behaviour {
     let names: Vec<String> = view.script.turns.iter().flat_map(|t| t.tool_use.iter().map(|u| u.name.clone())).collect();
-    let results = (1..=names.len())
-        .map(|n| {
-            view.result(n).map(|b| CallResult {
-                tool: names[n - 1].clone(),
-                text: strip_reminders(&norm(&result_text(&b))),
+    let blocks: Vec<Option<Value>> = (1..=names.len()).map(|n| view.result(n)).collect();
+    let mut texts: Vec<String> = blocks.iter().map(|b| b.as_ref().map(result_text).unwrap_or_default()).collect();
+    let files = file_hashes(files_after(cwd, known), &mut texts, norm);
+    let results = blocks
+        .iter()
+        .zip(texts)
+        .zip(names)
+        .map(|((b, text), tool)| {
+            b.as_ref().map(|b| CallResult {
+                tool,
+                text: strip_reminders(&text),
                 is_error: b.get("is_error") == Some(&Value::Bool(true)),
             })
         })
         .collect();
-    Behaviour { results, files: files(cwd, norm), execs: Vec::new() }
+    Behaviour { results, files, execs: Vec::new() }
 }
 
 /// The behaviour of an exec probe: each command's exit and output.
-pub fn exec_behaviour(records: &[ExecRecord], cwd: &Path, norm: &dyn Fn(&str) -> String) -> Behaviour {
+pub fn exec_behaviour(
+    records: &[ExecRecord],
+    cwd: &Path,
+    known: &[String],
+    norm: &dyn Fn(&str) -> String,
+) -> Behaviour {
+    let mut outs: Vec<String> = records.iter().flat_map(|r| [r.stdout.clone(), r.stderr.clone()]).collect();
+    let files = file_hashes(files_after(cwd, known), &mut outs, norm);
     let execs = records
         .iter()
-        .map(|r| ExecResult {
+        .zip(outs.chunks(2))
+        .map(|(r, o)| ExecResult {
             exit: if r.timed_out { None } else { r.measured.exit },
-            stdout: norm(&r.stdout),
-            stderr: norm(&r.stderr),
+            stdout: o.first().cloned().unwrap_or_default(),
+            stderr: o.get(1).cloned().unwrap_or_default(),
         })
         .collect();
-    Behaviour { results: Vec::new(), files: files(cwd, norm), execs }
+    Behaviour { results: Vec::new(), files, execs }
+}
+
+/// The paths of a probe whose content counts in its fingerprint: the fixture's inline files and the
+/// files its checks look at.
+pub fn known_files(probe: &Probe) -> Vec<String> {
+    let mut out: Vec<String> = probe.fixture.files.keys().cloned().collect();
+    out.extend(probe.checks.iter().filter_map(|(c, _, _)| c.file.clone()));
+    out
 }
 
 /// Directories whose content is the VCS's bookkeeping (object ids, index stamps), not a tool's doing.
 const SKIPPED_DIRS: &[&str] = &[".git"];
 
-/// Path → SHA-256 of every regular file under `dir` (text normalised first), sorted by path.
-pub fn files(dir: &Path, norm: &dyn Fn(&str) -> String) -> BTreeMap<String, String> {
-    fn walk(root: &Path, dir: &Path, norm: &dyn Fn(&str) -> String, out: &mut BTreeMap<String, String>) {
+/// A file of the working directory after a run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FileAfter {
+    /// A file the run made: only its being there counts.
+    Made,
+    /// A file whose content counts (the fixture's, or one the probe checks): its bytes.
+    Content(Vec<u8>),
+    /// A symlink and its target.
+    Symlink(String),
+}
+
+/// Every file under `dir` after the run, sorted by path (VCS internals left out): for the fixture's
+/// files and those the probe checks (`known`) their content, for the others the run made only that they
+/// exist — their content (a pid file, a log with times) is the subject's world, not its decision, and
+/// would make the fingerprint differ from run to run.
+pub fn files_after(dir: &Path, known: &[String]) -> BTreeMap<String, FileAfter> {
+    fn walk(root: &Path, dir: &Path, known: &[String], out: &mut BTreeMap<String, FileAfter>) {
         let Ok(entries) = std::fs::read_dir(dir) else { return };
         let mut entries: Vec<_> = entries.flatten().collect();
         entries.sort_by_key(|e| e.file_name());
@@ -318,24 +370,57 @@ pub fn files(dir: &Path, norm: &dyn Fn(&str) -> String) -> BTreeMap<String, Stri
             let rel = path.strip_prefix(root).unwrap_or(&path).to_string_lossy().into_owned();
             if meta.is_dir() {
                 if !SKIPPED_DIRS.contains(&e.file_name().to_string_lossy().as_ref()) {
-                    walk(root, &path, norm, out);
+                    walk(root, &path, known, out);
                 }
             } else if meta.file_type().is_symlink() {
                 let target = std::fs::read_link(&path).map(|t| t.to_string_lossy().into_owned()).unwrap_or_default();
-                out.insert(rel, format!("symlink {}", norm(&target)));
+                out.insert(rel, FileAfter::Symlink(target));
+            } else if meta.is_file() && known.contains(&rel) {
+                out.insert(rel, FileAfter::Content(std::fs::read(&path).unwrap_or_default()));
             } else if meta.is_file() {
-                let bytes = std::fs::read(&path).unwrap_or_default();
-                let hash = match std::str::from_utf8(&bytes) {
-                    Ok(text) => sha256(norm(text).as_bytes()),
-                    Err(_) => sha256(&bytes),
-                };
-                out.insert(rel, hash);
+                out.insert(rel, FileAfter::Made);
             }
         }
     }
     let mut out = BTreeMap::new();
-    walk(dir, dir, norm, &mut out);
+    walk(dir, dir, known, &mut out);
     out
+}
+
+/// The files' entries of a fingerprint: `made`, `symlink <target>`, or the SHA-256 of the content with
+/// the text normalised together with `texts` (the run's results: an id the subject made up is numbered
+/// the same in a result and in a file).
+fn file_hashes(
+    files: BTreeMap<String, FileAfter>,
+    texts: &mut Vec<String>,
+    norm: &dyn Fn(&str) -> String,
+) -> BTreeMap<String, String> {
+    let first_file = texts.len();
+    let mut textual = Vec::new();
+    for (path, f) in &files {
+        if let FileAfter::Content(bytes) = f {
+            if let Ok(t) = std::str::from_utf8(bytes) {
+                textual.push(path.clone());
+                texts.push(t.to_string());
+            }
+        }
+    }
+    *texts = normalise_together(texts, norm);
+    let normalised: BTreeMap<String, String> = textual.into_iter().zip(texts.drain(first_file..)).collect();
+    files
+        .into_iter()
+        .map(|(path, f)| {
+            let v = match f {
+                FileAfter::Made => "made".to_string(),
+                FileAfter::Symlink(t) => format!("symlink {}", norm(&t)),
+                FileAfter::Content(bytes) => match normalised.get(&path) {
+                    Some(t) => sha256(t.as_bytes()),
+                    None => sha256(&bytes),
+                },
+            };
+            (path, v)
+        })
+        .collect()
 }
 
 /// The interface, prompt and request shape of the first main request.
@@ -426,8 +511,14 @@ mod tests {
         std::fs::write(d.path().join(".git/index"), "x").unwrap_or_else(|e| panic!("{e}"));
         std::fs::write(d.path().join("a.txt"), format!("{}/a\n", d.path().display())).unwrap_or_else(|e| panic!("{e}"));
         let root = d.path().to_string_lossy().into_owned();
-        let f = files(d.path(), &|s: &str| s.replace(&root, "<cwd>"));
-        assert_eq!(f.keys().collect::<Vec<_>>(), ["a.txt"]);
+        std::fs::write(d.path().join("made.pid"), "4242\n").unwrap_or_else(|e| panic!("{e}"));
+        let mut texts = vec![format!("result naming {root}")];
+        let f = file_hashes(files_after(d.path(), &["a.txt".to_string()]), &mut texts, &|s: &str| {
+            s.replace(&root, "<cwd>")
+        });
+        assert_eq!(texts, ["result naming <cwd>"], "the results normalised with the files");
+        assert_eq!(f.keys().collect::<Vec<_>>(), ["a.txt", "made.pid"]);
         assert_eq!(f["a.txt"], sha256(b"<cwd>/a\n"));
+        assert_eq!(f["made.pid"], "made", "a file the run made counts by its being there");
     }
 }

@@ -1,9 +1,18 @@
-//! Semantic diff of two golden sets (two versions of a subject, or two subjects): per probe, the tools
-//! added / removed / changed per request (changed = same name, another schema + description blob, shown
-//! as a text diff of the blobs), a changed system prompt (text diff of its blob), and the tool_result
-//! changes (text / is_error) as a diff of the result sections; probes present on one side only. A blob
-//! change (a tool's schema, the system prompt) is usually the same in every probe, so its text diff is
-//! kept once per set and the probes name it.
+//! Semantic diff of two golden sets (two versions of a subject, or two subjects), per probe and in
+//! layers, so a user sees which *behaviours* changed apart from what only the model is told:
+//!
+//! - **behaviour**: the tool_result changes (text / is_error, a diff of the result sections) and the
+//!   verdict changes (a check that passed and now fails);
+//! - **interface**: tools added / removed / changed (same name, another schema + description blob, shown
+//!   as a text diff of the blobs);
+//! - **prompt**: a changed system prompt (text diff of its blob);
+//! - **request shape**: the model / max_tokens / stream line and which tools are deferred;
+//! - **other**: the rest of the transcript (the subject's own messages, the responses, side traffic).
+//!
+//! Version strings, dates, ids and paths never reach the comparison: the goldens are normalised by the
+//! named steps of [`super::normalise`]. A blob change (a tool's schema, the system prompt) is usually the
+//! same in every probe, so its text diff is kept once per set and the probes name it. The claims matrix
+//! of the HTML report speaks of behaviour only: a prompt-only change never shows as a claim that differs.
 
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
@@ -24,6 +33,10 @@ pub struct ProbeDiff {
     pub system: Option<String>,
     /// Unified diff of the tool_result lines (texts and is_error), when they differ.
     pub results: Option<String>,
+    /// Unified diff of the verdict lines, when they differ.
+    pub verdicts: Option<String>,
+    /// Unified diff of the request-shape lines (model, max_tokens, stream; deferred tools), when they differ.
+    pub shape: Option<String>,
     /// Unified diff of everything else, when it differs.
     pub rest: Option<String>,
 }
@@ -36,7 +49,14 @@ impl ProbeDiff {
             && self.tools_changed.is_empty()
             && self.system.is_none()
             && self.results.is_none()
+            && self.verdicts.is_none()
+            && self.shape.is_none()
             && self.rest.is_none()
+    }
+
+    /// The same behaviour: tool results and verdicts (whatever the interface, prompt or shape did).
+    pub fn same_behaviour(&self) -> bool {
+        self.results.is_none() && self.verdicts.is_none()
     }
 }
 
@@ -65,6 +85,14 @@ impl SetDiff {
             return 100.0;
         }
         100.0 * self.probes.iter().filter(|p| p.results.is_none()).count() as f64 / self.probes.len() as f64
+    }
+
+    /// Share of the common probes with the same behaviour (results and verdicts), in percent.
+    pub fn behaviour_same_percent(&self) -> f64 {
+        if self.probes.is_empty() {
+            return 100.0;
+        }
+        100.0 * self.probes.iter().filter(|p| p.same_behaviour()).count() as f64 / self.probes.len() as f64
     }
 
     /// Share of the common probes that are the same, in percent.
@@ -99,6 +127,32 @@ fn tools(t: &str) -> BTreeMap<String, String> {
 
 fn system(t: &str) -> Option<String> {
     t.lines().find_map(|l| l.strip_prefix("system: ")).map(str::to_string)
+}
+
+/// The request-shape lines: the model line, and per `tools:` line the deferred tools.
+fn shape_lines(t: &str) -> String {
+    t.lines()
+        .filter_map(|l| {
+            if l.starts_with("model: ") {
+                return Some(l.to_string());
+            }
+            let tools = l.strip_prefix("tools: ")?;
+            let deferred: Vec<&str> = tools
+                .split(' ')
+                .collect::<Vec<_>>()
+                .windows(2)
+                .filter(|w| w[1] == "(deferred)")
+                .map(|w| w[0].split('@').next().unwrap_or(w[0]))
+                .collect();
+            Some(format!("deferred: {}", deferred.join(" ")))
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The verdict lines.
+fn verdict_lines(t: &str) -> String {
+    t.split("\n## verdicts\n").nth(1).unwrap_or_default().trim_end().to_string()
 }
 
 /// Lines of tool_result sections (a result line and its indented content).
@@ -169,15 +223,24 @@ pub fn diff_dirs(left: &Path, right: &Path, blobs: &Path) -> Result<SetDiff, Str
             }
         }
         d.results = udiff(&result_lines(x), &result_lines(y), &ln, &rn);
+        d.verdicts = udiff(&verdict_lines(x), &verdict_lines(y), &ln, &rn);
+        d.shape = udiff(&shape_lines(x), &shape_lines(y), &ln, &rn);
+        let results: BTreeSet<String> =
+            result_lines(x).lines().chain(result_lines(y).lines()).map(str::to_string).collect();
         let strip = |t: &str| {
-            t.lines()
-                .filter(|l| !l.starts_with("subject: ") && !l.starts_with("tools: ") && !l.starts_with("system: "))
+            let body = t.split("\n## verdicts\n").next().unwrap_or(t);
+            body.lines()
+                .filter(|l| {
+                    !l.starts_with("subject: ")
+                        && !l.starts_with("tools: ")
+                        && !l.starts_with("system: ")
+                        && !l.starts_with("model: ")
+                        && !results.contains(*l)
+                })
                 .collect::<Vec<_>>()
                 .join("\n")
         };
-        if d.results.is_none() {
-            d.rest = udiff(&strip(x), &strip(y), &ln, &rn);
-        }
+        d.rest = udiff(&strip(x), &strip(y), &ln, &rn);
         out.probes.push(d);
     }
     Ok(out)
@@ -194,18 +257,25 @@ fn render_probe(p: &ProbeDiff, o: &mut Vec<String>) {
         o.push(format!("same  {}", p.probe));
         return;
     }
-    o.push(format!("DIFF  {}", p.probe));
-    o.extend(p.tools_added.iter().map(|t| format!("  + tool {t}")));
-    o.extend(p.tools_removed.iter().map(|t| format!("  - tool {t}")));
-    o.extend(p.tools_changed.iter().map(|k| format!("  ~ {k} (schema or description, see blob changes)")));
-    if let Some(k) = &p.system {
-        o.push(format!("  ~ {k} (see blob changes)"));
-    }
+    let word = if p.same_behaviour() { "same behaviour" } else { "BEHAVIOUR DIFFERS" };
+    o.push(format!("DIFF  {} ({word})", p.probe));
     if let Some(r) = &p.results {
-        indented(o, "  ~ tool results:".into(), r);
+        indented(o, "  behaviour: tool results:".into(), r);
+    }
+    if let Some(r) = &p.verdicts {
+        indented(o, "  behaviour: verdicts:".into(), r);
+    }
+    o.extend(p.tools_added.iter().map(|t| format!("  interface: + tool {t}")));
+    o.extend(p.tools_removed.iter().map(|t| format!("  interface: - tool {t}")));
+    o.extend(p.tools_changed.iter().map(|k| format!("  interface: ~ {k} (schema or description, see blob changes)")));
+    if let Some(k) = &p.system {
+        o.push(format!("  prompt: ~ {k} (see blob changes)"));
+    }
+    if let Some(r) = &p.shape {
+        indented(o, "  request shape:".into(), r);
     }
     if let Some(r) = &p.rest {
-        indented(o, "  ~ transcript:".into(), r);
+        indented(o, "  other:".into(), r);
     }
 }
 
@@ -224,9 +294,20 @@ pub fn render_text(d: &SetDiff) -> String {
     for p in &d.probes {
         render_probe(p, &mut o);
     }
+    let count = |f: &dyn Fn(&ProbeDiff) -> bool| d.probes.iter().filter(|p| f(p)).count();
     o.push(format!(
-        "{} probes in common: {:.0}% same tool results (conformance), {:.0}% same transcripts; {} only left, {} only right",
+        "layers: behaviour differs in {}, interface in {}, prompt in {}, request shape in {}, other in {} (of {} probes)",
+        count(&|p| !p.same_behaviour()),
+        count(&|p| !(p.tools_added.is_empty() && p.tools_removed.is_empty() && p.tools_changed.is_empty())),
+        count(&|p| p.system.is_some()),
+        count(&|p| p.shape.is_some()),
+        count(&|p| p.rest.is_some()),
+        d.probes.len()
+    ));
+    o.push(format!(
+        "{} probes in common: {:.0}% same behaviour, {:.0}% same tool results (conformance), {:.0}% same transcripts; {} only left, {} only right",
         d.probes.len(),
+        d.behaviour_same_percent(),
         d.results_same_percent(),
         d.same_percent(),
         d.only_left.len(),
@@ -252,7 +333,13 @@ pub fn render_html(d: &SetDiff, claims_of: &BTreeMap<String, Vec<String>>) -> St
         let cells: Vec<String> = ps
             .iter()
             .map(|p| {
-                let (class, word) = if p.is_same() { ("same", "same") } else { ("diff", "differs") };
+                // behaviour only: a probe whose prompt or interface changed but whose results and
+                // verdicts did not is the same behaviour
+                let (class, word) = match (p.same_behaviour(), p.is_same()) {
+                    (true, true) => ("same", "same"),
+                    (true, false) => ("same", "same behaviour (other layers changed)"),
+                    (false, _) => ("diff", "behaviour differs"),
+                };
                 format!("<a class=\"{class}\" href=\"#{}\">{} — {word}</a>", esc(&p.probe), esc(&p.probe))
             })
             .collect();
@@ -323,7 +410,16 @@ mod tests {
         assert_eq!(s.blob_changes.len(), 1);
         assert_eq!(s.probes[1].tools_changed, p.tools_changed);
         assert_eq!(render_text(&s).matches("-{\"d\": \"old\"}").count(), 1);
-        assert!(render_text(&s).contains("0% same tool results (conformance), 0% same transcripts"));
+        assert!(render_text(&s).contains("0% same behaviour, 0% same tool results (conformance), 0% same transcripts"));
+        // a prompt-only change is not a behaviour change
+        let prompt_only = diff_dirs(&l, &l, &b).unwrap_or_else(|e| panic!("{e}"));
+        assert!(prompt_only.probes.iter().all(ProbeDiff::is_same));
+        std::fs::write(r.join("p.snap"), left.replace("system: s1", "system: s2").replace("model: m", "model: n"))
+            .unwrap_or_else(|e| panic!("{e}"));
+        let s2 = diff_dirs(&l, &r, &b).unwrap_or_else(|e| panic!("{e}"));
+        assert!(s2.probes[0].system.is_some() && s2.probes[0].same_behaviour(), "{:?}", s2.probes[0]);
+        assert!(render_html(&s2, &BTreeMap::from([("p".to_string(), vec!["READ-1".to_string()])]))
+            .contains("same behaviour (other layers changed)"));
         assert!(render_html(&s, &BTreeMap::new()).contains("<h3 id=\"p\">"));
     }
 }

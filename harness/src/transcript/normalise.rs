@@ -47,6 +47,7 @@ lazy_re!(TIMESTAMP, r"\b\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:
 lazy_re!(OS_VERSION, r"OS Version: [^\n\\]*");
 lazy_re!(AGENT_MS, r#"(duration_ms: ?|<duration_ms>|"durationMs": ?)\d+"#);
 lazy_re!(EPOCH_MS, r#"("[A-Za-z]*At": ?)1\d{12}\b"#);
+lazy_re!(PROCESS_FIELDS, r#"("createdByPid": ?|"createdByProcStart": ?)"?\d+"?"#);
 lazy_re!(SUBJECT_VERSION, r"(cc_version=|claude-cli/)\d+\.\d+\.\d+(\.[0-9a-f]+)?");
 lazy_re!(REMINDER, r"(?s)\s*<system-reminder>.*?</system-reminder>");
 
@@ -90,6 +91,11 @@ pub fn steps(p: &Places<'_>) -> Vec<Step> {
             name: "subject-version",
             apply: Box::new(move |s| SUBJECT_VERSION.replace_all(s, "${1}<version>").into_owned()),
         },
+        // the process that wrote a record (Claude Code's durable cron store: createdByPid, …)
+        Step {
+            name: "process-fields",
+            apply: Box::new(move |s| PROCESS_FIELDS.replace_all(s, "${1}<pid>").into_owned()),
+        },
         // the machine's kernel, as the subject reports its environment
         Step { name: "os-version", apply: Box::new(move |s| os.replace_all(s, "OS Version: <os>").into_owned()) },
         // the run's date (Claude Code tells the model "Today's date is …"), after the timestamps
@@ -124,6 +130,11 @@ const RUN_ID_PLACES: &[&str] = &[
     // workflow runs (WF-1): the reference's run ids are random
     r"Run ID: (wf_[a-z0-9-]{6,})",
     r#""agentId": ?"([A-Za-z0-9_-]{4,})""#,
+    // background tasks as TaskOutput and the Workflow tool name them
+    r"Task ID: ([A-Za-z0-9_-]{4,})",
+    r"<task_id>([A-Za-z0-9_-]{4,})</task_id>",
+    // cron jobs in the durable store (CRON-1)
+    r#""id": ?"([0-9a-f]{8})""#,
 ];
 
 fn run_ids(s: &str) -> String {
