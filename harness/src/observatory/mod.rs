@@ -67,9 +67,33 @@ pub enum Goldens {
     Bless,
 }
 
-/// Runs one cell: the probe on the version, its observation with the golden comparison.
+/// Runs one cell: the probe on the version, its observation with the golden comparison. A golden made
+/// with another binary of the same version (its header records the binary's SHA-256) makes the cell an
+/// error that names both hashes and what to do: comparing with it would say nothing.
 pub async fn run_cell(probe: &Probe, version: &str, layout: &Layout, goldens: Goldens) -> Observation {
     let subject = subject(version);
+    if goldens == Goldens::Compare {
+        let file = crate::transcript::golden::path(&layout.golden, &subject, &probe.id);
+        if let Some(expected) = std::fs::read_to_string(&file).ok().as_deref().and_then(crate::versions::golden_sha256)
+        {
+            let expected = expected.to_string();
+            match crate::subject::claude_code::install(version) {
+                Ok(cc) => {
+                    if let Err(e) = crate::versions::check_sha256(version, &cc.binary, &cc.sha256, &expected) {
+                        return Observation::error(
+                            probe,
+                            "claude-code",
+                            Some(version),
+                            &format!("{}: {e}", file.display()),
+                        );
+                    }
+                }
+                Err(e) => {
+                    return Observation::error(probe, "claude-code", Some(version), &format!("cannot install: {e}"))
+                }
+            }
+        }
+    }
     match run_probe(probe, &subject, layout, false).await {
         Err(e) => Observation::error(probe, "claude-code", Some(version), &e),
         Ok(report) => {
