@@ -62,6 +62,8 @@ enum Command {
     },
     /// List probes, claims and subjects.
     List,
+    /// Remove the blobs of golden/blobs that no golden names any more (left behind by --bless).
+    GcBlobs,
     /// Write a commented probe skeleton to probes/NAME.toml.
     New {
         /// Name, e.g. `read/windows` (the file) — the id becomes `read.windows`.
@@ -124,6 +126,7 @@ fn main() -> ExitCode {
     match cli.command {
         Command::Run { paths, subject, bless, json, keep } => run(paths, &subject, bless, json, keep),
         Command::List => list(),
+        Command::GcBlobs => gc_blobs(),
         Command::Diff { left, right, run, json, html } => diff(&left, &right, run, json, html.as_deref()),
         Command::New { name } => new(&name),
         Command::FakeMcp { trace } => fake_mcp(trace),
@@ -349,6 +352,26 @@ fn diff(left: &str, right: &str, run_now: bool, json: bool, html: Option<&std::p
 
 fn rg(args: &[std::ffi::OsString]) -> ExitCode {
     ExitCode::from(probelab_search::main_stdio(args))
+}
+
+fn gc_blobs() -> ExitCode {
+    let golden = repo_root().join("golden");
+    match harness::transcript::golden::unreferenced_blobs(&golden) {
+        Ok(unused) => {
+            for p in &unused {
+                if let Err(e) = std::fs::remove_file(p) {
+                    eprintln!("probelab: {}: {e}", p.display());
+                    return ExitCode::from(1);
+                }
+            }
+            println!("removed {} unreferenced blob(s) from {}", unused.len(), golden.join("blobs").display());
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("probelab: {}: {e}", golden.display());
+            ExitCode::from(2)
+        }
+    }
 }
 
 fn list() -> ExitCode {

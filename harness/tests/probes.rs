@@ -52,6 +52,15 @@ fn main() -> std::process::ExitCode {
         let golden_dir = layout.golden.join(&subject);
         trials.push(Trial::test(format!("golden_files_all_have_probes/{subject}"), move || orphans(&golden_dir, &ids)));
     }
+    let golden = layout.golden.clone();
+    trials.push(Trial::test("golden_blobs_all_referenced", move || {
+        let unused = harness::transcript::golden::unreferenced_blobs(&golden).map_err(|e| Failed::from(e.to_string()))?;
+        if unused.is_empty() {
+            Ok(())
+        } else {
+            Err(format!("{} blob(s) no golden names (run `probelab gc-blobs`): {unused:?}", unused.len()).into())
+        }
+    }));
     libtest_mimic::run(&args, trials).exit_code()
 }
 

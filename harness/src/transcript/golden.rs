@@ -90,6 +90,43 @@ pub fn missing_blobs(dir: &Path, blobs: &Blobs) -> Vec<String> {
     blobs.keys().filter(|h| !dir.join(format!("{h}.json")).exists()).cloned().collect()
 }
 
+/// Blob files of the store that no golden under `golden_root` names (goldens name a blob by the first 12
+/// hex digits of its hash: `Read@3b5b…`, `system: af7b…`, `blob 9c1e…`, `input@…`). Blessing a new
+/// version of a transcript leaves the old blobs behind; `probelab gc-blobs` removes them.
+pub fn unreferenced_blobs(golden_root: &Path) -> std::io::Result<Vec<PathBuf>> {
+    let mut named = std::collections::BTreeSet::new();
+    for dir in std::fs::read_dir(golden_root)?.flatten() {
+        if !dir.path().is_dir() || dir.file_name() == "blobs" {
+            continue;
+        }
+        for f in std::fs::read_dir(dir.path())?.flatten() {
+            if f.path().extension().is_some_and(|x| x == "snap") {
+                let text = std::fs::read_to_string(f.path())?;
+                let bytes = text.as_bytes();
+                let mut i = 0;
+                while i + 12 <= bytes.len() {
+                    let run = bytes[i..].iter().take_while(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase()).count();
+                    if run >= 12 {
+                        named.insert(text[i..i + 12].to_string());
+                        i += run;
+                    } else {
+                        i += run.max(1);
+                    }
+                }
+            }
+        }
+    }
+    let mut out = Vec::new();
+    for b in std::fs::read_dir(golden_root.join("blobs"))?.flatten() {
+        let name = b.file_name().to_string_lossy().into_owned();
+        if name.len() >= 12 && !named.contains(&name[..12]) {
+            out.push(b.path());
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
