@@ -80,7 +80,12 @@ pub fn search_root(ctx: &ToolContext, path: Option<&str>) -> Result<PathBuf, Too
 }
 
 /// What the permission rules of a file tool match: the path in `key`, as a write or a read.
-pub fn path_subject(input: &serde_json::Value, key: &str, write: bool, ctx: &ToolContext) -> crate::tool::PermissionSubject {
+pub fn path_subject(
+    input: &serde_json::Value,
+    key: &str,
+    write: bool,
+    ctx: &ToolContext,
+) -> crate::tool::PermissionSubject {
     match input.get(key).and_then(serde_json::Value::as_str) {
         Some(p) if write => crate::tool::PermissionSubject::WritePath(absolute(ctx, p)),
         Some(p) => crate::tool::PermissionSubject::ReadPath(absolute(ctx, p)),
