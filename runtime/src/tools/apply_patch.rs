@@ -53,7 +53,7 @@
 
 use crate::context::ToolContext;
 use crate::fs::{confine, remember_read};
-use crate::tool::{PermissionSubject, Tool, ToolError, ToolOutput};
+use crate::tool::{parse_args, PermissionSubject, Tool, ToolError, ToolOutput};
 use futures_util::future::BoxFuture;
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -664,7 +664,7 @@ impl Tool for ApplyPatch {
 
     fn call<'a>(&'a self, input: Value, ctx: &'a ToolContext) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
         Box::pin(async move {
-            let args: Args = serde_json::from_value(input).map_err(|e| ToolError::Validation(e.to_string()))?;
+            let args: Args = parse_args(input)?;
             let ops = parse(&args.input).map_err(|e| ToolError::Validation(format!("{e}. {NOTHING_CHANGED}")))?;
             if ops.is_empty() {
                 return Err(ToolError::Validation(format!("The patch has no file operation. {NOTHING_CHANGED}")));

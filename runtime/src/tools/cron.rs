@@ -40,7 +40,7 @@
 
 use super::clock::{self, Clock};
 use crate::context::ToolContext;
-use crate::tool::{Tool, ToolError, ToolOutput};
+use crate::tool::{parse_args, Tool, ToolError, ToolOutput};
 use futures_util::future::BoxFuture;
 use jiff::tz::TimeZone;
 use serde::Deserialize;
@@ -557,7 +557,7 @@ impl Tool for CronCreate {
 
     fn call<'a>(&'a self, input: Value, ctx: &'a ToolContext) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
         Box::pin(async move {
-            let args: CreateArgs = serde_json::from_value(input).map_err(|e| ToolError::Validation(e.to_string()))?;
+            let args: CreateArgs = parse_args(input)?;
             let cron = ctx.session.state::<Cron>();
             cron.load(ctx)?;
             let zone = cron.clock.zone().clone();
@@ -661,7 +661,7 @@ impl Tool for CronDelete {
 
     fn call<'a>(&'a self, input: Value, ctx: &'a ToolContext) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
         Box::pin(async move {
-            let args: DeleteArgs = serde_json::from_value(input).map_err(|e| ToolError::Validation(e.to_string()))?;
+            let args: DeleteArgs = parse_args(input)?;
             let cron = ctx.session.state::<Cron>();
             cron.load(ctx)?;
             let mut st = cron.lock();

@@ -31,7 +31,7 @@
 //! servers run with the sandbox's cwd and HOME, PATH, and their configured env (nothing else of ours).
 
 use crate::context::ToolContext;
-use crate::tool::{Tool, ToolError, ToolOutput};
+use crate::tool::{parse_args, Tool, ToolError, ToolOutput};
 use futures_util::future::BoxFuture;
 use rmcp::model::{CallToolRequestParam, ClientInfo, ReadResourceRequestParam};
 use rmcp::service::RunningService;
@@ -459,7 +459,7 @@ impl Tool for ListMcpResources {
 
     fn call<'a>(&'a self, input: Value, _ctx: &'a ToolContext) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
         Box::pin(async move {
-            let args: ListArgs = serde_json::from_value(input).map_err(|e| ToolError::Validation(e.to_string()))?;
+            let args: ListArgs = parse_args(input)?;
             let chosen: Vec<&Arc<McpServer>> = match &args.server {
                 Some(name) => vec![find(&self.servers, name)?],
                 None => self.servers.iter().filter(|s| s.resources).collect(),
@@ -527,7 +527,7 @@ impl Tool for ReadMcpResource {
 
     fn call<'a>(&'a self, input: Value, _ctx: &'a ToolContext) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
         Box::pin(async move {
-            let args: ReadArgs = serde_json::from_value(input).map_err(|e| ToolError::Validation(e.to_string()))?;
+            let args: ReadArgs = parse_args(input)?;
             let s = find(&self.servers, &args.server)?;
             match s.peer.read_resource(ReadResourceRequestParam { uri: args.uri.clone() }).await {
                 Ok(r) => Ok(ToolOutput::Text(serde_json::to_value(&r).unwrap_or_default().to_string())),

@@ -39,7 +39,7 @@
 //! - Calls of the list are serialised by a process-wide lock (the reference uses lock files).
 
 use crate::context::ToolContext;
-use crate::tool::{Tool, ToolError, ToolOutput};
+use crate::tool::{parse_args_worded, Tool, ToolError, ToolOutput};
 use futures_util::future::BoxFuture;
 use serde_json::{json, Map, Value};
 use std::path::{Path, PathBuf};
@@ -577,10 +577,6 @@ fn schema(text: &str) -> Value {
     serde_json::from_str(text).unwrap_or(Value::Null)
 }
 
-fn args<T: serde::de::DeserializeOwned>(input: Value) -> Result<T, ToolError> {
-    serde_json::from_value(input).map_err(|e| ToolError::Validation(format!("InputValidationError: {e}")))
-}
-
 /// The TaskCreate tool (TASK-1).
 #[derive(Debug, Default)]
 pub struct TaskCreate;
@@ -611,7 +607,7 @@ impl Tool for TaskCreate {
 
     fn call<'a>(&'a self, input: Value, ctx: &'a ToolContext) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
         Box::pin(async move {
-            let a: CreateArgs = args(input)?;
+            let a: CreateArgs = parse_args_worded(input, "InputValidationError: ")?;
             let mut fields = Task::new();
             fields.insert("subject".into(), json!(a.subject));
             fields.insert("description".into(), json!(a.description));
@@ -687,7 +683,7 @@ impl Tool for TaskGet {
 
     fn call<'a>(&'a self, input: Value, ctx: &'a ToolContext) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
         Box::pin(async move {
-            let a: IdArgs = args(input)?;
+            let a: IdArgs = parse_args_worded(input, "InputValidationError: ")?;
             let task = {
                 let _guard = lock();
                 read_task(&list_dir(ctx), &a.task_id).map_err(ToolError::Runtime)?
@@ -1068,7 +1064,7 @@ impl Tool for TaskUpdate {
 
     fn call<'a>(&'a self, input: Value, ctx: &'a ToolContext) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
         Box::pin(async move {
-            let a: UpdateArgs = args(input)?;
+            let a: UpdateArgs = parse_args_worded(input, "InputValidationError: ")?;
             self.update(a, ctx).await
         })
     }

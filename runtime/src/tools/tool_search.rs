@@ -34,7 +34,7 @@
 //!   (a call without it runs); our pipeline enforces `required`, so we follow 2.1.332 there.
 
 use crate::context::ToolContext;
-use crate::tool::{Tool, ToolError, ToolOutput};
+use crate::tool::{parse_args, Tool, ToolError, ToolOutput};
 use futures_util::future::BoxFuture;
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -339,7 +339,7 @@ impl Tool for ToolSearch {
 
     fn call<'a>(&'a self, input: Value, ctx: &'a ToolContext) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
         Box::pin(async move {
-            let args: Args = serde_json::from_value(input).map_err(|e| ToolError::Validation(e.to_string()))?;
+            let args: Args = parse_args(input)?;
             let max = match args.max_results {
                 Some(n) if n.is_finite() && n >= 1.0 => n.floor() as usize,
                 Some(_) => 1,

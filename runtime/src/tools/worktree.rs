@@ -221,7 +221,10 @@ impl EnterWorktree {
         let owned = false;
         let text = format!("Entered worktree at {} on branch {branch}. {SUCCESS_TAIL}", dir.display());
         set_shell_cwd(ctx, &dir);
-        state.set_active(&ctx.session, Some(Active { path: dir.clone(), branch: branch.clone(), owned, base, original, repo }));
+        state.set_active(
+            &ctx.session,
+            Some(Active { path: dir.clone(), branch: branch.clone(), owned, base, original, repo }),
+        );
         Ok(ToolOutput::Data { text, data: json!({"worktreePath": dir, "worktreeBranch": branch}) })
     }
 }
@@ -251,14 +254,17 @@ async fn create(ctx: &ToolContext, repo: &Path, name: &str, original: PathBuf) -
         format!("Created worktree at {} on branch {branch}. {SUCCESS_TAIL}", dir.display())
     };
     set_shell_cwd(ctx, &dir);
-    state.set_active(&ctx.session, Some(Active {
-        path: dir.clone(),
-        branch: branch.clone(),
-        owned: true,
-        base,
-        original,
-        repo: repo.to_path_buf(),
-    }));
+    state.set_active(
+        &ctx.session,
+        Some(Active {
+            path: dir.clone(),
+            branch: branch.clone(),
+            owned: true,
+            base,
+            original,
+            repo: repo.to_path_buf(),
+        }),
+    );
     Ok(ToolOutput::Data { text, data: json!({"worktreePath": dir, "worktreeBranch": branch}) })
 }
 

@@ -32,7 +32,7 @@ pub mod format;
 pub mod manager;
 
 use crate::context::ToolContext;
-use crate::tool::{PermissionSubject, Tool, ToolError, ToolOutput};
+use crate::tool::{parse_args_worded, PermissionSubject, Tool, ToolError, ToolOutput};
 use futures_util::future::BoxFuture;
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -311,8 +311,8 @@ impl Tool for Lsp {
 
     fn call<'a>(&'a self, input: Value, ctx: &'a ToolContext) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
         Box::pin(async move {
-            let args: Args =
-                serde_json::from_value(input).map_err(|e| ToolError::Validation(format!("Invalid input: {e}")))?;
+            // the reference words a misfit input as zod's plain issue message, `Invalid input: …`
+            let args: Args = parse_args_worded(input, "Invalid input: ")?;
             if let Some(msg) = positions_too_small(args.line, args.character) {
                 return Err(ToolError::Validation(msg));
             }

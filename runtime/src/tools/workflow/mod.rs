@@ -71,7 +71,7 @@ use super::agent_tool::{self, AgentType};
 use crate::background::{Status, Task, WorkflowEnd};
 use crate::context::ToolContext;
 use crate::fs;
-use crate::tool::{Tool, ToolError, ToolOutput};
+use crate::tool::{parse_args, Tool, ToolError, ToolOutput};
 use futures_util::future::BoxFuture;
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
@@ -181,7 +181,7 @@ impl Tool for Workflow {
 
     fn call<'a>(&'a self, input: Value, ctx: &'a ToolContext) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
         Box::pin(async move {
-            let args: Args = serde_json::from_value(input).map_err(|e| ToolError::Validation(e.to_string()))?;
+            let args: Args = parse_args(input)?;
             launch(args, ctx)
         })
     }
