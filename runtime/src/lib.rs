@@ -30,6 +30,7 @@ pub mod settings;
 pub mod shell;
 pub mod tool;
 mod tools;
+pub mod validation;
 
 pub use context::{ReadState, ToolContext};
 pub use pipeline::Runtime;

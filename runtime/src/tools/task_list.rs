@@ -40,6 +40,7 @@
 
 use crate::context::ToolContext;
 use crate::tool::{parse_args_worded, Tool, ToolError, ToolOutput};
+use crate::validation;
 use futures_util::future::BoxFuture;
 use serde_json::{json, Map, Value};
 use std::path::{Path, PathBuf};
@@ -607,7 +608,7 @@ impl Tool for TaskCreate {
 
     fn call<'a>(&'a self, input: Value, ctx: &'a ToolContext) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
         Box::pin(async move {
-            let a: CreateArgs = parse_args_worded(input, "InputValidationError: ")?;
+            let a: CreateArgs = parse_args_worded(input, validation::PREFIX)?;
             let mut fields = Task::new();
             fields.insert("subject".into(), json!(a.subject));
             fields.insert("description".into(), json!(a.description));
@@ -683,7 +684,7 @@ impl Tool for TaskGet {
 
     fn call<'a>(&'a self, input: Value, ctx: &'a ToolContext) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
         Box::pin(async move {
-            let a: IdArgs = parse_args_worded(input, "InputValidationError: ")?;
+            let a: IdArgs = parse_args_worded(input, validation::PREFIX)?;
             let task = {
                 let _guard = lock();
                 read_task(&list_dir(ctx), &a.task_id).map_err(ToolError::Runtime)?
@@ -813,35 +814,14 @@ struct UpdateArgs {
 
 /// The reference's validation text for a `status` outside the enum (zod's union error, measured).
 fn status_error(got: &Value) -> String {
-    let enum_issue = if got.is_string() {
-        json!({"code": "invalid_value", "values": STATUSES, "path": [],
-               "message": "Invalid option: expected one of \"pending\"|\"in_progress\"|\"completed\""})
-    } else {
-        json!({"expected": "string", "code": "invalid_type", "path": [],
-               "message": format!("Invalid input: expected string, received {}", js_type(got))})
+    let member = |values: &[&str]| match got {
+        Value::String(_) => {
+            validation::invalid_value(json!([]), json!(values), &validation::invalid_value_message(values))
+        }
+        _ => validation::invalid_type(json!([]), "string", Some(got)),
     };
-    let deleted_issue = if got.is_string() {
-        json!({"code": "invalid_value", "values": [DELETED], "path": [],
-               "message": "Invalid input: expected \"deleted\""})
-    } else {
-        json!({"expected": "string", "code": "invalid_type", "path": [],
-               "message": format!("Invalid input: expected string, received {}", js_type(got))})
-    };
-    let issues = json!([{"code": "invalid_union", "errors": [[enum_issue], [deleted_issue]], "path": ["status"],
-                         "message": "Invalid input"}]);
-    format!("InputValidationError: {}", serde_json::to_string_pretty(&issues).unwrap_or_default())
-}
-
-/// The type name zod reports for a value.
-pub fn js_type(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "boolean",
-        Value::Number(_) => "number",
-        Value::String(_) => "string",
-        Value::Array(_) => "array",
-        Value::Object(_) => "object",
-    }
+    let union = validation::invalid_union(json!(["status"]), vec![vec![member(STATUSES)], vec![member(&[DELETED])]]);
+    validation::issues_error(&[union])
 }
 
 /// One edge of an update: `blocker` blocks `blocked`, named after the input field that asked for it.
@@ -1064,7 +1044,7 @@ impl Tool for TaskUpdate {
 
     fn call<'a>(&'a self, input: Value, ctx: &'a ToolContext) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
         Box::pin(async move {
-            let a: UpdateArgs = parse_args_worded(input, "InputValidationError: ")?;
+            let a: UpdateArgs = parse_args_worded(input, validation::PREFIX)?;
             self.update(a, ctx).await
         })
     }

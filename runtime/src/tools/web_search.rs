@@ -213,8 +213,9 @@ impl Tool for WebSearch {
         Box::pin(async move {
             let args: Args = parse_args(input)?;
             if args.query.chars().count() < MIN_QUERY_CHARS {
-                return Err(ToolError::Validation(format!(
-                    "InputValidationError: WebSearch failed due to the following issue:\nThe parameter `query` must have at least {MIN_QUERY_CHARS} characters"
+                return Err(ToolError::Validation(crate::validation::tool_failed(
+                    self.name(),
+                    &[crate::validation::too_short("query", MIN_QUERY_CHARS)],
                 )));
             }
             let allowed = args.allowed_domains.unwrap_or_default();

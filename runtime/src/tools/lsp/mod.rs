@@ -33,6 +33,7 @@ pub mod manager;
 
 use crate::context::ToolContext;
 use crate::tool::{parse_args_worded, PermissionSubject, Tool, ToolError, ToolOutput};
+use crate::validation;
 use futures_util::future::BoxFuture;
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -232,16 +233,12 @@ async fn drop_ignored(operation: &str, result: Value, cwd: &Path) -> Value {
 /// `line` / `character` below 1: the reference's zod issue list (measured on 2.1.235:
 /// `InputValidationError: [ { "origin": "number", "code": "too_small", … } ]`, two-space JSON).
 pub fn positions_too_small(line: u64, character: u64) -> Option<String> {
-    let issue = |field: &str| {
-        json!({"origin": "number", "code": "too_small", "minimum": 0, "inclusive": false, "path": [field],
-            "message": "Too small: expected number to be >0"})
-    };
-    let issues: Vec<Value> =
-        [("line", line), ("character", character)].iter().filter(|(_, v)| *v == 0).map(|(f, _)| issue(f)).collect();
-    if issues.is_empty() {
-        return None;
-    }
-    serde_json::to_string_pretty(&issues).ok().map(|j| format!("InputValidationError: {j}"))
+    let issues: Vec<Value> = [("line", line), ("character", character)]
+        .iter()
+        .filter(|(_, v)| *v == 0)
+        .map(|(f, _)| validation::too_small("number", 0, false, json!([f]), None))
+        .collect();
+    (!issues.is_empty()).then(|| validation::issues_error(&issues))
 }
 
 /// `~/x` and relative paths as the reference resolves a `filePath`.

@@ -248,10 +248,10 @@ fn resolve(args: &Args, ctx: &ToolContext) -> Result<Source, ToolError> {
     }
     match nonempty(&args.script) {
         Some(s) => Ok(Source { text: s.to_string(), path: None }),
-        None => Err(ToolError::Validation(
-            "InputValidationError: [\n  {\n    \"code\": \"custom\",\n    \"path\": [],\n    \"message\": \"Must provide script, name, or scriptPath\"\n  }\n]"
-                .into(),
-        )),
+        None => Err(ToolError::Validation(crate::validation::issues_error(&[crate::validation::custom(
+            json!([]),
+            "Must provide script, name, or scriptPath",
+        )]))),
     }
 }
 
