@@ -6,6 +6,7 @@
 
 use crate::context::ToolContext;
 use crate::model::Model;
+use crate::permissions::RuleError;
 use crate::pipeline::{Extension, Runtime};
 use crate::registry::Registry;
 use crate::session::Session;
@@ -178,8 +179,8 @@ pub const SESSION_ID: &str = "00000000-0000-4000-8000-000000000001";
 
 /// Starts a session: connects its MCP servers, puts the tools' state in, builds the pool, the rules and
 /// the extensions. MCP servers that fail to start are left out and named in `Runtime`'s session state
-/// ([`mcp_failures`]).
-pub async fn start(config: SessionConfig) -> Result<Runtime, String> {
+/// ([`mcp_failures`]). A session fails to start only on its settings: permission rules that do not parse.
+pub async fn start(config: SessionConfig) -> Result<Runtime, RuleError> {
     let mcp = mcp::Mcp::connect(&config.mcp_servers, &config.cwd, &config.home).await;
     let pool = pool(&config.env).with_mcp(mcp.tools());
     let lsp = lsp::manager::LspManager::from_plugins(&config.plugins, &config.cwd, &config.env);
@@ -230,7 +231,7 @@ pub async fn shutdown(ctx: &ToolContext) {
 pub struct Builtin;
 
 impl agent_tool::Composer for Builtin {
-    fn child(&self, parent: &ToolContext, spec: agent_tool::ChildSpec) -> Result<Runtime, String> {
+    fn child(&self, parent: &ToolContext, spec: agent_tool::ChildSpec) -> Result<Runtime, RuleError> {
         let ps = &parent.session;
         let depth = spec.who.depth;
         let agents = agent_tool::Agents { me: spec.who, shared: ps.state::<agent_tool::Agents>().shared.clone() };

@@ -335,7 +335,7 @@ pub struct ChildSpec {
 /// session carries in a [`ComposerSlot`] — so this tool never names the tools a child gets.
 pub trait Composer: Send + Sync {
     /// A runtime for a child of `parent`.
-    fn child(&self, parent: &ToolContext, spec: ChildSpec) -> Result<Runtime, String>;
+    fn child(&self, parent: &ToolContext, spec: ChildSpec) -> Result<Runtime, crate::permissions::RuleError>;
 }
 
 /// The session's [`Composer`] (none in a session built by hand: the Agent tool then refuses).
