@@ -213,7 +213,7 @@ pub async fn start(config: SessionConfig) -> Result<Runtime, RuleError> {
 }
 
 /// The MCP servers of a session that could not be started, with why.
-pub fn mcp_failures(runtime: &Runtime) -> Vec<(String, String)> {
+pub fn mcp_failures(runtime: &Runtime) -> Vec<(String, mcp::McpError)> {
     runtime.ctx.session.state::<mcp::Mcp>().failures.clone()
 }
 

@@ -39,13 +39,15 @@ pub use session::Session;
 pub use settings::Settings;
 pub use tool::{PermissionSubject, Tool, ToolError, ToolOutput};
 
-/// The configuration types of the tools that need one (the lab's probe format reads them).
+/// The configuration types of the tools that need one (the lab's probe format reads them), and what can
+/// be wrong with them.
 pub mod config {
     pub use crate::tools::artifact::{ENV_ENABLE_ARTIFACT, PUBLIC_ORIGIN};
+    pub use crate::tools::clock::{ClockError, DurationError};
     pub use crate::tools::cron::ClockSpec;
     pub use crate::tools::host::HostScript;
-    pub use crate::tools::lsp::config::PluginSpec;
-    pub use crate::tools::mcp::ServerSpec;
+    pub use crate::tools::lsp::config::{PluginProblem, PluginSpec};
+    pub use crate::tools::mcp::{HandshakeError, McpError, ServerSpec};
     pub use crate::tools::web_fetch::{ToService, WebAccess};
 }
 
