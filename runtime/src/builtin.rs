@@ -1,7 +1,7 @@
 //! The composition root: the only place that names every tool. It builds the pool of a session
 //! ([`registry`], [`pool`]), puts each tool's configured state into the session ([`SessionConfig`] →
 //! [`start`]), installs the extensions that take part in the pipeline and the loop, and builds the
-//! runtime of a sub-agent for the Agent tool ([`Builtin`] as the session's [`agent_tool::Composer`]) —
+//! runtime of a sub-agent for the Agent tool ([`Builtin`] as the session's `agent_tool::Composer`) —
 //! one composition for the lab's run and for sub-agents alike. [`shutdown`] ends what a session started.
 
 use crate::context::ToolContext;
@@ -113,7 +113,7 @@ pub fn pool(env: &BTreeMap<String, String>) -> Registry {
 }
 
 /// The pool of a sub-agent of `kind` at `depth`: the session's pool less what the type may not have, and
-/// less Agent at [`agent_tool::MAX_AGENT_DEPTH`].
+/// less Agent at `agent_tool::MAX_AGENT_DEPTH`.
 pub fn child_pool(env: &BTreeMap<String, String>, kind: &agent_tool::AgentType, depth: usize) -> Registry {
     let mut r = pool(env);
     r.retain(|n| {
@@ -226,7 +226,7 @@ pub async fn shutdown(ctx: &ToolContext) {
     ctx.session.state::<lsp::manager::LspManager>().shutdown().await;
 }
 
-/// The built-in composition as the Agent tool's [`agent_tool::Composer`].
+/// The built-in composition as the Agent tool's `agent_tool::Composer`.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Builtin;
 

@@ -1,7 +1,7 @@
 //! Artifact (ART-1): publish a local file as a remote artifact, read one, live-edit one, comment on one —
 //! against the run's artifact service (the lab's `services::artifact`, a real local HTTP server the
 //! session reaches through [`Artifacts::api`]). Off by default: [`ENV_ENABLE_ARTIFACT`] turns it on
-//! ([`crate::registry::Registry::for_session`]).
+//! ([`crate::builtin::pool`]).
 //!
 //! Claude Code 2.1.235 does not offer an Artifact tool in its default pool (request 1 of every
 //! `golden/claude-code@2.1.235` run lists none), so nothing here is copied from a measured run. The

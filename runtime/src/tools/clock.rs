@@ -102,7 +102,7 @@ pub enum ClockError {
     },
 }
 
-/// A text that is not a duration ([`parse_duration`]).
+/// A text that is not a duration (`clock::parse_duration`: `1m`, `90s`, `1h30m`).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{0:?} is not a duration like \"1m\", \"90s\" or \"1h30m\"")]
 pub struct DurationError(pub String);

@@ -195,7 +195,7 @@ impl Mcp {
     }
 }
 
-/// Why an MCP server of the session could not be connected (it only loses its tools: [`Mcp::failures`]).
+/// Why an MCP server of the session could not be connected (it only loses its tools: `Mcp::failures`).
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum McpError {
     /// The program did not start.
@@ -221,7 +221,7 @@ pub enum McpError {
         name: String,
         /// Why.
         why: HandshakeError,
-        /// Its stderr (at most [`STDERR_KEEP_BYTES`], trailing whitespace trimmed).
+        /// Its stderr (at most `STDERR_KEEP_BYTES`, trailing whitespace trimmed).
         stderr: String,
     },
 }
@@ -234,7 +234,7 @@ fn stderr_tail(stderr: &str) -> String {
     }
 }
 
-/// Why `initialize` / `tools/list` failed ([`handshake`]).
+/// Why `initialize` / `tools/list` failed (`mcp::handshake`).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum HandshakeError {
     /// The SDK refused our `initialize` or the server's answer to it.
@@ -243,7 +243,7 @@ pub enum HandshakeError {
     /// `tools/list` failed.
     #[error("{0}")]
     ListTools(String),
-    /// No answer within [`CONNECT_TIMEOUT_MS`].
+    /// No answer within `CONNECT_TIMEOUT_MS`.
     #[error("no answer within {CONNECT_TIMEOUT_MS} ms")]
     Timeout,
 }

@@ -27,8 +27,8 @@
 //! "close" at an edit distance of at most [`SUGGEST_MAX_DISTANCE`]. The body's trailing newline is kept;
 //! the `ARGUMENTS` line ends with one. Skills are read when listed and again when called (an edit between
 //! the two is seen). Which skills were called is session-wide state ([`SkillState`]). The texts for the
-//! next request wait in [`Followups`], keyed by the call's id, and the agent loop takes those of the
-//! calls its last message answered ([`before_request`]), so a sub-agent's skill never lands in its
+//! next request wait in [`crate::session::Followups`], keyed by the call's id, and the agent loop takes
+//! those of the calls its last message answered ([`crate::agent::run_loop_with`]), so a sub-agent's skill never lands in its
 //! parent's conversation.
 
 use crate::context::ToolContext;

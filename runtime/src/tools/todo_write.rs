@@ -1,7 +1,7 @@
 //! TodoWrite: the session's todo list, whole each time (TODO-1). Display state, not proof of work:
 //! nothing is written to disk, the list lives as long as the session, and the call's structured record
 //! (the session log's `toolUseResult`) holds the old and the new list. TodoWrite and the Task* family
-//! are exclusive: [`crate::registry::Registry::for_session`] offers TodoWrite only with
+//! are exclusive: [`crate::builtin::pool`] offers TodoWrite only with
 //! `CLAUDE_CODE_ENABLE_TODO_TOOLS=1` and `CLAUDE_CODE_ENABLE_TASKS=0`.
 //!
 //! Measured on Claude Code 2.1.235 (`probes/tasks/todo-write.toml`, run on both subjects) and copied:

@@ -18,7 +18,7 @@
 //!   validation does the error get [`unloaded_hint`]'s paragraph (load it first, and its schema).
 //!
 //! Decisions where the reference is silent or not copied:
-//! - Deferral is a property of a tool ([`crate::tool::Tool::should_defer`]); by default it is
+//! - Deferral is a property of a tool where it decides ([`crate::tool::Tool::defer_loading`]); by default it is
 //!   [`is_deferred_by_default`]: the names of [`DEFERRED_BUILTINS`] (TS-1's list plus what 2.1.235/2.1.332
 //!   defer) and every MCP tool (`mcp__server__tool`).
 //! - Tool search is on only when [`ENV_ENABLE_TOOL_SEARCH`] is true (Claude Code's switch), so the built-in

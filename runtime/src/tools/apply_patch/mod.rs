@@ -18,13 +18,13 @@
 //! *** End Patch
 //! ```
 //!
-//! Locating a chunk ([`seek`]): its `@@ text` line, if any, is found first (from where the previous
+//! Locating a chunk ([`patch::seek`]): its `@@ text` line, if any, is found first (from where the previous
 //! chunk ended) and the search goes on after it; then the chunk's old lines (context and `-` lines)
 //! are found from there, trying four levels in order over the whole remaining file before relaxing:
-//! 1. [`Level::Exact`] — the lines as they are;
-//! 2. [`Level::TrimEnd`] — ignoring trailing whitespace;
-//! 3. [`Level::Trim`] — ignoring leading and trailing whitespace;
-//! 4. [`Level::Punctuation`] — trimmed, with Unicode punctuation normalised to ASCII (‐‑‒–—―− → `-`,
+//! 1. [`patch::Level::Exact`] — the lines as they are;
+//! 2. [`patch::Level::TrimEnd`] — ignoring trailing whitespace;
+//! 3. [`patch::Level::Trim`] — ignoring leading and trailing whitespace;
+//! 4. [`patch::Level::Punctuation`] — trimmed, with Unicode punctuation normalised to ASCII (‐‑‒–—―− → `-`,
 //!    ‘’‚‛ → `'`, “”„‟ → `"`, no-break and other Unicode spaces → ` `).
 //!
 //! A chunk marked `*** End of File` tries the position at the end of the file first. A chunk whose old

@@ -23,7 +23,7 @@
 //! - cwd persists across foreground calls (the shell's final `pwd -P` is kept); a cwd outside the project
 //!   is reset, with `Shell cwd was reset to …` like the reference. A background command's `cd` never
 //!   moves the session and the result says so (BASH-4).
-//! - A command that is not read-only (see [`super::shell`]) and changed a file the session had Read
+//! - A command that is not read-only (see [`crate::shell`]) and changed a file the session had Read
 //!   drops that file's read state: the next Edit / Write must Read it again (BASH-3).
 //! - `timeout` above 600,000 ms is clamped, not refused (the reference runs it).
 

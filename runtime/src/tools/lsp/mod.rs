@@ -1,7 +1,7 @@
 //! LSP (LSP-1..5): code intelligence from language servers the session configured (a probe's
 //! `[[plugin]]` with `lspServers`, Claude Code's plugin shape: [`config`]). A real LSP client — JSON-RPC
 //! over stdio ([`client`]), one server per configured file extension, started at the first call that
-//! needs it ([`manager`]) — and the reference's result texts ([`format`]).
+//! needs it ([`manager`]) — and the reference's result texts ([`mod@format`]).
 //!
 //! What the reference does (Claude Code 2.1.235, measured in `probes/claude-code/lsp-*.toml` and read in
 //! its bundled source), and the built-in does too:

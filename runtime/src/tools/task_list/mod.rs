@@ -7,7 +7,7 @@
 //! replaced by `-`, like the task id in the file name). Measured on Claude Code 2.1.235
 //! (`probes/tasks/basics.toml` runs on both subjects; `probes/claude-code/tasks-*.toml`) and copied here:
 //! - files: 2-space JSON, no trailing newline, fields in the order id, subject, description,
-//!   [activeForm], [owner], status, blocks, blockedBy, [metadata]; an empty `.lock` beside them from the
+//!   \[activeForm\], \[owner\], status, blocks, blockedBy, \[metadata\]; an empty `.lock` beside them from the
 //!   first create; ids count up from the highest of the files and `.highwatermark`, which a delete
 //!   writes (so a deleted id is never reused). A write merges the patch into the task as read: a field
 //!   the task did not have is appended at the end of the file, and the next write puts it in place.
