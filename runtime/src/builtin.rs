@@ -1,11 +1,12 @@
 //! The composition root: the only place that names every tool. It builds the pool of a session
 //! ([`registry`], [`pool`]), puts each tool's configured state into the session ([`SessionConfig`] →
 //! [`start`]), installs the extensions that take part in the pipeline and the loop, and builds the
-//! runtime of a sub-agent for the Agent tool ([`Builtin`] as the session's [`agent_tool::Composer`]) —
+//! runtime of a sub-agent for the Agent tool ([`Builtin`] as the session's `agent_tool::Composer`) —
 //! one composition for the lab's run and for sub-agents alike. [`shutdown`] ends what a session started.
 
 use crate::context::ToolContext;
 use crate::model::Model;
+use crate::permissions::RuleError;
 use crate::pipeline::{Extension, Runtime};
 use crate::registry::Registry;
 use crate::session::Session;
@@ -112,7 +113,7 @@ pub fn pool(env: &BTreeMap<String, String>) -> Registry {
 }
 
 /// The pool of a sub-agent of `kind` at `depth`: the session's pool less what the type may not have, and
-/// less Agent at [`agent_tool::MAX_AGENT_DEPTH`].
+/// less Agent at `agent_tool::MAX_AGENT_DEPTH`.
 pub fn child_pool(env: &BTreeMap<String, String>, kind: &agent_tool::AgentType, depth: usize) -> Registry {
     let mut r = pool(env);
     r.retain(|n| {
@@ -178,8 +179,8 @@ pub const SESSION_ID: &str = "00000000-0000-4000-8000-000000000001";
 
 /// Starts a session: connects its MCP servers, puts the tools' state in, builds the pool, the rules and
 /// the extensions. MCP servers that fail to start are left out and named in `Runtime`'s session state
-/// ([`mcp_failures`]).
-pub async fn start(config: SessionConfig) -> Result<Runtime, String> {
+/// ([`mcp_failures`]). A session fails to start only on its settings: permission rules that do not parse.
+pub async fn start(config: SessionConfig) -> Result<Runtime, RuleError> {
     let mcp = mcp::Mcp::connect(&config.mcp_servers, &config.cwd, &config.home).await;
     let pool = pool(&config.env).with_mcp(mcp.tools());
     let lsp = lsp::manager::LspManager::from_plugins(&config.plugins, &config.cwd, &config.env);
@@ -212,7 +213,7 @@ pub async fn start(config: SessionConfig) -> Result<Runtime, String> {
 }
 
 /// The MCP servers of a session that could not be started, with why.
-pub fn mcp_failures(runtime: &Runtime) -> Vec<(String, String)> {
+pub fn mcp_failures(runtime: &Runtime) -> Vec<(String, mcp::McpError)> {
     runtime.ctx.session.state::<mcp::Mcp>().failures.clone()
 }
 
@@ -225,12 +226,12 @@ pub async fn shutdown(ctx: &ToolContext) {
     ctx.session.state::<lsp::manager::LspManager>().shutdown().await;
 }
 
-/// The built-in composition as the Agent tool's [`agent_tool::Composer`].
+/// The built-in composition as the Agent tool's `agent_tool::Composer`.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Builtin;
 
 impl agent_tool::Composer for Builtin {
-    fn child(&self, parent: &ToolContext, spec: agent_tool::ChildSpec) -> Result<Runtime, String> {
+    fn child(&self, parent: &ToolContext, spec: agent_tool::ChildSpec) -> Result<Runtime, RuleError> {
         let ps = &parent.session;
         let depth = spec.who.depth;
         let agents = agent_tool::Agents { me: spec.who, shared: ps.state::<agent_tool::Agents>().shared.clone() };

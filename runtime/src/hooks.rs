@@ -4,7 +4,8 @@
 //! (`session_id, cwd, hook_event_name, tool_name, tool_input`), and decides:
 //! exit 2 → deny, stderr is the reason; exit 0 with JSON `hookSpecificOutput.permissionDecision`
 //! (`allow | deny | ask`, with `permissionDecisionReason`) and/or `updatedInput` (rewrites the input);
-//! any other exit → a non-blocking error, the call goes on.
+//! any other exit → a non-blocking error, the call goes on. Hooks of other events (TaskCompleted) run
+//! through [`event_blocking_errors`]: an exit 2 blocks what the event announces.
 
 use crate::settings::HookSettings;
 use serde_json::{json, Value};

@@ -13,6 +13,44 @@
 //!
 //! It depends on the search engine (probelab-search) and on nothing of the lab: it knows no probe, no
 //! golden, no stub. The lab drives it through the same wire as a real agent binary.
+//!
+//! ## Modules
+//!
+//! The core, which names no tool:
+//! - [`tool`]: the [`Tool`] trait, its two error channels ([`ToolError`]), [`ToolOutput`],
+//!   [`PermissionSubject`], and [`tool::parse_args`] (a call's input as a tool's serde `Args`);
+//! - [`context`]: what a call may use ([`ToolContext`], [`ReadState`]);
+//! - [`session`]: what outlives a call ([`Session`]: settings, model, each tool's state by type);
+//! - [`registry`]: the tool pool ([`Registry`]: built-ins by name, then MCP tools);
+//! - [`pipeline`]: every call's way through the checks to its one result ([`Runtime`], [`pipeline::Extension`]);
+//! - [`schema`]: an input checked against its tool's JSON Schema; [`validation`]: the reference's
+//!   `InputValidationError` texts, the schema check's and zod's;
+//! - [`settings`] (settings.json as data), [`permissions`] (allow / ask / deny rules), [`hooks`]
+//!   (PreToolUse's and the other events' hook commands);
+//! - [`fs`]: the one path resolver of every tool and the file helpers; [`shell`]: a Bash command's parts
+//!   and the read-only policy; [`background`]: the session's background tasks (BG-1);
+//! - [`model`]: how a tool reaches the session's model ([`model::Model`], [`model::TokenCounter`],
+//!   [`model::ModelError`]); [`agent`]: the Messages client and the agent loop.
+//!
+//! The composition root, [`builtin`]: the pool of a session, its extensions, [`builtin::start`] and
+//! [`builtin::shutdown`]. The tools themselves (`tools`, one module per tool or tool family) are
+//! private to the crate; [`config`] re-exports the configuration types the lab's probe format reads
+//! (with their errors) and [`limits`] the limits and texts tests refer to.
+//!
+//! ```
+//! use probelab_runtime::tool::parse_args;
+//! use probelab_runtime::ToolError;
+//!
+//! #[derive(serde::Deserialize)]
+//! struct Args {
+//!     file_path: String,
+//! }
+//! let args: Args = parse_args(serde_json::json!({"file_path": "a.txt"})).unwrap_or_else(|e| panic!("{e}"));
+//! assert_eq!(args.file_path, "a.txt");
+//! let refused = parse_args::<Args>(serde_json::json!({}));
+//! assert!(matches!(refused, Err(ToolError::Validation(m)) if m == "missing field `file_path`"));
+//! assert!(probelab_runtime::builtin::registry().names().contains(&"Read"));
+//! ```
 
 pub mod agent;
 pub mod background;
@@ -30,6 +68,7 @@ pub mod settings;
 pub mod shell;
 pub mod tool;
 mod tools;
+pub mod validation;
 
 pub use context::{ReadState, ToolContext};
 pub use pipeline::Runtime;
@@ -38,13 +77,15 @@ pub use session::Session;
 pub use settings::Settings;
 pub use tool::{PermissionSubject, Tool, ToolError, ToolOutput};
 
-/// The configuration types of the tools that need one (the lab's probe format reads them).
+/// The configuration types of the tools that need one (the lab's probe format reads them), and what can
+/// be wrong with them.
 pub mod config {
     pub use crate::tools::artifact::{ENV_ENABLE_ARTIFACT, PUBLIC_ORIGIN};
+    pub use crate::tools::clock::{ClockError, DurationError};
     pub use crate::tools::cron::ClockSpec;
     pub use crate::tools::host::HostScript;
-    pub use crate::tools::lsp::config::PluginSpec;
-    pub use crate::tools::mcp::ServerSpec;
+    pub use crate::tools::lsp::config::{PluginProblem, PluginSpec};
+    pub use crate::tools::mcp::{HandshakeError, McpError, ServerSpec};
     pub use crate::tools::web_fetch::{ToService, WebAccess};
 }
 

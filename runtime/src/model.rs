@@ -8,11 +8,39 @@ use futures_util::future::BoxFuture;
 use serde_json::Value;
 use std::sync::Arc;
 
+/// Why the session's model did not answer: its Messages API failed (the text is the client's, as it ends
+/// a loop in [`crate::agent::LoopEnd::Error`] and as a tool that asked shows it).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ModelError {
+    /// A request that failed for good at once (refused, a broken stream, the transport): why.
+    #[error("{0}")]
+    Failed(String),
+    /// A request still failing after every retry: why the last attempt failed.
+    #[error("{why} (gave up after {retries} retries)")]
+    GaveUp {
+        /// The last attempt's failure.
+        why: String,
+        /// Retries made.
+        retries: u32,
+    },
+    /// `count_tokens` answered an error status.
+    #[error("count_tokens answered {status}: {body}")]
+    CountStatus {
+        /// The HTTP status as shown (`400 Bad Request`).
+        status: String,
+        /// The answer's body.
+        body: Value,
+    },
+    /// `count_tokens` answered without `input_tokens`.
+    #[error("count_tokens answered no input_tokens: {0}")]
+    NoInputTokens(Value),
+}
+
 /// Counts tokens the way the subject's API does: the built-in subject asks the stub's
 /// `/v1/messages/count_tokens`, like the reference binary for large reads.
 pub trait TokenCounter: Send + Sync {
     /// Input tokens of a user message holding `text`.
-    fn count<'a>(&'a self, text: &'a str) -> BoxFuture<'a, Result<u64, String>>;
+    fn count<'a>(&'a self, text: &'a str) -> BoxFuture<'a, Result<u64, ModelError>>;
 }
 
 /// A counter that estimates 4 bytes per token, for unit tests.
@@ -20,7 +48,7 @@ pub trait TokenCounter: Send + Sync {
 pub struct EstimateTokens;
 
 impl TokenCounter for EstimateTokens {
-    fn count<'a>(&'a self, text: &'a str) -> BoxFuture<'a, Result<u64, String>> {
+    fn count<'a>(&'a self, text: &'a str) -> BoxFuture<'a, Result<u64, ModelError>> {
         Box::pin(async move { Ok((text.len() as u64).div_ceil(4)) })
     }
 }
@@ -32,5 +60,5 @@ pub trait Model: TokenCounter {
     /// The same API asking for another model (a sub-agent's `model`).
     fn with_model(&self, model: &str) -> Arc<dyn Model>;
     /// Sends a streaming request (retrying what the API says is retryable) and returns the message.
-    fn create<'a>(&'a self, body: &'a Value) -> BoxFuture<'a, Result<Message, String>>;
+    fn create<'a>(&'a self, body: &'a Value) -> BoxFuture<'a, Result<Message, ModelError>>;
 }

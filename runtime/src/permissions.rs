@@ -33,8 +33,19 @@ pub struct Rule {
     pub pattern: Option<String>,
 }
 
+/// Settings whose permissions cannot be read: the session does not start (a fatal error of the run).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RuleError {
+    /// A rule that is neither `Tool` nor `Tool(pattern)` (as written).
+    #[error("permission rule {0:?} is not `Tool` or `Tool(pattern)`")]
+    NotARule(String),
+    /// A `permissions.defaultMode` other than the two the runtime knows.
+    #[error("permissions.defaultMode {0:?} is not bypassPermissions or default")]
+    DefaultMode(String),
+}
+
 /// Parses `Tool` or `Tool(pattern)`.
-pub fn parse_rule(text: &str) -> Result<Rule, String> {
+pub fn parse_rule(text: &str) -> Result<Rule, RuleError> {
     let t = text.trim();
     match t.split_once('(') {
         None if !t.is_empty() && t.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') => {
@@ -44,7 +55,7 @@ pub fn parse_rule(text: &str) -> Result<Rule, String> {
             let pattern = &rest[..rest.len() - 1];
             Ok(Rule { text: t.into(), tool: tool.into(), pattern: (!pattern.is_empty()).then(|| pattern.to_string()) })
         }
-        _ => Err(format!("permission rule {text:?} is not `Tool` or `Tool(pattern)`")),
+        _ => Err(RuleError::NotARule(text.to_string())),
     }
 }
 
@@ -75,14 +86,12 @@ pub struct Rules {
 
 impl Rules {
     /// Parses the settings' rules.
-    pub fn from_settings(s: &PermissionSettings) -> Result<Rules, String> {
+    pub fn from_settings(s: &PermissionSettings) -> Result<Rules, RuleError> {
         let parse = |v: &Vec<String>| v.iter().map(|r| parse_rule(r)).collect::<Result<Vec<_>, _>>();
         let ask_by_default = match s.default_mode.as_deref() {
             None | Some("bypassPermissions") => false,
             Some("default") => true,
-            Some(other) => {
-                return Err(format!("permissions.defaultMode {other:?} is not bypassPermissions or default"))
-            }
+            Some(other) => return Err(RuleError::DefaultMode(other.to_string())),
         };
         Ok(Rules { allow: parse(&s.allow)?, ask: parse(&s.ask)?, deny: parse(&s.deny)?, ask_by_default })
     }
@@ -270,6 +279,14 @@ mod tests {
         ));
         assert!(!r.hides("Read"));
         assert!(rules(&[], &[], &["Write"]).hides("Write"));
-        assert!(parse_rule("Bad(").is_err());
+        assert_eq!(
+            parse_rule("Bad(").map(|r| r.text).map_err(|e| e.to_string()),
+            Err("permission rule \"Bad(\" is not `Tool` or `Tool(pattern)`".to_string())
+        );
+        let mode = PermissionSettings { default_mode: Some("plan".into()), ..PermissionSettings::default() };
+        assert_eq!(
+            Rules::from_settings(&mode).map(|_| ()).map_err(|e| e.to_string()),
+            Err("permissions.defaultMode \"plan\" is not bypassPermissions or default".to_string())
+        );
     }
 }

@@ -7,7 +7,7 @@
 use crate::context::ToolContext;
 use crate::fs;
 use crate::hooks::{pre_tool_use, HookOutcome};
-use crate::permissions::{Decision, Rules};
+use crate::permissions::{Decision, RuleError, Rules};
 use crate::registry::Registry;
 use crate::settings::{AskAnswer, HookSettings, Settings, REJECTED};
 use crate::tool::{PermissionSubject, Tool, ToolError, ToolOutput};
@@ -108,13 +108,14 @@ impl std::fmt::Debug for Runtime {
 }
 
 impl Runtime {
-    /// A runtime over `registry` with `settings`; tools a bare deny rule names are removed.
+    /// A runtime over `registry` with `settings`; tools a bare deny rule names are removed. Fails when
+    /// the settings' permission rules do not parse.
     pub fn new(
         mut registry: Registry,
         settings: &Settings,
         ask_answer: AskAnswer,
         ctx: ToolContext,
-    ) -> Result<Runtime, String> {
+    ) -> Result<Runtime, RuleError> {
         let rules = Rules::from_settings(&settings.permissions)?;
         registry.retain(|name| !rules.hides(name));
         Ok(Runtime {

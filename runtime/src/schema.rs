@@ -1,19 +1,13 @@
 //! Input validation against a tool's JSON Schema (the subset the runtime's schemas use: object,
-//! properties with type / enum / minimum, required, additionalProperties false), with the reference's
-//! wording: `InputValidationError: Read failed due to the following issue:` then one line per issue.
+//! properties with type / enum / minimum, required, additionalProperties false): which issues an input
+//! has. Their texts are the reference's ([`crate::validation`]): `InputValidationError: Read failed due
+//! to the following issue:` then one line per issue.
 
+use crate::validation::{
+    below_minimum, input_not_object, missing_parameter, not_integer, not_one_of, tool_failed, unexpected_parameter,
+    wrong_type,
+};
 use serde_json::Value;
-
-fn type_name(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "boolean",
-        Value::Number(_) => "number",
-        Value::String(_) => "string",
-        Value::Array(_) => "array",
-        Value::Object(_) => "object",
-    }
-}
 
 fn type_ok(expected: &str, v: &Value) -> bool {
     match expected {
@@ -33,18 +27,18 @@ fn type_ok(expected: &str, v: &Value) -> bool {
 pub fn issues(schema: &Value, input: &Value) -> Vec<String> {
     let mut out = Vec::new();
     let Some(obj) = input.as_object() else {
-        return vec![format!("The input is expected as `object` but provided as `{}`", type_name(input))];
+        return vec![input_not_object(input)];
     };
     let props = schema.get("properties").and_then(Value::as_object);
     for r in schema.get("required").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str) {
         if !obj.contains_key(r) {
-            out.push(format!("The required parameter `{r}` is missing"));
+            out.push(missing_parameter(r));
         }
     }
     if schema.get("additionalProperties") == Some(&Value::Bool(false)) {
         for k in obj.keys() {
             if !props.is_some_and(|p| p.contains_key(k)) {
-                out.push(format!("An unexpected parameter `{k}` was provided"));
+                out.push(unexpected_parameter(k));
             }
         }
     }
@@ -52,30 +46,18 @@ pub fn issues(schema: &Value, input: &Value) -> Vec<String> {
         let Some(v) = obj.get(name) else { continue };
         if let Some(t) = spec.get("type").and_then(Value::as_str) {
             if !type_ok(t, v) {
-                let shown = if t == "integer" { "number" } else { t };
-                if t == "integer" && v.is_number() {
-                    out.push(format!("The parameter `{name}` must be an integer"));
-                } else {
-                    out.push(format!(
-                        "The parameter `{name}` type is expected as `{shown}` but provided as `{}`",
-                        type_name(v)
-                    ));
-                }
+                out.push(if t == "integer" && v.is_number() { not_integer(name) } else { wrong_type(name, t, v) });
                 continue;
             }
         }
         if let Some(options) = spec.get("enum").and_then(Value::as_array) {
             if !options.contains(v) {
-                let list: Vec<String> = options
-                    .iter()
-                    .map(|o| o.as_str().map(|s| format!("'{s}'")).unwrap_or_else(|| o.to_string()))
-                    .collect();
-                out.push(format!("The parameter `{name}` must be one of {} (got {v})", list.join(" | ")));
+                out.push(not_one_of(name, options, v));
             }
         }
         if let (Some(min), Some(n)) = (spec.get("minimum").and_then(Value::as_f64), v.as_f64()) {
             if n < min {
-                out.push(format!("The parameter `{name}` must be greater than or equal to {min}"));
+                out.push(below_minimum(name, min));
             }
         }
     }
@@ -88,8 +70,7 @@ pub fn validate(tool: &str, schema: &Value, input: &Value) -> Option<String> {
     if found.is_empty() {
         return None;
     }
-    let noun = if found.len() == 1 { "issue" } else { "issues" };
-    Some(format!("InputValidationError: {tool} failed due to the following {noun}:\n{}", found.join("\n")))
+    Some(tool_failed(tool, &found))
 }
 
 #[cfg(test)]

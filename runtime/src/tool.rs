@@ -4,6 +4,7 @@
 
 use crate::context::ToolContext;
 use futures_util::future::BoxFuture;
+use serde::de::DeserializeOwned;
 use serde_json::Value;
 use std::path::PathBuf;
 
@@ -21,6 +22,21 @@ pub enum ToolError {
     /// The tool ran and failed: an `is_error` result with the text as is (not wrapped).
     #[error("{0}")]
     Runtime(String),
+}
+
+/// A call's input as the tool's serde `Args`; serde's message as a [`ToolError::Validation`] when it
+/// does not fit. The pipeline has checked the input against the tool's schema before (PIPE-1), so what
+/// gets here is what that schema subset does not say (a negative number for an unsigned field, an item
+/// of the wrong type inside an array, …).
+pub fn parse_args<T: DeserializeOwned>(input: Value) -> Result<T, ToolError> {
+    parse_args_worded(input, "")
+}
+
+/// [`parse_args`] for a tool whose reference puts its own words before the message: `prefix` comes
+/// first (the Task* family's `InputValidationError: `, LSP's `Invalid input: `). The one mapping of
+/// serde's errors onto [`ToolError`].
+pub fn parse_args_worded<T: DeserializeOwned>(input: Value, prefix: &str) -> Result<T, ToolError> {
+    serde_json::from_value(input).map_err(|e| ToolError::Validation(format!("{prefix}{e}")))
 }
 
 /// What a successful call returns: text, or content blocks (an image, a PDF document).

@@ -1,8 +1,9 @@
 //! The built-in agent loop against the stub: retries (honouring retry-after), giving up, fatal errors,
 //! the turn limit.
 
+use crate::support::Sandbox;
 use probelab_runtime::agent::{run_loop, Client, LoopEnd, MAX_RETRIES};
-use probelab_runtime::builtin::{self, SessionConfig};
+use probelab_runtime::builtin::SessionConfig;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use stub_messages::{serve, Exchange, Recorder, Script, Stub};
@@ -11,19 +12,10 @@ async fn run(script: &str, max_turns: usize) -> (LoopEnd, Vec<Exchange>, Duratio
     let script = Script::from_toml("agent.toml", script).unwrap_or_else(|e| panic!("{e}"));
     let stub = Arc::new(Stub::new(script, Recorder::default()));
     let running = serve(stub.clone(), ([127, 0, 0, 1], 0).into()).await.unwrap_or_else(|e| panic!("{e}"));
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
     let client = Arc::new(Client::new(&running.url(), "claude-opus-5"));
-    let root = dir.path().canonicalize().unwrap_or_else(|e| panic!("{e}"));
-    std::fs::create_dir_all(root.join("work")).unwrap_or_else(|e| panic!("{e}"));
-    std::fs::write(root.join("work/f.txt"), "x\n").unwrap_or_else(|e| panic!("{e}"));
-    let config = SessionConfig {
-        cwd: root.join("work"),
-        home: root.join("home"),
-        roots: vec![root.clone()],
-        model: Some(client.clone()),
-        ..SessionConfig::default()
-    };
-    let rt = builtin::start(config).await.unwrap_or_else(|e| panic!("{e}"));
+    let sb = Sandbox::new();
+    sb.write("f.txt", "x\n");
+    let rt = sb.start(SessionConfig { model: Some(client.clone()), ..sb.config() }).await;
     let t = Instant::now();
     let end = run_loop(client.as_ref(), &rt, "go", max_turns).await;
     let took = t.elapsed();

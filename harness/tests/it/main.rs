@@ -1,6 +1,10 @@
 //! Integration tests of the harness: the CLI (exit codes, malformed probes, bless), the pipeline's
 //! behaviour that probes cannot show alone (parallel batches, budgets), and golden sensitivity.
 
+// the sandbox and context builders the runtime's integration tests use too, with their failure dump
+#[path = "../../../runtime/tests/support/mod.rs"]
+mod support;
+
 mod agent;
 mod cli;
 mod html_report;

@@ -3,6 +3,7 @@
 //! mapped to the flags (MCP-1), results and errors as the reference words them; and the lab's side of the
 //! configuration (placeholders resolved by the sandbox, Claude Code's `--mcp-config` file).
 
+use crate::support::Sandbox;
 use probelab_runtime::builtin::{self, SessionConfig};
 use probelab_runtime::config::ServerSpec;
 use probelab_runtime::{ToolError, ToolOutput};
@@ -15,22 +16,14 @@ const READ_RESOURCE_DIR: &str = "ReadMcpResourceDirTool";
 
 #[tokio::test]
 async fn tools_from_the_fixture_server_map_annotations_to_flags() {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-    let root = dir.path().canonicalize().unwrap_or_else(|e| panic!("{e}"));
+    let sb = Sandbox::new();
     let spec = ServerSpec {
         command: env!("CARGO_BIN_EXE_probelab").into(),
         args: vec!["fake-mcp".into()],
         ..Default::default()
     };
-    let config = SessionConfig {
-        cwd: root.join("work"),
-        home: root.join("home"),
-        roots: vec![root.clone()],
-        mcp_servers: BTreeMap::from([("fixture".to_string(), spec)]),
-        ..SessionConfig::default()
-    };
-    std::fs::create_dir_all(&config.cwd).unwrap_or_else(|e| panic!("{e}"));
-    let runtime = builtin::start(config).await.unwrap_or_else(|e| panic!("{e}"));
+    let config = SessionConfig { mcp_servers: BTreeMap::from([("fixture".to_string(), spec)]), ..sb.config() };
+    let runtime = sb.start(config).await;
     assert!(builtin::mcp_failures(&runtime).is_empty(), "{:?}", builtin::mcp_failures(&runtime));
     let (pool, ctx) = (&runtime.registry, &runtime.ctx);
     // the session's MCP part of the pool: what the built-in pool does not have, in pool order
@@ -48,8 +41,8 @@ async fn tools_from_the_fixture_server_map_annotations_to_flags() {
     assert_eq!(flags("mcp__fixture__plain"), (false, false, false));
     let call = |n: &str, input: Value| {
         let t = pool.get(n).unwrap_or_else(|| panic!("{n}"));
-        let ctx = ctx.clone();
-        async move { t.call(input, &ctx).await }
+        let (sb, ctx) = (&sb, ctx.clone());
+        async move { sb.call(t.as_ref(), input, &ctx).await }
     };
     assert_eq!(
         call("mcp__fixture__echo", json!({"text": "hi"})).await,

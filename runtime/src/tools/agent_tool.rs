@@ -47,7 +47,7 @@ use crate::context::ToolContext;
 use crate::fs;
 use crate::model::Model;
 use crate::pipeline::Runtime;
-use crate::tool::{Tool, ToolError, ToolOutput};
+use crate::tool::{parse_args, Tool, ToolError, ToolOutput};
 use futures_util::future::BoxFuture;
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -308,7 +308,7 @@ impl Tool for Agent {
 
     fn call<'a>(&'a self, input: Value, ctx: &'a ToolContext) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
         Box::pin(async move {
-            let args: Args = serde_json::from_value(input).map_err(|e| ToolError::Validation(e.to_string()))?;
+            let args: Args = parse_args(input)?;
             launch(args, ctx).await
         })
     }
@@ -335,7 +335,7 @@ pub struct ChildSpec {
 /// session carries in a [`ComposerSlot`] — so this tool never names the tools a child gets.
 pub trait Composer: Send + Sync {
     /// A runtime for a child of `parent`.
-    fn child(&self, parent: &ToolContext, spec: ChildSpec) -> Result<Runtime, String>;
+    fn child(&self, parent: &ToolContext, spec: ChildSpec) -> Result<Runtime, crate::permissions::RuleError>;
 }
 
 /// The session's [`Composer`] (none in a session built by hand: the Agent tool then refuses).

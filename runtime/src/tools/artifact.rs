@@ -1,7 +1,7 @@
 //! Artifact (ART-1): publish a local file as a remote artifact, read one, live-edit one, comment on one —
 //! against the run's artifact service (the lab's `services::artifact`, a real local HTTP server the
 //! session reaches through [`Artifacts::api`]). Off by default: [`ENV_ENABLE_ARTIFACT`] turns it on
-//! ([`crate::registry::Registry::for_session`]).
+//! ([`crate::builtin::pool`]).
 //!
 //! Claude Code 2.1.235 does not offer an Artifact tool in its default pool (request 1 of every
 //! `golden/claude-code@2.1.235` run lists none), so nothing here is copied from a measured run. The
@@ -36,7 +36,7 @@
 
 use crate::context::ToolContext;
 use crate::fs::confine;
-use crate::tool::{PermissionSubject, Tool, ToolError, ToolOutput};
+use crate::tool::{parse_args, PermissionSubject, Tool, ToolError, ToolOutput};
 use futures_util::future::BoxFuture;
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -589,7 +589,7 @@ impl Tool for Artifact {
 
     fn call<'a>(&'a self, input: Value, ctx: &'a ToolContext) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
         Box::pin(async move {
-            let args: Args = serde_json::from_value(input).map_err(|e| ToolError::Validation(e.to_string()))?;
+            let args: Args = parse_args(input)?;
             let action = args.action.clone().unwrap_or_else(|| "publish".into());
             let Some(api) = ctx.session.state::<crate::tools::artifact::Artifacts>().api.clone() else {
                 return Err(ToolError::Runtime("No artifact service is configured for this session.".into()));

@@ -15,7 +15,8 @@
 //!
 //! Decisions where the reference is silent or differs:
 //! - the header limit is enforced ([`ASK_HEADER_MAX_CHARS`]); the reference only states it in the
-//!   schema's description. Issues are reported in the reference's `InputValidationError: [ … ]` form.
+//!   schema's description. Issues are reported in the reference's `InputValidationError: [ … ]` form
+//!   ([`crate::validation`]).
 //! - a host cancel is a rejected tool use ([`crate::settings::REJECTED`], is_error), the text the
 //!   reference sends when the user dismisses a permission dialog; a call the host never answers ends
 //!   after [`ASK_HOST_TIMEOUT_SECS`] with the reference's away-from-keyboard text. Neither invents an
@@ -26,6 +27,7 @@
 use crate::context::ToolContext;
 use crate::tool::{Tool, ToolError, ToolOutput};
 use crate::tools::host::Answer;
+use crate::validation::{self, custom, invalid_type, issues_error};
 use futures_util::future::BoxFuture;
 use serde_json::{json, Value};
 
@@ -56,38 +58,11 @@ Usage notes:
 Plan mode note: To switch into plan mode, use EnterPlanMode (not this tool). Once in plan mode, use this tool to clarify requirements or choose between approaches BEFORE finalizing your plan. Do NOT use this tool to ask \"Is my plan ready?\", \"Should I proceed?\", or otherwise reference \"the plan\" in questions \u{2014} the user cannot see the plan until you call ExitPlanMode for approval.
 ";
 
-/// `InputValidationError: [ … ]` with the issues as the reference prints its schema issues (2-space JSON).
-pub fn input_validation_error(issues: &[Value]) -> String {
-    let body = serde_json::to_string_pretty(issues).unwrap_or_else(|_| "[]".into());
-    format!("InputValidationError: {body}")
-}
-
-/// A custom issue at `path`.
-pub fn custom_issue(path: Value, message: &str) -> Value {
-    json!({"code": "custom", "path": path, "message": message})
-}
-
-fn type_issue(path: Value, expected: &str, got: Option<&Value>) -> Value {
-    let received = match got {
-        None => "undefined",
-        Some(Value::Null) => "null",
-        Some(Value::Bool(_)) => "boolean",
-        Some(Value::Number(_)) => "number",
-        Some(Value::String(_)) => "string",
-        Some(Value::Array(_)) => "array",
-        Some(Value::Object(_)) => "object",
-    };
-    json!({"expected": expected, "code": "invalid_type", "path": path,
-        "message": format!("Invalid input: expected {expected}, received {received}")})
-}
-
 fn count_issue(path: Value, len: usize, min: usize, max: usize) -> Option<Value> {
     if len < min {
-        Some(json!({"origin": "array", "code": "too_small", "minimum": min, "inclusive": true, "path": path,
-            "message": format!("Too small: expected array to have >={min} items")}))
+        Some(validation::too_small("array", min as u64, true, path, None))
     } else if len > max {
-        Some(json!({"origin": "array", "code": "too_big", "maximum": max, "inclusive": true, "path": path,
-            "message": format!("Too big: expected array to have <={max} items")}))
+        Some(validation::too_big("array", max as u64, true, path))
     } else {
         None
     }
@@ -110,7 +85,7 @@ pub struct Question {
 pub fn parse_questions(input: &Value) -> Result<Vec<Question>, Vec<Value>> {
     let mut issues = Vec::new();
     let Some(qs) = input.get("questions").and_then(Value::as_array) else {
-        return Err(vec![type_issue(json!(["questions"]), "array", input.get("questions"))]);
+        return Err(vec![invalid_type(json!(["questions"]), "array", input.get("questions"))]);
     };
     if let Some(i) = count_issue(json!(["questions"]), qs.len(), ASK_MIN_QUESTIONS, ASK_MAX_QUESTIONS) {
         issues.push(i);
@@ -120,7 +95,7 @@ pub fn parse_questions(input: &Value) -> Result<Vec<Question>, Vec<Value>> {
         let text = |key: &str, issues: &mut Vec<Value>| match q.get(key) {
             Some(Value::String(s)) => s.clone(),
             other => {
-                issues.push(type_issue(json!(["questions", n, key]), "string", other));
+                issues.push(invalid_type(json!(["questions", n, key]), "string", other));
                 String::new()
             }
         };
@@ -128,7 +103,7 @@ pub fn parse_questions(input: &Value) -> Result<Vec<Question>, Vec<Value>> {
         let header = text("header", &mut issues);
         let len = header.chars().count();
         if len > ASK_HEADER_MAX_CHARS {
-            issues.push(custom_issue(
+            issues.push(custom(
                 json!(["questions", n, "header"]),
                 &format!("Header must be at most {ASK_HEADER_MAX_CHARS} characters (got {len})"),
             ));
@@ -137,13 +112,13 @@ pub fn parse_questions(input: &Value) -> Result<Vec<Question>, Vec<Value>> {
             None => false,
             Some(Value::Bool(b)) => *b,
             other => {
-                issues.push(type_issue(json!(["questions", n, "multiSelect"]), "boolean", other));
+                issues.push(invalid_type(json!(["questions", n, "multiSelect"]), "boolean", other));
                 false
             }
         };
         let mut labels = Vec::new();
         match q.get("options").and_then(Value::as_array) {
-            None => issues.push(type_issue(json!(["questions", n, "options"]), "array", q.get("options"))),
+            None => issues.push(invalid_type(json!(["questions", n, "options"]), "array", q.get("options"))),
             Some(opts) => {
                 if let Some(i) =
                     count_issue(json!(["questions", n, "options"]), opts.len(), ASK_MIN_OPTIONS, ASK_MAX_OPTIONS)
@@ -156,7 +131,7 @@ pub fn parse_questions(input: &Value) -> Result<Vec<Question>, Vec<Value>> {
                             Some(Value::String(s)) if key == "label" => labels.push(s.clone()),
                             Some(Value::String(_)) => {}
                             other => {
-                                issues.push(type_issue(json!(["questions", n, "options", k, key]), "string", other))
+                                issues.push(invalid_type(json!(["questions", n, "options", k, key]), "string", other))
                             }
                         }
                     }
@@ -175,7 +150,7 @@ pub fn parse_questions(input: &Value) -> Result<Vec<Question>, Vec<Value>> {
             l.windows(2).any(|w| w[0] == w[1])
         });
         if dup_question || dup_label {
-            issues.push(custom_issue(json!([]), NOT_UNIQUE));
+            issues.push(custom(json!([]), NOT_UNIQUE));
         }
     }
     if issues.is_empty() {
@@ -283,7 +258,7 @@ impl Tool for AskUserQuestion {
 
     fn call<'a>(&'a self, input: Value, ctx: &'a ToolContext) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
         Box::pin(async move {
-            let questions = parse_questions(&input).map_err(|i| ToolError::Validation(input_validation_error(&i)))?;
+            let questions = parse_questions(&input).map_err(|i| ToolError::Validation(issues_error(&i)))?;
             let host = ctx.session.state::<crate::tools::host::HostScript>();
             let Some(reply) = host.next_ask() else {
                 return Ok(ToolOutput::Data {
@@ -340,7 +315,7 @@ mod tests {
         let e = parse_questions(&json!({"questions": [q("A?", "H", &["x", "y"]), q("A?", "H", &["x", "y"])]}))
             .err()
             .unwrap_or_default();
-        assert_eq!(e, vec![custom_issue(json!([]), NOT_UNIQUE)]);
+        assert_eq!(e, vec![custom(json!([]), NOT_UNIQUE)]);
         let e = parse_questions(&json!({"questions": [q("A?", "H", &["x", "x"])]})).err().unwrap_or_default();
         assert_eq!(e.len(), 1);
         let ok = parse_questions(&json!({"questions": [q("A?", "H", &["x", "y"])]})).unwrap_or_default();

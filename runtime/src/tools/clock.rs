@@ -58,27 +58,76 @@ struct RawClock {
     max_idle_fires: Option<usize>,
 }
 
-impl TryFrom<RawClock> for ClockSpec {
-    type Error = String;
+/// A `[clock]` table that does not make a clock (the probe's parser shows it at the table).
+#[derive(Debug, thiserror::Error)]
+pub enum ClockError {
+    /// `start` / `idle_until` is not a civil date-time.
+    #[error("[clock] {field} = {text:?} is not a local date-time like \"2026-03-02T09:00:00\": {source}")]
+    NotDateTime {
+        /// The field.
+        field: &'static str,
+        /// As written.
+        text: String,
+        /// jiff's reason.
+        source: jiff::Error,
+    },
+    /// A zone neither `UTC` nor known by name.
+    #[error("unknown time zone {name:?} (use \"UTC\" or an IANA name): {source}")]
+    UnknownZone {
+        /// As written.
+        name: String,
+        /// jiff's reason.
+        source: jiff::Error,
+    },
+    /// `start` does not exist in the zone.
+    #[error("[clock] start = {start:?} in {tz}: {source}")]
+    StartNotInZone {
+        /// `start` as written.
+        start: String,
+        /// The zone's name.
+        tz: String,
+        /// jiff's reason.
+        source: jiff::Error,
+    },
+    /// `per_request` is not a duration.
+    #[error("[clock] per_request: {0}")]
+    PerRequest(#[source] DurationError),
+    /// `idle_until` comes before `start`.
+    #[error("[clock] idle_until ({idle_until}) is before start ({start})")]
+    IdleBeforeStart {
+        /// `idle_until`.
+        idle_until: DateTime,
+        /// `start`.
+        start: DateTime,
+    },
+}
 
-    fn try_from(raw: RawClock) -> Result<ClockSpec, String> {
-        let civil = |what: &str, s: &str| {
-            s.parse::<DateTime>().map_err(|e| {
-                format!("[clock] {what} = {s:?} is not a local date-time like \"2026-03-02T09:00:00\": {e}")
-            })
+/// A text that is not a duration (`clock::parse_duration`: `1m`, `90s`, `1h30m`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0:?} is not a duration like \"1m\", \"90s\" or \"1h30m\"")]
+pub struct DurationError(pub String);
+
+impl TryFrom<RawClock> for ClockSpec {
+    type Error = ClockError;
+
+    fn try_from(raw: RawClock) -> Result<ClockSpec, ClockError> {
+        let civil = |field: &'static str, s: &str| {
+            s.parse::<DateTime>().map_err(|source| ClockError::NotDateTime { field, text: s.to_string(), source })
         };
         let start = civil("start", &raw.start)?;
         let tz = raw.tz.unwrap_or_else(|| "UTC".into());
         let zone = zone(&tz)?;
-        start.to_zoned(zone.clone()).map_err(|e| format!("[clock] start = {:?} in {tz}: {e}", raw.start))?;
+        if let Err(source) = start.to_zoned(zone.clone()) {
+            return Err(ClockError::StartNotInZone { start: raw.start, tz, source });
+        }
         let per_request_ms = match raw.per_request {
-            Some(d) => parse_duration(&d).map_err(|e| format!("[clock] per_request: {e}"))?,
+            Some(d) => parse_duration(&d).map_err(ClockError::PerRequest)?,
             None => 0,
         };
         let idle_until = raw.idle_until.as_deref().map(|s| civil("idle_until", s)).transpose()?;
         if let Some(u) = idle_until {
             if u < start {
-                return Err(format!("[clock] idle_until ({u}) is before start ({start})"));
+                return Err(ClockError::IdleBeforeStart { idle_until: u, start });
             }
         }
         Ok(ClockSpec {
@@ -92,16 +141,16 @@ impl TryFrom<RawClock> for ClockSpec {
 }
 
 /// The zone called `name` (`UTC`, or an IANA name from the system's zoneinfo or jiff's bundled one).
-pub fn zone(name: &str) -> Result<TimeZone, String> {
+pub fn zone(name: &str) -> Result<TimeZone, ClockError> {
     if name.eq_ignore_ascii_case("UTC") {
         return Ok(TimeZone::UTC);
     }
-    TimeZone::get(name).map_err(|e| format!("unknown time zone {name:?} (use \"UTC\" or an IANA name): {e}"))
+    TimeZone::get(name).map_err(|source| ClockError::UnknownZone { name: name.to_string(), source })
 }
 
 /// Milliseconds of a duration such as `90s`, `1m`, `1h30m`, `250ms`, `0s`.
-pub fn parse_duration(text: &str) -> Result<i64, String> {
-    let bad = || format!("{text:?} is not a duration like \"1m\", \"90s\" or \"1h30m\"");
+pub fn parse_duration(text: &str) -> Result<i64, DurationError> {
+    let bad = || DurationError(text.to_string());
     let s = text.trim();
     if s.is_empty() {
         return Err(bad());
@@ -231,6 +280,15 @@ mod tests {
         ] {
             assert!(toml::from_str::<Table>(bad).is_err(), "{bad}");
         }
+        let message = |table: &str| toml::from_str::<Table>(table).err().map(|e| e.message().to_string());
+        assert_eq!(
+            message("[clock]\nstart = \"2026-03-02T09:00:00\"\nper_request = \"soon\"\n").as_deref(),
+            Some("[clock] per_request: \"soon\" is not a duration like \"1m\", \"90s\" or \"1h30m\"")
+        );
+        assert_eq!(
+            message("[clock]\nstart = \"2026-03-02T09:00:00\"\nidle_until = \"2026-03-01T09:00:00\"\n").as_deref(),
+            Some("[clock] idle_until (2026-03-01T09:00:00) is before start (2026-03-02T09:00:00)")
+        );
     }
 
     #[derive(Debug, Deserialize)]

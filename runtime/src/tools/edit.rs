@@ -4,7 +4,7 @@
 
 use crate::context::ToolContext;
 use crate::fs::{check_write_gates, checkpoint, confine, missing_file, updated, write_and_remember, FILE_STATE_NOTE};
-use crate::tool::{PermissionSubject, Tool, ToolError, ToolOutput};
+use crate::tool::{parse_args, PermissionSubject, Tool, ToolError, ToolOutput};
 use futures_util::future::BoxFuture;
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -67,7 +67,7 @@ impl Tool for Edit {
 
     fn call<'a>(&'a self, input: Value, ctx: &'a ToolContext) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
         Box::pin(async move {
-            let args: Args = serde_json::from_value(input).map_err(|e| ToolError::Validation(e.to_string()))?;
+            let args: Args = parse_args(input)?;
             let path = confine(ctx, &args.file_path)?;
             if args.old_string == args.new_string {
                 return Err(ToolError::Validation(

@@ -4,7 +4,7 @@
 //! most [`MAX_FILES`] of them.
 
 use crate::context::ToolContext;
-use crate::tool::{PermissionSubject, Tool, ToolError, ToolOutput};
+use crate::tool::{parse_args, PermissionSubject, Tool, ToolError, ToolOutput};
 use futures_util::future::BoxFuture;
 use probelab_search::args::{Mode, RgArgs};
 use probelab_search::{run, Io};
@@ -62,7 +62,7 @@ impl Tool for Glob {
 
     fn call<'a>(&'a self, input: Value, ctx: &'a ToolContext) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
         Box::pin(async move {
-            let a: Args = serde_json::from_value(input).map_err(|e| ToolError::Validation(e.to_string()))?;
+            let a: Args = parse_args(input)?;
             let dir = crate::fs::search_root(ctx, a.path.as_deref())?;
             if !dir.is_dir() {
                 return Err(ToolError::Validation(format!(

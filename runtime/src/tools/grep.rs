@@ -5,7 +5,7 @@
 //! (ripgrep's exit 2 with nothing found) mapped to a diagnosable error result.
 
 use crate::context::ToolContext;
-use crate::tool::{PermissionSubject, Tool, ToolError, ToolOutput};
+use crate::tool::{parse_args, PermissionSubject, Tool, ToolError, ToolOutput};
 use futures_util::future::BoxFuture;
 use probelab_search::args::{Case, Mode, RgArgs, TypeChange};
 use probelab_search::{run, Io, EXIT_ERROR};
@@ -263,7 +263,7 @@ impl Tool for Grep {
 
     fn call<'a>(&'a self, input: Value, ctx: &'a ToolContext) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
         Box::pin(async move {
-            let a: Args = serde_json::from_value(input).map_err(|e| ToolError::Validation(e.to_string()))?;
+            let a: Args = parse_args(input)?;
             let path: PathBuf = crate::fs::search_root(ctx, a.path.as_deref())?;
             let shown = a.path.as_deref().unwrap_or_default();
             let meta =

@@ -31,7 +31,7 @@
 //! servers run with the sandbox's cwd and HOME, PATH, and their configured env (nothing else of ours).
 
 use crate::context::ToolContext;
-use crate::tool::{Tool, ToolError, ToolOutput};
+use crate::tool::{parse_args, Tool, ToolError, ToolOutput};
 use futures_util::future::BoxFuture;
 use rmcp::model::{CallToolRequestParam, ClientInfo, ReadResourceRequestParam};
 use rmcp::service::RunningService;
@@ -142,7 +142,7 @@ pub struct Mcp {
     pub servers: Vec<Arc<McpServer>>,
     /// Servers that failed to connect: (name, why). Like the reference, a failed server only loses its
     /// tools; the session goes on.
-    pub failures: Vec<(String, String)>,
+    pub failures: Vec<(String, McpError)>,
 }
 
 impl Mcp {
@@ -195,7 +195,60 @@ impl Mcp {
     }
 }
 
-async fn connect_one(name: &str, spec: &ServerSpec, cwd: &Path, home: &Path) -> Result<McpServer, String> {
+/// Why an MCP server of the session could not be connected (it only loses its tools: `Mcp::failures`).
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum McpError {
+    /// The program did not start.
+    #[error("MCP server {name:?}: cannot start {command}: {source}")]
+    Start {
+        /// The server's name.
+        name: String,
+        /// Its program.
+        command: String,
+        /// The OS error.
+        source: Arc<std::io::Error>,
+    },
+    /// It started without the pipes of its stdio.
+    #[error("MCP server {name:?}: no stdio pipes")]
+    NoPipes {
+        /// The server's name.
+        name: String,
+    },
+    /// The handshake failed; what the server wrote on stderr until then, when anything.
+    #[error("MCP server {name:?}: {why}{}", stderr_tail(stderr))]
+    Handshake {
+        /// The server's name.
+        name: String,
+        /// Why.
+        why: HandshakeError,
+        /// Its stderr (at most `STDERR_KEEP_BYTES`, trailing whitespace trimmed).
+        stderr: String,
+    },
+}
+
+fn stderr_tail(stderr: &str) -> String {
+    if stderr.is_empty() {
+        String::new()
+    } else {
+        format!("\nstderr: {stderr}")
+    }
+}
+
+/// Why `initialize` / `tools/list` failed (`mcp::handshake`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum HandshakeError {
+    /// The SDK refused our `initialize` or the server's answer to it.
+    #[error("{0}")]
+    Initialize(String),
+    /// `tools/list` failed.
+    #[error("{0}")]
+    ListTools(String),
+    /// No answer within `CONNECT_TIMEOUT_MS`.
+    #[error("no answer within {CONNECT_TIMEOUT_MS} ms")]
+    Timeout,
+}
+
+async fn connect_one(name: &str, spec: &ServerSpec, cwd: &Path, home: &Path) -> Result<McpServer, McpError> {
     let mut child = tokio::process::Command::new(&spec.command)
         .args(&spec.args)
         .current_dir(cwd)
@@ -208,9 +261,9 @@ async fn connect_one(name: &str, spec: &ServerSpec, cwd: &Path, home: &Path) -> 
         .stderr(std::process::Stdio::piped())
         .kill_on_drop(true)
         .spawn()
-        .map_err(|e| format!("MCP server {name:?}: cannot start {}: {e}", spec.command))?;
+        .map_err(|e| McpError::Start { name: name.to_string(), command: spec.command.clone(), source: Arc::new(e) })?;
     let (Some(stdout), Some(stdin)) = (child.stdout.take(), child.stdin.take()) else {
-        return Err(format!("MCP server {name:?}: no stdio pipes"));
+        return Err(McpError::NoPipes { name: name.to_string() });
     };
     let stderr = Arc::new(Mutex::new(Vec::<u8>::new()));
     if let Some(mut err) = child.stderr.take() {
@@ -229,13 +282,9 @@ async fn connect_one(name: &str, spec: &ServerSpec, cwd: &Path, home: &Path) -> 
             }
         });
     }
-    let fail = |what: String| {
-        let tail = stderr.lock().map(|k| String::from_utf8_lossy(&k).trim_end().to_string()).unwrap_or_default();
-        if tail.is_empty() {
-            format!("MCP server {name:?}: {what}")
-        } else {
-            format!("MCP server {name:?}: {what}\nstderr: {tail}")
-        }
+    let fail = |why: HandshakeError| {
+        let stderr = stderr.lock().map(|k| String::from_utf8_lossy(&k).trim_end().to_string()).unwrap_or_default();
+        McpError::Handshake { name: name.to_string(), why, stderr }
     };
     let mut server = handshake(name, stdout, stdin).await.map_err(fail)?;
     server.child = tokio::sync::Mutex::new(Some(child));
@@ -243,7 +292,7 @@ async fn connect_one(name: &str, spec: &ServerSpec, cwd: &Path, home: &Path) -> 
 }
 
 /// `initialize` and `tools/list` over a server's output and input, within [`CONNECT_TIMEOUT_MS`].
-pub async fn handshake<R, W>(name: &str, from_server: R, to_server: W) -> Result<McpServer, String>
+pub async fn handshake<R, W>(name: &str, from_server: R, to_server: W) -> Result<McpServer, HandshakeError>
 where
     R: tokio::io::AsyncRead + Send + Unpin + 'static,
     W: tokio::io::AsyncWrite + Send + Unpin + 'static,
@@ -253,18 +302,19 @@ where
         "capabilities": {},
         "clientInfo": {"name": "probelab", "version": env!("CARGO_PKG_VERSION")},
     }))
-    .map_err(|e| e.to_string())?;
+    .map_err(|e| HandshakeError::Initialize(e.to_string()))?;
     let deadline = Duration::from_millis(CONNECT_TIMEOUT_MS);
     let connected = tokio::time::timeout(deadline, async {
-        let service = info.serve((from_server, to_server)).await.map_err(|e| e.to_string())?;
-        let tools = service.peer().list_all_tools().await.map_err(|e| e.to_string())?;
-        Ok::<_, String>((service, tools))
+        let service =
+            info.serve((from_server, to_server)).await.map_err(|e| HandshakeError::Initialize(e.to_string()))?;
+        let tools = service.peer().list_all_tools().await.map_err(|e| HandshakeError::ListTools(e.to_string()))?;
+        Ok::<_, HandshakeError>((service, tools))
     })
     .await;
     let (service, tools) = match connected {
         Ok(Ok(v)) => v,
         Ok(Err(e)) => return Err(e),
-        Err(_) => return Err(format!("no answer within {CONNECT_TIMEOUT_MS} ms")),
+        Err(_) => return Err(HandshakeError::Timeout),
     };
     let resources = service.peer().peer_info().is_some_and(|i| i.capabilities.resources.is_some());
     let tools = tools.iter().filter_map(|t| serde_json::to_value(t).ok()).collect();
@@ -459,7 +509,7 @@ impl Tool for ListMcpResources {
 
     fn call<'a>(&'a self, input: Value, _ctx: &'a ToolContext) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
         Box::pin(async move {
-            let args: ListArgs = serde_json::from_value(input).map_err(|e| ToolError::Validation(e.to_string()))?;
+            let args: ListArgs = parse_args(input)?;
             let chosen: Vec<&Arc<McpServer>> = match &args.server {
                 Some(name) => vec![find(&self.servers, name)?],
                 None => self.servers.iter().filter(|s| s.resources).collect(),
@@ -527,7 +577,7 @@ impl Tool for ReadMcpResource {
 
     fn call<'a>(&'a self, input: Value, _ctx: &'a ToolContext) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
         Box::pin(async move {
-            let args: ReadArgs = serde_json::from_value(input).map_err(|e| ToolError::Validation(e.to_string()))?;
+            let args: ReadArgs = parse_args(input)?;
             let s = find(&self.servers, &args.server)?;
             match s.peer.read_resource(ReadResourceRequestParam { uri: args.uri.clone() }).await {
                 Ok(r) => Ok(ToolOutput::Text(serde_json::to_value(&r).unwrap_or_default().to_string())),
@@ -582,6 +632,22 @@ impl Tool for ReadMcpResourceDir {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn failures_are_worded_with_the_server_and_its_stderr() {
+        let name = "fx".to_string();
+        let start = McpError::Start {
+            name: name.clone(),
+            command: "/no/such".into(),
+            source: Arc::new(std::io::Error::from(std::io::ErrorKind::NotFound)),
+        };
+        assert_eq!(start.to_string(), "MCP server \"fx\": cannot start /no/such: entity not found");
+        assert_eq!(McpError::NoPipes { name: name.clone() }.to_string(), "MCP server \"fx\": no stdio pipes");
+        let quiet = McpError::Handshake { name: name.clone(), why: HandshakeError::Timeout, stderr: String::new() };
+        assert_eq!(quiet.to_string(), format!("MCP server \"fx\": no answer within {CONNECT_TIMEOUT_MS} ms"));
+        let loud = McpError::Handshake { name, why: HandshakeError::ListTools("closed".into()), stderr: "boom".into() };
+        assert_eq!(loud.to_string(), "MCP server \"fx\": closed\nstderr: boom");
+    }
 
     #[test]
     fn names_and_descriptions_as_the_reference_sends_them() {

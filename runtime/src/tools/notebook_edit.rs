@@ -4,7 +4,7 @@
 
 use crate::context::ToolContext;
 use crate::fs::{check_write_gates, checkpoint, confine, hex, write_and_remember};
-use crate::tool::{PermissionSubject, Tool, ToolError, ToolOutput};
+use crate::tool::{parse_args, PermissionSubject, Tool, ToolError, ToolOutput};
 use futures_util::future::BoxFuture;
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -131,7 +131,7 @@ impl Tool for NotebookEdit {
 
     fn call<'a>(&'a self, input: Value, ctx: &'a ToolContext) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
         Box::pin(async move {
-            let args: Args = serde_json::from_value(input).map_err(|e| ToolError::Validation(e.to_string()))?;
+            let args: Args = parse_args(input)?;
             let path = confine(ctx, &args.notebook_path)?;
             if path.extension().is_none_or(|e| e != "ipynb") {
                 return Err(ToolError::Validation(

@@ -5,7 +5,7 @@
 
 use crate::context::ToolContext;
 use crate::fs::{confine, format_size, number_lines, remember_read};
-use crate::tool::{PermissionSubject, Tool, ToolError, ToolOutput};
+use crate::tool::{parse_args, PermissionSubject, Tool, ToolError, ToolOutput};
 use base64::Engine;
 use futures_util::future::BoxFuture;
 use serde::Deserialize;
@@ -100,7 +100,7 @@ impl Tool for Read {
 
     fn call<'a>(&'a self, input: Value, ctx: &'a ToolContext) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
         Box::pin(async move {
-            let args: Args = serde_json::from_value(input).map_err(|e| ToolError::Validation(e.to_string()))?;
+            let args: Args = parse_args(input)?;
             let path = confine(ctx, &args.file_path)?;
             // measured on 2.1.235: an error result, not wrapped as an input error, naming the working dir
             let meta = std::fs::metadata(&path).map_err(|_| ToolError::Runtime(crate::fs::missing_file(ctx)))?;

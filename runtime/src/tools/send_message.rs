@@ -20,7 +20,7 @@
 
 use super::agent_tool::{mailbox, Member, MAIN_NAME};
 use crate::context::ToolContext;
-use crate::tool::{Tool, ToolError, ToolOutput};
+use crate::tool::{parse_args, Tool, ToolError, ToolOutput};
 use futures_util::future::BoxFuture;
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -80,7 +80,7 @@ impl Tool for SendMessage {
 
     fn call<'a>(&'a self, input: Value, ctx: &'a ToolContext) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
         Box::pin(async move {
-            let args: Args = serde_json::from_value(input).map_err(|e| ToolError::Validation(e.to_string()))?;
+            let args: Args = parse_args(input)?;
             send(args, ctx)
         })
     }

@@ -27,12 +27,12 @@
 //! "close" at an edit distance of at most [`SUGGEST_MAX_DISTANCE`]. The body's trailing newline is kept;
 //! the `ARGUMENTS` line ends with one. Skills are read when listed and again when called (an edit between
 //! the two is seen). Which skills were called is session-wide state ([`SkillState`]). The texts for the
-//! next request wait in [`Followups`], keyed by the call's id, and the agent loop takes those of the
-//! calls its last message answered ([`before_request`]), so a sub-agent's skill never lands in its
+//! next request wait in [`crate::session::Followups`], keyed by the call's id, and the agent loop takes
+//! those of the calls its last message answered ([`crate::agent::run_loop_with`]), so a sub-agent's skill never lands in its
 //! parent's conversation.
 
 use crate::context::ToolContext;
-use crate::tool::{Tool, ToolError, ToolOutput};
+use crate::tool::{parse_args, Tool, ToolError, ToolOutput};
 use futures_util::future::BoxFuture;
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -271,7 +271,7 @@ impl Tool for Skill {
 
     fn call<'a>(&'a self, input: Value, ctx: &'a ToolContext) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
         Box::pin(async move {
-            let args: Args = serde_json::from_value(input).map_err(|e| ToolError::Validation(e.to_string()))?;
+            let args: Args = parse_args(input)?;
             let name = args.skill.trim();
             let name = name.strip_prefix('/').unwrap_or(name);
             if name.is_empty() {

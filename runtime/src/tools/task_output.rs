@@ -6,7 +6,7 @@
 
 use crate::background::{shown_output, Status};
 use crate::context::ToolContext;
-use crate::tool::{Tool, ToolError, ToolOutput};
+use crate::tool::{parse_args, Tool, ToolError, ToolOutput};
 use futures_util::future::BoxFuture;
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -61,7 +61,7 @@ impl Tool for TaskOutput {
 
     fn call<'a>(&'a self, input: Value, ctx: &'a ToolContext) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
         Box::pin(async move {
-            let args: OutputArgs = serde_json::from_value(input).map_err(|e| ToolError::Validation(e.to_string()))?;
+            let args: OutputArgs = parse_args(input)?;
             let tasks = &ctx.shell.tasks;
             let t = tasks.get(&args.task_id).ok_or_else(|| no_task(&args.task_id))?;
             let timeout = args.timeout.unwrap_or(TASK_OUTPUT_DEFAULT_TIMEOUT_MS).min(TASK_OUTPUT_MAX_TIMEOUT_MS);
@@ -141,7 +141,7 @@ impl Tool for TaskStop {
 
     fn call<'a>(&'a self, input: Value, ctx: &'a ToolContext) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
         Box::pin(async move {
-            let args: StopArgs = serde_json::from_value(input).map_err(|e| ToolError::Validation(e.to_string()))?;
+            let args: StopArgs = parse_args(input)?;
             let Some(id) = args.task_id.or(args.shell_id) else {
                 return Err(ToolError::Validation("Missing required parameter: task_id".into()));
             };

@@ -1,7 +1,7 @@
 //! TodoWrite: the session's todo list, whole each time (TODO-1). Display state, not proof of work:
 //! nothing is written to disk, the list lives as long as the session, and the call's structured record
 //! (the session log's `toolUseResult`) holds the old and the new list. TodoWrite and the Task* family
-//! are exclusive: [`crate::registry::Registry::for_session`] offers TodoWrite only with
+//! are exclusive: [`crate::builtin::pool`] offers TodoWrite only with
 //! `CLAUDE_CODE_ENABLE_TODO_TOOLS=1` and `CLAUDE_CODE_ENABLE_TASKS=0`.
 //!
 //! Measured on Claude Code 2.1.235 (`probes/tasks/todo-write.toml`, run on both subjects) and copied:
@@ -16,6 +16,7 @@
 use crate::context::ToolContext;
 use crate::session::Session;
 use crate::tool::{Tool, ToolError, ToolOutput};
+use crate::validation;
 use futures_util::future::BoxFuture;
 use serde_json::{json, Value};
 use std::sync::{Arc, Mutex, Weak};
@@ -102,8 +103,7 @@ pub fn issues(todos: &[Value]) -> Vec<Value> {
     let mut out = Vec::new();
     for (i, item) in todos.iter().enumerate() {
         let Some(obj) = item.as_object() else {
-            out.push(json!({"expected": "object", "code": "invalid_type", "path": ["todos", i],
-                            "message": format!("Invalid input: expected object, received {}", js_type(item))}));
+            out.push(validation::invalid_type(json!(["todos", i]), "object", Some(item)));
             continue;
         };
         for (field, empty) in
@@ -113,37 +113,25 @@ pub fn issues(todos: &[Value]) -> Vec<Value> {
             match obj.get(field) {
                 Some(Value::String(s)) if field == "status" => {
                     if !TODO_STATUSES.contains(&s.as_str()) {
-                        out.push(json!({"code": "invalid_value", "values": TODO_STATUSES, "path": path,
-                            "message": "Invalid option: expected one of \"pending\"|\"in_progress\"|\"completed\""}));
+                        let message = validation::invalid_value_message(TODO_STATUSES);
+                        out.push(validation::invalid_value(path, json!(TODO_STATUSES), &message));
                     }
                 }
                 Some(Value::String(s)) => {
                     if s.is_empty() {
-                        out.push(json!({"origin": "string", "code": "too_small", "minimum": 1, "inclusive": true,
-                                        "path": path, "message": empty}));
+                        out.push(validation::too_small("string", 1, true, path, Some(empty)));
                     }
                 }
-                other => {
-                    let got = other.map(js_type).unwrap_or("undefined");
-                    out.push(json!({"expected": "string", "code": "invalid_type", "path": path,
-                                    "message": format!("Invalid input: expected string, received {got}")}));
-                }
+                other => out.push(validation::invalid_type(path, "string", other)),
             }
         }
         let unknown: Vec<&String> =
             obj.keys().filter(|k| !["content", "status", "activeForm"].contains(&k.as_str())).collect();
         if !unknown.is_empty() {
-            let names: Vec<String> = unknown.iter().map(|k| format!("\"{k}\"")).collect();
-            let noun = if unknown.len() == 1 { "key" } else { "keys" };
-            out.push(json!({"code": "unrecognized_keys", "keys": unknown, "path": ["todos", i],
-                            "message": format!("Unrecognized {noun}: {}", names.join(", "))}));
+            out.push(validation::unrecognized_keys(json!(["todos", i]), &unknown));
         }
     }
     out
-}
-
-fn js_type(v: &Value) -> &'static str {
-    super::task_list::js_type(v)
 }
 
 /// The TodoWrite tool (TODO-1).
@@ -166,15 +154,12 @@ impl Tool for TodoWrite {
     fn call<'a>(&'a self, input: Value, ctx: &'a ToolContext) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
         Box::pin(async move {
             let Some(todos) = input.get("todos").and_then(Value::as_array) else {
-                let issue = json!([{"expected": "array", "code": "invalid_type", "path": ["todos"],
-                                    "message": "Invalid input: expected array, received undefined"}]);
-                let text = serde_json::to_string_pretty(&issue).unwrap_or_default();
-                return Err(ToolError::Validation(format!("InputValidationError: {text}")));
+                let issue = validation::invalid_type(json!(["todos"]), "array", None);
+                return Err(ToolError::Validation(validation::issues_error(&[issue])));
             };
             let found = issues(todos);
             if !found.is_empty() {
-                let text = serde_json::to_string_pretty(&found).unwrap_or_default();
-                return Err(ToolError::Validation(format!("InputValidationError: {text}")));
+                return Err(ToolError::Validation(validation::issues_error(&found)));
             }
             let old = swap_list(&ctx.session, todos);
             Ok(ToolOutput::Data { text: TODO_RESULT.into(), data: json!({"oldTodos": old, "newTodos": todos}) })

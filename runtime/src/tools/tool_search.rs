@@ -18,7 +18,7 @@
 //!   validation does the error get [`unloaded_hint`]'s paragraph (load it first, and its schema).
 //!
 //! Decisions where the reference is silent or not copied:
-//! - Deferral is a property of a tool ([`crate::tool::Tool::should_defer`]); by default it is
+//! - Deferral is a property of a tool where it decides ([`crate::tool::Tool::defer_loading`]); by default it is
 //!   [`is_deferred_by_default`]: the names of [`DEFERRED_BUILTINS`] (TS-1's list plus what 2.1.235/2.1.332
 //!   defer) and every MCP tool (`mcp__server__tool`).
 //! - Tool search is on only when [`ENV_ENABLE_TOOL_SEARCH`] is true (Claude Code's switch), so the built-in
@@ -34,7 +34,7 @@
 //!   (a call without it runs); our pipeline enforces `required`, so we follow 2.1.332 there.
 
 use crate::context::ToolContext;
-use crate::tool::{Tool, ToolError, ToolOutput};
+use crate::tool::{parse_args, Tool, ToolError, ToolOutput};
 use futures_util::future::BoxFuture;
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -339,7 +339,7 @@ impl Tool for ToolSearch {
 
     fn call<'a>(&'a self, input: Value, ctx: &'a ToolContext) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
         Box::pin(async move {
-            let args: Args = serde_json::from_value(input).map_err(|e| ToolError::Validation(e.to_string()))?;
+            let args: Args = parse_args(input)?;
             let max = match args.max_results {
                 Some(n) if n.is_finite() && n >= 1.0 => n.floor() as usize,
                 Some(_) => 1,

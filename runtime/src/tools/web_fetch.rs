@@ -35,7 +35,7 @@
 //! - Lengths are counted in chars (the reference slices UTF-16 units).
 
 use crate::context::ToolContext;
-use crate::tool::{PermissionSubject, Tool, ToolError, ToolOutput};
+use crate::tool::{parse_args, PermissionSubject, Tool, ToolError, ToolOutput};
 use futures_util::future::BoxFuture;
 use futures_util::StreamExt;
 use reqwest::Url;
@@ -619,7 +619,7 @@ impl Tool for WebFetch {
 
     fn call<'a>(&'a self, input: Value, ctx: &'a ToolContext) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
         Box::pin(async move {
-            let args: Args = serde_json::from_value(input).map_err(|e| ToolError::Validation(e.to_string()))?;
+            let args: Args = parse_args(input)?;
             let started = Instant::now();
             let Ok(mut url) = Url::parse(&args.url) else {
                 return Err(ToolError::Validation(format!(

@@ -18,7 +18,7 @@
 
 use crate::agent::wire::ContentBlock;
 use crate::context::ToolContext;
-use crate::tool::{Tool, ToolError, ToolOutput};
+use crate::tool::{parse_args, Tool, ToolError, ToolOutput};
 use futures_util::future::BoxFuture;
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -211,10 +211,11 @@ impl Tool for WebSearch {
 
     fn call<'a>(&'a self, input: Value, ctx: &'a ToolContext) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
         Box::pin(async move {
-            let args: Args = serde_json::from_value(input).map_err(|e| ToolError::Validation(e.to_string()))?;
+            let args: Args = parse_args(input)?;
             if args.query.chars().count() < MIN_QUERY_CHARS {
-                return Err(ToolError::Validation(format!(
-                    "InputValidationError: WebSearch failed due to the following issue:\nThe parameter `query` must have at least {MIN_QUERY_CHARS} characters"
+                return Err(ToolError::Validation(crate::validation::tool_failed(
+                    self.name(),
+                    &[crate::validation::too_short("query", MIN_QUERY_CHARS)],
                 )));
             }
             let allowed = args.allowed_domains.unwrap_or_default();

@@ -28,9 +28,9 @@
 //!   sandbox are refused like every path ([`crate::fs::confine`]).
 //! - WorktreeCreate / WorktreeRemove hooks (non-git VCS) are not supported.
 
-use super::ask::{custom_issue, input_validation_error};
 use crate::context::ToolContext;
 use crate::tool::{Tool, ToolError, ToolOutput};
+use crate::validation::{custom, custom_added, issues_error};
 use futures_util::future::BoxFuture;
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
@@ -97,7 +97,7 @@ pub fn name_issue(name: &str) -> Option<String> {
 }
 
 fn name_error(message: &str) -> ToolError {
-    ToolError::Validation(input_validation_error(&[json!({"code": "custom", "message": message, "path": ["name"]})]))
+    ToolError::Validation(issues_error(&[custom_added(message, json!(["name"]))]))
 }
 
 async fn git(ctx: &ToolContext, dir: &Path, args: &[&str]) -> Result<String, String> {
@@ -154,7 +154,7 @@ impl EnterWorktree {
         let name = input.get("name").and_then(Value::as_str);
         let path = input.get("path").and_then(Value::as_str);
         if name.is_some() && path.is_some() {
-            return Err(ToolError::Validation(input_validation_error(&[custom_issue(
+            return Err(ToolError::Validation(issues_error(&[custom(
                 json!([]),
                 "Provide at most one of `name` or `path`, not both.",
             )])));

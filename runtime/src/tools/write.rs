@@ -3,7 +3,7 @@
 
 use crate::context::ToolContext;
 use crate::fs::{check_write_gates, checkpoint, confine, updated, write_and_remember, FILE_STATE_NOTE};
-use crate::tool::{PermissionSubject, Tool, ToolError, ToolOutput};
+use crate::tool::{parse_args, PermissionSubject, Tool, ToolError, ToolOutput};
 use futures_util::future::BoxFuture;
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -46,7 +46,7 @@ impl Tool for Write {
 
     fn call<'a>(&'a self, input: Value, ctx: &'a ToolContext) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
         Box::pin(async move {
-            let args: Args = serde_json::from_value(input).map_err(|e| ToolError::Validation(e.to_string()))?;
+            let args: Args = parse_args(input)?;
             let path = confine(ctx, &args.file_path)?;
             if path.is_dir() {
                 return Err(ToolError::Runtime(format!(

@@ -7,12 +7,11 @@
 //! stderr and does not run the bomb; where it is expected (root, hierarchy writable) and a command is not
 //! confined by it, the test fails.
 
+use crate::support::Sandbox;
 use probelab_runtime::limits::{pids_limit_note, NO_OUTPUT, PIDS_MAX};
-use probelab_runtime::model::EstimateTokens;
 use probelab_runtime::{builtin, ToolContext, ToolError, ToolOutput};
 use serde_json::json;
 use std::path::Path;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 const PIDS_ROOT: &str = "/sys/fs/cgroup/pids";
@@ -23,15 +22,11 @@ fn bash_tool() -> std::sync::Arc<dyn probelab_runtime::Tool> {
     builtin::registry().get("Bash").unwrap_or_else(|| panic!("no Bash tool"))
 }
 
-fn ctx(dir: &Path) -> ToolContext {
-    ToolContext::for_sandbox(dir, Arc::new(EstimateTokens)).unwrap_or_else(|e| panic!("{e}"))
-}
-
-async fn bash(c: &ToolContext, command: &str, timeout_ms: u64) -> (Result<String, String>, Duration) {
+async fn bash(sb: &Sandbox, c: &ToolContext, command: &str, timeout_ms: u64) -> (Result<String, String>, Duration) {
     let t = Instant::now();
     let input = json!({"command": command, "description": "edge", "timeout": timeout_ms});
     // an outer bound against a hang: the tool's own deadline must come first
-    let r = tokio::time::timeout(Duration::from_millis(timeout_ms + 20_000), bash_tool().call(input, c))
+    let r = tokio::time::timeout(Duration::from_millis(timeout_ms + 20_000), sb.call(bash_tool().as_ref(), input, c))
         .await
         .unwrap_or_else(|_| panic!("the Bash tool hung 20 s past its deadline on {command:?}"));
     let r = match r {
@@ -123,12 +118,12 @@ async fn the_literal_fork_bomb_is_held_by_the_pids_cgroup_and_leaves_nothing() {
         );
         return;
     }
-    let d = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-    let c = ctx(d.path());
+    let sb = Sandbox::new();
+    let c = sb.ctx();
     let where_am_i = "sed -n 's/^[0-9]*:pids://p' /proc/$$/cgroup";
 
     // the guard is expected here: a command must land in a cgroup of its own, limited to PIDS_MAX
-    let (r, _) = bash(&c, &format!("cg=$({where_am_i}); echo \"$cg\"; cat {PIDS_ROOT}$cg/pids.max"), 10_000).await;
+    let (r, _) = bash(&sb, &c, &format!("cg=$({where_am_i}); echo \"$cg\"; cat {PIDS_ROOT}$cg/pids.max"), 10_000).await;
     let out = r.unwrap_or_else(|e| panic!("the guard check failed: {e}"));
     let lines: Vec<&str> = out.lines().collect();
     assert!(
@@ -138,7 +133,7 @@ async fn the_literal_fork_bomb_is_held_by_the_pids_cgroup_and_leaves_nothing() {
     );
 
     // 1. the literal bomb: its shell returns at once, and everything it forked goes with the shell
-    let (r, took) = bash(&c, &format!("echo $$ > bomb.pid; {where_am_i} > bomb.cgroup\n{FORK_BOMB}"), 5_000).await;
+    let (r, took) = bash(&sb, &c, &format!("echo $$ > bomb.pid; {where_am_i} > bomb.cgroup\n{FORK_BOMB}"), 5_000).await;
     eprintln!("bash_edges: literal fork bomb ended after {took:?}: {r:?}");
     let text = r.unwrap_or_else(|e| panic!("the literal fork bomb's shell exits 0, got an error: {e}"));
     assert!(only_bomb_noise(&text), "unexpected result of the literal fork bomb: {text}");
@@ -147,7 +142,7 @@ async fn the_literal_fork_bomb_is_held_by_the_pids_cgroup_and_leaves_nothing() {
 
     // 2. the bomb with its shell kept alive: it forks against the limit until the deadline, then goes
     let (r, took) =
-        bash(&c, &format!("echo $$ > held.pid; {where_am_i} > held.cgroup\n{FORK_BOMB}; sleep 30"), 3_000).await;
+        bash(&sb, &c, &format!("echo $$ > held.pid; {where_am_i} > held.cgroup\n{FORK_BOMB}; sleep 30"), 3_000).await;
     let text = r.err().unwrap_or_else(|| panic!("a timed-out command is an error result"));
     eprintln!("bash_edges: held fork bomb ended after {took:?} with {} lines", text.lines().count());
     let tail = format!("\nCommand timed out after 3s\n{}", pids_limit_note());
@@ -158,6 +153,6 @@ async fn the_literal_fork_bomb_is_held_by_the_pids_cgroup_and_leaves_nothing() {
     assert_nothing_left(&c.cwd, "held").await;
 
     // the machine is fine: a command still forks and runs
-    let (r, _) = bash(&c, "sh -c 'echo ok'", 10_000).await;
+    let (r, _) = bash(&sb, &c, "sh -c 'echo ok'", 10_000).await;
     assert_eq!(r, Ok("ok".to_string()));
 }

@@ -2,5 +2,8 @@
 //! the Bash tool's edges (the fork bomb in its pids cgroup, timeouts of process trees) and the Grep tool
 //! on hostile inputs — cases that need real processes and files, and end within their deadlines.
 
+#[path = "../support/mod.rs"]
+mod support;
+
 mod bash_edges;
 mod search_limits;

@@ -23,7 +23,7 @@
 //! - cwd persists across foreground calls (the shell's final `pwd -P` is kept); a cwd outside the project
 //!   is reset, with `Shell cwd was reset to …` like the reference. A background command's `cd` never
 //!   moves the session and the result says so (BASH-4).
-//! - A command that is not read-only (see [`super::shell`]) and changed a file the session had Read
+//! - A command that is not read-only (see [`crate::shell`]) and changed a file the session had Read
 //!   drops that file's read state: the next Edit / Write must Read it again (BASH-3).
 //! - `timeout` above 600,000 ms is clamped, not refused (the reference runs it).
 
@@ -31,7 +31,7 @@ pub mod sandbox;
 
 use crate::background::{Status, Task};
 use crate::context::ToolContext;
-use crate::tool::{PermissionSubject, Tool, ToolError, ToolOutput};
+use crate::tool::{parse_args, PermissionSubject, Tool, ToolError, ToolOutput};
 use futures_util::future::BoxFuture;
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -123,7 +123,7 @@ impl Tool for Bash {
 
     fn call<'a>(&'a self, input: Value, ctx: &'a ToolContext) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
         Box::pin(async move {
-            let args: Args = serde_json::from_value(input).map_err(|e| ToolError::Validation(e.to_string()))?;
+            let args: Args = parse_args(input)?;
             if args.command.trim().is_empty() {
                 return Err(ToolError::Validation("The command is empty.".into()));
             }

@@ -57,6 +57,32 @@ pub struct LspServerSpec {
     pub max_restarts: Option<u32>,
 }
 
+/// What is wrong with a plugin ([`PluginSpec::problem`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PluginProblem {
+    /// An empty `name`.
+    #[error("a [[plugin]] needs a name")]
+    NoName,
+    /// A server without a `command`.
+    #[error("Server {server} missing required 'command' field")]
+    NoCommand {
+        /// The server's name in the plugin.
+        server: String,
+    },
+    /// A relative `command` with a space (its arguments belong in `args`).
+    #[error("server {server}: Command should not contain spaces. Use args array for arguments.")]
+    SpaceInCommand {
+        /// The server's name in the plugin.
+        server: String,
+    },
+    /// A server without an `extensionToLanguage` mapping.
+    #[error("server {server}: extensionToLanguage must have at least one mapping")]
+    NoExtensions {
+        /// The server's name in the plugin.
+        server: String,
+    },
+}
+
 /// A probe's `[[plugin]]`: a plugin manifest with its LSP servers.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -89,19 +115,20 @@ impl PluginSpec {
 
     /// A problem a probe author must fix (an empty name, a server without extensions, a command with a
     /// space), in the reference's words where it has them.
-    pub fn problem(&self) -> Option<String> {
+    pub fn problem(&self) -> Option<PluginProblem> {
         if self.name.trim().is_empty() {
-            return Some("a [[plugin]] needs a name".into());
+            return Some(PluginProblem::NoName);
         }
         for (n, s) in &self.lsp_servers {
+            let server = n.clone();
             if s.command.is_empty() {
-                return Some(format!("Server {n} missing required 'command' field"));
+                return Some(PluginProblem::NoCommand { server });
             }
             if s.command.contains(' ') && !s.command.starts_with('/') {
-                return Some(format!("server {n}: Command should not contain spaces. Use args array for arguments."));
+                return Some(PluginProblem::SpaceInCommand { server });
             }
             if s.extension_to_language.is_empty() {
-                return Some(format!("server {n}: extensionToLanguage must have at least one mapping"));
+                return Some(PluginProblem::NoExtensions { server });
             }
         }
         None
@@ -187,9 +214,22 @@ mod tests {
     fn bad_servers_are_named() {
         let mut p = plugin();
         p.lsp_servers.values_mut().for_each(|s| s.extension_to_language.clear());
-        assert!(p.problem().is_some_and(|m| m.contains("at least one mapping")));
+        assert_eq!(
+            p.problem().map(|m| m.to_string()).as_deref(),
+            Some("server probe: extensionToLanguage must have at least one mapping")
+        );
         let mut p = plugin();
         p.lsp_servers.values_mut().for_each(|s| s.command = "my server".into());
-        assert!(p.problem().is_some_and(|m| m.contains("should not contain spaces")));
+        assert_eq!(
+            p.problem().map(|m| m.to_string()).as_deref(),
+            Some("server probe: Command should not contain spaces. Use args array for arguments.")
+        );
+        p.lsp_servers.values_mut().for_each(|s| s.command.clear());
+        assert_eq!(
+            p.problem().map(|m| m.to_string()).as_deref(),
+            Some("Server probe missing required 'command' field")
+        );
+        p.name.clear();
+        assert_eq!(p.problem().map(|m| m.to_string()).as_deref(), Some("a [[plugin]] needs a name"));
     }
 }

@@ -25,7 +25,7 @@ use std::time::Duration;
 /// Deadline of one request to a server (our decision: the reference has none; LSP-3's round trip must
 /// end with a clear result when a server hangs).
 pub const REQUEST_TIMEOUT_MS: u64 = 30_000;
-/// Env switch of the session that shortens [`REQUEST_TIMEOUT_MS`] (probes of a hanging server).
+/// Env switch of the session that shortens `REQUEST_TIMEOUT_MS` (probes of a hanging server).
 pub const ENV_REQUEST_TIMEOUT_MS: &str = "PROBELAB_LSP_REQUEST_TIMEOUT_MS";
 /// Deadline of `initialize` when the server sets no `startupTimeout` (our decision, as above).
 pub const STARTUP_TIMEOUT_MS: u64 = 30_000;

@@ -1,7 +1,7 @@
 //! LSP (LSP-1..5): code intelligence from language servers the session configured (a probe's
 //! `[[plugin]]` with `lspServers`, Claude Code's plugin shape: [`config`]). A real LSP client — JSON-RPC
 //! over stdio ([`client`]), one server per configured file extension, started at the first call that
-//! needs it ([`manager`]) — and the reference's result texts ([`format`]).
+//! needs it ([`manager`]) — and the reference's result texts ([`mod@format`]).
 //!
 //! What the reference does (Claude Code 2.1.235, measured in `probes/claude-code/lsp-*.toml` and read in
 //! its bundled source), and the built-in does too:
@@ -32,7 +32,8 @@ pub mod format;
 pub mod manager;
 
 use crate::context::ToolContext;
-use crate::tool::{PermissionSubject, Tool, ToolError, ToolOutput};
+use crate::tool::{parse_args_worded, PermissionSubject, Tool, ToolError, ToolOutput};
+use crate::validation;
 use futures_util::future::BoxFuture;
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -232,16 +233,12 @@ async fn drop_ignored(operation: &str, result: Value, cwd: &Path) -> Value {
 /// `line` / `character` below 1: the reference's zod issue list (measured on 2.1.235:
 /// `InputValidationError: [ { "origin": "number", "code": "too_small", … } ]`, two-space JSON).
 pub fn positions_too_small(line: u64, character: u64) -> Option<String> {
-    let issue = |field: &str| {
-        json!({"origin": "number", "code": "too_small", "minimum": 0, "inclusive": false, "path": [field],
-            "message": "Too small: expected number to be >0"})
-    };
-    let issues: Vec<Value> =
-        [("line", line), ("character", character)].iter().filter(|(_, v)| *v == 0).map(|(f, _)| issue(f)).collect();
-    if issues.is_empty() {
-        return None;
-    }
-    serde_json::to_string_pretty(&issues).ok().map(|j| format!("InputValidationError: {j}"))
+    let issues: Vec<Value> = [("line", line), ("character", character)]
+        .iter()
+        .filter(|(_, v)| *v == 0)
+        .map(|(f, _)| validation::too_small("number", 0, false, json!([f]), None))
+        .collect();
+    (!issues.is_empty()).then(|| validation::issues_error(&issues))
 }
 
 /// `~/x` and relative paths as the reference resolves a `filePath`.
@@ -311,8 +308,8 @@ impl Tool for Lsp {
 
     fn call<'a>(&'a self, input: Value, ctx: &'a ToolContext) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
         Box::pin(async move {
-            let args: Args =
-                serde_json::from_value(input).map_err(|e| ToolError::Validation(format!("Invalid input: {e}")))?;
+            // the reference words a misfit input as zod's plain issue message, `Invalid input: …`
+            let args: Args = parse_args_worded(input, "Invalid input: ")?;
             if let Some(msg) = positions_too_small(args.line, args.character) {
                 return Err(ToolError::Validation(msg));
             }

@@ -1,0 +1,106 @@
+//! A run's journal (WF-1): `journal.jsonl` in the run's transcript dir, a `started` and a `result` line
+//! per live agent() call, and the reference's key chain ([`journal_key`] over [`canonical_opts`]) by
+//! which a resume replays the longest unchanged prefix of calls.
+
+use serde_json::{Map, Value};
+use sha2::{Digest, Sha256};
+use std::collections::HashMap;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+
+/// Version tag of journal keys (WF-1, the reference's `v2`).
+pub const JOURNAL_KEY_VERSION: &str = "v2";
+
+/// The journal of a run: the results on disk when it started, the key chain, the file to append to.
+pub struct Journal {
+    path: PathBuf,
+    /// The results on disk when the run started, by key: (agent id, result).
+    pub results: HashMap<String, (String, Value)>,
+    /// The key of the last call (the chain's link).
+    pub previous: String,
+    /// Some call had no result on disk: every call from there runs live.
+    pub missed: bool,
+}
+
+impl Journal {
+    /// The journal of the run whose transcript dir is `dir` (empty when there is none).
+    pub fn load(dir: &Path) -> Journal {
+        let path = dir.join("journal.jsonl");
+        let mut results = HashMap::new();
+        for line in std::fs::read_to_string(&path).unwrap_or_default().lines() {
+            let Ok(v) = serde_json::from_str::<Value>(line) else { continue };
+            if v["type"] == "result" {
+                if let Some(key) = v["key"].as_str() {
+                    let agent = v["agentId"].as_str().unwrap_or_default().to_string();
+                    results.insert(key.to_string(), (agent, v["result"].clone()));
+                }
+            }
+        }
+        Journal { path, results, previous: String::new(), missed: false }
+    }
+
+    /// Appends a line (a failed write loses the line, never the run).
+    pub fn append(&self, line: &Value) {
+        let file = std::fs::OpenOptions::new().create(true).append(true).open(&self.path);
+        if let Ok(mut f) = file {
+            let _ = writeln!(f, "{line}");
+        }
+    }
+}
+
+/// The canonical form of `opts` that goes into a journal key (the reference's: the keys that change what
+/// an agent does, in this order, nested object keys sorted).
+pub fn canonical_opts(opts: &Value) -> String {
+    const KEYS: &[&str] =
+        &["schema", "model", "effort", "isolation", "agentType", "disallowedTools", "bashCommandClamp"];
+    let Some(o) = opts.as_object() else { return "{}".into() };
+    fn sorted(v: &Value) -> Value {
+        match v {
+            Value::Object(m) => {
+                let mut keys: Vec<&String> = m.keys().filter(|k| k.as_str() != "__proto__").collect();
+                keys.sort();
+                Value::Object(keys.into_iter().map(|k| (k.clone(), sorted(&m[k]))).collect::<Map<String, Value>>())
+            }
+            Value::Array(items) => Value::Array(items.iter().map(sorted).collect()),
+            other => other.clone(),
+        }
+    }
+    let picked: Map<String, Value> =
+        KEYS.iter().filter_map(|k| o.get(*k).map(|v| (k.to_string(), sorted(v)))).collect();
+    Value::Object(picked).to_string()
+}
+
+/// The journal key of a call: `v2:` + SHA-256 of `previous \0 prompt \0 canonical opts` (WF-1).
+pub fn journal_key(previous: &str, prompt: &str, opts: &str) -> String {
+    let mut h = Sha256::new();
+    h.update(previous.as_bytes());
+    h.update(b"\0");
+    h.update(prompt.as_bytes());
+    h.update(b"\0");
+    h.update(opts.as_bytes());
+    let hex: String = h.finalize().iter().map(|b| format!("{b:02x}")).collect();
+    format!("{JOURNAL_KEY_VERSION}:{hex}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn journal_keys_match_the_reference() {
+        // measured on Claude Code 2.1.235: the first two keys of a run of agent('WF-ONE: first'),
+        // agent('WF-TWO: second') without opts
+        let k1 = journal_key("", "WF-ONE: first", &canonical_opts(&Value::Null));
+        assert_eq!(k1, "v2:51c4a327b8923324009db5ae63bed8e7e44ea0e54dfbc388bfccdfd3dcf734df");
+        let k2 = journal_key(&k1, "WF-TWO: second", "{}");
+        assert_eq!(k2, "v2:e7f3f20e874e3e8882c9bcb04d225b4bea419a455a7519d16a7479904761938d");
+    }
+
+    #[test]
+    fn opts_are_canonical() {
+        let o = json!({"label": "x", "model": "sonnet", "schema": {"b": 1, "a": [{"d": 1, "c": 2}]}});
+        assert_eq!(canonical_opts(&o), r#"{"schema":{"a":[{"c":2,"d":1}],"b":1},"model":"sonnet"}"#);
+        assert_eq!(canonical_opts(&json!({"label": "only"})), "{}");
+    }
+}
