@@ -121,7 +121,8 @@ pub async fn run_probe(probe: &Probe, subject: &str, layout: &Layout, keep: bool
     let transcript = normalise(&raw, &places);
     let observation = {
         let (outcome, reason) = observe::outcome_of(&verdicts, &observe::not_offered(&view));
-        let behaviour = observe::behaviour(&view, &run.sandbox.cwd, &observe::known_files(probe), &norm);
+        let behaviour =
+            observe::behaviour(&view, &run.sandbox.cwd, &observe::known_files(probe), &probe.unordered, &norm);
         let (interface, prompt, shape) = observe::first_request_layers(&view, &norm);
         observation(probe, subject, (outcome, reason), &lines, behaviour, (interface, prompt, shape))
     };

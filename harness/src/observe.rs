@@ -292,7 +292,13 @@ fn normalise_together(texts: &[String], norm: &dyn Fn(&str) -> String) -> Vec<St
 
 /// The behaviour of a loop run: each scripted call's result, and the files of `cwd` after it (see
 /// [`files`]; `known` are the paths whose content counts: the fixture's and those the probe checks).
-pub fn behaviour(view: &View<'_>, cwd: &Path, known: &[String], norm: &dyn Fn(&str) -> String) -> Behaviour {
+pub fn behaviour(
+    view: &View<'_>,
+    cwd: &Path,
+    known: &[String],
+    unordered: &[usize],
+    norm: &dyn Fn(&str) -> String,
+) -> Behaviour {
     let names: Vec<String> = view.script.turns.iter().flat_map(|t| t.tool_use.iter().map(|u| u.name.clone())).collect();
     let blocks: Vec<Option<Value>> = (1..=names.len()).map(|n| view.result(n)).collect();
     let mut texts: Vec<String> = blocks.iter().map(|b| b.as_ref().map(result_text).unwrap_or_default()).collect();
@@ -301,12 +307,15 @@ pub fn behaviour(view: &View<'_>, cwd: &Path, known: &[String], norm: &dyn Fn(&s
         .iter()
         .zip(texts)
         .zip(names)
-        .map(|((b, text), tool)| {
-            b.as_ref().map(|b| CallResult {
-                tool,
-                text: strip_reminders(&text),
-                is_error: b.get("is_error") == Some(&Value::Bool(true)),
-            })
+        .enumerate()
+        .map(|(i, ((b, text), tool))| {
+            let mut text = strip_reminders(&text);
+            if unordered.contains(&(i + 1)) {
+                let mut lines: Vec<&str> = text.lines().collect();
+                lines.sort_unstable();
+                text = lines.join("\n");
+            }
+            b.as_ref().map(|b| CallResult { tool, text, is_error: b.get("is_error") == Some(&Value::Bool(true)) })
         })
         .collect();
     Behaviour { results, files, execs: Vec::new() }

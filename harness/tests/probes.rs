@@ -54,7 +54,8 @@ fn main() -> std::process::ExitCode {
     }
     let golden = layout.golden.clone();
     trials.push(Trial::test("golden_blobs_all_referenced", move || {
-        let unused = harness::transcript::golden::unreferenced_blobs(&golden).map_err(|e| Failed::from(e.to_string()))?;
+        let unused =
+            harness::transcript::golden::unreferenced_blobs(&golden).map_err(|e| Failed::from(e.to_string()))?;
         if unused.is_empty() {
             Ok(())
         } else {

@@ -66,6 +66,9 @@ pub enum Command {
         /// Also write the report as HTML.
         #[arg(long)]
         html: Option<PathBuf>,
+        /// Also write the report as Markdown (the timeline of docs/).
+        #[arg(long)]
+        markdown: Option<PathBuf>,
     },
     /// The first version where each probe's behaviour changes, between a good and a bad version.
     Bisect {
@@ -135,8 +138,17 @@ impl Command {
                     code
                 }
             }
-            Command::Report { dirs, json, html } => match super::read_cells(&dirs) {
-                Ok(cells) => report(&cells, json, html.as_deref()),
+            Command::Report { dirs, json, html, markdown } => match super::read_cells(&dirs) {
+                Ok(cells) => {
+                    let code = report(&cells, json, html.as_deref());
+                    if let (Some(md), Ok(m)) = (markdown, Matrix::from_cells(&cells)) {
+                        if let Err(e) = std::fs::write(&md, m.to_markdown("probelab: claims × versions of Claude Code"))
+                        {
+                            return fail(2, &format!("{}: {e}", md.display()));
+                        }
+                    }
+                    code
+                }
                 Err(e) => fail(2, &e),
             },
             Command::Bisect { probes, good, bad, out } => {

@@ -322,6 +322,8 @@ struct ProbeFile {
     #[serde(default)]
     diverges: Vec<Spanned<Divergence>>,
     #[serde(default)]
+    unordered: Option<Spanned<Vec<usize>>>,
+    #[serde(default)]
     deadline_secs: Option<u64>,
     #[serde(default)]
     fixture: Fixture,
@@ -384,6 +386,10 @@ pub struct Probe {
     pub ask: AskAnswer,
     /// Facts this probe shows that contradict a claim, per subject.
     pub diverges: Vec<Divergence>,
+    /// Results (numbered like `result = N`) whose line order is not the subject's decision — a search
+    /// its engine runs on several threads prints in any order: their lines count as a set in the
+    /// behaviour fingerprint. Checks still see the text as it came.
+    pub unordered: Vec<usize>,
     /// Deadline.
     pub deadline_secs: u64,
     /// Fixture.
@@ -531,6 +537,14 @@ pub fn parse(path: &Path, text: &str) -> Result<Probe, ProbeError> {
     })?;
     let main_turns = script.turns.len();
     let tool_uses: usize = script.turns.iter().map(|t| t.tool_use.len()).sum();
+    let unordered = raw.unordered.as_ref().map(|u| (u.get_ref().clone(), u.span().start)).unwrap_or_default();
+    if let Some(n) = unordered.0.iter().find(|n| **n == 0 || **n > tool_uses) {
+        return Err(err_at(
+            unordered.1,
+            format!("unordered names result {n}, but the main conversation scripts {tool_uses} tool_use block(s)"),
+            Some("results are numbered from 1 in script order, across turns"),
+        ));
+    }
     for f in &raw.fixture.fault {
         if !matches!(f.kind.as_str(), "write" | "delete" | "mkdir" | "chmod" | "symlink") {
             return Err(err_at(
@@ -661,6 +675,7 @@ pub fn parse(path: &Path, text: &str) -> Result<Probe, ProbeError> {
         prompt: raw.prompt.unwrap_or_else(|| "Run the probe.".into()),
         ask: raw.ask,
         diverges,
+        unordered: unordered.0,
         deadline_secs: raw.deadline_secs.unwrap_or(DEFAULT_DEADLINE_SECS),
         fixture: raw.fixture,
         settings: raw.settings,

@@ -81,6 +81,7 @@ impl Sandbox {
             }
             std::fs::write(&path, file_bytes(spec)?).map_err(|e| format!("{}: {e}", path.display()))?;
         }
+        stamp_mtimes(&sb.cwd).map_err(|e| format!("cannot set the fixture's mtimes: {e}"))?;
         for f in probe.fixture.fault.iter().filter(|f| f.at_turn.is_none()) {
             sb.apply(f)?;
         }
@@ -215,6 +216,38 @@ pub fn file_bytes(spec: &FileSpec) -> Result<Vec<u8>, String> {
             base64::engine::general_purpose::STANDARD.decode(base64.trim()).map_err(|e| format!("base64 file: {e}"))?
         }
     })
+}
+
+/// The modification time of the fixture's first file (2026-01-01T00:00:00Z); the n-th file in path order
+/// gets [`FIXTURE_MTIME_STEP`] more per file before it.
+pub const FIXTURE_MTIME_BASE: u64 = 1_767_225_600;
+/// Seconds between the mtimes of two consecutive fixture files.
+pub const FIXTURE_MTIME_STEP: u64 = 1;
+
+/// Gives every file of the fixture a distinct, fixed mtime in path order (later paths newer): subjects
+/// order Glob and Grep results by mtime (to the millisecond), and files written in the same instant would
+/// tie and come in any order from run to run. Faults and the run itself change mtimes as they happen.
+fn stamp_mtimes(cwd: &Path) -> std::io::Result<()> {
+    fn files(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
+        for e in std::fs::read_dir(dir)? {
+            let e = e?;
+            if e.file_type()?.is_dir() {
+                files(&e.path(), out)?;
+            } else if e.file_type()?.is_file() {
+                out.push(e.path());
+            }
+        }
+        Ok(())
+    }
+    let mut all = Vec::new();
+    files(cwd, &mut all)?;
+    all.sort();
+    for (i, p) in all.iter().enumerate() {
+        let t =
+            std::time::UNIX_EPOCH + std::time::Duration::from_secs(FIXTURE_MTIME_BASE + FIXTURE_MTIME_STEP * i as u64);
+        std::fs::File::options().write(true).open(p)?.set_modified(t)?;
+    }
+    Ok(())
 }
 
 fn copy_tree(src: &Path, dst: &Path) -> std::io::Result<()> {

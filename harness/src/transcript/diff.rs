@@ -160,7 +160,10 @@ fn result_lines(t: &str) -> String {
     let mut out = Vec::new();
     let mut inside = false;
     for l in t.lines() {
-        if l.starts_with("tool_result ") {
+        // the lab's own prelude (deferred tools loaded) is not the subject's behaviour
+        if l.starts_with("tool_result ") && l.contains("_prelude_") {
+            inside = false;
+        } else if l.starts_with("tool_result ") {
             inside = true;
             out.push(l);
         } else if inside && (l.starts_with("  |") || l.starts_with("  [")) {

@@ -105,7 +105,8 @@ pub fn unreferenced_blobs(golden_root: &Path) -> std::io::Result<Vec<PathBuf>> {
                 let bytes = text.as_bytes();
                 let mut i = 0;
                 while i + 12 <= bytes.len() {
-                    let run = bytes[i..].iter().take_while(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase()).count();
+                    let run =
+                        bytes[i..].iter().take_while(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase()).count();
                     if run >= 12 {
                         named.insert(text[i..i + 12].to_string());
                         i += run;

@@ -1,7 +1,7 @@
-//! The HTML diff report opens in a real browser: headless Chromium (Debian's `chromium-headless-shell`,
-//! installed by scripts/setup) renders `probelab diff --html` of the committed Claude Code goldens, and
-//! the page it parsed holds the claims × probes matrix, and its screenshot is a rendered page, not a
-//! blank one.
+//! The HTML reports open in a real browser: headless Chromium (Debian's `chromium-headless-shell`,
+//! installed by scripts/setup) renders `probelab diff --html` of the committed Claude Code goldens and
+//! the claims × versions matrix of docs/matrix/matrix.json; the pages it parsed hold their tables, and
+//! the screenshots are rendered pages, not blank ones.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -65,7 +65,9 @@ fn the_html_report_renders_the_claims_matrix_in_headless_chromium() {
     for claim in ["GREP-1", "GREP-5", "EDIT-1", "READ-2"] {
         assert!(dom.contains(&format!("<tr><th>{claim}</th>")), "no row for {claim} in:\n{dom}");
     }
-    assert!(dom.contains("claude-code.unknown-tool — differs"), "{dom}");
+    // behaviour only: a probe whose prompt and tools changed but whose results did not is the same
+    assert!(dom.contains("claude-code.unknown-tool — same behaviour (other layers changed)"), "{dom}");
+    assert!(dom.contains("claude-code.read-size — behaviour differs"), "{dom}");
     assert!(dom.contains("grep.exec.max-count-context — same"), "{dom}");
 
     // the screenshot: the window's size, and a page with content, not the blank page's pixels
@@ -79,4 +81,29 @@ fn the_html_report_renders_the_claims_matrix_in_headless_chromium() {
         page.len(),
         blank.len()
     );
+}
+
+#[test]
+fn the_version_matrix_renders_its_claims_table_and_timeline_in_headless_chromium() {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let json = std::fs::read_to_string(repo.join("docs/matrix/matrix.json")).unwrap_or_else(|e| panic!("{e}"));
+    let m: harness::observatory::report::Matrix = serde_json::from_str(&json).unwrap_or_else(|e| panic!("{e}"));
+    assert!(m.versions.len() >= 12, "the committed matrix has {} versions", m.versions.len());
+    let d = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let html = d.path().join("matrix.html");
+    std::fs::write(&html, m.to_html("probelab: claims × versions")).unwrap_or_else(|e| panic!("{e}"));
+    let url = format!("file://{}", html.display());
+    let dom = String::from_utf8_lossy(&browse(&["--dump-dom"], &url).stdout).to_string();
+    assert!(dom.contains("<table id=\"claims\">"), "{dom}");
+    for claim in ["READ-2", "TOUT-1", "TS-1", "BASH-5"] {
+        assert!(dom.contains(&format!("<tr><td class=\"l\">{claim}</td>")), "no row for {claim}");
+    }
+    for v in ["2.1.235", "2.1.296", "2.1.332"] {
+        assert!(dom.contains(&format!("<th class=\"v\">{v}</th>")), "no column for {v}");
+    }
+    // the timeline names the versions bisect found: the Read size text (READ-2) changed at 2.1.296
+    assert!(dom.contains("<li><b>READ-2</b> at <b>2.1.296</b> (after 2.1.295)"), "{dom}");
+    let page = screenshot(d.path(), "matrix.png", &url);
+    let blank = screenshot(d.path(), "blank.png", "about:blank");
+    assert!(page.len() > 4 * blank.len(), "the matrix's screenshot looks blank");
 }
