@@ -180,7 +180,9 @@ pub fn target_of(c: &Check) -> String {
 /// Evaluates check `index` on `subject`: skipped when the check is scoped to versions that do not
 /// include the subject's ([`Probe::check_applies`]).
 pub fn evaluate_on(probe: &Probe, index: usize, subject: &str, eval: impl FnOnce() -> Verdict) -> Verdict {
-    match probe.check_applies(index, subject) {
+    let version =
+        crate::subject::claude_code::version_of(subject).unwrap_or(crate::subject::claude_code::REFERENCE_VERSION);
+    match probe.check_applies(index, version) {
         Ok(()) => eval(),
         Err(range) => Verdict::skipped(index, &target_of(&probe.checks[index].0), &range),
     }

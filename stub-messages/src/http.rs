@@ -27,6 +27,23 @@
 //! the kernel or `accept` refuses (a full backlog, no file descriptors left) never reaches the loop and
 //! cannot be recorded; the loop backs off [`ACCEPT_BACKOFF`] and goes on.
 
+// The defaults of the connection layer's bounds (`[stub]` header_timeout_ms, body_timeout_ms,
+// shutdown_grace_ms).
+
+/// Default of `[stub] header_timeout_ms`: a request head must be complete within 30 s of the connection
+/// waiting for it (also the longest keep-alive idle time; clients drop idle connections sooner: undici
+/// after 4 s, httpx after 5 s).
+pub const HEADER_READ_TIMEOUT_MS: u64 = 30_000;
+
+/// Default of `[stub] body_timeout_ms`: a request body must be complete within 60 s of its head (32 MB
+/// at 0.5 MB/s).
+pub const BODY_READ_TIMEOUT_MS: u64 = 60_000;
+
+/// Default of `[stub] shutdown_grace_ms`: what open connections get to finish when the stub stops before
+/// they are cut (the stub's answers take milliseconds; a stop with open partial requests returns within
+/// this and [`CUT_WAIT`], well under the 2 s a SIGTERM'd stub has).
+pub const SHUTDOWN_GRACE_MS: u64 = 500;
+
 use bytes::Bytes;
 use http_body::{Body as HttpBody, Frame, SizeHint};
 use hyper::body::Incoming;
@@ -80,9 +97,9 @@ impl std::fmt::Debug for ServeOptions {
 impl Default for ServeOptions {
     fn default() -> Self {
         ServeOptions {
-            header_timeout: Duration::from_millis(crate::server::HEADER_READ_TIMEOUT_MS),
-            body_timeout: Duration::from_millis(crate::server::BODY_READ_TIMEOUT_MS),
-            shutdown_grace: Duration::from_millis(crate::server::SHUTDOWN_GRACE_MS),
+            header_timeout: Duration::from_millis(HEADER_READ_TIMEOUT_MS),
+            body_timeout: Duration::from_millis(BODY_READ_TIMEOUT_MS),
+            shutdown_grace: Duration::from_millis(SHUTDOWN_GRACE_MS),
             hooks: None,
         }
     }

@@ -201,15 +201,15 @@ pub struct StubSettings {
     #[serde(default = "yes")]
     pub strict: bool,
     /// Milliseconds a connection may take to send a request's headers (also the longest idle time of a
-    /// kept-alive connection). Default [`crate::server::HEADER_READ_TIMEOUT_MS`].
+    /// kept-alive connection). Default [`crate::http::HEADER_READ_TIMEOUT_MS`].
     #[serde(default = "default_header_timeout_ms")]
     pub header_timeout_ms: u64,
     /// Milliseconds a request may take to send its body once its headers are in. Default
-    /// [`crate::server::BODY_READ_TIMEOUT_MS`].
+    /// [`crate::http::BODY_READ_TIMEOUT_MS`].
     #[serde(default = "default_body_timeout_ms")]
     pub body_timeout_ms: u64,
     /// Milliseconds open connections get to finish when the stub stops; then they are cut. Default
-    /// [`crate::server::SHUTDOWN_GRACE_MS`].
+    /// [`crate::http::SHUTDOWN_GRACE_MS`].
     #[serde(default = "default_shutdown_grace_ms")]
     pub shutdown_grace_ms: u64,
     /// A stream whose client disconnected before its end consumes its turn (true), or leaves it for the
@@ -251,15 +251,15 @@ fn yes() -> bool {
 }
 
 fn default_header_timeout_ms() -> u64 {
-    crate::server::HEADER_READ_TIMEOUT_MS
+    crate::http::HEADER_READ_TIMEOUT_MS
 }
 
 fn default_body_timeout_ms() -> u64 {
-    crate::server::BODY_READ_TIMEOUT_MS
+    crate::http::BODY_READ_TIMEOUT_MS
 }
 
 fn default_shutdown_grace_ms() -> u64 {
-    crate::server::SHUTDOWN_GRACE_MS
+    crate::http::SHUTDOWN_GRACE_MS
 }
 
 /// One hit of the scripted search provider: becomes a `web_search_result` block.

@@ -5,7 +5,7 @@
 //! [`app`] builds the router apart from any socket so tests can call it with `oneshot`; [`serve`] binds
 //! it (use port 0 in tests) on the connection loop of [`crate::http`] and returns a handle that stops it.
 //! Requests are checked by [`crate::validate`] (`[stub] strict`, default on) and always by the pairing
-//! rule ([`check_tool_pairing`]).
+//! rule ([`crate::validate::check_tool_pairing`]).
 //!
 //! What the record says when a request does not end normally (decided here; the API has no such record):
 //! - refused by the HTTP layer (malformed head, 431, 414, header timeout) or cut by the stop before its
@@ -47,19 +47,7 @@ use std::time::Duration;
 /// The largest request body accepted, like the real API's 32 MB; larger gets 413 `request_too_large`.
 pub const MAX_REQUEST_BYTES: usize = 32 * 1024 * 1024;
 
-/// Default of `[stub] header_timeout_ms`: a request head must be complete within 30 s of the connection
-/// waiting for it (also the longest keep-alive idle time; clients drop idle connections sooner: undici
-/// after 4 s, httpx after 5 s).
-pub const HEADER_READ_TIMEOUT_MS: u64 = 30_000;
-
-/// Default of `[stub] body_timeout_ms`: a request body must be complete within 60 s of its head (32 MB
-/// at 0.5 MB/s).
-pub const BODY_READ_TIMEOUT_MS: u64 = 60_000;
-
-/// Default of `[stub] shutdown_grace_ms`: what open connections get to finish when the stub stops before
-/// they are cut (the stub's answers take milliseconds; a stop with open partial requests returns within
-/// this and [`crate::http::CUT_WAIT`], well under the 2 s a SIGTERM'd stub has).
-pub const SHUTDOWN_GRACE_MS: u64 = 500;
+pub use crate::http::{BODY_READ_TIMEOUT_MS, HEADER_READ_TIMEOUT_MS, SHUTDOWN_GRACE_MS};
 
 /// Models listed by `GET /v1/models`.
 pub const MODELS: &[(&str, &str)] = &[
@@ -594,7 +582,7 @@ async fn messages(State(stub): State<Arc<Stub>>, method: Method, uri: Uri, heade
     let checked = if stub.script.stub.strict {
         crate::validate::check_request(&value)
     } else {
-        check_tool_pairing(req.messages()).map_err(|message| Refusal { kind: "tool_pairing", message })
+        crate::validate::check_tool_pairing(req.messages()).map_err(|message| Refusal { kind: "tool_pairing", message })
     };
     if let Err(r) = checked {
         a.ex.kind = ExchangeKind::Invalid;
@@ -795,75 +783,6 @@ fn stream_response(stub: &Arc<Stub>, a: Arrival, events: Vec<SseEvent>, delay_ms
     resp
 }
 
-/// The real API's pairing rule: each assistant message's tool_use ids are answered by exactly one
-/// tool_result each in the next (user) message, and every tool_result answers a tool_use of the message
-/// before it. The error texts follow the real API's.
-pub fn check_tool_pairing(messages: &[Value]) -> Result<(), String> {
-    use crate::wire::content_blocks;
-    let ids_of = |m: &Value, ty: &str, key: &str| -> Vec<(usize, String)> {
-        content_blocks(m)
-            .iter()
-            .enumerate()
-            .filter(|(_, b)| b.get("type").and_then(Value::as_str) == Some(ty))
-            .map(|(k, b)| (k, b.get(key).and_then(Value::as_str).unwrap_or_default().to_string()))
-            .collect()
-    };
-    for (i, m) in messages.iter().enumerate() {
-        let role = m.get("role").and_then(Value::as_str).unwrap_or_default();
-        if role == "assistant" {
-            let uses = ids_of(m, "tool_use", "id");
-            // system messages (Claude Code's reminders) may stand between a tool_use and its results
-            let Some(next) = messages[i + 1..].iter().find(|m| m.get("role").and_then(Value::as_str) != Some("system"))
-            else {
-                continue;
-            };
-            if uses.is_empty() {
-                continue;
-            }
-            let results: Vec<String> = if next.get("role").and_then(Value::as_str) == Some("user") {
-                ids_of(next, "tool_result", "tool_use_id").into_iter().map(|(_, id)| id).collect()
-            } else {
-                Vec::new()
-            };
-            let missing: Vec<&str> =
-                uses.iter().map(|(_, id)| id.as_str()).filter(|id| !results.iter().any(|r| r == id)).collect();
-            if !missing.is_empty() {
-                return Err(format!(
-                    "messages.{}: `tool_use` ids were found without `tool_result` blocks immediately after: {}. Each `tool_use` block must have a corresponding `tool_result` block in the next message.",
-                    i + 1,
-                    missing.join(", ")
-                ));
-            }
-        } else {
-            let results = ids_of(m, "tool_result", "tool_use_id");
-            if results.is_empty() {
-                continue;
-            }
-            let prev_msg = messages[..i].iter().rev().find(|m| m.get("role").and_then(Value::as_str) != Some("system"));
-            let prev: Vec<String> = match prev_msg {
-                Some(p) if p.get("role").and_then(Value::as_str) == Some("assistant") => {
-                    ids_of(p, "tool_use", "id").into_iter().map(|(_, id)| id).collect()
-                }
-                _ => Vec::new(),
-            };
-            let mut seen = std::collections::BTreeSet::new();
-            for (k, id) in &results {
-                if !prev.contains(id) {
-                    return Err(format!(
-                        "messages.{i}.content.{k}: unexpected `tool_use_id` found in `tool_result` blocks: {id}. Each `tool_result` block must have a corresponding `tool_use` block in the previous message."
-                    ));
-                }
-                if !seen.insert(id.as_str()) {
-                    return Err(format!(
-                        "messages.{i}.content.{k}: each tool_use must have a single result. Found multiple `tool_result` blocks with id: {id}"
-                    ));
-                }
-            }
-        }
-    }
-    Ok(())
-}
-
 async fn count_tokens(
     State(stub): State<Arc<Stub>>,
     method: Method,
@@ -952,15 +871,19 @@ mod tests {
     #[test]
     fn pairing_accepts_exact_answers_and_names_missing_ids() {
         let q = json!({"role": "user", "content": "go"});
-        assert!(check_tool_pairing(&[q.clone(), asst(&["a", "b"]), user(&["b", "a"])]).is_ok());
-        let e = check_tool_pairing(&[q.clone(), asst(&["a", "b"]), user(&["a"])]).err().unwrap_or_default();
+        assert!(crate::validate::check_tool_pairing(&[q.clone(), asst(&["a", "b"]), user(&["b", "a"])]).is_ok());
+        let e = crate::validate::check_tool_pairing(&[q.clone(), asst(&["a", "b"]), user(&["a"])])
+            .err()
+            .unwrap_or_default();
         assert!(
             e.starts_with("messages.2: `tool_use` ids were found without `tool_result` blocks immediately after: b."),
             "{e}"
         );
-        let e = check_tool_pairing(&[q.clone(), asst(&["a"]), user(&["a", "a"])]).err().unwrap_or_default();
+        let e = crate::validate::check_tool_pairing(&[q.clone(), asst(&["a"]), user(&["a", "a"])])
+            .err()
+            .unwrap_or_default();
         assert!(e.contains("Found multiple `tool_result` blocks with id: a"), "{e}");
-        let e = check_tool_pairing(&[q, asst(&["a"]), user(&["a", "z"])]).err().unwrap_or_default();
+        let e = crate::validate::check_tool_pairing(&[q, asst(&["a"]), user(&["a", "z"])]).err().unwrap_or_default();
         assert!(e.contains("unexpected `tool_use_id` found in `tool_result` blocks: z"), "{e}");
     }
 }

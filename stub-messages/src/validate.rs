@@ -1,4 +1,4 @@
-//! The request rules of the real Messages API beyond the pairing rule ([`crate::server::check_tool_pairing`],
+//! The request rules of the real Messages API beyond the pairing rule ([`check_tool_pairing`],
 //! always on): what the API refuses with HTTP 400 `invalid_request_error`, with the messages it gives.
 //! `[stub] strict = false` turns these rules off for probes that want a lenient stub; pairing stays on.
 //!
@@ -198,7 +198,7 @@ pub fn check_request(body: &Value) -> Result<(), Refusal> {
     }
     let messages = obj.get("messages").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
     check_messages(messages)?;
-    crate::server::check_tool_pairing(messages).or_else(|message| refuse("tool_pairing", message))?;
+    check_tool_pairing(messages).or_else(|message| refuse("tool_pairing", message))?;
     check_tool_results_first(messages)?;
     let n = count_cache_control(body);
     if n > MAX_CACHE_CONTROL_BLOCKS {
@@ -440,6 +440,75 @@ pub fn count_cache_control(body: &Value) -> usize {
         }
     }
     walk(body)
+}
+
+/// The real API's pairing rule: each assistant message's tool_use ids are answered by exactly one
+/// tool_result each in the next (user) message, and every tool_result answers a tool_use of the message
+/// before it. The error texts follow the real API's.
+pub fn check_tool_pairing(messages: &[Value]) -> Result<(), String> {
+    use crate::wire::content_blocks;
+    let ids_of = |m: &Value, ty: &str, key: &str| -> Vec<(usize, String)> {
+        content_blocks(m)
+            .iter()
+            .enumerate()
+            .filter(|(_, b)| b.get("type").and_then(Value::as_str) == Some(ty))
+            .map(|(k, b)| (k, b.get(key).and_then(Value::as_str).unwrap_or_default().to_string()))
+            .collect()
+    };
+    for (i, m) in messages.iter().enumerate() {
+        let role = m.get("role").and_then(Value::as_str).unwrap_or_default();
+        if role == "assistant" {
+            let uses = ids_of(m, "tool_use", "id");
+            // system messages (Claude Code's reminders) may stand between a tool_use and its results
+            let Some(next) = messages[i + 1..].iter().find(|m| m.get("role").and_then(Value::as_str) != Some("system"))
+            else {
+                continue;
+            };
+            if uses.is_empty() {
+                continue;
+            }
+            let results: Vec<String> = if next.get("role").and_then(Value::as_str) == Some("user") {
+                ids_of(next, "tool_result", "tool_use_id").into_iter().map(|(_, id)| id).collect()
+            } else {
+                Vec::new()
+            };
+            let missing: Vec<&str> =
+                uses.iter().map(|(_, id)| id.as_str()).filter(|id| !results.iter().any(|r| r == id)).collect();
+            if !missing.is_empty() {
+                return Err(format!(
+                    "messages.{}: `tool_use` ids were found without `tool_result` blocks immediately after: {}. Each `tool_use` block must have a corresponding `tool_result` block in the next message.",
+                    i + 1,
+                    missing.join(", ")
+                ));
+            }
+        } else {
+            let results = ids_of(m, "tool_result", "tool_use_id");
+            if results.is_empty() {
+                continue;
+            }
+            let prev_msg = messages[..i].iter().rev().find(|m| m.get("role").and_then(Value::as_str) != Some("system"));
+            let prev: Vec<String> = match prev_msg {
+                Some(p) if p.get("role").and_then(Value::as_str) == Some("assistant") => {
+                    ids_of(p, "tool_use", "id").into_iter().map(|(_, id)| id).collect()
+                }
+                _ => Vec::new(),
+            };
+            let mut seen = std::collections::BTreeSet::new();
+            for (k, id) in &results {
+                if !prev.contains(id) {
+                    return Err(format!(
+                        "messages.{i}.content.{k}: unexpected `tool_use_id` found in `tool_result` blocks: {id}. Each `tool_result` block must have a corresponding `tool_use` block in the previous message."
+                    ));
+                }
+                if !seen.insert(id.as_str()) {
+                    return Err(format!(
+                        "messages.{i}.content.{k}: each tool_use must have a single result. Found multiple `tool_result` blocks with id: {id}"
+                    ));
+                }
+            }
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -89,7 +89,12 @@ pub async fn run_cell(probe: &Probe, version: &str, layout: &Layout, goldens: Go
                     }
                 }
                 Err(e) => {
-                    return Observation::error(probe, "claude-code", Some(version), &format!("cannot install: {e}"))
+                    return Observation::error(
+                        probe,
+                        "claude-code",
+                        Some(version),
+                        &format!("cannot install claude-code@{version}: {e}"),
+                    )
                 }
             }
         }
@@ -164,7 +169,12 @@ pub async fn matrix(
         // the install first, once: its failure is every cell's
         if let Err(e) = crate::subject::claude_code::install(version) {
             for p in todo {
-                let obs = Observation::error(p, "claude-code", Some(version), &format!("cannot install: {e}"));
+                let obs = Observation::error(
+                    p,
+                    "claude-code",
+                    Some(version),
+                    &format!("cannot install claude-code@{version}: {e}"),
+                );
                 write_cell(&opts.out, &obs)?;
                 done(&CellDone { observation: obs.clone(), resumed: false });
                 out.push(obs);

@@ -46,7 +46,11 @@
 //! contains = "     1\tone"
 //! ```
 
+pub mod files;
 pub mod sandbox;
+pub mod web;
+
+pub use files::FileSpec;
 
 use probelab_runtime::config::ClockSpec;
 use probelab_runtime::config::HostScript;
@@ -149,8 +153,7 @@ pub struct Check {
     pub about: Option<String>,
     /// The Claude Code versions the check holds for, a semver range (`">=2.1.235, <2.1.296"`): on other
     /// versions it is skipped, so one probe records that a behaviour changed at a version. The built-in
-    /// subject is checked as the reference version it imitates
-    /// ([`crate::subject::claude_code::REFERENCE_VERSION`]).
+    /// subject is checked as the reference version it imitates (the lab's `REFERENCE_VERSION`).
     #[serde(default)]
     pub versions: Option<String>,
     /// result: is_error.
@@ -234,26 +237,6 @@ pub struct FsFault {
     /// For `symlink`.
     #[serde(default)]
     pub target: Option<String>,
-}
-
-/// An inline fixture file.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-#[serde(untagged)]
-pub enum FileSpec {
-    /// Literal text.
-    Text(String),
-    /// `repeat` cycled until `bytes` bytes.
-    Generated {
-        /// The pattern.
-        repeat: String,
-        /// Exact size.
-        bytes: u64,
-    },
-    /// Binary content.
-    Base64 {
-        /// Standard base64.
-        base64: String,
-    },
 }
 
 /// `[fixture]`.
@@ -342,7 +325,7 @@ struct ProbeFile {
     #[serde(default, rename = "plugin")]
     plugins: Vec<Spanned<probelab_runtime::config::PluginSpec>>,
     #[serde(default)]
-    web: crate::services::web::WebSpec,
+    web: web::WebSpec,
     // Parsed here so that errors in them carry this file's place; the stub's Script reads them again.
     #[allow(dead_code)]
     #[serde(default, rename = "turn")]
@@ -411,8 +394,8 @@ pub struct Probe {
     /// (LSP-1..5): loaded by the built-in runtime, given to Claude Code as `--plugin-dir`s.
     pub plugins: Vec<probelab_runtime::config::PluginSpec>,
     /// The probe's web (`[web] pages."host/path" = { status, body, content_type, location, headers }`,
-    /// WEB-1): served by [`crate::services::web`]; `{web}` in turns is its base URL.
-    pub web: crate::services::web::WebSpec,
+    /// WEB-1): served by the lab's web service; `{web}` in turns is its base URL.
+    pub web: web::WebSpec,
     /// The stub script (turns, conversations, stub settings) with placeholders unresolved.
     pub script: stub_messages::Script,
     /// Exec commands (an exec probe has these instead of turns).
@@ -439,12 +422,11 @@ impl Probe {
         self.diverges.iter().filter(|d| d.subject == kind).collect()
     }
 
-    /// Whether check `index` applies to a subject (`claude-code@2.1.300`; the built-in subject counts as the
-    /// reference version): `Err(range)` when it is scoped to versions that do not include the subject's.
-    pub fn check_applies(&self, index: usize, subject: &str) -> Result<(), String> {
+    /// Whether check `index` applies to a subject of `version` (the caller gives the built-in subject's as
+    /// the reference version it imitates): `Err(range)` when it is scoped to versions that do not include
+    /// it.
+    pub fn check_applies(&self, index: usize, version: &str) -> Result<(), String> {
         let Some(range) = &self.checks[index].0.versions else { return Ok(()) };
-        let version =
-            crate::subject::claude_code::version_of(subject).unwrap_or(crate::subject::claude_code::REFERENCE_VERSION);
         let req = semver::VersionReq::parse(range).map_err(|_| range.clone())?;
         match semver::Version::parse(version) {
             Ok(v) if req.matches(&v) => Ok(()),

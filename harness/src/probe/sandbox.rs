@@ -7,8 +7,7 @@
 //! Every placeholder of a run is resolved here, in one place — the runtime and the subjects get
 //! resolved values.
 
-use super::{FileSpec, FsFault, Probe};
-use base64::Engine;
+use super::{FsFault, Probe};
 use probelab_runtime::config::PluginSpec;
 use probelab_runtime::config::ServerSpec;
 use serde_json::Value;
@@ -202,21 +201,7 @@ impl Sandbox {
     }
 }
 
-/// The bytes of an inline file.
-pub fn file_bytes(spec: &FileSpec) -> Result<Vec<u8>, String> {
-    Ok(match spec {
-        FileSpec::Text(t) => t.as_bytes().to_vec(),
-        FileSpec::Generated { repeat, bytes } => {
-            if repeat.is_empty() {
-                return Err("generated file: repeat is empty".into());
-            }
-            repeat.as_bytes().iter().copied().cycle().take(*bytes as usize).collect()
-        }
-        FileSpec::Base64 { base64 } => {
-            base64::engine::general_purpose::STANDARD.decode(base64.trim()).map_err(|e| format!("base64 file: {e}"))?
-        }
-    })
-}
+pub use super::files::file_bytes;
 
 /// The modification time of the fixture's first file (2026-01-01T00:00:00Z); the n-th file in path order
 /// gets [`FIXTURE_MTIME_STEP`] more per file before it.

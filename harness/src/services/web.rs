@@ -29,14 +29,11 @@
 //! this server also for `https://` URLs (the server stands in for the internet, TLS is not modelled).
 
 use crate::probe::sandbox::file_bytes;
-use crate::probe::FileSpec;
 use axum::body::Body;
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::Router;
-use serde::Deserialize;
-use std::collections::BTreeMap;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -46,61 +43,7 @@ pub const SERVICE_DIR: &str = "web-service";
 /// The log file's name in [`SERVICE_DIR`].
 pub const LOG_FILE: &str = "log.txt";
 
-/// The probe's `[web]` table.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct WebSpec {
-    /// Pages by `host/path` (or `/path` for any host).
-    #[serde(default)]
-    pub pages: BTreeMap<String, Page>,
-}
-
-/// One page of the `[web]` table.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Page {
-    /// HTTP status (default 200, or 302 with `location`).
-    #[serde(default)]
-    pub status: Option<u16>,
-    /// The body (text, `{ repeat, bytes }` or `{ base64 }`, like fixture files).
-    #[serde(default)]
-    pub body: Option<FileSpec>,
-    /// `Content-Type` (default `text/html; charset=utf-8` when there is a body).
-    #[serde(default)]
-    pub content_type: Option<String>,
-    /// `Location` (a redirect).
-    #[serde(default)]
-    pub location: Option<String>,
-    /// More response headers.
-    #[serde(default)]
-    pub headers: BTreeMap<String, String>,
-    /// Delay before the answer, in milliseconds.
-    #[serde(default)]
-    pub delay_ms: u64,
-}
-
-impl WebSpec {
-    /// Checks what the server would only find at run time: statuses, header names and values, bodies.
-    pub fn validate(&self) -> Result<(), String> {
-        for (key, p) in &self.pages {
-            if !key.contains('/') {
-                return Err(format!("[web] page {key:?}: a key is `host/path` or `/path`"));
-            }
-            if let Some(s) = p.status {
-                StatusCode::from_u16(s).map_err(|_| format!("[web] page {key:?}: status {s} is not an HTTP status"))?;
-            }
-            for (k, v) in &p.headers {
-                HeaderName::from_bytes(k.as_bytes())
-                    .map_err(|_| format!("[web] page {key:?}: bad header name {k:?}"))?;
-                HeaderValue::from_str(v).map_err(|_| format!("[web] page {key:?}: bad value of header {k:?}"))?;
-            }
-            if let Some(b) = &p.body {
-                file_bytes(b).map_err(|e| format!("[web] page {key:?}: {e}"))?;
-            }
-        }
-        Ok(())
-    }
-}
+pub use crate::probe::web::{Page, WebSpec};
 
 /// The file that holds the service's base URL (for the transcript's `web-service` normalisation step:
 /// the port differs per run).

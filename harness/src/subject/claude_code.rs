@@ -25,10 +25,8 @@ use std::path::PathBuf;
 /// The version the lab's goldens and CI follow (the one measured in the reference notes).
 pub const REFERENCE_VERSION: &str = "2.1.235";
 
-/// The npm package.
-pub const PACKAGE: &str = "@anthropic-ai/claude-code";
-/// The platform package that holds the native binary on this machine.
-pub const PLATFORM_PACKAGE: &str = "@anthropic-ai/claude-code-linux-x64";
+pub use crate::versions::{cache_root, PACKAGE, PLATFORM_PACKAGE};
+
 /// The fake key the binary sends (the record redacts it anyway).
 pub const FAKE_API_KEY: &str = "sk-ant-probelab-fake-key";
 
@@ -58,15 +56,6 @@ pub fn version_of(subject: &str) -> Option<&str> {
     subject
         .strip_prefix("claude-code@")
         .filter(|v| !v.is_empty() && v.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-')))
-}
-
-/// The cache root: `$PROBELAB_CACHE`, else `$XDG_CACHE_HOME/probelab`, else `~/.cache/probelab`.
-pub fn cache_root() -> PathBuf {
-    std::env::var_os("PROBELAB_CACHE")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("XDG_CACHE_HOME").map(|x| PathBuf::from(x).join("probelab")))
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/probelab")))
-        .unwrap_or_else(|| PathBuf::from(".cache/probelab"))
 }
 
 /// Installs (or finds in the cache) a version, through the install cache ([`crate::versions::Cache`]

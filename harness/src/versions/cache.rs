@@ -30,9 +30,10 @@
 //!   error before anything is downloaded. Only the Claude Code installs count, not the rest of the cache.
 
 use super::catalogue::{Catalogue, Refresh, FIRST_LINUX_X64};
+use super::error::VersionError;
 use super::npm::{run_captured, says_no_such_version, Npm, INSTALL_DEADLINE};
-use super::{files, size, VersionError};
-use crate::subject::claude_code::{PACKAGE, PLATFORM_PACKAGE};
+use super::package::{PACKAGE, PLATFORM_PACKAGE};
+use super::{files, size};
 use semver::Version;
 use std::ffi::OsStr;
 use std::fs::{File, TryLockError};
@@ -158,7 +159,7 @@ impl Cache {
             ),
             _ => None,
         };
-        Ok(Cache::new(crate::subject::claude_code::cache_root(), Npm::from_env()).with_cap(cap))
+        Ok(Cache::new(super::package::cache_root(), Npm::from_env()).with_cap(cap))
     }
 
     /// With a size cap in bytes (None: none).

@@ -12,9 +12,10 @@
 //! request, `--refresh`) npm is asked again. When npm cannot be asked, a cached list is used whatever its
 //! age, and [`Freshness::Offline`] says so; with no cached list that is [`VersionError::NoCatalogue`].
 
+use super::error::VersionError;
+use super::files;
 use super::npm::{Npm, VIEW_DEADLINE};
-use super::{files, VersionError};
-use crate::subject::claude_code::{PACKAGE, PLATFORM_PACKAGE};
+use super::package::{PACKAGE, PLATFORM_PACKAGE};
 use semver::Version;
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};

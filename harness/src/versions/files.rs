@@ -1,6 +1,6 @@
 //! Small file helpers of the cache: atomic writes, directory sizes, streaming SHA-256.
 
-use super::VersionError;
+use super::error::VersionError;
 use sha2::{Digest, Sha256};
 use std::io::{Read, Write};
 use std::path::Path;

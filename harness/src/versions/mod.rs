@@ -69,6 +69,8 @@
 //! ```
 
 mod cache;
+mod package;
+pub use package::{cache_root, PACKAGE, PLATFORM_PACKAGE};
 mod catalogue;
 pub mod cli;
 mod error;

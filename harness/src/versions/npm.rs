@@ -1,6 +1,6 @@
 //! The npm command: `npm` on PATH, or `$PROBELAB_NPM` (tests point it at a fake that lays out a package).
 
-use super::VersionError;
+use super::error::VersionError;
 use std::ffi::{OsStr, OsString};
 use std::io::Read;
 use std::path::Path;

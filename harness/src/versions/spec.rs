@@ -24,7 +24,8 @@
 //! names one is an error ([`VersionError::NoLinuxX64`]); a range or `every` skips them and says so in
 //! [`Selection::skipped`]; a range that leaves nothing is [`VersionError::EmptyRange`].
 
-use super::{Catalogue, Published, VersionError};
+use super::catalogue::{Catalogue, Published};
+use super::error::VersionError;
 use semver::{Version, VersionReq};
 use std::fmt;
 use std::str::FromStr;

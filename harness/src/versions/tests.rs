@@ -127,10 +127,7 @@ chmod +x "$p/claude"
             .iter()
             .map(|(v, x)| {
                 let mut d = serde_json::Map::new();
-                d.insert(
-                    if *x { crate::subject::claude_code::PLATFORM_PACKAGE } else { "@img/sharp-linux-x64" }.into(),
-                    (*v).into(),
-                );
+                d.insert(if *x { super::PLATFORM_PACKAGE } else { "@img/sharp-linux-x64" }.into(), (*v).into());
                 serde_json::json!({"version": v, "optionalDependencies": d})
             })
             .collect();

@@ -10,3 +10,4 @@ mod cli;
 mod html_report;
 mod lsp_real;
 mod mcp;
+mod observatory;

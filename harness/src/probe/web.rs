@@ -1,0 +1,63 @@
+//! The probe's `[web]` table (WEB-1, WEB-2): pages the lab's local web service serves
+//! ([`crate::services::web`]), by `host/path` or `/path`.
+
+use super::files::{file_bytes, FileSpec};
+use axum::http::{HeaderName, HeaderValue, StatusCode};
+use serde::Deserialize;
+use std::collections::BTreeMap;
+
+/// The probe's `[web]` table.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WebSpec {
+    /// Pages by `host/path` (or `/path` for any host).
+    #[serde(default)]
+    pub pages: BTreeMap<String, Page>,
+}
+
+/// One page of the `[web]` table.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Page {
+    /// HTTP status (default 200, or 302 with `location`).
+    #[serde(default)]
+    pub status: Option<u16>,
+    /// The body (text, `{ repeat, bytes }` or `{ base64 }`, like fixture files).
+    #[serde(default)]
+    pub body: Option<FileSpec>,
+    /// `Content-Type` (default `text/html; charset=utf-8` when there is a body).
+    #[serde(default)]
+    pub content_type: Option<String>,
+    /// `Location` (a redirect).
+    #[serde(default)]
+    pub location: Option<String>,
+    /// More response headers.
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
+    /// Delay before the answer, in milliseconds.
+    #[serde(default)]
+    pub delay_ms: u64,
+}
+
+impl WebSpec {
+    /// Checks what the server would only find at run time: statuses, header names and values, bodies.
+    pub fn validate(&self) -> Result<(), String> {
+        for (key, p) in &self.pages {
+            if !key.contains('/') {
+                return Err(format!("[web] page {key:?}: a key is `host/path` or `/path`"));
+            }
+            if let Some(s) = p.status {
+                StatusCode::from_u16(s).map_err(|_| format!("[web] page {key:?}: status {s} is not an HTTP status"))?;
+            }
+            for (k, v) in &p.headers {
+                HeaderName::from_bytes(k.as_bytes())
+                    .map_err(|_| format!("[web] page {key:?}: bad header name {k:?}"))?;
+                HeaderValue::from_str(v).map_err(|_| format!("[web] page {key:?}: bad value of header {k:?}"))?;
+            }
+            if let Some(b) = &p.body {
+                file_bytes(b).map_err(|e| format!("[web] page {key:?}: {e}"))?;
+            }
+        }
+        Ok(())
+    }
+}
