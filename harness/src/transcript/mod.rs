@@ -19,7 +19,7 @@ use stub_messages::{Exchange, ExchangeKind};
 /// The record of a run, with the script that produced it.
 #[derive(Debug, Clone, Copy)]
 pub struct View<'a> {
-    /// Exchanges in arrival order.
+    /// Exchanges in the order the stub answered them (arrival order, except where turns waited).
     pub exchanges: &'a [Exchange],
     /// The script (placeholders resolved).
     pub script: &'a Script,
@@ -336,6 +336,9 @@ pub fn render(h: &Header<'_>, view: &View<'_>, verdicts: &[String], blobs: &mut 
                     render_message(&in_call_order(m, &calls), &mut out, blobs, norm);
                 }
                 out.push(format!("## response {turn}"));
+                if let Some(w) = &e.waited {
+                    out.push(format!("waited for: {w}"));
+                }
                 if let Some(resp) = &e.response {
                     for b in resp.get("content").and_then(Value::as_array).into_iter().flatten() {
                         render_block(b, &mut out, blobs, norm);
