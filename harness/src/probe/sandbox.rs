@@ -3,7 +3,8 @@
 //! script's tool inputs and in checks are resolved against it, and so are the names a run adds to
 //! [`Sandbox::placeholders`] (`{artifact}`: the artifact service's public origin, when the probe turns
 //! the Artifact tool on; `{web}`: the web service's URL; `{probelab}`: this binary, see
-//! [`probelab_binary`]); `[[fixture.fault]]` changes are applied before the run or before a given turn.
+//! [`probelab_binary`]); `[[fixture.fault]]` changes are applied before the run or before a given turn; fixture files written
+//! one after the other are dated one after the other (10 ms apart, from a minute ago).
 //! Every placeholder of a run is resolved here, in one place — the runtime and the subjects get
 //! resolved values.
 
@@ -37,6 +38,12 @@ pub fn probelab_binary() -> PathBuf {
         .find(|p| p.is_file())
         .unwrap_or_else(|| PathBuf::from("probelab"))
 }
+
+/// How long before the run the first fixture file is dated (see [`Sandbox::create`]): files the subject
+/// writes during the run are newer than every fixture file.
+pub const FIXTURE_MTIME_AGE: std::time::Duration = std::time::Duration::from_secs(60);
+/// The mtime step between two fixture files written one after the other.
+pub const FIXTURE_MTIME_STEP: std::time::Duration = std::time::Duration::from_millis(10);
 
 /// A materialised sandbox.
 #[derive(Debug)]
@@ -74,15 +81,33 @@ impl Sandbox {
             }
             copy_tree(&src, &sb.cwd).map_err(|e| format!("copying {}: {e}", src.display()))?;
         }
+        // Files written one after the other get mtimes one after the other, whatever the clock's grain or
+        // the machine's load: [`FIXTURE_MTIME_STEP`] apart from [`FIXTURE_MTIME_AGE`] ago, in the order
+        // they are written (inline files in name order, then the faults before the run), so probes of
+        // newest-first / oldest-first orders never see two fixture files tie.
+        let base = std::time::SystemTime::now() - FIXTURE_MTIME_AGE;
+        let mut written = 0u32;
+        let mut stamp = |path: &Path| {
+            written += 1;
+            let at = base + FIXTURE_MTIME_STEP * written;
+            match std::fs::File::options().write(true).open(path).and_then(|f| f.set_modified(at)) {
+                Ok(()) => Ok(()),
+                Err(e) => Err(format!("{}: cannot set its mtime: {e}", path.display())),
+            }
+        };
         for (rel, spec) in &probe.fixture.files {
             let path = sb.inside(rel)?;
             if let Some(parent) = path.parent() {
                 std::fs::create_dir_all(parent).map_err(|e| e.to_string())?;
             }
             std::fs::write(&path, file_bytes(spec)?).map_err(|e| format!("{}: {e}", path.display()))?;
+            stamp(&path)?;
         }
         for f in probe.fixture.fault.iter().filter(|f| f.at_turn.is_none()) {
             sb.apply(f)?;
+            if f.kind == "write" {
+                stamp(&sb.inside(&f.path)?)?;
+            }
         }
         Ok(sb)
     }
