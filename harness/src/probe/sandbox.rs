@@ -3,8 +3,9 @@
 //! script's tool inputs and in checks are resolved against it, and so are the names a run adds to
 //! [`Sandbox::placeholders`] (`{artifact}`: the artifact service's public origin, when the probe turns
 //! the Artifact tool on; `{web}`: the web service's URL; `{probelab}`: this binary, see
-//! [`probelab_binary`]); `[[fixture.fault]]` changes are applied before the run or before a given turn; fixture files written
-//! one after the other are dated one after the other (10 ms apart, from a minute ago).
+//! [`probelab_binary`]); `[[fixture.fault]]` changes are applied before the run or before a given turn.
+//! Fixture files written one after the other are dated one after the other (10 ms apart, from a minute
+//! ago).
 //! Every placeholder of a run is resolved here, in one place — the runtime and the subjects get
 //! resolved values.
 
