@@ -212,6 +212,11 @@ fn run(paths: Vec<PathBuf>, subject: &str, bless: bool, json: bool, keep: bool, 
                     .map(|v| serde_json::json!({"name": v.name, "pass": v.pass, "detail": v.detail}))
                     .collect();
                 v["kept"] = serde_json::json!(report.kept);
+                if let Some(t) = &report.timing {
+                    let ms = |d: std::time::Duration| (d.as_secs_f64() * 10_000.0).round() / 10.0;
+                    v["timing_ms"] =
+                        serde_json::json!({"run": ms(t.run), "subject": ms(t.subject), "stub": ms(t.stub)});
+                }
                 v["diverges"] = serde_json::json!(report.diverges);
             } else {
                 v["error"] = serde_json::json!(o.detail);

@@ -107,6 +107,19 @@ fn blob(blobs: &mut Blobs, norm: Norm<'_>, v: &Value) -> String {
     short
 }
 
+/// [`blob`] for the parts every request repeats (each tool's definition, the system prompt): the same
+/// text is normalised and hashed once per transcript, not once per request (the normaliser's steps
+/// over 25 tool definitions × every request were most of a probe's rendering time).
+fn blob_once(blobs: &mut Blobs, norm: Norm<'_>, seen: &mut BTreeMap<String, String>, v: &Value) -> String {
+    let raw = serde_json::to_string(v).unwrap_or_default();
+    if let Some(short) = seen.get(&raw) {
+        return short.clone();
+    }
+    let short = blob(blobs, norm, v);
+    seen.insert(raw, short.clone());
+    short
+}
+
 fn quote(s: &str) -> String {
     serde_json::to_string(s).unwrap_or_default()
 }
@@ -274,6 +287,7 @@ pub fn render(h: &Header<'_>, view: &View<'_>, verdicts: &[String], blobs: &mut 
     let mut last_tools: BTreeMap<String, String> = BTreeMap::new();
     let mut last_system: BTreeMap<String, String> = BTreeMap::new();
     let mut side: Vec<String> = Vec::new();
+    let mut seen_blobs: BTreeMap<String, String> = BTreeMap::new();
     for e in view.exchanges {
         match e.kind {
             ExchangeKind::Turn if e.fault.is_none() && e.status == 200 => {
@@ -285,7 +299,8 @@ pub fn render(h: &Header<'_>, view: &View<'_>, verdicts: &[String], blobs: &mut 
                 } else {
                     format!("## request {turn} (conversation {conv})")
                 });
-                let req = e.request.clone().unwrap_or_default();
+                let null = Value::Null;
+                let req = e.request.as_ref().unwrap_or(&null);
                 let tools: Vec<String> = req
                     .get("tools")
                     .and_then(Value::as_array)
@@ -295,7 +310,7 @@ pub fn render(h: &Header<'_>, view: &View<'_>, verdicts: &[String], blobs: &mut 
                                 let name = t.get("name").and_then(Value::as_str).unwrap_or("?").to_string();
                                 let defer =
                                     if t.get("defer_loading") == Some(&Value::Bool(true)) { " (deferred)" } else { "" };
-                                format!("{name}@{}{defer}", blob(blobs, norm, t))
+                                format!("{name}@{}{defer}", blob_once(blobs, norm, &mut seen_blobs, t))
                             })
                             .collect()
                     })
@@ -306,7 +321,7 @@ pub fn render(h: &Header<'_>, view: &View<'_>, verdicts: &[String], blobs: &mut 
                     last_tools.insert(conv.clone(), tools_line);
                 }
                 if let Some(sys) = req.get("system") {
-                    let h = blob(blobs, norm, sys);
+                    let h = blob_once(blobs, norm, &mut seen_blobs, sys);
                     if last_system.get(&conv) != Some(&h) {
                         out.push(format!("system: {h}"));
                         last_system.insert(conv.clone(), h);
