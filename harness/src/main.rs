@@ -167,7 +167,8 @@ fn run(paths: Vec<PathBuf>, subject: &str, bless: bool, json: bool, keep: bool, 
         golden: root.join("golden"),
         engine: std::env::current_exe().unwrap_or_else(|_| PathBuf::from("probelab")),
     };
-    let opts = harness::suite::Options { subject: subject.to_string(), jobs, bless, keep };
+    let durations = Some(root.join("target").join("probelab").join(subject).join("durations.json"));
+    let opts = harness::suite::Options { subject: subject.to_string(), jobs, bless, keep, durations };
     let total = probes.len();
     let (mut passed, mut failed, mut skipped) = (0usize, 0usize, 0usize);
     let began = std::time::Instant::now();

@@ -14,6 +14,11 @@
 //!   to run twice at once into one cache dir), then every probe finds it in the cache.
 //! - What a probe needs from the host (`requires`, [`crate::probe::host`]) is looked up once per run;
 //!   a probe whose part is missing is skipped with the reason and how to get the part.
+//! - Longest first: with [`Options::durations`] set (the CLI keeps `target/probelab/<subject>/durations.json`),
+//!   probes start in the order of their last run's durations, longest first, so the few that wait on a
+//!   timeout overlap the many short ones instead of trailing after them; the file is rewritten after
+//!   the run. Without it (or for probes it does not know) probes start in probe order. The order of the
+//!   output never changes.
 
 use crate::lab::{golden_step, run_probe, GoldenOutcome, Layout, Report};
 use crate::probe::Probe;
@@ -87,6 +92,8 @@ pub struct Options {
     pub bless: bool,
     /// Keep each sandbox.
     pub keep: bool,
+    /// Where the last run's per-probe durations are kept (read to start the longest first, rewritten).
+    pub durations: Option<std::path::PathBuf>,
 }
 
 /// The machine's cores (at least 1): the default of `-j`.
@@ -157,7 +164,15 @@ pub async fn run_suite(probes: Vec<Probe>, layout: &Layout, opts: &Options, mut 
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Outcome>();
     let probes: Vec<Arc<Probe>> = probes.into_iter().map(Arc::new).collect();
     let n = probes.len();
-    for (index, probe) in probes.iter().cloned().enumerate() {
+    let mut last = opts.durations.as_deref().map(load_durations).unwrap_or_default();
+    let mut order: Vec<usize> = (0..n).collect();
+    // stable: probes the file does not know keep their place after the known ones' longest-first order
+    order.sort_by(|&a, &b| {
+        let d = |i: usize| last.get(&probes[i].id).copied().unwrap_or(0.0);
+        d(b).total_cmp(&d(a))
+    });
+    for index in order {
+        let probe = probes[index].clone();
         let (permits, tx, layout, opts) = (permits.clone(), tx.clone(), layout.clone(), opts.clone());
         tokio::spawn(async move {
             let outcome = match permits.acquire_owned().await {
@@ -179,6 +194,9 @@ pub async fn run_suite(probes: Vec<Probe>, layout: &Layout, opts: &Options, mut 
     let mut next = 0;
     while let Some(o) = rx.recv().await {
         let i = o.index;
+        if !matches!(o.status, Status::Skipped(_)) {
+            last.insert(o.probe.id.clone(), o.duration.as_secs_f64() * 1000.0);
+        }
         done[i] = Some(o);
         while next < n {
             match done[next].take() {
@@ -189,6 +207,9 @@ pub async fn run_suite(probes: Vec<Probe>, layout: &Layout, opts: &Options, mut 
                 None => break,
             }
         }
+    }
+    if let Some(path) = &opts.durations {
+        save_durations(path, &last);
     }
     // a probe whose task panicked sent nothing: it is an error, in its place, never left out
     for (index, slot) in done.into_iter().enumerate().skip(next) {
@@ -201,5 +222,22 @@ pub async fn run_suite(probes: Vec<Probe>, layout: &Layout, opts: &Options, mut 
             duration: Duration::ZERO,
         });
         each(o);
+    }
+}
+
+/// The per-probe durations of the last run (probe id → ms); empty when the file is missing or unreadable.
+pub fn load_durations(path: &std::path::Path) -> std::collections::BTreeMap<String, f64> {
+    std::fs::read(path).ok().and_then(|b| serde_json::from_slice(&b).ok()).unwrap_or_default()
+}
+
+fn save_durations(path: &std::path::Path, d: &std::collections::BTreeMap<String, f64>) {
+    let rounded: std::collections::BTreeMap<&str, f64> =
+        d.iter().map(|(k, v)| (k.as_str(), (v * 10.0).round() / 10.0)).collect();
+    let written = path
+        .parent()
+        .map_or(Ok(()), std::fs::create_dir_all)
+        .and_then(|_| std::fs::write(path, serde_json::to_vec_pretty(&rounded).unwrap_or_default()));
+    if let Err(e) = written {
+        eprintln!("probelab: cannot write {}: {e}", path.display());
     }
 }
