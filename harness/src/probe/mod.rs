@@ -15,6 +15,7 @@
 //! dir = "read"                               # copied from fixtures/read into the cwd (optional)
 //! files."f.txt" = "one\ntwo\n"               # inline files
 //! files."big.txt" = { repeat = "x", bytes = 262145 }   # generated: `repeat` cycled to `bytes` bytes
+//! ordered_mtimes = true                      # files dated in the order written (newest-first probes)
 //! [[fixture.fault]]                          # a change to the sandbox, before the run or a turn
 //! at_turn = 2                                # before main turn 2 is served (omit: before the run)
 //! kind = "write"                             # write | delete | mkdir | chmod | symlink
@@ -265,6 +266,11 @@ pub struct Fixture {
     /// Sandbox changes.
     #[serde(default)]
     pub fault: Vec<FsFault>,
+    /// Date the files in the order they are written (inline files in name order, then the faults before
+    /// the run), 10 ms apart from a minute ago, instead of by the clock: for probes of newest-first /
+    /// oldest-first orders, whose files written microseconds apart would otherwise often tie.
+    #[serde(default)]
+    pub ordered_mtimes: bool,
 }
 
 /// `[subject.builtin]`.

@@ -4,8 +4,8 @@
 //! [`Sandbox::placeholders`] (`{artifact}`: the artifact service's public origin, when the probe turns
 //! the Artifact tool on; `{web}`: the web service's URL; `{probelab}`: this binary, see
 //! [`probelab_binary`]); `[[fixture.fault]]` changes are applied before the run or before a given turn.
-//! Fixture files written one after the other are dated one after the other (10 ms apart, from a minute
-//! ago).
+//! With `[fixture] ordered_mtimes` the files are dated in the order they are written (10 ms apart, from
+//! a minute ago) rather than by the clock, whose grain often gives files written together one mtime.
 //! Every placeholder of a run is resolved here, in one place — the runtime and the subjects get
 //! resolved values.
 
@@ -40,8 +40,8 @@ pub fn probelab_binary() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from("probelab"))
 }
 
-/// How long before the run the first fixture file is dated (see [`Sandbox::create`]): files the subject
-/// writes during the run are newer than every fixture file.
+/// How long before the run the first fixture file is dated with `ordered_mtimes` ([`Sandbox::create`]):
+/// files the subject writes during the run are newer than every fixture file.
 pub const FIXTURE_MTIME_AGE: std::time::Duration = std::time::Duration::from_secs(60);
 /// The mtime step between two fixture files written one after the other.
 pub const FIXTURE_MTIME_STEP: std::time::Duration = std::time::Duration::from_millis(10);
@@ -82,13 +82,17 @@ impl Sandbox {
             }
             copy_tree(&src, &sb.cwd).map_err(|e| format!("copying {}: {e}", src.display()))?;
         }
-        // Files written one after the other get mtimes one after the other, whatever the clock's grain or
-        // the machine's load: [`FIXTURE_MTIME_STEP`] apart from [`FIXTURE_MTIME_AGE`] ago, in the order
-        // they are written (inline files in name order, then the faults before the run), so probes of
-        // newest-first / oldest-first orders never see two fixture files tie.
+        // `ordered_mtimes`: files written one after the other get mtimes one after the other, whatever the
+        // clock's grain or the machine's load: [`FIXTURE_MTIME_STEP`] apart from [`FIXTURE_MTIME_AGE`] ago,
+        // in the order they are written (inline files in name order, then the faults before the run), so
+        // probes of newest-first / oldest-first orders never see two fixture files tie.
         let base = std::time::SystemTime::now() - FIXTURE_MTIME_AGE;
         let mut written = 0u32;
+        let ordered = probe.fixture.ordered_mtimes;
         let mut stamp = |path: &Path| {
+            if !ordered {
+                return Ok(());
+            }
             written += 1;
             let at = base + FIXTURE_MTIME_STEP * written;
             match std::fs::File::options().write(true).open(path).and_then(|f| f.set_modified(at)) {
