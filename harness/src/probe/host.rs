@@ -29,11 +29,16 @@ pub const PARTS: &[Part] = &[
     Part { name: "bwrap", what: "bubblewrap", how: "scripts/setup installs it" },
     Part { name: "socat", what: "socat", how: "scripts/setup installs it" },
     Part { name: "curl", what: "curl", how: "scripts/setup installs it" },
-    Part { name: "ps", what: "ps (procps)", how: "scripts/setup installs it" },
+    Part { name: "ps", what: "ps", how: "scripts/setup installs procps" },
     Part { name: "git", what: "git", how: "apt-get install git" },
     Part { name: "npm", what: "npm (Node.js)", how: "apt-get install npm" },
     Part { name: "chromium", what: "headless Chromium", how: "scripts/setup installs it" },
     Part { name: "python3:pylsp", what: "python-lsp-server", how: "scripts/setup installs it" },
+    Part {
+        name: "pids-cgroup",
+        what: "a writable cgroup-v1 pids hierarchy (/sys/fs/cgroup/pids)",
+        how: "root on a Linux host that mounts it; the Bash tool's fork-bomb guard lives there",
+    },
 ];
 
 /// True when `name` is a well-formed requirement (a part, `python3:MODULE` or a command name).
@@ -94,6 +99,17 @@ fn check(name: &str) -> Option<String> {
                     ))
                 }
                 Err(e) => needs(&format!(" that runs ({e})")),
+            }
+        }
+        "pids-cgroup" => {
+            // what the Bash tool does (runtime tools/bash.rs): a group of its own under the hierarchy
+            let dir = Path::new("/sys/fs/cgroup/pids").join(format!("probelab-host-check-{}", std::process::id()));
+            let made = std::fs::create_dir(&dir).is_ok();
+            let _ = std::fs::remove_dir(&dir);
+            if made {
+                None
+            } else {
+                needs("")
             }
         }
         "chromium" => {
