@@ -208,15 +208,17 @@ impl Recorder {
                 *value = REDACTED.to_string();
             }
         }
-        let line = serde_json::to_string(&ex).map(|l| redact_keys(&l));
-        if let Ok(line) = &line {
-            if line.contains(REDACTED) {
-                // Keep memory and file identical: re-read the redacted line.
-                if let Ok(r) = serde_json::from_str::<Exchange>(line) {
+        let line = serde_json::to_string(&ex).map(|raw| {
+            let line = redact_keys(&raw);
+            if line != raw {
+                // a key in the text: keep memory and file identical, re-read the redacted line (only then:
+                // the redacted headers alone are already redacted in memory)
+                if let Ok(r) = serde_json::from_str::<Exchange>(&line) {
                     ex = r;
                 }
             }
-        }
+            line
+        });
         let Ok(mut inner) = self.inner.lock() else {
             return;
         };
