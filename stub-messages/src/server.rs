@@ -578,7 +578,8 @@ impl Arrival {
     }
 
     /// Takes the body: content type JSON, size within the limit, parses. On failure the response is the
-    /// recorded error.
+    /// recorded error. On success the parsed body comes back beside the arrival, not in it: the caller
+    /// moves it into `ex.request` once it is done reading it (no copy of a 60 KB request per exchange).
     async fn body(mut self, stub: &Stub, headers: &HeaderMap, body: Body) -> Result<(Arrival, Value), Response> {
         // the stop may drop this future while the body arrives: the guard records the request then
         let mut guard = BodyGuard { stub, ex: Some(self.ex.clone()) };
@@ -615,14 +616,12 @@ impl Arrival {
         };
         let ctype = headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("");
         let parsed: Result<Value, String> = serde_json::from_slice(&bytes).map_err(|e| e.to_string());
-        match &parsed {
-            Ok(v) => self.ex.request = Some(v.clone()),
-            Err(_) => {
-                let cut = &bytes[..bytes.len().min(64 * 1024)];
-                self.ex.request_text = Some(String::from_utf8_lossy(cut).into_owned());
-            }
+        if parsed.is_err() {
+            let cut = &bytes[..bytes.len().min(64 * 1024)];
+            self.ex.request_text = Some(String::from_utf8_lossy(cut).into_owned());
         }
         if !ctype.to_ascii_lowercase().starts_with("application/json") {
+            self.ex.request = parsed.ok();
             self.ex.kind = ExchangeKind::Invalid;
             let msg = format!(
                 "Content-Type must be application/json (got {:?})",
@@ -754,6 +753,7 @@ async fn messages(State(stub): State<Arc<Stub>>, method: Method, uri: Uri, heade
         Ok(r) => r,
         Err(msg) => {
             a.ex.kind = ExchangeKind::Invalid;
+            a.ex.request = Some(value);
             return a.error(&stub, StatusCode::BAD_REQUEST, "invalid_request", msg);
         }
     };
@@ -765,12 +765,14 @@ async fn messages(State(stub): State<Arc<Stub>>, method: Method, uri: Uri, heade
     };
     if let Err(r) = checked {
         a.ex.kind = ExchangeKind::Invalid;
+        a.ex.request = Some(value);
         return a.error(&stub, StatusCode::BAD_REQUEST, r.kind, r.message);
     }
     let streaming = req.stream();
     let route = stub.script.route(&req);
     stub.arrive(route);
     let decision = stub.decide(route, &req, &value);
+    a.ex.request = Some(value);
     if !matches!(decision, Decision::Serve { .. }) {
         a.ex.answer_seq = stub.recorder.answering();
     }
@@ -1068,9 +1070,11 @@ async fn count_tokens(
     };
     if let Some(p) = problem {
         a.ex.kind = ExchangeKind::Invalid;
+        a.ex.request = Some(value);
         return a.error(&stub, StatusCode::BAD_REQUEST, "invalid_request", p.to_string());
     }
     let n = stub.script.stub.count_tokens.unwrap_or_else(|| (value.to_string().len() as u64).div_ceil(4));
+    a.ex.request = Some(value);
     a.json(&stub, StatusCode::OK, json!({"input_tokens": n}), &[])
 }
 
