@@ -19,6 +19,11 @@
 //! - `protocol_error` [none]: a JSON-RPC error -32603 `fixture protocol error`.
 //!
 //! Every tool waits `delay_ms` (an argument, at most [`MAX_DELAY_MS`]) between its start and end lines.
+//! `meet_ms` (an argument, at most [`MAX_DELAY_MS`]) makes a call wait between them until it has met
+//! another call — one already running when it started, or one that starts while it waits — or until
+//! `meet_ms` passed: two calls a client runs side by side meet at once (start, start, end, end), calls it
+//! runs one after the other never meet (start, end, start, end), and `meet_ms` is only how long a call
+//! gives a partner to show up, never a sleep that sequences anything.
 //!
 //! Resources: `fixture://notes/readme.txt` (text/plain) and `fixture://notes/data.json` (application/json).
 
@@ -133,6 +138,8 @@ pub fn resource(uri: &str) -> Option<(&'static str, &'static str)> {
 #[derive(Debug, Default)]
 pub struct FakeMcp {
     trace: Option<Mutex<std::fs::File>>,
+    /// (calls started so far, calls running now), published to the calls waiting to meet another.
+    calls: tokio::sync::watch::Sender<(u64, u64)>,
 }
 
 impl FakeMcp {
@@ -142,7 +149,7 @@ impl FakeMcp {
             Some(p) => Some(Mutex::new(std::fs::OpenOptions::new().create(true).append(true).open(p)?)),
             None => None,
         };
-        Ok(FakeMcp { trace })
+        Ok(FakeMcp { trace, calls: tokio::sync::watch::channel((0, 0)).0 })
     }
 
     fn log(&self, line: Value) {
@@ -185,11 +192,31 @@ impl ServerHandler for FakeMcp {
         let args = Value::Object(request.arguments.clone().unwrap_or_default());
         let name = request.name.to_string();
         self.log(json!({"event": "start", "tool": name, "arguments": args}));
+        let mut me = 0;
+        self.calls.send_modify(|(started, running)| {
+            *started += 1;
+            *running += 1;
+            me = *started;
+        });
+        if let Some(ms) = args.get("meet_ms").and_then(Value::as_u64) {
+            let until = tokio::time::Instant::now() + std::time::Duration::from_millis(ms.min(MAX_DELAY_MS));
+            let mut rx = self.calls.subscribe();
+            loop {
+                let (started, running) = *rx.borrow_and_update();
+                if running >= 2 || started > me {
+                    break;
+                }
+                if tokio::time::timeout_at(until, rx.changed()).await.is_err() {
+                    break;
+                }
+            }
+        }
         if let Some(ms) = args.get("delay_ms").and_then(Value::as_u64) {
             tokio::time::sleep(std::time::Duration::from_millis(ms.min(MAX_DELAY_MS))).await;
         }
         let out = answer(&name, &args);
         self.log(json!({"event": "end", "tool": name}));
+        self.calls.send_modify(|(_, running)| *running -= 1);
         match out {
             Ok(v) => typed(v),
             Err((code, message)) => Err(ErrorData::new(rmcp::model::ErrorCode(code), message, None)),

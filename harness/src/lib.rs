@@ -3,7 +3,7 @@
 //! The probe lab: probe files go in ([`probe`]), a subject runs them against stub-messages (the
 //! built-in runtime of probelab-runtime through its agent loop, see [`run`], or the Claude Code binary,
 //! [`subject`]), the stub's record is checked ([`check`]), rendered as a transcript and compared with its
-//! golden file ([`transcript`]); [`lab`] ties these together for the CLI and the tests.
+//! golden file ([`transcript`]); [`lab`] ties these together for the CLI and the tests, [`suite`] runs many probes side by side.
 
 pub mod check;
 pub mod claims;
@@ -16,5 +16,6 @@ pub mod probe;
 pub mod run;
 pub mod services;
 pub mod subject;
+pub mod suite;
 pub mod transcript;
 pub mod versions;

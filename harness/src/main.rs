@@ -1,8 +1,9 @@
 //! `probelab`: run probes, list what exists, write a probe skeleton.
 //!
-//! - `probelab run [PATH...] [--subject builtin] [--bless] [--json] [--keep]`: runs the probes (default:
-//!   all of `probes/`), prints a line per probe (pass / FAIL / golden diff) and a summary; exit 1 on any
-//!   failure, 2 on a usage or probe-file error.
+//! - `probelab run [PATH...] [--subject builtin] [--bless] [--json] [--keep] [-j N]`: runs the probes
+//!   (default: all of `probes/`), N at a time (default: the cores; `harness::suite`), prints a line per
+//!   probe in probe order (pass / FAIL / golden diff / skip and why) and a summary with the wall time;
+//!   `--json` adds each probe's `duration_ms`; exit 1 on any failure, 2 on a usage or probe-file error.
 //! - `probelab list`: probes (id, claims, file), claims with the probes citing them, subjects.
 //! - `probelab new NAME`: writes `probes/NAME.toml`, a commented skeleton.
 //! - `probelab fake-mcp [--trace FILE]`: the fixture MCP server on stdio (`harness::fake_mcp`).
@@ -14,7 +15,7 @@
 //!   codes (also when this binary is started as `rg`).
 
 use clap::{Parser, Subcommand};
-use harness::lab::{golden_step, run_probe, GoldenOutcome, Layout};
+use harness::lab::{golden_step, run_probe, Layout};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -43,6 +44,9 @@ enum Command {
         /// Keep each probe's sandbox and print where it is.
         #[arg(long)]
         keep: bool,
+        /// Probes run side by side (default: the machine's cores); output stays in probe order.
+        #[arg(short = 'j', long)]
+        jobs: Option<usize>,
     },
     /// Semantic diff of two golden sets: directories, or subject names (their golden/<subject>).
     Diff {
@@ -124,7 +128,7 @@ fn main() -> ExitCode {
     }
     let cli = Cli::parse();
     match cli.command {
-        Command::Run { paths, subject, bless, json, keep } => run(paths, &subject, bless, json, keep),
+        Command::Run { paths, subject, bless, json, keep, jobs } => run(paths, &subject, bless, json, keep, jobs),
         Command::List => list(),
         Command::GcBlobs => gc_blobs(),
         Command::Diff { left, right, run, json, html } => diff(&left, &right, run, json, html.as_deref()),
@@ -160,7 +164,8 @@ fn fake_mcp(trace: Option<PathBuf>) -> ExitCode {
     }
 }
 
-fn run(paths: Vec<PathBuf>, subject: &str, bless: bool, json: bool, keep: bool) -> ExitCode {
+fn run(paths: Vec<PathBuf>, subject: &str, bless: bool, json: bool, keep: bool, jobs: Option<usize>) -> ExitCode {
+    use harness::suite::Status;
     let paths = if paths.is_empty() { vec![repo_root().join("probes")] } else { paths };
     let probes = match harness::probe::load_all(&paths) {
         Ok(p) => p,
@@ -169,7 +174,8 @@ fn run(paths: Vec<PathBuf>, subject: &str, bless: bool, json: bool, keep: bool) 
             return ExitCode::from(2);
         }
     };
-    let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    let jobs = jobs.unwrap_or_else(harness::suite::default_jobs).max(1);
+    let rt = match harness::suite::runtime(jobs) {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("probelab: cannot start the runtime: {e}");
@@ -182,33 +188,26 @@ fn run(paths: Vec<PathBuf>, subject: &str, bless: bool, json: bool, keep: bool) 
         golden: root.join("golden"),
         engine: std::env::current_exe().unwrap_or_else(|_| PathBuf::from("probelab")),
     };
+    let durations = Some(root.join("target").join("probelab").join(subject).join("durations.json"));
+    let opts = harness::suite::Options { subject: subject.to_string(), jobs, bless, keep, durations };
+    let total = probes.len();
     let (mut passed, mut failed, mut skipped) = (0usize, 0usize, 0usize);
-    for probe in &probes {
-        if !probe.applies_to(subject) {
+    let began = std::time::Instant::now();
+    rt.block_on(harness::suite::run_suite(probes, &layout, &opts, |o| {
+        let probe = &o.probe;
+        if let Status::Skipped(why) = &o.status {
             skipped += 1;
             if json {
-                println!("{}", serde_json::json!({"probe": probe.id, "subject": subject, "status": "skipped"}));
+                println!(
+                    "{}",
+                    serde_json::json!({"probe": probe.id, "subject": subject, "status": "skipped", "reason": why})
+                );
             } else {
-                println!("skip  {} (not for {subject})", probe.id);
+                println!("skip  {} ({why})", probe.id);
             }
-            continue;
+            return;
         }
-        let report = match rt.block_on(run_probe(probe, subject, &layout, keep)) {
-            Ok(r) => r,
-            Err(e) => {
-                failed += 1;
-                if json {
-                    println!(
-                        "{}",
-                        serde_json::json!({"probe": probe.id, "subject": subject, "status": "error", "error": e})
-                    );
-                } else {
-                    println!("ERROR {}: {e}", probe.id);
-                }
-                continue;
-            }
-        };
-        if let Some(ev) = &report.evidence {
+        if let Some(ev) = o.report.as_ref().and_then(|r| r.evidence.as_ref()) {
             let dir = root.join("target").join("probelab").join(subject);
             let file = dir.join(format!("{}.json", probe.id));
             let written = std::fs::create_dir_all(&dir)
@@ -217,48 +216,53 @@ fn run(paths: Vec<PathBuf>, subject: &str, bless: bool, json: bool, keep: bool) 
                 eprintln!("probelab: cannot write evidence {}: {e}", file.display());
             }
         }
-        let golden = golden_step(&report, &layout, bless && report.passed());
-        let (status, detail) = match (&golden, report.passed()) {
-            (Err(e), _) => ("error", e.clone()),
-            (Ok(_), false) => ("fail", report.failures().join("\n")),
-            (Ok(GoldenOutcome::Same), true) => ("pass", String::new()),
-            (Ok(GoldenOutcome::Blessed), true) => ("blessed", String::new()),
-            (Ok(GoldenOutcome::Missing), true) => {
-                ("golden-missing", "no golden file yet: run `probelab run --bless` to write it".to_string())
-            }
-            (Ok(GoldenOutcome::Differs(d)), true) => ("golden-diff", d.clone()),
-            (Ok(GoldenOutcome::MissingBlobs(b)), true) => {
-                ("golden-missing", format!("blobs missing from golden/blobs: {}; run with --bless", b.join(", ")))
-            }
-        };
-        let ok = matches!(status, "pass" | "blessed");
-        if ok {
+        if o.status.ok() {
             passed += 1;
         } else {
             failed += 1;
         }
+        let ms = o.duration.as_secs_f64() * 1000.0;
         if json {
-            let v = serde_json::json!({
-                "probe": probe.id, "subject": subject, "status": status, "claims": probe.claims,
-                "verdicts": report.verdicts.iter().map(|v| serde_json::json!({"name": v.name, "pass": v.pass, "detail": v.detail})).collect::<Vec<_>>(),
-                "detail": detail, "kept": report.kept, "diverges": report.diverges,
+            let mut v = serde_json::json!({
+                "probe": probe.id, "subject": subject, "status": o.status.word(), "claims": probe.claims,
+                "detail": o.detail, "duration_ms": (ms * 10.0).round() / 10.0,
             });
-            println!("{v}");
-        } else {
-            let label = match status {
-                "pass" => "pass ",
-                "blessed" => "bless",
-                "fail" => "FAIL ",
-                "golden-diff" => "DIFF ",
-                "golden-missing" => "NEW  ",
-                _ => "ERROR",
-            };
-            println!("{label} {} [{}]", probe.id, probe.claims.join(", "));
-            if !detail.is_empty() {
-                for l in detail.lines() {
-                    println!("      {l}");
+            if let Some(report) = &o.report {
+                v["verdicts"] = report
+                    .verdicts
+                    .iter()
+                    .map(|v| serde_json::json!({"name": v.name, "pass": v.pass, "detail": v.detail}))
+                    .collect();
+                v["kept"] = serde_json::json!(report.kept);
+                if let Some(t) = &report.timing {
+                    let ms = |d: std::time::Duration| (d.as_secs_f64() * 10_000.0).round() / 10.0;
+                    v["timing_ms"] =
+                        serde_json::json!({"run": ms(t.run), "subject": ms(t.subject), "stub": ms(t.stub)});
                 }
+                v["diverges"] = serde_json::json!(report.diverges);
+            } else {
+                v["error"] = serde_json::json!(o.detail);
             }
+            println!("{v}");
+            return;
+        }
+        if o.status == Status::Error && o.report.is_none() {
+            println!("ERROR {}: {}", probe.id, o.detail);
+            return;
+        }
+        let label = match o.status {
+            Status::Pass => "pass ",
+            Status::Blessed => "bless",
+            Status::Fail => "FAIL ",
+            Status::GoldenDiff => "DIFF ",
+            Status::GoldenMissing => "NEW  ",
+            _ => "ERROR",
+        };
+        println!("{label} {} [{}]", probe.id, probe.claims.join(", "));
+        for l in o.detail.lines() {
+            println!("      {l}");
+        }
+        if let Some(report) = &o.report {
             for d in &report.diverges {
                 println!("      diverges from claim {d}");
             }
@@ -266,14 +270,16 @@ fn run(paths: Vec<PathBuf>, subject: &str, bless: bool, json: bool, keep: bool) 
                 println!("      sandbox kept at {} (record.jsonl, transcript.txt there)", k.display());
             }
         }
-    }
+    }));
+    let wall = began.elapsed().as_secs_f64();
     if json {
         println!(
             "{}",
-            serde_json::json!({"summary": {"passed": passed, "failed": failed, "skipped": skipped, "subject": subject}})
+            serde_json::json!({"summary": {"passed": passed, "failed": failed, "skipped": skipped, "subject": subject,
+                "jobs": jobs, "wall_ms": (wall * 1000.0).round()}})
         );
     } else {
-        println!("\n{passed} passed, {failed} failed, {skipped} skipped ({} probes on {subject})", probes.len());
+        println!("\n{passed} passed, {failed} failed, {skipped} skipped ({total} probes on {subject}, {wall:.1} s, -j {jobs})");
     }
     if failed > 0 {
         ExitCode::from(1)

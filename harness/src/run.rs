@@ -53,7 +53,7 @@ impl From<LoopEnd> for RunEnd {
 pub struct RunOutput {
     /// The subject's name (`builtin`).
     pub subject: String,
-    /// Every exchange, in arrival order.
+    /// Every exchange, in the order the stub answered them ([`Exchange::answer_seq`]).
     pub exchanges: Vec<Exchange>,
     /// Turns served per conversation: (name, served, scripted).
     pub progress: Vec<(String, usize, usize)>,
@@ -203,8 +203,10 @@ pub async fn run_conversation(probe: &Probe, runner: Runner<'_>, fixtures_root: 
     if let Some(e) = hook_errors.lock().ok().and_then(|v| v.first().cloned()) {
         return Err(format!("{}: {e}", probe.path.display()));
     }
+    // in the order the stub answered: where turns waited for events, that order is the one the waits
+    // made (arrivals of concurrent clients race; what a held turn waited for does not)
     let mut exchanges = stub.recorder().exchanges();
-    exchanges.sort_by_key(|e| e.seq);
+    exchanges.sort_by_key(|e| (e.answer_seq, e.seq));
     let first = exchanges.first().map(|e| stub.recorder().started() + Duration::from_millis(e.offset_ms));
     let timing = Timing {
         subject: lifetime.1.saturating_duration_since(lifetime.0),

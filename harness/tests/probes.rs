@@ -3,6 +3,12 @@
 //! skip). Its checks and the run invariants must pass, and its normalised transcript is compared with
 //! `golden/<subject>/<id>.snap` by insta (`cargo insta review` or `probelab run --bless` to accept).
 //! Goldens are never written on CI. A golden file without a probe is an error too.
+//!
+//! Trials run side by side on libtest-mimic's threads (`--test-threads N`, default: the cores); they
+//! share one tokio runtime with at least as many workers as threads (`harness::suite::runtime`), so a
+//! trial's stub and services never wait for a worker another trial holds. A probe whose host part is
+//! missing (`requires`) fails with what it needs and how to get it: `scripts/test` runs `scripts/setup`
+//! first, so a missing part here means the set-up did not work (`probelab run` skips it instead).
 
 use harness::lab::{run_probe, Layout};
 use harness::probe::{load_all, Probe};
@@ -27,7 +33,8 @@ fn main() -> std::process::ExitCode {
             return std::process::ExitCode::from(101);
         }
     };
-    let rt = match tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build() {
+    let threads = args.test_threads.unwrap_or_else(harness::suite::default_jobs);
+    let rt = match harness::suite::runtime(threads) {
         Ok(rt) => Arc::new(rt),
         Err(e) => {
             eprintln!("runtime: {e}");
@@ -83,6 +90,9 @@ fn orphans(golden_dir: &std::path::Path, ids: &[String]) -> Result<(), Failed> {
 }
 
 fn run_on(probe: &Probe, subject: &str, rt: &tokio::runtime::Runtime, layout: &Layout) -> Result<(), Failed> {
+    if let Some(why) = harness::probe::host::missing(&probe.requires_on(subject)) {
+        return Err(format!("{}: {why}", probe.id).into());
+    }
     let report = rt.block_on(run_probe(probe, subject, layout, false)).map_err(Failed::from)?;
     if !report.passed() {
         return Err(format!("{}\n\ntranscript:\n{}", report.failures().join("\n\n"), report.transcript).into());

@@ -101,6 +101,15 @@ pub struct Exchange {
     /// to the connection (a stream: its last event). Set when recorded; never in goldens.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub elapsed_us: Option<u64>,
+    /// The order in which the stub began answering (from 1): after a turn's wait ([`crate::script::Wait`]),
+    /// so it differs from `seq` where a turn waited (or where requests raced each other). A transcript
+    /// read in this order shows what the waits sequenced. Set when recorded if not before; 0 (absent) in
+    /// records written before the field existed.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub answer_seq: u64,
+    /// What the turn waited for before it was served ([`crate::script::Wait::describe`]), never how long.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub waited: Option<String>,
     /// When the request arrived (not serialised; turns into `elapsed_us` when recorded).
     #[serde(skip)]
     pub arrived: Option<Instant>,
@@ -108,6 +117,10 @@ pub struct Exchange {
 
 fn is_false(b: &bool) -> bool {
     !*b
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// Header names whose values never reach a record.
@@ -144,6 +157,7 @@ pub struct Recorder {
     inner: Arc<Mutex<Inner>>,
     start: Instant,
     seq: Arc<std::sync::atomic::AtomicU64>,
+    answers: Arc<std::sync::atomic::AtomicU64>,
 }
 
 impl Default for Recorder {
@@ -165,6 +179,7 @@ impl Recorder {
             inner: Arc::new(Mutex::new(Inner { exchanges: Vec::new(), sink, sink_error: None })),
             start: Instant::now(),
             seq: Arc::new(std::sync::atomic::AtomicU64::new(0)),
+            answers: Arc::new(std::sync::atomic::AtomicU64::new(0)),
         }
     }
 
@@ -172,6 +187,11 @@ impl Recorder {
     pub fn arrival(&self) -> (u64, u64) {
         let seq = self.seq.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
         (seq, self.start.elapsed().as_millis() as u64)
+    }
+
+    /// The next [`Exchange::answer_seq`]: the stub begins answering a request now.
+    pub fn answering(&self) -> u64 {
+        self.answers.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1
     }
 
     /// When the recorder started: `offset_ms` counts from here.
@@ -184,20 +204,25 @@ impl Recorder {
         if let Some(at) = ex.arrived.take() {
             ex.elapsed_us = Some(at.elapsed().as_micros() as u64);
         }
+        if ex.answer_seq == 0 {
+            ex.answer_seq = self.answering();
+        }
         for (name, value) in ex.headers.iter_mut() {
             if SECRET_HEADERS.contains(&name.as_str()) {
                 *value = REDACTED.to_string();
             }
         }
-        let line = serde_json::to_string(&ex).map(|l| redact_keys(&l));
-        if let Ok(line) = &line {
-            if line.contains(REDACTED) {
-                // Keep memory and file identical: re-read the redacted line.
-                if let Ok(r) = serde_json::from_str::<Exchange>(line) {
+        let line = serde_json::to_string(&ex).map(|raw| {
+            let line = redact_keys(&raw);
+            if line != raw {
+                // a key in the text: keep memory and file identical, re-read the redacted line (only then:
+                // the redacted headers alone are already redacted in memory)
+                if let Ok(r) = serde_json::from_str::<Exchange>(&line) {
                     ex = r;
                 }
             }
-        }
+            line
+        });
         let Ok(mut inner) = self.inner.lock() else {
             return;
         };
@@ -263,6 +288,8 @@ mod tests {
             turn: None,
             elapsed_us: None,
             arrived: None,
+            answer_seq: 0,
+            waited: None,
             status: 200,
             response: None,
             events: None,

@@ -25,6 +25,7 @@
 //! tool_use = [{ name = "Grep", input = { pattern = "MATCH" } }]
 //! [[turn]]
 //! text = "done"
+//! wait = { conversation = "explorer", served = 1 }   # served only after the sub-agent's 1st turn (Wait)
 //!
 //! [[conversation]]                      # a sub-agent: requests whose system prompt contains the text
 //! name = "explorer"
@@ -87,6 +88,122 @@ pub struct Turn {
     /// conversation) is replaced by the value; a name not captured leaves the placeholder as it is.
     #[serde(default)]
     pub capture: BTreeMap<String, String>,
+    /// Serve this turn only once a condition holds ([`Wait`]): an event in the run instead of a sleep.
+    #[serde(default)]
+    pub wait: Option<Wait>,
+}
+
+/// Default of [`Wait::timeout_ms`]: a wait that takes this long means the run went wrong.
+pub const WAIT_TIMEOUT_MS: u64 = 10_000;
+/// Largest [`Wait::timeout_ms`] a script may ask for.
+pub const MAX_WAIT_TIMEOUT_MS: u64 = 120_000;
+
+/// `wait = { … }` on a turn: the request this turn answers is held until every condition given holds,
+/// then the turn is served; a run sequences its events by what happened, never by the clock.
+///
+/// ```toml
+/// [[turn]]                                  # held until the sub-agent's 1st turn was served
+/// wait = { conversation = "slow", served = 1 }
+/// [[conversation.turn]]                     # held until the main conversation's 2nd request came
+/// wait = { conversation = "main", arrived = 2 }
+/// [[turn]]                                  # held until a file exists and holds a text
+/// wait = { file = "{cwd}/out.log", contains = "ready", timeout_ms = 5000 }
+/// ```
+///
+/// - `file` (+ `contains`): the file exists (and its text contains `contains`); the harness resolves
+///   `{cwd}` `{home}` `{sandbox}` …, the stub puts captured values in place of `{{name}}`
+///   ([`Turn::capture`]), so a background task's output file can be named. Files are looked at every
+///   [`crate::server::WAIT_POLL_MS`] ms.
+/// - `conversation` + `served = N`: N turns of that conversation (`main` or a named one) have been served
+///   (the stub began answering them). Waiting on what was *served* also orders the record: the waiting
+///   turn is answered after the one it waits for.
+/// - `conversation` + `arrived = N`: N requests of that conversation have arrived (served or still held
+///   by a wait of their own).
+/// - `timeout_ms` (default [`WAIT_TIMEOUT_MS`], at most [`MAX_WAIT_TIMEOUT_MS`]): the bound. Past it the
+///   request is answered with an error (a stream's `error` event, else 400) and recorded with violation
+///   `wait_timeout` naming the condition; the turn is given back, so the run also shows it unserved. A
+///   wait never hangs a run.
+///
+/// A conversation's turns are served in their order: a turn also waits for the turn before it in its
+/// conversation (several requests of one conversation can arrive at once, e.g. ten sub-agents).
+/// Spoiled attempts ([`Turn::fault`]) do not wait; the turn's served attempt does. The record keeps
+/// what a turn waited for ([`crate::record::Exchange::waited`]), never how long.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Wait {
+    /// A file that must exist.
+    #[serde(default)]
+    pub file: Option<String>,
+    /// A text the file must contain.
+    #[serde(default)]
+    pub contains: Option<String>,
+    /// The conversation `served` / `arrived` count in (`main` or a `[[conversation]]` name).
+    #[serde(default)]
+    pub conversation: Option<String>,
+    /// Turns of `conversation` served at least.
+    #[serde(default)]
+    pub served: Option<usize>,
+    /// Requests of `conversation` arrived at least.
+    #[serde(default)]
+    pub arrived: Option<usize>,
+    /// The bound, in milliseconds.
+    #[serde(default)]
+    pub timeout_ms: Option<u64>,
+}
+
+impl Wait {
+    /// The bound.
+    pub fn timeout(&self) -> std::time::Duration {
+        std::time::Duration::from_millis(self.timeout_ms.unwrap_or(WAIT_TIMEOUT_MS))
+    }
+
+    /// What is waited for, in words (as the record and the transcript show it; captured values appear
+    /// as their `{{name}}`, so the words do not vary from run to run).
+    pub fn describe(&self) -> String {
+        let mut parts = Vec::new();
+        if let Some(f) = &self.file {
+            match &self.contains {
+                Some(c) => parts.push(format!("file {f} contains {}", serde_json::to_string(c).unwrap_or_default())),
+                None => parts.push(format!("file {f} exists")),
+            }
+        }
+        if let Some(c) = &self.conversation {
+            if let Some(n) = self.served {
+                parts.push(format!("conversation {c:?} served {n} turn(s)"));
+            }
+            if let Some(n) = self.arrived {
+                parts.push(format!("conversation {c:?} received {n} request(s)"));
+            }
+        }
+        parts.join(" and ")
+    }
+
+    fn problem(&self, conversations: &[&str]) -> Option<String> {
+        let counts = self.served.is_some() || self.arrived.is_some();
+        if self.contains.is_some() && self.file.is_none() {
+            return Some("wait: contains needs a file".into());
+        }
+        if self.file.is_none() && !counts {
+            return Some("wait needs a condition: file (+ contains), or conversation + served / arrived".into());
+        }
+        if counts != self.conversation.is_some() {
+            return Some(
+                "wait: served / arrived count in a conversation: give conversation and served or arrived".into(),
+            );
+        }
+        if let Some(c) = &self.conversation {
+            if !conversations.contains(&c.as_str()) {
+                return Some(format!(
+                    "wait: conversation {c:?} is not in the script (it has {})",
+                    conversations.iter().map(|c| format!("{c:?}")).collect::<Vec<_>>().join(", ")
+                ));
+            }
+        }
+        if self.timeout_ms.is_some_and(|t| t == 0 || t > MAX_WAIT_TIMEOUT_MS) {
+            return Some(format!("wait: timeout_ms must be 1..={MAX_WAIT_TIMEOUT_MS}"));
+        }
+        None
+    }
 }
 
 /// A scripted tool call.
@@ -396,6 +513,8 @@ impl Script {
         let all =
             std::iter::once((MAIN, &self.turns)).chain(self.conversations.iter().map(|c| (c.name.as_str(), &c.turns)));
         let mut ids = std::collections::BTreeSet::new();
+        let names: Vec<&str> =
+            std::iter::once(MAIN).chain(self.conversations.iter().map(|c| c.name.as_str())).collect();
         for (conv, turns) in all {
             for (t, turn) in turns.iter().enumerate() {
                 let place = format!("conversation {conv:?}, turn {}", t + 1);
@@ -409,6 +528,9 @@ impl Script {
                 }
                 for f in &turn.fault {
                     f.validate().map_err(|e| ScriptError(format!("{place}: {e}")))?;
+                }
+                if let Some(p) = turn.wait.as_ref().and_then(|w| w.problem(&names)) {
+                    return Err(ScriptError(format!("{place}: {p}")));
                 }
                 for (name, re) in &turn.capture {
                     if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-') {
@@ -449,6 +571,14 @@ impl Script {
         } else {
             Route::Side
         }
+    }
+
+    /// The cursor slot of a conversation by name: 0 for `main`, 1.. for the named ones in order.
+    pub fn slot_of(&self, name: &str) -> Option<usize> {
+        if name == MAIN {
+            return Some(0);
+        }
+        self.conversations.iter().position(|c| c.name == name).map(|i| i + 1)
     }
 
     /// Name and turns of a routed conversation (`None` for side requests).
@@ -726,6 +856,15 @@ fn collect_text(v: &Value, out: &mut String) {
         }
         _ => {}
     }
+}
+
+/// `text` with the captured values put in place of their `{{name}}` (a name not captured stays).
+pub fn with_captures(text: &str, captures: &BTreeMap<String, String>) -> String {
+    let mut out = text.to_string();
+    for (name, value) in captures {
+        out = out.replace(&format!("{{{{{name}}}}}"), value);
+    }
+    out
 }
 
 fn substitute(v: &mut Value, captures: &BTreeMap<String, String>) {

@@ -26,7 +26,7 @@
 use crate::fault::{error_for_status, Fault};
 use crate::http::{RefusalReason, Refused};
 use crate::record::{Exchange, ExchangeKind, Recorder, Violation};
-use crate::script::{Route, Script};
+use crate::script::{Route, Script, Wait};
 use crate::sse::check_stream;
 use crate::validate::Refusal;
 use crate::wire::{error_body, stream_events, Message, MessagesRequest, SseEvent};
@@ -63,7 +63,32 @@ struct Cursor {
     faults_used: usize,
     /// Laps of a `[stub] cycle` script started over.
     lap: usize,
+    /// Requests routed to the conversation (spoiled attempts and retries included).
+    arrived: usize,
+    /// Turns handed out to be served, in order: the n-th gets ticket n (from 0).
+    tickets: usize,
+    /// Tickets served (or skipped) so far: ticket n is served when `released == n`.
+    released: usize,
+    /// Tickets whose request will never be served (timed out, client gone), skipped when reached.
+    skipped: std::collections::BTreeSet<usize>,
 }
+
+impl Cursor {
+    /// Ticket `n` is done (served or skipped): move past it and past the skipped ones after it.
+    fn pass(&mut self, n: usize) {
+        if self.released == n {
+            self.released += 1;
+            while self.skipped.remove(&self.released) {
+                self.released += 1;
+            }
+        } else {
+            self.skipped.insert(n);
+        }
+    }
+}
+
+/// How often a turn waiting on a file looks at it ([`crate::script::Wait::file`]).
+pub const WAIT_POLL_MS: u64 = 5;
 
 #[derive(Debug, Default)]
 struct Play {
@@ -88,6 +113,8 @@ pub struct Stub {
     turn_hook: Option<TurnHook>,
     /// Set when the stop cuts open connections: a stream ending then was cut by the stub.
     cutting: AtomicBool,
+    /// Bumped when a request arrives or a turn is served: what held turns wait on.
+    changed: tokio::sync::watch::Sender<u64>,
 }
 
 impl std::fmt::Debug for Stub {
@@ -99,10 +126,14 @@ impl std::fmt::Debug for Stub {
 /// What the play state decided for one request.
 enum Decision {
     Spoil { conversation: String, turn: usize, fault: Fault, message: Message },
-    Serve { conversation: String, slot: usize, turn: usize, message: Message, delay_ms: u64 },
+    Serve { conversation: String, slot: usize, turn: usize, message: Message, delay_ms: u64, ticket: usize, wait: Option<Wait> },
     Prelude(Message),
     Side(Message),
-    Exhausted { conversation: String, turn: usize, turns: usize },
+    Exhausted {
+        conversation: String,
+        turn: usize,
+        turns: usize,
+    },
 }
 
 impl Stub {
@@ -110,7 +141,14 @@ impl Stub {
     pub fn new(script: Script, recorder: Recorder) -> Stub {
         let n = script.conversations.len() + 1;
         let play = Play { cursors: (0..n).map(|_| Cursor::default()).collect(), ..Play::default() };
-        Stub { script, recorder, play: Mutex::new(play), turn_hook: None, cutting: AtomicBool::new(false) }
+        Stub {
+            script,
+            recorder,
+            play: Mutex::new(play),
+            turn_hook: None,
+            cutting: AtomicBool::new(false),
+            changed: tokio::sync::watch::channel(0).0,
+        }
     }
 
     /// Installs the hook called before each turn is served.
@@ -206,11 +244,97 @@ impl Stub {
         }
         cursor.next += 1;
         cursor.faults_used = 0;
-        drop(play);
-        if let Some(hook) = &self.turn_hook {
-            hook(&conversation, turn);
+        let ticket = cursor.tickets;
+        cursor.tickets += 1;
+        Decision::Serve { conversation, slot, turn, message, delay_ms: t.delay_ms, ticket, wait: t.wait.clone() }
+    }
+
+    fn bump(&self) {
+        self.changed.send_modify(|n| *n = n.wrapping_add(1));
+    }
+
+    /// A request was routed to `route`: counted for `arrived` waits.
+    fn arrive(&self, route: Route) {
+        let slot = match route {
+            Route::Side => return,
+            Route::Main => 0,
+            Route::Named(i) => i + 1,
+        };
+        if let Ok(mut play) = self.play.lock() {
+            if let Some(c) = play.cursors.get_mut(slot) {
+                c.arrived += 1;
+            }
         }
-        Decision::Serve { conversation, slot, turn, message, delay_ms: t.delay_ms }
+        self.bump();
+    }
+
+    /// The counts of a wait hold (its file part is looked at outside the lock).
+    fn counts_hold(&self, w: &Wait, play: &Play) -> bool {
+        let Some(slot) = w.conversation.as_deref().and_then(|c| self.script.slot_of(c)) else { return true };
+        let Some(c) = play.cursors.get(slot) else { return false };
+        w.served.is_none_or(|n| c.released >= n) && w.arrived.is_none_or(|n| c.arrived >= n)
+    }
+
+    /// Holds the request until its ticket is next in its conversation and its wait holds, then marks it
+    /// served (its `answer_seq` taken then). On timeout the ticket is skipped, the turn given back, and
+    /// the arrival comes back with the message to answer. Dropped while waiting (client gone, stop): the
+    /// guard records the request and gives the turn back.
+    async fn release(
+        self: &Arc<Self>,
+        a: Arrival,
+        slot: usize,
+        ticket: usize,
+        turn: usize,
+        wait: Option<&Wait>,
+    ) -> Result<Arrival, (Arrival, String)> {
+        let timeout = wait.map_or(Duration::from_millis(crate::script::WAIT_TIMEOUT_MS), Wait::timeout);
+        let deadline = tokio::time::Instant::now() + timeout;
+        let mut rx = self.changed.subscribe();
+        let mut guard = Held { stub: self.clone(), slot, ticket, turn, ex: Some(a) };
+        let polls = wait.is_some_and(|w| w.file.is_some());
+        loop {
+            rx.borrow_and_update();
+            let file = match wait.and_then(|w| w.file.as_deref()) {
+                Some(f) => {
+                    let captures = self.play.lock().map(|p| p.captures.clone()).unwrap_or_default();
+                    let path = crate::script::with_captures(f, &captures);
+                    let needle = wait.and_then(|w| w.contains.as_deref());
+                    match std::fs::read(&path) {
+                        Ok(bytes) => needle.is_none_or(|n| String::from_utf8_lossy(&bytes).contains(n)),
+                        Err(_) => false,
+                    }
+                }
+                None => true,
+            };
+            if let Ok(mut play) = self.play.lock() {
+                let ready = play.cursors[slot].released == ticket && wait.is_none_or(|w| self.counts_hold(w, &play));
+                if file && ready {
+                    play.cursors[slot].pass(ticket);
+                    let mut a = guard.ex.take().unwrap_or_else(|| unreachable!("the guard holds the arrival"));
+                    a.ex.answer_seq = self.recorder.answering();
+                    drop(play);
+                    self.bump();
+                    return Ok(a);
+                }
+            }
+            tokio::select! {
+                _ = rx.changed() => {}
+                _ = tokio::time::sleep(Duration::from_millis(WAIT_POLL_MS)), if polls => {}
+                _ = tokio::time::sleep_until(deadline) => {
+                    let mut a = guard.ex.take().unwrap_or_else(|| unreachable!("the guard holds the arrival"));
+                    guard.skip();
+                    a.ex.answer_seq = self.recorder.answering();
+                    let what = wait.map(Wait::describe).unwrap_or_else(|| "the turn before it in its conversation".into());
+                    let msg = format!(
+                        "stub-messages: turn {} of conversation {:?} waited {} ms for {what}, which did not happen; the turn was not served",
+                        turn + 1,
+                        a.ex.conversation.as_deref().unwrap_or("?"),
+                        timeout.as_millis()
+                    );
+                    return Err((a, msg));
+                }
+            }
+        }
     }
 }
 
@@ -312,6 +436,8 @@ impl crate::http::ConnectionHooks for StubHooks {
             prelude: false,
             elapsed_us: None,
             arrived: r.first_byte,
+            answer_seq: 0,
+            waited: None,
         });
     }
 
@@ -405,6 +531,8 @@ impl Arrival {
                 prelude: false,
                 elapsed_us: None,
                 arrived: Some(std::time::Instant::now()),
+                answer_seq: 0,
+                waited: None,
             },
         }
     }
@@ -441,7 +569,8 @@ impl Arrival {
     }
 
     /// Takes the body: content type JSON, size within the limit, parses. On failure the response is the
-    /// recorded error.
+    /// recorded error. On success the parsed body comes back beside the arrival, not in it: the caller
+    /// moves it into `ex.request` once it is done reading it (no copy of a 60 KB request per exchange).
     async fn body(mut self, stub: &Stub, headers: &HeaderMap, body: Body) -> Result<(Arrival, Value), Response> {
         // the stop may drop this future while the body arrives: the guard records the request then
         let mut guard = BodyGuard { stub, ex: Some(self.ex.clone()) };
@@ -478,14 +607,12 @@ impl Arrival {
         };
         let ctype = headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("");
         let parsed: Result<Value, String> = serde_json::from_slice(&bytes).map_err(|e| e.to_string());
-        match &parsed {
-            Ok(v) => self.ex.request = Some(v.clone()),
-            Err(_) => {
-                let cut = &bytes[..bytes.len().min(64 * 1024)];
-                self.ex.request_text = Some(String::from_utf8_lossy(cut).into_owned());
-            }
+        if parsed.is_err() {
+            let cut = &bytes[..bytes.len().min(64 * 1024)];
+            self.ex.request_text = Some(String::from_utf8_lossy(cut).into_owned());
         }
         if !ctype.to_ascii_lowercase().starts_with("application/json") {
+            self.ex.request = parsed.ok();
             self.ex.kind = ExchangeKind::Invalid;
             let msg = format!(
                 "Content-Type must be application/json (got {:?})",
@@ -533,6 +660,48 @@ impl Drop for BodyGuard<'_> {
     }
 }
 
+/// A request held by [`Stub::release`]: dropped before it was served (its client left, or the stop cut
+/// it), it is recorded as such, its ticket skipped and its turn given back.
+struct Held {
+    stub: Arc<Stub>,
+    slot: usize,
+    ticket: usize,
+    turn: usize,
+    ex: Option<Arrival>,
+}
+
+impl Held {
+    /// The ticket will not be served: skip it and give the turn back.
+    fn skip(&mut self) {
+        if let Ok(mut play) = self.stub.play.lock() {
+            if let Some(c) = play.cursors.get_mut(self.slot) {
+                c.pass(self.ticket);
+            }
+        }
+        self.stub.give_back(self.slot, self.turn);
+        self.stub.bump();
+    }
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        if let Some(mut a) = self.ex.take() {
+            self.skip();
+            a.ex.status = 0;
+            if self.stub.cutting.load(Ordering::SeqCst) {
+                a.ex.violation = Some(Violation {
+                    kind: "shutdown".into(),
+                    message: "the stub stopped while this request was held by its turn's wait; it was cut unanswered"
+                        .into(),
+                });
+            } else {
+                a.ex.client_disconnected = true;
+            }
+            self.stub.recorder.record(a.ex);
+        }
+    }
+}
+
 /// Why a request body could not be read.
 enum BodyFailure {
     /// Over [`MAX_REQUEST_BYTES`].
@@ -575,6 +744,7 @@ async fn messages(State(stub): State<Arc<Stub>>, method: Method, uri: Uri, heade
         Ok(r) => r,
         Err(msg) => {
             a.ex.kind = ExchangeKind::Invalid;
+            a.ex.request = Some(value);
             return a.error(&stub, StatusCode::BAD_REQUEST, "invalid_request", msg);
         }
     };
@@ -586,11 +756,18 @@ async fn messages(State(stub): State<Arc<Stub>>, method: Method, uri: Uri, heade
     };
     if let Err(r) = checked {
         a.ex.kind = ExchangeKind::Invalid;
+        a.ex.request = Some(value);
         return a.error(&stub, StatusCode::BAD_REQUEST, r.kind, r.message);
     }
     let streaming = req.stream();
     let route = stub.script.route(&req);
-    match stub.decide(route, &req, &value) {
+    stub.arrive(route);
+    let decision = stub.decide(route, &req, &value);
+    a.ex.request = Some(value);
+    if !matches!(decision, Decision::Serve { .. }) {
+        a.ex.answer_seq = stub.recorder.answering();
+    }
+    match decision {
         Decision::Side(message) => {
             a.ex.kind = ExchangeKind::Side;
             reply(&stub, a, message, streaming, 0, None)
@@ -600,9 +777,25 @@ async fn messages(State(stub): State<Arc<Stub>>, method: Method, uri: Uri, heade
             a.ex.prelude = true;
             reply(&stub, a, message, streaming, 0, None)
         }
-        Decision::Serve { conversation, slot, turn, message, delay_ms } => {
-            a.ex.conversation = Some(conversation);
+        Decision::Serve { conversation, slot, turn, message, delay_ms, ticket, wait } => {
+            a.ex.conversation = Some(conversation.clone());
             a.ex.turn = Some(turn);
+            a.ex.waited = wait.as_ref().map(Wait::describe);
+            let mut a = match stub.release(a, slot, ticket, turn, wait.as_ref()).await {
+                Ok(a) => a,
+                Err((mut a, msg)) => {
+                    a.ex.violation = Some(Violation { kind: "wait_timeout".into(), message: msg.clone() });
+                    return if streaming {
+                        let events = vec![crate::wire::ev_error("invalid_request_error", &msg)];
+                        stream_response(&stub, a, events, 0, End::Complete)
+                    } else {
+                        a.error(&stub, StatusCode::BAD_REQUEST, "wait_timeout", msg)
+                    };
+                }
+            };
+            if let Some(hook) = &stub.turn_hook {
+                hook(&conversation, turn);
+            }
             a.served = Some((slot, turn));
             reply(&stub, a, message, streaming, delay_ms, None)
         }
@@ -804,9 +997,11 @@ async fn count_tokens(
     };
     if let Some(p) = problem {
         a.ex.kind = ExchangeKind::Invalid;
+        a.ex.request = Some(value);
         return a.error(&stub, StatusCode::BAD_REQUEST, "invalid_request", p.to_string());
     }
     let n = stub.script.stub.count_tokens.unwrap_or_else(|| (value.to_string().len() as u64).div_ceil(4));
+    a.ex.request = Some(value);
     a.json(&stub, StatusCode::OK, json!({"input_tokens": n}), &[])
 }
 

@@ -9,6 +9,7 @@
 //! prompt = "Read the file."                  # first user message (default: "Run the probe.")
 //! ask = "deny"                               # how the host answers a permission ask (default deny)
 //! deadline_secs = 60                         # the run must end within it
+//! requires = ["bwrap", "curl"]               # host parts it needs: skipped where missing (see host)
 //!
 //! [fixture]
 //! dir = "read"                               # copied from fixtures/read into the cwd (optional)
@@ -47,6 +48,7 @@
 //! ```
 
 pub mod files;
+pub mod host;
 pub mod sandbox;
 pub mod web;
 
@@ -264,6 +266,9 @@ pub struct BuiltinOptions {
     /// Turn limit of the loop (default 50).
     #[serde(default)]
     pub max_turns: Option<usize>,
+    /// Host parts this subject needs besides the probe's own `requires` ([`host`]).
+    #[serde(default)]
+    pub requires: Vec<String>,
 }
 
 /// `[subject.claude-code]` (used by the Claude Code subject).
@@ -276,6 +281,9 @@ pub struct ClaudeCodeOptions {
     /// Extra environment.
     #[serde(default)]
     pub env: BTreeMap<String, String>,
+    /// Host parts this subject needs besides the probe's own `requires` ([`host`]).
+    #[serde(default)]
+    pub requires: Vec<String>,
 }
 
 /// `[subject]`.
@@ -308,6 +316,8 @@ struct ProbeFile {
     unordered: Option<Spanned<Vec<usize>>>,
     #[serde(default)]
     deadline_secs: Option<u64>,
+    #[serde(default)]
+    requires: Vec<Spanned<String>>,
     #[serde(default)]
     fixture: Fixture,
     #[serde(default)]
@@ -375,6 +385,8 @@ pub struct Probe {
     pub unordered: Vec<usize>,
     /// Deadline.
     pub deadline_secs: u64,
+    /// Host parts every subject needs for this probe (`requires`; see [`host`]).
+    pub requires: Vec<String>,
     /// Fixture.
     pub fixture: Fixture,
     /// Settings.
@@ -405,9 +417,21 @@ pub struct Probe {
 }
 
 impl Probe {
+    /// The host parts the probe needs on a subject: its `requires` and the subject's own.
+    pub fn requires_on(&self, subject: &str) -> Vec<String> {
+        let kind = subject.split('@').next().unwrap_or(subject);
+        let own = match kind {
+            "builtin" => &self.subject.builtin.requires,
+            "claude-code" => &self.subject.claude_code.requires,
+            _ => return self.requires.clone(),
+        };
+        self.requires.iter().chain(own).cloned().collect()
+    }
+
     /// True when the probe applies to a subject kind (`claude-code@2.1.235` → `claude-code`). A probe
-    /// that names no subjects is a built-in probe: its checks speak the built-in runtime's texts, so a
-    /// probe runs on Claude Code only when it says so.
+    /// that names no subjects is a built-in probe — its checks speak the built-in runtime's texts — except
+    /// under `probes/claude-code/`, where it is a Claude Code probe ([`parse`] fills `subjects` in): a probe
+    /// runs on a subject other than its directory's only when it says so.
     pub fn applies_to(&self, subject: &str) -> bool {
         let kind = subject.split('@').next().unwrap_or(subject);
         if self.subjects.is_empty() {
@@ -502,7 +526,34 @@ pub fn parse(path: &Path, text: &str) -> Result<Probe, ProbeError> {
         }
         diverges.push(v.clone());
     }
+    let mut requires = Vec::new();
+    let subject_requires = raw.subject.builtin.requires.iter().chain(&raw.subject.claude_code.requires);
+    for r in raw.requires.iter().map(|r| (r.get_ref(), r.span().start)).chain(subject_requires.map(|r| (r, 0))) {
+        if !host::valid_name(r.0) {
+            return Err(err_at(
+                r.1,
+                format!("requires names {:?}, which is not a host part", r.0),
+                Some("a command on PATH (`curl`), a known part (`bwrap`, `socat`, `chromium`…) or `python3:MODULE`"),
+            ));
+        }
+    }
+    for r in &raw.requires {
+        requires.push(r.get_ref().clone());
+    }
+    let needs_bwrap = raw.settings.sandbox.enabled;
+    let declares_bwrap =
+        raw.requires.iter().map(|r| r.get_ref()).chain(&raw.subject.builtin.requires).any(|r| r == "bwrap");
+    if needs_bwrap && !declares_bwrap {
+        return Err(err_at(
+            0,
+            "the probe turns the Bash sandbox on ([settings.sandbox] enabled) but does not require bubblewrap".into(),
+            Some("add requires = [\"bwrap\"]: where bubblewrap is missing the probe is skipped, not failed"),
+        ));
+    }
     let mut subjects = Vec::new();
+    if raw.subjects.is_none() && in_claude_code_dir(path) {
+        subjects.push("claude-code".to_string());
+    }
     for s in raw.subjects.iter().flatten() {
         if !SUBJECT_KINDS.contains(&s.get_ref().as_str()) {
             return Err(err_at(
@@ -659,6 +710,7 @@ pub fn parse(path: &Path, text: &str) -> Result<Probe, ProbeError> {
         diverges,
         unordered: unordered.0,
         deadline_secs: raw.deadline_secs.unwrap_or(DEFAULT_DEADLINE_SECS),
+        requires,
         fixture: raw.fixture,
         settings: raw.settings,
         env: raw.env,
@@ -672,6 +724,12 @@ pub fn parse(path: &Path, text: &str) -> Result<Probe, ProbeError> {
         execs: raw.execs,
         checks,
     })
+}
+
+/// True for a file under a `claude-code` directory of the probes (`probes/claude-code/x.toml`): the
+/// probes that measure Claude Code, run on it only unless they name their subjects.
+fn in_claude_code_dir(path: &Path) -> bool {
+    path.parent().and_then(Path::file_name).is_some_and(|d| d == "claude-code")
 }
 
 /// Reads and parses a probe file.
@@ -750,6 +808,28 @@ mod tests {
         let p = p.map_err(|e| e.to_string());
         assert_eq!(p.as_ref().map(|p| p.checks.len()), Ok(1));
         assert_eq!(p.as_ref().map(|p| p.checks[0].1), Ok(8));
+    }
+
+    #[test]
+    fn a_probe_under_claude_code_runs_there_unless_it_names_its_subjects() {
+        let p = |path: &str, text: &str| parse(Path::new(path), text).map_err(|e| e.to_string());
+        let cc = p("probes/claude-code/x.toml", OK);
+        assert_eq!(cc.as_ref().map(|p| p.applies_to("builtin")), Ok(false));
+        assert_eq!(cc.as_ref().map(|p| p.applies_to("claude-code@2.1.235")), Ok(true));
+        let both =
+            p("probes/claude-code/x.toml", &OK.replace("about", "subjects = [\"builtin\", \"claude-code\"]\nabout"));
+        assert_eq!(both.map(|p| p.applies_to("builtin")), Ok(true));
+        assert_eq!(p("probes/read/x.toml", OK).map(|p| p.applies_to("builtin")), Ok(true));
+    }
+
+    #[test]
+    fn a_sandbox_probe_requires_bubblewrap() {
+        let sandboxed = format!("{OK}[settings.sandbox]\nenabled = true\n");
+        assert!(err(&sandboxed).contains("does not require bubblewrap"), "{}", err(&sandboxed));
+        let declared = sandboxed.replace("about", "requires = [\"bwrap\"]\nabout");
+        let p = parse(Path::new("p.toml"), &declared).map_err(|e| e.to_string());
+        assert_eq!(p.map(|p| p.requires_on("builtin")), Ok(vec!["bwrap".to_string()]));
+        assert!(err(&OK.replace("about", "requires = [\"a b\"]\nabout")).contains("is not a host part"));
     }
 
     #[test]

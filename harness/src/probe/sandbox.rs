@@ -158,13 +158,17 @@ impl Sandbox {
         }
     }
 
-    /// The probe's script with placeholders resolved in tool inputs.
+    /// The probe's script with placeholders resolved in tool inputs and in waits' files and texts.
     pub fn script(&self, probe: &Probe) -> stub_messages::Script {
         let mut s = probe.script.clone();
         let turns = s.turns.iter_mut().chain(s.conversations.iter_mut().flat_map(|c| c.turns.iter_mut()));
         for t in turns {
             for u in &mut t.tool_use {
                 self.resolve_json(&mut u.input);
+            }
+            if let Some(w) = &mut t.wait {
+                w.file = w.file.as_deref().map(|f| self.resolve(f));
+                w.contains = w.contains.as_deref().map(|c| self.resolve(c));
             }
         }
         s

@@ -73,13 +73,17 @@ pub fn bless(file: &Path, description: &str, body: &str, blobs_dir: &Path, blobs
     write_blobs(blobs_dir, blobs)
 }
 
-/// Writes blobs not yet in the store.
+/// Writes blobs not yet in the store. Each is written beside its place and renamed into it, so probes
+/// blessed side by side (`probelab run -j N --bless`) never see a half-written blob.
 pub fn write_blobs(dir: &Path, blobs: &Blobs) -> std::io::Result<()> {
     std::fs::create_dir_all(dir)?;
     for (hash, text) in blobs {
         let p = dir.join(format!("{hash}.json"));
         if !p.exists() {
-            std::fs::write(p, text)?;
+            let tmp = tempfile::NamedTempFile::new_in(dir)?;
+            std::fs::write(tmp.path(), text)?;
+            std::fs::set_permissions(tmp.path(), std::os::unix::fs::PermissionsExt::from_mode(0o644))?;
+            tmp.persist(&p).map_err(|e| e.error)?;
         }
     }
     Ok(())

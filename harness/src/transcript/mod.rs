@@ -19,7 +19,7 @@ use stub_messages::{Exchange, ExchangeKind};
 /// The record of a run, with the script that produced it.
 #[derive(Debug, Clone, Copy)]
 pub struct View<'a> {
-    /// Exchanges in arrival order.
+    /// Exchanges in the order the stub answered them (arrival order, except where turns waited).
     pub exchanges: &'a [Exchange],
     /// The script (placeholders resolved).
     pub script: &'a Script,
@@ -104,6 +104,19 @@ fn blob(blobs: &mut Blobs, norm: Norm<'_>, v: &Value) -> String {
     let h = sha256(text.as_bytes());
     let short = h[..12].to_string();
     blobs.insert(h, text);
+    short
+}
+
+/// [`blob`] for the parts every request repeats (each tool's definition, the system prompt): the same
+/// text is normalised and hashed once per transcript, not once per request (the normaliser's steps
+/// over 25 tool definitions × every request were most of a probe's rendering time).
+fn blob_once(blobs: &mut Blobs, norm: Norm<'_>, seen: &mut BTreeMap<String, String>, v: &Value) -> String {
+    let raw = serde_json::to_string(v).unwrap_or_default();
+    if let Some(short) = seen.get(&raw) {
+        return short.clone();
+    }
+    let short = blob(blobs, norm, v);
+    seen.insert(raw, short.clone());
     short
 }
 
@@ -274,6 +287,7 @@ pub fn render(h: &Header<'_>, view: &View<'_>, verdicts: &[String], blobs: &mut 
     let mut last_tools: BTreeMap<String, String> = BTreeMap::new();
     let mut last_system: BTreeMap<String, String> = BTreeMap::new();
     let mut side: Vec<String> = Vec::new();
+    let mut seen_blobs: BTreeMap<String, String> = BTreeMap::new();
     for e in view.exchanges {
         match e.kind {
             ExchangeKind::Turn if e.fault.is_none() && e.status == 200 => {
@@ -287,7 +301,8 @@ pub fn render(h: &Header<'_>, view: &View<'_>, verdicts: &[String], blobs: &mut 
                 } else {
                     format!("## request {turn} (conversation {conv})")
                 });
-                let req = e.request.clone().unwrap_or_default();
+                let null = Value::Null;
+                let req = e.request.as_ref().unwrap_or(&null);
                 let tools: Vec<String> = req
                     .get("tools")
                     .and_then(Value::as_array)
@@ -297,7 +312,7 @@ pub fn render(h: &Header<'_>, view: &View<'_>, verdicts: &[String], blobs: &mut 
                                 let name = t.get("name").and_then(Value::as_str).unwrap_or("?").to_string();
                                 let defer =
                                     if t.get("defer_loading") == Some(&Value::Bool(true)) { " (deferred)" } else { "" };
-                                format!("{name}@{}{defer}", blob(blobs, norm, t))
+                                format!("{name}@{}{defer}", blob_once(blobs, norm, &mut seen_blobs, t))
                             })
                             .collect()
                     })
@@ -308,7 +323,7 @@ pub fn render(h: &Header<'_>, view: &View<'_>, verdicts: &[String], blobs: &mut 
                     last_tools.insert(conv.clone(), tools_line);
                 }
                 if let Some(sys) = req.get("system") {
-                    let h = blob(blobs, norm, sys);
+                    let h = blob_once(blobs, norm, &mut seen_blobs, sys);
                     if last_system.get(&conv) != Some(&h) {
                         out.push(format!("system: {h}"));
                         last_system.insert(conv.clone(), h);
@@ -338,6 +353,9 @@ pub fn render(h: &Header<'_>, view: &View<'_>, verdicts: &[String], blobs: &mut 
                     render_message(&in_call_order(m, &calls), &mut out, blobs, norm);
                 }
                 out.push(if e.prelude { "## response 0 (prelude)".to_string() } else { format!("## response {turn}") });
+                if let Some(w) = &e.waited {
+                    out.push(format!("waited for: {w}"));
+                }
                 if let Some(resp) = &e.response {
                     for b in resp.get("content").and_then(Value::as_array).into_iter().flatten() {
                         render_block(b, &mut out, blobs, norm);

@@ -10,3 +10,4 @@ mod props;
 mod sdk;
 mod support;
 mod validation;
+mod waits;

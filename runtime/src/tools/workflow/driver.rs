@@ -213,9 +213,15 @@ pub(super) async fn drive(mut job: Job, stop_rx: tokio::sync::oneshot::Receiver<
             let _ = req.reply.send(r);
         }
     };
+    // the flag is set inside the branch's future, before select! drops `work` (and with it the reply of
+    // an agent() call in flight): a script failing on that dropped reply must already see the stop
+    let stopped = async {
+        let _ = stop_rx.await;
+        stop.store(true, Ordering::SeqCst);
+    };
     tokio::select! {
         _ = work => {}
-        _ = stop_rx => stop.store(true, Ordering::SeqCst),
+        _ = stopped => {}
     }
     // Stopped: an agent() call the script makes from now on (or made and nobody took yet) must fail at
     // once, or the script would wait for its answer forever and the run would never end as killed (seen

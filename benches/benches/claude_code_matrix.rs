@@ -1,0 +1,73 @@
+//! A Claude Code matrix estimate: how many (probe, version) cells an hour of this machine runs.
+//!
+//! Not criterion: a cell is a real binary run of about a second, and the figure that matters is the
+//! throughput of the whole matrix. `cargo bench -p probelab-benches --bench claude_code_matrix` runs
+//! every probe that applies to Claude Code on each version of `$PROBELAB_BENCH_VERSIONS` (comma list;
+//! default `2.1.235,2.1.332`) that is already installed in the cache (this bench installs nothing), at
+//! `-j` = the cores like `probelab run`, and prints per version the wall time and cells per minute, then
+//! the matrix rate and what the whole cache's versions would take at it. Verdicts and golden
+//! comparisons are counted, not required: versions other than the reference have few goldens.
+
+use harness::lab::Layout;
+use harness::suite::{default_jobs, run_suite, Options, Status};
+use std::path::Path;
+use std::time::Instant;
+
+fn main() {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let probes = harness::probe::load_all(&[repo.join("probes")]).unwrap_or_else(|e| panic!("{e}"));
+    let cache = harness::subject::claude_code::cache_root().join("claude-code");
+    let wanted = std::env::var("PROBELAB_BENCH_VERSIONS").unwrap_or_else(|_| "2.1.235,2.1.332".into());
+    let versions: Vec<String> = wanted
+        .split(',')
+        .map(|v| v.trim().to_string())
+        .filter(|v| cache.join(v).join("node_modules").is_dir())
+        .collect();
+    assert!(
+        !versions.is_empty(),
+        "none of {wanted} is installed under {}: scripts/setup installs 2.1.235",
+        cache.display()
+    );
+    let installed = std::fs::read_dir(&cache)
+        .map(|d| d.filter_map(Result::ok).filter(|e| e.path().join("node_modules").is_dir()).count())
+        .unwrap_or(0);
+    let layout = Layout {
+        fixtures: repo.join("fixtures"),
+        golden: repo.join("golden"),
+        engine: harness::probe::sandbox::probelab_binary(),
+    };
+    let jobs = default_jobs();
+    let rt = harness::suite::runtime(jobs).unwrap_or_else(|e| panic!("{e}"));
+    println!("claude_code_matrix: -j {jobs}, versions {}", versions.join(", "));
+    println!("{:>10} {:>6} {:>8} {:>8} {:>7} {:>10}", "version", "cells", "passed", "golden", "wall s", "cells/min");
+    let (mut cells, mut secs) = (0usize, 0f64);
+    for v in &versions {
+        let subject = format!("claude-code@{v}");
+        let opts = Options { subject: subject.clone(), jobs, bless: false, keep: false, durations: None };
+        let (mut n, mut passed, mut same) = (0usize, 0usize, 0usize);
+        let t0 = Instant::now();
+        rt.block_on(run_suite(probes.clone(), &layout, &opts, |o| {
+            if matches!(o.status, Status::Skipped(_)) {
+                return;
+            }
+            n += 1;
+            if o.report.as_ref().is_some_and(|r| r.passed()) {
+                passed += 1;
+            }
+            if o.status == Status::Pass {
+                same += 1;
+            }
+        }));
+        let wall = t0.elapsed().as_secs_f64();
+        println!("{v:>10} {n:>6} {passed:>8} {same:>8} {wall:>7.1} {:>10.1}", n as f64 * 60.0 / wall);
+        cells += n;
+        secs += wall;
+    }
+    let rate = cells as f64 * 60.0 / secs;
+    let per_version = cells as f64 / versions.len() as f64;
+    println!(
+        "claude_code_matrix: {rate:.1} cells (probes x versions) per minute on this machine; the {installed} installed versions x {per_version:.0} probes would take {:.1} min, 1 hour runs {:.0} cells",
+        installed as f64 * per_version / rate,
+        rate * 60.0
+    );
+}

@@ -1,0 +1,175 @@
+//! What a probe needs from the host: `requires = ["bwrap", "curl"]` in a probe (and per subject in
+//! `[subject.builtin]` / `[subject.claude-code]`). A run looks each part up once, at run time, and skips
+//! a probe whose part is missing with what it needs and how to get it — `needs bubblewrap (scripts/setup
+//! installs it)` — instead of failing on a machine where `scripts/setup` did not run. `scripts/setup`
+//! stays the one way the lab installs host parts; `cargo test` (after it) counts a missing part as a
+//! failure, like a missing Claude Code.
+//!
+//! Names: the parts of [`PARTS`] (a friendly name, a real check, how to get it); `python3:MODULE` (the
+//! module imports in the lab's Python: `$PROBELAB_PYTHON`, else the venv of `scripts/setup`, else
+//! `python3`); any other name is a command that must be on PATH.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, OnceLock};
+
+/// A host part the lab knows by name.
+#[derive(Debug, Clone, Copy)]
+pub struct Part {
+    /// The name probes use.
+    pub name: &'static str,
+    /// What it is called in messages.
+    pub what: &'static str,
+    /// How to get it.
+    pub how: &'static str,
+}
+
+/// The named host parts.
+pub const PARTS: &[Part] = &[
+    Part { name: "bwrap", what: "bubblewrap", how: "scripts/setup installs it" },
+    Part { name: "socat", what: "socat", how: "scripts/setup installs it" },
+    Part { name: "curl", what: "curl", how: "scripts/setup installs it" },
+    Part { name: "ps", what: "ps", how: "scripts/setup installs procps" },
+    Part { name: "git", what: "git", how: "apt-get install git" },
+    Part { name: "npm", what: "npm (Node.js)", how: "apt-get install npm" },
+    Part { name: "chromium", what: "headless Chromium", how: "scripts/setup installs it" },
+    Part { name: "python3:pylsp", what: "python-lsp-server", how: "scripts/setup installs it" },
+    Part {
+        name: "pids-cgroup",
+        what: "a writable cgroup-v1 pids hierarchy (/sys/fs/cgroup/pids)",
+        how: "root on a Linux host that mounts it; the Bash tool's fork-bomb guard lives there",
+    },
+];
+
+/// True when `name` is a well-formed requirement (a part, `python3:MODULE` or a command name).
+pub fn valid_name(name: &str) -> bool {
+    let body = name.strip_prefix("python3:").unwrap_or(name);
+    !body.is_empty() && body.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-' | '+'))
+}
+
+/// The first of `names` the host lacks, as the reason a probe is skipped; `None` when all are there.
+pub fn missing(names: &[String]) -> Option<String> {
+    names.iter().find_map(|n| lookup(n))
+}
+
+/// Whether `name` is there: `None` when it is, else what is missing and how to get it (cached per process).
+pub fn lookup(name: &str) -> Option<String> {
+    static SEEN: OnceLock<Mutex<HashMap<String, Option<String>>>> = OnceLock::new();
+    let seen = SEEN.get_or_init(Mutex::default);
+    if let Some(known) = seen.lock().ok().and_then(|m| m.get(name).cloned()) {
+        return known;
+    }
+    let answer = check(name);
+    if let Ok(mut m) = seen.lock() {
+        m.insert(name.to_string(), answer.clone());
+    }
+    answer
+}
+
+fn check(name: &str) -> Option<String> {
+    let part = PARTS.iter().find(|p| p.name == name);
+    let needs = |detail: &str| {
+        let (what, how) = part.map_or((name, "not installed"), |p| (p.what, p.how));
+        Some(format!("needs {what}{detail} ({how})"))
+    };
+    if let Some(module) = name.strip_prefix("python3:") {
+        let ok = std::process::Command::new(python())
+            .args(["-c", &format!("import {module}")])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        return if ok { None } else { needs("") };
+    }
+    match name {
+        "bwrap" => {
+            let Some(bwrap) = on_path("bwrap") else { return needs("") };
+            // what the Bash tool asks of it (tools/bwrap.rs): new namespaces, a read-only root
+            let out = std::process::Command::new(bwrap)
+                .args(["--die-with-parent", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-net"])
+                .args(["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "--", "true"])
+                .stdin(std::process::Stdio::null())
+                .output();
+            match out {
+                Ok(o) if o.status.success() => None,
+                Ok(o) => {
+                    let why = String::from_utf8_lossy(&o.stderr).lines().next().unwrap_or("").trim().to_string();
+                    Some(format!(
+                        "needs a bubblewrap that can make namespaces ({why}); the sandbox probes run where it can"
+                    ))
+                }
+                Err(e) => needs(&format!(" that runs ({e})")),
+            }
+        }
+        "pids-cgroup" => {
+            // what the Bash tool does (runtime tools/bash.rs): a group of its own under the hierarchy
+            let dir = Path::new("/sys/fs/cgroup/pids").join(format!("probelab-host-check-{}", std::process::id()));
+            let made = std::fs::create_dir(&dir).is_ok();
+            let _ = std::fs::remove_dir(&dir);
+            if made {
+                None
+            } else {
+                needs("")
+            }
+        }
+        "chromium" => {
+            let found =
+                std::env::var_os("PROBELAB_CHROMIUM").map(PathBuf::from).filter(|p| p.is_file()).or_else(|| {
+                    ["chromium-headless-shell", "chromium", "chromium-browser"].iter().find_map(|c| on_path(c))
+                });
+            if found.is_some() {
+                None
+            } else {
+                needs("")
+            }
+        }
+        command => {
+            if on_path(command).is_some() {
+                None
+            } else {
+                needs("")
+            }
+        }
+    }
+}
+
+/// The lab's Python: `$PROBELAB_PYTHON`, else the venv of `scripts/setup`, else `python3`.
+pub fn python() -> PathBuf {
+    if let Some(p) = std::env::var_os("PROBELAB_PYTHON") {
+        return PathBuf::from(p);
+    }
+    let venv = crate::subject::claude_code::cache_root().join("venv/bin/python");
+    if venv.is_file() {
+        venv
+    } else {
+        PathBuf::from("python3")
+    }
+}
+
+/// Where `command` is on PATH (an executable file), if anywhere.
+pub fn on_path(command: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path).map(|d| d.join(command)).find(|p| is_executable(p))
+}
+
+fn is_executable(p: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_missing_command_says_what_and_how() {
+        assert_eq!(lookup("probelab-no-such-command"), Some("needs probelab-no-such-command (not installed)".into()));
+        assert_eq!(lookup("sh"), None);
+        assert!(valid_name("python3:pylsp") && valid_name("bwrap") && !valid_name("a b") && !valid_name("python3:"));
+    }
+
+    #[test]
+    fn a_missing_module_is_named() {
+        assert!(lookup("python3:probelab_no_such_module").is_some_and(|m| m.starts_with("needs python3:")));
+    }
+}

@@ -1,0 +1,243 @@
+//! Many probes at once: `probelab run -j N` and the benchmarks run a suite here.
+//!
+//! Probes are independent — each has its own sandbox (a fresh temp dir), its own stub on port 0 and its
+//! own services — so they run side by side on a bounded pool: at most `jobs` probes at a time (default:
+//! the machine's cores, [`default_jobs`]), started in probe order (tokio's semaphore is fair). Results
+//! are handed back in probe order as soon as every earlier probe is done, so the output of `-j 8` is
+//! the output of `-j 1`, line for line; only the durations differ.
+//!
+//! Decisions:
+//! - One multi-thread tokio runtime for the whole suite, with at least as many workers as jobs: a probe
+//!   that blocks a worker for a moment (a 64 MiB fixture written, a hook run synchronously by the stub)
+//!   does not hold another probe's timers back.
+//! - A Claude Code subject is installed once before the first probe starts (the npm install is not safe
+//!   to run twice at once into one cache dir), then every probe finds it in the cache.
+//! - What a probe needs from the host (`requires`, [`crate::probe::host`]) is looked up once per run;
+//!   a probe whose part is missing is skipped with the reason and how to get the part.
+//! - Longest first: with [`Options::durations`] set (the CLI keeps `target/probelab/<subject>/durations.json`),
+//!   probes start in the order of their last run's durations, longest first, so the few that wait on a
+//!   timeout overlap the many short ones instead of trailing after them; the file is rewritten after
+//!   the run. Without it (or for probes it does not know) probes start in probe order. The order of the
+//!   output never changes.
+
+use crate::lab::{golden_step, run_probe, GoldenOutcome, Layout, Report};
+use crate::probe::Probe;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// What became of one probe.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Status {
+    /// Checks, invariants and golden agree.
+    Pass,
+    /// Passed and its golden was written.
+    Blessed,
+    /// A check or an invariant failed.
+    Fail,
+    /// The transcript differs from the golden.
+    GoldenDiff,
+    /// No golden yet (or blobs missing).
+    GoldenMissing,
+    /// The run could not be made (sandbox, stub, subject install…).
+    Error,
+    /// Not run: the reason (`not for builtin`, `needs bubblewrap (scripts/setup installs it)`).
+    Skipped(String),
+}
+
+impl Status {
+    /// The word of `--json`'s `status`.
+    pub fn word(&self) -> &'static str {
+        match self {
+            Status::Pass => "pass",
+            Status::Blessed => "blessed",
+            Status::Fail => "fail",
+            Status::GoldenDiff => "golden-diff",
+            Status::GoldenMissing => "golden-missing",
+            Status::Error => "error",
+            Status::Skipped(_) => "skipped",
+        }
+    }
+
+    /// Counts as passed (pass or blessed).
+    pub fn ok(&self) -> bool {
+        matches!(self, Status::Pass | Status::Blessed)
+    }
+}
+
+/// One probe's outcome.
+#[derive(Debug)]
+pub struct Outcome {
+    /// Its place in the suite (probe order).
+    pub index: usize,
+    /// The probe.
+    pub probe: Arc<Probe>,
+    /// What became of it.
+    pub status: Status,
+    /// Failures, the golden diff, or the error.
+    pub detail: String,
+    /// The run's report (absent when skipped or when the run could not be made).
+    pub report: Option<Report>,
+    /// Wall time of the probe: run, checks, golden compare (or bless).
+    pub duration: Duration,
+}
+
+/// How to run a suite.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// The subject (`builtin`, `claude-code@2.1.235`).
+    pub subject: String,
+    /// Probes at a time.
+    pub jobs: usize,
+    /// Write goldens of passing probes.
+    pub bless: bool,
+    /// Keep each sandbox.
+    pub keep: bool,
+    /// Where the last run's per-probe durations are kept (read to start the longest first, rewritten).
+    pub durations: Option<std::path::PathBuf>,
+}
+
+/// The machine's cores (at least 1): the default of `-j`.
+pub fn default_jobs() -> usize {
+    std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
+}
+
+/// A runtime for a suite of `jobs` probes at a time.
+pub fn runtime(jobs: usize) -> std::io::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread().worker_threads(jobs.max(default_jobs()).max(2)).enable_all().build()
+}
+
+/// Runs one probe (or skips it) and compares its golden.
+pub async fn run_one(index: usize, probe: Arc<Probe>, layout: &Layout, opts: &Options) -> Outcome {
+    let started = Instant::now();
+    let skip = |why: String| Outcome {
+        index,
+        probe: probe.clone(),
+        status: Status::Skipped(why),
+        detail: String::new(),
+        report: None,
+        duration: Duration::ZERO,
+    };
+    if !probe.applies_to(&opts.subject) {
+        return skip(format!("not for {}", opts.subject));
+    }
+    if let Some(why) = crate::probe::host::missing(&probe.requires_on(&opts.subject)) {
+        return skip(why);
+    }
+    let report = match run_probe(&probe, &opts.subject, layout, opts.keep).await {
+        Ok(r) => r,
+        Err(e) => {
+            return Outcome {
+                index,
+                probe: probe.clone(),
+                status: Status::Error,
+                detail: e,
+                report: None,
+                duration: started.elapsed(),
+            }
+        }
+    };
+    let golden = golden_step(&report, layout, opts.bless && report.passed());
+    let (status, detail) = match (&golden, report.passed()) {
+        (Err(e), _) => (Status::Error, e.clone()),
+        (Ok(_), false) => (Status::Fail, report.failures().join("\n")),
+        (Ok(GoldenOutcome::Same), true) => (Status::Pass, String::new()),
+        (Ok(GoldenOutcome::Blessed), true) => (Status::Blessed, String::new()),
+        (Ok(GoldenOutcome::Missing), true) => {
+            (Status::GoldenMissing, "no golden file yet: run `probelab run --bless` to write it".to_string())
+        }
+        (Ok(GoldenOutcome::Differs(d)), true) => (Status::GoldenDiff, d.clone()),
+        (Ok(GoldenOutcome::MissingBlobs(b)), true) => {
+            (Status::GoldenMissing, format!("blobs missing from golden/blobs: {}; run with --bless", b.join(", ")))
+        }
+    };
+    Outcome { index, probe, status, detail, report: Some(report), duration: started.elapsed() }
+}
+
+/// Runs `probes` at most `opts.jobs` at a time and calls `each` with every outcome, in probe order.
+pub async fn run_suite(probes: Vec<Probe>, layout: &Layout, opts: &Options, mut each: impl FnMut(Outcome)) {
+    if let Some(v) = crate::subject::claude_code::version_of(&opts.subject) {
+        // installed once, before the probes look for it (an error shows on every probe that needs it)
+        let v = v.to_string();
+        let _ = tokio::task::spawn_blocking(move || crate::subject::claude_code::install(&v)).await;
+    }
+    let permits = Arc::new(tokio::sync::Semaphore::new(opts.jobs.max(1)));
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Outcome>();
+    let probes: Vec<Arc<Probe>> = probes.into_iter().map(Arc::new).collect();
+    let n = probes.len();
+    let mut last = opts.durations.as_deref().map(load_durations).unwrap_or_default();
+    let mut order: Vec<usize> = (0..n).collect();
+    // stable: probes the file does not know keep their place after the known ones' longest-first order
+    order.sort_by(|&a, &b| {
+        let d = |i: usize| last.get(&probes[i].id).copied().unwrap_or(0.0);
+        d(b).total_cmp(&d(a))
+    });
+    for index in order {
+        let probe = probes[index].clone();
+        let (permits, tx, layout, opts) = (permits.clone(), tx.clone(), layout.clone(), opts.clone());
+        tokio::spawn(async move {
+            let outcome = match permits.acquire_owned().await {
+                Ok(_permit) => run_one(index, probe, &layout, &opts).await,
+                Err(e) => Outcome {
+                    index,
+                    probe,
+                    status: Status::Error,
+                    detail: format!("the pool closed: {e}"),
+                    report: None,
+                    duration: Duration::ZERO,
+                },
+            };
+            let _ = tx.send(outcome);
+        });
+    }
+    drop(tx);
+    let mut done: Vec<Option<Outcome>> = (0..n).map(|_| None).collect();
+    let mut next = 0;
+    while let Some(o) = rx.recv().await {
+        let i = o.index;
+        if !matches!(o.status, Status::Skipped(_)) {
+            last.insert(o.probe.id.clone(), o.duration.as_secs_f64() * 1000.0);
+        }
+        done[i] = Some(o);
+        while next < n {
+            match done[next].take() {
+                Some(o) => {
+                    each(o);
+                    next += 1;
+                }
+                None => break,
+            }
+        }
+    }
+    if let Some(path) = &opts.durations {
+        save_durations(path, &last);
+    }
+    // a probe whose task panicked sent nothing: it is an error, in its place, never left out
+    for (index, slot) in done.into_iter().enumerate().skip(next) {
+        let o = slot.unwrap_or_else(|| Outcome {
+            index,
+            probe: probes[index].clone(),
+            status: Status::Error,
+            detail: "the probe's run panicked (see stderr)".into(),
+            report: None,
+            duration: Duration::ZERO,
+        });
+        each(o);
+    }
+}
+
+/// The per-probe durations of the last run (probe id → ms); empty when the file is missing or unreadable.
+pub fn load_durations(path: &std::path::Path) -> std::collections::BTreeMap<String, f64> {
+    std::fs::read(path).ok().and_then(|b| serde_json::from_slice(&b).ok()).unwrap_or_default()
+}
+
+fn save_durations(path: &std::path::Path, d: &std::collections::BTreeMap<String, f64>) {
+    let rounded: std::collections::BTreeMap<&str, f64> =
+        d.iter().map(|(k, v)| (k.as_str(), (v * 10.0).round() / 10.0)).collect();
+    let written = path
+        .parent()
+        .map_or(Ok(()), std::fs::create_dir_all)
+        .and_then(|_| std::fs::write(path, serde_json::to_vec_pretty(&rounded).unwrap_or_default()));
+    if let Err(e) = written {
+        eprintln!("probelab: cannot write {}: {e}", path.display());
+    }
+}
