@@ -21,7 +21,9 @@ pub struct Layout {
 }
 
 impl Layout {
-    /// The repository's own layout (this crate sits in `harness/`).
+    /// The repository's own layout (this crate sits in `harness/`), fixed at compile time: for this
+    /// repository's test binaries and benches only. The CLI takes the layout of the project it runs in
+    /// ([`crate::project::Project::layout`]).
     pub fn repo() -> Layout {
         let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
         let engine = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("probelab"));

@@ -11,3 +11,4 @@ mod html_report;
 mod lsp_real;
 mod mcp;
 mod observatory;
+mod own_suite;

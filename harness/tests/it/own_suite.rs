@@ -1,0 +1,144 @@
+//! A user's own suite, kept outside this repository (issue 19): `probelab init`, `new`, `run --bless`,
+//! `run`, a golden diff, `diff` of two golden sets, configured paths and `--golden` — with the built
+//! binary, from a directory below the project root, and nothing written into the repository.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..").canonicalize().unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// `probelab ARGS` in `dir`.
+fn probelab(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_probelab"))
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap_or_else(|e| panic!("probelab {args:?}: {e}"))
+}
+
+fn said(out: &Output) -> String {
+    format!(
+        "exit {:?}\nstdout:\n{}\nstderr:\n{}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// What the repository's probe data looks like: every file under probes/, golden/, fixtures/ (path,
+/// size, mtime), whether a probelab.toml is at its root, and git's view of those paths.
+fn repo_state() -> (BTreeMap<PathBuf, (u64, std::time::SystemTime)>, bool, String) {
+    let root = repo();
+    let mut files = BTreeMap::new();
+    let mut stack: Vec<PathBuf> = ["probes", "golden", "fixtures"].iter().map(|d| root.join(d)).collect();
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap_or_else(|e| panic!("{}: {e}", d.display())).flatten() {
+            let (p, m) = (e.path(), e.metadata().unwrap_or_else(|e| panic!("{e}")));
+            if m.is_dir() {
+                stack.push(p);
+            } else {
+                files.insert(p, (m.len(), m.modified().unwrap_or(std::time::UNIX_EPOCH)));
+            }
+        }
+    }
+    let git = Command::new("git")
+        .args(["status", "--porcelain", "--untracked-files=all", "--", "probes", "golden", "fixtures", "probelab.toml"])
+        .current_dir(&root)
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+        .unwrap_or_default();
+    (files, root.join("probelab.toml").exists(), git)
+}
+
+#[test]
+fn a_suite_outside_the_repository_is_made_blessed_run_and_diffed_there_only() {
+    let before = repo_state();
+    let tmp = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let lab = tmp.path().canonicalize().unwrap_or_else(|e| panic!("{e}"));
+    assert!(!lab.starts_with(repo()), "the temp dir {} is inside the repository", lab.display());
+
+    // no project yet: a clear error naming the directory and the way out
+    let out = probelab(&lab, &["run"]);
+    assert_eq!(out.status.code(), Some(2), "{}", said(&out));
+    assert!(said(&out).contains("no probelab.toml (or probes/ directory) here or in any parent"), "{}", said(&out));
+    assert!(said(&out).contains("probelab init"), "{}", said(&out));
+
+    let out = probelab(&lab, &["init"]);
+    assert!(out.status.success(), "{}", said(&out));
+    for made in ["probelab.toml", "probes", "golden", "fixtures"] {
+        assert!(lab.join(made).exists(), "init did not make {made}: {}", said(&out));
+    }
+    assert_eq!(probelab(&lab, &["init"]).status.code(), Some(2), "a second init must refuse");
+
+    // every later command from a directory below the root: the root is found by walking up
+    let deep = lab.join("notes/deeper");
+    std::fs::create_dir_all(&deep).unwrap_or_else(|e| panic!("{e}"));
+    let out = probelab(&deep, &["new", "demo/first"]);
+    assert!(out.status.success(), "{}", said(&out));
+    let probe_file = lab.join("probes/demo/first.toml");
+    assert!(probe_file.is_file(), "{}", said(&out));
+
+    let out = probelab(&deep, &["run", "-j", "1", "--json"]);
+    assert_eq!(out.status.code(), Some(1), "no golden yet: {}", said(&out));
+    assert!(said(&out).contains("\"status\":\"golden-missing\""), "{}", said(&out));
+
+    let out = probelab(&deep, &["run", "-j", "1", "--bless"]);
+    assert!(out.status.success(), "the skeleton must pass as written: {}", said(&out));
+    let golden = lab.join("golden/builtin/demo.first.snap");
+    let text = std::fs::read_to_string(&golden).unwrap_or_else(|e| panic!("{}: {e}", golden.display()));
+    assert!(text.contains("tool_result toolu_demo_first_1:\n  | 1\tone\n  | 2\ttwo\n"), "{text}");
+    assert!(std::fs::read_dir(lab.join("golden/blobs")).map(|d| d.count()).unwrap_or(0) > 0);
+    assert!(lab.join("target/probelab/builtin/durations.json").is_file(), "run state goes to the project's out dir");
+
+    let out = probelab(&deep, &["run", "-j", "1"]);
+    assert!(out.status.success(), "{}", said(&out));
+    assert!(said(&out).contains("pass  demo.first [READ-1]"), "{}", said(&out));
+
+    // a changed fixture: the run shows the golden diff and fails
+    let probe = std::fs::read_to_string(&probe_file).unwrap_or_else(|e| panic!("{e}"));
+    assert!(probe.contains("\"one\\ntwo\\nthree\\n\""), "{probe}");
+    std::fs::write(&probe_file, probe.replace("\"one\\ntwo\\nthree\\n\"", "\"one\\ntwo\\nTHREE\\n\""))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let out = probelab(&deep, &["run", "-j", "1"]);
+    assert_eq!(out.status.code(), Some(1), "{}", said(&out));
+    assert!(said(&out).contains("-  | 3\tthree") && said(&out).contains("+  | 3\tTHREE"), "{}", said(&out));
+
+    // --golden: bless into another set, then diff the two sets
+    let out = probelab(&deep, &["run", "-j", "1", "--bless", "--golden", "../../alt"]);
+    assert!(out.status.success(), "{}", said(&out));
+    assert!(lab.join("alt/builtin/demo.first.snap").is_file(), "--golden is relative to the cwd: {}", said(&out));
+    let out = probelab(&deep, &["diff", "builtin", "../../alt/builtin"]);
+    assert!(out.status.success(), "{}", said(&out));
+    assert!(said(&out).contains("THREE") && said(&out).contains("1 probes in common"), "{}", said(&out));
+
+    // configured paths: probes, golden and fixtures where probelab.toml says
+    std::fs::rename(lab.join("probes"), lab.join("suite")).unwrap_or_else(|e| panic!("{e}"));
+    std::fs::create_dir_all(lab.join("trees/small")).unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(lab.join("trees/small/g.txt"), "from the tree\n").unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(
+        lab.join("suite/tree.toml"),
+        "id = \"demo.tree\"\nclaims = [\"READ-1\"]\nabout = \"a fixture tree of the project\"\n[fixture]\ndir = \"small\"\n\
+         [[turn]]\ntool_use = [{ name = \"Read\", input = { file_path = \"{cwd}/g.txt\" } }]\n[[turn]]\ntext = \"done\"\n\
+         [[check]]\nresult = 1\ncontains = \"1\\tfrom the tree\"\n",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(lab.join("probelab.toml"), "probes = \"suite\"\ngolden = \"snaps\"\nfixtures = \"trees\"\n")
+        .unwrap_or_else(|e| panic!("{e}"));
+    let out = probelab(&deep, &["run", "-j", "1", "--bless"]);
+    assert!(out.status.success(), "{}", said(&out));
+    assert!(said(&out).contains("bless demo.tree") && said(&out).contains("bless demo.first"), "{}", said(&out));
+    assert!(lab.join("snaps/builtin/demo.tree.snap").is_file() && lab.join("snaps/builtin/demo.first.snap").is_file());
+
+    // a malformed project file: file:line:col and a hint, exit 2
+    std::fs::write(lab.join("probelab.toml"), "probes = \"suite\"\ngoldens = \"snaps\"\n")
+        .unwrap_or_else(|e| panic!("{e}"));
+    let out = probelab(&deep, &["run"]);
+    assert_eq!(out.status.code(), Some(2), "{}", said(&out));
+    let place = format!("{}:2:1: unknown field `goldens`", lab.join("probelab.toml").display());
+    assert!(said(&out).contains(&place) && said(&out).contains("hint:"), "{}", said(&out));
+
+    assert_eq!(repo_state(), before, "the suite's commands wrote into the repository");
+}
