@@ -106,7 +106,7 @@ fn text_assertions(c: &Check, full: &str, sb: &Sandbox, fails: &mut Vec<String>)
         }
     }
     if let Some(re) = &c.matches {
-        match regex::Regex::new(&sb.resolve(re)) {
+        match regex::Regex::new(&sb.resolve_regex(re)) {
             Ok(r) if !r.is_match(text) => fails.push(format!("expected text to match /{re}/\nactual:\n{text}")),
             Err(e) => fails.push(format!("bad regex: {e}")),
             _ => {}
@@ -167,7 +167,7 @@ fn find_file(sb: &Sandbox, f: &str) -> Result<std::path::PathBuf, String> {
 
 /// What a check looks at, as its verdict names it (`result 2`, `request 1`, `file f.txt`, `exec 1`).
 pub fn target_of(c: &Check) -> String {
-    match (c.result, c.request, &c.lsp, &c.file, c.exec) {
+    match (&c.result, c.request, &c.lsp, &c.file, c.exec) {
         (Some(n), ..) => format!("result {n}"),
         (_, Some(n), ..) => format!("request {n}"),
         (_, _, Some(f), ..) => format!("lsp {f}"),
@@ -193,8 +193,8 @@ pub fn evaluate(probe: &Probe, index: usize, view: &View<'_>, sb: &Sandbox) -> V
     let (c, line, _) = &probe.checks[index];
     let mut fails = Vec::new();
     let target;
-    if let Some(n) = c.result {
-        target = format!("result {n}");
+    if let Some(n) = c.result_n {
+        target = target_of(c);
         match view.result(n) {
             None => fails.push(format!("no tool_result answers scripted tool_use {n} in any request")),
             Some(block) => {

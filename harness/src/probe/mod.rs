@@ -39,13 +39,22 @@
 //! [[turn]]                                   # stub-messages' turn format; {cwd} {home} {sandbox}
 //! tool_use = [{ name = "Read", input = { file_path = "{cwd}/f.txt" } }]
 //! [[turn]]
+//! tool_use = [{ id = "edit", name = "Edit", input = { file_path = "{cwd}/f.txt", old_string = "one", new_string = "1" } }]
+//! [[turn]]
 //! text = "done"
 //!
-//! [[check]]                                  # result = N | request = N | file = "path"
-//! result = 1
+//! [[check]]                                  # result = N | result = "ID" | request = N | file = "path"
+//! result = 1                                 # the 1st scripted tool_use of the main conversation
 //! is_error = false
-//! contains = "     1\tone"
+//! contains = "1\tone"
+//! [[check]]
+//! result = "edit"                            # the tool_use given id = "edit" (unique in the probe; also
+//! matches = '^The file {cwd}/f\.txt has'     # its wire id): inserting a turn renumbers nothing
 //! ```
+//!
+//! Placeholders (`{cwd}`, `{home}`, `{sandbox}`, `{probelab}`, `{web}`, `{artifact}`) are resolved in tool
+//! inputs and in every check text; inside `matches` each becomes its value as an escaped literal
+//! (`regex::escape`), so a path's `.` or `+` matches only itself.
 
 pub mod files;
 pub mod host;
@@ -114,13 +123,38 @@ pub struct JsonCheck {
     pub exists: Option<bool>,
 }
 
+/// The tool_use whose tool_result a check looks at: its number (the N-th scripted tool_use of the main
+/// conversation, 1-based, across turns) or the `id` the probe gave it (`tool_use = [{ id = "edit", … }]`,
+/// then `result = "edit"`: inserting a turn renumbers nothing).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(untagged)]
+pub enum ResultRef {
+    /// `result = 2`.
+    Number(usize),
+    /// `result = "edit"`.
+    Id(String),
+}
+
+impl std::fmt::Display for ResultRef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ResultRef::Number(n) => write!(f, "{n}"),
+            ResultRef::Id(id) => write!(f, "{id}"),
+        }
+    }
+}
+
 /// A `[[check]]`: one target and its assertions.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Check {
-    /// The tool_result answering the N-th scripted tool_use of the main conversation (1-based).
+    /// The tool_result answering a scripted tool_use of the main conversation: `N` (1-based, across
+    /// turns) or the tool_use's `id`.
     #[serde(default)]
-    pub result: Option<usize>,
+    pub result: Option<ResultRef>,
+    /// `result` as the tool_use's number, resolved when the probe is parsed.
+    #[serde(skip)]
+    pub result_n: Option<usize>,
     /// The N-th main-conversation request (1-based).
     #[serde(default)]
     pub request: Option<usize>,
@@ -337,10 +371,8 @@ struct ProbeFile {
     #[serde(default)]
     web: web::WebSpec,
     // Parsed here so that errors in them carry this file's place; the stub's Script reads them again.
-    #[allow(dead_code)]
     #[serde(default, rename = "turn")]
     turns: Vec<Turn>,
-    #[allow(dead_code)]
     #[serde(default, rename = "conversation")]
     conversations: Vec<Conversation>,
     #[allow(dead_code)]
@@ -564,12 +596,23 @@ pub fn parse(path: &Path, text: &str) -> Result<Probe, ProbeError> {
         }
         subjects.push(s.get_ref().clone());
     }
+    // the ids probes give tool_uses name them for checks: unique across the whole script
+    let mut seen = std::collections::BTreeSet::new();
+    let every_turn = raw.turns.iter().chain(raw.conversations.iter().flat_map(|c| &c.turns));
+    for id in every_turn.flat_map(|t| &t.tool_use).filter_map(|u| u.id.as_deref()) {
+        if !seen.insert(id) {
+            let at = text.match_indices(&format!("\"{id}\"")).nth(1).map(|(i, _)| i).unwrap_or(0);
+            let hint = "an id names one tool_use (checks say result = \"ID\"), and the API refuses repeated ids";
+            return Err(err_at(at, format!("tool_use id {id:?} is given twice"), Some(hint)));
+        }
+    }
     let script = stub_messages::Script::from_toml(&file, text).map_err(|e| {
         let msg = e.0.strip_prefix(&format!("{file}: ")).unwrap_or(&e.0).to_string();
         err_at(0, msg, Some("see the turn format in stub-messages/src/script.rs"))
     })?;
     let main_turns = script.turns.len();
     let tool_uses: usize = script.turns.iter().map(|t| t.tool_use.len()).sum();
+    let main_ids: Vec<Option<&str>> = script.turns.iter().flat_map(|t| &t.tool_use).map(|u| u.id.as_deref()).collect();
     let unordered = raw.unordered.as_ref().map(|u| (u.get_ref().clone(), u.span().start)).unwrap_or_default();
     if let Some(n) = unordered.0.iter().find(|n| **n == 0 || **n > tool_uses) {
         return Err(err_at(
@@ -617,7 +660,7 @@ pub fn parse(path: &Path, text: &str) -> Result<Probe, ProbeError> {
     let mut checks = Vec::new();
     for c in &raw.checks {
         let at = c.span().start;
-        let check = c.get_ref();
+        let mut check = c.get_ref().clone();
         let targets = [
             check.result.is_some(),
             check.request.is_some(),
@@ -648,14 +691,29 @@ pub fn parse(path: &Path, text: &str) -> Result<Probe, ProbeError> {
             let msg = "exit / stderr_* / max_duration_ms / max_rss_mib apply to exec checks only";
             return Err(err_at(at, msg.into(), None));
         }
-        if let Some(n) = check.result {
-            if n == 0 || n > tool_uses {
+        match &check.result {
+            Some(ResultRef::Number(n)) if *n == 0 || *n > tool_uses => {
                 return Err(err_at(
                     at,
                     format!("check names result {n}, but the main conversation scripts {tool_uses} tool_use block(s)"),
-                    Some("results are numbered from 1 in script order, across turns"),
+                    Some("results are numbered from 1 in script order, across turns (or named: result = \"ID\")"),
                 ));
             }
+            Some(ResultRef::Number(n)) => check.result_n = Some(*n),
+            Some(ResultRef::Id(id)) => match main_ids.iter().position(|i| *i == Some(id.as_str())) {
+                Some(k) => check.result_n = Some(k + 1),
+                None => {
+                    let named: Vec<&str> = main_ids.iter().flatten().copied().collect();
+                    return Err(err_at(
+                        at,
+                        format!("check names result {id:?}, but no tool_use of the main conversation has that id"),
+                        Some(&format!(
+                            "name one with tool_use = [{{ id = {id:?}, name = …, input = … }}] (ids given: {named:?})"
+                        )),
+                    ));
+                }
+            },
+            None => {}
         }
         if let Some(n) = check.request {
             if n == 0 || n > main_turns {
@@ -691,12 +749,12 @@ pub fn parse(path: &Path, text: &str) -> Result<Probe, ProbeError> {
             }
         }
         if let Some(re) = &check.matches {
-            if let Err(e) = regex::Regex::new(re) {
+            if let Err(e) = regex::Regex::new(&sandbox::placeholders_as_literals(re, "p")) {
                 return Err(err_at(at, format!("matches is not a valid regex: {e}"), None));
             }
         }
         let (line, col) = line_col(text, at);
-        checks.push((check.clone(), line, col));
+        checks.push((check, line, col));
     }
     Ok(Probe {
         path: path.to_path_buf(),
@@ -830,6 +888,33 @@ mod tests {
         let p = parse(Path::new("p.toml"), &declared).map_err(|e| e.to_string());
         assert_eq!(p.map(|p| p.requires_on("builtin")), Ok(vec!["bwrap".to_string()]));
         assert!(err(&OK.replace("about", "requires = [\"a b\"]\nabout")).contains("is not a host part"));
+    }
+
+    #[test]
+    fn a_check_names_a_result_by_number_or_by_the_id_given_to_its_tool_use() {
+        let text = "id = \"x.y\"\nclaims = [\"READ-1\"]\nabout = \"a\"\n[[turn]]\ntool_use = [{ name = \"Read\", input = {} }]\n\
+                    [[turn]]\ntool_use = [{ name = \"Read\", input = {} }, { id = \"edit\", name = \"Edit\", input = {} }]\n\
+                    [[turn]]\ntext = \"done\"\n[[check]]\nresult = \"edit\"\n[[check]]\nresult = 2\n";
+        let p = parse(Path::new("p.toml"), text).unwrap_or_else(|e| panic!("{e}"));
+        let resolved: Vec<Option<usize>> = p.checks.iter().map(|c| c.0.result_n).collect();
+        assert_eq!(resolved, vec![Some(3), Some(2)]);
+        assert_eq!(crate::check::target_of(&p.checks[0].0), "result edit");
+        assert_eq!(crate::check::target_of(&p.checks[1].0), "result 2");
+        let unknown = err(&text.replace("result = \"edit\"", "result = \"edti\""));
+        assert!(unknown.starts_with("p.toml:10:1: check names result \"edti\", but no tool_use"), "{unknown}");
+        assert!(unknown.contains("ids given: [\"edit\"]"), "{unknown}");
+        let twice = err(&text.replace(
+            "{ name = \"Read\", input = {} }]\n[[turn]]",
+            "{ id = \"edit\", name = \"Read\", input = {} }]\n[[turn]]",
+        ));
+        assert!(twice.contains("tool_use id \"edit\" is given twice"), "{twice}");
+    }
+
+    #[test]
+    fn a_regex_may_hold_placeholders() {
+        let ok = format!("{OK}[[check]]\nresult = 1\nmatches = '^{{cwd}}/f$'\n");
+        assert!(parse(Path::new("p.toml"), &ok).is_ok(), "{}", err(&ok));
+        assert!(err(&format!("{OK}[[check]]\nresult = 1\nmatches = '^{{cwd}}($'\n")).contains("not a valid regex"));
     }
 
     #[test]

@@ -17,6 +17,16 @@ use std::path::{Path, PathBuf};
 /// The `{probelab}` placeholder's name: the probelab binary (its `fake-mcp` and `fake-lsp` subcommands
 /// are the fixture servers of MCP and LSP probes).
 pub const PROBELAB: &str = "probelab";
+/// Every placeholder a run resolves: the sandbox's three, `{probelab}`, and those the run's services
+/// add (`{web}`, `{artifact}`).
+pub const PLACEHOLDERS: &[&str] = &["cwd", "home", "sandbox", PROBELAB, "web", "artifact"];
+
+/// `re` with each placeholder replaced by `literal` (checked to be a regex literal by the caller): how a
+/// probe's `matches` is validated before any run has its values.
+pub fn placeholders_as_literals(re: &str, literal: &str) -> String {
+    PLACEHOLDERS.iter().fold(re.to_string(), |out, name| out.replace(&format!("{{{name}}}"), literal))
+}
+
 /// Env override of the probelab binary `{probelab}` names.
 pub const ENV_PROBELAB_BIN: &str = "PROBELAB_BIN";
 
@@ -119,12 +129,24 @@ impl Sandbox {
 
     /// Replaces `{cwd}`, `{home}`, `{sandbox}` and the run's [`Sandbox::placeholders`].
     pub fn resolve(&self, s: &str) -> String {
-        let mut out = s
-            .replace("{cwd}", &self.cwd.to_string_lossy())
-            .replace("{home}", &self.home.to_string_lossy())
-            .replace("{sandbox}", &self.root.to_string_lossy());
-        for (name, value) in &self.placeholders {
-            out = out.replace(&format!("{{{name}}}"), value);
+        self.resolve_as(s, |v| v.to_string())
+    }
+
+    /// [`Sandbox::resolve`] for a regex (a check's `matches`): each placeholder becomes its value as an
+    /// escaped literal, so `'^{cwd}/a\.txt$'` matches the cwd whatever characters its path has.
+    pub fn resolve_regex(&self, re: &str) -> String {
+        self.resolve_as(re, regex::escape)
+    }
+
+    fn resolve_as(&self, s: &str, literal: impl Fn(&str) -> String) -> String {
+        let fixed = [("cwd", &self.cwd), ("home", &self.home), ("sandbox", &self.root)];
+        let fixed = fixed.into_iter().map(|(n, p)| (n.to_string(), p.to_string_lossy().into_owned()));
+        let mut out = s.to_string();
+        for (name, value) in fixed.chain(self.placeholders.iter().map(|(n, v)| (n.clone(), v.clone()))) {
+            let key = format!("{{{name}}}");
+            if out.contains(&key) {
+                out = out.replace(&key, &literal(&value));
+            }
         }
         out
     }
@@ -251,4 +273,38 @@ fn copy_tree(src: &Path, dst: &Path) -> std::io::Result<()> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sandbox_at(root: &str) -> Sandbox {
+        let root = PathBuf::from(root);
+        Sandbox {
+            dir: None,
+            cwd: root.join("work"),
+            home: root.join("home"),
+            placeholders: BTreeMap::from([("web".to_string(), "http://127.0.0.1:9/a?b".to_string())]),
+            root,
+        }
+    }
+
+    #[test]
+    fn placeholders_in_a_regex_are_escaped_literals() {
+        let sb = sandbox_at("/tmp/p.q+r(1)");
+        let re = regex::Regex::new(&sb.resolve_regex("^{cwd}/f\\.txt$")).unwrap_or_else(|e| panic!("{e}"));
+        assert!(re.is_match("/tmp/p.q+r(1)/work/f.txt"));
+        assert!(!re.is_match("/tmp/pxq+r(1)/work/f.txt"), "the path's `.` is a literal, not any character");
+        let web = regex::Regex::new(&sb.resolve_regex("^GET {web}$")).unwrap_or_else(|e| panic!("{e}"));
+        assert!(web.is_match("GET http://127.0.0.1:9/a?b") && !web.is_match("GET http://127.0.0.1:9/a"));
+        assert_eq!(sb.resolve("{home}/x {web}"), "/tmp/p.q+r(1)/home/x http://127.0.0.1:9/a?b");
+    }
+
+    #[test]
+    fn a_regex_with_placeholders_is_validated_with_literals_in_their_place() {
+        assert!(regex::Regex::new("^{cwd}$").is_err(), "the raw form is no regex");
+        assert!(regex::Regex::new(&placeholders_as_literals("^{cwd}/{sandbox}x{2}$", "p")).is_ok());
+        assert_eq!(placeholders_as_literals("a{2}{home}{other}", "p"), "a{2}p{other}");
+    }
 }

@@ -142,3 +142,31 @@ fn a_suite_outside_the_repository_is_made_blessed_run_and_diffed_there_only() {
 
     assert_eq!(repo_state(), before, "the suite's commands wrote into the repository");
 }
+
+#[test]
+fn a_named_result_is_checked_with_a_regex_holding_a_placeholder() {
+    let text = r#"id = "own.named"
+claims = ["READ-1"]
+about = "result = ID and {cwd} in a regex"
+[[turn]]
+tool_use = [{ id = "where", name = "Bash", input = { command = "pwd" } }]
+[[turn]]
+text = "done"
+[[check]]
+result = "where"
+matches = '^{cwd}$'
+[[check]]
+result = "where"
+matches = '^{home}$'
+"#;
+    let probe = harness::probe::parse(Path::new("own.toml"), text).unwrap_or_else(|e| panic!("{e}"));
+    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap_or_else(|e| panic!("{e}"));
+    let report = rt
+        .block_on(harness::lab::run_probe(&probe, "builtin", &harness::lab::Layout::repo(), false))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let (cwd, home) = (&report.verdicts[0], &report.verdicts[1]);
+    assert_eq!(cwd.name, "check 1: result where");
+    assert!(cwd.pass, "{}\n{}", cwd.detail, report.transcript);
+    assert!(!home.pass && home.detail.contains("expected text to match"), "{home:?}");
+    assert!(report.transcript.contains("tool_use where Bash"), "{}", report.transcript);
+}
