@@ -135,6 +135,7 @@ pub async fn run_probe(probe: &Probe, subject: &str, layout: &Layout, keep: bool
             run.exchanges.iter().filter_map(|e| serde_json::to_string(e).ok()).map(|l| l + "\n").collect();
         let _ = std::fs::write(dir.join("record.jsonl"), record);
         let _ = std::fs::write(dir.join("transcript.txt"), &transcript);
+        write_failures(dir, &verdicts);
     }
     Ok(Report {
         probe: probe.id.clone(),
@@ -211,6 +212,9 @@ async fn run_exec_probe(
         "probe": probe.id, "subject": subject, "engine": rg, "engine_sha256": sha, "commands": records,
     });
     let kept = keep.then(|| sandbox.keep());
+    if let Some(dir) = &kept {
+        write_failures(dir, &verdicts);
+    }
     Ok(Report {
         probe: probe.id.clone(),
         subject: subject.to_string(),
@@ -224,6 +228,19 @@ async fn run_exec_probe(
         timing: None,
         observation,
     })
+}
+
+/// `--keep`: the whole texts of the failed text assertions, by check, in `failures.json` of the kept
+/// sandbox (none when nothing failed).
+fn write_failures(dir: &Path, verdicts: &[Verdict]) {
+    let failed: Vec<serde_json::Value> = verdicts
+        .iter()
+        .filter(|v| !v.compared.is_empty())
+        .map(|v| serde_json::json!({"verdict": v.name, "detail": v.detail, "compared": v.compared}))
+        .collect();
+    if !failed.is_empty() {
+        let _ = std::fs::write(dir.join("failures.json"), serde_json::to_vec_pretty(&failed).unwrap_or_default());
+    }
 }
 
 fn header<'a>(probe: &'a Probe, subject: &'a str) -> Header<'a> {

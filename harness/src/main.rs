@@ -283,7 +283,16 @@ fn run(
                 v["verdicts"] = report
                     .verdicts
                     .iter()
-                    .map(|v| serde_json::json!({"name": v.name, "pass": v.pass, "detail": v.detail}))
+                    .map(|v| {
+                        let mut j = serde_json::json!({"name": v.name, "pass": v.pass, "detail": v.detail});
+                        // the whole texts a failed text assertion compared (detail shows them cut)
+                        if let Some(first) = v.compared.first() {
+                            j["expected"] = serde_json::json!(first.expected);
+                            j["actual"] = serde_json::json!(first.actual);
+                            j["compared"] = serde_json::json!(v.compared);
+                        }
+                        j
+                    })
                     .collect();
                 v["kept"] = serde_json::json!(report.kept);
                 if let Some(t) = &report.timing {
@@ -319,7 +328,9 @@ fn run(
                 println!("      diverges from claim {d}");
             }
             if let Some(k) = &report.kept {
-                println!("      sandbox kept at {} (record.jsonl, transcript.txt there)", k.display());
+                let failed =
+                    if report.verdicts.iter().any(|v| !v.compared.is_empty()) { ", failures.json" } else { "" };
+                println!("      sandbox kept at {} (record.jsonl, transcript.txt{failed} there)", k.display());
             }
         }
     }));

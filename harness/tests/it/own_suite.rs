@@ -170,3 +170,46 @@ matches = '^{home}$'
     assert!(!home.pass && home.detail.contains("expected text to match"), "{home:?}");
     assert!(report.transcript.contains("tool_use where Bash"), "{}", report.transcript);
 }
+
+#[test]
+fn a_failed_check_shows_a_cut_diff_and_json_and_keep_give_the_whole_texts() {
+    let tmp = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let lab = tmp.path();
+    assert!(probelab(lab, &["init"]).status.success());
+    let actual: String = (0..4_000).map(|i| format!("line {i:05}\n")).collect();
+    let expected: String =
+        (0..4_000).map(|i| if i % 50 == 0 { format!("LINE {i:05}\n") } else { format!("line {i:05}\n") }).collect();
+    let probe = format!(
+        "id = \"own.fails\"\nclaims = [\"READ-1\"]\nabout = \"a long text that is not what the check says\"\n\
+         [fixture]\nfiles.\"f.txt\" = {actual:?}\n\
+         [[turn]]\ntool_use = [{{ name = \"Read\", input = {{ file_path = \"{{cwd}}/f.txt\", limit = 1 }} }}]\n[[turn]]\ntext = \"done\"\n\
+         [[check]]\nfile = \"f.txt\"\nequals = {expected:?}\n[[check]]\nfile = \"f.txt\"\nmatches = '^xyz'\n"
+    );
+    std::fs::write(lab.join("probes/fails.toml"), probe).unwrap_or_else(|e| panic!("{e}"));
+
+    let out = probelab(lab, &["run", "-j", "1"]);
+    assert_eq!(out.status.code(), Some(1), "{}", said(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("--- expected\n") && text.contains("+++ actual\n"), "{text}");
+    assert!(text.contains("@@ -48,7 +48,7 @@\n       line 00047\n       line 00048\n       line 00049\n      -LINE 00050\n      +line 00050\n"), "a unified diff: {text}");
+    assert!(text.contains("diff lines not shown; --json has both texts as `expected` and `actual`"), "{text}");
+    assert!(text.contains("[… 41000 of 44000 chars not shown (the middle)"), "the matches failure cuts: {text}");
+    assert!(text.len() < 20_000, "the 40 KB texts are not printed whole: {} bytes", text.len());
+
+    let out = probelab(lab, &["run", "-j", "1", "--json", "--keep"]);
+    let first: serde_json::Value =
+        serde_json::from_str(String::from_utf8_lossy(&out.stdout).lines().next().unwrap_or_default())
+            .unwrap_or_else(|e| panic!("{e}: {}", said(&out)));
+    let verdicts = first["verdicts"].as_array().cloned().unwrap_or_default();
+    assert_eq!(verdicts[0]["expected"].as_str(), Some(expected.as_str()));
+    assert_eq!(verdicts[0]["actual"].as_str(), Some(actual.as_str()));
+    assert_eq!(verdicts[1]["compared"][0]["assertion"], "matches");
+    assert_eq!(verdicts[1]["expected"], "^xyz");
+    assert!(verdicts[2].get("expected").is_none(), "an invariant has no texts: {}", verdicts[2]);
+    let kept = PathBuf::from(first["kept"].as_str().unwrap_or_else(|| panic!("no kept dir: {first}")));
+    let failures = std::fs::read_to_string(kept.join("failures.json")).unwrap_or_else(|e| panic!("{e}"));
+    let _ = std::fs::remove_dir_all(&kept);
+    let failures: serde_json::Value = serde_json::from_str(&failures).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(failures[0]["compared"][0]["actual"].as_str(), Some(actual.as_str()));
+    assert_eq!(failures[1]["verdict"], "check 2: file f.txt");
+}
