@@ -117,6 +117,7 @@ pub async fn run_probe(probe: &Probe, subject: &str, layout: &Layout, keep: bool
         cwd: &run.sandbox.cwd,
         home: &run.sandbox.home,
         today: crate::transcript::normalise::today_utc(),
+        subject,
     };
     let norm = |t: &str| normalise(t, &places);
     let raw = render(&header(probe, subject), &view, &lines, &mut blobs, &norm);
@@ -201,6 +202,7 @@ async fn run_exec_probe(
         cwd: &sandbox.cwd,
         home: &sandbox.home,
         today: crate::transcript::normalise::today_utc(),
+        subject,
     };
     let raw = crate::transcript::render_exec(&header(probe, subject), &records, &lines);
     let transcript = normalise(&raw, &places);

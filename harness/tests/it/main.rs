@@ -7,6 +7,7 @@ mod support;
 
 mod agent;
 mod cli;
+mod determinism;
 mod html_report;
 mod lsp_real;
 mod mcp;
