@@ -15,11 +15,17 @@
 //! dir = "read"                               # copied from fixtures/read into the cwd (optional)
 //! files."f.txt" = "one\ntwo\n"               # inline files
 //! files."big.txt" = { repeat = "x", bytes = 262145 }   # generated: `repeat` cycled to `bytes` bytes
+//! files."old.txt" = { text = "x", mtime = -3600 }       # an mtime (also beside repeat / base64), see below
+//! files."new.txt" = { text = "y", mtime = "2026-03-01T10:00:00.250Z" }
 //! [[fixture.fault]]                          # a change to the sandbox, before the run or a turn
 //! at_turn = 2                                # before main turn 2 is served (omit: before the run)
-//! kind = "write"                             # write | delete | mkdir | chmod | symlink
+//! kind = "write"                             # write | delete | mkdir | chmod | symlink | touch
 //! path = "f.txt"
 //! content = "changed\n"
+//! [[fixture.fault]]
+//! kind = "touch"                             # made empty if missing; mtime = … (default: now)
+//! path = "tree/a.txt"
+//! mtime = 5.5
 //!
 //! [settings]                                 # Claude Code's settings.json shape
 //! permissions = { deny = ["Read(secrets/**)"] }
@@ -51,6 +57,12 @@
 //! result = "edit"                            # the tool_use given id = "edit" (unique in the probe; also
 //! matches = '^The file {cwd}/f\.txt has'     # its wire id): inserting a turn renumbers nothing
 //! ```
+//!
+//! Mtimes: every fixture file (inline or from `dir`) gets a distinct fixed mtime in path order, the
+//! first 2026-01-01T00:00:00Z, one second apart (`sandbox::FIXTURE_MTIME_BASE`); a file's own `mtime`
+//! overrides its stamp, and faults before the run (a `touch`) come after both. An `mtime` is seconds on
+//! that clock (0 = the first file's stamp, fractions for milliseconds, negative = earlier) or an
+//! absolute RFC 3339 time.
 //!
 //! Placeholders (`{cwd}`, `{home}`, `{sandbox}`, `{probelab}`, `{web}`, `{artifact}`) are resolved in tool
 //! inputs and in every check text; inside `matches` each becomes its value as an escaped literal
@@ -260,7 +272,7 @@ pub struct FsFault {
     /// Before this main turn (1-based) is served; none = before the run.
     #[serde(default)]
     pub at_turn: Option<usize>,
-    /// `write`, `delete`, `mkdir`, `chmod`, `symlink`.
+    /// `write`, `delete`, `mkdir`, `chmod`, `symlink`, `touch`.
     pub kind: String,
     /// Relative to the cwd.
     pub path: String,
@@ -273,6 +285,9 @@ pub struct FsFault {
     /// For `symlink`.
     #[serde(default)]
     pub target: Option<String>,
+    /// For `touch`: the mtime it sets (default: the time of the fault).
+    #[serde(default)]
+    pub mtime: Option<files::Mtime>,
 }
 
 /// `[fixture]`.
@@ -622,12 +637,22 @@ pub fn parse(path: &Path, text: &str) -> Result<Probe, ProbeError> {
         ));
     }
     for f in &raw.fixture.fault {
-        if !matches!(f.kind.as_str(), "write" | "delete" | "mkdir" | "chmod" | "symlink") {
+        if !matches!(f.kind.as_str(), "write" | "delete" | "mkdir" | "chmod" | "symlink" | "touch") {
             return Err(err_at(
                 0,
                 format!("fixture fault kind {:?} is unknown", f.kind),
-                Some("write | delete | mkdir | chmod | symlink"),
+                Some("write | delete | mkdir | chmod | symlink | touch"),
             ));
+        }
+        if let Some(m) = &f.mtime {
+            if f.kind != "touch" {
+                return Err(err_at(
+                    0,
+                    format!("fixture fault {} {:?}: mtime applies to touch only", f.kind, f.path),
+                    None,
+                ));
+            }
+            m.time().map_err(|e| err_at(0, format!("fixture fault touch {:?}: {e}", f.path), None))?;
         }
         if f.at_turn.is_some_and(|t| t == 0 || t > main_turns) {
             return Err(err_at(
@@ -648,6 +673,13 @@ pub fn parse(path: &Path, text: &str) -> Result<Probe, ProbeError> {
             msg.into(),
             Some("a loop probe scripts the model with [[turn]]; an exec probe runs [[exec]] commands"),
         ));
+    }
+    for (rel, spec) in &raw.fixture.files {
+        if let Some(Err(e)) = spec.mtime().map(files::Mtime::time) {
+            let at = text.find(&format!("\"{rel}\"")).unwrap_or(0);
+            let hint = "seconds on the fixture's clock (0 = 2026-01-01T00:00:00Z) or an RFC 3339 time";
+            return Err(err_at(at, format!("fixture file {rel:?}: {e}"), Some(hint)));
+        }
     }
     let mut plugins = Vec::new();
     for p in &raw.plugins {

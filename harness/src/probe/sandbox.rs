@@ -91,6 +91,13 @@ impl Sandbox {
             std::fs::write(&path, file_bytes(spec)?).map_err(|e| format!("{}: {e}", path.display()))?;
         }
         stamp_mtimes(&sb.cwd).map_err(|e| format!("cannot set the fixture's mtimes: {e}"))?;
+        // a file's own mtime overrides its stamp
+        for (rel, spec) in &probe.fixture.files {
+            if let Some(m) = spec.mtime() {
+                let t = m.time().map_err(|e| format!("{}: fixture file {rel:?}: {e}", probe.path.display()))?;
+                set_mtime(&sb.inside(rel)?, t).map_err(|e| format!("fixture file {rel:?}: mtime: {e}"))?;
+            }
+        }
         for f in probe.fixture.fault.iter().filter(|f| f.at_turn.is_none()) {
             sb.apply(f)?;
         }
@@ -221,6 +228,17 @@ impl Sandbox {
                 std::fs::set_permissions(&p, std::fs::Permissions::from_mode(mode))
             }
             "symlink" => std::os::unix::fs::symlink(self.resolve(f.target.as_deref().unwrap_or_default()), &p),
+            "touch" => {
+                // like touch(1): made empty when missing, then given the mtime (default: now)
+                let t = match &f.mtime {
+                    Some(m) => m.time()?,
+                    None => std::time::SystemTime::now(),
+                };
+                if let Some(parent) = p.parent() {
+                    let _ = std::fs::create_dir_all(parent);
+                }
+                std::fs::OpenOptions::new().create(true).append(true).open(&p).and_then(|_| set_mtime(&p, t))
+            }
             other => return Err(format!("unknown fixture fault kind {other:?}")),
         };
         res.map_err(|e| format!("fixture fault {} {}: {e}", f.kind, f.path))
@@ -229,11 +247,7 @@ impl Sandbox {
 
 pub use super::files::file_bytes;
 
-/// The modification time of the fixture's first file (2026-01-01T00:00:00Z); the n-th file in path order
-/// gets [`FIXTURE_MTIME_STEP`] more per file before it.
-pub const FIXTURE_MTIME_BASE: u64 = 1_767_225_600;
-/// Seconds between the mtimes of two consecutive fixture files.
-pub const FIXTURE_MTIME_STEP: u64 = 1;
+pub use super::files::{FIXTURE_MTIME_BASE, FIXTURE_MTIME_STEP};
 
 /// Gives every file of the fixture a distinct, fixed mtime in path order (later paths newer): subjects
 /// order Glob and Grep results by mtime (to the millisecond), and files written in the same instant would
@@ -259,6 +273,11 @@ fn stamp_mtimes(cwd: &Path) -> std::io::Result<()> {
         std::fs::File::options().write(true).open(p)?.set_modified(t)?;
     }
     Ok(())
+}
+
+/// Sets a file's (or a directory's) modification time.
+fn set_mtime(p: &Path, t: std::time::SystemTime) -> std::io::Result<()> {
+    std::fs::File::open(p)?.set_modified(t)
 }
 
 fn copy_tree(src: &Path, dst: &Path) -> std::io::Result<()> {

@@ -213,3 +213,59 @@ fn a_failed_check_shows_a_cut_diff_and_json_and_keep_give_the_whole_texts() {
     assert_eq!(failures[0]["compared"][0]["actual"].as_str(), Some(actual.as_str()));
     assert_eq!(failures[1]["verdict"], "check 2: file f.txt");
 }
+
+#[test]
+fn fixture_files_take_their_own_mtimes_and_a_touch_fault_sets_one_later() {
+    let text = r#"id = "own.mtimes"
+claims = ["GLOB-1"]
+about = "mtime per file and a touch fault order Glob's oldest-first list"
+[fixture]
+files."a.txt" = { text = "a", mtime = 100 }
+files."b.txt" = "b"
+files."c.txt" = { repeat = "c", bytes = 3, mtime = "2025-12-31T23:58:20.250Z" }
+[[fixture.fault]]
+kind = "touch"
+path = "d.txt"
+mtime = -0.5
+[[fixture.fault]]
+at_turn = 3
+kind = "touch"
+path = "b.txt"
+mtime = 200
+[[turn]]
+tool_use = [{ id = "before", name = "Glob", input = { pattern = "*.txt" } }]
+[[turn]]
+tool_use = [{ id = "stat", name = "Bash", input = { command = "find . -type f -printf '%T@ %p\n' | sort -n" } }]
+[[turn]]
+tool_use = [{ id = "after", name = "Glob", input = { pattern = "*.txt" } }]
+[[turn]]
+text = "done"
+[[check]]
+result = "before"
+equals = "c.txt\nd.txt\nb.txt\na.txt"
+[[check]]
+result = "stat"
+equals = "1767225500.2500000000 ./c.txt\n1767225599.5000000000 ./d.txt\n1767225601.0000000000 ./b.txt\n1767225700.0000000000 ./a.txt"
+[[check]]
+result = "after"
+equals = "c.txt\nd.txt\na.txt\nb.txt"
+"#;
+    let probe = harness::probe::parse(Path::new("own.toml"), text).unwrap_or_else(|e| panic!("{e}"));
+    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap_or_else(|e| panic!("{e}"));
+    let report = rt
+        .block_on(harness::lab::run_probe(&probe, "builtin", &harness::lab::Layout::repo(), false))
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(report.passed(), "{}\n{}", report.failures().join("\n"), report.transcript);
+
+    let bad = text.replace("mtime = 100", "mtime = \"soon\"");
+    let e = harness::probe::parse(Path::new("own.toml"), &bad).err().map(|e| e.to_string()).unwrap_or_default();
+    assert!(e.starts_with("own.toml:5:7: fixture file \"a.txt\": mtime \"soon\" is not an RFC 3339 time"), "{e}");
+    let e = harness::probe::parse(
+        Path::new("own.toml"),
+        &text.replace("kind = \"touch\"\npath = \"d.txt\"", "kind = \"write\"\npath = \"d.txt\""),
+    )
+    .err()
+    .map(|e| e.to_string())
+    .unwrap_or_default();
+    assert!(e.contains("mtime applies to touch only"), "{e}");
+}
