@@ -39,6 +39,11 @@
 //! lspServers.probe = { command = "{probelab}", args = ["fake-lsp", "--trace", "{sandbox}/lsp-trace.jsonl"],
 //!                      extensionToLanguage = { ".probe" = "probe" } }
 //!
+//! [subject]
+//! session_id = "11111111-2222-4333-8444-555555555555"   # the session's id on both subjects (a UUID)
+//! [subject.builtin]                          # model, max_turns, requires
+//! [subject.claude-code]                      # args, env, requires
+//!
 //! [env]                                      # environment of the subject
 //! CLAUDE_CODE_FILE_READ_MAX_OUTPUT_TOKENS = "100"
 //!
@@ -339,6 +344,12 @@ pub struct ClaudeCodeOptions {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SubjectOptions {
+    /// The session's id on every subject (a UUID; default: the built-in subject's fixed
+    /// `00000000-0000-4000-8000-000000000001`, Claude Code's own random one): the built-in runtime's
+    /// `SessionConfig::session_id`, Claude Code's `--session-id`. It names the session's files under HOME
+    /// (`.claude/projects/…/<id>…`); goldens show it as `<uuid>`.
+    #[serde(default)]
+    pub session_id: Option<String>,
     /// For the built-in subject.
     #[serde(default)]
     pub builtin: BuiltinOptions,
@@ -674,6 +685,14 @@ pub fn parse(path: &Path, text: &str) -> Result<Probe, ProbeError> {
             Some("a loop probe scripts the model with [[turn]]; an exec probe runs [[exec]] commands"),
         ));
     }
+    if let Some(id) = &raw.subject.session_id {
+        if !is_uuid(id) {
+            let key = regex::Regex::new(r"(?m)^[ \t]*session_id[ \t]*=").ok();
+            let at = key.and_then(|k| k.find(text)).map(|m| m.start()).unwrap_or(0);
+            let hint = "Claude Code's --session-id takes a UUID, e.g. \"11111111-2222-4333-8444-555555555555\"";
+            return Err(err_at(at, format!("session_id {id:?} is not a UUID"), Some(hint)));
+        }
+    }
     for (rel, spec) in &raw.fixture.files {
         if let Some(Err(e)) = spec.mtime().map(files::Mtime::time) {
             let at = text.find(&format!("\"{rel}\"")).unwrap_or(0);
@@ -814,6 +833,13 @@ pub fn parse(path: &Path, text: &str) -> Result<Probe, ProbeError> {
         execs: raw.execs,
         checks,
     })
+}
+
+/// `8-4-4-4-12` hex digits.
+fn is_uuid(s: &str) -> bool {
+    let parts: Vec<&str> = s.split('-').collect();
+    parts.len() == 5
+        && parts.iter().zip([8, 4, 4, 4, 12]).all(|(p, n)| p.len() == n && p.chars().all(|c| c.is_ascii_hexdigit()))
 }
 
 /// True for a file under a `claude-code` directory of the probes (`probes/claude-code/x.toml`): the

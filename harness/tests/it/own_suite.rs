@@ -269,3 +269,39 @@ equals = "c.txt\nd.txt\na.txt\nb.txt"
     .unwrap_or_default();
     assert!(e.contains("mtime applies to touch only"), "{e}");
 }
+
+#[test]
+fn the_subject_session_id_names_the_session_files() {
+    let text = r#"id = "own.session-id"
+claims = ["PIPE-5"]
+about = "[subject] session_id names the session (its persisted results)"
+subjects = ["builtin", "claude-code"]
+[subject]
+session_id = "11111111-2222-4333-8444-555555555555"
+[[turn]]
+tool_use = [{ id = "big", name = "Bash", input = { command = "head -c 40000 /dev/zero | tr '\\0' x" } }]
+[[turn]]
+text = "done"
+[[check]]
+result = "big"
+contains = "/11111111-2222-4333-8444-555555555555/tool-results/"
+[[check]]
+file = "{home}/.claude/projects/*/11111111-2222-4333-8444-555555555555/tool-results/*"
+exists = true
+"#;
+    let run = |text: &str| {
+        let probe = harness::probe::parse(Path::new("own.toml"), text).unwrap_or_else(|e| panic!("{e}"));
+        let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap_or_else(|e| panic!("{e}"));
+        rt.block_on(harness::lab::run_probe(&probe, "builtin", &harness::lab::Layout::repo(), false))
+            .unwrap_or_else(|e| panic!("{e}"))
+    };
+    let report = run(text);
+    assert!(report.passed(), "{}\n{}", report.failures().join("\n"), report.transcript);
+    let default = run(&text.replace("session_id = \"11111111-2222-4333-8444-555555555555\"", ""));
+    assert!(!default.verdicts[0].pass && !default.verdicts[1].pass, "without it the default id is used");
+    let e = harness::probe::parse(Path::new("own.toml"), &text.replace("8444-555555555555\"", "8444\""))
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+    assert!(e.starts_with("own.toml:6:1: session_id \"11111111-2222-4333-8444\" is not a UUID"), "{e}");
+}
