@@ -10,6 +10,8 @@
 //!   (default: all of `probes/`), N at a time (default: the cores; `harness::suite`), prints a line per
 //!   probe in probe order (pass / FAIL / golden diff / skip and why) and a summary with the wall time;
 //!   `--json` adds each probe's `duration_ms`; exit 1 on any failure, 2 on a usage or probe-file error.
+//! - `probelab review [--accept | --reject]`: the pending goldens (`.snap.new`) `cargo test` left,
+//!   each shown as a diff and accepted (written as the golden) or rejected (removed), answers on stdin.
 //! - `probelab list`: probes (id, claims, file), claims with the probes citing them, subjects.
 //! - `probelab new NAME`: writes `NAME.toml` under the project's probes, a commented skeleton that passes.
 //! - `probelab fake-mcp [--trace FILE]`: the fixture MCP server on stdio (`harness::fake_mcp`).
@@ -76,6 +78,16 @@ enum Command {
     },
     /// List probes, claims and subjects.
     List,
+    /// Accept or reject the pending goldens (`.snap.new`) that `cargo test` left: each shown as a diff,
+    /// then a(ccept) / r(eject) / s(kip) read from stdin (what `cargo insta review` does, without it).
+    Review {
+        /// Accept every pending golden without asking.
+        #[arg(long, conflicts_with = "reject")]
+        accept: bool,
+        /// Reject (remove) every pending golden without asking.
+        #[arg(long)]
+        reject: bool,
+    },
     /// Remove the blobs of golden/blobs that no golden names any more (left behind by --bless).
     GcBlobs,
     /// Make this directory (or DIR) a probelab project: probelab.toml and empty probes/, golden/, fixtures/.
@@ -168,6 +180,7 @@ fn main() -> ExitCode {
         Command::Run { paths, subject, bless, json, keep, jobs } => run(p, paths, &subject, bless, json, keep, jobs),
         Command::List => list(p),
         Command::GcBlobs => gc_blobs(p),
+        Command::Review { accept, reject } => review(p, accept, reject),
         Command::Diff { left, right, run, json, html } => diff(p, &left, &right, run, json, html.as_deref()),
         Command::Init { dir } => init(dir),
         Command::New { name } => new(p, &name),
@@ -423,6 +436,55 @@ fn diff(
 
 fn rg(args: &[std::ffi::OsString]) -> ExitCode {
     ExitCode::from(probelab_search::main_stdio(args))
+}
+
+fn review(project: &Project, accept_all: bool, reject_all: bool) -> ExitCode {
+    use std::io::{BufRead, Write};
+    let pending = match harness::transcript::review::pending(&project.golden) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("probelab review: {}: {e}", project.golden.display());
+            return ExitCode::from(2);
+        }
+    };
+    if pending.is_empty() {
+        println!("no pending goldens (.snap.new) under {}", project.golden.display());
+        return ExitCode::SUCCESS;
+    }
+    let (mut accepted, mut rejected, mut skipped) = (0usize, 0usize, 0usize);
+    let mut answers = std::io::stdin().lock().lines();
+    for (i, p) in pending.iter().enumerate() {
+        println!("[{}/{}] {}", i + 1, pending.len(), project.show(&p.golden));
+        let choice = if accept_all {
+            'a'
+        } else if reject_all {
+            'r'
+        } else {
+            match p.diff() {
+                Ok(d) => print!("{d}"),
+                Err(e) => eprintln!("probelab review: {}: {e}", p.new.display()),
+            }
+            print!("accept (a), reject (r), skip (s)? ");
+            let _ = std::io::stdout().flush();
+            // no more answers (end of input): the rest are skipped, left pending
+            let answer = answers.next().and_then(Result::ok).unwrap_or_else(|| "s".into());
+            answer.trim().chars().next().unwrap_or('s').to_ascii_lowercase()
+        };
+        let done = match choice {
+            'a' => p.accept().map(|()| accepted += 1),
+            'r' => p.reject().map(|()| rejected += 1),
+            _ => {
+                skipped += 1;
+                Ok(())
+            }
+        };
+        if let Err(e) = done {
+            eprintln!("probelab review: {}: {e}", p.golden.display());
+            return ExitCode::from(1);
+        }
+    }
+    println!("{accepted} accepted, {rejected} rejected, {skipped} skipped");
+    ExitCode::SUCCESS
 }
 
 fn gc_blobs(project: &Project) -> ExitCode {

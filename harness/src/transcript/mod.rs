@@ -3,11 +3,13 @@
 //! description, the system prompt) are stored once in a blob store by SHA-256 and referenced by hash.
 //!
 //! - [`normalise`]: the ordered steps that remove what varies between runs and machines;
-//! - [`golden`]: golden files (insta's `.snap` format) and the blob store.
+//! - [`golden`]: golden files (insta's `.snap` format) and the blob store;
+//! - [`review`]: the pending goldens (`.snap.new`) `cargo test` leaves, accepted or rejected.
 
 pub mod diff;
 pub mod golden;
 pub mod normalise;
+pub mod review;
 
 use serde_json::Value;
 use sha2::{Digest, Sha256};

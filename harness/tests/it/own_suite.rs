@@ -305,3 +305,48 @@ exists = true
         .unwrap_or_default();
     assert!(e.starts_with("own.toml:6:1: session_id \"11111111-2222-4333-8444\" is not a UUID"), "{e}");
 }
+
+#[test]
+fn review_accepts_and_rejects_the_pending_goldens_cargo_test_left() {
+    use std::io::Write;
+    let tmp = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let lab = tmp.path();
+    assert!(probelab(lab, &["init"]).status.success());
+    let out = probelab(lab, &["review"]);
+    assert!(said(&out).contains("no pending goldens"), "{}", said(&out));
+    let dir = lab.join("golden/builtin");
+    std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{e}"));
+    let old = harness::transcript::golden::file_text("subject builtin 0.1.0, embedded", "probe: x\nline b\n");
+    // what insta 1.49 writes when the probe test binary sees another transcript (a quoted description)
+    let new =
+        "---\nsource: harness/tests/probes.rs\nassertion_line: 109\ndescription: \"subject builtin 0.1.0, embedded\"\n\
+               expression: transcript\n---\nprobe: x\nline B\n";
+    std::fs::write(dir.join("x.snap"), &old).unwrap_or_else(|e| panic!("{e}"));
+    for name in ["x", "y", "z"] {
+        std::fs::write(dir.join(format!("{name}.snap.new")), new.replace("probe: x", &format!("probe: {name}")))
+            .unwrap_or_else(|e| panic!("{e}"));
+    }
+    let mut child = Command::new(env!("CARGO_BIN_EXE_probelab"))
+        .arg("review")
+        .current_dir(lab)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{e}"));
+    // accept x, reject y, and the input ends before z: z stays pending
+    child.stdin.take().map(|mut i| i.write_all(b"a\nr\n")).transpose().unwrap_or_else(|e| panic!("{e}"));
+    let out = child.wait_with_output().unwrap_or_else(|e| panic!("{e}"));
+    assert!(out.status.success(), "{}", said(&out));
+    let text = said(&out);
+    assert!(text.contains("[1/3] golden/builtin/x.snap\n--- golden\n+++ pending\n"), "{text}");
+    assert!(text.contains("-line b\n+line B\n"), "{text}");
+    assert!(text.contains("[2/3] golden/builtin/y.snap\n--- golden (none yet)"), "{text}");
+    assert!(text.contains("1 accepted, 1 rejected, 1 skipped"), "{text}");
+    let x = std::fs::read_to_string(dir.join("x.snap")).unwrap_or_default();
+    assert_eq!(x, harness::transcript::golden::file_text("subject builtin 0.1.0, embedded", "probe: x\nline B\n"));
+    assert!(!dir.join("x.snap.new").exists() && !dir.join("y.snap.new").exists() && !dir.join("y.snap").exists());
+    assert!(dir.join("z.snap.new").exists() && !dir.join("z.snap").exists());
+    let out = probelab(lab, &["review", "--accept"]);
+    assert!(said(&out).contains("1 accepted, 0 rejected, 0 skipped") && dir.join("z.snap").exists(), "{}", said(&out));
+}

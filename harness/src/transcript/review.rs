@@ -1,0 +1,109 @@
+//! Pending goldens: the `.snap.new` files insta writes beside a golden when `cargo test` finds its
+//! transcript changed (or missing), reviewed one by one — `probelab review` does what `cargo insta
+//! review` does for them, without cargo-insta installed. Accepting writes the golden in the lab's own
+//! format ([`super::golden::file_text`]: insta's run-time `assertion_line` dropped, the description
+//! kept); rejecting removes the `.snap.new`.
+
+use super::golden::{body, file_text};
+use std::path::{Path, PathBuf};
+
+/// A pending golden.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Pending {
+    /// The `.snap.new` file.
+    pub new: PathBuf,
+    /// The golden it would replace (maybe not there yet).
+    pub golden: PathBuf,
+}
+
+/// Every `.snap.new` under `golden_root`, in path order.
+pub fn pending(golden_root: &Path) -> std::io::Result<Vec<Pending>> {
+    let mut out = Vec::new();
+    let mut stack = vec![golden_root.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d)? {
+            let p = e?.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if let Some(name) = p.file_name().and_then(|n| n.to_str()).and_then(|n| n.strip_suffix(".snap.new"))
+            {
+                let golden = p.with_file_name(format!("{name}.snap"));
+                out.push(Pending { new: p, golden });
+            }
+        }
+    }
+    out.sort_by(|a, b| a.new.cmp(&b.new));
+    Ok(out)
+}
+
+/// The `description` of an insta header (`description: …`, maybe a quoted YAML string).
+fn description(text: &str) -> Option<String> {
+    let header = text.strip_prefix("---\n")?.split("\n---\n").next()?;
+    let value = header.lines().find_map(|l| l.strip_prefix("description: "))?;
+    Some(serde_json::from_str::<String>(value).unwrap_or_else(|_| value.to_string()))
+}
+
+impl Pending {
+    /// What accepting would change: a unified diff of the golden's body → the pending one (all lines
+    /// added when there is no golden yet).
+    pub fn diff(&self) -> std::io::Result<String> {
+        let new = std::fs::read_to_string(&self.new)?;
+        let old = std::fs::read_to_string(&self.golden).unwrap_or_default();
+        let (old_body, new_body) = (body(&old), body(&new));
+        let old_name = if self.golden.exists() { "golden" } else { "golden (none yet)" };
+        Ok(similar::TextDiff::from_lines(old_body, new_body)
+            .unified_diff()
+            .context_radius(3)
+            .header(old_name, "pending")
+            .to_string())
+    }
+
+    /// Writes the golden from the pending file and removes the pending file.
+    pub fn accept(&self) -> std::io::Result<()> {
+        let new = std::fs::read_to_string(&self.new)?;
+        let old = std::fs::read_to_string(&self.golden).unwrap_or_default();
+        let desc = description(&new).or_else(|| description(&old)).unwrap_or_default();
+        std::fs::write(&self.golden, file_text(&desc, body(&new)))?;
+        std::fs::remove_file(&self.new)
+    }
+
+    /// Removes the pending file; the golden stays as it was.
+    pub fn reject(&self) -> std::io::Result<()> {
+        std::fs::remove_file(&self.new)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const INSTA_NEW: &str =
+        "---\nsource: harness/tests/probes.rs\nassertion_line: 110\ndescription: subject builtin 0.2.0, embedded\nexpression: transcript\n---\na\nB\n";
+
+    #[test]
+    fn accepting_writes_the_golden_in_the_lab_format_and_rejecting_keeps_it() {
+        let d = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let sub = d.path().join("builtin");
+        std::fs::create_dir_all(&sub).unwrap_or_else(|e| panic!("{e}"));
+        std::fs::write(sub.join("x.snap"), file_text("subject builtin 0.1.0, embedded", "a\nb\n"))
+            .unwrap_or_else(|e| panic!("{e}"));
+        std::fs::write(sub.join("x.snap.new"), INSTA_NEW).unwrap_or_else(|e| panic!("{e}"));
+        std::fs::write(sub.join("y.snap.new"), INSTA_NEW).unwrap_or_else(|e| panic!("{e}"));
+        let p = pending(d.path()).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            p.iter().map(|p| p.golden.clone()).collect::<Vec<_>>(),
+            vec![sub.join("x.snap"), sub.join("y.snap")]
+        );
+        let diff = p[0].diff().unwrap_or_else(|e| panic!("{e}"));
+        assert!(diff.contains("--- golden\n+++ pending\n@@ -1,2 +1,2 @@\n a\n-b\n+B\n"), "{diff}");
+        assert!(p[1].diff().unwrap_or_default().contains("--- golden (none yet)"));
+        p[0].accept().unwrap_or_else(|e| panic!("{e}"));
+        p[1].reject().unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            std::fs::read_to_string(sub.join("x.snap")).unwrap_or_default(),
+            file_text("subject builtin 0.2.0, embedded", "a\nB\n")
+        );
+        assert!(!sub.join("y.snap").exists() && pending(d.path()).map(|p| p.len()).unwrap_or(9) == 0);
+        assert_eq!(description("---\ndescription: \"a: b\"\n---\nx"), Some("a: b".into()));
+    }
+}
