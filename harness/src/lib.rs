@@ -4,12 +4,14 @@
 //! built-in runtime of probelab-runtime through its agent loop, see [`run`], or the Claude Code binary,
 //! [`subject`]), the stub's record is checked ([`check`]), rendered as a transcript and compared with its
 //! golden file ([`transcript`]); [`lab`] ties these together for the CLI and the tests, [`suite`] runs many probes side by side;
-//! [`project`] finds the suite a command works in (a user's own, or this repository's).
+//! [`project`] finds the suite a command works in (a user's own, or this repository's); [`import`] makes a
+//! probe of a Claude Code session.
 
 pub mod check;
 pub mod claims;
 pub mod fake_lsp;
 pub mod fake_mcp;
+pub mod import;
 pub mod lab;
 pub mod observatory;
 pub mod observe;

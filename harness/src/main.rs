@@ -14,6 +14,8 @@
 //!   each shown as a diff and accepted (written as the golden) or rejected (removed), answers on stdin.
 //! - `probelab list`: probes (id, claims, file), claims with the probes citing them, subjects.
 //! - `probelab new NAME`: writes `NAME.toml` under the project's probes, a commented skeleton that passes.
+//! - `probelab import SESSION.jsonl [NAME]`: a probe of a Claude Code session (`harness::import`), written
+//!   like `new`'s, its proposed checks marked for review.
 //! - `probelab fake-mcp [--trace FILE]`: the fixture MCP server on stdio (`harness::fake_mcp`).
 //! - `probelab fake-lsp --trace FILE [--mode normal|crash|hang|garbage] [--once]`: the recording fake LSP
 //!   server on stdio (`harness::fake_lsp`).
@@ -100,6 +102,13 @@ enum Command {
         /// Name, e.g. `read/windows` (the file) — the id becomes `read.windows`.
         name: String,
     },
+    /// Make a probe of a Claude Code session transcript (~/.claude/projects/<slug>/<session>.jsonl).
+    Import {
+        /// The session's JSONL file.
+        session: PathBuf,
+        /// Name of the probe, like `new`'s (default: `imported/<first 8 chars of the file name>`).
+        name: Option<String>,
+    },
     /// Serve the fixture MCP server on stdin/stdout (the MCP probes' server).
     FakeMcp {
         /// Append every tools/call and resources/read to this file (JSON lines).
@@ -184,6 +193,7 @@ fn main() -> ExitCode {
         Command::Diff { left, right, run, json, html } => diff(p, &left, &right, run, json, html.as_deref()),
         Command::Init { dir } => init(dir),
         Command::New { name } => new(p, &name),
+        Command::Import { session, name } => import(p, &session, name),
         Command::FakeMcp { trace } => fake_mcp(trace),
         Command::Versions(c) => c.run(),
         Command::Observatory(c) => c.run(p, &p.layout(engine())),
@@ -374,7 +384,7 @@ fn diff(
 ) -> ExitCode {
     use harness::transcript::diff::{diff_dirs, render_html, render_text};
     let golden = project.golden.clone();
-    let probes = match harness::probe::load_all(&[project.probes.clone()]) {
+    let probes = match harness::probe::load_all(std::slice::from_ref(&project.probes)) {
         Ok(p) => p,
         Err(e) => {
             eprintln!("{e}");
@@ -508,7 +518,7 @@ fn gc_blobs(project: &Project) -> ExitCode {
 }
 
 fn list(project: &Project) -> ExitCode {
-    let probes = match harness::probe::load_all(&[project.probes.clone()]) {
+    let probes = match harness::probe::load_all(std::slice::from_ref(&project.probes)) {
         Ok(p) => p,
         Err(e) => {
             eprintln!("{e}");
@@ -554,6 +564,52 @@ result = 1
 is_error = false
 contains = "1\tone\n2\ttwo"
 "#;
+
+fn import(project: &Project, session: &std::path::Path, name: Option<String>) -> ExitCode {
+    let text = match std::fs::read_to_string(session) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("probelab import: {}: {e}", session.display());
+            return ExitCode::from(2);
+        }
+    };
+    let stem: String = session.file_stem().map(|s| s.to_string_lossy().chars().take(8).collect()).unwrap_or_default();
+    let name = name.unwrap_or_else(|| format!("imported/{stem}"));
+    let rel = name.trim_end_matches(".toml");
+    let id = rel.replace('/', ".");
+    match harness::import::import(session, &text, &id) {
+        Ok(probe) => write_probe(project, rel, &probe),
+        Err(e) => {
+            eprintln!("probelab import: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// Writes `probes/REL.toml` (never over an existing file).
+fn write_probe(project: &Project, rel: &str, text: &str) -> ExitCode {
+    let path = project.probes.join(format!("{rel}.toml"));
+    if path.exists() {
+        eprintln!("{} exists already", path.display());
+        return ExitCode::from(2);
+    }
+    if let Some(parent) = path.parent() {
+        if let Err(e) = std::fs::create_dir_all(parent) {
+            eprintln!("{}: {e}", parent.display());
+            return ExitCode::from(2);
+        }
+    }
+    match std::fs::write(&path, text) {
+        Ok(()) => {
+            println!("wrote {}", path.display());
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("{}: {e}", path.display());
+            ExitCode::from(2)
+        }
+    }
+}
 
 fn new(project: &Project, name: &str) -> ExitCode {
     let rel = name.trim_end_matches(".toml");

@@ -350,3 +350,51 @@ fn review_accepts_and_rejects_the_pending_goldens_cargo_test_left() {
     let out = probelab(lab, &["review", "--accept"]);
     assert!(said(&out).contains("1 accepted, 0 rejected, 0 skipped") && dir.join("z.snap").exists(), "{}", said(&out));
 }
+
+#[test]
+fn a_session_claude_code_wrote_imports_as_a_probe_that_replays_on_both_subjects() {
+    // written by claude-code@2.1.235 during a probe run (Read, Edit + Bash in one message, a failed Read)
+    let session = repo().join("fixtures/sessions/claude-code-2.1.235.jsonl");
+    let tmp = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let lab = tmp.path();
+    assert!(probelab(lab, &["init"]).status.success());
+    let out = probelab(lab, &["import", &session.to_string_lossy(), "sessions/first"]);
+    assert!(out.status.success(), "{}", said(&out));
+    let probe = std::fs::read_to_string(lab.join("probes/sessions/first.toml")).unwrap_or_else(|e| panic!("{e}"));
+    assert!(
+        probe.contains("files.\"f.txt\" = \"one\\ntwo\\nthree\\n\"\n"),
+        "the file as the first Read saw it: {probe}"
+    );
+    assert!(
+        probe.contains("{ id = \"edit-2\", name = \"Edit\"") && probe.contains("{ id = \"bash-3\", name = \"Bash\"")
+    );
+    assert_eq!(probe.matches("[[check]]   # imported: review").count(), 4, "{probe}");
+    assert!(probe.contains("result = \"bash-3\"\nis_error = false\nequals = \"one\\n2\\nthree\"\n"), "{probe}");
+    assert!(probe
+        .contains("is_error = true\nequals = \"File does not exist. Note: your current working directory is {cwd}.\""));
+    let subject = format!("claude-code@{}", harness::subject::claude_code::REFERENCE_VERSION);
+    for s in ["builtin", subject.as_str()] {
+        // --bless writes the golden only when every check passed: the recorded results came back
+        let out = probelab(lab, &["run", "-j", "1", "--bless", "--subject", s]);
+        assert!(out.status.success(), "replay on {s}: {}", said(&out));
+        assert!(said(&out).contains("bless sessions.first"), "{}", said(&out));
+    }
+
+    // bad input: each named with its file and line, exit 2
+    let text = std::fs::read_to_string(&session).unwrap_or_else(|e| panic!("{e}"));
+    let bad = |name: &str, content: &str| {
+        let p = lab.join(name);
+        std::fs::write(&p, content).unwrap_or_else(|e| panic!("{e}"));
+        let out = probelab(lab, &["import", &p.to_string_lossy(), &format!("bad/{name}")]);
+        assert_eq!(out.status.code(), Some(2), "{}", said(&out));
+        (p.display().to_string(), said(&out))
+    };
+    let (p, said_) = bad("truncated.jsonl", &text[..text.len() - 40]);
+    let lines = text.lines().count();
+    assert!(said_.contains(&format!("{p}:{lines}: the session is truncated")), "{said_}");
+    let (p, said_) = bad("garbled.jsonl", &text.replacen('\n', "\n{oops\n", 3));
+    assert!(said_.contains(&format!("{p}:2: not a JSON line of a Claude Code session")), "{said_}");
+    let (p, said_) = bad("other.jsonl", "{\"event\": \"something else\"}\n");
+    assert!(said_.contains(&format!("{p}: not a Claude Code session")), "{said_}");
+    assert!(!lab.join("probes/bad").exists(), "nothing is written for bad input");
+}
