@@ -559,7 +559,7 @@ tool_use = [{ name = "Read", input = { file_path = "{cwd}/f.txt" } }]
 [[turn]]
 text = "done"
 
-[[check]]                                 # result = N (N-th scripted tool_use) | request = N | file = "path"
+[[check]]                                 # result = N (N-th scripted tool_use) | result = "ID" (a tool_use given id = "ID") | request = N | file = "path"
 result = 1
 is_error = false
 contains = "1\tone\n2\ttwo"
