@@ -1,5 +1,6 @@
 //! Probe files: the format (TOML), strict parsing with `file:line:col` errors and hints, discovery
-//! under `probes/`, and the sandbox a probe runs in ([`sandbox`]).
+//! under `probes/`, and the sandbox a probe runs in ([`sandbox`]). Every key, table by table:
+//! `docs/probe-format.md`, kept equal to these types by [`keys`]'s test. In short:
 //!
 //! ```toml
 //! id = "read.offset-limit"                   # unique; names the golden file
@@ -49,6 +50,7 @@
 
 pub mod files;
 pub mod host;
+pub mod keys;
 pub mod sandbox;
 pub mod web;
 
@@ -609,7 +611,7 @@ pub fn parse(path: &Path, text: &str) -> Result<Probe, ProbeError> {
     let mut plugins = Vec::new();
     for p in &raw.plugins {
         if let Some(problem) = p.get_ref().problem() {
-            let hint = "see the plugin format in harness/src/tools/lsp/config.rs";
+            let hint = "see `lspServers.NAME` in docs/probe-format.md";
             return Err(err_at(p.span().start, format!("plugin: {problem}"), Some(hint)));
         }
         plugins.push(p.get_ref().clone());
