@@ -113,8 +113,13 @@ fn bench(c: &mut Criterion) {
     g.bench_function("record", |b| b.iter(|| sink.record(template.clone())));
     let places_root = dir.path().canonicalize().unwrap_or_else(|e| panic!("{e}"));
     let (cwd, home) = (places_root.join("work"), places_root.join("home"));
-    let places =
-        Places { root: &places_root, cwd: &cwd, home: &home, today: harness::transcript::normalise::today_utc() };
+    let places = Places {
+        root: &places_root,
+        cwd: &cwd,
+        home: &home,
+        today: harness::transcript::normalise::today_utc(),
+        subject: "builtin",
+    };
     g.bench_function("render_transcript", |b| {
         b.iter(|| {
             let view = View { exchanges: &first_loop, script: &script };

@@ -19,18 +19,49 @@ pub struct Verdict {
     pub detail: String,
     /// Not evaluated: the check is scoped to versions the subject's is not one of (it passes).
     pub skipped: bool,
+    /// The failed text assertions with the whole texts compared (`detail` shows them cut).
+    pub compared: Vec<Compared>,
+}
+
+/// A failed text assertion of a check, with the whole texts: `--json` gives them as fields and `--keep`
+/// writes them beside the sandbox, where `detail` shows a diff or the ends of a long text.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Compared {
+    /// The assertion: `equals`, `contains`, `not_contains`, `matches`, `stderr_equals`, `stderr_contains`.
+    pub assertion: String,
+    /// What the check expected (the text, the part or the regex, placeholders resolved).
+    pub expected: String,
+    /// The text it looked at.
+    pub actual: String,
+}
+
+/// The failures of one check: messages, and the texts of the failed text assertions.
+#[derive(Debug, Default)]
+struct Fails {
+    lines: Vec<String>,
+    compared: Vec<Compared>,
+}
+
+impl Fails {
+    fn push(&mut self, line: String) {
+        self.lines.push(line);
+    }
+
+    /// A failed text assertion: its message, and the texts for `--json` / `--keep`.
+    fn push_text(&mut self, line: String, assertion: &str, expected: &str, actual: &str) {
+        self.lines.push(line);
+        let (expected, actual) = (expected.to_string(), actual.to_string());
+        self.compared.push(Compared { assertion: assertion.into(), expected, actual });
+    }
+
+    fn is_empty(&self) -> bool {
+        self.lines.is_empty()
+    }
 }
 
 impl Verdict {
     /// The verdict of check `index` (at `line` of the probe) on `target`, failed by `fails` if any.
-    fn of_check(
-        probe: &Probe,
-        index: usize,
-        line: usize,
-        target: &str,
-        about: Option<&str>,
-        fails: &[String],
-    ) -> Verdict {
+    fn of_check(probe: &Probe, index: usize, line: usize, target: &str, about: Option<&str>, fails: Fails) -> Verdict {
         let about = about.map(|a| format!(" ({a})")).unwrap_or_default();
         let place = format!("{}:{line}", probe.path.display());
         Verdict {
@@ -39,9 +70,10 @@ impl Verdict {
             detail: if fails.is_empty() {
                 String::new()
             } else {
-                format!("{place}: check of {target}{about} failed:\n{}", fails.join("\n"))
+                format!("{place}: check of {target}{about} failed:\n{}", fails.lines.join("\n"))
             },
             skipped: false,
+            compared: fails.compared,
         }
     }
 
@@ -53,6 +85,7 @@ impl Verdict {
             pass: true,
             detail: String::new(),
             skipped: true,
+            compared: Vec::new(),
         }
     }
 
@@ -72,49 +105,89 @@ impl Verdict {
     }
 }
 
-/// Long actual texts are shown by their ends in failure messages.
+/// Chars of a long text a failure message shows at each end.
+const SHOWN_CHARS: usize = 1500;
+/// Lines of an expected-vs-actual diff a failure message shows.
+const SHOWN_DIFF_LINES: usize = 80;
+
+/// A long text is shown by its ends in failure messages, the cut stated.
 fn shown(text: &str) -> String {
-    const KEEP: usize = 1500;
     let n = text.chars().count();
-    if n <= 2 * KEEP {
+    if n <= 2 * SHOWN_CHARS {
         return text.to_string();
     }
-    let head: String = text.chars().take(KEEP).collect();
-    let tail: String = text.chars().skip(n - KEEP).collect();
-    format!("{head}\n[… {} chars not shown …]\n{tail}", n - 2 * KEEP)
+    let head: String = text.chars().take(SHOWN_CHARS).collect();
+    let tail: String = text.chars().skip(n - SHOWN_CHARS).collect();
+    format!(
+        "{head}\n[… {} of {n} chars not shown (the middle); --json has the whole text as `actual` …]\n{tail}",
+        n - 2 * SHOWN_CHARS
+    )
 }
 
-fn text_assertions(c: &Check, full: &str, sb: &Sandbox, fails: &mut Vec<String>) {
-    let text = full;
-    let actual = shown(full);
+/// Expected vs actual as a unified diff (3 lines of context), cut after [`SHOWN_DIFF_LINES`] lines with
+/// the cut stated.
+pub fn unified_diff(expected: &str, actual: &str) -> String {
+    let diff = similar::TextDiff::from_lines(expected, actual)
+        .unified_diff()
+        .context_radius(3)
+        .header("expected", "actual")
+        .to_string();
+    let lines: Vec<&str> = diff.lines().collect();
+    if lines.len() <= SHOWN_DIFF_LINES {
+        return diff;
+    }
+    let mut out = lines[..SHOWN_DIFF_LINES].join("\n");
+    out.push_str(&format!(
+        "\n[… {} of {} diff lines not shown; --json has both texts as `expected` and `actual` …]\n",
+        lines.len() - SHOWN_DIFF_LINES,
+        lines.len()
+    ));
+    out
+}
+
+/// The failure message of `equals`: a unified diff, expected → actual (a missing final newline is
+/// marked the way `diff -u` marks it).
+fn equals_message(what: &str, expected: &str, actual: &str) -> String {
+    format!(
+        "expected {what} equal to the expected text; the diff, expected → actual:\n{}",
+        unified_diff(expected, actual)
+    )
+}
+
+fn text_assertions(c: &Check, text: &str, sb: &Sandbox, fails: &mut Fails) {
     if let Some(e) = &c.equals {
         let e = sb.resolve(e);
         if text != e {
-            fails.push(format!("expected text equal to:\n{}\nactual:\n{actual}", shown(&e)));
+            fails.push_text(equals_message("text", &e, text), "equals", &e, text);
         }
     }
     for s in c.contains.iter().flat_map(|x| x.items()) {
         let s = sb.resolve(s);
         if !text.contains(&s) {
-            fails.push(format!("expected text to contain {s:?}\nactual:\n{actual}"));
+            fails.push_text(format!("expected text to contain {s:?}\nactual:\n{}", shown(text)), "contains", &s, text);
         }
     }
     for s in c.not_contains.iter().flat_map(|x| x.items()) {
         let s = sb.resolve(s);
         if text.contains(&s) {
-            fails.push(format!("expected text not to contain {s:?}\nactual:\n{text}"));
+            let msg = format!("expected text not to contain {s:?}\nactual:\n{}", shown(text));
+            fails.push_text(msg, "not_contains", &s, text);
         }
     }
     if let Some(re) = &c.matches {
-        match regex::Regex::new(&sb.resolve(re)) {
-            Ok(r) if !r.is_match(text) => fails.push(format!("expected text to match /{re}/\nactual:\n{text}")),
+        let resolved = sb.resolve_regex(re);
+        match regex::Regex::new(&resolved) {
+            Ok(r) if !r.is_match(text) => {
+                let msg = format!("expected text to match /{re}/\nactual:\n{}", shown(text));
+                fails.push_text(msg, "matches", &resolved, text);
+            }
             Err(e) => fails.push(format!("bad regex: {e}")),
             _ => {}
         }
     }
 }
 
-fn json_assertions(c: &Check, v: Option<&Value>, sb: &Sandbox, fails: &mut Vec<String>) {
+fn json_assertions(c: &Check, v: Option<&Value>, sb: &Sandbox, fails: &mut Fails) {
     for j in &c.json {
         let got = v.and_then(|v| v.pointer(&j.pointer));
         if let Some(want) = &j.exists {
@@ -167,7 +240,7 @@ fn find_file(sb: &Sandbox, f: &str) -> Result<std::path::PathBuf, String> {
 
 /// What a check looks at, as its verdict names it (`result 2`, `request 1`, `file f.txt`, `exec 1`).
 pub fn target_of(c: &Check) -> String {
-    match (c.result, c.request, &c.lsp, &c.file, c.exec) {
+    match (&c.result, c.request, &c.lsp, &c.file, c.exec) {
         (Some(n), ..) => format!("result {n}"),
         (_, Some(n), ..) => format!("request {n}"),
         (_, _, Some(f), ..) => format!("lsp {f}"),
@@ -191,10 +264,10 @@ pub fn evaluate_on(probe: &Probe, index: usize, subject: &str, eval: impl FnOnce
 /// Evaluates one check.
 pub fn evaluate(probe: &Probe, index: usize, view: &View<'_>, sb: &Sandbox) -> Verdict {
     let (c, line, _) = &probe.checks[index];
-    let mut fails = Vec::new();
+    let mut fails = Fails::default();
     let target;
-    if let Some(n) = c.result {
-        target = format!("result {n}");
+    if let Some(n) = c.result_n {
+        target = target_of(c);
         match view.result(n) {
             None => fails.push(format!("no tool_result answers scripted tool_use {n} in any request")),
             Some(block) => {
@@ -303,7 +376,7 @@ pub fn evaluate(probe: &Probe, index: usize, view: &View<'_>, sb: &Sandbox) -> V
         target = "nothing".into();
         fails.push("check has no target".into());
     }
-    Verdict::of_check(probe, index, *line, &target, c.about.as_deref(), &fails)
+    Verdict::of_check(probe, index, *line, &target, c.about.as_deref(), fails)
 }
 
 /// Evaluates one check of an exec probe.
@@ -314,7 +387,7 @@ pub fn evaluate_exec(
     sb: &Sandbox,
 ) -> Verdict {
     let (c, line, _) = &probe.checks[index];
-    let mut fails = Vec::new();
+    let mut fails = Fails::default();
     let n = c.exec.unwrap_or(0);
     let target = format!("exec {n}");
     match records.get(n.wrapping_sub(1)) {
@@ -331,12 +404,13 @@ pub fn evaluate_exec(
             }
             if let Some(want) = &c.stderr_equals {
                 if &r.stderr != want {
-                    fails.push(format!("expected stderr equal to:\n{want}\nactual:\n{}", shown(&r.stderr)));
+                    fails.push_text(equals_message("stderr", want, &r.stderr), "stderr_equals", want, &r.stderr);
                 }
             }
             for s in c.stderr_contains.iter().flat_map(|x| x.items()) {
                 if !r.stderr.contains(s) {
-                    fails.push(format!("expected stderr to contain {s:?}\nactual:\n{}", shown(&r.stderr)));
+                    let msg = format!("expected stderr to contain {s:?}\nactual:\n{}", shown(&r.stderr));
+                    fails.push_text(msg, "stderr_contains", s, &r.stderr);
                 }
             }
             if let Some(max) = c.max_duration_ms {
@@ -355,7 +429,7 @@ pub fn evaluate_exec(
             }
         }
     }
-    Verdict::of_check(probe, index, *line, &target, c.about.as_deref(), &fails)
+    Verdict::of_check(probe, index, *line, &target, c.about.as_deref(), fails)
 }
 
 /// The invariant of every exec probe: each command ended by itself within its deadline.
@@ -372,6 +446,7 @@ pub fn exec_invariant(probe: &Probe, records: &[crate::subject::exec::ExecRecord
         pass: late.is_empty() && ran,
         detail: late.join("\n"),
         skipped: false,
+        compared: Vec::new(),
     }
 }
 
@@ -393,12 +468,14 @@ pub fn invariants(run: &RunOutput, view: &View<'_>) -> Vec<Verdict> {
         pass: pairing.is_empty(),
         detail: pairing.iter().map(|s| s.as_str()).collect::<Vec<_>>().join("\n"),
         skipped: false,
+        compared: Vec::new(),
     });
     out.push(Verdict {
         name: "invariant: no request refused by the stub".into(),
         pass: violations.is_empty(),
         detail: violations.join("\n"),
         skipped: false,
+        compared: Vec::new(),
     });
     let unserved: Vec<String> = run
         .progress
@@ -411,6 +488,7 @@ pub fn invariants(run: &RunOutput, view: &View<'_>) -> Vec<Verdict> {
         pass: unserved.is_empty(),
         detail: unserved.join("\n"),
         skipped: false,
+        compared: Vec::new(),
     });
     let ended = matches!(run.end, crate::run::RunEnd::Finished) && run.within_deadline;
     out.push(Verdict {
@@ -418,7 +496,35 @@ pub fn invariants(run: &RunOutput, view: &View<'_>) -> Vec<Verdict> {
         pass: ended,
         detail: if ended { String::new() } else { format!("the run ended with {:?}", run.end) },
         skipped: false,
+        compared: Vec::new(),
     });
     let _ = view;
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn equals_fails_with_a_unified_diff_that_shows_a_missing_final_newline_too() {
+        let m = equals_message("text", "a\nb\nc\n", "a\nB\nc\n");
+        assert!(m.contains("--- expected\n+++ actual\n@@ -1,3 +1,3 @@\n a\n-b\n+B\n c\n"), "{m}");
+        let m = equals_message("text", "a\n", "a");
+        assert!(m.ends_with("@@ -1 +1 @@\n-a\n+a\n\\ No newline at end of file\n"), "{m}");
+    }
+
+    #[test]
+    fn long_texts_and_diffs_are_cut_with_the_cut_stated() {
+        let long = "x".repeat(2 * SHOWN_CHARS + 10);
+        assert!(shown(&long).contains(&format!("[… 10 of {} chars not shown (the middle)", long.len())));
+        assert_eq!(shown("short"), "short");
+        let (a, b): (String, String) = (0..200).map(|i| (format!("{i}\n"), format!("{i}!\n"))).unzip();
+        let d = unified_diff(&a, &b);
+        assert_eq!(d.lines().count(), SHOWN_DIFF_LINES + 1, "{d}");
+        assert!(
+            d.ends_with("[… 323 of 403 diff lines not shown; --json has both texts as `expected` and `actual` …]\n"),
+            "{d}"
+        );
+    }
 }

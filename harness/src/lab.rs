@@ -21,7 +21,9 @@ pub struct Layout {
 }
 
 impl Layout {
-    /// The repository's own layout (this crate sits in `harness/`).
+    /// The repository's own layout (this crate sits in `harness/`), fixed at compile time: for this
+    /// repository's test binaries and benches only. The CLI takes the layout of the project it runs in
+    /// ([`crate::project::Project::layout`]).
     pub fn repo() -> Layout {
         let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
         let engine = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("probelab"));
@@ -115,6 +117,7 @@ pub async fn run_probe(probe: &Probe, subject: &str, layout: &Layout, keep: bool
         cwd: &run.sandbox.cwd,
         home: &run.sandbox.home,
         today: crate::transcript::normalise::today_utc(),
+        subject,
     };
     let norm = |t: &str| normalise(t, &places);
     let raw = render(&header(probe, subject), &view, &lines, &mut blobs, &norm);
@@ -133,6 +136,7 @@ pub async fn run_probe(probe: &Probe, subject: &str, layout: &Layout, keep: bool
             run.exchanges.iter().filter_map(|e| serde_json::to_string(e).ok()).map(|l| l + "\n").collect();
         let _ = std::fs::write(dir.join("record.jsonl"), record);
         let _ = std::fs::write(dir.join("transcript.txt"), &transcript);
+        write_failures(dir, &verdicts);
     }
     Ok(Report {
         probe: probe.id.clone(),
@@ -199,6 +203,7 @@ async fn run_exec_probe(
         cwd: &sandbox.cwd,
         home: &sandbox.home,
         today: crate::transcript::normalise::today_utc(),
+        subject,
     };
     let raw = crate::transcript::render_exec(&header(probe, subject), &records, &lines);
     let transcript = normalise(&raw, &places);
@@ -210,6 +215,9 @@ async fn run_exec_probe(
         "probe": probe.id, "subject": subject, "engine": rg, "engine_sha256": sha, "commands": records,
     });
     let kept = keep.then(|| sandbox.keep());
+    if let Some(dir) = &kept {
+        write_failures(dir, &verdicts);
+    }
     Ok(Report {
         probe: probe.id.clone(),
         subject: subject.to_string(),
@@ -223,6 +231,19 @@ async fn run_exec_probe(
         timing: None,
         observation,
     })
+}
+
+/// `--keep`: the whole texts of the failed text assertions, by check, in `failures.json` of the kept
+/// sandbox (none when nothing failed).
+fn write_failures(dir: &Path, verdicts: &[Verdict]) {
+    let failed: Vec<serde_json::Value> = verdicts
+        .iter()
+        .filter(|v| !v.compared.is_empty())
+        .map(|v| serde_json::json!({"verdict": v.name, "detail": v.detail, "compared": v.compared}))
+        .collect();
+    if !failed.is_empty() {
+        let _ = std::fs::write(dir.join("failures.json"), serde_json::to_vec_pretty(&failed).unwrap_or_default());
+    }
 }
 
 fn header<'a>(probe: &'a Probe, subject: &'a str) -> Header<'a> {

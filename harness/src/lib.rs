@@ -3,7 +3,8 @@
 //! The probe lab: probe files go in ([`probe`]), a subject runs them against stub-messages (the
 //! built-in runtime of probelab-runtime through its agent loop, see [`run`], or the Claude Code binary,
 //! [`subject`]), the stub's record is checked ([`check`]), rendered as a transcript and compared with its
-//! golden file ([`transcript`]); [`lab`] ties these together for the CLI and the tests, [`suite`] runs many probes side by side.
+//! golden file ([`transcript`]); [`lab`] ties these together for the CLI and the tests, [`suite`] runs many probes side by side;
+//! [`project`] finds the suite a command works in (a user's own, or this repository's).
 
 pub mod check;
 pub mod claims;
@@ -13,6 +14,7 @@ pub mod lab;
 pub mod observatory;
 pub mod observe;
 pub mod probe;
+pub mod project;
 pub mod run;
 pub mod services;
 pub mod subject;

@@ -1,11 +1,17 @@
 //! `probelab`: run probes, list what exists, write a probe skeleton.
 //!
+//! Every command that reads probes or goldens works in the project the current directory is in: the
+//! nearest ancestor holding a `probelab.toml` or a `probes/` dir (`harness::project`; `probelab init`
+//! makes one), never the directory this binary was built in. `--golden DIR` (any command) compares with
+//! and blesses into DIR instead of the project's golden dir.
+//!
+//! - `probelab init [DIR]`: writes `probelab.toml` and the empty `probes/`, `golden/`, `fixtures/`.
 //! - `probelab run [PATH...] [--subject builtin] [--bless] [--json] [--keep] [-j N]`: runs the probes
 //!   (default: all of `probes/`), N at a time (default: the cores; `harness::suite`), prints a line per
 //!   probe in probe order (pass / FAIL / golden diff / skip and why) and a summary with the wall time;
 //!   `--json` adds each probe's `duration_ms`; exit 1 on any failure, 2 on a usage or probe-file error.
 //! - `probelab list`: probes (id, claims, file), claims with the probes citing them, subjects.
-//! - `probelab new NAME`: writes `probes/NAME.toml`, a commented skeleton.
+//! - `probelab new NAME`: writes `NAME.toml` under the project's probes, a commented skeleton that passes.
 //! - `probelab fake-mcp [--trace FILE]`: the fixture MCP server on stdio (`harness::fake_mcp`).
 //! - `probelab fake-lsp --trace FILE [--mode normal|crash|hang|garbage] [--once]`: the recording fake LSP
 //!   server on stdio (`harness::fake_lsp`).
@@ -16,12 +22,16 @@
 
 use clap::{Parser, Subcommand};
 use harness::lab::{golden_step, run_probe, Layout};
+use harness::project::Project;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 #[derive(Parser, Debug)]
 #[command(name = "probelab", version, about = "A deterministic replay and verification harness for coding-agent tools")]
 struct Cli {
+    /// The golden directory to compare with and bless into (default: the project's, see probelab.toml).
+    #[arg(long, global = true, value_name = "DIR")]
+    golden: Option<PathBuf>,
     #[command(subcommand)]
     command: Command,
 }
@@ -68,6 +78,11 @@ enum Command {
     List,
     /// Remove the blobs of golden/blobs that no golden names any more (left behind by --bless).
     GcBlobs,
+    /// Make this directory (or DIR) a probelab project: probelab.toml and empty probes/, golden/, fixtures/.
+    Init {
+        /// Where (default: the current directory).
+        dir: Option<PathBuf>,
+    },
     /// Write a commented probe skeleton to probes/NAME.toml.
     New {
         /// Name, e.g. `read/windows` (the file) — the id becomes `read.windows`.
@@ -87,13 +102,25 @@ enum Command {
     Observatory(harness::observatory::cli::Command),
 }
 
-/// The lab's root: the current directory when it holds `probes/`, else the repository this binary was
-/// built from.
-fn repo_root() -> PathBuf {
-    if std::path::Path::new("probes").is_dir() {
-        return PathBuf::from(".");
+/// The project the current directory is in (`harness::project`), its golden dir replaced by `--golden`.
+fn project(golden: Option<PathBuf>) -> Result<Project, ExitCode> {
+    let cwd = std::env::current_dir().map_err(|e| {
+        eprintln!("probelab: the current directory: {e}");
+        ExitCode::from(2)
+    })?;
+    let mut p = Project::find(&cwd).map_err(|e| {
+        eprintln!("probelab: {e}");
+        ExitCode::from(2)
+    })?;
+    if let Some(g) = golden {
+        p.golden = cwd.join(g);
     }
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
+    Ok(p)
+}
+
+/// This binary: the built-in engine of exec probes.
+fn engine() -> PathBuf {
+    std::env::current_exe().unwrap_or_else(|_| PathBuf::from("probelab"))
 }
 
 fn main() -> ExitCode {
@@ -127,22 +154,44 @@ fn main() -> ExitCode {
         };
     }
     let cli = Cli::parse();
+    let needs_project = !matches!(cli.command, Command::Init { .. } | Command::FakeMcp { .. } | Command::Versions(_));
+    let project = if needs_project {
+        match project(cli.golden) {
+            Ok(p) => p,
+            Err(code) => return code,
+        }
+    } else {
+        Project::default_at(std::path::Path::new("."))
+    };
+    let p = &project;
     match cli.command {
-        Command::Run { paths, subject, bless, json, keep, jobs } => run(paths, &subject, bless, json, keep, jobs),
-        Command::List => list(),
-        Command::GcBlobs => gc_blobs(),
-        Command::Diff { left, right, run, json, html } => diff(&left, &right, run, json, html.as_deref()),
-        Command::New { name } => new(&name),
+        Command::Run { paths, subject, bless, json, keep, jobs } => run(p, paths, &subject, bless, json, keep, jobs),
+        Command::List => list(p),
+        Command::GcBlobs => gc_blobs(p),
+        Command::Diff { left, right, run, json, html } => diff(p, &left, &right, run, json, html.as_deref()),
+        Command::Init { dir } => init(dir),
+        Command::New { name } => new(p, &name),
         Command::FakeMcp { trace } => fake_mcp(trace),
         Command::Versions(c) => c.run(),
-        Command::Observatory(c) => {
-            let root = repo_root();
-            let layout = Layout {
-                fixtures: root.join("fixtures"),
-                golden: root.join("golden"),
-                engine: std::env::current_exe().unwrap_or_else(|_| PathBuf::from("probelab")),
-            };
-            c.run(&root, &layout)
+        Command::Observatory(c) => c.run(p, &p.layout(engine())),
+    }
+}
+
+fn init(dir: Option<PathBuf>) -> ExitCode {
+    let dir = dir.unwrap_or_else(|| PathBuf::from("."));
+    match harness::project::init(&dir) {
+        Ok(made) => {
+            for m in made {
+                println!("wrote {}", m.display());
+            }
+            println!(
+                "next: probelab new NAME (a probe skeleton), probelab run --bless (its first golden), probelab run"
+            );
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("probelab init: {e}");
+            ExitCode::from(2)
         }
     }
 }
@@ -164,9 +213,17 @@ fn fake_mcp(trace: Option<PathBuf>) -> ExitCode {
     }
 }
 
-fn run(paths: Vec<PathBuf>, subject: &str, bless: bool, json: bool, keep: bool, jobs: Option<usize>) -> ExitCode {
+fn run(
+    project: &Project,
+    paths: Vec<PathBuf>,
+    subject: &str,
+    bless: bool,
+    json: bool,
+    keep: bool,
+    jobs: Option<usize>,
+) -> ExitCode {
     use harness::suite::Status;
-    let paths = if paths.is_empty() { vec![repo_root().join("probes")] } else { paths };
+    let paths = if paths.is_empty() { vec![project.probes.clone()] } else { paths };
     let probes = match harness::probe::load_all(&paths) {
         Ok(p) => p,
         Err(e) => {
@@ -182,13 +239,8 @@ fn run(paths: Vec<PathBuf>, subject: &str, bless: bool, json: bool, keep: bool, 
             return ExitCode::from(2);
         }
     };
-    let root = repo_root();
-    let layout = Layout {
-        fixtures: root.join("fixtures"),
-        golden: root.join("golden"),
-        engine: std::env::current_exe().unwrap_or_else(|_| PathBuf::from("probelab")),
-    };
-    let durations = Some(root.join("target").join("probelab").join(subject).join("durations.json"));
+    let layout = project.layout(engine());
+    let durations = Some(project.out.join(subject).join("durations.json"));
     let opts = harness::suite::Options { subject: subject.to_string(), jobs, bless, keep, durations };
     let total = probes.len();
     let (mut passed, mut failed, mut skipped) = (0usize, 0usize, 0usize);
@@ -208,7 +260,7 @@ fn run(paths: Vec<PathBuf>, subject: &str, bless: bool, json: bool, keep: bool, 
             return;
         }
         if let Some(ev) = o.report.as_ref().and_then(|r| r.evidence.as_ref()) {
-            let dir = root.join("target").join("probelab").join(subject);
+            let dir = project.out.join(subject);
             let file = dir.join(format!("{}.json", probe.id));
             let written = std::fs::create_dir_all(&dir)
                 .and_then(|_| std::fs::write(&file, serde_json::to_vec_pretty(ev).unwrap_or_default()));
@@ -231,7 +283,16 @@ fn run(paths: Vec<PathBuf>, subject: &str, bless: bool, json: bool, keep: bool, 
                 v["verdicts"] = report
                     .verdicts
                     .iter()
-                    .map(|v| serde_json::json!({"name": v.name, "pass": v.pass, "detail": v.detail}))
+                    .map(|v| {
+                        let mut j = serde_json::json!({"name": v.name, "pass": v.pass, "detail": v.detail});
+                        // the whole texts a failed text assertion compared (detail shows them cut)
+                        if let Some(first) = v.compared.first() {
+                            j["expected"] = serde_json::json!(first.expected);
+                            j["actual"] = serde_json::json!(first.actual);
+                            j["compared"] = serde_json::json!(v.compared);
+                        }
+                        j
+                    })
                     .collect();
                 v["kept"] = serde_json::json!(report.kept);
                 if let Some(t) = &report.timing {
@@ -267,7 +328,9 @@ fn run(paths: Vec<PathBuf>, subject: &str, bless: bool, json: bool, keep: bool, 
                 println!("      diverges from claim {d}");
             }
             if let Some(k) = &report.kept {
-                println!("      sandbox kept at {} (record.jsonl, transcript.txt there)", k.display());
+                let failed =
+                    if report.verdicts.iter().any(|v| !v.compared.is_empty()) { ", failures.json" } else { "" };
+                println!("      sandbox kept at {} (record.jsonl, transcript.txt{failed} there)", k.display());
             }
         }
     }));
@@ -288,11 +351,17 @@ fn run(paths: Vec<PathBuf>, subject: &str, bless: bool, json: bool, keep: bool, 
     }
 }
 
-fn diff(left: &str, right: &str, run_now: bool, json: bool, html: Option<&std::path::Path>) -> ExitCode {
+fn diff(
+    project: &Project,
+    left: &str,
+    right: &str,
+    run_now: bool,
+    json: bool,
+    html: Option<&std::path::Path>,
+) -> ExitCode {
     use harness::transcript::diff::{diff_dirs, render_html, render_text};
-    let root = repo_root();
-    let golden = root.join("golden");
-    let probes = match harness::probe::load_all(&[root.join("probes")]) {
+    let golden = project.golden.clone();
+    let probes = match harness::probe::load_all(&[project.probes.clone()]) {
         Ok(p) => p,
         Err(e) => {
             eprintln!("{e}");
@@ -309,11 +378,7 @@ fn diff(left: &str, right: &str, run_now: bool, json: bool, html: Option<&std::p
     let side = |name: &str| -> Result<PathBuf, String> {
         if run_now {
             let dir = tmp.path().join(name);
-            let layout = Layout {
-                fixtures: root.join("fixtures"),
-                golden: dir.clone(),
-                engine: std::env::current_exe().unwrap_or_default(),
-            };
+            let layout = Layout { golden: dir.clone(), ..project.layout(engine()) };
             let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().map_err(|e| e.to_string())?;
             let shared: Vec<_> = probes.iter().filter(|p| p.applies_to(left) && p.applies_to(right)).collect();
             for p in shared {
@@ -360,8 +425,8 @@ fn rg(args: &[std::ffi::OsString]) -> ExitCode {
     ExitCode::from(probelab_search::main_stdio(args))
 }
 
-fn gc_blobs() -> ExitCode {
-    let golden = repo_root().join("golden");
+fn gc_blobs(project: &Project) -> ExitCode {
+    let golden = project.golden.clone();
     match harness::transcript::golden::unreferenced_blobs(&golden) {
         Ok(unused) => {
             for p in &unused {
@@ -380,8 +445,8 @@ fn gc_blobs() -> ExitCode {
     }
 }
 
-fn list() -> ExitCode {
-    let probes = match harness::probe::load_all(&[repo_root().join("probes")]) {
+fn list(project: &Project) -> ExitCode {
+    let probes = match harness::probe::load_all(&[project.probes.clone()]) {
         Ok(p) => p,
         Err(e) => {
             eprintln!("{e}");
@@ -391,13 +456,7 @@ fn list() -> ExitCode {
     println!("probes:");
     for p in &probes {
         let subjects = if p.subjects.is_empty() { "all".to_string() } else { p.subjects.join(",") };
-        println!(
-            "  {:<40} {:<24} {:<12} {}",
-            p.id,
-            p.claims.join(","),
-            subjects,
-            p.path.strip_prefix(repo_root()).unwrap_or(&p.path).display()
-        );
+        println!("  {:<40} {:<24} {:<12} {}", p.id, p.claims.join(","), subjects, project.show(&p.path));
     }
     println!("claims:");
     for c in harness::claims::all() {
@@ -431,12 +490,12 @@ text = "done"
 [[check]]                                 # result = N (N-th scripted tool_use) | request = N | file = "path"
 result = 1
 is_error = false
-contains = "     1\tone"
+contains = "1\tone\n2\ttwo"
 "#;
 
-fn new(name: &str) -> ExitCode {
+fn new(project: &Project, name: &str) -> ExitCode {
     let rel = name.trim_end_matches(".toml");
-    let path = repo_root().join("probes").join(format!("{rel}.toml"));
+    let path = project.probes.join(format!("{rel}.toml"));
     if path.exists() {
         eprintln!("{} exists already", path.display());
         return ExitCode::from(2);

@@ -143,7 +143,7 @@ pub async fn run_conversation(probe: &Probe, runner: Runner<'_>, fixtures_root: 
                 cwd: sandbox.cwd.clone(),
                 home: sandbox.home.clone(),
                 roots: vec![sandbox.root.clone()],
-                session_id: builtin::SESSION_ID.into(),
+                session_id: probe.subject.session_id.clone().unwrap_or_else(|| builtin::SESSION_ID.into()),
                 env: probe.env.clone(),
                 settings: probe.settings.clone(),
                 ask: probe.ask,

@@ -22,6 +22,7 @@ use super::report::Matrix;
 use super::{matrix, Goldens, MatrixOptions};
 use crate::lab::Layout;
 use crate::probe::{load_all, Probe};
+use crate::project::Project;
 use crate::versions::{Catalogue, Npm, Refresh, Spec};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -88,16 +89,17 @@ pub enum Command {
 }
 
 impl Command {
-    /// Runs the command in the lab rooted at `root`.
-    pub fn run(self, root: &Path, layout: &Layout) -> ExitCode {
+    /// Runs the command in a project (`crate::project`): its probes, and its `out` dir for the cells.
+    pub fn run(self, project: &Project, layout: &Layout) -> ExitCode {
+        let probes_dir = &project.probes;
         let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
             Ok(rt) => rt,
             Err(e) => return fail(2, &format!("cannot start the runtime: {e}")),
         };
-        let default_out = || root.join("target").join("probelab").join("matrix");
+        let default_out = || project.out.join("matrix");
         match self {
             Command::Matrix { versions, paths, out, bless, fresh, jobs, json, html } => {
-                let probes = match load(root, &paths) {
+                let probes = match load(probes_dir, &paths) {
                     Ok(p) => p,
                     Err(e) => return fail(2, &e),
                 };
@@ -152,13 +154,14 @@ impl Command {
                 Err(e) => fail(2, &e),
             },
             Command::Bisect { probes, good, bad, out } => {
-                let all = match load(root, &[]) {
+                let all = match load(probes_dir, &[]) {
                     Ok(p) => p,
                     Err(e) => return fail(2, &e),
                 };
                 let mut chosen = Vec::new();
                 for id in &probes {
-                    let file_id = load(root, &[PathBuf::from(id)]).ok().and_then(|p| p.first().map(|p| p.id.clone()));
+                    let file_id =
+                        load(probes_dir, &[PathBuf::from(id)]).ok().and_then(|p| p.first().map(|p| p.id.clone()));
                     match all.iter().find(|p| &p.id == id || Some(&p.id) == file_id.as_ref()) {
                         Some(p) if p.applies_to("claude-code") => chosen.push(p.clone()),
                         Some(p) => {
@@ -236,8 +239,8 @@ fn fail(code: u8, msg: &str) -> ExitCode {
     ExitCode::from(code)
 }
 
-fn load(root: &Path, paths: &[PathBuf]) -> Result<Vec<Probe>, String> {
-    let paths = if paths.is_empty() { vec![root.join("probes")] } else { paths.to_vec() };
+fn load(probes: &Path, paths: &[PathBuf]) -> Result<Vec<Probe>, String> {
+    let paths = if paths.is_empty() { vec![probes.to_path_buf()] } else { paths.to_vec() };
     load_all(&paths)
 }
 

@@ -1,5 +1,6 @@
-//! Fixture file contents as a probe writes them (`files."f.txt" = "text"`, `{ repeat, bytes }`,
-//! `{ base64 }`), for the sandbox's fixture and the web service's pages alike.
+//! Fixture file contents as a probe writes them (`files."f.txt" = "text"`, `{ text }`, `{ repeat, bytes }`,
+//! `{ base64 }`), for the sandbox's fixture and the web service's pages alike; a fixture file's table
+//! form may set its modification time (`mtime`, [`Mtime`]; ignored for web pages).
 
 use base64::Engine;
 use serde::Deserialize;
@@ -10,18 +11,84 @@ use serde::Deserialize;
 pub enum FileSpec {
     /// Literal text.
     Text(String),
+    /// Literal text, as a table (to give it an `mtime`).
+    Inline {
+        /// The text.
+        text: String,
+        /// Its modification time.
+        #[serde(default)]
+        mtime: Option<Mtime>,
+    },
     /// `repeat` cycled until `bytes` bytes.
     Generated {
         /// The pattern.
         repeat: String,
         /// Exact size.
         bytes: u64,
+        /// Its modification time.
+        #[serde(default)]
+        mtime: Option<Mtime>,
     },
     /// Binary content.
     Base64 {
         /// Standard base64.
         base64: String,
+        /// Its modification time.
+        #[serde(default)]
+        mtime: Option<Mtime>,
     },
+}
+
+impl FileSpec {
+    /// The modification time the probe gives the file, if any.
+    pub fn mtime(&self) -> Option<&Mtime> {
+        match self {
+            FileSpec::Text(_) => None,
+            FileSpec::Inline { mtime, .. } | FileSpec::Generated { mtime, .. } | FileSpec::Base64 { mtime, .. } => {
+                mtime.as_ref()
+            }
+        }
+    }
+}
+
+/// A modification time a probe sets: seconds (fractions for milliseconds) on the clock of the fixture's
+/// own stamps — 0 is [`FIXTURE_MTIME_BASE`] (2026-01-01T00:00:00Z), the time of the first file in path
+/// order, the n-th file has n - 1, negative is earlier — or an absolute RFC 3339 time
+/// (`"2026-03-01T10:00:00.250Z"`). Subjects order Glob and Grep results by mtime to the millisecond.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(untagged)]
+pub enum Mtime {
+    /// Seconds after [`FIXTURE_MTIME_BASE`].
+    Offset(f64),
+    /// RFC 3339.
+    At(String),
+}
+
+impl Eq for Mtime {}
+
+/// The modification time of the fixture's first file (2026-01-01T00:00:00Z); the n-th file in path order
+/// gets [`FIXTURE_MTIME_STEP`] more per file before it.
+pub const FIXTURE_MTIME_BASE: u64 = 1_767_225_600;
+/// Seconds between the mtimes of two consecutive fixture files.
+pub const FIXTURE_MTIME_STEP: u64 = 1;
+
+impl Mtime {
+    /// The time it names.
+    pub fn time(&self) -> Result<std::time::SystemTime, String> {
+        match self {
+            Mtime::Offset(s) => {
+                let at = FIXTURE_MTIME_BASE as f64 + s;
+                if !at.is_finite() || at < 0.0 {
+                    return Err(format!("mtime {s} is before 1970"));
+                }
+                Ok(std::time::UNIX_EPOCH + std::time::Duration::from_secs_f64(at))
+            }
+            Mtime::At(t) => t
+                .parse::<jiff::Timestamp>()
+                .map(std::time::SystemTime::from)
+                .map_err(|e| format!("mtime {t:?} is not an RFC 3339 time (2026-03-01T10:00:00.250Z): {e}")),
+        }
+    }
 }
 
 /// The largest generated fixture file (1 GiB): enough for any read or output budget of the claims
@@ -32,8 +99,8 @@ pub const MAX_GENERATED_BYTES: u64 = 1 << 30;
 /// The bytes of an inline file.
 pub fn file_bytes(spec: &FileSpec) -> Result<Vec<u8>, String> {
     Ok(match spec {
-        FileSpec::Text(t) => t.as_bytes().to_vec(),
-        FileSpec::Generated { repeat, bytes } => {
+        FileSpec::Text(t) | FileSpec::Inline { text: t, .. } => t.as_bytes().to_vec(),
+        FileSpec::Generated { repeat, bytes, .. } => {
             if repeat.is_empty() {
                 return Err("generated file: repeat is empty".into());
             }
@@ -52,7 +119,7 @@ pub fn file_bytes(spec: &FileSpec) -> Result<Vec<u8>, String> {
             }
             v
         }
-        FileSpec::Base64 { base64 } => {
+        FileSpec::Base64 { base64, .. } => {
             base64::engine::general_purpose::STANDARD.decode(base64.trim()).map_err(|e| format!("base64 file: {e}"))?
         }
     })
@@ -64,7 +131,7 @@ mod tests {
 
     #[test]
     fn a_generated_file_is_its_pattern_cycled_to_the_exact_size() {
-        let spec = |r: &str, n: u64| file_bytes(&FileSpec::Generated { repeat: r.into(), bytes: n });
+        let spec = |r: &str, n: u64| file_bytes(&FileSpec::Generated { repeat: r.into(), bytes: n, mtime: None });
         assert_eq!(spec("abc", 7), Ok(b"abcabca".to_vec()));
         assert_eq!(spec("abc", 2), Ok(b"ab".to_vec()));
         assert_eq!(spec("abc", 0), Ok(Vec::new()));
@@ -73,5 +140,25 @@ mod tests {
         assert!(big.iter().zip(b"0123456789\n".iter().cycle()).all(|(a, b)| a == b));
         let huge = spec("x", 100 << 30).err().unwrap_or_default();
         assert!(huge.contains("more than the 1073741824"), "{huge}");
+    }
+
+    #[test]
+    fn an_mtime_is_an_offset_on_the_fixture_clock_or_an_rfc3339_time() {
+        let secs = |m: Mtime| m.time().map(|t| t.duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_millis());
+        assert_eq!(secs(Mtime::Offset(0.0)), Ok(u128::from(FIXTURE_MTIME_BASE) * 1000));
+        assert_eq!(secs(Mtime::Offset(-1.5)), Ok(u128::from(FIXTURE_MTIME_BASE) * 1000 - 1500));
+        assert_eq!(
+            secs(Mtime::At("2026-01-01T00:00:02.250Z".into())),
+            Ok(u128::from(FIXTURE_MTIME_BASE) * 1000 + 2250)
+        );
+        assert_eq!(secs(Mtime::At("2026-01-01T01:00:00+01:00".into())), Ok(u128::from(FIXTURE_MTIME_BASE) * 1000));
+        assert!(Mtime::At("yesterday".into()).time().is_err_and(|e| e.contains("not an RFC 3339 time")));
+        assert!(Mtime::Offset(-1e12).time().is_err());
+        let spec: FileSpec =
+            toml::from_str::<std::collections::BTreeMap<String, FileSpec>>("f = { text = \"x\", mtime = 3 }")
+                .map(|m| m["f"].clone())
+                .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(spec.mtime(), Some(&Mtime::Offset(3.0)));
+        assert_eq!(file_bytes(&spec), Ok(b"x".to_vec()));
     }
 }

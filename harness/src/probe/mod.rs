@@ -16,11 +16,17 @@
 //! dir = "read"                               # copied from fixtures/read into the cwd (optional)
 //! files."f.txt" = "one\ntwo\n"               # inline files
 //! files."big.txt" = { repeat = "x", bytes = 262145 }   # generated: `repeat` cycled to `bytes` bytes
+//! files."old.txt" = { text = "x", mtime = -3600 }       # an mtime (also beside repeat / base64), see below
+//! files."new.txt" = { text = "y", mtime = "2026-03-01T10:00:00.250Z" }
 //! [[fixture.fault]]                          # a change to the sandbox, before the run or a turn
 //! at_turn = 2                                # before main turn 2 is served (omit: before the run)
-//! kind = "write"                             # write | delete | mkdir | chmod | symlink
+//! kind = "write"                             # write | delete | mkdir | chmod | symlink | touch
 //! path = "f.txt"
 //! content = "changed\n"
+//! [[fixture.fault]]
+//! kind = "touch"                             # made empty if missing; mtime = … (default: now)
+//! path = "tree/a.txt"
+//! mtime = 5.5
 //!
 //! [settings]                                 # Claude Code's settings.json shape
 //! permissions = { deny = ["Read(secrets/**)"] }
@@ -34,19 +40,39 @@
 //! lspServers.probe = { command = "{probelab}", args = ["fake-lsp", "--trace", "{sandbox}/lsp-trace.jsonl"],
 //!                      extensionToLanguage = { ".probe" = "probe" } }
 //!
+//! [subject]
+//! session_id = "11111111-2222-4333-8444-555555555555"   # the session's id on both subjects (a UUID)
+//! [subject.builtin]                          # model, max_turns, requires
+//! [subject.claude-code]                      # args, env, requires
+//!
 //! [env]                                      # environment of the subject
 //! CLAUDE_CODE_FILE_READ_MAX_OUTPUT_TOKENS = "100"
 //!
 //! [[turn]]                                   # stub-messages' turn format; {cwd} {home} {sandbox}
 //! tool_use = [{ name = "Read", input = { file_path = "{cwd}/f.txt" } }]
 //! [[turn]]
+//! tool_use = [{ id = "edit", name = "Edit", input = { file_path = "{cwd}/f.txt", old_string = "one", new_string = "1" } }]
+//! [[turn]]
 //! text = "done"
 //!
-//! [[check]]                                  # result = N | request = N | file = "path"
-//! result = 1
+//! [[check]]                                  # result = N | result = "ID" | request = N | file = "path"
+//! result = 1                                 # the 1st scripted tool_use of the main conversation
 //! is_error = false
-//! contains = "     1\tone"
+//! contains = "1\tone"
+//! [[check]]
+//! result = "edit"                            # the tool_use given id = "edit" (unique in the probe; also
+//! matches = '^The file {cwd}/f\.txt has'     # its wire id): inserting a turn renumbers nothing
 //! ```
+//!
+//! Mtimes: every fixture file (inline or from `dir`) gets a distinct fixed mtime in path order, the
+//! first 2026-01-01T00:00:00Z, one second apart (`sandbox::FIXTURE_MTIME_BASE`); a file's own `mtime`
+//! overrides its stamp, and faults before the run (a `touch`) come after both. An `mtime` is seconds on
+//! that clock (0 = the first file's stamp, fractions for milliseconds, negative = earlier) or an
+//! absolute RFC 3339 time.
+//!
+//! Placeholders (`{cwd}`, `{home}`, `{sandbox}`, `{probelab}`, `{web}`, `{artifact}`) are resolved in tool
+//! inputs and in every check text; inside `matches` each becomes its value as an escaped literal
+//! (`regex::escape`), so a path's `.` or `+` matches only itself.
 
 pub mod files;
 pub mod host;
@@ -116,13 +142,38 @@ pub struct JsonCheck {
     pub exists: Option<bool>,
 }
 
+/// The tool_use whose tool_result a check looks at: its number (the N-th scripted tool_use of the main
+/// conversation, 1-based, across turns) or the `id` the probe gave it (`tool_use = [{ id = "edit", … }]`,
+/// then `result = "edit"`: inserting a turn renumbers nothing).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(untagged)]
+pub enum ResultRef {
+    /// `result = 2`.
+    Number(usize),
+    /// `result = "edit"`.
+    Id(String),
+}
+
+impl std::fmt::Display for ResultRef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ResultRef::Number(n) => write!(f, "{n}"),
+            ResultRef::Id(id) => write!(f, "{id}"),
+        }
+    }
+}
+
 /// A `[[check]]`: one target and its assertions.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Check {
-    /// The tool_result answering the N-th scripted tool_use of the main conversation (1-based).
+    /// The tool_result answering a scripted tool_use of the main conversation: `N` (1-based, across
+    /// turns) or the tool_use's `id`.
     #[serde(default)]
-    pub result: Option<usize>,
+    pub result: Option<ResultRef>,
+    /// `result` as the tool_use's number, resolved when the probe is parsed.
+    #[serde(skip)]
+    pub result_n: Option<usize>,
     /// The N-th main-conversation request (1-based).
     #[serde(default)]
     pub request: Option<usize>,
@@ -228,7 +279,7 @@ pub struct FsFault {
     /// Before this main turn (1-based) is served; none = before the run.
     #[serde(default)]
     pub at_turn: Option<usize>,
-    /// `write`, `delete`, `mkdir`, `chmod`, `symlink`.
+    /// `write`, `delete`, `mkdir`, `chmod`, `symlink`, `touch`.
     pub kind: String,
     /// Relative to the cwd.
     pub path: String,
@@ -241,6 +292,9 @@ pub struct FsFault {
     /// For `symlink`.
     #[serde(default)]
     pub target: Option<String>,
+    /// For `touch`: the mtime it sets (default: the time of the fault).
+    #[serde(default)]
+    pub mtime: Option<files::Mtime>,
 }
 
 /// `[fixture]`.
@@ -292,6 +346,12 @@ pub struct ClaudeCodeOptions {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SubjectOptions {
+    /// The session's id on every subject (a UUID; default: the built-in subject's fixed
+    /// `00000000-0000-4000-8000-000000000001`, Claude Code's own random one): the built-in runtime's
+    /// `SessionConfig::session_id`, Claude Code's `--session-id`. It names the session's files under HOME
+    /// (`.claude/projects/…/<id>…`); goldens show it as `<uuid>`.
+    #[serde(default)]
+    pub session_id: Option<String>,
     /// For the built-in subject.
     #[serde(default)]
     pub builtin: BuiltinOptions,
@@ -339,10 +399,8 @@ struct ProbeFile {
     #[serde(default)]
     web: web::WebSpec,
     // Parsed here so that errors in them carry this file's place; the stub's Script reads them again.
-    #[allow(dead_code)]
     #[serde(default, rename = "turn")]
     turns: Vec<Turn>,
-    #[allow(dead_code)]
     #[serde(default, rename = "conversation")]
     conversations: Vec<Conversation>,
     #[allow(dead_code)]
@@ -566,12 +624,23 @@ pub fn parse(path: &Path, text: &str) -> Result<Probe, ProbeError> {
         }
         subjects.push(s.get_ref().clone());
     }
+    // the ids probes give tool_uses name them for checks: unique across the whole script
+    let mut seen = std::collections::BTreeSet::new();
+    let every_turn = raw.turns.iter().chain(raw.conversations.iter().flat_map(|c| &c.turns));
+    for id in every_turn.flat_map(|t| &t.tool_use).filter_map(|u| u.id.as_deref()) {
+        if !seen.insert(id) {
+            let at = text.match_indices(&format!("\"{id}\"")).nth(1).map(|(i, _)| i).unwrap_or(0);
+            let hint = "an id names one tool_use (checks say result = \"ID\"), and the API refuses repeated ids";
+            return Err(err_at(at, format!("tool_use id {id:?} is given twice"), Some(hint)));
+        }
+    }
     let script = stub_messages::Script::from_toml(&file, text).map_err(|e| {
         let msg = e.0.strip_prefix(&format!("{file}: ")).unwrap_or(&e.0).to_string();
         err_at(0, msg, Some("see the turn format in stub-messages/src/script.rs"))
     })?;
     let main_turns = script.turns.len();
     let tool_uses: usize = script.turns.iter().map(|t| t.tool_use.len()).sum();
+    let main_ids: Vec<Option<&str>> = script.turns.iter().flat_map(|t| &t.tool_use).map(|u| u.id.as_deref()).collect();
     let unordered = raw.unordered.as_ref().map(|u| (u.get_ref().clone(), u.span().start)).unwrap_or_default();
     if let Some(n) = unordered.0.iter().find(|n| **n == 0 || **n > tool_uses) {
         return Err(err_at(
@@ -581,12 +650,22 @@ pub fn parse(path: &Path, text: &str) -> Result<Probe, ProbeError> {
         ));
     }
     for f in &raw.fixture.fault {
-        if !matches!(f.kind.as_str(), "write" | "delete" | "mkdir" | "chmod" | "symlink") {
+        if !matches!(f.kind.as_str(), "write" | "delete" | "mkdir" | "chmod" | "symlink" | "touch") {
             return Err(err_at(
                 0,
                 format!("fixture fault kind {:?} is unknown", f.kind),
-                Some("write | delete | mkdir | chmod | symlink"),
+                Some("write | delete | mkdir | chmod | symlink | touch"),
             ));
+        }
+        if let Some(m) = &f.mtime {
+            if f.kind != "touch" {
+                return Err(err_at(
+                    0,
+                    format!("fixture fault {} {:?}: mtime applies to touch only", f.kind, f.path),
+                    None,
+                ));
+            }
+            m.time().map_err(|e| err_at(0, format!("fixture fault touch {:?}: {e}", f.path), None))?;
         }
         if f.at_turn.is_some_and(|t| t == 0 || t > main_turns) {
             return Err(err_at(
@@ -608,6 +687,21 @@ pub fn parse(path: &Path, text: &str) -> Result<Probe, ProbeError> {
             Some("a loop probe scripts the model with [[turn]]; an exec probe runs [[exec]] commands"),
         ));
     }
+    if let Some(id) = &raw.subject.session_id {
+        if !is_uuid(id) {
+            let key = regex::Regex::new(r"(?m)^[ \t]*session_id[ \t]*=").ok();
+            let at = key.and_then(|k| k.find(text)).map(|m| m.start()).unwrap_or(0);
+            let hint = "Claude Code's --session-id takes a UUID, e.g. \"11111111-2222-4333-8444-555555555555\"";
+            return Err(err_at(at, format!("session_id {id:?} is not a UUID"), Some(hint)));
+        }
+    }
+    for (rel, spec) in &raw.fixture.files {
+        if let Some(Err(e)) = spec.mtime().map(files::Mtime::time) {
+            let at = text.find(&format!("\"{rel}\"")).unwrap_or(0);
+            let hint = "seconds on the fixture's clock (0 = 2026-01-01T00:00:00Z) or an RFC 3339 time";
+            return Err(err_at(at, format!("fixture file {rel:?}: {e}"), Some(hint)));
+        }
+    }
     let mut plugins = Vec::new();
     for p in &raw.plugins {
         if let Some(problem) = p.get_ref().problem() {
@@ -619,7 +713,7 @@ pub fn parse(path: &Path, text: &str) -> Result<Probe, ProbeError> {
     let mut checks = Vec::new();
     for c in &raw.checks {
         let at = c.span().start;
-        let check = c.get_ref();
+        let mut check = c.get_ref().clone();
         let targets = [
             check.result.is_some(),
             check.request.is_some(),
@@ -650,14 +744,29 @@ pub fn parse(path: &Path, text: &str) -> Result<Probe, ProbeError> {
             let msg = "exit / stderr_* / max_duration_ms / max_rss_mib apply to exec checks only";
             return Err(err_at(at, msg.into(), None));
         }
-        if let Some(n) = check.result {
-            if n == 0 || n > tool_uses {
+        match &check.result {
+            Some(ResultRef::Number(n)) if *n == 0 || *n > tool_uses => {
                 return Err(err_at(
                     at,
                     format!("check names result {n}, but the main conversation scripts {tool_uses} tool_use block(s)"),
-                    Some("results are numbered from 1 in script order, across turns"),
+                    Some("results are numbered from 1 in script order, across turns (or named: result = \"ID\")"),
                 ));
             }
+            Some(ResultRef::Number(n)) => check.result_n = Some(*n),
+            Some(ResultRef::Id(id)) => match main_ids.iter().position(|i| *i == Some(id.as_str())) {
+                Some(k) => check.result_n = Some(k + 1),
+                None => {
+                    let named: Vec<&str> = main_ids.iter().flatten().copied().collect();
+                    return Err(err_at(
+                        at,
+                        format!("check names result {id:?}, but no tool_use of the main conversation has that id"),
+                        Some(&format!(
+                            "name one with tool_use = [{{ id = {id:?}, name = …, input = … }}] (ids given: {named:?})"
+                        )),
+                    ));
+                }
+            },
+            None => {}
         }
         if let Some(n) = check.request {
             if n == 0 || n > main_turns {
@@ -693,12 +802,12 @@ pub fn parse(path: &Path, text: &str) -> Result<Probe, ProbeError> {
             }
         }
         if let Some(re) = &check.matches {
-            if let Err(e) = regex::Regex::new(re) {
+            if let Err(e) = regex::Regex::new(&sandbox::placeholders_as_literals(re, "p")) {
                 return Err(err_at(at, format!("matches is not a valid regex: {e}"), None));
             }
         }
         let (line, col) = line_col(text, at);
-        checks.push((check.clone(), line, col));
+        checks.push((check, line, col));
     }
     Ok(Probe {
         path: path.to_path_buf(),
@@ -726,6 +835,13 @@ pub fn parse(path: &Path, text: &str) -> Result<Probe, ProbeError> {
         execs: raw.execs,
         checks,
     })
+}
+
+/// `8-4-4-4-12` hex digits.
+fn is_uuid(s: &str) -> bool {
+    let parts: Vec<&str> = s.split('-').collect();
+    parts.len() == 5
+        && parts.iter().zip([8, 4, 4, 4, 12]).all(|(p, n)| p.len() == n && p.chars().all(|c| c.is_ascii_hexdigit()))
 }
 
 /// True for a file under a `claude-code` directory of the probes (`probes/claude-code/x.toml`): the
@@ -832,6 +948,33 @@ mod tests {
         let p = parse(Path::new("p.toml"), &declared).map_err(|e| e.to_string());
         assert_eq!(p.map(|p| p.requires_on("builtin")), Ok(vec!["bwrap".to_string()]));
         assert!(err(&OK.replace("about", "requires = [\"a b\"]\nabout")).contains("is not a host part"));
+    }
+
+    #[test]
+    fn a_check_names_a_result_by_number_or_by_the_id_given_to_its_tool_use() {
+        let text = "id = \"x.y\"\nclaims = [\"READ-1\"]\nabout = \"a\"\n[[turn]]\ntool_use = [{ name = \"Read\", input = {} }]\n\
+                    [[turn]]\ntool_use = [{ name = \"Read\", input = {} }, { id = \"edit\", name = \"Edit\", input = {} }]\n\
+                    [[turn]]\ntext = \"done\"\n[[check]]\nresult = \"edit\"\n[[check]]\nresult = 2\n";
+        let p = parse(Path::new("p.toml"), text).unwrap_or_else(|e| panic!("{e}"));
+        let resolved: Vec<Option<usize>> = p.checks.iter().map(|c| c.0.result_n).collect();
+        assert_eq!(resolved, vec![Some(3), Some(2)]);
+        assert_eq!(crate::check::target_of(&p.checks[0].0), "result edit");
+        assert_eq!(crate::check::target_of(&p.checks[1].0), "result 2");
+        let unknown = err(&text.replace("result = \"edit\"", "result = \"edti\""));
+        assert!(unknown.starts_with("p.toml:10:1: check names result \"edti\", but no tool_use"), "{unknown}");
+        assert!(unknown.contains("ids given: [\"edit\"]"), "{unknown}");
+        let twice = err(&text.replace(
+            "{ name = \"Read\", input = {} }]\n[[turn]]",
+            "{ id = \"edit\", name = \"Read\", input = {} }]\n[[turn]]",
+        ));
+        assert!(twice.contains("tool_use id \"edit\" is given twice"), "{twice}");
+    }
+
+    #[test]
+    fn a_regex_may_hold_placeholders() {
+        let ok = format!("{OK}[[check]]\nresult = 1\nmatches = '^{{cwd}}/f$'\n");
+        assert!(parse(Path::new("p.toml"), &ok).is_ok(), "{}", err(&ok));
+        assert!(err(&format!("{OK}[[check]]\nresult = 1\nmatches = '^{{cwd}}($'\n")).contains("not a valid regex"));
     }
 
     #[test]

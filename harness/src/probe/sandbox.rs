@@ -17,6 +17,16 @@ use std::path::{Path, PathBuf};
 /// The `{probelab}` placeholder's name: the probelab binary (its `fake-mcp` and `fake-lsp` subcommands
 /// are the fixture servers of MCP and LSP probes).
 pub const PROBELAB: &str = "probelab";
+/// Every placeholder a run resolves: the sandbox's three, `{probelab}`, and those the run's services
+/// add (`{web}`, `{artifact}`).
+pub const PLACEHOLDERS: &[&str] = &["cwd", "home", "sandbox", PROBELAB, "web", "artifact"];
+
+/// `re` with each placeholder replaced by `literal` (checked to be a regex literal by the caller): how a
+/// probe's `matches` is validated before any run has its values.
+pub fn placeholders_as_literals(re: &str, literal: &str) -> String {
+    PLACEHOLDERS.iter().fold(re.to_string(), |out, name| out.replace(&format!("{{{name}}}"), literal))
+}
+
 /// Env override of the probelab binary `{probelab}` names.
 pub const ENV_PROBELAB_BIN: &str = "PROBELAB_BIN";
 
@@ -81,6 +91,13 @@ impl Sandbox {
             std::fs::write(&path, file_bytes(spec)?).map_err(|e| format!("{}: {e}", path.display()))?;
         }
         stamp_mtimes(&sb.cwd).map_err(|e| format!("cannot set the fixture's mtimes: {e}"))?;
+        // a file's own mtime overrides its stamp
+        for (rel, spec) in &probe.fixture.files {
+            if let Some(m) = spec.mtime() {
+                let t = m.time().map_err(|e| format!("{}: fixture file {rel:?}: {e}", probe.path.display()))?;
+                set_mtime(&sb.inside(rel)?, t).map_err(|e| format!("fixture file {rel:?}: mtime: {e}"))?;
+            }
+        }
         for f in probe.fixture.fault.iter().filter(|f| f.at_turn.is_none()) {
             sb.apply(f)?;
         }
@@ -119,12 +136,24 @@ impl Sandbox {
 
     /// Replaces `{cwd}`, `{home}`, `{sandbox}` and the run's [`Sandbox::placeholders`].
     pub fn resolve(&self, s: &str) -> String {
-        let mut out = s
-            .replace("{cwd}", &self.cwd.to_string_lossy())
-            .replace("{home}", &self.home.to_string_lossy())
-            .replace("{sandbox}", &self.root.to_string_lossy());
-        for (name, value) in &self.placeholders {
-            out = out.replace(&format!("{{{name}}}"), value);
+        self.resolve_as(s, |v| v.to_string())
+    }
+
+    /// [`Sandbox::resolve`] for a regex (a check's `matches`): each placeholder becomes its value as an
+    /// escaped literal, so `'^{cwd}/a\.txt$'` matches the cwd whatever characters its path has.
+    pub fn resolve_regex(&self, re: &str) -> String {
+        self.resolve_as(re, regex::escape)
+    }
+
+    fn resolve_as(&self, s: &str, literal: impl Fn(&str) -> String) -> String {
+        let fixed = [("cwd", &self.cwd), ("home", &self.home), ("sandbox", &self.root)];
+        let fixed = fixed.into_iter().map(|(n, p)| (n.to_string(), p.to_string_lossy().into_owned()));
+        let mut out = s.to_string();
+        for (name, value) in fixed.chain(self.placeholders.iter().map(|(n, v)| (n.clone(), v.clone()))) {
+            let key = format!("{{{name}}}");
+            if out.contains(&key) {
+                out = out.replace(&key, &literal(&value));
+            }
         }
         out
     }
@@ -199,6 +228,17 @@ impl Sandbox {
                 std::fs::set_permissions(&p, std::fs::Permissions::from_mode(mode))
             }
             "symlink" => std::os::unix::fs::symlink(self.resolve(f.target.as_deref().unwrap_or_default()), &p),
+            "touch" => {
+                // like touch(1): made empty when missing, then given the mtime (default: now)
+                let t = match &f.mtime {
+                    Some(m) => m.time()?,
+                    None => std::time::SystemTime::now(),
+                };
+                if let Some(parent) = p.parent() {
+                    let _ = std::fs::create_dir_all(parent);
+                }
+                std::fs::OpenOptions::new().create(true).append(true).open(&p).and_then(|_| set_mtime(&p, t))
+            }
             other => return Err(format!("unknown fixture fault kind {other:?}")),
         };
         res.map_err(|e| format!("fixture fault {} {}: {e}", f.kind, f.path))
@@ -207,11 +247,7 @@ impl Sandbox {
 
 pub use super::files::file_bytes;
 
-/// The modification time of the fixture's first file (2026-01-01T00:00:00Z); the n-th file in path order
-/// gets [`FIXTURE_MTIME_STEP`] more per file before it.
-pub const FIXTURE_MTIME_BASE: u64 = 1_767_225_600;
-/// Seconds between the mtimes of two consecutive fixture files.
-pub const FIXTURE_MTIME_STEP: u64 = 1;
+pub use super::files::{FIXTURE_MTIME_BASE, FIXTURE_MTIME_STEP};
 
 /// Gives every file of the fixture a distinct, fixed mtime in path order (later paths newer): subjects
 /// order Glob and Grep results by mtime (to the millisecond), and files written in the same instant would
@@ -239,6 +275,11 @@ fn stamp_mtimes(cwd: &Path) -> std::io::Result<()> {
     Ok(())
 }
 
+/// Sets a file's (or a directory's) modification time.
+fn set_mtime(p: &Path, t: std::time::SystemTime) -> std::io::Result<()> {
+    std::fs::File::open(p)?.set_modified(t)
+}
+
 fn copy_tree(src: &Path, dst: &Path) -> std::io::Result<()> {
     std::fs::create_dir_all(dst)?;
     for e in std::fs::read_dir(src)? {
@@ -251,4 +292,38 @@ fn copy_tree(src: &Path, dst: &Path) -> std::io::Result<()> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sandbox_at(root: &str) -> Sandbox {
+        let root = PathBuf::from(root);
+        Sandbox {
+            dir: None,
+            cwd: root.join("work"),
+            home: root.join("home"),
+            placeholders: BTreeMap::from([("web".to_string(), "http://127.0.0.1:9/a?b".to_string())]),
+            root,
+        }
+    }
+
+    #[test]
+    fn placeholders_in_a_regex_are_escaped_literals() {
+        let sb = sandbox_at("/tmp/p.q+r(1)");
+        let re = regex::Regex::new(&sb.resolve_regex("^{cwd}/f\\.txt$")).unwrap_or_else(|e| panic!("{e}"));
+        assert!(re.is_match("/tmp/p.q+r(1)/work/f.txt"));
+        assert!(!re.is_match("/tmp/pxq+r(1)/work/f.txt"), "the path's `.` is a literal, not any character");
+        let web = regex::Regex::new(&sb.resolve_regex("^GET {web}$")).unwrap_or_else(|e| panic!("{e}"));
+        assert!(web.is_match("GET http://127.0.0.1:9/a?b") && !web.is_match("GET http://127.0.0.1:9/a"));
+        assert_eq!(sb.resolve("{home}/x {web}"), "/tmp/p.q+r(1)/home/x http://127.0.0.1:9/a?b");
+    }
+
+    #[test]
+    fn a_regex_with_placeholders_is_validated_with_literals_in_their_place() {
+        assert!(regex::Regex::new("^{cwd}$").is_err(), "the raw form is no regex");
+        assert!(regex::Regex::new(&placeholders_as_literals("^{cwd}/{sandbox}x{2}$", "p")).is_ok());
+        assert_eq!(placeholders_as_literals("a{2}{home}{other}", "p"), "a{2}p{other}");
+    }
 }

@@ -8,7 +8,8 @@
 //! cd <sandbox>/work
 //! HOME=<sandbox>/home IS_SANDBOX=1 ANTHROPIC_BASE_URL=<stub> ANTHROPIC_API_KEY=<fake> \
 //! CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 \
-//! claude -p "<prompt>" --dangerously-skip-permissions --output-format stream-json --verbose [probe args]
+//! claude -p "<prompt>" --dangerously-skip-permissions --output-format stream-json --verbose
+//!   [--mcp-config …] [--plugin-dir …] [--session-id <[subject] session_id>] [probe args]
 //! ```
 //!
 //! The probe's `[env]` and `[subject.claude-code]` `args` / `env` are added; its `[settings]` become the
@@ -139,6 +140,7 @@ pub async fn run(cc: &ClaudeCode, probe: &Probe, url: &str, sandbox: &Sandbox) -
         .args(["--dangerously-skip-permissions", "--output-format", "stream-json", "--verbose"])
         .args(&mcp_args)
         .args(&plugin_args)
+        .args(probe.subject.session_id.iter().flat_map(|id| ["--session-id", id.as_str()]))
         .args(&probe.subject.claude_code.args)
         .current_dir(cwd)
         .env_clear()

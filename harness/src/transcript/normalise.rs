@@ -15,6 +15,9 @@ pub struct Places<'a> {
     pub home: &'a Path,
     /// The run's date, `YYYY-MM-DD` (empty: no date step).
     pub today: String,
+    /// The subject (`builtin`, `claude-code@2.1.235`): ids one subject makes up at random and another
+    /// derives from its input are normalised on the first only (`notebook-cell-ids`).
+    pub subject: &'a str,
 }
 
 /// One step: a name and a text transformation.
@@ -50,6 +53,7 @@ lazy_re!(EPOCH_MS, r#"("[A-Za-z]*At": ?)1\d{12}\b"#);
 lazy_re!(PROCESS_FIELDS, r#"("createdByPid": ?|"createdByProcStart": ?)"?\d+"?"#);
 lazy_re!(SUBJECT_VERSION, r"(cc_version=|claude-cli/)\d+\.\d+\.\d+(\.[0-9a-f]+)?");
 lazy_re!(CLOCK_TIME, r"\b(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) \d{1,2} \d{1,2}:\d{2}(?:am|pm)\b");
+lazy_re!(INSERTED_CELL, r"Inserted cell ([A-Za-z0-9_-]{4,}) with");
 lazy_re!(REMINDER, r"(?s)\s*<system-reminder>.*?</system-reminder>");
 
 /// The steps, in order.
@@ -64,6 +68,7 @@ pub fn steps(p: &Places<'_>) -> Vec<Step> {
     let slug = probelab_runtime::fs::cwd_slug(p.cwd);
     let os = OS_VERSION.clone();
     let agent_ms = AGENT_MS.clone();
+    let random_cells = p.subject.split('@').next() != Some("builtin");
     // the probe's web service (WEB-1): its base URL, as the run wrote it down, is `<web>`
     let web = std::fs::read_to_string(crate::services::web::url_file(p.root)).unwrap_or_default();
     vec![
@@ -81,6 +86,13 @@ pub fn steps(p: &Places<'_>) -> Vec<Step> {
         // ids the subject makes up (background task ids, persisted-output file names): found where they
         // are announced, then replaced everywhere, numbered in order of first appearance
         Step { name: "run-ids", apply: Box::new(run_ids) },
+        // the id of a cell NotebookEdit inserted (NB-1): Claude Code makes it up at random, found in
+        // `Inserted cell <id> with …` and replaced everywhere (the Read of the notebook, the file); the
+        // built-in runtime derives it from the notebook and the source, so its goldens keep it
+        Step {
+            name: "notebook-cell-ids",
+            apply: Box::new(move |s| if random_cells { cell_ids(s) } else { s.to_string() }),
+        },
         // how long a sub-agent ran (AGENT-1 results and notifications): wall time, never a decision
         Step { name: "agent-durations", apply: Box::new(move |s| agent_ms.replace_all(s, "${1}<ms>").into_owned()) },
         // epoch-millisecond times in the subject's JSON records (`"startedAt": 1796012354224`)
@@ -166,6 +178,23 @@ fn run_ids(s: &str) -> String {
     out
 }
 
+/// The ids of inserted notebook cells, numbered `<cell-N>` in order of first appearance, replaced
+/// wherever they stand as words.
+fn cell_ids(s: &str) -> String {
+    let mut ids: Vec<String> = Vec::new();
+    for c in INSERTED_CELL.captures_iter(s) {
+        if !c[1].starts_with('<') && !ids.contains(&c[1].to_string()) {
+            ids.push(c[1].to_string());
+        }
+    }
+    ids.sort_by_key(|id| s.find(id.as_str()).unwrap_or(usize::MAX));
+    let mut out = s.to_string();
+    for (i, id) in ids.iter().enumerate() {
+        out = re(&format!(r"\b{}\b", regex::escape(id))).replace_all(&out, format!("<cell-{}>", i + 1)).into_owned();
+    }
+    out
+}
+
 /// A tool result as the tool gave it: the `<system-reminder>` blocks a subject appends to results (Claude
 /// Code does with some models) taken off, and trailing whitespace (which the same subject trims) with
 /// them. For behaviour fingerprints only: goldens keep the reminders — they are what the model saw.
@@ -224,7 +253,7 @@ mod tests {
 
     fn one(name: &str, input: &str) -> String {
         let (r, c, h) = places();
-        let p = Places { root: &r, cwd: &c, home: &h, today: "2026-11-30".into() };
+        let p = Places { root: &r, cwd: &c, home: &h, today: "2026-11-30".into(), subject: "claude-code@2.1.235" };
         let step = steps(&p).into_iter().find(|s| s.name == name).unwrap_or_else(|| panic!("no step {name}"));
         (step.apply)(input)
     }
@@ -277,12 +306,28 @@ mod tests {
             "Next run: <clock-time>. x; next run <clock-time>: y; Dec 1 12:57 stays"
         );
         assert_eq!(today_utc().len(), 10);
+        assert_eq!(
+            one(
+                "notebook-cell-ids",
+                "Inserted cell 4f5d27e5 with print('hi')\n<cell id=\"intro\">…</cell id=\"intro\">\n\
+                 <cell id=\"4f5d27e5\">print('hi')</cell id=\"4f5d27e5\"> \"id\": \"4f5d27e5x\""
+            ),
+            "Inserted cell <cell-1> with print('hi')\n<cell id=\"intro\">…</cell id=\"intro\">\n\
+             <cell id=\"<cell-1>\">print('hi')</cell id=\"<cell-1>\"> \"id\": \"4f5d27e5x\""
+        );
+    }
+
+    #[test]
+    fn the_built_in_runtime_keeps_the_cell_ids_it_derives() {
+        let (r, c, h) = places();
+        let p = Places { root: &r, cwd: &c, home: &h, today: String::new(), subject: "builtin" };
+        assert_eq!(normalise("Inserted cell f0612efe with x", &p), "Inserted cell f0612efe with x");
     }
 
     #[test]
     fn order_puts_cwd_before_root_and_keeps_decisions() {
         let (r, c, h) = places();
-        let p = Places { root: &r, cwd: &c, home: &h, today: "2026-11-30".into() };
+        let p = Places { root: &r, cwd: &c, home: &h, today: "2026-11-30".into(), subject: "builtin" };
         assert_eq!(
             normalise("/tmp/probelab-x/work/a /tmp/probelab-x/home/b /tmp/probelab-x/c 42 lines", &p),
             "<cwd>/a <home>/b <sandbox>/c 42 lines"
@@ -296,6 +341,7 @@ mod tests {
             cwd: Path::new("/r/work"),
             home: Path::new("/r/home"),
             today: String::new(),
+            subject: "builtin",
         };
         assert_eq!(
             normalise("x-anthropic-billing-header: cc_version=2.1.235.0bf; cc_entrypoint=sdk-cli", &p),

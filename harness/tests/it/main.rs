@@ -7,7 +7,9 @@ mod support;
 
 mod agent;
 mod cli;
+mod determinism;
 mod html_report;
 mod lsp_real;
 mod mcp;
 mod observatory;
+mod own_suite;

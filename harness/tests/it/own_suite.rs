@@ -1,0 +1,307 @@
+//! A user's own suite, kept outside this repository (issue 19): `probelab init`, `new`, `run --bless`,
+//! `run`, a golden diff, `diff` of two golden sets, configured paths and `--golden` — with the built
+//! binary, from a directory below the project root, and nothing written into the repository.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..").canonicalize().unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// `probelab ARGS` in `dir`.
+fn probelab(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_probelab"))
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap_or_else(|e| panic!("probelab {args:?}: {e}"))
+}
+
+fn said(out: &Output) -> String {
+    format!(
+        "exit {:?}\nstdout:\n{}\nstderr:\n{}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// What the repository's probe data looks like: every file under probes/, golden/, fixtures/ (path,
+/// size, mtime), whether a probelab.toml is at its root, and git's view of those paths.
+fn repo_state() -> (BTreeMap<PathBuf, (u64, std::time::SystemTime)>, bool, String) {
+    let root = repo();
+    let mut files = BTreeMap::new();
+    let mut stack: Vec<PathBuf> = ["probes", "golden", "fixtures"].iter().map(|d| root.join(d)).collect();
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap_or_else(|e| panic!("{}: {e}", d.display())).flatten() {
+            let (p, m) = (e.path(), e.metadata().unwrap_or_else(|e| panic!("{e}")));
+            if m.is_dir() {
+                stack.push(p);
+            } else {
+                files.insert(p, (m.len(), m.modified().unwrap_or(std::time::UNIX_EPOCH)));
+            }
+        }
+    }
+    let git = Command::new("git")
+        .args(["status", "--porcelain", "--untracked-files=all", "--", "probes", "golden", "fixtures", "probelab.toml"])
+        .current_dir(&root)
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+        .unwrap_or_default();
+    (files, root.join("probelab.toml").exists(), git)
+}
+
+#[test]
+fn a_suite_outside_the_repository_is_made_blessed_run_and_diffed_there_only() {
+    let before = repo_state();
+    let tmp = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let lab = tmp.path().canonicalize().unwrap_or_else(|e| panic!("{e}"));
+    assert!(!lab.starts_with(repo()), "the temp dir {} is inside the repository", lab.display());
+
+    // no project yet: a clear error naming the directory and the way out
+    let out = probelab(&lab, &["run"]);
+    assert_eq!(out.status.code(), Some(2), "{}", said(&out));
+    assert!(said(&out).contains("no probelab.toml (or probes/ directory) here or in any parent"), "{}", said(&out));
+    assert!(said(&out).contains("probelab init"), "{}", said(&out));
+
+    let out = probelab(&lab, &["init"]);
+    assert!(out.status.success(), "{}", said(&out));
+    for made in ["probelab.toml", "probes", "golden", "fixtures"] {
+        assert!(lab.join(made).exists(), "init did not make {made}: {}", said(&out));
+    }
+    assert_eq!(probelab(&lab, &["init"]).status.code(), Some(2), "a second init must refuse");
+
+    // every later command from a directory below the root: the root is found by walking up
+    let deep = lab.join("notes/deeper");
+    std::fs::create_dir_all(&deep).unwrap_or_else(|e| panic!("{e}"));
+    let out = probelab(&deep, &["new", "demo/first"]);
+    assert!(out.status.success(), "{}", said(&out));
+    let probe_file = lab.join("probes/demo/first.toml");
+    assert!(probe_file.is_file(), "{}", said(&out));
+
+    let out = probelab(&deep, &["run", "-j", "1", "--json"]);
+    assert_eq!(out.status.code(), Some(1), "no golden yet: {}", said(&out));
+    assert!(said(&out).contains("\"status\":\"golden-missing\""), "{}", said(&out));
+
+    let out = probelab(&deep, &["run", "-j", "1", "--bless"]);
+    assert!(out.status.success(), "the skeleton must pass as written: {}", said(&out));
+    let golden = lab.join("golden/builtin/demo.first.snap");
+    let text = std::fs::read_to_string(&golden).unwrap_or_else(|e| panic!("{}: {e}", golden.display()));
+    assert!(text.contains("tool_result toolu_demo_first_1:\n  | 1\tone\n  | 2\ttwo\n"), "{text}");
+    assert!(std::fs::read_dir(lab.join("golden/blobs")).map(|d| d.count()).unwrap_or(0) > 0);
+    assert!(lab.join("target/probelab/builtin/durations.json").is_file(), "run state goes to the project's out dir");
+
+    let out = probelab(&deep, &["run", "-j", "1"]);
+    assert!(out.status.success(), "{}", said(&out));
+    assert!(said(&out).contains("pass  demo.first [READ-1]"), "{}", said(&out));
+
+    // a changed fixture: the run shows the golden diff and fails
+    let probe = std::fs::read_to_string(&probe_file).unwrap_or_else(|e| panic!("{e}"));
+    assert!(probe.contains("\"one\\ntwo\\nthree\\n\""), "{probe}");
+    std::fs::write(&probe_file, probe.replace("\"one\\ntwo\\nthree\\n\"", "\"one\\ntwo\\nTHREE\\n\""))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let out = probelab(&deep, &["run", "-j", "1"]);
+    assert_eq!(out.status.code(), Some(1), "{}", said(&out));
+    assert!(said(&out).contains("-  | 3\tthree") && said(&out).contains("+  | 3\tTHREE"), "{}", said(&out));
+
+    // --golden: bless into another set, then diff the two sets
+    let out = probelab(&deep, &["run", "-j", "1", "--bless", "--golden", "../../alt"]);
+    assert!(out.status.success(), "{}", said(&out));
+    assert!(lab.join("alt/builtin/demo.first.snap").is_file(), "--golden is relative to the cwd: {}", said(&out));
+    let out = probelab(&deep, &["diff", "builtin", "../../alt/builtin"]);
+    assert!(out.status.success(), "{}", said(&out));
+    assert!(said(&out).contains("THREE") && said(&out).contains("1 probes in common"), "{}", said(&out));
+
+    // configured paths: probes, golden and fixtures where probelab.toml says
+    std::fs::rename(lab.join("probes"), lab.join("suite")).unwrap_or_else(|e| panic!("{e}"));
+    std::fs::create_dir_all(lab.join("trees/small")).unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(lab.join("trees/small/g.txt"), "from the tree\n").unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(
+        lab.join("suite/tree.toml"),
+        "id = \"demo.tree\"\nclaims = [\"READ-1\"]\nabout = \"a fixture tree of the project\"\n[fixture]\ndir = \"small\"\n\
+         [[turn]]\ntool_use = [{ name = \"Read\", input = { file_path = \"{cwd}/g.txt\" } }]\n[[turn]]\ntext = \"done\"\n\
+         [[check]]\nresult = 1\ncontains = \"1\\tfrom the tree\"\n",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(lab.join("probelab.toml"), "probes = \"suite\"\ngolden = \"snaps\"\nfixtures = \"trees\"\n")
+        .unwrap_or_else(|e| panic!("{e}"));
+    let out = probelab(&deep, &["run", "-j", "1", "--bless"]);
+    assert!(out.status.success(), "{}", said(&out));
+    assert!(said(&out).contains("bless demo.tree") && said(&out).contains("bless demo.first"), "{}", said(&out));
+    assert!(lab.join("snaps/builtin/demo.tree.snap").is_file() && lab.join("snaps/builtin/demo.first.snap").is_file());
+
+    // a malformed project file: file:line:col and a hint, exit 2
+    std::fs::write(lab.join("probelab.toml"), "probes = \"suite\"\ngoldens = \"snaps\"\n")
+        .unwrap_or_else(|e| panic!("{e}"));
+    let out = probelab(&deep, &["run"]);
+    assert_eq!(out.status.code(), Some(2), "{}", said(&out));
+    let place = format!("{}:2:1: unknown field `goldens`", lab.join("probelab.toml").display());
+    assert!(said(&out).contains(&place) && said(&out).contains("hint:"), "{}", said(&out));
+
+    assert_eq!(repo_state(), before, "the suite's commands wrote into the repository");
+}
+
+#[test]
+fn a_named_result_is_checked_with_a_regex_holding_a_placeholder() {
+    let text = r#"id = "own.named"
+claims = ["READ-1"]
+about = "result = ID and {cwd} in a regex"
+[[turn]]
+tool_use = [{ id = "where", name = "Bash", input = { command = "pwd" } }]
+[[turn]]
+text = "done"
+[[check]]
+result = "where"
+matches = '^{cwd}$'
+[[check]]
+result = "where"
+matches = '^{home}$'
+"#;
+    let probe = harness::probe::parse(Path::new("own.toml"), text).unwrap_or_else(|e| panic!("{e}"));
+    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap_or_else(|e| panic!("{e}"));
+    let report = rt
+        .block_on(harness::lab::run_probe(&probe, "builtin", &harness::lab::Layout::repo(), false))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let (cwd, home) = (&report.verdicts[0], &report.verdicts[1]);
+    assert_eq!(cwd.name, "check 1: result where");
+    assert!(cwd.pass, "{}\n{}", cwd.detail, report.transcript);
+    assert!(!home.pass && home.detail.contains("expected text to match"), "{home:?}");
+    assert!(report.transcript.contains("tool_use where Bash"), "{}", report.transcript);
+}
+
+#[test]
+fn a_failed_check_shows_a_cut_diff_and_json_and_keep_give_the_whole_texts() {
+    let tmp = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let lab = tmp.path();
+    assert!(probelab(lab, &["init"]).status.success());
+    let actual: String = (0..4_000).map(|i| format!("line {i:05}\n")).collect();
+    let expected: String =
+        (0..4_000).map(|i| if i % 50 == 0 { format!("LINE {i:05}\n") } else { format!("line {i:05}\n") }).collect();
+    let probe = format!(
+        "id = \"own.fails\"\nclaims = [\"READ-1\"]\nabout = \"a long text that is not what the check says\"\n\
+         [fixture]\nfiles.\"f.txt\" = {actual:?}\n\
+         [[turn]]\ntool_use = [{{ name = \"Read\", input = {{ file_path = \"{{cwd}}/f.txt\", limit = 1 }} }}]\n[[turn]]\ntext = \"done\"\n\
+         [[check]]\nfile = \"f.txt\"\nequals = {expected:?}\n[[check]]\nfile = \"f.txt\"\nmatches = '^xyz'\n"
+    );
+    std::fs::write(lab.join("probes/fails.toml"), probe).unwrap_or_else(|e| panic!("{e}"));
+
+    let out = probelab(lab, &["run", "-j", "1"]);
+    assert_eq!(out.status.code(), Some(1), "{}", said(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("--- expected\n") && text.contains("+++ actual\n"), "{text}");
+    assert!(text.contains("@@ -48,7 +48,7 @@\n       line 00047\n       line 00048\n       line 00049\n      -LINE 00050\n      +line 00050\n"), "a unified diff: {text}");
+    assert!(text.contains("diff lines not shown; --json has both texts as `expected` and `actual`"), "{text}");
+    assert!(text.contains("[… 41000 of 44000 chars not shown (the middle)"), "the matches failure cuts: {text}");
+    assert!(text.len() < 20_000, "the 40 KB texts are not printed whole: {} bytes", text.len());
+
+    let out = probelab(lab, &["run", "-j", "1", "--json", "--keep"]);
+    let first: serde_json::Value =
+        serde_json::from_str(String::from_utf8_lossy(&out.stdout).lines().next().unwrap_or_default())
+            .unwrap_or_else(|e| panic!("{e}: {}", said(&out)));
+    let verdicts = first["verdicts"].as_array().cloned().unwrap_or_default();
+    assert_eq!(verdicts[0]["expected"].as_str(), Some(expected.as_str()));
+    assert_eq!(verdicts[0]["actual"].as_str(), Some(actual.as_str()));
+    assert_eq!(verdicts[1]["compared"][0]["assertion"], "matches");
+    assert_eq!(verdicts[1]["expected"], "^xyz");
+    assert!(verdicts[2].get("expected").is_none(), "an invariant has no texts: {}", verdicts[2]);
+    let kept = PathBuf::from(first["kept"].as_str().unwrap_or_else(|| panic!("no kept dir: {first}")));
+    let failures = std::fs::read_to_string(kept.join("failures.json")).unwrap_or_else(|e| panic!("{e}"));
+    let _ = std::fs::remove_dir_all(&kept);
+    let failures: serde_json::Value = serde_json::from_str(&failures).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(failures[0]["compared"][0]["actual"].as_str(), Some(actual.as_str()));
+    assert_eq!(failures[1]["verdict"], "check 2: file f.txt");
+}
+
+#[test]
+fn fixture_files_take_their_own_mtimes_and_a_touch_fault_sets_one_later() {
+    let text = r#"id = "own.mtimes"
+claims = ["GLOB-1"]
+about = "mtime per file and a touch fault order Glob's oldest-first list"
+[fixture]
+files."a.txt" = { text = "a", mtime = 100 }
+files."b.txt" = "b"
+files."c.txt" = { repeat = "c", bytes = 3, mtime = "2025-12-31T23:58:20.250Z" }
+[[fixture.fault]]
+kind = "touch"
+path = "d.txt"
+mtime = -0.5
+[[fixture.fault]]
+at_turn = 3
+kind = "touch"
+path = "b.txt"
+mtime = 200
+[[turn]]
+tool_use = [{ id = "before", name = "Glob", input = { pattern = "*.txt" } }]
+[[turn]]
+tool_use = [{ id = "stat", name = "Bash", input = { command = "find . -type f -printf '%T@ %p\n' | sort -n" } }]
+[[turn]]
+tool_use = [{ id = "after", name = "Glob", input = { pattern = "*.txt" } }]
+[[turn]]
+text = "done"
+[[check]]
+result = "before"
+equals = "c.txt\nd.txt\nb.txt\na.txt"
+[[check]]
+result = "stat"
+equals = "1767225500.2500000000 ./c.txt\n1767225599.5000000000 ./d.txt\n1767225601.0000000000 ./b.txt\n1767225700.0000000000 ./a.txt"
+[[check]]
+result = "after"
+equals = "c.txt\nd.txt\na.txt\nb.txt"
+"#;
+    let probe = harness::probe::parse(Path::new("own.toml"), text).unwrap_or_else(|e| panic!("{e}"));
+    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap_or_else(|e| panic!("{e}"));
+    let report = rt
+        .block_on(harness::lab::run_probe(&probe, "builtin", &harness::lab::Layout::repo(), false))
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(report.passed(), "{}\n{}", report.failures().join("\n"), report.transcript);
+
+    let bad = text.replace("mtime = 100", "mtime = \"soon\"");
+    let e = harness::probe::parse(Path::new("own.toml"), &bad).err().map(|e| e.to_string()).unwrap_or_default();
+    assert!(e.starts_with("own.toml:5:7: fixture file \"a.txt\": mtime \"soon\" is not an RFC 3339 time"), "{e}");
+    let e = harness::probe::parse(
+        Path::new("own.toml"),
+        &text.replace("kind = \"touch\"\npath = \"d.txt\"", "kind = \"write\"\npath = \"d.txt\""),
+    )
+    .err()
+    .map(|e| e.to_string())
+    .unwrap_or_default();
+    assert!(e.contains("mtime applies to touch only"), "{e}");
+}
+
+#[test]
+fn the_subject_session_id_names_the_session_files() {
+    let text = r#"id = "own.session-id"
+claims = ["PIPE-5"]
+about = "[subject] session_id names the session (its persisted results)"
+subjects = ["builtin", "claude-code"]
+[subject]
+session_id = "11111111-2222-4333-8444-555555555555"
+[[turn]]
+tool_use = [{ id = "big", name = "Bash", input = { command = "head -c 40000 /dev/zero | tr '\\0' x" } }]
+[[turn]]
+text = "done"
+[[check]]
+result = "big"
+contains = "/11111111-2222-4333-8444-555555555555/tool-results/"
+[[check]]
+file = "{home}/.claude/projects/*/11111111-2222-4333-8444-555555555555/tool-results/*"
+exists = true
+"#;
+    let run = |text: &str| {
+        let probe = harness::probe::parse(Path::new("own.toml"), text).unwrap_or_else(|e| panic!("{e}"));
+        let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap_or_else(|e| panic!("{e}"));
+        rt.block_on(harness::lab::run_probe(&probe, "builtin", &harness::lab::Layout::repo(), false))
+            .unwrap_or_else(|e| panic!("{e}"))
+    };
+    let report = run(text);
+    assert!(report.passed(), "{}\n{}", report.failures().join("\n"), report.transcript);
+    let default = run(&text.replace("session_id = \"11111111-2222-4333-8444-555555555555\"", ""));
+    assert!(!default.verdicts[0].pass && !default.verdicts[1].pass, "without it the default id is used");
+    let e = harness::probe::parse(Path::new("own.toml"), &text.replace("8444-555555555555\"", "8444\""))
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+    assert!(e.starts_with("own.toml:6:1: session_id \"11111111-2222-4333-8444\" is not a UUID"), "{e}");
+}
