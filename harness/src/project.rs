@@ -48,6 +48,11 @@ struct ProjectFile {
     out: Option<Spanned<String>>,
 }
 
+/// The keys of `probelab.toml` (for `docs/probe-format.md`'s test, [`crate::probe::keys`]).
+pub fn file_keys() -> &'static [&'static str] {
+    crate::probe::keys::fields_of::<ProjectFile>()
+}
+
 /// Where a suite's parts live (absolute or relative to the current directory, as the root was found).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Project {

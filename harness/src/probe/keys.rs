@@ -31,6 +31,7 @@ pub fn tables() -> Vec<Table> {
     use stub_messages::script as ss;
     let t = |heading, keys| Table { heading, keys };
     vec![
+        t("probelab.toml", crate::project::file_keys()),
         t("probe file (top level)", fields_of::<super::ProbeFile>()),
         t("[fixture]", fields_of::<super::Fixture>()),
         t("[[fixture.fault]]", fields_of::<super::FsFault>()),
