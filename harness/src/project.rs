@@ -35,9 +35,10 @@ pub struct ProjectError {
     pub hint: Option<String>,
 }
 
+/// `probelab.toml` as written (its keys are documented in docs/probe-format.md: [`crate::probe::keys`]).
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct ProjectFile {
+pub(crate) struct ProjectFile {
     #[serde(default)]
     probes: Option<Spanned<String>>,
     #[serde(default)]
@@ -46,11 +47,6 @@ struct ProjectFile {
     fixtures: Option<Spanned<String>>,
     #[serde(default)]
     out: Option<Spanned<String>>,
-}
-
-/// The keys of `probelab.toml` (for `docs/probe-format.md`'s test, [`crate::probe::keys`]).
-pub fn file_keys() -> &'static [&'static str] {
-    crate::probe::keys::fields_of::<ProjectFile>()
 }
 
 /// Where a suite's parts live (absolute or relative to the current directory, as the root was found).

@@ -31,7 +31,7 @@ pub fn tables() -> Vec<Table> {
     use stub_messages::script as ss;
     let t = |heading, keys| Table { heading, keys };
     vec![
-        t("probelab.toml", crate::project::file_keys()),
+        t("probelab.toml", fields_of::<crate::project::ProjectFile>()),
         t("probe file (top level)", fields_of::<super::ProbeFile>()),
         t("[fixture]", fields_of::<super::Fixture>()),
         t("[[fixture.fault]]", fields_of::<super::FsFault>()),

@@ -77,6 +77,7 @@
 pub mod files;
 pub mod host;
 pub mod keys;
+pub mod placeholders;
 pub mod sandbox;
 pub mod web;
 
@@ -802,7 +803,7 @@ pub fn parse(path: &Path, text: &str) -> Result<Probe, ProbeError> {
             }
         }
         if let Some(re) = &check.matches {
-            if let Err(e) = regex::Regex::new(&sandbox::placeholders_as_literals(re, "p")) {
+            if let Err(e) = regex::Regex::new(&placeholders::placeholders_as_literals(re, "p")) {
                 return Err(err_at(at, format!("matches is not a valid regex: {e}"), None));
             }
         }
