@@ -229,9 +229,15 @@ impl Plan {
 }
 
 /// Lines by which a command's tools say a privileged operation failed, as the sandbox makes them fail:
-/// `EPERM` (`unshare -m`, `mknod`, `chroot`, `nsenter`), util-linux `mount`'s wording of it, and the
-/// `ENOSPC` a nested user namespace gets under `--disable-userns` (`unshare -U`).
-const PRIVILEGE_REFUSALS: &[&str] = &["Operation not permitted", "unshare failed: No space left on device"];
+/// `EPERM` (`unshare -m`, `mknod`, `chroot`, `nsenter`, `date -s`, `ip link add`), util-linux's
+/// wordings of it (`mount`, `umount`, `hostname`), and the `ENOSPC` a nested user namespace gets
+/// under `--disable-userns` (`unshare -U`).
+const PRIVILEGE_REFUSALS: &[&str] = &[
+    "Operation not permitted",
+    "unshare failed: No space left on device",
+    "must be superuser to unmount",
+    "you must be root to change the host name",
+];
 
 fn privilege_refused(line: &str) -> bool {
     PRIVILEGE_REFUSALS.iter().any(|r| line.contains(r))
@@ -256,6 +262,8 @@ mod tests {
             "unshare: unshare failed: Operation not permitted",
             "unshare: unshare failed: No space left on device",
             "mknod: disk: Operation not permitted",
+            "umount: /tmp: must be superuser to unmount.",
+            "hostname: you must be root to change the host name",
         ] {
             assert_eq!(confined(false).violations(out).as_deref(), want, "{out}");
             assert_eq!(Plan::unconfined().violations(out), None);
