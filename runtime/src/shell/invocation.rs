@@ -43,22 +43,60 @@ struct Wrapper {
 
 /// The wrappers looked through (their options as GNU coreutils / findutils / bash document them).
 const WRAPPERS: &[Wrapper] = &[
-    Wrapper { name: "env", short_with_value: &['u', 'C', 'S'], long_with_value: &["--unset", "--chdir", "--split-string"], assignments: true, positionals: 0 },
+    Wrapper {
+        name: "env",
+        short_with_value: &['u', 'C', 'S'],
+        long_with_value: &["--unset", "--chdir", "--split-string"],
+        assignments: true,
+        positionals: 0,
+    },
     Wrapper { name: "command", short_with_value: &[], long_with_value: &[], assignments: false, positionals: 0 },
     Wrapper { name: "builtin", short_with_value: &[], long_with_value: &[], assignments: false, positionals: 0 },
-    Wrapper { name: "time", short_with_value: &['f', 'o'], long_with_value: &["--format", "--output"], assignments: false, positionals: 0 },
-    Wrapper { name: "nice", short_with_value: &['n'], long_with_value: &["--adjustment"], assignments: false, positionals: 0 },
-    Wrapper { name: "timeout", short_with_value: &['s', 'k'], long_with_value: &["--signal", "--kill-after"], assignments: false, positionals: 1 },
+    Wrapper {
+        name: "time",
+        short_with_value: &['f', 'o'],
+        long_with_value: &["--format", "--output"],
+        assignments: false,
+        positionals: 0,
+    },
+    Wrapper {
+        name: "nice",
+        short_with_value: &['n'],
+        long_with_value: &["--adjustment"],
+        assignments: false,
+        positionals: 0,
+    },
+    Wrapper {
+        name: "timeout",
+        short_with_value: &['s', 'k'],
+        long_with_value: &["--signal", "--kill-after"],
+        assignments: false,
+        positionals: 1,
+    },
     Wrapper {
         name: "xargs",
         short_with_value: &['a', 'd', 'E', 'I', 'L', 'n', 'P', 's'],
-        long_with_value: &["--arg-file", "--delimiter", "--max-lines", "--max-args", "--max-procs", "--max-chars", "--process-slot-var"],
+        long_with_value: &[
+            "--arg-file",
+            "--delimiter",
+            "--max-lines",
+            "--max-args",
+            "--max-procs",
+            "--max-chars",
+            "--process-slot-var",
+        ],
         assignments: false,
         positionals: 0,
     },
     Wrapper { name: "exec", short_with_value: &['a'], long_with_value: &[], assignments: false, positionals: 0 },
     Wrapper { name: "nohup", short_with_value: &[], long_with_value: &[], assignments: false, positionals: 0 },
-    Wrapper { name: "stdbuf", short_with_value: &['i', 'o', 'e'], long_with_value: &["--input", "--output", "--error"], assignments: false, positionals: 0 },
+    Wrapper {
+        name: "stdbuf",
+        short_with_value: &['i', 'o', 'e'],
+        long_with_value: &["--input", "--output", "--error"],
+        assignments: false,
+        positionals: 0,
+    },
 ];
 
 /// Shells whose `-c STRING` runs STRING.
@@ -93,7 +131,9 @@ pub fn forms(seg: &Segment) -> Vec<Form> {
             return out;
         }
         if SHELLS.contains(&short.as_str()) {
-            if let Some(i) = words.iter().position(|w| w == "-c" || (w.starts_with('-') && !w.starts_with("--") && w.contains('c'))) {
+            if let Some(i) =
+                words.iter().position(|w| w == "-c" || (w.starts_with('-') && !w.starts_with("--") && w.contains('c')))
+            {
                 match words.get(i + 1) {
                     Some(script) => out.push(Form::Script(script.clone())),
                     None => out.push(Form::Dynamic(format!("`{short} -c` without a command string"))),
@@ -104,7 +144,11 @@ pub fn forms(seg: &Segment) -> Vec<Form> {
         let Some(w) = WRAPPERS.iter().find(|w| w.name == short) else {
             return out;
         };
-        if w.name == "env" && words.iter().any(|a| a == "-S" || a.starts_with("--split-string") || (a.starts_with("-S") && a.len() > 2)) {
+        if w.name == "env"
+            && words
+                .iter()
+                .any(|a| a == "-S" || a.starts_with("--split-string") || (a.starts_with("-S") && a.len() > 2))
+        {
             out.push(Form::Dynamic("`env -S` splits a string into a command".into()));
             return out;
         }

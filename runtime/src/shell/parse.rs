@@ -263,7 +263,11 @@ impl<'s, 't> Walk<'s, 't> {
             text,
             name: self.text(first).to_string(),
             // a keyword (`export`, `unset`, `[`, `[[`) is its own name
-            program: if node.kind() == "command" { literal(first, self.src) } else { Some(self.text(first).to_string()) },
+            program: if node.kind() == "command" {
+                literal(first, self.src)
+            } else {
+                Some(self.text(first).to_string())
+            },
             args,
             writes_file,
             assignments,
