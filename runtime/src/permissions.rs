@@ -3,7 +3,8 @@
 //! `Read(...)` deny also denies writing the same path (EDIT-3); a bare deny removes the tool from the
 //! pool before the model sees it (PIPE-6).
 //!
-//! Path patterns are gitignore-style globs: `//abs/path/**` absolute, `~/x` under HOME, `/x` from the
+//! A path is matched as given and as resolved ([`crate::fs::real_path`]: symlinks, `/proc/self/root`,
+//! `..`), so no spelling of a denied file gets past its rule. Path patterns are gitignore-style globs: `//abs/path/**` absolute, `~/x` under HOME, `/x` from the
 //! project root (the cwd), `x/**` relative to the cwd (a pattern without `/` matches at any depth).
 //! Command patterns (`Bash(git *)`) are globs over the whole command where `*` spans anything.
 
@@ -99,6 +100,12 @@ impl Rules {
         Ok(Rules { allow: parse(&s.allow)?, ask: parse(&s.ask)?, deny: parse(&s.deny)?, ask_by_default })
     }
 
+    /// True when some deny rule with a path pattern applies to the tool (directly or as `Read(...)`):
+    /// its walks must leave files out.
+    pub fn denies_paths(&self, tool: &str) -> bool {
+        self.deny.iter().any(|r| r.pattern.is_some() && family_matches(&r.tool, tool))
+    }
+
     /// True when a bare deny rule names the tool: it never reaches the model (PIPE-6).
     pub fn hides(&self, tool: &str) -> bool {
         self.deny.iter().any(|r| r.tool == tool && r.pattern.is_none())
@@ -151,12 +158,16 @@ impl Rules {
                         let d = self.decide_script(tool, &s, read_only, at, depth + 1);
                         (s, d)
                     }
-                    crate::shell::Form::Script(s) => {
-                        (s, Decision::Ask(format!("the shell parser (command strings nested more than {MAX_SCRIPT_DEPTH} deep)")))
-                    }
-                    crate::shell::Form::Dynamic(why) if guarded || self.ask_by_default => {
-                        (seg.text.clone(), Decision::Ask(format!("the shell parser ({why}: no rule can be matched against it)")))
-                    }
+                    crate::shell::Form::Script(s) => (
+                        s,
+                        Decision::Ask(format!(
+                            "the shell parser (command strings nested more than {MAX_SCRIPT_DEPTH} deep)"
+                        )),
+                    ),
+                    crate::shell::Form::Dynamic(why) if guarded || self.ask_by_default => (
+                        seg.text.clone(),
+                        Decision::Ask(format!("the shell parser ({why}: no rule can be matched against it)")),
+                    ),
                     crate::shell::Form::Dynamic(_) => continue,
                 };
                 if matches!(d, Decision::Allow(_)) {
@@ -228,9 +239,11 @@ fn matches(rule: &Rule, tool: &str, subject: &PermissionSubject, at: &Anchors) -
         return true;
     };
     match subject {
-        PermissionSubject::ReadPath(p) | PermissionSubject::WritePath(p) => {
-            path_glob(pattern, at).is_some_and(|g| g.is_match(p))
-        }
+        // as given and as the OS resolves it (a symlink, `/proc/self/root/…`, `a/../b`): a rule on
+        // `secrets/**` covers `link-to-secrets/key` too
+        PermissionSubject::ReadPath(p) | PermissionSubject::WritePath(p) => path_glob(pattern, at).is_some_and(|g| {
+            g.is_match(p) || crate::fs::real_path(p).is_some_and(|real| real != *p && g.is_match(&real))
+        }),
         PermissionSubject::Command(c) => command_glob(pattern).is_some_and(|g| g.is_match(c.trim())),
         PermissionSubject::None => false,
     }
@@ -250,6 +263,11 @@ pub fn path_glob(pattern: &str, at: &Anchors) -> Option<GlobMatcher> {
         format!("{}/**/{pattern}", at.project_root.display())
     };
     let abs = if abs.ends_with('/') { format!("{abs}**") } else { abs };
+    // `dir/**` covers the directory itself too: searching or listing it would show what it holds
+    let abs = match abs.strip_suffix("/**") {
+        Some(dir) if !dir.is_empty() => format!("{{{dir},{dir}/**}}"),
+        _ => abs,
+    };
     GlobBuilder::new(&abs).literal_separator(true).build().ok().map(|g| g.compile_matcher())
 }
 
@@ -342,16 +360,45 @@ mod tests {
         let r = rules(&[], &[], &["Bash(touch:*)"]);
         let decide = |cmd: &str| r.decide("Bash", &PermissionSubject::Command(cmd.into()), false, &c.at);
         let denied = [
-            "touch a", "\"touch\" a", "t''ouch a", "\\touch a", "'touch' a", "env touch a", "env -i FOO=1 touch a",
-            "command touch a", "echo x | xargs touch", "echo x | xargs -n1 touch", "time touch a", "time -p touch a",
-            "nice touch a", "nice -n 5 touch a", "timeout 5 touch a", "timeout -s KILL 5 touch a", "exec touch a",
-            "nohup touch a", "stdbuf -o0 touch a", "/usr/bin/touch a", "FOO=1 touch a", "echo ok && touch a",
-            "(touch a)", "{ touch a; }", "f() { touch a; }; f", "xargs -a /dev/null touch", "eval touch a",
-            "bash -c 'touch a'", "sh -c \"touch a\"", "env T=1 nice timeout 5 touch a", "command -p touch a",
+            "touch a",
+            "\"touch\" a",
+            "t''ouch a",
+            "\\touch a",
+            "'touch' a",
+            "env touch a",
+            "env -i FOO=1 touch a",
+            "command touch a",
+            "echo x | xargs touch",
+            "echo x | xargs -n1 touch",
+            "time touch a",
+            "time -p touch a",
+            "nice touch a",
+            "nice -n 5 touch a",
+            "timeout 5 touch a",
+            "timeout -s KILL 5 touch a",
+            "exec touch a",
+            "nohup touch a",
+            "stdbuf -o0 touch a",
+            "/usr/bin/touch a",
+            "FOO=1 touch a",
+            "echo ok && touch a",
+            "(touch a)",
+            "{ touch a; }",
+            "f() { touch a; }; f",
+            "xargs -a /dev/null touch",
+            "eval touch a",
+            "bash -c 'touch a'",
+            "sh -c \"touch a\"",
+            "env T=1 nice timeout 5 touch a",
+            "command -p touch a",
             "eval 'bash -c \"nohup touch a\"'",
         ];
         for cmd in denied {
-            assert!(matches!(decide(cmd), Decision::Deny(ref t) if t.starts_with("Bash(touch:*)")), "{cmd:?}: {:?}", decide(cmd));
+            assert!(
+                matches!(decide(cmd), Decision::Deny(ref t) if t.starts_with("Bash(touch:*)")),
+                "{cmd:?}: {:?}",
+                decide(cmd)
+            );
         }
         for cmd in ["T=touch; $T a", "T=touch && ${T} a", "$(echo touch) a", "`echo touch` a", "\"$T\" a", "env $T a"] {
             assert!(matches!(decide(cmd), Decision::Ask(_)), "{cmd:?}: {:?}", decide(cmd));
