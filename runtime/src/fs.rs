@@ -51,7 +51,8 @@ pub fn through_symlink(path: &Path) -> String {
 /// included, and a dangling link followed to where its target would be (the parts that do not exist
 /// are kept as written). `..` after a symlink goes up from the link's target, as the kernel does, and
 /// `/proc/self/root`-style magic links resolve to what they name. None when the path holds a symlink
-/// loop or more than [`MAX_SYMLINK_HOPS`] links. This is the one resolver: confinement ([`resolve`]),
+/// loop, more than [`MAX_SYMLINK_HOPS`] links or a link that cannot be read (`/proc/1/root` of
+/// another namespace). This is the one resolver: confinement ([`resolve`]),
 /// the permission matcher and the search walks all ask it.
 pub fn real_path(path: &Path) -> Option<PathBuf> {
     use std::collections::VecDeque;
@@ -111,7 +112,7 @@ pub fn resolve(ctx: &ToolContext, file_path: &str) -> Result<Resolved, ToolError
     let roots = || ctx.roots.iter().map(|r| r.display().to_string()).collect::<Vec<_>>().join(", ");
     let Some(real) = real_path(&path) else {
         return Err(ToolError::Validation(format!(
-            "Path {} holds a symlink loop or more than {MAX_SYMLINK_HOPS} symlinks; access refused. Pass the real target path.",
+            "Path {} holds a symlink loop, more than {MAX_SYMLINK_HOPS} symlinks or a link that cannot be read; access refused. Pass the real target path.",
             path.display()
         )));
     };
