@@ -10,11 +10,7 @@ use probelab_runtime::pipeline::ToolCall;
 use serde_json::json;
 
 fn bench(c: &mut Criterion) {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap_or_else(|e| panic!("{e}"));
+    let rt = probelab_benches::runtime();
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
     let runtime = rt.block_on(probelab_benches::session(dir.path(), None, Vec::new()));
     let ctx = runtime.ctx.clone();

@@ -17,11 +17,7 @@ text = "done"
 "#;
 
 fn bench(c: &mut Criterion) {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap_or_else(|e| panic!("{e}"));
+    let rt = probelab_benches::runtime();
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
     let (client, runtime) = rt.block_on(async {
         let script = Script::from_toml("bench.toml", SCRIPT).unwrap_or_else(|e| panic!("{e}"));

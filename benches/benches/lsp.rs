@@ -31,11 +31,7 @@ fn plugins(dir: &std::path::Path) -> Vec<PluginSpec> {
 }
 
 fn bench(c: &mut Criterion) {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap_or_else(|e| panic!("{e}"));
+    let rt = probelab_benches::runtime();
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
     let plugins = plugins(dir.path());
     let warm = rt.block_on(probelab_benches::session(dir.path(), None, plugins.clone()));

@@ -37,11 +37,7 @@ fn script() -> String {
 }
 
 fn bench(c: &mut Criterion) {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap_or_else(|e| panic!("{e}"));
+    let rt = probelab_benches::runtime();
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
     let script = Script::from_toml("bench.toml", &script()).unwrap_or_else(|e| panic!("{e}"));
     let (client, runtime, stub) = rt.block_on(async {

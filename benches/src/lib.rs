@@ -30,3 +30,12 @@ pub async fn session(root: &Path, model: Option<Arc<dyn Model>>, plugins: Vec<Pl
     };
     builtin::start(config).await.unwrap_or_else(|e| panic!("{e}"))
 }
+
+/// The benches' tokio runtime: two workers (this machine's cores), timers and I/O on.
+pub fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap_or_else(|e| panic!("cannot start a tokio runtime: {e}"))
+}

@@ -179,6 +179,7 @@ fn observation(
         prompt,
         shape,
         golden: String::new(),
+        probe_sha256: observe::probe_sha256(probe),
     }
 }
 

@@ -182,6 +182,15 @@ pub struct Observation {
     /// Golden comparison (`same`, `differs`, `missing`, `blessed`; empty when not compared).
     #[serde(default)]
     pub golden: String,
+    /// SHA-256 of the probe file the cell ran: a resumed matrix runs a cell again when its probe
+    /// changed since, and a report names the probes whose cells ran different files.
+    #[serde(default)]
+    pub probe_sha256: String,
+}
+
+/// SHA-256 of a probe's file as it is now (empty when it cannot be read).
+pub fn probe_sha256(probe: &Probe) -> String {
+    std::fs::read(&probe.path).map(|b| sha256(&b)).unwrap_or_default()
 }
 
 impl Observation {
@@ -201,6 +210,7 @@ impl Observation {
             prompt: String::new(),
             shape: Shape::default(),
             golden: String::new(),
+            probe_sha256: probe_sha256(probe),
         }
     }
 

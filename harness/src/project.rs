@@ -35,9 +35,10 @@ pub struct ProjectError {
     pub hint: Option<String>,
 }
 
+/// `probelab.toml` as written (its keys are documented in docs/probe-format.md: [`crate::probe::keys`]).
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct ProjectFile {
+pub(crate) struct ProjectFile {
     #[serde(default)]
     probes: Option<Spanned<String>>,
     #[serde(default)]

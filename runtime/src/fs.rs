@@ -33,50 +33,152 @@ pub fn absolute(ctx: &ToolContext, file_path: &str) -> PathBuf {
     out
 }
 
-/// The path with every existing prefix resolved through symlinks (what the OS would really touch).
-pub fn real_path(path: &Path) -> PathBuf {
-    let mut existing = path.to_path_buf();
-    let mut rest = Vec::new();
-    loop {
-        if let Ok(c) = existing.canonicalize() {
-            let mut out = c;
-            for r in rest.iter().rev() {
-                out.push(r);
-            }
-            return out;
-        }
-        match (existing.file_name().map(|n| n.to_os_string()), existing.parent()) {
-            (Some(name), Some(parent)) => {
-                rest.push(name);
-                existing = parent.to_path_buf();
-            }
-            _ => return path.to_path_buf(),
-        }
-    }
+/// Symlinks followed at most in one path, as the kernel does (Linux's `MAXSYMLINKS`; past it
+/// `ELOOP`): a longer chain (or a loop) is refused, never followed further.
+pub const MAX_SYMLINK_HOPS: usize = 40;
+
+/// Text of the refusal to write through a symlink, as Claude Code 2.1.235 words it for Write and Edit
+/// (measured by `probes/claude-code/symlink-writes.toml`: a link to a file inside the project, to one
+/// outside it and a dangling one, all refused alike; a symlinked directory in the path is followed).
+pub fn through_symlink(path: &Path) -> String {
+    format!(
+        "Refusing to write through symlink: {}. Resolve the symlink and pass the real target path explicitly.",
+        path.display()
+    )
 }
 
-/// Resolves and confines: the real path (symlinks followed) must lie under one of the sandbox roots.
-pub fn confine(ctx: &ToolContext, file_path: &str) -> Result<PathBuf, ToolError> {
-    let abs = absolute(ctx, file_path);
-    let real = real_path(&abs);
-    if ctx.roots.iter().any(|r| real.starts_with(r)) {
-        Ok(abs)
-    } else {
-        Err(ToolError::Validation(format!(
+/// The path the OS would really touch: every component resolved through symlinks, the last one
+/// included, and a dangling link followed to where its target would be (the parts that do not exist
+/// are kept as written). `..` after a symlink goes up from the link's target, as the kernel does, and
+/// `/proc/self/root`-style magic links resolve to what they name. None when the path holds a symlink
+/// loop, more than [`MAX_SYMLINK_HOPS`] links or a link that cannot be read (`/proc/1/root` of
+/// another namespace). This is the one resolver: confinement ([`resolve`]),
+/// the permission matcher and the search walks all ask it.
+pub fn real_path(path: &Path) -> Option<PathBuf> {
+    use std::collections::VecDeque;
+    use std::ffi::OsString;
+    let mut out = PathBuf::from("/");
+    let mut todo: VecDeque<OsString> = VecDeque::new();
+    let push_front = |todo: &mut VecDeque<OsString>, p: &Path| {
+        for c in p.components().rev() {
+            match c {
+                Component::Normal(n) => todo.push_front(n.to_os_string()),
+                Component::ParentDir => todo.push_front("..".into()),
+                _ => {}
+            }
+        }
+    };
+    push_front(&mut todo, path);
+    let mut hops = 0;
+    while let Some(c) = todo.pop_front() {
+        if c == ".." {
+            out.pop();
+            continue;
+        }
+        let next = out.join(&c);
+        match std::fs::symlink_metadata(&next) {
+            Ok(m) if m.file_type().is_symlink() => {
+                hops += 1;
+                if hops > MAX_SYMLINK_HOPS {
+                    return None;
+                }
+                let target = std::fs::read_link(&next).ok()?;
+                if target.is_absolute() {
+                    out = PathBuf::from("/");
+                }
+                push_front(&mut todo, &target);
+            }
+            _ => out = next,
+        }
+    }
+    Some(out)
+}
+
+/// A path a tool was given, resolved ([`resolve`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Resolved {
+    /// Absolute, `..` removed lexically: what the tool names in its results and keys its read state by.
+    pub path: PathBuf,
+    /// What the OS touches through it ([`real_path`]): what confinement and deny rules look at.
+    pub real: PathBuf,
+    /// Its last component is a symlink (dangling or not): refused for writes.
+    pub link: bool,
+}
+
+/// Resolves `file_path` (absolute, or relative to the working dir) and confines it: the real path must
+/// lie under one of the sandbox roots.
+pub fn resolve(ctx: &ToolContext, file_path: &str) -> Result<Resolved, ToolError> {
+    let path = absolute(ctx, file_path);
+    let roots = || ctx.roots.iter().map(|r| r.display().to_string()).collect::<Vec<_>>().join(", ");
+    let Some(real) = real_path(&path) else {
+        return Err(ToolError::Validation(format!(
+            "Path {} holds a symlink loop, more than {MAX_SYMLINK_HOPS} symlinks or a link that cannot be read; access refused. Pass the real target path.",
+            path.display()
+        )));
+    };
+    if !ctx.roots.iter().any(|r| real.starts_with(r)) {
+        return Err(ToolError::Validation(format!(
             "Path {} is outside the sandbox this runtime may touch ({}); access refused.",
-            abs.display(),
-            ctx.roots.iter().map(|r| r.display().to_string()).collect::<Vec<_>>().join(", ")
-        )))
+            path.display(),
+            roots()
+        )));
+    }
+    let link = std::fs::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_symlink());
+    Ok(Resolved { path, real, link })
+}
+
+/// Resolves and confines ([`resolve`]); the path as given (absolute).
+pub fn confine(ctx: &ToolContext, file_path: &str) -> Result<PathBuf, ToolError> {
+    resolve(ctx, file_path).map(|r| r.path)
+}
+
+/// Resolves and confines a path a tool writes: also refused when its last component is a symlink,
+/// wherever it leads (the reference's rule and text: [`through_symlink`]).
+pub fn confine_write(ctx: &ToolContext, file_path: &str) -> Result<PathBuf, ToolError> {
+    // the link is refused before where it leads is looked at, as the reference does: the same text
+    // for a link inside the project, one out of the sandbox and a dangling one
+    let path = absolute(ctx, file_path);
+    if std::fs::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_symlink()) {
+        return Err(ToolError::Runtime(through_symlink(&path)));
+    }
+    resolve(ctx, file_path).map(|r| r.path)
+}
+
+/// The pipeline's confinement of a call's path (before the tool runs): reads resolved and confined,
+/// writes refused through a symlink first (the reference refuses those whatever they lead to).
+pub fn confine_subject(ctx: &ToolContext, subject: &crate::tool::PermissionSubject) -> Result<(), ToolError> {
+    use crate::tool::PermissionSubject::{ReadPath, WritePath};
+    match subject {
+        WritePath(p) => confine_write(ctx, &p.to_string_lossy()).map(|_| ()),
+        ReadPath(p) => confine(ctx, &p.to_string_lossy()).map(|_| ()),
+        _ => Ok(()),
     }
 }
 
 /// The directory or file a search tool (Grep, Glob) works in: its `path` parameter confined to the
-/// sandbox, else the cwd.
+/// sandbox, else the working dir — as its real path, so that the walk under it sees the paths the
+/// deny rules are matched on (a symlinked root is walked where it leads).
 pub fn search_root(ctx: &ToolContext, path: Option<&str>) -> Result<PathBuf, ToolError> {
     match path {
-        Some(p) => confine(ctx, p),
+        Some(p) => resolve(ctx, p).map(|r| r.real),
         None => Ok(ctx.working_dir()),
     }
+}
+
+/// What a search walk must leave out: the files the session's `Read(...)`-family deny rules cover for
+/// `tool` (matched like a call's own path: as given and as resolved). None when no deny rule names a
+/// path, so an unrestricted search pays nothing.
+pub fn search_skip(ctx: &ToolContext, tool: &'static str) -> Result<Option<probelab_search::Skip>, ToolError> {
+    let rules = crate::permissions::Rules::from_settings(&ctx.session.settings.permissions)
+        .map_err(|e| ToolError::Runtime(format!("permission settings: {e}")))?;
+    if !rules.denies_paths(tool) {
+        return Ok(None);
+    }
+    let at = ctx.anchors();
+    Ok(Some(std::sync::Arc::new(move |p: &Path| {
+        let subject = crate::tool::PermissionSubject::ReadPath(p.to_path_buf());
+        matches!(rules.decide(tool, &subject, true, &at), crate::permissions::Decision::Deny(_))
+    })))
 }
 
 /// What the permission rules of a file tool match: the path in `key`, as a write or a read.
@@ -192,9 +294,23 @@ pub fn write_and_remember(ctx: &ToolContext, path: &Path, content: &str) -> Resu
         std::fs::create_dir_all(parent)
             .map_err(|e| ToolError::Runtime(format!("cannot create {}: {e}", parent.display())))?;
     }
-    std::fs::write(path, content).map_err(|e| ToolError::Runtime(format!("{e}: {}", path.display())))?;
+    write_no_follow(path, content.as_bytes()).map_err(|e| ToolError::Runtime(format!("{e}: {}", path.display())))?;
     remember_read(ctx, path, content.as_bytes().to_vec(), false);
     Ok(())
+}
+
+/// Writes (creating or truncating) without following a symlink in the last component: `O_NOFOLLOW`
+/// makes the kernel refuse one that appeared after the path was resolved (`ELOOP`).
+pub fn write_no_follow(path: &Path, content: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .custom_flags(nix::libc::O_NOFOLLOW)
+        .open(path)?;
+    f.write_all(content)
 }
 
 /// What Claude Code 2.1.235 appends to every Write and Edit success (measured by
@@ -269,6 +385,46 @@ mod tests {
         let _ = std::os::unix::fs::symlink("/etc", &link);
         assert!(confine(&c, "out/passwd").is_err());
         assert!(confine(&c, "out/new-file").is_err());
+    }
+
+    #[test]
+    fn the_resolver_follows_every_link_the_last_and_dangling_ones_included() {
+        let (_d, c) = ctx();
+        let link = |target: &str, at: &str| {
+            std::os::unix::fs::symlink(target, c.cwd.join(at)).unwrap_or_else(|e| panic!("{e}"));
+        };
+        std::fs::create_dir_all(c.cwd.join("secrets")).unwrap_or_else(|e| panic!("{e}"));
+        link("/var/tmp/probelab-unit-dangling", "dangling");
+        link("secrets", "sdir");
+        link("sdir", "sdir2");
+        link("loop2", "loop1");
+        link("loop1", "loop2");
+        link("../..", "up");
+        let real = |p: &str| real_path(&c.cwd.join(p));
+        assert_eq!(real("dangling"), Some(PathBuf::from("/var/tmp/probelab-unit-dangling")));
+        assert_eq!(real("sdir2/k"), Some(c.cwd.join("secrets/k")));
+        assert_eq!(real("loop1"), None);
+        assert_eq!(real("loop1/x"), None);
+        // `..` after a link goes up from where the link leads
+        assert_eq!(real("sdir/../x"), Some(c.cwd.join("x")));
+        assert_eq!(
+            real_path(&Path::new("/proc/self/root").join(c.cwd.strip_prefix("/").unwrap_or(&c.cwd)).join("sdir/k")),
+            Some(c.cwd.join("secrets/k"))
+        );
+        // confinement on the real path; a write through any link refused with the reference's text
+        assert!(confine(&c, "dangling").is_err());
+        assert!(confine(&c, "up/x").is_err());
+        assert!(confine(&c, "sdir/k").is_ok());
+        assert_eq!(confine_write(&c, "sdir2").map_err(|e| e.to_string()), Err(through_symlink(&c.cwd.join("sdir2"))));
+        assert_eq!(
+            confine_write(&c, "dangling").map_err(|e| e.to_string()),
+            Err(through_symlink(&c.cwd.join("dangling")))
+        );
+        assert!(confine_write(&c, "sdir/new").is_ok());
+        // the kernel refuses a link that appears after the check
+        link("/var/tmp/probelab-unit-late", "late");
+        assert!(write_no_follow(&c.cwd.join("late"), b"x").is_err());
+        assert!(!Path::new("/var/tmp/probelab-unit-late").exists());
     }
 
     #[test]

@@ -83,8 +83,8 @@ pub mod config {
     pub use crate::tools::artifact::{ENV_ENABLE_ARTIFACT, PUBLIC_ORIGIN};
     pub use crate::tools::clock::{ClockError, DurationError};
     pub use crate::tools::cron::ClockSpec;
-    pub use crate::tools::host::HostScript;
-    pub use crate::tools::lsp::config::{PluginProblem, PluginSpec};
+    pub use crate::tools::host::{AskReply, HostScript, PlanReply};
+    pub use crate::tools::lsp::config::{LspServerSpec, PluginProblem, PluginSpec};
     pub use crate::tools::mcp::{HandshakeError, McpError, ServerSpec};
     pub use crate::tools::web_fetch::{ToService, WebAccess};
 }

@@ -3,7 +3,8 @@
 //! `Read(...)` deny also denies writing the same path (EDIT-3); a bare deny removes the tool from the
 //! pool before the model sees it (PIPE-6).
 //!
-//! Path patterns are gitignore-style globs: `//abs/path/**` absolute, `~/x` under HOME, `/x` from the
+//! A path is matched as given and as resolved ([`crate::fs::real_path`]: symlinks, `/proc/self/root`,
+//! `..`), so no spelling of a denied file gets past its rule. Path patterns are gitignore-style globs: `//abs/path/**` absolute, `~/x` under HOME, `/x` from the
 //! project root (the cwd), `x/**` relative to the cwd (a pattern without `/` matches at any depth).
 //! Command patterns (`Bash(git *)`) are globs over the whole command where `*` spans anything.
 
@@ -75,6 +76,9 @@ const EDIT_FAMILY: &[&str] = &["Edit", "Write", "NotebookEdit", "MultiEdit"];
 /// Tools whose path rules are `Read(...)` rules.
 const READ_FAMILY: &[&str] = &["Read", "Grep", "Glob", "LS", "NotebookRead"];
 
+/// How deep `eval` / `sh -c` command strings are followed before the command asks (BASH-2).
+pub const MAX_SCRIPT_DEPTH: usize = 8;
+
 /// The rules of a session.
 #[derive(Debug, Clone, Default)]
 pub struct Rules {
@@ -96,6 +100,12 @@ impl Rules {
         Ok(Rules { allow: parse(&s.allow)?, ask: parse(&s.ask)?, deny: parse(&s.deny)?, ask_by_default })
     }
 
+    /// True when some deny rule with a path pattern applies to the tool (directly or as `Read(...)`):
+    /// its walks must leave files out.
+    pub fn denies_paths(&self, tool: &str) -> bool {
+        self.deny.iter().any(|r| r.pattern.is_some() && family_matches(&r.tool, tool))
+    }
+
     /// True when a bare deny rule names the tool: it never reaches the model (PIPE-6).
     pub fn hides(&self, tool: &str) -> bool {
         self.deny.iter().any(|r| r.tool == tool && r.pattern.is_none())
@@ -110,10 +120,17 @@ impl Rules {
     }
 
     /// BASH-2: a command is parsed with a real shell grammar and every simple command in it (pipelines,
-    /// lists, subshells, substitutions) is matched on its own: any denied part denies the whole, any
-    /// part that asks makes the whole ask, and only a command whose every part is allowed runs without
-    /// asking. A command that does not parse asks (it cannot be checked part by part).
+    /// lists, subshells, substitutions) is matched on its own, in each of its forms
+    /// ([`crate::shell::forms`]: as written, its name unquoted, what a wrapper, `eval` or `sh -c` runs):
+    /// any denied form denies the whole, any form that asks makes the whole ask, and only a command whose
+    /// every part is allowed runs without asking. A command that does not parse asks (it cannot be
+    /// checked part by part), and so does a command named by a variable or a substitution (`$T a`) when
+    /// some Bash rule could have denied or asked for it: nothing can be matched, so it is never allowed.
     fn decide_command(&self, tool: &str, command: &str, read_only: bool, at: &Anchors) -> Decision {
+        self.decide_script(tool, command, read_only, at, 0)
+    }
+
+    fn decide_script(&self, tool: &str, command: &str, read_only: bool, at: &Anchors, depth: usize) -> Decision {
         let whole = PermissionSubject::Command(command.to_string());
         let analysis = crate::shell::analyse(command);
         if !analysis.parsed {
@@ -124,24 +141,62 @@ impl Rules {
                 "the shell parser (the command does not parse, so it cannot be checked part by part)".into(),
             );
         }
-        let mut parts: Vec<String> = analysis.segments.into_iter().map(|s| s.text).collect();
-        if parts.is_empty() {
-            parts.push(command.trim().to_string());
+        if analysis.segments.is_empty() {
+            return self.decide_one(tool, &PermissionSubject::Command(command.trim().to_string()), read_only, at);
         }
-        let decisions: Vec<(String, Decision)> = parts
-            .into_iter()
-            .map(|p| {
-                let d = self.decide_one(tool, &PermissionSubject::Command(p.clone()), read_only, at);
-                (p, d)
-            })
-            .collect();
+        let guarded = self.guards(tool);
+        let mut decisions: Vec<(String, Decision)> = Vec::new();
+        for seg in &analysis.segments {
+            let mut last = None;
+            for form in crate::shell::forms(seg) {
+                let (part, d) = match form {
+                    crate::shell::Form::Text(t) => {
+                        let d = self.decide_one(tool, &PermissionSubject::Command(t.clone()), read_only, at);
+                        (t, d)
+                    }
+                    crate::shell::Form::Script(s) if depth < MAX_SCRIPT_DEPTH => {
+                        let d = self.decide_script(tool, &s, read_only, at, depth + 1);
+                        (s, d)
+                    }
+                    crate::shell::Form::Script(s) => (
+                        s,
+                        Decision::Ask(format!(
+                            "the shell parser (command strings nested more than {MAX_SCRIPT_DEPTH} deep)"
+                        )),
+                    ),
+                    crate::shell::Form::Dynamic(why) if guarded || self.ask_by_default => (
+                        seg.text.clone(),
+                        Decision::Ask(format!("the shell parser ({why}: no rule can be matched against it)")),
+                    ),
+                    crate::shell::Form::Dynamic(_) => continue,
+                };
+                if matches!(d, Decision::Allow(_)) {
+                    last = Some((part, d));
+                } else {
+                    decisions.push((part, d));
+                }
+            }
+            // allowed: as the innermost command it runs is (`timeout 5 rm` is not allowed by `Bash(timeout *)`)
+            decisions.extend(last);
+        }
         if let Some((p, Decision::Deny(r))) = decisions.iter().find(|(_, d)| matches!(d, Decision::Deny(_))) {
-            return Decision::Deny(format!("{r} (it matches the part `{p}`)"));
+            return match r.contains(" (it matches the part `") {
+                true => Decision::Deny(r.clone()),
+                false => Decision::Deny(format!("{r} (it matches the part `{p}`)")),
+            };
         }
         if let Some((p, Decision::Ask(r))) = decisions.iter().find(|(_, d)| matches!(d, Decision::Ask(_))) {
-            return Decision::Ask(format!("{r} (for the part `{p}`)"));
+            return match r.contains(" (for the part `") {
+                true => Decision::Ask(r.clone()),
+                false => Decision::Ask(format!("{r} (for the part `{p}`)")),
+            };
         }
         decisions.into_iter().next().map(|(_, d)| d).unwrap_or_else(|| Decision::Allow("default mode".into()))
+    }
+
+    /// Some deny or ask rule names the tool: an unmatchable command could get past it.
+    fn guards(&self, tool: &str) -> bool {
+        self.deny.iter().chain(&self.ask).any(|r| family_matches(&r.tool, tool))
     }
 
     fn decide_one(&self, tool: &str, subject: &PermissionSubject, read_only: bool, at: &Anchors) -> Decision {
@@ -184,9 +239,11 @@ fn matches(rule: &Rule, tool: &str, subject: &PermissionSubject, at: &Anchors) -
         return true;
     };
     match subject {
-        PermissionSubject::ReadPath(p) | PermissionSubject::WritePath(p) => {
-            path_glob(pattern, at).is_some_and(|g| g.is_match(p))
-        }
+        // as given and as the OS resolves it (a symlink, `/proc/self/root/…`, `a/../b`): a rule on
+        // `secrets/**` covers `link-to-secrets/key` too
+        PermissionSubject::ReadPath(p) | PermissionSubject::WritePath(p) => path_glob(pattern, at).is_some_and(|g| {
+            g.is_match(p) || crate::fs::real_path(p).is_some_and(|real| real != *p && g.is_match(&real))
+        }),
         PermissionSubject::Command(c) => command_glob(pattern).is_some_and(|g| g.is_match(c.trim())),
         PermissionSubject::None => false,
     }
@@ -206,6 +263,11 @@ pub fn path_glob(pattern: &str, at: &Anchors) -> Option<GlobMatcher> {
         format!("{}/**/{pattern}", at.project_root.display())
     };
     let abs = if abs.ends_with('/') { format!("{abs}**") } else { abs };
+    // `dir/**` covers the directory itself too: searching or listing it would show what it holds
+    let abs = match abs.strip_suffix("/**") {
+        Some(dir) if !dir.is_empty() => format!("{{{dir},{dir}/**}}"),
+        _ => abs,
+    };
     GlobBuilder::new(&abs).literal_separator(true).build().ok().map(|g| g.compile_matcher())
 }
 
@@ -288,5 +350,77 @@ mod tests {
             Rules::from_settings(&mode).map(|_| ()).map_err(|e| e.to_string()),
             Err("permissions.defaultMode \"plan\" is not bypassPermissions or default".to_string())
         );
+    }
+
+    /// Issue 16: every way of spelling or wrapping `touch` that reached the shell past `Bash(touch:*)`,
+    /// plus those Claude Code 2.1.235 let through (`probes/claude-code/bash-deny-bypass.toml`).
+    #[test]
+    fn bash_deny_rules_see_through_quotes_wrappers_and_variables() {
+        let (_d, c) = ctx();
+        let r = rules(&[], &[], &["Bash(touch:*)"]);
+        let decide = |cmd: &str| r.decide("Bash", &PermissionSubject::Command(cmd.into()), false, &c.at);
+        let denied = [
+            "touch a",
+            "\"touch\" a",
+            "t''ouch a",
+            "\\touch a",
+            "'touch' a",
+            "env touch a",
+            "env -i FOO=1 touch a",
+            "command touch a",
+            "echo x | xargs touch",
+            "echo x | xargs -n1 touch",
+            "time touch a",
+            "time -p touch a",
+            "nice touch a",
+            "nice -n 5 touch a",
+            "timeout 5 touch a",
+            "timeout -s KILL 5 touch a",
+            "exec touch a",
+            "nohup touch a",
+            "stdbuf -o0 touch a",
+            "/usr/bin/touch a",
+            "FOO=1 touch a",
+            "echo ok && touch a",
+            "(touch a)",
+            "{ touch a; }",
+            "f() { touch a; }; f",
+            "xargs -a /dev/null touch",
+            "eval touch a",
+            "bash -c 'touch a'",
+            "sh -c \"touch a\"",
+            "env T=1 nice timeout 5 touch a",
+            "command -p touch a",
+            "eval 'bash -c \"nohup touch a\"'",
+        ];
+        for cmd in denied {
+            assert!(
+                matches!(decide(cmd), Decision::Deny(ref t) if t.starts_with("Bash(touch:*)")),
+                "{cmd:?}: {:?}",
+                decide(cmd)
+            );
+        }
+        for cmd in ["T=touch; $T a", "T=touch && ${T} a", "$(echo touch) a", "`echo touch` a", "\"$T\" a", "env $T a"] {
+            assert!(matches!(decide(cmd), Decision::Ask(_)), "{cmd:?}: {:?}", decide(cmd));
+        }
+        for cmd in ["ls touch", "echo touch", "git status", "nice ls", "grep -r touch ."] {
+            assert!(matches!(decide(cmd), Decision::Allow(_)), "{cmd:?}: {:?}", decide(cmd));
+        }
+        // without any Bash rule a variable as the name has nothing to get past
+        assert!(matches!(
+            rules(&[], &[], &["Read(x)"]).decide("Bash", &PermissionSubject::Command("$T a".into()), false, &c.at),
+            Decision::Allow(_)
+        ));
+        // an allow rule for the wrapper does not allow what it runs
+        let allow = Rules::from_settings(&PermissionSettings {
+            allow: vec!["Bash(timeout:*)".into()],
+            deny: vec!["Bash(rm:*)".into()],
+            ..PermissionSettings::default()
+        })
+        .unwrap_or_default();
+        assert!(matches!(
+            allow.decide("Bash", &PermissionSubject::Command("timeout 5 rm -rf x".into()), false, &c.at),
+            Decision::Deny(_)
+        ));
     }
 }

@@ -234,10 +234,10 @@ impl Runtime {
         if ask_source.is_some() && self.ask_answer == AskAnswer::Deny {
             return ToolResult::error(id, REJECTED.to_string());
         }
-        if let PermissionSubject::ReadPath(p) | PermissionSubject::WritePath(p) = &subject {
-            if let Err(e) = fs::confine(&self.ctx, &p.to_string_lossy()) {
-                return ToolResult::error(id, wrap(&e.to_string()));
-            }
+        match fs::confine_subject(&self.ctx, &subject) {
+            Ok(()) => {}
+            Err(ToolError::Validation(m)) => return ToolResult::error(id, wrap(&m)),
+            Err(ToolError::Runtime(m)) => return ToolResult::error(id, m),
         }
         let mut ctx = self.ctx.clone();
         ctx.call_id = Some(id.to_string());

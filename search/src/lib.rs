@@ -52,6 +52,27 @@ pub struct Io<'a> {
     pub cwd: PathBuf,
     /// Set to stop the search between reads (a deadline); the run then ends with an error.
     pub cancel: Option<&'a AtomicBool>,
+    /// Files the walk leaves out as if they were not there (given the path joined to `cwd`): the
+    /// caller's access rules (a tool runtime's deny rules). Neither searched nor listed, no message.
+    pub skip: Option<Skip>,
+}
+
+/// A predicate on paths for [`Io::skip`].
+pub type Skip = std::sync::Arc<dyn Fn(&Path) -> bool + Send + Sync>;
+
+/// The walk without the haystacks `skip` leaves out.
+fn without_skipped(
+    walk: Box<dyn Iterator<Item = Event> + Send>,
+    skip: Option<Skip>,
+    cwd: &Path,
+) -> Box<dyn Iterator<Item = Event> + Send> {
+    match skip {
+        None => walk,
+        Some(f) => {
+            let cwd = cwd.to_path_buf();
+            Box::new(walk.filter(move |e| !matches!(e, Event::Hay(h) if f(&cwd.join(&h.path)))))
+        }
+    }
 }
 
 struct Messages<'a> {
@@ -452,6 +473,7 @@ pub fn run(a: &RgArgs, io: &mut Io<'_>) -> u8 {
     let stdout_is_terminal = io.stdout_is_terminal;
     let cancel = io.cancel;
     let cwd = io.cwd.clone();
+    let skip = io.skip.clone();
     let stdout: &mut dyn Write = &mut *io.stdout;
     let mut msgs = Messages { stderr: &mut *io.stderr, errored: false, quiet: a.no_messages };
     let (paths, implicit) =
@@ -478,7 +500,7 @@ pub fn run(a: &RgArgs, io: &mut Io<'_>) -> u8 {
     }
     if a.mode == Mode::Files {
         let walk = match events(a, &paths, implicit, &cwd, parallel) {
-            Ok(w) => w,
+            Ok(w) => without_skipped(w, skip, &cwd),
             Err(e) => {
                 msgs.error(e);
                 return EXIT_ERROR;
@@ -519,7 +541,7 @@ pub fn run(a: &RgArgs, io: &mut Io<'_>) -> u8 {
         }
     };
     let walk = match events(a, &paths, implicit, &cwd, parallel) {
-        Ok(w) => w,
+        Ok(w) => without_skipped(w, skip, &cwd),
         Err(e) => {
             msgs.error(e);
             return EXIT_ERROR;
@@ -1013,6 +1035,7 @@ pub fn main_stdio(argv: &[std::ffi::OsString]) -> u8 {
         stderr: &mut err,
         cwd: std::env::current_dir().unwrap_or_default(),
         cancel: None,
+        skip: None,
     };
     main_with(argv, &mut io)
 }
@@ -1045,13 +1068,27 @@ mod tests {
         let (mut out, mut err) = (Vec::new(), Vec::new());
         let code = run(
             &a,
-            &mut Io { stdout: &mut out, stderr: &mut err, stdout_is_terminal: false, cwd: dir.into(), cancel: None },
+            &mut Io {
+                stdout: &mut out,
+                stderr: &mut err,
+                stdout_is_terminal: false,
+                cwd: dir.into(),
+                cancel: None,
+                skip: None,
+            },
         );
         let both = Shared::default();
         let (mut o, mut e) = (both.clone(), both.clone());
         let code2 = run(
             &a,
-            &mut Io { stdout: &mut o, stderr: &mut e, stdout_is_terminal: false, cwd: dir.into(), cancel: None },
+            &mut Io {
+                stdout: &mut o,
+                stderr: &mut e,
+                stdout_is_terminal: false,
+                cwd: dir.into(),
+                cancel: None,
+                skip: None,
+            },
         );
         assert_eq!(code, code2);
         let both = both.0.borrow().clone();

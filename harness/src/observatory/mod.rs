@@ -6,7 +6,7 @@
 //!
 //! - [`matrix`] runs every claude-code probe on each version of a selection and keeps one observation
 //!   file per cell, `<out>/<version>/<probe>.json` (written whole or not at all, so a matrix stopped
-//!   half-way resumes: the cells already there are kept unless `fresh`); with `bless` it also writes the
+//!   half-way resumes: the cells already there are kept unless `fresh`, or unless their probe file changed since); with `bless` it also writes the
 //!   version's goldens under `golden/claude-code@<version>/`.
 //! - [`report`] merges observation directories (one run's, or the shards of many machines: the same
 //!   cells give the same report, whatever their order) into the claims × versions table and each claim's
@@ -155,7 +155,9 @@ pub async fn matrix(
     for version in versions {
         let mut todo = Vec::new();
         for p in &probes {
-            match read_cell(&cell_path(&opts.out, version, &p.id)).filter(|_| !opts.fresh) {
+            // a cell is kept only when it ran the probe file as it is now
+            let sha = crate::observe::probe_sha256(p);
+            match read_cell(&cell_path(&opts.out, version, &p.id)).filter(|c| !opts.fresh && c.probe_sha256 == sha) {
                 Some(obs) => {
                     done(&CellDone { observation: obs.clone(), resumed: true });
                     out.push(obs);

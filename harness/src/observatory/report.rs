@@ -52,6 +52,10 @@ pub struct Matrix {
     pub probe_timeline: BTreeMap<String, Vec<Change>>,
     /// Claim → the versions where its verdict changed or a citing probe's behaviour did.
     pub claim_timeline: BTreeMap<String, Vec<Change>>,
+    /// Probes whose cells ran different versions of the probe file → how many: their changes across
+    /// versions may be the probe's own (run the matrix again: a resumed matrix redoes stale cells).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub mixed_probe_files: BTreeMap<String, usize>,
 }
 
 fn version_key(v: &str) -> (Option<semver::Version>, String) {
@@ -81,6 +85,14 @@ impl Matrix {
             by_key.keys().map(|(_, v)| v.clone()).collect::<BTreeSet<_>>().into_iter().collect();
         versions.sort_by_key(|v| version_key(v));
         let mut m = Matrix { versions: versions.clone(), ..Matrix::default() };
+        let mut files: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
+        for ((probe, _), o) in &by_key {
+            if !o.probe_sha256.is_empty() {
+                files.entry(probe.as_str()).or_default().insert(o.probe_sha256.as_str());
+            }
+        }
+        m.mixed_probe_files =
+            files.into_iter().filter(|(_, s)| s.len() > 1).map(|(p, s)| (p.to_string(), s.len())).collect();
         let mut claim_probes: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
         for ((probe, version), o) in &by_key {
             let cell = Cell { outcome: o.outcome, fingerprint: short(&o.fingerprint), reason: o.reason.clone() };
@@ -163,6 +175,14 @@ impl Matrix {
         };
         out.push_str(&format!("claims × versions ({} versions: {})\n", self.versions.len(), self.versions.join(" ")));
         out.push_str("H holds · D diverges (documented) · C changed · - n/a · E error · . not run\n\n");
+        for (probe, n) in &self.mixed_probe_files {
+            out.push_str(&format!(
+                "warning: the cells of {probe} ran {n} different versions of its probe file: run the matrix again\n"
+            ));
+        }
+        if !self.mixed_probe_files.is_empty() {
+            out.push('\n');
+        }
         let width = self.claims.keys().map(String::len).max().unwrap_or(5).max(5);
         for (claim, row) in &self.claims {
             let cells: String = self.versions.iter().map(|v| row.get(v).map(|x| letter(*x)).unwrap_or('.')).collect();
@@ -371,6 +391,7 @@ mod tests {
             prompt: String::new(),
             shape: Shape::default(),
             golden: String::new(),
+            probe_sha256: String::new(),
         }
     }
 
@@ -398,5 +419,19 @@ mod tests {
         let mut bad = cells.clone();
         bad.push(cell("p", "2.1.9", Outcome::Changed, "zzzz", ("READ-2", Changed)));
         assert!(Matrix::from_cells(&bad).unwrap_err().contains("disagree"));
+    }
+
+    #[test]
+    fn cells_of_different_probe_files_are_named() {
+        use ClaimVerdict::*;
+        let mut a = cell("p", "2.1.9", Outcome::Pass, "aaaa", ("READ-2", Holds));
+        let mut b = cell("p", "2.1.10", Outcome::Pass, "bbbb", ("READ-2", Holds));
+        a.probe_sha256 = "1".repeat(64);
+        b.probe_sha256 = "1".repeat(64);
+        assert!(Matrix::from_cells(&[a.clone(), b.clone()]).unwrap_or_default().mixed_probe_files.is_empty());
+        b.probe_sha256 = "2".repeat(64);
+        let m = Matrix::from_cells(&[a, b]).unwrap_or_default();
+        assert_eq!(m.mixed_probe_files.get("p"), Some(&2));
+        assert!(m.to_text().contains("warning: the cells of p ran 2 different versions of its probe file"), "{}", m.to_text());
     }
 }

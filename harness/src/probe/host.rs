@@ -138,7 +138,7 @@ pub fn python() -> PathBuf {
     if let Some(p) = std::env::var_os("PROBELAB_PYTHON") {
         return PathBuf::from(p);
     }
-    let venv = crate::subject::claude_code::cache_root().join("venv/bin/python");
+    let venv = crate::versions::cache_root().join("venv/bin/python");
     if venv.is_file() {
         venv
     } else {

@@ -1,5 +1,6 @@
 //! Probe files: the format (TOML), strict parsing with `file:line:col` errors and hints, discovery
-//! under `probes/`, and the sandbox a probe runs in ([`sandbox`]).
+//! under `probes/`, and the sandbox a probe runs in ([`sandbox`]). Every key, table by table:
+//! `docs/probe-format.md`, kept equal to these types by [`keys`]'s test. In short:
 //!
 //! ```toml
 //! id = "read.offset-limit"                   # unique; names the golden file
@@ -75,6 +76,8 @@
 
 pub mod files;
 pub mod host;
+pub mod keys;
+pub mod placeholders;
 pub mod sandbox;
 pub mod web;
 
@@ -703,7 +706,7 @@ pub fn parse(path: &Path, text: &str) -> Result<Probe, ProbeError> {
     let mut plugins = Vec::new();
     for p in &raw.plugins {
         if let Some(problem) = p.get_ref().problem() {
-            let hint = "see the plugin format in harness/src/tools/lsp/config.rs";
+            let hint = "see `lspServers.NAME` in docs/probe-format.md";
             return Err(err_at(p.span().start, format!("plugin: {problem}"), Some(hint)));
         }
         plugins.push(p.get_ref().clone());
@@ -800,7 +803,7 @@ pub fn parse(path: &Path, text: &str) -> Result<Probe, ProbeError> {
             }
         }
         if let Some(re) = &check.matches {
-            if let Err(e) = regex::Regex::new(&sandbox::placeholders_as_literals(re, "p")) {
+            if let Err(e) = regex::Regex::new(&placeholders::placeholders_as_literals(re, "p")) {
                 return Err(err_at(at, format!("matches is not a valid regex: {e}"), None));
             }
         }

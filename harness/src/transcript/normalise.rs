@@ -52,6 +52,7 @@ lazy_re!(AGENT_MS, r#"(duration_ms: ?|<duration_ms>|"durationMs": ?)\d+"#);
 lazy_re!(EPOCH_MS, r#"("[A-Za-z]*At": ?)1\d{12}\b"#);
 lazy_re!(PROCESS_FIELDS, r#"("createdByPid": ?|"createdByProcStart": ?)"?\d+"?"#);
 lazy_re!(SUBJECT_VERSION, r"(cc_version=|claude-cli/)\d+\.\d+\.\d+(\.[0-9a-f]+)?");
+lazy_re!(CLOCK_TIME, r"\b(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) \d{1,2} \d{1,2}:\d{2}(?:am|pm)\b");
 lazy_re!(INSERTED_CELL, r"Inserted cell ([A-Za-z0-9_-]{4,}) with");
 lazy_re!(REMINDER, r"(?s)\s*<system-reminder>.*?</system-reminder>");
 
@@ -107,6 +108,13 @@ pub fn steps(p: &Places<'_>) -> Vec<Step> {
         Step {
             name: "process-fields",
             apply: Box::new(move |s| PROCESS_FIELDS.replace_all(s, "${1}<pid>").into_owned()),
+        },
+        // a local wall-clock time the subject computed from the system clock (Claude Code's CronCreate /
+        // CronList since 2.1.303: "Next run: Dec 1 12:57pm"; a one-shot's jitter moves it by a minute):
+        // the built-in runtime's cron uses the probe's virtual clock and never prints this form
+        Step {
+            name: "clock-times",
+            apply: Box::new(move |s| CLOCK_TIME.replace_all(s, "<clock-time>").into_owned()),
         },
         // the machine's kernel, as the subject reports its environment
         Step { name: "os-version", apply: Box::new(move |s| os.replace_all(s, "OS Version: <os>").into_owned()) },
@@ -292,6 +300,10 @@ mod tests {
         assert_eq!(
             one("run-ids", "agentId: a4f349d5e5523f70f (use SendMessage with to: 'a4f349d5e5523f70f'"),
             "agentId: <id-1> (use SendMessage with to: '<id-1>'"
+        );
+        assert_eq!(
+            one("clock-times", "Next run: Dec 1 12:57pm. x; next run Jan 10 9:05am: y; Dec 1 12:57 stays"),
+            "Next run: <clock-time>. x; next run <clock-time>: y; Dec 1 12:57 stays"
         );
         assert_eq!(today_utc().len(), 10);
         assert_eq!(

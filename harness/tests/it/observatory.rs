@@ -120,6 +120,18 @@ fn a_stopped_matrix_resumes_from_the_cells_it_kept() {
         "{}",
         String::from_utf8_lossy(&out.stdout)
     );
+    // a cell that ran another version of the probe file is not kept: the matrix runs it again (and here
+    // cannot install the version, so the cell is an error naming why)
+    obs.probe_sha256 = "0".repeat(64);
+    harness::observatory::write_cell(&out_dir, &obs).unwrap_or_else(|e| panic!("{e}"));
+    let out = probelab(
+        c.path(),
+        &["matrix", "--versions", "2.1.201", "--out", &out_dir.to_string_lossy(), "probes/claude-code/read-size.toml"],
+        &[("PROBELAB_CACHE_MAX", "10M")],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(!stderr(&out).contains("kept from an earlier run"), "{}", stderr(&out));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("claude-code.read-size E"), "{}", String::from_utf8_lossy(&out.stdout));
 }
 
 #[test]

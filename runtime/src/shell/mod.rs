@@ -40,12 +40,18 @@
 //! (a shell variable by convention) or is one of [`HARMLESS_ENV_VARS`] / `LC_*`: `PATH=…`, `LD_PRELOAD=…`,
 //! `GIT_PAGER=…` make any command unsafe. Unknown commands are not read-only.
 //!
+//! [`forms`] (`invocation`) reads each simple command as the permission rules must see it: its name
+//! unquoted, wrappers (`env`, `timeout`, `xargs`, …), `eval` and `sh -c` looked through, a variable as
+//! the name flagged.
+//!
 //! `parse` holds the grammar's side (the tree walk, the segments), `policy` the read-only rules; this
 //! module re-exports both and answers what a command does to the shell's cwd.
 
+mod invocation;
 mod parse;
 mod policy;
 
+pub use invocation::{forms, Form, MAX_WRAPPERS};
 pub use parse::{analyse, Analysis, Segment, PARSE_TIMEOUT};
 pub use policy::{is_read_only, HARMLESS_ENV_VARS, READ_ONLY_COMMANDS};
 

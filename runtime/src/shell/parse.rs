@@ -48,6 +48,10 @@ pub struct Segment {
     /// The command name as written (first word after assignments), e.g. `git`, `./run.sh`, `cd`; the keyword
     /// for `export` / `unset` / `[` / `[[`.
     pub name: String,
+    /// The command name as the shell will look it up: the first word with its quotes and backslashes
+    /// removed (`"touch"`, `t''ouch`, `\touch` → `touch`); None when it is not a plain literal (a
+    /// variable, a substitution: `$T`, `$(echo touch)`), which no rule can be matched against.
+    pub program: Option<String>,
     /// The argument words, unquoted where they are plain literal strings ('a b' → a b, "x" → x); a word with
     /// expansions keeps its source text.
     pub args: Vec<String>,
@@ -258,6 +262,12 @@ impl<'s, 't> Walk<'s, 't> {
         self.out.segments.push(Segment {
             text,
             name: self.text(first).to_string(),
+            // a keyword (`export`, `unset`, `[`, `[[`) is its own name
+            program: if node.kind() == "command" {
+                literal(first, self.src)
+            } else {
+                Some(self.text(first).to_string())
+            },
             args,
             writes_file,
             assignments,

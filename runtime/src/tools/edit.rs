@@ -3,7 +3,9 @@
 //! file-history checkpoint on success.
 
 use crate::context::ToolContext;
-use crate::fs::{check_write_gates, checkpoint, confine, missing_file, updated, write_and_remember, FILE_STATE_NOTE};
+use crate::fs::{
+    check_write_gates, checkpoint, confine_write, missing_file, updated, write_and_remember, FILE_STATE_NOTE,
+};
 use crate::tool::{parse_args, PermissionSubject, Tool, ToolError, ToolOutput};
 use futures_util::future::BoxFuture;
 use serde::Deserialize;
@@ -68,7 +70,7 @@ impl Tool for Edit {
     fn call<'a>(&'a self, input: Value, ctx: &'a ToolContext) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
         Box::pin(async move {
             let args: Args = parse_args(input)?;
-            let path = confine(ctx, &args.file_path)?;
+            let path = confine_write(ctx, &args.file_path)?;
             if args.old_string == args.new_string {
                 return Err(ToolError::Validation(
                     "No changes to make: old_string and new_string are exactly the same.".into(),

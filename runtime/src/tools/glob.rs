@@ -74,11 +74,13 @@ impl Tool for Glob {
             globs.push(a.pattern.clone());
             let args = RgArgs { mode: Mode::Files, hidden: true, globs, paths: vec![dir.clone()], ..RgArgs::default() };
             let cwd = dir.clone();
+            // files a deny rule covers are not listed
+            let skip = crate::fs::search_skip(ctx, "Glob")?;
             let (code, out, err) = tokio::task::spawn_blocking(move || {
                 let (mut out, mut err) = (Vec::new(), Vec::new());
                 let code = run(
                     &args,
-                    &mut Io { stdout: &mut out, stderr: &mut err, stdout_is_terminal: false, cwd, cancel: None },
+                    &mut Io { stdout: &mut out, stderr: &mut err, stdout_is_terminal: false, cwd, cancel: None, skip },
                 );
                 (code, out, err)
             })

@@ -159,11 +159,14 @@ async fn search(ctx: &ToolContext, args: RgArgs) -> Result<Searched, ToolError> 
     let cancel = Arc::new(AtomicBool::new(false));
     let flag = cancel.clone();
     let cwd = ctx.working_dir();
+    // files a deny rule covers are left out of the walk: neither searched nor named
+    let skip = crate::fs::search_skip(ctx, "Grep")?;
     let task = tokio::task::spawn_blocking(move || {
         let mut out = Capped { buf: Vec::new(), overflow: false };
         let mut err = Capped { buf: Vec::new(), overflow: false };
         let code = {
-            let mut io = Io { stdout: &mut out, stderr: &mut err, stdout_is_terminal: false, cwd, cancel: Some(&flag) };
+            let mut io =
+                Io { stdout: &mut out, stderr: &mut err, stdout_is_terminal: false, cwd, cancel: Some(&flag), skip };
             run(&args, &mut io)
         };
         (code, out, err)

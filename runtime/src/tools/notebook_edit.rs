@@ -3,7 +3,7 @@
 //! leaves a checkpoint (EDIT-6).
 
 use crate::context::ToolContext;
-use crate::fs::{check_write_gates, checkpoint, confine, hex, write_and_remember};
+use crate::fs::{check_write_gates, checkpoint, confine_write, hex, write_and_remember};
 use crate::tool::{parse_args, PermissionSubject, Tool, ToolError, ToolOutput};
 use futures_util::future::BoxFuture;
 use serde::Deserialize;
@@ -132,7 +132,7 @@ impl Tool for NotebookEdit {
     fn call<'a>(&'a self, input: Value, ctx: &'a ToolContext) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
         Box::pin(async move {
             let args: Args = parse_args(input)?;
-            let path = confine(ctx, &args.notebook_path)?;
+            let path = confine_write(ctx, &args.notebook_path)?;
             if path.extension().is_none_or(|e| e != "ipynb") {
                 return Err(ToolError::Validation(
                     "File must be a Jupyter notebook (.ipynb file). For editing other file types, use the FileEdit tool.".into(),

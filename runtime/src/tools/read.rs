@@ -107,6 +107,9 @@ impl Tool for Read {
             if meta.is_dir() {
                 return Err(ToolError::Runtime("EISDIR: illegal operation on a directory, read".into()));
             }
+            if !meta.is_file() {
+                return Err(not_regular(&path, meta.file_type()));
+            }
             let ext = path.extension().and_then(|e| e.to_str()).map(str::to_ascii_lowercase).unwrap_or_default();
             if ext == "pdf" {
                 return pdf(ctx, &path, args.pages.as_deref());
@@ -159,6 +162,26 @@ impl Tool for Read {
     }
 }
 
+/// The refusal of a file that is not a regular one, before anything opens it (an `open` of a FIFO
+/// blocks until a writer comes: the run would hang). The texts measured on Claude Code 2.1.235
+/// (`probes/claude-code/read-special.toml`): a device, `<tool_use_error>Cannot read '/dev/zero': this
+/// device file would block or produce infinite output.</tool_use_error>`; a socket, the error of its
+/// `open`, `ENXIO: no such device or address, open '…'`. The reference opens a FIFO and blocks (with a
+/// writer it reads what was written); here it is refused, saying what it is and what to do instead.
+fn not_regular(path: &Path, kind: std::fs::FileType) -> ToolError {
+    use std::os::unix::fs::FileTypeExt;
+    let p = path.display();
+    if kind.is_fifo() {
+        ToolError::Validation(format!(
+            "Cannot read '{p}': it is a FIFO (named pipe), not a regular file, and opening it would block until another process writes to it. Read a regular file instead, or read the pipe with Bash and a timeout (`timeout 5 cat {p}`) if a writer is expected."
+        ))
+    } else if kind.is_socket() {
+        ToolError::Runtime(format!("ENXIO: no such device or address, open '{p}'"))
+    } else {
+        ToolError::Validation(format!("Cannot read '{p}': this device file would block or produce infinite output."))
+    }
+}
+
 /// The token ceiling in force: the env override when it parses as a positive number.
 pub fn max_tokens(ctx: &ToolContext) -> u64 {
     ctx.env(MAX_OUTPUT_TOKENS_ENV)
@@ -203,7 +226,12 @@ pub struct Window {
 /// otherwise. A window at the start of a 100 MB file costs the window only; memory stays bounded by it.
 pub fn read_window(path: &Path, start: usize, limit: usize) -> std::io::Result<Window> {
     use std::io::{Read, Seek, SeekFrom};
-    let mut f = std::fs::File::open(path)?;
+    // O_NONBLOCK: should a FIFO have replaced the file since it was looked at, the open does not
+    // block (a regular file ignores the flag)
+    let mut f = {
+        use std::os::unix::fs::OpenOptionsExt;
+        std::fs::OpenOptions::new().read(true).custom_flags(nix::libc::O_NONBLOCK).open(path)?
+    };
     let size = f.metadata()?.len();
     // a final '\n' opens one more, empty, line at the end
     let mut pending_empty = false;
@@ -453,5 +481,24 @@ mod tests {
             render_notebook(&nb).unwrap_or_default(),
             "<cell id=\"m1\"><cell_type>markdown</cell_type># T</cell id=\"m1\">\n<cell id=\"cell-1\">print(1)\n1</cell id=\"cell-1\">"
         );
+    }
+
+    #[test]
+    fn files_that_are_not_regular_are_refused_with_what_they_are() {
+        let dev = std::fs::metadata("/dev/null").map(|m| m.file_type()).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            not_regular(Path::new("/dev/null"), dev),
+            ToolError::Validation(
+                "Cannot read '/dev/null': this device file would block or produce infinite output.".into()
+            )
+        );
+        let d = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let fifo = d.path().join("p");
+        let made = std::process::Command::new("mkfifo").arg(&fifo).status().unwrap_or_else(|e| panic!("{e}"));
+        assert!(made.success());
+        let kind = std::fs::metadata(&fifo).map(|m| m.file_type()).unwrap_or_else(|e| panic!("{e}"));
+        assert!(matches!(not_regular(&fifo, kind), ToolError::Validation(m) if m.contains("is a FIFO (named pipe)")));
+        // and the window reader opens without blocking even if it is handed one
+        assert!(read_window(&fifo, 0, 10).is_ok());
     }
 }

@@ -2,7 +2,7 @@
 //! stale gate (EDIT-2) and leaves a file-history checkpoint (EDIT-6).
 
 use crate::context::ToolContext;
-use crate::fs::{check_write_gates, checkpoint, confine, updated, write_and_remember, FILE_STATE_NOTE};
+use crate::fs::{check_write_gates, checkpoint, confine_write, updated, write_and_remember, FILE_STATE_NOTE};
 use crate::tool::{parse_args, PermissionSubject, Tool, ToolError, ToolOutput};
 use futures_util::future::BoxFuture;
 use serde::Deserialize;
@@ -47,7 +47,7 @@ impl Tool for Write {
     fn call<'a>(&'a self, input: Value, ctx: &'a ToolContext) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
         Box::pin(async move {
             let args: Args = parse_args(input)?;
-            let path = confine(ctx, &args.file_path)?;
+            let path = confine_write(ctx, &args.file_path)?;
             if path.is_dir() {
                 return Err(ToolError::Runtime(format!(
                     "EISDIR: illegal operation on a directory, open '{}'",

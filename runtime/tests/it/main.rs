@@ -6,4 +6,5 @@
 mod support;
 
 mod bash_edges;
+mod resolver;
 mod search_limits;

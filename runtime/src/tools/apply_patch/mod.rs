@@ -55,7 +55,7 @@
 mod patch;
 
 use crate::context::ToolContext;
-use crate::fs::{confine, remember_read};
+use crate::fs::{confine_write, remember_read};
 use crate::tool::{parse_args, PermissionSubject, Tool, ToolError, ToolOutput};
 use futures_util::future::BoxFuture;
 use patch::{apply_chunks, parse, FileOp, ADD, DELETE, UPDATE};
@@ -115,7 +115,7 @@ fn plan(ctx: &ToolContext, ops: &[FileOp]) -> Result<(BTreeMap<PathBuf, Planned>
             Ok(before)
         };
     let path_of = |p: &str| -> Result<PathBuf, ToolError> {
-        confine(ctx, p).map_err(|e| match e {
+        confine_write(ctx, p).map_err(|e| match e {
             ToolError::Validation(m) | ToolError::Runtime(m) => ToolError::Validation(format!("{m} {NOTHING_CHANGED}")),
         })
     };
@@ -210,15 +210,17 @@ fn commit(ctx: &ToolContext, files: &BTreeMap<PathBuf, Planned>) -> Result<(), T
             continue;
         }
         let r = match &f.after {
-            Some(text) => {
-                p.parent().map(std::fs::create_dir_all).unwrap_or(Ok(())).and_then(|_| std::fs::write(p, text))
-            }
+            Some(text) => p
+                .parent()
+                .map(std::fs::create_dir_all)
+                .unwrap_or(Ok(()))
+                .and_then(|_| crate::fs::write_no_follow(p, text.as_bytes())),
             None => std::fs::remove_file(p),
         };
         if let Err(e) = r {
             for (q, g) in done.iter().rev() {
                 let _ = match &g.before {
-                    Some(t) => std::fs::write(q, t),
+                    Some(t) => crate::fs::write_no_follow(q, t.as_bytes()),
                     None => std::fs::remove_file(q),
                 };
             }

@@ -57,6 +57,21 @@ use std::path::{Path, PathBuf};
 /// Env of the probe naming the bubblewrap binary to use instead of `bwrap` on the PATH (tests).
 pub const BWRAP_ENV: &str = "PROBELAB_BWRAP";
 
+/// What takes every privilege from a confined command (design: "The Bash sandbox drops every
+/// capability (user namespace, no mounts)"; BASH-3): a user namespace of its own (`--unshare-user`,
+/// the caller's uid and gid mapped to themselves), every capability dropped in it (`--cap-drop ALL`,
+/// and bubblewrap sets `no_new_privs`: no setuid binary gives them back), no nested user namespace
+/// (`--disable-userns`, bubblewrap ≥ 0.8: `unshare -U` fails, so no namespace can be made where a
+/// mount would be allowed), its own session (`--new-session`: no `TIOCSTI` into a terminal of the
+/// host), and it dies with the runtime (`--die-with-parent`). Without this, bubblewrap run by root
+/// leaves the command root with every capability: `mount -o remount,rw,bind /` succeeded and the
+/// command wrote to the host. `/proc` is mounted read-only besides (`--remount-ro /proc`): a command
+/// that is uid 0 of the host without capabilities may still write what only the owner's mode bits
+/// guard, and bubblewrap covers `/proc/sys` only when it looks writable at set-up time (it does not,
+/// from inside a user namespace: `kernel.core_pattern` was writable).
+pub const UNPRIVILEGED: &[&str] =
+    &["--unshare-user", "--disable-userns", "--cap-drop", "ALL", "--new-session", "--die-with-parent"];
+
 /// How one command will run.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Plan {
@@ -142,11 +157,14 @@ impl Plan {
         }
         let mut c = tokio::process::Command::new(&self.bwrap);
         c.arg0("bwrap");
-        c.args(["--die-with-parent", "--unshare-pid", "--unshare-ipc", "--unshare-uts"]);
+        c.args(UNPRIVILEGED);
+        // the caller's own ids inside (root stays uid 0, without any capability)
+        c.arg("--uid").arg(nix::unistd::getuid().to_string()).arg("--gid").arg(nix::unistd::getgid().to_string());
+        c.args(["--unshare-pid", "--unshare-ipc", "--unshare-uts"]);
         if !self.network {
             c.arg("--unshare-net");
         }
-        c.args(["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]);
+        c.args(["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--remount-ro", "/proc", "--tmpfs", "/tmp"]);
         // the probe's sandbox stays visible (read-only) when it lives under /tmp
         for root in &ctx.roots {
             c.arg("--ro-bind").arg(root).arg(root);
@@ -192,6 +210,9 @@ impl Plan {
         if output.contains("Read-only file system") {
             v.push("a write outside the sandbox's writable root was refused (Read-only file system)");
         }
+        if output.lines().any(privilege_refused) {
+            v.push("a privileged operation was refused: the sandbox holds no capabilities (no mount, no namespace, no device)");
+        }
         let net = [
             "Network is unreachable",
             "Connection refused",
@@ -207,12 +228,47 @@ impl Plan {
     }
 }
 
+/// Lines by which a command's tools say a privileged operation failed, as the sandbox makes them fail:
+/// `EPERM` (`unshare -m`, `mknod`, `chroot`, `nsenter`, `date -s`, `ip link add`), util-linux's
+/// wordings of it (`mount`, `umount`, `hostname`), and the `ENOSPC` a nested user namespace gets
+/// under `--disable-userns` (`unshare -U`).
+const PRIVILEGE_REFUSALS: &[&str] = &[
+    "Operation not permitted",
+    "unshare failed: No space left on device",
+    "must be superuser to unmount",
+    "you must be root to change the host name",
+];
+
+fn privilege_refused(line: &str) -> bool {
+    PRIVILEGE_REFUSALS.iter().any(|r| line.contains(r))
+        || (line.starts_with("mount: ") && line.contains(": permission denied"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn confined(network: bool) -> Plan {
         Plan { confined: true, network, bwrap: PathBuf::from("/usr/bin/bwrap"), note: None }
+    }
+
+    #[test]
+    fn refused_privileges_are_violations() {
+        let want = Some(
+            "<sandbox_violations>a privileged operation was refused: the sandbox holds no capabilities (no mount, no namespace, no device)</sandbox_violations>",
+        );
+        for out in [
+            "mount: /: permission denied.\n       dmesg(1) may have more information after failed mount system call.",
+            "unshare: unshare failed: Operation not permitted",
+            "unshare: unshare failed: No space left on device",
+            "mknod: disk: Operation not permitted",
+            "umount: /tmp: must be superuser to unmount.",
+            "hostname: you must be root to change the host name",
+        ] {
+            assert_eq!(confined(false).violations(out).as_deref(), want, "{out}");
+            assert_eq!(Plan::unconfined().violations(out), None);
+        }
+        assert_eq!(confined(false).violations("mount: see the manual"), None);
     }
 
     #[test]
