@@ -502,8 +502,7 @@ struct Cgroup {
     dir: PathBuf,
 }
 
-/// The `pids` hierarchy this runtime makes its groups in.
-const PIDS_ROOT: &str = "/sys/fs/cgroup/pids";
+use crate::process::PIDS_ROOT;
 
 impl Cgroup {
     fn create() -> Option<Cgroup> {
