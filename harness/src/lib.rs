@@ -3,10 +3,11 @@
 //! The probe lab: probe files go in ([`probe`]), a subject runs them against stub-messages (the
 //! built-in runtime of probelab-runtime through its agent loop, see [`run`], or the Claude Code binary,
 //! [`subject`]), the stub's record is checked ([`check`]), rendered as a transcript and compared with its
-//! golden file ([`transcript`]); [`lab`] ties these together for the CLI and the tests, [`suite`] runs many probes side by side.
+//! golden file ([`transcript`]); [`lab`] ties these together for the CLI and the tests, [`suite`] runs many probes side by side, [`cleanup`] makes sure a run leaves nothing behind.
 
 pub mod check;
 pub mod claims;
+pub mod cleanup;
 pub mod fake_lsp;
 pub mod fake_mcp;
 pub mod lab;

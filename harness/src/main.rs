@@ -165,6 +165,24 @@ fn fake_mcp(trace: Option<PathBuf>) -> ExitCode {
 }
 
 fn run(paths: Vec<PathBuf>, subject: &str, bless: bool, json: bool, keep: bool, jobs: Option<usize>) -> ExitCode {
+    // SIGINT / SIGTERM / a SIGKILL of this process leave nothing behind (harness::cleanup)
+    if let harness::cleanup::Role::Supervised(code) = harness::cleanup::supervise() {
+        return code;
+    }
+    let code = run_probes(paths, subject, bless, json, keep, jobs);
+    // nothing a probe started outlives the run (orphans come to this process: it is their subreaper)
+    probelab_runtime::process::kill_own_descendants();
+    code
+}
+
+fn run_probes(
+    paths: Vec<PathBuf>,
+    subject: &str,
+    bless: bool,
+    json: bool,
+    keep: bool,
+    jobs: Option<usize>,
+) -> ExitCode {
     use harness::suite::Status;
     let paths = if paths.is_empty() { vec![repo_root().join("probes")] } else { paths };
     let probes = match harness::probe::load_all(&paths) {

@@ -54,11 +54,15 @@ pub struct Sandbox {
 impl Sandbox {
     /// Creates the dirs and the fixture. `fixtures_root` is where `[fixture] dir` is looked up.
     pub fn create(probe: &Probe, fixtures_root: &Path) -> Result<Sandbox, String> {
-        let dir = tempfile::Builder::new()
-            .prefix("probelab-")
-            .tempdir()
-            .map_err(|e| format!("cannot create a sandbox: {e}"))?;
-        let root = dir.path().canonicalize().map_err(|e| e.to_string())?;
+        // registered for removal should the run be interrupted, the owner's pid written in its root
+        let (dir, root) = crate::cleanup::register(|| {
+            let dir = tempfile::Builder::new()
+                .prefix(crate::cleanup::SANDBOX_PREFIX)
+                .tempdir()
+                .map_err(|e| format!("cannot create a sandbox: {e}"))?;
+            let root = dir.path().canonicalize().map_err(|e| e.to_string())?;
+            Ok(((dir, root.clone()), root))
+        })?;
         let cwd = root.join("work");
         let home = root.join("home");
         for d in [&cwd, &home] {
@@ -102,6 +106,7 @@ impl Sandbox {
     pub fn keep(&mut self) -> PathBuf {
         if let Some(d) = self.dir.take() {
             let _ = d.keep();
+            crate::cleanup::unregister(&self.root, true);
         }
         self.root.clone()
     }
@@ -202,6 +207,16 @@ impl Sandbox {
             other => return Err(format!("unknown fixture fault kind {other:?}")),
         };
         res.map_err(|e| format!("fixture fault {} {}: {e}", f.kind, f.path))
+    }
+}
+
+impl Drop for Sandbox {
+    fn drop(&mut self) {
+        // the owning sandbox (not a view): its directory goes with it
+        if let Some(d) = self.dir.take() {
+            drop(d);
+            crate::cleanup::unregister(&self.root, false);
+        }
     }
 }
 

@@ -8,6 +8,7 @@ mod support;
 mod agent;
 mod cli;
 mod html_report;
+mod kill;
 mod lsp_real;
 mod mcp;
 mod observatory;
