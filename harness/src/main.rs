@@ -6,7 +6,8 @@
 //!   `--json` adds each probe's `duration_ms`; exit 1 on any failure, 2 on a usage or probe-file error.
 //! - `probelab list`: probes (id, claims, file), claims with the probes citing them, subjects.
 //! - `probelab new NAME`: writes `probes/NAME.toml`, a commented skeleton.
-//! - `probelab fake-mcp [--trace FILE]`: the fixture MCP server on stdio (`harness::fake_mcp`).
+//! - `probelab fake-mcp [--trace FILE] [--never-answer]`: the fixture MCP server on stdio
+//!   (`harness::fake_mcp`).
 //! - `probelab fake-lsp --trace FILE [--mode normal|crash|hang|garbage] [--once]`: the recording fake LSP
 //!   server on stdio (`harness::fake_lsp`).
 //! - `probelab versions [SPEC] [--refresh] [--json]`, `probelab cache [list | gc | rm V]`: the published
@@ -78,6 +79,9 @@ enum Command {
         /// Append every tools/call and resources/read to this file (JSON lines).
         #[arg(long)]
         trace: Option<PathBuf>,
+        /// Read every message and answer none (not even `initialize`): the server that never answers.
+        #[arg(long)]
+        never_answer: bool,
     },
     /// `versions` and `cache`: the published Claude Code versions and their install cache.
     #[command(flatten)]
@@ -133,7 +137,7 @@ fn main() -> ExitCode {
         Command::GcBlobs => gc_blobs(),
         Command::Diff { left, right, run, json, html } => diff(&left, &right, run, json, html.as_deref()),
         Command::New { name } => new(&name),
-        Command::FakeMcp { trace } => fake_mcp(trace),
+        Command::FakeMcp { trace, never_answer } => fake_mcp(trace, never_answer),
         Command::Versions(c) => c.run(),
         Command::Observatory(c) => {
             let root = repo_root();
@@ -147,7 +151,11 @@ fn main() -> ExitCode {
     }
 }
 
-fn fake_mcp(trace: Option<PathBuf>) -> ExitCode {
+fn fake_mcp(trace: Option<PathBuf>, never_answer: bool) -> ExitCode {
+    if never_answer {
+        harness::fake_mcp::never_answer();
+        return ExitCode::SUCCESS;
+    }
     let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {

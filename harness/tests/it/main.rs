@@ -7,6 +7,7 @@ mod support;
 
 mod agent;
 mod cli;
+mod hang;
 mod html_report;
 mod kill;
 mod lsp_real;
