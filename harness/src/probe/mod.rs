@@ -528,8 +528,12 @@ pub fn parse(path: &Path, text: &str) -> Result<Probe, ProbeError> {
         ProbeError { file: file.clone(), line, col, message, hint: hint.map(str::to_string) }
     };
     let raw: ProbeFile = toml::from_str(text).map_err(|e| {
-        let offset = e.span().map(|s| s.start).unwrap_or(0);
         let msg = e.message().trim_end().to_string();
+        let span = e.span().unwrap_or(0..0);
+        // an unknown field's error spans its whole table (the document, at the top level): on the key
+        let unknown = msg.strip_prefix("unknown field `").and_then(|r| r.split('`').next());
+        let region = if span.start == 0 { 0..first_header(text).unwrap_or(text.len()) } else { span.clone() };
+        let offset = unknown.and_then(|k| key_offset(text, region, k)).unwrap_or(span.start);
         let hint = if msg.contains("unknown field") {
             Some("see the probe format in harness/src/probe/mod.rs (or `probelab new NAME` for a commented skeleton)")
         } else if msg.contains("missing field") {
@@ -633,7 +637,7 @@ pub fn parse(path: &Path, text: &str) -> Result<Probe, ProbeError> {
     }
     let script = stub_messages::Script::from_toml(&file, text).map_err(|e| {
         let msg = e.0.strip_prefix(&format!("{file}: ")).unwrap_or(&e.0).to_string();
-        err_at(0, msg, Some("see the turn format in stub-messages/src/script.rs"))
+        err_at(turn_offset(text, &msg).unwrap_or(0), msg, Some("see the turn format in stub-messages/src/script.rs"))
     })?;
     let main_turns = script.turns.len();
     let tool_uses: usize = script.turns.iter().map(|t| t.tool_use.len()).sum();
@@ -817,7 +821,9 @@ pub const REFERENCE_ONLY_TOOLS: &[&str] =
 fn rule_problem(text: &str) -> Result<(), String> {
     let rule = probelab_runtime::permissions::parse_rule(text).map_err(|e| e.to_string())?;
     let tool = rule.tool.as_str();
-    let known = probelab_runtime::builtin::registry().names().contains(&tool)
+    static POOL: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
+    let pool = POOL.get_or_init(|| probelab_runtime::builtin::registry().names().into_iter().map(str::to_string).collect());
+    let known = pool.iter().any(|n| n == tool)
         || REFERENCE_ONLY_TOOLS.contains(&tool)
         || tool.starts_with("mcp__");
     if !known {
@@ -889,6 +895,45 @@ fn asserts_nothing(c: &Check) -> Option<(Option<&'static str>, String)> {
 
 /// The list keys that read as absent when empty: where a check that asserts nothing may have one.
 const EMPTY_LIST_KEYS: &[&str] = &["json", "tools_include", "tools_exclude"];
+
+/// The offset of the first table header (`[x]`, `[[x]]` at a line's start).
+fn first_header(text: &str) -> Option<usize> {
+    let mut at = 0;
+    for line in text.split_inclusive('\n') {
+        if line.starts_with('[') {
+            return Some(at);
+        }
+        at += line.len();
+    }
+    None
+}
+
+/// Where the turn a script error names (`conversation "main", turn 3: …`) is written: the N-th
+/// `[[turn]]` of the main conversation, or the N-th `[[conversation.turn]]` after the conversation's
+/// `name`; else its conversation's name.
+fn turn_offset(text: &str, msg: &str) -> Option<usize> {
+    let rest = msg.strip_prefix("conversation ")?;
+    let (name, rest) = rest.split_once(", turn ")?;
+    let name: String = serde_json::from_str(name).ok()?;
+    let n: usize = rest.split(|c: char| !c.is_ascii_digit()).next()?.parse().ok()?;
+    let (from, header) = if name == stub_messages::script::MAIN {
+        (0, "[[turn]]")
+    } else {
+        (string_offset(text, &name)?, "[[conversation.turn]]")
+    };
+    let mut at = from;
+    let mut seen = 0;
+    for line in text[from..].split_inclusive('\n') {
+        if line.trim_end() == header {
+            seen += 1;
+            if seen == n {
+                return Some(at);
+            }
+        }
+        at += line.len();
+    }
+    (from > 0).then_some(from)
+}
 
 /// The text of the table that starts at `span` (a `[[check]]` entry's span is its header): up to the
 /// next line that opens a table, or the end.
@@ -1145,6 +1190,16 @@ mod validation_tests {
             assert!(e.starts_with(&format!("p.toml:9:7: fixture dir {bad:?} is not a relative path under fixtures/")), "{e}");
         }
         assert_eq!(err(&format!("{OK}[fixture]\ndir = \"lsp/pyproj\"\n")), "parsed");
+    }
+
+    #[test]
+    fn errors_of_top_level_keys_and_of_turns_are_placed_on_them() {
+        let e = err(&OK.replace("about = \"a\"\n", "about = \"a\"\nresult = 1\n"));
+        assert!(e.starts_with("p.toml:4:1: unknown field `result`"), "{e}");
+        let e = err(&OK.replace("[[turn]]\ntext = \"done\"\n", "[[turn]]\n[[turn]]\ntext = \"done\"\n"));
+        assert!(e.starts_with("p.toml:6:1: conversation \"main\", turn 2: a turn needs text"), "{e}");
+        let e = err(&format!("{OK}[settings.sandbox]\nenabled = true\n"));
+        assert!(e.starts_with("p.toml:9:1: the probe turns the Bash sandbox on"), "{e}");
     }
 
     #[test]

@@ -13,3 +13,4 @@ mod kill;
 mod lsp_real;
 mod mcp;
 mod observatory;
+mod probe_fuzz;
