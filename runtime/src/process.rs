@@ -22,13 +22,17 @@ pub const KILL_TREE_ROUNDS: usize = 32;
 #[derive(Debug)]
 pub struct Group {
     pgid: i32,
+    /// The leader's start time (`/proc/<pid>/stat` field 22): a pid reused by another process after
+    /// the leader was reaped is not taken for it.
+    started: Option<u64>,
 }
 
 impl Group {
     /// The group led by `pid` (a child started with `process_group(0)`); `None` for no pid (the child
     /// already exited).
     pub fn led_by(pid: Option<u32>) -> Option<Group> {
-        pid.and_then(|p| i32::try_from(p).ok()).filter(|p| *p > 0).map(|pgid| Group { pgid })
+        let pgid = pid.and_then(|p| i32::try_from(p).ok()).filter(|p| *p > 0)?;
+        Some(Group { pgid, started: stat(pgid).map(|s| s.3) })
     }
 
     /// The group's id.
@@ -36,10 +40,35 @@ impl Group {
         self.pgid
     }
 
-    /// Kills the group's tree (its leader's descendants, wherever their groups are) and the group.
+    /// Kills the group's tree (its leader's descendants, wherever their groups are) and the group. When
+    /// the leader is gone, only what is left of its group is killed — and nothing when its pid now leads
+    /// another group (reused).
     pub fn kill(&self) {
-        kill_tree(self.pgid);
+        match stat(self.pgid) {
+            Some(s) if Some(s.3) == self.started && self.started.is_some() => kill_tree(self.pgid),
+            Some(_) => {}
+            None => {
+                if processes().iter().any(|p| p.2 == self.pgid) {
+                    let _ = killpg(Pid::from_raw(self.pgid), Signal::SIGKILL);
+                }
+            }
+        }
     }
+}
+
+/// (pid, parent pid, process group, start time) of one process, from `/proc/<pid>/stat`; `None` when
+/// it is gone or a zombie.
+fn stat(pid: i32) -> Option<(i32, i32, i32, u64)> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    parse_stat(pid, &stat).filter(|_| !stat.rsplit(')').next().is_some_and(|r| r.trim_start().starts_with('Z')))
+}
+
+fn parse_stat(pid: i32, stat: &str) -> Option<(i32, i32, i32, u64)> {
+    // `pid (comm) state ppid pgrp …`: comm may hold spaces and parentheses; the last `)` ends it
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    // fields 4, 5 and 22 of proc(5), counted from `state` (field 3)
+    Some((pid, f.get(1)?.parse().ok()?, f.get(2)?.parse().ok()?, f.get(19)?.parse().ok()?))
 }
 
 impl Drop for Group {
@@ -55,14 +84,9 @@ fn processes() -> Vec<(i32, i32, i32)> {
     for e in dir.flatten() {
         let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else { continue };
         let Ok(stat) = std::fs::read_to_string(e.path().join("stat")) else { continue };
-        // `pid (comm) state ppid pgrp …`: comm may hold spaces and parentheses; the last `)` ends it
-        let Some(rest) = stat.rfind(')').map(|i| &stat[i + 1..]) else { continue };
-        let mut f = rest.split_whitespace().skip(1);
-        let (Some(ppid), Some(pgrp)) = (f.next().and_then(|s| s.parse().ok()), f.next().and_then(|s| s.parse().ok()))
-        else {
-            continue;
-        };
-        out.push((pid, ppid, pgrp));
+        if let Some((pid, ppid, pgrp, _)) = parse_stat(pid, &stat) {
+            out.push((pid, ppid, pgrp));
+        }
     }
     out
 }

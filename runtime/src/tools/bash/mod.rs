@@ -149,6 +149,8 @@ fn shell_cwd(ctx: &ToolContext) -> PathBuf {
 /// A started command: the child, its group, its cgroup, and the reader of its output.
 struct Started {
     child: tokio::process::Child,
+    /// The command's group, killed if the call is dropped before [`finish`] (a deadline, a cancel).
+    _group: Option<crate::process::Group>,
     pgid: i32,
     cgroup: Option<Cgroup>,
     reader: tokio::task::JoinHandle<Captured>,
@@ -214,7 +216,7 @@ fn start(
         (None, _) => None,
     };
     let reader = tokio::task::spawn_blocking(move || capture(reader, sink));
-    Ok(Started { child, pgid: pid, cgroup, reader, cwd_file, marker })
+    Ok(Started { child, _group: crate::process::Group::led_by(Some(pid as u32)), pgid: pid, cgroup, reader, cwd_file, marker })
 }
 
 /// Where a command's output goes.
