@@ -203,3 +203,45 @@ fn sigkill_to_a_claude_code_run_leaves_nothing() {
         killed_run_leaves_nothing(&s, nix::sys::signal::Signal::SIGKILL, None);
     }
 }
+
+/// A run that passes its deadline leaves nothing of its subject, by itself (in this process: no
+/// worker's last sweep behind it): the built-in loop's Bash command, or claude with its Bash tree.
+fn run_past_its_deadline_leaves_nothing(subject: &str, deadline_secs: u64) {
+    let c = case(subject, "deadline");
+    let text = std::fs::read_to_string(&c.probe).unwrap_or_else(|e| panic!("{e}"));
+    let text = text.replace(&format!("deadline_secs = {COMMAND_SECS}"), &format!("deadline_secs = {deadline_secs}"));
+    let probe = harness::probe::parse(&c.probe, &text).unwrap_or_else(|e| panic!("{e}"));
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures");
+    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap_or_else(|e| panic!("{e}"));
+    let began = Instant::now();
+    let out = rt.block_on(async {
+        match harness::subject::claude_code::version_of(subject) {
+            None => harness::run::run_builtin(&probe, &fixtures).await,
+            Some(v) => {
+                let cc = harness::subject::claude_code::install(v).unwrap_or_else(|e| panic!("{e}"));
+                harness::run::run_conversation(&probe, harness::run::Runner::ClaudeCode(&cc), &fixtures).await
+            }
+        }
+    });
+    let out = out.unwrap_or_else(|e| panic!("{e}"));
+    let took = began.elapsed();
+    assert!(c.ready.exists(), "the command never started: {:?}", out.end);
+    assert!(!out.within_deadline, "{:?}", out.end);
+    let bound = Duration::from_secs(deadline_secs) + EXIT_BOUND;
+    assert!(took <= bound, "the run ended after {took:?}, more than {bound:?}");
+    let clean = wait_for(EXIT_BOUND, || marked(&c.marker).is_empty());
+    assert!(clean, "left after the deadline: {:?}", marked(&c.marker));
+    eprintln!("{subject}: deadline {deadline_secs} s, run ended after {took:?}, nothing of it left");
+}
+
+#[test]
+fn a_builtin_run_past_its_deadline_leaves_nothing() {
+    run_past_its_deadline_leaves_nothing("builtin", 2);
+}
+
+#[test]
+fn a_claude_code_run_past_its_deadline_leaves_its_bash_tree_nothing() {
+    if let Some(s) = claude_installed() {
+        run_past_its_deadline_leaves_nothing(&s, 15);
+    }
+}
