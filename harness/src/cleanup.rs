@@ -112,7 +112,8 @@ fn run_worker() -> std::io::Result<ExitCode> {
         }
     });
     let status = child.wait()?;
-    let code = status.code().unwrap_or_else(|| 128 + std::os::unix::process::ExitStatusExt::signal(&status).unwrap_or(9));
+    let code =
+        status.code().unwrap_or_else(|| 128 + std::os::unix::process::ExitStatusExt::signal(&status).unwrap_or(9));
     Ok(ExitCode::from(code.clamp(0, 255) as u8))
 }
 
@@ -218,9 +219,9 @@ fn kill_working_in(dirs: &[PathBuf]) {
     let Ok(procs) = std::fs::read_dir("/proc") else { return };
     for e in procs.flatten() {
         let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else { continue };
-        let inside = ["cwd", "exe"].iter().any(|l| {
-            std::fs::read_link(e.path().join(l)).is_ok_and(|p| dirs.iter().any(|d| p.starts_with(d)))
-        });
+        let inside = ["cwd", "exe"]
+            .iter()
+            .any(|l| std::fs::read_link(e.path().join(l)).is_ok_and(|p| dirs.iter().any(|d| p.starts_with(d))));
         if inside {
             probelab_runtime::process::kill_tree(pid);
         }

@@ -152,15 +152,17 @@ pub async fn run_conversation(probe: &Probe, runner: Runner<'_>, fixtures_root: 
     let errors = hook_errors.clone();
     let record_full = Arc::new(tokio::sync::Notify::new());
     let meter = RecordMeter { bytes: Arc::default(), full: record_full.clone() };
-    let stub = Stub::new(script, Recorder::new(Some(Box::new(meter)))).with_turn_hook(Arc::new(move |conv: &str, turn: usize| {
-        for f in timed.iter().filter(|f| conv == stub_messages::script::MAIN && f.at_turn == Some(turn + 1)) {
-            if let Err(e) = view.apply(f) {
-                if let Ok(mut v) = errors.lock() {
-                    v.push(e);
+    let stub = Stub::new(script, Recorder::new(Some(Box::new(meter)))).with_turn_hook(Arc::new(
+        move |conv: &str, turn: usize| {
+            for f in timed.iter().filter(|f| conv == stub_messages::script::MAIN && f.at_turn == Some(turn + 1)) {
+                if let Err(e) = view.apply(f) {
+                    if let Ok(mut v) = errors.lock() {
+                        v.push(e);
+                    }
                 }
             }
-        }
-    }));
+        },
+    ));
     let stub = Arc::new(stub);
     let running =
         serve(stub.clone(), ([127, 0, 0, 1], 0).into()).await.map_err(|e| format!("cannot start the stub: {e}"))?;
@@ -192,7 +194,9 @@ pub async fn run_conversation(probe: &Probe, runner: Runner<'_>, fixtures_root: 
             // MCP servers that never answer cost the deadline, no more (a server given up is killed
             // with its group when its connection is dropped)
             match tokio::time::timeout_at(until.into(), builtin::start(config)).await {
-                Err(_) => (RunEnd::Failed(passed(" while starting its MCP servers")), false, None, (began, Instant::now())),
+                Err(_) => {
+                    (RunEnd::Failed(passed(" while starting its MCP servers")), false, None, (began, Instant::now()))
+                }
                 Ok(Err(e)) => return Err(format!("{}: settings: {e}", probe.path.display())),
                 Ok(Ok(runtime)) => {
                     for (name, why) in builtin::mcp_failures(&runtime) {

@@ -768,7 +768,8 @@ pub fn parse(path: &Path, text: &str) -> Result<Probe, ProbeError> {
             }
         }
         if let Some((key, why)) = asserts_nothing(check) {
-            let empty_list = EMPTY_LIST_KEYS.iter().find_map(|k| key_offset(text, table_region(text, c.span()), k).map(|o| (*k, o)));
+            let empty_list =
+                EMPTY_LIST_KEYS.iter().find_map(|k| key_offset(text, table_region(text, c.span()), k).map(|o| (*k, o)));
             let (at, why) = match (key, empty_list) {
                 (Some(k), _) => (key_offset(text, table_region(text, c.span()), k).unwrap_or(at), why),
                 (None, Some((k, o))) => (o, format!("`{k}` is empty: it asserts nothing")),
@@ -792,11 +793,7 @@ pub fn parse(path: &Path, text: &str) -> Result<Probe, ProbeError> {
         unordered: unordered.0,
         deadline_secs: raw.deadline_secs.unwrap_or(DEFAULT_DEADLINE_SECS),
         requires,
-        fixture: Fixture {
-            dir: raw.fixture.dir.map(Spanned::into_inner),
-            files: raw.fixture.files,
-            fault: faults,
-        },
+        fixture: Fixture { dir: raw.fixture.dir.map(Spanned::into_inner), files: raw.fixture.files, fault: faults },
         settings: raw.settings,
         env: raw.env,
         subject: raw.subject,
@@ -813,8 +810,18 @@ pub fn parse(path: &Path, text: &str) -> Result<Probe, ProbeError> {
 
 /// Tools a permission rule may name besides the built-in pool's: Claude Code's that the built-in runtime
 /// lacks or names otherwise.
-pub const REFERENCE_ONLY_TOOLS: &[&str] =
-    &["Task", "Agent", "MultiEdit", "LS", "NotebookRead", "WebSearch", "BashOutput", "KillShell", "KillBash", "SlashCommand"];
+pub const REFERENCE_ONLY_TOOLS: &[&str] = &[
+    "Task",
+    "Agent",
+    "MultiEdit",
+    "LS",
+    "NotebookRead",
+    "WebSearch",
+    "BashOutput",
+    "KillShell",
+    "KillBash",
+    "SlashCommand",
+];
 
 /// Why a permission rule cannot be used, read as the runtime reads it: not `Tool` / `Tool(pattern)`, a
 /// tool no subject has (a rule that would never match), or a pattern that does not compile.
@@ -822,10 +829,9 @@ fn rule_problem(text: &str) -> Result<(), String> {
     let rule = probelab_runtime::permissions::parse_rule(text).map_err(|e| e.to_string())?;
     let tool = rule.tool.as_str();
     static POOL: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
-    let pool = POOL.get_or_init(|| probelab_runtime::builtin::registry().names().into_iter().map(str::to_string).collect());
-    let known = pool.iter().any(|n| n == tool)
-        || REFERENCE_ONLY_TOOLS.contains(&tool)
-        || tool.starts_with("mcp__");
+    let pool =
+        POOL.get_or_init(|| probelab_runtime::builtin::registry().names().into_iter().map(str::to_string).collect());
+    let known = pool.iter().any(|n| n == tool) || REFERENCE_ONLY_TOOLS.contains(&tool) || tool.starts_with("mcp__");
     if !known {
         return Err(format!("rule {text:?} names {tool:?}, which is not a tool (the rule would never match)"));
     }
@@ -837,7 +843,9 @@ fn rule_problem(text: &str) -> Result<(), String> {
             Some(host) if !host.is_empty() => glob(host),
             _ => Err(format!("rule {text:?}: a WebFetch pattern is domain:HOST")),
         },
-        t if ["Read", "Edit", "Write", "NotebookEdit", "MultiEdit", "Grep", "Glob", "LS", "NotebookRead"].contains(&t) => {
+        t if ["Read", "Edit", "Write", "NotebookEdit", "MultiEdit", "Grep", "Glob", "LS", "NotebookRead"]
+            .contains(&t) =>
+        {
             let at = probelab_runtime::permissions::Anchors { home: "/h".into(), project_root: "/p".into() };
             probelab_runtime::permissions::path_glob(pattern, &at)
                 .map(|_| ())
@@ -865,14 +873,18 @@ fn asserts_nothing(c: &Check) -> Option<(Option<&'static str>, String)> {
         Some(OneOrMany::One(s)) => s.is_empty(),
         None => false,
     };
-    for (key, v) in [("contains", &c.contains), ("not_contains", &c.not_contains), ("stderr_contains", &c.stderr_contains)]
+    for (key, v) in
+        [("contains", &c.contains), ("not_contains", &c.not_contains), ("stderr_contains", &c.stderr_contains)]
     {
         if empty(v) {
             return Some((Some(key), format!("`{key}` is empty: it asserts nothing")));
         }
     }
     if let Some(j) = c.json.iter().find(|j| j.equals.is_none() && j.exists.is_none()) {
-        return Some((Some("json"), format!("json check {:?} has neither equals nor exists: it asserts nothing", j.pointer)));
+        return Some((
+            Some("json"),
+            format!("json check {:?} has neither equals nor exists: it asserts nothing", j.pointer),
+        ));
     }
     let asserts = c.is_error.is_some()
         || c.equals.is_some()
@@ -1179,15 +1191,24 @@ mod validation_tests {
         assert!(e.starts_with("p.toml:11:11: fixture fault at_turn 7 names no main turn"), "{e}");
         let e = fault("kind = \"symlink\"");
         assert!(e.contains("needs a target"), "{e}");
-        let p = parse(Path::new("p.toml"), &format!("{OK}[[fixture.fault]]\npath = \"f\"\nkind = \"chmod\"\nmode = \"0444\"\n"));
-        assert_eq!(p.map(|p| p.fixture.fault[0].op.clone()).map_err(|e| e.to_string()), Ok(FaultOp::Chmod { mode: 0o444 }));
+        let p = parse(
+            Path::new("p.toml"),
+            &format!("{OK}[[fixture.fault]]\npath = \"f\"\nkind = \"chmod\"\nmode = \"0444\"\n"),
+        );
+        assert_eq!(
+            p.map(|p| p.fixture.fault[0].op.clone()).map_err(|e| e.to_string()),
+            Ok(FaultOp::Chmod { mode: 0o444 })
+        );
     }
 
     #[test]
     fn a_fixture_dir_must_stay_under_fixtures() {
         for bad in ["/etc", "../secrets", "lsp/../../x", ""] {
             let e = err(&format!("{OK}[fixture]\ndir = {bad:?}\n"));
-            assert!(e.starts_with(&format!("p.toml:9:7: fixture dir {bad:?} is not a relative path under fixtures/")), "{e}");
+            assert!(
+                e.starts_with(&format!("p.toml:9:7: fixture dir {bad:?} is not a relative path under fixtures/")),
+                "{e}"
+            );
         }
         assert_eq!(err(&format!("{OK}[fixture]\ndir = \"lsp/pyproj\"\n")), "parsed");
     }
@@ -1206,7 +1227,12 @@ mod validation_tests {
     fn a_permission_rule_is_parsed_at_load() {
         let rules = |list: &str| err(&format!("{OK}[settings.permissions]\ndeny = {list}\n"));
         let e = rules("[\"Read(a)\", \"Raed(secrets/**)\"]");
-        assert!(e.starts_with("p.toml:9:20: permissions.deny: rule \"Raed(secrets/**)\" names \"Raed\", which is not a tool"), "{e}");
+        assert!(
+            e.starts_with(
+                "p.toml:9:20: permissions.deny: rule \"Raed(secrets/**)\" names \"Raed\", which is not a tool"
+            ),
+            "{e}"
+        );
         let e = rules("[\"Read(secrets/[)\"]");
         assert!(e.starts_with("p.toml:9:9: permissions.deny: rule \"Read(secrets/[)\""), "{e}");
         let e = rules("[\"Read(\"]");

@@ -78,7 +78,11 @@ impl Sandbox {
             // the parser refused absolute paths and `..`; a symlink under fixtures/ must not lead out either
             let (real, top) = (src.canonicalize(), fixtures_root.canonicalize());
             if !matches!((&real, &top), (Ok(r), Ok(t)) if r.starts_with(t)) {
-                return Err(format!("{}: fixture dir {d:?} is not under {}", probe.path.display(), fixtures_root.display()));
+                return Err(format!(
+                    "{}: fixture dir {d:?} is not under {}",
+                    probe.path.display(),
+                    fixtures_root.display()
+                ));
             }
             copy_tree(&src, &sb.cwd).map_err(|e| format!("copying {}: {e}", src.display()))?;
         }
@@ -361,13 +365,16 @@ mod tests {
             "kind = \"chmod\"\npath = \"out\"\nmode = \"0777\"",
             "kind = \"write\"\npath = \"out\"\ncontent = \"pwned\"",
         ] {
-            let e = Sandbox::create(&probe(outside.path(), then), fixtures).err().unwrap_or_else(|| panic!("{then}: applied"));
+            let e = Sandbox::create(&probe(outside.path(), then), fixtures)
+                .err()
+                .unwrap_or_else(|| panic!("{then}: applied"));
             assert!(e.starts_with("probes/escape.toml: fixture fault "), "{e}");
             assert!(e.contains("\"out\" is a symlink to") || e.contains("out is a symlink to"), "{e}");
             assert!(e.contains("outside the sandbox"), "{e}");
         }
         assert_eq!(std::fs::read_to_string(&victim).ok().as_deref(), Some("host file\n"));
-        let names: Vec<_> = std::fs::read_dir(outside.path()).into_iter().flatten().flatten().map(|e| e.file_name()).collect();
+        let names: Vec<_> =
+            std::fs::read_dir(outside.path()).into_iter().flatten().flatten().map(|e| e.file_name()).collect();
         assert_eq!(names, vec![std::ffi::OsString::from("victim.txt")]);
         use std::os::unix::fs::PermissionsExt;
         let mode = std::fs::metadata(outside.path()).map(|m| m.permissions().mode() & 0o777).unwrap_or(0);

@@ -124,9 +124,6 @@ fn an_endless_cycle_script_ends_at_the_record_cap_before_a_long_deadline() {
     ));
     eprintln!("hang.cycle-cap: ended after {took:?} (deadline {deadline} s)");
     let (pass, detail) = verdict(&v, DEADLINE_VERDICT);
-    assert!(
-        !pass && detail.contains(&format!("passed its cap of {} bytes", harness::run::RECORD_CAP_BYTES)),
-        "{v}"
-    );
+    assert!(!pass && detail.contains(&format!("passed its cap of {} bytes", harness::run::RECORD_CAP_BYTES)), "{v}");
     assert!(took < Duration::from_secs(deadline), "{took:?}");
 }

@@ -34,10 +34,8 @@ fn case(subject: &str, sig: &str) -> Case {
     let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
     let t = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().subsec_nanos();
     let marker = format!("{}{n}{t:09}", std::process::id());
-    let dir = tempfile::Builder::new()
-        .prefix(&format!("kill-{sig}-{marker}-"))
-        .tempdir()
-        .unwrap_or_else(|e| panic!("{e}"));
+    let dir =
+        tempfile::Builder::new().prefix(&format!("kill-{sig}-{marker}-")).tempdir().unwrap_or_else(|e| panic!("{e}"));
     let ready = dir.path().join("ready");
     let tmp = dir.path().join("tmp");
     std::fs::create_dir_all(&tmp).unwrap_or_else(|e| panic!("{e}"));

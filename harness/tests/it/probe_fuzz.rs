@@ -13,13 +13,38 @@ const MUTATIONS: usize = 10_000;
 const MAX_STACKED: u64 = 3;
 /// Values a mutation puts in place of a value (every TOML type, and a few edge cases).
 const VALUES: &[&str] = &[
-    "1", "0", "-5", "99999999999999999999", "1.5", "true", "\"\"", "\"s\"", "[]", "{}", "[1, \"a\"]",
-    "{ a = 1 }", "'''x'''", "1979-05-27", "\"{cwd}/../..\"", "nan",
+    "1",
+    "0",
+    "-5",
+    "99999999999999999999",
+    "1.5",
+    "true",
+    "\"\"",
+    "\"s\"",
+    "[]",
+    "{}",
+    "[1, \"a\"]",
+    "{ a = 1 }",
+    "'''x'''",
+    "1979-05-27",
+    "\"{cwd}/../..\"",
+    "nan",
 ];
 /// Table headers a mutation inserts.
 const HEADERS: &[&str] = &[
-    "[[check]]", "[fixture]", "[[fixture.fault]]", "[[turn]]", "[settings.permissions]", "[stub]", "[[exec]]",
-    "[mcp_servers.x]", "[[plugin]]", "[web]", "[subject.builtin]", "[host]", "[clock]",
+    "[[check]]",
+    "[fixture]",
+    "[[fixture.fault]]",
+    "[[turn]]",
+    "[settings.permissions]",
+    "[stub]",
+    "[[exec]]",
+    "[mcp_servers.x]",
+    "[[plugin]]",
+    "[web]",
+    "[subject.builtin]",
+    "[host]",
+    "[clock]",
 ];
 
 /// xorshift64*: the seeded generator.
@@ -81,8 +106,9 @@ fn mutate(rng: &mut Rng, lines: &mut Vec<String>, name: &str) -> Option<usize> {
         }
         5 => {
             // a junk key as the first key of a table: an unknown field on that very line
-            let headers: Vec<usize> =
-                (0..lines.len()).filter(|i| lines[*i].starts_with('[') && !lines[*i].starts_with("[settings")).collect();
+            let headers: Vec<usize> = (0..lines.len())
+                .filter(|i| lines[*i].starts_with('[') && !lines[*i].starts_with("[settings"))
+                .collect();
             if !headers.is_empty() {
                 let h = headers[rng.below(headers.len())];
                 lines.insert(h + 1, format!("{name} = 1"));
@@ -118,10 +144,9 @@ fn mutated_probe_files_never_panic_and_every_error_is_placed_inside_the_file() {
     assert!(files.len() > 50, "{} probe files", files.len());
     let originals: Vec<(PathBuf, String)> =
         files.iter().map(|f| (f.clone(), std::fs::read_to_string(f).unwrap_or_else(|e| panic!("{e}")))).collect();
-    let seed = std::env::var("PROBELAB_FUZZ_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(1) | 1);
+    let seed = std::env::var("PROBELAB_FUZZ_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or_else(|| {
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(1) | 1
+    });
     eprintln!("probe fuzzer: seed {seed} (PROBELAB_FUZZ_SEED={seed} replays it)");
     let mut rng = Rng(seed);
     let began = std::time::Instant::now();
@@ -144,7 +169,8 @@ fn mutated_probe_files_never_panic_and_every_error_is_placed_inside_the_file() {
         let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| parse(path, &text)));
         match outcome {
             Err(p) => {
-                let why = p.downcast_ref::<String>().cloned().or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()));
+                let why =
+                    p.downcast_ref::<String>().cloned().or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()));
                 failures.push(format!("panic ({why:?}) on mutation {n} of {}:\n{text}", path.display()));
             }
             Ok(Ok(_)) => parsed += 1,

@@ -216,7 +216,15 @@ fn start(
         (None, _) => None,
     };
     let reader = tokio::task::spawn_blocking(move || capture(reader, sink));
-    Ok(Started { child, _group: crate::process::Group::led_by(Some(pid as u32)), pgid: pid, cgroup, reader, cwd_file, marker })
+    Ok(Started {
+        child,
+        _group: crate::process::Group::led_by(Some(pid as u32)),
+        pgid: pid,
+        cgroup,
+        reader,
+        cwd_file,
+        marker,
+    })
 }
 
 /// Where a command's output goes.
