@@ -243,3 +243,44 @@ fn a_claude_code_run_past_its_deadline_leaves_its_bash_tree_nothing() {
         run_past_its_deadline_leaves_nothing(&s, 15);
     }
 }
+
+#[test]
+fn what_a_killed_process_group_leaves_is_swept_at_the_next_start() {
+    // SIGKILL to the whole group of probelab (supervisor and worker at once, as a CI runner may do):
+    // nothing of the run can clean up, so its command and sandbox are left — until the next start
+    let c = case("builtin", "group");
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut child = {
+        use std::os::unix::process::CommandExt as _;
+        Command::new(env!("CARGO_BIN_EXE_probelab"))
+            .arg("run")
+            .arg(&c.probe)
+            .current_dir(&repo)
+            .env("TMPDIR", &c.tmp)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .process_group(0)
+            .spawn()
+            .unwrap_or_else(|e| panic!("{e}"))
+    };
+    assert!(wait_for(START_BOUND, || c.ready.exists()), "the command never started");
+    let sleeping = || marked(&c.marker).iter().any(|(_, l)| l.starts_with("sleep"));
+    assert!(wait_for(EXIT_BOUND, sleeping), "no sleep: {:?}", marked(&c.marker));
+    nix::sys::signal::killpg(nix::unistd::Pid::from_raw(child.id() as i32), nix::sys::signal::Signal::SIGKILL)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let _ = child.wait();
+    assert!(sleeping() && !sandboxes(&c.tmp).is_empty(), "nothing was left to sweep: {:?}", marked(&c.marker));
+    let next = Command::new(env!("CARGO_BIN_EXE_probelab"))
+        .args(["run", "probes/read/window.toml"])
+        .current_dir(&repo)
+        .env("TMPDIR", &c.tmp)
+        .output()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let stderr = String::from_utf8_lossy(&next.stderr);
+    assert!(next.status.success(), "{stderr}");
+    assert!(stderr.contains("removed 1 sandbox(es) left by runs that were killed"), "{stderr}");
+    let clean = wait_for(EXIT_BOUND, || marked(&c.marker).is_empty() && sandboxes(&c.tmp).is_empty());
+    assert!(clean, "not swept: processes {:?}, sandboxes {:?}", marked(&c.marker), sandboxes(&c.tmp));
+    eprintln!("swept at the next start: {}", stderr.trim());
+}
