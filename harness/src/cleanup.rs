@@ -133,6 +133,9 @@ fn worker(supervised: bool) {
         if std::env::var(ENV_SUPERVISOR).ok() != Some(nix::unistd::getppid().as_raw().to_string()) {
             std::process::exit(128 + Signal::SIGTERM as i32);
         }
+        // not for the subjects' environment (a varying pid in a probe's `env` output); no other thread
+        // runs yet
+        std::env::remove_var(ENV_SUPERVISOR);
     }
     let _ = nix::sys::prctl::set_child_subreaper(true);
     let mask = stop_set();
