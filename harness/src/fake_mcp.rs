@@ -25,6 +25,8 @@
 //! runs one after the other never meet (start, end, start, end), and `meet_ms` is only how long a call
 //! gives a partner to show up, never a sleep that sequences anything.
 //!
+//! `--never-answer`: a server that reads and never answers ([`never_answer`]).
+//!
 //! Resources: `fixture://notes/readme.txt` (text/plain) and `fixture://notes/data.json` (application/json).
 
 use rmcp::model::{
@@ -37,6 +39,13 @@ use serde_json::{json, Value};
 use std::io::Write;
 use std::path::PathBuf;
 use std::sync::Mutex;
+
+/// `probelab fake-mcp --never-answer`: reads (and drops) what the client sends until it closes the
+/// connection, and answers nothing, not even `initialize` — the server that hangs a client that waits
+/// for it without a bound.
+pub fn never_answer() {
+    let _ = std::io::copy(&mut std::io::stdin().lock(), &mut std::io::sink());
+}
 
 /// Length of the `long_doc` tool's description: well past the reference's cut of MCP descriptions.
 pub const LONG_DESCRIPTION_CHARS: usize = 3_000;

@@ -16,7 +16,8 @@
 //! - `probelab new NAME`: writes `NAME.toml` under the project's probes, a commented skeleton that passes.
 //! - `probelab import SESSION.jsonl [NAME]`: a probe of a Claude Code session (`harness::import`), written
 //!   like `new`'s, its proposed checks marked for review.
-//! - `probelab fake-mcp [--trace FILE]`: the fixture MCP server on stdio (`harness::fake_mcp`).
+//! - `probelab fake-mcp [--trace FILE] [--never-answer]`: the fixture MCP server on stdio
+//!   (`harness::fake_mcp`).
 //! - `probelab fake-lsp --trace FILE [--mode normal|crash|hang|garbage] [--once]`: the recording fake LSP
 //!   server on stdio (`harness::fake_lsp`).
 //! - `probelab versions [SPEC] [--refresh] [--json]`, `probelab cache [list | gc | rm V]`: the published
@@ -114,6 +115,9 @@ enum Command {
         /// Append every tools/call and resources/read to this file (JSON lines).
         #[arg(long)]
         trace: Option<PathBuf>,
+        /// Read every message and answer none (not even `initialize`): the server that never answers.
+        #[arg(long)]
+        never_answer: bool,
     },
     /// `versions` and `cache`: the published Claude Code versions and their install cache.
     #[command(flatten)]
@@ -194,7 +198,7 @@ fn main() -> ExitCode {
         Command::Init { dir } => init(dir),
         Command::New { name } => new(p, &name),
         Command::Import { session, name } => import(p, &session, name),
-        Command::FakeMcp { trace } => fake_mcp(trace),
+        Command::FakeMcp { trace, never_answer } => fake_mcp(trace, never_answer),
         Command::Versions(c) => c.run(),
         Command::Observatory(c) => c.run(p, &p.layout(engine())),
     }
@@ -219,7 +223,11 @@ fn init(dir: Option<PathBuf>) -> ExitCode {
     }
 }
 
-fn fake_mcp(trace: Option<PathBuf>) -> ExitCode {
+fn fake_mcp(trace: Option<PathBuf>, never_answer: bool) -> ExitCode {
+    if never_answer {
+        harness::fake_mcp::never_answer();
+        return ExitCode::SUCCESS;
+    }
     let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
@@ -237,6 +245,25 @@ fn fake_mcp(trace: Option<PathBuf>) -> ExitCode {
 }
 
 fn run(
+    project: &Project,
+    paths: Vec<PathBuf>,
+    subject: &str,
+    bless: bool,
+    json: bool,
+    keep: bool,
+    jobs: Option<usize>,
+) -> ExitCode {
+    // SIGINT / SIGTERM / a SIGKILL of this process leave nothing behind (harness::cleanup)
+    if let harness::cleanup::Role::Supervised(code) = harness::cleanup::supervise() {
+        return code;
+    }
+    let code = run_probes(project, paths, subject, bless, json, keep, jobs);
+    // nothing a probe started outlives the run (orphans come to this process: it is their subreaper)
+    probelab_runtime::process::kill_own_descendants();
+    code
+}
+
+fn run_probes(
     project: &Project,
     paths: Vec<PathBuf>,
     subject: &str,

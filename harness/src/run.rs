@@ -16,6 +16,31 @@ use stub_messages::{serve, Exchange, Recorder, Stub};
 pub const DEFAULT_MODEL: &str = "claude-opus-5";
 /// Turn limit of the built-in loop unless the probe says otherwise.
 pub const DEFAULT_MAX_TURNS: usize = 50;
+/// The most bytes a run's record may hold (its exchanges as the stub's JSON lines): a run whose record
+/// passes it is ended then (a `[stub] cycle` script, a subject that loops), so memory stays bounded —
+/// the record, the transcript made of it and the subject's own message list all grow with it. The
+/// largest record of the probes under `probes/` is far below (2.1 MB, measured with `--keep`).
+pub const RECORD_CAP_BYTES: u64 = 32 << 20;
+
+/// The stub's record sink of a run: counts the bytes the record holds (it keeps nothing itself: the
+/// stub keeps the exchanges) and says when [`RECORD_CAP_BYTES`] is passed.
+struct RecordMeter {
+    bytes: Arc<std::sync::atomic::AtomicU64>,
+    full: Arc<tokio::sync::Notify>,
+}
+
+impl std::io::Write for RecordMeter {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let before = self.bytes.fetch_add(buf.len() as u64, std::sync::atomic::Ordering::SeqCst);
+        if before + buf.len() as u64 > RECORD_CAP_BYTES {
+            self.full.notify_one();
+        }
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
 
 /// Which subject drives the conversation.
 #[derive(Debug, Clone, Copy)]
@@ -93,6 +118,11 @@ pub async fn run_builtin(probe: &Probe, fixtures_root: &Path) -> Result<RunOutpu
 pub async fn run_conversation(probe: &Probe, runner: Runner<'_>, fixtures_root: &Path) -> Result<RunOutput, String> {
     let entered = Instant::now();
     let mut sandbox = Sandbox::create(probe, fixtures_root)?;
+    // the deadline counts from here: the services' start-up (web, artifact, the stub, MCP servers) is
+    // part of the run
+    let deadline = Duration::from_secs(probe.deadline_secs);
+    let until = Instant::now() + deadline;
+    let passed = |what: &str| format!("the run passed its deadline of {}s{what}", probe.deadline_secs);
     // ART-1: the artifact service, a real local server, when the probe turns the Artifact tool on
     let artifact_service = match (runner, env_flag(&probe.env, ENV_ENABLE_ARTIFACT)) {
         (Runner::Builtin, Some(true)) => {
@@ -120,20 +150,24 @@ pub async fn run_conversation(probe: &Probe, runner: Runner<'_>, fixtures_root: 
     let view = sandbox.view();
     let hook_errors = Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
     let errors = hook_errors.clone();
-    let stub = Stub::new(script, Recorder::default()).with_turn_hook(Arc::new(move |conv: &str, turn: usize| {
-        for f in timed.iter().filter(|f| conv == stub_messages::script::MAIN && f.at_turn == Some(turn + 1)) {
-            if let Err(e) = view.apply(f) {
-                if let Ok(mut v) = errors.lock() {
-                    v.push(e);
+    let record_full = Arc::new(tokio::sync::Notify::new());
+    let meter = RecordMeter { bytes: Arc::default(), full: record_full.clone() };
+    let stub = Stub::new(script, Recorder::new(Some(Box::new(meter)))).with_turn_hook(Arc::new(
+        move |conv: &str, turn: usize| {
+            for f in timed.iter().filter(|f| conv == stub_messages::script::MAIN && f.at_turn == Some(turn + 1)) {
+                if let Err(e) = view.apply(f) {
+                    if let Ok(mut v) = errors.lock() {
+                        v.push(e);
+                    }
                 }
             }
-        }
-    }));
+        },
+    ));
     let stub = Arc::new(stub);
     let running =
         serve(stub.clone(), ([127, 0, 0, 1], 0).into()).await.map_err(|e| format!("cannot start the stub: {e}"))?;
     let start = Instant::now();
-    let deadline = Duration::from_secs(probe.deadline_secs);
+    let cap_passed = || RunEnd::Failed(format!("the run's record passed its cap of {RECORD_CAP_BYTES} bytes"));
     let (end, within_deadline, artefact, lifetime) = match runner {
         Runner::Builtin => {
             let model = probe.subject.builtin.model.clone().unwrap_or_else(|| DEFAULT_MODEL.into());
@@ -154,42 +188,57 @@ pub async fn run_conversation(probe: &Probe, runner: Runner<'_>, fixtures_root: 
                 plugins: sandbox.plugins(probe),
                 artifact_api: artifact_service.as_ref().map(|s| s.url()),
                 web: web_service.as_ref().map(|s| crate::services::web::WebAccess { addr: s.addr }),
+                deadline: Some(until),
             };
-            let runtime =
-                builtin::start(config).await.map_err(|e| format!("{}: settings: {e}", probe.path.display()))?;
-            for (name, why) in builtin::mcp_failures(&runtime) {
-                eprintln!("probelab: {}: MCP server {name:?} is left out: {why}", probe.path.display());
-            }
-            let max_turns = probe.subject.builtin.max_turns.unwrap_or(DEFAULT_MAX_TURNS);
             let began = Instant::now();
-            let ended =
-                match tokio::time::timeout(deadline, run_loop(client.as_ref(), &runtime, &probe.prompt, max_turns))
-                    .await
-                {
-                    Ok(end) => (end.into(), true, None, (began, Instant::now())),
-                    Err(_) => (
-                        RunEnd::Failed(format!("the run passed its deadline of {}s", probe.deadline_secs)),
-                        false,
-                        None,
-                        (began, Instant::now()),
-                    ),
-                };
-            // nothing the session started outlives it
-            builtin::shutdown(&runtime.ctx).await;
-            ended
+            // MCP servers that never answer cost the deadline, no more (a server given up is killed
+            // with its group when its connection is dropped)
+            match tokio::time::timeout_at(until.into(), builtin::start(config)).await {
+                Err(_) => {
+                    (RunEnd::Failed(passed(" while starting its MCP servers")), false, None, (began, Instant::now()))
+                }
+                Ok(Err(e)) => return Err(format!("{}: settings: {e}", probe.path.display())),
+                Ok(Ok(runtime)) => {
+                    for (name, why) in builtin::mcp_failures(&runtime) {
+                        eprintln!("probelab: {}: MCP server {name:?} is left out: {why}", probe.path.display());
+                    }
+                    let max_turns = probe.subject.builtin.max_turns.unwrap_or(DEFAULT_MAX_TURNS);
+                    let conversation = run_loop(client.as_ref(), &runtime, &probe.prompt, max_turns);
+                    let ended = tokio::select! {
+                        end = tokio::time::timeout_at(until.into(), conversation) => match end {
+                            Ok(_) if Instant::now() > until => (RunEnd::Failed(passed("")), false),
+                            Ok(end) => (end.into(), true),
+                            Err(_) => (RunEnd::Failed(passed("")), false),
+                        },
+                        _ = record_full.notified() => (cap_passed(), true),
+                    };
+                    let lifetime = (began, Instant::now());
+                    // nothing the session started outlives it
+                    builtin::shutdown(&runtime.ctx).await;
+                    (ended.0, ended.1, None, lifetime)
+                }
+            }
         }
         Runner::ClaudeCode(cc) => {
-            let ended = crate::subject::claude_code::run(cc, probe, &running.url(), &sandbox).await?;
-            let end = match (ended.timed_out, ended.code) {
-                (true, _) => RunEnd::Failed(format!("claude passed the deadline of {}s", probe.deadline_secs)),
-                (false, Some(0)) => RunEnd::Finished,
-                (false, code) => {
-                    let lines: Vec<&str> = ended.stderr.lines().collect();
-                    let tail = lines[lines.len().saturating_sub(5)..].join("\n");
-                    RunEnd::Failed(format!("claude exited with {code:?}: {tail}"))
+            let url = running.url();
+            let claude = crate::subject::claude_code::run(cc, probe, &url, &sandbox, until);
+            // the cap ends claude too: dropping its run kills its tree
+            tokio::select! {
+                ended = claude => {
+                    let ended = ended?;
+                    let end = match (ended.timed_out, ended.code) {
+                        (true, _) => RunEnd::Failed(format!("claude passed the deadline of {}s", probe.deadline_secs)),
+                        (false, Some(0)) => RunEnd::Finished,
+                        (false, code) => {
+                            let lines: Vec<&str> = ended.stderr.lines().collect();
+                            let tail = lines[lines.len().saturating_sub(5)..].join("\n");
+                            RunEnd::Failed(format!("claude exited with {code:?}: {tail}"))
+                        }
+                    };
+                    (end, !ended.timed_out, Some(ended.stream_json), (ended.spawned, ended.exited))
                 }
-            };
-            (end, !ended.timed_out, Some(ended.stream_json), (ended.spawned, ended.exited))
+                _ = record_full.notified() => (cap_passed(), true, None, (start, Instant::now())),
+            }
         }
     };
     let duration = start.elapsed();

@@ -172,6 +172,8 @@ pub struct SessionConfig {
     pub artifact_api: Option<String>,
     /// Where every host name resolves to (the local web service of WEB-1 / WEB-2).
     pub web: Option<web_fetch::WebAccess>,
+    /// When the session must be over: the agent loop starts no request past it ([`crate::agent::Deadline`]).
+    pub deadline: Option<std::time::Instant>,
 }
 
 /// The default session id (the lab's sessions all use it, so paths under HOME are the same every run).
@@ -191,7 +193,8 @@ pub async fn start(config: SessionConfig) -> Result<Runtime, RuleError> {
         .put(web_fetch::Web::new(config.web))
         .put(lsp)
         .put(mcp)
-        .put(agent_tool::ComposerSlot(Some(Arc::new(Builtin))));
+        .put(agent_tool::ComposerSlot(Some(Arc::new(Builtin))))
+        .put(crate::agent::Deadline(config.deadline));
     let ctx = ToolContext {
         cwd: config.cwd,
         home: config.home,
@@ -238,7 +241,8 @@ impl agent_tool::Composer for Builtin {
         let session = Session::new(ps.settings.clone(), ps.ask_answer, Some(spec.model.clone()))
             .put((*ps.state::<host::HostScript>()).clone())
             .put(agents)
-            .put(agent_tool::ComposerSlot(Some(Arc::new(Builtin))));
+            .put(agent_tool::ComposerSlot(Some(Arc::new(Builtin))))
+            .put(*ps.state::<crate::agent::Deadline>());
         let ctx = ToolContext {
             cwd: spec.cwd,
             home: parent.home.clone(),

@@ -152,15 +152,27 @@ async fn run_with_stdin(
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
+        .process_group(0)
         .kill_on_drop(true)
         .spawn();
     let Ok(mut child) = child else {
         return (None, String::new(), "cannot start bash".into());
     };
-    if let Some(mut stdin) = child.stdin.take() {
-        let _ = stdin.write_all(stdin_bytes).await;
+    // the hook's group goes when this call ends, however it ends (its timeout included)
+    let _group = crate::process::Group::led_by(child.id());
+    // written beside the wait, not before it: a hook that never reads its stdin (and a payload larger
+    // than the pipe) must not hold the call past its timeout
+    let writer = child.stdin.take().map(|mut stdin| {
+        let bytes = stdin_bytes.to_vec();
+        tokio::spawn(async move {
+            let _ = stdin.write_all(&bytes).await;
+        })
+    });
+    let waited = tokio::time::timeout(timeout, child.wait_with_output()).await;
+    if let Some(w) = writer {
+        w.abort();
     }
-    match tokio::time::timeout(timeout, child.wait_with_output()).await {
+    match waited {
         Ok(Ok(out)) => (
             out.status.code(),
             String::from_utf8_lossy(&out.stdout).into_owned(),

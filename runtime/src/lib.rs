@@ -27,6 +27,7 @@
 //!   `InputValidationError` texts, the schema check's and zod's;
 //! - [`settings`] (settings.json as data), [`permissions`] (allow / ask / deny rules), [`hooks`]
 //!   (PreToolUse's and the other events' hook commands);
+//! - [`process`]: children in process groups of their own, killed as a group or as a tree;
 //! - [`fs`]: the one path resolver of every tool and the file helpers; [`shell`]: a Bash command's parts
 //!   and the read-only policy; [`background`]: the session's background tasks (BG-1);
 //! - [`model`]: how a tool reaches the session's model ([`model::Model`], [`model::TokenCounter`],
@@ -61,6 +62,7 @@ pub mod hooks;
 pub mod model;
 pub mod permissions;
 pub mod pipeline;
+pub mod process;
 pub mod registry;
 pub mod schema;
 pub mod session;

@@ -33,8 +33,8 @@ pub fn tables() -> Vec<Table> {
     vec![
         t("probelab.toml", fields_of::<crate::project::ProjectFile>()),
         t("probe file (top level)", fields_of::<super::ProbeFile>()),
-        t("[fixture]", fields_of::<super::Fixture>()),
-        t("[[fixture.fault]]", fields_of::<super::FsFault>()),
+        t("[fixture]", fields_of::<super::RawFixture>()),
+        t("[[fixture.fault]]", fields_of::<super::RawFault>()),
         t("[settings]", fields_of::<rs::Settings>()),
         t("[settings.permissions]", fields_of::<rs::PermissionSettings>()),
         t("[settings.sandbox]", fields_of::<rs::SandboxSettings>()),

@@ -273,43 +273,111 @@ pub struct Divergence {
     pub fact: String,
 }
 
-/// A sandbox change (`[[fixture.fault]]`).
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-#[serde(deny_unknown_fields)]
+/// A sandbox change (`[[fixture.fault]]`): where, when, and what ([`FaultOp`], by `kind`).
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FsFault {
     /// Before this main turn (1-based) is served; none = before the run.
-    #[serde(default)]
     pub at_turn: Option<usize>,
-    /// `write`, `delete`, `mkdir`, `chmod`, `symlink`, `touch`.
-    pub kind: String,
-    /// Relative to the cwd.
+    /// Relative to the cwd (`{home}/x` under HOME); resolved inside the sandbox, symlinks included.
     pub path: String,
-    /// For `write`.
+    /// What it does.
+    pub op: FaultOp,
+}
+
+/// What a fault does: the `kind` of a `[[fixture.fault]]` and the keys that kind takes (any other key is
+/// an error of the probe file).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FaultOp {
+    /// `kind = "write"`, `content` (default empty).
+    Write {
+        /// The file's new content.
+        content: String,
+    },
+    /// `kind = "delete"`: a file, a symlink (not its target) or a whole directory.
+    Delete,
+    /// `kind = "mkdir"`, with its parents.
+    Mkdir,
+    /// `kind = "chmod"`, `mode` (an octal string, default "0644").
+    Chmod {
+        /// The mode bits.
+        mode: u32,
+    },
+    /// `kind = "symlink"`, `target` (required; placeholders resolved).
+    Symlink {
+        /// What the link points at, as written.
+        target: String,
+    },
+    /// `kind = "touch"`, `mtime` (default: the time of the fault): like touch(1), the file is made
+    /// empty when missing, then given the mtime.
+    Touch {
+        /// The mtime it sets.
+        mtime: Option<files::Mtime>,
+    },
+}
+
+impl FaultOp {
+    /// The `kind` that names it.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            FaultOp::Write { .. } => "write",
+            FaultOp::Delete => "delete",
+            FaultOp::Mkdir => "mkdir",
+            FaultOp::Chmod { .. } => "chmod",
+            FaultOp::Symlink { .. } => "symlink",
+            FaultOp::Touch { .. } => "touch",
+        }
+    }
+}
+
+/// The fault kinds and the keys each takes besides `kind`, `path` and `at_turn`.
+pub const FAULT_KINDS: &[(&str, &[&str])] =
+    &[
+        ("write", &["content"]),
+        ("delete", &[]),
+        ("mkdir", &[]),
+        ("chmod", &["mode"]),
+        ("symlink", &["target"]),
+        ("touch", &["mtime"]),
+    ];
+
+/// `[[fixture.fault]]` as written: every key any kind takes, checked against its kind by [`parse`].
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawFault {
     #[serde(default)]
-    pub content: Option<String>,
-    /// For `chmod` (octal string, e.g. "0444").
+    at_turn: Option<Spanned<usize>>,
+    kind: Spanned<String>,
+    path: String,
     #[serde(default)]
-    pub mode: Option<String>,
-    /// For `symlink`.
+    content: Option<Spanned<String>>,
     #[serde(default)]
-    pub target: Option<String>,
-    /// For `touch`: the mtime it sets (default: the time of the fault).
+    mode: Option<Spanned<String>>,
     #[serde(default)]
-    pub mtime: Option<files::Mtime>,
+    target: Option<Spanned<String>>,
+    #[serde(default)]
+    mtime: Option<Spanned<files::Mtime>>,
+}
+
+/// `[fixture]` as written.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawFixture {
+    #[serde(default)]
+    dir: Option<Spanned<String>>,
+    #[serde(default)]
+    files: BTreeMap<String, FileSpec>,
+    #[serde(default)]
+    fault: Vec<Spanned<RawFault>>,
 }
 
 /// `[fixture]`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Fixture {
-    /// A directory under `fixtures/` copied into the cwd.
-    #[serde(default)]
+    /// A directory under `fixtures/` copied into the cwd: a relative path that stays under it.
     pub dir: Option<String>,
     /// Inline files, relative to the cwd.
-    #[serde(default)]
     pub files: BTreeMap<String, FileSpec>,
     /// Sandbox changes.
-    #[serde(default)]
     pub fault: Vec<FsFault>,
 }
 
@@ -382,7 +450,7 @@ struct ProbeFile {
     #[serde(default)]
     requires: Vec<Spanned<String>>,
     #[serde(default)]
-    fixture: Fixture,
+    fixture: RawFixture,
     #[serde(default)]
     settings: Settings,
     #[serde(default)]
@@ -534,8 +602,12 @@ pub fn parse(path: &Path, text: &str) -> Result<Probe, ProbeError> {
         ProbeError { file: file.clone(), line, col, message, hint: hint.map(str::to_string) }
     };
     let raw: ProbeFile = toml::from_str(text).map_err(|e| {
-        let offset = e.span().map(|s| s.start).unwrap_or(0);
         let msg = e.message().trim_end().to_string();
+        let span = e.span().unwrap_or(0..0);
+        // an unknown field's error spans its whole table (the document, at the top level): on the key
+        let unknown = msg.strip_prefix("unknown field `").and_then(|r| r.split('`').next());
+        let region = if span.start == 0 { 0..first_header(text).unwrap_or(text.len()) } else { span.clone() };
+        let offset = unknown.and_then(|k| key_offset(text, region, k)).unwrap_or(span.start);
         let hint = if msg.contains("unknown field") {
             Some("see the probe format in harness/src/probe/mod.rs (or `probelab new NAME` for a commented skeleton)")
         } else if msg.contains("missing field") {
@@ -605,11 +677,23 @@ pub fn parse(path: &Path, text: &str) -> Result<Probe, ProbeError> {
     let declares_bwrap =
         raw.requires.iter().map(|r| r.get_ref()).chain(&raw.subject.builtin.requires).any(|r| r == "bwrap");
     if needs_bwrap && !declares_bwrap {
+        let at = key_offset(text, 0..text.len(), "enabled").unwrap_or(0);
         return Err(err_at(
-            0,
+            at,
             "the probe turns the Bash sandbox on ([settings.sandbox] enabled) but does not require bubblewrap".into(),
             Some("add requires = [\"bwrap\"]: where bubblewrap is missing the probe is skipped, not failed"),
         ));
+    }
+    let perms = &raw.settings.permissions;
+    for (list, rules) in [("allow", &perms.allow), ("ask", &perms.ask), ("deny", &perms.deny)] {
+        for r in rules {
+            if let Err(why) = rule_problem(r) {
+                let at = string_offset(text, r).unwrap_or_else(|| key_offset(text, 0..text.len(), list).unwrap_or(0));
+                let hint = "`Tool` or `Tool(pattern)`: a tool of the pool or of Claude Code, mcp__server__tool; \
+                     path patterns are gitignore globs, Bash(cmd:*) / Bash(cmd *), WebFetch(domain:HOST)";
+                return Err(err_at(at, format!("permissions.{list}: {why}"), Some(hint)));
+            }
+        }
     }
     let mut subjects = Vec::new();
     if raw.subjects.is_none() && in_claude_code_dir(path) {
@@ -637,7 +721,7 @@ pub fn parse(path: &Path, text: &str) -> Result<Probe, ProbeError> {
     }
     let script = stub_messages::Script::from_toml(&file, text).map_err(|e| {
         let msg = e.0.strip_prefix(&format!("{file}: ")).unwrap_or(&e.0).to_string();
-        err_at(0, msg, Some("see the turn format in stub-messages/src/script.rs"))
+        err_at(turn_offset(text, &msg).unwrap_or(0), msg, Some("see the turn format in stub-messages/src/script.rs"))
     })?;
     let main_turns = script.turns.len();
     let tool_uses: usize = script.turns.iter().map(|t| t.tool_use.len()).sum();
@@ -650,31 +734,21 @@ pub fn parse(path: &Path, text: &str) -> Result<Probe, ProbeError> {
             Some("results are numbered from 1 in script order, across turns"),
         ));
     }
+    if let Some(d) = &raw.fixture.dir {
+        let p = Path::new(d.get_ref());
+        let escapes = d.get_ref().is_empty()
+            || p.components().any(|c| !matches!(c, std::path::Component::Normal(_) | std::path::Component::CurDir));
+        if escapes {
+            return Err(err_at(
+                d.span().start,
+                format!("fixture dir {:?} is not a relative path under fixtures/", d.get_ref()),
+                Some("name a directory under fixtures/, e.g. dir = \"lsp/pyproj\" (no absolute path, no `..`)"),
+            ));
+        }
+    }
+    let mut faults = Vec::new();
     for f in &raw.fixture.fault {
-        if !matches!(f.kind.as_str(), "write" | "delete" | "mkdir" | "chmod" | "symlink" | "touch") {
-            return Err(err_at(
-                0,
-                format!("fixture fault kind {:?} is unknown", f.kind),
-                Some("write | delete | mkdir | chmod | symlink | touch"),
-            ));
-        }
-        if let Some(m) = &f.mtime {
-            if f.kind != "touch" {
-                return Err(err_at(
-                    0,
-                    format!("fixture fault {} {:?}: mtime applies to touch only", f.kind, f.path),
-                    None,
-                ));
-            }
-            m.time().map_err(|e| err_at(0, format!("fixture fault touch {:?}: {e}", f.path), None))?;
-        }
-        if f.at_turn.is_some_and(|t| t == 0 || t > main_turns) {
-            return Err(err_at(
-                0,
-                format!("fixture fault at_turn {:?} names no main turn (there are {main_turns})", f.at_turn),
-                None,
-            ));
-        }
+        faults.push(fault(f.get_ref(), main_turns).map_err(|(at, msg, hint)| err_at(at, msg, hint))?);
     }
     if raw.execs.is_empty() == script.turns.is_empty() {
         let msg = if raw.execs.is_empty() {
@@ -804,8 +878,19 @@ pub fn parse(path: &Path, text: &str) -> Result<Probe, ProbeError> {
         }
         if let Some(re) = &check.matches {
             if let Err(e) = regex::Regex::new(&placeholders::placeholders_as_literals(re, "p")) {
+                let at = key_offset(text, table_region(text, c.span()), "matches").unwrap_or(at);
                 return Err(err_at(at, format!("matches is not a valid regex: {e}"), None));
             }
+        }
+        if let Some((key, why)) = asserts_nothing(&check) {
+            let empty_list =
+                EMPTY_LIST_KEYS.iter().find_map(|k| key_offset(text, table_region(text, c.span()), k).map(|o| (*k, o)));
+            let (at, why) = match (key, empty_list) {
+                (Some(k), _) => (key_offset(text, table_region(text, c.span()), k).unwrap_or(at), why),
+                (None, Some((k, o))) => (o, format!("`{k}` is empty: it asserts nothing")),
+                (None, None) => (at, why),
+            };
+            return Err(err_at(at, why, Some(ASSERTIONS_HINT)));
         }
         let (line, col) = line_col(text, at);
         checks.push((check, line, col));
@@ -823,7 +908,7 @@ pub fn parse(path: &Path, text: &str) -> Result<Probe, ProbeError> {
         unordered: unordered.0,
         deadline_secs: raw.deadline_secs.unwrap_or(DEFAULT_DEADLINE_SECS),
         requires,
-        fixture: raw.fixture,
+        fixture: Fixture { dir: raw.fixture.dir.map(Spanned::into_inner), files: raw.fixture.files, fault: faults },
         settings: raw.settings,
         env: raw.env,
         subject: raw.subject,
@@ -843,6 +928,227 @@ fn is_uuid(s: &str) -> bool {
     let parts: Vec<&str> = s.split('-').collect();
     parts.len() == 5
         && parts.iter().zip([8, 4, 4, 4, 12]).all(|(p, n)| p.len() == n && p.chars().all(|c| c.is_ascii_hexdigit()))
+}
+
+/// Tools a permission rule may name besides the built-in pool's: Claude Code's that the built-in runtime
+/// lacks or names otherwise.
+pub const REFERENCE_ONLY_TOOLS: &[&str] = &[
+    "Task",
+    "Agent",
+    "MultiEdit",
+    "LS",
+    "NotebookRead",
+    "WebSearch",
+    "BashOutput",
+    "KillShell",
+    "KillBash",
+    "SlashCommand",
+];
+
+/// Why a permission rule cannot be used, read as the runtime reads it: not `Tool` / `Tool(pattern)`, a
+/// tool no subject has (a rule that would never match), or a pattern that does not compile.
+fn rule_problem(text: &str) -> Result<(), String> {
+    let rule = probelab_runtime::permissions::parse_rule(text).map_err(|e| e.to_string())?;
+    let tool = rule.tool.as_str();
+    static POOL: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
+    let pool =
+        POOL.get_or_init(|| probelab_runtime::builtin::registry().names().into_iter().map(str::to_string).collect());
+    let known = pool.iter().any(|n| n == tool) || REFERENCE_ONLY_TOOLS.contains(&tool) || tool.starts_with("mcp__");
+    if !known {
+        return Err(format!("rule {text:?} names {tool:?}, which is not a tool (the rule would never match)"));
+    }
+    let Some(pattern) = rule.pattern.as_deref() else { return Ok(()) };
+    let glob = |p: &str| globset::Glob::new(p).map(|_| ()).map_err(|e| format!("rule {text:?}: {e}"));
+    match tool {
+        "Bash" => glob(pattern.strip_suffix(":*").unwrap_or(pattern)),
+        "WebFetch" => match pattern.strip_prefix("domain:") {
+            Some(host) if !host.is_empty() => glob(host),
+            _ => Err(format!("rule {text:?}: a WebFetch pattern is domain:HOST")),
+        },
+        t if ["Read", "Edit", "Write", "NotebookEdit", "MultiEdit", "Grep", "Glob", "LS", "NotebookRead"]
+            .contains(&t) =>
+        {
+            let at = probelab_runtime::permissions::Anchors { home: "/h".into(), project_root: "/p".into() };
+            probelab_runtime::permissions::path_glob(pattern, &at)
+                .map(|_| ())
+                .ok_or_else(|| format!("rule {text:?}: {pattern:?} is not a valid glob"))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// The offset of `s` written as a TOML basic or literal string (`"s"`, `'s'`).
+fn string_offset(text: &str, s: &str) -> Option<usize> {
+    let basic = toml::Value::String(s.to_string()).to_string();
+    text.find(&basic).or_else(|| text.find(&format!("'{s}'")))
+}
+
+/// What a check can assert, for the error of a check that asserts nothing.
+const ASSERTIONS_HINT: &str = "a check asserts with is_error, equals, contains, not_contains, matches, exists, json, \
+     tools_include / tools_exclude / tools_equal (request), exit / stderr_* / max_duration_ms / max_rss_mib (exec)";
+
+/// Why a check asserts nothing (and the key to point at, if one is to blame): a target alone, or
+/// assertions that are empty (`contains = []`, `json = []`, a json check without `equals` or `exists`).
+fn asserts_nothing(c: &Check) -> Option<(Option<&'static str>, String)> {
+    let empty = |v: &Option<OneOrMany>| match v {
+        Some(OneOrMany::Many(items)) => items.is_empty(),
+        Some(OneOrMany::One(s)) => s.is_empty(),
+        None => false,
+    };
+    for (key, v) in
+        [("contains", &c.contains), ("not_contains", &c.not_contains), ("stderr_contains", &c.stderr_contains)]
+    {
+        if empty(v) {
+            return Some((Some(key), format!("`{key}` is empty: it asserts nothing")));
+        }
+    }
+    if let Some(j) = c.json.iter().find(|j| j.equals.is_none() && j.exists.is_none()) {
+        return Some((
+            Some("json"),
+            format!("json check {:?} has neither equals nor exists: it asserts nothing", j.pointer),
+        ));
+    }
+    let asserts = c.is_error.is_some()
+        || c.equals.is_some()
+        || c.contains.is_some()
+        || c.not_contains.is_some()
+        || c.matches.is_some()
+        || c.exists.is_some()
+        || !c.json.is_empty()
+        || !c.tools_include.is_empty()
+        || !c.tools_exclude.is_empty()
+        || c.tools_equal.is_some()
+        || c.exit.is_some()
+        || c.stderr_equals.is_some()
+        || c.stderr_contains.is_some()
+        || c.max_duration_ms.is_some()
+        || c.max_rss_mib.is_some();
+    // an empty list (`json = []`, `tools_include = []`) reads as absent: the caller points at its key
+    (!asserts).then(|| (None, "the check names its target but asserts nothing about it".into()))
+}
+
+/// The list keys that read as absent when empty: where a check that asserts nothing may have one.
+const EMPTY_LIST_KEYS: &[&str] = &["json", "tools_include", "tools_exclude"];
+
+/// The offset of the first table header (`[x]`, `[[x]]` at a line's start).
+fn first_header(text: &str) -> Option<usize> {
+    let mut at = 0;
+    for line in text.split_inclusive('\n') {
+        if line.starts_with('[') {
+            return Some(at);
+        }
+        at += line.len();
+    }
+    None
+}
+
+/// Where the turn a script error names (`conversation "main", turn 3: …`) is written: the N-th
+/// `[[turn]]` of the main conversation, or the N-th `[[conversation.turn]]` after the conversation's
+/// `name`; else its conversation's name.
+fn turn_offset(text: &str, msg: &str) -> Option<usize> {
+    let rest = msg.strip_prefix("conversation ")?;
+    let (name, rest) = rest.split_once(", turn ")?;
+    let name: String = serde_json::from_str(name).ok()?;
+    let n: usize = rest.split(|c: char| !c.is_ascii_digit()).next()?.parse().ok()?;
+    let (from, header) = if name == stub_messages::script::MAIN {
+        (0, "[[turn]]")
+    } else {
+        (string_offset(text, &name)?, "[[conversation.turn]]")
+    };
+    let mut at = from;
+    let mut seen = 0;
+    for line in text[from..].split_inclusive('\n') {
+        if line.trim_end() == header {
+            seen += 1;
+            if seen == n {
+                return Some(at);
+            }
+        }
+        at += line.len();
+    }
+    (from > 0).then_some(from)
+}
+
+/// The text of the table that starts at `span` (a `[[check]]` entry's span is its header): up to the
+/// next line that opens a table, or the end.
+fn table_region(text: &str, span: std::ops::Range<usize>) -> std::ops::Range<usize> {
+    let start = span.start.min(text.len());
+    let body = text[start..].find('\n').map(|i| start + i + 1).unwrap_or(text.len());
+    let mut end = text.len();
+    let mut at = body;
+    for line in text[body..].split_inclusive('\n') {
+        if line.trim_start().starts_with('[') && !line.trim_start().starts_with("[ ") {
+            end = at;
+            break;
+        }
+        at += line.len();
+    }
+    start..end.max(span.end.min(text.len()))
+}
+
+/// The offset of `key` as a TOML key (`key =`, at a line's start or after `{` / `,`) within `span`.
+fn key_offset(text: &str, span: std::ops::Range<usize>, key: &str) -> Option<usize> {
+    let end = span.end.min(text.len());
+    let start = span.start.min(end);
+    let slice = text.get(start..end)?;
+    let mut from = 0;
+    while let Some(i) = slice.get(from..).and_then(|s| s.find(key)) {
+        let at = from + i;
+        let before = slice[..at].trim_end_matches([' ', '\t']);
+        let after = slice[at + key.len()..].trim_start_matches([' ', '\t']);
+        let starts = before.is_empty() || before.ends_with(['\n', '{', ',', '[', ']']);
+        if starts && after.starts_with('=') {
+            return Some(start + at);
+        }
+        from = at + key.len();
+    }
+    None
+}
+
+/// A `[[fixture.fault]]` checked against its kind: the keys it takes, its turn, its mode. Errors are
+/// (offset, message, hint), placed on the offending key.
+fn fault(f: &RawFault, main_turns: usize) -> Result<FsFault, (usize, String, Option<&'static str>)> {
+    let kinds_hint = Some("kind is write (content) | delete | mkdir | chmod (mode) | symlink (target) | touch (mtime)");
+    let kind = f.kind.get_ref().as_str();
+    let Some((_, takes)) = FAULT_KINDS.iter().find(|(k, _)| *k == kind) else {
+        return Err((f.kind.span().start, format!("fixture fault kind {kind:?} is unknown"), kinds_hint));
+    };
+    let given = [("content", f.content.as_ref()), ("mode", f.mode.as_ref()), ("target", f.target.as_ref())];
+    for (key, v) in given {
+        if let Some(v) = v.filter(|_| !takes.contains(&key)) {
+            return Err((v.span().start, format!("`{key}` does not apply to a {kind:?} fault"), kinds_hint));
+        }
+    }
+    if let Some(m) = &f.mtime {
+        if kind != "touch" {
+            return Err((m.span().start, format!("`mtime` does not apply to a {kind:?} fault"), kinds_hint));
+        }
+        m.get_ref().time().map_err(|e| (m.span().start, format!("fixture fault touch {:?}: {e}", f.path), None))?;
+    }
+    if let Some(t) = f.at_turn.as_ref().filter(|t| *t.get_ref() == 0 || *t.get_ref() > main_turns) {
+        let msg = format!("fixture fault at_turn {} names no main turn (there are {main_turns})", t.get_ref());
+        return Err((t.span().start, msg, Some("at_turn N: before the N-th [[turn]] is served (1-based)")));
+    }
+    let op = match kind {
+        "write" => FaultOp::Write { content: f.content.as_ref().map(|c| c.get_ref().clone()).unwrap_or_default() },
+        "delete" => FaultOp::Delete,
+        "mkdir" => FaultOp::Mkdir,
+        "chmod" => {
+            let text = f.mode.as_ref().map(|m| m.get_ref().as_str()).unwrap_or("0644");
+            let mode = u32::from_str_radix(text.trim_start_matches("0o"), 8).ok().filter(|m| *m <= 0o7777);
+            let Some(mode) = mode else {
+                let at = f.mode.as_ref().map(|m| m.span().start).unwrap_or(f.kind.span().start);
+                return Err((at, format!("chmod mode {text:?} is not an octal mode"), Some("e.g. mode = \"0444\"")));
+            };
+            FaultOp::Chmod { mode }
+        }
+        "touch" => FaultOp::Touch { mtime: f.mtime.as_ref().map(|m| m.get_ref().clone()) },
+        _ => match &f.target {
+            Some(t) => FaultOp::Symlink { target: t.get_ref().clone() },
+            None => return Err((f.kind.span().start, "a symlink fault needs a target".into(), kinds_hint)),
+        },
+    };
+    Ok(FsFault { at_turn: f.at_turn.as_ref().map(|t| *t.get_ref()), path: f.path.clone(), op })
 }
 
 /// True for a file under a `claude-code` directory of the probes (`probes/claude-code/x.toml`): the
@@ -955,7 +1261,7 @@ mod tests {
     fn a_check_names_a_result_by_number_or_by_the_id_given_to_its_tool_use() {
         let text = "id = \"x.y\"\nclaims = [\"READ-1\"]\nabout = \"a\"\n[[turn]]\ntool_use = [{ name = \"Read\", input = {} }]\n\
                     [[turn]]\ntool_use = [{ name = \"Read\", input = {} }, { id = \"edit\", name = \"Edit\", input = {} }]\n\
-                    [[turn]]\ntext = \"done\"\n[[check]]\nresult = \"edit\"\n[[check]]\nresult = 2\n";
+                    [[turn]]\ntext = \"done\"\n[[check]]\nresult = \"edit\"\nis_error = false\n[[check]]\nresult = 2\nis_error = false\n";
         let p = parse(Path::new("p.toml"), text).unwrap_or_else(|e| panic!("{e}"));
         let resolved: Vec<Option<usize>> = p.checks.iter().map(|c| c.0.result_n).collect();
         assert_eq!(resolved, vec![Some(3), Some(2)]);
@@ -1000,5 +1306,95 @@ mod tests {
             "{}",
             err(&format!("{OK}[[check]]\nresult = 1\nis_error = \"no\"\n"))
         );
+    }
+}
+
+#[cfg(test)]
+mod validation_tests {
+    use super::*;
+
+    fn err(text: &str) -> String {
+        parse(Path::new("p.toml"), text).err().map(|e| e.to_string()).unwrap_or_else(|| "parsed".into())
+    }
+
+    const OK: &str = "id = \"x.y\"\nclaims = [\"READ-1\"]\nabout = \"a\"\n[[turn]]\ntool_use = [{ name = \"Read\", input = { file_path = \"{cwd}/f\" } }]\n[[turn]]\ntext = \"done\"\n";
+
+    #[test]
+    fn a_check_that_asserts_nothing_is_an_error_at_its_key() {
+        let e = err(&format!("{OK}[[check]]\nresult = 1\n"));
+        assert!(e.starts_with("p.toml:8:1: the check names its target but asserts nothing"), "{e}");
+        let e = err(&format!("{OK}[[check]]\nresult = 1\ncontains = []\n"));
+        assert!(e.starts_with("p.toml:10:1: `contains` is empty: it asserts nothing"), "{e}");
+        let e = err(&format!("{OK}[[check]]\nresult = 1\njson = []\n"));
+        assert!(e.starts_with("p.toml:10:1: `json` is empty: it asserts nothing"), "{e}");
+        let e = err(&format!("{OK}[[check]]\nresult = 1\n  json = [{{ pointer = \"/0\" }}]\n"));
+        assert!(e.starts_with("p.toml:10:3: json check \"/0\" has neither equals nor exists"), "{e}");
+        assert_eq!(err(&format!("{OK}[[check]]\nresult = 1\ncontains = [\"x\"]\n")), "parsed");
+    }
+
+    #[test]
+    fn a_key_that_does_not_apply_to_a_fault_kind_is_an_error_at_the_key() {
+        let fault = |body: &str| err(&format!("{OK}[[fixture.fault]]\npath = \"f\"\n{body}\n"));
+        let e = fault("kind = \"delete\"\ncontent = \"x\"");
+        assert!(e.starts_with("p.toml:11:11: `content` does not apply to a \"delete\" fault"), "{e}");
+        let e = fault("kind = \"write\"\nmode = \"0644\"");
+        assert!(e.starts_with("p.toml:11:8: `mode` does not apply to a \"write\" fault"), "{e}");
+        let e = fault("kind = \"explode\"");
+        assert!(e.starts_with("p.toml:10:8: fixture fault kind \"explode\" is unknown"), "{e}");
+        let e = fault("kind = \"chmod\"\nmode = \"999\"");
+        assert!(e.starts_with("p.toml:11:8: chmod mode \"999\" is not an octal mode"), "{e}");
+        let e = fault("kind = \"write\"\nat_turn = 7");
+        assert!(e.starts_with("p.toml:11:11: fixture fault at_turn 7 names no main turn"), "{e}");
+        let e = fault("kind = \"symlink\"");
+        assert!(e.contains("needs a target"), "{e}");
+        let p = parse(
+            Path::new("p.toml"),
+            &format!("{OK}[[fixture.fault]]\npath = \"f\"\nkind = \"chmod\"\nmode = \"0444\"\n"),
+        );
+        assert_eq!(
+            p.map(|p| p.fixture.fault[0].op.clone()).map_err(|e| e.to_string()),
+            Ok(FaultOp::Chmod { mode: 0o444 })
+        );
+    }
+
+    #[test]
+    fn a_fixture_dir_must_stay_under_fixtures() {
+        for bad in ["/etc", "../secrets", "lsp/../../x", ""] {
+            let e = err(&format!("{OK}[fixture]\ndir = {bad:?}\n"));
+            assert!(
+                e.starts_with(&format!("p.toml:9:7: fixture dir {bad:?} is not a relative path under fixtures/")),
+                "{e}"
+            );
+        }
+        assert_eq!(err(&format!("{OK}[fixture]\ndir = \"lsp/pyproj\"\n")), "parsed");
+    }
+
+    #[test]
+    fn errors_of_top_level_keys_and_of_turns_are_placed_on_them() {
+        let e = err(&OK.replace("about = \"a\"\n", "about = \"a\"\nresult = 1\n"));
+        assert!(e.starts_with("p.toml:4:1: unknown field `result`"), "{e}");
+        let e = err(&OK.replace("[[turn]]\ntext = \"done\"\n", "[[turn]]\n[[turn]]\ntext = \"done\"\n"));
+        assert!(e.starts_with("p.toml:6:1: conversation \"main\", turn 2: a turn needs text"), "{e}");
+        let e = err(&format!("{OK}[settings.sandbox]\nenabled = true\n"));
+        assert!(e.starts_with("p.toml:9:1: the probe turns the Bash sandbox on"), "{e}");
+    }
+
+    #[test]
+    fn a_permission_rule_is_parsed_at_load() {
+        let rules = |list: &str| err(&format!("{OK}[settings.permissions]\ndeny = {list}\n"));
+        let e = rules("[\"Read(a)\", \"Raed(secrets/**)\"]");
+        assert!(
+            e.starts_with(
+                "p.toml:9:20: permissions.deny: rule \"Raed(secrets/**)\" names \"Raed\", which is not a tool"
+            ),
+            "{e}"
+        );
+        let e = rules("[\"Read(secrets/[)\"]");
+        assert!(e.starts_with("p.toml:9:9: permissions.deny: rule \"Read(secrets/[)\""), "{e}");
+        let e = rules("[\"Read(\"]");
+        assert!(e.starts_with("p.toml:9:9: permissions.deny: permission rule \"Read(\" is not"), "{e}");
+        let e = rules("[\"WebFetch(example.test)\"]");
+        assert!(e.contains("a WebFetch pattern is domain:HOST"), "{e}");
+        assert_eq!(rules("[\"Read(secrets/**)\", \"Bash(git push:*)\", \"mcp__fixture__echo\", \"Write\"]"), "parsed");
     }
 }

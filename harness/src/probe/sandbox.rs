@@ -8,7 +8,7 @@
 //! resolved values.
 
 pub use super::placeholders::{placeholders_as_literals, probelab_binary, ENV_PROBELAB_BIN, PLACEHOLDERS, PROBELAB};
-use super::{FsFault, Probe};
+use super::{FaultOp, FsFault, Probe};
 use probelab_runtime::config::PluginSpec;
 use probelab_runtime::config::ServerSpec;
 use serde_json::Value;
@@ -32,11 +32,15 @@ pub struct Sandbox {
 impl Sandbox {
     /// Creates the dirs and the fixture. `fixtures_root` is where `[fixture] dir` is looked up.
     pub fn create(probe: &Probe, fixtures_root: &Path) -> Result<Sandbox, String> {
-        let dir = tempfile::Builder::new()
-            .prefix("probelab-")
-            .tempdir()
-            .map_err(|e| format!("cannot create a sandbox: {e}"))?;
-        let root = dir.path().canonicalize().map_err(|e| e.to_string())?;
+        // registered for removal should the run be interrupted, the owner's pid written in its root
+        let (dir, root) = crate::cleanup::register(|| {
+            let dir = tempfile::Builder::new()
+                .prefix(crate::cleanup::SANDBOX_PREFIX)
+                .tempdir()
+                .map_err(|e| format!("cannot create a sandbox: {e}"))?;
+            let root = dir.path().canonicalize().map_err(|e| e.to_string())?;
+            Ok(((dir, root.clone()), root))
+        })?;
         let cwd = root.join("work");
         let home = root.join("home");
         for d in [&cwd, &home] {
@@ -48,6 +52,15 @@ impl Sandbox {
             let src = fixtures_root.join(d);
             if !src.is_dir() {
                 return Err(format!("{}: fixture dir {} does not exist", probe.path.display(), src.display()));
+            }
+            // the parser refused absolute paths and `..`; a symlink under fixtures/ must not lead out either
+            let (real, top) = (src.canonicalize(), fixtures_root.canonicalize());
+            if !matches!((&real, &top), (Ok(r), Ok(t)) if r.starts_with(t)) {
+                return Err(format!(
+                    "{}: fixture dir {d:?} is not under {}",
+                    probe.path.display(),
+                    fixtures_root.display()
+                ));
             }
             copy_tree(&src, &sb.cwd).map_err(|e| format!("copying {}: {e}", src.display()))?;
         }
@@ -67,7 +80,7 @@ impl Sandbox {
             }
         }
         for f in probe.fixture.fault.iter().filter(|f| f.at_turn.is_none()) {
-            sb.apply(f)?;
+            sb.apply(f).map_err(|e| format!("{}: {e}", probe.path.display()))?;
         }
         Ok(sb)
     }
@@ -87,6 +100,7 @@ impl Sandbox {
     pub fn keep(&mut self) -> PathBuf {
         if let Some(d) = self.dir.take() {
             let _ = d.keep();
+            crate::cleanup::unregister(&self.root, true);
         }
         self.root.clone()
     }
@@ -171,35 +185,35 @@ impl Sandbox {
         s
     }
 
-    /// Applies one sandbox change.
+    /// Applies one sandbox change, on the path resolved inside the sandbox ([`Sandbox::confine`]): a
+    /// change never reaches outside it through a symlink (`delete` removes a link itself, not what it
+    /// points at; `symlink` may point anywhere — the link is the fixture).
     pub fn apply(&self, f: &FsFault) -> Result<(), String> {
-        let p = self.inside(&f.path)?;
-        let res = match f.kind.as_str() {
-            "write" => {
+        use std::os::unix::fs::PermissionsExt;
+        let kind = f.op.kind();
+        let fail = |e: String| format!("fixture fault {kind} {:?}: {e}", f.path);
+        let lexical = self.inside(&f.path).map_err(fail)?;
+        let follow_last = !matches!(f.op, FaultOp::Delete | FaultOp::Symlink { .. });
+        let p = self.confine(&lexical, follow_last).map_err(fail)?;
+        let res = match &f.op {
+            FaultOp::Write { content } => {
                 if let Some(parent) = p.parent() {
                     let _ = std::fs::create_dir_all(parent);
                 }
-                std::fs::write(&p, f.content.as_deref().unwrap_or_default())
+                std::fs::write(&p, content)
             }
-            "delete" => {
-                if p.is_dir() {
-                    std::fs::remove_dir_all(&p)
-                } else {
-                    std::fs::remove_file(&p)
-                }
-            }
-            "mkdir" => std::fs::create_dir_all(&p),
-            "chmod" => {
-                use std::os::unix::fs::PermissionsExt;
-                let mode = u32::from_str_radix(f.mode.as_deref().unwrap_or("0644").trim_start_matches("0o"), 8)
-                    .map_err(|e| format!("chmod mode: {e}"))?;
-                std::fs::set_permissions(&p, std::fs::Permissions::from_mode(mode))
-            }
-            "symlink" => std::os::unix::fs::symlink(self.resolve(f.target.as_deref().unwrap_or_default()), &p),
-            "touch" => {
+            FaultOp::Delete => match std::fs::symlink_metadata(&p) {
+                Ok(m) if m.is_dir() => std::fs::remove_dir_all(&p),
+                _ => std::fs::remove_file(&p),
+            },
+            FaultOp::Mkdir => std::fs::create_dir_all(&p),
+            FaultOp::Chmod { mode } => std::fs::set_permissions(&p, std::fs::Permissions::from_mode(*mode)),
+            FaultOp::Symlink { target } => std::os::unix::fs::symlink(self.resolve(target), &p),
+            FaultOp::Touch { mtime } => {
                 // like touch(1): made empty when missing, then given the mtime (default: now)
-                let t = match &f.mtime {
-                    Some(m) => m.time()?,
+                let t = match mtime.as_ref().map(|m| m.time()) {
+                    Some(Ok(t)) => t,
+                    Some(Err(e)) => return Err(fail(e.to_string())),
                     None => std::time::SystemTime::now(),
                 };
                 if let Some(parent) = p.parent() {
@@ -207,9 +221,74 @@ impl Sandbox {
                 }
                 std::fs::OpenOptions::new().create(true).append(true).open(&p).and_then(|_| set_mtime(&p, t))
             }
-            other => return Err(format!("unknown fixture fault kind {other:?}")),
         };
-        res.map_err(|e| format!("fixture fault {} {}: {e}", f.kind, f.path))
+        res.map_err(|e| fail(e.to_string()))
+    }
+
+    /// `path` (lexically inside the root) with the sandbox's symlinks followed — every component but
+    /// the last, and the last too with `follow_last` — each hop required to stay inside the root; a
+    /// link that leads out is refused, naming the link and where it points. Dangling links that point
+    /// inside resolve to where they point (a write creates the file there).
+    pub fn confine(&self, path: &Path, follow_last: bool) -> Result<PathBuf, String> {
+        self.confine_hops(path, follow_last, 0)
+    }
+
+    fn confine_hops(&self, path: &Path, follow_last: bool, hops: usize) -> Result<PathBuf, String> {
+        let rel = path.strip_prefix(&self.root).map_err(|_| format!("{} is outside the sandbox", path.display()))?;
+        let comps: Vec<_> = rel.components().collect();
+        let mut cur = self.root.clone();
+        for (i, c) in comps.iter().enumerate() {
+            let next = cur.join(c);
+            let last = i + 1 == comps.len();
+            let link = std::fs::symlink_metadata(&next).is_ok_and(|m| m.file_type().is_symlink());
+            if !link || (last && !follow_last) {
+                cur = next;
+                continue;
+            }
+            if hops >= MAX_SYMLINK_HOPS {
+                return Err(format!("more than {MAX_SYMLINK_HOPS} symlinks to follow at {}", next.display()));
+            }
+            let target = std::fs::read_link(&next).map_err(|e| format!("{}: {e}", next.display()))?;
+            let to = lexical_normal(&cur.join(&target));
+            if !to.starts_with(&self.root) {
+                return Err(format!(
+                    "{} is a symlink to {} (outside the sandbox): a fault does not follow it",
+                    next.strip_prefix(&self.root).unwrap_or(&next).display(),
+                    target.display()
+                ));
+            }
+            let rest: PathBuf = comps[i + 1..].iter().collect();
+            return self.confine_hops(&to.join(rest), follow_last, hops + 1);
+        }
+        Ok(cur)
+    }
+}
+
+/// Most symlinks [`Sandbox::confine`] follows for one path (the kernel's own limit, ELOOP).
+pub const MAX_SYMLINK_HOPS: usize = 40;
+
+/// `p` with `.` and `..` resolved by the text alone (`/a/b/../c` → `/a/c`).
+fn lexical_normal(p: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for c in p.components() {
+        match c {
+            std::path::Component::ParentDir => {
+                out.pop();
+            }
+            std::path::Component::CurDir => {}
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+impl Drop for Sandbox {
+    fn drop(&mut self) {
+        // the owning sandbox (not a view): its directory goes with it
+        if let Some(d) = self.dir.take() {
+            drop(d);
+            crate::cleanup::unregister(&self.root, false);
+        }
     }
 }
 
@@ -253,7 +332,11 @@ fn copy_tree(src: &Path, dst: &Path) -> std::io::Result<()> {
     for e in std::fs::read_dir(src)? {
         let e = e?;
         let to = dst.join(e.file_name());
-        if e.file_type()?.is_dir() {
+        let kind = e.file_type()?;
+        if kind.is_symlink() {
+            // a link stays a link: never the host file it may point at, copied in
+            std::os::unix::fs::symlink(std::fs::read_link(e.path())?, &to)?;
+        } else if kind.is_dir() {
             copy_tree(&e.path(), &to)?;
         } else {
             std::fs::copy(e.path(), &to)?;
@@ -294,5 +377,58 @@ mod tests {
         assert!(regex::Regex::new(&raw).is_err(), "the raw form is no regex");
         assert!(regex::Regex::new(&placeholders_as_literals("^{cwd}/{sandbox}x{2}$", "p")).is_ok());
         assert_eq!(placeholders_as_literals("a{2}{home}{other}", "p"), "a{2}p{other}");
+    }
+
+    const HEAD: &str = "id = \"x.y\"\nclaims = [\"READ-1\"]\nabout = \"a\"\n[[turn]]\ntext = \"done\"\n";
+
+    /// A probe whose faults are: a symlink `out` to `outside`, then `then` (a fault's kind and keys).
+    fn probe(outside: &Path, then: &str) -> Probe {
+        let text = format!(
+            "{HEAD}[[fixture.fault]]\nkind = \"symlink\"\npath = \"out\"\ntarget = {:?}\n[[fixture.fault]]\n{then}\n",
+            outside.display().to_string()
+        );
+        super::super::parse(Path::new("probes/escape.toml"), &text).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    #[test]
+    fn faults_do_not_follow_symlinks_out_of_the_sandbox() {
+        let outside = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let victim = outside.path().join("victim.txt");
+        std::fs::write(&victim, "host file\n").unwrap_or_else(|e| panic!("{e}"));
+        let fixtures = Path::new(".");
+        for then in [
+            "kind = \"write\"\npath = \"out/victim.txt\"\ncontent = \"pwned\"",
+            "kind = \"write\"\npath = \"out/new.txt\"\ncontent = \"pwned\"",
+            "kind = \"chmod\"\npath = \"out/victim.txt\"\nmode = \"0777\"",
+            "kind = \"delete\"\npath = \"out/victim.txt\"",
+            "kind = \"mkdir\"\npath = \"out/sub/dir\"",
+            "kind = \"chmod\"\npath = \"out\"\nmode = \"0777\"",
+            "kind = \"write\"\npath = \"out\"\ncontent = \"pwned\"",
+        ] {
+            let e = Sandbox::create(&probe(outside.path(), then), fixtures)
+                .err()
+                .unwrap_or_else(|| panic!("{then}: applied"));
+            assert!(e.starts_with("probes/escape.toml: fixture fault "), "{e}");
+            assert!(e.contains("\"out\" is a symlink to") || e.contains("out is a symlink to"), "{e}");
+            assert!(e.contains("outside the sandbox"), "{e}");
+        }
+        assert_eq!(std::fs::read_to_string(&victim).ok().as_deref(), Some("host file\n"));
+        let names: Vec<_> =
+            std::fs::read_dir(outside.path()).into_iter().flatten().flatten().map(|e| e.file_name()).collect();
+        assert_eq!(names, vec![std::ffi::OsString::from("victim.txt")]);
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(outside.path()).map(|m| m.permissions().mode() & 0o777).unwrap_or(0);
+        assert_ne!(mode, 0o777);
+        // the link itself may go, and links that stay inside are followed
+        let sb = Sandbox::create(&probe(outside.path(), "kind = \"delete\"\npath = \"out\""), fixtures)
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert!(std::fs::symlink_metadata(sb.cwd.join("out")).is_err() && victim.exists());
+        let text = format!(
+            "{HEAD}[[fixture.fault]]\nkind = \"mkdir\"\npath = \"d\"\n[[fixture.fault]]\nkind = \"symlink\"\npath = \"in\"\n\
+             target = \"d\"\n[[fixture.fault]]\nkind = \"write\"\npath = \"in/f.txt\"\ncontent = \"ok\"\n"
+        );
+        let p = super::super::parse(Path::new("p.toml"), &text).unwrap_or_else(|e| panic!("{e}"));
+        let sb = Sandbox::create(&p, fixtures).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(std::fs::read_to_string(sb.cwd.join("d/f.txt")).ok().as_deref(), Some("ok"));
     }
 }

@@ -106,8 +106,15 @@ pub struct Ended {
     pub exited: std::time::Instant,
 }
 
-/// Runs `claude -p` in the sandbox against the stub at `url`.
-pub async fn run(cc: &ClaudeCode, probe: &Probe, url: &str, sandbox: &Sandbox) -> Result<Ended, String> {
+/// Runs `claude -p` in the sandbox against the stub at `url`, killed (with everything it started) at
+/// `until`, the probe's deadline.
+pub async fn run(
+    cc: &ClaudeCode,
+    probe: &Probe,
+    url: &str,
+    sandbox: &Sandbox,
+    until: std::time::Instant,
+) -> Result<Ended, String> {
     let (cwd, home, root) = (&sandbox.cwd, &sandbox.home, &sandbox.root);
     if probe.settings != Settings::default() {
         let dir = cwd.join(".claude");
@@ -157,31 +164,44 @@ pub async fn run(cc: &ClaudeCode, probe: &Probe, url: &str, sandbox: &Sandbox) -
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
+        .process_group(0)
         .kill_on_drop(true);
     let spawned = std::time::Instant::now();
-    let child = cmd.spawn().map_err(|e| format!("cannot start {}: {e}", cc.binary.display()))?;
-    let deadline = std::time::Duration::from_secs(probe.deadline_secs);
-    let waited = tokio::time::timeout(deadline, child.wait_with_output()).await;
+    let mut child = cmd.spawn().map_err(|e| format!("cannot start {}: {e}", cc.binary.display()))?;
+    // claude, its Bash commands (which it starts in sessions of their own) and its servers: killed as a
+    // tree at the deadline, while claude still holds them; its group goes when this call ends anyway
+    let group = probelab_runtime::process::Group::led_by(child.id());
+    let read = |r: Option<Box<dyn tokio::io::AsyncRead + Send + Unpin>>| {
+        tokio::spawn(async move {
+            let mut buf = Vec::new();
+            if let Some(mut r) = r {
+                let _ = tokio::io::AsyncReadExt::read_to_end(&mut r, &mut buf).await;
+            }
+            String::from_utf8_lossy(&buf).into_owned()
+        })
+    };
+    let stdout = read(child.stdout.take().map(|s| Box::new(s) as Box<dyn tokio::io::AsyncRead + Send + Unpin>));
+    let stderr = read(child.stderr.take().map(|s| Box::new(s) as Box<dyn tokio::io::AsyncRead + Send + Unpin>));
+    let waited = tokio::time::timeout_at(until.into(), child.wait()).await;
     let exited = std::time::Instant::now();
-    match waited {
-        Ok(Ok(o)) => Ok(Ended {
-            code: o.status.code(),
-            timed_out: false,
-            stream_json: String::from_utf8_lossy(&o.stdout).into_owned(),
-            stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
-            spawned,
-            exited,
-        }),
-        Ok(Err(e)) => Err(format!("waiting for claude: {e}")),
-        Err(_) => Ok(Ended {
-            code: None,
-            timed_out: true,
-            stream_json: String::new(),
-            stderr: String::new(),
-            spawned,
-            exited,
-        }),
+    let timed_out = waited.is_err();
+    if let Some(g) = &group {
+        g.kill();
     }
+    let status = match waited {
+        Ok(Ok(st)) => Some(st),
+        Ok(Err(e)) => return Err(format!("waiting for claude: {e}")),
+        Err(_) => child.wait().await.ok(),
+    };
+    let (stream_json, stderr) = (stdout.await.unwrap_or_default(), stderr.await.unwrap_or_default());
+    Ok(Ended {
+        code: if timed_out { None } else { status.and_then(|s| s.code()) },
+        timed_out,
+        stream_json: if timed_out { String::new() } else { stream_json },
+        stderr: if timed_out { String::new() } else { stderr },
+        spawned,
+        exited,
+    })
 }
 
 #[cfg(test)]

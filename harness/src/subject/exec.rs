@@ -78,9 +78,12 @@ pub async fn run_exec(
             .stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped())
+            .process_group(0)
             .kill_on_drop(true)
             .spawn()
             .map_err(|e| format!("cannot start {}: {e}", engine.display()))?;
+        // the measured command runs in measure's group: both go when this exec ends, however it ends
+        let _group = probelab_runtime::process::Group::led_by(child.id());
         let (timed_out, output) = match tokio::time::timeout(deadline, child.wait_with_output()).await {
             Ok(Ok(o)) => (false, Some(o)),
             Ok(Err(e)) => return Err(format!("exec {}: {e}", i + 1)),

@@ -166,6 +166,14 @@ impl Model for Client {
     }
 }
 
+/// When a session must be over (`None`: no deadline), session state: [`run_loop_with`] checks it before
+/// every request.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Deadline(pub Option<std::time::Instant>);
+
+/// [`LoopEnd::Error`]'s text when the loop stops at its [`Deadline`].
+pub const DEADLINE_PASSED: &str = "the session passed its deadline";
+
 /// How a loop ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum LoopEnd {
@@ -241,7 +249,12 @@ pub async fn run_loop_with(
 ) -> LoopOutcome {
     let mut messages = vec![json!({"role": "user", "content": prompt})];
     let tasks = &runtime.ctx.shell.tasks;
+    let deadline = runtime.ctx.session.state::<Deadline>().0;
     for _ in 0..max_turns {
+        // between turns: a session past its deadline starts no other request
+        if deadline.is_some_and(|d| std::time::Instant::now() >= d) {
+            return LoopOutcome { end: LoopEnd::Error(DEADLINE_PASSED.into()), messages };
+        }
         // BG-1: what finished in the background since the last call goes in before this one
         if let Some(block) = tasks.drain_notifications() {
             append_text(&mut messages, block);

@@ -123,6 +123,8 @@ pub struct McpServer {
     peer: Peer<RoleClient>,
     service: tokio::sync::Mutex<Option<RunningService<RoleClient, ClientInfo>>>,
     child: tokio::sync::Mutex<Option<tokio::process::Child>>,
+    /// The server's process group, killed with the server (its children included) when it is dropped.
+    group: Option<crate::process::Group>,
     /// Its tools as listed at connection (`tools/list`).
     pub tools: Vec<Value>,
     /// It declared the resources capability.
@@ -190,6 +192,10 @@ impl Mcp {
                 if waited.is_err() {
                     let _ = child.kill().await;
                 }
+            }
+            // what the server started goes with it
+            if let Some(g) = &s.group {
+                g.kill();
             }
         }
     }
@@ -259,9 +265,12 @@ async fn connect_one(name: &str, spec: &ServerSpec, cwd: &Path, home: &Path) -> 
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
+        .process_group(0)
         .kill_on_drop(true)
         .spawn()
         .map_err(|e| McpError::Start { name: name.to_string(), command: spec.command.clone(), source: Arc::new(e) })?;
+    // a connection given up (its timeout, the probe's deadline) kills the server's whole group
+    let group = crate::process::Group::led_by(child.id());
     let (Some(stdout), Some(stdin)) = (child.stdout.take(), child.stdin.take()) else {
         return Err(McpError::NoPipes { name: name.to_string() });
     };
@@ -288,6 +297,7 @@ async fn connect_one(name: &str, spec: &ServerSpec, cwd: &Path, home: &Path) -> 
     };
     let mut server = handshake(name, stdout, stdin).await.map_err(fail)?;
     server.child = tokio::sync::Mutex::new(Some(child));
+    server.group = group;
     Ok(server)
 }
 
@@ -323,6 +333,7 @@ where
         peer: service.peer().clone(),
         service: tokio::sync::Mutex::new(Some(service)),
         child: tokio::sync::Mutex::new(None),
+        group: None,
         tools,
         resources,
     })

@@ -149,6 +149,8 @@ fn shell_cwd(ctx: &ToolContext) -> PathBuf {
 /// A started command: the child, its group, its cgroup, and the reader of its output.
 struct Started {
     child: tokio::process::Child,
+    /// The command's group, killed if the call is dropped before [`finish`] (a deadline, a cancel).
+    _group: Option<crate::process::Group>,
     pgid: i32,
     cgroup: Option<Cgroup>,
     reader: tokio::task::JoinHandle<Captured>,
@@ -214,7 +216,15 @@ fn start(
         (None, _) => None,
     };
     let reader = tokio::task::spawn_blocking(move || capture(reader, sink));
-    Ok(Started { child, pgid: pid, cgroup, reader, cwd_file, marker })
+    Ok(Started {
+        child,
+        _group: crate::process::Group::led_by(Some(pid as u32)),
+        pgid: pid,
+        cgroup,
+        reader,
+        cwd_file,
+        marker,
+    })
 }
 
 /// Where a command's output goes.
@@ -502,8 +512,7 @@ struct Cgroup {
     dir: PathBuf,
 }
 
-/// The `pids` hierarchy this runtime makes its groups in.
-const PIDS_ROOT: &str = "/sys/fs/cgroup/pids";
+use crate::process::PIDS_ROOT;
 
 impl Cgroup {
     fn create() -> Option<Cgroup> {

@@ -49,6 +49,8 @@ pub struct Client {
     name: String,
     stdin: Arc<tokio::sync::Mutex<ChildStdin>>,
     child: tokio::sync::Mutex<Child>,
+    /// The server's process group: killed (its children included) when the client is dropped.
+    group: Option<crate::process::Group>,
     pending: Pending,
     next_id: AtomicI64,
     dead: Arc<Mutex<Option<String>>>,
@@ -140,9 +142,11 @@ impl Client {
             .stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::null())
+            .process_group(0)
             .kill_on_drop(true)
             .spawn()
             .map_err(|e| format!("LSP server {name} failed to start: spawn {command} {e}"))?;
+        let group = crate::process::Group::led_by(child.id());
         let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
             return Err("LSP server process stdio not available".into());
         };
@@ -220,6 +224,7 @@ impl Client {
             name: name.to_string(),
             stdin,
             child: tokio::sync::Mutex::new(child),
+            group,
             pending,
             next_id: AtomicI64::new(0),
             dead,
@@ -286,6 +291,9 @@ impl Client {
     pub async fn kill(&self) {
         let mut c = self.child.lock().await;
         let _ = c.kill().await;
+        if let Some(g) = &self.group {
+            g.kill();
+        }
     }
 }
 

@@ -1,0 +1,254 @@
+//! A run leaves nothing behind, however it ends.
+//!
+//! `probelab run` runs as two processes: the one the user started, the *supervisor*, starts itself
+//! again as the *worker* (the same arguments, [`ENV_SUPERVISOR`] naming the supervisor) and only
+//! forwards signals to it and passes its exit code on. The worker does the run:
+//! - it is a child subreaper: whatever its children start stays its descendant, orphans included;
+//! - SIGINT, SIGTERM or SIGHUP stop the run: every descendant is stopped then killed
+//!   ([`probelab_runtime::process::kill_own_descendants`]), every live sandbox removed
+//!   ([`register`]), the run's cgroups removed, and the worker exits 128 + the signal (130, 143);
+//! - its parent-death signal is SIGTERM: a SIGKILLed supervisor (nothing can catch SIGKILL) still gets
+//!   its worker to clean up as above.
+//!
+//! What a SIGKILL of the worker itself leaves (or a machine that went down) is swept at the next start
+//! ([`sweep_stale`]): a sandbox's root holds its owner's pid ([`OWNER_FILE`]); a sandbox whose owner is
+//! gone is removed, with the processes still working in it, and so are the dead owners' cgroups.
+//!
+//! The signal mask, not a handler, catches the signals: they are blocked in every thread of the worker
+//! and one thread waits for them (`sigwait`), so no unsafe code is needed; children start with an
+//! empty mask (the standard library resets it before `exec`).
+
+use nix::sys::signal::{kill, SigSet, Signal};
+use nix::unistd::Pid;
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Mutex;
+
+/// Env var of the worker: the supervisor's pid.
+pub const ENV_SUPERVISOR: &str = "PROBELAB_SUPERVISOR_PID";
+/// The file in a sandbox's root that names the process owning it (its pid, decimal).
+pub const OWNER_FILE: &str = ".probelab-owner";
+/// Prefix of a sandbox's directory name in the temp dir.
+pub const SANDBOX_PREFIX: &str = "probelab-";
+/// Rounds of "kill what runs, remove what is left" when a run is interrupted: a probe task may start a
+/// process or make a sandbox between two rounds.
+pub const INTERRUPT_ROUNDS: usize = 3;
+
+/// The signals that stop a run.
+const STOP_SIGNALS: [Signal; 3] = [Signal::SIGINT, Signal::SIGTERM, Signal::SIGHUP];
+
+struct Live {
+    stopping: bool,
+    roots: BTreeSet<PathBuf>,
+}
+
+static LIVE: Mutex<Live> = Mutex::new(Live { stopping: false, roots: BTreeSet::new() });
+
+/// Makes a sandbox directory through `make` (which returns its root) and registers it for removal if
+/// the run is interrupted; refused once the run is stopping. The owner file is written into it.
+pub fn register<T>(make: impl FnOnce() -> Result<(T, PathBuf), String>) -> Result<T, String> {
+    let mut live = LIVE.lock().map_err(|_| "the sandbox registry is poisoned".to_string())?;
+    if live.stopping {
+        return Err("the run is being stopped".into());
+    }
+    let (made, root) = make()?;
+    std::fs::write(root.join(OWNER_FILE), std::process::id().to_string())
+        .map_err(|e| format!("cannot write {}: {e}", root.join(OWNER_FILE).display()))?;
+    live.roots.insert(root);
+    Ok(made)
+}
+
+/// Forgets a sandbox (removed, or kept on request: its owner file goes too, so no sweep takes it).
+pub fn unregister(root: &Path, kept: bool) {
+    if kept {
+        let _ = std::fs::remove_file(root.join(OWNER_FILE));
+    }
+    if let Ok(mut live) = LIVE.lock() {
+        live.roots.remove(root);
+    }
+}
+
+/// What [`supervise`] made of this process.
+pub enum Role {
+    /// The run happened in the worker; this is its exit code.
+    Supervised(ExitCode),
+    /// This process is the worker: go on with the run.
+    Worker,
+}
+
+/// The first step of a command that runs probes, before any thread is started: see the module doc.
+/// When the worker cannot be started, the run goes on in this process (still cleaned up on SIGINT /
+/// SIGTERM; a SIGKILL's leftovers are swept at the next start).
+pub fn supervise() -> Role {
+    let parent = nix::unistd::getppid().as_raw();
+    let supervisor = std::env::var(ENV_SUPERVISOR).ok().and_then(|v| v.parse::<i32>().ok());
+    if supervisor.is_some_and(|s| s == parent) {
+        worker(true);
+        return Role::Worker;
+    }
+    match run_worker() {
+        Ok(code) => Role::Supervised(code),
+        Err(e) => {
+            eprintln!("probelab: cannot start the run's worker process ({e}); running in this one");
+            worker(false);
+            Role::Worker
+        }
+    }
+}
+
+fn run_worker() -> std::io::Result<ExitCode> {
+    let mask = stop_set();
+    mask.thread_block().map_err(std::io::Error::from)?;
+    let exe = std::env::current_exe()?;
+    let mut child = std::process::Command::new(exe)
+        .args(std::env::args_os().skip(1))
+        .env(ENV_SUPERVISOR, std::process::id().to_string())
+        .spawn()?;
+    let pid = Pid::from_raw(child.id() as i32);
+    std::thread::spawn(move || loop {
+        if let Ok(sig) = mask.wait() {
+            let _ = kill(pid, sig);
+        }
+    });
+    let status = child.wait()?;
+    let code =
+        status.code().unwrap_or_else(|| 128 + std::os::unix::process::ExitStatusExt::signal(&status).unwrap_or(9));
+    Ok(ExitCode::from(code.clamp(0, 255) as u8))
+}
+
+fn stop_set() -> SigSet {
+    let mut set = SigSet::empty();
+    for s in STOP_SIGNALS {
+        set.add(s);
+    }
+    set
+}
+
+/// Sets up this process as the run's worker (before any other thread starts: the mask is inherited).
+fn worker(supervised: bool) {
+    if supervised {
+        let _ = nix::sys::prctl::set_pdeathsig(Signal::SIGTERM);
+        // the supervisor may have gone before the death signal was armed
+        if std::env::var(ENV_SUPERVISOR).ok() != Some(nix::unistd::getppid().as_raw().to_string()) {
+            std::process::exit(128 + Signal::SIGTERM as i32);
+        }
+        // not for the subjects' environment (a varying pid in a probe's `env` output); no other thread
+        // runs yet
+        std::env::remove_var(ENV_SUPERVISOR);
+    }
+    let _ = nix::sys::prctl::set_child_subreaper(true);
+    let mask = stop_set();
+    if mask.thread_block().is_ok() {
+        std::thread::spawn(move || {
+            if let Ok(sig) = mask.wait() {
+                interrupted(sig);
+            }
+        });
+    }
+    let swept = sweep_stale(&std::env::temp_dir());
+    if swept > 0 {
+        eprintln!("probelab: removed {swept} sandbox(es) left by runs that were killed");
+    }
+}
+
+/// Stops the run: see the module doc. Never returns.
+fn interrupted(sig: Signal) -> ! {
+    eprintln!("probelab: {sig}: stopping the run (its processes killed, its sandboxes removed)");
+    let me = std::process::id();
+    for _ in 0..INTERRUPT_ROUNDS {
+        probelab_runtime::process::kill_own_descendants();
+        let roots: Vec<PathBuf> = match LIVE.lock() {
+            Ok(mut live) => {
+                live.stopping = true;
+                std::mem::take(&mut live.roots).into_iter().collect()
+            }
+            Err(_) => Vec::new(),
+        };
+        for r in &roots {
+            remove_all(r);
+        }
+        probelab_runtime::process::sweep_cgroups(|owner| owner == me);
+        if roots.is_empty() {
+            break;
+        }
+    }
+    std::process::exit(128 + sig as i32)
+}
+
+fn remove_all(root: &Path) {
+    // a process killed a moment ago may still be writing: a few tries
+    for _ in 0..INTERRUPT_ROUNDS {
+        if std::fs::remove_dir_all(root).is_ok() || !root.exists() {
+            return;
+        }
+    }
+}
+
+/// Whether process `pid` is gone (no `/proc` entry, or a zombie).
+pub fn gone(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => stat.rfind(')').and_then(|i| stat[i + 1..].split_whitespace().next()) == Some("Z"),
+        Err(_) => true,
+    }
+}
+
+/// Removes the sandboxes under `tmp` whose owner is gone (killing the processes whose cwd is inside
+/// them first), and the gone owners' cgroups. Returns how many sandboxes were removed.
+pub fn sweep_stale(tmp: &Path) -> usize {
+    let Ok(dir) = std::fs::read_dir(tmp) else { return 0 };
+    let mut stale = Vec::new();
+    for e in dir.flatten() {
+        if !e.file_name().to_string_lossy().starts_with(SANDBOX_PREFIX) {
+            continue;
+        }
+        let owner = std::fs::read_to_string(e.path().join(OWNER_FILE)).ok().and_then(|t| t.trim().parse::<u32>().ok());
+        if owner.is_some_and(gone) {
+            stale.push(e.path().canonicalize().unwrap_or_else(|_| e.path()));
+        }
+    }
+    if !stale.is_empty() {
+        kill_working_in(&stale);
+        for s in &stale {
+            remove_all(s);
+        }
+    }
+    probelab_runtime::process::sweep_cgroups(gone);
+    stale.len()
+}
+
+/// Kills every process whose cwd or executable lies under one of `dirs`.
+fn kill_working_in(dirs: &[PathBuf]) {
+    let Ok(procs) = std::fs::read_dir("/proc") else { return };
+    for e in procs.flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else { continue };
+        let inside = ["cwd", "exe"]
+            .iter()
+            .any(|l| std::fs::read_link(e.path().join(l)).is_ok_and(|p| dirs.iter().any(|d| p.starts_with(d))));
+        if inside {
+            probelab_runtime::process::kill_tree(pid);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_sandbox_whose_owner_is_gone_is_swept_and_a_live_ones_is_kept() {
+        let tmp = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let dead = tmp.path().join("probelab-dead");
+        let live = tmp.path().join("probelab-live");
+        let foreign = tmp.path().join("probelab-no-owner");
+        for d in [&dead, &live, &foreign] {
+            std::fs::create_dir_all(d.join("work")).unwrap_or_else(|e| panic!("{e}"));
+        }
+        // a pid that cannot be running: above the kernel's pid_max limit
+        std::fs::write(dead.join(OWNER_FILE), "4194305").unwrap_or_else(|e| panic!("{e}"));
+        std::fs::write(live.join(OWNER_FILE), std::process::id().to_string()).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(sweep_stale(tmp.path()), 1);
+        assert!(!dead.exists());
+        assert!(live.exists() && foreign.exists());
+    }
+}
