@@ -267,7 +267,7 @@ equals = "c.txt\nd.txt\na.txt\nb.txt"
     .err()
     .map(|e| e.to_string())
     .unwrap_or_default();
-    assert!(e.contains("mtime applies to touch only"), "{e}");
+    assert!(e.contains("`mtime` does not apply to a \"write\" fault"), "{e}");
 }
 
 #[test]
