@@ -145,12 +145,28 @@ pub fn mtimes(paths: &[&str]) -> Vec<Option<std::time::SystemTime>> {
     })
 }
 
-/// Records what a Read returned (READ-4).
+/// Records what a Read returned (READ-4), or what an Edit / Write left (no window).
 pub fn remember_read(ctx: &ToolContext, path: &Path, content: Vec<u8>, partial: bool) {
+    remember_window(ctx, path, content, partial, None);
+}
+
+/// Records what a Read of a window (`offset` as given, default 1; `limit`) returned.
+pub fn remember_window(
+    ctx: &ToolContext,
+    path: &Path,
+    content: Vec<u8>,
+    partial: bool,
+    window: Option<(u64, Option<u64>)>,
+) {
     if let Ok(mut s) = ctx.read_state.lock() {
-        s.insert(path.to_path_buf(), ReadState { content, mtime: mtime(path), partial });
+        s.insert(path.to_path_buf(), ReadState { content, mtime: mtime(path), partial, window });
     }
 }
+
+/// Claude Code 2.1.235's answer to a Read of the same window of a file unchanged since the last Read
+/// (measured by `harness/tests/fidelity.rs`).
+pub const FILE_UNCHANGED: &str =
+    "Wasted call \u{2014} file unchanged since your last Read. Refer to that earlier tool_result instead.";
 
 /// The gates before writing an existing file: it was Read (EDIT-1) and has not changed on disk since
 /// (EDIT-2: a changed mtime with identical content passes, like the reference's full-read check).
@@ -205,6 +221,29 @@ pub const FILE_STATE_NOTE: &str = " (file state is current in your context — n
 /// which is where a relative path would have been looked for.
 pub fn missing_file(ctx: &ToolContext) -> String {
     format!("File does not exist. Note: your current working directory is {}.", ctx.working_dir().display())
+}
+
+/// [`missing_file`] for `path`, with the reference's hint when the directory holds a file of the same
+/// name with another extension (`… Did you mean notes.md?`).
+pub fn missing_file_near(ctx: &ToolContext, path: &Path) -> String {
+    let text = missing_file(ctx);
+    match similar_file(path) {
+        Some(name) => format!("{text} Did you mean {name}?"),
+        None => text,
+    }
+}
+
+/// A file beside `path` with the same stem and another extension (the first by name).
+fn similar_file(path: &Path) -> Option<String> {
+    let (dir, stem) = (path.parent()?, path.file_stem()?);
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .ok()?
+        .flatten()
+        .filter(|e| e.path() != path && Path::new(&e.file_name()).file_stem() == Some(stem))
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names.into_iter().next()
 }
 
 /// The success text of a Write or Edit that changed an existing file (or an Edit that made one).
