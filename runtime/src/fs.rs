@@ -251,6 +251,81 @@ pub fn updated(path: &Path) -> String {
     format!("The file {} has been updated successfully.{FILE_STATE_NOTE}", path.display())
 }
 
+/// A text file as the reference's Edit and Write see it (2.1.235, measured by
+/// `harness/tests/fidelity.rs`): decoded as UTF-16LE after an `FF FE` mark, else as UTF-8 with invalid
+/// bytes replaced (written back so: the reference does not keep them), CRLF turned into LF, and the line
+/// ends to write back with (CRLF when most of the first 4,096 chars' line ends are CRLF).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TextFile {
+    /// The content, LF line ends (a byte-order mark kept).
+    pub text: String,
+    /// Written back as UTF-16LE.
+    pub utf16: bool,
+    /// Written back with CRLF line ends.
+    pub crlf: bool,
+}
+
+impl TextFile {
+    /// Decodes bytes.
+    pub fn decode(bytes: &[u8]) -> TextFile {
+        let utf16 = bytes.len() >= 2 && bytes[0] == 0xFF && bytes[1] == 0xFE;
+        let raw = if utf16 {
+            let units: Vec<u16> = bytes[2..].chunks(2).map(|c| u16::from_le_bytes([c[0], *c.get(1).unwrap_or(&0)])).collect();
+            String::from_utf16_lossy(&units)
+        } else {
+            String::from_utf8_lossy(bytes).into_owned()
+        };
+        let head: String = raw.chars().take(4096).collect();
+        let crlf_ends = head.matches("\r\n").count();
+        let crlf = crlf_ends > head.matches('\n').count() - crlf_ends;
+        TextFile { text: raw.replace("\r\n", "\n"), utf16, crlf }
+    }
+
+    /// The text without a leading byte-order mark (what the reference's checks look at).
+    pub fn content(&self) -> &str {
+        self.text.strip_prefix('\u{feff}').unwrap_or(&self.text)
+    }
+
+    /// The bytes to write for `text` (LF line ends) in this file's encoding and line ends.
+    pub fn encode(&self, text: &str) -> Vec<u8> {
+        let text = if self.crlf { text.replace("\r\n", "\n").replace('\n', "\r\n") } else { text.to_string() };
+        if self.utf16 {
+            let mut out = vec![0xFF, 0xFE];
+            out.extend(text.encode_utf16().flat_map(u16::to_le_bytes));
+            out
+        } else {
+            text.into_bytes()
+        }
+    }
+}
+
+/// JavaScript's `\s` (the reference trims with it): Unicode white space and the byte-order mark, not NEL.
+fn js_space(c: char) -> bool {
+    (c.is_whitespace() && c != '\u{85}') || c == '\u{feff}'
+}
+
+/// What the reference does to the text a Write or an Edit puts into a file other than Markdown
+/// (`.md`, `.mdx`): trailing white space taken off every line (lines end at CRLF, LF or CR).
+pub fn trim_line_ends(path: &Path, text: &str) -> String {
+    let markdown = path
+        .extension()
+        .and_then(|e| e.to_str())
+        .is_some_and(|e| e.eq_ignore_ascii_case("md") || e.eq_ignore_ascii_case("mdx"));
+    if markdown {
+        return text.to_string();
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(i) = rest.find(['\r', '\n']) {
+        out.push_str(rest[..i].trim_end_matches(js_space));
+        let end = if rest[i..].starts_with("\r\n") { i + 2 } else { i + 1 };
+        out.push_str(&rest[i..end]);
+        rest = &rest[end..];
+    }
+    out.push_str(rest.trim_end_matches(js_space));
+    out
+}
+
 /// `296.9KB`-style sizes, as the reference formats them.
 pub fn format_size(bytes: u64) -> String {
     let (value, unit) = if bytes < 1024 {
@@ -308,6 +383,22 @@ mod tests {
         let _ = std::os::unix::fs::symlink("/etc", &link);
         assert!(confine(&c, "out/passwd").is_err());
         assert!(confine(&c, "out/new-file").is_err());
+    }
+
+    #[test]
+    fn text_files_keep_their_line_ends_and_lose_invalid_bytes() {
+        let f = TextFile::decode(b"a\r\nb\r\nc\n");
+        assert_eq!((f.text.as_str(), f.crlf), ("a\nb\nc\n", true));
+        assert_eq!(f.encode("x\ny\n"), b"x\r\ny\r\n");
+        let f = TextFile::decode(b"caf\xe9\n");
+        assert_eq!((f.text.as_str(), f.crlf), ("caf\u{fffd}\n", false));
+        assert_eq!(TextFile::decode(b"\xef\xbb\xbfhi").content(), "hi");
+    }
+
+    #[test]
+    fn line_ends_are_trimmed_except_in_markdown() {
+        assert_eq!(trim_line_ends(Path::new("a.rs"), "x \r\ny\t\nz \rw  "), "x\r\ny\nz\rw");
+        assert_eq!(trim_line_ends(Path::new("a.md"), "x  \n"), "x  \n");
     }
 
     #[test]
