@@ -183,6 +183,9 @@ impl Tool for Edit {
                     ));
                 }
                 check_write_gates(ctx, &path, &current)?;
+                // the reference looks for old_string in the text without its byte-order mark (an old
+                // string holding the mark is not found), then replaces in the text as it is
+                replace(file.content(), &args.old_string, &new_string, args.replace_all)?;
                 replace(&file.text, &args.old_string, &new_string, args.replace_all)?
             };
             checkpoint(ctx, &path, &current)?;
