@@ -270,7 +270,8 @@ impl TextFile {
     pub fn decode(bytes: &[u8]) -> TextFile {
         let utf16 = bytes.len() >= 2 && bytes[0] == 0xFF && bytes[1] == 0xFE;
         let raw = if utf16 {
-            let units: Vec<u16> = bytes[2..].chunks(2).map(|c| u16::from_le_bytes([c[0], *c.get(1).unwrap_or(&0)])).collect();
+            let units: Vec<u16> =
+                bytes[2..].chunks(2).map(|c| u16::from_le_bytes([c[0], *c.get(1).unwrap_or(&0)])).collect();
             String::from_utf16_lossy(&units)
         } else {
             String::from_utf8_lossy(bytes).into_owned()

@@ -4,8 +4,8 @@
 
 use crate::context::ToolContext;
 use crate::fs::{
-    check_write_gates, checkpoint, confine, missing_file_near, remember_read, trim_line_ends, updated, write_and_remember,
-    TextFile, FILE_STATE_NOTE,
+    check_write_gates, checkpoint, confine, missing_file_near, remember_read, trim_line_ends, updated,
+    write_and_remember, TextFile, FILE_STATE_NOTE,
 };
 use crate::tool::{parse_args, PermissionSubject, Tool, ToolError, ToolOutput};
 use futures_util::future::BoxFuture;
@@ -107,17 +107,15 @@ pub fn replace(text: &str, old: &str, new: &str, replace_all: bool) -> Result<St
     }
     let new = in_quote_style(old, &actual, new);
     let with_line_end = format!("{actual}\n");
-    let target = if new.is_empty() && !actual.ends_with('\n') && text.contains(&with_line_end) {
-        with_line_end
-    } else {
-        actual
-    };
+    let target =
+        if new.is_empty() && !actual.ends_with('\n') && text.contains(&with_line_end) { with_line_end } else { actual };
     Ok(if replace_all { text.replace(&target, &new) } else { text.replacen(&target, &new, 1) })
 }
 
 fn has_unicode_escape(s: &str) -> bool {
     let b = s.as_bytes();
-    (0..b.len().saturating_sub(5)).any(|i| b[i] == b'\\' && b[i + 1] == b'u' && b[i + 2..i + 6].iter().all(u8::is_ascii_hexdigit))
+    (0..b.len().saturating_sub(5))
+        .any(|i| b[i] == b'\\' && b[i + 1] == b'u' && b[i + 2..i + 6].iter().all(u8::is_ascii_hexdigit))
 }
 
 impl Tool for Edit {

@@ -309,7 +309,8 @@ impl Tool for Grep {
             let lines: Vec<String> = found.stdout.lines().map(str::to_string).collect();
             // GREP-2: the record kept beside the text says how much there was in all and what was cut, so
             // "not shown" can be told apart: filtered (not matched) or truncated (limit / offset).
-            let applied = |cut: Option<usize>| json!({"appliedLimit": cut, "appliedOffset": (offset > 0).then_some(offset)});
+            let applied =
+                |cut: Option<usize>| json!({"appliedLimit": cut, "appliedOffset": (offset > 0).then_some(offset)});
             // the texts as Claude Code 2.1.235 words them (its Grep tool's result mapping, measured by
             // harness/tests/fidelity.rs)
             let (text, mut data) = match mode {
@@ -327,15 +328,18 @@ impl Tool for Grep {
                         "No matches found".to_string()
                     };
                     let p = pagination(cut, offset);
-                    let text = if p.is_empty() { body } else { format!("{body}\n\n[Showing results with pagination = {p}]") };
+                    let text =
+                        if p.is_empty() { body } else { format!("{body}\n\n[Showing results with pagination = {p}]") };
                     (text, merge(data, applied(cut)))
                 }
                 Mode::Count => {
                     let rel: Vec<String> = lines.iter().map(|l| relative_count_line(&wd, l)).collect();
                     let (shown, cut) = paginate(&rel, limit, offset);
                     // the totals are of every file, shown or not (as the reference counts them)
-                    let counts: Vec<u64> =
-                        rel.iter().filter_map(|l| l.rsplit_once(':').and_then(|(_, n)| n.parse::<u64>().ok())).collect();
+                    let counts: Vec<u64> = rel
+                        .iter()
+                        .filter_map(|l| l.rsplit_once(':').and_then(|(_, n)| n.parse::<u64>().ok()))
+                        .collect();
                     let (all, files) = (counts.iter().sum::<u64>(), counts.len());
                     let data = json!({"mode": "count", "numFiles": files, "numMatches": all});
                     let body = if !shown.is_empty() {

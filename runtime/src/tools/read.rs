@@ -38,11 +38,11 @@ const IMAGE_TYPES: &[(&str, &str)] = &[
 /// measured by `harness/tests/fidelity.rs`); the image types and `pdf` among them are read instead.
 const BINARY_EXTENSIONS: &[&str] = &[
     "bmp", "ico", "tiff", "tif", "mp4", "mov", "avi", "mkv", "webm", "wmv", "flv", "m4v", "mpeg", "mpg", "mp3", "wav",
-    "ogg", "flac", "aac", "m4a", "wma", "aiff", "opus", "zip", "tar", "gz", "bz2", "7z", "rar", "xz", "z", "tgz", "iso",
-    "exe", "dll", "so", "dylib", "bin", "o", "a", "obj", "lib", "app", "msi", "deb", "rpm", "doc", "docx", "xls", "xlsx",
-    "ppt", "pptx", "odt", "ods", "odp", "ttf", "otf", "woff", "woff2", "eot", "pyc", "pyo", "class", "jar", "war", "ear",
-    "node", "wasm", "rlib", "sqlite", "sqlite3", "db", "mdb", "idx", "psd", "ai", "eps", "sketch", "fig", "xd", "blend",
-    "3ds", "max", "swf", "fla", "lockb", "dat", "data",
+    "ogg", "flac", "aac", "m4a", "wma", "aiff", "opus", "zip", "tar", "gz", "bz2", "7z", "rar", "xz", "z", "tgz",
+    "iso", "exe", "dll", "so", "dylib", "bin", "o", "a", "obj", "lib", "app", "msi", "deb", "rpm", "doc", "docx",
+    "xls", "xlsx", "ppt", "pptx", "odt", "ods", "odp", "ttf", "otf", "woff", "woff2", "eot", "pyc", "pyo", "class",
+    "jar", "war", "ear", "node", "wasm", "rlib", "sqlite", "sqlite3", "db", "mdb", "idx", "psd", "ai", "eps", "sketch",
+    "fig", "xd", "blend", "3ds", "max", "swf", "fla", "lockb", "dat", "data",
 ];
 
 /// The Read tool.
