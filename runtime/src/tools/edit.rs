@@ -150,8 +150,10 @@ impl Tool for Edit {
         Box::pin(async move {
             let args: Args = parse_args(input)?;
             let path = confine(ctx, &args.file_path)?;
-            // the reference trims the new text's line ends before it looks at anything else
-            let new_string = trim_line_ends(&path, &args.new_string);
+            // the reference trims the new text's line ends before it looks at anything else — when the
+            // file is there (its input normalisation reads it; a file an Edit creates keeps them)
+            let new_string =
+                if path.is_file() { trim_line_ends(&path, &args.new_string) } else { args.new_string.clone() };
             if args.old_string == new_string {
                 return Err(ToolError::Validation(
                     "No changes to make: old_string and new_string are exactly the same.".into(),
