@@ -391,12 +391,17 @@ fn render_pdf_pages(path: &Path, first: u32, last: u32) -> Result<Vec<(u32, Vec<
 
 async fn notebook(ctx: &ToolContext, path: &Path, window: (u64, Option<u64>)) -> Result<ToolOutput, ToolError> {
     let bytes = std::fs::read(path).map_err(|e| ToolError::Runtime(e.to_string()))?;
-    let nb: Value = serde_json::from_slice(&bytes)
-        .map_err(|e| ToolError::Runtime(format!("The notebook is not valid JSON: {e}")))?;
-    let text = render_notebook(&nb)?;
+    let nb: Value = serde_json::from_slice(&bytes).map_err(|e| {
+        ToolError::Runtime(format!(
+            "Notebook file is not valid JSON (it may be truncated, corrupted, or still being written): {e}"
+        ))
+    })?;
+    let blocks = render_notebook(&nb)?;
+    let text: String =
+        blocks.iter().filter_map(|b| b.get("text").and_then(Value::as_str)).collect::<Vec<_>>().join("\n");
     check_tokens(ctx, &text).await?;
     crate::fs::remember_window(ctx, path, bytes, false, Some(window));
-    Ok(ToolOutput::Text(text))
+    Ok(ToolOutput::Blocks(blocks))
 }
 
 /// Joins a notebook field that is a string or a list of strings.
@@ -408,44 +413,83 @@ pub fn joined(v: Option<&Value>) -> String {
     }
 }
 
-/// A notebook as text, cell by cell: `<cell id="…">` (with `<cell_type>` for non-code cells), the
-/// source, then each output's text (images noted by type), `</cell id="…">`.
-pub fn render_notebook(nb: &Value) -> Result<String, ToolError> {
-    let cells = nb
-        .get("cells")
-        .and_then(Value::as_array)
-        .ok_or_else(|| ToolError::Runtime("The notebook has no cells array.".into()))?;
-    let mut out = Vec::new();
+/// An output's image as the reference keeps it: the first of `image/png`, `image/jpeg` when its bytes
+/// are an image (none when the first one found is not).
+fn output_image(data: &Value) -> Option<Value> {
+    for media in ["image/png", "image/jpeg"] {
+        let Some(b64) = data.get(media).and_then(Value::as_str) else { continue };
+        let clean: String = b64.chars().filter(|c| !c.is_whitespace()).collect();
+        let bytes = base64::engine::general_purpose::STANDARD.decode(&clean).unwrap_or_default();
+        let magic: &[&[u8]] = &[b"\x89PNG", b"\xFF\xD8\xFF", b"GIF8", b"RIFF"];
+        if !magic.iter().any(|m| bytes.starts_with(m)) {
+            return None;
+        }
+        return Some(json!({"type": "image", "source": {"data": clean, "media_type": media, "type": "base64"}}));
+    }
+    None
+}
+
+/// A notebook as the reference renders it (2.1.235, measured by `harness/tests/fidelity.rs`): per cell a
+/// text `<cell id="…">` (with `<cell_type>` for non-code cells, `<language>` for code in another
+/// language than python), the source, `</cell id="…">`; after it each output of a code cell — its text
+/// on a line after an empty one (an error as `ename: evalue` and its traceback), its image as an image
+/// block; neighbouring texts joined by newlines.
+pub fn render_notebook(nb: &Value) -> Result<Vec<Value>, ToolError> {
+    let cells = nb.get("cells").and_then(Value::as_array).ok_or_else(|| {
+        ToolError::Runtime(
+            "Notebook file is not a valid Jupyter notebook (top-level \"cells\" must be an array of cell objects, each with a string or string-array \"source\").".into(),
+        )
+    })?;
+    let language = nb.pointer("/metadata/language_info/name").and_then(Value::as_str).unwrap_or("python");
+    let mut blocks: Vec<Value> = Vec::new();
+    let push_text = |blocks: &mut Vec<Value>, text: String| match blocks.last_mut() {
+        Some(last) if last.get("type").and_then(Value::as_str) == Some("text") => {
+            let joined = format!("{}\n{text}", last["text"].as_str().unwrap_or_default());
+            last["text"] = json!(joined);
+        }
+        _ => blocks.push(json!({"type": "text", "text": text})),
+    };
     for (i, c) in cells.iter().enumerate() {
         let id = c.get("id").and_then(Value::as_str).map(str::to_string).unwrap_or_else(|| format!("cell-{i}"));
         let kind = c.get("cell_type").and_then(Value::as_str).unwrap_or("code");
-        let mut s = format!("<cell id=\"{id}\">");
+        let mut meta = String::new();
         if kind != "code" {
-            s.push_str(&format!("<cell_type>{kind}</cell_type>"));
+            meta.push_str(&format!("<cell_type>{kind}</cell_type>"));
+        } else if language != "python" {
+            meta.push_str(&format!("<language>{language}</language>"));
         }
-        s.push_str(&joined(c.get("source")));
+        push_text(&mut blocks, format!("<cell id=\"{id}\">{meta}{}</cell id=\"{id}\">", joined(c.get("source"))));
+        if kind != "code" {
+            continue;
+        }
         for o in c.get("outputs").and_then(Value::as_array).into_iter().flatten() {
-            let text = match o.get("output_type").and_then(Value::as_str) {
-                Some("stream") => joined(o.get("text")),
-                Some("error") => format!("{}: {}", joined(o.get("ename")), joined(o.get("evalue"))),
-                _ => {
-                    let data = o.get("data");
-                    match data.and_then(|d| d.get("text/plain")) {
-                        Some(t) => joined(Some(t)),
-                        None if data.is_some_and(|d| d.get("image/png").is_some()) => "[image/png output]".into(),
-                        None => String::new(),
-                    }
+            let (text, image) = match o.get("output_type").and_then(Value::as_str) {
+                Some("stream") => (joined(o.get("text")), None),
+                Some("execute_result" | "display_data") => {
+                    let data = o.get("data").cloned().unwrap_or(Value::Null);
+                    (joined(data.get("text/plain")), output_image(&data))
                 }
+                Some("error") => {
+                    let tb: Vec<&str> = o
+                        .get("traceback")
+                        .and_then(Value::as_array)
+                        .into_iter()
+                        .flatten()
+                        .filter_map(Value::as_str)
+                        .collect();
+                    (format!("{}: {}\n{}", joined(o.get("ename")), joined(o.get("evalue")), tb.join("\n")), None)
+                }
+                _ => (String::new(), None),
             };
             if !text.is_empty() {
-                s.push('\n');
-                s.push_str(text.trim_end_matches('\n'));
+                push_text(&mut blocks, format!("\n{text}"));
+            }
+            if let Some(img) = image {
+                blocks.push(img);
             }
         }
-        s.push_str(&format!("</cell id=\"{id}\">"));
-        out.push(s);
     }
-    Ok(out.join("\n"))
+    Ok(blocks)
 }
 
 #[cfg(test)]
@@ -523,7 +567,9 @@ mod tests {
         ]});
         assert_eq!(
             render_notebook(&nb).unwrap_or_default(),
-            "<cell id=\"m1\"><cell_type>markdown</cell_type># T</cell id=\"m1\">\n<cell id=\"cell-1\">print(1)\n1</cell id=\"cell-1\">"
+            [
+                json!({"type": "text", "text": "<cell id=\"m1\"><cell_type>markdown</cell_type># T</cell id=\"m1\">\n<cell id=\"cell-1\">print(1)</cell id=\"cell-1\">\n\n1\n"})
+            ]
         );
     }
 }
