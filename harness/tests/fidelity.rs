@@ -197,6 +197,64 @@ fn content(rng: &mut Rng) -> (&'static str, Vec<u8>) {
     }
 }
 
+/// A notebook with mixed cells (markdown, code, raw) and outputs (stream, execute_result, error, an
+/// image), with cell ids or without (nbformat 4.4), written as Jupyter writes it (1-space JSON).
+fn notebook(rng: &mut Rng) -> (Vec<u8>, Vec<String>) {
+    let with_ids = rng.chance(70);
+    let mut ids = Vec::new();
+    let cells: Vec<Value> = (0..1 + rng.below(4))
+        .map(|i| {
+            let source: Vec<String> = text_lines(rng, 3).iter().map(|l| format!("{l}\n")).collect();
+            let mut cell = match rng.below(4) {
+                0 => json!({"cell_type": "markdown", "metadata": {}, "source": source}),
+                1 => json!({"cell_type": "raw", "metadata": {}, "source": source}),
+                _ => {
+                    let outputs: Vec<Value> = (0..rng.below(3))
+                        .map(|_| match rng.below(4) {
+                            0 => json!({"name": "stdout", "output_type": "stream", "text": [format!("{}\n", line(rng))]}),
+                            1 => json!({"data": {"text/plain": [line(rng)]}, "execution_count": 1, "metadata": {}, "output_type": "execute_result"}),
+                            2 => json!({"ename": "ValueError", "evalue": "bad value", "output_type": "error", "traceback": ["Traceback", "ValueError: bad value"]}),
+                            _ => json!({"data": {"image/png": "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==", "text/plain": ["<Figure>"]}, "metadata": {}, "output_type": "display_data"}),
+                        })
+                        .collect();
+                    json!({"cell_type": "code", "execution_count": if outputs.is_empty() { Value::Null } else { json!(1) }, "metadata": {}, "outputs": outputs, "source": source})
+                }
+            };
+            if with_ids {
+                let id = format!("c{i}{}", rng.below(100));
+                cell["id"] = json!(id);
+                ids.push(id);
+            } else {
+                ids.push(format!("cell-{i}"));
+            }
+            cell
+        })
+        .collect();
+    let nb = json!({"cells": cells, "metadata": {"kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"}}, "nbformat": 4, "nbformat_minor": if with_ids { 5 } else { 4 }});
+    let mut out = Vec::new();
+    let mut ser = serde_json::Serializer::with_formatter(&mut out, serde_json::ser::PrettyFormatter::with_indent(b" "));
+    serde::Serialize::serialize(&nb, &mut ser).unwrap_or_else(|e| panic!("{e}"));
+    out.push(b'\n');
+    (out, ids)
+}
+
+fn notebook_edit_call(rng: &mut Rng, f: &File) -> Call {
+    let mut input = json!({"notebook_path": cwd_path(&f.path), "new_source": new_string(rng)});
+    let mode = *rng.pick(&["replace", "replace", "insert", "delete"]);
+    if mode != "replace" || rng.chance(30) {
+        input["edit_mode"] = json!(mode);
+    }
+    if rng.chance(85) && !f.cell_ids.is_empty() {
+        input["cell_id"] = json!(rng.pick(&f.cell_ids).clone());
+    } else if rng.chance(50) {
+        input["cell_id"] = json!("nope");
+    }
+    if mode == "insert" || rng.chance(25) {
+        input["cell_type"] = json!(*rng.pick(&["code", "markdown"]));
+    }
+    Call { tool: "NotebookEdit", input, target: Some(f.path.clone()), class: format!("notebook/notebook-edit/{mode}") }
+}
+
 // ---------------------------------------------------------------------------------------------
 // scenarios
 
@@ -216,6 +274,8 @@ struct File {
     path: String,
     class: &'static str,
     bytes: Vec<u8>,
+    /// A notebook's cell ids as the model would name them (`cell-N` when the cells have none).
+    cell_ids: Vec<String>,
 }
 
 #[derive(Debug, Clone)]
@@ -325,7 +385,12 @@ fn tree_files(rng: &mut Rng) -> Vec<File> {
                 .map(|_| (0..1 + rng.below(3)).map(|_| *rng.pick(TREE_WORDS)).collect::<Vec<_>>().join(" "))
                 .collect();
             let sep = if rng.chance(25) { "\r\n" } else { "\n" };
-            File { path: n.to_string(), class: "tree", bytes: (lines.join(sep) + sep).into_bytes() }
+            File {
+                path: n.to_string(),
+                class: "tree",
+                bytes: (lines.join(sep) + sep).into_bytes(),
+                cell_ids: Vec::new(),
+            }
         })
         .collect()
 }
@@ -375,10 +440,14 @@ fn session(rng: &mut Rng) -> Session {
         .map(|i| {
             let (class, bytes) = content(rng);
             let ext = *rng.pick(&exts);
-            File { path: format!("f{i}-{class}.{ext}"), class, bytes }
+            File { path: format!("f{i}-{class}.{ext}"), class, bytes, cell_ids: Vec::new() }
         })
         .collect();
-    files.push(File { path: "dir/inner.txt".into(), class: "dir", bytes: b"inner\n".to_vec() });
+    for i in 0..1 + rng.below(2) {
+        let (bytes, cell_ids) = notebook(rng);
+        files.push(File { path: format!("nb{i}.ipynb"), class: "notebook", bytes, cell_ids });
+    }
+    files.push(File { path: "dir/inner.txt".into(), class: "dir", bytes: b"inner\n".to_vec(), cell_ids: Vec::new() });
     let mut turns = vec![Vec::new()];
     // turn 1: whole Reads of most files (the gate: the rest stay unread), the directories, a missing file
     let mut read: Vec<bool> = Vec::new();
@@ -406,6 +475,14 @@ fn session(rng: &mut Rng) -> Session {
         let mut calls = Vec::new();
         for f in &editable {
             if !rng.chance(70) {
+                continue;
+            }
+            if f.class == "notebook" {
+                calls.push(if rng.chance(35) {
+                    read_call(rng, &f.path, f.class, true)
+                } else {
+                    notebook_edit_call(rng, f)
+                });
                 continue;
             }
             calls.push(match rng.below(10) {
@@ -497,6 +574,16 @@ struct Ran {
     problem: Option<String>,
 }
 
+/// The id a NotebookEdit insert makes up (the reference's is random): `Inserted cell <id>`, and the
+/// 8-hex id of a cell in a notebook file and in a Read of it (the generator's own ids are shorter).
+static NEW_CELL_ID: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+    regex::Regex::new(r#"(Inserted cell |"id": "|cell id=\\?")[0-9a-f]{8}\b"#).unwrap_or_else(|e| panic!("{e}"))
+});
+
+fn without_new_ids(text: &str) -> String {
+    NEW_CELL_ID.replace_all(text, "${1}<new-id>").into_owned()
+}
+
 static REMINDER: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
     regex::Regex::new(r"(?s)\s*<system-reminder>(.*?)</system-reminder>").unwrap_or_else(|e| panic!("{e}"))
 });
@@ -511,7 +598,7 @@ fn own_text(text: &str) -> String {
             String::new()
         }
     });
-    kept.trim_end().to_string()
+    without_new_ids(kept.trim_end())
 }
 
 fn files_of(dir: &Path) -> BTreeMap<String, Vec<u8>> {
@@ -527,7 +614,13 @@ fn files_of(dir: &Path) -> BTreeMap<String, Vec<u8>> {
                 out.insert(format!("{rel}/"), Vec::new());
                 walk(root, &p, out);
             } else {
-                out.insert(rel, std::fs::read(&p).unwrap_or_default());
+                let bytes = std::fs::read(&p).unwrap_or_default();
+                let bytes = match (rel.ends_with(".ipynb"), String::from_utf8(bytes)) {
+                    (true, Ok(t)) => without_new_ids(&t).into_bytes(),
+                    (_, Ok(t)) => t.into_bytes(),
+                    (_, Err(e)) => e.into_bytes(),
+                };
+                out.insert(rel, bytes);
             }
         }
     }
