@@ -311,12 +311,48 @@ impl Runtime {
         std::fs::create_dir_all(&dir).map_err(|e| format!("cannot persist the large result: {e}"))?;
         let path = dir.join(format!("{id}.txt"));
         std::fs::write(&path, text).map_err(|e| format!("cannot persist the large result: {e}"))?;
-        let preview: String = text.chars().take(PERSIST_PREVIEW_CHARS).collect();
         Ok(format!(
-            "<persisted-output>\nOutput too large ({}). Full output saved to: {}\n\nPreview (first {}):\n{preview}\n...\n</persisted-output>",
-            fs::format_size(text.len() as u64),
+            "<persisted-output>\nOutput too large ({}). Full output saved to: {}\n\nPreview (first {}):\n{}\n...\n</persisted-output>",
+            // the size as the reference takes it: the text's length in UTF-16 units
+            fs::format_size(text.encode_utf16().count() as u64),
             path.display(),
             fs::format_size(PERSIST_PREVIEW_CHARS as u64),
+            preview(text),
         ))
+    }
+}
+
+/// The preview of a persisted result as Claude Code 2.1.235 cuts it (measured by
+/// `harness/tests/fidelity.rs`): the first 2,000 UTF-16 units, back to the last line end when that is
+/// past the half, so no line is cut.
+pub fn preview(text: &str) -> &str {
+    let mut units = 0;
+    let mut end = text.len();
+    for (i, c) in text.char_indices() {
+        if units + c.len_utf16() > PERSIST_PREVIEW_CHARS {
+            end = i;
+            break;
+        }
+        units += c.len_utf16();
+    }
+    let head = &text[..end];
+    match head.rfind('\n') {
+        Some(n) if head[..n].encode_utf16().count() > PERSIST_PREVIEW_CHARS / 2 => &head[..n],
+        _ => head,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn previews_end_at_a_line_end_past_the_half() {
+        let text = "x".repeat(1990) + "\n" + &"y".repeat(100);
+        assert_eq!(preview(&text), "x".repeat(1990));
+        let one_line = "z".repeat(5000);
+        assert_eq!(preview(&one_line).len(), PERSIST_PREVIEW_CHARS);
+        let early = "a\n".to_string() + &"b".repeat(5000);
+        assert_eq!(preview(&early).len(), PERSIST_PREVIEW_CHARS, "a line end before the half is not used");
     }
 }
