@@ -62,7 +62,7 @@ const ALLOWED: &[Allowed] = &[Allowed {
 /// when head_limit / offset cut the list — only in which lines make the page.
 fn walk_order_only(call: &Call, b: &Outcome, c: &Outcome) -> bool {
     let mode = call.input.get("output_mode").and_then(Value::as_str).unwrap_or("files_with_matches");
-    let on_dir = call.input.get("path").and_then(Value::as_str).is_some_and(|p| !p.ends_with(".txt"));
+    let on_dir = call.input.get("path").and_then(Value::as_str).is_some_and(|p| p.ends_with("/tree"));
     if call.tool != "Grep" || !matches!(mode, "content" | "count") || !on_dir || b.is_error != c.is_error {
         return false;
     }
@@ -74,7 +74,18 @@ fn walk_order_only(call: &Call, b: &Outcome, c: &Outcome) -> bool {
     if sorted(&b.text) == sorted(&c.text) {
         return true;
     }
-    let paged = call.input.get("head_limit").is_some() || call.input.get("offset").is_some();
+    // a persisted page of a directory search: the layout up to the preview (which lines it holds, and so
+    // its size, follow the walk)
+    let head = |t: &str| -> String {
+        let upto = t.split("Preview (first 2KB):").next().unwrap_or_default();
+        SIZE.replace_all(upto, "(<size>)").into_owned()
+    };
+    if b.text.starts_with("<persisted-output>") && c.text.starts_with("<persisted-output>") {
+        return head(&b.text) == head(&c.text);
+    }
+    let paged = call.input.get("head_limit").is_some()
+        || call.input.get("offset").is_some()
+        || b.text.contains("[Showing results with pagination");
     let notes = |t: &str| -> Vec<String> {
         t.lines().filter(|l| !l.starts_with("tree/") && !l.starts_with("<cwd>/")).map(str::to_string).collect()
     };
@@ -392,6 +403,13 @@ fn tree_files(rng: &mut Rng) -> Vec<File> {
                 cell_ids: Vec::new(),
             }
         })
+        .chain(std::iter::once(File {
+            // a file whose matches pass Grep's 20,000-char result budget: the result is persisted
+            path: "tree/big.log".into(),
+            class: "tree",
+            bytes: (0..900).map(|i| format!("needle line {i:04} of the big log, padded to pass the result budget of Grep: {}\n", "x".repeat(40))).collect::<String>().into_bytes(),
+            cell_ids: Vec::new(),
+        }))
         .collect()
 }
 
@@ -470,6 +488,13 @@ fn session(rng: &mut Rng) -> Session {
     for _ in 0..3 {
         turns[0].push(search_call(rng));
     }
+    // one search whose result passes the 20,000-char budget, in a fixed order (one file): persisted
+    turns[0].push(Call {
+        tool: "Grep",
+        input: json!({"pattern": "needle", "path": cwd_path("tree/big.log"), "output_mode": "content"}),
+        target: None,
+        class: "tree/grep/persisted".into(),
+    });
     let editable: Vec<File> = files.iter().filter(|f| f.class != "tree" && f.class != "dir").cloned().collect();
     for t in 1..TURNS_PER_SESSION {
         let mut calls = Vec::new();
@@ -583,6 +608,9 @@ static NEW_CELL_ID: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new
 fn without_new_ids(text: &str) -> String {
     NEW_CELL_ID.replace_all(text, "${1}<new-id>").into_owned()
 }
+
+static SIZE: std::sync::LazyLock<regex::Regex> =
+    std::sync::LazyLock::new(|| regex::Regex::new(r"\(\d+(\.\d+)?KB\)").unwrap_or_else(|e| panic!("{e}")));
 
 static REMINDER: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
     regex::Regex::new(r"(?s)\s*<system-reminder>(.*?)</system-reminder>").unwrap_or_else(|e| panic!("{e}"))
