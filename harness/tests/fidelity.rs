@@ -407,7 +407,15 @@ fn tree_files(rng: &mut Rng) -> Vec<File> {
             // a file whose matches pass Grep's 20,000-char result budget: the result is persisted
             path: "tree/big.log".into(),
             class: "tree",
-            bytes: (0..900).map(|i| format!("needle line {i:04} of the big log, padded to pass the result budget of Grep: {}\n", "x".repeat(40))).collect::<String>().into_bytes(),
+            bytes: (0..900)
+                .map(|i| {
+                    format!(
+                        "needle line {i:04} of the big log, padded to pass the result budget of Grep: {}\n",
+                        "x".repeat(40)
+                    )
+                })
+                .collect::<String>()
+                .into_bytes(),
             cell_ids: Vec::new(),
         }))
         .collect()
@@ -485,6 +493,47 @@ fn session(rng: &mut Rng) -> Session {
         });
     }
     files.extend(tree_files(rng));
+    // files the session's deny rules cover (`Read(secret/**)`, `Edit(locked.txt)`)
+    files.push(File {
+        path: "secret/s.txt".into(),
+        class: "denied",
+        bytes: b"top secret\n".to_vec(),
+        cell_ids: Vec::new(),
+    });
+    files.push(File { path: "locked.txt".into(), class: "denied", bytes: b"locked\n".to_vec(), cell_ids: Vec::new() });
+    let denied = [
+        ("Read", json!({"file_path": cwd_path("secret/s.txt")}), "secret/s.txt"),
+        ("Read", json!({"file_path": cwd_path("locked.txt")}), "locked.txt"),
+        (
+            "Edit",
+            json!({"file_path": cwd_path("locked.txt"), "old_string": "locked", "new_string": "open"}),
+            "locked.txt",
+        ),
+        ("Write", json!({"file_path": cwd_path("secret/new.txt"), "content": "x\n"}), "secret/new.txt"),
+        (
+            "Edit",
+            json!({"file_path": cwd_path("secret/s.txt"), "old_string": "top", "new_string": "no"}),
+            "secret/s.txt",
+        ),
+    ];
+    for (tool, input, target) in denied {
+        if rng.chance(60) {
+            turns[0].push(Call {
+                tool,
+                input,
+                target: Some(target.into()),
+                class: format!("denied/{}", tool.to_lowercase()),
+            });
+        }
+    }
+    if rng.chance(50) {
+        turns[0].push(Call {
+            tool: "Grep",
+            input: json!({"pattern": "top", "path": cwd_path("secret"), "output_mode": "content"}),
+            target: None,
+            class: "denied/grep".into(),
+        });
+    }
     for _ in 0..3 {
         turns[0].push(search_call(rng));
     }
@@ -495,7 +544,7 @@ fn session(rng: &mut Rng) -> Session {
         target: None,
         class: "tree/grep/persisted".into(),
     });
-    let editable: Vec<File> = files.iter().filter(|f| f.class != "tree" && f.class != "dir").cloned().collect();
+    let editable: Vec<File> = files.iter().filter(|f| !matches!(f.class, "tree" | "dir" | "denied")).cloned().collect();
     for t in 1..TURNS_PER_SESSION {
         let mut calls = Vec::new();
         for f in &editable {
@@ -578,6 +627,7 @@ fn probe_of(s: &Session, name: &str) -> Probe {
         "deadline_secs": 180,
         "subject": {"claude-code": {"args": ["--model", "claude-sonnet-4-5", "--allowedTools", "Grep,Glob"]}},
         "fixture": {"files": files, "fault": faults},
+        "settings": {"permissions": {"deny": ["Read(secret/**)", "Edit(locked.txt)"]}},
         "turn": turns,
     });
     let text = toml::to_string(&doc).unwrap_or_else(|e| panic!("probe TOML: {e}"));
