@@ -25,6 +25,10 @@ pub struct ReadState {
     pub mtime: Option<SystemTime>,
     /// True when the read was a window (offset / limit).
     pub partial: bool,
+    /// The window (`offset`, default 1, and `limit`) when the state comes from a Read; `None` after an
+    /// Edit or Write. A second Read of the same window of an unchanged file is answered with the
+    /// reference's "file unchanged" note instead of the content.
+    pub window: Option<(u64, Option<u64>)>,
 }
 
 /// Everything a call may use: the sandbox, the session's state, the env of the probe.

@@ -247,12 +247,28 @@ pub fn mtimes(paths: &[&str]) -> Vec<Option<std::time::SystemTime>> {
     })
 }
 
-/// Records what a Read returned (READ-4).
+/// Records what a Read returned (READ-4), or what an Edit / Write left (no window).
 pub fn remember_read(ctx: &ToolContext, path: &Path, content: Vec<u8>, partial: bool) {
+    remember_window(ctx, path, content, partial, None);
+}
+
+/// Records what a Read of a window (`offset` as given, default 1; `limit`) returned.
+pub fn remember_window(
+    ctx: &ToolContext,
+    path: &Path,
+    content: Vec<u8>,
+    partial: bool,
+    window: Option<(u64, Option<u64>)>,
+) {
     if let Ok(mut s) = ctx.read_state.lock() {
-        s.insert(path.to_path_buf(), ReadState { content, mtime: mtime(path), partial });
+        s.insert(path.to_path_buf(), ReadState { content, mtime: mtime(path), partial, window });
     }
 }
+
+/// Claude Code 2.1.235's answer to a Read of the same window of a file unchanged since the last Read
+/// (measured by `harness/tests/fidelity.rs`).
+pub const FILE_UNCHANGED: &str =
+    "Wasted call \u{2014} file unchanged since your last Read. Refer to that earlier tool_result instead.";
 
 /// The gates before writing an existing file: it was Read (EDIT-1) and has not changed on disk since
 /// (EDIT-2: a changed mtime with identical content passes, like the reference's full-read check).
@@ -323,9 +339,108 @@ pub fn missing_file(ctx: &ToolContext) -> String {
     format!("File does not exist. Note: your current working directory is {}.", ctx.working_dir().display())
 }
 
+/// [`missing_file`] for `path`, with the reference's hint when the directory holds a file of the same
+/// name with another extension (`… Did you mean notes.md?`).
+pub fn missing_file_near(ctx: &ToolContext, path: &Path) -> String {
+    let text = missing_file(ctx);
+    match similar_file(path) {
+        Some(name) => format!("{text} Did you mean {name}?"),
+        None => text,
+    }
+}
+
+/// A file beside `path` with the same stem and another extension (the first by name).
+fn similar_file(path: &Path) -> Option<String> {
+    let (dir, stem) = (path.parent()?, path.file_stem()?);
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .ok()?
+        .flatten()
+        .filter(|e| e.path() != path && Path::new(&e.file_name()).file_stem() == Some(stem))
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names.into_iter().next()
+}
+
 /// The success text of a Write or Edit that changed an existing file (or an Edit that made one).
 pub fn updated(path: &Path) -> String {
     format!("The file {} has been updated successfully.{FILE_STATE_NOTE}", path.display())
+}
+
+/// A text file as the reference's Edit and Write see it (2.1.235, measured by
+/// `harness/tests/fidelity.rs`): decoded as UTF-16LE after an `FF FE` mark, else as UTF-8 with invalid
+/// bytes replaced (written back so: the reference does not keep them), CRLF turned into LF, and the line
+/// ends to write back with (CRLF when most of the first 4,096 chars' line ends are CRLF).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TextFile {
+    /// The content, LF line ends (a byte-order mark kept).
+    pub text: String,
+    /// Written back as UTF-16LE.
+    pub utf16: bool,
+    /// Written back with CRLF line ends.
+    pub crlf: bool,
+}
+
+impl TextFile {
+    /// Decodes bytes.
+    pub fn decode(bytes: &[u8]) -> TextFile {
+        let utf16 = bytes.len() >= 2 && bytes[0] == 0xFF && bytes[1] == 0xFE;
+        let raw = if utf16 {
+            let units: Vec<u16> =
+                bytes[2..].chunks(2).map(|c| u16::from_le_bytes([c[0], *c.get(1).unwrap_or(&0)])).collect();
+            String::from_utf16_lossy(&units)
+        } else {
+            String::from_utf8_lossy(bytes).into_owned()
+        };
+        let head: String = raw.chars().take(4096).collect();
+        let crlf_ends = head.matches("\r\n").count();
+        let crlf = crlf_ends > head.matches('\n').count() - crlf_ends;
+        TextFile { text: raw.replace("\r\n", "\n"), utf16, crlf }
+    }
+
+    /// The text without a leading byte-order mark (what the reference's checks look at).
+    pub fn content(&self) -> &str {
+        self.text.strip_prefix('\u{feff}').unwrap_or(&self.text)
+    }
+
+    /// The bytes to write for `text` (LF line ends) in this file's encoding and line ends.
+    pub fn encode(&self, text: &str) -> Vec<u8> {
+        let text = if self.crlf { text.replace("\r\n", "\n").replace('\n', "\r\n") } else { text.to_string() };
+        if self.utf16 {
+            let mut out = vec![0xFF, 0xFE];
+            out.extend(text.encode_utf16().flat_map(u16::to_le_bytes));
+            out
+        } else {
+            text.into_bytes()
+        }
+    }
+}
+
+/// JavaScript's `\s` (the reference trims with it): Unicode white space and the byte-order mark, not NEL.
+fn js_space(c: char) -> bool {
+    (c.is_whitespace() && c != '\u{85}') || c == '\u{feff}'
+}
+
+/// What the reference does to the text a Write or an Edit puts into a file other than Markdown
+/// (`.md`, `.mdx`): trailing white space taken off every line (lines end at CRLF, LF or CR).
+pub fn trim_line_ends(path: &Path, text: &str) -> String {
+    let markdown = path
+        .extension()
+        .and_then(|e| e.to_str())
+        .is_some_and(|e| e.eq_ignore_ascii_case("md") || e.eq_ignore_ascii_case("mdx"));
+    if markdown {
+        return text.to_string();
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(i) = rest.find(['\r', '\n']) {
+        out.push_str(rest[..i].trim_end_matches(js_space));
+        let end = if rest[i..].starts_with("\r\n") { i + 2 } else { i + 1 };
+        out.push_str(&rest[i..end]);
+        rest = &rest[end..];
+    }
+    out.push_str(rest.trim_end_matches(js_space));
+    out
 }
 
 /// `296.9KB`-style sizes, as the reference formats them.
@@ -425,6 +540,22 @@ mod tests {
         link("/var/tmp/probelab-unit-late", "late");
         assert!(write_no_follow(&c.cwd.join("late"), b"x").is_err());
         assert!(!Path::new("/var/tmp/probelab-unit-late").exists());
+    }
+
+    #[test]
+    fn text_files_keep_their_line_ends_and_lose_invalid_bytes() {
+        let f = TextFile::decode(b"a\r\nb\r\nc\n");
+        assert_eq!((f.text.as_str(), f.crlf), ("a\nb\nc\n", true));
+        assert_eq!(f.encode("x\ny\n"), b"x\r\ny\r\n");
+        let f = TextFile::decode(b"caf\xe9\n");
+        assert_eq!((f.text.as_str(), f.crlf), ("caf\u{fffd}\n", false));
+        assert_eq!(TextFile::decode(b"\xef\xbb\xbfhi").content(), "hi");
+    }
+
+    #[test]
+    fn line_ends_are_trimmed_except_in_markdown() {
+        assert_eq!(trim_line_ends(Path::new("a.rs"), "x \r\ny\t\nz \rw  "), "x\r\ny\nz\rw");
+        assert_eq!(trim_line_ends(Path::new("a.md"), "x  \n"), "x  \n");
     }
 
     #[test]

@@ -213,20 +213,21 @@ impl Runtime {
             return ToolResult::error(id, msg);
         }
         let subject = tool.permission_subject(&input, &self.ctx);
-        let decision = self.rules.decide(tool.name(), &subject, tool.is_read_only(&input), &self.ctx.anchors());
-        let ask_source = match decision {
-            Decision::Deny(rule) => {
-                let what = match &subject {
-                    PermissionSubject::Command(c) => format!("{} with command {c}", tool.name()),
-                    _ => tool.name().to_string(),
-                };
-                return ToolResult::error(
-                    id,
-                    format!(
-                        "Permission to use {what} has been denied by the rule {rule} in settings.permissions.deny."
-                    ),
-                );
+        let mut decision = self.rules.decide(tool.name(), &subject, tool.is_read_only(&input), &self.ctx.anchors());
+        // the reference refuses a Grep of a directory that a `dir/**` deny rule covers (measured by
+        // harness/tests/fidelity.rs: `Read(secret/**)` refuses a Grep with path `secret`)
+        if let (Decision::Allow(_) | Decision::Ask(_), PermissionSubject::ReadPath(p)) = (&decision, &subject) {
+            if tool.name() == "Grep" && p.is_dir() {
+                let inside = PermissionSubject::ReadPath(p.join("x"));
+                if let Decision::Deny(r) = self.rules.decide(tool.name(), &inside, true, &self.ctx.anchors()) {
+                    if r.ends_with("/**)") {
+                        decision = Decision::Deny(r);
+                    }
+                }
             }
+        }
+        let ask_source = match decision {
+            Decision::Deny(rule) => return ToolResult::error(id, denied_text(tool.name(), &subject, &rule)),
             Decision::Ask(rule) if !hook_allowed => Some(format!("the rule {rule}")),
             _ if hook_ask => Some("a PreToolUse hook".to_string()),
             _ => None,
@@ -311,12 +312,69 @@ impl Runtime {
         std::fs::create_dir_all(&dir).map_err(|e| format!("cannot persist the large result: {e}"))?;
         let path = dir.join(format!("{id}.txt"));
         std::fs::write(&path, text).map_err(|e| format!("cannot persist the large result: {e}"))?;
-        let preview: String = text.chars().take(PERSIST_PREVIEW_CHARS).collect();
         Ok(format!(
-            "<persisted-output>\nOutput too large ({}). Full output saved to: {}\n\nPreview (first {}):\n{preview}\n...\n</persisted-output>",
-            fs::format_size(text.len() as u64),
+            "<persisted-output>\nOutput too large ({}). Full output saved to: {}\n\nPreview (first {}):\n{}\n...\n</persisted-output>",
+            // the size as the reference takes it: the text's length in UTF-16 units
+            fs::format_size(text.encode_utf16().count() as u64),
             path.display(),
             fs::format_size(PERSIST_PREVIEW_CHARS as u64),
+            preview(text),
         ))
+    }
+}
+
+/// The text of a call a deny rule refuses. The file tools' are Claude Code 2.1.235's (measured by
+/// `harness/tests/fidelity.rs`): input errors for Read, Edit and Write, a plain error naming the path for
+/// Grep; the other tools name the rule.
+fn denied_text(tool: &str, subject: &PermissionSubject, rule: &str) -> String {
+    const IN_DENIED_DIR: &str = "File is in a directory that is denied by your permission settings.";
+    let read_rule = rule.starts_with("Read(");
+    match (tool, subject) {
+        ("Read", PermissionSubject::ReadPath(_)) => wrap(IN_DENIED_DIR),
+        ("Edit", PermissionSubject::WritePath(_)) if !read_rule => wrap(IN_DENIED_DIR),
+        ("Edit" | "Write", PermissionSubject::WritePath(_)) if read_rule => wrap(&format!(
+            "File is covered by a Read deny rule in your permission settings and cannot be {}.",
+            if tool == "Edit" { "edited" } else { "written" }
+        )),
+        ("Grep", PermissionSubject::ReadPath(p)) => format!("Permission to read {} has been denied.", p.display()),
+        (_, PermissionSubject::Command(c)) => {
+            format!("Permission to use {tool} with command {c} has been denied by the rule {rule} in settings.permissions.deny.")
+        }
+        _ => format!("Permission to use {tool} has been denied by the rule {rule} in settings.permissions.deny."),
+    }
+}
+
+/// The preview of a persisted result as Claude Code 2.1.235 cuts it (measured by
+/// `harness/tests/fidelity.rs`): the first 2,000 UTF-16 units, back to the last line end when that is
+/// past the half, so no line is cut.
+pub fn preview(text: &str) -> &str {
+    let mut units = 0;
+    let mut end = text.len();
+    for (i, c) in text.char_indices() {
+        if units + c.len_utf16() > PERSIST_PREVIEW_CHARS {
+            end = i;
+            break;
+        }
+        units += c.len_utf16();
+    }
+    let head = &text[..end];
+    match head.rfind('\n') {
+        Some(n) if head[..n].encode_utf16().count() > PERSIST_PREVIEW_CHARS / 2 => &head[..n],
+        _ => head,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn previews_end_at_a_line_end_past_the_half() {
+        let text = "x".repeat(1990) + "\n" + &"y".repeat(100);
+        assert_eq!(preview(&text), "x".repeat(1990));
+        let one_line = "z".repeat(5000);
+        assert_eq!(preview(&one_line).len(), PERSIST_PREVIEW_CHARS);
+        let early = "a\n".to_string() + &"b".repeat(5000);
+        assert_eq!(preview(&early).len(), PERSIST_PREVIEW_CHARS, "a line end before the half is not used");
     }
 }

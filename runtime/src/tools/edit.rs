@@ -4,7 +4,8 @@
 
 use crate::context::ToolContext;
 use crate::fs::{
-    check_write_gates, checkpoint, confine_write, missing_file, updated, write_and_remember, FILE_STATE_NOTE,
+    check_write_gates, checkpoint, confine_write, missing_file_near, remember_read, trim_line_ends, updated,
+    write_and_remember, TextFile, FILE_STATE_NOTE,
 };
 use crate::tool::{parse_args, PermissionSubject, Tool, ToolError, ToolOutput};
 use futures_util::future::BoxFuture;
@@ -24,19 +25,97 @@ struct Args {
     replace_all: bool,
 }
 
-/// The replacement itself, on text: the new text, or the reference's error for 0 or several matches
-/// (EDIT-4).
-pub fn replace(text: &str, old: &str, new: &str, replace_all: bool) -> Result<String, ToolError> {
-    let n = text.matches(old).count();
-    if n == 0 {
-        return Err(ToolError::Validation(format!("String to replace not found in file.\nString: {old}")));
+/// The reference's curly quotes, which an old string with straight ones still matches.
+const CURLY: [(char, char); 4] = [('\u{2018}', '\''), ('\u{2019}', '\''), ('\u{201C}', '"'), ('\u{201D}', '"')];
+
+fn straight(c: char) -> char {
+    CURLY.iter().find(|(q, _)| *q == c).map_or(c, |(_, s)| *s)
+}
+
+/// The text in `content` that `old` stands for: `old` itself, else the same text with the file's curly
+/// quotes where `old` has straight ones (the reference's quote normalisation).
+pub fn actual_old(content: &str, old: &str) -> Option<String> {
+    if content.contains(old) {
+        return Some(old.to_string());
     }
+    let want: Vec<char> = old.chars().map(straight).collect();
+    let have: Vec<char> = content.chars().collect();
+    if want.is_empty() || want.len() > have.len() {
+        return None;
+    }
+    (0..=have.len() - want.len())
+        .find(|&i| have[i..i + want.len()].iter().zip(&want).all(|(h, w)| straight(*h) == *w))
+        .map(|i| have[i..i + want.len()].iter().collect())
+}
+
+fn opens_quote(chars: &[char], i: usize) -> bool {
+    i == 0 || matches!(chars[i - 1], ' ' | '\t' | '\n' | '\r' | '(' | '[' | '{' | '\u{2014}' | '\u{2013}')
+}
+
+/// The new string in the file's quote style when the old one matched through curly quotes.
+fn in_quote_style(old: &str, actual: &str, new: &str) -> String {
+    if old == actual {
+        return new.to_string();
+    }
+    let doubles = actual.contains('\u{201C}') || actual.contains('\u{201D}');
+    let singles = actual.contains('\u{2018}') || actual.contains('\u{2019}');
+    let chars: Vec<char> = new.chars().collect();
+    let mut out = String::with_capacity(new.len());
+    for (i, &c) in chars.iter().enumerate() {
+        out.push(match c {
+            '"' if doubles => {
+                if opens_quote(&chars, i) {
+                    '\u{201C}'
+                } else {
+                    '\u{201D}'
+                }
+            }
+            '\'' if singles => {
+                let letter = |j: Option<&char>| j.is_some_and(|c| c.is_alphabetic());
+                if letter(i.checked_sub(1).and_then(|j| chars.get(j))) && letter(chars.get(i + 1)) {
+                    '\u{2019}'
+                } else if opens_quote(&chars, i) {
+                    '\u{2018}'
+                } else {
+                    '\u{2019}'
+                }
+            }
+            c => c,
+        });
+    }
+    out
+}
+
+/// The replacement itself, on text (LF line ends): the new text, or the reference's error for 0 or
+/// several matches (EDIT-4). Like the reference, an empty new string takes the line end after a
+/// match with it, and curly quotes in the file match straight ones.
+pub fn replace(text: &str, old: &str, new: &str, replace_all: bool) -> Result<String, ToolError> {
+    let Some(actual) = actual_old(text, old) else {
+        // the reference's note when old_string has non-ASCII chars or \uXXXX escapes
+        let note = if !old.is_ascii() || has_unicode_escape(old) {
+            "\n(note: Edit also tried swapping \\uXXXX escapes and their characters; neither form matched, so the mismatch is likely elsewhere in old_string. Re-read the file and copy the exact surrounding text.)"
+        } else {
+            ""
+        };
+        return Err(ToolError::Validation(format!("String to replace not found in file.\nString: {old}{note}")));
+    };
+    let n = text.matches(actual.as_str()).count();
     if n > 1 && !replace_all {
         return Err(ToolError::Validation(format!(
             "Found {n} matches of the string to replace, but replace_all is false. To replace all occurrences, set replace_all to true. To replace only one occurrence, please provide more context to uniquely identify the instance.\nString: {old}"
         )));
     }
-    Ok(if replace_all { text.replace(old, new) } else { text.replacen(old, new, 1) })
+    let new = in_quote_style(old, &actual, new);
+    let with_line_end = format!("{actual}\n");
+    let target =
+        if new.is_empty() && !actual.ends_with('\n') && text.contains(&with_line_end) { with_line_end } else { actual };
+    Ok(if replace_all { text.replace(&target, &new) } else { text.replacen(&target, &new, 1) })
+}
+
+fn has_unicode_escape(s: &str) -> bool {
+    let b = s.as_bytes();
+    (0..b.len().saturating_sub(5))
+        .any(|i| b[i] == b'\\' && b[i + 1] == b'u' && b[i + 2..i + 6].iter().all(u8::is_ascii_hexdigit))
 }
 
 impl Tool for Edit {
@@ -71,34 +150,48 @@ impl Tool for Edit {
         Box::pin(async move {
             let args: Args = parse_args(input)?;
             let path = confine_write(ctx, &args.file_path)?;
-            if args.old_string == args.new_string {
+            // the reference trims the new text's line ends before it looks at anything else — when the
+            // file is there (its input normalisation reads it; a file an Edit creates keeps them)
+            let new_string =
+                if path.is_file() { trim_line_ends(&path, &args.new_string) } else { args.new_string.clone() };
+            if args.old_string == new_string {
                 return Err(ToolError::Validation(
                     "No changes to make: old_string and new_string are exactly the same.".into(),
-                ));
-            }
-            if path.extension().is_some_and(|e| e == "ipynb") {
-                return Err(ToolError::Validation(
-                    "File is a Jupyter Notebook. Use the NotebookEdit to edit this file.".into(),
                 ));
             }
             let current = match std::fs::read(&path) {
                 Ok(c) => c,
                 Err(_) if args.old_string.is_empty() => {
-                    write_and_remember(ctx, &path, &args.new_string)?;
+                    write_and_remember(ctx, &path, &new_string)?;
                     return Ok(ToolOutput::Text(updated(&path)));
                 }
-                Err(_) => return Err(ToolError::Validation(missing_file(ctx))),
+                Err(_) => return Err(ToolError::Validation(missing_file_near(ctx, &path))),
             };
-            if args.old_string.is_empty() && !current.is_empty() {
-                return Err(ToolError::Validation("Cannot create new file - file already exists.".into()));
-            }
-            check_write_gates(ctx, &path, &current)?;
-            let text = String::from_utf8(current.clone()).map_err(|_| {
-                ToolError::Runtime("The file is not valid UTF-8 text; Edit only changes text files.".into())
-            })?;
-            let new_text = replace(&text, &args.old_string, &args.new_string, args.replace_all)?;
+            let file = TextFile::decode(&current);
+            let new_text = if args.old_string.is_empty() {
+                // an existing file that holds nothing but white space is filled; the gates are checked
+                // while running, so their refusals are not input errors there (as on the reference)
+                if !file.content().trim_matches(|c: char| c.is_whitespace() || c == '\u{feff}').is_empty() {
+                    return Err(ToolError::Validation("Cannot create new file - file already exists.".into()));
+                }
+                check_write_gates(ctx, &path, &current).map_err(|e| ToolError::Runtime(e.to_string()))?;
+                new_string.clone()
+            } else {
+                if path.extension().is_some_and(|e| e == "ipynb") {
+                    return Err(ToolError::Validation(
+                        "File is a Jupyter Notebook. Use the NotebookEdit to edit this file.".into(),
+                    ));
+                }
+                check_write_gates(ctx, &path, &current)?;
+                // the reference looks for old_string in the text without its byte-order mark (an old
+                // string holding the mark is not found), then replaces in the text as it is
+                replace(file.content(), &args.old_string, &new_string, args.replace_all)?;
+                replace(&file.text, &args.old_string, &new_string, args.replace_all)?
+            };
             checkpoint(ctx, &path, &current)?;
-            write_and_remember(ctx, &path, &new_text)?;
+            let bytes = file.encode(&new_text);
+            crate::fs::write_no_follow(&path, &bytes).map_err(|e| ToolError::Runtime(format!("{e}: {}", path.display())))?;
+            remember_read(ctx, &path, bytes, false);
             if args.replace_all {
                 return Ok(ToolOutput::Text(format!(
                     "The file {} has been updated. All occurrences were successfully replaced.{FILE_STATE_NOTE}",

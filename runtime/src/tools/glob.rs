@@ -72,8 +72,11 @@ impl Tool for Glob {
             }
             let mut globs: Vec<String> = super::grep::VCS_DIRS.iter().map(|d| format!("!{d}")).collect();
             globs.push(a.pattern.clone());
+            // from the session's working directory, as Claude Code 2.1.235 runs its rg: a pattern with a `/`
+            // is matched against paths relative to it (`sub/**` with path `tree` finds nothing; measured by
+            // harness/tests/fidelity.rs)
             let args = RgArgs { mode: Mode::Files, hidden: true, globs, paths: vec![dir.clone()], ..RgArgs::default() };
-            let cwd = dir.clone();
+            let cwd = ctx.working_dir();
             // files a deny rule covers are not listed
             let skip = crate::fs::search_skip(ctx, "Glob")?;
             let (code, out, err) = tokio::task::spawn_blocking(move || {

@@ -100,8 +100,14 @@ fn rg_args(a: &Args, mode: Mode, path: &Path) -> RgArgs {
     if mode == Mode::Standard {
         r.line_number = Some(a.line_numbers.unwrap_or(true));
         r.context = a.context.or(a.context_c);
-        r.before = a.before;
-        r.after = a.after;
+        // the reference passes -B / -A only when no context is given
+        if r.context.is_none() {
+            r.before = a.before;
+            r.after = a.after;
+        }
+    }
+    if mode == Mode::Count {
+        r.with_filename = Some(true); // `-c -H`, as the reference runs it: a single file is named too
     }
     if let Some(g) = &a.glob {
         // like the reference: split on whitespace, keep brace groups whole
@@ -200,18 +206,25 @@ fn relative(cwd: &Path, p: &str) -> String {
     Path::new(p).strip_prefix(cwd).map(|r| r.display().to_string()).unwrap_or_else(|_| p.to_string())
 }
 
-fn paginate<T: Clone>(items: &[T], limit: usize, offset: usize) -> (Vec<T>, bool) {
+/// The page of `items` (head_limit 0: no limit) and the limit applied, when it cut something (the
+/// reference's `appliedLimit`).
+fn paginate<T: Clone>(items: &[T], limit: usize, offset: usize) -> (Vec<T>, Option<usize>) {
     let rest: Vec<T> = items.iter().skip(offset).cloned().collect();
-    let truncated = rest.len() > limit;
-    (rest.into_iter().take(limit).collect(), truncated)
+    let applied = (rest.len() > limit).then_some(limit);
+    (rest.into_iter().take(limit).collect(), applied)
 }
 
-fn limit_info(truncated: bool, limit: usize, offset: usize) -> String {
-    match (truncated, offset) {
-        (false, 0) => String::new(),
-        (true, _) => format!("\n\n[Showing results with pagination = limit: {limit}, offset: {offset}]"),
-        (false, o) => format!("\n\n[Showing results with pagination = offset: {o}]"),
+/// The pagination the reference names: `limit: N` when the limit cut something, `offset: N` when one
+/// was given (empty when neither).
+fn pagination(applied: Option<usize>, offset: usize) -> String {
+    let mut parts = Vec::new();
+    if let Some(l) = applied {
+        parts.push(format!("limit: {l}"));
     }
+    if offset > 0 {
+        parts.push(format!("offset: {offset}"));
+    }
+    parts.join(", ")
 }
 
 impl Tool for Grep {
@@ -299,39 +312,54 @@ impl Tool for Grep {
             let lines: Vec<String> = found.stdout.lines().map(str::to_string).collect();
             // GREP-2: the record kept beside the text says how much there was in all and what was cut, so
             // "not shown" can be told apart: filtered (not matched) or truncated (limit / offset).
-            let applied = |truncated: bool| json!({"appliedLimit": if truncated { Some(limit) } else { None }, "appliedOffset": (offset > 0).then_some(offset)});
+            let applied =
+                |cut: Option<usize>| json!({"appliedLimit": cut, "appliedOffset": (offset > 0).then_some(offset)});
+            // the texts as Claude Code 2.1.235 words them (its Grep tool's result mapping, measured by
+            // harness/tests/fidelity.rs)
             let (text, mut data) = match mode {
                 Mode::Standard => {
+                    // like the reference, only what comes before a line's first ':' is made relative: the
+                    // path of a match line (context lines, `path-N-text`, keep their absolute path)
                     let rel: Vec<String> = lines.iter().map(|l| relative_line(&wd, l)).collect();
-                    let (shown, truncated) = paginate(&rel, limit, offset);
+                    let (shown, cut) = paginate(&rel, limit, offset);
                     let data = json!({"mode": "content", "numLines": rel.len(), "content": shown.join("\n")});
-                    let text = if shown.is_empty() {
-                        "No matches found".to_string()
+                    let body = if !shown.is_empty() {
+                        shown.join("\n")
+                    } else if offset > 0 && !rel.is_empty() {
+                        "No entries at this offset".to_string()
                     } else {
-                        format!("{}{}", shown.join("\n"), limit_info(truncated, limit, offset))
+                        "No matches found".to_string()
                     };
-                    (text, merge(data, applied(truncated)))
+                    let p = pagination(cut, offset);
+                    let text =
+                        if p.is_empty() { body } else { format!("{body}\n\n[Showing results with pagination = {p}]") };
+                    (text, merge(data, applied(cut)))
                 }
                 Mode::Count => {
-                    let rel: Vec<String> = lines.iter().map(|l| relative_line(&wd, l)).collect();
-                    let (shown, truncated) = paginate(&rel, limit, offset);
-                    let count_of = |l: &String| l.rsplit(':').next().and_then(|n| n.parse::<u64>().ok());
-                    let total: u64 = shown.iter().filter_map(count_of).sum();
-                    let all: u64 = rel.iter().filter_map(count_of).sum();
-                    let data = json!({"mode": "count", "numFiles": rel.len(), "numMatches": all});
-                    let text = if shown.is_empty() {
-                        "No matches found".to_string()
+                    let rel: Vec<String> = lines.iter().map(|l| relative_count_line(&wd, l)).collect();
+                    let (shown, cut) = paginate(&rel, limit, offset);
+                    // the totals are of every file, shown or not (as the reference counts them)
+                    let counts: Vec<u64> = rel
+                        .iter()
+                        .filter_map(|l| l.rsplit_once(':').and_then(|(_, n)| n.parse::<u64>().ok()))
+                        .collect();
+                    let (all, files) = (counts.iter().sum::<u64>(), counts.len());
+                    let data = json!({"mode": "count", "numFiles": files, "numMatches": all});
+                    let body = if !shown.is_empty() {
+                        shown.join("\n")
+                    } else if all > 0 {
+                        "No entries at this offset".to_string()
                     } else {
-                        let files = shown.len();
-                        format!(
-                            "{}\n\nFound {total} total {} across {files} {}.{}",
-                            shown.join("\n"),
-                            if total == 1 { "occurrence" } else { "occurrences" },
-                            if files == 1 { "file" } else { "files" },
-                            limit_info(truncated, limit, offset)
-                        )
+                        "No matches found".to_string()
                     };
-                    (text, merge(data, applied(truncated)))
+                    let p = pagination(cut, offset);
+                    let text = format!(
+                        "{body}\n\nFound {all} total {} across {files} {}.{}",
+                        if all == 1 { "occurrence" } else { "occurrences" },
+                        if files == 1 { "file" } else { "files" },
+                        if p.is_empty() { String::new() } else { format!(" with pagination = {p}") }
+                    );
+                    (text, merge(data, applied(cut)))
                 }
                 _ => {
                     // most recently modified first, then path (the reference's order)
@@ -343,20 +371,25 @@ impl Tool for Grep {
                         .collect();
                     files.sort_by(|x, y| y.0.cmp(&x.0).then_with(|| x.1.cmp(&y.1)));
                     let names: Vec<String> = files.into_iter().map(|(_, n)| n).collect();
-                    let (shown, truncated) = paginate(&names, limit, offset);
+                    let (shown, cut) = paginate(&names, limit, offset);
                     let data = json!({"mode": "files_with_matches", "numFiles": names.len(), "filenames": shown});
+                    let p = pagination(cut, offset);
                     let text = if shown.is_empty() {
-                        "No files found".to_string()
+                        if offset > 0 && !names.is_empty() {
+                            format!("No entries at this offset. [Showing results with pagination = {p}]")
+                        } else {
+                            "No files found".to_string()
+                        }
                     } else {
                         format!(
                             "Found {} file{}{}\n{}",
                             shown.len(),
                             if shown.len() == 1 { "" } else { "s" },
-                            limit_info(truncated, limit, offset),
+                            if p.is_empty() { String::new() } else { format!(" {p}") },
                             shown.join("\n")
                         )
                     };
-                    (text, merge(data, applied(truncated)))
+                    (text, merge(data, applied(cut)))
                 }
             };
             if let Some(o) = data.as_object_mut() {
@@ -374,12 +407,21 @@ fn merge(mut a: Value, b: Value) -> Value {
     a
 }
 
-/// `ABS_PATH:rest` → `REL_PATH:rest` for lines of a directory search.
+/// A content line as the reference shows it: the part before the first `:` made relative to the cwd
+/// when it lies under it (a match line's path; a context line, `PATH-N-text`, only when its text holds
+/// a `:`).
 fn relative_line(cwd: &Path, line: &str) -> String {
-    let prefix = format!("{}/", cwd.display());
-    match line.strip_prefix(&prefix) {
-        Some(rest) => rest.to_string(),
-        None => line.to_string(),
+    match line.find(':') {
+        Some(i) if i > 0 => format!("{}{}", relative(cwd, &line[..i]), &line[i..]),
+        _ => line.to_string(),
+    }
+}
+
+/// A count line (`PATH:N`): the path before the last `:` made relative.
+fn relative_count_line(cwd: &Path, line: &str) -> String {
+    match line.rfind(':') {
+        Some(i) if i > 0 => format!("{}{}", relative(cwd, &line[..i]), &line[i..]),
+        _ => line.to_string(),
     }
 }
 
@@ -395,8 +437,14 @@ mod tests {
     #[test]
     fn pagination_and_its_note() {
         let v: Vec<u32> = (0..10).collect();
-        assert_eq!(paginate(&v, 3, 2), (vec![2, 3, 4], true));
-        assert_eq!(paginate(&v, 30, 0), (v.clone(), false));
-        assert_eq!(limit_info(true, 3, 2), "\n\n[Showing results with pagination = limit: 3, offset: 2]");
+        assert_eq!(paginate(&v, 3, 2), (vec![2, 3, 4], Some(3)));
+        assert_eq!(paginate(&v, 30, 0), (v.clone(), None));
+        assert_eq!(pagination(Some(3), 2), "limit: 3, offset: 2");
+        assert_eq!(pagination(None, 0), "");
+        assert_eq!(pagination(None, 1), "offset: 1");
+        let cwd = Path::new("/w");
+        assert_eq!(relative_line(cwd, "/w/a.rs:3:x"), "a.rs:3:x");
+        assert_eq!(relative_line(cwd, "/w/a.rs-2-y"), "/w/a.rs-2-y", "the reference leaves context lines absolute");
+        assert_eq!(relative_count_line(cwd, "/w/a:b.rs:4"), "a:b.rs:4");
     }
 }

@@ -3,7 +3,7 @@
 //! leaves a checkpoint (EDIT-6).
 
 use crate::context::ToolContext;
-use crate::fs::{check_write_gates, checkpoint, confine_write, hex, write_and_remember};
+use crate::fs::{check_write_gates, checkpoint, confine_write, hex};
 use crate::tool::{parse_args, PermissionSubject, Tool, ToolError, ToolOutput};
 use futures_util::future::BoxFuture;
 use serde::Deserialize;
@@ -27,15 +27,27 @@ struct Args {
 }
 
 /// Index of the cell named `id`: its `id` field, else the `cell-N` form.
-pub fn find_cell(cells: &[Value], id: &str) -> Option<usize> {
-    cells
-        .iter()
-        .position(|c| c.get("id").and_then(Value::as_str) == Some(id))
-        .or_else(|| id.strip_prefix("cell-").and_then(|n| n.parse::<usize>().ok()).filter(|n| *n < cells.len()))
+/// The cell an id names: the cell with that `id`, else `cell-N` as an index; `Err` with the reference's
+/// text when neither.
+pub fn find_cell(cells: &[Value], id: &str) -> Result<usize, ToolError> {
+    if let Some(i) = cells.iter().position(|c| c.get("id").and_then(Value::as_str) == Some(id)) {
+        return Ok(i);
+    }
+    let index = id.strip_prefix("cell-").filter(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
+    match index.and_then(|n| n.parse::<usize>().ok()) {
+        None => Err(ToolError::Validation(format!("Cell with ID \"{id}\" not found in notebook."))),
+        Some(n) if n >= cells.len() => {
+            Err(ToolError::Validation(format!("Cell with index {n} does not exist in notebook.")))
+        }
+        Some(n) => Ok(n),
+    }
 }
 
-/// Applies the edit to a parsed notebook; returns the result text. A new cell's id derives from the
-/// notebook's content and the edit (never from where the notebook lives), so runs are reproducible.
+/// One edit, as Claude Code 2.1.235 makes it (measured by `harness/tests/fidelity.rs`): the result text
+/// names the cell's id — a new random one for an insert into a notebook with ids (nbformat 4.5+), the
+/// id as given otherwise, `undefined` in a notebook without ids (the reference's text). A replaced code
+/// cell loses its outputs; a new `cell_type` is set after that (a code cell made markdown keeps its
+/// emptied outputs, as on the reference).
 pub fn apply(
     nb: &mut Value,
     args_cell: Option<&str>,
@@ -43,57 +55,75 @@ pub fn apply(
     cell_type: Option<&str>,
     mode: &str,
 ) -> Result<String, ToolError> {
-    let cells = nb
-        .get_mut("cells")
-        .and_then(Value::as_array_mut)
-        .ok_or_else(|| ToolError::Validation("Notebook has no cells array.".into()))?;
-    let not_found = |id: &str| ToolError::Validation(format!("Cell with ID \"{id}\" not found in notebook."));
+    let with_ids = {
+        let major = nb.get("nbformat").and_then(Value::as_u64).unwrap_or(0);
+        let minor = nb.get("nbformat_minor").and_then(Value::as_u64).unwrap_or(0);
+        major > 4 || (major == 4 && minor >= 5)
+    };
+    let cells = nb.get_mut("cells").and_then(Value::as_array_mut).ok_or_else(|| {
+        ToolError::Validation(
+            "Notebook file is not a valid Jupyter notebook (top-level \"cells\" must be an array of cell objects, each with a string or string-array \"source\").".into(),
+        )
+    })?;
+    if !matches!(mode, "replace" | "insert" | "delete") {
+        return Err(ToolError::Validation("Edit mode must be replace, insert, or delete.".into()));
+    }
+    let at = match args_cell {
+        None if mode != "insert" => {
+            return Err(ToolError::Validation("Cell ID must be specified when not inserting a new cell.".into()))
+        }
+        None => 0,
+        Some(id) => find_cell(cells, id)? + usize::from(mode == "insert"),
+    };
+    let named = |id: Option<String>| id.unwrap_or_else(|| "undefined".into());
     match mode {
-        "replace" => {
-            let id = args_cell.ok_or_else(|| {
-                ToolError::Validation("Cell ID must be specified when not inserting a new cell.".into())
-            })?;
-            let i = find_cell(cells, id).ok_or_else(|| not_found(id))?;
-            let cell = &mut cells[i];
-            cell["source"] = json!(source);
-            if let Some(t) = cell_type {
-                cell["cell_type"] = json!(t);
+        "insert" => {
+            let t = cell_type.unwrap_or("code");
+            let new_id = with_ids.then(|| {
+                hex(&Sha256::digest(format!("{}:{at}:{t}:{source}", cells.len()).as_bytes()))[..8].to_string()
+            });
+            let mut cell = serde_json::Map::new();
+            cell.insert("cell_type".into(), json!(if t == "markdown" { "markdown" } else { "code" }));
+            if let Some(id) = &new_id {
+                cell.insert("id".into(), json!(id));
             }
+            cell.insert("source".into(), json!(source));
+            cell.insert("metadata".into(), json!({}));
+            if t != "markdown" {
+                cell.insert("execution_count".into(), Value::Null);
+                cell.insert("outputs".into(), json!([]));
+            }
+            cells.insert(at, Value::Object(cell));
+            Ok(format!("Inserted cell {} with {source}", named(new_id)))
+        }
+        "delete" => {
+            cells.remove(at);
+            Ok(format!("Deleted cell {}", named(with_ids.then(|| args_cell.unwrap_or_default().to_string()))))
+        }
+        _ => {
+            let cell = &mut cells[at];
+            cell["source"] = json!(source);
             if cell.get("cell_type").and_then(Value::as_str) == Some("code") {
                 cell["execution_count"] = Value::Null;
                 cell["outputs"] = json!([]);
-            } else if let Some(o) = cell.as_object_mut() {
-                o.remove("outputs");
-                o.remove("execution_count");
             }
-            Ok(format!("Updated cell {id} with {source}"))
-        }
-        "insert" => {
-            let t = cell_type
-                .ok_or_else(|| ToolError::Validation("Cell type is required when using edit_mode=insert.".into()))?;
-            let at = match args_cell {
-                Some(id) => find_cell(cells, id).ok_or_else(|| not_found(id))? + 1,
-                None => 0,
-            };
-            let new_id = hex(&Sha256::digest(format!("{}:{at}:{t}:{source}", cells.len()).as_bytes()))[..8].to_string();
-            let mut cell = json!({"cell_type": t, "id": new_id, "metadata": {}, "source": source});
-            if t == "code" {
-                cell["execution_count"] = Value::Null;
-                cell["outputs"] = json!([]);
+            if let Some(t) = cell_type {
+                cell["cell_type"] = json!(t);
             }
-            cells.insert(at, cell);
-            Ok(format!("Inserted cell {new_id} with {source}"))
+            Ok(format!(
+                "Updated cell {} with {source}",
+                named(with_ids.then(|| args_cell.unwrap_or_default().to_string()))
+            ))
         }
-        "delete" => {
-            let id = args_cell.ok_or_else(|| {
-                ToolError::Validation("Cell ID must be specified when not inserting a new cell.".into())
-            })?;
-            let i = find_cell(cells, id).ok_or_else(|| not_found(id))?;
-            cells.remove(i);
-            Ok(format!("Deleted cell {id}"))
-        }
-        _ => Err(ToolError::Validation("Edit mode must be replace, insert, or delete.".into())),
     }
+}
+
+/// JSON as JavaScript's `JSON.stringify(v, null, 1)` writes it: one-space indent, no final newline.
+pub fn stringify_1(v: &Value) -> Result<String, ToolError> {
+    let mut out = Vec::new();
+    let mut ser = serde_json::Serializer::with_formatter(&mut out, serde_json::ser::PrettyFormatter::with_indent(b" "));
+    serde::Serialize::serialize(v, &mut ser).map_err(|e| ToolError::Runtime(e.to_string()))?;
+    String::from_utf8(out).map_err(|e| ToolError::Runtime(e.to_string()))
 }
 
 impl Tool for NotebookEdit {
@@ -138,17 +168,25 @@ impl Tool for NotebookEdit {
                     "File must be a Jupyter notebook (.ipynb file). For editing other file types, use the FileEdit tool.".into(),
                 ));
             }
+            let mode = args.edit_mode.as_deref().unwrap_or("replace");
+            if mode == "insert" && args.cell_type.is_none() {
+                return Err(ToolError::Validation("Cell type is required when using edit_mode=insert.".into()));
+            }
+            // the reference's order: the read gate before the file is looked at
+            if ctx.read_state.lock().ok().is_none_or(|s| !s.contains_key(&path)) {
+                return Err(ToolError::Validation(crate::fs::NOT_READ_YET.into()));
+            }
             let current =
                 std::fs::read(&path).map_err(|_| ToolError::Validation("Notebook file does not exist.".into()))?;
             check_write_gates(ctx, &path, &current)?;
-            let mut nb: Value = serde_json::from_slice(&current)
+            let file = crate::fs::TextFile::decode(&current);
+            let mut nb: Value = serde_json::from_str(&file.text)
                 .map_err(|_| ToolError::Validation("Notebook is not valid JSON.".into()))?;
-            let mode = args.edit_mode.as_deref().unwrap_or("replace");
             let text = apply(&mut nb, args.cell_id.as_deref(), &args.new_source, args.cell_type.as_deref(), mode)?;
             checkpoint(ctx, &path, &current)?;
-            let mut out = serde_json::to_string_pretty(&nb).map_err(|e| ToolError::Runtime(e.to_string()))?;
-            out.push('\n');
-            write_and_remember(ctx, &path, &out)?;
+            let bytes = file.encode(&stringify_1(&nb)?);
+            crate::fs::write_no_follow(&path, &bytes).map_err(|e| ToolError::Runtime(format!("{e}: {}", path.display())))?;
+            crate::fs::remember_read(ctx, &path, bytes, false);
             Ok(ToolOutput::Text(text))
         })
     }
@@ -160,16 +198,28 @@ mod tests {
 
     #[test]
     fn replace_insert_delete_by_id_and_index() {
-        let mut nb =
-            json!({"cells": [{"cell_type": "code", "id": "a", "source": "1", "outputs": [1], "execution_count": 3}]});
+        let mut nb = json!({"nbformat": 4, "nbformat_minor": 5,
+            "cells": [{"cell_type": "code", "id": "a", "source": "1", "outputs": [1], "execution_count": 3}]});
         assert_eq!(apply(&mut nb, Some("a"), "2", None, "replace").ok().as_deref(), Some("Updated cell a with 2"));
         assert_eq!(nb["cells"][0]["outputs"], json!([]));
         let t = apply(&mut nb, Some("cell-0"), "# h", Some("markdown"), "insert").unwrap_or_default();
-        assert!(t.starts_with("Inserted cell "), "{t}");
+        assert!(t.starts_with("Inserted cell ") && !t.contains("undefined"), "{t}");
         assert_eq!(nb["cells"][1]["cell_type"], "markdown");
         assert!(apply(&mut nb, Some("zz"), "", None, "delete").is_err());
+        let e = apply(&mut nb, Some("cell-7"), "", None, "delete").err().map(|e| e.to_string()).unwrap_or_default();
+        assert_eq!(e, "Cell with index 7 does not exist in notebook.");
         assert_eq!(apply(&mut nb, Some("a"), "", None, "delete").ok().as_deref(), Some("Deleted cell a"));
         assert_eq!(nb["cells"].as_array().map(Vec::len), Some(1));
-        assert!(apply(&mut nb, None, "x", None, "insert").is_err());
+        assert!(apply(&mut nb, None, "x", None, "replace").is_err());
+        // a notebook without ids: the reference names no id
+        let mut old = json!({"nbformat": 4, "nbformat_minor": 4, "cells": [{"cell_type": "markdown", "source": "x"}]});
+        assert_eq!(
+            apply(&mut old, Some("cell-0"), "y", None, "replace").ok().as_deref(),
+            Some("Updated cell undefined with y")
+        );
+        assert_eq!(
+            stringify_1(&json!({"a": [1], "b": {}})).unwrap_or_default(),
+            "{\n \"a\": [\n  1\n ],\n \"b\": {}\n}"
+        );
     }
 }

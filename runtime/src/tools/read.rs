@@ -23,12 +23,8 @@ pub const MAX_OUTPUT_TOKENS: u64 = 25_000;
 /// Env variable that overrides [`MAX_OUTPUT_TOKENS`] (READ-2).
 pub const MAX_OUTPUT_TOKENS_ENV: &str = "CLAUDE_CODE_FILE_READ_MAX_OUTPUT_TOKENS";
 
-/// Lines returned when no limit is given (the reference's Read description: "up to 2000 lines").
-pub const DEFAULT_LINE_LIMIT: usize = 2000;
-
-/// Longer lines are cut to this many characters (the reference's Read description; READ-5's textbook
-/// runtime splits at 5,000 instead — the reference's behaviour is the one followed here).
-pub const MAX_LINE_CHARS: usize = 2000;
+// No line limit and no line cut: Claude Code 2.1.235 returns every line of a file within the size and
+// token limits, whole (measured by harness/tests/fidelity.rs: a 2,500-char line comes back whole).
 
 const IMAGE_TYPES: &[(&str, &str)] = &[
     ("png", "image/png"),
@@ -38,9 +34,15 @@ const IMAGE_TYPES: &[(&str, &str)] = &[
     ("webp", "image/webp"),
 ];
 
+/// The extensions the reference's Read refuses as binary (2.1.235's list, read from the binary and
+/// measured by `harness/tests/fidelity.rs`); the image types and `pdf` among them are read instead.
 const BINARY_EXTENSIONS: &[&str] = &[
-    "exe", "dll", "so", "o", "a", "bin", "class", "jar", "pyc", "wasm", "zip", "gz", "tgz", "tar", "7z", "mp3", "mp4",
-    "mov", "avi", "woff", "woff2",
+    "bmp", "ico", "tiff", "tif", "mp4", "mov", "avi", "mkv", "webm", "wmv", "flv", "m4v", "mpeg", "mpg", "mp3", "wav",
+    "ogg", "flac", "aac", "m4a", "wma", "aiff", "opus", "zip", "tar", "gz", "bz2", "7z", "rar", "xz", "z", "tgz",
+    "iso", "exe", "dll", "so", "dylib", "bin", "o", "a", "obj", "lib", "app", "msi", "deb", "rpm", "doc", "docx",
+    "xls", "xlsx", "ppt", "pptx", "odt", "ods", "odp", "ttf", "otf", "woff", "woff2", "eot", "pyc", "pyo", "class",
+    "jar", "war", "ear", "node", "wasm", "rlib", "sqlite", "sqlite3", "db", "mdb", "idx", "psd", "ai", "eps", "sketch",
+    "fig", "xd", "blend", "3ds", "max", "swf", "fla", "lockb", "dat", "data",
 ];
 
 /// The Read tool.
@@ -102,10 +104,28 @@ impl Tool for Read {
         Box::pin(async move {
             let args: Args = parse_args(input)?;
             let path = confine(ctx, &args.file_path)?;
+            // the reference refuses by extension before it looks at the file (its validation step)
+            if let Some(ext) = binary_extension(&path) {
+                return Err(ToolError::Validation(format!(
+                    "This tool cannot read binary files. The file appears to be a binary {ext} file. Please use appropriate tools for binary file analysis."
+                )));
+            }
+            // a second Read of the same window of an unchanged file: the reference's note, not the content
+            let window = (args.offset.unwrap_or(1), args.limit);
+            let seen = ctx.read_state.lock().ok().and_then(|s| s.get(&path).cloned());
+            if let Some(seen) = seen {
+                if seen.window == Some(window) && seen.mtime.is_some() && seen.mtime == crate::fs::mtime(&path) {
+                    return Ok(ToolOutput::Text(crate::fs::FILE_UNCHANGED.into()));
+                }
+            }
             // measured on 2.1.235: an error result, not wrapped as an input error, naming the working dir
-            let meta = std::fs::metadata(&path).map_err(|_| ToolError::Runtime(crate::fs::missing_file(ctx)))?;
+            let meta =
+                std::fs::metadata(&path).map_err(|_| ToolError::Runtime(crate::fs::missing_file_near(ctx, &path)))?;
             if meta.is_dir() {
-                return Err(ToolError::Runtime("EISDIR: illegal operation on a directory, read".into()));
+                return Err(ToolError::Runtime(format!(
+                    "EISDIR: illegal operation on a directory, read '{}'",
+                    path.display()
+                )));
             }
             if !meta.is_file() {
                 return Err(not_regular(&path, meta.file_type()));
@@ -120,43 +140,28 @@ impl Tool for Read {
             if let Some((_, media)) = IMAGE_TYPES.iter().find(|(e, _)| *e == ext) {
                 return image(ctx, &path, media);
             }
-            if BINARY_EXTENSIONS.contains(&ext.as_str()) {
-                return Err(ToolError::Validation(format!(
-                    "This tool cannot read binary files. The file appears to be a binary .{ext} file. Please use appropriate tools for binary file analysis."
-                )));
-            }
             if ext == "ipynb" {
-                return notebook(ctx, &path).await;
+                return notebook(ctx, &path, window).await;
             }
-            let windowed = args.offset.is_some() || args.limit.is_some();
-            if !windowed && meta.len() > MAX_FILE_BYTES {
+            // like the reference, the size limit holds whenever no limit is given (an offset alone too)
+            if args.limit.is_none() && meta.len() > MAX_FILE_BYTES {
                 return Err(ToolError::Runtime(format!(
                     "File content ({}) exceeds maximum allowed size ({}). Use offset and limit parameters to read specific portions of the file, or search for specific content instead of reading the whole file.",
                     format_size(meta.len()),
                     format_size(MAX_FILE_BYTES)
                 )));
             }
+            let windowed = args.offset.is_some_and(|o| o > 1) || args.limit.is_some();
+            // offset 0 reads from the first line but numbers from 0, as the reference does
+            let first_number = args.offset.unwrap_or(1) as usize;
             let start = args.offset.map(|o| o.saturating_sub(1) as usize).unwrap_or(0);
-            let limit = args.limit.map(|l| l as usize).unwrap_or(DEFAULT_LINE_LIMIT);
-            let window =
+            let limit = args.limit.map(|l| l as usize).unwrap_or(usize::MAX);
+            let window_lines =
                 read_window(&path, start, limit).map_err(|e| ToolError::Runtime(format!("{e}: {}", path.display())))?;
-            if window.total_lines == 0 || (window.total_bytes == 0) {
-                remember_read(ctx, &path, Vec::new(), windowed);
-                return Ok(ToolOutput::Text(
-                    "<system-reminder>Warning: the file exists but the contents are empty.</system-reminder>".into(),
-                ));
-            }
-            if window.lines.is_empty() {
-                return Ok(ToolOutput::Text(format!(
-                    "<system-reminder>Warning: the file exists but is shorter than the provided offset ({}). The file has {} lines.</system-reminder>",
-                    args.offset.unwrap_or(0),
-                    window.total_lines
-                )));
-            }
-            let text = number_lines(window.lines.iter().map(String::as_str), start + 1);
+            let text = render_window(&path, &window_lines, first_number)?;
             check_tokens(ctx, &text).await?;
             let whole = if windowed { Vec::new() } else { std::fs::read(&path).unwrap_or_default() };
-            remember_read(ctx, &path, whole, windowed);
+            crate::fs::remember_window(ctx, &path, whole, windowed, Some(window));
             Ok(ToolOutput::Text(text))
         })
     }
@@ -180,6 +185,41 @@ fn not_regular(path: &Path, kind: std::fs::FileType) -> ToolError {
     } else {
         ToolError::Validation(format!("Cannot read '{p}': this device file would block or produce infinite output."))
     }
+}
+
+/// The extension the reference refuses to Read as binary (its list; images and PDFs are read): taken
+/// like the reference takes it, from the last `.` of the whole path, lower-cased.
+pub fn binary_extension(path: &Path) -> Option<String> {
+    let s = path.to_string_lossy();
+    let ext = s[s.rfind('.')?..].to_ascii_lowercase();
+    BINARY_EXTENSIONS.contains(&&ext[1..]).then_some(ext)
+}
+
+/// A window as the reference renders it: numbered lines; a window of one empty line in a longer file is
+/// its number and a tab; an empty file (or window) is a warning, and so is an offset past the end.
+fn render_window(path: &Path, w: &Window, first_number: usize) -> Result<String, ToolError> {
+    let content = w.lines.join("\n");
+    if !content.is_empty() {
+        return Ok(number_lines(w.lines.iter().map(String::as_str), first_number));
+    }
+    let total_over_one = w.total_lines > 1 || has_newline(path).map_err(|e| ToolError::Runtime(e.to_string()))?;
+    if !w.lines.is_empty() && total_over_one {
+        return Ok(format!("{first_number}\t"));
+    }
+    if !w.lines.is_empty() || w.total_lines == 0 {
+        return Ok("<system-reminder>Warning: the file exists but the contents are empty.</system-reminder>".into());
+    }
+    Ok(format!(
+        "<system-reminder>Warning: the file exists but is shorter than the provided offset ({first_number}). The file has {} lines.</system-reminder>",
+        w.total_lines
+    ))
+}
+
+fn has_newline(path: &Path) -> std::io::Result<bool> {
+    let mut r = std::io::BufReader::new(std::fs::File::open(path)?);
+    let mut sink = Vec::new();
+    let n = r.read_until(b'\n', &mut sink)?;
+    Ok(n > 0 && sink.last() == Some(&b'\n'))
 }
 
 /// The token ceiling in force: the env override when it parses as a positive number.
@@ -234,7 +274,7 @@ pub fn read_window(path: &Path, start: usize, limit: usize) -> std::io::Result<W
     };
     let size = f.metadata()?.len();
     // a final '\n' opens one more, empty, line at the end
-    let mut pending_empty = false;
+    let mut pending_empty = size == 0;
     if size > 0 {
         let mut last = [0u8; 1];
         f.seek(SeekFrom::Start(size - 1))?;
@@ -275,14 +315,17 @@ pub fn read_window(path: &Path, start: usize, limit: usize) -> std::io::Result<W
         w.total_bytes += n as u64;
         index += 1;
         let mut line = String::from_utf8_lossy(&buf).into_owned();
+        if index == 1 && line.starts_with('\u{feff}') {
+            line.remove(0); // the reference drops a byte-order mark
+        }
         if line.ends_with('\n') {
             line.pop();
+        }
+        // the reference takes a '\r' off twice: when it splits the lines and when it numbers them
+        for _ in 0..2 {
             if line.ends_with('\r') {
                 line.pop();
             }
-        }
-        if line.chars().count() > MAX_LINE_CHARS {
-            line = line.chars().take(MAX_LINE_CHARS).collect();
         }
         w.lines.push(line);
     }
@@ -374,14 +417,19 @@ fn render_pdf_pages(path: &Path, first: u32, last: u32) -> Result<Vec<(u32, Vec<
     Ok(pages)
 }
 
-async fn notebook(ctx: &ToolContext, path: &Path) -> Result<ToolOutput, ToolError> {
+async fn notebook(ctx: &ToolContext, path: &Path, window: (u64, Option<u64>)) -> Result<ToolOutput, ToolError> {
     let bytes = std::fs::read(path).map_err(|e| ToolError::Runtime(e.to_string()))?;
-    let nb: Value = serde_json::from_slice(&bytes)
-        .map_err(|e| ToolError::Runtime(format!("The notebook is not valid JSON: {e}")))?;
-    let text = render_notebook(&nb)?;
+    let nb: Value = serde_json::from_slice(&bytes).map_err(|e| {
+        ToolError::Runtime(format!(
+            "Notebook file is not valid JSON (it may be truncated, corrupted, or still being written): {e}"
+        ))
+    })?;
+    let blocks = render_notebook(&nb)?;
+    let text: String =
+        blocks.iter().filter_map(|b| b.get("text").and_then(Value::as_str)).collect::<Vec<_>>().join("\n");
     check_tokens(ctx, &text).await?;
-    remember_read(ctx, path, bytes, false);
-    Ok(ToolOutput::Text(text))
+    crate::fs::remember_window(ctx, path, bytes, false, Some(window));
+    Ok(ToolOutput::Blocks(blocks))
 }
 
 /// Joins a notebook field that is a string or a list of strings.
@@ -393,44 +441,83 @@ pub fn joined(v: Option<&Value>) -> String {
     }
 }
 
-/// A notebook as text, cell by cell: `<cell id="…">` (with `<cell_type>` for non-code cells), the
-/// source, then each output's text (images noted by type), `</cell id="…">`.
-pub fn render_notebook(nb: &Value) -> Result<String, ToolError> {
-    let cells = nb
-        .get("cells")
-        .and_then(Value::as_array)
-        .ok_or_else(|| ToolError::Runtime("The notebook has no cells array.".into()))?;
-    let mut out = Vec::new();
+/// An output's image as the reference keeps it: the first of `image/png`, `image/jpeg` when its bytes
+/// are an image (none when the first one found is not).
+fn output_image(data: &Value) -> Option<Value> {
+    for media in ["image/png", "image/jpeg"] {
+        let Some(b64) = data.get(media).and_then(Value::as_str) else { continue };
+        let clean: String = b64.chars().filter(|c| !c.is_whitespace()).collect();
+        let bytes = base64::engine::general_purpose::STANDARD.decode(&clean).unwrap_or_default();
+        let magic: &[&[u8]] = &[b"\x89PNG", b"\xFF\xD8\xFF", b"GIF8", b"RIFF"];
+        if !magic.iter().any(|m| bytes.starts_with(m)) {
+            return None;
+        }
+        return Some(json!({"type": "image", "source": {"data": clean, "media_type": media, "type": "base64"}}));
+    }
+    None
+}
+
+/// A notebook as the reference renders it (2.1.235, measured by `harness/tests/fidelity.rs`): per cell a
+/// text `<cell id="…">` (with `<cell_type>` for non-code cells, `<language>` for code in another
+/// language than python), the source, `</cell id="…">`; after it each output of a code cell — its text
+/// on a line after an empty one (an error as `ename: evalue` and its traceback), its image as an image
+/// block; neighbouring texts joined by newlines.
+pub fn render_notebook(nb: &Value) -> Result<Vec<Value>, ToolError> {
+    let cells = nb.get("cells").and_then(Value::as_array).ok_or_else(|| {
+        ToolError::Runtime(
+            "Notebook file is not a valid Jupyter notebook (top-level \"cells\" must be an array of cell objects, each with a string or string-array \"source\").".into(),
+        )
+    })?;
+    let language = nb.pointer("/metadata/language_info/name").and_then(Value::as_str).unwrap_or("python");
+    let mut blocks: Vec<Value> = Vec::new();
+    let push_text = |blocks: &mut Vec<Value>, text: String| match blocks.last_mut() {
+        Some(last) if last.get("type").and_then(Value::as_str) == Some("text") => {
+            let joined = format!("{}\n{text}", last["text"].as_str().unwrap_or_default());
+            last["text"] = json!(joined);
+        }
+        _ => blocks.push(json!({"type": "text", "text": text})),
+    };
     for (i, c) in cells.iter().enumerate() {
         let id = c.get("id").and_then(Value::as_str).map(str::to_string).unwrap_or_else(|| format!("cell-{i}"));
         let kind = c.get("cell_type").and_then(Value::as_str).unwrap_or("code");
-        let mut s = format!("<cell id=\"{id}\">");
+        let mut meta = String::new();
         if kind != "code" {
-            s.push_str(&format!("<cell_type>{kind}</cell_type>"));
+            meta.push_str(&format!("<cell_type>{kind}</cell_type>"));
+        } else if language != "python" {
+            meta.push_str(&format!("<language>{language}</language>"));
         }
-        s.push_str(&joined(c.get("source")));
+        push_text(&mut blocks, format!("<cell id=\"{id}\">{meta}{}</cell id=\"{id}\">", joined(c.get("source"))));
+        if kind != "code" {
+            continue;
+        }
         for o in c.get("outputs").and_then(Value::as_array).into_iter().flatten() {
-            let text = match o.get("output_type").and_then(Value::as_str) {
-                Some("stream") => joined(o.get("text")),
-                Some("error") => format!("{}: {}", joined(o.get("ename")), joined(o.get("evalue"))),
-                _ => {
-                    let data = o.get("data");
-                    match data.and_then(|d| d.get("text/plain")) {
-                        Some(t) => joined(Some(t)),
-                        None if data.is_some_and(|d| d.get("image/png").is_some()) => "[image/png output]".into(),
-                        None => String::new(),
-                    }
+            let (text, image) = match o.get("output_type").and_then(Value::as_str) {
+                Some("stream") => (joined(o.get("text")), None),
+                Some("execute_result" | "display_data") => {
+                    let data = o.get("data").cloned().unwrap_or(Value::Null);
+                    (joined(data.get("text/plain")), output_image(&data))
                 }
+                Some("error") => {
+                    let tb: Vec<&str> = o
+                        .get("traceback")
+                        .and_then(Value::as_array)
+                        .into_iter()
+                        .flatten()
+                        .filter_map(Value::as_str)
+                        .collect();
+                    (format!("{}: {}\n{}", joined(o.get("ename")), joined(o.get("evalue")), tb.join("\n")), None)
+                }
+                _ => (String::new(), None),
             };
             if !text.is_empty() {
-                s.push('\n');
-                s.push_str(text.trim_end_matches('\n'));
+                push_text(&mut blocks, format!("\n{text}"));
+            }
+            if let Some(img) = image {
+                blocks.push(img);
             }
         }
-        s.push_str(&format!("</cell id=\"{id}\">"));
-        out.push(s);
     }
-    Ok(out.join("\n"))
+    Ok(blocks)
 }
 
 #[cfg(test)]
@@ -442,6 +529,30 @@ mod tests {
         assert_eq!(format_size(304_000), "296.9KB");
         assert_eq!(format_size(MAX_FILE_BYTES), "256KB");
         assert_eq!(format_size(10), "10 bytes");
+    }
+
+    #[test]
+    fn binary_extensions_are_taken_from_the_last_dot_of_the_path() {
+        assert_eq!(binary_extension(Path::new("/w/f.DAT")).as_deref(), Some(".dat"));
+        assert_eq!(binary_extension(Path::new("/w/f.png")), None, "images are read");
+        assert_eq!(binary_extension(Path::new("/w/f.txt")), None);
+        assert_eq!(binary_extension(Path::new("/w/noext")), None);
+    }
+
+    #[test]
+    fn empty_windows_are_told_like_the_reference() {
+        let d = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let p = d.path().join("f");
+        std::fs::write(&p, "").unwrap_or_else(|e| panic!("{e}"));
+        let text = |start, limit, first| {
+            render_window(&p, &read_window(&p, start, limit).unwrap_or_default(), first).unwrap_or_default()
+        };
+        assert!(text(0, usize::MAX, 1).contains("the contents are empty"));
+        assert!(text(1, 3, 2).contains("shorter than the provided offset (2). The file has 1 lines."));
+        std::fs::write(&p, "\nx").unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(text(0, 1, 1), "1\t", "one empty line of a longer file");
+        std::fs::write(&p, "a\nb").unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(text(0, 2, 0), "0\ta\n1\tb", "offset 0 numbers from 0");
     }
 
     #[test]
@@ -467,8 +578,13 @@ mod tests {
         assert_eq!(read_window(&p, 2, 10).unwrap_or_default().lines, [""]);
         let w = read_window(&p, 3, 10).unwrap_or_default();
         assert_eq!((w.lines.len(), w.total_lines), (0, 3));
+        // an empty file is one empty line, as the reference splits it
         std::fs::write(&p, "").unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(read_window(&p, 0, 10).unwrap_or_default().total_lines, 0);
+        let w = read_window(&p, 0, 10).unwrap_or_default();
+        assert_eq!((w.lines, w.total_lines), (vec![String::new()], 1));
+        // a byte-order mark goes; CRs before a line end go twice (split, then numbering)
+        std::fs::write(&p, "\u{feff}a\r\r\nb\r").unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(read_window(&p, 0, 10).unwrap_or_default().lines, ["a", "b"]);
     }
 
     #[test]
@@ -479,7 +595,9 @@ mod tests {
         ]});
         assert_eq!(
             render_notebook(&nb).unwrap_or_default(),
-            "<cell id=\"m1\"><cell_type>markdown</cell_type># T</cell id=\"m1\">\n<cell id=\"cell-1\">print(1)\n1</cell id=\"cell-1\">"
+            [
+                json!({"type": "text", "text": "<cell id=\"m1\"><cell_type>markdown</cell_type># T</cell id=\"m1\">\n<cell id=\"cell-1\">print(1)</cell id=\"cell-1\">\n\n1\n"})
+            ]
         );
     }
 

@@ -2,7 +2,7 @@
 //! stale gate (EDIT-2) and leaves a file-history checkpoint (EDIT-6).
 
 use crate::context::ToolContext;
-use crate::fs::{check_write_gates, checkpoint, confine_write, updated, write_and_remember, FILE_STATE_NOTE};
+use crate::fs::{check_write_gates, checkpoint, confine_write, trim_line_ends, updated, write_and_remember, FILE_STATE_NOTE};
 use crate::tool::{parse_args, PermissionSubject, Tool, ToolError, ToolOutput};
 use futures_util::future::BoxFuture;
 use serde::Deserialize;
@@ -49,24 +49,34 @@ impl Tool for Write {
             let args: Args = parse_args(input)?;
             let path = confine_write(ctx, &args.file_path)?;
             if path.is_dir() {
-                return Err(ToolError::Runtime(format!(
-                    "EISDIR: illegal operation on a directory, open '{}'",
-                    path.display()
-                )));
+                // measured on 2.1.235: a directory is never read, so the read gate refuses it first
+                return Err(ToolError::Validation(crate::fs::NOT_READ_YET.into()));
             }
+            // the reference trims the content's line ends (not in Markdown files)
+            let content = trim_line_ends(&path, &args.content);
             match std::fs::read(&path) {
                 Ok(current) => {
                     check_write_gates(ctx, &path, &current)?;
                     checkpoint(ctx, &path, &current)?;
-                    write_and_remember(ctx, &path, &args.content)?;
+                    write_and_remember(ctx, &path, &content)?;
+                    // the reference tells an update from a creation by the old content: an empty file
+                    // counts as created
+                    if crate::fs::TextFile::decode(&current).text.is_empty() {
+                        return Ok(ToolOutput::Text(created(&args.file_path)));
+                    }
                     Ok(ToolOutput::Text(updated(&path)))
                 }
                 Err(_) => {
-                    write_and_remember(ctx, &path, &args.content)?;
-                    // measured: the path as the call gave it (`rel.txt` stays relative)
-                    Ok(ToolOutput::Text(format!("File created successfully at: {}{FILE_STATE_NOTE}", args.file_path)))
+                    write_and_remember(ctx, &path, &content)?;
+                    Ok(ToolOutput::Text(created(&args.file_path)))
                 }
             }
         })
     }
+}
+
+/// The text of a Write that made a file: the path as the call gave it (measured: `rel.txt` stays
+/// relative).
+fn created(file_path: &str) -> String {
+    format!("File created successfully at: {file_path}{FILE_STATE_NOTE}")
 }
