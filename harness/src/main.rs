@@ -190,7 +190,9 @@ fn main() -> ExitCode {
     };
     let p = &project;
     match cli.command {
-        Command::Run { paths, subject, bless, json, keep, jobs } => run(p, paths, &subject, bless, json, keep, jobs),
+        Command::Run { paths, subject, bless, json, keep, jobs } => {
+            supervised(|| run_probes(p, paths, &subject, bless, json, keep, jobs))
+        }
         Command::List => list(p),
         Command::GcBlobs => gc_blobs(p),
         Command::Review { accept, reject } => review(p, accept, reject),
@@ -244,21 +246,14 @@ fn fake_mcp(trace: Option<PathBuf>, never_answer: bool) -> ExitCode {
     }
 }
 
-fn run(
-    project: &Project,
-    paths: Vec<PathBuf>,
-    subject: &str,
-    bless: bool,
-    json: bool,
-    keep: bool,
-    jobs: Option<usize>,
-) -> ExitCode {
-    // SIGINT / SIGTERM / a SIGKILL of this process leave nothing behind (harness::cleanup)
+/// Runs `f` as the supervised worker: SIGINT / SIGTERM / a SIGKILL of this process leave nothing behind
+/// (harness::cleanup), and nothing a probe started outlives the run (orphans come to the worker: it is
+/// their subreaper).
+fn supervised(f: impl FnOnce() -> ExitCode) -> ExitCode {
     if let harness::cleanup::Role::Supervised(code) = harness::cleanup::supervise() {
         return code;
     }
-    let code = run_probes(project, paths, subject, bless, json, keep, jobs);
-    // nothing a probe started outlives the run (orphans come to this process: it is their subreaper)
+    let code = f();
     probelab_runtime::process::kill_own_descendants();
     code
 }
