@@ -547,19 +547,27 @@ fn list(project: &Project) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    println!("probes:");
+    use std::fmt::Write as _;
+    let mut out = String::from("probes:\n");
     for p in &probes {
         let subjects = if p.subjects.is_empty() { "all".to_string() } else { p.subjects.join(",") };
-        println!("  {:<40} {:<24} {:<12} {}", p.id, p.claims.join(","), subjects, project.show(&p.path));
+        let _ = writeln!(out, "  {:<40} {:<24} {:<12} {}", p.id, p.claims.join(","), subjects, project.show(&p.path));
     }
-    println!("claims:");
+    out.push_str("claims:\n");
     for c in harness::claims::all() {
         let by: Vec<&str> = probes.iter().filter(|p| p.claims.contains(&c.id)).map(|p| p.id.as_str()).collect();
         let summary: String = c.summary.chars().take(70).collect();
-        println!("  {:<8} {:<3} {:<72} {}", c.id, by.len(), summary, by.join(" "));
+        let _ = writeln!(out, "  {:<8} {:<3} {:<72} {}", c.id, by.len(), summary, by.join(" "));
     }
-    println!("subjects:\n  builtin        the embedded Rust runtime (default)\n  claude-code@V  the Claude Code CLI at version V (not available yet)");
-    ExitCode::SUCCESS
+    out.push_str("subjects:\n  builtin        the embedded Rust runtime (default)\n  claude-code@V  the Claude Code CLI at version V, installed from npm into the cache (`probelab versions`)\n");
+    // a reader that stops early (`probelab list | head`) is not an error: no panic on the broken pipe
+    match std::io::Write::write_all(&mut std::io::stdout().lock(), out.as_bytes()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+            eprintln!("probelab list: cannot write: {e}");
+            ExitCode::from(1)
+        }
+        _ => ExitCode::SUCCESS,
+    }
 }
 
 const SKELETON: &str = r#"# A probe: a scripted conversation, the subject runs the tools, the stub records the wire.

@@ -94,3 +94,20 @@ fn list_names_probes_and_claims() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("read.window") && text.contains("GREP-5") && text.contains("builtin"), "{text}");
 }
+
+#[test]
+fn list_into_a_reader_that_has_gone_is_no_panic() {
+    // the read end is closed before the list is written (`probelab list | head -0`): the write gets EPIPE
+    let mut child = probelab()
+        .arg("list")
+        .current_dir(repo())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{e}"));
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap_or_else(|e| panic!("{e}"));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+}
