@@ -53,6 +53,14 @@ fn repo_state() -> (BTreeMap<PathBuf, (u64, std::time::SystemTime)>, bool, Strin
     (files, root.join("probelab.toml").exists(), git)
 }
 
+/// `text` parsed as the probe file `own.toml` and run on the built-in subject with the repository's layout.
+fn run_builtin(text: &str) -> harness::lab::Report {
+    let probe = harness::probe::parse(Path::new("own.toml"), text).unwrap_or_else(|e| panic!("{e}"));
+    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap_or_else(|e| panic!("{e}"));
+    rt.block_on(harness::lab::run_probe(&probe, "builtin", &harness::lab::Layout::repo(), false))
+        .unwrap_or_else(|e| panic!("{e}"))
+}
+
 #[test]
 fn a_suite_outside_the_repository_is_made_blessed_run_and_diffed_there_only() {
     let before = repo_state();
@@ -159,11 +167,7 @@ matches = '^{cwd}$'
 result = "where"
 matches = '^{home}$'
 "#;
-    let probe = harness::probe::parse(Path::new("own.toml"), text).unwrap_or_else(|e| panic!("{e}"));
-    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap_or_else(|e| panic!("{e}"));
-    let report = rt
-        .block_on(harness::lab::run_probe(&probe, "builtin", &harness::lab::Layout::repo(), false))
-        .unwrap_or_else(|e| panic!("{e}"));
+    let report = run_builtin(text);
     let (cwd, home) = (&report.verdicts[0], &report.verdicts[1]);
     assert_eq!(cwd.name, "check 1: result where");
     assert!(cwd.pass, "{}\n{}", cwd.detail, report.transcript);
@@ -250,11 +254,7 @@ equals = "1767225500.2500000000 ./c.txt\n1767225599.5000000000 ./d.txt\n17672256
 result = "after"
 equals = "c.txt\nd.txt\na.txt\nb.txt"
 "#;
-    let probe = harness::probe::parse(Path::new("own.toml"), text).unwrap_or_else(|e| panic!("{e}"));
-    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap_or_else(|e| panic!("{e}"));
-    let report = rt
-        .block_on(harness::lab::run_probe(&probe, "builtin", &harness::lab::Layout::repo(), false))
-        .unwrap_or_else(|e| panic!("{e}"));
+    let report = run_builtin(text);
     assert!(report.passed(), "{}\n{}", report.failures().join("\n"), report.transcript);
 
     let bad = text.replace("mtime = 100", "mtime = \"soon\"");
@@ -289,12 +289,7 @@ contains = "/11111111-2222-4333-8444-555555555555/tool-results/"
 file = "{home}/.claude/projects/*/11111111-2222-4333-8444-555555555555/tool-results/*"
 exists = true
 "#;
-    let run = |text: &str| {
-        let probe = harness::probe::parse(Path::new("own.toml"), text).unwrap_or_else(|e| panic!("{e}"));
-        let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap_or_else(|e| panic!("{e}"));
-        rt.block_on(harness::lab::run_probe(&probe, "builtin", &harness::lab::Layout::repo(), false))
-            .unwrap_or_else(|e| panic!("{e}"))
-    };
+    let run = run_builtin;
     let report = run(text);
     assert!(report.passed(), "{}\n{}", report.failures().join("\n"), report.transcript);
     let default = run(&text.replace("session_id = \"11111111-2222-4333-8444-555555555555\"", ""));
