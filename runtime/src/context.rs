@@ -65,6 +65,16 @@ impl std::fmt::Debug for ToolContext {
 }
 
 impl ToolContext {
+    /// A fresh temp dir and a context in it (counting tokens by estimate), for unit tests; the dir
+    /// lives as long as the returned guard.
+    #[cfg(test)]
+    pub(crate) fn for_test() -> (tempfile::TempDir, ToolContext) {
+        let d = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let c = ToolContext::for_sandbox(d.path(), Arc::new(crate::model::EstimateTokens))
+            .unwrap_or_else(|e| panic!("{e}"));
+        (d, c)
+    }
+
     /// A context for `root` with `root/work` as cwd and `root/home` as HOME (both created).
     pub fn for_sandbox(root: &std::path::Path, tokens: Arc<dyn TokenCounter>) -> std::io::Result<ToolContext> {
         let root = root.canonicalize()?;

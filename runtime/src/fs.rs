@@ -461,13 +461,9 @@ pub fn format_size(bytes: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::Arc;
 
     fn ctx() -> (tempfile::TempDir, ToolContext) {
-        let d = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-        let c = ToolContext::for_sandbox(d.path(), Arc::new(crate::model::EstimateTokens))
-            .unwrap_or_else(|e| panic!("{e}"));
-        (d, c)
+        ToolContext::for_test()
     }
 
     #[test]

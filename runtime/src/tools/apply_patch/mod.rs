@@ -303,13 +303,9 @@ impl Tool for ApplyPatch {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::Arc;
 
     fn ctx() -> (tempfile::TempDir, ToolContext) {
-        let d = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-        let c = ToolContext::for_sandbox(d.path(), Arc::new(crate::model::EstimateTokens))
-            .unwrap_or_else(|e| panic!("{e}"));
-        (d, c)
+        ToolContext::for_test()
     }
 
     fn run(c: &ToolContext, patch: &str) -> Result<ToolOutput, ToolError> {

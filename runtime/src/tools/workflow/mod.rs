@@ -396,16 +396,13 @@ fn running_task(ctx: &ToolContext, run_id: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::Arc;
 
     #[test]
     fn run_ids() {
         assert!(valid_run_id("wf_955a0217-17c"));
         assert!(!valid_run_id("wf_ABCDEF1"));
         assert!(!valid_run_id("wf_12345"));
-        let d = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-        let mut ctx = ToolContext::for_sandbox(d.path(), Arc::new(crate::model::EstimateTokens))
-            .unwrap_or_else(|e| panic!("{e}"));
+        let (_d, mut ctx) = ToolContext::for_test();
         ctx.call_id = Some("toolu_1".into());
         let (run, task) = ids(&ctx);
         assert!(valid_run_id(&run), "{run}");
@@ -416,9 +413,7 @@ mod tests {
 
     #[test]
     fn refusals() {
-        let d = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-        let ctx = ToolContext::for_sandbox(d.path(), Arc::new(crate::model::EstimateTokens))
-            .unwrap_or_else(|e| panic!("{e}"));
+        let (_d, ctx) = ToolContext::for_test();
         let go = |input: Value| {
             let args: Args = serde_json::from_value(input).unwrap_or_else(|e| panic!("{e}"));
             launch(args, &ctx).err().map(|e| e.to_string()).unwrap_or_default()
