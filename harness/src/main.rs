@@ -643,26 +643,6 @@ fn write_probe(project: &Project, rel: &str, text: &str) -> ExitCode {
 
 fn new(project: &Project, name: &str) -> ExitCode {
     let rel = name.trim_end_matches(".toml");
-    let path = project.probes.join(format!("{rel}.toml"));
-    if path.exists() {
-        eprintln!("{} exists already", path.display());
-        return ExitCode::from(2);
-    }
     let id = rel.replace('/', ".");
-    if let Some(parent) = path.parent() {
-        if let Err(e) = std::fs::create_dir_all(parent) {
-            eprintln!("{}: {e}", parent.display());
-            return ExitCode::from(2);
-        }
-    }
-    match std::fs::write(&path, SKELETON.replace("\"ID\"", &format!("{id:?}"))) {
-        Ok(()) => {
-            println!("wrote {}", path.display());
-            ExitCode::SUCCESS
-        }
-        Err(e) => {
-            eprintln!("{}: {e}", path.display());
-            ExitCode::from(2)
-        }
-    }
+    write_probe(project, rel, &SKELETON.replace("\"ID\"", &format!("{id:?}")))
 }
