@@ -151,13 +151,13 @@ pub async fn matrix(
 ) -> Result<Vec<Observation>, String> {
     use futures_util::stream::StreamExt;
     let probes: Vec<&Probe> = probes.iter().filter(|p| p.applies_to("claude-code")).collect();
+    // a cell is kept only when it ran the probe file as it is now
+    let shas: Vec<String> = probes.iter().map(|p| crate::observe::probe_sha256(p)).collect();
     let mut out = Vec::new();
     for version in versions {
         let mut todo = Vec::new();
-        for p in &probes {
-            // a cell is kept only when it ran the probe file as it is now
-            let sha = crate::observe::probe_sha256(p);
-            match read_cell(&cell_path(&opts.out, version, &p.id)).filter(|c| !opts.fresh && c.probe_sha256 == sha) {
+        for (p, sha) in probes.iter().zip(&shas) {
+            match read_cell(&cell_path(&opts.out, version, &p.id)).filter(|c| !opts.fresh && &c.probe_sha256 == sha) {
                 Some(obs) => {
                     done(&CellDone { observation: obs.clone(), resumed: true });
                     out.push(obs);
