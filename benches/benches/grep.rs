@@ -105,7 +105,14 @@ fn ours(argv: &[&str], dir: &Path) {
     let (mut out, mut err) = (std::io::sink(), std::io::sink());
     let code = run(
         &a,
-        &mut Io { stdout: &mut out, stderr: &mut err, stdout_is_terminal: false, cwd: dir.to_path_buf(), cancel: None, skip: None },
+        &mut Io {
+            stdout: &mut out,
+            stderr: &mut err,
+            stdout_is_terminal: false,
+            cwd: dir.to_path_buf(),
+            cancel: None,
+            skip: None,
+        },
     );
     assert_eq!(code, 0);
 }

@@ -714,8 +714,7 @@ fn collect(probe: &Probe, run: Result<RunOutput, String>, calls: usize, subject:
     };
     let script = run.sandbox.script(probe);
     let view = View { exchanges: &run.exchanges, script: &script };
-    let places =
-        Places {
+    let places = Places {
         root: &run.sandbox.root,
         cwd: &run.sandbox.cwd,
         home: &run.sandbox.home,

@@ -125,8 +125,21 @@ impl std::fmt::Debug for Stub {
 
 /// What the play state decided for one request.
 enum Decision {
-    Spoil { conversation: String, turn: usize, fault: Fault, message: Message },
-    Serve { conversation: String, slot: usize, turn: usize, message: Message, delay_ms: u64, ticket: usize, wait: Option<Wait> },
+    Spoil {
+        conversation: String,
+        turn: usize,
+        fault: Fault,
+        message: Message,
+    },
+    Serve {
+        conversation: String,
+        slot: usize,
+        turn: usize,
+        message: Message,
+        delay_ms: u64,
+        ticket: usize,
+        wait: Option<Wait>,
+    },
     Prelude(Message),
     Side(Message),
     Exhausted {

@@ -432,6 +432,10 @@ mod tests {
         b.probe_sha256 = "2".repeat(64);
         let m = Matrix::from_cells(&[a, b]).unwrap_or_default();
         assert_eq!(m.mixed_probe_files.get("p"), Some(&2));
-        assert!(m.to_text().contains("warning: the cells of p ran 2 different versions of its probe file"), "{}", m.to_text());
+        assert!(
+            m.to_text().contains("warning: the cells of p ran 2 different versions of its probe file"),
+            "{}",
+            m.to_text()
+        );
     }
 }

@@ -330,15 +330,14 @@ impl FaultOp {
 }
 
 /// The fault kinds and the keys each takes besides `kind`, `path` and `at_turn`.
-pub const FAULT_KINDS: &[(&str, &[&str])] =
-    &[
-        ("write", &["content"]),
-        ("delete", &[]),
-        ("mkdir", &[]),
-        ("chmod", &["mode"]),
-        ("symlink", &["target"]),
-        ("touch", &["mtime"]),
-    ];
+pub const FAULT_KINDS: &[(&str, &[&str])] = &[
+    ("write", &["content"]),
+    ("delete", &[]),
+    ("mkdir", &[]),
+    ("chmod", &["mode"]),
+    ("symlink", &["target"]),
+    ("touch", &["mtime"]),
+];
 
 /// `[[fixture.fault]]` as written: every key any kind takes, checked against its kind by [`parse`].
 #[derive(Debug, Clone, Deserialize)]

@@ -36,4 +36,3 @@ pub fn probelab_binary() -> PathBuf {
         .find(|p| p.is_file())
         .unwrap_or_else(|| PathBuf::from("probelab"))
 }
-

@@ -112,10 +112,7 @@ pub fn steps(p: &Places<'_>) -> Vec<Step> {
         // a local wall-clock time the subject computed from the system clock (Claude Code's CronCreate /
         // CronList since 2.1.303: "Next run: Dec 1 12:57pm"; a one-shot's jitter moves it by a minute):
         // the built-in runtime's cron uses the probe's virtual clock and never prints this form
-        Step {
-            name: "clock-times",
-            apply: Box::new(move |s| CLOCK_TIME.replace_all(s, "<clock-time>").into_owned()),
-        },
+        Step { name: "clock-times", apply: Box::new(move |s| CLOCK_TIME.replace_all(s, "<clock-time>").into_owned()) },
         // the machine's kernel, as the subject reports its environment
         Step { name: "os-version", apply: Box::new(move |s| os.replace_all(s, "OS Version: <os>").into_owned()) },
         // the run's date (Claude Code tells the model "Today's date is …"), after the timestamps

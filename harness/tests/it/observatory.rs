@@ -131,7 +131,11 @@ fn a_stopped_matrix_resumes_from_the_cells_it_kept() {
     );
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     assert!(!stderr(&out).contains("kept from an earlier run"), "{}", stderr(&out));
-    assert!(String::from_utf8_lossy(&out.stdout).contains("claude-code.read-size E"), "{}", String::from_utf8_lossy(&out.stdout));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("claude-code.read-size E"),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
 }
 
 #[test]

@@ -190,7 +190,8 @@ impl Tool for Edit {
             };
             checkpoint(ctx, &path, &current)?;
             let bytes = file.encode(&new_text);
-            crate::fs::write_no_follow(&path, &bytes).map_err(|e| ToolError::Runtime(format!("{e}: {}", path.display())))?;
+            crate::fs::write_no_follow(&path, &bytes)
+                .map_err(|e| ToolError::Runtime(format!("{e}: {}", path.display())))?;
             remember_read(ctx, &path, bytes, false);
             if args.replace_all {
                 return Ok(ToolOutput::Text(format!(

@@ -185,7 +185,8 @@ impl Tool for NotebookEdit {
             let text = apply(&mut nb, args.cell_id.as_deref(), &args.new_source, args.cell_type.as_deref(), mode)?;
             checkpoint(ctx, &path, &current)?;
             let bytes = file.encode(&stringify_1(&nb)?);
-            crate::fs::write_no_follow(&path, &bytes).map_err(|e| ToolError::Runtime(format!("{e}: {}", path.display())))?;
+            crate::fs::write_no_follow(&path, &bytes)
+                .map_err(|e| ToolError::Runtime(format!("{e}: {}", path.display())))?;
             crate::fs::remember_read(ctx, &path, bytes, false);
             Ok(ToolOutput::Text(text))
         })

@@ -2,7 +2,9 @@
 //! stale gate (EDIT-2) and leaves a file-history checkpoint (EDIT-6).
 
 use crate::context::ToolContext;
-use crate::fs::{check_write_gates, checkpoint, confine_write, trim_line_ends, updated, write_and_remember, FILE_STATE_NOTE};
+use crate::fs::{
+    check_write_gates, checkpoint, confine_write, trim_line_ends, updated, write_and_remember, FILE_STATE_NOTE,
+};
 use crate::tool::{parse_args, PermissionSubject, Tool, ToolError, ToolOutput};
 use futures_util::future::BoxFuture;
 use serde::Deserialize;
