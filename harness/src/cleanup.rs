@@ -14,11 +14,13 @@
 //! ([`sweep_stale`]): a sandbox's root holds its owner's pid ([`OWNER_FILE`]); a sandbox whose owner is
 //! gone is removed, with the processes still working in it, and so are the dead owners' cgroups.
 //!
-//! The signal mask, not a handler, catches the signals: they are blocked in every thread of the worker
-//! and one thread waits for them (`sigwait`), so no unsafe code is needed; children start with an
-//! empty mask (the standard library resets it before `exec`).
+//! Handlers catch the signals (tokio's, on a thread of their own: [`on_stop_signals`]), not the signal
+//! mask: a mask blocked for `sigwait` is inherited by every child (the standard library's spawn does
+//! not reset it), so a probe's `timeout 1 cat fifo` could never stop its `cat` (SIGTERM blocked) and
+//! the run hung at its end on the pipe the `cat` held (`harness/tests/it/cli.rs` checks a Bash
+//! child's mask). A handler is reset to the default by `exec`: children start as from a shell.
 
-use nix::sys::signal::{kill, SigSet, Signal};
+use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -98,34 +100,47 @@ pub fn supervise() -> Role {
 }
 
 fn run_worker() -> std::io::Result<ExitCode> {
-    let mask = stop_set();
-    mask.thread_block().map_err(std::io::Error::from)?;
     let exe = std::env::current_exe()?;
     let mut child = std::process::Command::new(exe)
         .args(std::env::args_os().skip(1))
         .env(ENV_SUPERVISOR, std::process::id().to_string())
         .spawn()?;
     let pid = Pid::from_raw(child.id() as i32);
-    std::thread::spawn(move || loop {
-        if let Ok(sig) = mask.wait() {
-            let _ = kill(pid, sig);
-        }
-    });
+    on_stop_signals(move |sig| {
+        let _ = kill(pid, sig);
+    })?;
     let status = child.wait()?;
     let code =
         status.code().unwrap_or_else(|| 128 + std::os::unix::process::ExitStatusExt::signal(&status).unwrap_or(9));
     Ok(ExitCode::from(code.clamp(0, 255) as u8))
 }
 
-fn stop_set() -> SigSet {
-    let mut set = SigSet::empty();
-    for s in STOP_SIGNALS {
-        set.add(s);
-    }
-    set
+/// Calls `on` with each stop signal that arrives, on a thread of its own. The handlers are in place
+/// when this returns (a signal from then on is caught, never the default's death).
+fn on_stop_signals(mut on: impl FnMut(Signal) + Send + 'static) -> std::io::Result<()> {
+    use tokio::signal::unix::{signal, SignalKind};
+    let rt = tokio::runtime::Builder::new_current_thread().enable_io().build()?;
+    let (mut int, mut term, mut hup) = {
+        let _in = rt.enter();
+        let of = |s: Signal| signal(SignalKind::from_raw(s as i32));
+        (of(STOP_SIGNALS[0])?, of(STOP_SIGNALS[1])?, of(STOP_SIGNALS[2])?)
+    };
+    std::thread::Builder::new().name("probelab-signals".into()).spawn(move || {
+        rt.block_on(async move {
+            loop {
+                let sig = tokio::select! {
+                    _ = int.recv() => STOP_SIGNALS[0],
+                    _ = term.recv() => STOP_SIGNALS[1],
+                    _ = hup.recv() => STOP_SIGNALS[2],
+                };
+                on(sig);
+            }
+        })
+    })?;
+    Ok(())
 }
 
-/// Sets up this process as the run's worker (before any other thread starts: the mask is inherited).
+/// Sets up this process as the run's worker.
 fn worker(supervised: bool) {
     if supervised {
         let _ = nix::sys::prctl::set_pdeathsig(Signal::SIGTERM);
@@ -138,13 +153,8 @@ fn worker(supervised: bool) {
         std::env::remove_var(ENV_SUPERVISOR);
     }
     let _ = nix::sys::prctl::set_child_subreaper(true);
-    let mask = stop_set();
-    if mask.thread_block().is_ok() {
-        std::thread::spawn(move || {
-            if let Ok(sig) = mask.wait() {
-                interrupted(sig);
-            }
-        });
+    if let Err(e) = on_stop_signals(|sig| interrupted(sig)) {
+        eprintln!("probelab: cannot catch SIGINT / SIGTERM / SIGHUP ({e}): an interrupted run may leave processes and sandboxes (swept at the next start)");
     }
     let swept = sweep_stale(&std::env::temp_dir());
     if swept > 0 {

@@ -111,3 +111,34 @@ fn list_into_a_reader_that_has_gone_is_no_panic() {
     assert!(!stderr.contains("panicked"), "{stderr}");
     assert_eq!(out.status.code(), Some(0), "{stderr}");
 }
+
+#[test]
+fn a_tools_child_starts_with_no_signal_blocked() {
+    // The run's worker catches SIGINT / SIGTERM / SIGHUP; a mask blocked for that was inherited by every
+    // Bash child, so `timeout 1 cat fifo` never stopped its cat and the run hung at its end.
+    let d = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let lab = d.path();
+    std::fs::create_dir_all(lab.join("probes")).unwrap_or_else(|e| panic!("{e}"));
+    write(
+        &lab.join("probes"),
+        "mask.toml",
+        r#"id = "bash.mask"
+claims = ["BASH-3"]
+about = "a Bash child's blocked signals"
+
+[[turn]]
+tool_use = [{ name = "Bash", input = { command = "grep -E '^SigBlk' /proc/self/status", description = "mask" } }]
+
+[[turn]]
+text = "done"
+
+[[check]]
+result = 1
+equals = "SigBlk:\t0000000000000000"
+"#,
+    );
+    let out = probelab().args(["run", "--bless"]).current_dir(lab).output().unwrap_or_else(|e| panic!("{e}"));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(text.contains("1 passed"), "{text}");
+}
