@@ -227,8 +227,8 @@ pub fn sweep_stale(tmp: &Path) -> usize {
     stale.len()
 }
 
-/// Kills every process whose cwd or executable lies under one of `dirs`.
-fn kill_working_in(dirs: &[PathBuf]) {
+/// Kills every process whose cwd or executable lies under one of `dirs` (and its tree).
+pub(crate) fn kill_working_in(dirs: &[PathBuf]) {
     let Ok(procs) = std::fs::read_dir("/proc") else { return };
     for e in procs.flatten() {
         let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else { continue };

@@ -286,6 +286,9 @@ impl Drop for Sandbox {
     fn drop(&mut self) {
         // the owning sandbox (not a view): its directory goes with it
         if let Some(d) = self.dir.take() {
+            // what still works in it: a process that left its Bash's group and outlived the Bash (a
+            // `timeout`, a `setsid` daemon) is no descendant of anything the run still tracks
+            crate::cleanup::kill_working_in(&[self.root.canonicalize().unwrap_or_else(|_| self.root.clone())]);
             drop(d);
             crate::cleanup::unregister(&self.root, false);
         }

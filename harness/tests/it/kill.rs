@@ -284,3 +284,26 @@ fn what_a_killed_process_group_leaves_is_swept_at_the_next_start() {
     assert!(clean, "not swept: processes {:?}, sandboxes {:?}", marked(&c.marker), sandboxes(&c.tmp));
     eprintln!("swept at the next start: {}", stderr.trim());
 }
+
+#[test]
+fn a_daemon_a_probe_left_behind_is_killed_with_its_sandbox() {
+    // `setsid … &` leaves the Bash's group, and once the Bash exits it is nobody's descendant the run
+    // tracks (in process, as `cargo test` runs probes, no subreaper adopts it): it is found by its cwd
+    // when the sandbox goes.
+    let c = case("builtin", "daemon");
+    let command = format!("setsid sleep {COMMAND_SECS}.{} >/dev/null 2>&1 < /dev/null & echo started", c.marker);
+    let text = format!(
+        "id = \"kill.daemon\"\nclaims = [\"BASH-5\"]\nabout = \"a daemon left behind\"\n[[turn]]\n\
+         tool_use = [{{ name = \"Bash\", input = {{ command = {command:?}, description = \"daemon\" }} }}]\n\
+         [[turn]]\ntext = \"done\"\n"
+    );
+    let probe = harness::probe::parse(Path::new("daemon.toml"), &text).unwrap_or_else(|e| panic!("{e}"));
+    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap_or_else(|e| panic!("{e}"));
+    let layout = harness::lab::Layout::repo();
+    rt.block_on(harness::lab::run_probe(&probe, "builtin", &layout, false)).unwrap_or_else(|e| panic!("{e}"));
+    let left = marked(&c.marker);
+    for (pid, _) in &left {
+        probelab_runtime::process::kill_tree(*pid as i32);
+    }
+    assert!(left.is_empty(), "left: {left:?}");
+}
