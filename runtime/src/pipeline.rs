@@ -147,8 +147,10 @@ impl Runtime {
 
     /// The `tools` array of the next request: the pool as the session's current state shows it.
     pub fn api_tools(&self) -> Vec<Value> {
-        let mut tools = self.registry.api_tools();
-        tools.retain(|t| t["name"].as_str().is_none_or(|n| self.is_visible(n)));
+        let tools: Vec<Value> = (self.registry.api_tools().iter())
+            .filter(|t| t["name"].as_str().is_none_or(|n| self.is_visible(n)))
+            .cloned()
+            .collect();
         self.extensions.iter().fold(tools, |tools, e| e.shape_tools(self, tools))
     }
 

@@ -17,6 +17,10 @@ pub fn pool_order(a: &str, b: &str) -> std::cmp::Ordering {
 #[derive(Clone, Default)]
 pub struct Registry {
     tools: Vec<Arc<dyn Tool>>,
+    /// [`Registry::api_tools`], made at its first call: a tool's description and schema are functions
+    /// of the tool alone ([`Tool::description`]), and building them took a third of a turn's cost in the
+    /// lab (`benches/benches/turn.rs`). Reset by whatever changes the pool.
+    api: std::sync::OnceLock<Vec<Value>>,
 }
 
 impl std::fmt::Debug for Registry {
@@ -35,7 +39,7 @@ impl Registry {
             }
         }
         out.sort_by(|a, b| pool_order(a.name(), b.name()));
-        Registry { tools: out }
+        Registry { tools: out, api: std::sync::OnceLock::new() }
     }
 
     /// The pool with a session's MCP tools added (MCP-1, PIPE-7): built-ins stay one contiguous prefix
@@ -48,12 +52,14 @@ impl Registry {
             }
         }
         self.tools.sort_by(|a, b| pool_order(a.name(), b.name()));
+        self.api = std::sync::OnceLock::new();
         self
     }
 
     /// Keeps the tools `keep` says yes to.
     pub fn retain(&mut self, keep: impl Fn(&str) -> bool) {
         self.tools.retain(|t| keep(t.name()));
+        self.api = std::sync::OnceLock::new();
     }
 
     /// The tool called `name`.
@@ -66,12 +72,16 @@ impl Registry {
         self.tools.iter().map(|t| t.name()).collect()
     }
 
-    /// The `tools` array of a Messages request.
-    pub fn api_tools(&self) -> Vec<Value> {
-        self.tools
-            .iter()
-            .map(|t| serde_json::json!({"name": t.name(), "description": t.description(), "input_schema": t.input_schema()}))
-            .collect()
+    /// The `tools` array of a Messages request: every tool's name, description and schema, in pool order.
+    pub fn api_tools(&self) -> &[Value] {
+        self.api.get_or_init(|| {
+            self.tools
+                .iter()
+                .map(|t| {
+                    serde_json::json!({"name": t.name(), "description": t.description(), "input_schema": t.input_schema()})
+                })
+                .collect()
+        })
     }
 }
 

@@ -73,9 +73,10 @@ pub enum PermissionSubject {
 pub trait Tool: Send + Sync {
     /// The name the model calls it by.
     fn name(&self) -> &'static str;
-    /// The description sent with the schema.
+    /// The description sent with the schema. A function of the tool alone (no session state: the
+    /// registry makes it once per pool; what changes with the session is visibility and shaping).
     fn description(&self) -> String;
-    /// JSON Schema of the input (draft-07 object).
+    /// JSON Schema of the input (draft-07 object); like the description, the tool's alone.
     fn input_schema(&self) -> Value;
     /// Read-only for this input (PIPE-4; default false).
     fn is_read_only(&self, _input: &Value) -> bool {

@@ -131,7 +131,7 @@ pub const REDACTED: &str = "<redacted>";
 
 /// Replaces every `sk-ant-…` token in `s` (the key alphabet `[A-Za-z0-9_-]`).
 pub fn redact_keys(s: &str) -> String {
-    const PREFIX: &str = "sk-ant-";
+    const PREFIX: &str = KEY_PREFIX;
     let mut out = String::with_capacity(s.len());
     let mut rest = s;
     while let Some(i) = rest.find(PREFIX) {
@@ -143,6 +143,16 @@ pub fn redact_keys(s: &str) -> String {
     }
     out.push_str(rest);
     out
+}
+
+/// How an Anthropic API key begins: what [`redact_keys`] looks for.
+pub const KEY_PREFIX: &str = "sk-ant-";
+
+/// The largest line buffer a thread keeps between two records (a larger one is freed after use).
+const LINE_KEEP_BYTES: usize = 1 << 20;
+
+thread_local! {
+    static LINE: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
 struct Inner {
@@ -212,27 +222,35 @@ impl Recorder {
                 *value = REDACTED.to_string();
             }
         }
-        let line = serde_json::to_string(&ex).map(|raw| {
-            let line = redact_keys(&raw);
-            if line != raw {
+        // the line is made in a buffer this thread keeps (a 60 KB request per turn: its allocation was
+        // most of the record's cost, `benches/benches/turn.rs`); redacted only when it holds a key
+        LINE.with_borrow_mut(|buf| {
+            buf.clear();
+            let made = serde_json::to_writer(&mut *buf, &ex).is_ok();
+            let text = std::str::from_utf8(buf).unwrap_or_default();
+            let redacted = (made && text.contains(KEY_PREFIX)).then(|| redact_keys(text));
+            if let Some(line) = &redacted {
                 // a key in the text: keep memory and file identical, re-read the redacted line (only then:
                 // the redacted headers alone are already redacted in memory)
-                if let Ok(r) = serde_json::from_str::<Exchange>(&line) {
+                if let Ok(r) = serde_json::from_str::<Exchange>(line) {
                     ex = r;
                 }
             }
-            line
-        });
-        let Ok(mut inner) = self.inner.lock() else {
-            return;
-        };
-        if let (Some(sink), Ok(line)) = (inner.sink.as_mut(), &line) {
-            let res = sink.write_all(line.as_bytes()).and_then(|_| sink.write_all(b"\n")).and_then(|_| sink.flush());
-            if let Err(e) = res {
-                inner.sink_error.get_or_insert_with(|| e.to_string());
+            let Ok(mut inner) = self.inner.lock() else {
+                return;
+            };
+            if let (Some(sink), true) = (inner.sink.as_mut(), made) {
+                let line = redacted.as_deref().map(str::as_bytes).unwrap_or(buf);
+                let res = sink.write_all(line).and_then(|_| sink.write_all(b"\n")).and_then(|_| sink.flush());
+                if let Err(e) = res {
+                    inner.sink_error.get_or_insert_with(|| e.to_string());
+                }
             }
-        }
-        inner.exchanges.push(ex);
+            inner.exchanges.push(ex);
+            if buf.capacity() > LINE_KEEP_BYTES {
+                *buf = Vec::new();
+            }
+        });
     }
 
     /// Every exchange recorded so far, in the order they completed.

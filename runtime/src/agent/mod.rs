@@ -268,15 +268,21 @@ pub async fn run_loop_with(
         for text in texts {
             append_text(&mut messages, text);
         }
-        let body = json!({
+        // the conversation and the tool list are moved into the body, not copied (`json!` copies what it
+        // is given: a turn's largest cost after the wire, `benches/benches/turn.rs`), and moved back
+        let mut body = json!({
             "model": model.model(),
             "max_tokens": MAX_TOKENS,
             "stream": true,
             "system": [{"type": "text", "text": system}],
-            "tools": runtime.api_tools(),
-            "messages": messages,
         });
-        let message = match model.create(&body).await {
+        body["tools"] = Value::Array(runtime.api_tools());
+        body["messages"] = Value::Array(std::mem::take(&mut messages));
+        let answer = model.create(&body).await;
+        if let Value::Array(m) = body["messages"].take() {
+            messages = m;
+        }
+        let message = match answer {
             Ok(m) => m,
             Err(e) => return LoopOutcome { end: LoopEnd::Error(e.to_string()), messages },
         };
