@@ -126,7 +126,7 @@ pub fn child_pool(env: &BTreeMap<String, String>, kind: &agent_tool::AgentType, 
 
 /// The extensions of a session over `pool`, in the order they act: tool search (when ToolSearch is in
 /// the pool: its announcement comes first in the first request), the skill listing (when Skill is),
-/// plan mode's gate, and the cron clock and its idle jobs.
+/// the LSP tool's request count (when LSP is), plan mode's gate, and the cron clock and its idle jobs.
 pub fn extensions(pool: &Registry) -> Vec<Arc<dyn Extension>> {
     let mut out: Vec<Arc<dyn Extension>> = Vec::new();
     if pool.get(tool_search::TOOL_SEARCH).is_some() {
@@ -134,6 +134,9 @@ pub fn extensions(pool: &Registry) -> Vec<Arc<dyn Extension>> {
     }
     if pool.get(skill::SKILL).is_some() {
         out.push(Arc::new(skill::Listing));
+    }
+    if pool.get(lsp::LSP_TOOL).is_some() {
+        out.push(Arc::new(lsp::Offer));
     }
     out.push(Arc::new(plan_mode::Gate));
     out.push(Arc::new(cron::Scheduler));

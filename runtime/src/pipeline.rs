@@ -67,6 +67,13 @@ pub trait Extension: Send + Sync {
     fn shape_tools(&self, _rt: &Runtime, tools: Vec<Value>) -> Vec<Value> {
         tools
     }
+    /// What [`Extension::shape_tools`] depends on besides the visible pool, as a number that changes
+    /// whenever its shaping would: the loop reuses the last request's `tools` while
+    /// [`Runtime::tools_key`] stays the same (a deep copy of every schema per turn was a third of a
+    /// turn's cost, `benches/benches/turn.rs`).
+    fn tools_key(&self, _rt: &Runtime) -> u64 {
+        0
+    }
     /// Adds to the message of a call whose input failed the schema (TS-1: how to load a deferred tool).
     fn on_invalid_input(&self, _rt: &Runtime, _tool: &dyn Tool, _message: &mut String) {}
     /// Refuses a call after its hooks and before its permissions, with the result text (PLAN-1).
@@ -152,6 +159,15 @@ impl Runtime {
             .cloned()
             .collect();
         self.extensions.iter().fold(tools, |tools, e| e.shape_tools(self, tools))
+    }
+
+    /// What [`Runtime::api_tools`] depends on: which tools are visible, and the extensions' keys
+    /// ([`Extension::tools_key`]). Equal keys, equal arrays.
+    pub fn tools_key(&self) -> Vec<u64> {
+        let names = self.registry.names();
+        let mut key: Vec<u64> = names.iter().map(|n| u64::from(self.is_visible(n))).collect();
+        key.extend(self.extensions.iter().map(|e| e.tools_key(self)));
+        key
     }
 
     /// Runs the calls of one assistant turn (PIPE-4): each maximal run of consecutive concurrency-safe

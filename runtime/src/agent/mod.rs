@@ -250,6 +250,8 @@ pub async fn run_loop_with(
     let mut messages = vec![json!({"role": "user", "content": prompt})];
     let tasks = &runtime.ctx.shell.tasks;
     let deadline = runtime.ctx.session.state::<Deadline>().0;
+    // the last request's tools array and what it was made from (`Runtime::tools_key`)
+    let mut last_tools: Option<(Vec<u64>, Vec<Value>)> = None;
     for _ in 0..max_turns {
         // between turns: a session past its deadline starts no other request
         if deadline.is_some_and(|d| std::time::Instant::now() >= d) {
@@ -276,11 +278,19 @@ pub async fn run_loop_with(
             "stream": true,
             "system": [{"type": "text", "text": system}],
         });
-        body["tools"] = Value::Array(runtime.api_tools());
+        let key = runtime.tools_key();
+        let tools = match last_tools.take() {
+            Some((k, t)) if k == key => t,
+            _ => runtime.api_tools(),
+        };
+        body["tools"] = Value::Array(tools);
         body["messages"] = Value::Array(std::mem::take(&mut messages));
         let answer = model.create(&body).await;
         if let Value::Array(m) = body["messages"].take() {
             messages = m;
+        }
+        if let Value::Array(t) = body["tools"].take() {
+            last_tools = Some((key, t));
         }
         let message = match answer {
             Ok(m) => m,

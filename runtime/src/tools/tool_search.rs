@@ -129,6 +129,11 @@ impl ToolSearchState {
         self.loaded.lock().map(|l| l.contains(name)).unwrap_or(false)
     }
 
+    /// How many tools are loaded (the set only grows).
+    pub fn loaded_count(&self) -> usize {
+        self.loaded.lock().map(|l| l.len()).unwrap_or(0)
+    }
+
     /// Marks tools loaded.
     pub fn load<'a>(&self, names: impl IntoIterator<Item = &'a str>) {
         if let Ok(mut l) = self.loaded.lock() {
@@ -375,6 +380,10 @@ impl Deferral {
 impl crate::pipeline::Extension for Deferral {
     fn shape_tools(&self, rt: &crate::pipeline::Runtime, tools: Vec<Value>) -> Vec<Value> {
         shape_tools(&rt.ctx, tools, |n| Deferral::deferred(rt, n))
+    }
+
+    fn tools_key(&self, rt: &crate::pipeline::Runtime) -> u64 {
+        rt.ctx.session.state::<ToolSearchState>().loaded_count() as u64
     }
 
     fn on_invalid_input(&self, rt: &crate::pipeline::Runtime, tool: &dyn Tool, message: &mut String) {

@@ -115,11 +115,17 @@ impl LspManager {
         !self.servers.is_empty()
     }
 
-    /// Called once per request of the session: the LSP tool is in that request's `tools[]`. Never in
-    /// the first (LSP-3: the reference's servers load in the background while it goes out), in every
-    /// later one when a server is configured.
+    /// A request of the session begins ([`super::Offer`], once per request).
+    pub fn request_begins(&self) {
+        self.requests.fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// The LSP tool is in the current request's `tools[]`: never in the first (LSP-3: the reference's
+    /// servers load in the background while it goes out), in every later one when a server is
+    /// configured. Asking does not change it (the loop asks when it makes a request's tools and when it
+    /// checks whether the last request's still hold).
     pub fn tool_visible(&self) -> bool {
-        self.configured() && self.requests.fetch_add(1, Ordering::SeqCst) >= 1
+        self.configured() && self.requests.load(Ordering::SeqCst) >= 2
     }
 
     /// The LSP tool has been offered (a call before that is to a tool the session does not have).
@@ -419,7 +425,9 @@ mod tests {
     #[test]
     fn the_tool_shows_from_the_second_request_when_a_server_is_configured() {
         let none = LspManager::default();
-        assert!(!none.tool_visible() && !none.tool_visible() && !none.ready());
+        none.request_begins();
+        none.request_begins();
+        assert!(!none.tool_visible() && !none.ready());
         let cfg = ServerConfig {
             name: "plugin:p:s".into(),
             spec: super::super::config::LspServerSpec {
@@ -430,8 +438,10 @@ mod tests {
         };
         let m = LspManager::new(vec![cfg], Path::new("/sb/work"), &Default::default());
         assert!(!m.ready());
-        assert!(!m.tool_visible());
+        m.request_begins();
+        assert!(!m.tool_visible() && !m.tool_visible(), "asking twice is no second request");
         assert!(!m.ready());
+        m.request_begins();
         assert!(m.tool_visible());
         assert!(m.ready());
         assert_eq!(m.server_for(Path::new("/x/a.probe")), Some(0));

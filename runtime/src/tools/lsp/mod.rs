@@ -74,6 +74,18 @@ pub const GIT_CHECK_IGNORE_TIMEOUT_MS: u64 = 5_000;
 #[derive(Debug, Default)]
 pub struct Lsp;
 
+/// Counts the session's requests for the LSP tool's visibility (LSP-3: offered from the second request
+/// on), installed when the pool has LSP.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Offer;
+
+impl crate::pipeline::Extension for Offer {
+    fn before_request(&self, rt: &crate::pipeline::Runtime, _messages: &[Value]) -> Vec<String> {
+        rt.ctx.session.state::<manager::LspManager>().request_begins();
+        Vec::new()
+    }
+}
+
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct Args {
