@@ -17,7 +17,7 @@
 //!   the turn's path: once per probe).
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use harness::transcript::normalise::{normalise, Places};
+use harness::transcript::normalise::{Normaliser, Places};
 use harness::transcript::{render, Blobs, Header, View};
 use probelab_runtime::agent::{run_loop, Client, LoopEnd};
 use std::sync::Arc;
@@ -125,9 +125,10 @@ fn bench(c: &mut Criterion) {
             let view = View { exchanges: &first_loop, script: &script };
             let header = Header { probe: "bench", claims: &[], subject: "builtin", diverges: Vec::new() };
             let mut blobs = Blobs::new();
-            let norm = |t: &str| normalise(t, &places);
+            let normaliser = Normaliser::new(&places);
+            let norm = |t: &str| normaliser.apply(t);
             let raw = render(&header, &view, &[], &mut blobs, &norm);
-            normalise(&raw, &places)
+            normaliser.apply(&raw)
         })
     });
     g.finish();

@@ -5,7 +5,7 @@ use crate::check::{evaluate, evaluate_on, invariants, Verdict};
 use crate::observe::{self, Observation};
 use crate::probe::Probe;
 use crate::transcript::golden::{self, Compare};
-use crate::transcript::normalise::{normalise, Places};
+use crate::transcript::normalise::{Normaliser, Places};
 use crate::transcript::{render, Blobs, Header, View};
 use std::path::{Path, PathBuf};
 
@@ -119,9 +119,10 @@ pub async fn run_probe(probe: &Probe, subject: &str, layout: &Layout, keep: bool
         today: crate::transcript::normalise::today_utc(),
         subject,
     };
-    let norm = |t: &str| normalise(t, &places);
+    let normaliser = Normaliser::new(&places);
+    let norm = |t: &str| normaliser.apply(t);
     let raw = render(&header(probe, subject), &view, &lines, &mut blobs, &norm);
-    let transcript = normalise(&raw, &places);
+    let transcript = normaliser.apply(&raw);
     let observation = {
         let (outcome, reason) = observe::outcome_of(&verdicts, &observe::not_offered(&view));
         let behaviour =
@@ -206,8 +207,9 @@ async fn run_exec_probe(
         subject,
     };
     let raw = crate::transcript::render_exec(&header(probe, subject), &records, &lines);
-    let transcript = normalise(&raw, &places);
-    let norm = |t: &str| normalise(t, &places);
+    let normaliser = Normaliser::new(&places);
+    let transcript = normaliser.apply(&raw);
+    let norm = |t: &str| normaliser.apply(t);
     let behaviour = observe::exec_behaviour(&records, &sandbox.cwd, &observe::known_files(probe), &norm);
     let observation =
         observation(probe, subject, observe::outcome_of(&verdicts, &[]), &lines, behaviour, Default::default());

@@ -2,6 +2,7 @@
 //! never what the subject decided. Each step is pinned by an original → expected test.
 
 use regex::Regex;
+use std::borrow::Cow;
 use std::path::Path;
 
 /// The places of one run.
@@ -20,11 +21,45 @@ pub struct Places<'a> {
     pub subject: &'a str,
 }
 
-/// One step: a name and a text transformation.
+/// One step: a name and a text transformation (the text itself, borrowed, where the step changes
+/// nothing: most steps find nothing in most texts, and a golden render normalises every text).
 pub struct Step {
     /// Name (for docs and failures).
     pub name: &'static str,
-    apply: Box<dyn Fn(&str) -> String + Send + Sync>,
+    apply: Box<dyn for<'s> Fn(&'s str) -> Cow<'s, str> + Send + Sync>,
+}
+
+/// `s` with every `from` replaced by `to`, borrowed when there is none.
+fn replace<'s>(s: &'s str, from: &str, to: &str) -> Cow<'s, str> {
+    if !from.is_empty() && s.contains(from) {
+        Cow::Owned(s.replace(from, to))
+    } else {
+        Cow::Borrowed(s)
+    }
+}
+
+/// The steps of one run, made once ([`steps`]) and applied to each of its texts.
+#[derive(Debug)]
+pub struct Normaliser {
+    steps: Vec<Step>,
+}
+
+impl Normaliser {
+    /// The steps for a run in these places.
+    pub fn new(p: &Places<'_>) -> Normaliser {
+        Normaliser { steps: steps(p) }
+    }
+
+    /// Applies every step in order.
+    pub fn apply(&self, text: &str) -> String {
+        let mut cur: Cow<'_, str> = Cow::Borrowed(text);
+        for step in &self.steps {
+            if let Cow::Owned(changed) = (step.apply)(&cur) {
+                cur = Cow::Owned(changed);
+            }
+        }
+        cur.into_owned()
+    }
 }
 
 impl std::fmt::Debug for Step {
@@ -72,17 +107,14 @@ pub fn steps(p: &Places<'_>) -> Vec<Step> {
     // the probe's web service (WEB-1): its base URL, as the run wrote it down, is `<web>`
     let web = std::fs::read_to_string(crate::services::web::url_file(p.root)).unwrap_or_default();
     vec![
-        Step {
-            name: "web-service",
-            apply: Box::new(move |s| if web.is_empty() { s.to_string() } else { s.replace(&web, "<web>") }),
-        },
-        Step { name: "cwd-slug", apply: Box::new(move |s| s.replace(&slug, "<cwd-slug>")) },
+        Step { name: "web-service", apply: Box::new(move |s| replace(s, &web, "<web>")) },
+        Step { name: "cwd-slug", apply: Box::new(move |s| replace(s, &slug, "<cwd-slug>")) },
         // cwd and home live under the root: the longer paths go first.
-        Step { name: "sandbox-cwd", apply: Box::new(move |s| s.replace(&cwd, "<cwd>")) },
-        Step { name: "sandbox-home", apply: Box::new(move |s| s.replace(&home, "<home>")) },
-        Step { name: "sandbox-root", apply: Box::new(move |s| s.replace(&root, "<sandbox>")) },
-        Step { name: "uuids", apply: Box::new(move |s| uuid.replace_all(s, "<uuid>").into_owned()) },
-        Step { name: "timestamps", apply: Box::new(move |s| ts.replace_all(s, "<timestamp>").into_owned()) },
+        Step { name: "sandbox-cwd", apply: Box::new(move |s| replace(s, &cwd, "<cwd>")) },
+        Step { name: "sandbox-home", apply: Box::new(move |s| replace(s, &home, "<home>")) },
+        Step { name: "sandbox-root", apply: Box::new(move |s| replace(s, &root, "<sandbox>")) },
+        Step { name: "uuids", apply: Box::new(move |s| uuid.replace_all(s, "<uuid>")) },
+        Step { name: "timestamps", apply: Box::new(move |s| ts.replace_all(s, "<timestamp>")) },
         // ids the subject makes up (background task ids, persisted-output file names): found where they
         // are announced, then replaced everywhere, numbered in order of first appearance
         Step { name: "run-ids", apply: Box::new(run_ids) },
@@ -91,41 +123,32 @@ pub fn steps(p: &Places<'_>) -> Vec<Step> {
         // built-in runtime derives it from the notebook and the source, so its goldens keep it
         Step {
             name: "notebook-cell-ids",
-            apply: Box::new(move |s| if random_cells { cell_ids(s) } else { s.to_string() }),
+            apply: Box::new(move |s| if random_cells { cell_ids(s) } else { Cow::Borrowed(s) }),
         },
         // how long a sub-agent ran (AGENT-1 results and notifications): wall time, never a decision
-        Step { name: "agent-durations", apply: Box::new(move |s| agent_ms.replace_all(s, "${1}<ms>").into_owned()) },
+        Step { name: "agent-durations", apply: Box::new(move |s| agent_ms.replace_all(s, "${1}<ms>")) },
         // epoch-millisecond times in the subject's JSON records (`"startedAt": 1796012354224`)
-        Step { name: "epoch-times", apply: Box::new(move |s| EPOCH_MS.replace_all(s, "${1}<epoch-ms>").into_owned()) },
+        Step { name: "epoch-times", apply: Box::new(move |s| EPOCH_MS.replace_all(s, "${1}<epoch-ms>")) },
         // the subject's own version where it names itself (the billing header's `cc_version=2.1.235.0bf`,
         // the User-Agent's `claude-cli/2.1.235`): the golden's header names the version, and a prompt
         // that differs only there is the same prompt
-        Step {
-            name: "subject-version",
-            apply: Box::new(move |s| SUBJECT_VERSION.replace_all(s, "${1}<version>").into_owned()),
-        },
+        Step { name: "subject-version", apply: Box::new(move |s| SUBJECT_VERSION.replace_all(s, "${1}<version>")) },
         // the process that wrote a record (Claude Code's durable cron store: createdByPid, …)
-        Step {
-            name: "process-fields",
-            apply: Box::new(move |s| PROCESS_FIELDS.replace_all(s, "${1}<pid>").into_owned()),
-        },
+        Step { name: "process-fields", apply: Box::new(move |s| PROCESS_FIELDS.replace_all(s, "${1}<pid>")) },
         // a local wall-clock time the subject computed from the system clock (Claude Code's CronCreate /
         // CronList since 2.1.303: "Next run: Dec 1 12:57pm"; a one-shot's jitter moves it by a minute):
         // the built-in runtime's cron uses the probe's virtual clock and never prints this form
-        Step { name: "clock-times", apply: Box::new(move |s| CLOCK_TIME.replace_all(s, "<clock-time>").into_owned()) },
+        Step { name: "clock-times", apply: Box::new(move |s| CLOCK_TIME.replace_all(s, "<clock-time>")) },
         // the machine's kernel, as the subject reports its environment
-        Step { name: "os-version", apply: Box::new(move |s| os.replace_all(s, "OS Version: <os>").into_owned()) },
+        Step { name: "os-version", apply: Box::new(move |s| os.replace_all(s, "OS Version: <os>")) },
         // the run's date (Claude Code tells the model "Today's date is …"), after the timestamps
-        Step {
-            name: "today",
-            apply: Box::new(move |s| if today.is_empty() { s.to_string() } else { s.replace(&today, "<today>") }),
-        },
+        Step { name: "today", apply: Box::new(move |s| replace(s, &today, "<today>")) },
         // the run's month as a tool description names it ("The current month is November 2026": WebSearch)
         Step {
             name: "this-month",
             apply: Box::new(move |s| match &month {
-                Some(m) => s.replace(m.as_str(), "<this-month>"),
-                None => s.to_string(),
+                Some(m) => replace(s, m, "<this-month>"),
+                None => Cow::Borrowed(s),
             }),
         },
     ]
@@ -154,7 +177,7 @@ const RUN_ID_PLACES: &[&str] = &[
     r#""id": ?"([0-9a-f]{8})""#,
 ];
 
-fn run_ids(s: &str) -> String {
+fn run_ids(s: &str) -> Cow<'_, str> {
     let mut ids: Vec<String> = Vec::new();
     static PLACES: std::sync::LazyLock<Vec<Regex>> =
         std::sync::LazyLock::new(|| RUN_ID_PLACES.iter().map(|p| re(p)).collect());
@@ -166,30 +189,50 @@ fn run_ids(s: &str) -> String {
             }
         }
     }
-    // number by first appearance in the text, not by the order of the patterns
+    number_words(s, ids, "id")
+}
+
+/// `s` with each of `ids` replaced, wherever it stands as a word, by `<{what}-N>`, numbered by first
+/// appearance in `s` (not by the order they were found in); borrowed when there is none.
+fn number_words<'s>(s: &'s str, mut ids: Vec<String>, what: &str) -> Cow<'s, str> {
+    if ids.is_empty() {
+        return Cow::Borrowed(s);
+    }
     ids.sort_by_key(|id| s.find(id.as_str()).unwrap_or(usize::MAX));
     let mut out = s.to_string();
     for (i, id) in ids.iter().enumerate() {
-        out = re(&format!(r"\b{}\b", regex::escape(id))).replace_all(&out, format!("<id-{}>", i + 1)).into_owned();
+        out = word(id).replace_all(&out, format!("<{what}-{}>", i + 1)).into_owned();
     }
-    out
+    Cow::Owned(out)
+}
+
+/// `\bID\b` for an id, compiled once per id in a process (the same ids come back in every text of a run).
+fn word(id: &str) -> Regex {
+    static WORDS: std::sync::Mutex<Vec<(String, Regex)>> = std::sync::Mutex::new(Vec::new());
+    /// Ids kept compiled; the oldest half goes past it.
+    const KEEP: usize = 512;
+    let mut words = WORDS.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some((_, r)) = words.iter().find(|(w, _)| w == id) {
+        return r.clone();
+    }
+    let r = re(&format!(r"\b{}\b", regex::escape(id)));
+    if words.len() >= KEEP {
+        words.drain(..KEEP / 2);
+    }
+    words.push((id.to_string(), r.clone()));
+    r
 }
 
 /// The ids of inserted notebook cells, numbered `<cell-N>` in order of first appearance, replaced
 /// wherever they stand as words.
-fn cell_ids(s: &str) -> String {
+fn cell_ids(s: &str) -> Cow<'_, str> {
     let mut ids: Vec<String> = Vec::new();
     for c in INSERTED_CELL.captures_iter(s) {
         if !c[1].starts_with('<') && !ids.contains(&c[1].to_string()) {
             ids.push(c[1].to_string());
         }
     }
-    ids.sort_by_key(|id| s.find(id.as_str()).unwrap_or(usize::MAX));
-    let mut out = s.to_string();
-    for (i, id) in ids.iter().enumerate() {
-        out = re(&format!(r"\b{}\b", regex::escape(id))).replace_all(&out, format!("<cell-{}>", i + 1)).into_owned();
-    }
-    out
+    number_words(s, ids, "cell")
 }
 
 /// A tool result as the tool gave it: the `<system-reminder>` blocks a subject appends to results (Claude
@@ -199,9 +242,10 @@ pub fn strip_reminders(text: &str) -> String {
     REMINDER.replace_all(text, "").trim_end().to_string()
 }
 
-/// Applies every step in order.
+/// Applies every step in order (making them for this one text: a run's many texts take a
+/// [`Normaliser`]).
 pub fn normalise(text: &str, p: &Places<'_>) -> String {
-    steps(p).iter().fold(text.to_string(), |acc, s| (s.apply)(&acc))
+    Normaliser::new(p).apply(text)
 }
 
 /// `November 2026` for `2026-11-30` (`None` for anything else).
@@ -252,7 +296,7 @@ mod tests {
         let (r, c, h) = places();
         let p = Places { root: &r, cwd: &c, home: &h, today: "2026-11-30".into(), subject: "claude-code@2.1.235" };
         let step = steps(&p).into_iter().find(|s| s.name == name).unwrap_or_else(|| panic!("no step {name}"));
-        (step.apply)(input)
+        (step.apply)(input).into_owned()
     }
 
     #[test]
