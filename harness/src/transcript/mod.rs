@@ -112,13 +112,13 @@ fn blob(blobs: &mut Blobs, norm: Norm<'_>, v: &Value) -> String {
 /// [`blob`] for the parts every request repeats (each tool's definition, the system prompt): the same
 /// text is normalised and hashed once per transcript, not once per request (the normaliser's steps
 /// over 25 tool definitions × every request were most of a probe's rendering time).
-fn blob_once(blobs: &mut Blobs, norm: Norm<'_>, seen: &mut BTreeMap<String, String>, v: &Value) -> String {
-    let raw = serde_json::to_string(v).unwrap_or_default();
-    if let Some(short) = seen.get(&raw) {
+fn blob_once<'v>(blobs: &mut Blobs, norm: Norm<'_>, seen: &mut Vec<(&'v Value, String)>, v: &'v Value) -> String {
+    // found by equality, not by the serialised text: no copy of a 3 KB definition per request
+    if let Some((_, short)) = seen.iter().find(|(s, _)| *s == v) {
         return short.clone();
     }
     let short = blob(blobs, norm, v);
-    seen.insert(raw, short.clone());
+    seen.push((v, short.clone()));
     short
 }
 
@@ -289,7 +289,7 @@ pub fn render(h: &Header<'_>, view: &View<'_>, verdicts: &[String], blobs: &mut 
     let mut last_tools: BTreeMap<String, String> = BTreeMap::new();
     let mut last_system: BTreeMap<String, String> = BTreeMap::new();
     let mut side: Vec<String> = Vec::new();
-    let mut seen_blobs: BTreeMap<String, String> = BTreeMap::new();
+    let mut seen_blobs: Vec<(&Value, String)> = Vec::new();
     for e in view.exchanges {
         match e.kind {
             ExchangeKind::Turn if e.fault.is_none() && e.status == 200 => {
@@ -303,8 +303,8 @@ pub fn render(h: &Header<'_>, view: &View<'_>, verdicts: &[String], blobs: &mut 
                 } else {
                     format!("## request {turn} (conversation {conv})")
                 });
-                let null = Value::Null;
-                let req = e.request.as_ref().unwrap_or(&null);
+                static NULL: Value = Value::Null;
+                let req = e.request.as_ref().unwrap_or(&NULL);
                 let tools: Vec<String> = req
                     .get("tools")
                     .and_then(Value::as_array)
