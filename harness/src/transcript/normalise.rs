@@ -29,13 +29,27 @@ pub struct Step {
     apply: Box<dyn for<'s> Fn(&'s str) -> Cow<'s, str> + Send + Sync>,
 }
 
-/// `s` with every `from` replaced by `to`, borrowed when there is none.
+/// `s` with every `from` replaced by `to` (left to right, not overlapping, as `str::replace`),
+/// borrowed when there is none. memchr's searcher: `str`'s generic one is compiled with the calling
+/// crate's (debug) settings, and this runs on every text of every transcript.
 fn replace<'s>(s: &'s str, from: &str, to: &str) -> Cow<'s, str> {
-    if !from.is_empty() && s.contains(from) {
-        Cow::Owned(s.replace(from, to))
-    } else {
-        Cow::Borrowed(s)
+    if from.is_empty() {
+        return Cow::Borrowed(s);
     }
+    let mut hits = memchr::memmem::find_iter(s.as_bytes(), from.as_bytes()).peekable();
+    if hits.peek().is_none() {
+        return Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len());
+    let mut last = 0;
+    for at in hits {
+        // find_iter reports non-overlapping matches; both ends are char boundaries (`from` is a str)
+        out.push_str(&s[last..at]);
+        out.push_str(to);
+        last = at + from.len();
+    }
+    out.push_str(&s[last..]);
+    Cow::Owned(out)
 }
 
 /// The steps of one run, made once ([`steps`]) and applied to each of its texts.
@@ -297,6 +311,16 @@ mod tests {
         let p = Places { root: &r, cwd: &c, home: &h, today: "2026-11-30".into(), subject: "claude-code@2.1.235" };
         let step = steps(&p).into_iter().find(|s| s.name == name).unwrap_or_else(|| panic!("no step {name}"));
         (step.apply)(input).into_owned()
+    }
+
+    #[test]
+    fn replace_is_str_replace() {
+        for (s, from, to) in
+            [("aaa", "aa", "b"), ("xay", "a", "<a>"), ("", "a", "b"), ("é/é", "é", "e"), ("ab", "ab", "")]
+        {
+            assert_eq!(replace(s, from, to), s.replace(from, to), "{s:?} {from:?} {to:?}");
+        }
+        assert!(matches!(replace("abc", "x", "y"), Cow::Borrowed("abc")));
     }
 
     #[test]
