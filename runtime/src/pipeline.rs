@@ -301,7 +301,8 @@ impl Runtime {
     /// `<persisted-output>` block (an error when it cannot be persisted).
     fn within_budget(&self, id: &str, max: Option<usize>, text: &str) -> Result<String, String> {
         match max {
-            Some(max) if text.chars().count() > max => self.persist(id, text),
+            // a text of at most `max` bytes has at most `max` chars: counted only when it could be over
+            Some(max) if text.len() > max && text.chars().count() > max => self.persist(id, text),
             _ => Ok(text.to_string()),
         }
     }
