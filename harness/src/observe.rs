@@ -409,6 +409,11 @@ pub fn files_after(dir: &Path, known: &[String]) -> BTreeMap<String, FileAfter> 
 /// The files' entries of a fingerprint: `made`, `symlink <target>`, or the SHA-256 of the content with
 /// the text normalised together with `texts` (the run's results: an id the subject made up is numbered
 /// the same in a result and in a file).
+/// Files larger than this are fingerprinted by their bytes, not normalised first: a file that large is
+/// generated content (a search budget's 64 MiB log), and every normalisation step over it took seconds
+/// of a probe's run.
+pub const NORMALISED_FILE_MAX_BYTES: usize = 1 << 20;
+
 fn file_hashes(
     files: BTreeMap<String, FileAfter>,
     texts: &mut Vec<String>,
@@ -418,6 +423,9 @@ fn file_hashes(
     let mut textual = Vec::new();
     for (path, f) in &files {
         if let FileAfter::Content(bytes) = f {
+            if bytes.len() > NORMALISED_FILE_MAX_BYTES {
+                continue;
+            }
             if let Ok(t) = std::str::from_utf8(bytes) {
                 textual.push(path.clone());
                 texts.push(t.to_string());
