@@ -194,7 +194,8 @@ pub async fn start(config: SessionConfig) -> Result<Runtime, RuleError> {
         .put(lsp)
         .put(mcp)
         .put(agent_tool::ComposerSlot(Some(Arc::new(Builtin))))
-        .put(crate::agent::Deadline(config.deadline));
+        .put(crate::agent::Deadline(config.deadline))
+        .put(worktree::RepoAtStart::probe(&config.cwd));
     let ctx = ToolContext {
         cwd: config.cwd,
         home: config.home,
@@ -242,7 +243,8 @@ impl agent_tool::Composer for Builtin {
             .put((*ps.state::<host::HostScript>()).clone())
             .put(agents)
             .put(agent_tool::ComposerSlot(Some(Arc::new(Builtin))))
-            .put(*ps.state::<crate::agent::Deadline>());
+            .put(*ps.state::<crate::agent::Deadline>())
+            .put(*ps.state::<worktree::RepoAtStart>());
         let ctx = ToolContext {
             cwd: spec.cwd,
             home: parent.home.clone(),
