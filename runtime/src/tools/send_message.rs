@@ -96,8 +96,17 @@ fn reply(success: bool, message: &str, extra: Option<(&str, Value)>) -> ToolOutp
 }
 
 fn send(args: Args, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+    // the reference's schema refuses it: zod's regex issue (measured on 2.1.235,
+    // `probes/claude-code/send-message.toml`)
     if args.to.contains(['\n', '\r']) {
-        return Err(ToolError::Validation("to must be a single-line recipient name or address".into()));
+        return Err(ToolError::Validation(crate::validation::issues_error(&[json!({
+            "origin": "string",
+            "code": "invalid_format",
+            "format": "regex",
+            "pattern": r"/^[^\n\r]*$/u",
+            "path": ["to"],
+            "message": "must be a single-line recipient name or address",
+        })])));
     }
     if args.to.chars().count() > MAX_TO_CHARS {
         return Err(ToolError::Validation(format!("to must be at most {MAX_TO_CHARS} characters")));
