@@ -693,10 +693,18 @@ fn background(args: Args, ctx: &ToolContext, child: Child, guard: RunningGuard) 
     tokio::spawn(async move {
         let id = task_id;
         let _guard = guard;
+        let start = Instant::now();
         let status = tokio::select! {
             outcome = run_child(&child, &prompt) => match finish_child(&child, &outcome) {
                 Ok(text) => {
                     shell.tasks.set_agent_result(&id, text);
+                    // the reference's usage line: its progress tracker's tokens (TokenProgress)
+                    shell.tasks.set_agent_usage(&id, format!(
+                        "<usage><subagent_tokens>{}</subagent_tokens><tool_uses>{}</tool_uses><duration_ms>{}</duration_ms></usage>",
+                        outcome.progress.total(),
+                        count_tool_uses(&outcome),
+                        start.elapsed().as_millis()
+                    ));
                     Status::Completed
                 }
                 Err(e) => {
