@@ -404,7 +404,7 @@ fn diff(
     json: bool,
     html: Option<&std::path::Path>,
 ) -> ExitCode {
-    use harness::transcript::diff::{diff_dirs, render_html, render_text};
+    use harness::transcript::diff::{diff_dirs_with, render_html, render_text, unordered_ids};
     let golden = project.golden.clone();
     let probes = match harness::probe::load_all(std::slice::from_ref(&project.probes)) {
         Ok(p) => p,
@@ -444,7 +444,10 @@ fn diff(
         }
     };
     let blobs = if run_now { tmp.path().join("blobs") } else { golden.join("blobs") };
-    let d = match diff_dirs(&l, &r, &blobs) {
+    // results a probe marks `unordered` compare as sets of lines, as in the behaviour fingerprint
+    let unordered =
+        probes.iter().filter(|p| !p.unordered.is_empty()).map(|p| (p.id.clone(), unordered_ids(p))).collect();
+    let d = match diff_dirs_with(&l, &r, &blobs, &unordered) {
         Ok(d) => d,
         Err(e) => {
             eprintln!("probelab diff: {e}");

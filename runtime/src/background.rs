@@ -75,6 +75,8 @@ pub struct TaskRegistry {
     /// Tasks that are background sub-agents (`local_agent`, AGENT-1): id → the agent's final text once
     /// it ended (None while it runs or when it failed).
     agents: Mutex<std::collections::HashMap<String, Option<String>>>,
+    /// A finished sub-agent's `<usage>` element for its notification (AGENT-1).
+    agent_usage: Mutex<std::collections::HashMap<String, String>>,
     /// The conversation's mailbox reader (MSG-1): its unread messages go in with the notifications.
     inbox: Mutex<Option<InboxReader>>,
     /// Tasks that are Workflow runs (`local_workflow`, WF-1): id → what the run left once it ended.
@@ -144,6 +146,11 @@ impl TaskRegistry {
         if let Some(r) = self.agents.lock().unwrap_or_else(|p| p.into_inner()).get_mut(id) {
             *r = Some(text);
         }
+    }
+
+    /// Records a finished sub-agent's `<usage>` element, tags included (before [`TaskRegistry::finish`]).
+    pub fn set_agent_usage(&self, id: &str, usage: String) {
+        self.agent_usage.lock().unwrap_or_else(|p| p.into_inner()).insert(id.to_string(), usage);
     }
 
     /// Registers a started Workflow run (task type `local_workflow`, WF-1): `task.command` and
@@ -294,7 +301,8 @@ impl TaskRegistry {
                 continue;
             }
             if let Some(result) = self.agent_result(&t.id) {
-                parts.push(agent_notification(t, result.as_deref().unwrap_or("")));
+                let usage = self.agent_usage.lock().unwrap_or_else(|p| p.into_inner()).get(&t.id).cloned();
+                parts.push(agent_notification(t, result.as_deref().unwrap_or(""), usage.as_deref()));
                 continue;
             }
             let output = read_output(t);
@@ -318,8 +326,10 @@ impl TaskRegistry {
 }
 
 /// A finished sub-agent's notification: the reference's `<task-notification>` fields, its final text
-/// as `<result>` (cut to [`BACKGROUND_RESULT_CHARS`], BG-1).
-fn agent_notification(t: &Task, result: &str) -> String {
+/// as `<result>` (cut to [`BACKGROUND_RESULT_CHARS`], BG-1), then its `<usage>` element when it
+/// completed (the reference's: `<subagent_tokens>`, `<tool_uses>`, `<duration_ms>`,
+/// `probes/claude-code/agent-background.toml`).
+fn agent_notification(t: &Task, result: &str, usage: Option<&str>) -> String {
     let total = result.chars().count();
     let mut shown: String = result.chars().take(BACKGROUND_RESULT_CHARS).collect();
     if total > BACKGROUND_RESULT_CHARS {
@@ -331,11 +341,12 @@ fn agent_notification(t: &Task, result: &str) -> String {
         _ => format!("Agent \"{}\" failed", t.description),
     };
     format!(
-        "<task-notification>\n<task-id>{}</task-id>\n<tool-use-id>{}</tool-use-id>\n<output-file>{}</output-file>\n<status>{}</status>\n<summary>{summary}</summary>\n<result>{shown}</result>\n</task-notification>",
+        "<task-notification>\n<task-id>{}</task-id>\n<tool-use-id>{}</tool-use-id>\n<output-file>{}</output-file>\n<status>{}</status>\n<summary>{summary}</summary>\n<result>{shown}</result>\n{}</task-notification>",
         t.id,
         t.tool_use_id,
         t.output_file.display(),
         t.status.word(),
+        usage.filter(|_| t.status == Status::Completed).map(|u| format!("{u}\n")).unwrap_or_default(),
     )
 }
 

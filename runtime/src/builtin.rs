@@ -197,7 +197,8 @@ pub async fn start(config: SessionConfig) -> Result<Runtime, RuleError> {
         .put(lsp)
         .put(mcp)
         .put(agent_tool::ComposerSlot(Some(Arc::new(Builtin))))
-        .put(crate::agent::Deadline(config.deadline));
+        .put(crate::agent::Deadline(config.deadline))
+        .put(worktree::RepoAtStart::probe(&config.cwd));
     let ctx = ToolContext {
         cwd: config.cwd,
         home: config.home,
@@ -215,7 +216,8 @@ pub async fn start(config: SessionConfig) -> Result<Runtime, RuleError> {
         session: Arc::new(session),
     };
     let extensions = extensions(&pool);
-    Ok(Runtime::new(pool, &config.settings, config.ask, ctx)?.with_extensions(extensions, DISABLED_NOTICE_TOOLS))
+    Ok(Runtime::new(pool, &config.settings, config.ask, ctx)?
+        .with_extensions(extensions, DISABLED_NOTICE_TOOLS.to_vec()))
 }
 
 /// The MCP servers of a session that could not be started, with why.
@@ -245,7 +247,8 @@ impl agent_tool::Composer for Builtin {
             .put((*ps.state::<host::HostScript>()).clone())
             .put(agents)
             .put(agent_tool::ComposerSlot(Some(Arc::new(Builtin))))
-            .put(*ps.state::<crate::agent::Deadline>());
+            .put(*ps.state::<crate::agent::Deadline>())
+            .put(*ps.state::<worktree::RepoAtStart>());
         let ctx = ToolContext {
             cwd: spec.cwd,
             home: parent.home.clone(),
@@ -263,7 +266,17 @@ impl agent_tool::Composer for Builtin {
         let mcp = if spec.kind.only.is_empty() { ps.state::<mcp::Mcp>().tools() } else { Vec::new() };
         let pool = child_pool(&parent.env, spec.kind, depth).with_mcp(mcp);
         let extensions = extensions(&pool);
-        Ok(Runtime::new(pool, &ps.settings, ps.ask_answer, ctx)?.with_extensions(extensions, DISABLED_NOTICE_TOOLS))
+        // the tools the agent's type takes away are "disabled" too: measured on 2.1.235, an Explore
+        // child's Edit call is answered `Error: No such tool available: Edit. Edit is disabled for this
+        // session, in subagents as well as here.` (`probes/agent/checks-shared.toml`)
+        let mut notice = DISABLED_NOTICE_TOOLS.to_vec();
+        // (a general-purpose child's TaskOutput is not measured: it stays "not available")
+        for t in spec.kind.without.iter().filter(|t| **t != "TaskOutput") {
+            if !notice.contains(t) {
+                notice.push(t);
+            }
+        }
+        Ok(Runtime::new(pool, &ps.settings, ps.ask_answer, ctx)?.with_extensions(extensions, notice))
     }
 }
 

@@ -103,7 +103,7 @@ pub struct Runtime {
     /// The extensions of the session, in the order they act.
     pub extensions: Vec<Arc<dyn Extension>>,
     /// Tools whose absence the reference explains as "disabled for this session" (PIPE-3).
-    pub disabled_notice: &'static [&'static str],
+    pub disabled_notice: Vec<&'static str>,
     /// The context every call gets.
     pub ctx: ToolContext,
 }
@@ -131,7 +131,7 @@ impl Runtime {
             hooks: settings.hooks.clone(),
             ask_answer,
             extensions: Vec::new(),
-            disabled_notice: &[],
+            disabled_notice: Vec::new(),
             ctx,
         })
     }
@@ -140,7 +140,7 @@ impl Runtime {
     pub fn with_extensions(
         mut self,
         extensions: Vec<Arc<dyn Extension>>,
-        disabled_notice: &'static [&'static str],
+        disabled_notice: Vec<&'static str>,
     ) -> Runtime {
         self.extensions = extensions;
         self.disabled_notice = disabled_notice;

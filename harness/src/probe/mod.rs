@@ -509,7 +509,8 @@ pub struct Probe {
     pub diverges: Vec<Divergence>,
     /// Results (numbered like `result = N`) whose line order is not the subject's decision — a search
     /// its engine runs on several threads prints in any order: their lines count as a set in the
-    /// behaviour fingerprint. Checks still see the text as it came.
+    /// behaviour fingerprint and in `probelab diff` (and `diff --run`): conformance. Checks still see
+    /// the text as it came.
     pub unordered: Vec<usize>,
     /// Deadline.
     pub deadline_secs: u64,

@@ -155,23 +155,42 @@ fn verdict_lines(t: &str) -> String {
     t.split("\n## verdicts\n").nth(1).unwrap_or_default().trim_end().to_string()
 }
 
-/// Lines of tool_result sections (a result line and its indented content).
-fn result_lines(t: &str) -> String {
-    let mut out = Vec::new();
+/// Lines of tool_result sections (a result line and its indented content). The content of a result
+/// whose tool_use id is in `unordered` (the probe's `unordered`: a subject's parallel search prints its
+/// lines in any order) is sorted, as the behaviour fingerprint counts those lines as a set
+/// ([`crate::observe::behaviour`]).
+fn result_lines(t: &str, unordered: &BTreeSet<String>) -> String {
+    let mut out: Vec<&str> = Vec::new();
     let mut inside = false;
+    // where the content of the current unordered section starts in `out`
+    let mut sort_from: Option<usize> = None;
+    let flush = |out: &mut Vec<&str>, from: &mut Option<usize>| {
+        if let Some(i) = from.take() {
+            out[i..].sort_unstable();
+        }
+    };
     for l in t.lines() {
+        let header = l.starts_with("tool_result ");
+        if header || !(inside && (l.starts_with("  |") || l.starts_with("  ["))) {
+            flush(&mut out, &mut sort_from);
+        }
         // the lab's own prelude (deferred tools loaded) is not the subject's behaviour
-        if l.starts_with("tool_result ") && l.contains("_prelude_") {
+        if header && l.contains("_prelude_") {
             inside = false;
-        } else if l.starts_with("tool_result ") {
+        } else if header {
             inside = true;
             out.push(l);
+            let id = l.split(' ').nth(1).unwrap_or_default().trim_end_matches(':');
+            if unordered.contains(id) {
+                sort_from = Some(out.len());
+            }
         } else if inside && (l.starts_with("  |") || l.starts_with("  [")) {
             out.push(l);
         } else {
             inside = false;
         }
     }
+    flush(&mut out, &mut sort_from);
     out.join("\n")
 }
 
@@ -192,6 +211,32 @@ fn udiff(a: &str, b: &str, left: &str, right: &str) -> Option<String> {
 
 /// Compares two golden directories; blobs are looked up in `blobs`.
 pub fn diff_dirs(left: &Path, right: &Path, blobs: &Path) -> Result<SetDiff, String> {
+    diff_dirs_with(left, right, blobs, &BTreeMap::new())
+}
+
+/// The tool_use ids of a probe's `unordered` results (the N-th scripted call of the main conversation:
+/// its explicit `id`, else the stub's `toolu_<probe>_<N>`), for [`diff_dirs_with`].
+pub fn unordered_ids(probe: &crate::probe::Probe) -> BTreeSet<String> {
+    let script = &probe.script;
+    script
+        .turns
+        .iter()
+        .flat_map(|t| t.tool_use.iter())
+        .enumerate()
+        .filter(|(i, _)| probe.unordered.contains(&(i + 1)))
+        .map(|(i, u)| u.id.clone().unwrap_or_else(|| format!("toolu_{}_{}", script.id, i + 1)))
+        .collect()
+}
+
+/// [`diff_dirs`], with the results whose lines come in any order given per probe id (the tool_use ids
+/// of [`unordered_ids`]): their lines are compared as sets, as the behaviour fingerprint does.
+pub fn diff_dirs_with(
+    left: &Path,
+    right: &Path,
+    blobs: &Path,
+    unordered: &BTreeMap<String, BTreeSet<String>>,
+) -> Result<SetDiff, String> {
+    let none = BTreeSet::new();
     let (a, b) = (read_set(left)?, read_set(right)?);
     let (ln, rn) = (left.display().to_string(), right.display().to_string());
     let mut out = SetDiff { left: ln.clone(), right: rn.clone(), ..SetDiff::default() };
@@ -225,11 +270,12 @@ pub fn diff_dirs(left: &Path, right: &Path, blobs: &Path) -> Result<SetDiff, Str
                 d.system = Some(change(format!("system {sx} → {sy}"), &sx, &sy));
             }
         }
-        d.results = udiff(&result_lines(x), &result_lines(y), &ln, &rn);
+        let set = unordered.get(id).unwrap_or(&none);
+        d.results = udiff(&result_lines(x, set), &result_lines(y, set), &ln, &rn);
         d.verdicts = udiff(&verdict_lines(x), &verdict_lines(y), &ln, &rn);
         d.shape = udiff(&shape_lines(x), &shape_lines(y), &ln, &rn);
         let results: BTreeSet<String> =
-            result_lines(x).lines().chain(result_lines(y).lines()).map(str::to_string).collect();
+            result_lines(x, &none).lines().chain(result_lines(y, &none).lines()).map(str::to_string).collect();
         let strip = |t: &str| {
             let body = t.split("\n## verdicts\n").next().unwrap_or(t);
             body.lines()
@@ -379,6 +425,30 @@ body{{font-family:sans-serif;margin:2em}} table{{border-collapse:collapse}} td,t
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn unordered_results_compare_as_sets_of_lines() {
+        let d = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let (l, r, b) = (d.path().join("l"), d.path().join("r"), d.path().join("blobs"));
+        for p in [&l, &r, &b] {
+            std::fs::create_dir_all(p).unwrap_or_else(|e| panic!("{e}"));
+        }
+        let left = "tool_result t_1:\n  | a:1\n  | b:1\ntool_result t_2:\n  | x\n  | y\n## verdicts\n";
+        std::fs::write(l.join("p.snap"), left).unwrap_or_else(|e| panic!("{e}"));
+        std::fs::write(r.join("p.snap"), left.replace("  | a:1\n  | b:1", "  | b:1\n  | a:1"))
+            .unwrap_or_else(|e| panic!("{e}"));
+        let set = BTreeMap::from([("p".to_string(), BTreeSet::from(["t_1".to_string()]))]);
+        // without `unordered` the order counts; with it, t_1's lines are a set
+        assert!(diff_dirs(&l, &r, &b).unwrap_or_else(|e| panic!("{e}")).probes[0].results.is_some());
+        let s = diff_dirs_with(&l, &r, &b, &set).unwrap_or_else(|e| panic!("{e}"));
+        assert!(s.probes[0].results.is_none() && s.probes[0].is_same(), "{:?}", s.probes[0]);
+        // the other results keep their order, and another line still differs
+        std::fs::write(r.join("p.snap"), left.replace("  | x\n  | y", "  | y\n  | x"))
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert!(diff_dirs_with(&l, &r, &b, &set).unwrap_or_else(|e| panic!("{e}")).probes[0].results.is_some());
+        std::fs::write(r.join("p.snap"), left.replace("  | b:1", "  | c:1")).unwrap_or_else(|e| panic!("{e}"));
+        assert!(diff_dirs_with(&l, &r, &b, &set).unwrap_or_else(|e| panic!("{e}")).probes[0].results.is_some());
+    }
 
     #[test]
     fn tools_systems_and_results_are_told_apart() {

@@ -209,6 +209,40 @@ pub struct LoopOutcome {
     pub end: LoopEnd,
     /// Every message sent and received, in order.
     pub messages: Vec<Value>,
+    /// The usage of the last response received (none before the first).
+    pub last_usage: Option<wire::Usage>,
+    /// The conversation's tokens as the reference's progress tracker counts them.
+    pub progress: TokenProgress,
+}
+
+/// An agent's tokens as the reference's progress tracker counts them, for a background agent's
+/// `<subagent_tokens>` and a workflow agent's `tokens`: the latest response's prompt tokens plus the
+/// output tokens of every block's assistant message, each counted with `message_start`'s usage (the
+/// reference emits a message per content block before the `message_delta` arrives). Measured on
+/// 2.1.235 against the stub (input 100, `message_start` output 1): a background child answering a Bash
+/// call, then `BG-FINAL report` notifies `<subagent_tokens>102` (not the final usage's 104;
+/// `probes/claude-code/agent-background.toml`), a workflow agent answering `quick done` alone has
+/// `"tokens": 101` (`probes/workflow/task.toml`); the stream-json `task_progress` lines show the same
+/// running count (101 after the first block).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TokenProgress {
+    /// The latest response's prompt tokens (uncached, cache writes, cache reads).
+    pub latest_input: u64,
+    /// Σ over responses of `message_start`'s output tokens × the response's blocks.
+    pub cumulative_output: u64,
+}
+
+impl TokenProgress {
+    /// Counts one response.
+    pub fn add(&mut self, m: &wire::Message) {
+        self.latest_input = m.start_usage.prompt();
+        self.cumulative_output += m.start_usage.output_tokens * m.content.len() as u64;
+    }
+
+    /// The count the reference reports.
+    pub fn total(&self) -> u64 {
+        self.latest_input + self.cumulative_output
+    }
 }
 
 impl LoopOutcome {
@@ -248,6 +282,8 @@ pub async fn run_loop_with(
     max_turns: usize,
 ) -> LoopOutcome {
     let mut messages = vec![json!({"role": "user", "content": prompt})];
+    let mut last_usage = None;
+    let mut progress = TokenProgress::default();
     let tasks = &runtime.ctx.shell.tasks;
     let deadline = runtime.ctx.session.state::<Deadline>().0;
     // the last request's tools array and what it was made from (`Runtime::tools_key`)
@@ -255,7 +291,7 @@ pub async fn run_loop_with(
     for _ in 0..max_turns {
         // between turns: a session past its deadline starts no other request
         if deadline.is_some_and(|d| std::time::Instant::now() >= d) {
-            return LoopOutcome { end: LoopEnd::Error(DEADLINE_PASSED.into()), messages };
+            return LoopOutcome { end: LoopEnd::Error(DEADLINE_PASSED.into()), messages, last_usage, progress };
         }
         // BG-1: what finished in the background since the last call goes in before this one
         if let Some(block) = tasks.drain_notifications() {
@@ -294,8 +330,10 @@ pub async fn run_loop_with(
         }
         let message = match answer {
             Ok(m) => m,
-            Err(e) => return LoopOutcome { end: LoopEnd::Error(e.to_string()), messages },
+            Err(e) => return LoopOutcome { end: LoopEnd::Error(e.to_string()), messages, last_usage, progress },
         };
+        last_usage = Some(message.usage);
+        progress.add(&message);
         let content = serde_json::to_value(&message.content).unwrap_or_default();
         messages.push(json!({"role": "assistant", "content": content}));
         let calls: Vec<ToolCall> = message
@@ -330,10 +368,10 @@ pub async fn run_loop_with(
                 messages.push(json!({"role": "user", "content": prompt}));
                 continue;
             }
-            return LoopOutcome { end: LoopEnd::EndTurn, messages };
+            return LoopOutcome { end: LoopEnd::EndTurn, messages, last_usage, progress };
         }
         let results = runtime.run_turn(&calls).await;
         messages.push(json!({"role": "user", "content": results.iter().map(|r| r.to_block()).collect::<Vec<_>>()}));
     }
-    LoopOutcome { end: LoopEnd::TurnLimit, messages }
+    LoopOutcome { end: LoopEnd::TurnLimit, messages, last_usage, progress }
 }

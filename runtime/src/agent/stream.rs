@@ -98,7 +98,12 @@ impl Assembler {
         if m.get("content").and_then(Value::as_array).is_some_and(|c| !c.is_empty()) {
             self.wrong.push("message_start carries content".into());
         }
-        self.message = Some(Message { id: str_at(&m, "id"), model: str_at(&m, "model"), ..Message::default() });
+        let mut message = Message { id: str_at(&m, "id"), model: str_at(&m, "model"), ..Message::default() };
+        if let Some(u) = m.get("usage") {
+            message.usage.update(u);
+            message.start_usage = message.usage;
+        }
+        self.message = Some(message);
     }
 
     fn block_start(&mut self, i: usize, data: &Value) {
@@ -205,6 +210,10 @@ impl Assembler {
         }
         if let Some(m) = &mut self.message {
             m.stop_reason = d.get("stop_reason").cloned().and_then(|s| serde_json::from_value::<StopReason>(s).ok());
+            // the delta's usage is cumulative: its fields replace message_start's
+            if let Some(u) = data.get("usage") {
+                m.usage.update(u);
+            }
         }
     }
 

@@ -79,6 +79,53 @@ pub struct Message {
     pub content: Vec<ContentBlock>,
     /// Why it stopped.
     pub stop_reason: Option<StopReason>,
+    /// The token counts the response reported (`message_start`'s, updated by `message_delta`'s).
+    pub usage: Usage,
+    /// The token counts of `message_start` alone (the reference's progress tracker counts these: it
+    /// sees each block's assistant message before the `message_delta`).
+    pub start_usage: Usage,
+}
+
+/// A response's token counts, as the API reports them (absent fields are 0).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Usage {
+    /// Prompt tokens not read from or written to the cache.
+    #[serde(default)]
+    pub input_tokens: u64,
+    /// Generated tokens.
+    #[serde(default)]
+    pub output_tokens: u64,
+    /// Prompt tokens written to the cache.
+    #[serde(default)]
+    pub cache_creation_input_tokens: u64,
+    /// Prompt tokens read from the cache.
+    #[serde(default)]
+    pub cache_read_input_tokens: u64,
+}
+
+impl Usage {
+    /// The prompt's tokens: uncached, cache writes, cache reads.
+    pub fn prompt(&self) -> u64 {
+        self.input_tokens + self.cache_creation_input_tokens + self.cache_read_input_tokens
+    }
+
+    /// Every token the response counted: the prompt and the output.
+    pub fn total(&self) -> u64 {
+        self.prompt() + self.output_tokens
+    }
+
+    /// Takes the fields `v` (a `usage` object) carries; the others stay.
+    pub fn update(&mut self, v: &Value) {
+        let set = |key: &str, field: &mut u64| {
+            if let Some(n) = v.get(key).and_then(Value::as_u64) {
+                *field = n;
+            }
+        };
+        set("input_tokens", &mut self.input_tokens);
+        set("output_tokens", &mut self.output_tokens);
+        set("cache_creation_input_tokens", &mut self.cache_creation_input_tokens);
+        set("cache_read_input_tokens", &mut self.cache_read_input_tokens);
+    }
 }
 
 impl Message {

@@ -11,7 +11,8 @@
 //!   isolation) byte for byte; `run_in_background` defaults to true (the reference backgrounds agents
 //!   unless told `false`);
 //! - a completed agent's result is two text blocks: the final text, then `agentId: … (use SendMessage …)`
-//!   and a `<usage>` trailer (Explore and Plan: the final text alone); an unknown type is `Agent type 'x' not found. Available agents: …` (an
+//!   and a `<usage>` trailer — `subagent_tokens` (the child's last response's tokens, [`subagent_tokens`]),
+//!   `tool_uses`, `duration_ms` (Explore and Plan: the final text alone); an unknown type is `Agent type 'x' not found. Available agents: …` (an
 //!   error, not wrapped); a worktree outside git is refused with the reference's text;
 //! - a background launch returns the reference's `Async agent launched successfully.` text with the
 //!   agentId and an `output_file` (a link to the child's JSONL transcript); the end arrives before a later
@@ -28,8 +29,6 @@
 //! - the schema also takes AGENT-1's `name`, `team_name`, `mode` and `cwd` (the reference accepts `name`
 //!   without listing it); `cwd` and `isolation: "worktree"` exclude each other; `mode` is recorded, not
 //!   applied (the child follows the session's rules); `remote` isolation is refused;
-//! - the `<usage>` trailer has `tool_uses` and `duration_ms` but no `subagent_tokens`: the loop keeps no
-//!   usage numbers;
 //! - at most [`MAX_CONCURRENT_AGENTS`] agents run at once (sync and background together);
 //! - a child's turn limit is [`SUBAGENT_MAX_TURNS`]; hitting it, or an API error, is an error result;
 //! - a finished agent is not resumed by SendMessage (the reference resumes it from its transcript).
@@ -490,7 +489,8 @@ async fn launch(args: Args, ctx: &ToolContext) -> Result<ToolOutput, ToolError> 
     let final_text = finish_child(&child, &outcome)?;
     let tool_uses = count_tool_uses(&outcome);
     let trailer = format!(
-        "agentId: {id} (use SendMessage with to: '{id}', summary: '<5-10 word recap>' to continue this agent)\n<usage>tool_uses: {tool_uses}\nduration_ms: {}</usage>",
+        "agentId: {id} (use SendMessage with to: '{id}', summary: '<5-10 word recap>' to continue this agent)\n<usage>{}tool_uses: {tool_uses}\nduration_ms: {}</usage>",
+        subagent_tokens(&outcome).map(|n| format!("subagent_tokens: {n}\n")).unwrap_or_default(),
         start.elapsed().as_millis()
     );
     let mut blocks = Vec::new();
@@ -510,7 +510,29 @@ pub struct SubagentRun {
     pub id: String,
     /// The child's final text.
     pub text: String,
+    /// The model the agent ran on, as the reference names it in a workflow's progress (see
+    /// [`model_setting`]).
+    pub model: String,
+    /// Its tokens as the reference's progress tracker counts them ([`crate::agent::TokenProgress`]).
+    pub tokens: u64,
 }
+
+/// The name of the model a sub-agent ran on, as the reference writes it in a workflow's progress
+/// entries: measured on 2.1.235 with no `--model` (its session model is the 1M-context form of the
+/// default, `claude-opus-5[1m]` in the stream-json `init` line, sent on the wire as `claude-opus-5`),
+/// every `agent()` entry says `"model": "claude-opus-5[1m]"` (`probes/workflow/{task,resume,refusals}.toml`).
+/// So the default model's id is named with `[1m]`; any other id as it is (an `opts.model` alias or
+/// another session model: not measured).
+pub fn model_setting(wire_model: &str) -> String {
+    if wire_model == DEFAULT_OPUS {
+        format!("{wire_model}[1m]")
+    } else {
+        wire_model.to_string()
+    }
+}
+
+/// The reference's default model id on 2.1.235 (its requests' `model`).
+const DEFAULT_OPUS: &str = "claude-opus-5";
 
 /// Runs one sub-agent of `kind` on `prompt` to its end, for tools that orchestrate agents (Workflow's
 /// `agent()`): the same child loop as the Agent tool (its own read state and shell, the pool of
@@ -546,7 +568,8 @@ pub async fn run_subagent(
     let outcome = run_child(&child, prompt).await;
     drop(guard);
     let text = finish_child(&child, &outcome)?;
-    Ok(SubagentRun { id, text })
+    let tokens = outcome.progress.total();
+    Ok(SubagentRun { id, text, model: model_setting(child.client.model()), tokens })
 }
 
 fn make_child(
@@ -615,6 +638,17 @@ fn finish_child(child: &Child, outcome: &LoopOutcome) -> Result<String, ToolErro
     }
 }
 
+/// The sync trailer's `subagent_tokens`: every token of the child's last response as its final usage
+/// (`message_delta`'s) says — prompt, cache and output — as the reference counts it (its
+/// `totalTokens`). Measured on 2.1.235 with the stub's usage (input 100, output ⌈chars / 4⌉): a last
+/// answer `l3 done` gives `subagent_tokens: 102`, `CHILD-FINAL: the first line is alpha` 109, whatever
+/// came before (`probes/agent/nesting.toml`, `probes/agent/sub-agent.toml`). None before any response.
+/// (Background agents and workflow agents report the progress tracker's count instead:
+/// [`crate::agent::TokenProgress`].)
+fn subagent_tokens(outcome: &LoopOutcome) -> Option<u64> {
+    outcome.last_usage.map(|u| u.total())
+}
+
 fn count_tool_uses(outcome: &LoopOutcome) -> usize {
     outcome
         .messages
@@ -659,10 +693,18 @@ fn background(args: Args, ctx: &ToolContext, child: Child, guard: RunningGuard) 
     tokio::spawn(async move {
         let id = task_id;
         let _guard = guard;
+        let start = Instant::now();
         let status = tokio::select! {
             outcome = run_child(&child, &prompt) => match finish_child(&child, &outcome) {
                 Ok(text) => {
                     shell.tasks.set_agent_result(&id, text);
+                    // the reference's usage line: its progress tracker's tokens (TokenProgress)
+                    shell.tasks.set_agent_usage(&id, format!(
+                        "<usage><subagent_tokens>{}</subagent_tokens><tool_uses>{}</tool_uses><duration_ms>{}</duration_ms></usage>",
+                        outcome.progress.total(),
+                        count_tool_uses(&outcome),
+                        start.elapsed().as_millis()
+                    ));
                     Status::Completed
                 }
                 Err(e) => {

@@ -96,8 +96,17 @@ fn reply(success: bool, message: &str, extra: Option<(&str, Value)>) -> ToolOutp
 }
 
 fn send(args: Args, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+    // the reference's schema refuses it: zod's regex issue (measured on 2.1.235,
+    // `probes/claude-code/send-message.toml`)
     if args.to.contains(['\n', '\r']) {
-        return Err(ToolError::Validation("to must be a single-line recipient name or address".into()));
+        return Err(ToolError::Validation(crate::validation::issues_error(&[json!({
+            "origin": "string",
+            "code": "invalid_format",
+            "format": "regex",
+            "pattern": r"/^[^\n\r]*$/u",
+            "path": ["to"],
+            "message": "must be a single-line recipient name or address",
+        })])));
     }
     if args.to.chars().count() > MAX_TO_CHARS {
         return Err(ToolError::Validation(format!("to must be at most {MAX_TO_CHARS} characters")));
@@ -164,7 +173,9 @@ fn send(args: Args, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
         return Ok(reply(false, "That address is you. Send to another agent instead.", None));
     }
     append(ctx, &who.team(), &who.address(), &from, &summary, &args.message)?;
-    let pin = json!({"id": who.id, "name": who.name});
+    // the reference's pin also has a `ref`: six hex digits whose meaning was not measured
+    // (`probes/claude-code/agent-message.toml`); here they are derived from the agent id
+    let pin = json!({"id": who.id, "name": who.name, "ref": pin_ref(who.id.as_deref().unwrap_or_default())});
     if running {
         Ok(reply(
             true,
@@ -181,6 +192,12 @@ fn send(args: Args, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
             Some(("pin", pin)),
         ))
     }
+}
+
+/// A pin's `ref`: six hex digits of a hash of the agent id (FNV-1a).
+fn pin_ref(id: &str) -> String {
+    let h = id.bytes().fold(0x811c9dc5u32, |h, b| (h ^ u32::from(b)).wrapping_mul(0x0100_0193));
+    format!("{:06x}", h & 0x00ff_ffff)
 }
 
 /// Appends one line to the mailbox of `to` in `team`.

@@ -204,11 +204,59 @@ pub fn announcement(names: &[&str]) -> Option<String> {
 }
 
 /// The paragraph the reference adds to a schema error of a deferred tool that was not loaded (measured).
+/// The schema it quotes is not the one the API gets but its validator's JSON Schema form
+/// ([`validator_schema`]).
 pub fn unloaded_hint(name: &str, schema: &Value) -> String {
     format!(
         "\n\nThis tool's schema was not sent to the API — it was not in the discovered-tool set derived from message history. Without the schema in your prompt, typed parameters (arrays, numbers, booleans) get emitted as strings and the client-side parser rejects them. Load the tool first: call ToolSearch with query \"select:{name}\", then retry this call. For reference, this tool's input schema is: {}",
-        serde_json::to_string(schema).unwrap_or_default()
+        serde_json::to_string(&validator_schema(schema)).unwrap_or_default()
     )
+}
+
+/// A tool's API schema as the reference prints it in [`unloaded_hint`] (measured on 2.1.235 for
+/// NotebookEdit, `probes/tool-search/select.toml`): `"$schema":
+/// "https://json-schema.org/draft/2020-12/schema"` first (the API's has draft-07 last), and in every
+/// sub-schema `description` before the other keys, which keep their order.
+pub fn validator_schema(schema: &Value) -> Value {
+    let mut top = serde_json::Map::new();
+    top.insert("$schema".into(), json!("https://json-schema.org/draft/2020-12/schema"));
+    if let Value::Object(m) = description_first(schema) {
+        for (k, v) in m {
+            if k != "$schema" {
+                top.insert(k, v);
+            }
+        }
+        return Value::Object(top);
+    }
+    schema.clone()
+}
+
+/// `v` with `description` first in each schema object, recursively (properties, items, any-/all-/oneOf).
+fn description_first(v: &Value) -> Value {
+    let Value::Object(m) = v else { return v.clone() };
+    let mut out = serde_json::Map::new();
+    if let Some(d) = m.get("description") {
+        out.insert("description".into(), d.clone());
+    }
+    for (k, x) in m {
+        let x = match k.as_str() {
+            "description" => continue,
+            "properties" | "$defs" | "definitions" => match x {
+                Value::Object(props) => {
+                    Value::Object(props.iter().map(|(n, s)| (n.clone(), description_first(s))).collect())
+                }
+                _ => x.clone(),
+            },
+            "items" | "additionalProperties" | "not" => description_first(x),
+            "anyOf" | "allOf" | "oneOf" => match x {
+                Value::Array(xs) => Value::Array(xs.iter().map(description_first).collect()),
+                _ => x.clone(),
+            },
+            _ => x.clone(),
+        };
+        out.insert(k.clone(), x);
+    }
+    Value::Object(out)
 }
 
 /// The parts of a tool name a keyword can match: `mcp__server__action` → server, then the action's

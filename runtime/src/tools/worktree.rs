@@ -60,6 +60,22 @@ pub struct Active {
     pub repo: PathBuf,
 }
 
+/// Whether the session's cwd was inside a git repository when the session started (a `.git` in it or
+/// an ancestor). Like the reference, EnterWorktree creates worktrees only then: measured on 2.1.235, a
+/// repository a first Bash turn makes (`git init`, a commit) is not seen — the call is refused with
+/// `Cannot create a worktree: not in a git repository …` (`probes/claude-code/worktree-repo-at-start.toml`).
+/// Sub-agents inherit their session's; `None` (a session not made by `builtin::start`): git decides at
+/// the call.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct RepoAtStart(pub Option<bool>);
+
+impl RepoAtStart {
+    /// Looks for `.git` in `cwd` and its ancestors.
+    pub fn probe(cwd: &Path) -> RepoAtStart {
+        RepoAtStart(Some(cwd.ancestors().any(|d| d.join(".git").exists())))
+    }
+}
+
 /// Worktrees this session created.
 #[derive(Debug, Default)]
 pub struct Worktrees {
@@ -173,7 +189,8 @@ impl EnterWorktree {
         };
         let original = active.as_ref().map(|a| a.original.clone()).unwrap_or_else(|| ctx.working_dir());
         let Some(path) = path else {
-            let repo = repo.map_err(|_| ToolError::Runtime("Cannot create a worktree: not in a git repository and no WorktreeCreate hooks are configured. Configure WorktreeCreate/WorktreeRemove hooks in settings.json to use worktree isolation with other VCS systems.".into()))?;
+            let repo = repo.ok().filter(|_| ctx.session.state::<RepoAtStart>().0 != Some(false));
+            let repo = repo.ok_or_else(|| ToolError::Runtime("Cannot create a worktree: not in a git repository and no WorktreeCreate hooks are configured. Configure WorktreeCreate/WorktreeRemove hooks in settings.json to use worktree isolation with other VCS systems.".into()))?;
             let name = match name {
                 Some(n) => n.to_string(),
                 None => format!("auto-{}", state.auto.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1),

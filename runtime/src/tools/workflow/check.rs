@@ -373,12 +373,16 @@ fn meta_fields(value: Value) -> Result<Meta, String> {
 }
 
 /// `Script parse error: Unexpected token (L:C)` with the reference's code frame (line 1-based, column
-/// 0-based, at the first node the grammar could not place).
+/// 0-based, at the token a left-to-right parser stops at). tree-sitter's ERROR node starts where the
+/// construct it could not finish began: when that is a keyword or punctuation token (`const` in
+/// `const = 3`), the parser rejected the token after it, so that one is named — measured on 2.1.235:
+/// `const = 3` on line 2 is `Unexpected token (2:6)` with the caret under `=`
+/// (`probes/workflow/refusals.toml`); when it is a whole node (`2` in `foo(1 2)`), that node.
 fn parse_error(src: &str, root: Node<'_>) -> String {
     let mut at: Option<tree_sitter::Point> = None;
     walk(root, &mut |n| {
         if at.is_none() && (n.is_error() || n.is_missing()) {
-            at = Some(if n.is_error() { first_leaf(n).start_position() } else { n.start_position() });
+            at = Some(if n.is_error() { rejected_token(n).start_position() } else { n.start_position() });
         }
     });
     let Some(p) = at else {
@@ -400,6 +404,32 @@ fn first_leaf(n: Node<'_>) -> Node<'_> {
     let mut cursor = n.walk();
     let children: Vec<Node<'_>> = n.children(&mut cursor).collect();
     children.iter().find(|c| c.is_error()).map(|c| first_leaf(*c)).unwrap_or(n)
+}
+
+/// The token a left-to-right parser rejects in the ERROR node `n` (see [`parse_error`]): after a
+/// leading keyword or punctuation token, the next token of the source; else where `n` starts.
+fn rejected_token(n: Node<'_>) -> Node<'_> {
+    let inner = first_leaf(n);
+    let Some(lead) = inner.child(0) else { return inner };
+    if lead.is_named() || lead.child_count() > 0 {
+        return inner;
+    }
+    next_token(lead).unwrap_or(inner)
+}
+
+/// The leaf that follows `n` in the source (the first leaf of the nearest following sibling up the tree).
+fn next_token(n: Node<'_>) -> Option<Node<'_>> {
+    let mut cur = n;
+    let mut next = loop {
+        if let Some(s) = cur.next_sibling() {
+            break s;
+        }
+        cur = cur.parent()?;
+    };
+    while let Some(c) = next.child(0) {
+        next = c;
+    }
+    Some(next)
 }
 
 #[cfg(test)]
@@ -448,8 +478,12 @@ mod tests {
     #[test]
     fn parse_errors_name_the_place() {
         let e = err("export const meta = { name: 'x', description: 'y' }\nconst = 3\n");
-        assert!(e.starts_with("Script parse error: Unexpected token (2:"), "{e}");
-        assert!(e.contains("\n\nconst = 3\n"), "{e}");
+        // measured on 2.1.235: the token after `const` (`probes/workflow/refusals.toml`)
+        assert!(e.starts_with("Script parse error: Unexpected token (2:6)"), "{e}");
+        assert!(e.contains("\n\nconst = 3\n      ^\n"), "{e}");
+        // a whole node the grammar could not place is named itself
+        assert!(err("export const meta = { name: 'x', description: 'y' }\nfoo(1 2)\n")
+            .starts_with("Script parse error: Unexpected token (2:6)"));
         assert!(e.ends_with(PLAIN_JS), "{e}");
     }
 

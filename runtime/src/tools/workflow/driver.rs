@@ -95,6 +95,10 @@ struct Progress {
     empty: u64,
     /// Tool calls of the live agents (counted in their transcripts).
     tool_calls: u64,
+    /// Tokens of the live agents: each one's last response's (the reference's `tokens` per entry,
+    /// `totalTokens` and `<subagent_tokens>`: 101 for an agent whose one answer is `R1`, 404 for four;
+    /// replayed ones count nothing — `probes/workflow/resume.toml`).
+    tokens: u64,
 }
 
 /// Milliseconds since the epoch (the reference's progress times).
@@ -135,7 +139,10 @@ async fn answer(job: &Job, p: &mut Progress, prompt: &str, opts: &Value) -> Resu
     if !p.journal.missed {
         if let Some((agent_id, result)) = p.journal.results.get(&key).cloned() {
             let now = epoch_ms();
-            p.entries.push(json!({"type": "workflow_agent", "index": p.index, "label": label, "agentId": agent_id, "state": "done", "startedAt": now, "lastProgressAt": now, "cached": true, "resultPreview": preview(&result), "promptPreview": prompt_preview}));
+            let model = agent_tool::model_setting(
+                &job.ctx.session.model.as_ref().map(|m| m.model().to_string()).unwrap_or_default(),
+            );
+            p.entries.push(json!({"type": "workflow_agent", "index": p.index, "label": label, "agentId": agent_id, "model": model, "state": "done", "startedAt": now, "lastProgressAt": now, "cached": true, "resultPreview": preview(&result), "promptPreview": prompt_preview}));
             p.done += 1;
             p.empty += u64::from(is_empty_result(&result));
             return Ok(result);
@@ -164,9 +171,10 @@ async fn answer(job: &Job, p: &mut Progress, prompt: &str, opts: &Value) -> Resu
             }
             let calls = tool_calls(&dir.join(format!("agent-{}.jsonl", run.id)));
             p.tool_calls += calls;
+            p.tokens += run.tokens;
             p.done += 1;
             p.empty += u64::from(is_empty_result(&result));
-            p.entries.push(json!({"type": "workflow_agent", "index": p.index, "label": label, "agentId": run.id, "state": "done", "startedAt": started_at, "queuedAt": started_at, "attempt": 1, "promptPreview": prompt_preview, "lastProgressAt": epoch_ms(), "toolCalls": calls, "durationMs": clock.elapsed().as_millis() as u64, "resultPreview": preview(&result)}));
+            p.entries.push(json!({"type": "workflow_agent", "index": p.index, "label": label, "agentId": run.id, "model": run.model, "state": "done", "startedAt": started_at, "queuedAt": started_at, "attempt": 1, "promptPreview": prompt_preview, "lastProgressAt": epoch_ms(), "tokens": run.tokens, "toolCalls": calls, "durationMs": clock.elapsed().as_millis() as u64, "resultPreview": preview(&result)}));
             Ok(result)
         }
         Err(e) => {
@@ -206,6 +214,7 @@ pub(super) async fn drive(mut job: Job, stop_rx: tokio::sync::oneshot::Receiver<
         errors: 0,
         empty: 0,
         tool_calls: 0,
+        tokens: 0,
     };
     let work = async {
         while let Some(req) = req_rx.recv().await {
@@ -267,6 +276,7 @@ pub(super) async fn drive(mut job: Job, stop_rx: tokio::sync::oneshot::Receiver<
         titles.iter().enumerate().map(|(i, t)| json!({"type": "workflow_phase", "index": i + 1, "title": t})).collect();
     timeline.extend(progress.entries.iter().cloned());
     record["workflowProgress"] = Value::Array(timeline);
+    record["totalTokens"] = json!(progress.tokens);
     record["totalToolCalls"] = json!(progress.tool_calls);
     let _ = write_record(&job.paths.record, record);
     let end = workflow_end(&job, &outcome.end, &progress);
@@ -282,7 +292,7 @@ pub(super) async fn drive(mut job: Job, stop_rx: tokio::sync::oneshot::Receiver<
 fn workflow_end(job: &Job, end: &engine::End, p: &Progress) -> WorkflowEnd {
     let r = &job.record;
     let mut report = Map::new();
-    for key in ["summary", "agentCount", "logs", "result", "workflowProgress", "totalToolCalls"] {
+    for key in ["summary", "agentCount", "logs", "result", "workflowProgress", "totalTokens", "totalToolCalls"] {
         if let Some(v) = r.get(key) {
             report.insert(key.to_string(), v.clone());
         }
@@ -291,11 +301,12 @@ fn workflow_end(job: &Job, end: &engine::End, p: &Progress) -> WorkflowEnd {
     let dir = job.paths.transcript_dir.display();
     let run = &job.run_id;
     let usage = format!(
-        "<usage><agent_count>{}</agent_count><agents_done>{}</agents_done><agents_error>{}</agents_error><agents_skipped>0</agents_skipped><agents_empty_result>{}</agents_empty_result><tool_uses>{}</tool_uses><duration_ms>{}</duration_ms></usage>",
+        "<usage><agent_count>{}</agent_count><agents_done>{}</agents_done><agents_error>{}</agents_error><agents_skipped>0</agents_skipped><agents_empty_result>{}</agents_empty_result><subagent_tokens>{}</subagent_tokens><tool_uses>{}</tool_uses><duration_ms>{}</duration_ms></usage>",
         p.index,
         p.done,
         p.errors,
         p.empty,
+        p.tokens,
         p.tool_calls,
         job.started.elapsed().as_millis()
     );

@@ -51,16 +51,15 @@
 //! - the task is a `local_workflow` ([`crate::background::TaskRegistry::add_workflow`]), as on the reference
 //!   (`probes/claude-code/workflow-texts.toml`, `workflow-task.toml`): TaskOutput gives a completed run's
 //!   progress report as `<output>` (the record's `summary`, `agentCount`, `logs`, `result`,
-//!   `workflowProgress`, pretty-printed), none for a running, failed or stopped run; TaskStop answers
+//!   `workflowProgress`, `totalTokens`, `totalToolCalls`, pretty-printed; each agent entry with the
+//!   reference's `model` name and `tokens`, [`crate::tools::agent_tool::model_setting`]), none for a running, failed or stopped run; TaskStop answers
 //!   with `task_type: local_workflow` and `meta.description` as the command; the notification's summary
 //!   is `Dynamic workflow "…" completed` (with `<result>`, `<diagnostics>`, `<usage>`) or `… failed:
 //!   <error>` (with `<recovery>`, `<usage>`), and a stopped run is not notified. Differences: the
 //!   notification sits inside BG-1's `<background-results>` envelope with `<result>` cut to 500 chars
 //!   (the reference: a system message, the whole value); the error is the script's message without the
 //!   reference's `Error:` name and Bun stack; `<output-file>` is the run record (the reference copies it
-//!   to `<tmp>/claude-<uid>/…/tasks/<id>.output`); token counts (`subagent_tokens`, `tokens`,
-//!   `totalTokens`) and the agents' `model` are left out: the sub-agent loop does not report usage;
-//!   `agents_skipped` is always 0 (the reference's meaning is unknown: a resume's cached calls count as
+//!   to `<tmp>/claude-<uid>/…/tasks/<id>.output`); `agents_skipped` is always 0 (the reference's meaning is unknown: a resume's cached calls count as
 //!   done there);
 //! - at most [`driver::MAX_AGENT_CALLS`] agent() calls per run; TaskStop interrupts the script.
 //!
