@@ -227,7 +227,15 @@ impl Runtime {
             }
         }
         let ask_source = match decision {
-            Decision::Deny(rule) => return ToolResult::error(id, denied_text(tool.name(), &subject, &rule)),
+            Decision::Deny(rule) => {
+                let shown = match &subject {
+                    PermissionSubject::Command(c) => {
+                        Some(self.rules.denied_part(tool.name(), c, &self.ctx.anchors()).into_owned())
+                    }
+                    _ => None,
+                };
+                return ToolResult::error(id, denied_text(tool.name(), &subject, &rule, shown.as_deref()));
+            }
             Decision::Ask(rule) if !hook_allowed => Some(format!("the rule {rule}")),
             _ if hook_ask => Some("a PreToolUse hook".to_string()),
             _ => None,
@@ -325,8 +333,11 @@ impl Runtime {
 
 /// The text of a call a deny rule refuses. The file tools' are Claude Code 2.1.235's (measured by
 /// `harness/tests/fidelity.rs`): input errors for Read, Edit and Write, a plain error naming the path for
-/// Grep; the other tools name the rule.
-fn denied_text(tool: &str, subject: &PermissionSubject, rule: &str) -> String {
+/// Grep. A command's is the reference's too, naming the command (or the pipe part that was denied:
+/// `shown`, [`crate::permissions::Rules::denied_part`]) and not the rule: `Permission to use Bash with
+/// command touch ran && git push has been denied.` (`probes/claude-code/bash-permissions.toml`,
+/// `probes/bash/deny-bypass.toml` on both subjects). The other tools name the rule.
+fn denied_text(tool: &str, subject: &PermissionSubject, rule: &str, shown: Option<&str>) -> String {
     const IN_DENIED_DIR: &str = "File is in a directory that is denied by your permission settings.";
     let read_rule = rule.starts_with("Read(");
     match (tool, subject) {
@@ -338,7 +349,7 @@ fn denied_text(tool: &str, subject: &PermissionSubject, rule: &str) -> String {
         )),
         ("Grep", PermissionSubject::ReadPath(p)) => format!("Permission to read {} has been denied.", p.display()),
         (_, PermissionSubject::Command(c)) => {
-            format!("Permission to use {tool} with command {c} has been denied by the rule {rule} in settings.permissions.deny.")
+            format!("Permission to use {tool} with command {} has been denied.", shown.unwrap_or(c))
         }
         _ => format!("Permission to use {tool} has been denied by the rule {rule} in settings.permissions.deny."),
     }
