@@ -375,13 +375,13 @@ async fn foreground(ctx: &ToolContext, args: &Args, sandbox: sandbox::Plan) -> R
             OUTPUT_CAPTURE_LIMIT_BYTES >> 20
         );
     }
+    // BASH-3: the violations are recorded in the structured result (the session log), not told to the
+    // model: Claude Code 2.1.235 on Linux sends no `<sandbox_violations>` block after a refused write (outside
+    // the project, into HOME), a refused connection (a host listener, an outside address, a domain its
+    // proxy refuses), nor a note when `allowUnsandboxedCommands = false` overrides
+    // `dangerouslyDisableSandbox` — the result is the command's own output and exit code
+    // (`probes/claude-code/bash-sandbox.toml`, `probes/bash/sandbox.toml` on both subjects)
     let violations = sandbox.violations(&text);
-    if let Some(v) = &violations {
-        notes.push(v.clone());
-    }
-    if let Some(n) = &sandbox.note {
-        notes.push(n.clone());
-    }
     if let Some(dir) = ended.final_cwd.filter(|_| !ended.timed_out) {
         if dir.starts_with(&ctx.cwd) {
             *ctx.shell.cwd.lock().unwrap_or_else(|p| p.into_inner()) = Some(dir);
@@ -409,6 +409,7 @@ async fn foreground(ctx: &ToolContext, args: &Args, sandbox: sandbox::Plan) -> R
         "exitCode": code,
         "interrupted": ended.timed_out,
         "sandboxViolations": violations,
+        "sandboxNote": sandbox.note,
         "readStateInvalidated": invalidated,
         "sandboxed": sandbox.confined(),
     });
