@@ -396,12 +396,14 @@ fn read_output(t: &Task) -> String {
     std::fs::read(&t.output_file).map(|b| String::from_utf8_lossy(&b).into_owned()).unwrap_or_default()
 }
 
-/// The output the reference shows for an ended task: the file, then `[exited with code N]` when not 0.
+/// The output the reference shows for an ended task: the file, then `[exited with code N]` whenever the
+/// command exited, 0 included (`started\n<cwd>/sub\n\n[exited with code 0]`:
+/// `probes/claude-code/bash-background.toml`, `probes/bash/background.toml` run on 2.1.235).
 pub fn shown_output(t: &Task) -> String {
     let text = read_output(t);
     match t.exit_code {
-        Some(c) if c != 0 => format!("{}\n\n[exited with code {c}]", text.trim_end_matches('\n')),
-        _ => text.trim_end_matches('\n').to_string(),
+        Some(c) => format!("{}\n\n[exited with code {c}]", text.trim_end_matches('\n')),
+        None => text.trim_end_matches('\n').to_string(),
     }
 }
 
