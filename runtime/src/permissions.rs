@@ -76,6 +76,9 @@ const EDIT_FAMILY: &[&str] = &["Edit", "Write", "NotebookEdit", "MultiEdit"];
 /// Tools whose path rules are `Read(...)` rules.
 const READ_FAMILY: &[&str] = &["Read", "Grep", "Glob", "LS", "NotebookRead"];
 
+/// The reason of an ask that comes from `permissions.defaultMode = default`, not from a rule.
+pub const DEFAULT_MODE_ASK: &str = "permissions.defaultMode = default";
+
 /// How deep `eval` / `sh -c` command strings are followed before the command asks (BASH-2).
 pub const MAX_SCRIPT_DEPTH: usize = 8;
 
@@ -250,7 +253,7 @@ impl Rules {
             return Decision::Allow(r);
         }
         if self.ask_by_default && !read_only {
-            Decision::Ask("permissions.defaultMode = default".into())
+            Decision::Ask(DEFAULT_MODE_ASK.into())
         } else {
             Decision::Allow("default mode".into())
         }

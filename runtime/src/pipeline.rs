@@ -7,9 +7,9 @@
 use crate::context::ToolContext;
 use crate::fs;
 use crate::hooks::{pre_tool_use, HookOutcome};
-use crate::permissions::{Decision, RuleError, Rules};
+use crate::permissions::{Decision, RuleError, Rules, DEFAULT_MODE_ASK};
 use crate::registry::Registry;
-use crate::settings::{AskAnswer, HookSettings, Settings, REJECTED};
+use crate::settings::{AskAnswer, HookSettings, Settings};
 use crate::tool::{PermissionSubject, Tool, ToolError, ToolOutput};
 use futures_util::future::BoxFuture;
 use serde_json::{json, Value};
@@ -97,6 +97,8 @@ pub struct Runtime {
     pub extensions: Vec<Arc<dyn Extension>>,
     /// Tools whose absence the reference explains as "disabled for this session" (PIPE-3).
     pub disabled_notice: &'static [&'static str],
+    /// Tools of the pool a bare deny rule removed (PIPE-6).
+    hidden: Vec<&'static str>,
     /// The context every call gets.
     pub ctx: ToolContext,
 }
@@ -117,6 +119,7 @@ impl Runtime {
         ctx: ToolContext,
     ) -> Result<Runtime, RuleError> {
         let rules = Rules::from_settings(&settings.permissions)?;
+        let hidden = registry.names().into_iter().filter(|n| rules.hides(n)).collect();
         registry.retain(|name| !rules.hides(name));
         Ok(Runtime {
             registry,
@@ -125,6 +128,7 @@ impl Runtime {
             ask_answer,
             extensions: Vec::new(),
             disabled_notice: &[],
+            hidden,
             ctx,
         })
     }
@@ -192,12 +196,7 @@ impl Runtime {
         let hook_env = self.ctx.hook_env();
         let (input, hook_allowed, hook_ask) = match pre_tool_use(&self.hooks, tool.name(), &call.input, &hook_env).await
         {
-            HookOutcome::Deny { command, reason } => {
-                return ToolResult::error(
-                    id,
-                    format!("PreToolUse:{} hook `{command}` denied this tool use: {reason}", tool.name()),
-                );
-            }
+            HookOutcome::Deny { message } => return ToolResult::error(id, message),
             HookOutcome::Continue { input: Some(new), allowed, ask } => {
                 if let Some(msg) = crate::schema::validate(tool.name(), &tool.input_schema(), &new) {
                     return ToolResult::error(
@@ -236,12 +235,15 @@ impl Runtime {
                 };
                 return ToolResult::error(id, denied_text(tool.name(), &subject, &rule, shown.as_deref()));
             }
-            Decision::Ask(rule) if !hook_allowed => Some(format!("the rule {rule}")),
+            // a hook's allow does not skip an ask rule: Claude Code 2.1.235 still asks for the (rewritten)
+            // call (`probes/pipeline/hook-rewrites-input.toml` on both subjects); it skips only the ask of
+            // `defaultMode = default`
+            Decision::Ask(rule) if !hook_allowed || rule != DEFAULT_MODE_ASK => Some(format!("the rule {rule}")),
             _ if hook_ask => Some("a PreToolUse hook".to_string()),
             _ => None,
         };
         if ask_source.is_some() && self.ask_answer == AskAnswer::Deny {
-            return ToolResult::error(id, REJECTED.to_string());
+            return ToolResult::error(id, unanswered_ask_text(tool.name(), &subject));
         }
         match fs::confine_subject(&self.ctx, &subject) {
             Ok(()) => {}
@@ -276,11 +278,13 @@ impl Runtime {
     }
 
     /// PIPE-3: the text of a call to a tool not in the pool. For the tools of [`Runtime::disabled_notice`]
-    /// the reference adds that the tool is disabled for the session; any other name (a switched-off
-    /// Task* tool, ToolSearch with tool search off, an unknown or MCP name, a tool a deny rule hid:
-    /// PIPE-6) is just not available.
+    /// and a tool of the pool a bare deny rule hid (PIPE-6: `deny = ["Write"]` → `… Write is disabled for
+    /// this session, in subagents as well as here.`, measured on 2.1.235 by
+    /// `probes/pipeline/deny-hides-tool.toml`) the reference adds that the tool is disabled for the
+    /// session; any other name (a switched-off Task* tool, ToolSearch with tool search off, an unknown or
+    /// MCP name) is just not available.
     fn no_such_tool(&self, name: &str) -> String {
-        if self.disabled_notice.contains(&name) && !self.rules.hides(name) {
+        if self.disabled_notice.contains(&name) || self.hidden.contains(&name) {
             format!("Error: No such tool available: {name}. {name} is disabled for this session, in subagents as well as here.")
         } else {
             format!("Error: No such tool available: {name}")
@@ -342,7 +346,9 @@ fn denied_text(tool: &str, subject: &PermissionSubject, rule: &str, shown: Optio
     let read_rule = rule.starts_with("Read(");
     match (tool, subject) {
         ("Read", PermissionSubject::ReadPath(_)) => wrap(IN_DENIED_DIR),
-        ("Edit", PermissionSubject::WritePath(_)) if !read_rule => wrap(IN_DENIED_DIR),
+        // Write too: `Edit(blocked/**)` refuses a Write with the same text (measured on 2.1.235 by
+        // `probes/pipeline/refusals-have-no-side-effect.toml`)
+        ("Edit" | "Write", PermissionSubject::WritePath(_)) if !read_rule => wrap(IN_DENIED_DIR),
         ("Edit" | "Write", PermissionSubject::WritePath(_)) if read_rule => wrap(&format!(
             "File is covered by a Read deny rule in your permission settings and cannot be {}.",
             if tool == "Edit" { "edited" } else { "written" }
@@ -352,6 +358,22 @@ fn denied_text(tool: &str, subject: &PermissionSubject, rule: &str, shown: Optio
             format!("Permission to use {tool} with command {} has been denied.", shown.unwrap_or(c))
         }
         _ => format!("Permission to use {tool} has been denied by the rule {rule} in settings.permissions.deny."),
+    }
+}
+
+/// The text of a call whose permission ask nobody granted (the probe's `ask = "deny"`, the default:
+/// nobody is there to click), as Claude Code 2.1.235 answers it in a `-p` run: `Claude requested
+/// permissions to write to <path>, but you haven't granted it yet.` for a file write, `… to use Bash, …`
+/// (`… to use WebFetch, …`) otherwise — measured by `probes/pipeline/refusals-have-no-side-effect.toml`,
+/// a scratch run of `probes/bash/compound-permissions.toml` and `probes/claude-code/web-fetch.toml`. (The
+/// reference's `The user doesn't want to proceed …` is what a user's "no" gets: AskUserQuestion and
+/// ExitPlanMode keep it.)
+fn unanswered_ask_text(tool: &str, subject: &PermissionSubject) -> String {
+    match subject {
+        PermissionSubject::WritePath(p) => {
+            format!("Claude requested permissions to write to {}, but you haven't granted it yet.", p.display())
+        }
+        _ => format!("Claude requested permissions to use {tool}, but you haven't granted it yet."),
     }
 }
 

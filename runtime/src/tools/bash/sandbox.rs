@@ -156,7 +156,18 @@ impl Plan {
     /// the shell writes its pid there first and then execs `bash -c script` (same pid, already inside).
     ///
     /// The shell is named [`SHELL_NAME`] (its `$0`, which prefixes its own messages), confined or not.
+    ///
+    /// Its environment is the session's, as the reference's shell gets the one the lab starts it with:
+    /// HOME is the session's (`~` is `<sandbox>/home`, never the host's), TMPDIR its temp root, and the
+    /// probe's `[env]` on top (`probes/claude-code/tasks-partial-write.toml` runs `chattr +i
+    /// ~/.claude/tasks/…` on both subjects).
     pub fn command(&self, ctx: &ToolContext, cwd: &Path, script: &str, join: Option<&Path>) -> tokio::process::Command {
+        let mut c = self.program(ctx, cwd, script, join);
+        c.env("HOME", &ctx.home).env("TMPDIR", ctx.tmp_base()).envs(&ctx.env);
+        c
+    }
+
+    fn program(&self, ctx: &ToolContext, cwd: &Path, script: &str, join: Option<&Path>) -> tokio::process::Command {
         if !self.confined {
             let mut c = tokio::process::Command::new("bash");
             match join {
