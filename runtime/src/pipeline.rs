@@ -255,11 +255,8 @@ impl Runtime {
         let output = match tool.call(input, &ctx).await {
             Ok(o) => o,
             Err(ToolError::Validation(m)) => return ToolResult::error(id, wrap(&m)),
-            // PIPE-5 holds for errors too: a failing command's long output is persisted like any other
-            Err(ToolError::Runtime(m)) => {
-                let m = self.within_budget(id, tool.max_result_size_chars(), &m).unwrap_or_else(|e| e);
-                return ToolResult::error(id, m);
-            }
+            // an error is never persisted: past 10,000 chars the reference keeps its first and last 5,000
+            Err(ToolError::Runtime(m)) => return ToolResult::error(id, shorten_error(&m)),
         };
         let text = match &output {
             ToolOutput::Data { text, data } => {
@@ -271,7 +268,10 @@ impl Runtime {
                 return ToolResult { tool_use_id: id.to_string(), content: Value::Array(b.clone()), is_error: false }
             }
         };
-        match self.within_budget(id, tool.max_result_size_chars(), text) {
+        let max = tool.max_result_size_chars();
+        // named only when it is persisted (the Bash tool's name is a fresh shell id)
+        let name = max.filter(|m| text.chars().count() > *m).and_then(|_| tool.persisted_name(&self.ctx));
+        match self.within_budget(name.as_deref().unwrap_or(id), max, text) {
             Ok(text) => ToolResult { tool_use_id: id.to_string(), content: Value::String(text), is_error: false },
             Err(e) => ToolResult::error(id, e),
         }
@@ -291,8 +291,8 @@ impl Runtime {
         }
     }
 
-    /// PIPE-5: the text as is when it fits the tool's budget, else persisted and replaced by the
-    /// `<persisted-output>` block (an error when it cannot be persisted).
+    /// PIPE-5: the text as is when it fits the tool's budget, else persisted (as `<name>.txt`) and
+    /// replaced by the `<persisted-output>` block (an error when it cannot be persisted).
     fn within_budget(&self, id: &str, max: Option<usize>, text: &str) -> Result<String, String> {
         match max {
             Some(max) if text.chars().count() > max => self.persist(id, text),
@@ -377,6 +377,40 @@ fn unanswered_ask_text(tool: &str, subject: &PermissionSubject) -> String {
     }
 }
 
+/// How much of an error the model gets, in UTF-16 units, as the reference counts ([`shorten_error`]).
+pub const ERROR_MAX_CHARS: usize = 10_000;
+
+/// An error as Claude Code 2.1.235 passes it on: up to [`ERROR_MAX_CHARS`] whole, else its first and last
+/// 5,000 with `\n\n... [K characters truncated] ...\n\n` between (K what was left out), never persisted —
+/// measured on a failing Bash command's long output (`probes/bash/output-budget.toml`: 13,904 chars →
+/// `[3904 characters truncated]`).
+pub fn shorten_error(text: &str) -> String {
+    let units = text.encode_utf16().count();
+    if units <= ERROR_MAX_CHARS {
+        return text.to_string();
+    }
+    let half = ERROR_MAX_CHARS / 2;
+    let mut head = 0;
+    let mut n = 0;
+    for (i, c) in text.char_indices() {
+        if n + c.len_utf16() > half {
+            head = i;
+            break;
+        }
+        n += c.len_utf16();
+    }
+    let mut tail = text.len();
+    let mut m = 0;
+    for (i, c) in text.char_indices().rev() {
+        if m + c.len_utf16() > half {
+            break;
+        }
+        m += c.len_utf16();
+        tail = i;
+    }
+    format!("{}\n\n... [{} characters truncated] ...\n\n{}", &text[..head], units - n - m, &text[tail..])
+}
+
 /// The preview of a persisted result as Claude Code 2.1.235 cuts it (measured by
 /// `harness/tests/fidelity.rs`): the first 2,000 UTF-16 units, back to the last line end when that is
 /// past the half, so no line is cut.
@@ -400,6 +434,18 @@ pub fn preview(text: &str) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn long_errors_keep_their_ends() {
+        let text = format!("Exit code 3\n{}", "a".repeat(13_892));
+        let short = shorten_error(&text);
+        assert_eq!(short.len(), 10_039);
+        assert!(short.starts_with("Exit code 3\naaa"));
+        assert!(short.contains("\n\n... [3904 characters truncated] ...\n\n"));
+        assert_eq!(shorten_error("short"), "short");
+        let exact = "b".repeat(ERROR_MAX_CHARS);
+        assert_eq!(shorten_error(&exact), exact);
+    }
 
     #[test]
     fn previews_end_at_a_line_end_past_the_half() {

@@ -117,6 +117,12 @@ impl Tool for Bash {
         Some(MAX_RESULT_SIZE_CHARS)
     }
 
+    /// A fresh shell id, as the reference names a persisted Bash output (`tool-results/bbmznes8b.txt`,
+    /// not the tool_use id: measured on 2.1.235 by `probes/bash/output-budget.toml`).
+    fn persisted_name(&self, ctx: &ToolContext) -> Option<String> {
+        Some(ctx.shell.tasks.next_id())
+    }
+
     fn permission_subject(&self, input: &Value, _ctx: &ToolContext) -> PermissionSubject {
         PermissionSubject::Command(input.get("command").and_then(Value::as_str).unwrap_or_default().to_string())
     }
@@ -363,7 +369,11 @@ async fn foreground(ctx: &ToolContext, args: &Args, sandbox: sandbox::Plan) -> R
         if crate::shell::is_read_only(&args.command) { Vec::new() } else { invalidate_changed(ctx, before) };
     let mut notes = Vec::new();
     if ended.timed_out {
-        notes.push(format!("Command timed out after {}", seconds(timeout)));
+        // before the output, in whole seconds rounded down, as the reference words it: `Exit code 143` /
+        // `Command timed out after 0s` / `started` for a 300 ms timeout, `… after 2s` for 2,500 ms
+        // (measured on 2.1.235 by scratch runs of `probes/bash/timeout-kills-tree.toml`)
+        let note = format!("Command timed out after {}", seconds(timeout));
+        text = if text.is_empty() { note } else { format!("{note}\n{text}") };
     }
     if ended.pids_limited {
         notes.push(pids_limit_note());
@@ -398,6 +408,11 @@ async fn foreground(ctx: &ToolContext, args: &Args, sandbox: sandbox::Plan) -> R
     }
     let code = ended.code;
     if code != 0 {
+        // a failing command's output is cut to its first 30,000 chars (not persisted), as the reference
+        // does; the pipeline then shortens the error to 10,000 (`probes/bash/output-budget.toml`)
+        if text.chars().count() > MAX_RESULT_SIZE_CHARS {
+            text = text.chars().take(MAX_RESULT_SIZE_CHARS).collect();
+        }
         let body = if text.is_empty() { format!("Exit code {code}") } else { format!("Exit code {code}\n{text}") };
         return Err(ToolError::Runtime(body));
     }
@@ -416,13 +431,9 @@ async fn foreground(ctx: &ToolContext, args: &Args, sandbox: sandbox::Plan) -> R
     Ok(ToolOutput::Data { text, data })
 }
 
+/// A timeout in whole seconds, rounded down (`Math.floor(ms / 1000)` on the reference).
 fn seconds(d: Duration) -> String {
-    let ms = d.as_millis();
-    if ms.is_multiple_of(1000) {
-        format!("{}s", ms / 1000)
-    } else {
-        format!("{:.1}s", ms as f64 / 1000.0)
-    }
+    format!("{}s", d.as_millis() / 1000)
 }
 
 async fn background(ctx: &ToolContext, args: &Args, sandbox: sandbox::Plan) -> Result<ToolOutput, ToolError> {
@@ -584,7 +595,9 @@ mod tests {
     fn seconds_are_worded_like_the_reference() {
         assert_eq!(seconds(Duration::from_millis(1000)), "1s");
         assert_eq!(seconds(Duration::from_millis(120_000)), "120s");
-        assert_eq!(seconds(Duration::from_millis(1500)), "1.5s");
+        assert_eq!(seconds(Duration::from_millis(1500)), "1s");
+        assert_eq!(seconds(Duration::from_millis(2500)), "2s");
+        assert_eq!(seconds(Duration::from_millis(300)), "0s");
     }
 
     #[test]
