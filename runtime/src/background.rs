@@ -77,6 +77,9 @@ pub struct TaskRegistry {
     agents: Mutex<std::collections::HashMap<String, Option<String>>>,
     /// The conversation's mailbox reader (MSG-1): its unread messages go in with the notifications.
     inbox: Mutex<Option<InboxReader>>,
+    /// Background commands the reference forgets: stopped by TaskStop, or whose end TaskOutput has
+    /// returned ([`TaskRegistry::retire`]).
+    retired: Mutex<std::collections::HashSet<String>>,
     /// Tasks that are Workflow runs (`local_workflow`, WF-1): id → what the run left once it ended.
     workflows: Mutex<std::collections::HashMap<String, Option<WorkflowEnd>>>,
 }
@@ -201,6 +204,25 @@ impl TaskRegistry {
         self.sender().send_modify(|n| *n += 1);
     }
 
+    /// Forgets a background command for TaskOutput and TaskStop (its notification, if still due, is
+    /// delivered all the same): Claude Code 2.1.235 answers `No task found with ID: …` for a command
+    /// TaskStop ended, for one whose end TaskOutput already returned, and for one whose end notification
+    /// reached the model (also done by the drain; `probes/bash/task-forgotten.toml` on both subjects).
+    /// Sub-agents and workflow runs stay known.
+    pub fn retire(&self, id: &str) {
+        if self.task_type(id) == "local_bash" {
+            self.retired.lock().unwrap_or_else(|p| p.into_inner()).insert(id.to_string());
+        }
+    }
+
+    /// The task, unless it was retired ([`TaskRegistry::retire`]): what TaskOutput and TaskStop see.
+    pub fn known(&self, id: &str) -> Option<Task> {
+        if self.retired.lock().unwrap_or_else(|p| p.into_inner()).contains(id) {
+            return None;
+        }
+        self.get(id)
+    }
+
     /// A snapshot of the task.
     pub fn get(&self, id: &str) -> Option<Task> {
         self.tasks.lock().unwrap_or_else(|p| p.into_inner()).iter().find(|t| t.id == id).cloned()
@@ -297,6 +319,9 @@ impl TaskRegistry {
                 parts.push(agent_notification(t, result.as_deref().unwrap_or("")));
                 continue;
             }
+            // a command whose end reached the model is forgotten, as the reference forgets it
+            // (`probes/bash/task-forgotten.toml`)
+            self.retired.lock().unwrap_or_else(|p| p.into_inner()).insert(t.id.clone());
             let output = read_output(t);
             let total = output.chars().count();
             let mut shown: String = output.chars().take(BACKGROUND_RESULT_CHARS).collect();
@@ -396,14 +421,15 @@ fn read_output(t: &Task) -> String {
     std::fs::read(&t.output_file).map(|b| String::from_utf8_lossy(&b).into_owned()).unwrap_or_default()
 }
 
-/// The output the reference shows for an ended task: the file, then `[exited with code N]` whenever the
-/// command exited, 0 included (`started\n<cwd>/sub\n\n[exited with code 0]`:
-/// `probes/claude-code/bash-background.toml`, `probes/bash/background.toml` run on 2.1.235).
-pub fn shown_output(t: &Task) -> String {
+/// The output the reference shows for an ended task: the file, then — when the command ended while
+/// TaskOutput waited for it (`waited`) — `[exited with code N]`, 0 included
+/// (`started\n<cwd>/sub\n\n[exited with code 0]`: `probes/claude-code/bash-background.toml`); a command
+/// that had ended before the call shows its output alone (`done-quick`: a scratch run on 2.1.235).
+pub fn shown_output(t: &Task, waited: bool) -> String {
     let text = read_output(t);
     match t.exit_code {
-        Some(c) => format!("{}\n\n[exited with code {c}]", text.trim_end_matches('\n')),
-        None => text.trim_end_matches('\n').to_string(),
+        Some(c) if waited => format!("{}\n\n[exited with code {c}]", text.trim_end_matches('\n')),
+        _ => text.trim_end_matches('\n').to_string(),
     }
 }
 
@@ -492,7 +518,7 @@ mod tests {
         assert!(!n.contains("b2"), "stopped by TaskStop: the model knows");
         assert_eq!(r.drain_notifications(), None, "delivered once");
         assert_eq!(
-            r.get("b1").map(|t| shown_output(&t)).unwrap_or_default().lines().last(),
+            r.get("b1").map(|t| shown_output(&t, true)).unwrap_or_default().lines().last(),
             Some("[exited with code 4]")
         );
     }
