@@ -421,15 +421,17 @@ fn read_output(t: &Task) -> String {
     std::fs::read(&t.output_file).map(|b| String::from_utf8_lossy(&b).into_owned()).unwrap_or_default()
 }
 
-/// The output the reference shows for an ended task: the file, then — when the command ended while
-/// TaskOutput waited for it (`waited`) — `[exited with code N]`, 0 included
-/// (`started\n<cwd>/sub\n\n[exited with code 0]`: `probes/claude-code/bash-background.toml`); a command
-/// that had ended before the call shows its output alone (`done-quick`: a scratch run on 2.1.235).
-pub fn shown_output(t: &Task, waited: bool) -> String {
+/// The output the reference shows for an ended task: the file, then `[exited with code N]`, 0 included
+/// (`started\n<cwd>/sub\n\n[exited with code 0]`: `probes/claude-code/bash-background.toml`, a command
+/// that ended while TaskOutput waited for it). (A scratch run on 2.1.235 once showed a command that had
+/// ended just before the call, its end not yet notified, without the line: a window of a few
+/// milliseconds no probe can hold — once the notification is out the reference has forgotten the task,
+/// `probes/bash/task-forgotten.toml` — so the built-in runtime always adds it.)
+pub fn shown_output(t: &Task) -> String {
     let text = read_output(t);
     match t.exit_code {
-        Some(c) if waited => format!("{}\n\n[exited with code {c}]", text.trim_end_matches('\n')),
-        _ => text.trim_end_matches('\n').to_string(),
+        Some(c) => format!("{}\n\n[exited with code {c}]", text.trim_end_matches('\n')),
+        None => text.trim_end_matches('\n').to_string(),
     }
 }
 
@@ -518,7 +520,7 @@ mod tests {
         assert!(!n.contains("b2"), "stopped by TaskStop: the model knows");
         assert_eq!(r.drain_notifications(), None, "delivered once");
         assert_eq!(
-            r.get("b1").map(|t| shown_output(&t, true)).unwrap_or_default().lines().last(),
+            r.get("b1").map(|t| shown_output(&t)).unwrap_or_default().lines().last(),
             Some("[exited with code 4]")
         );
     }

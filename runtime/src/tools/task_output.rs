@@ -65,7 +65,6 @@ impl Tool for TaskOutput {
             let tasks = &ctx.shell.tasks;
             let t = tasks.known(&args.task_id).ok_or_else(|| no_task(&args.task_id))?;
             let timeout = args.timeout.unwrap_or(TASK_OUTPUT_DEFAULT_TIMEOUT_MS).min(TASK_OUTPUT_MAX_TIMEOUT_MS);
-            let running_at_call = t.status == Status::Running;
             let (t, retrieval) = if t.status != Status::Running {
                 (t, "success")
             } else if !args.block.unwrap_or(true) {
@@ -98,9 +97,7 @@ impl Tool for TaskOutput {
                 (Some(result), true) => {
                     text.push_str(&format!("\n\n<output>\n{}\n</output>", result.as_deref().unwrap_or("")))
                 }
-                (None, true) => {
-                    text.push_str(&format!("\n\n<output>\n{}\n</output>", shown_output(&t, running_at_call)))
-                }
+                (None, true) => text.push_str(&format!("\n\n<output>\n{}\n</output>", shown_output(&t))),
                 _ => {}
             }
             if t.status != Status::Running {
