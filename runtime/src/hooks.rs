@@ -88,9 +88,8 @@ pub async fn pre_tool_use(settings: &HookSettings, tool: &str, input: &Value, en
                 Some("deny") => {
                     let reason =
                         spec.get("permissionDecisionReason").and_then(Value::as_str).unwrap_or("denied by hook");
-                    return HookOutcome::Deny {
-                        message: format!("PreToolUse:{tool} hook `{}` denied this tool use: {reason}", h.command),
-                    };
+                    // the reason alone, as the reference passes it on (`probes/pipeline/hook-decisions.toml`)
+                    return HookOutcome::Deny { message: reason.to_string() };
                 }
                 Some("allow") => allowed = true,
                 Some("ask") => ask = true,
