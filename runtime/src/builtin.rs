@@ -185,7 +185,9 @@ pub const SESSION_ID: &str = "00000000-0000-4000-8000-000000000001";
 /// Starts a session: connects its MCP servers, puts the tools' state in, builds the pool, the rules and
 /// the extensions. MCP servers that fail to start are left out and named in `Runtime`'s session state
 /// ([`mcp_failures`]). A session fails to start only on its settings: permission rules that do not parse.
-pub async fn start(config: SessionConfig) -> Result<Runtime, RuleError> {
+pub async fn start(mut config: SessionConfig) -> Result<Runtime, RuleError> {
+    // the project's settings file, as the reference reads it
+    config.settings = std::mem::take(&mut config.settings).with_project_file(&config.cwd);
     let mcp = mcp::Mcp::connect(&config.mcp_servers, &config.cwd, &config.home).await;
     let pool = pool(&config.env).with_mcp(mcp.tools());
     let lsp = lsp::manager::LspManager::from_plugins(&config.plugins, &config.cwd, &config.env);

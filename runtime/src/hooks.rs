@@ -1,6 +1,6 @@
 //! PreToolUse hooks of the settings, in Claude Code's settings.json shape:
 //! `hooks.PreToolUse = [{ matcher = "Edit|Write", hooks = [{ type = "command", command = "…" }] }]`.
-//! The command runs with `bash -c` in the session cwd, gets the call as JSON on stdin
+//! The command runs with `/bin/sh -c` (as the reference runs them) in the session cwd, gets the call as JSON on stdin
 //! (`session_id, cwd, hook_event_name, tool_name, tool_input`), and decides:
 //! exit 2 → deny, stderr is the reason; exit 0 with JSON `hookSpecificOutput.permissionDecision`
 //! (`allow | deny | ask`, with `permissionDecisionReason`) and/or `updatedInput` (rewrites the input);
@@ -42,10 +42,8 @@ pub enum HookOutcome {
     },
     /// Denied by the hook command.
     Deny {
-        /// The command that denied.
-        command: String,
-        /// Its reason.
-        reason: String,
+        /// The refusal the model gets (names the hook and its reason).
+        message: String,
     },
 }
 
@@ -68,7 +66,12 @@ pub async fn pre_tool_use(settings: &HookSettings, tool: &str, input: &Value, en
             let (code, stdout, stderr) =
                 run(&h.command, &payload, env, h.timeout.map(Duration::from_secs).unwrap_or(HOOK_TIMEOUT)).await;
             if code == Some(2) {
-                return HookOutcome::Deny { command: h.command.clone(), reason: stderr.trim().to_string() };
+                // the reference's words for a blocking exit (measured on 2.1.235 by
+                // `probes/pipeline/refusals-have-no-side-effect.toml`): `PreToolUse:Write hook error:
+                // [<command>]: <stderr>`, the stderr as written (its last line end kept)
+                return HookOutcome::Deny {
+                    message: format!("PreToolUse:{tool} hook error: {}", blocking_text(&h.command, &stderr)),
+                };
             }
             if code != Some(0) {
                 continue;
@@ -85,7 +88,8 @@ pub async fn pre_tool_use(settings: &HookSettings, tool: &str, input: &Value, en
                 Some("deny") => {
                     let reason =
                         spec.get("permissionDecisionReason").and_then(Value::as_str).unwrap_or("denied by hook");
-                    return HookOutcome::Deny { command: h.command.clone(), reason: reason.to_string() };
+                    // the reason alone, as the reference passes it on (`probes/pipeline/hook-decisions.toml`)
+                    return HookOutcome::Deny { message: reason.to_string() };
                 }
                 Some("allow") => allowed = true,
                 Some("ask") => ask = true,
@@ -103,7 +107,7 @@ fn blocking_text(command: &str, stderr: &str) -> String {
 }
 
 /// Runs the command hooks of an event that is not about a tool call (`TaskCompleted`, …): every group
-/// of `settings.hooks.<event>` runs (these events have no matcher), each command with `bash -c` in the
+/// of `settings.hooks.<event>` runs (these events have no matcher), each command with `/bin/sh -c` in the
 /// session cwd and the JSON `{session_id, cwd, hook_event_name, …fields}` plus a newline on stdin.
 /// Returns the blocking errors (`[<command>]: <stderr>`), one per command that exited 2; every other
 /// exit is a non-blocking error and is not shown. An exit 2 with empty stdout whose stderr says the
@@ -143,7 +147,10 @@ async fn run_with_stdin(
     env: &HookEnv,
     timeout: Duration,
 ) -> (Option<i32>, String, String) {
-    let child = tokio::process::Command::new("bash")
+    // `/bin/sh -c`, as the reference runs hook commands: a bash-ism fails there with dash's
+    // `/bin/sh: 1: Syntax error: redirection unexpected` (`probes/pipeline/refusals-have-no-side-effect.toml`
+    // on 2.1.235)
+    let child = tokio::process::Command::new("/bin/sh")
         .arg("-c")
         .arg(command)
         .current_dir(&env.cwd)
@@ -156,7 +163,7 @@ async fn run_with_stdin(
         .kill_on_drop(true)
         .spawn();
     let Ok(mut child) = child else {
-        return (None, String::new(), "cannot start bash".into());
+        return (None, String::new(), "cannot start /bin/sh".into());
     };
     // the hook's group goes when this call ends, however it ends (its timeout included)
     let _group = crate::process::Group::led_by(child.id());

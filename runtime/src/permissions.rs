@@ -76,6 +76,9 @@ const EDIT_FAMILY: &[&str] = &["Edit", "Write", "NotebookEdit", "MultiEdit"];
 /// Tools whose path rules are `Read(...)` rules.
 const READ_FAMILY: &[&str] = &["Read", "Grep", "Glob", "LS", "NotebookRead"];
 
+/// The reason of an ask that comes from `permissions.defaultMode = default`, not from a rule.
+pub const DEFAULT_MODE_ASK: &str = "permissions.defaultMode = default";
+
 /// How deep `eval` / `sh -c` command strings are followed before the command asks (BASH-2).
 pub const MAX_SCRIPT_DEPTH: usize = 8;
 
@@ -164,10 +167,26 @@ impl Rules {
                             "the shell parser (command strings nested more than {MAX_SCRIPT_DEPTH} deep)"
                         )),
                     ),
-                    crate::shell::Form::Dynamic(why) if guarded || self.ask_by_default => (
-                        seg.text.clone(),
-                        Decision::Ask(format!("the shell parser ({why}: no rule can be matched against it)")),
-                    ),
+                    crate::shell::Form::Dynamic(why) if guarded || self.ask_by_default => {
+                        // `T=touch; $T a` runs `touch a`: matched as that too, as Claude Code 2.1.235 denies it
+                        // (`probes/claude-code/bash-deny-bypass.toml`); it still asks when nothing denies
+                        for value in assigned_values(seg, &analysis) {
+                            let runs = format!("{value}{}", &seg.text[seg.name.len()..]);
+                            let d = match depth < MAX_SCRIPT_DEPTH {
+                                true => self.decide_script(tool, &runs, read_only, at, depth + 1),
+                                false => Decision::Ask(format!(
+                                    "the shell parser (command strings nested more than {MAX_SCRIPT_DEPTH} deep)"
+                                )),
+                            };
+                            if !matches!(d, Decision::Allow(_)) {
+                                decisions.push((runs, d));
+                            }
+                        }
+                        (
+                            seg.text.clone(),
+                            Decision::Ask(format!("the shell parser ({why}: no rule can be matched against it)")),
+                        )
+                    }
                     crate::shell::Form::Dynamic(_) => continue,
                 };
                 if matches!(d, Decision::Allow(_)) {
@@ -194,6 +213,22 @@ impl Rules {
         decisions.into_iter().next().map(|(_, d)| d).unwrap_or_else(|| Decision::Allow("default mode".into()))
     }
 
+    /// The command a refusal of `command` names, as Claude Code 2.1.235 words it: the part between
+    /// top-level pipes that is denied on its own (`echo xa | xargs touch` → `xargs touch`, `true | touch
+    /// p` → `touch p`), else the whole command (`touch ran && git push`, `T=touch; $T a`): measured by
+    /// `probes/claude-code/bash-deny-bypass.toml` and `probes/claude-code/bash-permissions.toml`.
+    pub fn denied_part<'c>(&self, tool: &str, command: &'c str, at: &Anchors) -> std::borrow::Cow<'c, str> {
+        let parts = crate::shell::analyse(command).pipe_parts;
+        if parts.len() > 1 {
+            if let Some(p) =
+                parts.into_iter().find(|p| matches!(self.decide_script(tool, p, false, at, 0), Decision::Deny(_)))
+            {
+                return std::borrow::Cow::Owned(p);
+            }
+        }
+        std::borrow::Cow::Borrowed(command)
+    }
+
     /// Some deny or ask rule names the tool: an unmatchable command could get past it.
     fn guards(&self, tool: &str) -> bool {
         self.deny.iter().chain(&self.ask).any(|r| family_matches(&r.tool, tool))
@@ -218,10 +253,22 @@ impl Rules {
             return Decision::Allow(r);
         }
         if self.ask_by_default && !read_only {
-            Decision::Ask("permissions.defaultMode = default".into())
+            Decision::Ask(DEFAULT_MODE_ASK.into())
         } else {
             Decision::Allow("default mode".into())
         }
+    }
+}
+
+/// The literal values a segment named by a variable (`$T`, `${T}`) may run as: what the command assigns
+/// to that variable ([`crate::shell::Analysis::values`]).
+fn assigned_values<'a>(seg: &crate::shell::Segment, analysis: &'a crate::shell::Analysis) -> Vec<&'a str> {
+    let name = seg.name.strip_prefix('$').map(|n| n.strip_prefix('{').and_then(|n| n.strip_suffix('}')).unwrap_or(n));
+    match name {
+        Some(name) if !name.is_empty() && seg.text.starts_with(&seg.name) => {
+            analysis.values.iter().filter(|(n, _)| n == name).map(|(_, v)| v.as_str()).collect()
+        }
+        _ => Vec::new(),
     }
 }
 
@@ -400,12 +447,26 @@ mod tests {
                 decide(cmd)
             );
         }
-        for cmd in ["T=touch; $T a", "T=touch && ${T} a", "$(echo touch) a", "`echo touch` a", "\"$T\" a", "env $T a"] {
+        // a variable the command sets is matched as its value (the reference denies `T=touch; $T a`)
+        for cmd in ["T=touch; $T a", "T=touch && ${T} a", "T=ls; T=touch; $T a"] {
+            assert!(
+                matches!(decide(cmd), Decision::Deny(ref t) if t.starts_with("Bash(touch:*)")),
+                "{cmd:?}: {:?}",
+                decide(cmd)
+            );
+        }
+        for cmd in ["T=ls; $T a", "$(echo touch) a", "`echo touch` a", "\"$T\" a", "env $T a", "$T a"] {
             assert!(matches!(decide(cmd), Decision::Ask(_)), "{cmd:?}: {:?}", decide(cmd));
         }
         for cmd in ["ls touch", "echo touch", "git status", "nice ls", "grep -r touch ."] {
             assert!(matches!(decide(cmd), Decision::Allow(_)), "{cmd:?}: {:?}", decide(cmd));
         }
+        // the refusal names the top-level pipe part that is denied, else the whole command
+        let part = |cmd: &str| r.denied_part("Bash", cmd, &c.at).into_owned();
+        assert_eq!(part("echo xa | xargs touch"), "xargs touch");
+        assert_eq!(part("true | touch p"), "touch p");
+        assert_eq!(part("echo ok && touch a"), "echo ok && touch a");
+        assert_eq!(part("T=touch; $T a"), "T=touch; $T a");
         // without any Bash rule a variable as the name has nothing to get past
         assert!(matches!(
             rules(&[], &[], &["Read(x)"]).decide("Bash", &PermissionSubject::Command("$T a".into()), false, &c.at),

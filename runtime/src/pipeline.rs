@@ -7,9 +7,9 @@
 use crate::context::ToolContext;
 use crate::fs;
 use crate::hooks::{pre_tool_use, HookOutcome};
-use crate::permissions::{Decision, RuleError, Rules};
+use crate::permissions::{Decision, RuleError, Rules, DEFAULT_MODE_ASK};
 use crate::registry::Registry;
-use crate::settings::{AskAnswer, HookSettings, Settings, REJECTED};
+use crate::settings::{AskAnswer, HookSettings, Settings};
 use crate::tool::{PermissionSubject, Tool, ToolError, ToolOutput};
 use futures_util::future::BoxFuture;
 use serde_json::{json, Value};
@@ -104,6 +104,8 @@ pub struct Runtime {
     pub extensions: Vec<Arc<dyn Extension>>,
     /// Tools whose absence the reference explains as "disabled for this session" (PIPE-3).
     pub disabled_notice: Vec<&'static str>,
+    /// Tools of the pool a bare deny rule removed (PIPE-6).
+    hidden: Vec<&'static str>,
     /// The context every call gets.
     pub ctx: ToolContext,
 }
@@ -124,6 +126,7 @@ impl Runtime {
         ctx: ToolContext,
     ) -> Result<Runtime, RuleError> {
         let rules = Rules::from_settings(&settings.permissions)?;
+        let hidden = registry.names().into_iter().filter(|n| rules.hides(n)).collect();
         registry.retain(|name| !rules.hides(name));
         Ok(Runtime {
             registry,
@@ -132,6 +135,7 @@ impl Runtime {
             ask_answer,
             extensions: Vec::new(),
             disabled_notice: Vec::new(),
+            hidden,
             ctx,
         })
     }
@@ -210,12 +214,7 @@ impl Runtime {
         let hook_env = self.ctx.hook_env();
         let (input, hook_allowed, hook_ask) = match pre_tool_use(&self.hooks, tool.name(), &call.input, &hook_env).await
         {
-            HookOutcome::Deny { command, reason } => {
-                return ToolResult::error(
-                    id,
-                    format!("PreToolUse:{} hook `{command}` denied this tool use: {reason}", tool.name()),
-                );
-            }
+            HookOutcome::Deny { message } => return ToolResult::error(id, message),
             HookOutcome::Continue { input: Some(new), allowed, ask } => {
                 if let Some(msg) = crate::schema::validate(tool.name(), &tool.input_schema(), &new) {
                     return ToolResult::error(
@@ -245,13 +244,24 @@ impl Runtime {
             }
         }
         let ask_source = match decision {
-            Decision::Deny(rule) => return ToolResult::error(id, denied_text(tool.name(), &subject, &rule)),
-            Decision::Ask(rule) if !hook_allowed => Some(format!("the rule {rule}")),
+            Decision::Deny(rule) => {
+                let shown = match &subject {
+                    PermissionSubject::Command(c) => {
+                        Some(self.rules.denied_part(tool.name(), c, &self.ctx.anchors()).into_owned())
+                    }
+                    _ => None,
+                };
+                return ToolResult::error(id, denied_text(tool.name(), &subject, &rule, shown.as_deref()));
+            }
+            // a hook's allow does not skip an ask rule: Claude Code 2.1.235 still asks for the (rewritten)
+            // call (`probes/pipeline/hook-rewrites-input.toml` on both subjects); it skips only the ask of
+            // `defaultMode = default`
+            Decision::Ask(rule) if !hook_allowed || rule != DEFAULT_MODE_ASK => Some(format!("the rule {rule}")),
             _ if hook_ask => Some("a PreToolUse hook".to_string()),
             _ => None,
         };
         if ask_source.is_some() && self.ask_answer == AskAnswer::Deny {
-            return ToolResult::error(id, REJECTED.to_string());
+            return ToolResult::error(id, unanswered_ask_text(tool.name(), &subject));
         }
         match fs::confine_subject(&self.ctx, &subject) {
             Ok(()) => {}
@@ -263,11 +273,8 @@ impl Runtime {
         let output = match tool.call(input, &ctx).await {
             Ok(o) => o,
             Err(ToolError::Validation(m)) => return ToolResult::error(id, wrap(&m)),
-            // PIPE-5 holds for errors too: a failing command's long output is persisted like any other
-            Err(ToolError::Runtime(m)) => {
-                let m = self.within_budget(id, tool.max_result_size_chars(), &m).unwrap_or_else(|e| e);
-                return ToolResult::error(id, m);
-            }
+            // an error is never persisted: past 10,000 chars the reference keeps its first and last 5,000
+            Err(ToolError::Runtime(m)) => return ToolResult::error(id, shorten_error(&m)),
         };
         let text = match &output {
             ToolOutput::Data { text, data } => {
@@ -279,26 +286,31 @@ impl Runtime {
                 return ToolResult { tool_use_id: id.to_string(), content: Value::Array(b.clone()), is_error: false }
             }
         };
-        match self.within_budget(id, tool.max_result_size_chars(), text) {
+        let max = tool.max_result_size_chars();
+        // named only when it is persisted (the Bash tool's name is a fresh shell id)
+        let name = max.filter(|m| text.chars().count() > *m).and_then(|_| tool.persisted_name(&self.ctx));
+        match self.within_budget(name.as_deref().unwrap_or(id), max, text) {
             Ok(text) => ToolResult { tool_use_id: id.to_string(), content: Value::String(text), is_error: false },
             Err(e) => ToolResult::error(id, e),
         }
     }
 
     /// PIPE-3: the text of a call to a tool not in the pool. For the tools of [`Runtime::disabled_notice`]
-    /// the reference adds that the tool is disabled for the session; any other name (a switched-off
-    /// Task* tool, ToolSearch with tool search off, an unknown or MCP name, a tool a deny rule hid:
-    /// PIPE-6) is just not available.
+    /// and a tool of the pool a bare deny rule hid (PIPE-6: `deny = ["Write"]` → `… Write is disabled for
+    /// this session, in subagents as well as here.`, measured on 2.1.235 by
+    /// `probes/pipeline/deny-hides-tool.toml`) the reference adds that the tool is disabled for the
+    /// session; any other name (a switched-off Task* tool, ToolSearch with tool search off, an unknown or
+    /// MCP name) is just not available.
     fn no_such_tool(&self, name: &str) -> String {
-        if self.disabled_notice.contains(&name) && !self.rules.hides(name) {
+        if self.disabled_notice.contains(&name) || self.hidden.contains(&name) {
             format!("Error: No such tool available: {name}. {name} is disabled for this session, in subagents as well as here.")
         } else {
             format!("Error: No such tool available: {name}")
         }
     }
 
-    /// PIPE-5: the text as is when it fits the tool's budget, else persisted and replaced by the
-    /// `<persisted-output>` block (an error when it cannot be persisted).
+    /// PIPE-5: the text as is when it fits the tool's budget, else persisted (as `<name>.txt`) and
+    /// replaced by the `<persisted-output>` block (an error when it cannot be persisted).
     fn within_budget(&self, id: &str, max: Option<usize>, text: &str) -> Result<String, String> {
         match max {
             // a text of at most `max` bytes has at most `max` chars: counted only when it could be over
@@ -344,23 +356,78 @@ impl Runtime {
 
 /// The text of a call a deny rule refuses. The file tools' are Claude Code 2.1.235's (measured by
 /// `harness/tests/fidelity.rs`): input errors for Read, Edit and Write, a plain error naming the path for
-/// Grep; the other tools name the rule.
-fn denied_text(tool: &str, subject: &PermissionSubject, rule: &str) -> String {
+/// Grep. A command's is the reference's too, naming the command (or the pipe part that was denied:
+/// `shown`, [`crate::permissions::Rules::denied_part`]) and not the rule: `Permission to use Bash with
+/// command touch ran && git push has been denied.` (`probes/claude-code/bash-permissions.toml`,
+/// `probes/bash/deny-bypass.toml` on both subjects). The other tools name the rule.
+fn denied_text(tool: &str, subject: &PermissionSubject, rule: &str, shown: Option<&str>) -> String {
     const IN_DENIED_DIR: &str = "File is in a directory that is denied by your permission settings.";
     let read_rule = rule.starts_with("Read(");
     match (tool, subject) {
         ("Read", PermissionSubject::ReadPath(_)) => wrap(IN_DENIED_DIR),
-        ("Edit", PermissionSubject::WritePath(_)) if !read_rule => wrap(IN_DENIED_DIR),
+        // Write too: `Edit(blocked/**)` refuses a Write with the same text (measured on 2.1.235 by
+        // `probes/pipeline/refusals-have-no-side-effect.toml`)
+        ("Edit" | "Write", PermissionSubject::WritePath(_)) if !read_rule => wrap(IN_DENIED_DIR),
         ("Edit" | "Write", PermissionSubject::WritePath(_)) if read_rule => wrap(&format!(
             "File is covered by a Read deny rule in your permission settings and cannot be {}.",
             if tool == "Edit" { "edited" } else { "written" }
         )),
         ("Grep", PermissionSubject::ReadPath(p)) => format!("Permission to read {} has been denied.", p.display()),
         (_, PermissionSubject::Command(c)) => {
-            format!("Permission to use {tool} with command {c} has been denied by the rule {rule} in settings.permissions.deny.")
+            format!("Permission to use {tool} with command {} has been denied.", shown.unwrap_or(c))
         }
         _ => format!("Permission to use {tool} has been denied by the rule {rule} in settings.permissions.deny."),
     }
+}
+
+/// The text of a call whose permission ask nobody granted (the probe's `ask = "deny"`, the default:
+/// nobody is there to click), as Claude Code 2.1.235 answers it in a `-p` run: `Claude requested
+/// permissions to write to <path>, but you haven't granted it yet.` for a file write, `… to use Bash, …`
+/// (`… to use WebFetch, …`) otherwise — measured by `probes/pipeline/refusals-have-no-side-effect.toml`,
+/// a scratch run of `probes/bash/compound-permissions.toml` and `probes/claude-code/web-fetch.toml`. (The
+/// reference's `The user doesn't want to proceed …` is what a user's "no" gets: AskUserQuestion and
+/// ExitPlanMode keep it.)
+fn unanswered_ask_text(tool: &str, subject: &PermissionSubject) -> String {
+    match subject {
+        PermissionSubject::WritePath(p) => {
+            format!("Claude requested permissions to write to {}, but you haven't granted it yet.", p.display())
+        }
+        _ => format!("Claude requested permissions to use {tool}, but you haven't granted it yet."),
+    }
+}
+
+/// How much of an error the model gets, in UTF-16 units, as the reference counts ([`shorten_error`]).
+pub const ERROR_MAX_CHARS: usize = 10_000;
+
+/// An error as Claude Code 2.1.235 passes it on: up to [`ERROR_MAX_CHARS`] whole, else its first and last
+/// 5,000 with `\n\n... [K characters truncated] ...\n\n` between (K what was left out), never persisted —
+/// measured on a failing Bash command's long output (`probes/bash/output-budget.toml`: 13,904 chars →
+/// `[3904 characters truncated]`).
+pub fn shorten_error(text: &str) -> String {
+    let units = text.encode_utf16().count();
+    if units <= ERROR_MAX_CHARS {
+        return text.to_string();
+    }
+    let half = ERROR_MAX_CHARS / 2;
+    let mut head = 0;
+    let mut n = 0;
+    for (i, c) in text.char_indices() {
+        if n + c.len_utf16() > half {
+            head = i;
+            break;
+        }
+        n += c.len_utf16();
+    }
+    let mut tail = text.len();
+    let mut m = 0;
+    for (i, c) in text.char_indices().rev() {
+        if m + c.len_utf16() > half {
+            break;
+        }
+        m += c.len_utf16();
+        tail = i;
+    }
+    format!("{}\n\n... [{} characters truncated] ...\n\n{}", &text[..head], units - n - m, &text[tail..])
 }
 
 /// The preview of a persisted result as Claude Code 2.1.235 cuts it (measured by
@@ -386,6 +453,18 @@ pub fn preview(text: &str) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn long_errors_keep_their_ends() {
+        let text = format!("Exit code 3\n{}", "a".repeat(13_892));
+        let short = shorten_error(&text);
+        assert_eq!(short.len(), 10_039);
+        assert!(short.starts_with("Exit code 3\naaa"));
+        assert!(short.contains("\n\n... [3904 characters truncated] ...\n\n"));
+        assert_eq!(shorten_error("short"), "short");
+        let exact = "b".repeat(ERROR_MAX_CHARS);
+        assert_eq!(shorten_error(&exact), exact);
+    }
 
     #[test]
     fn previews_end_at_a_line_end_past_the_half() {

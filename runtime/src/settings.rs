@@ -118,3 +118,96 @@ pub struct SandboxSettings {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub enable_weaker_nested_sandbox: Option<bool>,
 }
+
+impl Settings {
+    /// These settings with the project's `<cwd>/.claude/settings.json` added, as Claude Code reads it at
+    /// start: its permission rules after these, its hooks after these (event by event), its sandbox table
+    /// when these have none. Only `permissions`, `hooks` and `sandbox` are read, other keys are left
+    /// alone; a file that is missing, not JSON, holds a `null` or one of them in another shape adds
+    /// nothing (the reference ignores a settings file it cannot validate). Measured by
+    /// `probes/claude-code/tasks-completed-hook.toml` (its hooks come as that file, on both subjects).
+    pub fn with_project_file(mut self, cwd: &std::path::Path) -> Settings {
+        let Ok(text) = std::fs::read_to_string(cwd.join(".claude").join("settings.json")) else {
+            return self;
+        };
+        let Ok(serde_json::Value::Object(v)) = serde_json::from_str::<serde_json::Value>(&text) else {
+            return self;
+        };
+        // a `null` anywhere makes the reference ignore the whole file (measured: docs/runtime.md, Bash)
+        fn has_null(v: &serde_json::Value) -> bool {
+            match v {
+                serde_json::Value::Null => true,
+                serde_json::Value::Array(a) => a.iter().any(has_null),
+                serde_json::Value::Object(o) => o.values().any(has_null),
+                _ => false,
+            }
+        }
+        if v.values().any(has_null) {
+            return self;
+        }
+        let part = |k: &str| v.get(k).cloned().unwrap_or(serde_json::Value::Null);
+        let permissions = match part("permissions") {
+            serde_json::Value::Null => PermissionSettings::default(),
+            p => match serde_json::from_value::<PermissionSettings>(p) {
+                Ok(p) => p,
+                Err(_) => return self,
+            },
+        };
+        let hooks = match part("hooks") {
+            serde_json::Value::Null => HookSettings::default(),
+            h => match serde_json::from_value::<HookSettings>(h) {
+                Ok(h) => h,
+                Err(_) => return self,
+            },
+        };
+        let sandbox = match part("sandbox") {
+            serde_json::Value::Null => None,
+            s => match serde_json::from_value::<SandboxSettings>(s) {
+                Ok(s) => Some(s),
+                Err(_) => return self,
+            },
+        };
+        self.permissions.allow.extend(permissions.allow);
+        self.permissions.ask.extend(permissions.ask);
+        self.permissions.deny.extend(permissions.deny);
+        if self.permissions.default_mode.is_none() {
+            self.permissions.default_mode = permissions.default_mode;
+        }
+        for (event, groups) in hooks {
+            self.hooks.entry(event).or_default().extend(groups);
+        }
+        if let Some(s) = sandbox.filter(|_| self.sandbox == SandboxSettings::default()) {
+            self.sandbox = s;
+        }
+        self
+    }
+}
+
+#[cfg(test)]
+mod project_file_tests {
+    use super::*;
+
+    #[test]
+    fn the_project_file_adds_rules_and_hooks_and_a_bad_one_nothing() {
+        let d = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let mut base = Settings::default();
+        base.permissions.deny.push("Bash(rm:*)".into());
+        assert_eq!(base.clone().with_project_file(d.path()), base, "no file");
+        std::fs::create_dir_all(d.path().join(".claude")).unwrap_or_else(|e| panic!("{e}"));
+        let file = d.path().join(".claude/settings.json");
+        std::fs::write(
+            &file,
+            r#"{"model": "x", "permissions": {"deny": ["Write"]}, "hooks": {"Stop": [{"hooks": [{"type": "command", "command": "true"}]}]}}"#,
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        let merged = base.clone().with_project_file(d.path());
+        assert_eq!(merged.permissions.deny, ["Bash(rm:*)", "Write"]);
+        assert_eq!(merged.hooks.get("Stop").map(Vec::len), Some(1));
+        std::fs::write(
+            &file,
+            r#"{"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "true", "timeout": null}]}]}}"#,
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(base.clone().with_project_file(d.path()), base, "a file in another shape adds nothing");
+    }
+}

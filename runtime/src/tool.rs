@@ -115,6 +115,10 @@ pub trait Tool: Send + Sync {
     fn max_result_size_chars(&self) -> Option<usize> {
         Some(DEFAULT_MAX_RESULT_SIZE_CHARS)
     }
+    /// The name (without `.txt`) a result over the budget is persisted under; `None`: the tool_use id.
+    fn persisted_name(&self, _ctx: &ToolContext) -> Option<String> {
+        None
+    }
     /// What permission rules of this tool match against.
     fn permission_subject(&self, _input: &Value, _ctx: &ToolContext) -> PermissionSubject {
         PermissionSubject::None

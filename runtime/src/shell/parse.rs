@@ -37,6 +37,16 @@ pub struct Analysis {
     /// Names of the variables the command assigns (`FOO=1 cmd`, `FOO=1`, `export FOO=1`, `for f in …`), in
     /// source order.
     pub assigned: Vec<String>,
+    /// The literal values the command assigns (`T=touch` → (`T`, `touch`)), in source order; an
+    /// assignment whose value is not a plain literal (`T=$(…)`, `T=$x`) is left out. A variable named as
+    /// a command (`T=touch; $T a`) is matched as each of them too (BASH-2).
+    pub values: Vec<(String, String)>,
+    /// The command split at its top-level pipes (`|`, `|&` of pipelines not inside a subshell, group,
+    /// substitution or body), each part's source text trimmed: `a && b | c` → `a && b`, `c`. One part
+    /// (the whole command, trimmed) when there is no such pipe. Claude Code 2.1.235 names the part a deny
+    /// rule matched in its refusal (`echo xa | xargs touch` → `xargs touch`:
+    /// `probes/claude-code/bash-deny-bypass.toml`).
+    pub pipe_parts: Vec<String>,
 }
 
 /// One simple command of a command string.
@@ -77,7 +87,33 @@ pub fn analyse(command: &str) -> Analysis {
         out: Analysis { parsed: !root.has_error(), ..Analysis::default() },
     };
     walk.run(root);
+    walk.out.pipe_parts = pipe_parts(root, command);
     walk.out
+}
+
+/// [`Analysis::pipe_parts`]: the byte offsets of the pipes of pipelines reached from the root through
+/// lists and pipelines only, and the source cut there.
+fn pipe_parts(root: Node<'_>, src: &str) -> Vec<String> {
+    let mut cuts: Vec<(usize, usize)> = Vec::new();
+    let mut stack = vec![root];
+    while let Some(node) = stack.pop() {
+        let mut cursor = node.walk();
+        for child in node.children(&mut cursor) {
+            match child.kind() {
+                "list" | "pipeline" => stack.push(child),
+                "|" | "|&" if node.kind() == "pipeline" => cuts.push((child.start_byte(), child.end_byte())),
+                _ => {}
+            }
+        }
+    }
+    cuts.sort_unstable();
+    let mut parts = Vec::new();
+    let mut from = 0;
+    for (start, end) in cuts.into_iter().chain(std::iter::once((src.len(), src.len()))) {
+        parts.push(src.get(from..start).unwrap_or("").trim().to_string());
+        from = end;
+    }
+    parts
 }
 
 /// Parses with tree-sitter-bash, giving up after [`PARSE_TIMEOUT`].
@@ -126,6 +162,10 @@ impl<'s, 't> Walk<'s, 't> {
                 "file_redirect" => self.out.writes_file |= self.redirect_writes(node),
                 "variable_assignment" => {
                     if let Some(name) = self.assigned_name(node) {
+                        let value = node.child_by_field_name("value").and_then(|v| literal(v, self.src));
+                        if let Some(value) = value {
+                            self.out.values.push((name.clone(), value));
+                        }
                         self.out.assigned.push(name);
                     }
                 }
@@ -527,5 +567,21 @@ pub(super) mod tests {
         assert_eq!(a.segments[2].args, ["-f", "x", "]"]);
         assert_eq!(a.segments[2].text, "[ -f x ]");
         assert_eq!(a.assigned, ["A"]);
+    }
+
+    #[test]
+    fn top_level_pipes_cut_the_command_into_parts() {
+        let parts = |c: &str| analyse(c).pipe_parts;
+        assert_eq!(parts("echo xa | xargs touch"), ["echo xa", "xargs touch"]);
+        assert_eq!(parts("a && b | c |& d"), ["a && b", "c", "d"]);
+        assert_eq!(parts("a; b || c"), ["a; b || c"]);
+        assert_eq!(parts("(a | b) && echo 'x | y'"), ["(a | b) && echo 'x | y'"]);
+        assert_eq!(parts(" touch plain "), ["touch plain"]);
+    }
+
+    #[test]
+    fn literal_values_of_assignments() {
+        let a = analyse("T=touch; U=$(echo x) V='a b' $T x");
+        assert_eq!(a.values, [("T".to_string(), "touch".to_string()), ("V".to_string(), "a b".to_string())]);
     }
 }

@@ -63,7 +63,7 @@ impl Tool for TaskOutput {
         Box::pin(async move {
             let args: OutputArgs = parse_args(input)?;
             let tasks = &ctx.shell.tasks;
-            let t = tasks.get(&args.task_id).ok_or_else(|| no_task(&args.task_id))?;
+            let t = tasks.known(&args.task_id).ok_or_else(|| no_task(&args.task_id))?;
             let timeout = args.timeout.unwrap_or(TASK_OUTPUT_DEFAULT_TIMEOUT_MS).min(TASK_OUTPUT_MAX_TIMEOUT_MS);
             let (t, retrieval) = if t.status != Status::Running {
                 (t, "success")
@@ -99,6 +99,9 @@ impl Tool for TaskOutput {
                 }
                 (None, true) => text.push_str(&format!("\n\n<output>\n{}\n</output>", shown_output(&t))),
                 _ => {}
+            }
+            if t.status != Status::Running {
+                tasks.retire(&t.id);
             }
             let data = json!({"retrieval_status": retrieval, "task_id": t.id, "status": t.status.word(), "exit_code": t.exit_code, "output_file": t.output_file});
             Ok(ToolOutput::Data { text, data })
@@ -146,13 +149,14 @@ impl Tool for TaskStop {
                 return Err(ToolError::Validation("Missing required parameter: task_id".into()));
             };
             let tasks = &ctx.shell.tasks;
-            let t = tasks.get(&id).ok_or_else(|| no_task(&id))?;
+            let t = tasks.known(&id).ok_or_else(|| no_task(&id))?;
             if t.status != Status::Running {
                 return Err(ToolError::Validation(format!("Task {id} is not running (status: {})", t.status.word())));
             }
             tasks.stop(&id);
             // the runner reports the end once the group is gone
             tasks.wait(&id, 10_000).await;
+            tasks.retire(&id);
             let v = json!({"message": format!("Successfully stopped task: {id} ({})", t.command), "task_id": id, "task_type": tasks.task_type(&id), "command": t.command});
             Ok(ToolOutput::Data { text: v.to_string(), data: v })
         })

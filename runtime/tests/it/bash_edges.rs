@@ -145,9 +145,11 @@ async fn the_literal_fork_bomb_is_held_by_the_pids_cgroup_and_leaves_nothing() {
         bash(&sb, &c, &format!("echo $$ > held.pid; {where_am_i} > held.cgroup\n{FORK_BOMB}; sleep 30"), 3_000).await;
     let text = r.err().unwrap_or_else(|| panic!("a timed-out command is an error result"));
     eprintln!("bash_edges: held fork bomb ended after {took:?} with {} lines", text.lines().count());
-    let tail = format!("\nCommand timed out after 3s\n{}", pids_limit_note());
-    assert!(text.starts_with("Exit code 143\n") && text.ends_with(&tail), "unexpected result: {text}");
-    let body = &text["Exit code 143\n".len()..text.len() - tail.len()];
+    // the timeout's note comes before the output, as the reference puts it; the guard's note last
+    let head = "Exit code 143\nCommand timed out after 3s";
+    let tail = pids_limit_note();
+    assert!(text.starts_with(head) && text.ends_with(&tail), "unexpected result: {text}");
+    let body = text[head.len()..text.len() - tail.len()].trim_matches('\n');
     assert!(only_bomb_noise(body), "unexpected output of the held fork bomb: {body}");
     assert!(took < Duration::from_secs(13), "the held fork bomb took {took:?} to end (deadline 3 s)");
     assert_nothing_left(&c.cwd, "held").await;

@@ -117,6 +117,12 @@ impl Tool for Bash {
         Some(MAX_RESULT_SIZE_CHARS)
     }
 
+    /// A fresh shell id, as the reference names a persisted Bash output (`tool-results/bbmznes8b.txt`,
+    /// not the tool_use id: measured on 2.1.235 by `probes/bash/output-budget.toml`).
+    fn persisted_name(&self, ctx: &ToolContext) -> Option<String> {
+        Some(ctx.shell.tasks.next_id())
+    }
+
     fn permission_subject(&self, input: &Value, _ctx: &ToolContext) -> PermissionSubject {
         PermissionSubject::Command(input.get("command").and_then(Value::as_str).unwrap_or_default().to_string())
     }
@@ -363,7 +369,11 @@ async fn foreground(ctx: &ToolContext, args: &Args, sandbox: sandbox::Plan) -> R
         if crate::shell::is_read_only(&args.command) { Vec::new() } else { invalidate_changed(ctx, before) };
     let mut notes = Vec::new();
     if ended.timed_out {
-        notes.push(format!("Command timed out after {}", seconds(timeout)));
+        // before the output, in whole seconds rounded down, as the reference words it: `Exit code 143` /
+        // `Command timed out after 0s` / `started` for a 300 ms timeout, `… after 2s` for 2,500 ms
+        // (measured on 2.1.235 by scratch runs of `probes/bash/timeout-kills-tree.toml`)
+        let note = format!("Command timed out after {}", seconds(timeout));
+        text = if text.is_empty() { note } else { format!("{note}\n{text}") };
     }
     if ended.pids_limited {
         notes.push(pids_limit_note());
@@ -375,13 +385,13 @@ async fn foreground(ctx: &ToolContext, args: &Args, sandbox: sandbox::Plan) -> R
             OUTPUT_CAPTURE_LIMIT_BYTES >> 20
         );
     }
+    // BASH-3: the violations are recorded in the structured result (the session log), not told to the
+    // model: Claude Code 2.1.235 on Linux sends no `<sandbox_violations>` block after a refused write (outside
+    // the project, into HOME), a refused connection (a host listener, an outside address, a domain its
+    // proxy refuses), nor a note when `allowUnsandboxedCommands = false` overrides
+    // `dangerouslyDisableSandbox` — the result is the command's own output and exit code
+    // (`probes/claude-code/bash-sandbox.toml`, `probes/bash/sandbox.toml` on both subjects)
     let violations = sandbox.violations(&text);
-    if let Some(v) = &violations {
-        notes.push(v.clone());
-    }
-    if let Some(n) = &sandbox.note {
-        notes.push(n.clone());
-    }
     if let Some(dir) = ended.final_cwd.filter(|_| !ended.timed_out) {
         if dir.starts_with(&ctx.cwd) {
             *ctx.shell.cwd.lock().unwrap_or_else(|p| p.into_inner()) = Some(dir);
@@ -398,6 +408,11 @@ async fn foreground(ctx: &ToolContext, args: &Args, sandbox: sandbox::Plan) -> R
     }
     let code = ended.code;
     if code != 0 {
+        // a failing command's output is cut to its first 30,000 chars (not persisted), as the reference
+        // does; the pipeline then shortens the error to 10,000 (`probes/bash/output-budget.toml`)
+        if text.chars().count() > MAX_RESULT_SIZE_CHARS {
+            text = text.chars().take(MAX_RESULT_SIZE_CHARS).collect();
+        }
         let body = if text.is_empty() { format!("Exit code {code}") } else { format!("Exit code {code}\n{text}") };
         return Err(ToolError::Runtime(body));
     }
@@ -409,19 +424,16 @@ async fn foreground(ctx: &ToolContext, args: &Args, sandbox: sandbox::Plan) -> R
         "exitCode": code,
         "interrupted": ended.timed_out,
         "sandboxViolations": violations,
+        "sandboxNote": sandbox.note,
         "readStateInvalidated": invalidated,
         "sandboxed": sandbox.confined(),
     });
     Ok(ToolOutput::Data { text, data })
 }
 
+/// A timeout in whole seconds, rounded down (`Math.floor(ms / 1000)` on the reference).
 fn seconds(d: Duration) -> String {
-    let ms = d.as_millis();
-    if ms.is_multiple_of(1000) {
-        format!("{}s", ms / 1000)
-    } else {
-        format!("{:.1}s", ms as f64 / 1000.0)
-    }
+    format!("{}s", d.as_millis() / 1000)
 }
 
 async fn background(ctx: &ToolContext, args: &Args, sandbox: sandbox::Plan) -> Result<ToolOutput, ToolError> {
@@ -583,7 +595,9 @@ mod tests {
     fn seconds_are_worded_like_the_reference() {
         assert_eq!(seconds(Duration::from_millis(1000)), "1s");
         assert_eq!(seconds(Duration::from_millis(120_000)), "120s");
-        assert_eq!(seconds(Duration::from_millis(1500)), "1.5s");
+        assert_eq!(seconds(Duration::from_millis(1500)), "1s");
+        assert_eq!(seconds(Duration::from_millis(2500)), "2s");
+        assert_eq!(seconds(Duration::from_millis(300)), "0s");
     }
 
     #[test]

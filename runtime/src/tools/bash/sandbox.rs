@@ -13,12 +13,12 @@
 //! enableWeakerNestedSandbox = true  # Claude Code only
 //! ```
 //!
-//! A write outside or a network attempt fails inside the command; the result then names the sandbox
-//! violation. With the network off the command has its own network namespace holding only a loopback
-//! interface: an outside address is unreachable, and a local listener of the host (127.0.0.1:port) is
-//! refused, since nothing listens on the namespace's own loopback — both are named as violations
-//! (a refused connection to a listener the command started itself inside the sandbox would be named too;
-//! accepted). Where bubblewrap is missing or cannot create namespaces, the call fails with that reason:
+//! A write outside or a network attempt fails inside the command, and the result is the command's own
+//! output and exit code, as on the reference (below); the violation is kept in the call's structured
+//! record (`sandboxViolations`, [`Plan::violations`]). With the network off the command has its own
+//! network namespace holding only a loopback interface: an outside address is unreachable, and a local
+//! listener of the host (127.0.0.1:port) is refused, since nothing listens on the namespace's own
+//! loopback. Where bubblewrap is missing or cannot create namespaces, the call fails with that reason:
 //! the runtime never silently runs a command unconfined that was meant to be confined.
 //!
 //! Claude Code 2.1.235's sandbox, measured on Linux (`probes/claude-code/bash-sandbox.toml`, and runs of
@@ -36,10 +36,16 @@
 //!   command's own; the built-in runtime words bubblewrap's setup failures as `Sandbox unavailable (…)`
 //!   (a difference kept: the model can tell a sandbox that does not work from a command that failed).
 //! - A refused write is the command's own `Read-only file system` error, a refused connection its own
-//!   error (`curl: (7) … Couldn't connect to server`), with no `<sandbox_violations>` block on Linux; the
-//!   built-in runtime appends one (BASH-3 asks for the violation to be recorded; the probe's `diverges`).
+//!   error (`curl: (7) … Couldn't connect to server`, `/bin/bash: connect: Network is unreachable`), with no
+//!   `<sandbox_violations>` block on Linux — nor after a write into HOME, or a domain its network proxy
+//!   refuses (`curl: (56) CONNECT tunnel failed, response 502`; measured by a scratch run of
+//!   `probes/bash/sandbox.toml` on 2.1.235): the built-in runtime sends none either.
 //! - `dangerouslyDisableSandbox: true` is honoured by default (`allowUnsandboxedCommands` unset): the
-//!   command runs unconfined and its result carries no note — as here.
+//!   command runs unconfined and its result carries no note — as here. With `allowUnsandboxedCommands =
+//!   false` the command runs confined, again without a note (`probes/bash/sandbox.toml`); the built-in
+//!   keeps its note in the structured record only (`sandboxNote`).
+//! - Its bubblewrap unshares the net, pid and user namespaces; the built-in runtime's also the ipc and
+//!   uts ones (stricter; `probes/bash/sandbox-escape.toml`).
 //! - Its Bash description gains a `## Command sandbox` section (the filesystem / network restrictions as
 //!   JSON, when to retry with `dangerouslyDisableSandbox`); the built-in description does not (its text
 //!   lists machine paths; not copied).
@@ -72,6 +78,11 @@ pub const BWRAP_ENV: &str = "PROBELAB_BWRAP";
 pub const UNPRIVILEGED: &[&str] =
     &["--unshare-user", "--disable-userns", "--cap-drop", "ALL", "--new-session", "--die-with-parent"];
 
+/// The shell's `$0`, as Claude Code 2.1.235 starts it: its own messages read `/bin/bash: line 1: : command
+/// not found`, `/bin/bash: connect: Network is unreachable` (`probes/bash/deny-bypass-beyond-reference.toml`,
+/// `probes/bash/sandbox.toml` on both subjects).
+pub const SHELL_NAME: &str = "/bin/bash";
+
 /// How one command will run.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Plan {
@@ -79,8 +90,8 @@ pub struct Plan {
     network: bool,
     /// The bubblewrap binary (confined runs).
     bwrap: PathBuf,
-    /// Why the sandbox is not used although enabled (dangerouslyDisableSandbox honoured), or a note
-    /// that the flag was ignored.
+    /// A note that dangerouslyDisableSandbox was ignored (for the structured record: the reference tells
+    /// the model nothing).
     pub note: Option<String>,
 }
 
@@ -143,14 +154,29 @@ impl Plan {
 
     /// The process to spawn for `script` in `cwd`; unconfined, with `join` (a cgroup's `cgroup.procs`)
     /// the shell writes its pid there first and then execs `bash -c script` (same pid, already inside).
+    ///
+    /// The shell is named [`SHELL_NAME`] (its `$0`, which prefixes its own messages), confined or not.
+    ///
+    /// Its environment is the session's, as the reference's shell gets the one the lab starts it with:
+    /// HOME is the session's (`~` is `<sandbox>/home`, never the host's), TMPDIR its temp root, and the
+    /// probe's `[env]` on top (`probes/claude-code/tasks-partial-write.toml` runs `chattr +i
+    /// ~/.claude/tasks/…` on both subjects).
     pub fn command(&self, ctx: &ToolContext, cwd: &Path, script: &str, join: Option<&Path>) -> tokio::process::Command {
+        let mut c = self.program(ctx, cwd, script, join);
+        c.env("HOME", &ctx.home).env("TMPDIR", ctx.tmp_base()).envs(&ctx.env);
+        c
+    }
+
+    fn program(&self, ctx: &ToolContext, cwd: &Path, script: &str, join: Option<&Path>) -> tokio::process::Command {
         if !self.confined {
             let mut c = tokio::process::Command::new("bash");
             match join {
-                Some(procs) => {
-                    c.args(["-c", r#"echo $$ >| "$1" 2>/dev/null; exec bash -c "$2""#, "bash"]).arg(procs).arg(script)
-                }
-                None => c.arg("-c").arg(script),
+                Some(procs) => c
+                    .args(["-c", r#"echo $$ >| "$1" 2>/dev/null; exec -a "$3" bash -c "$2""#, "bash"])
+                    .arg(procs)
+                    .arg(script)
+                    .arg(SHELL_NAME),
+                None => c.arg0(SHELL_NAME).arg("-c").arg(script),
             };
             c.current_dir(cwd);
             return c;
@@ -177,7 +203,10 @@ impl Plan {
                 c.arg("--bind").arg(dir).arg(dir);
             }
         }
-        c.arg("--chdir").arg(cwd).args(["--", "bash", "-c"]).arg(script);
+        c.arg("--chdir")
+            .arg(cwd)
+            .args(["--", "bash", "-c", r#"exec -a "$1" bash -c "$2""#, "bash", SHELL_NAME])
+            .arg(script);
         c
     }
 
@@ -201,7 +230,7 @@ impl Plan {
             .then(|| format!("Sandbox unavailable ({first}); the command did not run, and it is not run unconfined."))
     }
 
-    /// The violations the output shows, as one line for the result.
+    /// The violations the output shows, as one line for the structured record (BASH-3), not the model's text.
     pub fn violations(&self, output: &str) -> Option<String> {
         if !self.confined {
             return None;
