@@ -280,7 +280,8 @@ pub fn evaluate(probe: &Probe, index: usize, view: &View<'_>, sb: &Sandbox) -> V
                         ));
                     }
                 }
-                text_assertions(c, &result_text(&block), sb, &mut fails);
+                let text = result_text(&block);
+                text_assertions(c, crate::transcript::normalise::appended_reminders_off(&text), sb, &mut fails);
                 json_assertions(c, block.get("content"), sb, &mut fails);
             }
         }

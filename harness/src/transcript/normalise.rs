@@ -249,6 +249,15 @@ fn cell_ids(s: &str) -> Cow<'_, str> {
     number_words(s, ids, "cell")
 }
 
+/// The tool's own text of a result, as checks see it: the `<system-reminder>` blocks a subject appends
+/// after the text (Claude Code does with some models, e.g. `--model claude-sonnet-4-5`: the tokens
+/// left, a file's freshness) are taken off with the whitespace before them. A result that is a reminder
+/// and nothing else (Read's empty-file warning) is the tool's own and stays.
+pub fn appended_reminders_off(text: &str) -> &str {
+    lazy_re!(APPENDED, r"(?s)\A(.*?\S)(?:\s*<system-reminder>.*?</system-reminder>)+\s*\z");
+    APPENDED.captures(text).and_then(|c| c.get(1)).map_or(text, |own| own.as_str())
+}
+
 /// A tool result as the tool gave it: the `<system-reminder>` blocks a subject appends to results (Claude
 /// Code does with some models) taken off, and trailing whitespace (which the same subject trims) with
 /// them. For behaviour fingerprints only: goldens keep the reminders — they are what the model saw.
@@ -311,6 +320,16 @@ mod tests {
         let p = Places { root: &r, cwd: &c, home: &h, today: "2026-11-30".into(), subject: "claude-code@2.1.235" };
         let step = steps(&p).into_iter().find(|s| s.name == name).unwrap_or_else(|| panic!("no step {name}"));
         (step.apply)(input).into_owned()
+    }
+
+    #[test]
+    fn appended_reminders_come_off_a_result_and_a_reminder_alone_stays() {
+        let r = "<system-reminder>\n<total_tokens>1 tokens left</total_tokens>\n</system-reminder>";
+        assert_eq!(appended_reminders_off(&format!("done\n\n{r}")), "done");
+        assert_eq!(appended_reminders_off(&format!("a\n{r}\n\n{r}\n")), "a");
+        assert_eq!(appended_reminders_off(r), r);
+        assert_eq!(appended_reminders_off(&format!("a {r} b")), format!("a {r} b"));
+        assert_eq!(appended_reminders_off("no reminder  "), "no reminder  ");
     }
 
     #[test]

@@ -68,6 +68,12 @@ impl Tool for Write {
                     }
                     Ok(ToolOutput::Text(updated(&path)))
                 }
+                // measured on 2.1.235 (`probes/write/errors.toml`): a parent that is a file fails the
+                // reference's stat of the path, shown as Node's error in its generic wrapper
+                Err(e) if e.raw_os_error() == Some(nix::libc::ENOTDIR) => Err(ToolError::Validation(format!(
+                    "Error calling tool (Write): ENOTDIR: not a directory, stat '{}'",
+                    path.display()
+                ))),
                 Err(_) => {
                     write_and_remember(ctx, &path, &content)?;
                     Ok(ToolOutput::Text(created(&args.file_path)))
