@@ -14,6 +14,7 @@
 //! same in every probe, so its text diff is kept once per set and the probes name it. The claims matrix
 //! of the HTML report speaks of behaviour only: a prompt-only change never shows as a claim that differs.
 
+use super::normalise::strip_reminders;
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -155,23 +156,41 @@ fn verdict_lines(t: &str) -> String {
     t.split("\n## verdicts\n").nth(1).unwrap_or_default().trim_end().to_string()
 }
 
-/// Lines of tool_result sections (a result line and its indented content).
+/// Lines of tool_result sections (a result line and its indented content), each result's text without
+/// the `<system-reminder>` blocks a subject appends to it (Claude Code does with some models, e.g.
+/// `--model claude-sonnet-4-5`: `<total_tokens>N tokens left</total_tokens>`, a count that moves with
+/// the prompt's size) and the trailing white space that subject trims before them — the step
+/// [`strip_reminders`] of the behaviour fingerprints: the reminders are context for the model, not what
+/// the tool answered.
 fn result_lines(t: &str) -> String {
-    let mut out = Vec::new();
+    let mut out: Vec<String> = Vec::new();
+    let mut text: Option<Vec<&str>> = None;
+    let flush = |text: &mut Option<Vec<&str>>, out: &mut Vec<String>| {
+        if let Some(lines) = text.take() {
+            let raw = lines.iter().map(|l| l.strip_prefix("  | ").unwrap_or("")).collect::<Vec<_>>().join("\n");
+            out.push(super::indent(&strip_reminders(&raw)));
+        }
+    };
     let mut inside = false;
     for l in t.lines() {
+        if !(inside && l.starts_with("  |")) {
+            flush(&mut text, &mut out);
+        }
         // the lab's own prelude (deferred tools loaded) is not the subject's behaviour
         if l.starts_with("tool_result ") && l.contains("_prelude_") {
             inside = false;
         } else if l.starts_with("tool_result ") {
             inside = true;
-            out.push(l);
-        } else if inside && (l.starts_with("  |") || l.starts_with("  [")) {
-            out.push(l);
+            out.push(l.to_string());
+        } else if inside && l.starts_with("  |") {
+            text.get_or_insert_with(Vec::new).push(l);
+        } else if inside && l.starts_with("  [") {
+            out.push(l.to_string());
         } else {
             inside = false;
         }
     }
+    flush(&mut text, &mut out);
     out.join("\n")
 }
 
@@ -379,6 +398,19 @@ body{{font-family:sans-serif;margin:2em}} table{{border-collapse:collapse}} td,t
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn appended_reminders_are_not_results() {
+        let plain = "tool_result t1:\n  | 1\tone\n  | 2\t\ntool_result t2 is_error:\n  | <tool_use_error>x</tool_use_error>\n## verdicts\n";
+        let reminded = "tool_result t1:\n  | 1\tone\n  | 2\n  |\n  | <system-reminder>\n  | <total_tokens>14999874 tokens left</total_tokens>\n  | </system-reminder>\ntool_result t2 is_error:\n  | <tool_use_error>x</tool_use_error>\n  |\n  | <system-reminder>\n  | <total_tokens>1 tokens left</total_tokens>\n  | </system-reminder>\n## verdicts\n";
+        assert_eq!(result_lines(plain), result_lines(reminded));
+        assert_eq!(
+            result_lines(plain),
+            "tool_result t1:\n  | 1\tone\n  | 2\ntool_result t2 is_error:\n  | <tool_use_error>x</tool_use_error>"
+        );
+        // a text that differs still differs
+        assert_ne!(result_lines(plain), result_lines(&plain.replace("one", "two")));
+    }
 
     #[test]
     fn tools_systems_and_results_are_told_apart() {
