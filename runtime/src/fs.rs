@@ -339,6 +339,41 @@ pub fn missing_file(ctx: &ToolContext) -> String {
     format!("File does not exist. Note: your current working directory is {}.", ctx.working_dir().display())
 }
 
+/// The sentence the reference ends its "does not exist" refusals with (Read, Edit, Grep, Glob).
+pub fn cwd_note(ctx: &ToolContext) -> String {
+    format!("Note: your current working directory is {}.", ctx.working_dir().display())
+}
+
+/// Claude Code 2.1.235's second guess for a path that is not there (its `Did you mean …?` for Grep's
+/// and Glob's paths, and Edit's after the same-stem one): a path under the working directory's parent
+/// but not under the working directory is looked up again under the working directory
+/// (`<parent>/x/y` → `<cwd>/x/y`); what exists there is suggested.
+pub fn relocated_in_cwd(ctx: &ToolContext, path: &Path) -> Option<PathBuf> {
+    let cwd = ctx.working_dir();
+    let parent = cwd.parent()?;
+    let real = path
+        .parent()
+        .and_then(|d| std::fs::canonicalize(d).ok())
+        .and_then(|d| path.file_name().map(|n| d.join(n)))
+        .unwrap_or_else(|| path.to_path_buf());
+    if real == cwd || real.starts_with(&cwd) || !real.starts_with(parent) {
+        return None;
+    }
+    let candidate = cwd.join(real.strip_prefix(parent).ok()?);
+    std::fs::metadata(&candidate).is_ok().then_some(candidate)
+}
+
+/// The refusal of a search path that is not there, as Claude Code 2.1.235 words it: `<what> does not
+/// exist: <path as given>. Note: your current working directory is <cwd>.`, with `Did you mean …?`
+/// when [`relocated_in_cwd`] finds it (`probes/grep/usage-error.toml`, `probes/glob/basic.toml`).
+pub fn missing_search_path(ctx: &ToolContext, what: &str, given: &str, path: &Path) -> String {
+    let text = format!("{what} does not exist: {given}. {}", cwd_note(ctx));
+    match relocated_in_cwd(ctx, path) {
+        Some(p) => format!("{text} Did you mean {}?", p.display()),
+        None => text,
+    }
+}
+
 /// [`missing_file`] for `path`, with the reference's hint when the directory holds a file of the same
 /// name with another extension (`… Did you mean notes.md?`).
 pub fn missing_file_near(ctx: &ToolContext, path: &Path) -> String {
