@@ -212,6 +212,9 @@ impl Runtime {
         if let Some(msg) = self.extensions.iter().find_map(|e| e.refuse(&self.ctx, tool.as_ref(), &input)) {
             return ToolResult::error(id, msg);
         }
+        if let Some(m) = tool.check_before_permissions(&input, &self.ctx) {
+            return ToolResult::error(id, wrap(&m));
+        }
         let subject = tool.permission_subject(&input, &self.ctx);
         let mut decision = self.rules.decide(tool.name(), &subject, tool.is_read_only(&input), &self.ctx.anchors());
         // the reference refuses a Grep of a directory that a `dir/**` deny rule covers (measured by
@@ -227,7 +230,21 @@ impl Runtime {
             }
         }
         let ask_source = match decision {
-            Decision::Deny(rule) => return ToolResult::error(id, denied_text(tool.name(), &subject, &rule)),
+            Decision::Deny(rule) => {
+                let at = self.ctx.anchors();
+                let (as_given, read_covered) = match &subject {
+                    PermissionSubject::ReadPath(p) => (self.rules.denies_as_given(tool.name(), p, &at), false),
+                    PermissionSubject::WritePath(p) => (
+                        self.rules.denies_as_given(tool.name(), p, &at),
+                        matches!(
+                            self.rules.decide("Read", &PermissionSubject::ReadPath(p.clone()), true, &at),
+                            Decision::Deny(_)
+                        ),
+                    ),
+                    _ => (false, false),
+                };
+                return ToolResult::error(id, denied_text(tool.name(), &subject, &rule, as_given, read_covered));
+            }
             Decision::Ask(rule) if !hook_allowed => Some(format!("the rule {rule}")),
             _ if hook_ask => Some("a PreToolUse hook".to_string()),
             _ => None,
@@ -324,19 +341,25 @@ impl Runtime {
 }
 
 /// The text of a call a deny rule refuses. The file tools' are Claude Code 2.1.235's (measured by
-/// `harness/tests/fidelity.rs`): input errors for Read, Edit and Write, a plain error naming the path for
-/// Grep; the other tools name the rule.
-fn denied_text(tool: &str, subject: &PermissionSubject, rule: &str) -> String {
+/// `harness/tests/fidelity.rs` and `probes/claude-code/deny-through-symlinks.toml`): input errors for
+/// Read, Edit and Write when a rule of their own family covers the path as given (`as_given`), or, for
+/// Edit and Write, a Read rule covers it as given or where it leads; a Read denied only where its path
+/// leads (a symlink, `/proc/self/root/…`) is the permission check's plain error naming the path as
+/// given, as Grep's is; the other tools name the rule.
+fn denied_text(tool: &str, subject: &PermissionSubject, rule: &str, as_given: bool, read_covered: bool) -> String {
     const IN_DENIED_DIR: &str = "File is in a directory that is denied by your permission settings.";
     let read_rule = rule.starts_with("Read(");
     match (tool, subject) {
-        ("Read", PermissionSubject::ReadPath(_)) => wrap(IN_DENIED_DIR),
-        ("Edit", PermissionSubject::WritePath(_)) if !read_rule => wrap(IN_DENIED_DIR),
-        ("Edit" | "Write", PermissionSubject::WritePath(_)) if read_rule => wrap(&format!(
+        ("Read", PermissionSubject::ReadPath(_)) if as_given => wrap(IN_DENIED_DIR),
+        ("Read", PermissionSubject::ReadPath(p)) => format!("Permission to read {} has been denied.", p.display()),
+        ("Edit" | "Write", PermissionSubject::WritePath(_)) if as_given => wrap(IN_DENIED_DIR),
+        ("Edit" | "Write", PermissionSubject::WritePath(_)) if read_rule || read_covered => wrap(&format!(
             "File is covered by a Read deny rule in your permission settings and cannot be {}.",
             if tool == "Edit" { "edited" } else { "written" }
         )),
-        ("Grep", PermissionSubject::ReadPath(p)) => format!("Permission to read {} has been denied.", p.display()),
+        ("Grep" | "Glob", PermissionSubject::ReadPath(p)) => {
+            format!("Permission to read {} has been denied.", p.display())
+        }
         (_, PermissionSubject::Command(c)) => {
             format!("Permission to use {tool} with command {c} has been denied by the rule {rule} in settings.permissions.deny.")
         }

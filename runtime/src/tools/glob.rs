@@ -95,8 +95,9 @@ impl Tool for Glob {
             // from the session's working directory, as Claude Code 2.1.235 runs its rg: a pattern with a `/`
             // is matched against paths relative to it (`sub/**` with path `tree` finds nothing; measured by
             // harness/tests/fidelity.rs)
-            let args =
-                RgArgs { mode: Mode::Files, hidden, no_ignore, globs, paths: vec![dir.clone()], ..RgArgs::default() };
+            // walked from the path as given, like Grep's (the resolved one only had to lie in the sandbox)
+            let walk = a.path.as_deref().map(|p| crate::fs::absolute(ctx, p)).unwrap_or_else(|| dir.clone());
+            let args = RgArgs { mode: Mode::Files, hidden, no_ignore, globs, paths: vec![walk], ..RgArgs::default() };
             let cwd = ctx.working_dir();
             // files a deny rule covers are not listed
             let skip = crate::fs::search_skip(ctx, "Glob")?;

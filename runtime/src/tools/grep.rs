@@ -294,7 +294,11 @@ impl Tool for Grep {
                 "count" => Mode::Count,
                 _ => Mode::FilesWithMatches,
             };
-            let found = search(ctx, rg_args(&a, mode, &path)).await?;
+            // walked from the path as given (the OS follows a link in it), as the reference hands its rg
+            // the path: results under a link or /proc/self/root are shown under it (`read.deny-bypass`);
+            // the resolved path only had to lie in the sandbox
+            let walk = a.path.as_deref().map(|p| crate::fs::absolute(ctx, p)).unwrap_or_else(|| path.clone());
+            let found = search(ctx, rg_args(&a, mode, &walk)).await?;
             // results are shown relative to the session's working directory (WT-1: a worktree's, after EnterWorktree)
             let wd = ctx.working_dir();
             if found.code == EXIT_ERROR && found.stdout.is_empty() {
