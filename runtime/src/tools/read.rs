@@ -159,7 +159,19 @@ impl Tool for Read {
             let window_lines =
                 read_window(&path, start, limit).map_err(|e| ToolError::Runtime(format!("{e}: {}", path.display())))?;
             let text = render_window(&path, &window_lines, first_number)?;
-            check_tokens(ctx, &text).await?;
+            if !windowed {
+                // a whole-file Read over the ceiling gets a page, as the reference pages it
+                if let Some((tokens, max)) = tokens_over(ctx, &text).await? {
+                    let (page, note) = token_page(&path, &window_lines.lines, tokens, max);
+                    crate::fs::remember_window(ctx, &path, Vec::new(), true, Some(window));
+                    if let Some(id) = &ctx.call_id {
+                        ctx.session.followups.push(id, note);
+                    }
+                    return Ok(ToolOutput::Text(number_lines(page.iter().map(String::as_str), first_number)));
+                }
+            } else {
+                check_tokens(ctx, &text).await?;
+            }
             let whole = if windowed { Vec::new() } else { std::fs::read(&path).unwrap_or_default() };
             crate::fs::remember_window(ctx, &path, whole, windowed, Some(window));
             Ok(ToolOutput::Text(text))
@@ -234,18 +246,87 @@ pub fn max_tokens(ctx: &ToolContext) -> u64 {
 /// quarter of the ceiling is the exact count asked of the API (`count_tokens`), and over the ceiling the
 /// read is an error.
 async fn check_tokens(ctx: &ToolContext, text: &str) -> Result<(), ToolError> {
-    let max = max_tokens(ctx);
-    let rough = (text.len() as u64).div_ceil(4);
-    if rough <= max / 4 {
-        return Ok(());
-    }
-    let exact = ctx.tokens.count(text).await.map_err(|e| ToolError::Runtime(format!("counting tokens failed: {e}")))?;
-    if exact > max {
+    if let Some((exact, max)) = tokens_over(ctx, text).await? {
         return Err(ToolError::Runtime(format!(
-            "File content ({exact} tokens) exceeds maximum allowed tokens ({max}). Please use offset and limit parameters to read specific portions of the file, or use the GrepTool to search for specific content."
+            "File content ({exact} tokens) exceeds maximum allowed tokens ({max}). Use offset and limit parameters to read specific portions of the file, or search for specific content instead of reading the whole file."
         )));
     }
     Ok(())
+}
+
+/// The count and the ceiling when `text` is over it (the rough estimate first, then the API's count).
+async fn tokens_over(ctx: &ToolContext, text: &str) -> Result<Option<(u64, u64)>, ToolError> {
+    let max = max_tokens(ctx);
+    let rough = (text.len() as u64).div_ceil(4);
+    if rough <= max / 4 {
+        return Ok(None);
+    }
+    let exact = ctx.tokens.count(text).await.map_err(|e| ToolError::Runtime(format!("counting tokens failed: {e}")))?;
+    Ok((exact > max).then_some((exact, max)))
+}
+
+/// The page of a whole-file Read over the token ceiling, and the note that follows the results, as
+/// Claude Code 2.1.235 makes them (read from the binary; measured by `probes/read/token-limit.toml`: 4,445
+/// lines counted 25,001 tokens give lines 1-3,778). Chars per token = the text's length / the count
+/// (at least 0.5); the first `lines * max / tokens * 0.85` lines, cut by 0.7 at most six times until
+/// their estimate fits; when even that does not fit (or is blank) the first `max * chars-per-token *
+/// 0.85` chars instead (cut by 0.7 the same way), for files of very long lines.
+fn token_page(path: &Path, lines: &[String], tokens: u64, max: u64) -> (Vec<String>, String) {
+    let content = lines.join("\n");
+    let units = |s: &str| s.encode_utf16().count() as f64;
+    let per_token = (units(&content) / tokens.max(1) as f64).max(0.5);
+    let estimate = |s: &str| units(s) / per_token;
+    let cap = max as f64;
+    let mut n =
+        ((lines.len() as f64 * cap / tokens.max(1) as f64 * 0.85).floor() as usize).clamp(1, lines.len().max(1));
+    let mut page = lines[..n.min(lines.len())].join("\n");
+    for _ in 0..6 {
+        if estimate(&page) <= cap || n <= 1 {
+            break;
+        }
+        n = ((n as f64 * 0.7).floor() as usize).max(1);
+        page = lines[..n].join("\n");
+    }
+    let p = path.display();
+    let by_lines = estimate(&page) <= cap && !page.trim().is_empty();
+    if by_lines && n < lines.len() {
+        let note = format!(
+            "[Truncated: PARTIAL view \u{2014} {p}: showing lines 1-{n} of {} total ({tokens} tokens, cap {max}). Call Read with offset={} limit={n} for the next page, or Grep to find a specific section. Do NOT answer from this page alone if the answer may be further in the file.]",
+            lines.len(),
+            n + 1
+        );
+        return (lines[..n].to_vec(), note);
+    }
+    let utf16: Vec<u16> = content.encode_utf16().collect();
+    if by_lines {
+        // every line fits (the reference's note then counts chars)
+        let note = format!(
+            "[Truncated: PARTIAL view \u{2014} {p}: showing the first {} of {} characters ({tokens} tokens, cap {max}); this file has very long lines and cannot be paginated by line. Use Grep to find a specific section, or Read with offset/limit to page through it. Do NOT answer from this excerpt alone if the answer may be elsewhere in the file.]",
+            page.encode_utf16().count(),
+            utf16.len()
+        );
+        return (lines[..n].to_vec(), note);
+    }
+    // by chars (UTF-16 units, a lone high surrogate at the end dropped)
+    let mut f = ((cap * per_token * 0.85).floor() as usize).max(1);
+    let mut cut: Vec<u16> = utf16[..f.min(utf16.len())].to_vec();
+    for _ in 0..6 {
+        cut = utf16[..f.min(utf16.len())].to_vec();
+        if cut.len() as f64 / per_token <= cap {
+            break;
+        }
+        f = ((f as f64 * 0.7).floor() as usize).max(1);
+    }
+    if cut.last().is_some_and(|u| (0xD800..=0xDBFF).contains(u)) {
+        cut.pop();
+    }
+    let text = String::from_utf16_lossy(&cut);
+    let note = format!(
+        "[Truncated: PARTIAL view \u{2014} {p}: showing the first {} of {} characters ({tokens} tokens, cap {max}); this file has very long lines and cannot be paginated by line. Use Grep to find a specific section, or Read with offset/limit to page through it. Do NOT answer from this excerpt alone if the answer may be elsewhere in the file.]",
+        cut.len(),
+        utf16.len()
+    );
+    (text.split('\n').map(str::to_string).collect(), note)
 }
 
 /// A window of lines.
