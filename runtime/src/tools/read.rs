@@ -100,6 +100,14 @@ impl Tool for Read {
         crate::fs::path_subject(input, "file_path", false, ctx)
     }
 
+    /// Claude Code 2.1.235 refuses the devices of its list by name before it looks at anything else
+    /// (`probes/claude-code/read-special.toml`): so does the built-in runtime, before its sandbox check.
+    fn check_before_permissions(&self, input: &Value, ctx: &ToolContext) -> Option<String> {
+        let given = input.get("file_path").and_then(Value::as_str)?;
+        blocking_device(&crate::fs::absolute(ctx, given))
+            .then(|| format!("Cannot read '{given}': this device file would block or produce infinite output."))
+    }
+
     fn call<'a>(&'a self, input: Value, ctx: &'a ToolContext) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
         Box::pin(async move {
             let args: Args = parse_args(input)?;
@@ -134,8 +142,10 @@ impl Tool for Read {
             if ext == "pdf" {
                 return pdf(ctx, &path, args.pages.as_deref());
             }
-            if args.pages.is_some() {
-                return Err(ToolError::Validation("The pages parameter is only for PDF files.".into()));
+            // the reference checks a `pages` value's form for any file and uses it only for a PDF: an image
+            // or a text file with `pages` is read as without (`probes/read/media.toml`)
+            if let Some(p) = args.pages.as_deref() {
+                parse_pages(p)?;
             }
             if let Some((_, media)) = IMAGE_TYPES.iter().find(|(e, _)| *e == ext) {
                 return image(ctx, &path, media);
@@ -197,6 +207,41 @@ fn not_regular(path: &Path, kind: std::fs::FileType) -> ToolError {
     } else {
         ToolError::Validation(format!("Cannot read '{p}': this device file would block or produce infinite output."))
     }
+}
+
+/// The devices Claude Code 2.1.235 refuses to Read by their path (its list, read from the binary):
+/// reading them would block or never end.
+const BLOCKING_DEVICES: &[&str] = &[
+    "/dev/zero",
+    "/dev/random",
+    "/dev/urandom",
+    "/dev/full",
+    "/dev/stdin",
+    "/dev/tty",
+    "/dev/console",
+    "/dev/stdout",
+    "/dev/stderr",
+    "/dev/fd/0",
+    "/dev/fd/1",
+    "/dev/fd/2",
+];
+
+/// A path the reference refuses as a device by name: its list, a process's standard streams under
+/// `/proc/…/fd/`, and the `/proc/<pid>/` files that never end or are not files (`environ`, `cmdline`,
+/// `auxv`, `maps`, `mem`, `stat`).
+fn blocking_device(path: &Path) -> bool {
+    let s = path.to_string_lossy();
+    if BLOCKING_DEVICES.contains(&s.as_ref()) {
+        return true;
+    }
+    if s.starts_with("/proc/") && (s.ends_with("/fd/0") || s.ends_with("/fd/1") || s.ends_with("/fd/2")) {
+        return true;
+    }
+    let parts: Vec<&str> = s.split('/').collect();
+    parts.len() == 4
+        && parts[1] == "proc"
+        && !parts[2].is_empty()
+        && ["environ", "cmdline", "auxv", "maps", "mem", "stat"].contains(&parts[3])
 }
 
 /// The extension the reference refuses to Read as binary (its list; images and PDFs are read): taken
@@ -459,10 +504,18 @@ fn pdf(ctx: &ToolContext, path: &Path, pages: Option<&str>) -> Result<ToolOutput
                 .push(json!({"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": data}}));
         }
     } else {
+        // as Claude Code 2.1.235 answers a whole PDF (`probes/read/media.toml`): the result says it was
+        // read, and the document follows the turn's results as its own block
         let data = base64::engine::general_purpose::STANDARD.encode(&bytes);
-        blocks.push(
-            json!({"type": "document", "source": {"type": "base64", "media_type": "application/pdf", "data": data}}),
-        );
+        let document =
+            json!({"type": "document", "source": {"type": "base64", "media_type": "application/pdf", "data": data}});
+        let text = format!("PDF file read: {} ({})", path.display(), format_size(bytes.len() as u64));
+        remember_read(ctx, path, bytes, false);
+        match &ctx.call_id {
+            Some(id) => ctx.session.followups.push_block(id, document),
+            None => return Ok(ToolOutput::Blocks(vec![json!({"type": "text", "text": text}), document])),
+        }
+        return Ok(ToolOutput::Text(text));
     }
     remember_read(ctx, path, bytes, pages.is_some());
     Ok(ToolOutput::Blocks(blocks))
