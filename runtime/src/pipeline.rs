@@ -268,16 +268,22 @@ impl Runtime {
                 return ToolResult::error(id, m);
             }
         };
+        // a result with nothing in it (a blank text, no blocks, only blank text blocks) is said to be
+        // empty, as Claude Code 2.1.235 says it for every tool: `(<tool> completed with no output)`
+        // (measured by harness/tests/fidelity.rs: a Read of a notebook with no cells)
+        let empty = format!("({} completed with no output)", tool.name());
         let text = match &output {
             ToolOutput::Data { text, data } => {
                 self.log_structured(id, tool.name(), data);
                 text
             }
             ToolOutput::Text(t) => t,
+            ToolOutput::Blocks(b) if blank_blocks(b) => &empty,
             ToolOutput::Blocks(b) => {
                 return ToolResult { tool_use_id: id.to_string(), content: Value::Array(b.clone()), is_error: false }
             }
         };
+        let text = if text.trim().is_empty() { &empty } else { text };
         match self.within_budget(id, tool.max_result_size_chars(), text) {
             Ok(text) => ToolResult { tool_use_id: id.to_string(), content: Value::String(text), is_error: false },
             Err(e) => ToolResult::error(id, e),
@@ -338,6 +344,11 @@ impl Runtime {
             preview(text),
         ))
     }
+}
+
+/// No blocks, or only text blocks with blank texts.
+fn blank_blocks(blocks: &[Value]) -> bool {
+    blocks.iter().all(|b| b["type"] == "text" && b["text"].as_str().is_none_or(|t| t.trim().is_empty()))
 }
 
 /// The text of a call a deny rule refuses. The file tools' are Claude Code 2.1.235's (measured by
