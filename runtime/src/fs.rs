@@ -272,6 +272,7 @@ pub const FILE_UNCHANGED: &str =
 
 /// The gates before writing an existing file: it was Read (EDIT-1) and has not changed on disk since
 /// (EDIT-2: a changed mtime with identical content passes, like the reference's full-read check).
+/// NotebookEdit's: its gate holds for every model (the reference's NotebookEdit has no model switch).
 pub fn check_write_gates(ctx: &ToolContext, path: &Path, current: &[u8]) -> Result<(), ToolError> {
     let state = ctx.read_state.lock().ok().and_then(|s| s.get(path).cloned());
     let Some(state) = state else {
@@ -283,18 +284,140 @@ pub fn check_write_gates(ctx: &ToolContext, path: &Path, current: &[u8]) -> Resu
     Ok(())
 }
 
+/// The models with which Claude Code 2.1.235 keeps its Read-before-Edit / Write gate for every file (its
+/// list, read from the binary: the gate is skipped for any other model when the file could be read
+/// without asking). `probes/claude-code/edit-gate-default-model.toml`: with the default
+/// `claude-opus-5` an Edit of a never-read file succeeds; `probes/claude-code/edit-gates.toml`: with
+/// `claude-sonnet-4-5` it is refused.
+pub const GATED_MODELS: &[&str] = &[
+    "claude-opus-4-6",
+    "claude-haiku-4-5",
+    "claude-opus-4-5",
+    "claude-opus-4-1",
+    "claude-opus-4-0",
+    "claude-sonnet-4-5",
+    "claude-sonnet-4-0",
+    "claude-3-7-sonnet",
+    "claude-3-5-sonnet",
+    "claude-3-5-haiku",
+];
+
+/// The session's model keeps the read gate for every file ([`GATED_MODELS`]; a `[1m]` suffix aside).
+/// A session without a model (unit tests) keeps it.
+pub fn model_keeps_read_gate(ctx: &ToolContext) -> bool {
+    let Some(m) = ctx.session.model.as_ref() else {
+        return true;
+    };
+    let name = m.model();
+    let name = if name.to_ascii_lowercase().ends_with("[1m]") { &name[..name.len() - 4] } else { name };
+    GATED_MODELS.contains(&name)
+}
+
+/// The file could be Read without asking: no deny or ask rule covers it for Read (the reference's
+/// test before it skips a gate or lets a stale edit through).
+pub fn read_auto_allowed(ctx: &ToolContext, path: &Path) -> bool {
+    let Ok(rules) = crate::permissions::Rules::from_settings(&ctx.session.settings.permissions) else {
+        return false;
+    };
+    let subject = crate::tool::PermissionSubject::ReadPath(path.to_path_buf());
+    matches!(rules.decide("Read", &subject, true, &ctx.anchors()), crate::permissions::Decision::Allow(_))
+}
+
+/// The reference's note after an Edit of a file that changed on disk since its Read but still holds the
+/// old string once (the edit is applied to what is there; `probes/edit/stale-gate.toml`).
+pub const STALE_RECOVERED_NOTE: &str = " (note: the file had been modified on disk since you last read it \u{2014} the edit applied cleanly, but the file contains other changes not in your context. Read it before edits that depend on surrounding content.)";
+
+/// Claude Code 2.1.235's text when an Edit that creates into a white-space-only file finds it changed
+/// since its Read (its call-time check; the input check above it is [`MODIFIED_SINCE_READ`]).
+pub const CHANGED_SINCE_READ: &str = "File content has changed since it was last read. This commonly happens when a linter or formatter run via Bash rewrites the file. Call Read on this file to refresh, then retry the edit.";
+
+/// How an Edit or Write got past the gates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Gate {
+    /// Read and unchanged (or never read, with a model that skips the gate).
+    Pass,
+    /// Changed on disk since its Read, but the edit still applies: it goes ahead, and says so.
+    StaleRecovered,
+}
+
+/// The gates of Edit (old_string not empty) as Claude Code 2.1.235 checks them: a file not read is refused unless the model skips the gate and the file could be read without asking
+/// ([`model_keeps_read_gate`], [`read_auto_allowed`]); a file changed on disk since its Read (and not
+/// the same text a whole Read saw) is refused unless `applies` (the old string is found, once or
+/// with replace_all) and it could be read without asking — then the edit goes ahead on what is there.
+pub fn check_edit_gates(ctx: &ToolContext, path: &Path, current: &[u8], applies: bool) -> Result<Gate, ToolError> {
+    let state = ctx.read_state.lock().ok().and_then(|s| s.get(path).cloned());
+    let read_ok = || read_auto_allowed(ctx, path);
+    // (the reference also gates a Read it marked as a partial view — a page it cut to fit; the built-in
+    // runtime makes no such Read: its windows are whole Reads of what they show)
+    if state.is_none() && (model_keeps_read_gate(ctx) || !read_ok()) {
+        return Err(ToolError::Validation(NOT_READ_YET.into()));
+    }
+    let Some(state) = state else {
+        return Ok(Gate::Pass);
+    };
+    if state.mtime == mtime(path) || (!state.partial && state.content == current) {
+        return Ok(Gate::Pass);
+    }
+    if applies && read_ok() {
+        return Ok(Gate::StaleRecovered);
+    }
+    Err(ToolError::Validation(MODIFIED_SINCE_READ.into()))
+}
+
+/// The gates of an Edit with an empty old_string into a white-space-only file, checked while it runs
+/// (the reference's call-time check: its refusals are not input errors): not read → refused unless the
+/// model skips the gate and the file could be read without asking; changed since its Read →
+/// [`CHANGED_SINCE_READ`] (an empty old string never "applies").
+pub fn check_fill_gates(ctx: &ToolContext, path: &Path, current: &[u8]) -> Result<(), ToolError> {
+    let state = ctx.read_state.lock().ok().and_then(|s| s.get(path).cloned());
+    let Some(state) = state else {
+        if model_keeps_read_gate(ctx) || !read_auto_allowed(ctx, path) {
+            return Err(ToolError::Runtime(NOT_READ_YET.into()));
+        }
+        return Ok(());
+    };
+    if state.mtime == mtime(path) || (!state.partial && state.content == current) {
+        return Ok(());
+    }
+    Err(ToolError::Runtime(CHANGED_SINCE_READ.into()))
+}
+
+/// The gates of Write over an existing file as Claude Code 2.1.235 checks them: a file never read is
+/// refused unless it is no notebook, the model skips the gate and the file could be read without
+/// asking; one changed since its Read (and not the same text a whole Read saw) is refused — a Write
+/// is never let through stale.
+pub fn check_overwrite_gates(ctx: &ToolContext, path: &Path, current: &[u8]) -> Result<(), ToolError> {
+    let state = ctx.read_state.lock().ok().and_then(|s| s.get(path).cloned());
+    let Some(state) = state else {
+        let notebook = path.extension().is_some_and(|e| e.eq_ignore_ascii_case("ipynb"));
+        if notebook || model_keeps_read_gate(ctx) || !read_auto_allowed(ctx, path) {
+            return Err(ToolError::Validation(NOT_READ_YET.into()));
+        }
+        return Ok(());
+    };
+    if state.mtime != mtime(path) && state.content != current {
+        return Err(ToolError::Validation(MODIFIED_SINCE_READ.into()));
+    }
+    Ok(())
+}
+
 /// Saves the file's current content as a file-history checkpoint before a change (EDIT-6):
-/// `<session>/file-history/<sha256(path)[..16]>@v<n>`. A checkpoint, not a transaction: nothing else
-/// (Bash, git, remote effects) is captured. Returns the backup's path.
+/// `<home>/.claude/file-history/<session>/<sha256(path)[..16]>@v<n>`. A checkpoint, not a transaction:
+/// nothing else (Bash, git, remote effects) is captured. Returns the backup's path.
+///
+/// As Claude Code 2.1.235 keeps them (`probes/edit/checkpoint.toml`, with its
+/// `CLAUDE_CODE_ENABLE_SDK_FILE_CHECKPOINTING=1`: a `-p` run keeps none without it): the backup is the
+/// content before the first change of the file since the user's prompt — a second change in the same
+/// prompt's turns adds no version (a session of the lab's has one prompt, so one backup per file).
 pub fn checkpoint(ctx: &ToolContext, path: &Path, current: &[u8]) -> Result<PathBuf, ToolError> {
     let dir = ctx.home.join(".claude").join("file-history").join(&ctx.session_id);
     std::fs::create_dir_all(&dir).map_err(|e| ToolError::Runtime(format!("cannot create file history: {e}")))?;
     let key = hex(&Sha256::digest(path.to_string_lossy().as_bytes()))[..16].to_string();
-    let mut n = 1;
-    while dir.join(format!("{key}@v{n}")).exists() {
-        n += 1;
+    let first = dir.join(format!("{key}@v1"));
+    if first.exists() {
+        return Ok(first);
     }
-    let backup = dir.join(format!("{key}@v{n}"));
+    let backup = first;
     std::fs::write(&backup, current).map_err(|e| ToolError::Runtime(format!("cannot write file history: {e}")))?;
     Ok(backup)
 }
@@ -337,6 +460,41 @@ pub const FILE_STATE_NOTE: &str = " (file state is current in your context — n
 /// which is where a relative path would have been looked for.
 pub fn missing_file(ctx: &ToolContext) -> String {
     format!("File does not exist. Note: your current working directory is {}.", ctx.working_dir().display())
+}
+
+/// The sentence the reference ends its "does not exist" refusals with (Read, Edit, Grep, Glob).
+pub fn cwd_note(ctx: &ToolContext) -> String {
+    format!("Note: your current working directory is {}.", ctx.working_dir().display())
+}
+
+/// Claude Code 2.1.235's second guess for a path that is not there (its `Did you mean …?` for Grep's
+/// and Glob's paths, and Edit's after the same-stem one): a path under the working directory's parent
+/// but not under the working directory is looked up again under the working directory
+/// (`<parent>/x/y` → `<cwd>/x/y`); what exists there is suggested.
+pub fn relocated_in_cwd(ctx: &ToolContext, path: &Path) -> Option<PathBuf> {
+    let cwd = ctx.working_dir();
+    let parent = cwd.parent()?;
+    let real = path
+        .parent()
+        .and_then(|d| std::fs::canonicalize(d).ok())
+        .and_then(|d| path.file_name().map(|n| d.join(n)))
+        .unwrap_or_else(|| path.to_path_buf());
+    if real == cwd || real.starts_with(&cwd) || !real.starts_with(parent) {
+        return None;
+    }
+    let candidate = cwd.join(real.strip_prefix(parent).ok()?);
+    std::fs::metadata(&candidate).is_ok().then_some(candidate)
+}
+
+/// The refusal of a search path that is not there, as Claude Code 2.1.235 words it: `<what> does not
+/// exist: <path as given>. Note: your current working directory is <cwd>.`, with `Did you mean …?`
+/// when [`relocated_in_cwd`] finds it (`probes/grep/usage-error.toml`, `probes/glob/basic.toml`).
+pub fn missing_search_path(ctx: &ToolContext, what: &str, given: &str, path: &Path) -> String {
+    let text = format!("{what} does not exist: {given}. {}", cwd_note(ctx));
+    match relocated_in_cwd(ctx, path) {
+        Some(p) => format!("{text} Did you mean {}?", p.display()),
+        None => text,
+    }
 }
 
 /// [`missing_file`] for `path`, with the reference's hint when the directory holds a file of the same

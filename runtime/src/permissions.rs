@@ -109,6 +109,20 @@ impl Rules {
         self.deny.iter().any(|r| r.pattern.is_some() && family_matches(&r.tool, tool))
     }
 
+    /// A deny rule of the tool's family (`Read(…)` for Read, `Edit(…)` for Edit and Write) covers the path
+    /// as given — not only where it leads. The reference's file tools check this lexical match in their
+    /// input validation, and a match found only through a symlink in their permission check, each with
+    /// its own text (`probes/claude-code/deny-through-symlinks.toml`).
+    pub fn denies_as_given(&self, tool: &str, path: &std::path::Path, at: &Anchors) -> bool {
+        // the reference's writing tools look up `Edit(…)` rules here (a `Write(…)` one is left to the
+        // permission check)
+        let ours =
+            |r: &Rule| if EDIT_FAMILY.contains(&tool) { r.tool == "Edit" } else { family_matches(&r.tool, tool) };
+        self.deny
+            .iter()
+            .any(|r| ours(r) && r.pattern.as_deref().is_none_or(|p| path_glob(p, at).is_some_and(|g| g.is_match(path))))
+    }
+
     /// True when a bare deny rule names the tool: it never reaches the model (PIPE-6).
     pub fn hides(&self, tool: &str) -> bool {
         self.deny.iter().any(|r| r.tool == tool && r.pattern.is_none())
@@ -304,6 +318,11 @@ pub fn path_glob(pattern: &str, at: &Anchors) -> Option<GlobMatcher> {
         format!("{}/{rest}", at.home.display())
     } else if let Some(rest) = pattern.strip_prefix('/') {
         format!("{}/{rest}", at.project_root.display())
+    } else if let Some(name) = pattern.strip_suffix("/**").filter(|n| !n.is_empty() && !n.contains('/')) {
+        // `name/**`: Claude Code 2.1.235 keeps it as `name` in its gitignore-style matcher, where a bare
+        // name matches at any depth — `Read(secrets/**)` covers `inner/secrets/x.txt` too (measured:
+        // `probes/read/deny-bypass.toml`, a path through a link up to the sandbox matched as given)
+        format!("{}/**/{name}/**", at.project_root.display())
     } else if pattern.contains('/') {
         format!("{}/{pattern}", at.project_root.display())
     } else {
@@ -367,6 +386,27 @@ mod tests {
             r.decide("Read", &PermissionSubject::ReadPath(c.cwd.join("a")), true, &c.at),
             Decision::Allow("Read".into())
         );
+    }
+
+    #[test]
+    fn name_slash_globstar_matches_at_any_depth_and_as_given_is_lexical() {
+        let (_d, c) = ctx();
+        let r = rules(&[], &[], &["Read(secrets/**)", "Edit(a/b/**)", "Write(w/**)"]);
+        let read = |p: &str| r.decide("Read", &PermissionSubject::ReadPath(c.cwd.join(p)), true, &c.at);
+        // `secrets/**` is the bare name `secrets`, at any depth (Claude Code 2.1.235, read.deny-bypass)
+        for p in ["secrets", "secrets/k", "inner/secrets/x.txt", "up/work/secrets/k"] {
+            assert!(matches!(read(p), Decision::Deny(_)), "{p}");
+        }
+        assert!(matches!(read("secretsx/k"), Decision::Allow(_)));
+        // a rule with a slash inside its name part stays anchored at the project root
+        let edit = |p: &str| r.decide("Edit", &PermissionSubject::WritePath(c.cwd.join(p)), false, &c.at);
+        assert!(matches!(edit("a/b/c"), Decision::Deny(_)));
+        assert!(matches!(edit("x/a/b/c"), Decision::Allow(_)));
+        // as given: the tool's own family (the writing tools look at Edit rules only)
+        assert!(r.denies_as_given("Read", &c.cwd.join("inner/secrets/x"), &c.at));
+        assert!(r.denies_as_given("Write", &c.cwd.join("a/b/x"), &c.at));
+        assert!(!r.denies_as_given("Write", &c.cwd.join("w/x"), &c.at));
+        assert!(!r.denies_as_given("Edit", &c.cwd.join("secrets/x"), &c.at));
     }
 
     #[test]

@@ -229,6 +229,9 @@ impl Runtime {
         if let Some(msg) = self.extensions.iter().find_map(|e| e.refuse(&self.ctx, tool.as_ref(), &input)) {
             return ToolResult::error(id, msg);
         }
+        if let Some(m) = tool.check_before_permissions(&input, &self.ctx) {
+            return ToolResult::error(id, wrap(&m));
+        }
         let subject = tool.permission_subject(&input, &self.ctx);
         let mut decision = self.rules.decide(tool.name(), &subject, tool.is_read_only(&input), &self.ctx.anchors());
         // the reference refuses a Grep of a directory that a `dir/**` deny rule covers (measured by
@@ -245,13 +248,24 @@ impl Runtime {
         }
         let ask_source = match decision {
             Decision::Deny(rule) => {
+                let at = self.ctx.anchors();
+                let (as_given, read_covered) = match &subject {
+                    PermissionSubject::ReadPath(p) => (self.rules.denies_as_given(tool.name(), p, &at), false),
+                    PermissionSubject::WritePath(p) => (
+                        self.rules.denies_as_given(tool.name(), p, &at),
+                        matches!(
+                            self.rules.decide("Read", &PermissionSubject::ReadPath(p.clone()), true, &at),
+                            Decision::Deny(_)
+                        ),
+                    ),
+                    _ => (false, false),
+                };
                 let shown = match &subject {
-                    PermissionSubject::Command(c) => {
-                        Some(self.rules.denied_part(tool.name(), c, &self.ctx.anchors()).into_owned())
-                    }
+                    PermissionSubject::Command(c) => Some(self.rules.denied_part(tool.name(), c, &at).into_owned()),
                     _ => None,
                 };
-                return ToolResult::error(id, denied_text(tool.name(), &subject, &rule, shown.as_deref()));
+                let how = Denial { as_given, read_covered, shown: shown.as_deref() };
+                return ToolResult::error(id, denied_text(tool.name(), &subject, &rule, &how));
             }
             // a hook's allow does not skip an ask rule: Claude Code 2.1.235 still asks for the (rewritten)
             // call (`probes/pipeline/hook-rewrites-input.toml` on both subjects); it skips only the ask of
@@ -276,16 +290,22 @@ impl Runtime {
             // an error is never persisted: past 10,000 chars the reference keeps its first and last 5,000
             Err(ToolError::Runtime(m)) => return ToolResult::error(id, shorten_error(&m)),
         };
+        // a result with nothing in it (a blank text, no blocks, only blank text blocks) is said to be
+        // empty, as Claude Code 2.1.235 says it for every tool: `(<tool> completed with no output)`
+        // (measured by harness/tests/fidelity.rs: a Read of a notebook with no cells)
+        let empty = format!("({} completed with no output)", tool.name());
         let text = match &output {
             ToolOutput::Data { text, data } => {
                 self.log_structured(id, tool.name(), data);
                 text
             }
             ToolOutput::Text(t) => t,
+            ToolOutput::Blocks(b) if blank_blocks(b) => &empty,
             ToolOutput::Blocks(b) => {
                 return ToolResult { tool_use_id: id.to_string(), content: Value::Array(b.clone()), is_error: false }
             }
         };
+        let text = if text.trim().is_empty() { &empty } else { text };
         let max = tool.max_result_size_chars();
         // named only when it is persisted (the Bash tool's name is a fresh shell id)
         let name = max.filter(|m| text.chars().count() > *m).and_then(|_| tool.persisted_name(&self.ctx));
@@ -354,27 +374,49 @@ impl Runtime {
     }
 }
 
+/// How a deny rule met a call: what [`denied_text`] words differently.
+struct Denial<'a> {
+    /// A rule of the tool's own family covers the path as given (not only where it leads).
+    as_given: bool,
+    /// A Read rule covers the written path (as given or where it leads).
+    read_covered: bool,
+    /// The part of a command that was denied (a pipe's part), when it is not the whole command.
+    shown: Option<&'a str>,
+}
+
+/// No blocks, or only text blocks with blank texts.
+fn blank_blocks(blocks: &[Value]) -> bool {
+    blocks.iter().all(|b| b["type"] == "text" && b["text"].as_str().is_none_or(|t| t.trim().is_empty()))
+}
+
 /// The text of a call a deny rule refuses. The file tools' are Claude Code 2.1.235's (measured by
-/// `harness/tests/fidelity.rs`): input errors for Read, Edit and Write, a plain error naming the path for
-/// Grep. A command's is the reference's too, naming the command (or the pipe part that was denied:
-/// `shown`, [`crate::permissions::Rules::denied_part`]) and not the rule: `Permission to use Bash with
-/// command touch ran && git push has been denied.` (`probes/claude-code/bash-permissions.toml`,
-/// `probes/bash/deny-bypass.toml` on both subjects). The other tools name the rule.
-fn denied_text(tool: &str, subject: &PermissionSubject, rule: &str, shown: Option<&str>) -> String {
+/// `harness/tests/fidelity.rs` and `probes/claude-code/deny-through-symlinks.toml`): input errors for
+/// Read, Edit and Write when a rule of their own family covers the path as given (`as_given`), or, for
+/// Edit and Write, a Read rule covers it as given or where it leads, or another rule of theirs does (a
+/// Write under an `Edit(blocked/**)` rule: `probes/pipeline/refusals-have-no-side-effect.toml`); a Read
+/// denied only where its path leads (a symlink, `/proc/self/root/…`) is the permission check's plain
+/// error naming the path as given, as Grep's and Glob's are. A command's is the reference's too, naming
+/// the command (or the pipe part that was denied: `shown`, [`crate::permissions::Rules::denied_part`])
+/// and not the rule: `Permission to use Bash with command touch ran && git push has been denied.`
+/// (`probes/claude-code/bash-permissions.toml`, `probes/bash/deny-bypass.toml` on both subjects). The
+/// other tools name the rule.
+fn denied_text(tool: &str, subject: &PermissionSubject, rule: &str, how: &Denial<'_>) -> String {
     const IN_DENIED_DIR: &str = "File is in a directory that is denied by your permission settings.";
     let read_rule = rule.starts_with("Read(");
     match (tool, subject) {
-        ("Read", PermissionSubject::ReadPath(_)) => wrap(IN_DENIED_DIR),
-        // Write too: `Edit(blocked/**)` refuses a Write with the same text (measured on 2.1.235 by
-        // `probes/pipeline/refusals-have-no-side-effect.toml`)
-        ("Edit" | "Write", PermissionSubject::WritePath(_)) if !read_rule => wrap(IN_DENIED_DIR),
-        ("Edit" | "Write", PermissionSubject::WritePath(_)) if read_rule => wrap(&format!(
+        ("Read", PermissionSubject::ReadPath(_)) if how.as_given => wrap(IN_DENIED_DIR),
+        ("Read", PermissionSubject::ReadPath(p)) => format!("Permission to read {} has been denied.", p.display()),
+        ("Edit" | "Write", PermissionSubject::WritePath(_)) if how.as_given => wrap(IN_DENIED_DIR),
+        ("Edit" | "Write", PermissionSubject::WritePath(_)) if !read_rule && !how.read_covered => wrap(IN_DENIED_DIR),
+        ("Edit" | "Write", PermissionSubject::WritePath(_)) => wrap(&format!(
             "File is covered by a Read deny rule in your permission settings and cannot be {}.",
             if tool == "Edit" { "edited" } else { "written" }
         )),
-        ("Grep", PermissionSubject::ReadPath(p)) => format!("Permission to read {} has been denied.", p.display()),
+        ("Grep" | "Glob", PermissionSubject::ReadPath(p)) => {
+            format!("Permission to read {} has been denied.", p.display())
+        }
         (_, PermissionSubject::Command(c)) => {
-            format!("Permission to use {tool} with command {} has been denied.", shown.unwrap_or(c))
+            format!("Permission to use {tool} with command {} has been denied.", how.shown.unwrap_or(c))
         }
         _ => format!("Permission to use {tool} has been denied by the rule {rule} in settings.permissions.deny."),
     }

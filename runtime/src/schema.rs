@@ -4,8 +4,8 @@
 //! to the following issue:` then one line per issue.
 
 use crate::validation::{
-    below_minimum, input_not_object, missing_parameter, not_integer, not_one_of, tool_failed, unexpected_parameter,
-    wrong_type,
+    below_minimum, input_not_object, invalid_value, invalid_value_message, issues_error, missing_parameter,
+    not_integer, tool_failed, unexpected_parameter, wrong_type,
 };
 use serde_json::Value;
 
@@ -23,7 +23,7 @@ fn type_ok(expected: &str, v: &Value) -> bool {
 }
 
 /// The issues of `input` against `schema`, in a stable order (missing, unexpected, then per property in
-/// schema order).
+/// schema order), in words; a value outside an `enum` is not among them ([`enum_issues`]).
 pub fn issues(schema: &Value, input: &Value) -> Vec<String> {
     let mut out = Vec::new();
     let Some(obj) = input.as_object() else {
@@ -50,11 +50,6 @@ pub fn issues(schema: &Value, input: &Value) -> Vec<String> {
                 continue;
             }
         }
-        if let Some(options) = spec.get("enum").and_then(Value::as_array) {
-            if !options.contains(v) {
-                out.push(not_one_of(name, options, v));
-            }
-        }
         if let (Some(min), Some(n)) = (spec.get("minimum").and_then(Value::as_f64), v.as_f64()) {
             if n < min {
                 out.push(below_minimum(name, min));
@@ -64,13 +59,40 @@ pub fn issues(schema: &Value, input: &Value) -> Vec<String> {
     out
 }
 
-/// The error text for a failed validation, or `None` when the input is valid.
+/// The values outside their property's `enum`, as zod's `invalid_value` issues (of properties whose type
+/// is right).
+pub fn enum_issues(schema: &Value, input: &Value) -> Vec<Value> {
+    let (Some(obj), Some(props)) = (input.as_object(), schema.get("properties").and_then(Value::as_object)) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for (name, spec) in props {
+        let (Some(v), Some(options)) = (obj.get(name), spec.get("enum").and_then(Value::as_array)) else { continue };
+        if spec.get("type").and_then(Value::as_str).is_some_and(|t| !type_ok(t, v)) || options.contains(v) {
+            continue;
+        }
+        let names: Vec<&str> = options.iter().filter_map(Value::as_str).collect();
+        out.push(invalid_value(
+            serde_json::json!([name]),
+            Value::Array(options.clone()),
+            &invalid_value_message(&names),
+        ));
+    }
+    out
+}
+
+/// The error text for a failed validation, or `None` when the input is valid. As Claude Code 2.1.235
+/// words its zod errors: the issues it knows (missing, unexpected, wrong type) in words; when there are
+/// none of those, zod's own message — the issues as JSON — so a value outside an enum reads
+/// `InputValidationError: [ { "code": "invalid_value", … } ]`, and is not named when an issue in
+/// words is there too (`probes/notebook/edit.toml`, both subjects).
 pub fn validate(tool: &str, schema: &Value, input: &Value) -> Option<String> {
     let found = issues(schema, input);
-    if found.is_empty() {
-        return None;
+    if !found.is_empty() {
+        return Some(tool_failed(tool, &found));
     }
-    Some(tool_failed(tool, &found))
+    let zod = enum_issues(schema, input);
+    (!zod.is_empty()).then(|| issues_error(&zod))
 }
 
 #[cfg(test)]
@@ -90,7 +112,15 @@ mod tests {
             issues(&schema, &json!({"file_path": "x", "limit": 0})),
             ["The parameter `limit` must be greater than or equal to 1"]
         );
-        assert_eq!(issues(&schema, &json!({"file_path": "x", "mode": "c"})).len(), 1);
+        assert_eq!(
+            validate("Read", &schema, &json!({"file_path": "x", "mode": "c"})).unwrap_or_default(),
+            "InputValidationError: [\n  {\n    \"code\": \"invalid_value\",\n    \"values\": [\n      \"a\",\n      \"b\"\n    ],\n    \"path\": [\n      \"mode\"\n    ],\n    \"message\": \"Invalid option: expected one of \\\"a\\\"|\\\"b\\\"\"\n  }\n]"
+        );
+        // an issue in words is there: the enum's is not named
+        assert_eq!(
+            validate("Read", &schema, &json!({"mode": "c"})).unwrap_or_default(),
+            "InputValidationError: Read failed due to the following issue:\nThe required parameter `file_path` is missing"
+        );
         assert_eq!(
             issues(&schema, &json!({"file_path": "x", "limit": 1.5})),
             ["The parameter `limit` must be an integer"]

@@ -74,23 +74,34 @@ impl Session {
     }
 }
 
-/// Texts a call leaves for the next request, keyed by the call's id; the agent loop takes those of the
-/// calls its last message answered (SKILL-1's body after "Launching skill", TS-1's `Tool loaded.`).
+/// Content a call leaves for the next request, after the turn's results, keyed by the call's id; the
+/// agent loop takes that of the calls its last message answered (SKILL-1's body after "Launching
+/// skill", TS-1's `Tool loaded.`, a PDF Read's document, a paged Read's note).
 #[derive(Debug, Default)]
-pub struct Followups(Mutex<Vec<(String, String)>>);
+pub struct Followups(Mutex<Vec<(String, serde_json::Value)>>);
 
 impl Followups {
-    /// Leaves `text` for the request that carries the result of call `id`.
+    /// Leaves `text` (a text block) for the request that carries the result of call `id`.
     pub fn push(&self, id: &str, text: String) {
-        self.0.lock().unwrap_or_else(PoisonError::into_inner).push((id.to_string(), text));
+        self.push_block(id, serde_json::json!({"type": "text", "text": text}));
     }
 
-    /// Takes the texts of these calls, in the order they were left.
-    pub fn take_for(&self, ids: &[&str]) -> Vec<String> {
+    /// Leaves a content block (`document`, `image`, `text`) for that request.
+    pub fn push_block(&self, id: &str, block: serde_json::Value) {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner).push((id.to_string(), block));
+    }
+
+    /// Takes the blocks of these calls, in the order they were left.
+    pub fn take_blocks_for(&self, ids: &[&str]) -> Vec<serde_json::Value> {
         let mut q = self.0.lock().unwrap_or_else(PoisonError::into_inner);
         let (mine, rest): (Vec<_>, Vec<_>) = q.drain(..).partition(|(id, _)| ids.contains(&id.as_str()));
         *q = rest;
-        mine.into_iter().map(|(_, t)| t).collect()
+        mine.into_iter().map(|(_, b)| b).collect()
+    }
+
+    /// Takes the texts of these calls (their text blocks), in the order they were left.
+    pub fn take_for(&self, ids: &[&str]) -> Vec<String> {
+        self.take_blocks_for(ids).iter().filter_map(|b| b["text"].as_str().map(str::to_string)).collect()
     }
 }
 

@@ -119,6 +119,12 @@ pub trait Tool: Send + Sync {
     fn persisted_name(&self, _ctx: &ToolContext) -> Option<String> {
         None
     }
+    /// The reference's input checks that come before its permission check (its `validateInput`), in its
+    /// order: their refusal (a message the pipeline wraps as an input error) is what a call gets even
+    /// when a permission rule would deny it too. Default: none.
+    fn check_before_permissions(&self, _input: &Value, _ctx: &ToolContext) -> Option<String> {
+        None
+    }
     /// What permission rules of this tool match against.
     fn permission_subject(&self, _input: &Value, _ctx: &ToolContext) -> PermissionSubject {
         PermissionSubject::None

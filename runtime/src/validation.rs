@@ -50,13 +50,6 @@ pub fn not_integer(name: &str) -> String {
     format!("The parameter `{name}` must be an integer")
 }
 
-/// A value outside the schema's `enum`: the options as `'a' | 'b'` (strings quoted, others as JSON).
-pub fn not_one_of(name: &str, options: &[Value], got: &Value) -> String {
-    let list: Vec<String> =
-        options.iter().map(|o| o.as_str().map(|s| format!("'{s}'")).unwrap_or_else(|| o.to_string())).collect();
-    format!("The parameter `{name}` must be one of {} (got {got})", list.join(" | "))
-}
-
 /// A number below the schema's `minimum`.
 pub fn below_minimum(name: &str, minimum: f64) -> String {
     format!("The parameter `{name}` must be greater than or equal to {minimum}")
@@ -185,10 +178,6 @@ mod tests {
         assert_eq!(
             wrong_type("x", "boolean", &Value::Null),
             "The parameter `x` type is expected as `boolean` but provided as `null`"
-        );
-        assert_eq!(
-            not_one_of("mode", &[json!("a"), json!(2)], &json!("c")),
-            "The parameter `mode` must be one of 'a' | 2 (got \"c\")"
         );
         assert_eq!(below_minimum("limit", 1.0), "The parameter `limit` must be greater than or equal to 1");
         assert_eq!(

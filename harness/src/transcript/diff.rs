@@ -14,6 +14,7 @@
 //! same in every probe, so its text diff is kept once per set and the probes name it. The claims matrix
 //! of the HTML report speaks of behaviour only: a prompt-only change never shows as a claim that differs.
 
+use super::normalise::strip_reminders;
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -110,7 +111,9 @@ fn read_set(dir: &Path) -> Result<BTreeMap<String, String>, String> {
         let p = e.map_err(|e| e.to_string())?.path();
         if let Some(id) = p.file_name().and_then(|n| n.to_str()).and_then(|n| n.strip_suffix(".snap")) {
             let text = std::fs::read_to_string(&p).map_err(|e| format!("{}: {e}", p.display()))?;
-            out.insert(id.to_string(), super::golden::body(&text).to_string());
+            // an inserted notebook cell's id is made up (Claude Code: at random; the built-in runtime
+            // derives it, and its goldens keep it): numbered alike on both sides before comparing
+            out.insert(id.to_string(), super::normalise::cell_ids(super::golden::body(&text)).into_owned());
         }
     }
     Ok(out)
@@ -155,42 +158,53 @@ fn verdict_lines(t: &str) -> String {
     t.split("\n## verdicts\n").nth(1).unwrap_or_default().trim_end().to_string()
 }
 
-/// Lines of tool_result sections (a result line and its indented content). The content of a result
-/// whose tool_use id is in `unordered` (the probe's `unordered`: a subject's parallel search prints its
-/// lines in any order) is sorted, as the behaviour fingerprint counts those lines as a set
-/// ([`crate::observe::behaviour`]).
+/// Lines of tool_result sections (a result line and its indented content), each result's text without
+/// the `<system-reminder>` blocks a subject appends to it (Claude Code does with some models, e.g.
+/// `--model claude-sonnet-4-5`: `<total_tokens>N tokens left</total_tokens>`, a count that moves with
+/// the prompt's size) and the trailing white space that subject trims before them — the step
+/// [`strip_reminders`] of the behaviour fingerprints: the reminders are context for the model, not what
+/// the tool answered. The content of a result whose tool_use id is in `unordered` (the probe's
+/// `unordered`: a subject's parallel search prints its lines in any order) is sorted, as the behaviour
+/// fingerprint counts those lines as a set ([`crate::observe::behaviour`]).
 fn result_lines(t: &str, unordered: &BTreeSet<String>) -> String {
-    let mut out: Vec<&str> = Vec::new();
-    let mut inside = false;
-    // where the content of the current unordered section starts in `out`
-    let mut sort_from: Option<usize> = None;
-    let flush = |out: &mut Vec<&str>, from: &mut Option<usize>| {
-        if let Some(i) = from.take() {
-            out[i..].sort_unstable();
+    let mut out: Vec<String> = Vec::new();
+    // the current result's `  | ` lines, and whether they are a set
+    let mut text: Option<Vec<&str>> = None;
+    let mut as_set = false;
+    let flush = |text: &mut Option<Vec<&str>>, out: &mut Vec<String>, as_set: bool| {
+        if let Some(lines) = text.take() {
+            let raw = lines.iter().map(|l| l.strip_prefix("  | ").unwrap_or("")).collect::<Vec<_>>().join("\n");
+            let mut shown: Vec<String> =
+                super::indent(&strip_reminders(&raw)).split('\n').map(str::to_string).collect();
+            if as_set {
+                shown.sort_unstable();
+            }
+            out.extend(shown);
         }
     };
+    let mut inside = false;
     for l in t.lines() {
         let header = l.starts_with("tool_result ");
-        if header || !(inside && (l.starts_with("  |") || l.starts_with("  ["))) {
-            flush(&mut out, &mut sort_from);
+        if header || !(inside && l.starts_with("  |")) {
+            flush(&mut text, &mut out, as_set);
         }
         // the lab's own prelude (deferred tools loaded) is not the subject's behaviour
         if header && l.contains("_prelude_") {
             inside = false;
         } else if header {
             inside = true;
-            out.push(l);
+            out.push(l.to_string());
             let id = l.split(' ').nth(1).unwrap_or_default().trim_end_matches(':');
-            if unordered.contains(id) {
-                sort_from = Some(out.len());
-            }
-        } else if inside && (l.starts_with("  |") || l.starts_with("  [")) {
-            out.push(l);
+            as_set = unordered.contains(id);
+        } else if inside && l.starts_with("  |") {
+            text.get_or_insert_with(Vec::new).push(l);
+        } else if inside && l.starts_with("  [") {
+            out.push(l.to_string());
         } else {
             inside = false;
         }
     }
-    flush(&mut out, &mut sort_from);
+    flush(&mut text, &mut out, as_set);
     out.join("\n")
 }
 
@@ -448,6 +462,19 @@ mod tests {
         assert!(diff_dirs_with(&l, &r, &b, &set).unwrap_or_else(|e| panic!("{e}")).probes[0].results.is_some());
         std::fs::write(r.join("p.snap"), left.replace("  | b:1", "  | c:1")).unwrap_or_else(|e| panic!("{e}"));
         assert!(diff_dirs_with(&l, &r, &b, &set).unwrap_or_else(|e| panic!("{e}")).probes[0].results.is_some());
+    }
+
+    #[test]
+    fn appended_reminders_are_not_results() {
+        let plain = "tool_result t1:\n  | 1\tone\n  | 2\t\ntool_result t2 is_error:\n  | <tool_use_error>x</tool_use_error>\n## verdicts\n";
+        let reminded = "tool_result t1:\n  | 1\tone\n  | 2\n  |\n  | <system-reminder>\n  | <total_tokens>14999874 tokens left</total_tokens>\n  | </system-reminder>\ntool_result t2 is_error:\n  | <tool_use_error>x</tool_use_error>\n  |\n  | <system-reminder>\n  | <total_tokens>1 tokens left</total_tokens>\n  | </system-reminder>\n## verdicts\n";
+        assert_eq!(result_lines(plain, &BTreeSet::new()), result_lines(reminded, &BTreeSet::new()));
+        assert_eq!(
+            result_lines(plain, &BTreeSet::new()),
+            "tool_result t1:\n  | 1\tone\n  | 2\ntool_result t2 is_error:\n  | <tool_use_error>x</tool_use_error>"
+        );
+        // a text that differs still differs
+        assert_ne!(result_lines(plain, &BTreeSet::new()), result_lines(&plain.replace("one", "two"), &BTreeSet::new()));
     }
 
     #[test]

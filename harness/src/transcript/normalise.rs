@@ -239,7 +239,7 @@ fn word(id: &str) -> Regex {
 
 /// The ids of inserted notebook cells, numbered `<cell-N>` in order of first appearance, replaced
 /// wherever they stand as words.
-fn cell_ids(s: &str) -> Cow<'_, str> {
+pub(crate) fn cell_ids(s: &str) -> Cow<'_, str> {
     let mut ids: Vec<String> = Vec::new();
     for c in INSERTED_CELL.captures_iter(s) {
         if !c[1].starts_with('<') && !ids.contains(&c[1].to_string()) {

@@ -187,7 +187,11 @@ pub enum LoopEnd {
 
 /// Adds a text block to the last user message (after its tool_results), or a new user message.
 fn append_text(messages: &mut Vec<Value>, text: String) {
-    let block = json!({"type": "text", "text": text});
+    append_block(messages, json!({"type": "text", "text": text}));
+}
+
+/// Appends a content block to the last user message (or a new one).
+fn append_block(messages: &mut Vec<Value>, block: Value) {
     match messages.last_mut() {
         Some(m) if m["role"] == "user" => {
             if let Some(s) = m["content"].as_str().map(str::to_string) {
@@ -297,14 +301,14 @@ pub async fn run_loop_with(
         if let Some(block) = tasks.drain_notifications() {
             append_text(&mut messages, block);
         }
-        let mut texts: Vec<String> =
-            runtime.extensions.iter().flat_map(|e| e.before_request(runtime, &messages)).collect();
+        let texts: Vec<String> = runtime.extensions.iter().flat_map(|e| e.before_request(runtime, &messages)).collect();
         let ids = answered_ids(&messages);
-        if !ids.is_empty() {
-            texts.extend(runtime.ctx.session.followups.take_for(&ids));
-        }
+        let followups = if ids.is_empty() { Vec::new() } else { runtime.ctx.session.followups.take_blocks_for(&ids) };
         for text in texts {
             append_text(&mut messages, text);
+        }
+        for block in followups {
+            append_block(&mut messages, block);
         }
         // the conversation and the tool list are moved into the body, not copied (`json!` copies what it
         // is given: a turn's largest cost after the wire, `benches/benches/turn.rs`), and moved back

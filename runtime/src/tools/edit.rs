@@ -1,11 +1,12 @@
 //! Edit (EDIT-1..6): exact replacement of `old_string` by `new_string`, unique unless `replace_all`;
-//! refuses a file never Read, a file changed since its Read, and notebooks (NotebookEdit's job); leaves a
-//! file-history checkpoint on success.
+//! refuses a file never Read (with the models that keep the reference's gate: [`crate::fs::GATED_MODELS`]),
+//! a file changed since its Read (unless the edit still applies: [`crate::fs::check_edit_gates`]), and
+//! notebooks (NotebookEdit's job); leaves a file-history checkpoint on success.
 
 use crate::context::ToolContext;
 use crate::fs::{
-    check_write_gates, checkpoint, confine_write, missing_file_near, remember_read, trim_line_ends, updated,
-    write_and_remember, TextFile, FILE_STATE_NOTE,
+    check_edit_gates, check_fill_gates, checkpoint, confine_write, missing_file_near, remember_read, trim_line_ends,
+    updated, write_and_remember, Gate, TextFile, FILE_STATE_NOTE, STALE_RECOVERED_NOTE,
 };
 use crate::tool::{parse_args, PermissionSubject, Tool, ToolError, ToolOutput};
 use futures_util::future::BoxFuture;
@@ -112,6 +113,18 @@ pub fn replace(text: &str, old: &str, new: &str, replace_all: bool) -> Result<St
     Ok(if replace_all { text.replace(&target, &new) } else { text.replacen(&target, &new, 1) })
 }
 
+/// The old string "applies" to the text as the reference's stale-file check has it: found (quotes
+/// normalised), and once unless replace_all; an empty one never does.
+fn applies(text: &str, old: &str, replace_all: bool) -> bool {
+    if old.is_empty() {
+        return false;
+    }
+    let Some(actual) = actual_old(text, old) else {
+        return false;
+    };
+    replace_all || text.find(actual.as_str()).is_some_and(|i| !text[i + actual.len()..].contains(actual.as_str()))
+}
+
 fn has_unicode_escape(s: &str) -> bool {
     let b = s.as_bytes();
     (0..b.len().saturating_sub(5))
@@ -168,26 +181,34 @@ impl Tool for Edit {
                 Err(_) => return Err(ToolError::Validation(missing_file_near(ctx, &path))),
             };
             let file = TextFile::decode(&current);
-            let new_text = if args.old_string.is_empty() {
+            let (new_text, gate) = if args.old_string.is_empty() {
                 // an existing file that holds nothing but white space is filled; the gates are checked
                 // while running, so their refusals are not input errors there (as on the reference)
                 if !file.content().trim_matches(|c: char| c.is_whitespace() || c == '\u{feff}').is_empty() {
                     return Err(ToolError::Validation("Cannot create new file - file already exists.".into()));
                 }
-                check_write_gates(ctx, &path, &current).map_err(|e| ToolError::Runtime(e.to_string()))?;
-                new_string.clone()
+                check_fill_gates(ctx, &path, &current)?;
+                (new_string.clone(), Gate::Pass)
             } else {
                 if path.extension().is_some_and(|e| e == "ipynb") {
                     return Err(ToolError::Validation(
                         "File is a Jupyter Notebook. Use the NotebookEdit to edit this file.".into(),
                     ));
                 }
-                check_write_gates(ctx, &path, &current)?;
+                let gate = check_edit_gates(
+                    ctx,
+                    &path,
+                    &current,
+                    applies(file.content(), &args.old_string, args.replace_all),
+                )?;
                 // the reference looks for old_string in the text without its byte-order mark (an old
                 // string holding the mark is not found), then replaces in the text as it is
                 replace(file.content(), &args.old_string, &new_string, args.replace_all)?;
-                replace(&file.text, &args.old_string, &new_string, args.replace_all)?
+                (replace(&file.text, &args.old_string, &new_string, args.replace_all)?, gate)
             };
+            // the note the reference ends a success with: the file state is current, or (a stale file the
+            // edit still applied to) that the file holds changes the model has not seen
+            let note = if gate == Gate::StaleRecovered { STALE_RECOVERED_NOTE } else { FILE_STATE_NOTE };
             checkpoint(ctx, &path, &current)?;
             let bytes = file.encode(&new_text);
             crate::fs::write_no_follow(&path, &bytes)
@@ -195,11 +216,11 @@ impl Tool for Edit {
             remember_read(ctx, &path, bytes, false);
             if args.replace_all {
                 return Ok(ToolOutput::Text(format!(
-                    "The file {} has been updated. All occurrences were successfully replaced.{FILE_STATE_NOTE}",
+                    "The file {} has been updated. All occurrences were successfully replaced.{note}",
                     path.display()
                 )));
             }
-            Ok(ToolOutput::Text(updated(&path)))
+            Ok(ToolOutput::Text(format!("The file {} has been updated successfully.{note}", path.display())))
         })
     }
 }
@@ -207,6 +228,17 @@ impl Tool for Edit {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn applies_as_the_stale_check_has_it() {
+        assert!(applies("version two", "two", false));
+        assert!(!applies("version one", "two", false));
+        assert!(!applies("dup dup", "dup", false));
+        assert!(applies("dup dup", "dup", true));
+        assert!(!applies("anything", "", true));
+        // curly quotes in the file match straight ones
+        assert!(applies("it\u{2019}s", "it's", false));
+    }
 
     #[test]
     fn unique_exact_replacement() {

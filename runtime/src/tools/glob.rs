@@ -1,7 +1,7 @@
 //! Glob (GLOB-1): files matching a glob pattern under a path (default the cwd), found with the search
-//! engine's `--files` walk — so ignore rules (.gitignore in a repository, .ignore, .rgignore) apply and
-//! version-control directories are skipped — sorted by modification time (oldest first, then path), at
-//! most [`MAX_FILES`] of them.
+//! engine's `--files` walk as Claude Code 2.1.235 runs its rg — `--no-ignore --hidden`, no VCS dirs left
+//! out, so ignored files and `.git/…` are listed (`probes/glob/basic.toml`) — sorted by modification
+//! time (oldest first, then path), at most [`MAX_FILES`] of them.
 
 use crate::context::ToolContext;
 use crate::tool::{parse_args, PermissionSubject, Tool, ToolError, ToolOutput};
@@ -11,6 +11,12 @@ use probelab_search::{run, Io};
 use serde::Deserialize;
 use serde_json::{json, Value};
 use std::path::Path;
+
+/// A Claude Code switch that is on unless set to something else than `1` / `true` / `yes` / `on`
+/// (the reference's default for both Glob switches is "true").
+fn env_on(ctx: &ToolContext, name: &str) -> bool {
+    ctx.env.get(name).is_none_or(|v| matches!(v.trim().to_ascii_lowercase().as_str(), "1" | "true" | "yes" | "on"))
+}
 
 /// Files listed at most; more are cut with a note (the reference's Glob budget, GLOB-1).
 pub const MAX_FILES: usize = 100;
@@ -64,18 +70,34 @@ impl Tool for Glob {
         Box::pin(async move {
             let a: Args = parse_args(input)?;
             let dir = crate::fs::search_root(ctx, a.path.as_deref())?;
-            if !dir.is_dir() {
-                return Err(ToolError::Validation(format!(
-                    "Directory does not exist: {}",
-                    a.path.as_deref().unwrap_or_default()
-                )));
+            if let Some(given) = a.path.as_deref() {
+                match std::fs::metadata(&dir) {
+                    Err(_) => {
+                        return Err(ToolError::Validation(crate::fs::missing_search_path(
+                            ctx,
+                            "Directory",
+                            given,
+                            &dir,
+                        )))
+                    }
+                    Ok(m) if !m.is_dir() => {
+                        return Err(ToolError::Validation(format!("Path is not a directory: {given}")))
+                    }
+                    Ok(_) => {}
+                }
             }
-            let mut globs: Vec<String> = super::grep::VCS_DIRS.iter().map(|d| format!("!{d}")).collect();
-            globs.push(a.pattern.clone());
+            // as Claude Code 2.1.235 runs its rg for Glob: `--files --glob <pattern> --no-ignore --hidden`
+            // (`CLAUDE_CODE_GLOB_NO_IGNORE` / `CLAUDE_CODE_GLOB_HIDDEN`, default true, turn either off),
+            // and no `!.git`: ignored files and the VCS dirs are listed (`probes/glob/basic.toml`)
+            let no_ignore = env_on(ctx, "CLAUDE_CODE_GLOB_NO_IGNORE");
+            let hidden = env_on(ctx, "CLAUDE_CODE_GLOB_HIDDEN");
+            let globs = vec![a.pattern.clone()];
             // from the session's working directory, as Claude Code 2.1.235 runs its rg: a pattern with a `/`
             // is matched against paths relative to it (`sub/**` with path `tree` finds nothing; measured by
             // harness/tests/fidelity.rs)
-            let args = RgArgs { mode: Mode::Files, hidden: true, globs, paths: vec![dir.clone()], ..RgArgs::default() };
+            // walked from the path as given, like Grep's (the resolved one only had to lie in the sandbox)
+            let walk = a.path.as_deref().map(|p| crate::fs::absolute(ctx, p)).unwrap_or_else(|| dir.clone());
+            let args = RgArgs { mode: Mode::Files, hidden, no_ignore, globs, paths: vec![walk], ..RgArgs::default() };
             let cwd = ctx.working_dir();
             // files a deny rule covers are not listed
             let skip = crate::fs::search_skip(ctx, "Glob")?;

@@ -66,7 +66,10 @@ struct Args {
     multiline: Option<bool>,
 }
 
-/// A `Write` that refuses to grow past a limit.
+/// A `Write` that keeps the first [`MAX_BUFFER_BYTES`] bytes and then stops the search. Claude Code
+/// 2.1.235 keeps the first 20,000,000 chars of its embedded rg's output and drops the rest without an
+/// error (the search goes on to its end, unheard; `probes/grep/output-buffer.toml`): what was kept is
+/// the result, its cut last line included.
 struct Capped {
     buf: Vec<u8>,
     overflow: bool,
@@ -75,6 +78,8 @@ struct Capped {
 impl std::io::Write for Capped {
     fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
         if self.buf.len() + b.len() > MAX_BUFFER_BYTES {
+            let room = MAX_BUFFER_BYTES - self.buf.len();
+            self.buf.extend_from_slice(&b[..room]);
             self.overflow = true;
             return Err(std::io::Error::other("maxBuffer length exceeded"));
         }
@@ -179,13 +184,9 @@ async fn search(ctx: &ToolContext, args: RgArgs) -> Result<Searched, ToolError> 
     });
     match tokio::time::timeout(deadline, task).await {
         Ok(Ok((code, out, err))) => {
-            if out.overflow {
-                return Err(ToolError::Runtime(format!(
-                    "Search output exceeded the {MAX_BUFFER_BYTES}-byte buffer; narrow the pattern, path or glob, or use head_limit."
-                )));
-            }
+            // the output past the buffer is dropped, not an error: the search counts as done
             Ok(Searched {
-                code,
+                code: if out.overflow { 0 } else { code },
                 stdout: String::from_utf8_lossy(&out.buf).into_owned(),
                 stderr: String::from_utf8_lossy(&err.buf).into_owned(),
             })
@@ -282,8 +283,8 @@ impl Tool for Grep {
             let a: Args = parse_args(input)?;
             let path: PathBuf = crate::fs::search_root(ctx, a.path.as_deref())?;
             let shown = a.path.as_deref().unwrap_or_default();
-            let meta =
-                std::fs::metadata(&path).map_err(|_| ToolError::Validation(format!("Path does not exist: {shown}")))?;
+            let meta = std::fs::metadata(&path)
+                .map_err(|_| ToolError::Validation(crate::fs::missing_search_path(ctx, "Path", shown, &path)))?;
             if !meta.is_file() && !meta.is_dir() {
                 // a FIFO, socket or device would block the search: nothing would ever end it
                 return Err(ToolError::Validation(format!("Path is not a regular file or directory: {shown}")));
@@ -293,7 +294,11 @@ impl Tool for Grep {
                 "count" => Mode::Count,
                 _ => Mode::FilesWithMatches,
             };
-            let found = search(ctx, rg_args(&a, mode, &path)).await?;
+            // walked from the path as given (the OS follows a link in it), as the reference hands its rg
+            // the path: results under a link or /proc/self/root are shown under it (`read.deny-bypass`);
+            // the resolved path only had to lie in the sandbox
+            let walk = a.path.as_deref().map(|p| crate::fs::absolute(ctx, p)).unwrap_or_else(|| path.clone());
+            let found = search(ctx, rg_args(&a, mode, &walk)).await?;
             // results are shown relative to the session's working directory (WT-1: a worktree's, after EnterWorktree)
             let wd = ctx.working_dir();
             if found.code == EXIT_ERROR && found.stdout.is_empty() {
@@ -309,7 +314,17 @@ impl Tool for Grep {
                 None => DEFAULT_HEAD_LIMIT,
             };
             let offset = a.offset.unwrap_or(0);
-            let lines: Vec<String> = found.stdout.lines().map(str::to_string).collect();
+            // the reference's rg runner trims the output (JavaScript's trim: white space and U+FEFF),
+            // splits it on '\n', drops a '\r' before it and every empty line (`probes/grep/budget.toml`:
+            // an empty line `^$` matched is not shown)
+            let lines: Vec<String> = found
+                .stdout
+                .trim_matches(|c: char| c.is_whitespace() || c == '\u{feff}')
+                .split('\n')
+                .map(|l| l.strip_suffix('\r').unwrap_or(l))
+                .filter(|l| !l.is_empty())
+                .map(str::to_string)
+                .collect();
             // GREP-2: the record kept beside the text says how much there was in all and what was cut, so
             // "not shown" can be told apart: filtered (not matched) or truncated (limit / offset).
             let applied =

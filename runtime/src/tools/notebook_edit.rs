@@ -11,6 +11,12 @@ use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
 /// The NotebookEdit tool.
+/// The reference's refusal of a path that is no notebook.
+const NOT_A_NOTEBOOK: &str =
+    "File must be a Jupyter notebook (.ipynb file). For editing other file types, use the FileEdit tool.";
+/// The reference's refusal of an insert without a cell type.
+const CELL_TYPE_REQUIRED: &str = "Cell type is required when using edit_mode=insert.";
+
 #[derive(Debug, Default)]
 pub struct NotebookEdit;
 
@@ -159,18 +165,33 @@ impl Tool for NotebookEdit {
         crate::fs::path_subject(input, "notebook_path", true, ctx)
     }
 
+    /// Claude Code 2.1.235's NotebookEdit checks the extension, a cell type for an insert and its read
+    /// gate (for every model) before its permission check: a never-read notebook a deny rule covers is
+    /// refused as not read (`probes/edit/read-deny-inheritance.toml`, both subjects).
+    fn check_before_permissions(&self, input: &Value, ctx: &ToolContext) -> Option<String> {
+        let given = input.get("notebook_path").and_then(Value::as_str)?;
+        let path = crate::fs::resolve(ctx, given).ok()?.path;
+        if path.extension().is_none_or(|e| e != "ipynb") {
+            return Some(NOT_A_NOTEBOOK.into());
+        }
+        let mode = input.get("edit_mode").and_then(Value::as_str).unwrap_or("replace");
+        if mode == "insert" && input.get("cell_type").is_none_or(Value::is_null) {
+            return Some(CELL_TYPE_REQUIRED.into());
+        }
+        let read = ctx.read_state.lock().ok().is_some_and(|s| s.contains_key(&path));
+        (!read).then(|| crate::fs::NOT_READ_YET.into())
+    }
+
     fn call<'a>(&'a self, input: Value, ctx: &'a ToolContext) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
         Box::pin(async move {
             let args: Args = parse_args(input)?;
             let path = confine_write(ctx, &args.notebook_path)?;
             if path.extension().is_none_or(|e| e != "ipynb") {
-                return Err(ToolError::Validation(
-                    "File must be a Jupyter notebook (.ipynb file). For editing other file types, use the FileEdit tool.".into(),
-                ));
+                return Err(ToolError::Validation(NOT_A_NOTEBOOK.into()));
             }
             let mode = args.edit_mode.as_deref().unwrap_or("replace");
             if mode == "insert" && args.cell_type.is_none() {
-                return Err(ToolError::Validation("Cell type is required when using edit_mode=insert.".into()));
+                return Err(ToolError::Validation(CELL_TYPE_REQUIRED.into()));
             }
             // the reference's order: the read gate before the file is looked at
             if ctx.read_state.lock().ok().is_none_or(|s| !s.contains_key(&path)) {

@@ -100,6 +100,14 @@ impl Tool for Read {
         crate::fs::path_subject(input, "file_path", false, ctx)
     }
 
+    /// Claude Code 2.1.235 refuses the devices of its list by name before it looks at anything else
+    /// (`probes/claude-code/read-special.toml`): so does the built-in runtime, before its sandbox check.
+    fn check_before_permissions(&self, input: &Value, ctx: &ToolContext) -> Option<String> {
+        let given = input.get("file_path").and_then(Value::as_str)?;
+        blocking_device(&crate::fs::absolute(ctx, given))
+            .then(|| format!("Cannot read '{given}': this device file would block or produce infinite output."))
+    }
+
     fn call<'a>(&'a self, input: Value, ctx: &'a ToolContext) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
         Box::pin(async move {
             let args: Args = parse_args(input)?;
@@ -134,8 +142,10 @@ impl Tool for Read {
             if ext == "pdf" {
                 return pdf(ctx, &path, args.pages.as_deref());
             }
-            if args.pages.is_some() {
-                return Err(ToolError::Validation("The pages parameter is only for PDF files.".into()));
+            // the reference checks a `pages` value's form for any file and uses it only for a PDF: an image
+            // or a text file with `pages` is read as without (`probes/read/media.toml`)
+            if let Some(p) = args.pages.as_deref() {
+                parse_pages(p)?;
             }
             if let Some((_, media)) = IMAGE_TYPES.iter().find(|(e, _)| *e == ext) {
                 return image(ctx, &path, media);
@@ -159,7 +169,19 @@ impl Tool for Read {
             let window_lines =
                 read_window(&path, start, limit).map_err(|e| ToolError::Runtime(format!("{e}: {}", path.display())))?;
             let text = render_window(&path, &window_lines, first_number)?;
-            check_tokens(ctx, &text).await?;
+            if !windowed {
+                // a whole-file Read over the ceiling gets a page, as the reference pages it
+                if let Some((tokens, max)) = tokens_over(ctx, &text).await? {
+                    let (page, note) = token_page(&path, &window_lines.lines, tokens, max);
+                    crate::fs::remember_window(ctx, &path, Vec::new(), true, Some(window));
+                    if let Some(id) = &ctx.call_id {
+                        ctx.session.followups.push(id, note);
+                    }
+                    return Ok(ToolOutput::Text(number_lines(page.iter().map(String::as_str), first_number)));
+                }
+            } else {
+                check_tokens(ctx, &text).await?;
+            }
             let whole = if windowed { Vec::new() } else { std::fs::read(&path).unwrap_or_default() };
             crate::fs::remember_window(ctx, &path, whole, windowed, Some(window));
             Ok(ToolOutput::Text(text))
@@ -185,6 +207,41 @@ fn not_regular(path: &Path, kind: std::fs::FileType) -> ToolError {
     } else {
         ToolError::Validation(format!("Cannot read '{p}': this device file would block or produce infinite output."))
     }
+}
+
+/// The devices Claude Code 2.1.235 refuses to Read by their path (its list, read from the binary):
+/// reading them would block or never end.
+const BLOCKING_DEVICES: &[&str] = &[
+    "/dev/zero",
+    "/dev/random",
+    "/dev/urandom",
+    "/dev/full",
+    "/dev/stdin",
+    "/dev/tty",
+    "/dev/console",
+    "/dev/stdout",
+    "/dev/stderr",
+    "/dev/fd/0",
+    "/dev/fd/1",
+    "/dev/fd/2",
+];
+
+/// A path the reference refuses as a device by name: its list, a process's standard streams under
+/// `/proc/…/fd/`, and the `/proc/<pid>/` files that never end or are not files (`environ`, `cmdline`,
+/// `auxv`, `maps`, `mem`, `stat`).
+fn blocking_device(path: &Path) -> bool {
+    let s = path.to_string_lossy();
+    if BLOCKING_DEVICES.contains(&s.as_ref()) {
+        return true;
+    }
+    if s.starts_with("/proc/") && (s.ends_with("/fd/0") || s.ends_with("/fd/1") || s.ends_with("/fd/2")) {
+        return true;
+    }
+    let parts: Vec<&str> = s.split('/').collect();
+    parts.len() == 4
+        && parts[1] == "proc"
+        && !parts[2].is_empty()
+        && ["environ", "cmdline", "auxv", "maps", "mem", "stat"].contains(&parts[3])
 }
 
 /// The extension the reference refuses to Read as binary (its list; images and PDFs are read): taken
@@ -234,18 +291,87 @@ pub fn max_tokens(ctx: &ToolContext) -> u64 {
 /// quarter of the ceiling is the exact count asked of the API (`count_tokens`), and over the ceiling the
 /// read is an error.
 async fn check_tokens(ctx: &ToolContext, text: &str) -> Result<(), ToolError> {
-    let max = max_tokens(ctx);
-    let rough = (text.len() as u64).div_ceil(4);
-    if rough <= max / 4 {
-        return Ok(());
-    }
-    let exact = ctx.tokens.count(text).await.map_err(|e| ToolError::Runtime(format!("counting tokens failed: {e}")))?;
-    if exact > max {
+    if let Some((exact, max)) = tokens_over(ctx, text).await? {
         return Err(ToolError::Runtime(format!(
-            "File content ({exact} tokens) exceeds maximum allowed tokens ({max}). Please use offset and limit parameters to read specific portions of the file, or use the GrepTool to search for specific content."
+            "File content ({exact} tokens) exceeds maximum allowed tokens ({max}). Use offset and limit parameters to read specific portions of the file, or search for specific content instead of reading the whole file."
         )));
     }
     Ok(())
+}
+
+/// The count and the ceiling when `text` is over it (the rough estimate first, then the API's count).
+async fn tokens_over(ctx: &ToolContext, text: &str) -> Result<Option<(u64, u64)>, ToolError> {
+    let max = max_tokens(ctx);
+    let rough = (text.len() as u64).div_ceil(4);
+    if rough <= max / 4 {
+        return Ok(None);
+    }
+    let exact = ctx.tokens.count(text).await.map_err(|e| ToolError::Runtime(format!("counting tokens failed: {e}")))?;
+    Ok((exact > max).then_some((exact, max)))
+}
+
+/// The page of a whole-file Read over the token ceiling, and the note that follows the results, as
+/// Claude Code 2.1.235 makes them (read from the binary; measured by `probes/read/token-limit.toml`: 4,445
+/// lines counted 25,001 tokens give lines 1-3,778). Chars per token = the text's length / the count
+/// (at least 0.5); the first `lines * max / tokens * 0.85` lines, cut by 0.7 at most six times until
+/// their estimate fits; when even that does not fit (or is blank) the first `max * chars-per-token *
+/// 0.85` chars instead (cut by 0.7 the same way), for files of very long lines.
+fn token_page(path: &Path, lines: &[String], tokens: u64, max: u64) -> (Vec<String>, String) {
+    let content = lines.join("\n");
+    let units = |s: &str| s.encode_utf16().count() as f64;
+    let per_token = (units(&content) / tokens.max(1) as f64).max(0.5);
+    let estimate = |s: &str| units(s) / per_token;
+    let cap = max as f64;
+    let mut n =
+        ((lines.len() as f64 * cap / tokens.max(1) as f64 * 0.85).floor() as usize).clamp(1, lines.len().max(1));
+    let mut page = lines[..n.min(lines.len())].join("\n");
+    for _ in 0..6 {
+        if estimate(&page) <= cap || n <= 1 {
+            break;
+        }
+        n = ((n as f64 * 0.7).floor() as usize).max(1);
+        page = lines[..n].join("\n");
+    }
+    let p = path.display();
+    let by_lines = estimate(&page) <= cap && !page.trim().is_empty();
+    if by_lines && n < lines.len() {
+        let note = format!(
+            "[Truncated: PARTIAL view \u{2014} {p}: showing lines 1-{n} of {} total ({tokens} tokens, cap {max}). Call Read with offset={} limit={n} for the next page, or Grep to find a specific section. Do NOT answer from this page alone if the answer may be further in the file.]",
+            lines.len(),
+            n + 1
+        );
+        return (lines[..n].to_vec(), note);
+    }
+    let utf16: Vec<u16> = content.encode_utf16().collect();
+    if by_lines {
+        // every line fits (the reference's note then counts chars)
+        let note = format!(
+            "[Truncated: PARTIAL view \u{2014} {p}: showing the first {} of {} characters ({tokens} tokens, cap {max}); this file has very long lines and cannot be paginated by line. Use Grep to find a specific section, or Read with offset/limit to page through it. Do NOT answer from this excerpt alone if the answer may be elsewhere in the file.]",
+            page.encode_utf16().count(),
+            utf16.len()
+        );
+        return (lines[..n].to_vec(), note);
+    }
+    // by chars (UTF-16 units, a lone high surrogate at the end dropped)
+    let mut f = ((cap * per_token * 0.85).floor() as usize).max(1);
+    let mut cut: Vec<u16> = utf16[..f.min(utf16.len())].to_vec();
+    for _ in 0..6 {
+        cut = utf16[..f.min(utf16.len())].to_vec();
+        if cut.len() as f64 / per_token <= cap {
+            break;
+        }
+        f = ((f as f64 * 0.7).floor() as usize).max(1);
+    }
+    if cut.last().is_some_and(|u| (0xD800..=0xDBFF).contains(u)) {
+        cut.pop();
+    }
+    let text = String::from_utf16_lossy(&cut);
+    let note = format!(
+        "[Truncated: PARTIAL view \u{2014} {p}: showing the first {} of {} characters ({tokens} tokens, cap {max}); this file has very long lines and cannot be paginated by line. Use Grep to find a specific section, or Read with offset/limit to page through it. Do NOT answer from this excerpt alone if the answer may be elsewhere in the file.]",
+        cut.len(),
+        utf16.len()
+    );
+    (text.split('\n').map(str::to_string).collect(), note)
 }
 
 /// A window of lines.
@@ -378,10 +504,18 @@ fn pdf(ctx: &ToolContext, path: &Path, pages: Option<&str>) -> Result<ToolOutput
                 .push(json!({"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": data}}));
         }
     } else {
+        // as Claude Code 2.1.235 answers a whole PDF (`probes/read/media.toml`): the result says it was
+        // read, and the document follows the turn's results as its own block
         let data = base64::engine::general_purpose::STANDARD.encode(&bytes);
-        blocks.push(
-            json!({"type": "document", "source": {"type": "base64", "media_type": "application/pdf", "data": data}}),
-        );
+        let document =
+            json!({"type": "document", "source": {"type": "base64", "media_type": "application/pdf", "data": data}});
+        let text = format!("PDF file read: {} ({})", path.display(), format_size(bytes.len() as u64));
+        remember_read(ctx, path, bytes, false);
+        match &ctx.call_id {
+            Some(id) => ctx.session.followups.push_block(id, document),
+            None => return Ok(ToolOutput::Blocks(vec![json!({"type": "text", "text": text}), document])),
+        }
+        return Ok(ToolOutput::Text(text));
     }
     remember_read(ctx, path, bytes, pages.is_some());
     Ok(ToolOutput::Blocks(blocks))

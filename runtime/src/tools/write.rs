@@ -3,7 +3,7 @@
 
 use crate::context::ToolContext;
 use crate::fs::{
-    check_write_gates, checkpoint, confine_write, trim_line_ends, updated, write_and_remember, FILE_STATE_NOTE,
+    check_overwrite_gates, checkpoint, confine_write, trim_line_ends, updated, write_and_remember, FILE_STATE_NOTE,
 };
 use crate::tool::{parse_args, PermissionSubject, Tool, ToolError, ToolOutput};
 use futures_util::future::BoxFuture;
@@ -58,7 +58,7 @@ impl Tool for Write {
             let content = trim_line_ends(&path, &args.content);
             match std::fs::read(&path) {
                 Ok(current) => {
-                    check_write_gates(ctx, &path, &current)?;
+                    check_overwrite_gates(ctx, &path, &current)?;
                     checkpoint(ctx, &path, &current)?;
                     write_and_remember(ctx, &path, &content)?;
                     // the reference tells an update from a creation by the old content: an empty file
