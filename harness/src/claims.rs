@@ -1,6 +1,9 @@
 //! The claims catalogue: every behavioural claim a probe may cite, by id. The text is
 //! `docs/claims.md` (a copy of the team's `shared/reference/claims.md`, kept in the repo so a clone is
-//! self-contained; a test checks the copy against the shared file when that file is present).
+//! self-contained). The copy adds what the lab measured where a seed claim differs from the reference
+//! (issue 15): indented `Observed on <version>: …` notes under a claim, citing the probe. A test checks,
+//! when the shared file is present, that the copy holds every line of it, in order, and adds nothing
+//! else.
 
 /// The catalogue's markdown.
 pub const CATALOGUE: &str = include_str!("../../docs/claims.md");
@@ -49,11 +52,51 @@ mod tests {
         assert!(!exists("READ-99"));
     }
 
+    /// The lines `copy` adds to `shared` (in order, none changed or dropped): each must belong to an
+    /// indented `Observed on …` note; the first line that does not, or the first shared line missing.
+    fn added_beyond_observations(shared: &str, copy: &str) -> Result<(), String> {
+        let mut want = shared.lines().peekable();
+        let mut in_note = false;
+        for (n, line) in copy.lines().enumerate() {
+            if want.peek() == Some(&line) {
+                want.next();
+                in_note = false;
+                continue;
+            }
+            let note =
+                line.starts_with("  Observed on ") || (in_note && line.starts_with("  ") && !line.trim().is_empty());
+            if !note {
+                return Err(format!(
+                    "docs/claims.md:{}: {line:?} is neither the shared catalogue's nor an Observed note",
+                    n + 1
+                ));
+            }
+            in_note = true;
+        }
+        match want.next() {
+            Some(missing) => Err(format!("docs/claims.md lacks the shared catalogue's line {missing:?}")),
+            None => Ok(()),
+        }
+    }
+
     #[test]
-    fn repo_copy_matches_the_shared_catalogue_when_present() {
+    fn repo_copy_holds_the_shared_catalogue_and_only_adds_observations() {
         let shared = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/reference/claims.md");
         if let Ok(text) = std::fs::read_to_string(&shared) {
-            assert_eq!(text, CATALOGUE, "docs/claims.md differs from {}: copy it again", shared.display());
+            if let Err(e) = added_beyond_observations(&text, CATALOGUE) {
+                panic!("{e} (against {})", shared.display());
+            }
         }
+    }
+
+    #[test]
+    fn an_observation_may_be_added_and_nothing_else() {
+        let shared = "- A-1 one.\n  Observed on 1: x.\n- A-2 two.\n";
+        assert!(added_beyond_observations(shared, shared).is_ok());
+        let noted = "- A-1 one.\n  Observed on 1: x.\n  Observed on 2: y\n  (the probe).\n- A-2 two.\n";
+        assert!(added_beyond_observations(shared, noted).is_ok());
+        assert!(added_beyond_observations(shared, "- A-1 one, changed.\n  Observed on 1: x.\n- A-2 two.\n").is_err());
+        assert!(added_beyond_observations(shared, "- A-1 one.\n  Observed on 1: x.\n").is_err());
+        assert!(added_beyond_observations(shared, "- A-1 one.\n  Observed on 1: x.\n- A-3 new.\n- A-2 two.\n").is_err());
     }
 }
