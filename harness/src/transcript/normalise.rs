@@ -26,8 +26,11 @@ pub struct Places<'a> {
 pub struct Step {
     /// Name (for docs and failures).
     pub name: &'static str,
-    apply: Box<dyn for<'s> Fn(&'s str) -> Cow<'s, str> + Send + Sync>,
+    apply: Apply,
 }
+
+/// A step's transformation: the text, or a changed copy of it.
+type Apply = Box<dyn for<'s> Fn(&'s str) -> Cow<'s, str> + Send + Sync>;
 
 /// `s` with every `from` replaced by `to` (left to right, not overlapping, as `str::replace`),
 /// borrowed when there is none. memchr's searcher: `str`'s generic one is compiled with the calling
