@@ -227,11 +227,15 @@ pub fn sweep_stale(tmp: &Path) -> usize {
     stale.len()
 }
 
-/// Kills every process whose cwd or executable lies under one of `dirs` (and its tree).
+/// Kills every process whose cwd or executable lies under one of `dirs` (and its tree), this process
+/// excepted (a lab started from inside a kept sandbox).
 pub(crate) fn kill_working_in(dirs: &[PathBuf]) {
     let Ok(procs) = std::fs::read_dir("/proc") else { return };
+    let me = std::process::id() as i32;
     for e in procs.flatten() {
-        let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else { continue };
+        let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<i32>().ok()).filter(|p| *p != me) else {
+            continue;
+        };
         let inside = ["cwd", "exe"]
             .iter()
             .any(|l| std::fs::read_link(e.path().join(l)).is_ok_and(|p| dirs.iter().any(|d| p.starts_with(d))));
