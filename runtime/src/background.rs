@@ -16,6 +16,9 @@ use tokio::sync::watch;
 /// How long the agent loop waits for a background task to end before it looks again (it waits while any
 /// runs: the reference's `-p` mode lets background work finish; the same bound as Bash's longest timeout).
 pub const MAX_WAIT_MS: u64 = 600_000;
+/// Bound on the wait for the end of a command whose process has exited to be recorded, before a request
+/// ([`TaskRegistry::settle`]): collecting its output and removing its cgroup take milliseconds.
+pub const SETTLE_MS: u64 = 2_000;
 /// Characters of a finished task's output injected before the next model call (BG-1).
 pub const BACKGROUND_RESULT_CHARS: usize = 500;
 
@@ -84,6 +87,9 @@ pub struct TaskRegistry {
     retired: Mutex<std::collections::HashSet<String>>,
     /// Tasks that are Workflow runs (`local_workflow`, WF-1): id → what the run left once it ended.
     workflows: Mutex<std::collections::HashMap<String, Option<WorkflowEnd>>>,
+    /// Background commands whose shell has exited and been reaped but whose end is not recorded yet
+    /// (their output is still being collected): [`TaskRegistry::settle`] waits for them.
+    exiting: Mutex<std::collections::HashSet<String>>,
 }
 
 /// What a Workflow run (task type `local_workflow`, WF-1) leaves for TaskOutput and its notification,
@@ -199,8 +205,28 @@ impl TaskRegistry {
         }
     }
 
+    /// The task's process has exited (reaped): its end is recorded in a moment ([`TaskRegistry::finish`]).
+    pub fn exited(&self, id: &str) {
+        self.exiting.lock().unwrap_or_else(|p| p.into_inner()).insert(id.to_string());
+    }
+
+    /// Waits (at most `ms`) until every task whose process has exited has its end recorded, so that
+    /// the next request carries the notification of a command that is gone — as the reference's does
+    /// (`probes/bash/task-forgotten.toml`: without this a command seen gone by a later call could still
+    /// be running for the loop, about 1 run in 50).
+    pub async fn settle(&self, ms: u64) {
+        let mut rx = self.subscribe();
+        let until = tokio::time::Instant::now() + std::time::Duration::from_millis(ms);
+        while !self.exiting.lock().unwrap_or_else(|p| p.into_inner()).is_empty() {
+            if tokio::time::timeout_at(until, rx.changed()).await.is_err() {
+                return;
+            }
+        }
+    }
+
     /// Records the end of a task.
     pub fn finish(&self, id: &str, status: Status, exit_code: Option<i32>) {
+        self.exiting.lock().unwrap_or_else(|p| p.into_inner()).remove(id);
         if let Some(t) = self.tasks.lock().unwrap_or_else(|p| p.into_inner()).iter_mut().find(|t| t.id == id) {
             if t.status == Status::Running {
                 t.status = status;

@@ -297,7 +297,9 @@ pub async fn run_loop_with(
         if deadline.is_some_and(|d| std::time::Instant::now() >= d) {
             return LoopOutcome { end: LoopEnd::Error(DEADLINE_PASSED.into()), messages, last_usage, progress };
         }
-        // BG-1: what finished in the background since the last call goes in before this one
+        // BG-1: what finished in the background since the last call goes in before this one (a command
+        // whose process is gone counts as finished: its end is waited for, bounded)
+        tasks.settle(crate::background::SETTLE_MS).await;
         if let Some(block) = tasks.drain_notifications() {
             append_text(&mut messages, block);
         }

@@ -284,7 +284,13 @@ struct Ended {
 }
 
 /// Waits for the shell, at most `timeout`, or until `stop` fires; then kills what is left of the command.
-async fn finish(mut s: Started, timeout: Duration, stop: Option<tokio::sync::oneshot::Receiver<()>>) -> Ended {
+/// `exited` is called as soon as the shell has exited on its own (before its output is collected).
+async fn finish(
+    mut s: Started,
+    timeout: Duration,
+    stop: Option<tokio::sync::oneshot::Receiver<()>>,
+    exited: impl FnOnce(),
+) -> Ended {
     let stop = async move {
         match stop {
             Some(rx) => {
@@ -303,6 +309,7 @@ async fn finish(mut s: Started, timeout: Duration, stop: Option<tokio::sync::one
     // an overflowing reader stops reading: stop the writers too
     let status = match status {
         Some(st) => {
+            exited();
             kill_all(&s, nix::sys::signal::Signal::SIGKILL);
             Some(st)
         }
@@ -358,7 +365,7 @@ async fn foreground(ctx: &ToolContext, args: &Args, sandbox: sandbox::Plan) -> R
     let before = snapshot_reads(ctx);
     let started = start(ctx, &args.command, &cwd, Sink::Memory, &sandbox)?;
     let timeout = timeout_of(args);
-    let ended = finish(started, timeout, None).await;
+    let ended = finish(started, timeout, None, || ()).await;
     let output = String::from_utf8_lossy(&ended.captured.bytes).trim_end_matches('\n').to_string();
     let mut text = output.clone();
     if let Some(why) = sandbox.setup_failure(ended.code, &text, ended.started) {
@@ -466,7 +473,7 @@ async fn background(ctx: &ToolContext, args: &Args, sandbox: sandbox::Plan) -> R
     // a background task has no deadline of its own: it ends, is stopped, or goes with the session
     let timeout = BACKGROUND_LIFETIME;
     tokio::spawn(async move {
-        let ended = finish(started, timeout, Some(stop_rx)).await;
+        let ended = finish(started, timeout, Some(stop_rx), || shell.tasks.exited(&task_id)).await;
         let status = match (ended.stopped, ended.code) {
             (true, _) => Status::Killed,
             (false, 0) => Status::Completed,
