@@ -93,7 +93,7 @@ pub mod config {
 
 /// Limits and texts of the tools that tests and the lab refer to by name.
 pub mod limits {
-    pub use crate::tools::bash::{pids_limit_note, NO_OUTPUT, PIDS_MAX};
+    pub use crate::tools::bash::{pids_limit_note, pids_stop_note, GUARD_POLL_MS, NO_OUTPUT, PIDS_MAX};
     pub use crate::tools::grep::{DEADLINE_ENV as GREP_DEADLINE_ENV, MAX_COLUMNS as GREP_MAX_COLUMNS, VCS_DIRS};
     pub use crate::tools::lsp::manager::ENV_REQUEST_TIMEOUT_MS as LSP_REQUEST_TIMEOUT_ENV;
     pub use crate::tools::read::{MAX_FILE_BYTES as READ_MAX_FILE_BYTES, MAX_OUTPUT_TOKENS as READ_MAX_OUTPUT_TOKENS};

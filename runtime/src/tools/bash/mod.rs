@@ -17,9 +17,10 @@
 //!   `:(){ :|:& };:` ends at once: its shell returns as soon as the first `:|:&` is in the background,
 //!   and everything the bomb started goes with the shell (the result is that of a command that printed
 //!   nothing, or the bomb's `fork: retry` lines and the note if it reached the limit first); one that
-//!   keeps its shell alive (`:(){ :|:& };:; sleep 30`) forks against the limit (`fork: retry: Resource
-//!   temporarily unavailable`) until its deadline, then goes like any timed-out command
-//!   (`harness/tests/it/bash_edges.rs` runs both and counts what is left: nothing).
+//!   keeps its shell alive (`:(){ :|:& };:; sleep 30`) is stopped as soon as a fork is refused at the
+//!   limit (read every [`GUARD_POLL_MS`]), like a timed-out command but with `Exit code 143` and
+//!   [`pids_stop_note`] — not left to fork against the limit in bash's retries until its deadline
+//!   (`runtime/tests/it/bash_edges.rs` runs both and counts what is left: nothing).
 //! - cwd persists across foreground calls (the shell's final `pwd -P` is kept); a cwd outside the project
 //!   is reset, with `Shell cwd was reset to …` like the reference. A background command's `cd` never
 //!   moves the session and the result says so (BASH-4).
@@ -53,10 +54,19 @@ pub const TERM_GRACE_MS: u64 = 500;
 pub const PIDS_MAX: u32 = 256;
 /// How long a background task may run (in effect: until stopped or the session ends).
 pub const BACKGROUND_LIFETIME: Duration = Duration::from_secs(24 * 3600);
-/// The note after the output of a command that reached [`PIDS_MAX`] processes at once.
+/// The note after the output of a command that reached [`PIDS_MAX`] processes at once and ended before
+/// the guard stopped it.
 pub fn pids_limit_note() -> String {
     format!("The command reached the limit of {PIDS_MAX} processes at once (fork-bomb guard); forks past it failed.")
 }
+/// The note after the output of a command the guard stopped (a fork refused at [`PIDS_MAX`]).
+pub fn pids_stop_note() -> String {
+    format!(
+        "The command reached the limit of {PIDS_MAX} processes at once (fork-bomb guard) and was stopped; run fewer processes at once."
+    )
+}
+/// How often a running command's pids cgroup is read for a fork the guard refused (then it is stopped).
+pub const GUARD_POLL_MS: u64 = 20;
 
 /// The result of a command that printed nothing, as the reference words it.
 pub const NO_OUTPUT: &str = "(Bash completed with no output)";
@@ -281,6 +291,8 @@ struct Ended {
     started: bool,
     /// The command reached [`PIDS_MAX`] processes at once.
     pids_limited: bool,
+    /// The guard stopped it: a fork was refused at [`PIDS_MAX`] while the shell still ran.
+    guard_stopped: bool,
 }
 
 /// Waits for the shell, at most `timeout`, or until `stop` fires; then kills what is left of the command.
@@ -301,10 +313,13 @@ async fn finish(
     };
     let mut timed_out = false;
     let mut stopped = false;
+    let mut guard_stopped = false;
+    let guarded = s.cgroup.as_ref().map(|c| c.dir.clone());
     let status = tokio::select! {
         st = s.child.wait() => st.ok(),
         _ = tokio::time::sleep(timeout) => { timed_out = true; None }
         _ = stop => { stopped = true; None }
+        _ = fork_refused(guarded) => { guard_stopped = true; None }
     };
     // an overflowing reader stops reading: stop the writers too
     let status = match status {
@@ -332,7 +347,7 @@ async fn finish(
         c.remove();
     }
     let started = s.marker.as_ref().is_none_or(|m| std::fs::remove_file(m).is_ok());
-    let code = if timed_out || stopped {
+    let code = if timed_out || stopped || guard_stopped {
         143
     } else {
         status
@@ -343,7 +358,31 @@ async fn finish(
     };
     let final_cwd = std::fs::read_to_string(&s.cwd_file).ok().map(|t| PathBuf::from(t.trim_end_matches('\n')));
     let _ = std::fs::remove_file(&s.cwd_file);
-    Ended { code, timed_out, stopped, captured, final_cwd, started, pids_limited }
+    Ended { code, timed_out, stopped, captured, final_cwd, started, pids_limited, guard_stopped }
+}
+
+/// Resolves once the guard's cgroup at `dir` has refused a fork (never without a cgroup). A command
+/// that forks against the limit would otherwise wait out its whole deadline in bash's fork retries
+/// (1, 2, 4, 8, 16 s per refused fork): a decision, the reference has no such guard. The cgroup-v1
+/// `pids.events` file sends no inotify event, so it is read every [`GUARD_POLL_MS`].
+async fn fork_refused(dir: Option<PathBuf>) {
+    let Some(dir) = dir else { return std::future::pending().await };
+    let mut tick = tokio::time::interval(Duration::from_millis(GUARD_POLL_MS));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        if limit_hits_in(&dir) > 0 {
+            return;
+        }
+    }
+}
+
+/// How often a fork failed at `pids.max` in the cgroup at `dir` (`pids.events`: `max N`).
+fn limit_hits_in(dir: &Path) -> u64 {
+    std::fs::read_to_string(dir.join("pids.events"))
+        .ok()
+        .and_then(|t| t.lines().find_map(|l| l.strip_prefix("max ").and_then(|n| n.trim().parse().ok())))
+        .unwrap_or(0)
 }
 
 fn kill_all(s: &Started, sig: nix::sys::signal::Signal) {
@@ -382,7 +421,9 @@ async fn foreground(ctx: &ToolContext, args: &Args, sandbox: sandbox::Plan) -> R
         let note = format!("Command timed out after {}", seconds(timeout));
         text = if text.is_empty() { note } else { format!("{note}\n{text}") };
     }
-    if ended.pids_limited {
+    if ended.guard_stopped {
+        notes.push(pids_stop_note());
+    } else if ended.pids_limited {
         notes.push(pids_limit_note());
     }
     if ended.captured.overflow {
@@ -554,10 +595,7 @@ impl Cgroup {
 
     /// How often a fork failed at `pids.max` (`pids.events`: `max N`).
     fn limit_hits(&self) -> u64 {
-        std::fs::read_to_string(self.dir.join("pids.events"))
-            .ok()
-            .and_then(|t| t.lines().find_map(|l| l.strip_prefix("max ").and_then(|n| n.trim().parse().ok())))
-            .unwrap_or(0)
+        limit_hits_in(&self.dir)
     }
 
     fn pids(&self) -> Vec<i32> {
