@@ -16,7 +16,7 @@
 //! - `turn/render_transcript`: the harness rendering and normalising the transcript of one loop (off
 //!   the turn's path: once per probe).
 
-use criterion::{criterion_group, criterion_main, Criterion};
+use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
 use harness::transcript::normalise::{Normaliser, Places};
 use harness::transcript::{render, Blobs, Header, View};
 use probelab_runtime::agent::{run_loop, Client, LoopEnd};
@@ -64,53 +64,79 @@ fn bench(c: &mut Criterion) {
     );
 
     let mut g = c.benchmark_group("turn");
+    // each loop against an empty record, as a probe's run is: the record taken (and dropped) between
+    // loops, outside the timing — kept, it grew by 11 requests a loop (a GB over a bench), and the
+    // allocator's fresh pages were a fifth of the measured time
+    let _ = stub.recorder().take();
     g.bench_function("loop_per_turn", |b| {
-        b.iter(|| {
-            let end = rt.block_on(run_loop(client.as_ref(), &runtime, "go", CALLS + 2));
-            assert_eq!(end, LoopEnd::EndTurn);
-        })
+        b.iter_batched(
+            || drop(stub.recorder().take()),
+            |()| {
+                let end = rt.block_on(run_loop(client.as_ref(), &runtime, "go", CALLS + 2));
+                assert_eq!(end, LoopEnd::EndTurn);
+            },
+            BatchSize::PerIteration,
+        )
     });
     g.bench_function("api_tools", |b| b.iter(|| runtime.api_tools()));
     g.bench_function("serialise_body", |b| b.iter(|| serde_json::to_vec(&last_body).unwrap_or_default()));
     let http = reqwest::Client::new();
     // a stub that answers every request with the same text turn: the round trip of one request
-    let text_stub = rt.block_on(async {
+    let (text_stub, text_record) = rt.block_on(async {
         let s =
             Script::from_toml("t.toml", "id = \"t\"\n[stub]\ncycle = true\nstrict = true\n[[turn]]\ntext = \"ok\"\n")
                 .unwrap_or_else(|e| panic!("{e}"));
         let stub = Arc::new(Stub::new(s, Recorder::default()));
+        let record = stub.recorder().clone();
         let running = serve(stub, ([127, 0, 0, 1], 0).into()).await.unwrap_or_else(|e| panic!("{e}"));
         let u = running.url();
         std::mem::forget(running);
-        u
+        (u, record)
     });
     // the last body ends with tool results: the text stub gets it with its last assistant turn answered
     let rt_body = bytes.clone();
     g.bench_function("stub_round_trip", |b| {
-        b.iter(|| {
-            rt.block_on(async {
-                let r = http
-                    .post(format!("{text_stub}/v1/messages"))
-                    .header("content-type", "application/json")
-                    .header("x-api-key", "sk-ant-bench")
-                    .header("anthropic-version", "2023-06-01")
-                    .body(rt_body.clone())
-                    .send()
-                    .await
-                    .unwrap_or_else(|e| panic!("{e}"));
-                assert_eq!(r.status(), 200);
-                r.bytes().await.unwrap_or_default()
-            })
-        })
+        b.iter_batched(
+            || drop(text_record.take()),
+            |()| {
+                rt.block_on(async {
+                    let r = http
+                        .post(format!("{text_stub}/v1/messages"))
+                        .header("content-type", "application/json")
+                        .header("x-api-key", "sk-ant-bench")
+                        .header("anthropic-version", "2023-06-01")
+                        .body(rt_body.clone())
+                        .send()
+                        .await
+                        .unwrap_or_else(|e| panic!("{e}"));
+                    assert_eq!(r.status(), 200);
+                    r.bytes().await.unwrap_or_default()
+                })
+            },
+            BatchSize::PerIteration,
+        )
     });
     let text_client = Client::new(&text_stub, "claude-opus-5");
     g.bench_function("client_create", |b| {
-        b.iter(|| rt.block_on(text_client.create(&last_body)).unwrap_or_else(|e| panic!("{e}")))
+        b.iter_batched(
+            || drop(text_record.take()),
+            |()| rt.block_on(text_client.create(&last_body)).unwrap_or_else(|e| panic!("{e}")),
+            BatchSize::PerIteration,
+        )
     });
     g.bench_function("stub_validate", |b| b.iter(|| stub_messages::validate::check_request(&last_body).is_ok()));
     let template = first_loop.last().cloned().unwrap_or_else(|| panic!("no exchange"));
     let sink = Recorder::default();
-    g.bench_function("record", |b| b.iter(|| sink.record(template.clone())));
+    g.bench_function("record", |b| {
+        b.iter_batched(
+            || {
+                drop(sink.take());
+                template.clone()
+            },
+            |ex| sink.record(ex),
+            BatchSize::PerIteration,
+        )
+    });
     let places_root = dir.path().canonicalize().unwrap_or_else(|e| panic!("{e}"));
     let (cwd, home) = (places_root.join("work"), places_root.join("home"));
     let places = Places {
@@ -135,11 +161,14 @@ fn bench(c: &mut Criterion) {
 
     // per request, outside criterion's statistics: the loop's mean over a fixed run
     let loops = 30;
-    let t0 = Instant::now();
+    let mut took = std::time::Duration::ZERO;
     for _ in 0..loops {
+        drop(stub.recorder().take());
+        let t0 = Instant::now();
         rt.block_on(run_loop(client.as_ref(), &runtime, "go", CALLS + 2));
+        took += t0.elapsed();
     }
-    let per_request = t0.elapsed().as_secs_f64() * 1000.0 / (loops * (CALLS + 1)) as f64;
+    let per_request = took.as_secs_f64() * 1000.0 / (loops * (CALLS + 1)) as f64;
     println!("turn: {per_request:.2} ms per request of the loop ({loops} loops of {} requests)", CALLS + 1);
 }
 

@@ -254,7 +254,7 @@ pub async fn run_conversation(probe: &Probe, runner: Runner<'_>, fixtures_root: 
     }
     // in the order the stub answered: where turns waited for events, that order is the one the waits
     // made (arrivals of concurrent clients race; what a held turn waited for does not)
-    let mut exchanges = stub.recorder().exchanges();
+    let mut exchanges = stub.recorder().take();
     exchanges.sort_by_key(|e| (e.answer_seq, e.seq));
     let first = exchanges.first().map(|e| stub.recorder().started() + Duration::from_millis(e.offset_ms));
     let timing = Timing {

@@ -178,7 +178,8 @@ impl Default for Recorder {
 
 impl std::fmt::Debug for Recorder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Recorder").field("exchanges", &self.exchanges().len()).finish()
+        let n = self.inner.lock().map(|i| i.exchanges.len()).unwrap_or(0);
+        f.debug_struct("Recorder").field("exchanges", &n).finish()
     }
 }
 
@@ -258,6 +259,12 @@ impl Recorder {
         self.inner.lock().map(|i| i.exchanges.clone()).unwrap_or_default()
     }
 
+    /// Every exchange recorded so far, moved out: the log is empty after (what comes later is kept as
+    /// before). For the end of a run, where a copy of every 60 KB request would be thrown away.
+    pub fn take(&self) -> Vec<Exchange> {
+        self.inner.lock().map(|mut i| std::mem::take(&mut i.exchanges)).unwrap_or_default()
+    }
+
     /// The first write error of the sink, if any (the in-memory log is still complete).
     pub fn sink_error(&self) -> Option<String> {
         self.inner.lock().ok().and_then(|i| i.sink_error.clone())
@@ -322,5 +329,11 @@ mod tests {
         let ex = &r.exchanges()[0];
         assert_eq!(ex.headers["x-api-key"], REDACTED);
         assert_eq!(ex.request.as_ref().map(|r| r["note"].clone()), Some(serde_json::json!("key <redacted>")));
+        // take moves the log out: empty after, the taken exchange the same as the one read before
+        let kept = r.exchanges();
+        let taken = r.take();
+        assert_eq!(taken.len(), 1);
+        assert_eq!(taken[0].request, kept[0].request);
+        assert!(r.exchanges().is_empty() && r.take().is_empty());
     }
 }
