@@ -1,5 +1,9 @@
 //! The built-in loop's cost per turn, and where it goes.
 //!
+//! Everything runs on the runtime a probe runs on (`harness::suite::probe_runtime`: one thread, where the
+//! stub and the loop take turns; on a two-worker runtime each request and answer also woke the other
+//! thread, twice the cost).
+//!
 //! `turn/loop_per_turn`: the whole loop over the default tool pool (the ~57 KB request the built-in
 //! subject sends), ten turns of a call to a tool the session does not have (answered at once, so the
 //! turn is all loop: request building, the wire, the stub, SSE, the pipeline's refusal) and a final
@@ -11,6 +15,8 @@
 //!   parsing on the client): the stub's parse, validation, routing, SSE and record, plus loopback;
 //! - `turn/client_create`: the built-in client's `create` on the same body (serialise + wire + stub +
 //!   its own SSE decoder and assembler);
+//! - `turn/stub_parse`: the request's bytes parsed into a `serde_json::Value` (as the stub does);
+//! - `turn/value_clone`: a deep copy of that value;
 //! - `turn/stub_validate`: the strict stub's request rules alone;
 //! - `turn/record`: the stub recording one exchange with that request (JSON line + redaction);
 //! - `turn/render_transcript`: the harness rendering and normalising the transcript of one loop (off
@@ -37,7 +43,8 @@ fn script() -> String {
 }
 
 fn bench(c: &mut Criterion) {
-    let rt = probelab_benches::runtime();
+    // the runtime a probe runs on (one thread: the stub and the loop take turns on it)
+    let rt = harness::suite::probe_runtime().unwrap_or_else(|e| panic!("{e}"));
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
     let script = Script::from_toml("bench.toml", &script()).unwrap_or_else(|e| panic!("{e}"));
     let (client, runtime, stub) = rt.block_on(async {
@@ -124,6 +131,8 @@ fn bench(c: &mut Criterion) {
             BatchSize::PerIteration,
         )
     });
+    g.bench_function("stub_parse", |b| b.iter(|| serde_json::from_slice::<serde_json::Value>(&bytes).is_ok()));
+    g.bench_function("value_clone", |b| b.iter(|| last_body.clone()));
     g.bench_function("stub_validate", |b| b.iter(|| stub_messages::validate::check_request(&last_body).is_ok()));
     let template = first_loop.last().cloned().unwrap_or_else(|| panic!("no exchange"));
     let sink = Recorder::default();

@@ -1,15 +1,20 @@
 //! Many probes at once: `probelab run -j N` and the benchmarks run a suite here.
 //!
 //! Probes are independent — each has its own sandbox (a fresh temp dir), its own stub on port 0 and its
-//! own services — so they run side by side on a bounded pool: at most `jobs` probes at a time (default:
-//! the machine's cores, [`default_jobs`]), started in probe order (tokio's semaphore is fair). Results
-//! are handed back in probe order as soon as every earlier probe is done, so the output of `-j 8` is
-//! the output of `-j 1`, line for line; only the durations differ.
+//! own services — so they run side by side: `jobs` lanes (default: the machine's cores,
+//! [`default_jobs`]), each a thread taking the next probe from one queue. Results are handed back in
+//! probe order as soon as every earlier probe is done, so the output of `-j 8` is the output of `-j 1`,
+//! line for line; only the durations differ.
 //!
 //! Decisions:
-//! - One multi-thread tokio runtime for the whole suite, with at least as many workers as jobs: a probe
-//!   that blocks a worker for a moment (a 64 MiB fixture written, a hook run synchronously by the stub)
-//!   does not hold another probe's timers back.
+//! - Each probe runs on a tokio runtime of its own, on its lane's thread, with the current-thread
+//!   scheduler ([`probe_runtime`], [`run_isolated`]): its stub, its services and the built-in subject
+//!   take turns on one thread, so a request and its answer never wake another thread (on a multi-thread
+//!   runtime those wake-ups were half of a turn's cost: `benches/benches/turn.rs`, 1.1 → 0.5 ms a
+//!   request); the subject's processes, pipes and blocking work go to the runtime's blocking pool as
+//!   before. A probe that blocks its thread for a moment (a 64 MiB fixture written) holds back only
+//!   itself, never another probe's timers. What the probe leaves running (a task nobody awaited) is
+//!   dropped with its runtime at its end, not carried into the next probe.
 //! - A Claude Code subject is installed once before the first probe starts (the npm install is not safe
 //!   to run twice at once into one cache dir), then every probe finds it in the cache.
 //! - What a probe needs from the host (`requires`, [`crate::probe::host`]) is looked up once per run;
@@ -106,6 +111,21 @@ pub fn runtime(jobs: usize) -> std::io::Result<tokio::runtime::Runtime> {
     tokio::runtime::Builder::new_multi_thread().worker_threads(jobs.max(default_jobs()).max(2)).enable_all().build()
 }
 
+/// The runtime one probe runs on: the current-thread scheduler, timers and I/O on (see the module doc).
+pub fn probe_runtime() -> std::io::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_current_thread().enable_all().build()
+}
+
+/// Runs `fut` (one probe) to its end on a [`probe_runtime`] of its own on this thread, then drops what it
+/// left: tasks nobody awaited are cancelled, blocking work still running is not waited for (a reader of
+/// a pipe a killed process held ends by itself). Not from inside a runtime (tokio refuses to nest).
+pub fn run_isolated<F: std::future::Future>(fut: F) -> Result<F::Output, String> {
+    let rt = probe_runtime().map_err(|e| format!("cannot start the probe's runtime: {e}"))?;
+    let out = rt.block_on(fut);
+    rt.shutdown_background();
+    Ok(out)
+}
+
 /// Runs one probe (or skips it) and compares its golden.
 pub async fn run_one(index: usize, probe: Arc<Probe>, layout: &Layout, opts: &Options) -> Outcome {
     let started = Instant::now();
@@ -160,7 +180,6 @@ pub async fn run_suite(probes: Vec<Probe>, layout: &Layout, opts: &Options, mut 
         let v = v.to_string();
         let _ = tokio::task::spawn_blocking(move || crate::subject::claude_code::install(&v)).await;
     }
-    let permits = Arc::new(tokio::sync::Semaphore::new(opts.jobs.max(1)));
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Outcome>();
     let probes: Vec<Arc<Probe>> = probes.into_iter().map(Arc::new).collect();
     let n = probes.len();
@@ -171,23 +190,38 @@ pub async fn run_suite(probes: Vec<Probe>, layout: &Layout, opts: &Options, mut 
         let d = |i: usize| last.get(&probes[i].id).copied().unwrap_or(0.0);
         d(b).total_cmp(&d(a))
     });
-    for index in order {
-        let probe = probes[index].clone();
-        let (permits, tx, layout, opts) = (permits.clone(), tx.clone(), layout.clone(), opts.clone());
-        tokio::spawn(async move {
-            let outcome = match permits.acquire_owned().await {
-                Ok(_permit) => run_one(index, probe, &layout, &opts).await,
-                Err(e) => Outcome {
+    let queue = Arc::new(std::sync::Mutex::new(std::collections::VecDeque::from(order)));
+    for lane in 0..opts.jobs.max(1).min(n) {
+        let (queue, probes, tx, layout, opts) =
+            (queue.clone(), probes.clone(), tx.clone(), layout.clone(), opts.clone());
+        let spawned = std::thread::Builder::new().name(format!("probelab-lane-{lane}")).spawn(move || loop {
+            let Some(index) = queue.lock().ok().and_then(|mut q| q.pop_front()) else { return };
+            let probe = probes[index].clone();
+            // a panic is the probe's error, in its place; the lane goes on with the next
+            let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                run_isolated(run_one(index, probe.clone(), &layout, &opts))
+            }));
+            let outcome = match ran {
+                Ok(Ok(o)) => o,
+                Ok(Err(e)) => {
+                    Outcome { index, probe, status: Status::Error, detail: e, report: None, duration: Duration::ZERO }
+                }
+                Err(_) => Outcome {
                     index,
                     probe,
                     status: Status::Error,
-                    detail: format!("the pool closed: {e}"),
+                    detail: "the probe's run panicked (see stderr)".into(),
                     report: None,
                     duration: Duration::ZERO,
                 },
             };
-            let _ = tx.send(outcome);
+            if tx.send(outcome).is_err() {
+                return;
+            }
         });
+        if let Err(e) = spawned {
+            eprintln!("probelab: cannot start lane {lane}: {e}");
+        }
     }
     drop(tx);
     let mut done: Vec<Option<Outcome>> = (0..n).map(|_| None).collect();
@@ -211,13 +245,13 @@ pub async fn run_suite(probes: Vec<Probe>, layout: &Layout, opts: &Options, mut 
     if let Some(path) = &opts.durations {
         save_durations(path, &last);
     }
-    // a probe whose task panicked sent nothing: it is an error, in its place, never left out
+    // a probe no lane could run (none started) sent nothing: it is an error, in its place, never left out
     for (index, slot) in done.into_iter().enumerate().skip(next) {
         let o = slot.unwrap_or_else(|| Outcome {
             index,
             probe: probes[index].clone(),
             status: Status::Error,
-            detail: "the probe's run panicked (see stderr)".into(),
+            detail: "no lane ran the probe (see stderr)".into(),
             report: None,
             duration: Duration::ZERO,
         });

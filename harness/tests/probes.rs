@@ -4,16 +4,16 @@
 //! `golden/<subject>/<id>.snap` by insta (`cargo insta review` or `probelab run --bless` to accept).
 //! Goldens are never written on CI. A golden file without a probe is an error too.
 //!
-//! Trials run side by side on libtest-mimic's threads (`--test-threads N`, default: the cores); they
-//! share one tokio runtime with at least as many workers as threads (`harness::suite::runtime`), so a
-//! trial's stub and services never wait for a worker another trial holds. A probe whose host part is
+//! Trials run side by side on libtest-mimic's threads (`--test-threads N`, default: the cores), each on
+//! a current-thread runtime of its own on its trial's thread (`harness::suite::run_isolated`, as
+//! `probelab run` runs a probe), so a trial's stub and services never wait for a thread another trial
+//! holds. A probe whose host part is
 //! missing (`requires`) fails with what it needs and how to get it: `scripts/test` runs `scripts/setup`
 //! first, so a missing part here means the set-up did not work (`probelab run` skips it instead).
 
 use harness::lab::{run_probe, Layout};
 use harness::probe::{load_all, Probe};
 use libtest_mimic::{Arguments, Failed, Trial};
-use std::sync::Arc;
 
 const SUBJECT: &str = "builtin";
 
@@ -33,26 +33,18 @@ fn main() -> std::process::ExitCode {
             return std::process::ExitCode::from(101);
         }
     };
-    let threads = args.test_threads.unwrap_or_else(harness::suite::default_jobs);
-    let rt = match harness::suite::runtime(threads) {
-        Ok(rt) => Arc::new(rt),
-        Err(e) => {
-            eprintln!("runtime: {e}");
-            return std::process::ExitCode::from(101);
-        }
-    };
     let mut trials: Vec<Trial> = probes
         .iter()
         .filter(|p| p.applies_to(SUBJECT))
         .map(|p| {
-            let (probe, rt, layout) = (p.clone(), rt.clone(), layout.clone());
-            Trial::test(p.id.clone(), move || run_on(&probe, SUBJECT, &rt, &layout))
+            let (probe, layout) = (p.clone(), layout.clone());
+            Trial::test(p.id.clone(), move || run_on(&probe, SUBJECT, &layout))
         })
         .collect();
     let cc = claude_code();
     for p in probes.iter().filter(|p| p.applies_to(&cc)) {
-        let (probe, rt, layout, cc) = (p.clone(), rt.clone(), layout.clone(), cc.clone());
-        trials.push(Trial::test(format!("{cc}/{}", p.id), move || run_on(&probe, &cc, &rt, &layout)));
+        let (probe, layout, cc) = (p.clone(), layout.clone(), cc.clone());
+        trials.push(Trial::test(format!("{cc}/{}", p.id), move || run_on(&probe, &cc, &layout)));
     }
     for subject in [SUBJECT.to_string(), cc] {
         let ids: Vec<String> = probes.iter().filter(|p| p.applies_to(&subject)).map(|p| p.id.clone()).collect();
@@ -89,11 +81,12 @@ fn orphans(golden_dir: &std::path::Path, ids: &[String]) -> Result<(), Failed> {
     }
 }
 
-fn run_on(probe: &Probe, subject: &str, rt: &tokio::runtime::Runtime, layout: &Layout) -> Result<(), Failed> {
+fn run_on(probe: &Probe, subject: &str, layout: &Layout) -> Result<(), Failed> {
     if let Some(why) = harness::probe::host::missing(&probe.requires_on(subject)) {
         return Err(format!("{}: {why}", probe.id).into());
     }
-    let report = rt.block_on(run_probe(probe, subject, layout, false)).map_err(Failed::from)?;
+    // on a runtime of its own, as `probelab run` runs each probe (harness::suite's module doc)
+    let report = harness::suite::run_isolated(run_probe(probe, subject, layout, false))?.map_err(Failed::from)?;
     if !report.passed() {
         return Err(format!("{}\n\ntranscript:\n{}", report.failures().join("\n\n"), report.transcript).into());
     }
