@@ -218,7 +218,7 @@ pub fn sweep_stale(tmp: &Path) -> usize {
         }
     }
     if !stale.is_empty() {
-        kill_working_in(&stale);
+        kill_working_in(&stale, None);
         for s in &stale {
             remove_all(s);
         }
@@ -227,15 +227,28 @@ pub fn sweep_stale(tmp: &Path) -> usize {
     stale.len()
 }
 
+/// The pid the kernel gave last in this pid namespace (`/proc/loadavg`'s last field), if readable.
+pub(crate) fn last_pid() -> Option<i32> {
+    std::fs::read_to_string("/proc/loadavg").ok()?.split_whitespace().last()?.parse().ok()
+}
+
 /// Kills every process whose cwd or executable lies under one of `dirs` (and its tree), this process
-/// excepted (a lab started from inside a kept sandbox).
-pub(crate) fn kill_working_in(dirs: &[PathBuf]) {
+/// excepted (a lab started from inside a kept sandbox). With `since` (the [`last_pid`] taken before
+/// anything could have entered `dirs`), only processes started after it are looked at — pids are given
+/// in increasing order until they wrap at `pid_max`; when the last pid is below `since` they wrapped,
+/// and every process is looked at. (A run that forked more than `pid_max` processes could wrap past
+/// `since` unseen; a Bash command's processes are also killed through its pids cgroup and group.)
+pub(crate) fn kill_working_in(dirs: &[PathBuf], since: Option<i32>) {
     let Ok(procs) = std::fs::read_dir("/proc") else { return };
     let me = std::process::id() as i32;
+    let window = since.zip(last_pid()).filter(|(from, to)| to >= from);
     for e in procs.flatten() {
         let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<i32>().ok()).filter(|p| *p != me) else {
             continue;
         };
+        if window.is_some_and(|(from, to)| pid <= from || pid > to) {
+            continue;
+        }
         let inside = ["cwd", "exe"]
             .iter()
             .any(|l| std::fs::read_link(e.path().join(l)).is_ok_and(|p| dirs.iter().any(|d| p.starts_with(d))));
@@ -264,5 +277,27 @@ mod tests {
         assert_eq!(sweep_stale(tmp.path()), 1);
         assert!(!dead.exists());
         assert!(live.exists() && foreign.exists());
+    }
+
+    #[test]
+    fn what_works_in_a_dir_is_killed_and_the_window_looks_only_at_newer_processes() {
+        let tmp = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let dir = tmp.path().canonicalize().unwrap_or_else(|e| panic!("{e}"));
+        let spawn = || {
+            std::process::Command::new("sleep").arg("30").current_dir(&dir).spawn().unwrap_or_else(|e| panic!("{e}"))
+        };
+        let mut older = spawn();
+        let since = last_pid();
+        assert!(since.is_some_and(|p| p >= older.id() as i32), "/proc/loadavg's last pid {since:?}");
+        let mut newer = spawn();
+        kill_working_in(std::slice::from_ref(&dir), since);
+        // the newer one is killed (SIGKILL: its wait returns at once), the older one is out of the window
+        let status = newer.wait().unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(std::os::unix::process::ExitStatusExt::signal(&status), Some(9));
+        assert!(older.try_wait().unwrap_or_else(|e| panic!("{e}")).is_none(), "a process before the window was killed");
+        // without a window every process is looked at
+        kill_working_in(std::slice::from_ref(&dir), None);
+        let status = older.wait().unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(std::os::unix::process::ExitStatusExt::signal(&status), Some(9));
     }
 }

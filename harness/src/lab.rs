@@ -7,6 +7,7 @@ use crate::probe::Probe;
 use crate::transcript::golden::{self, Compare};
 use crate::transcript::normalise::{Normaliser, Places};
 use crate::transcript::{render, Blobs, Header, View};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 /// Where the lab's data lives.
@@ -93,9 +94,7 @@ pub async fn run_probe(probe: &Probe, subject: &str, layout: &Layout, keep: bool
         // the engine's hash: Claude Code's was computed (and cached) at install; probelab's is taken here
         let (rg, sha) = match &cc {
             Some(c) => (c.binary.clone(), c.sha256.clone()),
-            None => {
-                (layout.engine.clone(), crate::transcript::sha256(&std::fs::read(&layout.engine).unwrap_or_default()))
-            }
+            None => (layout.engine.clone(), engine_sha256(&layout.engine)),
         };
         return run_exec_probe(probe, subject, layout, keep, (&rg, &sha), description).await;
     }
@@ -155,6 +154,20 @@ pub async fn run_probe(probe: &Probe, subject: &str, layout: &Layout, keep: bool
         timing: Some(run.timing),
         observation,
     })
+}
+
+/// The SHA-256 of the engine binary at `path`, read and hashed once per process (a 30 MB release
+/// binary took ~60 ms a probe); a binary replaced while the lab runs is not seen.
+fn engine_sha256(path: &Path) -> String {
+    static KNOWN: std::sync::Mutex<BTreeMap<PathBuf, String>> = std::sync::Mutex::new(BTreeMap::new());
+    if let Some(h) = KNOWN.lock().ok().and_then(|k| k.get(path).cloned()) {
+        return h;
+    }
+    let h = crate::transcript::sha256(&std::fs::read(path).unwrap_or_default());
+    if let Ok(mut k) = KNOWN.lock() {
+        k.insert(path.to_path_buf(), h.clone());
+    }
+    h
 }
 
 /// The observation of a run from its parts.

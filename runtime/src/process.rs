@@ -47,10 +47,10 @@ impl Group {
         match stat(self.pgid) {
             Some(s) if Some(s.3) == self.started && self.started.is_some() => kill_tree(self.pgid),
             Some(_) => {}
+            // the leader is gone (or a zombie): its pid is not reused while a member of its group lives,
+            // so whatever still has this group id is of it (ESRCH when nothing is left)
             None => {
-                if processes().iter().any(|p| p.2 == self.pgid) {
-                    let _ = killpg(Pid::from_raw(self.pgid), Signal::SIGKILL);
-                }
+                let _ = killpg(Pid::from_raw(self.pgid), Signal::SIGKILL);
             }
         }
     }

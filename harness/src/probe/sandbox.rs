@@ -27,11 +27,14 @@ pub struct Sandbox {
     pub home: PathBuf,
     /// More placeholders of this run: `{name}` → value (set before the script is resolved).
     pub placeholders: BTreeMap<String, String>,
+    /// The last pid given before the sandbox existed: what works in it at teardown started after.
+    since_pid: Option<i32>,
 }
 
 impl Sandbox {
     /// Creates the dirs and the fixture. `fixtures_root` is where `[fixture] dir` is looked up.
     pub fn create(probe: &Probe, fixtures_root: &Path) -> Result<Sandbox, String> {
+        let since_pid = crate::cleanup::last_pid();
         // registered for removal should the run be interrupted, the owner's pid written in its root
         let (dir, root) = crate::cleanup::register(|| {
             let dir = tempfile::Builder::new()
@@ -47,7 +50,7 @@ impl Sandbox {
             std::fs::create_dir_all(d).map_err(|e| format!("{}: {e}", d.display()))?;
         }
         let placeholders = BTreeMap::from([(PROBELAB.to_string(), probelab_binary().to_string_lossy().into_owned())]);
-        let sb = Sandbox { dir: Some(dir), root, cwd, home, placeholders };
+        let sb = Sandbox { dir: Some(dir), root, cwd, home, placeholders, since_pid };
         if let Some(d) = &probe.fixture.dir {
             let src = fixtures_root.join(d);
             if !src.is_dir() {
@@ -93,6 +96,7 @@ impl Sandbox {
             cwd: self.cwd.clone(),
             home: self.home.clone(),
             placeholders: self.placeholders.clone(),
+            since_pid: self.since_pid,
         }
     }
 
@@ -288,7 +292,10 @@ impl Drop for Sandbox {
         if let Some(d) = self.dir.take() {
             // what still works in it: a process that left its Bash's group and outlived the Bash (a
             // `timeout`, a `setsid` daemon) is no descendant of anything the run still tracks
-            crate::cleanup::kill_working_in(&[self.root.canonicalize().unwrap_or_else(|_| self.root.clone())]);
+            crate::cleanup::kill_working_in(
+                &[self.root.canonicalize().unwrap_or_else(|_| self.root.clone())],
+                self.since_pid,
+            );
             drop(d);
             crate::cleanup::unregister(&self.root, false);
         }
@@ -360,6 +367,7 @@ mod tests {
             home: root.join("home"),
             placeholders: BTreeMap::from([("web".to_string(), "http://127.0.0.1:9/a?b".to_string())]),
             root,
+            since_pid: None,
         }
     }
 
