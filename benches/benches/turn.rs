@@ -18,7 +18,8 @@
 //! - `turn/stub_parse`: the request's bytes parsed into a `serde_json::Value` (as the stub does);
 //! - `turn/value_clone`: a deep copy of that value;
 //! - `turn/stub_validate`: the strict stub's request rules alone;
-//! - `turn/record`: the stub recording one exchange with that request (JSON line + redaction);
+//! - `turn/record`: the stub recording one exchange with that request (its JSON line, the request's
+//!   bytes spliced in as they came, the key check);
 //! - `turn/render_transcript`: the harness rendering and normalising the transcript of one loop (off
 //!   the turn's path: once per probe).
 
@@ -134,7 +135,9 @@ fn bench(c: &mut Criterion) {
     g.bench_function("stub_parse", |b| b.iter(|| serde_json::from_slice::<serde_json::Value>(&bytes).is_ok()));
     g.bench_function("value_clone", |b| b.iter(|| last_body.clone()));
     g.bench_function("stub_validate", |b| b.iter(|| stub_messages::validate::check_request(&last_body).is_ok()));
-    let template = first_loop.last().cloned().unwrap_or_else(|| panic!("no exchange"));
+    // with the request's bytes, as the stub records an exchange (its line carries them as they came)
+    let mut template = first_loop.last().cloned().unwrap_or_else(|| panic!("no exchange"));
+    template.request_bytes = Some(bytes::Bytes::from(bytes.clone()));
     let sink = Recorder::default();
     g.bench_function("record", |b| {
         b.iter_batched(

@@ -113,6 +113,10 @@ pub struct Exchange {
     /// When the request arrived (not serialised; turns into `elapsed_us` when recorded).
     #[serde(skip)]
     pub arrived: Option<Instant>,
+    /// The request's bytes as they arrived, when [`Exchange::request`] is their parse: the recorded line
+    /// carries them as they are instead of the value serialised again (not kept in memory after).
+    #[serde(skip)]
+    pub request_bytes: Option<bytes::Bytes>,
 }
 
 fn is_false(b: &bool) -> bool {
@@ -147,6 +151,16 @@ pub fn redact_keys(s: &str) -> String {
 
 /// How an Anthropic API key begins: what [`redact_keys`] looks for.
 pub const KEY_PREFIX: &str = "sk-ant-";
+
+/// Whether a request's bytes can go into a record line as they are: UTF-8 (a line is text), no line
+/// break (JSON has them only as whitespace between tokens; a line must not) and no key to redact (then
+/// the value is serialised and redacted as any line).
+fn splice_ok(raw: &[u8]) -> bool {
+    !raw.is_empty()
+        && memchr::memchr2(b'\n', b'\r', raw).is_none()
+        && memchr::memmem::find(raw, KEY_PREFIX.as_bytes()).is_none()
+        && std::str::from_utf8(raw).is_ok()
+}
 
 /// The largest line buffer a thread keeps between two records (a larger one is freed after use).
 const LINE_KEEP_BYTES: usize = 1 << 20;
@@ -225,9 +239,26 @@ impl Recorder {
         }
         // the line is made in a buffer this thread keeps (a 60 KB request per turn: its allocation was
         // most of the record's cost, `benches/benches/turn.rs`); redacted only when it holds a key
+        let raw = ex.request_bytes.take().filter(|r| ex.request.is_some() && splice_ok(r));
         LINE.with_borrow_mut(|buf| {
             buf.clear();
-            let made = serde_json::to_writer(&mut *buf, &ex).is_ok();
+            let made = match &raw {
+                // the request as it crossed the wire, after the rest of the exchange: its bytes are not
+                // made again from the value (a JSON text with no line break and no key in it)
+                Some(r) => {
+                    let request = ex.request.take();
+                    let made = serde_json::to_writer(&mut *buf, &ex).is_ok() && buf.last() == Some(&b'}');
+                    ex.request = request;
+                    if made {
+                        buf.pop();
+                        buf.extend_from_slice(if buf.len() > 1 { b",\"request\":" } else { b"\"request\":" });
+                        buf.extend_from_slice(r);
+                        buf.push(b'}');
+                    }
+                    made
+                }
+                None => serde_json::to_writer(&mut *buf, &ex).is_ok(),
+            };
             let text = std::str::from_utf8(buf).unwrap_or_default();
             let redacted = (made && text.contains(KEY_PREFIX)).then(|| redact_keys(text));
             if let Some(line) = &redacted {
@@ -313,6 +344,7 @@ mod tests {
             turn: None,
             elapsed_us: None,
             arrived: None,
+            request_bytes: None,
             answer_seq: 0,
             waited: None,
             status: 200,
@@ -335,5 +367,51 @@ mod tests {
         assert_eq!(taken.len(), 1);
         assert_eq!(taken[0].request, kept[0].request);
         assert!(r.exchanges().is_empty() && r.take().is_empty());
+    }
+
+    #[test]
+    fn a_request_is_recorded_as_its_bytes_came_unless_they_hold_a_line_break_or_a_key() {
+        struct W(Arc<Mutex<Vec<u8>>>);
+        impl Write for W {
+            fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+                self.0.lock().map(|mut v| v.extend_from_slice(b)).ok();
+                Ok(b.len())
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        let line_of = |raw: &str| {
+            let buf = Arc::new(Mutex::new(Vec::<u8>::new()));
+            let r = Recorder::new(Some(Box::new(W(buf.clone()))));
+            let mut ex: Exchange = serde_json::from_value(serde_json::json!({
+                "seq": 1, "offset_ms": 0, "method": "POST", "path": "/v1/messages", "headers": {},
+                "kind": "turn", "status": 200
+            }))
+            .unwrap_or_else(|e| panic!("{e}"));
+            ex.request = Some(serde_json::from_str(raw).unwrap_or_else(|e| panic!("{e}")));
+            ex.request_bytes = Some(bytes::Bytes::from(raw.to_string()));
+            r.record(ex);
+            let text = String::from_utf8(buf.lock().map(|b| b.clone()).unwrap_or_default()).unwrap_or_default();
+            let kept = r.take().remove(0);
+            assert!(kept.request_bytes.is_none(), "the bytes are not kept in memory");
+            // one line, read back to the exchange kept in memory
+            assert_eq!(text.matches('\n').count(), 1, "{text:?}");
+            let back: Exchange = serde_json::from_str(text.trim_end()).unwrap_or_else(|e| panic!("{e}: {text}"));
+            assert_eq!(back.request, kept.request);
+            assert_eq!((back.seq, back.status, back.kind), (1, 200, ExchangeKind::Turn));
+            (text, kept)
+        };
+        // as they came: the client's spacing and escapes, not serde_json's
+        let raw = r#"{ "model" : "m", "note": "caf\u00e9" }"#;
+        let (text, _) = line_of(raw);
+        assert!(text.contains(&format!("\"request\":{raw}}}")), "{text}");
+        // a line break between tokens: serialised from the value
+        let (text, _) = line_of("{\"model\":\n\"m\"}");
+        assert!(text.contains(r#""request":{"model":"m"}"#), "{text}");
+        // a key: serialised and redacted, in the line and in memory
+        let (text, kept) = line_of(r#"{ "note": "sk-ant-abc" }"#);
+        assert!(!text.contains("sk-ant-abc") && text.contains(REDACTED), "{text}");
+        assert_eq!(kept.request, Some(serde_json::json!({"note": REDACTED})));
     }
 }

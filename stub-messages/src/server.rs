@@ -449,6 +449,7 @@ impl crate::http::ConnectionHooks for StubHooks {
             prelude: false,
             elapsed_us: None,
             arrived: r.first_byte,
+            request_bytes: None,
             answer_seq: 0,
             waited: None,
         });
@@ -544,6 +545,7 @@ impl Arrival {
                 prelude: false,
                 elapsed_us: None,
                 arrived: Some(std::time::Instant::now()),
+                request_bytes: None,
                 answer_seq: 0,
                 waited: None,
             },
@@ -634,7 +636,11 @@ impl Arrival {
             return Err(self.error(stub, StatusCode::BAD_REQUEST, "invalid_request", msg));
         }
         match parsed {
-            Ok(v) => Ok((self, v)),
+            Ok(v) => {
+                // recorded as they came, beside their parse (`Recorder::record`)
+                self.ex.request_bytes = Some(bytes);
+                Ok((self, v))
+            }
             Err(e) => {
                 self.ex.kind = ExchangeKind::Invalid;
                 Err(self.error(
