@@ -120,10 +120,21 @@ pub fn probe_runtime() -> std::io::Result<tokio::runtime::Runtime> {
 /// left: tasks nobody awaited are cancelled, blocking work still running is not waited for (a reader of
 /// a pipe a killed process held ends by itself). Not from inside a runtime (tokio refuses to nest).
 pub fn run_isolated<F: std::future::Future>(fut: F) -> Result<F::Output, String> {
-    let rt = probe_runtime().map_err(|e| format!("cannot start the probe's runtime: {e}"))?;
-    let out = rt.block_on(fut);
-    rt.shutdown_background();
-    Ok(out)
+    /// Shuts its runtime down without waiting, also when the probe panics (a plain drop would wait for
+    /// every blocking task, a pipe reader among them).
+    struct Background(Option<tokio::runtime::Runtime>);
+    impl Drop for Background {
+        fn drop(&mut self) {
+            if let Some(rt) = self.0.take() {
+                rt.shutdown_background();
+            }
+        }
+    }
+    let rt = Background(Some(probe_runtime().map_err(|e| format!("cannot start the probe's runtime: {e}"))?));
+    match &rt.0 {
+        Some(r) => Ok(r.block_on(fut)),
+        None => Err("the probe's runtime is gone".into()),
+    }
 }
 
 /// Runs one probe (or skips it) and compares its golden.
@@ -273,5 +284,50 @@ fn save_durations(path: &std::path::Path, d: &std::collections::BTreeMap<String,
         .and_then(|_| std::fs::write(path, serde_json::to_vec_pretty(&rounded).unwrap_or_default()));
     if let Err(e) = written {
         eprintln!("probelab: cannot write {}: {e}", path.display());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_probe_runtime_gives_its_output_and_drops_the_tasks_it_left() {
+        let (tx, mut rx) = tokio::sync::mpsc::channel::<()>(1);
+        let out = run_isolated(async move {
+            // a task nobody awaits, holding the sender
+            tokio::spawn(async move {
+                let _keep = tx;
+                std::future::pending::<()>().await;
+            });
+            tokio::task::yield_now().await;
+            7
+        });
+        assert_eq!(out, Ok(7));
+        // the task went with the runtime: its sender is dropped
+        assert_eq!(rx.try_recv(), Err(tokio::sync::mpsc::error::TryRecvError::Disconnected));
+    }
+
+    #[test]
+    fn a_probe_that_panics_with_blocking_work_left_does_not_hold_its_lane() {
+        let (block_tx, block_rx) = std::sync::mpsc::channel::<()>();
+        let (done_tx, done_rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let r = std::panic::catch_unwind(|| {
+                run_isolated(async move {
+                    // blocking work that only ends when the test lets it
+                    tokio::task::spawn_blocking(move || {
+                        let _ = block_rx.recv();
+                    });
+                    tokio::task::yield_now().await;
+                    panic!("a bug in the probe's run");
+                })
+            });
+            let _ = done_tx.send(r.is_err());
+        });
+        // bounded: a lane that waited for the blocking task would never answer while block_tx lives
+        let panicked = done_rx.recv_timeout(Duration::from_secs(60));
+        drop(block_tx);
+        assert_eq!(panicked, Ok(true), "the lane waited for the blocking work the panicking probe left");
     }
 }
