@@ -86,6 +86,13 @@ pub struct Outcome {
     pub duration: Duration,
 }
 
+impl Outcome {
+    /// A probe whose run could not be made or did not end (no report): an error with `detail`.
+    fn unrun(index: usize, probe: Arc<Probe>, detail: String) -> Outcome {
+        Outcome { index, probe, status: Status::Error, detail, report: None, duration: Duration::ZERO }
+    }
+}
+
 /// How to run a suite.
 #[derive(Debug, Clone)]
 pub struct Options {
@@ -214,17 +221,8 @@ pub async fn run_suite(probes: Vec<Probe>, layout: &Layout, opts: &Options, mut 
             }));
             let outcome = match ran {
                 Ok(Ok(o)) => o,
-                Ok(Err(e)) => {
-                    Outcome { index, probe, status: Status::Error, detail: e, report: None, duration: Duration::ZERO }
-                }
-                Err(_) => Outcome {
-                    index,
-                    probe,
-                    status: Status::Error,
-                    detail: "the probe's run panicked (see stderr)".into(),
-                    report: None,
-                    duration: Duration::ZERO,
-                },
+                Ok(Err(e)) => Outcome::unrun(index, probe, e),
+                Err(_) => Outcome::unrun(index, probe, "the probe's run panicked (see stderr)".into()),
             };
             if tx.send(outcome).is_err() {
                 return;
@@ -258,13 +256,8 @@ pub async fn run_suite(probes: Vec<Probe>, layout: &Layout, opts: &Options, mut 
     }
     // a probe no lane could run (none started) sent nothing: it is an error, in its place, never left out
     for (index, slot) in done.into_iter().enumerate().skip(next) {
-        let o = slot.unwrap_or_else(|| Outcome {
-            index,
-            probe: probes[index].clone(),
-            status: Status::Error,
-            detail: "no lane ran the probe (see stderr)".into(),
-            report: None,
-            duration: Duration::ZERO,
+        let o = slot.unwrap_or_else(|| {
+            Outcome::unrun(index, probes[index].clone(), "no lane ran the probe (see stderr)".into())
         });
         each(o);
     }

@@ -250,8 +250,9 @@ impl Recorder {
                     let made = serde_json::to_writer(&mut *buf, &ex).is_ok() && buf.last() == Some(&b'}');
                     ex.request = request;
                     if made {
+                        // never `{}`: an exchange always has its seq, method, path…
                         buf.pop();
-                        buf.extend_from_slice(if buf.len() > 1 { b",\"request\":" } else { b"\"request\":" });
+                        buf.extend_from_slice(b",\"request\":");
                         buf.extend_from_slice(r);
                         buf.push(b'}');
                     }
@@ -306,6 +307,18 @@ impl Recorder {
 mod tests {
     use super::*;
 
+    /// A sink the test reads back.
+    struct W(Arc<Mutex<Vec<u8>>>);
+    impl Write for W {
+        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().map(|mut v| v.extend_from_slice(b)).ok();
+            Ok(b.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
     #[test]
     fn keys_in_text_are_redacted() {
         assert_eq!(redact_keys("a sk-ant-api03-AbC_d-9 b sk-ant-"), "a <redacted> b <redacted>");
@@ -315,16 +328,6 @@ mod tests {
     #[test]
     fn secret_headers_are_redacted_in_memory_and_in_the_sink() {
         let buf = Arc::new(Mutex::new(Vec::<u8>::new()));
-        struct W(Arc<Mutex<Vec<u8>>>);
-        impl Write for W {
-            fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
-                self.0.lock().map(|mut v| v.extend_from_slice(b)).ok();
-                Ok(b.len())
-            }
-            fn flush(&mut self) -> std::io::Result<()> {
-                Ok(())
-            }
-        }
         let r = Recorder::new(Some(Box::new(W(buf.clone()))));
         let mut headers = BTreeMap::new();
         headers.insert("x-api-key".to_string(), "sk-ant-secret".to_string());
@@ -371,16 +374,6 @@ mod tests {
 
     #[test]
     fn a_request_is_recorded_as_its_bytes_came_unless_they_hold_a_line_break_or_a_key() {
-        struct W(Arc<Mutex<Vec<u8>>>);
-        impl Write for W {
-            fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
-                self.0.lock().map(|mut v| v.extend_from_slice(b)).ok();
-                Ok(b.len())
-            }
-            fn flush(&mut self) -> std::io::Result<()> {
-                Ok(())
-            }
-        }
         let line_of = |raw: &str| {
             let buf = Arc::new(Mutex::new(Vec::<u8>::new()));
             let r = Recorder::new(Some(Box::new(W(buf.clone()))));
