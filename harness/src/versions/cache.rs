@@ -467,22 +467,21 @@ impl Cache {
             .prefix(&format!(".npm-cache-{version}-"))
             .tempdir_in(&self.dir)
             .map_err(|e| VersionError::io("create a directory in", &self.dir, e))?;
-        let spec = format!("{PACKAGE}@{version}");
-        let args: [&OsStr; 10] = [
-            "install".as_ref(),
-            "--no-audit".as_ref(),
-            "--no-fund".as_ref(),
-            "--ignore-scripts".as_ref(),
-            "--no-save".as_ref(),
-            "--no-update-notifier".as_ref(),
-            "--prefix".as_ref(),
-            tmp.path().as_os_str(),
-            "--cache".as_ref(),
-            npm_cache.path().as_os_str(),
-        ];
-        let mut args = args.to_vec();
-        args.push(spec.as_ref());
-        let ran = self.npm.run(&args, &self.dir, INSTALL_DEADLINE, &format!("install {spec}"));
+        // a release published as the platform package only (the catalogue says so) is installed from it;
+        // without a catalogue, the main package is asked first and the platform package when npm says the
+        // main package has no such version
+        let platform_only = catalogue.as_ref().and_then(|c| c.get(version)).is_some_and(|p| p.platform_only);
+        let packages: &[&str] = if platform_only { &[PLATFORM_PACKAGE] } else { &[PACKAGE, PLATFORM_PACKAGE] };
+        let mut ran = Err(VersionError::BadInstall { version: version.to_string(), reason: "not tried".into() });
+        let mut installed_from = PACKAGE;
+        for package in packages {
+            installed_from = package;
+            ran = self.npm_install(tmp.path(), npm_cache.path(), package, version);
+            match &ran {
+                Err(e) if says_no_such_version(e) => continue,
+                _ => break,
+            }
+        }
         // npm's tarball cache goes at once, whatever happened: it would double the disk use
         drop(npm_cache);
         if let Err(e) = ran {
@@ -498,7 +497,7 @@ impl Cache {
             return Err(e);
         }
         let binary = binary_in(tmp.path());
-        if !binary.is_file() {
+        if !binary.is_file() && installed_from == PACKAGE {
             let wrapper = tmp.path().join("node_modules").join(PACKAGE).join("package.json");
             let depends = std::fs::read_to_string(&wrapper)
                 .ok()
@@ -528,6 +527,12 @@ impl Cache {
                 },
             });
         }
+        if !binary.is_file() {
+            return Err(VersionError::BadInstall {
+                version: version.to_string(),
+                reason: format!("npm installed {PLATFORM_PACKAGE}@{version} but {} is missing", binary.display()),
+            });
+        }
         check_version_output(&binary, version)?;
         let stat = std::fs::metadata(&binary).map_err(|e| VersionError::io("read", &binary, e))?;
         let now = jiff::Timestamp::now();
@@ -554,6 +559,31 @@ impl Cache {
             return Err(VersionError::io("rename into", dest, e));
         }
         Ok(evicted)
+    }
+
+    /// `npm install PACKAGE@VERSION` into `prefix`, with a private tarball cache.
+    fn npm_install(
+        &self,
+        prefix: &Path,
+        npm_cache: &Path,
+        package: &str,
+        version: &Version,
+    ) -> Result<(), VersionError> {
+        let spec = format!("{package}@{version}");
+        let args: [&OsStr; 11] = [
+            "install".as_ref(),
+            "--no-audit".as_ref(),
+            "--no-fund".as_ref(),
+            "--ignore-scripts".as_ref(),
+            "--no-save".as_ref(),
+            "--no-update-notifier".as_ref(),
+            "--prefix".as_ref(),
+            prefix.as_os_str(),
+            "--cache".as_ref(),
+            npm_cache.as_os_str(),
+            spec.as_ref(),
+        ];
+        self.npm.run(&args, &self.dir, INSTALL_DEADLINE, &format!("install {spec}")).map(|_| ())
     }
 
     /// Evicts least recently used versions (never `keep`, never one in use) until the installs plus

@@ -6,7 +6,12 @@
 //!   and when each was published;
 //! - `npm view '@anthropic-ai/claude-code@>=0.0.0' version optionalDependencies --json`: for each version,
 //!   whether it depends on `@anthropic-ai/claude-code-linux-x64` (from [`FIRST_LINUX_X64`] on; older ones
-//!   shipped a JavaScript `cli.js` only).
+//!   shipped a JavaScript `cli.js` only);
+//! - `npm view @anthropic-ai/claude-code-linux-x64 versions time --json`: the platform package's own
+//!   versions. A release can be published as the platform package only (2.1.333, 2026-11-30: the main
+//!   package stops at 2.1.332): such a version is in the catalogue too, marked
+//!   [`Published::platform_only`], and is installed from the platform package (it holds the whole native
+//!   binary; the main package is only its wrapper).
 //!
 //! Refresh policy ([`Refresh`]): the cached list is used while it is younger than [`MAX_AGE`]; then (or on
 //! request, `--refresh`) npm is asked again. When npm cannot be asked, a cached list is used whatever its
@@ -39,6 +44,9 @@ pub struct Published {
     pub published: Option<String>,
     /// Its package depends on the linux-x64 platform package (the native binary).
     pub linux_x64: bool,
+    /// Published only as `@anthropic-ai/claude-code-linux-x64` (no main package of this version): installed
+    /// from the platform package.
+    pub platform_only: bool,
 }
 
 /// The published versions, oldest first.
@@ -46,6 +54,9 @@ pub struct Published {
 pub struct Catalogue {
     versions: Vec<Published>,
     fetched_at: jiff::Timestamp,
+    /// The platform package's versions were asked too ([`Catalogue::with_platform`]); a cached list
+    /// written before that was asked is fetched again.
+    platform_checked: bool,
 }
 
 /// When to ask npm again.
@@ -129,7 +140,7 @@ impl Catalogue {
         };
         match (&cached, refresh) {
             (Some(c), Refresh::Never) => return Ok((c.clone(), Freshness::Cached { age: age(c) })),
-            (Some(c), Refresh::IfOlderThan(max)) if age(c) < max => {
+            (Some(c), Refresh::IfOlderThan(max)) if age(c) < max && c.platform_checked => {
                 return Ok((c.clone(), Freshness::Cached { age: age(c) }))
             }
             (None, Refresh::Never) => {
@@ -175,7 +186,40 @@ impl Catalogue {
             VIEW_DEADLINE,
             &format!("list the platform packages of {PACKAGE}'s versions"),
         )?;
-        Catalogue::from_npm(&order.stdout, &deps.stdout, jiff::Timestamp::now())
+        let platform = npm.run(
+            &[s("view"), s(PLATFORM_PACKAGE), s("versions"), s("time"), s("--json"), s("--prefer-online")],
+            cwd,
+            VIEW_DEADLINE,
+            &format!("list the versions of {PLATFORM_PACKAGE}"),
+        )?;
+        Catalogue::from_npm(&order.stdout, &deps.stdout, jiff::Timestamp::now())?.with_platform(&platform.stdout)
+    }
+
+    /// Adds the versions published only as the platform package (`npm view PLATFORM versions time --json`
+    /// printed `platform_versions_time`): each one the main package lacks, with the binary, marked
+    /// [`Published::platform_only`]. Versions before the main package's first with the binary are left out
+    /// (the platform package lists placeholders there, e.g. 0.0.0).
+    pub fn with_platform(mut self, platform_versions_time: &str) -> Result<Catalogue, VersionError> {
+        let bad = |reason: String| VersionError::NpmOutput { what: "platform versions time".to_string(), reason };
+        let vt: serde_json::Value =
+            serde_json::from_str(platform_versions_time).map_err(|e| bad(format!("not JSON: {e}")))?;
+        let names: Vec<String> = match vt.get("versions") {
+            Some(serde_json::Value::Array(a)) => a.iter().filter_map(|v| v.as_str().map(str::to_string)).collect(),
+            Some(serde_json::Value::String(s)) => vec![s.clone()],
+            _ => return Err(bad("no \"versions\" field".into())),
+        };
+        let first = self.first_linux_x64().cloned();
+        for name in &names {
+            let version = Version::parse(name).map_err(|e| bad(format!("{name:?} is not a version: {e}")))?;
+            if self.position(&version).is_some() || first.as_ref().is_none_or(|f| version < *f) {
+                continue;
+            }
+            let published = vt.get("time").and_then(|t| t.get(name)).and_then(|t| t.as_str()).map(str::to_string);
+            self.versions.push(Published { version, published, linux_x64: true, platform_only: true });
+        }
+        self.versions.sort_by(|a, b| a.version.cmp(&b.version));
+        self.platform_checked = true;
+        Ok(self)
     }
 
     /// A catalogue from the two `npm view --json` outputs (see the module docs).
@@ -219,7 +263,12 @@ impl Catalogue {
             let version =
                 Version::parse(name).map_err(|e| bad("versions time", format!("{name:?} is not a version: {e}")))?;
             let published = vt.get("time").and_then(|t| t.get(name)).and_then(|t| t.as_str()).map(str::to_string);
-            versions.push(Published { version, published, linux_x64: has.get(name).copied().unwrap_or(false) });
+            versions.push(Published {
+                version,
+                published,
+                linux_x64: has.get(name).copied().unwrap_or(false),
+                platform_only: false,
+            });
         }
         // npm lists them in semver order; sorting (stably) keeps that order and guards the selection's
         // "oldest first" against a registry that does not
@@ -233,29 +282,31 @@ impl Catalogue {
         if versions.is_empty() {
             return Err(bad("versions time", "no versions".into()));
         }
-        Ok(Catalogue { versions, fetched_at })
+        Ok(Catalogue { versions, fetched_at, platform_checked: false })
     }
 
     /// A catalogue of given versions (tests, tools).
     pub fn from_versions(versions: Vec<Published>, fetched_at: jiff::Timestamp) -> Catalogue {
         let mut versions = versions;
         versions.sort_by(|a, b| a.version.cmp(&b.version));
-        Catalogue { versions, fetched_at }
+        Catalogue { versions, fetched_at, platform_checked: true }
     }
 
     fn read(file: &Path) -> Option<Catalogue> {
         let text = std::fs::read_to_string(file).ok()?;
         let v: serde_json::Value = serde_json::from_str(&text).ok()?;
         let fetched_at: jiff::Timestamp = v.get("fetched_at")?.as_str()?.parse().ok()?;
+        let platform_checked = v.get("platform_checked").and_then(serde_json::Value::as_bool).unwrap_or(false);
         let mut versions = Vec::new();
         for e in v.get("versions")?.as_array()? {
             versions.push(Published {
                 version: Version::parse(e.get("version")?.as_str()?).ok()?,
                 published: e.get("published").and_then(|p| p.as_str()).map(str::to_string),
                 linux_x64: e.get("linux_x64")?.as_bool()?,
+                platform_only: e.get("platform_only").and_then(serde_json::Value::as_bool).unwrap_or(false),
             });
         }
-        (!versions.is_empty()).then(|| Catalogue::from_versions(versions, fetched_at))
+        (!versions.is_empty()).then(|| Catalogue { platform_checked, ..Catalogue::from_versions(versions, fetched_at) })
     }
 
     fn to_json(&self) -> String {
@@ -263,11 +314,16 @@ impl Catalogue {
             .versions
             .iter()
             .map(|p| {
-                serde_json::json!({"version": p.version.to_string(), "published": p.published, "linux_x64": p.linux_x64})
+                let mut e = serde_json::json!({"version": p.version.to_string(), "published": p.published, "linux_x64": p.linux_x64});
+                if p.platform_only {
+                    e["platform_only"] = true.into();
+                }
+                e
             })
             .collect();
         let v = serde_json::json!({
-            "package": PACKAGE, "fetched_at": self.fetched_at.to_string(), "versions": versions,
+            "package": PACKAGE, "fetched_at": self.fetched_at.to_string(),
+            "platform_checked": self.platform_checked, "versions": versions,
         });
         serde_json::to_string_pretty(&v).unwrap_or_default() + "\n"
     }
@@ -363,6 +419,7 @@ pub(crate) mod tests {
                 version: Version::parse(v).unwrap_or_else(|e| panic!("{e}")),
                 published: None,
                 linux_x64: *x,
+                platform_only: false,
             })
             .collect();
         Catalogue::from_versions(versions, jiff::Timestamp::UNIX_EPOCH)
@@ -397,6 +454,32 @@ pub(crate) mod tests {
         let f = d.path().join("versions.json");
         std::fs::write(&f, c.to_json()).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(Catalogue::read(&f), Some(c));
+    }
+
+    #[test]
+    fn platform_only_releases_join_the_catalogue_and_placeholders_before_the_binary_do_not() {
+        let order = r#"{"versions": ["2.1.112", "2.1.113", "2.1.114"]}"#;
+        let deps = format!(
+            r#"[{{"version": "2.1.113", "optionalDependencies": {{"{PLATFORM_PACKAGE}": "2.1.113"}}}},
+                {{"version": "2.1.114", "optionalDependencies": {{"{PLATFORM_PACKAGE}": "2.1.114"}}}},
+                {{"version": "2.1.112"}}]"#
+        );
+        let platform =
+            r#"{"versions": ["0.0.0", "2.1.113", "2.1.114", "2.1.115"], "time": {"2.1.115": "2026-11-30T01:02:03Z"}}"#;
+        let c = Catalogue::from_npm(order, &deps, jiff::Timestamp::UNIX_EPOCH)
+            .and_then(|c| c.with_platform(platform))
+            .unwrap_or_else(|e| panic!("{e}"));
+        let got: Vec<(String, bool, bool)> =
+            c.versions().iter().map(|p| (p.version.to_string(), p.linux_x64, p.platform_only)).collect();
+        assert_eq!(
+            got,
+            [("2.1.112", false, false), ("2.1.113", true, false), ("2.1.114", true, false), ("2.1.115", true, true)]
+                .map(|(a, b, c)| (a.to_string(), b, c))
+                .to_vec()
+        );
+        assert_eq!(c.newest().map(|p| p.published.clone()), Some(Some("2026-11-30T01:02:03Z".to_string())));
+        let e = c.clone().with_platform("{}").failing("no versions");
+        assert!(e.to_string().contains("platform versions time"), "{e}");
     }
 
     #[test]

@@ -111,6 +111,7 @@ pub fn versions(cache: &Cache, spec: &str, refresh: bool, json: bool, out: &mut 
                     "version": v.to_string(),
                     "published": p.and_then(|p| p.published.clone()),
                     "linux_x64": p.is_some_and(|p| p.linux_x64),
+                    "platform_only": p.is_some_and(|p| p.platform_only),
                     "installed": inst(v).map(entry_json),
                 })
             })
@@ -142,7 +143,11 @@ pub fn versions(cache: &Cache, spec: &str, refresh: bool, json: bool, out: &mut 
     for v in &shown {
         let p = catalogue.get(v);
         let published = p.and_then(|p| p.published.as_deref()).map(|t| t.get(..10).unwrap_or(t)).unwrap_or("-");
-        let binary = if p.is_some_and(|p| p.linux_x64) { "yes" } else { "no (not run)" };
+        let binary = match p {
+            Some(p) if p.platform_only => "yes (platform pkg)",
+            Some(p) if p.linux_x64 => "yes",
+            _ => "no (not run)",
+        };
         let installed = match inst(v) {
             None => "-".to_string(),
             Some(e) => installed_text(e),

@@ -57,7 +57,7 @@
 //! ```
 //! use harness::versions::{Catalogue, Published, Spec};
 //! use semver::Version;
-//! let published = |v: &str, linux_x64| Published { version: Version::parse(v).unwrap(), published: None, linux_x64 };
+//! let published = |v: &str, linux_x64| Published { version: Version::parse(v).unwrap(), published: None, linux_x64, platform_only: false };
 //! let c = Catalogue::from_versions(
 //!     vec![published("2.1.112", false), published("2.1.113", true), published("2.1.114", true), published("2.1.120", true)],
 //!     jiff::Timestamp::UNIX_EPOCH,

@@ -451,7 +451,7 @@ mod tests {
     #[test]
     fn versions_published_without_the_binary_between_two_ends_are_skipped() {
         let mut vs = small().versions().to_vec();
-        vs.push(Published { version: v("2.1.8"), published: None, linux_x64: false });
+        vs.push(Published { version: v("2.1.8"), published: None, linux_x64: false, platform_only: false });
         let c = Catalogue::from_versions(vs, jiff::Timestamp::UNIX_EPOCH);
         let s = c.between(&v("2.1.5"), &v("2.2.0")).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(names(&s.versions), ["2.1.7", "2.1.10"]);

@@ -68,25 +68,41 @@ if [ "$1" = view ]; then
     echo "npm error request to https://registry.invalid/@anthropic-ai%2fclaude-code failed" >&2
     exit 1
   fi
-  case "$*" in *optionalDependencies*) cat "$data/deps.json";; *) cat "$data/order.json";; esac
+  case "$*" in
+    *optionalDependencies*) cat "$data/deps.json";;
+    *claude-code-linux-x64*) if [ -f "$data/platform.json" ]; then cat "$data/platform.json"; else cat "$data/order.json"; fi;;
+    *) cat "$data/order.json";;
+  esac
   exit 0
 fi
-prefix=; cache=; spec=
+prefix=; cache=; spec=; platform=
 while [ $# -gt 0 ]; do
   case "$1" in
     --prefix) prefix=$2; shift;;
     --cache) cache=$2; shift;;
     @anthropic-ai/claude-code@*) spec=$1;;
+    @anthropic-ai/claude-code-linux-x64@*) spec=$1; platform=1;;
   esac
   shift
 done
 v=${{spec#@anthropic-ai/claude-code@}}
-if [ $mode = unknown ]; then
+[ -n "$platform" ] && v=${{spec#@anthropic-ai/claude-code-linux-x64@}}
+only=no
+grep -qx "$v" "$data/platform-only" 2>/dev/null && only=yes
+if [ $mode = unknown ] || {{ [ -z "$platform" ] && [ $only = yes ]; }}; then
   echo "npm error code ETARGET" >&2
   echo "npm error notarget No matching version found for $spec." >&2
   exit 1
 fi
 mkdir -p "$cache/_cacache" && echo tarball > "$cache/_cacache/blob"
+if [ -n "$platform" ]; then
+  p="$prefix/node_modules/@anthropic-ai/claude-code-linux-x64"
+  mkdir -p "$p"
+  printf '#!/bin/sh\necho "%s (Claude Code)"\nexit 0\n' "$v" > "$p/claude"
+  {{ printf '#'; head -c {PAD} /dev/zero | tr '\0' x; echo; }} >> "$p/claude"
+  chmod +x "$p/claude"
+  exit 0
+fi
 w="$prefix/node_modules/@anthropic-ai/claude-code"
 mkdir -p "$w"
 if [ $mode = no-platform ]; then
@@ -135,6 +151,20 @@ chmod +x "$p/claude"
         std::fs::write(d.join("order.json"), order.to_string()).unwrap_or_else(|e| panic!("{e}"));
         std::fs::write(d.join("deps.json"), serde_json::Value::from(deps).to_string())
             .unwrap_or_else(|e| panic!("{e}"));
+    }
+
+    /// Versions published as the platform package only: the platform package's `npm view` lists them
+    /// after the main package's, and installing the main package at one of them fails with ETARGET.
+    fn platform_only(&self, versions: &[&str]) {
+        let d = self.dir.path();
+        let order: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(d.join("order.json")).unwrap_or_else(|e| panic!("{e}")))
+                .unwrap_or_else(|e| panic!("{e}"));
+        let mut names: Vec<serde_json::Value> = order["versions"].as_array().cloned().unwrap_or_default();
+        names.extend(versions.iter().map(|v| serde_json::Value::from(*v)));
+        let platform = serde_json::json!({"versions": names, "time": {"2.1.202": "2026-11-30T00:00:00.000Z"}});
+        std::fs::write(d.join("platform.json"), platform.to_string()).unwrap_or_else(|e| panic!("{e}"));
+        std::fs::write(d.join("platform-only"), versions.join("\n") + "\n").unwrap_or_else(|e| panic!("{e}"));
     }
 
     fn root(&self) -> PathBuf {
@@ -533,14 +563,14 @@ fn the_catalogue_is_cached_refreshed_when_old_and_used_offline_saying_so() {
     let views = || f.runs().iter().filter(|r| r.starts_with("view")).count();
     let (c, fresh) = ok(Catalogue::load(&f.root(), &f.npm, Refresh::default()));
     assert_eq!(fresh, Freshness::Fetched);
-    assert_eq!(views(), 2);
+    assert_eq!(views(), 3);
     assert_eq!(c.first_linux_x64(), Some(&v("2.1.113")));
     assert_eq!(c.newest().map(|p| p.version.to_string()).as_deref(), Some("2.1.201"));
     // young: npm is not asked
     let (c2, fresh) = ok(Catalogue::load(&f.root(), &f.npm, Refresh::default()));
     assert!(matches!(fresh, Freshness::Cached { .. }), "{fresh:?}");
     assert_eq!(c2, c);
-    assert_eq!(views(), 2);
+    assert_eq!(views(), 3);
     // asked to: it is
     f.answers(&[("2.1.113", true), ("2.1.200", true), ("2.1.201", true), ("2.1.202", true)]);
     let (c3, fresh) = ok(Catalogue::load(&f.root(), &f.npm, Refresh::Always));
@@ -623,7 +653,80 @@ fn golden_headers_give_the_binary_hash_and_a_mismatch_says_what_to_do() {
     assert!(t.contains("run `probelab cache rm 2.1.235` to reinstall"), "{t}");
 }
 
-/// The real registry, quickly (two `npm view` queries); skipped, loudly, when npm or the network is
+#[test]
+fn a_version_published_as_the_platform_package_only_is_listed_and_installed_from_it() {
+    let f = Fake::new(Mode::Ok);
+    f.platform_only(&["2.1.202"]);
+    let cache = f.cache();
+    let (c, _) = ok(Catalogue::load(&f.root(), &f.npm, Refresh::Always));
+    let p = ok(c.runnable(&v("2.1.202")).cloned());
+    assert!(p.platform_only && p.linux_x64, "{p:?}");
+    assert_eq!(p.published.as_deref(), Some("2026-11-30T00:00:00.000Z"));
+    assert_eq!(c.newest().map(|p| p.version.to_string()).as_deref(), Some("2.1.202"));
+    assert!(!ok(c.known(&v("2.1.201")).cloned()).platform_only, "in the main package: not platform-only");
+    let installed = ok(cache.ensure(&v("2.1.202")));
+    assert_eq!(installed.version, v("2.1.202"));
+    assert!(
+        installed.binary.ends_with("node_modules/@anthropic-ai/claude-code-linux-x64/claude"),
+        "{:?}",
+        installed.binary
+    );
+    let installs: Vec<String> = f.runs().into_iter().filter(|r| r.starts_with("install")).collect();
+    assert_eq!(installs.len(), 1, "{installs:?}");
+    assert!(installs[0].ends_with(" @anthropic-ai/claude-code-linux-x64@2.1.202"), "{installs:?}");
+    let mut out = Vec::new();
+    ok(cli::versions(&cache, ">=2.1.201", false, false, &mut out));
+    let text = String::from_utf8_lossy(&out);
+    assert!(text.lines().any(|l| l.starts_with("2.1.202") && l.contains("yes (platform pkg)")), "{text}");
+    assert!(text.lines().any(|l| l.starts_with("2.1.201") && l.contains("yes ") && !l.contains("platform")), "{text}");
+}
+
+#[test]
+fn without_a_catalogue_a_version_the_main_package_lacks_is_tried_as_the_platform_package() {
+    let f = Fake::new(Mode::Ok);
+    f.platform_only(&["2.1.202"]);
+    // the catalogue cached before the release, and marked as checked: it does not know 2.1.202
+    ok(Catalogue::load(&f.root(), &f.npm, Refresh::Always));
+    let file = catalogue::path(&f.root());
+    let text = std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("{e}"));
+    let mut j: serde_json::Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}"));
+    let kept: Vec<serde_json::Value> =
+        j["versions"].as_array().into_iter().flatten().filter(|e| e["version"] != "2.1.202").cloned().collect();
+    j["versions"] = kept.into();
+    std::fs::write(&file, j.to_string()).unwrap_or_else(|e| panic!("{e}"));
+    let installed = ok(f.cache().ensure(&v("2.1.202")));
+    assert_eq!(installed.version, v("2.1.202"));
+    assert!(
+        installed.binary.ends_with("node_modules/@anthropic-ai/claude-code-linux-x64/claude"),
+        "{:?}",
+        installed.binary
+    );
+    let installs: Vec<String> = f.runs().into_iter().filter(|r| r.starts_with("install")).collect();
+    assert_eq!(installs.len(), 2, "main first, then the platform package: {installs:?}");
+    assert!(installs[0].ends_with(" @anthropic-ai/claude-code@2.1.202"), "{installs:?}");
+    assert!(installs[1].ends_with(" @anthropic-ai/claude-code-linux-x64@2.1.202"), "{installs:?}");
+}
+
+#[test]
+fn a_catalogue_cached_before_platform_packages_were_asked_is_fetched_again() {
+    let f = Fake::new(Mode::Ok);
+    f.platform_only(&["2.1.202"]);
+    ok(Catalogue::load(&f.root(), &f.npm, Refresh::Always));
+    let file = catalogue::path(&f.root());
+    let text = std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(&file, text.replace("\"platform_checked\": true", "\"platform_checked\": false"))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let views = |f: &Fake| f.runs().iter().filter(|r| r.starts_with("view")).count();
+    let before = views(&f);
+    let (c, fresh) = ok(Catalogue::load(&f.root(), &f.npm, Refresh::default()));
+    assert_eq!(fresh, Freshness::Fetched);
+    assert_eq!(views(&f), before + 3, "the three queries again");
+    assert!(c.get(&v("2.1.202")).is_some_and(|p| p.platform_only));
+    let (_, fresh) = ok(Catalogue::load(&f.root(), &f.npm, Refresh::default()));
+    assert!(matches!(fresh, Freshness::Cached { .. }), "{fresh:?}");
+}
+
+/// The real registry, quickly (three `npm view` queries); skipped, loudly, when npm or the network is
 /// not there.
 #[test]
 fn the_real_registry_lists_the_versions_and_where_the_linux_x64_binary_begins() {
@@ -640,5 +743,8 @@ fn the_real_registry_lists_the_versions_and_where_the_linux_x64_binary_begins() 
     assert_eq!(c.first_linux_x64(), Some(&first), "the recorded first version with the linux-x64 binary");
     assert!(c.versions().iter().all(|p| p.linux_x64 == (p.version >= first)), "every version from it on has it");
     assert!(c.runnable(&v("2.1.235")).is_ok() && c.runnable(&v("2.1.332")).is_ok());
+    // published on 2026-11-30 as the platform package only
+    assert!(c.runnable(&v("2.1.333")).is_ok_and(|p| p.platform_only), "{:?}", c.get(&v("2.1.333")));
+    assert!(c.get(&v("2.1.332")).is_some_and(|p| !p.platform_only));
     assert!(matches!(c.runnable(&v("1.0.0")), Err(VersionError::NoLinuxX64 { .. })));
 }
