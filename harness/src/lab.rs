@@ -194,6 +194,8 @@ fn observation(
         shape,
         golden: String::new(),
         probe_sha256: observe::probe_sha256(probe),
+        reproduced: 0,
+        unstable: String::new(),
     }
 }
 

@@ -186,6 +186,64 @@ pub struct Observation {
     /// changed since, and a report names the probes whose cells ran different files.
     #[serde(default)]
     pub probe_sha256: String,
+    /// How many times the cell was run again and gave the same outcome and fingerprint (the matrix runs
+    /// both sides of every candidate change again: [`crate::observatory::matrix`]).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub reproduced: u32,
+    /// What varied when the cell was run again on the same version (empty: nothing did, or it was not
+    /// run again): the probe is *unstable* there, and its fingerprint says nothing of a change.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub unstable: String,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
+}
+
+impl Behaviour {
+    /// What differs between two behaviours, a short phrase each (`result 2 (Read) text`, `file
+    /// .rv/123 only in one run`, `exec 1 stdout`), for saying what varies or what changed.
+    pub fn differences(&self, other: &Behaviour) -> Vec<String> {
+        let mut out = Vec::new();
+        for i in 0..self.results.len().max(other.results.len()) {
+            let (a, b) = (self.results.get(i).cloned().flatten(), other.results.get(i).cloned().flatten());
+            if a == b {
+                continue;
+            }
+            let n = i + 1;
+            out.push(match (a, b) {
+                (Some(a), Some(b)) if a.tool != b.tool => format!("result {n} tool {} / {}", a.tool, b.tool),
+                (Some(a), Some(b)) if a.is_error != b.is_error => format!("result {n} ({}) is_error", a.tool),
+                (Some(a), Some(_)) => format!("result {n} ({}) text", a.tool),
+                (Some(a), None) | (None, Some(a)) => format!("result {n} ({}) answered in one run only", a.tool),
+                (None, None) => continue,
+            });
+        }
+        for path in self.files.keys().chain(other.files.keys()).collect::<std::collections::BTreeSet<_>>() {
+            match (self.files.get(path), other.files.get(path)) {
+                (Some(a), Some(b)) if a != b => out.push(format!("file {path} content")),
+                (Some(_), None) | (None, Some(_)) => out.push(format!("file {path} only in one run")),
+                _ => {}
+            }
+        }
+        for i in 0..self.execs.len().max(other.execs.len()) {
+            match (self.execs.get(i), other.execs.get(i)) {
+                (Some(a), Some(b)) if a != b => {
+                    let part = if a.exit != b.exit {
+                        "exit"
+                    } else if a.stdout != b.stdout {
+                        "stdout"
+                    } else {
+                        "stderr"
+                    };
+                    out.push(format!("exec {} {part}", i + 1));
+                }
+                (Some(_), None) | (None, Some(_)) => out.push(format!("exec {} in one run only", i + 1)),
+                _ => {}
+            }
+        }
+        out
+    }
 }
 
 /// SHA-256 of a probe's file as it is now (empty when it cannot be read).
@@ -211,6 +269,8 @@ impl Observation {
             shape: Shape::default(),
             golden: String::new(),
             probe_sha256: probe_sha256(probe),
+            reproduced: 0,
+            unstable: String::new(),
         }
     }
 
@@ -505,6 +565,33 @@ pub fn first_request_layers(
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn differences_name_the_part_that_differs() {
+        let r = |tool: &str, text: &str, is_error| Some(CallResult { tool: tool.into(), text: text.into(), is_error });
+        let a = Behaviour {
+            results: vec![r("Read", "x", false), r("Write", "ok", false), None],
+            files: BTreeMap::from([("a.txt".to_string(), "h1".to_string()), (".rv/1".to_string(), "made".to_string())]),
+            execs: Vec::new(),
+        };
+        assert!(a.differences(&a.clone()).is_empty());
+        let b = Behaviour {
+            results: vec![r("Read", "y", false), r("Write", "ok", true), r("Bash", "", false)],
+            files: BTreeMap::from([("a.txt".to_string(), "h2".to_string()), (".rv/2".to_string(), "made".to_string())]),
+            execs: Vec::new(),
+        };
+        assert_eq!(
+            a.differences(&b),
+            [
+                "result 1 (Read) text",
+                "result 2 (Write) is_error",
+                "result 3 (Bash) answered in one run only",
+                "file .rv/1 only in one run",
+                "file .rv/2 only in one run",
+                "file a.txt content"
+            ]
+        );
+    }
+
     use super::*;
 
     fn v(name: &str, pass: bool) -> Verdict {

@@ -13,7 +13,7 @@
 //! Each run is kept as a matrix cell (`<out>/<version>/<probe>.json`), so a bisection stopped half-way
 //! resumes, and `probelab report` shows what it ran.
 
-use super::{read_cell, run_cell, write_cell, Goldens};
+use super::{reusable_cell, run_cell, write_cell, Goldens};
 use crate::lab::Layout;
 use crate::observe::{Observation, Outcome};
 use crate::probe::Probe;
@@ -69,7 +69,7 @@ async fn run_at(
     let started = Instant::now();
     let mut todo = Vec::new();
     for p in who {
-        match read_cell(&super::cell_path(ctx.out, &version, &p.id)) {
+        match reusable_cell(ctx.out, &version, &p.id, &crate::observe::probe_sha256(p)) {
             Some(o) => {
                 seen.insert((i, p.id.clone()), o);
             }

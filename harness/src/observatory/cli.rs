@@ -122,7 +122,15 @@ impl Command {
                         o.version.as_deref().unwrap_or("?"),
                         o.probe,
                         o.fingerprint.get(..12).unwrap_or(""),
-                        if d.resumed { " (kept from an earlier run)" } else { "" }
+                        if d.resumed {
+                            " (kept from an earlier run)".to_string()
+                        } else if !o.unstable.is_empty() {
+                            format!(" (run again: UNSTABLE, varies: {})", o.unstable)
+                        } else if o.reproduced > 0 {
+                            " (run again: reproduced)".to_string()
+                        } else {
+                            String::new()
+                        }
                     );
                     if !o.reason.is_empty() {
                         eprintln!("         {}", o.reason);
@@ -266,6 +274,14 @@ pub fn between(good: &str, bad: &str) -> Result<Vec<String>, String> {
     let parse =
         |v: &str| semver::Version::parse(v).map_err(|e| format!("{v:?} is not a version ({e}); write e.g. 2.1.235"));
     let (g, b) = (parse(good)?, parse(bad)?);
+    // the good version is the one that still behaves as before: it comes first in npm's order (a
+    // reversed pair is almost always the two arguments swapped by mistake)
+    if g >= b {
+        return Err(format!(
+            "--good {g} is not older than --bad {b}: bisect walks from the version that still behaves as \
+             before to a later one that does not; write --good {b} --bad {g}"
+        ));
+    }
     let c = catalogue()?;
     c.runnable(&g).map_err(|e| e.to_string())?;
     c.runnable(&b).map_err(|e| e.to_string())?;
@@ -273,10 +289,7 @@ pub fn between(good: &str, bad: &str) -> Result<Vec<String>, String> {
     if let Some(n) = inside.skipped_note() {
         eprintln!("{n}");
     }
-    let mut middle: Vec<String> = inside.versions.iter().map(|v| v.to_string()).collect();
-    if g > b {
-        middle.reverse(); // good is the newer one: walk from it back to the bad one
-    }
+    let middle: Vec<String> = inside.versions.iter().map(|v| v.to_string()).collect();
     let mut out = vec![g.to_string()];
     out.extend(middle);
     out.push(b.to_string());
@@ -299,4 +312,20 @@ fn report(cells: &[crate::observe::Observation], json: bool, html: Option<&Path>
         }
     }
     ExitCode::SUCCESS
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_reversed_or_empty_bisect_range_is_refused_before_npm_is_asked() {
+        let e = between("2.1.300", "2.1.235").err().unwrap_or_default();
+        assert!(e.starts_with("--good 2.1.300 is not older than --bad 2.1.235"), "{e}");
+        assert!(e.ends_with("write --good 2.1.235 --bad 2.1.300"), "{e}");
+        let e = between("2.1.235", "2.1.235").err().unwrap_or_default();
+        assert!(e.contains("is not older than"), "{e}");
+        let e = between("2.1", "2.1.235").err().unwrap_or_default();
+        assert!(e.contains("is not a version"), "{e}");
+    }
 }

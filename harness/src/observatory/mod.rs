@@ -6,7 +6,8 @@
 //!
 //! - [`matrix`] runs every claude-code probe on each version of a selection and keeps one observation
 //!   file per cell, `<out>/<version>/<probe>.json` (written whole or not at all, so a matrix stopped
-//!   half-way resumes: the cells already there are kept unless `fresh`, or unless their probe file changed since); with `bless` it also writes the
+//!   half-way resumes: the cells already there are kept unless `fresh`, unless their probe file changed since, or
+//!   unless they are errors ([`reusable_cell`]); with `bless` it also writes the
 //!   version's goldens under `golden/claude-code@<version>/`.
 //! - [`report`] merges observation directories (one run's, or the shards of many machines: the same
 //!   cells give the same report, whatever their order) into the claims × versions table and each claim's
@@ -25,7 +26,7 @@ pub mod cli;
 pub mod report;
 
 use crate::lab::{golden_step, run_probe, GoldenOutcome, Layout};
-use crate::observe::Observation;
+use crate::observe::{Observation, Outcome};
 use crate::probe::Probe;
 use std::path::{Path, PathBuf};
 
@@ -43,6 +44,14 @@ pub fn cell_path(out: &Path, version: &str, probe: &str) -> PathBuf {
 pub fn read_cell(path: &Path) -> Option<Observation> {
     let text = std::fs::read_to_string(path).ok()?;
     serde_json::from_str(&text).ok()
+}
+
+/// A cell kept from an earlier run that may stand for a run now: it ran the probe file as it is now
+/// (`probe_sha256`, the SHA-256 of the file today) and it is not an error (an error is no verdict: a
+/// failed install or set-up is tried again, never carried into a matrix or a bisection).
+pub fn reusable_cell(out: &Path, version: &str, probe: &str, probe_sha256: &str) -> Option<Observation> {
+    read_cell(&cell_path(out, version, probe))
+        .filter(|c| c.probe_sha256 == probe_sha256 && c.outcome != crate::observe::Outcome::Error)
 }
 
 /// Writes a cell whole or not at all (a temporary file renamed into place).
@@ -157,7 +166,7 @@ pub async fn matrix(
     for version in versions {
         let mut todo = Vec::new();
         for (p, sha) in probes.iter().zip(&shas) {
-            match read_cell(&cell_path(&opts.out, version, &p.id)).filter(|c| !opts.fresh && &c.probe_sha256 == sha) {
+            match reusable_cell(&opts.out, version, &p.id, sha).filter(|_| !opts.fresh) {
                 Some(obs) => {
                     done(&CellDone { observation: obs.clone(), resumed: true });
                     out.push(obs);
@@ -192,7 +201,61 @@ pub async fn matrix(
             out.push(obs);
         }
     }
+    confirm_changes(&probes, versions, layout, opts, &mut out, done).await?;
     Ok(out)
+}
+
+/// A change counts only when it reproduces: for every probe whose outcome or fingerprint differs between
+/// two neighbouring versions of the matrix, each side is run once more (unless it already was) and must
+/// agree with itself. A side that does not is marked [`Observation::unstable`] with what varied (the
+/// report then lists the probe as unstable there, never as changed); one that does counts
+/// [`Observation::reproduced`]. An error on the second run is no verdict and leaves the cell as it was.
+async fn confirm_changes(
+    probes: &[&Probe],
+    versions: &[String],
+    layout: &Layout,
+    opts: &MatrixOptions,
+    out: &mut [Observation],
+    done: &mut dyn FnMut(&CellDone),
+) -> Result<(), String> {
+    use std::collections::BTreeMap;
+    let mut at: BTreeMap<(String, String), usize> = BTreeMap::new();
+    for (i, o) in out.iter().enumerate() {
+        at.insert((o.probe.clone(), o.version.clone().unwrap_or_default()), i);
+    }
+    for p in probes {
+        let row: Vec<usize> = versions.iter().filter_map(|v| at.get(&(p.id.clone(), v.clone())).copied()).collect();
+        for pair in row.windows(2) {
+            let (a, b) = (&out[pair[0]], &out[pair[1]]);
+            let errored = a.outcome == Outcome::Error || b.outcome == Outcome::Error;
+            if errored || (a.outcome == b.outcome && a.fingerprint == b.fingerprint) {
+                continue;
+            }
+            for &i in pair {
+                if out[i].reproduced > 0 || !out[i].unstable.is_empty() {
+                    continue;
+                }
+                let version = out[i].version.clone().unwrap_or_default();
+                let again = run_cell(p, &version, layout, Goldens::Compare).await;
+                if again.outcome == Outcome::Error {
+                    continue;
+                }
+                let cell = &mut out[i];
+                if again.outcome == cell.outcome && again.fingerprint == cell.fingerprint {
+                    cell.reproduced += 1;
+                } else {
+                    let mut varies = cell.behaviour.differences(&again.behaviour);
+                    if again.outcome != cell.outcome {
+                        varies.insert(0, format!("outcome {} / {}", cell.outcome.word(), again.outcome.word()));
+                    }
+                    cell.unstable = varies.join("; ");
+                }
+                write_cell(&opts.out, cell)?;
+                done(&CellDone { observation: cell.clone(), resumed: false });
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Every cell under these directories (each `<dir>/<version>/<probe>.json`), in no particular order;
@@ -200,6 +263,7 @@ pub async fn matrix(
 pub fn read_cells(dirs: &[PathBuf]) -> Result<Vec<Observation>, String> {
     let mut out = Vec::new();
     for dir in dirs {
+        let before = out.len();
         let versions = std::fs::read_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
         for v in versions.flatten() {
             if !v.path().is_dir() {
@@ -216,6 +280,75 @@ pub fn read_cells(dirs: &[PathBuf]) -> Result<Vec<Observation>, String> {
                 out.push(obs);
             }
         }
+        // a directory without cells is a mistake (a wrong path, a shard that never ran, `docs/matrix`
+        // whose report files are not cells), never an empty matrix that passes
+        if out.len() == before {
+            return Err(format!(
+                "{} holds no cells (<dir>/<version>/<probe>.json, as `probelab matrix --out DIR` or a matrix \
+                 test shard writes them)",
+                dir.display()
+            ));
+        }
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::observe::{Behaviour, Outcome, Shape};
+    use std::collections::BTreeMap;
+
+    fn cell(probe: &str, version: &str, outcome: Outcome, sha: &str) -> Observation {
+        Observation {
+            probe: probe.into(),
+            subject: "claude-code".into(),
+            version: Some(version.into()),
+            outcome,
+            reason: String::new(),
+            claims: BTreeMap::new(),
+            verdicts: Vec::new(),
+            fingerprint: "f".into(),
+            behaviour: Behaviour::default(),
+            interface: BTreeMap::new(),
+            prompt: String::new(),
+            shape: Shape::default(),
+            golden: String::new(),
+            probe_sha256: sha.into(),
+            reproduced: 0,
+            unstable: String::new(),
+        }
+    }
+
+    #[test]
+    fn a_kept_cell_stands_for_a_run_only_when_it_ran_this_probe_file_and_is_no_error() {
+        let d = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let out = d.path();
+        for (probe, outcome) in [("a", Outcome::Pass), ("b", Outcome::Error), ("c", Outcome::Changed)] {
+            write_cell(out, &cell(probe, "2.1.235", outcome, "sha-now")).unwrap_or_else(|e| panic!("{e}"));
+        }
+        assert!(reusable_cell(out, "2.1.235", "a", "sha-now").is_some());
+        assert!(reusable_cell(out, "2.1.235", "c", "sha-now").is_some(), "a changed cell is a verdict");
+        assert!(reusable_cell(out, "2.1.235", "b", "sha-now").is_none(), "an error cell is run again");
+        assert!(reusable_cell(out, "2.1.235", "a", "sha-edited").is_none(), "the probe file changed since");
+        assert!(reusable_cell(out, "2.1.236", "a", "sha-now").is_none());
+    }
+
+    #[test]
+    fn a_directory_without_cells_is_an_error_not_an_empty_matrix() {
+        let d = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let empty = d.path().join("empty");
+        std::fs::create_dir_all(empty.join("2.1.235")).unwrap_or_else(|e| panic!("{e}"));
+        std::fs::write(d.path().join("matrix.json"), "{}").unwrap_or_else(|e| panic!("{e}"));
+        let e = read_cells(std::slice::from_ref(&empty)).err().unwrap_or_default();
+        assert!(e.contains("holds no cells"), "{e}");
+        let full = d.path().join("full");
+        write_cell(&full, &cell("a", "2.1.235", Outcome::Pass, "s")).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(read_cells(std::slice::from_ref(&full)).map(|c| c.len()), Ok(1));
+        let e = read_cells(&[full, empty]).err().unwrap_or_default();
+        assert!(e.contains("empty holds no cells"), "one shard without cells among others: {e}");
+        // a report's own files are not cells
+        let e = read_cells(&[d.path().to_path_buf()]).err().unwrap_or_default();
+        assert!(e.contains("holds no cells") || e.contains("not an observation"), "{e}");
+    }
 }

@@ -26,6 +26,9 @@ pub struct Cell {
     /// Why, when not a pass.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub reason: String,
+    /// What varied when the cell was run again on this version ([`Observation::unstable`]).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub unstable: String,
 }
 
 /// A change between a version and the one before it in the matrix.
@@ -56,6 +59,10 @@ pub struct Matrix {
     /// versions may be the probe's own (run the matrix again: a resumed matrix redoes stale cells).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub mixed_probe_files: BTreeMap<String, usize>,
+    /// Probes that did not agree with themselves when run again on one version → version → what varied:
+    /// their fingerprint changes there are noise, never in a timeline.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub unstable: BTreeMap<String, BTreeMap<String, String>>,
 }
 
 fn version_key(v: &str) -> (Option<semver::Version>, String) {
@@ -95,7 +102,15 @@ impl Matrix {
             files.into_iter().filter(|(_, s)| s.len() > 1).map(|(p, s)| (p.to_string(), s.len())).collect();
         let mut claim_probes: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
         for ((probe, version), o) in &by_key {
-            let cell = Cell { outcome: o.outcome, fingerprint: short(&o.fingerprint), reason: o.reason.clone() };
+            let cell = Cell {
+                outcome: o.outcome,
+                fingerprint: short(&o.fingerprint),
+                reason: o.reason.clone(),
+                unstable: o.unstable.clone(),
+            };
+            if !o.unstable.is_empty() {
+                m.unstable.entry(probe.clone()).or_default().insert(version.clone(), o.unstable.clone());
+            }
             m.probes.entry(probe.clone()).or_default().insert(version.clone(), cell);
             for (claim, verdict) in &o.claims {
                 claim_probes.entry(claim.clone()).or_default().insert(probe.clone());
@@ -111,7 +126,9 @@ impl Matrix {
             for v in &versions {
                 let Some(cell) = row.get(v) else { continue };
                 if let Some((pv, pc)) = prev {
-                    if pc.outcome != cell.outcome || pc.fingerprint != cell.fingerprint {
+                    // a side that did not reproduce itself says nothing of a change
+                    let noise = !pc.unstable.is_empty() || !cell.unstable.is_empty();
+                    if !noise && (pc.outcome != cell.outcome || pc.fingerprint != cell.fingerprint) {
                         let what = if pc.outcome != cell.outcome {
                             format!("{} → {}", pc.outcome.word(), cell.outcome.word())
                         } else {
@@ -238,6 +255,23 @@ impl Matrix {
             out.push_str("\nerrors\n");
             out.push_str(&(errors.join("\n") + "\n"));
         }
+        out.push_str(
+            &self.unstable_text("\nunstable (run again on one version, the behaviour varied: not a change)\n", "  "),
+        );
+        out
+    }
+
+    /// The unstable probes, a line each per version, under a heading (nothing when there are none).
+    fn unstable_text(&self, heading: &str, bullet: &str) -> String {
+        if self.unstable.is_empty() {
+            return String::new();
+        }
+        let mut out = heading.to_string();
+        for (probe, row) in &self.unstable {
+            for (version, what) in row {
+                out.push_str(&format!("{bullet}{probe} on {version}: varies in {what}\n"));
+            }
+        }
         out
     }
 
@@ -282,6 +316,10 @@ impl Matrix {
                 out.push_str(&format!("- `{probe}` {} → **{}**: {}{why}\n", c.previous, c.version, c.what));
             }
         }
+        out.push_str(&self.unstable_text(
+            "\n## Unstable probes\n\nRun again on one version, these did not agree with themselves: their fingerprints there are noise, never a change.\n\n",
+            "- ",
+        ));
         out
     }
 
@@ -362,7 +400,17 @@ impl Matrix {
                 ));
             }
         }
-        h.push_str("</ul>\n</body></html>\n");
+        h.push_str("</ul>\n");
+        if !self.unstable.is_empty() {
+            h.push_str("<h2>Unstable probes</h2>\n<p>Run again on one version, these did not agree with themselves: not a change.</p>\n<ul id=\"unstable\">\n");
+            for (probe, row) in &self.unstable {
+                for (version, what) in row {
+                    h.push_str(&format!("<li>{} on {}: varies in {}</li>\n", esc(probe), esc(version), esc(what)));
+                }
+            }
+            h.push_str("</ul>\n");
+        }
+        h.push_str("</body></html>\n");
         h
     }
 }
@@ -392,6 +440,8 @@ mod tests {
             shape: Shape::default(),
             golden: String::new(),
             probe_sha256: String::new(),
+            reproduced: 0,
+            unstable: String::new(),
         }
     }
 
@@ -419,6 +469,27 @@ mod tests {
         let mut bad = cells.clone();
         bad.push(cell("p", "2.1.9", Outcome::Changed, "zzzz", ("READ-2", Changed)));
         assert!(Matrix::from_cells(&bad).err().unwrap_or_default().contains("disagree"));
+    }
+
+    #[test]
+    fn a_probe_that_varies_on_one_version_is_unstable_never_a_change() {
+        use ClaimVerdict::*;
+        let a = cell("p", "2.1.235", Outcome::Pass, "aaaa", ("C-1", Holds));
+        let mut b = cell("p", "2.1.236", Outcome::Pass, "bbbb", ("C-1", Holds));
+        let c = cell("p", "2.1.237", Outcome::Pass, "cccc", ("C-1", Holds));
+        // reproduced on both sides: a change
+        let m = Matrix::from_cells(&[a.clone(), b.clone(), c.clone()]).unwrap_or_default();
+        assert_eq!(m.probe_timeline["p"].len(), 2);
+        assert!(m.claim_timeline.contains_key("C-1"));
+        // 2.1.236 varied when run again: neither of its transitions is a change
+        b.unstable = "file .rv/4242 only in one run".into();
+        let m = Matrix::from_cells(&[a, b, c]).unwrap_or_default();
+        assert!(!m.probe_timeline.contains_key("p"), "{:?}", m.probe_timeline);
+        assert!(!m.claim_timeline.contains_key("C-1"), "{:?}", m.claim_timeline);
+        assert_eq!(m.unstable["p"]["2.1.236"], "file .rv/4242 only in one run");
+        assert!(m.to_text().contains("  p on 2.1.236: varies in file .rv/4242 only in one run\n"), "{}", m.to_text());
+        assert!(m.to_markdown("t").contains("## Unstable probes"));
+        assert!(m.to_html("t").contains("<li>p on 2.1.236: varies in file .rv/4242 only in one run</li>"));
     }
 
     #[test]

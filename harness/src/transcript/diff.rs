@@ -116,6 +116,14 @@ fn read_set(dir: &Path) -> Result<BTreeMap<String, String>, String> {
             out.insert(id.to_string(), super::normalise::cell_ids(super::golden::body(&text)).into_owned());
         }
     }
+    // a directory without goldens is a wrong path (or a set never blessed), never "100% the same"
+    if out.is_empty() {
+        return Err(format!(
+            "{} holds no golden transcripts (<probe-id>.snap): name a golden set such as golden/builtin or \
+             golden/claude-code@2.1.235",
+            dir.display()
+        ));
+    }
     Ok(out)
 }
 
@@ -254,6 +262,9 @@ pub fn diff_dirs_with(
     let (a, b) = (read_set(left)?, read_set(right)?);
     let (ln, rn) = (left.display().to_string(), right.display().to_string());
     let mut out = SetDiff { left: ln.clone(), right: rn.clone(), ..SetDiff::default() };
+    if !a.keys().any(|k| b.contains_key(k)) {
+        return Err(format!("{ln} and {rn} have no probe in common: nothing to compare"));
+    }
     let ids: BTreeSet<&String> = a.keys().chain(b.keys()).collect();
     for id in ids {
         let (Some(x), Some(y)) = (a.get(id), b.get(id)) else {
@@ -521,5 +532,22 @@ mod tests {
         assert!(render_html(&s2, &BTreeMap::from([("p".to_string(), vec!["READ-1".to_string()])]))
             .contains("same behaviour (other layers changed)"));
         assert!(render_html(&s, &BTreeMap::new()).contains("<h3 id=\"p\">"));
+    }
+
+    #[test]
+    fn sets_without_goldens_or_without_a_probe_in_common_are_errors() {
+        let d = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let (l, r, b) = (d.path().join("l"), d.path().join("r"), d.path().join("blobs"));
+        for p in [&l, &r, &b] {
+            std::fs::create_dir_all(p).unwrap_or_else(|e| panic!("{e}"));
+        }
+        let e = diff_dirs(&l, &r, &b).err().unwrap_or_default();
+        assert!(e.ends_with("holds no golden transcripts (<probe-id>.snap): name a golden set such as golden/builtin or golden/claude-code@2.1.235"), "{e}");
+        std::fs::write(l.join("p.snap"), "tool_result t1:\n  | one\n## verdicts\n").unwrap_or_else(|e| panic!("{e}"));
+        std::fs::write(r.join("q.snap"), "tool_result t1:\n  | one\n## verdicts\n").unwrap_or_else(|e| panic!("{e}"));
+        let e = diff_dirs(&l, &r, &b).err().unwrap_or_default();
+        assert!(e.ends_with("have no probe in common: nothing to compare"), "{e}");
+        std::fs::write(r.join("p.snap"), "tool_result t1:\n  | one\n## verdicts\n").unwrap_or_else(|e| panic!("{e}"));
+        assert!(diff_dirs(&l, &r, &b).is_ok_and(|s| s.probes.len() == 1));
     }
 }
