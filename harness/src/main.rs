@@ -78,6 +78,10 @@ enum Command {
         /// Also write a static HTML report.
         #[arg(long)]
         html: Option<PathBuf>,
+        /// Every layer of every probe (default: the summary — figures, interface, the changed words of
+        /// each tool result whose behaviour differs).
+        #[arg(long)]
+        full: bool,
     },
     /// List probes, claims and subjects.
     List,
@@ -196,7 +200,9 @@ fn main() -> ExitCode {
         Command::List => list(p),
         Command::GcBlobs => gc_blobs(p),
         Command::Review { accept, reject } => review(p, accept, reject),
-        Command::Diff { left, right, run, json, html } => diff(p, &left, &right, run, json, html.as_deref()),
+        Command::Diff { left, right, run, json, html, full } => {
+            diff(p, &left, &right, run, json, html.as_deref(), full)
+        }
         Command::Init { dir } => init(dir),
         Command::New { name } => new(p, &name),
         Command::Import { session, name } => import(p, &session, name),
@@ -403,8 +409,9 @@ fn diff(
     run_now: bool,
     json: bool,
     html: Option<&std::path::Path>,
+    full: bool,
 ) -> ExitCode {
-    use harness::transcript::diff::{diff_dirs_with, render_html, render_text, unordered_ids};
+    use harness::transcript::diff::{diff_dirs_with, render_html, render_summary, render_text, unordered_ids};
     let golden = project.golden.clone();
     let probes = match harness::probe::load_all(std::slice::from_ref(&project.probes)) {
         Ok(p) => p,
@@ -457,7 +464,7 @@ fn diff(
     if json {
         println!("{}", serde_json::to_string_pretty(&d).unwrap_or_default());
     } else {
-        print!("{}", render_text(&d));
+        print!("{}", if full { render_text(&d) } else { render_summary(&d) });
     }
     if let Some(h) = html {
         let claims = probes.iter().map(|p| (p.id.clone(), p.claims.clone())).collect();

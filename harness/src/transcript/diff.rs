@@ -40,6 +40,31 @@ pub struct ProbeDiff {
     pub shape: Option<String>,
     /// Unified diff of everything else, when it differs.
     pub rest: Option<String>,
+    /// Tools on the left's list that the right defers (announced for ToolSearch, or marked `deferred`):
+    /// not removed, only loaded on demand. Not in [`ProbeDiff::tools_removed`].
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tools_deferred: Vec<String>,
+    /// Tools the left deferred that the right lists in full. Not in [`ProbeDiff::tools_added`].
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tools_undeferred: Vec<String>,
+    /// Each tool result that differs, as the words that changed ([`word_diff`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub changes: Vec<ResultChange>,
+}
+
+/// One tool result that differs between the sides, in words.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct ResultChange {
+    /// The result's header on the left (`tool_result <id>` and `is_error`), or the right's when the left
+    /// has none.
+    pub call: String,
+    /// `is_error` changed: `false → true`.
+    pub is_error: Option<String>,
+    /// The changed words with a little context: `[-old-]{+new+}`, `…` where text is left out.
+    pub words: String,
+    /// The same as segments ([`word_segments`]), for the HTML report.
+    #[serde(skip)]
+    pub segments: Vec<(char, String)>,
 }
 
 impl ProbeDiff {
@@ -48,6 +73,8 @@ impl ProbeDiff {
         self.tools_added.is_empty()
             && self.tools_removed.is_empty()
             && self.tools_changed.is_empty()
+            && self.tools_deferred.is_empty()
+            && self.tools_undeferred.is_empty()
             && self.system.is_none()
             && self.results.is_none()
             && self.verdicts.is_none()
@@ -226,6 +253,191 @@ fn blob_text(blobs: &Path, short: &str) -> String {
         .unwrap_or_else(|| format!("(blob {short} not in the store)\n"))
 }
 
+/// The tools a golden defers: marked `(deferred)` on its `tools:` line, or named in the list a subject
+/// announces for ToolSearch ("The following deferred tools are now available via ToolSearch. … :\n
+/// NAME\nNAME\n\n", inside a request's text).
+fn deferred(t: &str) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    for line in t.lines().filter_map(|l| l.strip_prefix("tools: ")) {
+        let mut tokens = line.split(' ').peekable();
+        while let Some(tok) = tokens.next() {
+            if let Some((name, _)) = tok.split_once('@') {
+                if tokens.peek() == Some(&"(deferred)") {
+                    out.insert(name.to_string());
+                }
+            }
+        }
+    }
+    const ANNOUNCE: &str = "The following deferred tools are now available via ToolSearch.";
+    for (i, _) in t.match_indices(ANNOUNCE) {
+        let rest = &t[i..];
+        // the names follow the sentence's colon, one per (escaped) line, up to an empty line
+        let Some(colon) = rest.find(":\\n") else { continue };
+        for name in rest[colon + 3..].split("\\n") {
+            if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-') {
+                break;
+            }
+            out.insert(name.to_string());
+        }
+    }
+    out
+}
+
+/// The result blocks of [`result_lines`], by header id: (header, text).
+fn result_blocks(lines: &str) -> Vec<(String, String, String)> {
+    let mut out: Vec<(String, String, String)> = Vec::new();
+    for l in lines.lines() {
+        if let Some(rest) = l.strip_prefix("tool_result ") {
+            let id = rest.split([' ', ':']).next().unwrap_or_default().to_string();
+            out.push((id, l.trim_end_matches(':').to_string(), String::new()));
+        } else if let Some((_, _, text)) = out.last_mut() {
+            if !text.is_empty() {
+                text.push('\n');
+            }
+            text.push_str(l.strip_prefix("  | ").or_else(|| l.strip_prefix("  |")).unwrap_or(l));
+        }
+    }
+    out
+}
+
+/// Each result whose text or `is_error` differs, with its words.
+fn result_changes(left: &str, right: &str) -> Vec<ResultChange> {
+    let (a, b) = (result_blocks(left), result_blocks(right));
+    let mut out = Vec::new();
+    for i in 0..a.len().max(b.len()) {
+        match (a.get(i), b.get(i)) {
+            (Some((_, ha, ta)), Some((_, hb, tb))) if ha != hb || ta != tb => {
+                let (ea, eb) = (ha.ends_with(" is_error"), hb.ends_with(" is_error"));
+                out.push(ResultChange {
+                    call: ha.trim_end_matches(" is_error").to_string(),
+                    is_error: (ea != eb).then(|| format!("{ea} → {eb}")),
+                    words: if ta == tb { String::new() } else { word_diff(ta, tb) },
+                    segments: if ta == tb { Vec::new() } else { word_segments(ta, tb) },
+                });
+            }
+            (Some((_, h, t)), None) => out.push(ResultChange {
+                call: h.clone(),
+                is_error: None,
+                words: format!("[-{}-] (no such result on the right)", cut(t, WORD_CONTEXT * 2)),
+                segments: vec![('-', cut(t, WORD_CONTEXT * 2))],
+            }),
+            (None, Some((_, h, t))) => out.push(ResultChange {
+                call: h.clone(),
+                is_error: None,
+                words: format!("{{+{}+}} (no such result on the left)", cut(t, WORD_CONTEXT * 2)),
+                segments: vec![('+', cut(t, WORD_CONTEXT * 2))],
+            }),
+            _ => {}
+        }
+    }
+    out
+}
+
+/// How many characters of unchanged text a word diff keeps on each side of a change.
+const WORD_CONTEXT: usize = 40;
+/// The longest word diff shown for one result (the whole is in `--full`).
+const WORD_DIFF_MAX: usize = 600;
+
+fn cut(s: &str, n: usize) -> String {
+    match s.char_indices().nth(n) {
+        Some((i, _)) => format!("{}…", &s[..i]),
+        None => s.to_string(),
+    }
+}
+
+/// The words that changed between two texts, `[-removed-]{+added+}`, with [`WORD_CONTEXT`] characters of
+/// unchanged text around each change (`…` for what is left out), at most [`WORD_DIFF_MAX`] characters;
+/// line breaks shown as `⏎`.
+pub fn word_diff(old: &str, new: &str) -> String {
+    let mut out = String::new();
+    for (tag, v) in word_segments(old, new) {
+        match tag {
+            '-' => out.push_str(&format!("[-{v}-]")),
+            '+' => out.push_str(&format!("{{+{v}+}}")),
+            _ => out.push_str(&v),
+        }
+    }
+    if out.chars().count() > WORD_DIFF_MAX {
+        out = cut(&out, WORD_DIFF_MAX) + " (cut; --full shows it all)";
+    }
+    out
+}
+
+/// The segments of a word diff: `=` unchanged (shortened to [`WORD_CONTEXT`] characters each side of a
+/// change, `…` where cut), `-` removed, `+` added; line breaks as `⏎`.
+pub fn word_segments(old: &str, new: &str) -> Vec<(char, String)> {
+    use similar::ChangeTag;
+    let d = similar::TextDiff::from_words(old, new);
+    let mut runs: Vec<(char, String)> = Vec::new();
+    for c in d.iter_all_changes() {
+        let tag = match c.tag() {
+            ChangeTag::Equal => '=',
+            ChangeTag::Delete => '-',
+            ChangeTag::Insert => '+',
+        };
+        let v = c.value().replace('\n', "⏎");
+        match runs.last_mut() {
+            Some((t, s)) if *t == tag => s.push_str(&v),
+            _ => runs.push((tag, v)),
+        }
+    }
+    // a change that spans words reads as one: the spaces between changed words join the removed and
+    // the added text (`[-is disabled for-]{+is not among the+}`, not word by word)
+    let mut grouped: Vec<(char, String)> = Vec::new();
+    let (mut del, mut ins) = (String::new(), String::new());
+    let last = runs.len().saturating_sub(1);
+    for (i, (tag, v)) in runs.into_iter().enumerate() {
+        let pending = !del.is_empty() || !ins.is_empty();
+        match tag {
+            '-' => del.push_str(&v),
+            '+' => ins.push_str(&v),
+            _ if pending && i < last && v.chars().all(char::is_whitespace) => {
+                del.push_str(&v);
+                ins.push_str(&v);
+            }
+            _ => {
+                if !del.is_empty() {
+                    grouped.push(('-', std::mem::take(&mut del)));
+                }
+                if !ins.is_empty() {
+                    grouped.push(('+', std::mem::take(&mut ins)));
+                }
+                grouped.push((tag, v));
+            }
+        }
+    }
+    if !del.is_empty() {
+        grouped.push(('-', del));
+    }
+    if !ins.is_empty() {
+        grouped.push(('+', ins));
+    }
+    let n = grouped.len();
+    grouped
+        .into_iter()
+        .enumerate()
+        .map(|(i, (tag, v))| {
+            if tag != '=' {
+                return (tag, v);
+            }
+            let chars: Vec<char> = v.chars().collect();
+            let (first, last) = (i == 0, i + 1 == n);
+            if chars.len() <= 2 * WORD_CONTEXT {
+                return (tag, v);
+            }
+            let mut s = String::new();
+            if !first {
+                s.extend(&chars[..WORD_CONTEXT]);
+            }
+            s.push('…');
+            if !last {
+                s.extend(&chars[chars.len() - WORD_CONTEXT..]);
+            }
+            (tag, s)
+        })
+        .collect()
+}
+
 fn udiff(a: &str, b: &str, left: &str, right: &str) -> Option<String> {
     (a != b)
         .then(|| similar::TextDiff::from_lines(a, b).unified_diff().context_radius(2).header(left, right).to_string())
@@ -277,8 +489,29 @@ pub fn diff_dirs_with(
         };
         let (tx, ty) = (tools(x), tools(y));
         let mut d = ProbeDiff { probe: id.clone(), ..ProbeDiff::default() };
-        d.tools_added = ty.keys().filter(|k| !tx.contains_key(*k)).cloned().collect();
-        d.tools_removed = tx.keys().filter(|k| !ty.contains_key(*k)).cloned().collect();
+        let (dx, dy) = (deferred(x), deferred(y));
+        for k in ty.keys().filter(|k| !tx.contains_key(*k)) {
+            if dx.contains(k) {
+                d.tools_undeferred.push(k.clone());
+            } else {
+                d.tools_added.push(k.clone());
+            }
+        }
+        for k in tx.keys().filter(|k| !ty.contains_key(*k)) {
+            if dy.contains(k) {
+                d.tools_deferred.push(k.clone());
+            } else {
+                d.tools_removed.push(k.clone());
+            }
+        }
+        // listed on both sides, deferred on one only
+        for (k, _) in tx.iter().filter(|(k, _)| ty.contains_key(*k)) {
+            match (dx.contains(k), dy.contains(k)) {
+                (false, true) => d.tools_deferred.push(k.clone()),
+                (true, false) => d.tools_undeferred.push(k.clone()),
+                _ => {}
+            }
+        }
         let mut change = |key: String, hx: &str, hy: &str| -> String {
             out.blob_changes
                 .entry(key.clone())
@@ -296,7 +529,11 @@ pub fn diff_dirs_with(
             }
         }
         let set = unordered.get(id).unwrap_or(&none);
-        d.results = udiff(&result_lines(x, set), &result_lines(y, set), &ln, &rn);
+        let (rx, ry) = (result_lines(x, set), result_lines(y, set));
+        d.results = udiff(&rx, &ry, &ln, &rn);
+        if d.results.is_some() {
+            d.changes = result_changes(&rx, &ry);
+        }
         d.verdicts = udiff(&verdict_lines(x), &verdict_lines(y), &ln, &rn);
         d.shape = udiff(&shape_lines(x), &shape_lines(y), &ln, &rn);
         let results: BTreeSet<String> =
@@ -341,6 +578,8 @@ fn render_probe(p: &ProbeDiff, o: &mut Vec<String>) {
     }
     o.extend(p.tools_added.iter().map(|t| format!("  interface: + tool {t}")));
     o.extend(p.tools_removed.iter().map(|t| format!("  interface: - tool {t}")));
+    o.extend(p.tools_deferred.iter().map(|t| format!("  interface: > tool {t} deferred (loaded through ToolSearch)")));
+    o.extend(p.tools_undeferred.iter().map(|t| format!("  interface: < tool {t} no longer deferred")));
     o.extend(p.tools_changed.iter().map(|k| format!("  interface: ~ {k} (schema or description, see blob changes)")));
     if let Some(k) = &p.system {
         o.push(format!("  prompt: ~ {k} (see blob changes)"));
@@ -353,7 +592,71 @@ fn render_probe(p: &ProbeDiff, o: &mut Vec<String>) {
     }
 }
 
-/// Text for a terminal.
+/// The summary a diff leads with: the figures, the interface over the whole set (tools added, removed,
+/// deferred, no longer deferred, changed — each with how many probes saw it), then each probe whose
+/// behaviour differs with the words that changed in each differing tool result; the probes whose
+/// behaviour is the same are counted. Every layer in full: [`render_text`] (`probelab diff --full`).
+pub fn render_summary(d: &SetDiff) -> String {
+    let mut o = vec![format!("diff {} → {}", d.left, d.right)];
+    o.push(format!(
+        "{} probes in common: {:.0}% same behaviour, {:.0}% same tool results (conformance); {} only left, {} only right",
+        d.probes.len(),
+        d.behaviour_same_percent(),
+        d.results_same_percent(),
+        d.only_left.len(),
+        d.only_right.len()
+    ));
+    let mut interface: BTreeMap<String, usize> = BTreeMap::new();
+    for p in &d.probes {
+        let lines = p
+            .tools_added
+            .iter()
+            .map(|t| format!("+ {t}"))
+            .chain(p.tools_removed.iter().map(|t| format!("- {t}")))
+            .chain(p.tools_deferred.iter().map(|t| format!("> {t} deferred")))
+            .chain(p.tools_undeferred.iter().map(|t| format!("< {t} no longer deferred")))
+            .chain(p.tools_changed.iter().map(|k| {
+                let name = k.strip_prefix("tool ").and_then(|r| r.split(' ').next()).unwrap_or(k);
+                format!("~ {name} schema or description")
+            }));
+        for l in lines {
+            *interface.entry(l).or_default() += 1;
+        }
+    }
+    if !interface.is_empty() {
+        o.push("interface (tools as the first request offers them; in how many probes):".into());
+        o.extend(interface.iter().map(|(l, n)| format!("  {l} ({n})")));
+    }
+    if let Some(k) = d.blob_changes.keys().find(|k| k.starts_with("system ")) {
+        o.push(format!("prompt: the system prompt changed ({k}; --full shows the text diff)"));
+    }
+    let differs: Vec<&ProbeDiff> = d.probes.iter().filter(|p| !p.same_behaviour()).collect();
+    o.push(format!("behaviour differs in {} of {} probes:", differs.len(), d.probes.len()));
+    for p in &differs {
+        o.push(format!("  {}", p.probe));
+        for c in &p.changes {
+            let err = c.is_error.as_deref().map(|e| format!(" is_error {e}")).unwrap_or_default();
+            if c.words.is_empty() {
+                o.push(format!("    {}{err}", c.call));
+            } else {
+                o.push(format!("    {}{err}: {}", c.call, c.words));
+            }
+        }
+        if p.changes.is_empty() && p.verdicts.is_some() {
+            o.push("    verdicts only (--full shows them)".into());
+        }
+    }
+    let same_other = d.probes.iter().filter(|p| p.same_behaviour() && !p.is_same()).count();
+    o.push(format!(
+        "same behaviour in {} probes ({} of them with other layers changed: interface, prompt, request shape)",
+        d.probes.len() - differs.len(),
+        same_other
+    ));
+    o.push("(--full: every layer of every probe)".into());
+    o.join("\n") + "\n"
+}
+
+/// Text for a terminal: every layer of every probe (`probelab diff --full`).
 pub fn render_text(d: &SetDiff) -> String {
     let mut o = vec![format!("diff {} → {}", d.left, d.right)];
     for p in &d.only_left {
@@ -419,6 +722,27 @@ pub fn render_html(d: &SetDiff, claims_of: &BTreeMap<String, Vec<String>>) -> St
             .collect();
         rows.push_str(&format!("<tr><th>{}</th><td>{}</td></tr>\n", esc(claim), cells.join("<br>")));
     }
+    let mut summary = String::new();
+    for p in d.probes.iter().filter(|p| !p.same_behaviour()) {
+        summary.push_str(&format!("<li><a href=\"#{0}\">{0}</a><ul>\n", esc(&p.probe)));
+        for c in &p.changes {
+            let words: String = c
+                .segments
+                .iter()
+                .map(|(tag, v)| match tag {
+                    '-' => format!("<del>{}</del>", esc(v)),
+                    '+' => format!("<ins>{}</ins>", esc(v)),
+                    _ => esc(v),
+                })
+                .collect();
+            let err = c.is_error.as_deref().map(|e| format!(" <b>is_error {}</b>", esc(e))).unwrap_or_default();
+            summary.push_str(&format!(
+                "<li><code>{}</code>{err}: <span class=\"words\">{words}</span></li>\n",
+                esc(&c.call)
+            ));
+        }
+        summary.push_str("</ul></li>\n");
+    }
     let mut details = String::new();
     for (k, text) in &d.blob_changes {
         details.push_str(&format!("<h3>blob change: {}</h3>\n<pre>{}</pre>\n", esc(k), esc(text)));
@@ -431,9 +755,11 @@ pub fn render_html(d: &SetDiff, claims_of: &BTreeMap<String, Vec<String>>) -> St
     format!(
         "<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>probelab diff</title><style>\
 body{{font-family:sans-serif;margin:2em}} table{{border-collapse:collapse}} td,th{{border:1px solid #999;padding:4px 8px;text-align:left}}\
-.same{{color:#060}} .diff{{color:#b00;font-weight:bold}} pre{{background:#f4f4f4;padding:8px;overflow:auto}}</style></head><body>\n\
+.same{{color:#060}} .diff{{color:#b00;font-weight:bold}} pre{{background:#f4f4f4;padding:8px;white-space:pre-wrap;overflow-wrap:anywhere}}\
+del{{background:#fcc}} ins{{background:#cfc;text-decoration:none}} .words{{white-space:pre-wrap;overflow-wrap:anywhere;font-family:monospace}}</style></head><body>\n\
 <h1>probelab diff</h1><p>{} → {}: {} probes in common, {:.0}% the same; only left: {}; only right: {}</p>\n\
-<h2>Claims × probes</h2><table><tr><th>claim</th><td>{} vs {}</td></tr>\n{}</table>\n<h2>Per probe</h2>\n{}</body></html>\n",
+<h2>Claims × probes</h2><table><tr><th>claim</th><td>{} vs {}</td></tr>\n{}</table>\n\
+<h2>What changed (the words of each differing tool result)</h2>\n<ul id=\"summary\">\n{}</ul>\n<h2>Per probe</h2>\n{}</body></html>\n",
         esc(&d.left),
         esc(&d.right),
         d.probes.len(),
@@ -443,6 +769,7 @@ body{{font-family:sans-serif;margin:2em}} table{{border-collapse:collapse}} td,t
         esc(&d.left),
         esc(&d.right),
         rows,
+        summary,
         details
     )
 }
@@ -532,6 +859,53 @@ mod tests {
         assert!(render_html(&s2, &BTreeMap::from([("p".to_string(), vec!["READ-1".to_string()])]))
             .contains("same behaviour (other layers changed)"));
         assert!(render_html(&s, &BTreeMap::new()).contains("<h3 id=\"p\">"));
+    }
+
+    #[test]
+    fn a_word_diff_shows_the_changed_words_in_context_and_joins_a_changed_phrase() {
+        let old = "Error: No such tool available: Edit. Edit is disabled for this session, here.";
+        let new = "Error: No such tool available: Edit. Edit is not among the tools available here.";
+        assert_eq!(
+            word_diff(old, new),
+            "Error: No such tool available: Edit. Edit is [-disabled for this session,-]{+not among the tools available+} here."
+        );
+        let long = "x ".repeat(100);
+        let w = word_diff(&format!("{long}old tail"), &format!("{long}new tail"));
+        assert!(w.starts_with('…') && w.ends_with("[-old-]{+new+} tail"), "{w}");
+        assert_eq!(word_diff("a\nb", "a\nc"), "a⏎[-b-]{+c+}");
+    }
+
+    #[test]
+    fn tools_that_became_deferred_are_not_removed_and_the_summary_names_what_changed() {
+        let d = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let (l, r, b) = (d.path().join("l"), d.path().join("r"), d.path().join("blobs"));
+        for p in [&l, &r, &b] {
+            std::fs::create_dir_all(p).unwrap_or_else(|e| panic!("{e}"));
+        }
+        let left = "tools: Read@aaaaaaaaaaaa WebFetch@bbbbbbbbbbbb TaskOutput@cccccccccccc Monitor@dddddddddddd (deferred)\ntool_result t1:\n  | Auto-expires after 7 days.\n## verdicts\n";
+        let right = "tools: Read@aaaaaaaaaaaa ToolSearch@eeeeeeeeeeee Monitor@dddddddddddd\ntext: \"The following deferred tools are now available via ToolSearch. Use it to load them:\\nWebFetch\\n\\nAfter\"\ntool_result t1:\n  | Auto-expires after 30 days.\n## verdicts\n";
+        std::fs::write(l.join("p.snap"), left).unwrap_or_else(|e| panic!("{e}"));
+        std::fs::write(r.join("p.snap"), right).unwrap_or_else(|e| panic!("{e}"));
+        let s = diff_dirs(&l, &r, &b).unwrap_or_else(|e| panic!("{e}"));
+        let p = &s.probes[0];
+        assert_eq!(p.tools_added, ["ToolSearch"]);
+        assert_eq!(p.tools_removed, ["TaskOutput"], "WebFetch only became deferred");
+        assert_eq!(p.tools_deferred, ["WebFetch"]);
+        assert_eq!(p.tools_undeferred, ["Monitor"]);
+        let summary = render_summary(&s);
+        for line in [
+            "  + ToolSearch (1)",
+            "  - TaskOutput (1)",
+            "  > WebFetch deferred (1)",
+            "  < Monitor no longer deferred (1)",
+            "behaviour differs in 1 of 1 probes:",
+            "    tool_result t1: Auto-expires after [-7-]{+30+} days.",
+        ] {
+            assert!(summary.lines().any(|l| l == line), "no {line:?} in:\n{summary}");
+        }
+        let html = render_html(&s, &BTreeMap::new());
+        assert!(html.contains("Auto-expires after <del>7</del><ins>30</ins> days."), "{html}");
+        assert!(html.contains("white-space:pre-wrap"), "long lines wrap");
     }
 
     #[test]
