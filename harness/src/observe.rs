@@ -168,16 +168,21 @@ pub struct Observation {
     /// The claims the probe cites, with the verdict this run gives each.
     pub claims: BTreeMap<String, ClaimVerdict>,
     /// The verdict lines (pass / FAIL / skip per check and invariant).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub verdicts: Vec<String>,
     /// SHA-256 of [`Observation::behaviour`].
     pub fingerprint: String,
-    /// What the tools did.
+    /// What the tools did (left out of a slim cell: [`Observation::slim`]).
+    #[serde(default, skip_serializing_if = "Behaviour::is_empty")]
     pub behaviour: Behaviour,
     /// The first request's tools: name → hash of its name, description and schema.
+    #[serde(default)]
     pub interface: BTreeMap<String, String>,
     /// The first request's system blocks, as a blob hash (empty when none).
+    #[serde(default)]
     pub prompt: String,
     /// The first request's shape.
+    #[serde(default)]
     pub shape: Shape,
     /// Golden comparison (`same`, `differs`, `missing`, `blessed`; empty when not compared).
     #[serde(default)]
@@ -201,6 +206,11 @@ fn is_zero(n: &u32) -> bool {
 }
 
 impl Behaviour {
+    /// Nothing recorded (a slim cell, an error).
+    pub fn is_empty(&self) -> bool {
+        self.results.is_empty() && self.files.is_empty() && self.execs.is_empty()
+    }
+
     /// What differs between two behaviours, a short phrase each (`result 2 (Read) text`, `file
     /// .rv/123 only in one run`, `exec 1 stdout`), for saying what varies or what changed.
     pub fn differences(&self, other: &Behaviour) -> Vec<String> {
@@ -272,6 +282,13 @@ impl Observation {
             reproduced: 0,
             unstable: String::new(),
         }
+    }
+
+    /// The cell as the repository keeps it (docs/matrix/cells): everything the matrix and its timeline
+    /// are made of — outcome, reason, claims, fingerprint, interface and prompt hashes, reproduction —
+    /// without the behaviour's texts and the verdict lines (the version's goldens hold those).
+    pub fn slim(&self) -> Observation {
+        Observation { behaviour: Behaviour::default(), verdicts: Vec::new(), ..self.clone() }
     }
 
     /// The key of the matrix cell: `<version or subject>/<probe>`.
