@@ -55,6 +55,21 @@ pub enum Command {
         /// Also write the report as HTML.
         #[arg(long)]
         html: Option<PathBuf>,
+        /// Also keep the cells of this run, slim, in the committed matrix (docs/matrix/cells) and
+        /// regenerate docs/matrix from every committed cell.
+        #[arg(long)]
+        publish: bool,
+    },
+    /// Follow new releases: run every claude-code probe on each release newer than the committed
+    /// matrix, confirm and pin each change, bless their goldens, update docs/matrix and write
+    /// docs/changes/<version>.md. Exit 0 nothing new (or no change), 1 changes found, 2 error.
+    Watch {
+        /// A JSON summary on stdout.
+        #[arg(long)]
+        json: bool,
+        /// Cells of one version run side by side, at most this many (default: the cores).
+        #[arg(short = 'j', long)]
+        jobs: Option<usize>,
     },
     /// The matrix of observation cells kept by matrix runs, bisections or test shards.
     Report {
@@ -98,7 +113,58 @@ impl Command {
         };
         let default_out = || project.out.join("matrix");
         match self {
-            Command::Matrix { versions, paths, out, bless, fresh, jobs, json, html } => {
+            Command::Watch { json, jobs } => {
+                let probes = match load(probes_dir, &[]) {
+                    Ok(p) => p,
+                    Err(e) => return fail(2, &e),
+                };
+                let jobs = jobs.unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2));
+                let mut print = |d: &super::CellDone| print_cell(d);
+                let mut say = |l: &str| eprintln!("watch: {l}");
+                let work = project.out.join("watch");
+                let ran = rt.block_on(super::watch::watch(
+                    &project.root,
+                    &probes,
+                    layout,
+                    &work,
+                    jobs,
+                    &Npm::from_env(),
+                    &mut print,
+                    &mut say,
+                ));
+                match ran {
+                    Err(e) => fail(2, &e),
+                    Ok(w) => {
+                        if json {
+                            println!("{}", serde_json::to_string_pretty(&w).unwrap_or_default());
+                        } else {
+                            for (v, prev, probe, what) in &w.changes {
+                                println!("{v} (after {prev}): {probe}: {what}");
+                            }
+                            for (v, probe, what) in &w.unstable {
+                                println!("{v}: {probe} unstable, varies in {what}");
+                            }
+                            for p in &w.pages {
+                                println!("wrote {}", p.display());
+                            }
+                            println!(
+                                "watch: {} new after {} ({}), {} changes, {} unstable",
+                                w.new.len(),
+                                w.previous,
+                                if w.new.is_empty() { "-".to_string() } else { w.new.join(", ") },
+                                w.changes.len(),
+                                w.unstable.len()
+                            );
+                        }
+                        if w.changes.is_empty() {
+                            ExitCode::SUCCESS
+                        } else {
+                            ExitCode::from(1)
+                        }
+                    }
+                }
+            }
+            Command::Matrix { versions, paths, out, bless, fresh, jobs, json, html, publish } => {
                 let probes = match load(probes_dir, &paths) {
                     Ok(p) => p,
                     Err(e) => return fail(2, &e),
@@ -113,34 +179,29 @@ impl Command {
                     fresh,
                     goldens: if bless { Goldens::Bless } else { Goldens::Compare },
                     jobs,
+                    bless_only: None,
                 };
-                let mut print = |d: &super::CellDone| {
-                    let o = &d.observation;
-                    eprintln!(
-                        "{:<8} {:<10} {:<45} {}{}",
-                        o.outcome.word(),
-                        o.version.as_deref().unwrap_or("?"),
-                        o.probe,
-                        o.fingerprint.get(..12).unwrap_or(""),
-                        if d.resumed {
-                            " (kept from an earlier run)".to_string()
-                        } else if !o.unstable.is_empty() {
-                            format!(" (run again: UNSTABLE, varies: {})", o.unstable)
-                        } else if o.reproduced > 0 {
-                            " (run again: reproduced)".to_string()
-                        } else {
-                            String::new()
-                        }
-                    );
-                    if !o.reason.is_empty() {
-                        eprintln!("         {}", o.reason);
-                    }
-                };
+                let mut print = |d: &super::CellDone| print_cell(d);
                 let cells = match rt.block_on(matrix(&probes, &versions, layout, &opts, &mut print)) {
                     Ok(c) => c,
                     Err(e) => return fail(1, &e),
                 };
                 let errored = cells.iter().any(|c| c.outcome == crate::observe::Outcome::Error);
+                if publish {
+                    if errored {
+                        return fail(1, "cells errored (no verdict): nothing published; run the matrix again");
+                    }
+                    let docs = super::watch::Docs::under(&project.root);
+                    if let Err(e) = super::watch::publish(&docs, &cells) {
+                        return fail(2, &e);
+                    }
+                    eprintln!(
+                        "published {} cells into {} and regenerated {}",
+                        cells.len(),
+                        docs.cells.display(),
+                        docs.matrix.display()
+                    );
+                }
                 let code = report(&cells, json, html.as_deref());
                 if errored && code == ExitCode::SUCCESS {
                     ExitCode::from(1)
@@ -231,6 +292,30 @@ impl Command {
                 }
             }
         }
+    }
+}
+
+/// A line per cell as it ends (and for each cell run again to confirm a change).
+fn print_cell(d: &super::CellDone) {
+    let o = &d.observation;
+    eprintln!(
+        "{:<8} {:<10} {:<45} {}{}",
+        o.outcome.word(),
+        o.version.as_deref().unwrap_or("?"),
+        o.probe,
+        o.fingerprint.get(..12).unwrap_or(""),
+        if d.resumed {
+            " (kept from an earlier run)".to_string()
+        } else if !o.unstable.is_empty() {
+            format!(" (run again: UNSTABLE, varies: {})", o.unstable)
+        } else if o.reproduced > 0 {
+            " (run again: reproduced)".to_string()
+        } else {
+            String::new()
+        }
+    );
+    if !o.reason.is_empty() {
+        eprintln!("         {}", o.reason);
     }
 }
 

@@ -24,6 +24,7 @@
 pub mod bisect;
 pub mod cli;
 pub mod report;
+pub mod watch;
 
 use crate::lab::{golden_step, run_probe, GoldenOutcome, Layout};
 use crate::observe::{Observation, Outcome};
@@ -137,6 +138,19 @@ pub struct MatrixOptions {
     pub goldens: Goldens,
     /// Cells of one version run side by side, at most this many.
     pub jobs: usize,
+    /// With [`Goldens::Bless`]: bless only these versions' goldens, compare the others' (`probelab watch`
+    /// runs the newest committed version beside the new ones, and must not rewrite its goldens).
+    pub bless_only: Option<Vec<String>>,
+}
+
+impl MatrixOptions {
+    /// What to do with one version's goldens.
+    pub fn goldens_of(&self, version: &str) -> Goldens {
+        match (&self.bless_only, self.goldens) {
+            (Some(only), Goldens::Bless) if !only.iter().any(|v| v == version) => Goldens::Compare,
+            (_, g) => g,
+        }
+    }
 }
 
 /// One cell done: reported as it comes (`probelab matrix` prints a line each).
@@ -192,8 +206,10 @@ pub async fn matrix(
             }
             continue;
         }
-        let runs = futures_util::stream::iter(todo.into_iter().map(|p| run_cell(p, version, layout, opts.goldens)))
-            .buffered(opts.jobs.max(1));
+        let runs = futures_util::stream::iter(
+            todo.into_iter().map(|p| run_cell(p, version, layout, opts.goldens_of(version))),
+        )
+        .buffered(opts.jobs.max(1));
         futures_util::pin_mut!(runs);
         while let Some(obs) = runs.next().await {
             write_cell(&opts.out, &obs)?;

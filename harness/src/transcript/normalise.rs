@@ -102,6 +102,7 @@ lazy_re!(TIMESTAMP, r"\b\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:
 lazy_re!(OS_VERSION, r"OS Version: [^\n\\]*");
 lazy_re!(AGENT_MS, r#"(duration_ms: ?|<duration_ms>|"durationMs": ?)\d+"#);
 lazy_re!(EPOCH_MS, r#"("[A-Za-z]*At": ?)1\d{12}\b"#);
+lazy_re!(TEMP_FILE_NAME, r"(\.tmp\.)\d+\.[0-9a-f]{6,}\b");
 lazy_re!(PROCESS_FIELDS, r#"("createdByPid": ?|"createdByProcStart": ?)"?\d+"?"#);
 lazy_re!(SUBJECT_VERSION, r"(cc_version=|claude-cli/)\d+\.\d+\.\d+(\.[0-9a-f]+)?");
 lazy_re!(CLOCK_TIME, r"\b(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) \d{1,2} \d{1,2}:\d{2}(?:am|pm)\b");
@@ -152,6 +153,9 @@ pub fn steps(p: &Places<'_>) -> Vec<Step> {
         Step { name: "subject-version", apply: Box::new(move |s| SUBJECT_VERSION.replace_all(s, "${1}<version>")) },
         // the process that wrote a record (Claude Code's durable cron store: createdByPid, …)
         Step { name: "process-fields", apply: Box::new(move |s| PROCESS_FIELDS.replace_all(s, "${1}<pid>")) },
+        // the temporary file an atomic write renames into place (Claude Code's task store since 2.1.333:
+        // `4.json.tmp.6724.68d93a02dd5e`, the writer's pid and a random suffix)
+        Step { name: "temp-file-names", apply: Box::new(move |s| TEMP_FILE_NAME.replace_all(s, "${1}<pid>.<random>")) },
         // a local wall-clock time the subject computed from the system clock (Claude Code's CronCreate /
         // CronList since 2.1.303: "Next run: Dec 1 12:57pm"; a one-shot's jitter moves it by a minute):
         // the built-in runtime's cron uses the probe's virtual clock and never prints this form
@@ -387,6 +391,10 @@ mod tests {
         assert_eq!(
             one("run-ids", "agentId: a4f349d5e5523f70f (use SendMessage with to: 'a4f349d5e5523f70f'"),
             "agentId: <id-1> (use SendMessage with to: '<id-1>'"
+        );
+        assert_eq!(
+            one("temp-file-names", "rename '<home>/t/4.json.tmp.6724.68d93a02dd5e' -> '<home>/t/4.json'; a.tmp.1.xyz"),
+            "rename '<home>/t/4.json.tmp.<pid>.<random>' -> '<home>/t/4.json'; a.tmp.1.xyz"
         );
         assert_eq!(
             one("clock-times", "Next run: Dec 1 12:57pm. x; next run Jan 10 9:05am: y; Dec 1 12:57 stays"),

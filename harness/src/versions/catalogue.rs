@@ -385,6 +385,11 @@ impl Catalogue {
         }
     }
 
+    /// Why a version is not run: it has no linux-x64 binary (and which version first has one).
+    pub fn no_linux_x64_text(&self, version: &Version) -> String {
+        self.no_linux_x64(version).to_string()
+    }
+
     pub(crate) fn no_linux_x64(&self, version: &Version) -> VersionError {
         VersionError::NoLinuxX64 {
             version: version.to_string(),

@@ -7,7 +7,7 @@ use std::path::Path;
 
 /// Writes `bytes` to `path` through a temporary sibling renamed over it: a reader sees the old file
 /// or the new one, never half of one.
-pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), VersionError> {
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), VersionError> {
     let dir = path.parent().unwrap_or(Path::new("."));
     let mut tmp = tempfile::Builder::new()
         .prefix(".write-")
