@@ -192,7 +192,7 @@ impl Command {
                         return fail(1, "cells errored (no verdict): nothing published; run the matrix again");
                     }
                     let docs = super::watch::Docs::under(&project.root);
-                    if let Err(e) = super::watch::publish(&docs, &cells) {
+                    if let Err(e) = super::watch::publish(&docs, &layout.golden, &cells) {
                         return fail(2, &e);
                     }
                     eprintln!(

@@ -22,6 +22,7 @@
 //! on N machines) spreads a matrix, each shard writes its cells, and [`report`] merges them.
 
 pub mod bisect;
+pub mod budgets;
 pub mod cli;
 pub mod report;
 pub mod watch;

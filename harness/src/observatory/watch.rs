@@ -48,27 +48,29 @@ impl Docs {
     }
 }
 
-/// The reports of the committed cells, as (file name, content): what [`publish`] writes.
-pub fn reports(cells: &[Observation]) -> Result<(Matrix, Vec<(&'static str, String)>), String> {
+/// The reports of the committed cells, as (file name, content): what [`publish`] writes. The budgets
+/// table is read from the versions' goldens under `golden` ([`super::budgets`]).
+pub fn reports(cells: &[Observation], golden: &Path) -> Result<(Matrix, Vec<(&'static str, String)>), String> {
     let m = Matrix::from_cells(cells)?;
     let files = vec![
         ("matrix.json", m.to_json()),
         ("matrix.txt", m.to_text()),
         ("matrix.html", m.to_html("probelab: claims × versions")),
         ("timeline.md", m.to_markdown(TITLE)),
+        ("budgets.md", super::budgets::to_markdown(golden, &m.versions)),
     ];
     Ok((m, files))
 }
 
 /// Writes each cell slim under `docs.cells` (replacing the cell of the same version and probe), then
 /// regenerates the reports of every committed cell. Returns the matrix.
-pub fn publish(docs: &Docs, cells: &[Observation]) -> Result<Matrix, String> {
+pub fn publish(docs: &Docs, golden: &Path, cells: &[Observation]) -> Result<Matrix, String> {
     for c in cells {
         super::write_cell(&docs.cells, &c.slim())?;
     }
     std::fs::create_dir_all(&docs.matrix).map_err(|e| format!("{}: {e}", docs.matrix.display()))?;
     let all = read_cells(std::slice::from_ref(&docs.cells))?;
-    let (m, files) = reports(&all)?;
+    let (m, files) = reports(&all, golden)?;
     for (name, text) in files {
         let path = docs.matrix.join(name);
         crate::versions::write_file_atomic(&path, text.as_bytes()).map_err(|e| e.to_string())?;
@@ -121,6 +123,21 @@ pub fn changes_page(version: &str, previous: &str, published: Option<&str>, m: &
         "\n## Evidence: `probelab diff claude-code@{previous} claude-code@{version}`\n\n```\n{}```\n",
         diff_summary
     ));
+    out
+}
+
+/// The budget lines of a release's page: each budget whose value differs from the release before it.
+pub fn budget_lines(golden: &Path, version: &str, previous: &str) -> String {
+    let versions = [previous.to_string(), version.to_string()];
+    let t = super::budgets::table(golden, &versions);
+    let ch = super::budgets::changes(&t, &versions);
+    if ch.is_empty() {
+        return "\n## Budgets\n\nNo budget of docs/matrix/budgets.md changed.\n".into();
+    }
+    let mut out = String::from("\n## Budgets\n\n");
+    for (name, _, _, old, new) in ch {
+        out.push_str(&format!("- **{name}**: {old} → {new}\n"));
+    }
     out
 }
 
@@ -217,7 +234,7 @@ pub async fn watch(
             w.errors.iter().take(5).map(|(v, p, why)| format!("{p} on {v}: {why}")).collect::<Vec<_>>().join("; ")
         ));
     }
-    let m = publish(&docs, &cells)?;
+    let m = publish(&docs, &layout.golden, &cells)?;
     let mut before = previous.to_string();
     for v in &new {
         for (probe, changes) in &m.probe_timeline {
@@ -237,7 +254,8 @@ pub async fn watch(
                 .map(|d| crate::transcript::diff::render_summary(&d))
                 .map_err(|e| format!("the evidence of {v}: {e}"))?;
             let published = catalogue.versions().iter().find(|p| p.version.to_string() == *v);
-            let page = changes_page(v, &before, published.and_then(|p| p.published.as_deref()), &m, &summary);
+            let page = changes_page(v, &before, published.and_then(|p| p.published.as_deref()), &m, &summary)
+                + &budget_lines(golden, v, &before);
             std::fs::create_dir_all(&docs.changes).map_err(|e| format!("{}: {e}", docs.changes.display()))?;
             let path = docs.changes.join(format!("{v}.md"));
             crate::versions::write_file_atomic(&path, page.as_bytes()).map_err(|e| e.to_string())?;
@@ -286,15 +304,17 @@ mod tests {
     fn published_cells_are_slim_and_the_reports_are_made_of_every_committed_cell() {
         let d = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
         let docs = Docs::under(d.path());
-        publish(&docs, &[cell("p", "2.1.1", Outcome::Pass, "aaaa")]).unwrap_or_else(|e| panic!("{e}"));
-        let m = publish(&docs, &[cell("p", "2.1.2", Outcome::Changed, "bbbb")]).unwrap_or_else(|e| panic!("{e}"));
+        let golden = d.path().join("golden");
+        publish(&docs, &golden, &[cell("p", "2.1.1", Outcome::Pass, "aaaa")]).unwrap_or_else(|e| panic!("{e}"));
+        let m =
+            publish(&docs, &golden, &[cell("p", "2.1.2", Outcome::Changed, "bbbb")]).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(m.versions, ["2.1.1", "2.1.2"], "the earlier publication's cells are kept");
         let kept = std::fs::read_to_string(docs.cells.join("2.1.2/p.json")).unwrap_or_else(|e| panic!("{e}"));
         assert!(!kept.contains("a long text") && !kept.contains("pass check 1"), "slim: {kept}");
         assert!(kept.contains("\"fingerprint\": \"bbbb\"") && kept.contains("\"reproduced\": 1"), "{kept}");
         let md = std::fs::read_to_string(docs.matrix.join("timeline.md")).unwrap_or_else(|e| panic!("{e}"));
         assert!(md.contains("- `p` 2.1.1 → **2.1.2**: pass → changed (failed: check 1: result 1)"), "{md}");
-        for f in ["matrix.json", "matrix.txt", "matrix.html"] {
+        for f in ["matrix.json", "matrix.txt", "matrix.html", "budgets.md"] {
             assert!(docs.matrix.join(f).is_file(), "{f}");
         }
         let page = changes_page("2.1.2", "2.1.1", Some("2026-11-30T00:00:00Z"), &m, "diff a → b\n");
@@ -310,7 +330,7 @@ mod tests {
         let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
         let docs = Docs::under(&root);
         let cells = read_cells(std::slice::from_ref(&docs.cells)).unwrap_or_else(|e| panic!("{e}"));
-        let (_, files) = reports(&cells).unwrap_or_else(|e| panic!("{e}"));
+        let (_, files) = reports(&cells, &root.join("golden")).unwrap_or_else(|e| panic!("{e}"));
         for (name, made) in files {
             let kept = std::fs::read_to_string(docs.matrix.join(name)).unwrap_or_else(|e| panic!("{name}: {e}"));
             assert!(

@@ -1,0 +1,238 @@
+//! The budgets table: per Claude Code version, each limit of its tools as a probe measured it —
+//! `docs/matrix/budgets.md`, regenerated with the matrix ([`super::watch::publish`]).
+//!
+//! A budget is read from the version's golden transcript of the probe that measures it, never copied
+//! from documentation or source:
+//! - [`How::Captured`]: a regex over the golden whose one group is the value the subject itself printed
+//!   (`exceeds maximum allowed size (256KB)` → `256KB`);
+//! - [`How::Boundary`]: a limit the probe pins from both sides (20,000 chars inline, 20,001 persisted):
+//!   the stated value holds on a version where every check of the probe passed there, and the table says
+//!   `changed` where one failed (the probe's own reason says how).
+//!
+//! A budget whose value differs from the version before it is a change, listed under the table with
+//! both versions (neighbours in the matrix; exact when the matrix holds every release between).
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// How a budget is measured.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum How {
+    /// A regex over the golden transcript; its first group is the value.
+    Captured(&'static str),
+    /// The probe pins this value from both sides; it holds where the probe's checks all pass.
+    Boundary(&'static str),
+}
+
+/// One budget.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Budget {
+    /// What it limits.
+    pub name: &'static str,
+    /// The probe that measures it.
+    pub probe: &'static str,
+    /// How.
+    pub how: How,
+}
+
+/// The budgets, in the table's order.
+pub const BUDGETS: &[Budget] = &[
+    Budget {
+        name: "Read: whole-file byte limit",
+        probe: "read.size-limit",
+        how: How::Captured(r"exceeds maximum allowed size \(([^)]+)\)"),
+    },
+    Budget {
+        name: "Read: token ceiling",
+        probe: "read.token-limit",
+        how: How::Captured(r"exceeds maximum allowed tokens \((\d+)\)"),
+    },
+    Budget {
+        name: "Grep: default head_limit",
+        probe: "grep.budget",
+        how: How::Captured(r"pagination = limit: (\d+)\]"),
+    },
+    Budget { name: "Grep: inline result, at most", probe: "grep.budget", how: How::Boundary("20,000 chars") },
+    Budget {
+        name: "Grep / Bash: persisted output preview",
+        probe: "grep.budget",
+        how: How::Captured(r"Preview \(first ([^)]+)\)"),
+    },
+    Budget { name: "Grep: output buffer", probe: "grep.output-buffer", how: How::Boundary("20,000,000 bytes") },
+    Budget { name: "Grep: max columns", probe: "grep.max-columns", how: How::Boundary("500") },
+    Budget { name: "Bash: inline output, at most", probe: "bash.output-budget", how: How::Boundary("30,000 chars") },
+    Budget {
+        name: "Bash: failing output kept",
+        probe: "bash.output-budget",
+        how: How::Boundary("first and last 5,000 chars"),
+    },
+    Budget {
+        name: "Bash: background auto-stop",
+        probe: "claude-code.bash-results",
+        how: How::Captured(r"still running after (\S+) in the background"),
+    },
+    Budget {
+        name: "Tool result persisted over (maxResultSizeChars)",
+        probe: "pipeline.result-budget",
+        how: How::Boundary("100,000 chars"),
+    },
+];
+
+/// A budget on one version.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case", tag = "kind", content = "value")]
+pub enum Value {
+    /// The value measured.
+    Measured(String),
+    /// The subject printed no such value on this version (another text, or no such limit yet).
+    NotShown,
+    /// The boundary's probe failed a check on this version: the limit moved (the probe's reason says how).
+    Changed,
+    /// No golden of the probe on this version.
+    Missing,
+}
+
+impl Value {
+    fn text(&self) -> String {
+        match self {
+            Value::Measured(v) => v.clone(),
+            Value::NotShown => "—".into(),
+            Value::Changed => "changed".into(),
+            Value::Missing => "·".into(),
+        }
+    }
+}
+
+/// Measures one budget in a golden transcript's text.
+pub fn measure(b: &Budget, golden: Option<&str>) -> Value {
+    let Some(text) = golden else { return Value::Missing };
+    match b.how {
+        How::Captured(pattern) => match regex::Regex::new(pattern) {
+            Ok(re) => re
+                .captures(text)
+                .and_then(|c| c.get(1))
+                .map(|m| Value::Measured(m.as_str().to_string()))
+                .unwrap_or(Value::NotShown),
+            Err(_) => Value::NotShown,
+        },
+        How::Boundary(stated) => {
+            let verdicts = text.split("\n## verdicts\n").nth(1).unwrap_or("");
+            if verdicts.lines().any(|l| l.starts_with("FAIL ")) || verdicts.is_empty() {
+                Value::Changed
+            } else {
+                Value::Measured(stated.to_string())
+            }
+        }
+    }
+}
+
+/// The budgets of these versions, from `golden/claude-code@<version>/`: version → budget name → value.
+pub fn table(golden_root: &Path, versions: &[String]) -> BTreeMap<String, BTreeMap<&'static str, Value>> {
+    let mut out = BTreeMap::new();
+    for v in versions {
+        let dir = golden_root.join(super::subject(v));
+        let row = BUDGETS
+            .iter()
+            .map(|b| {
+                let text = std::fs::read_to_string(dir.join(format!("{}.snap", b.probe))).ok();
+                (b.name, measure(b, text.as_deref()))
+            })
+            .collect();
+        out.insert(v.clone(), row);
+    }
+    out
+}
+
+/// The changes of each budget between neighbouring versions of `versions` (oldest first): (budget,
+/// previous version, version, old, new).
+pub fn changes(
+    t: &BTreeMap<String, BTreeMap<&'static str, Value>>,
+    versions: &[String],
+) -> Vec<(&'static str, String, String, String, String)> {
+    let mut out = Vec::new();
+    for b in BUDGETS {
+        let mut prev: Option<(&String, &Value)> = None;
+        for v in versions {
+            let Some(value) = t.get(v).and_then(|r| r.get(b.name)) else { continue };
+            if *value == Value::Missing {
+                continue;
+            }
+            if let Some((pv, pval)) = prev {
+                if pval != value {
+                    out.push((b.name, pv.clone(), v.clone(), pval.text(), value.text()));
+                }
+            }
+            prev = Some((v, value));
+        }
+    }
+    out
+}
+
+/// `docs/matrix/budgets.md`: a row per budget, a column per version, then the changes.
+pub fn to_markdown(golden_root: &Path, versions: &[String]) -> String {
+    let t = table(golden_root, versions);
+    let mut out = String::from("# Budgets of Claude Code's tools, per version\n\n");
+    out.push_str(
+        "Each value is measured by the probe named beside it, read from that version's golden transcript \
+         (golden/claude-code@<version>/): printed by the subject itself, or a boundary the probe pins from both \
+         sides (it holds where every check of the probe passed; `changed` where one failed). `—`: the subject \
+         printed no such value (no such limit on that version); `·`: not measured on that version. Generated with the matrix (`probelab matrix --publish`, `probelab watch`); do not \
+         edit by hand.\n\n",
+    );
+    out.push_str(&format!(
+        "| budget | probe | {} |\n|---|---|{}\n",
+        versions.join(" | "),
+        "---|".repeat(versions.len())
+    ));
+    for b in BUDGETS {
+        let cells: Vec<String> = versions
+            .iter()
+            .map(|v| t.get(v).and_then(|r| r.get(b.name)).map(Value::text).unwrap_or_default())
+            .collect();
+        out.push_str(&format!("| {} | `{}` | {} |\n", b.name, b.probe, cells.join(" | ")));
+    }
+    let ch = changes(&t, versions);
+    out.push_str(&format!("\n## Changes ({})\n\n", ch.len()));
+    if ch.is_empty() {
+        out.push_str("No budget changed across these versions.\n");
+    }
+    for (name, pv, v, old, new) in &ch {
+        out.push_str(&format!("- **{name}** {pv} → **{v}**: {old} → {new}\n"));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn budgets_are_read_from_the_subject_s_own_words_or_from_a_boundary_that_held() {
+        let read = BUDGETS.iter().find(|b| b.probe == "read.size-limit").copied().unwrap_or(BUDGETS[0]);
+        let golden = "tool_result t_1 is_error:\n  | File content (300KB) exceeds maximum allowed size (256KB). Use\n## verdicts\npass check 1: result 1\n";
+        assert_eq!(measure(&read, Some(golden)), Value::Measured("256KB".into()));
+        assert_eq!(measure(&read, Some("tool_result t_1:\n  | other words\n## verdicts\n")), Value::NotShown);
+        assert_eq!(measure(&read, None), Value::Missing);
+        let bound = Budget { name: "b", probe: "p", how: How::Boundary("30,000 chars") };
+        assert_eq!(measure(&bound, Some(golden)), Value::Measured("30,000 chars".into()));
+        let failed = golden.replace("pass check 1", "FAIL check 1");
+        assert_eq!(measure(&bound, Some(&failed)), Value::Changed);
+    }
+
+    #[test]
+    fn the_committed_versions_budgets_are_measured_and_their_changes_listed() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join("golden");
+        let versions: Vec<String> = ["2.1.235", "2.1.332"].map(String::from).to_vec();
+        let t = table(&root, &versions);
+        assert_eq!(t["2.1.235"]["Read: whole-file byte limit"], Value::Measured("256KB".into()));
+        assert_eq!(t["2.1.235"]["Read: token ceiling"], Value::Measured("25000".into()));
+        assert_eq!(t["2.1.235"]["Grep: default head_limit"], Value::Measured("250".into()));
+        for v in &versions {
+            for b in BUDGETS {
+                assert_ne!(t[v][b.name], Value::Missing, "{} on {v}: the probe's golden is committed", b.name);
+            }
+        }
+        let md = to_markdown(&root, &versions);
+        assert!(md.contains("| Read: token ceiling | `read.token-limit` | 25000 |"), "{md}");
+    }
+}
