@@ -206,6 +206,31 @@ fn is_zero(n: &u32) -> bool {
 }
 
 impl Behaviour {
+    /// The behaviour with each result text, exec output and error as `sha256:<16 hex>` (files are hashes
+    /// already): what a slim cell keeps. Hashing twice gives the same: a hashed text is kept as it is.
+    pub fn hashed(&self) -> Behaviour {
+        let h = |t: &str| {
+            if t.starts_with("sha256:") && t.len() == 23 {
+                t.to_string()
+            } else {
+                format!("sha256:{}", sha256(t.as_bytes()).get(..16).unwrap_or_default())
+            }
+        };
+        Behaviour {
+            results: self
+                .results
+                .iter()
+                .map(|r| r.as_ref().map(|r| CallResult { text: h(&r.text), ..r.clone() }))
+                .collect(),
+            files: self.files.clone(),
+            execs: self
+                .execs
+                .iter()
+                .map(|e| ExecResult { stdout: h(&e.stdout), stderr: h(&e.stderr), ..e.clone() })
+                .collect(),
+        }
+    }
+
     /// Nothing recorded (a slim cell, an error).
     pub fn is_empty(&self) -> bool {
         self.results.is_empty() && self.files.is_empty() && self.execs.is_empty()
@@ -285,10 +310,11 @@ impl Observation {
     }
 
     /// The cell as the repository keeps it (docs/matrix/cells): everything the matrix and its timeline
-    /// are made of — outcome, reason, claims, fingerprint, interface and prompt hashes, reproduction —
-    /// without the behaviour's texts and the verdict lines (the version's goldens hold those).
+    /// are made of — outcome, reason, claims, fingerprint, interface and prompt hashes, reproduction, the
+    /// behaviour with each text as its hash ([`Behaviour::hashed`]: enough to say which result or file
+    /// changed) — without the texts and the verdict lines (the version's goldens hold those).
     pub fn slim(&self) -> Observation {
-        Observation { behaviour: Behaviour::default(), verdicts: Vec::new(), ..self.clone() }
+        Observation { behaviour: self.behaviour.hashed(), verdicts: Vec::new(), ..self.clone() }
     }
 
     /// The key of the matrix cell: `<version or subject>/<probe>`.

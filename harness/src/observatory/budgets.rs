@@ -72,6 +72,11 @@ pub const BUDGETS: &[Budget] = &[
         how: How::Captured(r"still running after (\S+) in the background"),
     },
     Budget {
+        name: "Cron: recurring jobs auto-expire after",
+        probe: "claude-code.cron-durable",
+        how: How::Captured(r"Auto-expires after (\d+ days)"),
+    },
+    Budget {
         name: "Tool result persisted over (maxResultSizeChars)",
         probe: "pipeline.result-budget",
         how: How::Boundary("100,000 chars"),

@@ -119,7 +119,8 @@ impl Command {
                     Err(e) => return fail(2, &e),
                 };
                 let jobs = jobs.unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2));
-                let mut print = |d: &super::CellDone| print_cell(d);
+                let mut progress = Progress::new(0);
+                let mut print = |d: &super::CellDone| print_cell(d, &mut progress);
                 let mut say = |l: &str| eprintln!("watch: {l}");
                 let work = project.out.join("watch");
                 let ran = rt.block_on(super::watch::watch(
@@ -181,7 +182,9 @@ impl Command {
                     jobs,
                     bless_only: None,
                 };
-                let mut print = |d: &super::CellDone| print_cell(d);
+                let total = probes.iter().filter(|p| p.applies_to("claude-code")).count() * versions.len();
+                let mut progress = Progress::new(total);
+                let mut print = |d: &super::CellDone| print_cell(d, &mut progress);
                 let cells = match rt.block_on(matrix(&probes, &versions, layout, &opts, &mut print)) {
                     Ok(c) => c,
                     Err(e) => return fail(1, &e),
@@ -295,11 +298,39 @@ impl Command {
     }
 }
 
-/// A line per cell as it ends (and for each cell run again to confirm a change).
-fn print_cell(d: &super::CellDone) {
+/// Counts and an ETA for the lines of a long command: plain lines, the same on a terminal and in CI.
+struct Progress {
+    started: std::time::Instant,
+    done: usize,
+    total: usize,
+}
+
+impl Progress {
+    /// `total` cells to come (0: not known; the count alone is shown).
+    fn new(total: usize) -> Progress {
+        Progress { started: std::time::Instant::now(), done: 0, total }
+    }
+
+    /// One more cell: `[12/210 ETA 3m05s]` (resumed cells count, and make the rate an estimate).
+    fn tick(&mut self) -> String {
+        self.done += 1;
+        if self.total == 0 {
+            return format!("[{}]", self.done);
+        }
+        let left = self.total.saturating_sub(self.done);
+        let per = self.started.elapsed().as_secs_f64() / self.done as f64;
+        let eta = (per * left as f64).round() as u64;
+        format!("[{}/{} ETA {}m{:02}s]", self.done, self.total, eta / 60, eta % 60)
+    }
+}
+
+/// A line per cell as it ends (and for each cell run again to confirm a change: not counted).
+fn print_cell(d: &super::CellDone, progress: &mut Progress) {
     let o = &d.observation;
+    let again = !d.resumed && (o.reproduced > 0 || !o.unstable.is_empty());
+    let count = if again { "[again]".to_string() } else { progress.tick() };
     eprintln!(
-        "{:<8} {:<10} {:<45} {}{}",
+        "{count:<22} {:<8} {:<10} {:<45} {}{}",
         o.outcome.word(),
         o.version.as_deref().unwrap_or("?"),
         o.probe,
@@ -315,7 +346,7 @@ fn print_cell(d: &super::CellDone) {
         }
     );
     if !o.reason.is_empty() {
-        eprintln!("         {}", o.reason);
+        eprintln!("{:<22}          {}", "", o.reason);
     }
 }
 
@@ -402,6 +433,16 @@ fn report(cells: &[crate::observe::Observation], json: bool, html: Option<&Path>
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn progress_counts_cells_and_estimates_what_is_left() {
+        let mut p = Progress::new(4);
+        assert!(p.tick().starts_with("[1/4 ETA "));
+        assert!(p.tick().starts_with("[2/4 ETA "));
+        p.tick();
+        assert_eq!(p.tick(), "[4/4 ETA 0m00s]");
+        assert_eq!(Progress::new(0).tick(), "[1]");
+    }
 
     #[test]
     fn a_reversed_or_empty_bisect_range_is_refused_before_npm_is_asked() {

@@ -129,10 +129,19 @@ impl Matrix {
                     // a side that did not reproduce itself says nothing of a change
                     let noise = !pc.unstable.is_empty() || !cell.unstable.is_empty();
                     if !noise && (pc.outcome != cell.outcome || pc.fingerprint != cell.fingerprint) {
+                        // what moved, where both cells kept their behaviour (hashed or whole)
+                        let parts =
+                            match (by_key.get(&(probe.clone(), pv.clone())), by_key.get(&(probe.clone(), v.clone()))) {
+                                (Some(a), Some(b)) if !a.behaviour.is_empty() && !b.behaviour.is_empty() => {
+                                    a.behaviour.hashed().differences(&b.behaviour.hashed())
+                                }
+                                _ => Vec::new(),
+                            };
+                        let parts = if parts.is_empty() { String::new() } else { format!(" ({})", parts.join("; ")) };
                         let what = if pc.outcome != cell.outcome {
                             format!("{} → {}", pc.outcome.word(), cell.outcome.word())
                         } else {
-                            format!("behaviour {} → {}", pc.fingerprint, cell.fingerprint)
+                            format!("behaviour {} → {}{parts}", pc.fingerprint, cell.fingerprint)
                         };
                         changes.push(Change { version: v.clone(), previous: pv.clone(), what });
                     }

@@ -58,6 +58,7 @@ pub fn reports(cells: &[Observation], golden: &Path) -> Result<(Matrix, Vec<(&'s
         ("matrix.html", m.to_html("probelab: claims × versions")),
         ("timeline.md", m.to_markdown(TITLE)),
         ("budgets.md", super::budgets::to_markdown(golden, &m.versions)),
+        ("interface.md", super::interface::to_markdown(golden, &m.versions)),
     ];
     Ok((m, files))
 }
@@ -124,6 +125,15 @@ pub fn changes_page(version: &str, previous: &str, published: Option<&str>, m: &
         diff_summary
     ));
     out
+}
+
+/// The interface lines of a release's page ([`super::interface::between`]).
+pub fn interface_lines(golden: &Path, version: &str, previous: &str) -> String {
+    match super::interface::between(golden, previous, version) {
+        Ok(lines) if lines.is_empty() => "\n## Interface\n\nNo interface change.\n".into(),
+        Ok(lines) => format!("\n## Interface\n\n{}", lines.iter().map(|l| format!("- {l}\n")).collect::<String>()),
+        Err(e) => format!("\n## Interface\n\n(not compared: {e})\n"),
+    }
 }
 
 /// The budget lines of a release's page: each budget whose value differs from the release before it.
@@ -255,7 +265,8 @@ pub async fn watch(
                 .map_err(|e| format!("the evidence of {v}: {e}"))?;
             let published = catalogue.versions().iter().find(|p| p.version.to_string() == *v);
             let page = changes_page(v, &before, published.and_then(|p| p.published.as_deref()), &m, &summary)
-                + &budget_lines(golden, v, &before);
+                + &budget_lines(golden, v, &before)
+                + &interface_lines(golden, v, &before);
             std::fs::create_dir_all(&docs.changes).map_err(|e| format!("{}: {e}", docs.changes.display()))?;
             let path = docs.changes.join(format!("{v}.md"));
             crate::versions::write_file_atomic(&path, page.as_bytes()).map_err(|e| e.to_string())?;

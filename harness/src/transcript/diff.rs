@@ -243,7 +243,8 @@ fn result_lines(t: &str, unordered: &BTreeSet<String>) -> String {
     out.join("\n")
 }
 
-fn blob_text(blobs: &Path, short: &str) -> String {
+/// A blob's text by the short hash a golden names (`(blob … not in the store)` when it is missing).
+pub fn blob_text(blobs: &Path, short: &str) -> String {
     std::fs::read_dir(blobs)
         .into_iter()
         .flatten()

@@ -100,7 +100,7 @@ macro_rules! lazy_re {
 lazy_re!(UUID, r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b");
 lazy_re!(TIMESTAMP, r"\b\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})?\b");
 lazy_re!(OS_VERSION, r"OS Version: [^\n\\]*");
-lazy_re!(AGENT_MS, r#"(duration_ms: ?|<duration_ms>|"durationMs": ?)\d+"#);
+lazy_re!(AGENT_MS, r#"(duration_ms: ?|"duration_ms": ?|<duration_ms>|"durationMs": ?)\d+"#);
 lazy_re!(EPOCH_MS, r#"("[A-Za-z]*At": ?)1\d{12}\b"#);
 lazy_re!(TEMP_FILE_NAME, r"(\.tmp\.)\d+\.[0-9a-f]{6,}\b");
 lazy_re!(PROCESS_FIELDS, r#"("createdByPid": ?|"createdByProcStart": ?)"?\d+"?"#);
@@ -143,7 +143,8 @@ pub fn steps(p: &Places<'_>) -> Vec<Step> {
             name: "notebook-cell-ids",
             apply: Box::new(move |s| if random_cells { cell_ids(s) } else { Cow::Borrowed(s) }),
         },
-        // how long a sub-agent ran (AGENT-1 results and notifications): wall time, never a decision
+        // how long a sub-agent ran (AGENT-1 results and notifications), how long a tool ran as a
+        // PostToolUse hook reads it (`"duration_ms":75`): wall time, never a decision
         Step { name: "agent-durations", apply: Box::new(move |s| agent_ms.replace_all(s, "${1}<ms>")) },
         // epoch-millisecond times in the subject's JSON records (`"startedAt": 1796012354224`)
         Step { name: "epoch-times", apply: Box::new(move |s| EPOCH_MS.replace_all(s, "${1}<epoch-ms>")) },
@@ -387,6 +388,10 @@ mod tests {
                 "tool_uses: 1\nduration_ms: 45</usage> <duration_ms>83</duration_ms> \"durationMs\": 21"
             ),
             "tool_uses: 1\nduration_ms: <ms></usage> <duration_ms><ms></duration_ms> \"durationMs\": <ms>"
+        );
+        assert_eq!(
+            one("agent-durations", r#"{"tool_use_id":"t","duration_ms":75} "duration_ms": 2"#),
+            r#"{"tool_use_id":"t","duration_ms":<ms>} "duration_ms": <ms>"#
         );
         assert_eq!(
             one("run-ids", "agentId: a4f349d5e5523f70f (use SendMessage with to: 'a4f349d5e5523f70f'"),

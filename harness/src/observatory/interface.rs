@@ -1,0 +1,180 @@
+//! The interface timeline: per pair of neighbouring versions of the matrix, what the model is offered —
+//! tools added, removed, deferred (moved behind ToolSearch: not removed), no longer deferred; for a tool
+//! whose schema or description changed, the input-schema properties added, removed or retyped and
+//! whether its description changed; the first request's model and `max_tokens` line — all read from the
+//! versions' goldens with [`crate::transcript::diff`] (the same comparison `probelab diff` makes).
+//! `docs/matrix/interface.md`, regenerated with the matrix ([`super::watch::publish`]).
+//!
+//! The tools of the lab's fixture MCP server (`mcp__fixture__…`) are the probes' own, not the subject's
+//! interface, and are left out.
+
+use crate::transcript::diff::{blob_text, diff_dirs};
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+/// One tool's schema as a map of property → its JSON type (`string`, `integer`, `array<string>`, …).
+fn properties(blob: &str) -> Option<(String, BTreeMap<String, String>)> {
+    let v: serde_json::Value = serde_json::from_str(blob).ok()?;
+    let description = v.get("description").and_then(|d| d.as_str()).unwrap_or("").to_string();
+    let props = v.get("input_schema").and_then(|s| s.get("properties")).and_then(|p| p.as_object())?;
+    let ty = |p: &serde_json::Value| -> String {
+        let t = p.get("type").map(|t| t.to_string().trim_matches('"').to_string());
+        match (t.as_deref(), p.get("items").and_then(|i| i.get("type")).and_then(|t| t.as_str())) {
+            (Some("array"), Some(item)) => format!("array<{item}>"),
+            (Some(t), _) => t.to_string(),
+            (None, _) if p.get("enum").is_some() => "enum".to_string(),
+            (None, _) if p.get("anyOf").is_some() || p.get("oneOf").is_some() => "union".to_string(),
+            (None, _) => "any".to_string(),
+        }
+    };
+    Some((description, props.iter().map(|(k, p)| (k.clone(), ty(p))).collect()))
+}
+
+/// What changed in one tool's blob: properties added / removed / retyped, and whether its description
+/// changed.
+pub fn tool_change(old_blob: &str, new_blob: &str) -> Vec<String> {
+    let (Some((da, pa)), Some((db, pb))) = (properties(old_blob), properties(new_blob)) else {
+        return vec!["schema or description changed".into()];
+    };
+    let mut out = Vec::new();
+    for (k, t) in &pb {
+        match pa.get(k) {
+            None => out.push(format!("+ property `{k}` ({t})")),
+            Some(old) if old != t => out.push(format!("~ property `{k}` {old} → {t}")),
+            _ => {}
+        }
+    }
+    for (k, t) in &pa {
+        if !pb.contains_key(k) {
+            out.push(format!("- property `{k}` ({t})"));
+        }
+    }
+    if da != db {
+        out.push("description changed".into());
+    }
+    if out.is_empty() {
+        // same properties and types, another blob: a property's description, an enum, a default
+        out.push("schema details changed (descriptions, enums or defaults of its properties)".into());
+    }
+    out
+}
+
+/// The distinct `model: …` lines of a golden directory's transcripts.
+fn model_lines(dir: &Path) -> BTreeSet<String> {
+    std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".snap"))
+        .filter_map(|e| std::fs::read_to_string(e.path()).ok())
+        .flat_map(|t| t.lines().filter_map(|l| l.strip_prefix("model: ").map(str::to_string)).collect::<Vec<_>>())
+        .collect()
+}
+
+/// The changes between two versions' goldens, a line each.
+pub fn between(golden_root: &Path, old: &str, new: &str) -> Result<Vec<String>, String> {
+    let (l, r) = (golden_root.join(super::subject(old)), golden_root.join(super::subject(new)));
+    let blobs = golden_root.join("blobs");
+    let d = diff_dirs(&l, &r, &blobs)?;
+    let ours = |t: &String| !t.starts_with("mcp__fixture__");
+    let mut lines: BTreeSet<String> = BTreeSet::new();
+    let mut changed: BTreeMap<String, (String, String)> = BTreeMap::new();
+    // the requests' `model: …, max_tokens: …` lines of each whole side
+    let (was, now) = (model_lines(&l), model_lines(&r));
+    for p in &d.probes {
+        lines.extend(p.tools_added.iter().filter(|t| ours(t)).map(|t| format!("+ tool {t}")));
+        lines.extend(p.tools_removed.iter().filter(|t| ours(t)).map(|t| format!("- tool {t}")));
+        lines.extend(p.tools_deferred.iter().filter(|t| ours(t)).map(|t| format!("> tool {t} deferred (ToolSearch)")));
+        lines.extend(p.tools_undeferred.iter().filter(|t| ours(t)).map(|t| format!("< tool {t} no longer deferred")));
+        for k in &p.tools_changed {
+            // `tool NAME OLD → NEW`
+            let parts: Vec<&str> = k.split(' ').collect();
+            if let [_, name, old, _, new] = parts[..] {
+                if ours(&name.to_string()) {
+                    changed.entry(name.to_string()).or_insert_with(|| (old.to_string(), new.to_string()));
+                }
+            }
+        }
+    }
+    let mut out: Vec<String> = lines.into_iter().collect();
+    for (name, (old, new)) in &changed {
+        let what = tool_change(&blob_text(&blobs, old), &blob_text(&blobs, new));
+        out.push(format!("~ tool {name}: {}", what.join("; ")));
+    }
+    if d.blob_changes.keys().any(|k| k.starts_with("system ")) {
+        out.push("~ system prompt changed".into());
+    }
+    for x in was.difference(&now) {
+        out.push(format!("request: model line was `{x}`"));
+    }
+    for x in now.difference(&was) {
+        out.push(format!("request: model line now `{x}`"));
+    }
+    Ok(out)
+}
+
+/// `docs/matrix/interface.md`: per pair of neighbouring versions (oldest first) that both have goldens,
+/// the changes of [`between`].
+pub fn to_markdown(golden_root: &Path, versions: &[String]) -> String {
+    let mut out = String::from("# Interface of Claude Code's tools, per version\n\n");
+    out.push_str(
+        "What the first request offers the model, compared between neighbouring versions of the matrix from \
+         their goldens (golden/claude-code@<version>/, the claude-code probes): `+` / `-` a tool added / \
+         removed, `>` deferred (moved behind ToolSearch, not removed), `<` no longer deferred, `~` a tool's \
+         input-schema properties (added, removed, retyped) or description; the system prompt; the model and \
+         max_tokens of the first request. Generated with the matrix (`probelab matrix --publish`, `probelab \
+         watch`); do not edit by hand.\n",
+    );
+    let present: Vec<&String> = versions.iter().filter(|v| golden_root.join(super::subject(v)).is_dir()).collect();
+    for w in present.windows(2) {
+        out.push_str(&format!("\n## {} → {}\n\n", w[0], w[1]));
+        match between(golden_root, w[0], w[1]) {
+            Ok(lines) if lines.is_empty() => out.push_str("No interface change.\n"),
+            Ok(lines) => {
+                for l in lines {
+                    out.push_str(&format!("- {l}\n"));
+                }
+            }
+            Err(e) => out.push_str(&format!("(not compared: {e})\n")),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_tool_s_schema_change_is_named_by_property() {
+        let old = r#"{"name": "Read", "description": "Reads.", "input_schema": {"properties": {"file_path": {"type": "string"}, "limit": {"type": "integer"}, "gone": {"type": "boolean"}}}}"#;
+        let new = r#"{"name": "Read", "description": "Reads files.", "input_schema": {"properties": {"file_path": {"type": "string"}, "limit": {"type": "number"}, "pages": {"type": "array", "items": {"type": "string"}}}}}"#;
+        assert_eq!(
+            tool_change(old, new),
+            [
+                "~ property `limit` integer → number",
+                "+ property `pages` (array<string>)",
+                "- property `gone` (boolean)",
+                "description changed"
+            ]
+        );
+        assert_eq!(
+            tool_change(old, old),
+            ["schema details changed (descriptions, enums or defaults of its properties)"]
+        );
+        assert_eq!(tool_change("(blob x not in the store)", new), ["schema or description changed"]);
+    }
+
+    #[test]
+    fn the_committed_goldens_show_2_1_332_s_deferred_tools_as_deferred_not_removed() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join("golden");
+        let lines = between(&root, "2.1.235", "2.1.332").unwrap_or_else(|e| panic!("{e}"));
+        for l in
+            ["+ tool ListAgents", "+ tool ToolSearch", "- tool TaskOutput", "> tool WebFetch deferred (ToolSearch)"]
+        {
+            assert!(lines.iter().any(|x| x == l), "no {l:?} in {lines:#?}");
+        }
+        assert!(!lines.iter().any(|x| x == "- tool WebFetch"), "{lines:#?}");
+        assert!(lines.iter().any(|x| x.starts_with("~ tool Read: ")), "{lines:#?}");
+    }
+}
