@@ -59,6 +59,10 @@ pub enum Command {
         /// regenerate docs/matrix from every committed cell.
         #[arg(long)]
         publish: bool,
+        /// Pin every change to two neighbouring published versions: where two versions of the run that
+        /// differ have published versions between them, bisect there (the boundary's cells join the run).
+        #[arg(long)]
+        bisect: bool,
     },
     /// Follow new releases: run every claude-code probe on each release newer than the committed
     /// matrix, confirm and pin each change, bless their goldens, update docs/matrix and write
@@ -70,6 +74,15 @@ pub enum Command {
         /// Cells of one version run side by side, at most this many (default: the cores).
         #[arg(short = 'j', long)]
         jobs: Option<usize>,
+    },
+    /// What changed in a release against the version before it in the committed matrix (the page
+    /// `watch` writes as docs/changes/<version>.md); `--write` writes that page.
+    Changes {
+        /// The release.
+        version: String,
+        /// Write docs/changes/<version>.md instead of printing it.
+        #[arg(long)]
+        write: bool,
     },
     /// The matrix of observation cells kept by matrix runs, bisections or test shards.
     Report {
@@ -85,6 +98,14 @@ pub enum Command {
         /// Also write the report as Markdown (the timeline of docs/).
         #[arg(long)]
         markdown: Option<PathBuf>,
+        /// Pin each change between two versions that have published versions between them: bisect there
+        /// (cells of the bisection under <out>/bisect, kept, so a stopped run resumes).
+        #[arg(long)]
+        bisect: bool,
+        /// Keep the cells (and the boundaries --bisect found, after each range) in docs/matrix/cells and
+        /// regenerate docs/matrix.
+        #[arg(long)]
+        publish: bool,
     },
     /// The first version where each probe's behaviour changes, between a good and a bad version.
     Bisect {
@@ -113,6 +134,57 @@ impl Command {
         };
         let default_out = || project.out.join("matrix");
         match self {
+            Command::Changes { version, write } => {
+                let probes = match load(probes_dir, &[]) {
+                    Ok(p) => p,
+                    Err(e) => return fail(2, &e),
+                };
+                let docs = super::watch::Docs::under(&project.root);
+                let cells = match super::read_cells(std::slice::from_ref(&docs.cells)) {
+                    Ok(c) => c,
+                    Err(e) => return fail(2, &e),
+                };
+                let m = match Matrix::from_cells(&cells) {
+                    Ok(m) => m,
+                    Err(e) => return fail(2, &e),
+                };
+                let Some(i) = m.versions.iter().position(|v| *v == version) else {
+                    return fail(
+                        2,
+                        &format!(
+                            "{version} has no cells in {} (versions there: {})",
+                            docs.cells.display(),
+                            m.versions.join(", ")
+                        ),
+                    );
+                };
+                let Some(previous) = i.checked_sub(1).map(|j| m.versions[j].clone()) else {
+                    return fail(2, &format!("{version} is the oldest version of the matrix: nothing before it"));
+                };
+                let published = Catalogue::cached(&crate::subject::claude_code::cache_root()).and_then(|c| {
+                    c.versions().iter().find(|p| p.version.to_string() == version).and_then(|p| p.published.clone())
+                });
+                match super::watch::release_page(&probes, layout, &m, &version, &previous, published.as_deref()) {
+                    Err(e) => fail(2, &e),
+                    Ok(page) if write => {
+                        let path = docs.changes.join(format!("{version}.md"));
+                        let done = std::fs::create_dir_all(&docs.changes).map_err(|e| e.to_string()).and_then(|()| {
+                            crate::versions::write_file_atomic(&path, page.as_bytes()).map_err(|e| e.to_string())
+                        });
+                        match done {
+                            Ok(()) => {
+                                eprintln!("wrote {}", path.display());
+                                ExitCode::SUCCESS
+                            }
+                            Err(e) => fail(2, &e),
+                        }
+                    }
+                    Ok(page) => {
+                        print!("{page}");
+                        ExitCode::SUCCESS
+                    }
+                }
+            }
             Command::Watch { json, jobs } => {
                 let probes = match load(probes_dir, &[]) {
                     Ok(p) => p,
@@ -148,6 +220,9 @@ impl Command {
                             for p in &w.pages {
                                 println!("wrote {}", p.display());
                             }
+                            for p in &w.golden_differs {
+                                println!("{}: {p} ran differently from its committed golden (a transcript that varies between runs)", w.previous);
+                            }
                             println!(
                                 "watch: {} new after {} ({}), {} changes, {} unstable",
                                 w.new.len(),
@@ -165,7 +240,7 @@ impl Command {
                     }
                 }
             }
-            Command::Matrix { versions, paths, out, bless, fresh, jobs, json, html, publish } => {
+            Command::Matrix { versions, paths, out, bless, fresh, jobs, json, html, publish, bisect: pin } => {
                 let probes = match load(probes_dir, &paths) {
                     Ok(p) => p,
                     Err(e) => return fail(2, &e),
@@ -189,6 +264,14 @@ impl Command {
                     Ok(c) => c,
                     Err(e) => return fail(1, &e),
                 };
+                let mut cells = cells;
+                if pin {
+                    let mut each = |_: &[crate::observe::Observation]| Ok(());
+                    match rt.block_on(pin_changes(&probes, &cells, layout, &opts.out, &mut each)) {
+                        Ok(more) => cells.extend(more),
+                        Err(e) => return fail(1, &e),
+                    }
+                }
                 let errored = cells.iter().any(|c| c.outcome == crate::observe::Outcome::Error);
                 if publish {
                     if errored {
@@ -212,8 +295,32 @@ impl Command {
                     code
                 }
             }
-            Command::Report { dirs, json, html, markdown } => match super::read_cells(&dirs) {
-                Ok(cells) => {
+            Command::Report { dirs, json, html, markdown, bisect: pin, publish } => match super::read_cells(&dirs) {
+                Ok(mut cells) => {
+                    let docs = super::watch::Docs::under(&project.root);
+                    if pin {
+                        let probes = match load(probes_dir, &[]) {
+                            Ok(p) => p,
+                            Err(e) => return fail(2, &e),
+                        };
+                        let out = project.out.join("bisect");
+                        let mut each = |found: &[crate::observe::Observation]| {
+                            if publish {
+                                super::watch::publish(&docs, &layout.golden, found).map(|_| ())
+                            } else {
+                                Ok(())
+                            }
+                        };
+                        match rt.block_on(pin_changes(&probes, &cells, layout, &out, &mut each)) {
+                            Ok(more) => cells.extend(more),
+                            Err(e) => return fail(1, &e),
+                        }
+                    }
+                    if publish && !pin {
+                        if let Err(e) = super::watch::publish(&docs, &layout.golden, &cells) {
+                            return fail(2, &e);
+                        }
+                    }
                     let code = report(&cells, json, html.as_deref());
                     if let (Some(md), Ok(m)) = (markdown, Matrix::from_cells(&cells)) {
                         if let Err(e) = std::fs::write(&md, m.to_markdown("probelab: claims × versions of Claude Code"))
@@ -296,6 +403,67 @@ impl Command {
             }
         }
     }
+}
+
+/// Bisects every change of these cells whose two versions have published versions between them (the
+/// probes changing over one range share one bisection, so they share its installs), and returns the
+/// cells of each boundary found: the last version as before and the first that differs, neighbours in
+/// npm's order.
+async fn pin_changes(
+    probes: &[Probe],
+    cells: &[crate::observe::Observation],
+    layout: &Layout,
+    out: &Path,
+    each: &mut dyn FnMut(&[crate::observe::Observation]) -> Result<(), String>,
+) -> Result<Vec<crate::observe::Observation>, String> {
+    use std::collections::BTreeMap;
+    let m = Matrix::from_cells(cells)?;
+    let mut ranges: BTreeMap<(String, String), Vec<Probe>> = BTreeMap::new();
+    for (probe, changes) in &m.probe_timeline {
+        let Some(p) = probes.iter().find(|p| &p.id == probe) else { continue };
+        for c in changes {
+            ranges.entry((c.previous.clone(), c.version.clone())).or_default().push(p.clone());
+        }
+    }
+    let mut more = Vec::new();
+    for ((good, bad), ps) in ranges {
+        let candidates = between(&good, &bad)?;
+        if candidates.len() <= 2 {
+            continue; // neighbours already
+        }
+        eprintln!(
+            "bisect {good} → {bad} ({} versions between) for {}",
+            candidates.len() - 2,
+            ps.iter().map(|p| p.id.as_str()).collect::<Vec<_>>().join(" ")
+        );
+        let mut progress = |l: &str| eprintln!("  {l}");
+        let (found, _) = bisect(&ps, &candidates, layout, out, &mut progress).await?;
+        // the boundary's two cells, and the ends run afresh (they replace older cells of the two
+        // versions: a change that does not reproduce now is gone from the timeline)
+        let mut these = Vec::new();
+        for f in found {
+            let Some(p) = ps.iter().find(|p| p.id == f.probe) else { continue };
+            let sha = crate::observe::probe_sha256(p);
+            let mut at = vec![good.clone(), bad.clone()];
+            match f.boundary {
+                Some((old, new)) => {
+                    eprintln!("  {}: changed at {new} (last as before: {old})", p.id);
+                    at.extend([old, new]);
+                }
+                None => eprintln!("  {}: no change between {good} and {bad} now: {}", p.id, f.note),
+            }
+            at.sort();
+            at.dedup();
+            for v in at {
+                if let Some(c) = super::reusable_cell(out, &v, &p.id, &sha) {
+                    these.push(c);
+                }
+            }
+        }
+        each(&these)?;
+        more.extend(these);
+    }
+    Ok(more)
 }
 
 /// Counts and an ETA for the lines of a long command: plain lines, the same on a terminal and in CI.

@@ -127,6 +127,31 @@ pub fn changes_page(version: &str, previous: &str, published: Option<&str>, m: &
     out
 }
 
+/// The whole page of a release against the version before it ([`changes_page`] with the evidence of
+/// `probelab diff` — results a probe marks `unordered` compared as sets, as its fingerprint does — then
+/// the budgets and the interface).
+pub fn release_page(
+    probes: &[Probe],
+    layout: &Layout,
+    m: &Matrix,
+    version: &str,
+    previous: &str,
+    published: Option<&str>,
+) -> Result<String, String> {
+    use crate::transcript::diff::{diff_dirs_with, render_summary, unordered_ids};
+    let golden = &layout.golden;
+    let (l, r) = (golden.join(super::subject(previous)), golden.join(super::subject(version)));
+    let unordered =
+        probes.iter().filter(|p| !p.unordered.is_empty()).map(|p| (p.id.clone(), unordered_ids(p))).collect();
+    let mut d =
+        diff_dirs_with(&l, &r, &layout.blobs(), &unordered).map_err(|e| format!("the evidence of {version}: {e}"))?;
+    d.left = format!("golden/{}", super::subject(previous));
+    d.right = format!("golden/{}", super::subject(version));
+    Ok(changes_page(version, previous, published, m, &render_summary(&d))
+        + &budget_lines(golden, version, previous)
+        + &interface_lines(golden, version, previous))
+}
+
 /// The interface lines of a release's page ([`super::interface::between`]).
 pub fn interface_lines(golden: &Path, version: &str, previous: &str) -> String {
     match super::interface::between(golden, previous, version) {
@@ -166,6 +191,9 @@ pub struct Watched {
     pub unstable: Vec<(String, String, String)>,
     /// Cells that errored (no verdict): (version, probe, why).
     pub errors: Vec<(String, String, String)>,
+    /// Probes whose run on the newest committed version did not give back its committed golden: their
+    /// transcript varies between runs (a race, an order) even where the fingerprint agrees — worth a look.
+    pub golden_differs: Vec<String>,
     /// The pages written.
     pub pages: Vec<PathBuf>,
 }
@@ -244,6 +272,11 @@ pub async fn watch(
             w.errors.iter().take(5).map(|(v, p, why)| format!("{p} on {v}: {why}")).collect::<Vec<_>>().join("; ")
         ));
     }
+    w.golden_differs = cells
+        .iter()
+        .filter(|c| c.version.as_deref() == Some(w.previous.as_str()) && c.golden == "differs")
+        .map(|c| c.probe.clone())
+        .collect();
     let m = publish(&docs, &layout.golden, &cells)?;
     let mut before = previous.to_string();
     for v in &new {
@@ -258,15 +291,8 @@ pub async fn watch(
             }
         }
         if w.changes.iter().any(|c| &c.0 == v) {
-            let golden = &layout.golden;
-            let (l, r) = (golden.join(super::subject(&before)), golden.join(super::subject(v)));
-            let summary = crate::transcript::diff::diff_dirs(&l, &r, &layout.blobs())
-                .map(|d| crate::transcript::diff::render_summary(&d))
-                .map_err(|e| format!("the evidence of {v}: {e}"))?;
             let published = catalogue.versions().iter().find(|p| p.version.to_string() == *v);
-            let page = changes_page(v, &before, published.and_then(|p| p.published.as_deref()), &m, &summary)
-                + &budget_lines(golden, v, &before)
-                + &interface_lines(golden, v, &before);
+            let page = release_page(probes, layout, &m, v, &before, published.and_then(|p| p.published.as_deref()))?;
             std::fs::create_dir_all(&docs.changes).map_err(|e| format!("{}: {e}", docs.changes.display()))?;
             let path = docs.changes.join(format!("{v}.md"));
             crate::versions::write_file_atomic(&path, page.as_bytes()).map_err(|e| e.to_string())?;
