@@ -75,6 +75,28 @@ pub enum Command {
         #[arg(short = 'j', long)]
         jobs: Option<usize>,
     },
+    /// One probe's change between two versions: the changed words of each tool result, then every layer
+    /// (a version without a committed golden of the probe is run now).
+    Explain {
+        /// The probe id (or file).
+        probe: String,
+        /// The two versions, `A,B`.
+        #[arg(long)]
+        versions: String,
+    },
+    /// A directory to attach to a bug report: the probe, both transcripts, the diff and the command that
+    /// reproduces it.
+    Bundle {
+        /// The probe id (or file).
+        probe: String,
+        /// The older version.
+        a: String,
+        /// The newer version.
+        b: String,
+        /// Where the bundle's directory goes (default: the current directory).
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
     /// What changed in a release against the version before it in the committed matrix (the page
     /// `watch` writes as docs/changes/<version>.md); `--write` writes that page.
     Changes {
@@ -134,6 +156,47 @@ impl Command {
         };
         let default_out = || project.out.join("matrix");
         match self {
+            Command::Explain { probe, versions } => {
+                let Some((a, b)) = versions.split_once(',') else {
+                    return fail(2, "--versions takes two versions: A,B (e.g. 2.1.332,2.1.333)");
+                };
+                match one_probe(probes_dir, &probe) {
+                    Err(e) => fail(2, &e),
+                    Ok(p) => {
+                        let scratch = match tempfile::tempdir() {
+                            Ok(t) => t,
+                            Err(e) => return fail(2, &e.to_string()),
+                        };
+                        match rt.block_on(super::explain::explain(&p, a.trim(), b.trim(), layout, scratch.path())) {
+                            Ok(e) => {
+                                eprintln!("{}: {}; {}", p.id, e.sources[0], e.sources[1]);
+                                print!("{}", e.diff);
+                                ExitCode::SUCCESS
+                            }
+                            Err(e) => fail(2, &e),
+                        }
+                    }
+                }
+            }
+            Command::Bundle { probe, a, b, out } => match one_probe(probes_dir, &probe) {
+                Err(e) => fail(2, &e),
+                Ok(p) => {
+                    let scratch = match tempfile::tempdir() {
+                        Ok(t) => t,
+                        Err(e) => return fail(2, &e.to_string()),
+                    };
+                    let made = rt.block_on(super::explain::explain(&p, &a, &b, layout, scratch.path())).and_then(|e| {
+                        super::explain::bundle(&p, &a, &b, &e, &out.unwrap_or_else(|| PathBuf::from(".")))
+                    });
+                    match made {
+                        Ok(dir) => {
+                            println!("{}", dir.display());
+                            ExitCode::SUCCESS
+                        }
+                        Err(e) => fail(2, &e),
+                    }
+                }
+            },
             Command::Changes { version, write } => {
                 let probes = match load(probes_dir, &[]) {
                     Ok(p) => p,
@@ -534,6 +597,15 @@ fn fail(code: u8, msg: &str) -> ExitCode {
 fn load(probes: &Path, paths: &[PathBuf]) -> Result<Vec<Probe>, String> {
     let paths = if paths.is_empty() { vec![probes.to_path_buf()] } else { paths.to_vec() };
     load_all(&paths)
+}
+
+/// The probe a command names by id or file.
+fn one_probe(probes_dir: &Path, id: &str) -> Result<Probe, String> {
+    let all = load(probes_dir, &[])?;
+    let file_id = load(probes_dir, &[PathBuf::from(id)]).ok().and_then(|p| p.first().map(|p| p.id.clone()));
+    all.into_iter()
+        .find(|p| p.id == id || Some(&p.id) == file_id.as_ref())
+        .ok_or_else(|| format!("no probe {id:?} under probes/ (`probelab list` names them)"))
 }
 
 fn catalogue() -> Result<Catalogue, String> {
