@@ -223,26 +223,42 @@ fn number_words<'s>(s: &'s str, mut ids: Vec<String>, what: &str) -> Cow<'s, str
     ids.sort_by_key(|id| s.find(id.as_str()).unwrap_or(usize::MAX));
     let mut out = s.to_string();
     for (i, id) in ids.iter().enumerate() {
-        out = word(id).replace_all(&out, format!("<{what}-{}>", i + 1)).into_owned();
+        if let Cow::Owned(changed) = replace_word(&out, id, &format!("<{what}-{}>", i + 1)) {
+            out = changed;
+        }
     }
     Cow::Owned(out)
 }
 
-/// `\bID\b` for an id, compiled once per id in a process (the same ids come back in every text of a run).
-fn word(id: &str) -> Regex {
-    static WORDS: std::sync::Mutex<Vec<(String, Regex)>> = std::sync::Mutex::new(Vec::new());
-    /// Ids kept compiled; the oldest half goes past it.
-    const KEEP: usize = 512;
-    let mut words = WORDS.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-    if let Some((_, r)) = words.iter().find(|(w, _)| w == id) {
-        return r.clone();
+/// `s` with every `id` that stands as a word (`\bID\b` as regex has it: a word boundary at both ends,
+/// Unicode's word characters) replaced by `to`, left to right, not overlapping; borrowed when there is
+/// none. A literal search, no pattern compiled from the id: ids come from the subject's output and may be
+/// of any length (a 1 MB token is not a regex over the size limit).
+fn replace_word<'s>(s: &'s str, id: &str, to: &str) -> Cow<'s, str> {
+    if id.is_empty() {
+        return Cow::Borrowed(s);
     }
-    let r = re(&format!(r"\b{}\b", regex::escape(id)));
-    if words.len() >= KEEP {
-        words.drain(..KEEP / 2);
+    let word = |c: Option<char>| c.is_some_and(regex_syntax::is_word_character);
+    let boundary = |at: usize| word(s[..at].chars().next_back()) != word(s[at..].chars().next());
+    let finder = memchr::memmem::Finder::new(id.as_bytes());
+    let (mut out, mut last, mut from, mut changed) = (String::new(), 0, 0, false);
+    while let Some(k) = finder.find(&s.as_bytes()[from..]) {
+        let at = from + k;
+        let end = at + id.len();
+        if boundary(at) && boundary(end) {
+            out.push_str(&s[last..at]);
+            out.push_str(to);
+            (last, from, changed) = (end, end, true);
+        } else {
+            // the next place the id may start: one character on (a match is always on char boundaries)
+            from = at + s[at..].chars().next().map_or(1, char::len_utf8);
+        }
     }
-    words.push((id.to_string(), r.clone()));
-    r
+    if !changed {
+        return Cow::Borrowed(s);
+    }
+    out.push_str(&s[last..]);
+    Cow::Owned(out)
 }
 
 /// The ids of inserted notebook cells, numbered `<cell-N>` in order of first appearance, replaced
@@ -338,6 +354,29 @@ mod tests {
         assert_eq!(appended_reminders_off(r), r);
         assert_eq!(appended_reminders_off(&format!("a {r} b")), format!("a {r} b"));
         assert_eq!(appended_reminders_off("no reminder  "), "no reminder  ");
+    }
+
+    #[test]
+    fn a_word_is_replaced_as_regex_replaces_bword_b() {
+        let cases = [
+            ("bp7 xbp7 bp7x bp7-bp7 _bp7 é bp7é bp7", "bp7"),
+            ("-a- x-a-a- -a-", "-a-"),
+            ("aaa aa a-aa", "aa"),
+            ("<id-1> id-1 id-1x", "id-1"),
+            ("", "abc"),
+        ];
+        for (s, id) in cases {
+            let re = regex::Regex::new(&format!(r"\b{}\b", regex::escape(id))).unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(replace_word(s, id, "<X>"), re.replace_all(s, "<X>"), "{s:?} {id:?}");
+        }
+    }
+
+    #[test]
+    fn an_id_of_any_length_is_replaced_without_a_pattern_made_of_it() {
+        let id = "a".repeat(1 << 20);
+        let text = format!("with ID: {id}. then {id} again");
+        let out = one("run-ids", &text);
+        assert_eq!(out, "with ID: <id-1>. then <id-1> again");
     }
 
     #[test]
