@@ -435,13 +435,17 @@ pub fn evaluate_exec(
 
 /// The invariant of every exec probe: each command ended by itself within its deadline.
 pub fn exec_invariant(probe: &Probe, records: &[crate::subject::exec::ExecRecord]) -> Verdict {
-    let late: Vec<String> = records
+    let mut late: Vec<String> = records
         .iter()
         .enumerate()
         .filter(|(_, r)| r.timed_out)
         .map(|(i, r)| format!("exec {} {:?} was killed at its deadline", i + 1, r.argv))
         .collect();
     let ran = records.len() == probe.execs.len();
+    if !ran {
+        let (n, secs) = (probe.execs.len() - records.len(), probe.deadline_secs);
+        late.push(format!("{n} command(s) never started: the probe's deadline of {secs}s had passed"));
+    }
     Verdict {
         name: "invariant: every command ended within its deadline".into(),
         pass: late.is_empty() && ran,

@@ -57,7 +57,14 @@ pub async fn run_exec(
             .map_err(|e| format!("cannot link {} as rg: {e}", rg_engine.display()))?;
     }
     let mut out = Vec::new();
+    // the probe's deadline bounds the commands together: each is killed at its own deadline or at the
+    // probe's, whichever comes first, and none starts after the probe's
+    let until = std::time::Instant::now() + Duration::from_secs(probe.deadline_secs);
     for (i, spec) in probe.execs.iter().enumerate() {
+        let left = until.saturating_duration_since(std::time::Instant::now());
+        if left.is_zero() {
+            break;
+        }
         let mut argv: Vec<String> = spec.argv.iter().map(|a| sandbox.resolve(a)).collect();
         if argv.first().map(String::as_str) == Some("{rg}") {
             argv[0] = rg.display().to_string();
@@ -66,7 +73,7 @@ pub async fn run_exec(
             return Err(format!("{}: exec {} has an empty argv", probe.path.display(), i + 1));
         }
         let report = sandbox.root.join(format!("measure-{}.json", i + 1));
-        let deadline = spec.deadline_ms.map(Duration::from_millis).unwrap_or(DEFAULT_DEADLINE);
+        let deadline = spec.deadline_ms.map(Duration::from_millis).unwrap_or(DEFAULT_DEADLINE).min(left);
         let child = tokio::process::Command::new(engine)
             .arg("measure")
             .arg("--out")
