@@ -287,7 +287,7 @@ pub enum GoldenOutcome {
 pub fn golden_step(report: &Report, layout: &Layout, bless: bool) -> Result<GoldenOutcome, String> {
     let file = golden::path(&layout.golden, &report.subject, &report.probe);
     if bless {
-        golden::bless(&file, &report.description, &report.transcript, &layout.blobs(), &report.blobs)
+        golden::bless(&layout.golden, &file, &report.description, &report.transcript, &layout.blobs(), &report.blobs)
             .map_err(|e| format!("{}: {e}", file.display()))?;
         return Ok(GoldenOutcome::Blessed);
     }

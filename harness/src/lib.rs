@@ -19,6 +19,7 @@ pub mod observe;
 pub mod probe;
 pub mod project;
 pub mod run;
+pub mod safe_fs;
 pub mod services;
 pub mod subject;
 pub mod suite;

@@ -282,7 +282,12 @@ fn run_probes(
             return ExitCode::from(2);
         }
     };
-    let jobs = jobs.unwrap_or_else(harness::suite::default_jobs).max(1);
+    if let Err(e) = harness::probe::check_fixture_dirs(&probes, &project.fixtures) {
+        eprintln!("{e}");
+        return ExitCode::from(2);
+    }
+    // lanes are threads: never more than the probes, nor than the lab can start
+    let jobs = jobs.unwrap_or_else(harness::suite::default_jobs).clamp(1, harness::suite::MAX_JOBS);
     let rt = match harness::suite::runtime(jobs) {
         Ok(rt) => rt,
         Err(e) => {
@@ -313,8 +318,8 @@ fn run_probes(
         if let Some(ev) = o.report.as_ref().and_then(|r| r.evidence.as_ref()) {
             let dir = project.out.join(subject);
             let file = dir.join(format!("{}.json", probe.id));
-            let written = std::fs::create_dir_all(&dir)
-                .and_then(|_| std::fs::write(&file, serde_json::to_vec_pretty(ev).unwrap_or_default()));
+            let written =
+                harness::safe_fs::write_inside(&project.out, &file, &serde_json::to_vec_pretty(ev).unwrap_or_default());
             if let Err(e) = written {
                 eprintln!("probelab: cannot write evidence {}: {e}", file.display());
             }
@@ -451,6 +456,15 @@ fn diff(
         }
     };
     let blobs = if run_now { tmp.path().join("blobs") } else { golden.join("blobs") };
+    // a blob is what its name (its SHA-256) says, or the comparison is not to be trusted
+    let corrupt = harness::transcript::golden::corrupt_blobs(&blobs);
+    if !corrupt.is_empty() {
+        for (p, why) in &corrupt {
+            eprintln!("probelab diff: {}: {why}", p.display());
+        }
+        eprintln!("probelab diff: {} corrupt blob(s): run the probes with --bless to write them again", corrupt.len());
+        return ExitCode::from(2);
+    }
     // results a probe marks `unordered` compare as sets of lines, as in the behaviour fingerprint
     let unordered =
         probes.iter().filter(|p| !p.unordered.is_empty()).map(|p| (p.id.clone(), unordered_ids(p))).collect();
@@ -513,7 +527,7 @@ fn review(project: &Project, accept_all: bool, reject_all: bool) -> ExitCode {
             answer.trim().chars().next().unwrap_or('s').to_ascii_lowercase()
         };
         let done = match choice {
-            'a' => p.accept().map(|()| accepted += 1),
+            'a' => p.accept(&project.golden).map(|()| accepted += 1),
             'r' => p.reject().map(|()| rejected += 1),
             _ => {
                 skipped += 1;
@@ -606,7 +620,10 @@ contains = "1\tone\n2\ttwo"
 "#;
 
 fn import(project: &Project, session: &std::path::Path, name: Option<String>) -> ExitCode {
-    let text = match std::fs::read_to_string(session) {
+    // a regular file within the cap: a FIFO or /dev/zero is refused before it is opened
+    let text = match harness::safe_fs::read_capped(session, harness::safe_fs::MAX_DATA_BYTES)
+        .and_then(|b| String::from_utf8(b).map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e)))
+    {
         Ok(t) => t,
         Err(e) => {
             eprintln!("probelab import: {}: {e}", session.display());
@@ -615,10 +632,27 @@ fn import(project: &Project, session: &std::path::Path, name: Option<String>) ->
     };
     let stem: String = session.file_stem().map(|s| s.to_string_lossy().chars().take(8).collect()).unwrap_or_default();
     let name = name.unwrap_or_else(|| format!("imported/{stem}"));
-    let rel = name.trim_end_matches(".toml");
+    let rel = match probe_name(&name) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("probelab import: {e}");
+            return ExitCode::from(2);
+        }
+    };
     let id = rel.replace('/', ".");
     match harness::import::import(session, &text, &id) {
-        Ok(probe) => write_probe(project, rel, &probe),
+        Ok(probe) => {
+            // what import writes, `run` must take: checked with the parser before it is written
+            let file = project.probes.join(format!("{rel}.toml"));
+            if let Err(e) = harness::probe::parse(&file, &probe) {
+                eprintln!(
+                    "probelab import: the probe made of {} does not parse (a bug of import): {e}",
+                    session.display()
+                );
+                return ExitCode::from(1);
+            }
+            write_probe(project, &rel, &probe)
+        }
         Err(e) => {
             eprintln!("probelab import: {e}");
             ExitCode::from(2)
@@ -626,20 +660,28 @@ fn import(project: &Project, session: &std::path::Path, name: Option<String>) ->
     }
 }
 
-/// Writes `probes/REL.toml` (never over an existing file).
+/// A probe's name as `new` and `import` take it (`read/window`, `.toml` optional): a path under probes/,
+/// never outside it, whose id is path-safe.
+fn probe_name(name: &str) -> Result<String, String> {
+    let rel = name.strip_suffix(".toml").unwrap_or(name);
+    harness::safe_fs::confined_name(rel)?;
+    let id = rel.replace('/', ".");
+    if !id.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_')) {
+        return Err(format!(
+            "{name:?}: a probe name is [A-Za-z0-9._-] in /-separated parts (its id names golden files)"
+        ));
+    }
+    Ok(rel.to_string())
+}
+
+/// Writes `probes/REL.toml` (never over an existing file, never outside probes/, no link followed).
 fn write_probe(project: &Project, rel: &str, text: &str) -> ExitCode {
     let path = project.probes.join(format!("{rel}.toml"));
-    if path.exists() {
+    if std::fs::symlink_metadata(&path).is_ok() {
         eprintln!("{} exists already", path.display());
         return ExitCode::from(2);
     }
-    if let Some(parent) = path.parent() {
-        if let Err(e) = std::fs::create_dir_all(parent) {
-            eprintln!("{}: {e}", parent.display());
-            return ExitCode::from(2);
-        }
-    }
-    match std::fs::write(&path, text) {
+    match harness::safe_fs::write_inside(&project.probes, &path, text.as_bytes()) {
         Ok(()) => {
             println!("wrote {}", path.display());
             ExitCode::SUCCESS
@@ -652,7 +694,13 @@ fn write_probe(project: &Project, rel: &str, text: &str) -> ExitCode {
 }
 
 fn new(project: &Project, name: &str) -> ExitCode {
-    let rel = name.trim_end_matches(".toml");
+    let rel = match probe_name(name) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("probelab new: {e}");
+            return ExitCode::from(2);
+        }
+    };
     let id = rel.replace('/', ".");
-    write_probe(project, rel, &SKELETON.replace("\"ID\"", &format!("{id:?}")))
+    write_probe(project, &rel, &SKELETON.replace("\"ID\"", &format!("{id:?}")))
 }

@@ -83,8 +83,9 @@ impl Project {
     /// it holds `probes/`, else none.
     pub fn at(dir: &Path) -> Result<Option<Project>, ProjectError> {
         let file = dir.join(FILE);
-        if file.is_file() {
-            let text = std::fs::read_to_string(&file).map_err(|e| ProjectError {
+        // anything but a directory by that name is the project file (a FIFO is refused, not waited on)
+        if file.exists() && !file.is_dir() {
+            let text = crate::safe_fs::read_text(&file).map_err(|e| ProjectError {
                 place: format!("{}:1:1", file.display()),
                 message: format!("cannot read: {e}"),
                 hint: None,

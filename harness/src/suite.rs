@@ -113,9 +113,14 @@ pub fn default_jobs() -> usize {
     std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
 }
 
+/// The most probes at a time (`-j`): each is a thread with a runtime of its own, and more lanes than this
+/// only wait on the same cores (`-j 20000` is taken as this, not as 20,000 threads).
+pub const MAX_JOBS: usize = 256;
+
 /// A runtime for a suite of `jobs` probes at a time.
 pub fn runtime(jobs: usize) -> std::io::Result<tokio::runtime::Runtime> {
-    tokio::runtime::Builder::new_multi_thread().worker_threads(jobs.max(default_jobs()).max(2)).enable_all().build()
+    let threads = jobs.min(MAX_JOBS).max(default_jobs()).max(2);
+    tokio::runtime::Builder::new_multi_thread().worker_threads(threads).enable_all().build()
 }
 
 /// The runtime one probe runs on: the current-thread scheduler, timers and I/O on (see the module doc).
@@ -184,9 +189,13 @@ pub async fn run_one(index: usize, probe: Arc<Probe>, layout: &Layout, opts: &Op
             (Status::GoldenMissing, "no golden file yet: run `probelab run --bless` to write it".to_string())
         }
         (Ok(GoldenOutcome::Differs(d)), true) => (Status::GoldenDiff, d.clone()),
-        (Ok(GoldenOutcome::MissingBlobs(b)), true) => {
-            (Status::GoldenMissing, format!("blobs missing from golden/blobs: {}; run with --bless", b.join(", ")))
-        }
+        (Ok(GoldenOutcome::MissingBlobs(b)), true) => (
+            Status::GoldenMissing,
+            format!(
+                "blobs missing from golden/blobs or corrupt (not their SHA-256): {}; run with --bless",
+                b.join(", ")
+            ),
+        ),
     };
     Outcome { index, probe, status, detail, report: Some(report), duration: started.elapsed() }
 }
@@ -209,7 +218,7 @@ pub async fn run_suite(probes: Vec<Probe>, layout: &Layout, opts: &Options, mut 
         d(b).total_cmp(&d(a))
     });
     let queue = Arc::new(std::sync::Mutex::new(std::collections::VecDeque::from(order)));
-    for lane in 0..opts.jobs.max(1).min(n) {
+    for lane in 0..opts.jobs.clamp(1, MAX_JOBS).min(n) {
         let (queue, probes, tx, layout, opts) =
             (queue.clone(), probes.clone(), tx.clone(), layout.clone(), opts.clone());
         let spawned = std::thread::Builder::new().name(format!("probelab-lane-{lane}")).spawn(move || loop {
@@ -265,16 +274,17 @@ pub async fn run_suite(probes: Vec<Probe>, layout: &Layout, opts: &Options, mut 
 
 /// The per-probe durations of the last run (probe id → ms); empty when the file is missing or unreadable.
 pub fn load_durations(path: &std::path::Path) -> std::collections::BTreeMap<String, f64> {
-    std::fs::read(path).ok().and_then(|b| serde_json::from_slice(&b).ok()).unwrap_or_default()
+    crate::safe_fs::read_capped(path, crate::safe_fs::MAX_TEXT_BYTES)
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .unwrap_or_default()
 }
 
 fn save_durations(path: &std::path::Path, d: &std::collections::BTreeMap<String, f64>) {
     let rounded: std::collections::BTreeMap<&str, f64> =
         d.iter().map(|(k, v)| (k.as_str(), (v * 10.0).round() / 10.0)).collect();
-    let written = path
-        .parent()
-        .map_or(Ok(()), std::fs::create_dir_all)
-        .and_then(|_| std::fs::write(path, serde_json::to_vec_pretty(&rounded).unwrap_or_default()));
+    // a link in its place (a cloned repository may ship one) is replaced, never written through
+    let written = crate::safe_fs::write_no_follow(path, &serde_json::to_vec_pretty(&rounded).unwrap_or_default());
     if let Err(e) = written {
         eprintln!("probelab: cannot write {}: {e}", path.display());
     }

@@ -69,6 +69,8 @@ impl Eq for Mtime {}
 /// The modification time of the fixture's first file (2026-01-01T00:00:00Z); the n-th file in path order
 /// gets [`FIXTURE_MTIME_STEP`] more per file before it.
 pub const FIXTURE_MTIME_BASE: u64 = 1_767_225_600;
+/// The latest mtime a probe may set, in seconds since 1970: 9999-12-31T23:59:59Z (RFC 3339's last year).
+pub const MAX_MTIME_SECS: u64 = 253_402_300_799;
 /// Seconds between the mtimes of two consecutive fixture files.
 pub const FIXTURE_MTIME_STEP: u64 = 1;
 
@@ -78,8 +80,13 @@ impl Mtime {
         match self {
             Mtime::Offset(s) => {
                 let at = FIXTURE_MTIME_BASE as f64 + s;
-                if !at.is_finite() || at < 0.0 {
-                    return Err(format!("mtime {s} is before 1970"));
+                // as written: 1e19, not its twenty digits
+                let shown = if s.abs() >= 1e15 { format!("{s:e}") } else { s.to_string() };
+                if at.is_nan() || at < 0.0 {
+                    return Err(format!("mtime {shown} is before 1970"));
+                }
+                if at > MAX_MTIME_SECS as f64 {
+                    return Err(format!("mtime {shown} is after the year 9999"));
                 }
                 Ok(std::time::UNIX_EPOCH + std::time::Duration::from_secs_f64(at))
             }
@@ -95,6 +102,27 @@ impl Mtime {
 /// (the largest is Read's 256 KiB, READ-2), small enough that a typo in `bytes` is an error, not an abort
 /// of the process on allocation.
 pub const MAX_GENERATED_BYTES: u64 = 1 << 30;
+
+/// Why the bytes of an inline file cannot be made (an empty pattern, a size over the cap, text that is
+/// not base64), found without making them: a probe's files are checked when it is loaded.
+pub fn spec_problem(spec: &FileSpec) -> Option<String> {
+    match spec {
+        FileSpec::Generated { repeat, bytes, .. } => file_bytes(&FileSpec::Generated {
+            repeat: repeat.clone(),
+            bytes: (*bytes).min(1),
+            mtime: None,
+        })
+        .err()
+        .or_else(|| {
+            (*bytes > MAX_GENERATED_BYTES).then(|| {
+                format!(
+                    "generated file: bytes = {bytes} is more than the {MAX_GENERATED_BYTES} a fixture file may have"
+                )
+            })
+        }),
+        other => file_bytes(other).err(),
+    }
+}
 
 /// The bytes of an inline file.
 pub fn file_bytes(spec: &FileSpec) -> Result<Vec<u8>, String> {
@@ -154,6 +182,11 @@ mod tests {
         assert_eq!(secs(Mtime::At("2026-01-01T01:00:00+01:00".into())), Ok(u128::from(FIXTURE_MTIME_BASE) * 1000));
         assert!(Mtime::At("yesterday".into()).time().is_err_and(|e| e.contains("not an RFC 3339 time")));
         assert!(Mtime::Offset(-1e12).time().is_err());
+        // far futures are errors, not a panic of the time arithmetic
+        for far in [1e19, 1e300, f64::MAX, f64::INFINITY, f64::NAN] {
+            assert!(Mtime::Offset(far).time().is_err(), "{far}");
+        }
+        assert!(Mtime::Offset((MAX_MTIME_SECS - FIXTURE_MTIME_BASE) as f64).time().is_ok());
         let spec: FileSpec =
             toml::from_str::<std::collections::BTreeMap<String, FileSpec>>("f = { text = \"x\", mtime = 3 }")
                 .map(|m| m["f"].clone())

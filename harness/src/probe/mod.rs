@@ -79,6 +79,7 @@ pub mod host;
 pub mod keys;
 pub mod placeholders;
 pub mod sandbox;
+pub mod values;
 pub mod web;
 
 pub use files::FileSpec;
@@ -475,7 +476,7 @@ struct ProbeFile {
     #[serde(default)]
     stub: StubSettings,
     #[serde(default, rename = "exec")]
-    execs: Vec<ExecSpec>,
+    execs: Vec<Spanned<ExecSpec>>,
     #[serde(default, rename = "check")]
     checks: Vec<Spanned<Check>>,
 }
@@ -602,7 +603,7 @@ pub fn parse(path: &Path, text: &str) -> Result<Probe, ProbeError> {
         ProbeError { file: file.clone(), line, col, message, hint: hint.map(str::to_string) }
     };
     let raw: ProbeFile = toml::from_str(text).map_err(|e| {
-        let msg = e.message().trim_end().to_string();
+        let msg = for_users(e.message().trim_end());
         let span = e.span().unwrap_or(0..0);
         // an unknown field's error spans its whole table (the document, at the top level): on the key
         let unknown = msg.strip_prefix("unknown field `").and_then(|r| r.split('`').next());
@@ -610,8 +611,14 @@ pub fn parse(path: &Path, text: &str) -> Result<Probe, ProbeError> {
         let offset = unknown.and_then(|k| key_offset(text, region, k)).unwrap_or(span.start);
         let hint = if msg.contains("unknown field") {
             Some("see the probe format in harness/src/probe/mod.rs (or `probelab new NAME` for a commented skeleton)")
-        } else if msg.contains("missing field") {
-            Some("every probe needs id, claims and about")
+        } else if let Some(field) = msg.strip_prefix("missing field `").and_then(|r| r.split('`').next()) {
+            // the top level's own fields, or a table's (whose error spans that table)
+            let top = ["id", "claims", "about"].contains(&field) && (span.start == 0 || first_header(text) == Some(0));
+            Some(if top {
+                "every probe needs id, claims and about"
+            } else {
+                "the table needs this key: see its keys in docs/probe-format.md"
+            })
         } else {
             None
         };
@@ -750,6 +757,7 @@ pub fn parse(path: &Path, text: &str) -> Result<Probe, ProbeError> {
     for f in &raw.fixture.fault {
         faults.push(fault(f.get_ref(), main_turns).map_err(|(at, msg, hint)| err_at(at, msg, hint))?);
     }
+    values::check(&raw, text).map_err(|(at, msg, hint)| err_at(at, msg, hint))?;
     if raw.execs.is_empty() == script.turns.is_empty() {
         let msg = if raw.execs.is_empty() {
             "the probe has no [[turn]] and no [[exec]]"
@@ -918,9 +926,42 @@ pub fn parse(path: &Path, text: &str) -> Result<Probe, ProbeError> {
         plugins,
         web: raw.web,
         script,
-        execs: raw.execs,
+        execs: raw.execs.into_iter().map(Spanned::into_inner).collect(),
         checks,
     })
+}
+
+/// A deserializer's message as a probe's author reads it: the forms a value may take instead of serde's
+/// "data did not match any variant of untagged enum X", numbers without the width they were read at.
+fn for_users(msg: &str) -> String {
+    const FORMS: &[(&str, &str)] = &[
+        (
+            "ResultRef",
+            "a result is a number (result = 2: the 2nd scripted tool_use) or a tool_use's id (result = \"edit\")",
+        ),
+        ("OneOrMany", "the value is a string or a list of strings"),
+        (
+            "FileSpec",
+            "a file is a string, { text = … }, { repeat = …, bytes = N } or { base64 = … } (each table may add mtime)",
+        ),
+        ("Mtime", "an mtime is seconds on the fixture's clock (a number) or an RFC 3339 time (a string)"),
+    ];
+    let mut out = msg.to_string();
+    if let Some(i) = out.find("data did not match any variant of untagged enum ") {
+        let rest = &out[i + "data did not match any variant of untagged enum ".len()..];
+        let name: String = rest.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
+        let forms = FORMS.iter().find(|(n, _)| *n == name).map(|(_, f)| f.to_string());
+        let forms = forms.unwrap_or_else(|| "the value has none of the forms this key takes".to_string());
+        out = format!("{}{forms}{}", &out[..i], &rest[name.len()..]);
+    }
+    for width in [" as i128", " as u128", " as i64", " as u64", " as f64"] {
+        out = out.replace(width, "");
+    }
+    // TOML's integers are 64-bit: a longer one is read as a number of no type at all
+    if let Some(n) = out.strip_prefix("invalid type: integer `").and_then(|r| r.strip_suffix("`, expected any value")) {
+        out = format!("integer {n} is out of range (at most 9223372036854775807)");
+    }
+    out
 }
 
 /// `8-4-4-4-12` hex digits.
@@ -1159,12 +1200,25 @@ fn in_claude_code_dir(path: &Path) -> bool {
 
 /// Reads and parses a probe file.
 pub fn load(path: &Path) -> Result<Probe, ProbeError> {
-    let text = std::fs::read_to_string(path).map_err(|e| ProbeError {
+    let bytes = crate::safe_fs::read_capped(path, crate::safe_fs::MAX_TEXT_BYTES).map_err(|e| ProbeError {
         file: path.display().to_string(),
         line: 1,
         col: 1,
         message: format!("cannot read: {e}"),
-        hint: None,
+        hint: Some("a probe is a regular file of TOML text".into()),
+    })?;
+    let text = String::from_utf8(bytes).map_err(|e| {
+        // the place of the first byte that is not UTF-8
+        let ok = e.utf8_error().valid_up_to();
+        let valid = std::str::from_utf8(&e.as_bytes()[..ok]).unwrap_or_default();
+        let (line, col) = line_col(valid, ok);
+        ProbeError {
+            file: path.display().to_string(),
+            line,
+            col,
+            message: "the file is not UTF-8 text".into(),
+            hint: Some("a probe file is TOML, UTF-8 encoded: write bytes that are not text as a base64 file".into()),
+        }
     })?;
     parse(path, &text)
 }
@@ -1173,10 +1227,12 @@ pub fn load(path: &Path) -> Result<Probe, ProbeError> {
 pub fn discover(paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
     let mut out = Vec::new();
     for p in paths {
-        if p.is_file() {
+        if p.exists() && !p.is_dir() {
+            // taken as it is: a file that is not a regular one is refused when it is loaded
             out.push(p.clone());
         } else if p.is_dir() {
-            walk(p, &mut out).map_err(|e| format!("{}: {e}", p.display()))?;
+            let found = crate::safe_fs::walk_files(p, &|f| f.extension().is_some_and(|x| x == "toml"));
+            out.extend(found.map_err(|e| format!("{}: {e}", p.display()))?);
         } else {
             return Err(format!("{}: no such probe file or directory", p.display()));
         }
@@ -1192,13 +1248,21 @@ pub fn discover(paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
     Ok(out)
 }
 
-fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
-    for e in std::fs::read_dir(dir)? {
-        let p = e?.path();
-        if p.is_dir() {
-            walk(&p, out)?;
-        } else if p.extension().is_some_and(|x| x == "toml") {
-            out.push(p);
+/// Each probe's `[fixture] dir` is a directory under `fixtures`: a missing one is an error of the probe
+/// file, placed on its value, before anything runs.
+pub fn check_fixture_dirs(probes: &[Probe], fixtures: &Path) -> Result<(), ProbeError> {
+    for p in probes {
+        let Some(dir) = &p.fixture.dir else { continue };
+        if !fixtures.join(dir).is_dir() {
+            let at = string_offset(&p.source, dir).unwrap_or(0);
+            let (line, col) = line_col(&p.source, at);
+            return Err(ProbeError {
+                file: p.path.display().to_string(),
+                line,
+                col,
+                message: format!("fixture dir {dir:?} is not a directory under {}", fixtures.display()),
+                hint: Some("name a directory under the project's fixtures (probelab.toml `fixtures`)".into()),
+            });
         }
     }
     Ok(())
@@ -1209,8 +1273,15 @@ pub fn load_all(paths: &[PathBuf]) -> Result<Vec<Probe>, String> {
     let mut probes: Vec<Probe> = Vec::new();
     for f in discover(paths)? {
         let p = load(&f).map_err(|e| e.to_string())?;
-        if let Some(other) = probes.iter().find(|o| o.id == p.id) {
-            return Err(format!("{}: probe id {:?} is also used by {}", f.display(), p.id, other.path.display()));
+        // ids name golden files: two that differ only in case are one file on a case-insensitive disk
+        if let Some(other) = probes.iter().find(|o| o.id.eq_ignore_ascii_case(&p.id)) {
+            let same = if other.id == p.id { String::new() } else { format!(" (as {:?})", other.id) };
+            return Err(format!(
+                "{}: probe id {:?} is also used by {}{same}: ids are unique, case aside (they name golden files)",
+                f.display(),
+                p.id,
+                other.path.display()
+            ));
         }
         probes.push(p);
     }
@@ -1312,6 +1383,39 @@ mod tests {
 #[cfg(test)]
 mod validation_tests {
     use super::*;
+
+    #[test]
+    fn messages_name_the_forms_a_value_takes_not_serde_internals() {
+        let check = |body: &str| err(&format!("{OK}[[check]]\n{body}\n"));
+        let e = check("result = [1]\nis_error = false");
+        assert!(e.starts_with("p.toml:9:10: a result is a number (result = 2"), "{e}");
+        let e = check("result = 99999999999999999999\nis_error = false");
+        assert!(e.starts_with("p.toml:9:10: integer 99999999999999999999 is out of range"), "{e}");
+        let e = check("result = 1\ncontains = 1");
+        assert!(e.starts_with("p.toml:10:12: the value is a string or a list of strings"), "{e}");
+        let e = err(&format!("{OK}[fixture]\nfiles.\"x\" = {{ repeat = 3 }}\n"));
+        assert!(e.starts_with("p.toml:9:13: a file is a string, { text = … }"), "{e}");
+        for e in [check("result = [1]\nis_error = false"), check("result = 99999999999999999999\nis_error = true")] {
+            assert!(!e.contains("untagged") && !e.contains("i128") && !e.contains("any value"), "{e}");
+        }
+    }
+
+    #[test]
+    fn a_nested_missing_field_is_hinted_at_its_table() {
+        let e = err(&format!("{OK}[[settings.hooks.Stop]]\nmatcher = \"x\"\n"));
+        assert!(e.starts_with("p.toml:8:1: missing field `hooks`\n  hint: the table needs this key"), "{e}");
+        let e = err(&OK.replace("about = \"a\"\n", ""));
+        assert!(e.contains("missing field `about`\n  hint: every probe needs id, claims and about"), "{e}");
+    }
+
+    #[test]
+    fn invalid_utf8_is_placed_at_its_byte() {
+        let d = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let f = d.path().join("p.toml");
+        std::fs::write(&f, b"id = \"x\"\nabout = \"ab\xffc\"\n").unwrap_or_else(|e| panic!("{e}"));
+        let e = load(&f).err().map(|e| (e.line, e.col, e.message)).unwrap_or_default();
+        assert_eq!(e, (2, 12, "the file is not UTF-8 text".to_string()));
+    }
 
     fn err(text: &str) -> String {
         parse(Path::new("p.toml"), text).err().map(|e| e.to_string()).unwrap_or_else(|| "parsed".into())

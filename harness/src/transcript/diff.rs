@@ -250,7 +250,9 @@ pub fn blob_text(blobs: &Path, short: &str) -> String {
         .flatten()
         .flatten()
         .find(|e| e.file_name().to_string_lossy().starts_with(short))
-        .and_then(|e| std::fs::read_to_string(e.path()).ok())
+        .map(|e| {
+            super::golden::read_blob(&e.path()).unwrap_or_else(|why| format!("(blob {short} in the store is {why})\n"))
+        })
         .unwrap_or_else(|| format!("(blob {short} not in the store)\n"))
 }
 
@@ -823,17 +825,22 @@ mod tests {
         for p in [&l, &r, &b] {
             std::fs::create_dir_all(p).unwrap_or_else(|e| panic!("{e}"));
         }
-        std::fs::write(b.join("aaaaaaaaaaaa00.json"), "{\"d\": \"old\"}\n").unwrap_or_else(|e| panic!("{e}"));
-        std::fs::write(b.join("bbbbbbbbbbbb00.json"), "{\"d\": \"new\"}\n").unwrap_or_else(|e| panic!("{e}"));
-        let left = "tools: Read@aaaaaaaaaaaa Grep@cccccccccccc\nsystem: s1\ntool_result t1:\n  | one\n## verdicts\n";
-        let right =
-            "tools: Read@bbbbbbbbbbbb Bash@dddddddddddd\nsystem: s1\ntool_result t1 is_error:\n  | one\n## verdicts\n";
-        std::fs::write(l.join("p.snap"), left).unwrap_or_else(|e| panic!("{e}"));
-        std::fs::write(r.join("p.snap"), right).unwrap_or_else(|e| panic!("{e}"));
+        // blobs are named by the SHA-256 of their bytes (and checked against it when read)
+        let (old, new) = ("{\"d\": \"old\"}\n", "{\"d\": \"new\"}\n");
+        let (ha, hb) = (crate::transcript::sha256(old.as_bytes()), crate::transcript::sha256(new.as_bytes()));
+        std::fs::write(b.join(format!("{ha}.json")), old).unwrap_or_else(|e| panic!("{e}"));
+        std::fs::write(b.join(format!("{hb}.json")), new).unwrap_or_else(|e| panic!("{e}"));
+        let (a12, b12) = (&ha[..12], &hb[..12]);
+        let left = format!("tools: Read@{a12} Grep@cccccccccccc\nsystem: s1\ntool_result t1:\n  | one\n## verdicts\n");
+        let right = format!(
+            "tools: Read@{b12} Bash@dddddddddddd\nsystem: s1\ntool_result t1 is_error:\n  | one\n## verdicts\n"
+        );
+        std::fs::write(l.join("p.snap"), &left).unwrap_or_else(|e| panic!("{e}"));
+        std::fs::write(r.join("p.snap"), &right).unwrap_or_else(|e| panic!("{e}"));
         std::fs::write(l.join("gone.snap"), "x\n").unwrap_or_else(|e| panic!("{e}"));
         // a second probe with the same tool change: its diff is kept and printed once
-        std::fs::write(l.join("q.snap"), left).unwrap_or_else(|e| panic!("{e}"));
-        std::fs::write(r.join("q.snap"), right).unwrap_or_else(|e| panic!("{e}"));
+        std::fs::write(l.join("q.snap"), &left).unwrap_or_else(|e| panic!("{e}"));
+        std::fs::write(r.join("q.snap"), &right).unwrap_or_else(|e| panic!("{e}"));
         let s = diff_dirs(&l, &r, &b).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(s.only_left, ["gone"]);
         let p = &s.probes[0];
@@ -841,9 +848,15 @@ mod tests {
             (p.tools_added.clone(), p.tools_removed.clone()),
             (vec!["Bash".to_string()], vec!["Grep".to_string()])
         );
-        assert_eq!(p.tools_changed, ["tool Read aaaaaaaaaaaa → bbbbbbbbbbbb"]);
-        let text = &s.blob_changes["tool Read aaaaaaaaaaaa → bbbbbbbbbbbb"];
+        let key = format!("tool Read {a12} → {b12}");
+        assert_eq!(p.tools_changed, std::slice::from_ref(&key));
+        let text = &s.blob_changes[&key];
         assert!(text.contains("-{\"d\": \"old\"}") && text.contains("+{\"d\": \"new\"}"));
+        // a blob that is not what its name says is never taken for it
+        std::fs::write(b.join(format!("{hb}.json")), "garbage\n").unwrap_or_else(|e| panic!("{e}"));
+        let again = diff_dirs(&l, &r, &b).unwrap_or_else(|e| panic!("{e}"));
+        assert!(again.blob_changes[&key].contains(&format!("+(blob {b12} in the store is corrupt: its SHA-256 is")));
+        assert_eq!(crate::transcript::golden::corrupt_blobs(&b).len(), 1);
         assert!(p.system.is_none());
         assert!(p.results.as_deref().is_some_and(|r| r.contains("+tool_result t1 is_error:")));
         assert_eq!(s.blob_changes.len(), 1);

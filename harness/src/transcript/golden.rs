@@ -36,6 +36,21 @@ pub fn body(text: &str) -> &str {
     text
 }
 
+/// Why a body is not a whole transcript (what a golden must be before it replaces one): empty, cut short
+/// (the last line is not the run's last invariant verdict, or no final newline), or not the lab's render.
+pub fn body_problem(body: &str) -> Option<String> {
+    if body.trim().is_empty() {
+        return Some("it is empty".into());
+    }
+    if !body.starts_with("probe: ") || !body.contains("\n## verdicts\n") {
+        return Some("it is not a transcript (no `probe:` line first, or no `## verdicts`)".into());
+    }
+    let last = body.strip_suffix('\n').map(|b| b.rsplit('\n').next().unwrap_or(b));
+    let whole =
+        last.is_some_and(|l| ["pass", "FAIL", "skip"].iter().any(|w| l.starts_with(&format!("{w} invariant: "))));
+    (!whole).then(|| "it is cut short (its last line is not the run's last verdict)".into())
+}
+
 /// How a transcript compares with its golden file.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Compare {
@@ -49,7 +64,7 @@ pub enum Compare {
 
 /// Compares a body with the golden file (trailing newlines ignored, as insta does).
 pub fn compare(file: &Path, new_body: &str) -> Compare {
-    let Ok(old) = std::fs::read_to_string(file) else {
+    let Ok(old) = crate::safe_fs::read_text(file) else {
         return Compare::Missing;
     };
     let old = body(&old);
@@ -64,67 +79,87 @@ pub fn compare(file: &Path, new_body: &str) -> Compare {
     Compare::Differs(diff)
 }
 
-/// Writes the golden file and its blobs.
-pub fn bless(file: &Path, description: &str, body: &str, blobs_dir: &Path, blobs: &Blobs) -> std::io::Result<()> {
-    if let Some(parent) = file.parent() {
-        std::fs::create_dir_all(parent)?;
-    }
-    std::fs::write(file, file_text(description, body))?;
-    write_blobs(blobs_dir, blobs)
+/// Writes the golden file and its blobs, inside the golden root `root` with no link followed
+/// ([`crate::safe_fs::write_inside`]): a golden that is a symlink is replaced, its target left alone.
+pub fn bless(
+    root: &Path,
+    file: &Path,
+    description: &str,
+    body: &str,
+    blobs_dir: &Path,
+    blobs: &Blobs,
+) -> std::io::Result<()> {
+    crate::safe_fs::write_inside(root, file, file_text(description, body).as_bytes())?;
+    write_blobs(root, blobs_dir, blobs)
 }
 
-/// Writes blobs not yet in the store. Each is written beside its place and renamed into it, so probes
-/// blessed side by side (`probelab run -j N --bless`) never see a half-written blob.
-pub fn write_blobs(dir: &Path, blobs: &Blobs) -> std::io::Result<()> {
-    std::fs::create_dir_all(dir)?;
+/// Writes blobs not yet in the store (or there but not what their name says). Each is written beside
+/// its place and renamed into it, so probes blessed side by side (`probelab run -j N --bless`) never see
+/// a half-written blob.
+pub fn write_blobs(root: &Path, dir: &Path, blobs: &Blobs) -> std::io::Result<()> {
     for (hash, text) in blobs {
         let p = dir.join(format!("{hash}.json"));
-        if !p.exists() {
-            let tmp = tempfile::NamedTempFile::new_in(dir)?;
-            std::fs::write(tmp.path(), text)?;
-            std::fs::set_permissions(tmp.path(), std::os::unix::fs::PermissionsExt::from_mode(0o644))?;
-            tmp.persist(&p).map_err(|e| e.error)?;
+        if read_blob(&p).is_err() {
+            crate::safe_fs::write_inside(root, &p, text.as_bytes())?;
         }
     }
     Ok(())
 }
 
-/// Blobs a transcript references that the store lacks.
-pub fn missing_blobs(dir: &Path, blobs: &Blobs) -> Vec<String> {
-    blobs.keys().filter(|h| !dir.join(format!("{h}.json")).exists()).cloned().collect()
+/// A blob's text, read from its file and checked against the SHA-256 its name gives: a blob whose bytes
+/// are not its hash (garbage, a truncated write) is an error, never taken for the real one.
+pub fn read_blob(path: &Path) -> Result<String, String> {
+    let bytes = crate::safe_fs::read_capped(path, crate::safe_fs::MAX_DATA_BYTES).map_err(|e| e.to_string())?;
+    let named = path.file_stem().and_then(|s| s.to_str()).unwrap_or_default();
+    let h = super::sha256(&bytes);
+    if h != named {
+        return Err(format!("corrupt: its SHA-256 is {h}"));
+    }
+    String::from_utf8(bytes).map_err(|e| e.to_string())
 }
 
-/// Blob files of the store that no golden under `golden_root` names (goldens name a blob by the first 12
-/// hex digits of its hash: `Read@3b5b…`, `system: af7b…`, `blob 9c1e…`, `input@…`). Blessing a new
-/// version of a transcript leaves the old blobs behind; `probelab gc-blobs` removes them.
+/// Blobs a transcript references that the store lacks, or holds corrupt ([`read_blob`]).
+pub fn missing_blobs(dir: &Path, blobs: &Blobs) -> Vec<String> {
+    blobs.keys().filter(|h| read_blob(&dir.join(format!("{h}.json"))).is_err()).cloned().collect()
+}
+
+/// The blobs of the store that are not what their names say, with why.
+pub fn corrupt_blobs(dir: &Path) -> Vec<(PathBuf, String)> {
+    let files = std::fs::read_dir(dir).into_iter().flatten().flatten().map(|e| e.path());
+    files.filter_map(|p| read_blob(&p).err().map(|e| (p, e))).collect()
+}
+
+/// Blob files of the store that no golden under `golden_root` names, at any depth, pending (`.snap.new`)
+/// goldens included (goldens name a blob by the first 12 hex digits of its hash: `Read@3b5b…`,
+/// `system: af7b…`, `blob 9c1e…`, `input@…`). Blessing a new version of a transcript leaves the old blobs
+/// behind; `probelab gc-blobs` removes them.
 pub fn unreferenced_blobs(golden_root: &Path) -> std::io::Result<Vec<PathBuf>> {
     let mut named = std::collections::BTreeSet::new();
-    for dir in std::fs::read_dir(golden_root)?.flatten() {
-        if !dir.path().is_dir() || dir.file_name() == "blobs" {
-            continue;
-        }
-        for f in std::fs::read_dir(dir.path())?.flatten() {
-            if f.path().extension().is_some_and(|x| x == "snap") {
-                let text = std::fs::read_to_string(f.path())?;
-                let bytes = text.as_bytes();
-                let mut i = 0;
-                while i + 12 <= bytes.len() {
-                    let run =
-                        bytes[i..].iter().take_while(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase()).count();
-                    if run >= 12 {
-                        named.insert(text[i..i + 12].to_string());
-                        i += run;
-                    } else {
-                        i += run.max(1);
-                    }
-                }
+    let blobs = golden_root.join("blobs");
+    let goldens = crate::safe_fs::walk_files(golden_root, &|p| {
+        let name = p.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+        !p.starts_with(&blobs) && (name.ends_with(".snap") || name.ends_with(".snap.new"))
+    })?;
+    for f in goldens {
+        let text = crate::safe_fs::read_text(&f)
+            .map_err(|e| std::io::Error::new(e.kind(), format!("{}: {e}", f.display())))?;
+        let bytes = text.as_bytes();
+        let mut i = 0;
+        while i + 12 <= bytes.len() {
+            let run = bytes[i..].iter().take_while(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase()).count();
+            if run >= 12 {
+                named.insert(text[i..i + 12].to_string());
+                i += run;
+            } else {
+                i += run.max(1);
             }
         }
     }
     let mut out = Vec::new();
-    for b in std::fs::read_dir(golden_root.join("blobs"))?.flatten() {
+    for b in std::fs::read_dir(&blobs)?.flatten() {
         let name = b.file_name().to_string_lossy().into_owned();
-        if name.len() >= 12 && !named.contains(&name[..12]) {
+        // a name that is not a blob's (not 12 hex digits first) is not the store's to remove
+        if name.get(..12).is_some_and(|h| h.bytes().all(|c| c.is_ascii_hexdigit()) && !named.contains(h)) {
             out.push(b.path());
         }
     }
@@ -140,6 +175,16 @@ mod tests {
     fn body_follows_the_header() {
         assert_eq!(body(&file_text("d", "a\nb\n")), "a\nb\n");
         assert_eq!(body("plain"), "plain");
+    }
+
+    #[test]
+    fn a_whole_transcript_has_its_verdicts_to_the_last_line() {
+        let whole = "probe: x\n\n## verdicts\npass check 1: result 1\npass invariant: every scripted turn served\n";
+        assert_eq!(body_problem(whole), None);
+        for cut in [0, 3, 20, whole.len() - 1, whole.len() - 12] {
+            assert!(body_problem(&whole[..cut]).is_some(), "{:?}", &whole[..cut]);
+        }
+        assert!(body_problem("").is_some_and(|w| w.contains("empty")));
     }
 
     #[test]
