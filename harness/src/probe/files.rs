@@ -107,19 +107,17 @@ pub const MAX_GENERATED_BYTES: u64 = 1 << 30;
 /// not base64), found without making them: a probe's files are checked when it is loaded.
 pub fn spec_problem(spec: &FileSpec) -> Option<String> {
     match spec {
-        FileSpec::Generated { repeat, bytes, .. } => file_bytes(&FileSpec::Generated {
-            repeat: repeat.clone(),
-            bytes: (*bytes).min(1),
-            mtime: None,
-        })
-        .err()
-        .or_else(|| {
-            (*bytes > MAX_GENERATED_BYTES).then(|| {
-                format!(
+        FileSpec::Generated { repeat, bytes, .. } => {
+            file_bytes(&FileSpec::Generated { repeat: repeat.clone(), bytes: (*bytes).min(1), mtime: None })
+                .err()
+                .or_else(|| {
+                    (*bytes > MAX_GENERATED_BYTES).then(|| {
+                        format!(
                     "generated file: bytes = {bytes} is more than the {MAX_GENERATED_BYTES} a fixture file may have"
                 )
-            })
-        }),
+                    })
+                })
+        }
         other => file_bytes(other).err(),
     }
 }

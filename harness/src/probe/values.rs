@@ -188,9 +188,10 @@ fn near(name: &str) -> Option<&'static str> {
 }
 
 /// Every placeholder a probe writes is one a run defines ([`super::placeholders::PLACEHOLDERS`], `{rg}` as
-/// an exec's program): in tool inputs, waits, fixture and fault paths, link targets, exec argv, server
-/// commands and check targets, any other `{word}` is an error; in the texts a check expects (which may
-/// hold the subject's own braces, `EnterWorktree({path})`), a word one edit from a placeholder (`{cdw}`).
+/// an exec's program): in waits, fixture and fault paths, link targets, exec argv, server commands and
+/// check targets any other `{word}` is an error, in tool inputs one that starts a path or stands beside a
+/// `/` (`{bogus}/f.txt`); in every other text (a tool's code, the texts a check expects, which may hold
+/// the subject's own braces, `EnterWorktree({path})`) a word one edit from a placeholder (`{cdw}`).
 fn placeholders(raw: &ProbeFile, text: &str) -> Result<(), Problem> {
     const HINT: Option<&str> =
         Some("placeholders are {cwd} {home} {sandbox} {probelab} {web} {artifact} ({rg}: an exec's program)");
@@ -216,6 +217,18 @@ fn placeholders(raw: &ProbeFile, text: &str) -> Result<(), Problem> {
         }
         Ok(())
     };
+    // a tool input's text may hold braces of its own (code a Write writes, `f"{name}"`): there a `{word}`
+    // is a placeholder where a path starts with it or it stands beside a `/`
+    let in_input = |s: &str| -> Result<(), Problem> {
+        for (at, name) in placeholder_names(s) {
+            let end = at + name.len() + 2;
+            let path_like = at == 0 || s[..at].ends_with('/') || s[end..].starts_with('/');
+            if path_like {
+                strict(&s[at..end], false)?;
+            }
+        }
+        loose(s)
+    };
     fn strings<'v>(v: &'v serde_json::Value, out: &mut Vec<&'v str>) {
         match v {
             serde_json::Value::String(s) => out.push(s),
@@ -227,11 +240,12 @@ fn placeholders(raw: &ProbeFile, text: &str) -> Result<(), Problem> {
             _ => {}
         }
     }
+    let mut tool_inputs = Vec::new();
     let mut inputs = Vec::new();
     let turns = raw.turns.iter().chain(raw.conversations.iter().flat_map(|c| &c.turns));
     for t in turns {
         for u in &t.tool_use {
-            strings(&u.input, &mut inputs);
+            strings(&u.input, &mut tool_inputs);
         }
         if let Some(w) = &t.wait {
             inputs.extend(w.file.as_deref());
@@ -256,6 +270,9 @@ fn placeholders(raw: &ProbeFile, text: &str) -> Result<(), Problem> {
         let c = c.get_ref();
         inputs.extend(c.file.as_deref());
         inputs.extend(c.lsp.as_deref());
+    }
+    for s in tool_inputs {
+        in_input(s)?;
     }
     for s in inputs {
         strict(s, false)?;
@@ -362,5 +379,8 @@ mod tests {
         assert!(err(&EXEC.replace("[\"true\"]", "[\"{rg}\", \"{cwd}\"]")) == "parsed");
         assert!(err(&EXEC.replace("[\"true\"]", "[\"{rg}\", \"{rgg}\"]")).contains("{rgg} is not a placeholder"));
         assert_eq!(err(&OK.replace("{cwd}/f", "{{cap}} ${HOME} {A} {}")), "parsed");
+        // a tool's own braces (code a Write writes) are text; a path made of an unknown word is not
+        assert_eq!(err(&OK.replace("{cwd}/f", "print(f'{name}')")), "parsed");
+        assert!(err(&OK.replace("{cwd}/f", "a {bogus}/f")).contains("{bogus} is not a placeholder"));
     }
 }

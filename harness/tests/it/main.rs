@@ -9,6 +9,7 @@ mod agent;
 mod cli;
 mod determinism;
 mod hang;
+mod hostile;
 mod html_report;
 mod kill;
 mod lsp_real;

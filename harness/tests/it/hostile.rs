@@ -1,0 +1,225 @@
+//! The lab's own surfaces under hostile or careless input (issue 30): what a cloned repository or a
+//! typo can put in front of `probelab` — names that climb out of probes/, links in place of goldens and
+//! evidence, link cycles and FIFOs among the probes, /dev/zero as a session, absurd `-j` — never makes
+//! it write outside the project, hang, or panic. Each command runs under a bound: a hang fails the test.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::Duration;
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// `probelab ARGS` in `dir`, killed (and the test failed) if it has not ended within 60 s.
+fn probelab(dir: &Path, args: &[&str]) -> Output {
+    let child = Command::new(env!("CARGO_BIN_EXE_probelab"))
+        .args(args)
+        .current_dir(dir)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let pid = child.id();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    match rx.recv_timeout(Duration::from_secs(60)) {
+        Ok(out) => out.unwrap_or_else(|e| panic!("{e}")),
+        Err(_) => {
+            let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), nix::sys::signal::Signal::SIGKILL);
+            panic!("probelab {args:?} hung");
+        }
+    }
+}
+
+fn said(o: &Output) -> String {
+    format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
+}
+
+fn write(p: &Path, text: &str) {
+    if let Some(d) = p.parent() {
+        std::fs::create_dir_all(d).unwrap_or_else(|e| panic!("{e}"));
+    }
+    std::fs::write(p, text).unwrap_or_else(|e| panic!("{e}"));
+}
+
+/// A project in a temp dir (`init`), with the lab's `read.window` probe and its golden.
+fn lab() -> tempfile::TempDir {
+    let d = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    assert!(probelab(d.path(), &["init"]).status.success());
+    let text = std::fs::read_to_string(repo().join("probes/read/window.toml")).unwrap_or_else(|e| panic!("{e}"));
+    write(&d.path().join("probes/window.toml"), &text);
+    d
+}
+
+fn mkfifo(p: &Path) {
+    let ok = Command::new("mkfifo").arg(p).status().is_ok_and(|s| s.success());
+    assert!(ok, "mkfifo {}", p.display());
+}
+
+#[test]
+fn new_and_import_write_under_probes_only() {
+    let outer = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let root = outer.path().join("a/b");
+    std::fs::create_dir_all(&root).unwrap_or_else(|e| panic!("{e}"));
+    assert!(probelab(&root, &["init"]).status.success());
+    let abs = outer.path().join("abs");
+    for name in ["../../x", "../../../x", abs.to_str().unwrap_or_default(), "a/../../../y", ""] {
+        let out = probelab(&root, &["new", name]);
+        assert_eq!(out.status.code(), Some(2), "new {name:?}: {}", said(&out));
+        assert!(said(&out).contains("is not a relative name under probes/"), "{}", said(&out));
+    }
+    let session = repo().join("fixtures/sessions/claude-code-2.1.235.jsonl");
+    for name in ["../x", "../../../x", abs.to_str().unwrap_or_default()] {
+        let out = probelab(&root, &["import", session.to_str().unwrap_or_default(), name]);
+        assert_eq!(out.status.code(), Some(2), "import {name:?}: {}", said(&out));
+    }
+    let written: Vec<_> = ["a/x.toml", "x.toml", "abs.toml", "a/b/x.toml", "y.toml", "a/y.toml"]
+        .iter()
+        .map(|f| outer.path().join(f))
+        .filter(|p| p.exists())
+        .collect();
+    assert!(written.is_empty(), "written outside probes/: {written:?}");
+    assert!(probelab(&root, &["new", "ok/one"]).status.success());
+    assert!(root.join("probes/ok/one.toml").is_file());
+}
+
+#[test]
+fn import_refuses_what_is_not_a_regular_file_and_checks_its_own_output() {
+    let d = lab();
+    let out = probelab(d.path(), &["import", "/dev/zero", "z"]);
+    assert_eq!(out.status.code(), Some(2), "{}", said(&out));
+    assert!(said(&out).contains("not a regular file"), "{}", said(&out));
+    let fifo = d.path().join("s.jsonl");
+    mkfifo(&fifo);
+    let out = probelab(d.path(), &["import", fifo.to_str().unwrap_or_default(), "f"]);
+    assert_eq!(out.status.code(), Some(2), "{}", said(&out));
+    // a session whose tool input `run` would refuse ({zz} is no placeholder): nothing written
+    let session = std::fs::read_to_string(repo().join("fixtures/sessions/claude-code-2.1.235.jsonl"))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let cwd = session.split("\"cwd\":\"").nth(1).and_then(|r| r.split('"').next()).unwrap_or_default().to_string();
+    assert!(!cwd.is_empty());
+    let odd = d.path().join("odd.jsonl");
+    write(&odd, &session.replace(&format!("{cwd}/f.txt"), "{zz}/f.txt"));
+    let out = probelab(d.path(), &["import", odd.to_str().unwrap_or_default(), "odd"]);
+    assert_eq!(out.status.code(), Some(1), "{}", said(&out));
+    assert!(said(&out).contains("does not parse"), "{}", said(&out));
+    assert!(!d.path().join("probes/odd.toml").exists());
+}
+
+#[test]
+fn link_cycles_and_fifos_among_the_probes_end_in_an_answer() {
+    let d = lab();
+    let probes = d.path().join("probes");
+    std::os::unix::fs::symlink(".", probes.join("l1")).unwrap_or_else(|e| panic!("{e}"));
+    std::os::unix::fs::symlink(".", probes.join("l2")).unwrap_or_else(|e| panic!("{e}"));
+    let out = probelab(d.path(), &["list"]);
+    assert!(out.status.success(), "{}", said(&out));
+    assert_eq!(said(&out).matches("read.window ").count(), 1, "{}", said(&out));
+    let out = probelab(d.path(), &["review"]);
+    assert!(out.status.success(), "{}", said(&out));
+    mkfifo(&probes.join("pipe.toml"));
+    let out = probelab(d.path(), &["list"]);
+    assert_eq!(out.status.code(), Some(2), "{}", said(&out));
+    assert!(said(&out).contains("pipe.toml:1:1: cannot read: not a regular file"), "{}", said(&out));
+    std::fs::remove_file(probes.join("pipe.toml")).unwrap_or_else(|e| panic!("{e}"));
+    // a FIFO as the project file: refused, not waited on
+    std::fs::remove_file(d.path().join("probelab.toml")).unwrap_or_else(|e| panic!("{e}"));
+    mkfifo(&d.path().join("probelab.toml"));
+    let out = probelab(d.path(), &["list"]);
+    assert_eq!(out.status.code(), Some(2), "{}", said(&out));
+    assert!(said(&out).contains("not a regular file"), "{}", said(&out));
+}
+
+#[test]
+fn goldens_and_durations_that_are_links_are_replaced_not_written_through() {
+    let d = lab();
+    let outside = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let victim = |n: &str| {
+        let p = outside.path().join(n);
+        write(&p, "precious\n");
+        p
+    };
+    let golden = d.path().join("golden/builtin/read.window.snap");
+    let durations = d.path().join("target/probelab/builtin/durations.json");
+    let (g, t) = (victim("g"), victim("t"));
+    for (link, target) in [(&golden, &g), (&durations, &t)] {
+        std::fs::create_dir_all(link.parent().unwrap_or(Path::new("."))).unwrap_or_else(|e| panic!("{e}"));
+        std::os::unix::fs::symlink(target, link).unwrap_or_else(|e| panic!("{e}"));
+    }
+    // -j far beyond any machine: clamped, not 20,000 threads
+    let out = probelab(d.path(), &["run", "--bless", "-j", "20000"]);
+    assert!(out.status.success(), "{}", said(&out));
+    assert!(said(&out).contains("-j 256"), "{}", said(&out));
+    for p in [&g, &t] {
+        assert_eq!(std::fs::read_to_string(p).unwrap_or_default(), "precious\n", "{} written through", p.display());
+    }
+    assert!(std::fs::symlink_metadata(&golden).is_ok_and(|m| m.is_file()));
+    assert!(std::fs::read_to_string(&golden).unwrap_or_default().contains("probe: read.window"));
+    assert!(std::fs::symlink_metadata(&durations).is_ok_and(|m| m.is_file()));
+    // a golden directory that is a link out of the golden root: refused
+    std::fs::remove_dir_all(d.path().join("golden/builtin")).unwrap_or_else(|e| panic!("{e}"));
+    std::os::unix::fs::symlink(outside.path(), d.path().join("golden/builtin")).unwrap_or_else(|e| panic!("{e}"));
+    let out = probelab(d.path(), &["run", "--bless"]);
+    assert!(!out.status.success(), "{}", said(&out));
+    assert!(!outside.path().join("read.window.snap").exists());
+}
+
+#[test]
+fn gc_blobs_keeps_what_pending_and_nested_goldens_name_and_survives_any_name() {
+    let d = lab();
+    assert!(probelab(d.path(), &["run", "--bless"]).status.success());
+    let blobs = d.path().join("golden/blobs");
+    let golden = d.path().join("golden/builtin/read.window.snap");
+    let text = std::fs::read_to_string(&golden).unwrap_or_else(|e| panic!("{e}"));
+    let before: Vec<_> = std::fs::read_dir(&blobs).into_iter().flatten().flatten().map(|e| e.path()).collect();
+    assert!(!before.is_empty());
+    // the only golden naming them moves: half to a pending .snap.new, half to a golden one level deeper
+    std::fs::remove_file(&golden).unwrap_or_else(|e| panic!("{e}"));
+    write(&d.path().join("golden/builtin/read.window.snap.new"), &text);
+    write(&d.path().join("golden/claude-code@2.1.235/deeper/x.snap"), &text);
+    write(&blobs.join("é-not-a-blob-ünïcode.json"), "x");
+    let out = probelab(d.path(), &["gc-blobs"]);
+    assert!(out.status.success(), "{}", said(&out));
+    assert!(said(&out).contains("removed 0 unreferenced blob(s)"), "{}", said(&out));
+    for b in &before {
+        assert!(b.exists(), "{} removed although a golden names it", b.display());
+    }
+}
+
+#[test]
+fn an_exec_probe_ends_at_its_deadline() {
+    let d = lab();
+    let probe = "id = \"slow\"\nclaims = [\"GREP-1\"]\nabout = \"a\"\ndeadline_secs = 1\n\
+                 [[exec]]\nargv = [\"sleep\", \"5\"]\n[[check]]\nexec = 1\nexit = 0\n";
+    write(&d.path().join("probes/slow.toml"), probe);
+    let out = probelab(d.path(), &["run", "probes/slow.toml"]);
+    assert_eq!(out.status.code(), Some(1), "{}", said(&out));
+    assert!(said(&out).contains("was killed at its deadline"), "{}", said(&out));
+}
+
+#[test]
+fn probe_file_mistakes_found_before_the_run_exit_2_with_a_place() {
+    let d = lab();
+    let text = std::fs::read_to_string(d.path().join("probes/window.toml")).unwrap_or_default();
+    // ids that differ only in case name one golden file on a case-insensitive disk
+    write(&d.path().join("probes/upper.toml"), &text.replace("id = \"read.window\"", "id = \"Read.Window\""));
+    let out = probelab(d.path(), &["run"]);
+    assert_eq!(out.status.code(), Some(2), "{}", said(&out));
+    assert!(said(&out).contains("ids are unique, case aside"), "{}", said(&out));
+    std::fs::remove_file(d.path().join("probes/upper.toml")).unwrap_or_else(|e| panic!("{e}"));
+    write(
+        &d.path().join("probes/dir.toml"),
+        &text.replace("id = \"read.window\"", "id = \"dir\"").replace("[fixture]\n", "[fixture]\ndir = \"nowhere\"\n"),
+    );
+    let out = probelab(d.path(), &["run"]);
+    assert_eq!(out.status.code(), Some(2), "{}", said(&out));
+    assert!(
+        said(&out).contains("dir.toml:") && said(&out).contains("fixture dir \"nowhere\" is not a directory"),
+        "{}",
+        said(&out)
+    );
+}
