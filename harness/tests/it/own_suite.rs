@@ -311,11 +311,15 @@ fn review_accepts_and_rejects_the_pending_goldens_cargo_test_left() {
     assert!(said(&out).contains("no pending goldens"), "{}", said(&out));
     let dir = lab.join("golden/builtin");
     std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{e}"));
-    let old = harness::transcript::golden::file_text("subject builtin 0.1.0, embedded", "probe: x\nline b\n");
+    // whole transcripts (a pending golden is checked before it is accepted): their verdicts to the last
+    let old = harness::transcript::golden::file_text(
+        "subject builtin 0.1.0, embedded",
+        "probe: x\nline b\n\n## verdicts\npass invariant: i\n",
+    );
     // what insta 1.49 writes when the probe test binary sees another transcript (a quoted description)
     let new =
         "---\nsource: harness/tests/probes.rs\nassertion_line: 109\ndescription: \"subject builtin 0.1.0, embedded\"\n\
-               expression: transcript\n---\nprobe: x\nline B\n";
+               expression: transcript\n---\nprobe: x\nline B\n\n## verdicts\npass invariant: i\n";
     std::fs::write(dir.join("x.snap"), &old).unwrap_or_else(|e| panic!("{e}"));
     for name in ["x", "y", "z"] {
         std::fs::write(dir.join(format!("{name}.snap.new")), new.replace("probe: x", &format!("probe: {name}")))
@@ -339,7 +343,13 @@ fn review_accepts_and_rejects_the_pending_goldens_cargo_test_left() {
     assert!(text.contains("[2/3] golden/builtin/y.snap\n--- golden (none yet)"), "{text}");
     assert!(text.contains("1 accepted, 1 rejected, 1 skipped"), "{text}");
     let x = std::fs::read_to_string(dir.join("x.snap")).unwrap_or_default();
-    assert_eq!(x, harness::transcript::golden::file_text("subject builtin 0.1.0, embedded", "probe: x\nline B\n"));
+    assert_eq!(
+        x,
+        harness::transcript::golden::file_text(
+            "subject builtin 0.1.0, embedded",
+            "probe: x\nline B\n\n## verdicts\npass invariant: i\n"
+        )
+    );
     assert!(!dir.join("x.snap.new").exists() && !dir.join("y.snap.new").exists() && !dir.join("y.snap").exists());
     assert!(dir.join("z.snap.new").exists() && !dir.join("z.snap").exists());
     let out = probelab(lab, &["review", "--accept"]);
