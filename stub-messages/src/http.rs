@@ -452,7 +452,8 @@ async fn connection(
         router.clone().oneshot(req)
     });
     let mut builder = hyper::server::conn::http1::Builder::new();
-    builder.timer(TokioTimer::new()).header_read_timeout(options.header_timeout).keep_alive(true);
+    // half_close: a client may shut its side once its request is sent; it still gets the answer
+    builder.timer(TokioTimer::new()).header_read_timeout(options.header_timeout).keep_alive(true).half_close(true);
     let conn = builder.serve_connection(io, service);
     tokio::pin!(conn);
     let mut stopping = false;

@@ -56,11 +56,12 @@ fn run(args: Args) -> anyhow::Result<()> {
         let running = serve(stub.clone(), SocketAddr::new(args.host, args.port))
             .await
             .with_context(|| format!("cannot listen on {}:{}", args.host, args.port))?;
+        // the handlers first: a caller may signal as soon as it has read the URL
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+        let mut int = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())?;
         let mut out = std::io::stdout();
         writeln!(out, "{}", running.url())?;
         out.flush()?;
-        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
-        let mut int = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())?;
         tokio::select! {
             _ = int.recv() => {}
             _ = term.recv() => {}

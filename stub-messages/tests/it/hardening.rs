@@ -349,3 +349,55 @@ async fn the_binary_exits_within_2_s_of_sigterm_with_idle_and_partial_connection
     assert!(!text.contains("SECRET"));
     drop(conns);
 }
+
+#[tokio::test]
+async fn a_sigterm_right_after_the_url_is_printed_stops_the_binary_cleanly() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let script = dir.path().join("s.toml");
+    std::fs::write(&script, "[[turn]]\ntext = \"x\"\n").unwrap_or_else(|e| panic!("{e}"));
+    // the signal follows the URL at once, many times: the handlers are in place before the URL is out
+    for round in 0..20 {
+        let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_stub-messages"))
+            .arg("--script")
+            .arg(&script)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap_or_else(|e| panic!("{e}"));
+        let stdout = child.stdout.take().unwrap_or_else(|| panic!("no stdout"));
+        let mut lines = tokio::io::AsyncBufReadExt::lines(tokio::io::BufReader::new(stdout));
+        let url = tokio::time::timeout(BOUND, lines.next_line()).await.ok().and_then(|l| l.ok().flatten());
+        assert!(url.is_some_and(|u| u.starts_with("http://")), "round {round}: no URL");
+        let pid = nix::unistd::Pid::from_raw(child.id().unwrap_or_else(|| panic!("no pid")) as i32);
+        nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).unwrap_or_else(|e| panic!("{e}"));
+        let status = tokio::time::timeout(BOUND, child.wait()).await;
+        let status = status.unwrap_or_else(|_| panic!("round {round}: still running after SIGTERM"));
+        assert!(status.as_ref().is_ok_and(|s| s.success()), "round {round}: {status:?} (killed by the signal?)");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_half_closes_after_its_request_gets_its_answer() {
+    // the script's turn is served again and again (a request that does not follow it still gets an
+    // answer, a refusal); what matters is that every complete request is answered
+    let f = start("[[turn]]\ntext = \"x\"\n").await;
+    let json = body(hello(), true).to_string();
+    let post = format!(
+        "POST /v1/messages HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\nx-api-key: k\r\n\
+         anthropic-version: 2023-06-01\r\ncontent-length: {}\r\n\r\n{json}",
+        json.len()
+    );
+    for round in 0..200 {
+        for request in [b"GET /v1/models HTTP/1.1\r\nhost: x\r\n\r\n".as_slice(), post.as_bytes()] {
+            let mut s = TcpStream::connect(addr(&f)).await.unwrap_or_else(|e| panic!("{e}"));
+            s.write_all(request).await.unwrap_or_else(|e| panic!("{e}"));
+            s.shutdown().await.unwrap_or_else(|e| panic!("{e}"));
+            let mut out = Vec::new();
+            let read = tokio::time::timeout(BOUND, s.read_to_end(&mut out)).await;
+            assert!(read.is_ok(), "round {round}: the server kept the connection open past {BOUND:?}");
+            let text = String::from_utf8_lossy(&out);
+            assert!(text.starts_with("HTTP/1.1 "), "round {round}: no answer to a half-closed request: {text:?}");
+        }
+    }
+}
