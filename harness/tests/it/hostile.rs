@@ -13,8 +13,14 @@ fn repo() -> PathBuf {
 
 /// `probelab ARGS` in `dir`, killed (and the test failed) if it has not ended within 60 s.
 fn probelab(dir: &Path, args: &[&str]) -> Output {
+    probelab_env(dir, args, &[])
+}
+
+/// [`probelab`] with more environment.
+fn probelab_env(dir: &Path, args: &[&str], env: &[(&str, &Path)]) -> Output {
     let child = Command::new(env!("CARGO_BIN_EXE_probelab"))
         .args(args)
+        .envs(env.iter().map(|(k, v)| (k, v)))
         .current_dir(dir)
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::piped())
@@ -222,4 +228,16 @@ fn probe_file_mistakes_found_before_the_run_exit_2_with_a_place() {
         "{}",
         said(&out)
     );
+}
+
+#[test]
+fn the_shipped_probes_that_climb_out_of_the_sandbox_do_not_depend_on_tmpdir() {
+    // sandboxes under a TMPDIR far deeper than /tmp: the `..` climbs still end at /
+    let base = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let deep = base.path().join("a/b/c/d/e/f");
+    std::fs::create_dir_all(&deep).unwrap_or_else(|e| panic!("{e}"));
+    let probes = ["probes/read/sandbox.toml", "probes/apply-patch/refusals.toml"];
+    let out = probelab_env(&repo(), &[&["run"], &probes[..]].concat(), &[("TMPDIR", &deep)]);
+    assert!(out.status.success(), "{}", said(&out));
+    assert!(said(&out).contains("2 passed, 0 failed"), "{}", said(&out));
 }
