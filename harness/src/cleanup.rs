@@ -186,7 +186,31 @@ fn interrupted(sig: Signal) -> ! {
     std::process::exit(128 + sig as i32)
 }
 
+/// Gives the owner every permission on each directory under `root` (links not followed), so that a
+/// sandbox a probe's `chmod` fault (or its subject) closed — a directory at 0000 or 0555 — can be listed
+/// and emptied by a user who is not root (root's removal never needed it).
+pub fn make_removable(root: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let Ok(m) = std::fs::symlink_metadata(&d) else { continue };
+        if !m.is_dir() {
+            continue;
+        }
+        let mode = m.permissions().mode();
+        if mode & 0o700 != 0o700 {
+            let _ = std::fs::set_permissions(&d, std::fs::Permissions::from_mode(mode | 0o700));
+        }
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            if e.file_type().is_ok_and(|t| t.is_dir()) {
+                stack.push(e.path());
+            }
+        }
+    }
+}
+
 fn remove_all(root: &Path) {
+    make_removable(root);
     // a process killed a moment ago may still be writing: a few tries
     for _ in 0..INTERRUPT_ROUNDS {
         if std::fs::remove_dir_all(root).is_ok() || !root.exists() {

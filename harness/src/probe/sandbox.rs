@@ -296,6 +296,8 @@ impl Drop for Sandbox {
                 &[self.root.canonicalize().unwrap_or_else(|_| self.root.clone())],
                 self.since_pid,
             );
+            // a directory a chmod fault closed is opened again: the removal must reach everything
+            crate::cleanup::make_removable(d.path());
             drop(d);
             crate::cleanup::unregister(&self.root, false);
         }

@@ -241,3 +241,41 @@ fn the_shipped_probes_that_climb_out_of_the_sandbox_do_not_depend_on_tmpdir() {
     assert!(out.status.success(), "{}", said(&out));
     assert!(said(&out).contains("2 passed, 0 failed"), "{}", said(&out));
 }
+
+#[test]
+fn a_sandbox_a_chmod_fault_closed_is_removed_for_a_user_who_is_not_root() {
+    use std::os::unix::fs::PermissionsExt;
+    use std::os::unix::process::CommandExt;
+    if !nix::unistd::geteuid().is_root() {
+        println!("skipped: dropping to another user needs root");
+        return;
+    }
+    let open = |p: &Path, mode: u32| {
+        std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode)).unwrap_or_else(|e| panic!("{e}"))
+    };
+    let d = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    open(d.path(), 0o755);
+    let tmp = d.path().join("tmp");
+    std::fs::create_dir(&tmp).unwrap_or_else(|e| panic!("{e}"));
+    open(&tmp, 0o1777);
+    let probe = d.path().join("closed.toml");
+    write(
+        &probe,
+        "id = \"closed\"\nclaims = [\"READ-1\"]\nabout = \"a\"\n[fixture]\nfiles.\"shut/f.txt\" = \"x\"\n\
+         [[fixture.fault]]\nkind = \"chmod\"\npath = \"shut\"\nmode = \"0000\"\n[[turn]]\ntext = \"done\"\n",
+    );
+    open(&probe, 0o644);
+    std::fs::create_dir(d.path().join("probes")).unwrap_or_else(|e| panic!("{e}"));
+    // as nobody: the run's sandbox (with its directory at 0000) is gone when the run is
+    let out = Command::new(env!("CARGO_BIN_EXE_probelab"))
+        .args(["run", probe.to_str().unwrap_or_default()])
+        .current_dir(d.path())
+        .env("TMPDIR", &tmp)
+        .uid(65534)
+        .gid(65534)
+        .output()
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(said(&out).contains("closed"), "the probe did not run: {}", said(&out));
+    let left: Vec<_> = std::fs::read_dir(&tmp).into_iter().flatten().flatten().map(|e| e.path()).collect();
+    assert!(left.is_empty(), "left behind: {left:?}\n{}", said(&out));
+}
