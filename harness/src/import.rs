@@ -147,6 +147,9 @@ fn read_session(file: &Path, text: &str) -> Result<Session, ImportError> {
             }
         }
     }
+    // an assistant message with nothing to replay (only thinking, or damaged): the stub cannot send an
+    // empty answer, and the API refuses one that comes back in the next request
+    s.turns.retain(|t| !t.text.is_empty() || !t.calls.is_empty());
     if s.id.is_empty() || s.turns.is_empty() {
         return Err(ImportError {
             place: file.display().to_string(),
@@ -342,9 +345,6 @@ pub fn import(file: &Path, text: &str, id: &str) -> Result<String, ImportError> 
             }
             o.push_str("]\n");
         }
-        if t.text.is_empty() && t.calls.is_empty() {
-            o.push_str("text = \"\"\n");
-        }
     }
     if s.turns.last().is_some_and(|t| !t.calls.is_empty()) {
         o.push_str("\n[[turn]]   # the session ended on a call: the model's last word, added\ntext = \"done\"\n");
@@ -381,6 +381,18 @@ mod tests {
             with(serde_json::json!({"type": "user", "message": {"content": [{"type": "tool_result", "tool_use_id": "t2", "is_error": true, "content": "<tool_use_error>String to replace not found in file.</tool_use_error>"}]}})),
         ]
         .concat()
+    }
+
+    #[test]
+    fn an_assistant_message_with_nothing_to_replay_is_left_out_and_the_probe_parses() {
+        // only thinking: no text, no call (found by the surface fuzzer as a probe with `text = ""`)
+        let thinking = serde_json::json!({"type": "assistant", "sessionId": "s1", "cwd": "/w",
+            "message": {"id": "m0", "content": [{"type": "thinking", "thinking": "hm"}]}});
+        let text = session().replacen("\n", &format!("\n{}", line(thinking)), 2);
+        let p = import(Path::new("s.jsonl"), &text, "imported.s1").unwrap_or_else(|e| panic!("{e}"));
+        assert!(!p.contains("text = \"\"\n"), "{p}");
+        let parsed = crate::probe::parse(Path::new("probes/s.toml"), &p);
+        assert!(parsed.is_ok(), "{:?}\n{p}", parsed.err().map(|e| e.to_string()));
     }
 
     #[test]
