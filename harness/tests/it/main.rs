@@ -17,3 +17,4 @@ mod mcp;
 mod observatory;
 mod own_suite;
 mod probe_fuzz;
+mod surface_fuzz;
