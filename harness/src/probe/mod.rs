@@ -757,7 +757,7 @@ pub fn parse(path: &Path, text: &str) -> Result<Probe, ProbeError> {
     for f in &raw.fixture.fault {
         faults.push(fault(f.get_ref(), main_turns).map_err(|(at, msg, hint)| err_at(at, msg, hint))?);
     }
-    values::check(&raw, text).map_err(|(at, msg, hint)| err_at(at, msg, hint))?;
+    value_problems(&raw, text).map_err(|(at, msg, hint)| err_at(at, msg, hint))?;
     if raw.execs.is_empty() == script.turns.is_empty() {
         let msg = if raw.execs.is_empty() {
             "the probe has no [[turn]] and no [[exec]]"
@@ -962,6 +962,215 @@ fn for_users(msg: &str) -> String {
         out = format!("integer {n} is out of range (at most 9223372036854775807)");
     }
     out
+}
+
+/// Every value problem of a parsed probe file, the first one found.
+fn value_problems(raw: &ProbeFile, text: &str) -> Result<(), values::Problem> {
+    let top = 0..first_header(text).unwrap_or(text.len());
+    let deadline = raw.deadline_secs.unwrap_or(DEFAULT_DEADLINE_SECS);
+    if !(1..=values::MAX_DEADLINE_SECS).contains(&deadline) {
+        let at = key_offset(text, top.clone(), "deadline_secs").unwrap_or(0);
+        return Err((
+            at,
+            format!("deadline_secs = {deadline} is out of range"),
+            Some("a deadline is 1 to 86400 seconds (a day)"),
+        ));
+    }
+    for e in &raw.execs {
+        let at = e.span().start;
+        let region = table_region(text, e.span());
+        if e.get_ref().argv.is_empty() {
+            let at = key_offset(text, region, "argv").unwrap_or(at);
+            return Err((
+                at,
+                "exec argv is empty".into(),
+                Some("argv = [\"{rg}\", \"-n\", \"x\"]: a program and its arguments"),
+            ));
+        }
+        if let Some(ms) = e.get_ref().deadline_ms {
+            if ms == 0 || ms > deadline * 1000 {
+                let at = key_offset(text, region, "deadline_ms").unwrap_or(at);
+                let msg = format!("exec deadline_ms = {ms} is out of range: 1 to the probe's deadline ({deadline} s)");
+                return Err((at, msg, Some("raise deadline_secs for a longer command")));
+            }
+        }
+    }
+    for (rel, spec) in &raw.fixture.files {
+        let at = string_offset(text, rel).unwrap_or(0);
+        if let Some(why) = values::sandbox_path_problem(rel) {
+            return Err((at, format!("fixture file {why}"), Some("fixture files are written inside the sandbox")));
+        }
+        if let Some(why) = files::spec_problem(spec) {
+            return Err((at, format!("fixture file {rel:?}: {why}"), None));
+        }
+    }
+    for f in &raw.fixture.fault {
+        let f = f.get_ref();
+        if let Some(why) = values::sandbox_path_problem(&f.path) {
+            let at = string_offset(text, &f.path).unwrap_or(f.kind.span().start);
+            return Err((at, format!("fixture fault path {why}"), Some("faults change the sandbox only")));
+        }
+    }
+    for (key, page) in &raw.web.pages {
+        let at = string_offset(text, key).unwrap_or(0);
+        if let Some(s) = page.status {
+            if !(100..=999).contains(&s) {
+                return Err((
+                    at,
+                    format!("[web] page {key:?}: status {s} is not an HTTP status"),
+                    Some("100 to 999, e.g. 404"),
+                ));
+            }
+        }
+        if let Some(why) = page.body.as_ref().and_then(files::spec_problem) {
+            return Err((at, format!("[web] page {key:?}: {why}"), None));
+        }
+    }
+    if let Err(e) = raw.web.validate() {
+        let at = key_offset(text, 0..text.len(), "pages").unwrap_or(0);
+        return Err((at, e, None));
+    }
+    if let Some(mode) = &raw.settings.permissions.default_mode {
+        if !values::PERMISSION_MODES.contains(&mode.as_str()) {
+            let at = string_offset(text, mode).unwrap_or(0);
+            return Err((
+                at,
+                format!("permissions.defaultMode {mode:?} is not a permission mode"),
+                Some("default, acceptEdits, bypassPermissions, dontAsk or plan"),
+            ));
+        }
+    }
+    for event in raw.settings.hooks.keys() {
+        if !values::HOOK_EVENTS.contains(&event.as_str()) {
+            let at =
+                text.find(&format!("hooks.{event}")).map(|i| i + 6).or_else(|| string_offset(text, event)).unwrap_or(0);
+            let near = values::HOOK_EVENTS.iter().find(|e| e.eq_ignore_ascii_case(event));
+            let msg = match near {
+                Some(n) => format!("hook event {event:?} is not an event (did you mean {n:?}?)"),
+                None => format!("hook event {event:?} is not an event"),
+            };
+            return Err((at, msg, Some("events: PreToolUse, PostToolUse, UserPromptSubmit, Stop, SubagentStop, …")));
+        }
+    }
+    placeholder_problems(raw, text)
+}
+
+/// Every placeholder a probe writes is one a run defines ([`placeholders::PLACEHOLDERS`], `{rg}` as
+/// an exec's program): in waits, fixture and fault paths, link targets, exec argv, server commands and
+/// check targets any other `{word}` is an error, in tool inputs one that starts a path or stands beside a
+/// `/` (`{bogus}/f.txt`); in every other text (a tool's code, the texts a check expects, which may hold
+/// the subject's own braces, `EnterWorktree({path})`) a word one edit from a placeholder (`{cdw}`).
+fn placeholder_problems(raw: &ProbeFile, text: &str) -> Result<(), values::Problem> {
+    const HINT: Option<&str> =
+        Some("placeholders are {cwd} {home} {sandbox} {probelab} {web} {artifact} ({rg}: an exec's program)");
+    let defined = |n: &str| placeholders::PLACEHOLDERS.contains(&n);
+    let place = |name: &str| text.find(&format!("{{{name}}}")).unwrap_or(0);
+    let strict = |s: &str, rg: bool| -> Result<(), values::Problem> {
+        for (_, name) in values::placeholder_names(s) {
+            if !(defined(name) || rg && name == "rg") {
+                let msg = match values::near(name) {
+                    Some(p) => format!("{{{name}}} is not a placeholder (did you mean {{{p}}}?)"),
+                    None => format!("{{{name}}} is not a placeholder"),
+                };
+                return Err((place(name), msg, HINT));
+            }
+        }
+        Ok(())
+    };
+    let loose = |s: &str| -> Result<(), values::Problem> {
+        for (_, name) in values::placeholder_names(s) {
+            if let Some(p) = values::near(name).filter(|_| !defined(name)) {
+                return Err((place(name), format!("{{{name}}} is not a placeholder (did you mean {{{p}}}?)"), HINT));
+            }
+        }
+        Ok(())
+    };
+    // a tool input's text may hold braces of its own (code a Write writes, `f"{name}"`): there a `{word}`
+    // is a placeholder where a path starts with it or it stands beside a `/`
+    let in_input = |s: &str| -> Result<(), values::Problem> {
+        for (at, name) in values::placeholder_names(s) {
+            let end = at + name.len() + 2;
+            let path_like = at == 0 || s[..at].ends_with('/') || s[end..].starts_with('/');
+            if path_like {
+                strict(&s[at..end], false)?;
+            }
+        }
+        loose(s)
+    };
+    fn strings<'v>(v: &'v serde_json::Value, out: &mut Vec<&'v str>) {
+        match v {
+            serde_json::Value::String(s) => out.push(s),
+            serde_json::Value::Array(a) => a.iter().for_each(|x| strings(x, out)),
+            serde_json::Value::Object(o) => o.iter().for_each(|(k, x)| {
+                out.push(k);
+                strings(x, out)
+            }),
+            _ => {}
+        }
+    }
+    let mut tool_inputs = Vec::new();
+    let mut inputs = Vec::new();
+    let turns = raw.turns.iter().chain(raw.conversations.iter().flat_map(|c| &c.turns));
+    for t in turns {
+        for u in &t.tool_use {
+            strings(&u.input, &mut tool_inputs);
+        }
+        if let Some(w) = &t.wait {
+            inputs.extend(w.file.as_deref());
+            inputs.extend(w.contains.as_deref());
+        }
+    }
+    inputs.extend(raw.fixture.files.keys().map(String::as_str));
+    for f in &raw.fixture.fault {
+        inputs.push(&f.get_ref().path);
+        inputs.extend(f.get_ref().target.as_ref().map(|t| t.get_ref().as_str()));
+    }
+    let servers: Vec<serde_json::Value> = raw
+        .mcp_servers
+        .values()
+        .filter_map(|s| serde_json::to_value(s).ok())
+        .chain(raw.plugins.iter().filter_map(|p| serde_json::to_value(p.get_ref()).ok()))
+        .collect();
+    for v in &servers {
+        strings(v, &mut inputs);
+    }
+    for c in &raw.checks {
+        let c = c.get_ref();
+        inputs.extend(c.file.as_deref());
+        inputs.extend(c.lsp.as_deref());
+    }
+    for s in tool_inputs {
+        in_input(s)?;
+    }
+    for s in inputs {
+        strict(s, false)?;
+    }
+    for e in &raw.execs {
+        for a in &e.get_ref().argv {
+            strict(a, true)?;
+        }
+    }
+    for c in &raw.checks {
+        let c = c.get_ref();
+        fn many(v: &Option<OneOrMany>) -> Vec<&str> {
+            v.as_ref().map(|m| m.items()).unwrap_or_default()
+        }
+        let mut texts: Vec<&str> =
+            [&c.equals, &c.matches, &c.stderr_equals].into_iter().flatten().map(String::as_str).collect();
+        texts.extend(many(&c.contains));
+        texts.extend(many(&c.not_contains));
+        texts.extend(many(&c.stderr_contains));
+        let mut wants = Vec::new();
+        for j in &c.json {
+            if let Some(v) = &j.equals {
+                strings(v, &mut wants);
+            }
+        }
+        for t in texts.into_iter().chain(wants) {
+            loose(t)?;
+        }
+    }
+    Ok(())
 }
 
 /// `8-4-4-4-12` hex digits.

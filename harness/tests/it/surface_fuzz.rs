@@ -333,7 +333,7 @@ fn in_process(seed: u64, world: &Path, tick: &dyn Fn(&str)) -> (BTreeMap<&'stati
                 }
                 let blob = blobs.join(format!("{name}.json"));
                 let _ = std::fs::write(&blob, &bytes);
-                let odd = blobs.join(rng.pick(&["é", "ü-ünï", "..json", "x", "0123456789abcdé.json"]).to_string());
+                let odd = blobs.join(rng.pick(&["é", "ü-ünï", "..json", "x", "0123456789abcdé.json"]));
                 let _ = std::fs::write(&odd, "x");
                 let gc = n % 16 == 0;
                 match panicked(|| {
