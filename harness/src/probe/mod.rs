@@ -995,6 +995,20 @@ fn value_problems(raw: &ProbeFile, text: &str) -> Result<(), values::Problem> {
             }
         }
     }
+    // the script's times: within the deadline (a wait of u64::MAX ms overflowed the stub's clock)
+    let bound_ms = deadline * 1000;
+    let turns = raw.turns.iter().chain(raw.conversations.iter().flat_map(|c| &c.turns));
+    let mut times = Vec::new();
+    for t in turns {
+        times.push(("delay_ms", t.delay_ms));
+        times.extend(t.wait.as_ref().and_then(|w| w.timeout_ms).map(|ms| ("timeout_ms", ms)));
+    }
+    times.extend(raw.web.pages.values().map(|p| ("delay_ms", p.delay_ms)));
+    if let Some((key, ms)) = times.into_iter().find(|(_, ms)| *ms > bound_ms) {
+        let at = key_offset(text, 0..text.len(), key).unwrap_or(0);
+        let msg = format!("{key} = {ms} is out of range: at most the probe's deadline ({deadline} s)");
+        return Err((at, msg, Some("raise deadline_secs (at most 86400) for a longer wait")));
+    }
     for (rel, spec) in &raw.fixture.files {
         let at = string_offset(text, rel).unwrap_or(0);
         if let Some(why) = values::sandbox_path_problem(rel) {

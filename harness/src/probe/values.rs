@@ -117,6 +117,8 @@ mod tests {
         let e = err(&EXEC.replace("argv = [\"true\"]\n", "argv = [\"true\"]\ndeadline_ms = 61000\n"));
         assert!(e.contains("exec deadline_ms = 61000 is out of range"), "{e}");
         assert_eq!(err(&EXEC.replace("argv = [\"true\"]\n", "argv = [\"true\"]\ndeadline_ms = 60000\n")), "parsed");
+        let e = err(&OK.replace("text = \"done\"", "text = \"done\"\ndelay_ms = 60001"));
+        assert!(e.starts_with("p.toml:8:1: delay_ms = 60001 is out of range"), "{e}");
         let e = err(&format!("{OK}[fixture]\nfiles.\"f\" = {{ text = \"x\", mtime = 1e19 }}\n"));
         assert!(e.starts_with("p.toml:9:7: fixture file \"f\": mtime 1e19 is after the year 9999"), "{e}");
         let e = err(&format!("{OK}[[fixture.fault]]\nkind = \"touch\"\npath = \"f\"\nmtime = 1e300\n"));
