@@ -296,7 +296,11 @@ fn run_probes(
         }
     };
     let layout = project.layout(engine());
-    let durations = Some(project.out.join(subject).join("durations.json"));
+    // under out/, in a directory named after the subject: only a subject that names one plain directory
+    let durations = harness::safe_fs::confined_name(subject)
+        .ok()
+        .filter(|p| p.components().count() == 1)
+        .map(|_| project.out.join(subject).join("durations.json"));
     let opts = harness::suite::Options { subject: subject.to_string(), jobs, bless, keep, durations };
     let total = probes.len();
     let (mut passed, mut failed, mut skipped) = (0usize, 0usize, 0usize);

@@ -137,7 +137,7 @@ fn read_set(dir: &Path) -> Result<BTreeMap<String, String>, String> {
     for e in std::fs::read_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))? {
         let p = e.map_err(|e| e.to_string())?.path();
         if let Some(id) = p.file_name().and_then(|n| n.to_str()).and_then(|n| n.strip_suffix(".snap")) {
-            let text = std::fs::read_to_string(&p).map_err(|e| format!("{}: {e}", p.display()))?;
+            let text = crate::safe_fs::read_text(&p).map_err(|e| format!("{}: {e}", p.display()))?;
             // an inserted notebook cell's id is made up (Claude Code: at random; the built-in runtime
             // derives it, and its goldens keep it): numbered alike on both sides before comparing
             out.insert(id.to_string(), super::normalise::cell_ids(super::golden::body(&text)).into_owned());

@@ -132,6 +132,15 @@ fn link_cycles_and_fifos_among_the_probes_end_in_an_answer() {
     assert_eq!(out.status.code(), Some(2), "{}", said(&out));
     assert!(said(&out).contains("pipe.toml:1:1: cannot read: not a regular file"), "{}", said(&out));
     std::fs::remove_file(probes.join("pipe.toml")).unwrap_or_else(|e| panic!("{e}"));
+    // a FIFO among goldens diff compares
+    for side in ["l", "r"] {
+        std::fs::create_dir_all(d.path().join(side)).unwrap_or_else(|e| panic!("{e}"));
+    }
+    mkfifo(&d.path().join("l/read.window.snap"));
+    write(&d.path().join("r/read.window.snap"), "x\n");
+    let out = probelab(d.path(), &["diff", "l", "r"]);
+    assert_eq!(out.status.code(), Some(2), "{}", said(&out));
+    assert!(said(&out).contains("read.window.snap: not a regular file"), "{}", said(&out));
     // a FIFO as the project file: refused, not waited on
     std::fs::remove_file(d.path().join("probelab.toml")).unwrap_or_else(|e| panic!("{e}"));
     mkfifo(&d.path().join("probelab.toml"));
@@ -166,6 +175,10 @@ fn goldens_and_durations_that_are_links_are_replaced_not_written_through() {
     assert!(std::fs::symlink_metadata(&golden).is_ok_and(|m| m.is_file()));
     assert!(std::fs::read_to_string(&golden).unwrap_or_default().contains("probe: read.window"));
     assert!(std::fs::symlink_metadata(&durations).is_ok_and(|m| m.is_file()));
+    // a subject named like a path: nothing of the run lands outside the project's out/
+    let _ = probelab(d.path(), &["run", "--subject", "../../../escaped"]);
+    let stray: Vec<_> = ["escaped", "../escaped"].iter().map(|p| d.path().join(p)).filter(|p| p.exists()).collect();
+    assert!(stray.is_empty(), "written outside: {stray:?}");
     // a golden directory that is a link out of the golden root: refused
     std::fs::remove_dir_all(d.path().join("golden/builtin")).unwrap_or_else(|e| panic!("{e}"));
     std::os::unix::fs::symlink(outside.path(), d.path().join("golden/builtin")).unwrap_or_else(|e| panic!("{e}"));
