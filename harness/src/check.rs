@@ -335,7 +335,13 @@ pub fn evaluate(probe: &Probe, index: usize, view: &View<'_>, sb: &Sandbox) -> V
     } else if let Some(f) = &c.lsp {
         // LSP-2, LSP-3: what a fake LSP server received, from its trace
         target = format!("lsp {f}");
-        match sb.inside(f).and_then(|p| std::fs::read_to_string(&p).map_err(|e| format!("cannot read {f}: {e}"))) {
+        // read as the lab reads: a FIFO the subject left in place of the file is an error, not a hang
+        let read = |p: std::path::PathBuf| -> Result<String, String> {
+            crate::safe_fs::read_capped(&p, crate::safe_fs::MAX_DATA_BYTES)
+                .map(|b| String::from_utf8_lossy(&b).into_owned())
+                .map_err(|e| format!("cannot read {f}: {e}"))
+        };
+        match sb.inside(f).and_then(read) {
             Err(e) => fails.push(e),
             Ok(trace) => {
                 text_assertions(c, &crate::fake_lsp::trace_text(&trace), sb, &mut fails);
@@ -359,7 +365,7 @@ pub fn evaluate(probe: &Probe, index: usize, view: &View<'_>, sb: &Sandbox) -> V
                     || c.matches.is_some()
                     || !c.json.is_empty();
                 if needs_content {
-                    match std::fs::read(&p) {
+                    match crate::safe_fs::read_capped(&p, crate::safe_fs::MAX_DATA_BYTES) {
                         Ok(bytes) => {
                             let text = String::from_utf8_lossy(&bytes).into_owned();
                             text_assertions(c, &text, sb, &mut fails);

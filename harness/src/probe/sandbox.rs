@@ -350,8 +350,12 @@ fn copy_tree(src: &Path, dst: &Path) -> std::io::Result<()> {
             std::os::unix::fs::symlink(std::fs::read_link(e.path())?, &to)?;
         } else if kind.is_dir() {
             copy_tree(&e.path(), &to)?;
-        } else {
+        } else if kind.is_file() {
             std::fs::copy(e.path(), &to)?;
+        } else {
+            // a FIFO or a device: copying would read it (and wait on a FIFO for ever)
+            let msg = format!("{} is not a regular file", e.path().display());
+            return Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, msg));
         }
     }
     Ok(())

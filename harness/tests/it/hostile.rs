@@ -293,3 +293,24 @@ fn a_sandbox_a_chmod_fault_closed_is_removed_for_a_user_who_is_not_root() {
     let left: Vec<_> = std::fs::read_dir(&tmp).into_iter().flatten().flatten().map(|e| e.path()).collect();
     assert!(left.is_empty(), "left behind: {left:?}\n{}", said(&out));
 }
+
+#[test]
+fn a_fifo_the_subject_leaves_in_place_of_a_checked_file_is_a_failure_not_a_hang() {
+    let d = lab();
+    let probe = "id = \"fifo\"\nclaims = [\"BASH-1\"]\nabout = \"a\"\n[fixture]\nfiles.\"f.txt\" = \"x\"\n\
+                 [[turn]]\ntool_use = [{ name = \"Bash\", input = { command = \"rm f.txt && mkfifo f.txt\" } }]\n\
+                 [[turn]]\ntext = \"done\"\n[[check]]\nfile = \"f.txt\"\ncontains = \"x\"\n";
+    write(&d.path().join("probes/fifo.toml"), probe);
+    let out = probelab(d.path(), &["run", "probes/fifo.toml"]);
+    assert_eq!(out.status.code(), Some(1), "{}", said(&out));
+    assert!(said(&out).contains("cannot read f.txt: not a regular file"), "{}", said(&out));
+    // nor does a FIFO among a fixture dir's files stop the copy
+    mkfifo(&d.path().join("fixtures/p"));
+    write(
+        &d.path().join("probes/fixdir.toml"),
+        &probe.replace("id = \"fifo\"", "id = \"fixdir\"").replace("[fixture]\n", "[fixture]\ndir = \".\"\n"),
+    );
+    let out = probelab(d.path(), &["run", "probes/fixdir.toml"]);
+    assert_ne!(out.status.code(), Some(0), "{}", said(&out));
+    assert!(said(&out).contains("is not a regular file"), "{}", said(&out));
+}
