@@ -134,8 +134,9 @@ pub async fn run_probe(probe: &Probe, subject: &str, layout: &Layout, keep: bool
         // for probe authors: what the wire saw, before and after normalisation, whatever the verdicts
         let record: String =
             run.exchanges.iter().filter_map(|e| serde_json::to_string(e).ok()).map(|l| l + "\n").collect();
-        let _ = std::fs::write(dir.join("record.jsonl"), record);
-        let _ = std::fs::write(dir.join("transcript.txt"), &transcript);
+        // the subject could leave links by these names in its sandbox: replaced, never written through
+        let _ = crate::safe_fs::write_inside(dir, &dir.join("record.jsonl"), record.as_bytes());
+        let _ = crate::safe_fs::write_inside(dir, &dir.join("transcript.txt"), transcript.as_bytes());
         write_failures(dir, &verdicts);
     }
     Ok(Report {
@@ -259,7 +260,11 @@ fn write_failures(dir: &Path, verdicts: &[Verdict]) {
         .map(|v| serde_json::json!({"verdict": v.name, "detail": v.detail, "compared": v.compared}))
         .collect();
     if !failed.is_empty() {
-        let _ = std::fs::write(dir.join("failures.json"), serde_json::to_vec_pretty(&failed).unwrap_or_default());
+        let _ = crate::safe_fs::write_inside(
+            dir,
+            &dir.join("failures.json"),
+            &serde_json::to_vec_pretty(&failed).unwrap_or_default(),
+        );
     }
 }
 
