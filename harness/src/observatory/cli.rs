@@ -258,16 +258,10 @@ impl Command {
                 let mut print = |d: &super::CellDone| print_cell(d, &mut progress);
                 let mut say = |l: &str| eprintln!("watch: {l}");
                 let work = project.out.join("watch");
-                let ran = rt.block_on(super::watch::watch(
-                    &project.root,
-                    &probes,
-                    layout,
-                    &work,
-                    jobs,
-                    &Npm::from_env(),
-                    &mut print,
-                    &mut say,
-                ));
+                let npm = Npm::from_env();
+                let setup =
+                    super::watch::Setup { root: &project.root, probes: &probes, layout, work: &work, jobs, npm: &npm };
+                let ran = rt.block_on(super::watch::watch(setup, &mut print, &mut say));
                 match ran {
                     Err(e) => fail(2, &e),
                     Ok(w) => {

@@ -48,9 +48,12 @@ impl Docs {
     }
 }
 
+/// The matrix and the files made of it: (file name under docs/matrix, content).
+pub type Reports = (Matrix, Vec<(&'static str, String)>);
+
 /// The reports of the committed cells, as (file name, content): what [`publish`] writes. The budgets
 /// table is read from the versions' goldens under `golden` ([`super::budgets`]).
-pub fn reports(cells: &[Observation], golden: &Path) -> Result<(Matrix, Vec<(&'static str, String)>), String> {
+pub fn reports(cells: &[Observation], golden: &Path) -> Result<Reports, String> {
     let m = Matrix::from_cells(cells)?;
     let files = vec![
         ("matrix.json", m.to_json()),
@@ -224,17 +227,30 @@ pub fn releases_after(c: &Catalogue, after: &semver::Version) -> (Vec<String>, V
     (run, skipped)
 }
 
-/// Runs a watch (see the module docs): the project's probes, its layout, cells of the run under `work`.
+/// Where and how a watch runs.
+#[derive(Debug, Clone, Copy)]
+pub struct Setup<'a> {
+    /// The project's root (docs/ under it).
+    pub root: &'a Path,
+    /// The project's probes.
+    pub probes: &'a [Probe],
+    /// Its layout (goldens).
+    pub layout: &'a Layout,
+    /// Where the run's cells go.
+    pub work: &'a Path,
+    /// Cells of one version side by side.
+    pub jobs: usize,
+    /// The npm to ask.
+    pub npm: &'a Npm,
+}
+
+/// Runs a watch (see the module docs).
 pub async fn watch(
-    root: &Path,
-    probes: &[Probe],
-    layout: &Layout,
-    work: &Path,
-    jobs: usize,
-    npm: &Npm,
+    setup: Setup<'_>,
     done: &mut dyn FnMut(&CellDone),
     say: &mut dyn FnMut(&str),
 ) -> Result<Watched, String> {
+    let Setup { root, probes, layout, work, jobs, npm } = setup;
     let docs = Docs::under(root);
     let previous = newest_committed(&docs)?;
     let cache_root = crate::subject::claude_code::cache_root();
