@@ -5,11 +5,12 @@
 //! [`subject`]), the stub's record is checked ([`check`]), rendered as a transcript and compared with its
 //! golden file ([`transcript`]); [`lab`] ties these together for the CLI and the tests, [`suite`] runs many probes side by side;
 //! [`project`] finds the suite a command works in (a user's own, or this repository's); [`import`] makes a
-//! probe of a Claude Code session; [`cleanup`] makes sure a run leaves nothing behind.
+//! probe of a Claude Code session; [`cleanup`] makes sure a run leaves nothing behind; [`confine`] keeps every subject inside its sandbox.
 
 pub mod check;
 pub mod claims;
 pub mod cleanup;
+pub mod confine;
 pub mod fake_lsp;
 pub mod fake_mcp;
 pub mod import;

@@ -172,6 +172,11 @@ fn main() -> ExitCode {
         }
         return harness::subject::exec::measure(std::path::Path::new(out), &argv[5..]);
     }
+    if argv.get(1).is_some_and(|a| a == probelab_runtime::confine::RELAY_SUBCOMMAND) {
+        // inside a confined subject's namespace: its loopback ports, relayed to the lab
+        let code = probelab_runtime::confine::relay_main(&argv[2..]);
+        return ExitCode::from(code.clamp(0, 255) as u8);
+    }
     if argv.get(1).is_some_and(|a| a == "fake-lsp") {
         let args: Vec<String> = argv[2..].iter().map(|a| a.to_string_lossy().into_owned()).collect();
         return match harness::fake_lsp::parse_args(&args) {

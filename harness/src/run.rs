@@ -166,6 +166,12 @@ pub async fn run_conversation(probe: &Probe, runner: Runner<'_>, fixtures_root: 
     let stub = Arc::new(stub);
     let running =
         serve(stub.clone(), ([127, 0, 0, 1], 0).into()).await.map_err(|e| format!("cannot start the stub: {e}"))?;
+    // every subject confined unless the probe opted out (crate::confine): its processes reach the stub
+    // (the binary's own requests; the built-in's go from the lab's process) and the probe's services
+    let stub_port = matches!(runner, Runner::ClaudeCode(_)).then(|| running.addr.port());
+    let ports: Vec<u16> = stub_port.into_iter().chain(web_service.as_ref().map(|s| s.addr.port())).collect();
+    let confined = crate::confine::for_run(probe, &sandbox.root, &ports, stub_port.is_some())?;
+    let confinement = confined.as_ref().map(|c| c.confinement.clone());
     let start = Instant::now();
     let cap_passed = || RunEnd::Failed(format!("the run's record passed its cap of {RECORD_CAP_BYTES} bytes"));
     let (end, within_deadline, artefact, lifetime) = match runner {
@@ -189,6 +195,7 @@ pub async fn run_conversation(probe: &Probe, runner: Runner<'_>, fixtures_root: 
                 artifact_api: artifact_service.as_ref().map(|s| s.url()),
                 web: web_service.as_ref().map(|s| crate::services::web::WebAccess { addr: s.addr }),
                 deadline: Some(until),
+                confine: confinement,
             };
             let began = Instant::now();
             // MCP servers that never answer cost the deadline, no more (a server given up is killed
@@ -221,7 +228,7 @@ pub async fn run_conversation(probe: &Probe, runner: Runner<'_>, fixtures_root: 
         }
         Runner::ClaudeCode(cc) => {
             let url = running.url();
-            let claude = crate::subject::claude_code::run(cc, probe, &url, &sandbox, until);
+            let claude = crate::subject::claude_code::run(cc, probe, &url, &sandbox, until, confinement.as_ref());
             // the cap ends claude too: dropping its run kills its tree
             tokio::select! {
                 ended = claude => {
@@ -242,6 +249,7 @@ pub async fn run_conversation(probe: &Probe, runner: Runner<'_>, fixtures_root: 
         }
     };
     let duration = start.elapsed();
+    drop(confined);
     running.stop().await;
     if let Some(s) = web_service {
         s.stop().await;

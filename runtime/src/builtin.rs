@@ -177,6 +177,9 @@ pub struct SessionConfig {
     pub web: Option<web_fetch::WebAccess>,
     /// When the session must be over: the agent loop starts no request past it ([`crate::agent::Deadline`]).
     pub deadline: Option<std::time::Instant>,
+    /// The lab's confinement of every process the session starts (Bash commands outside the Bash
+    /// sandbox, hooks, MCP and LSP servers); `None`: unconfined ([`crate::confine`]).
+    pub confine: Option<crate::confine::Confinement>,
 }
 
 /// The default session id (the lab's sessions all use it, so paths under HOME are the same every run).
@@ -188,9 +191,10 @@ pub const SESSION_ID: &str = "00000000-0000-4000-8000-000000000001";
 pub async fn start(mut config: SessionConfig) -> Result<Runtime, RuleError> {
     // the project's settings file, as the reference reads it
     config.settings = std::mem::take(&mut config.settings).with_project_file(&config.cwd);
-    let mcp = mcp::Mcp::connect(&config.mcp_servers, &config.cwd, &config.home).await;
+    let mcp = mcp::Mcp::connect(&config.mcp_servers, &config.cwd, &config.home, config.confine.as_ref()).await;
     let pool = pool(&config.env).with_mcp(mcp.tools());
-    let lsp = lsp::manager::LspManager::from_plugins(&config.plugins, &config.cwd, &config.env);
+    let lsp = lsp::manager::LspManager::from_plugins(&config.plugins, &config.cwd, &config.env)
+        .confined(config.confine.clone());
     let session = Session::new(config.settings.clone(), config.ask, config.model.clone())
         .put(config.host.clone())
         .put(cron::Cron::new(config.clock.as_ref()))
@@ -200,6 +204,7 @@ pub async fn start(mut config: SessionConfig) -> Result<Runtime, RuleError> {
         .put(mcp)
         .put(agent_tool::ComposerSlot(Some(Arc::new(Builtin))))
         .put(crate::agent::Deadline(config.deadline))
+        .put(crate::confine::SessionConfinement(config.confine.clone()))
         .put(worktree::RepoAtStart::probe(&config.cwd));
     let ctx = ToolContext {
         cwd: config.cwd,

@@ -133,7 +133,12 @@ impl ToolContext {
 
     /// Where the session's hook commands run.
     pub fn hook_env(&self) -> crate::hooks::HookEnv {
-        crate::hooks::HookEnv { session_id: self.session_id.clone(), cwd: self.cwd.clone(), home: self.home.clone() }
+        crate::hooks::HookEnv {
+            session_id: self.session_id.clone(),
+            cwd: self.cwd.clone(),
+            home: self.home.clone(),
+            confine: self.session.state::<crate::confine::SessionConfinement>().0.clone(),
+        }
     }
 
     /// An env value the probe set.

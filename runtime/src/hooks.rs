@@ -26,6 +26,8 @@ pub struct HookEnv {
     pub cwd: PathBuf,
     /// HOME of the command.
     pub home: PathBuf,
+    /// The lab's confinement of hook commands ([`crate::confine`]; `None`: unconfined).
+    pub confine: Option<crate::confine::Confinement>,
 }
 
 /// What the hooks decided.
@@ -150,10 +152,7 @@ async fn run_with_stdin(
     // `/bin/sh -c`, as the reference runs hook commands: a bash-ism fails there with dash's
     // `/bin/sh: 1: Syntax error: redirection unexpected` (`probes/pipeline/refusals-have-no-side-effect.toml`
     // on 2.1.235)
-    let child = tokio::process::Command::new("/bin/sh")
-        .arg("-c")
-        .arg(command)
-        .current_dir(&env.cwd)
+    let child = crate::confine::command(env.confine.as_ref(), "/bin/sh", ["-c", command], &env.cwd)
         .env("HOME", &env.home)
         .env("CLAUDE_PROJECT_DIR", &env.cwd)
         .stdin(std::process::Stdio::piped())

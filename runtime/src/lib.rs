@@ -56,6 +56,7 @@
 pub mod agent;
 pub mod background;
 pub mod builtin;
+pub mod confine;
 pub mod context;
 pub mod fs;
 pub mod hooks;

@@ -42,6 +42,7 @@
 //!
 //! [subject]
 //! session_id = "11111111-2222-4333-8444-555555555555"   # the session's id on both subjects (a UUID)
+//! unconfined = "why"                         # run the subject outside the lab's confinement (a reason)
 //! [subject.builtin]                          # model, max_turns, requires
 //! [subject.claude-code]                      # args, env, requires
 //!
@@ -421,6 +422,10 @@ pub struct SubjectOptions {
     /// (`.claude/projects/…/<id>…`); goldens show it as `<uuid>`.
     #[serde(default)]
     pub session_id: Option<String>,
+    /// Why this probe runs its subject unconfined (the lab confines every subject by default:
+    /// [`crate::confine`]); a reason, never empty.
+    #[serde(default)]
+    pub unconfined: Option<String>,
     /// For the built-in subject.
     #[serde(default)]
     pub builtin: BuiltinOptions,
@@ -547,7 +552,8 @@ pub struct Probe {
 }
 
 impl Probe {
-    /// The host parts the probe needs on a subject: its `requires` and the subject's own.
+    /// The host parts the probe needs on a subject: its `requires`, the subject's own, and `bwrap` for a
+    /// loop probe whose subject runs confined (every one without `[subject] unconfined`).
     pub fn requires_on(&self, subject: &str) -> Vec<String> {
         let kind = subject.split('@').next().unwrap_or(subject);
         let own = match kind {
@@ -555,7 +561,12 @@ impl Probe {
             "claude-code" => &self.subject.claude_code.requires,
             _ => return self.requires.clone(),
         };
-        self.requires.iter().chain(own).cloned().collect()
+        let mut all: Vec<String> = self.requires.iter().chain(own).cloned().collect();
+        // every loop probe's subject runs confined unless the probe says why not ([`crate::confine`])
+        if self.execs.is_empty() && self.subject.unconfined.is_none() && !all.iter().any(|r| r == "bwrap") {
+            all.push("bwrap".into());
+        }
+        all
     }
 
     /// True when the probe applies to a subject kind (`claude-code@2.1.235` → `claude-code`). A probe
@@ -769,6 +780,13 @@ pub fn parse(path: &Path, text: &str) -> Result<Probe, ProbeError> {
             msg.into(),
             Some("a loop probe scripts the model with [[turn]]; an exec probe runs [[exec]] commands"),
         ));
+    }
+    if raw.subject.unconfined.as_ref().is_some_and(|why| why.trim().is_empty()) {
+        let key = regex::Regex::new(r"(?m)^[ \t]*unconfined[ \t]*=").ok();
+        let at = key.and_then(|k| k.find(text)).map(|m| m.start()).unwrap_or(0);
+        let hint =
+            "say why the subject must run with the host writable, e.g. unconfined = \"measures the host's own /tmp\"";
+        return Err(err_at(at, "unconfined needs a reason".into(), Some(hint)));
     }
     if let Some(id) = &raw.subject.session_id {
         if !is_uuid(id) {

@@ -13,7 +13,9 @@
 //! ```
 //!
 //! The probe's `[env]` and `[subject.claude-code]` `args` / `env` are added; its `[settings]` become the
-//! project's `.claude/settings.json`. The stream-json output is kept as an artefact; the evidence is the
+//! project's `.claude/settings.json`. The binary runs under the lab's confinement ([`crate::confine`]:
+//! bubblewrap, the host read-only, only the sandbox writable, the stub and the probe's services the only
+//! network) unless the probe opts out. The stream-json output is kept as an artefact; the evidence is the
 //! stub's record, as for every subject.
 
 use crate::probe::sandbox::Sandbox;
@@ -114,6 +116,7 @@ pub async fn run(
     url: &str,
     sandbox: &Sandbox,
     until: std::time::Instant,
+    confine: Option<&probelab_runtime::confine::Confinement>,
 ) -> Result<Ended, String> {
     let (cwd, home, root) = (&sandbox.cwd, &sandbox.home, &sandbox.root);
     if probe.settings != Settings::default() {
@@ -141,16 +144,16 @@ pub async fn run(
         plugin_args.push("--plugin-dir".into());
         plugin_args.push(dir.into_os_string());
     }
-    let mut cmd = tokio::process::Command::new(&cc.binary);
-    cmd.arg("-p")
-        .arg(&probe.prompt)
-        .args(["--dangerously-skip-permissions", "--output-format", "stream-json", "--verbose"])
-        .args(&mcp_args)
-        .args(&plugin_args)
-        .args(probe.subject.session_id.iter().flat_map(|id| ["--session-id", id.as_str()]))
-        .args(&probe.subject.claude_code.args)
-        .current_dir(cwd)
-        .env_clear()
+    let args = ["-p", &probe.prompt, "--dangerously-skip-permissions", "--output-format", "stream-json", "--verbose"]
+        .into_iter()
+        .map(std::ffi::OsString::from)
+        .chain(mcp_args)
+        .chain(plugin_args)
+        .chain(probe.subject.session_id.iter().flat_map(|id| ["--session-id", id.as_str()]).map(Into::into))
+        .chain(probe.subject.claude_code.args.iter().map(Into::into));
+    // confined by the lab unless the probe opted out (crate::confine): bubblewrap, then the binary
+    let mut cmd = probelab_runtime::confine::command(confine, &cc.binary, args, cwd);
+    cmd.env_clear()
         .env("PATH", std::env::var_os("PATH").unwrap_or_default())
         .env("HOME", home)
         .env("IS_SANDBOX", "1")

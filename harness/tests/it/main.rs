@@ -7,6 +7,7 @@ mod support;
 
 mod agent;
 mod cli;
+mod confine;
 mod determinism;
 mod hang;
 mod hostile;

@@ -150,10 +150,15 @@ pub struct Mcp {
 impl Mcp {
     /// Starts and connects every server (in name order), `cwd` as their working directory, `home` as HOME,
     /// the process's PATH and the spec's env.
-    pub async fn connect(servers: &BTreeMap<String, ServerSpec>, cwd: &Path, home: &Path) -> Mcp {
+    pub async fn connect(
+        servers: &BTreeMap<String, ServerSpec>,
+        cwd: &Path,
+        home: &Path,
+        confine: Option<&crate::confine::Confinement>,
+    ) -> Mcp {
         let mut mcp = Mcp::default();
         for (name, spec) in servers {
-            match connect_one(name, spec, cwd, home).await {
+            match connect_one(name, spec, cwd, home, confine).await {
                 Ok(s) => mcp.servers.push(Arc::new(s)),
                 Err(e) => mcp.failures.push((name.clone(), e)),
             }
@@ -254,10 +259,14 @@ pub enum HandshakeError {
     Timeout,
 }
 
-async fn connect_one(name: &str, spec: &ServerSpec, cwd: &Path, home: &Path) -> Result<McpServer, McpError> {
-    let mut child = tokio::process::Command::new(&spec.command)
-        .args(&spec.args)
-        .current_dir(cwd)
+async fn connect_one(
+    name: &str,
+    spec: &ServerSpec,
+    cwd: &Path,
+    home: &Path,
+    confine: Option<&crate::confine::Confinement>,
+) -> Result<McpServer, McpError> {
+    let mut child = crate::confine::command(confine, &spec.command, &spec.args, cwd)
         .env_clear()
         .env("PATH", std::env::var_os("PATH").unwrap_or_default())
         .env("HOME", home)

@@ -207,11 +207,12 @@ fn start(
     }
     let (reader, writer) = std::io::pipe().map_err(|e| ToolError::Runtime(format!("cannot make a pipe: {e}")))?;
     let writer2 = writer.try_clone().map_err(|e| ToolError::Runtime(format!("cannot make a pipe: {e}")))?;
-    // made before the spawn (a cgroup mkdir can take milliseconds); unconfined, the shell joins it
-    // before running anything (then execs the real `bash -c`, so the command sees a normal shell);
-    // confined, bubblewrap is adopted from outside and its pid namespace holds the rest
+    // made before the spawn (a cgroup mkdir can take milliseconds); outside the Bash sandbox, the shell
+    // joins it before running anything (then execs the real `bash -c`, or the lab's bubblewrap, so the
+    // command sees a normal shell); in the sandbox, bubblewrap is adopted from outside and its pid
+    // namespace holds the rest
     let cgroup = Cgroup::create();
-    let join = cgroup.as_ref().filter(|_| !sandbox.confined()).map(|c| c.dir.join("cgroup.procs"));
+    let join = cgroup.as_ref().filter(|_| !sandbox.sandboxed()).map(|c| c.dir.join("cgroup.procs"));
     let mut cmd = sandbox.command(ctx, cwd, &script, join.as_deref());
     cmd.stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::from(writer))
@@ -474,7 +475,7 @@ async fn foreground(ctx: &ToolContext, args: &Args, sandbox: sandbox::Plan) -> R
         "sandboxViolations": violations,
         "sandboxNote": sandbox.note,
         "readStateInvalidated": invalidated,
-        "sandboxed": sandbox.confined(),
+        "sandboxed": sandbox.sandboxed(),
     });
     Ok(ToolOutput::Data { text, data })
 }

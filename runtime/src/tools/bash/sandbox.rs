@@ -56,27 +56,13 @@
 //! file the confined script writes first: no marker, a non-zero exit and a first line starting `bwrap: `
 //! mean bubblewrap never ran the command.
 
+use crate::confine::{Confinement, Network, SessionConfinement};
 use crate::context::ToolContext;
 use crate::tool::ToolError;
 use std::path::{Path, PathBuf};
 
 /// Env of the probe naming the bubblewrap binary to use instead of `bwrap` on the PATH (tests).
 pub const BWRAP_ENV: &str = "PROBELAB_BWRAP";
-
-/// What takes every privilege from a confined command (design: "The Bash sandbox drops every
-/// capability (user namespace, no mounts)"; BASH-3): a user namespace of its own (`--unshare-user`,
-/// the caller's uid and gid mapped to themselves), every capability dropped in it (`--cap-drop ALL`,
-/// and bubblewrap sets `no_new_privs`: no setuid binary gives them back), no nested user namespace
-/// (`--disable-userns`, bubblewrap ≥ 0.8: `unshare -U` fails, so no namespace can be made where a
-/// mount would be allowed), its own session (`--new-session`: no `TIOCSTI` into a terminal of the
-/// host), and it dies with the runtime (`--die-with-parent`). Without this, bubblewrap run by root
-/// leaves the command root with every capability: `mount -o remount,rw,bind /` succeeded and the
-/// command wrote to the host. `/proc` is mounted read-only besides (`--remount-ro /proc`): a command
-/// that is uid 0 of the host without capabilities may still write what only the owner's mode bits
-/// guard, and bubblewrap covers `/proc/sys` only when it looks writable at set-up time (it does not,
-/// from inside a user namespace: `kernel.core_pattern` was writable).
-pub const UNPRIVILEGED: &[&str] =
-    &["--unshare-user", "--disable-userns", "--cap-drop", "ALL", "--new-session", "--die-with-parent"];
 
 /// The shell's `$0`, as Claude Code 2.1.235 starts it: its own messages read `/bin/bash: line 1: : command
 /// not found`, `/bin/bash: connect: Network is unreachable` (`probes/bash/deny-bypass-beyond-reference.toml`,
@@ -86,38 +72,50 @@ pub const SHELL_NAME: &str = "/bin/bash";
 /// How one command will run.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Plan {
-    confined: bool,
-    network: bool,
-    /// The bubblewrap binary (confined runs).
-    bwrap: PathBuf,
+    /// bubblewrap's confinement (`None`: unconfined): the sandbox's own, or the lab's
+    /// ([`crate::confine::SessionConfinement`]) when the sandbox is off.
+    confine: Option<Confinement>,
+    /// The command runs in the sandbox of `settings.sandbox` (the record's `sandboxed`, its violations);
+    /// false under the lab's confinement alone, which the subject does not see as a sandbox of its own.
+    sandboxed: bool,
     /// A note that dangerouslyDisableSandbox was ignored (for the structured record: the reference tells
     /// the model nothing).
     pub note: Option<String>,
 }
 
-/// Decides how a call runs: the settings, the call's `dangerouslyDisableSandbox`, and whether
-/// bubblewrap is there.
+/// Decides how a call runs: the settings, the call's `dangerouslyDisableSandbox`, whether bubblewrap is
+/// there, and the lab's confinement of the session (what runs outside the sandbox runs there).
 pub fn plan(ctx: &ToolContext, disable: bool) -> Result<Plan, ToolError> {
     let s = &ctx.sandbox;
-    if !s.enabled {
-        return Ok(Plan::unconfined());
+    let lab = ctx.session.state::<SessionConfinement>();
+    let outside = || Ok(Plan { confine: lab.0.clone(), sandboxed: false, note: None });
+    if !s.enabled || (disable && s.allow_unsandboxed_commands.unwrap_or(true)) {
+        return outside();
     }
-    if disable {
-        if s.allow_unsandboxed_commands.unwrap_or(true) {
-            return Ok(Plan::unconfined());
-        }
-        // not allowed: run confined anyway and say so
-        return available(ctx).map(|bwrap| Plan {
-            confined: true,
-            network: s.allow_network,
-            bwrap,
-            note: Some(
-                "dangerouslyDisableSandbox was ignored: settings.sandbox.allowUnsandboxedCommands is false".into(),
-            ),
-        });
-    }
+    // not allowed: run confined anyway and say so
+    let note = disable.then(|| {
+        "dangerouslyDisableSandbox was ignored: settings.sandbox.allowUnsandboxedCommands is false".to_string()
+    });
     let bwrap = available(ctx)?;
-    Ok(Plan { confined: true, network: s.allow_network, bwrap, note: None })
+    // allowNetwork keeps the network the lab allows: the host's, or only the probe's services
+    let network = match (s.allow_network, &lab.0) {
+        (false, _) => Network::Off,
+        (true, None) => Network::Host,
+        (true, Some(l)) => l.network.clone(),
+    };
+    // writable: the project and the session's temp root, like the reference's `allowOnly` list
+    // (`.` and `$TMPDIR`); HOME and the rest of the probe's sandbox stay read-only (and visible when
+    // they live under /tmp)
+    let confine = Confinement {
+        bwrap,
+        visible: ctx.roots.clone(),
+        writable: vec![ctx.cwd.clone(), ctx.tmp_base()],
+        network,
+        nested: false,
+        strict: true,
+        own_pids: true,
+    };
+    Ok(Plan { confine: Some(confine), sandboxed: true, note })
 }
 
 /// The bubblewrap binary: the probe env's [`BWRAP_ENV`], else `bwrap` on the PATH.
@@ -133,23 +131,27 @@ fn available(ctx: &ToolContext) -> Result<PathBuf, ToolError> {
             )))
         };
     }
-    std::env::var_os("PATH")
-        .and_then(|p| std::env::split_paths(&p).map(|d| d.join("bwrap")).find(|b| b.is_file()))
-        .ok_or_else(|| {
-            ToolError::Runtime(
-                "Sandbox unavailable: bubblewrap (bwrap) is not installed; the command did not run. Install the Debian package `bubblewrap`, or turn settings.sandbox.enabled off.".into(),
-            )
-        })
+    crate::confine::bwrap_on_path().ok_or_else(|| {
+        ToolError::Runtime(
+            "Sandbox unavailable: bubblewrap (bwrap) is not installed; the command did not run. Install the Debian package `bubblewrap`, or turn settings.sandbox.enabled off.".into(),
+        )
+    })
 }
 
 impl Plan {
+    #[cfg(test)]
     fn unconfined() -> Plan {
-        Plan { confined: false, network: true, bwrap: PathBuf::new(), note: None }
+        Plan { confine: None, sandboxed: false, note: None }
     }
 
-    /// Runs confined.
+    /// Runs under bubblewrap (the sandbox's or the lab's).
     pub fn confined(&self) -> bool {
-        self.confined
+        self.confine.is_some()
+    }
+
+    /// Runs in the sandbox of `settings.sandbox`.
+    pub fn sandboxed(&self) -> bool {
+        self.sandboxed
     }
 
     /// The process to spawn for `script` in `cwd`; unconfined, with `join` (a cgroup's `cgroup.procs`)
@@ -162,13 +164,13 @@ impl Plan {
     /// probe's `[env]` on top (`probes/claude-code/tasks-partial-write.toml` runs `chattr +i
     /// ~/.claude/tasks/…` on both subjects).
     pub fn command(&self, ctx: &ToolContext, cwd: &Path, script: &str, join: Option<&Path>) -> tokio::process::Command {
-        let mut c = self.program(ctx, cwd, script, join);
+        let mut c = self.program(cwd, script, join);
         c.env("HOME", &ctx.home).env("TMPDIR", ctx.tmp_base()).envs(&ctx.env);
         c
     }
 
-    fn program(&self, ctx: &ToolContext, cwd: &Path, script: &str, join: Option<&Path>) -> tokio::process::Command {
-        if !self.confined {
+    fn program(&self, cwd: &Path, script: &str, join: Option<&Path>) -> tokio::process::Command {
+        let Some(confine) = &self.confine else {
             let mut c = tokio::process::Command::new("bash");
             match join {
                 Some(procs) => c
@@ -180,42 +182,31 @@ impl Plan {
             };
             c.current_dir(cwd);
             return c;
-        }
-        let mut c = tokio::process::Command::new(&self.bwrap);
-        c.arg0("bwrap");
-        c.args(UNPRIVILEGED);
-        // the caller's own ids inside (root stays uid 0, without any capability)
-        c.arg("--uid").arg(nix::unistd::getuid().to_string()).arg("--gid").arg(nix::unistd::getgid().to_string());
-        c.args(["--unshare-pid", "--unshare-ipc", "--unshare-uts"]);
-        if !self.network {
-            c.arg("--unshare-net");
-        }
-        c.args(["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--remount-ro", "/proc", "--tmpfs", "/tmp"]);
-        // the probe's sandbox stays visible (read-only) when it lives under /tmp
-        for root in &ctx.roots {
-            c.arg("--ro-bind").arg(root).arg(root);
-        }
-        // writable: the project and the session's temp root, like the reference's `allowOnly` list
-        // (`.` and `$TMPDIR`); HOME and the rest of the probe's sandbox stay read-only
-        let tmp = ctx.tmp_base();
-        for dir in [&ctx.cwd, &tmp] {
-            if dir.is_dir() {
-                c.arg("--bind").arg(dir).arg(dir);
+        };
+        let shell = ["-c", r#"exec -a "$1" bash -c "$2""#, "bash", SHELL_NAME, script];
+        match join.filter(|_| !self.sandboxed) {
+            // the lab's confinement: a shell joins the cgroup, then execs bubblewrap (same pid), so
+            // everything inside starts in it, as unconfined
+            Some(procs) => {
+                let mut c = tokio::process::Command::new("bash");
+                c.args(["-c", r#"echo $$ >| "$1" 2>/dev/null; shift; exec "$@""#, "bash"])
+                    .arg(procs)
+                    .arg(&confine.bwrap)
+                    .args(confine.args(cwd))
+                    .arg("bash")
+                    .args(shell);
+                c
             }
+            None => confine.wrap("bash", shell, cwd),
         }
-        c.arg("--chdir")
-            .arg(cwd)
-            .args(["--", "bash", "-c", r#"exec -a "$1" bash -c "$2""#, "bash", SHELL_NAME])
-            .arg(script);
-        c
     }
 
     /// The error when the process could not be started at all (confined: the bubblewrap binary).
     pub fn spawn_failure(&self, e: &std::io::Error) -> String {
-        if self.confined {
+        if let Some(c) = &self.confine {
             format!(
                 "Sandbox unavailable (cannot start {}: {e}); the command did not run, and it is not run unconfined.",
-                self.bwrap.display()
+                c.bwrap.display()
             )
         } else {
             format!("cannot start bash: {e}")
@@ -226,15 +217,13 @@ impl Plan {
     /// the confined script's first line (its marker file) ran — then the output is the command's own.
     pub fn setup_failure(&self, code: i32, output: &str, started: bool) -> Option<String> {
         let first = output.lines().next().unwrap_or_default();
-        (self.confined && !started && code != 0 && first.starts_with("bwrap: "))
+        (self.confined() && !started && code != 0 && first.starts_with("bwrap: "))
             .then(|| format!("Sandbox unavailable ({first}); the command did not run, and it is not run unconfined."))
     }
 
     /// The violations the output shows, as one line for the structured record (BASH-3), not the model's text.
     pub fn violations(&self, output: &str) -> Option<String> {
-        if !self.confined {
-            return None;
-        }
+        let confine = self.confine.as_ref().filter(|_| self.sandboxed)?;
         let mut v = Vec::new();
         if output.contains("Read-only file system") {
             v.push("a write outside the sandbox's writable root was refused (Read-only file system)");
@@ -250,7 +239,7 @@ impl Plan {
             "Temporary failure in name resolution",
             "Name or service not known",
         ];
-        if !self.network && net.iter().any(|n| output.contains(n)) {
+        if confine.network == Network::Off && net.iter().any(|n| output.contains(n)) {
             v.push("network access is off in the sandbox");
         }
         (!v.is_empty()).then(|| format!("<sandbox_violations>{}</sandbox_violations>", v.join("; ")))
@@ -278,7 +267,16 @@ mod tests {
     use super::*;
 
     fn confined(network: bool) -> Plan {
-        Plan { confined: true, network, bwrap: PathBuf::from("/usr/bin/bwrap"), note: None }
+        let confine = Confinement {
+            bwrap: PathBuf::from("/usr/bin/bwrap"),
+            visible: Vec::new(),
+            writable: Vec::new(),
+            network: if network { Network::Host } else { Network::Off },
+            nested: false,
+            strict: true,
+            own_pids: true,
+        };
+        Plan { confine: Some(confine), sandboxed: true, note: None }
     }
 
     #[test]

@@ -134,11 +134,10 @@ impl Client {
         env: &std::collections::BTreeMap<String, String>,
         cwd: &Path,
         settings: Option<Value>,
+        confine: Option<&crate::confine::Confinement>,
     ) -> Result<Client, String> {
-        let mut child = tokio::process::Command::new(command)
-            .args(args)
+        let mut child = crate::confine::command(confine, command, args, cwd)
             .envs(env)
-            .current_dir(cwd)
             .stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::null())

@@ -59,6 +59,7 @@ struct Slot {
 #[derive(Debug, Default)]
 pub struct LspManager {
     servers: Vec<ServerConfig>,
+    confine: Option<crate::confine::Confinement>,
     slots: Vec<tokio::sync::Mutex<Slot>>,
     /// Open documents, least recently used first: (uri, server index).
     open: Mutex<Vec<(String, usize)>>,
@@ -98,6 +99,12 @@ impl LspManager {
             request_timeout: Duration::from_millis(ms),
             ..LspManager::default()
         }
+    }
+
+    /// Its servers start under `confine` ([`crate::confine`]; `None`: unconfined).
+    pub fn confined(mut self, confine: Option<crate::confine::Confinement>) -> LspManager {
+        self.confine = confine;
+        self
     }
 
     /// The manager of a session with these plugins (their placeholders already resolved by the caller:
@@ -207,8 +214,15 @@ impl LspManager {
     async fn start(&self, cfg: &ServerConfig) -> Result<Arc<Client>, String> {
         let spec = &cfg.spec;
         let folder = spec.workspace_folder.as_ref().map(PathBuf::from).unwrap_or_else(|| self.cwd.clone());
-        let client =
-            Arc::new(Client::spawn(&cfg.name, &spec.command, &spec.args, &spec.env, &folder, spec.settings.clone())?);
+        let client = Arc::new(Client::spawn(
+            &cfg.name,
+            &spec.command,
+            &spec.args,
+            &spec.env,
+            &folder,
+            spec.settings.clone(),
+            self.confine.as_ref(),
+        )?);
         let uri = file_uri(&folder);
         let name = folder.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
         let params = json!({

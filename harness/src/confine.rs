@@ -1,0 +1,53 @@
+//! The lab's policy of confinement: every subject runs confined ([`probelab_runtime::confine`], the
+//! one bubblewrap wrapper: the host read-only, only the probe's sandbox writable, no network but the
+//! stub and the probe's services) unless its probe opts out with a reason (`[subject] unconfined =
+//! "why"`). The built-in subject's processes (Bash outside its own sandbox, hooks, MCP and LSP servers)
+//! get it through [`probelab_runtime::builtin::SessionConfig::confine`]; the Claude Code binary is
+//! started under it whole ([`crate::subject::claude_code::run`]).
+//!
+//! Where bubblewrap is missing or cannot make namespaces the probe is skipped by its `requires`
+//! ([`crate::probe::Probe::requires_on`] adds `bwrap`), and a run that gets here anyway refuses: a
+//! subject never runs unconfined silently.
+
+pub use probelab_runtime::confine::{Confinement, Network, Served};
+use std::path::Path;
+
+/// A run's confinement: what wraps the subject, and the lab's end of its relayed ports (kept alive for
+/// the run).
+#[derive(Debug)]
+pub struct RunConfinement {
+    /// The wrapper.
+    pub confinement: Confinement,
+    _served: Option<Served>,
+}
+
+/// The confinement of `probe`'s subject writing only `sandbox`, reaching the loopback `ports` (the stub,
+/// the probe's services): `Ok(None)` when the probe opted out; an error when the host cannot confine.
+/// `whole`: the confinement wraps the whole subject (Claude Code: a pid namespace of its own), not
+/// each process the built-in runtime starts.
+pub fn for_run(
+    probe: &crate::probe::Probe,
+    sandbox: &Path,
+    ports: &[u16],
+    whole: bool,
+) -> Result<Option<RunConfinement>, String> {
+    if probe.subject.unconfined.is_some() {
+        return Ok(None);
+    }
+    if let Some(why) = crate::probe::host::lookup("bwrap") {
+        return Err(format!(
+            "{}: the subject cannot be confined: {why}; it is not run unconfined (`[subject] unconfined = \"why\"` opts a probe out)",
+            probe.path.display()
+        ));
+    }
+    let bwrap = probelab_runtime::confine::bwrap_on_path().ok_or("bwrap is not on PATH")?;
+    let (network, served) = if ports.is_empty() {
+        (Network::Off, None)
+    } else {
+        let served = probelab_runtime::confine::serve_ports(&sandbox.join(".net"), ports)
+            .map_err(|e| format!("cannot serve the confined subject's ports: {e}"))?;
+        let relay = crate::probe::placeholders::probelab_binary();
+        (Network::Relayed(served.ports(&relay)), Some(served))
+    };
+    Ok(Some(RunConfinement { confinement: Confinement::lab(bwrap, sandbox, network, whole), _served: served }))
+}
