@@ -21,17 +21,18 @@ pub struct RunConfinement {
     _served: Option<Served>,
 }
 
-/// The confinement of `probe`'s subject writing only `sandbox`, reaching the loopback `ports` (the stub,
+/// The confinement of `probe`'s `subject` (`builtin`, `claude-code@V`) writing only `sandbox`, reaching the loopback `ports` (the stub,
 /// the probe's services): `Ok(None)` when the probe opted out; an error when the host cannot confine.
 /// `whole`: the confinement wraps the whole subject (Claude Code: a pid namespace of its own), not
 /// each process the built-in runtime starts.
 pub fn for_run(
     probe: &crate::probe::Probe,
+    subject: &str,
     sandbox: &Path,
     ports: &[u16],
     whole: bool,
 ) -> Result<Option<RunConfinement>, String> {
-    if probe.subject.unconfined.is_some() {
+    if probe.unconfined_on(subject).is_some() {
         return Ok(None);
     }
     if let Some(why) = crate::probe::host::lookup("bwrap") {

@@ -170,7 +170,8 @@ pub async fn run_conversation(probe: &Probe, runner: Runner<'_>, fixtures_root: 
     // (the binary's own requests; the built-in's go from the lab's process) and the probe's services
     let stub_port = matches!(runner, Runner::ClaudeCode(_)).then(|| running.addr.port());
     let ports: Vec<u16> = stub_port.into_iter().chain(web_service.as_ref().map(|s| s.addr.port())).collect();
-    let confined = crate::confine::for_run(probe, &sandbox.root, &ports, stub_port.is_some())?;
+    let kind = if stub_port.is_some() { "claude-code" } else { "builtin" };
+    let confined = crate::confine::for_run(probe, kind, &sandbox.root, &ports, stub_port.is_some())?;
     let confinement = confined.as_ref().map(|c| c.confinement.clone());
     let start = Instant::now();
     let cap_passed = || RunEnd::Failed(format!("the run's record passed its cap of {RECORD_CAP_BYTES} bytes"));

@@ -29,6 +29,10 @@
 use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
 
+/// What of `/proc` acts on the whole host (sysctls, the SysRq trigger, IRQ affinities, bus devices)
+/// and is guarded by its owner's mode bits alone: bound read-only over a writable `/proc`.
+const PROC_HOST_WIDE: &[&str] = &["/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus"];
+
 /// The probelab subcommand that is the relay ([`relay_main`]).
 pub const RELAY_SUBCOMMAND: &str = "confine-relay";
 
@@ -134,8 +138,15 @@ impl Confinement {
             push(&["--unshare-net"]);
         }
         push(&["--ro-bind", "/", "/", "--dev", "/dev"]);
-        if self.own_pids {
+        if self.own_pids && !self.nested {
             push(&["--proc", "/proc", "--remount-ro", "/proc"]);
+        } else if self.own_pids {
+            // a nested sandbox writes its uid map under /proc/self: /proc stays writable, and what a
+            // process that is the host's uid 0 could write without capabilities is covered read-only
+            push(&["--proc", "/proc"]);
+            for p in PROC_HOST_WIDE.iter().filter(|p| Path::new(p).exists()) {
+                push(&["--ro-bind", p, p]);
+            }
         }
         push(&["--tmpfs", "/tmp"]);
         let mut bind = |how: &str, p: &Path| {
@@ -322,4 +333,56 @@ where
     };
     c.current_dir(cwd);
     c
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(c: &Confinement) -> Vec<String> {
+        c.args(Path::new("/sb/work")).iter().map(|a| a.to_string_lossy().into_owned()).collect()
+    }
+
+    #[test]
+    fn the_lab_writes_only_the_sandbox_and_relays_only_its_ports() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let sb = dir.path();
+        let ports = Ports {
+            relay: "/bin/probelab".into(),
+            dir: sb.join(".net"),
+            sockets: vec![(4242, sb.join(".net/4242.sock"))],
+        };
+        let c = Confinement::lab("/usr/bin/bwrap".into(), sb, Network::Relayed(ports), false);
+        let a = args(&c);
+        let s = sb.display().to_string();
+        let pos = |x: &str| a.iter().position(|y| y == x).unwrap_or_else(|| panic!("no {x} in {a:?}"));
+        // the host read-only, then the sandbox writable over it, the sockets read-only over that
+        assert!(pos("--ro-bind") < pos("--bind"));
+        assert_eq!(a.iter().filter(|x| x.as_str() == "--bind").count(), 1);
+        assert_eq!(a[pos("--bind") + 1], s);
+        assert!(a.windows(3).any(|w| w[0] == "--ro-bind" && w[1] == format!("{s}/.net")));
+        assert!(a.contains(&"--unshare-net".to_string()) && a.contains(&"--unshare-user".to_string()));
+        assert!(a.contains(&"--cap-drop".to_string()));
+        // the built-in's processes keep the host's pids (and the caller's group); nested sandboxes allowed
+        assert!(!a.contains(&"--unshare-pid".to_string()) && !a.contains(&"--new-session".to_string()));
+        assert!(!a.contains(&"--disable-userns".to_string()));
+        let tail: Vec<&str> = a[pos("--") + 1..].iter().map(String::as_str).collect();
+        assert_eq!(tail[..2], ["/bin/probelab", RELAY_SUBCOMMAND]);
+        assert_eq!(tail[2], format!("4242={s}/.net/4242.sock"));
+        assert_eq!(tail[3], "--");
+        // a whole subject: its own pids and session, /proc writable but what acts on the host covered
+        let whole = args(&Confinement { own_pids: true, network: Network::Off, ..c });
+        assert!(whole.contains(&"--unshare-pid".to_string()) && whole.contains(&"--new-session".to_string()));
+        assert!(whole.windows(2).any(|w| w[0] == "--ro-bind" && w[1] == "/proc/sys"));
+        assert!(!whole.contains(&"--remount-ro".to_string()));
+        assert_eq!(whole.last().map(String::as_str), Some("--"));
+    }
+
+    #[test]
+    fn the_relay_refuses_a_bad_command_line() {
+        let a = |v: &[&str]| v.iter().map(OsString::from).collect::<Vec<_>>();
+        assert_eq!(relay_main(&a(&["1=/x"])), 2);
+        assert_eq!(relay_main(&a(&["x=/x", "--", "true"])), 2);
+        assert_eq!(relay_main(&a(&["1=/x", "--"])), 2);
+    }
 }

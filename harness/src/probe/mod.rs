@@ -43,8 +43,8 @@
 //! [subject]
 //! session_id = "11111111-2222-4333-8444-555555555555"   # the session's id on both subjects (a UUID)
 //! unconfined = "why"                         # run the subject outside the lab's confinement (a reason)
-//! [subject.builtin]                          # model, max_turns, requires
-//! [subject.claude-code]                      # args, env, requires
+//! [subject.builtin]                          # model, max_turns, requires, unconfined
+//! [subject.claude-code]                      # args, env, requires, unconfined
 //!
 //! [env]                                      # environment of the subject
 //! CLAUDE_CODE_FILE_READ_MAX_OUTPUT_TOKENS = "100"
@@ -395,6 +395,9 @@ pub struct BuiltinOptions {
     /// Host parts this subject needs besides the probe's own `requires` ([`host`]).
     #[serde(default)]
     pub requires: Vec<String>,
+    /// Why this subject runs unconfined on this probe ([`SubjectOptions::unconfined`], for one subject).
+    #[serde(default)]
+    pub unconfined: Option<String>,
 }
 
 /// `[subject.claude-code]` (used by the Claude Code subject).
@@ -410,6 +413,9 @@ pub struct ClaudeCodeOptions {
     /// Host parts this subject needs besides the probe's own `requires` ([`host`]).
     #[serde(default)]
     pub requires: Vec<String>,
+    /// Why this subject runs unconfined on this probe ([`SubjectOptions::unconfined`], for one subject).
+    #[serde(default)]
+    pub unconfined: Option<String>,
 }
 
 /// `[subject]`.
@@ -552,6 +558,17 @@ pub struct Probe {
 }
 
 impl Probe {
+    /// Why the probe runs `subject` (`builtin`, `claude-code@V`) unconfined, if it does: `[subject]
+    /// unconfined`, else the subject's own table's.
+    pub fn unconfined_on(&self, subject: &str) -> Option<&str> {
+        let own = match subject.split('@').next().unwrap_or(subject) {
+            "builtin" => &self.subject.builtin.unconfined,
+            "claude-code" => &self.subject.claude_code.unconfined,
+            _ => &None,
+        };
+        self.subject.unconfined.as_deref().or(own.as_deref())
+    }
+
     /// The host parts the probe needs on a subject: its `requires`, the subject's own, and `bwrap` for a
     /// loop probe whose subject runs confined (every one without `[subject] unconfined`).
     pub fn requires_on(&self, subject: &str) -> Vec<String> {
@@ -563,7 +580,7 @@ impl Probe {
         };
         let mut all: Vec<String> = self.requires.iter().chain(own).cloned().collect();
         // every loop probe's subject runs confined unless the probe says why not ([`crate::confine`])
-        if self.execs.is_empty() && self.subject.unconfined.is_none() && !all.iter().any(|r| r == "bwrap") {
+        if self.execs.is_empty() && self.unconfined_on(subject).is_none() && !all.iter().any(|r| r == "bwrap") {
             all.push("bwrap".into());
         }
         all
@@ -781,8 +798,11 @@ pub fn parse(path: &Path, text: &str) -> Result<Probe, ProbeError> {
             Some("a loop probe scripts the model with [[turn]]; an exec probe runs [[exec]] commands"),
         ));
     }
-    if raw.subject.unconfined.as_ref().is_some_and(|why| why.trim().is_empty()) {
-        let key = regex::Regex::new(r"(?m)^[ \t]*unconfined[ \t]*=").ok();
+    let reasons = [&raw.subject.unconfined, &raw.subject.builtin.unconfined, &raw.subject.claude_code.unconfined];
+    if reasons.iter().any(|r| r.as_ref().is_some_and(|why| why.trim().is_empty())) {
+        let blank = regex::Regex::new(r#"(?m)^[ \t]*unconfined[ \t]*=[ \t]*("\s*"|'\s*')"#).ok();
+        let key =
+            blank.filter(|b| b.is_match(text)).or_else(|| regex::Regex::new(r"(?m)^[ \t]*unconfined[ \t]*=").ok());
         let at = key.and_then(|k| k.find(text)).map(|m| m.start()).unwrap_or(0);
         let hint =
             "say why the subject must run with the host writable, e.g. unconfined = \"measures the host's own /tmp\"";
@@ -1567,6 +1587,26 @@ mod tests {
         let p = parse(Path::new("p.toml"), &declared).map_err(|e| e.to_string());
         assert_eq!(p.map(|p| p.requires_on("builtin")), Ok(vec!["bwrap".to_string()]));
         assert!(err(&OK.replace("about", "requires = [\"a b\"]\nabout")).contains("is not a host part"));
+    }
+
+    #[test]
+    fn a_subject_runs_confined_unless_the_probe_says_why_not() {
+        let requires = |text: &str, subject: &str| {
+            parse(Path::new("p.toml"), text).map(|p| p.requires_on(subject)).map_err(|e| e.to_string())
+        };
+        assert_eq!(requires(OK, "builtin"), Ok(vec!["bwrap".to_string()]));
+        assert_eq!(requires(OK, "claude-code@2.1.235"), Ok(vec!["bwrap".to_string()]));
+        let all = format!("{OK}[subject]\nunconfined = \"measures the host's /tmp\"\n");
+        assert_eq!(requires(&all, "builtin"), Ok(vec![]));
+        assert_eq!(requires(&all, "claude-code@2.1.235"), Ok(vec![]));
+        let one = format!("{OK}[subject.claude-code]\nunconfined = \"chattr +i\"\n");
+        assert_eq!(requires(&one, "builtin"), Ok(vec!["bwrap".to_string()]));
+        assert_eq!(requires(&one, "claude-code@2.1.235"), Ok(vec![]));
+        // a reason, never an empty one; placed on its key
+        let blank = format!("{OK}[subject.builtin]\nunconfined = \" \"\n");
+        let e = err(&blank);
+        let line = blank.lines().position(|l| l.starts_with("unconfined")).map(|i| i + 1).unwrap_or(0);
+        assert!(e.contains("unconfined needs a reason") && e.contains(&format!(":{line}:1")), "{e}");
     }
 
     #[test]
