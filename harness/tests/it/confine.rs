@@ -1,7 +1,8 @@
-//! Every subject runs confined by default (issue 30, item 2): a probe whose Bash writes outside its
-//! sandbox (/var/tmp, the sandbox's parent `$HOME/../..`) and connects to a loopback port that is not
-//! one of its services changes nothing outside the sandbox, and the connection never arrives — on the
-//! built-in subject, and on Claude Code 2.1.235 where it is installed. Only loopback addresses.
+//! Every subject runs confined by default (issue 30, item 2): a probe whose Bash (and a hook) writes
+//! outside its sandbox (/var/tmp, the sandbox's parent `$HOME/../..`) and connects to a loopback port
+//! that is not one of its services changes nothing outside the sandbox, and the connection never
+//! arrives — on the built-in subject, and on Claude Code 2.1.235 where it is installed; an imported
+//! session replays the same way. Only loopback addresses.
 
 use harness::lab::{run_probe, Layout};
 use std::path::{Path, PathBuf};
@@ -15,6 +16,11 @@ about = "writes outside the sandbox and a connection to a loopback port that is 
 subjects = ["builtin", "claude-code"]
 ask = "allow"
 
+# a hook is a process of the subject too
+[[settings.hooks.PreToolUse]]
+matcher = "Bash"
+hooks = [{{ type = "command", command = "echo x > /var/tmp/{name}-hook; echo ran > hook-ran.txt" }}]
+
 [[turn]]
 tool_use = [{{ name = "Bash", input = {{ command = "echo x > /var/tmp/{name}; echo x > \"$HOME/../../{name}\"; echo x > \"$HOME/../{name}\" && echo inside-written; (exec 3<>/dev/tcp/127.0.0.1/{port}) 2>&1; echo end", description = "escape" }} }}]
 [[turn]]
@@ -23,6 +29,9 @@ text = "done"
 [[check]]
 result = 1
 contains = ["/var/tmp/{name}: Read-only file system", "inside-written", "Connection refused", "end"]
+[[check]]
+file = "hook-ran.txt"
+equals = "ran\n"
 "#
     )
 }
@@ -30,8 +39,11 @@ contains = ["/var/tmp/{name}: Read-only file system", "inside-written", "Connect
 /// Runs the probe on `subject`; asserts that the host saw nothing of it.
 fn untouched(subject: &str) {
     let name = format!("probelab-confine-{}-{}", std::process::id(), subject.replace(['@', '.'], "-"));
-    let outside =
-        [PathBuf::from("/var/tmp").join(&name), std::env::temp_dir().canonicalize().unwrap_or_default().join(&name)];
+    let outside = [
+        PathBuf::from("/var/tmp").join(&name),
+        PathBuf::from("/var/tmp").join(format!("{name}-hook")),
+        std::env::temp_dir().canonicalize().unwrap_or_default().join(&name),
+    ];
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap_or_else(|e| panic!("{e}"));
     listener.set_nonblocking(true).unwrap_or_else(|e| panic!("{e}"));
     let port = listener.local_addr().unwrap_or_else(|e| panic!("{e}")).port();
@@ -69,4 +81,47 @@ fn claude_code_changes_nothing_outside_its_sandbox() {
         return;
     }
     untouched(&format!("claude-code@{version}"));
+}
+
+/// `probelab ARGS` in `dir`: (success, what it said).
+fn probelab(dir: &Path, args: &[&str]) -> (bool, String) {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_probelab"))
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap_or_else(|e| panic!("probelab {args:?}: {e}"));
+    let said = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    (out.status.success(), said)
+}
+
+#[test]
+fn an_imported_session_replays_without_touching_the_host() {
+    // a real session (claude-code@2.1.235's), its Bash command made to write outside the project
+    let name = format!("probelab-confine-import-{}", std::process::id());
+    let outside = PathBuf::from("/var/tmp").join(&name);
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let text = std::fs::read_to_string(repo.join("fixtures/sessions/claude-code-2.1.235.jsonl"))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let escaping =
+        text.replace(r#""command":"cat f.txt""#, &format!(r#""command":"echo x > /var/tmp/{name}; cat f.txt""#));
+    assert_ne!(escaping, text, "the session's Bash command was found");
+    let tmp = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let lab = tmp.path();
+    let session = lab.join("session.jsonl");
+    std::fs::write(&session, escaping).unwrap_or_else(|e| panic!("{e}"));
+    assert!(probelab(lab, &["init"]).0);
+    let (ok, said) = probelab(lab, &["import", &session.to_string_lossy(), "sessions/escape"]);
+    assert!(ok, "{said}");
+    let version = harness::subject::claude_code::REFERENCE_VERSION;
+    let cc = format!("claude-code@{version}");
+    let installed = harness::versions::cache_root().join("claude-code").join(version).is_dir();
+    for subject in ["builtin"].into_iter().chain(installed.then_some(cc.as_str())) {
+        // the recorded result (the file's text) no longer comes back: the run fails its check, the host
+        // is what counts
+        let (_, said) = probelab(lab, &["run", "-j", "1", "--subject", subject]);
+        let landed = outside.exists();
+        let _ = std::fs::remove_file(&outside);
+        assert!(!landed, "{subject}: the replay wrote {}:\n{said}", outside.display());
+        assert!(said.contains("Read-only file system"), "{subject}: {said}");
+    }
 }
