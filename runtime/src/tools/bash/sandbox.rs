@@ -6,7 +6,7 @@
 //!
 //! ```toml
 //! [settings.sandbox]
-//! enabled = true                    # default false: commands run unconfined
+//! enabled = true                    # default false: commands run outside it (the lab still confines them: crate::confine)
 //! allowUnsandboxedCommands = false  # honour a call's dangerouslyDisableSandbox (default true, like the reference)
 //! allowNetwork = false              # keep the host's network (default false; not a Claude Code key)
 //! failIfUnavailable = true          # Claude Code only (the built-in runtime always fails, see below)
