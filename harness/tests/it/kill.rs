@@ -23,7 +23,6 @@ const CLAUDE_VERSION: &str = "2.1.235";
 struct Case {
     dir: tempfile::TempDir,
     marker: String,
-    ready: PathBuf,
     tmp: PathBuf,
     probe: PathBuf,
 }
@@ -36,12 +35,12 @@ fn case(subject: &str, sig: &str) -> Case {
     let marker = format!("{}{n}{t:09}", std::process::id());
     let dir =
         tempfile::Builder::new().prefix(&format!("kill-{sig}-{marker}-")).tempdir().unwrap_or_else(|e| panic!("{e}"));
-    let ready = dir.path().join("ready");
     let tmp = dir.path().join("tmp");
     std::fs::create_dir_all(&tmp).unwrap_or_else(|e| panic!("{e}"));
     let subjects = if subject == "builtin" { "" } else { "subjects = [\"claude-code\"]\n" };
-    // the marker is in the sleep's argument (`600.<marker>` seconds) and in the shell's command line
-    let command = format!("touch {}; sleep {COMMAND_SECS}.{marker}", ready.display());
+    // the marker is in the sleep's argument (`600.<marker>` seconds) and in the shell's command line;
+    // the subject runs confined: its `ready` file goes in its sandbox's root (see [`ready`])
+    let command = format!("touch \"$HOME/../ready\"; sleep {COMMAND_SECS}.{marker}");
     let probe = dir.path().join("long.toml");
     let text = format!(
         "id = \"kill.long-bash\"\nclaims = [\"BASH-5\"]\n{subjects}about = \"a command that runs for minutes\"\n\
@@ -50,7 +49,12 @@ fn case(subject: &str, sig: &str) -> Case {
         COMMAND_SECS * 1000
     );
     std::fs::write(&probe, text).unwrap_or_else(|e| panic!("{e}"));
-    Case { dir, marker, ready, tmp, probe }
+    Case { dir, marker, tmp, probe }
+}
+
+/// The command has started: its `ready` file is in a sandbox of the run's TMPDIR.
+fn ready(c: &Case) -> bool {
+    std::fs::read_dir(&c.tmp).into_iter().flatten().flatten().any(|e| e.path().join("ready").exists())
 }
 
 fn start(c: &Case, subject: &str) -> Child {
@@ -118,8 +122,8 @@ fn wait_for(bound: Duration, mut done: impl FnMut() -> bool) -> bool {
 fn killed_run_leaves_nothing(subject: &str, sig: nix::sys::signal::Signal, code: Option<i32>) {
     let c = case(subject, sig.as_str());
     let mut child = start(&c, subject);
-    let started = wait_for(START_BOUND, || c.ready.exists() || child.try_wait().ok().flatten().is_some());
-    assert!(started && c.ready.exists(), "the command never started\n{}", dump(&c));
+    let started = wait_for(START_BOUND, || ready(&c) || child.try_wait().ok().flatten().is_some());
+    assert!(started && ready(&c), "the command never started\n{}", dump(&c));
     assert!(
         wait_for(EXIT_BOUND, || marked(&c.marker).iter().any(|(_, l)| l.contains("sleep"))),
         "no sleep carrying the marker: {:?}\n{}",
@@ -223,7 +227,7 @@ fn run_past_its_deadline_leaves_nothing(subject: &str, deadline_secs: u64) {
     });
     let out = out.unwrap_or_else(|e| panic!("{e}"));
     let took = began.elapsed();
-    assert!(c.ready.exists(), "the command never started: {:?}", out.end);
+    assert!(out.sandbox.root.join("ready").exists(), "the command never started: {:?}", out.end);
     assert!(!out.within_deadline, "{:?}", out.end);
     let bound = Duration::from_secs(deadline_secs) + EXIT_BOUND;
     assert!(took <= bound, "the run ended after {took:?}, more than {bound:?}");
@@ -264,7 +268,7 @@ fn what_a_killed_process_group_leaves_is_swept_at_the_next_start() {
             .spawn()
             .unwrap_or_else(|e| panic!("{e}"))
     };
-    assert!(wait_for(START_BOUND, || c.ready.exists()), "the command never started");
+    assert!(wait_for(START_BOUND, || ready(&c)), "the command never started");
     let sleeping = || marked(&c.marker).iter().any(|(_, l)| l.starts_with("sleep"));
     assert!(wait_for(EXIT_BOUND, sleeping), "no sleep: {:?}", marked(&c.marker));
     nix::sys::signal::killpg(nix::unistd::Pid::from_raw(child.id() as i32), nix::sys::signal::Signal::SIGKILL)
