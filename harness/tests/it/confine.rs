@@ -125,3 +125,31 @@ fn an_imported_session_replays_without_touching_the_host() {
         assert!(said.contains("Read-only file system"), "{subject}: {said}");
     }
 }
+
+#[test]
+fn without_bubblewrap_a_probe_is_skipped_unless_it_says_why_it_runs_unconfined() {
+    let tmp = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let empty = tmp.path().join("bin");
+    std::fs::create_dir(&empty).unwrap_or_else(|e| panic!("{e}"));
+    let probe = tmp.path().join("unconfined.toml");
+    let text = "id = \"x.unconfined\"\nclaims = [\"READ-1\"]\nabout = \"a Read\"\n[subject]\nunconfined = \"a test of the opt-out\"\n\
+                [fixture]\nfiles.\"f.txt\" = \"a\\n\"\n[[turn]]\ntool_use = [{ name = \"Read\", input = { file_path = \"{cwd}/f.txt\" } }]\n\
+                [[turn]]\ntext = \"done\"\n";
+    std::fs::write(&probe, text).unwrap_or_else(|e| panic!("{e}"));
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let golden = tmp.path().join("golden");
+    // no bwrap on PATH: the confined probe is skipped, saying what it needs; the one that opted out runs
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_probelab"))
+        .args(["run", "--bless", "-j", "1", "--golden"])
+        .arg(&golden)
+        .arg(&probe)
+        .arg("probes/read/window.toml")
+        .current_dir(&repo)
+        .env("PATH", &empty)
+        .output()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let said = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(said.contains("skip  read.window (needs bubblewrap"), "{said}");
+    assert!(said.contains("bless x.unconfined"), "{said}");
+    assert!(out.status.success(), "{said}");
+}
