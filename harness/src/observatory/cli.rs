@@ -369,7 +369,13 @@ impl Command {
                             }
                         };
                         match rt.block_on(pin_changes(&probes, &cells, layout, &out, &mut each)) {
-                            Ok(more) => cells.extend(more),
+                            // the cells run now stand for their (probe, version), in place of older ones
+                            Ok(more) => {
+                                let newer: std::collections::BTreeSet<(String, Option<String>)> =
+                                    more.iter().map(|c| (c.probe.clone(), c.version.clone())).collect();
+                                cells.retain(|c| !newer.contains(&(c.probe.clone(), c.version.clone())));
+                                cells.extend(more);
+                            }
                             Err(e) => return fail(1, &e),
                         }
                     }

@@ -76,7 +76,11 @@ impl Matrix {
         for o in cells {
             let version = o.version.clone().unwrap_or_else(|| o.subject.clone());
             if let Some(prev) = by_key.insert((o.probe.clone(), version.clone()), o) {
-                if prev.outcome != o.outcome || prev.fingerprint != o.fingerprint || prev.claims != o.claims {
+                // fingerprints compare as the matrix shows them (a slim cell made from a report keeps 12 hex)
+                if prev.outcome != o.outcome
+                    || short(&prev.fingerprint) != short(&o.fingerprint)
+                    || prev.claims != o.claims
+                {
                     return Err(format!(
                         "two cells of {} on {version} disagree ({} {} / {} {}): merge shards of one matrix, or run the cell again",
                         o.probe,
@@ -152,25 +156,32 @@ impl Matrix {
                 m.probe_timeline.insert(probe.clone(), changes);
             }
         }
-        for (claim, row) in &m.claims {
+        // a claim's timeline is its citing probes' own: where a probe's verdict on the claim changed
+        // between two versions it ran on, or its behaviour did — never a column's combined verdict, which
+        // a version where only some probes ran (a bisection's boundary) would make flip
+        for claim in m.claims.keys() {
             let mut changes = Vec::new();
-            let mut prev: Option<(&String, ClaimVerdict)> = None;
-            for v in &versions {
-                let Some(verdict) = row.get(v).copied() else { continue };
-                if let Some((pv, pverdict)) = prev {
-                    if pverdict != verdict {
-                        changes.push(Change {
-                            version: v.clone(),
-                            previous: pv.clone(),
-                            what: format!("{} → {}", pverdict.word(), verdict.word()),
-                        });
-                    }
-                }
-                prev = Some((v, verdict));
-            }
             for p in claim_probes.get(claim).into_iter().flatten() {
+                let mut prev: Option<(&String, ClaimVerdict, bool)> = None;
+                for v in &versions {
+                    let Some(o) = by_key.get(&(p.clone(), v.clone())) else { continue };
+                    let Some(verdict) = o.claims.get(claim).copied() else { continue };
+                    let unstable = !o.unstable.is_empty();
+                    if let Some((pv, pverdict, punstable)) = prev {
+                        if pverdict != verdict && !unstable && !punstable {
+                            changes.push(Change {
+                                version: v.clone(),
+                                previous: pv.clone(),
+                                what: format!("{p}: {} → {}", pverdict.word(), verdict.word()),
+                            });
+                        }
+                    }
+                    prev = Some((v, verdict, unstable));
+                }
                 for c in m.probe_timeline.get(p).into_iter().flatten() {
-                    if c.what.starts_with("behaviour") && !changes.iter().any(|x| x.version == c.version) {
+                    let verdict_moved =
+                        changes.iter().any(|x| x.version == c.version && x.what.starts_with(&format!("{p}: ")));
+                    if c.what.starts_with("behaviour") && !verdict_moved {
                         changes.push(Change { what: format!("{p}: {}", c.what), ..c.clone() });
                     }
                 }
@@ -471,7 +482,13 @@ mod tests {
         assert_eq!(Matrix::from_cells(&shuffled).unwrap_or_else(|e| panic!("{e}")), one);
         assert_eq!(one.versions, ["2.1.9", "2.1.10", "2.1.11"], "semver order, not text order");
         assert_eq!(one.claim_timeline["READ-2"][0].version, "2.1.11");
-        assert_eq!(one.claim_timeline["READ-2"][0].what, "holds → changed");
+        assert_eq!(one.claim_timeline["READ-2"][0].what, "p: holds → changed", "named by the probe whose verdict moved");
+        // a version where only another probe ran (a bisection's boundary) does not make the claim flip
+        let mut sparse = cells.clone();
+        sparse.push(cell("r", "2.1.105", Outcome::Pass, "eeee", ("READ-2", Holds)));
+        sparse.push(cell("r", "2.1.100", Outcome::Pass, "eeee", ("READ-2", Holds)));
+        let m = Matrix::from_cells(&sparse).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(m.claim_timeline["READ-2"].len(), 1, "{:?}", m.claim_timeline["READ-2"]);
         // a behaviour change with the claim still holding is on the claim's timeline, named
         assert_eq!(one.claim_timeline["GREP-1"][0].what, "q: behaviour cccc → dddd");
         assert!(one.to_text().contains("READ-2 HHC"), "{}", one.to_text());
