@@ -15,6 +15,7 @@ pub const MODIFIED_SINCE_READ: &str =
     "File has been modified since read, either by the user or by a linter. Read it again before attempting to write it.";
 
 pub use crate::context::cwd_slug;
+pub use crate::paths::{real_path, MAX_SYMLINK_HOPS};
 
 /// Resolves `file_path` (absolute, or relative to the cwd) lexically, without touching the disk.
 pub fn absolute(ctx: &ToolContext, file_path: &str) -> PathBuf {
@@ -33,10 +34,6 @@ pub fn absolute(ctx: &ToolContext, file_path: &str) -> PathBuf {
     out
 }
 
-/// Symlinks followed at most in one path, as the kernel does (Linux's `MAXSYMLINKS`; past it
-/// `ELOOP`): a longer chain (or a loop) is refused, never followed further.
-pub const MAX_SYMLINK_HOPS: usize = 40;
-
 /// Text of the refusal to write through a symlink, as Claude Code 2.1.235 words it for Write and Edit
 /// (measured by `probes/claude-code/symlink-writes.toml`: a link to a file inside the project, to one
 /// outside it and a dangling one, all refused alike; a symlinked directory in the path is followed).
@@ -45,53 +42,6 @@ pub fn through_symlink(path: &Path) -> String {
         "Refusing to write through symlink: {}. Resolve the symlink and pass the real target path explicitly.",
         path.display()
     )
-}
-
-/// The path the OS would really touch: every component resolved through symlinks, the last one
-/// included, and a dangling link followed to where its target would be (the parts that do not exist
-/// are kept as written). `..` after a symlink goes up from the link's target, as the kernel does, and
-/// `/proc/self/root`-style magic links resolve to what they name. None when the path holds a symlink
-/// loop, more than [`MAX_SYMLINK_HOPS`] links or a link that cannot be read (`/proc/1/root` of
-/// another namespace). This is the one resolver: confinement ([`resolve`]),
-/// the permission matcher and the search walks all ask it.
-pub fn real_path(path: &Path) -> Option<PathBuf> {
-    use std::collections::VecDeque;
-    use std::ffi::OsString;
-    let mut out = PathBuf::from("/");
-    let mut todo: VecDeque<OsString> = VecDeque::new();
-    let push_front = |todo: &mut VecDeque<OsString>, p: &Path| {
-        for c in p.components().rev() {
-            match c {
-                Component::Normal(n) => todo.push_front(n.to_os_string()),
-                Component::ParentDir => todo.push_front("..".into()),
-                _ => {}
-            }
-        }
-    };
-    push_front(&mut todo, path);
-    let mut hops = 0;
-    while let Some(c) = todo.pop_front() {
-        if c == ".." {
-            out.pop();
-            continue;
-        }
-        let next = out.join(&c);
-        match std::fs::symlink_metadata(&next) {
-            Ok(m) if m.file_type().is_symlink() => {
-                hops += 1;
-                if hops > MAX_SYMLINK_HOPS {
-                    return None;
-                }
-                let target = std::fs::read_link(&next).ok()?;
-                if target.is_absolute() {
-                    out = PathBuf::from("/");
-                }
-                push_front(&mut todo, &target);
-            }
-            _ => out = next,
-        }
-    }
-    Some(out)
 }
 
 /// A path a tool was given, resolved ([`resolve`]).
