@@ -118,17 +118,16 @@ pub fn search_root(ctx: &ToolContext, path: Option<&str>) -> Result<PathBuf, Too
 /// What a search walk must leave out: the files the session's `Read(...)`-family deny rules cover for
 /// `tool` (matched like a call's own path: as given and as resolved). None when no deny rule names a
 /// path, so an unrestricted search pays nothing.
-pub fn search_skip(ctx: &ToolContext, tool: &'static str) -> Result<Option<probelab_search::Skip>, ToolError> {
-    let rules = crate::permissions::Rules::from_settings(&ctx.session.settings.permissions)
-        .map_err(|e| ToolError::Runtime(format!("permission settings: {e}")))?;
-    if !rules.denies_paths(tool) {
-        return Ok(None);
+pub fn search_skip(ctx: &ToolContext, tool: &'static str) -> Option<probelab_search::Skip> {
+    if !ctx.session.rules().denies_paths(tool) {
+        return None;
     }
-    let at = ctx.anchors();
-    Ok(Some(std::sync::Arc::new(move |p: &Path| {
+    // the session's rules, shared with the walk (parsed once, when the session was made)
+    let (session, at) = (ctx.session.clone(), ctx.anchors());
+    Some(std::sync::Arc::new(move |p: &Path| {
         let subject = crate::tool::PermissionSubject::ReadPath(p.to_path_buf());
-        matches!(rules.decide(tool, &subject, true, &at), crate::permissions::Decision::Deny(_))
-    })))
+        matches!(session.rules().decide(tool, &subject, true, &at), crate::permissions::Decision::Deny(_))
+    }))
 }
 
 /// What the permission rules of a file tool match: the path in `key`, as a write or a read.
@@ -266,11 +265,8 @@ pub fn model_keeps_read_gate(ctx: &ToolContext) -> bool {
 /// The file could be Read without asking: no deny or ask rule covers it for Read (the reference's
 /// test before it skips a gate or lets a stale edit through).
 pub fn read_auto_allowed(ctx: &ToolContext, path: &Path) -> bool {
-    let Ok(rules) = crate::permissions::Rules::from_settings(&ctx.session.settings.permissions) else {
-        return false;
-    };
     let subject = crate::tool::PermissionSubject::ReadPath(path.to_path_buf());
-    matches!(rules.decide("Read", &subject, true, &ctx.anchors()), crate::permissions::Decision::Allow(_))
+    matches!(ctx.session.rules().decide("Read", &subject, true, &ctx.anchors()), crate::permissions::Decision::Allow(_))
 }
 
 /// The reference's note after an Edit of a file that changed on disk since its Read but still holds the
@@ -572,6 +568,27 @@ mod tests {
 
     fn ctx() -> (tempfile::TempDir, ToolContext) {
         ToolContext::for_test()
+    }
+
+    #[test]
+    fn tools_reach_the_rules_the_session_parsed_once() {
+        use crate::settings::{AskAnswer, PermissionSettings, Settings};
+        let settings = |deny: &str| Settings {
+            permissions: PermissionSettings { deny: vec![deny.to_string()], ..PermissionSettings::default() },
+            ..Settings::default()
+        };
+        let (_d, mut c) = ctx();
+        let session = crate::session::Session::new(settings("Read(secret/**)"), AskAnswer::default(), None);
+        c.session = std::sync::Arc::new(session.unwrap_or_else(|e| panic!("{e}")));
+        let skip = search_skip(&c, "Grep").unwrap_or_else(|| panic!("a deny rule on paths: the walk skips"));
+        assert!(skip(&c.cwd.join("secret/k")) && !skip(&c.cwd.join("open/k")));
+        assert!(!read_auto_allowed(&c, &c.cwd.join("secret/k")) && read_auto_allowed(&c, &c.cwd.join("open/k")));
+        // rules that do not parse stop the session at its start, not each tool call later
+        let bad = crate::session::Session::new(settings("Read(x"), AskAnswer::default(), None);
+        assert_eq!(
+            bad.err().map(|e| e.to_string()),
+            Some("permission rule \"Read(x\" is not `Tool` or `Tool(pattern)`".into())
+        );
     }
 
     #[test]
