@@ -70,7 +70,7 @@ pub trait Extension: Send + Sync {
     /// What [`Extension::shape_tools`] depends on besides the visible pool, as a number that changes
     /// whenever its shaping would: the loop reuses the last request's `tools` while
     /// [`Runtime::tools_key`] stays the same (a deep copy of every schema per turn was a third of a
-    /// turn's cost, `benches/benches/turn.rs`).
+    /// turn's cost, `benches/lab/benches/turn.rs`).
     fn tools_key(&self, _rt: &Runtime) -> u64 {
         0
     }
