@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-fn members(root: &Path) -> Result<Vec<PathBuf>, String> {
+fn members(root: &Path) -> Result<Vec<PathBuf>, Box<dyn std::error::Error>> {
     let manifest = root.join("Cargo.toml");
     let text = std::fs::read_to_string(&manifest).map_err(|e| format!("{}: {e}", manifest.display()))?;
     let doc: toml::Table = toml::from_str(&text).map_err(|e| format!("{}: {e}", manifest.display()))?;
@@ -21,7 +21,7 @@ fn members(root: &Path) -> Result<Vec<PathBuf>, String> {
     Ok(dirs)
 }
 
-fn run(args: &[String]) -> Result<bool, String> {
+fn run(args: &[String]) -> Result<bool, Box<dyn std::error::Error>> {
     let mut limit = 6;
     let mut edges = false;
     let mut dirs = Vec::new();
@@ -42,7 +42,7 @@ fn run(args: &[String]) -> Result<bool, String> {
     let mut worst = 0;
     for d in &dirs {
         let krate = d.file_name().map_or_else(|| d.display().to_string(), |n| n.to_string_lossy().into_owned());
-        let graph = module_cycles::crate_graph(d).map_err(|e| e.to_string())?;
+        let graph = module_cycles::crate_graph(d)?;
         if edges {
             for (from, to) in graph.iter().flat_map(|(f, ts)| ts.iter().map(move |t| (f, t))) {
                 println!("{krate}: {} -> {}", module_cycles::name(from), module_cycles::name(to));
