@@ -1,7 +1,9 @@
 //! The search engine against the real ripgrep 14.1.1 on a generated corpus (≥ 200 MB in ≥ 20,000 files,
 //! made by a deterministic generator under target/bench-corpus, never committed): literal, regex, -i,
 //! context and files-with-matches searches, plus the Grep tool in process. Criterion times each; then a
-//! table prints the median of each against ripgrep run in the same process, as ratios.
+//! table gives each against ripgrep as the ratio of criterion's medians with the interval their 95%
+//! confidence intervals allow, read from the estimates criterion wrote in this run (`estimates.json`):
+//! the summary cannot contradict criterion's own figures.
 //!
 //! ripgrep is `$PROBELAB_RG` or the one `scripts/setup` builds. ripgrep walks with as many threads as
 //! there are cores unless it sorts; this engine walks on one thread in path order (and searches on as
@@ -17,7 +19,7 @@ use probelab_search::{args, run, Io};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::{Duration, SystemTime};
 
 const FILES: usize = 20_000;
 const BYTES_PER_FILE: usize = 10_500;
@@ -129,22 +131,84 @@ fn theirs(rg: &Path, argv: &[&str], dir: &Path) {
     assert_eq!(s.code(), Some(0));
 }
 
-fn median(mut f: impl FnMut(), n: usize) -> Duration {
-    let mut v: Vec<Duration> = (0..n)
-        .map(|_| {
-            let t = Instant::now();
-            f();
-            t.elapsed()
+/// Where criterion writes its estimates: `$CRITERION_HOME`, else `$CARGO_TARGET_DIR/criterion`, else the
+/// workspace's `target/criterion` (set on criterion too, so the table reads what it wrote).
+fn criterion_dir() -> PathBuf {
+    std::env::var_os("CRITERION_HOME").map(PathBuf::from).unwrap_or_else(|| {
+        std::env::var_os("CARGO_TARGET_DIR")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../target"))
+            .join("criterion")
+    })
+}
+
+/// criterion's estimate of one benchmark's time per iteration: the median and its 95% confidence
+/// interval, in nanoseconds.
+#[derive(Debug, Clone, Copy)]
+struct Estimate {
+    median: f64,
+    lo: f64,
+    hi: f64,
+}
+
+impl Estimate {
+    /// `group/function` as this run measured it (`new/estimates.json` written after `since`); None when
+    /// the run did not measure it (a name filter on the command line) or the file is not criterion's.
+    fn read(out: &Path, group: &str, function: Option<&str>, since: SystemTime) -> Option<Estimate> {
+        // criterion's directory names: each part with `/` (and other characters a file name cannot
+        // hold) as `_`
+        let safe = |s: &str| s.replace(['?', '"', '/', '\\', '*', '<', '>', ':', '|', '^'], "_");
+        let mut p = out.join(safe(group));
+        if let Some(f) = function {
+            p.push(safe(f));
+        }
+        p.push("new/estimates.json");
+        if std::fs::metadata(&p).and_then(|m| m.modified()).ok()? < since {
+            return None;
+        }
+        let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&p).ok()?).ok()?;
+        let m = &v["median"];
+        let ci = &m["confidence_interval"];
+        Some(Estimate {
+            median: m["point_estimate"].as_f64()?,
+            lo: ci["lower_bound"].as_f64()?,
+            hi: ci["upper_bound"].as_f64()?,
         })
-        .collect();
-    v.sort();
-    v[n / 2]
+    }
+
+    fn ms(&self) -> String {
+        format!("{:.1}ms", self.median / 1e6)
+    }
+
+    /// `self / other` at the medians, and the interval the two confidence intervals allow (the lowest
+    /// over the highest, the highest over the lowest: wider than either, never narrower than the truth).
+    fn ratio(&self, other: &Estimate) -> String {
+        format!("{:.2}x [{:.2}, {:.2}]", self.median / other.median, self.lo / other.hi, self.hi / other.lo)
+    }
+}
+
+/// One row of the table: the case, then `ours` against `theirs` (or why a cell is missing).
+fn row(name: &str, pairs: &[(Option<Estimate>, Option<Estimate>)]) {
+    let mut line = format!("{name:<20}");
+    for pair in pairs {
+        match pair {
+            (Some(a), Some(r)) => line.push_str(&format!(" {:>9} {:>9} {:>20}", a.ms(), r.ms(), a.ratio(r))),
+            _ => line.push_str(&format!(" {:>9} {:>9} {:>20}", "-", "-", "(not measured)")),
+        }
+    }
+    println!("{line}");
 }
 
 fn main() {
     let dir = corpus();
     let rg = real_rg();
-    let mut c = Criterion::default().sample_size(10).measurement_time(Duration::from_secs(5)).configure_from_args();
+    let out = criterion_dir();
+    let since = SystemTime::now();
+    let mut c = Criterion::default()
+        .sample_size(10)
+        .measurement_time(Duration::from_secs(5))
+        .output_directory(&out)
+        .configure_from_args();
     for (name, argv) in CASES {
         let sorted: Vec<&str> = ["--sort", "path"].iter().chain(argv.iter()).copied().collect();
         let mut g = c.benchmark_group(format!("grep/{name}"));
@@ -154,6 +218,18 @@ fn main() {
         g.bench_function("rg-14.1.1", |b| b.iter(|| theirs(&rg, argv, &dir)));
         g.finish();
     }
+    // `-l` with the flags the Grep tool hands its engine, for the engine and for ripgrep
+    let mut tool_argv =
+        vec!["--hidden".to_string(), "--max-columns".into(), probelab_runtime::limits::GREP_MAX_COLUMNS.to_string()];
+    for d in probelab_runtime::limits::VCS_DIRS {
+        tool_argv.extend(["--glob".to_string(), format!("!{d}")]);
+    }
+    tool_argv.extend(["-l".to_string(), "ERROR".into()]);
+    let tool_argv: Vec<&str> = tool_argv.iter().map(String::as_str).collect();
+    let mut g = c.benchmark_group("grep/tool-flags");
+    g.bench_function("probelab", |b| b.iter(|| ours(&tool_argv, &dir)));
+    g.bench_function("rg-14.1.1", |b| b.iter(|| theirs(&rg, &tool_argv, &dir)));
+    g.finish();
     // The Grep tool in process (the same engine plus result shaping), files_with_matches.
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap_or_else(|e| panic!("{e}"));
     let ctx = probelab_runtime::ToolContext {
@@ -177,50 +253,27 @@ fn main() {
     c.bench_function("grep/tool-files-with-matches", |b| b.iter(grep_tool));
     c.final_summary();
 
-    println!("\nratios (median of 5; < 1 means probelab is faster; 'sorted' = --sort path, one thread each):");
+    // The table is criterion's own estimates of this run, read back from its files: a ratio is of the
+    // two medians above, with the interval their 95% confidence intervals allow — no second
+    // measurement that could disagree with them.
+    let est = |group: &str, f: Option<&str>| Estimate::read(&out, group, f, since);
+    println!("\nratios of criterion's medians above, [interval from their 95% CIs]; < 1 means probelab is faster;");
+    println!("'sorted' = --sort path, one thread each:");
     println!(
-        "{:<20} {:>12} {:>12} {:>8} {:>14} {:>12} {:>8}",
-        "case", "probelab", "rg", "ratio", "probelab sort", "rg sort", "ratio"
+        "{:<20} {:>9} {:>9} {:>20} {:>9} {:>9} {:>20}",
+        "case", "probelab", "rg", "ratio", "pl sort", "rg sort", "ratio"
     );
-    for (name, argv) in CASES {
-        let sorted: Vec<&str> = ["--sort", "path"].iter().chain(argv.iter()).copied().collect();
-        let a = median(|| ours(argv, &dir), 5);
-        let r = median(|| theirs(&rg, argv, &dir), 5);
-        let a_s = median(|| ours(&sorted, &dir), 5);
-        let r_s = median(|| theirs(&rg, &sorted, &dir), 5);
-        println!(
-            "{name:<20} {:>10.1}ms {:>10.1}ms {:>7.2}x {:>12.1}ms {:>10.1}ms {:>7.2}x",
-            a.as_secs_f64() * 1e3,
-            r.as_secs_f64() * 1e3,
-            a.as_secs_f64() / r.as_secs_f64(),
-            a_s.as_secs_f64() * 1e3,
-            r_s.as_secs_f64() * 1e3,
-            a_s.as_secs_f64() / r_s.as_secs_f64()
+    for (name, _) in CASES {
+        let g = format!("grep/{name}");
+        row(
+            name,
+            &[
+                (est(&g, Some("probelab")), est(&g, Some("rg-14.1.1"))),
+                (est(&g, Some("probelab-sorted")), est(&g, Some("rg-14.1.1-sorted"))),
+            ],
         );
     }
-    let mut tool_argv =
-        vec!["--hidden".to_string(), "--max-columns".into(), probelab_runtime::limits::GREP_MAX_COLUMNS.to_string()];
-    for d in probelab_runtime::limits::VCS_DIRS {
-        tool_argv.extend(["--glob".to_string(), format!("!{d}")]);
-    }
-    tool_argv.extend(["-l".to_string(), "ERROR".into()]);
-    let tool_argv: Vec<&str> = tool_argv.iter().map(String::as_str).collect();
-    let r = median(|| theirs(&rg, &tool_argv, &dir), 5);
-    let e = median(|| ours(&tool_argv, &dir), 5);
-    println!(
-        "{:<20} {:>10.1}ms {:>10.1}ms {:>7.2}x",
-        "-l, the tool's flags",
-        e.as_secs_f64() * 1e3,
-        r.as_secs_f64() * 1e3,
-        e.as_secs_f64() / r.as_secs_f64()
-    );
-    let t = median(grep_tool, 5);
-    let ratio = t.as_secs_f64() / r.as_secs_f64();
-    println!(
-        "{:<20} {:>10.1}ms {:>10.1}ms {:>7.2}x",
-        "Grep tool -l",
-        t.as_secs_f64() * 1e3,
-        r.as_secs_f64() * 1e3,
-        ratio
-    );
+    let rg_tool = est("grep/tool-flags", Some("rg-14.1.1"));
+    row("-l, the tool's flags", &[(est("grep/tool-flags", Some("probelab")), rg_tool)]);
+    row("Grep tool -l", &[(est("grep/tool-files-with-matches", None), rg_tool)]);
 }

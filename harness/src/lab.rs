@@ -94,7 +94,11 @@ pub async fn run_probe(probe: &Probe, subject: &str, layout: &Layout, keep: bool
         // the engine's hash: Claude Code's was computed (and cached) at install; probelab's is taken here
         let (rg, sha) = match &cc {
             Some(c) => (c.binary.clone(), c.sha256.clone()),
-            None => (layout.engine.clone(), engine_sha256(&layout.engine)),
+            None => (
+                layout.engine.clone(),
+                engine_sha256(&layout.engine)
+                    .map_err(|e| format!("cannot read the engine binary {}: {e}", layout.engine.display()))?,
+            ),
         };
         return run_exec_probe(probe, subject, layout, keep, (&rg, &sha), description).await;
     }
@@ -158,17 +162,18 @@ pub async fn run_probe(probe: &Probe, subject: &str, layout: &Layout, keep: bool
 }
 
 /// The SHA-256 of the engine binary at `path`, read and hashed once per process (a 30 MB release
-/// binary took ~60 ms a probe); a binary replaced while the lab runs is not seen.
-fn engine_sha256(path: &Path) -> String {
+/// binary took ~60 ms a probe); a binary replaced while the lab runs is not seen. A binary that cannot
+/// be read is an error of the probe (its evidence would name the hash of nothing).
+fn engine_sha256(path: &Path) -> std::io::Result<String> {
     static KNOWN: std::sync::Mutex<BTreeMap<PathBuf, String>> = std::sync::Mutex::new(BTreeMap::new());
     if let Some(h) = KNOWN.lock().ok().and_then(|k| k.get(path).cloned()) {
-        return h;
+        return Ok(h);
     }
-    let h = crate::transcript::sha256(&std::fs::read(path).unwrap_or_default());
+    let h = crate::transcript::sha256(&std::fs::read(path)?);
     if let Ok(mut k) = KNOWN.lock() {
         k.insert(path.to_path_buf(), h.clone());
     }
-    h
+    Ok(h)
 }
 
 /// The observation of a run from its parts.
@@ -308,4 +313,20 @@ pub fn golden_step(report: &Report, layout: &Layout, bless: bool) -> Result<Gold
         Compare::Missing => GoldenOutcome::Missing,
         Compare::Differs(d) => GoldenOutcome::Differs(d),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_engine_that_cannot_be_read_is_an_error_not_the_hash_of_nothing() {
+        let d = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let missing = d.path().join("no-engine");
+        let e = engine_sha256(&missing).map_err(|e| e.kind());
+        assert_eq!(e, Err(std::io::ErrorKind::NotFound));
+        let engine = d.path().join("engine");
+        std::fs::write(&engine, b"bin").unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(engine_sha256(&engine).ok(), Some(crate::transcript::sha256(b"bin")));
+    }
 }

@@ -281,9 +281,10 @@ impl Behaviour {
     }
 }
 
-/// SHA-256 of a probe's file as it is now (empty when it cannot be read).
+/// SHA-256 of a probe's file: of the text it was parsed from ([`Probe::source`], the file's bytes), so
+/// no second read can fail or see another version of the file.
 pub fn probe_sha256(probe: &Probe) -> String {
-    std::fs::read(&probe.path).map(|b| sha256(&b)).unwrap_or_default()
+    sha256(probe.source.as_bytes())
 }
 
 impl Observation {
@@ -608,6 +609,20 @@ pub fn first_request_layers(
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_probes_hash_is_of_the_text_it_was_parsed_from_with_no_second_read() {
+        let d = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let path = d.path().join("p.toml");
+        let text = "id = \"x.y\"\nclaims = [\"READ-1\"]\nabout = \"a\"\n[[turn]]\n\
+                    tool_use = [{ name = \"Read\", input = { file_path = \"{cwd}/f\" } }]\n[[turn]]\ntext = \"done\"\n\
+                    [[check]]\nresult = 1\nis_error = false\n";
+        std::fs::write(&path, text).unwrap_or_else(|e| panic!("{e}"));
+        let probe = crate::probe::load(&path).unwrap_or_else(|e| panic!("{e}"));
+        std::fs::remove_file(&path).unwrap_or_else(|e| panic!("{e}"));
+        // the file is gone (or changed) since it was loaded: the hash is still that of the probe that runs
+        assert_eq!(super::probe_sha256(&probe), super::sha256(text.as_bytes()));
+    }
+
     #[test]
     fn differences_name_the_part_that_differs() {
         let r = |tool: &str, text: &str, is_error| Some(CallResult { tool: tool.into(), text: text.into(), is_error });

@@ -10,7 +10,7 @@
 //! - Each probe runs on a tokio runtime of its own, on its lane's thread, with the current-thread
 //!   scheduler ([`probe_runtime`], [`run_isolated`]): its stub, its services and the built-in subject
 //!   take turns on one thread, so a request and its answer never wake another thread (on a multi-thread
-//!   runtime those wake-ups were half of a turn's cost: `benches/benches/turn.rs`, 1.1 → 0.5 ms a
+//!   runtime those wake-ups were half of a turn's cost: `benches/lab/benches/turn.rs`, 1.1 → 0.5 ms a
 //!   request); the subject's processes, pipes and blocking work go to the runtime's blocking pool as
 //!   before. A probe that blocks its thread for a moment (a 64 MiB fixture written) holds back only
 //!   itself, never another probe's timers. What the probe leaves running (a task nobody awaited) is

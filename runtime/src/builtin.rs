@@ -195,7 +195,7 @@ pub async fn start(mut config: SessionConfig) -> Result<Runtime, RuleError> {
     let pool = pool(&config.env).with_mcp(mcp.tools());
     let lsp = lsp::manager::LspManager::from_plugins(&config.plugins, &config.cwd, &config.env)
         .confined(config.confine.clone());
-    let session = Session::new(config.settings.clone(), config.ask, config.model.clone())
+    let session = Session::new(config.settings.clone(), config.ask, config.model.clone())?
         .put(config.host.clone())
         .put(cron::Cron::new(config.clock.as_ref()))
         .put(artifact::Artifacts::new(config.artifact_api.clone()))
@@ -223,7 +223,7 @@ pub async fn start(mut config: SessionConfig) -> Result<Runtime, RuleError> {
         session: Arc::new(session),
     };
     let extensions = extensions(&pool);
-    Ok(Runtime::new(pool, &config.settings, config.ask, ctx)?
+    Ok(Runtime::new(pool, &config.settings, config.ask, ctx)
         .with_extensions(extensions, DISABLED_NOTICE_TOOLS.to_vec()))
 }
 
@@ -250,7 +250,7 @@ impl agent_tool::Composer for Builtin {
         let ps = &parent.session;
         let depth = spec.who.depth;
         let agents = agent_tool::Agents { me: spec.who, shared: ps.state::<agent_tool::Agents>().shared.clone() };
-        let session = Session::new(ps.settings.clone(), ps.ask_answer, Some(spec.model.clone()))
+        let session = Session::new(ps.settings.clone(), ps.ask_answer, Some(spec.model.clone()))?
             .put((*ps.state::<host::HostScript>()).clone())
             .put(agents)
             .put(agent_tool::ComposerSlot(Some(Arc::new(Builtin))))
@@ -283,7 +283,7 @@ impl agent_tool::Composer for Builtin {
                 notice.push(t);
             }
         }
-        Ok(Runtime::new(pool, &ps.settings, ps.ask_answer, ctx)?.with_extensions(extensions, notice))
+        Ok(Runtime::new(pool, &ps.settings, ps.ask_answer, ctx).with_extensions(extensions, notice))
     }
 }
 

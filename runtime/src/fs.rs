@@ -15,6 +15,7 @@ pub const MODIFIED_SINCE_READ: &str =
     "File has been modified since read, either by the user or by a linter. Read it again before attempting to write it.";
 
 pub use crate::context::cwd_slug;
+pub use crate::paths::{real_path, MAX_SYMLINK_HOPS};
 
 /// Resolves `file_path` (absolute, or relative to the cwd) lexically, without touching the disk.
 pub fn absolute(ctx: &ToolContext, file_path: &str) -> PathBuf {
@@ -33,10 +34,6 @@ pub fn absolute(ctx: &ToolContext, file_path: &str) -> PathBuf {
     out
 }
 
-/// Symlinks followed at most in one path, as the kernel does (Linux's `MAXSYMLINKS`; past it
-/// `ELOOP`): a longer chain (or a loop) is refused, never followed further.
-pub const MAX_SYMLINK_HOPS: usize = 40;
-
 /// Text of the refusal to write through a symlink, as Claude Code 2.1.235 words it for Write and Edit
 /// (measured by `probes/claude-code/symlink-writes.toml`: a link to a file inside the project, to one
 /// outside it and a dangling one, all refused alike; a symlinked directory in the path is followed).
@@ -45,53 +42,6 @@ pub fn through_symlink(path: &Path) -> String {
         "Refusing to write through symlink: {}. Resolve the symlink and pass the real target path explicitly.",
         path.display()
     )
-}
-
-/// The path the OS would really touch: every component resolved through symlinks, the last one
-/// included, and a dangling link followed to where its target would be (the parts that do not exist
-/// are kept as written). `..` after a symlink goes up from the link's target, as the kernel does, and
-/// `/proc/self/root`-style magic links resolve to what they name. None when the path holds a symlink
-/// loop, more than [`MAX_SYMLINK_HOPS`] links or a link that cannot be read (`/proc/1/root` of
-/// another namespace). This is the one resolver: confinement ([`resolve`]),
-/// the permission matcher and the search walks all ask it.
-pub fn real_path(path: &Path) -> Option<PathBuf> {
-    use std::collections::VecDeque;
-    use std::ffi::OsString;
-    let mut out = PathBuf::from("/");
-    let mut todo: VecDeque<OsString> = VecDeque::new();
-    let push_front = |todo: &mut VecDeque<OsString>, p: &Path| {
-        for c in p.components().rev() {
-            match c {
-                Component::Normal(n) => todo.push_front(n.to_os_string()),
-                Component::ParentDir => todo.push_front("..".into()),
-                _ => {}
-            }
-        }
-    };
-    push_front(&mut todo, path);
-    let mut hops = 0;
-    while let Some(c) = todo.pop_front() {
-        if c == ".." {
-            out.pop();
-            continue;
-        }
-        let next = out.join(&c);
-        match std::fs::symlink_metadata(&next) {
-            Ok(m) if m.file_type().is_symlink() => {
-                hops += 1;
-                if hops > MAX_SYMLINK_HOPS {
-                    return None;
-                }
-                let target = std::fs::read_link(&next).ok()?;
-                if target.is_absolute() {
-                    out = PathBuf::from("/");
-                }
-                push_front(&mut todo, &target);
-            }
-            _ => out = next,
-        }
-    }
-    Some(out)
 }
 
 /// A path a tool was given, resolved ([`resolve`]).
@@ -168,17 +118,16 @@ pub fn search_root(ctx: &ToolContext, path: Option<&str>) -> Result<PathBuf, Too
 /// What a search walk must leave out: the files the session's `Read(...)`-family deny rules cover for
 /// `tool` (matched like a call's own path: as given and as resolved). None when no deny rule names a
 /// path, so an unrestricted search pays nothing.
-pub fn search_skip(ctx: &ToolContext, tool: &'static str) -> Result<Option<probelab_search::Skip>, ToolError> {
-    let rules = crate::permissions::Rules::from_settings(&ctx.session.settings.permissions)
-        .map_err(|e| ToolError::Runtime(format!("permission settings: {e}")))?;
-    if !rules.denies_paths(tool) {
-        return Ok(None);
+pub fn search_skip(ctx: &ToolContext, tool: &'static str) -> Option<probelab_search::Skip> {
+    if !ctx.session.rules().denies_paths(tool) {
+        return None;
     }
-    let at = ctx.anchors();
-    Ok(Some(std::sync::Arc::new(move |p: &Path| {
+    // the session's rules, shared with the walk (parsed once, when the session was made)
+    let (session, at) = (ctx.session.clone(), ctx.anchors());
+    Some(std::sync::Arc::new(move |p: &Path| {
         let subject = crate::tool::PermissionSubject::ReadPath(p.to_path_buf());
-        matches!(rules.decide(tool, &subject, true, &at), crate::permissions::Decision::Deny(_))
-    })))
+        matches!(session.rules().decide(tool, &subject, true, &at), crate::permissions::Decision::Deny(_))
+    }))
 }
 
 /// What the permission rules of a file tool match: the path in `key`, as a write or a read.
@@ -316,11 +265,8 @@ pub fn model_keeps_read_gate(ctx: &ToolContext) -> bool {
 /// The file could be Read without asking: no deny or ask rule covers it for Read (the reference's
 /// test before it skips a gate or lets a stale edit through).
 pub fn read_auto_allowed(ctx: &ToolContext, path: &Path) -> bool {
-    let Ok(rules) = crate::permissions::Rules::from_settings(&ctx.session.settings.permissions) else {
-        return false;
-    };
     let subject = crate::tool::PermissionSubject::ReadPath(path.to_path_buf());
-    matches!(rules.decide("Read", &subject, true, &ctx.anchors()), crate::permissions::Decision::Allow(_))
+    matches!(ctx.session.rules().decide("Read", &subject, true, &ctx.anchors()), crate::permissions::Decision::Allow(_))
 }
 
 /// The reference's note after an Edit of a file that changed on disk since its Read but still holds the
@@ -622,6 +568,27 @@ mod tests {
 
     fn ctx() -> (tempfile::TempDir, ToolContext) {
         ToolContext::for_test()
+    }
+
+    #[test]
+    fn tools_reach_the_rules_the_session_parsed_once() {
+        use crate::settings::{AskAnswer, PermissionSettings, Settings};
+        let settings = |deny: &str| Settings {
+            permissions: PermissionSettings { deny: vec![deny.to_string()], ..PermissionSettings::default() },
+            ..Settings::default()
+        };
+        let (_d, mut c) = ctx();
+        let session = crate::session::Session::new(settings("Read(secret/**)"), AskAnswer::default(), None);
+        c.session = std::sync::Arc::new(session.unwrap_or_else(|e| panic!("{e}")));
+        let skip = search_skip(&c, "Grep").unwrap_or_else(|| panic!("a deny rule on paths: the walk skips"));
+        assert!(skip(&c.cwd.join("secret/k")) && !skip(&c.cwd.join("open/k")));
+        assert!(!read_auto_allowed(&c, &c.cwd.join("secret/k")) && read_auto_allowed(&c, &c.cwd.join("open/k")));
+        // rules that do not parse stop the session at its start, not each tool call later
+        let bad = crate::session::Session::new(settings("Read(x"), AskAnswer::default(), None);
+        assert_eq!(
+            bad.err().map(|e| e.to_string()),
+            Some("permission rule \"Read(x\" is not `Tool` or `Tool(pattern)`".into())
+        );
     }
 
     #[test]

@@ -28,10 +28,13 @@
 //! - [`settings`] (settings.json as data), [`permissions`] (allow / ask / deny rules), [`hooks`]
 //!   (PreToolUse's and the other events' hook commands);
 //! - [`process`]: children in process groups of their own, killed as a group or as a tree;
-//! - [`fs`]: the one path resolver of every tool and the file helpers; [`shell`]: a Bash command's parts
+//! - [`paths`]: the one path resolver ([`paths::real_path`], a leaf); [`fs`]: confinement of every
+//!   tool's paths and the file helpers; [`shell`]: a Bash command's parts
 //!   and the read-only policy; [`background`]: the session's background tasks (BG-1);
 //! - [`model`]: how a tool reaches the session's model ([`model::Model`], [`model::TokenCounter`],
-//!   [`model::ModelError`]); [`agent`]: the Messages client and the agent loop.
+//!   [`model::ModelError`]); [`wire`]: the Messages API's message and content blocks as the port and
+//!   the client read them (a leaf: the port does not depend on its adapter); [`agent`]: the Messages
+//!   client and the agent loop.
 //!
 //! The composition root, [`builtin`]: the pool of a session, its extensions, [`builtin::start`] and
 //! [`builtin::shutdown`]. The tools themselves (`tools`, one module per tool or tool family) are
@@ -61,6 +64,7 @@ pub mod context;
 pub mod fs;
 pub mod hooks;
 pub mod model;
+pub mod paths;
 pub mod permissions;
 pub mod pipeline;
 pub mod process;
@@ -72,6 +76,7 @@ pub mod shell;
 pub mod tool;
 mod tools;
 pub mod validation;
+pub mod wire;
 
 pub use context::{ReadState, ToolContext};
 pub use pipeline::Runtime;

@@ -3,7 +3,7 @@
 //! [`TokenCounter`], its `count_tokens` (Read's token ceiling). [`crate::agent::Client`] is the one real
 //! implementation; tests use [`EstimateTokens`].
 
-use crate::agent::wire::Message;
+use crate::wire::Message;
 use futures_util::future::BoxFuture;
 use serde_json::Value;
 use std::sync::Arc;

@@ -3,13 +3,12 @@
 //! `Read(...)` deny also denies writing the same path (EDIT-3); a bare deny removes the tool from the
 //! pool before the model sees it (PIPE-6).
 //!
-//! A path is matched as given and as resolved ([`crate::fs::real_path`]: symlinks, `/proc/self/root`,
+//! A path is matched as given and as resolved ([`crate::paths::real_path`]: symlinks, `/proc/self/root`,
 //! `..`), so no spelling of a denied file gets past its rule. Path patterns are gitignore-style globs: `//abs/path/**` absolute, `~/x` under HOME, `/x` from the
 //! project root (the cwd), `x/**` relative to the cwd (a pattern without `/` matches at any depth).
 //! Command patterns (`Bash(git *)`) are globs over the whole command where `*` spans anything.
 
 use crate::settings::PermissionSettings;
-use crate::tool::PermissionSubject;
 use globset::{GlobBuilder, GlobMatcher};
 use std::path::PathBuf;
 
@@ -21,6 +20,19 @@ pub struct Anchors {
     pub home: PathBuf,
     /// The project root.
     pub project_root: PathBuf,
+}
+
+/// What a permission rule of a tool is matched against.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PermissionSubject {
+    /// A file the call reads.
+    ReadPath(PathBuf),
+    /// A file the call writes (also checked against `Read(...)` deny rules: EDIT-3).
+    WritePath(PathBuf),
+    /// A shell command.
+    Command(String),
+    /// Nothing to match beyond the tool name.
+    None,
 }
 
 /// A parsed rule.
@@ -303,7 +315,7 @@ fn matches(rule: &Rule, tool: &str, subject: &PermissionSubject, at: &Anchors) -
         // as given and as the OS resolves it (a symlink, `/proc/self/root/…`, `a/../b`): a rule on
         // `secrets/**` covers `link-to-secrets/key` too
         PermissionSubject::ReadPath(p) | PermissionSubject::WritePath(p) => path_glob(pattern, at).is_some_and(|g| {
-            g.is_match(p) || crate::fs::real_path(p).is_some_and(|real| real != *p && g.is_match(&real))
+            g.is_match(p) || crate::paths::real_path(p).is_some_and(|real| real != *p && g.is_match(&real))
         }),
         PermissionSubject::Command(c) => command_glob(pattern).is_some_and(|g| g.is_match(c.trim())),
         PermissionSubject::None => false,

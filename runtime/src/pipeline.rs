@@ -7,7 +7,7 @@
 use crate::context::ToolContext;
 use crate::fs;
 use crate::hooks::{pre_tool_use, HookOutcome};
-use crate::permissions::{Decision, RuleError, Rules, DEFAULT_MODE_ASK};
+use crate::permissions::{Decision, DEFAULT_MODE_ASK};
 use crate::registry::Registry;
 use crate::settings::{AskAnswer, HookSettings, Settings};
 use crate::tool::{PermissionSubject, Tool, ToolError, ToolOutput};
@@ -70,7 +70,7 @@ pub trait Extension: Send + Sync {
     /// What [`Extension::shape_tools`] depends on besides the visible pool, as a number that changes
     /// whenever its shaping would: the loop reuses the last request's `tools` while
     /// [`Runtime::tools_key`] stays the same (a deep copy of every schema per turn was a third of a
-    /// turn's cost, `benches/benches/turn.rs`).
+    /// turn's cost, `benches/lab/benches/turn.rs`).
     fn tools_key(&self, _rt: &Runtime) -> u64 {
         0
     }
@@ -97,7 +97,6 @@ pub trait Extension: Send + Sync {
 pub struct Runtime {
     /// The pool the model sees (bare-denied tools removed, PIPE-6).
     pub registry: Registry,
-    rules: Rules,
     hooks: HookSettings,
     ask_answer: AskAnswer,
     /// The extensions of the session, in the order they act.
@@ -117,27 +116,21 @@ impl std::fmt::Debug for Runtime {
 }
 
 impl Runtime {
-    /// A runtime over `registry` with `settings`; tools a bare deny rule names are removed. Fails when
-    /// the settings' permission rules do not parse.
-    pub fn new(
-        mut registry: Registry,
-        settings: &Settings,
-        ask_answer: AskAnswer,
-        ctx: ToolContext,
-    ) -> Result<Runtime, RuleError> {
-        let rules = Rules::from_settings(&settings.permissions)?;
+    /// A runtime over `registry` with the hooks of `settings` and the permission rules of the session
+    /// (`ctx.session`: parsed once, when the session was made); tools a bare deny rule names are removed.
+    pub fn new(mut registry: Registry, settings: &Settings, ask_answer: AskAnswer, ctx: ToolContext) -> Runtime {
+        let rules = ctx.session.rules();
         let hidden = registry.names().into_iter().filter(|n| rules.hides(n)).collect();
         registry.retain(|name| !rules.hides(name));
-        Ok(Runtime {
+        Runtime {
             registry,
-            rules,
             hooks: settings.hooks.clone(),
             ask_answer,
             extensions: Vec::new(),
             disabled_notice: Vec::new(),
             hidden,
             ctx,
-        })
+        }
     }
 
     /// The runtime with these extensions and these "disabled for this session" tools.
@@ -233,13 +226,16 @@ impl Runtime {
             return ToolResult::error(id, wrap(&m));
         }
         let subject = tool.permission_subject(&input, &self.ctx);
-        let mut decision = self.rules.decide(tool.name(), &subject, tool.is_read_only(&input), &self.ctx.anchors());
+        let mut decision =
+            self.ctx.session.rules().decide(tool.name(), &subject, tool.is_read_only(&input), &self.ctx.anchors());
         // the reference refuses a Grep of a directory that a `dir/**` deny rule covers (measured by
         // harness/tests/fidelity.rs: `Read(secret/**)` refuses a Grep with path `secret`)
         if let (Decision::Allow(_) | Decision::Ask(_), PermissionSubject::ReadPath(p)) = (&decision, &subject) {
             if tool.name() == "Grep" && p.is_dir() {
                 let inside = PermissionSubject::ReadPath(p.join("x"));
-                if let Decision::Deny(r) = self.rules.decide(tool.name(), &inside, true, &self.ctx.anchors()) {
+                if let Decision::Deny(r) =
+                    self.ctx.session.rules().decide(tool.name(), &inside, true, &self.ctx.anchors())
+                {
                     if r.ends_with("/**)") {
                         decision = Decision::Deny(r);
                     }
@@ -250,18 +246,22 @@ impl Runtime {
             Decision::Deny(rule) => {
                 let at = self.ctx.anchors();
                 let (as_given, read_covered) = match &subject {
-                    PermissionSubject::ReadPath(p) => (self.rules.denies_as_given(tool.name(), p, &at), false),
+                    PermissionSubject::ReadPath(p) => {
+                        (self.ctx.session.rules().denies_as_given(tool.name(), p, &at), false)
+                    }
                     PermissionSubject::WritePath(p) => (
-                        self.rules.denies_as_given(tool.name(), p, &at),
+                        self.ctx.session.rules().denies_as_given(tool.name(), p, &at),
                         matches!(
-                            self.rules.decide("Read", &PermissionSubject::ReadPath(p.clone()), true, &at),
+                            self.ctx.session.rules().decide("Read", &PermissionSubject::ReadPath(p.clone()), true, &at),
                             Decision::Deny(_)
                         ),
                     ),
                     _ => (false, false),
                 };
                 let shown = match &subject {
-                    PermissionSubject::Command(c) => Some(self.rules.denied_part(tool.name(), c, &at).into_owned()),
+                    PermissionSubject::Command(c) => {
+                        Some(self.ctx.session.rules().denied_part(tool.name(), c, &at).into_owned())
+                    }
                     _ => None,
                 };
                 let how = Denial { as_given, read_covered, shown: shown.as_deref() };

@@ -19,7 +19,7 @@ pub struct Registry {
     tools: Vec<Arc<dyn Tool>>,
     /// [`Registry::api_tools`], made at its first call: a tool's description and schema are functions
     /// of the tool alone ([`Tool::description`]), and building them took a third of a turn's cost in the
-    /// lab (`benches/benches/turn.rs`). Reset by whatever changes the pool.
+    /// lab (`benches/lab/benches/turn.rs`). Reset by whatever changes the pool.
     api: std::sync::OnceLock<Vec<Value>>,
 }
 

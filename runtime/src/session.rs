@@ -6,6 +6,7 @@
 //! `ctx.session.state::<T>()` (a default value when nobody put one in).
 
 use crate::model::Model;
+use crate::permissions::{RuleError, Rules};
 use crate::settings::{AskAnswer, Settings};
 use std::any::{Any, TypeId};
 use std::collections::HashMap;
@@ -23,6 +24,9 @@ pub struct Session {
     pub model: Option<Arc<dyn Model>>,
     /// Texts for the next request after a call's result: a skill's body, `Tool loaded.` (SKILL-1, TS-1).
     pub followups: Followups,
+    /// The permission rules of `settings.permissions`, parsed once for the session: the pipeline's
+    /// decisions and the tools' own (a search's deny-rule skip, Read's auto-allow, apply_patch, artifacts).
+    rules: Rules,
     /// The project root the rules are anchored at when it is not the cwd: the active worktree (WT-1).
     active_root: RwLock<Option<PathBuf>>,
     state: Mutex<HashMap<TypeId, Arc<dyn Any + Send + Sync>>>,
@@ -35,9 +39,16 @@ impl std::fmt::Debug for Session {
 }
 
 impl Session {
-    /// A session with these settings and this ask answer.
-    pub fn new(settings: Settings, ask_answer: AskAnswer, model: Option<Arc<dyn Model>>) -> Session {
-        Session { settings, ask_answer, model, ..Session::default() }
+    /// A session with these settings and this ask answer; fails when the settings' permission rules do
+    /// not parse (the session does not start).
+    pub fn new(settings: Settings, ask_answer: AskAnswer, model: Option<Arc<dyn Model>>) -> Result<Session, RuleError> {
+        let rules = Rules::from_settings(&settings.permissions)?;
+        Ok(Session { settings, ask_answer, model, rules, ..Session::default() })
+    }
+
+    /// The session's permission rules (parsed from `settings.permissions` by [`Session::new`]).
+    pub fn rules(&self) -> &Rules {
+        &self.rules
     }
 
     /// The state of type `T`: the value put in with [`Session::put`], else a default one (kept from then on).

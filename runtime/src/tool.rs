@@ -1,12 +1,13 @@
 //! What a tool is: the [`Tool`] trait, the two error channels ([`ToolError`]), what a successful call
-//! returns ([`ToolOutput`]), what permission rules match a call against ([`PermissionSubject`]), and
-//! [`parse_args`], the one mapping of a call's JSON input onto a tool's serde `Args`.
+//! returns ([`ToolOutput`]), what permission rules match a call against ([`PermissionSubject`], defined
+//! with the rules in [`crate::permissions`]), and [`parse_args`], the one mapping of a call's JSON input
+//! onto a tool's serde `Args`.
 
 use crate::context::ToolContext;
+pub use crate::permissions::PermissionSubject;
 use futures_util::future::BoxFuture;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
-use std::path::PathBuf;
 
 /// Default `maxResultSizeChars` of a tool: over it the result is persisted to a file and the model gets
 /// the path and a preview (PIPE-5: "most others 100,000").
@@ -54,19 +55,6 @@ pub enum ToolOutput {
         /// The structured record.
         data: Value,
     },
-}
-
-/// What a permission rule of a tool is matched against.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum PermissionSubject {
-    /// A file the call reads.
-    ReadPath(PathBuf),
-    /// A file the call writes (also checked against `Read(...)` deny rules: EDIT-3).
-    WritePath(PathBuf),
-    /// A shell command.
-    Command(String),
-    /// Nothing to match beyond the tool name.
-    None,
 }
 
 /// A tool of the runtime.

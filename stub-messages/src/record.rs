@@ -238,7 +238,7 @@ impl Recorder {
             }
         }
         // the line is made in a buffer this thread keeps (a 60 KB request per turn: its allocation was
-        // most of the record's cost, `benches/benches/turn.rs`); redacted only when it holds a key
+        // most of the record's cost, `benches/lab/benches/turn.rs`); redacted only when it holds a key
         let raw = ex.request_bytes.take().filter(|r| ex.request.is_some() && splice_ok(r));
         LINE.with_borrow_mut(|buf| {
             buf.clear();

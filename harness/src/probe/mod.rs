@@ -73,7 +73,8 @@
 //!
 //! Placeholders (`{cwd}`, `{home}`, `{sandbox}`, `{probelab}`, `{web}`, `{artifact}`) are resolved in tool
 //! inputs and in every check text; inside `matches` each becomes its value as an escaped literal
-//! (`regex::escape`), so a path's `.` or `+` matches only itself.
+//! (`regex::escape`), so a path's `.` or `+` matches only itself (`\{cwd}`, the spelling of the former rule,
+//! is read as `{cwd}`).
 
 pub mod files;
 pub mod host;
@@ -922,7 +923,8 @@ pub fn parse(path: &Path, text: &str) -> Result<Probe, ProbeError> {
                 return Err(err_at(at, format!("versions {v:?} is not a version range: {e}"), Some(hint)));
             }
         }
-        if let Some(re) = &check.matches {
+        if let Some(re) = &mut check.matches {
+            *re = placeholders::old_spelling_read(re);
             if let Err(e) = regex::Regex::new(&placeholders::placeholders_as_literals(re, "p")) {
                 let at = key_offset(text, table_region(text, c.span()), "matches").unwrap_or(at);
                 return Err(err_at(at, format!("matches is not a valid regex: {e}"), None));

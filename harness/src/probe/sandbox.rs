@@ -389,6 +389,14 @@ mod tests {
     }
 
     #[test]
+    fn a_regex_in_the_former_spelling_matches_the_path_as_a_literal() {
+        let sb = sandbox_at("/tmp/p+q");
+        let re = super::super::placeholders::old_spelling_read(r"^read \{cwd}/subdir$");
+        let re = regex::Regex::new(&sb.resolve_regex(&re)).unwrap_or_else(|e| panic!("{e}"));
+        assert!(re.is_match("read /tmp/p+q/work/subdir") && !re.is_match("read /tmp/ppq/work/subdir"));
+    }
+
+    #[test]
     fn a_regex_with_placeholders_is_validated_with_literals_in_their_place() {
         let raw = String::from("^{cwd}$");
         assert!(regex::Regex::new(&raw).is_err(), "the raw form is no regex");

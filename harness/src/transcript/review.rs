@@ -39,12 +39,20 @@ fn description(text: &str) -> Option<String> {
     Some(serde_json::from_str::<String>(value).unwrap_or_else(|_| value.to_string()))
 }
 
+/// The golden's text: empty when there is none yet; an error when it is there and cannot be read.
+fn golden_text(path: &Path) -> std::io::Result<String> {
+    match crate::safe_fs::read_text(path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(String::new()),
+        other => other,
+    }
+}
+
 impl Pending {
     /// What accepting would change: a unified diff of the golden's body → the pending one (all lines
     /// added when there is no golden yet).
     pub fn diff(&self) -> std::io::Result<String> {
         let new = crate::safe_fs::read_text(&self.new)?;
-        let old = crate::safe_fs::read_text(&self.golden).unwrap_or_default();
+        let old = golden_text(&self.golden)?;
         let (old_body, new_body) = (body(&old), body(&new));
         let old_name = if self.golden.exists() { "golden" } else { "golden (none yet)" };
         Ok(similar::TextDiff::from_lines(old_body, new_body)
@@ -63,7 +71,7 @@ impl Pending {
             let msg = format!("{} is not accepted: {why}; the golden is kept", self.new.display());
             return Err(std::io::Error::new(std::io::ErrorKind::InvalidData, msg));
         }
-        let old = crate::safe_fs::read_text(&self.golden).unwrap_or_default();
+        let old = golden_text(&self.golden)?;
         let desc = description(&new).or_else(|| description(&old)).unwrap_or_default();
         crate::safe_fs::write_inside(golden_root, &self.golden, file_text(&desc, body(&new)).as_bytes())?;
         std::fs::remove_file(&self.new)
@@ -132,5 +140,18 @@ mod tests {
         pending(d.path()).unwrap_or_default()[0].accept(d.path()).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(std::fs::read_to_string(outside.path().join("t")).unwrap_or_default(), "keep");
         assert!(std::fs::read_to_string(d.path().join("x.snap")).unwrap_or_default().ends_with("pass invariant: B\n"));
+    }
+
+    #[test]
+    fn a_golden_that_is_there_but_cannot_be_read_is_an_error_not_an_empty_golden() {
+        let d = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let sub = d.path().join("builtin");
+        // a directory where the golden should be: it cannot be read (not a regular file), it does not vanish
+        std::fs::create_dir_all(sub.join("x.snap")).unwrap_or_else(|e| panic!("{e}"));
+        std::fs::write(sub.join("x.snap.new"), INSTA_NEW).unwrap_or_else(|e| panic!("{e}"));
+        let p = pending(d.path()).unwrap_or_else(|e| panic!("{e}"));
+        assert!(p[0].diff().is_err(), "a diff against an empty golden: {:?}", p[0].diff());
+        assert!(p[0].accept(d.path()).is_err());
+        assert!(sub.join("x.snap.new").exists(), "nothing was accepted");
     }
 }

@@ -1,15 +1,15 @@
 //! The built-in subject's Messages client (reqwest, streaming; SSE parsed by eventsource-stream and
-//! reassembled by [`stream`] into its own [`wire`] types — never the stub's, so the oracle stays
+//! reassembled by [`stream`] into its own [`crate::wire`] types — never the stub's, so the oracle stays
 //! independent of the subject) and its agent loop: send the conversation with the runtime's tool
 //! list, execute every `tool_use` through the pipeline, answer each with exactly one `tool_result`, and
 //! go on until the model ends its turn or the turn limit. 429 / 5xx / 529 and `overloaded_error` events
 //! are retried with backoff, honouring `retry-after`.
 
 pub mod stream;
-pub mod wire;
 
 use crate::model::{Model, ModelError, TokenCounter};
 use crate::pipeline::{Runtime, ToolCall};
+use crate::wire::{self, ContentBlock, Message, StopReason};
 use eventsource_stream::{EventStreamError, Eventsource};
 use futures_util::future::BoxFuture;
 use futures_util::StreamExt;
@@ -17,7 +17,6 @@ use serde_json::{json, Value};
 use std::sync::Arc;
 use std::time::Duration;
 use stream::{Assembler, Ended};
-use wire::{ContentBlock, Message, StopReason};
 
 /// Retries of one request after a retryable failure.
 pub const MAX_RETRIES: u32 = 4;
@@ -313,7 +312,7 @@ pub async fn run_loop_with(
             append_block(&mut messages, block);
         }
         // the conversation and the tool list are moved into the body, not copied (`json!` copies what it
-        // is given: a turn's largest cost after the wire, `benches/benches/turn.rs`), and moved back
+        // is given: a turn's largest cost after the wire, `benches/lab/benches/turn.rs`), and moved back
         let mut body = json!({
             "model": model.model(),
             "max_tokens": MAX_TOKENS,

@@ -5,7 +5,7 @@
 //! `message_stop`. An `error` event ends the stream with the API's error object. The events themselves
 //! come from the SSE parser of eventsource-stream.
 
-use super::wire::{ContentBlock, Message, StopReason};
+use crate::wire::{ContentBlock, Message, StopReason};
 use serde_json::Value;
 
 /// How a stream ended.

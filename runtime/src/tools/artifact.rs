@@ -507,9 +507,7 @@ impl Call<'_> {
 /// A file a `Read(...)` deny rule covers is not published either (what the model may not read, it may
 /// not send away).
 fn refuse_denied_read(ctx: &ToolContext, path: &std::path::Path) -> Result<(), ToolError> {
-    let rules = crate::permissions::Rules::from_settings(&ctx.session.settings.permissions)
-        .map_err(|e| ToolError::Runtime(format!("permission settings: {e}")))?;
-    match rules.decide("Read", &PermissionSubject::ReadPath(path.to_path_buf()), true, &ctx.anchors()) {
+    match ctx.session.rules().decide("Read", &PermissionSubject::ReadPath(path.to_path_buf()), true, &ctx.anchors()) {
         crate::permissions::Decision::Deny(rule) => Err(ToolError::Validation(format!(
             "{} cannot be published: reading it is denied by the rule {rule}.",
             path.display()

@@ -171,7 +171,7 @@ async fn search(ctx: &ToolContext, args: RgArgs) -> Result<Searched, ToolError> 
     let flag = cancel.clone();
     let cwd = ctx.working_dir();
     // files a deny rule covers are left out of the walk: neither searched nor named
-    let skip = crate::fs::search_skip(ctx, "Grep")?;
+    let skip = crate::fs::search_skip(ctx, "Grep");
     let task = tokio::task::spawn_blocking(move || {
         let mut out = Capped { buf: Vec::new(), overflow: false };
         let mut err = Capped { buf: Vec::new(), overflow: false };

@@ -573,7 +573,7 @@ async fn apply_prompt(ctx: &ToolContext, content: &str, prompt: &str, preapprove
     });
     let message = model.create(&body).await.map_err(|e| ToolError::Runtime(format!("WebFetch: {e}")))?;
     Ok(match message.content.first() {
-        Some(crate::agent::wire::ContentBlock::Text { text }) => text.clone(),
+        Some(crate::wire::ContentBlock::Text { text }) => text.clone(),
         _ => "No response from model".to_string(),
     })
 }

@@ -16,9 +16,9 @@
 //! provider filters already; a provider that does not is not trusted); the query length is checked by
 //! the tool, its text in the built-in runtime's InputValidationError style (the reference's is zod's).
 
-use crate::agent::wire::ContentBlock;
 use crate::context::ToolContext;
 use crate::tool::{parse_args, Tool, ToolError, ToolOutput};
+use crate::wire::ContentBlock;
 use futures_util::future::BoxFuture;
 use serde::Deserialize;
 use serde_json::{json, Value};

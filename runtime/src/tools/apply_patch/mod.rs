@@ -190,8 +190,7 @@ fn plan(ctx: &ToolContext, ops: &[FileOp]) -> Result<(BTreeMap<PathBuf, Planned>
 
 /// Every path of the patch against the session's deny rules (the pipeline checked only the first).
 fn check_denies(ctx: &ToolContext, files: &BTreeMap<PathBuf, Planned>) -> Result<(), ToolError> {
-    let rules = crate::permissions::Rules::from_settings(&ctx.session.settings.permissions)
-        .map_err(|e| ToolError::Runtime(format!("permission settings: {e}")))?;
+    let rules = ctx.session.rules();
     for p in files.keys() {
         if let crate::permissions::Decision::Deny(rule) =
             rules.decide("apply_patch", &PermissionSubject::WritePath(p.clone()), false, &ctx.anchors())

@@ -10,7 +10,7 @@ use std::path::Path;
 use std::time::Duration;
 
 fn bench(c: &mut Criterion) {
-    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let probes = harness::probe::load_all(&[repo.join("probes")]).unwrap_or_else(|e| panic!("{e}"));
     let engine = harness::probe::sandbox::probelab_binary();
     assert!(engine.is_file(), "{} is missing: cargo build --release -p harness first", engine.display());

@@ -25,7 +25,7 @@ fn median(mut v: Vec<f64>) -> f64 {
 fn main() {
     // cargo passes --bench (and maybe a filter): nothing to parse
     let runs: usize = std::env::var("PROBELAB_BENCH_RUNS").ok().and_then(|v| v.parse().ok()).unwrap_or(5).max(1);
-    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let layout = Layout::repo();
     let probe =
         harness::probe::load(&repo.join("probes/claude-code/unknown-tool.toml")).unwrap_or_else(|e| panic!("{e}"));

@@ -14,7 +14,7 @@ use std::path::Path;
 use std::time::Instant;
 
 fn main() {
-    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let probes = harness::probe::load_all(&[repo.join("probes")]).unwrap_or_else(|e| panic!("{e}"));
     let cache = harness::subject::claude_code::cache_root().join("claude-code");
     let wanted = std::env::var("PROBELAB_BENCH_VERSIONS").unwrap_or_else(|_| "2.1.235,2.1.332".into());
