@@ -102,6 +102,7 @@ lazy_re!(TIMESTAMP, r"\b\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:
 lazy_re!(OS_VERSION, r"OS Version: [^\n\\]*");
 lazy_re!(AGENT_MS, r#"(duration_ms: ?|"duration_ms": ?|<duration_ms>|"durationMs": ?)\d+"#);
 lazy_re!(EPOCH_MS, r#"("[A-Za-z]*At": ?)1\d{12}\b"#);
+lazy_re!(TIME_P, r"(?m)^((?:  \| )?(?:real|user|sys)) \d+\.\d+$");
 lazy_re!(TEMP_FILE_NAME, r"(\.tmp\.)\d+\.[0-9a-f]{6,}\b");
 lazy_re!(PROCESS_FIELDS, r#"("createdByPid": ?|"createdByProcStart": ?)"?\d+"?"#);
 lazy_re!(SUBJECT_VERSION, r"(cc_version=|claude-cli/)\d+\.\d+\.\d+(\.[0-9a-f]+)?");
@@ -154,6 +155,9 @@ pub fn steps(p: &Places<'_>) -> Vec<Step> {
         Step { name: "subject-version", apply: Box::new(move |s| SUBJECT_VERSION.replace_all(s, "${1}<version>")) },
         // the process that wrote a record (Claude Code's durable cron store: createdByPid, …)
         Step { name: "process-fields", apply: Box::new(move |s| PROCESS_FIELDS.replace_all(s, "${1}<pid>")) },
+        // what `time -p` measured (`real 0.00` / `user 0.01` / `sys 0.00` lines of a Bash result): wall and
+        // CPU time, never a decision (under load `real 0.01` made claude-code.bash-deny-bypass flaky)
+        Step { name: "time-p", apply: Box::new(move |s| TIME_P.replace_all(s, "${1} <seconds>")) },
         // the temporary file an atomic write renames into place (Claude Code's task store since 2.1.333:
         // `4.json.tmp.6724.68d93a02dd5e`, the writer's pid and a random suffix)
         Step { name: "temp-file-names", apply: Box::new(move |s| TEMP_FILE_NAME.replace_all(s, "${1}<pid>.<random>")) },
@@ -435,6 +439,10 @@ mod tests {
         assert_eq!(
             one("run-ids", "agentId: a4f349d5e5523f70f (use SendMessage with to: 'a4f349d5e5523f70f'"),
             "agentId: <id-1> (use SendMessage with to: '<id-1>'"
+        );
+        assert_eq!(
+            one("time-p", "real 0.01\nuser 0.00\nsys 0.00\nreal time 1.5 stays\n  real 1.0 stays\n  | real 0.02"),
+            "real <seconds>\nuser <seconds>\nsys <seconds>\nreal time 1.5 stays\n  real 1.0 stays\n  | real <seconds>"
         );
         assert_eq!(
             one("temp-file-names", "rename '<home>/t/4.json.tmp.6724.68d93a02dd5e' -> '<home>/t/4.json'; a.tmp.1.xyz"),
