@@ -211,11 +211,17 @@ fn json_assertions(c: &Check, v: Option<&Value>, sb: &Sandbox, fails: &mut Fails
 
 /// The file a check names; a name with `*` is a glob over the sandbox (the first match in path order,
 /// or the plain path when nothing matches).
+/// The file a check names, with the sandbox's symlinks followed inside it only: what a subject left (a
+/// link to a host file) never makes the lab read, list or show anything outside the sandbox.
 fn find_file(sb: &Sandbox, f: &str) -> Result<std::path::PathBuf, String> {
     let p = sb.inside(f)?;
-    if !f.contains('*') {
-        return Ok(p);
-    }
+    let p = if f.contains('*') { find_glob(sb, &p)? } else { p };
+    sb.confine(&p, true).map_err(|e| format!("file {f}: {e}"))
+}
+
+/// The first path under the sandbox matching the glob `p` (or `p` itself); the walk does not enter
+/// symlinked directories.
+fn find_glob(sb: &Sandbox, p: &std::path::Path) -> Result<std::path::PathBuf, String> {
     let glob = globset::GlobBuilder::new(&p.to_string_lossy())
         .literal_separator(true)
         .build()
@@ -226,7 +232,7 @@ fn find_file(sb: &Sandbox, f: &str) -> Result<std::path::PathBuf, String> {
     while let Some(d) = stack.pop() {
         for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
             let path = e.path();
-            if path.is_dir() {
+            if e.file_type().is_ok_and(|t| t.is_dir()) {
                 stack.push(path.clone());
             }
             if glob.is_match(&path) {
@@ -235,7 +241,7 @@ fn find_file(sb: &Sandbox, f: &str) -> Result<std::path::PathBuf, String> {
         }
     }
     found.sort();
-    Ok(found.into_iter().next().unwrap_or(p))
+    Ok(found.into_iter().next().unwrap_or_else(|| p.to_path_buf()))
 }
 
 /// What a check looks at, as its verdict names it (`result 2`, `request 1`, `file f.txt`, `exec 1`).
@@ -252,10 +258,13 @@ pub fn target_of(c: &Check) -> String {
 
 /// Evaluates check `index` on `subject`: skipped when the check is scoped to versions that do not
 /// include the subject's ([`Probe::check_applies`]).
-pub fn evaluate_on(probe: &Probe, index: usize, subject: &str, eval: impl FnOnce() -> Verdict) -> Verdict {
-    let version =
-        crate::subject::claude_code::version_of(subject).unwrap_or(crate::subject::claude_code::REFERENCE_VERSION);
-    match probe.check_applies(index, version) {
+pub fn evaluate_on(
+    probe: &Probe,
+    index: usize,
+    subject: &crate::subject::id::SubjectId,
+    eval: impl FnOnce() -> Verdict,
+) -> Verdict {
+    match probe.check_applies(index, subject.reference_version()) {
         Ok(()) => eval(),
         Err(range) => Verdict::skipped(index, &target_of(&probe.checks[index].0), &range),
     }
@@ -341,7 +350,7 @@ pub fn evaluate(probe: &Probe, index: usize, view: &View<'_>, sb: &Sandbox) -> V
                 .map(|b| String::from_utf8_lossy(&b).into_owned())
                 .map_err(|e| format!("cannot read {f}: {e}"))
         };
-        match sb.inside(f).and_then(read) {
+        match sb.inside(f).and_then(|p| sb.confine(&p, true)).and_then(read) {
             Err(e) => fails.push(e),
             Ok(trace) => {
                 text_assertions(c, &crate::fake_lsp::trace_text(&trace), sb, &mut fails);
@@ -488,12 +497,15 @@ pub fn invariants(run: &RunOutput, view: &View<'_>) -> Vec<Verdict> {
         skipped: false,
         compared: Vec::new(),
     });
-    let unserved: Vec<String> = run
+    let mut unserved: Vec<String> = run
         .progress
         .iter()
         .filter(|(_, served, total)| served < total)
         .map(|(n, s, t)| format!("conversation {n}: {s} of {t} turns served"))
         .collect();
+    if run.exchanges.is_empty() && !unserved.is_empty() {
+        unserved.insert(0, format!("{} never called the stub (no request came)", run.subject));
+    }
     out.push(Verdict {
         name: "invariant: every scripted turn served".into(),
         pass: unserved.is_empty(),

@@ -19,8 +19,13 @@ pub struct Claim {
 
 /// Every claim, in catalogue order.
 pub fn all() -> Vec<Claim> {
-    CATALOGUE
-        .lines()
+    parse(CATALOGUE)
+}
+
+/// The claims of a catalogue in `docs/claims.md`'s form: a line `- FAMILY-N text` each (other lines are
+/// prose); a project's own catalogue (`claims = "FILE"` in `probelab.toml`) is read the same way.
+pub fn parse(text: &str) -> Vec<Claim> {
+    text.lines()
         .filter_map(|l| {
             let rest = l.strip_prefix("- ")?;
             let (id, text) = rest.split_once(' ')?;

@@ -162,8 +162,18 @@ fn worker(supervised: bool) {
     }
 }
 
+/// Set first thing when a stop signal arrived: the run's own end (a subject killed by the stop ends its
+/// probe, and the run may finish before the stop does) must not exit before the stop's exit code.
+static STOPPING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Whether a stop signal arrived: the stop exits the process with 128 + the signal, not the run.
+pub fn stopping() -> bool {
+    STOPPING.load(std::sync::atomic::Ordering::SeqCst)
+}
+
 /// Stops the run: see the module doc. Never returns.
 fn interrupted(sig: Signal) -> ! {
+    STOPPING.store(true, std::sync::atomic::Ordering::SeqCst);
     eprintln!("probelab: {sig}: stopping the run (its processes killed, its sandboxes removed)");
     let me = std::process::id();
     for _ in 0..INTERRUPT_ROUNDS {

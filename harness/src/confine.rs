@@ -27,7 +27,7 @@ pub struct RunConfinement {
 /// each process the built-in runtime starts.
 pub fn for_run(
     probe: &crate::probe::Probe,
-    subject: &str,
+    subject: &crate::subject::id::SubjectId,
     sandbox: &Path,
     ports: &[u16],
     whole: bool,

@@ -4,10 +4,10 @@
 use crate::check::{evaluate, evaluate_on, invariants, Verdict};
 use crate::observe::{self, Observation};
 use crate::probe::Probe;
+use crate::subject::{Subject, SubjectId};
 use crate::transcript::golden::{self, Compare};
 use crate::transcript::normalise::{Normaliser, Places};
 use crate::transcript::{render, Blobs, Header, View};
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 /// Where the lab's data lives.
@@ -19,6 +19,8 @@ pub struct Layout {
     pub golden: PathBuf,
     /// The probelab binary: the built-in engine for exec probes (`{rg}`) and their `measure` wrapper.
     pub engine: PathBuf,
+    /// The subjects there are (the registered kinds and the project's command subjects).
+    pub subjects: crate::subject::Registry,
 }
 
 impl Layout {
@@ -28,7 +30,7 @@ impl Layout {
     pub fn repo() -> Layout {
         let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
         let engine = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("probelab"));
-        Layout { fixtures: root.join("fixtures"), golden: root.join("golden"), engine }
+        Layout { fixtures: root.join("fixtures"), golden: root.join("golden"), engine, subjects: Default::default() }
     }
 
     /// The blob store.
@@ -77,36 +79,32 @@ impl Report {
     }
 }
 
-/// Runs one probe on a subject (`builtin` for now).
+/// Runs one probe on a subject named as the command line names it (`builtin`, `claude-code@2.1.235`, a
+/// command subject of the layout's project): parsed, set up (installed), then [`run_probe_on`].
 pub async fn run_probe(probe: &Probe, subject: &str, layout: &Layout, keep: bool) -> Result<Report, String> {
-    let cc = match subject {
-        "builtin" => None,
-        s => match crate::subject::claude_code::version_of(s) {
-            Some(v) => Some(crate::subject::claude_code::install(v)?),
-            None => return Err(format!("unknown subject {s:?}: use builtin or claude-code@VERSION")),
-        },
-    };
-    let description = match &cc {
-        None => golden::description(subject, env!("CARGO_PKG_VERSION"), None),
-        Some(c) => golden::description("claude-code", &c.version, Some(&c.sha256)),
-    };
+    let id = layout.subjects.parse(subject)?;
+    let prepared = layout.subjects.prepare(&id)?;
+    run_probe_on(probe, prepared.as_ref(), layout, keep).await
+}
+
+/// Runs one probe on a subject that is set up.
+pub async fn run_probe_on(probe: &Probe, subject: &dyn Subject, layout: &Layout, keep: bool) -> Result<Report, String> {
+    let id = subject.id();
+    let description = subject.description();
     if !probe.execs.is_empty() {
-        // the engine's hash: Claude Code's was computed (and cached) at install; probelab's is taken here
-        let (rg, sha) = match &cc {
-            Some(c) => (c.binary.clone(), c.sha256.clone()),
-            None => (
-                layout.engine.clone(),
-                engine_sha256(&layout.engine)
-                    .map_err(|e| format!("cannot read the engine binary {}: {e}", layout.engine.display()))?,
-            ),
+        let (rg, sha) = match subject.rg_engine(&layout.engine) {
+            None => {
+                return Err(format!(
+                    "{}: an exec probe, and subject {id} has no search engine to start as rg",
+                    probe.id
+                ))
+            }
+            Some(engine) => engine?,
         };
-        return run_exec_probe(probe, subject, layout, keep, (&rg, &sha), description).await;
+        return run_exec_probe(probe, id, layout, keep, (&rg, &sha), description).await;
     }
-    let runner = match &cc {
-        None => crate::run::Runner::Builtin,
-        Some(c) => crate::run::Runner::ClaudeCode(c),
-    };
-    let mut run = crate::run::run_conversation(probe, runner, &layout.fixtures).await?;
+    let mut run = crate::run::run_conversation(probe, subject, &layout.fixtures).await?;
+    let subject = id;
     let script = run.sandbox.script(probe);
     let view = View { exchanges: &run.exchanges, script: &script };
     let mut verdicts: Vec<Verdict> = (0..probe.checks.len())
@@ -115,6 +113,7 @@ pub async fn run_probe(probe: &Probe, subject: &str, layout: &Layout, keep: bool
     verdicts.extend(invariants(&run, &view));
     let lines: Vec<String> = verdicts.iter().map(Verdict::line).collect();
     let mut blobs = Blobs::new();
+    let name = subject.to_string();
     let places = Places {
         root: &run.sandbox.root,
         cwd: &run.sandbox.cwd,
@@ -124,7 +123,7 @@ pub async fn run_probe(probe: &Probe, subject: &str, layout: &Layout, keep: bool
     };
     let normaliser = Normaliser::new(&places);
     let norm = |t: &str| normaliser.apply(t);
-    let raw = render(&header(probe, subject), &view, &lines, &mut blobs, &norm);
+    let raw = render(&header(probe, subject, &name), &view, &lines, &mut blobs, &norm);
     let transcript = normaliser.apply(&raw);
     let observation = {
         let (outcome, reason) = observe::outcome_of(&verdicts, &observe::not_offered(&view));
@@ -143,43 +142,32 @@ pub async fn run_probe(probe: &Probe, subject: &str, layout: &Layout, keep: bool
         let _ = crate::safe_fs::write_inside(dir, &dir.join("transcript.txt"), transcript.as_bytes());
         write_failures(dir, &verdicts);
     }
+    let evidence = run.artefact.take().map(|a| {
+        let mut e = serde_json::json!({"probe": probe.id, "subject": name});
+        if let (Some(e), serde_json::Value::Object(fields)) = (e.as_object_mut(), a) {
+            e.extend(fields);
+        }
+        e
+    });
     Ok(Report {
         probe: probe.id.clone(),
-        subject: subject.to_string(),
+        subject: name.clone(),
         verdicts,
         transcript,
         blobs,
         description,
         kept,
-        diverges: header(probe, subject).diverges,
-        evidence: run
-            .artefact
-            .take()
-            .map(|a| serde_json::json!({"probe": probe.id, "subject": subject, "stream_json": a})),
+        diverges: header(probe, subject, &name).diverges,
+        evidence,
         timing: Some(run.timing),
         observation,
     })
 }
 
-/// The SHA-256 of the engine binary at `path`, read and hashed once per process (a 30 MB release
-/// binary took ~60 ms a probe); a binary replaced while the lab runs is not seen. A binary that cannot
-/// be read is an error of the probe (its evidence would name the hash of nothing).
-fn engine_sha256(path: &Path) -> std::io::Result<String> {
-    static KNOWN: std::sync::Mutex<BTreeMap<PathBuf, String>> = std::sync::Mutex::new(BTreeMap::new());
-    if let Some(h) = KNOWN.lock().ok().and_then(|k| k.get(path).cloned()) {
-        return Ok(h);
-    }
-    let h = crate::transcript::sha256(&std::fs::read(path)?);
-    if let Ok(mut k) = KNOWN.lock() {
-        k.insert(path.to_path_buf(), h.clone());
-    }
-    Ok(h)
-}
-
 /// The observation of a run from its parts.
 fn observation(
     probe: &Probe,
-    subject: &str,
+    subject: &SubjectId,
     (outcome, reason): (observe::Outcome, String),
     lines: &[String],
     behaviour: observe::Behaviour,
@@ -187,8 +175,8 @@ fn observation(
 ) -> Observation {
     Observation {
         probe: probe.id.clone(),
-        subject: subject.split('@').next().unwrap_or(subject).to_string(),
-        version: crate::subject::claude_code::version_of(subject).map(str::to_string),
+        subject: subject.name.clone(),
+        version: subject.version.clone(),
         outcome,
         reason,
         claims: observe::claim_verdicts(probe, subject, outcome),
@@ -207,7 +195,7 @@ fn observation(
 
 async fn run_exec_probe(
     probe: &Probe,
-    subject: &str,
+    subject: &SubjectId,
     layout: &Layout,
     keep: bool,
     (rg, sha): (&Path, &str),
@@ -227,7 +215,8 @@ async fn run_exec_probe(
         today: crate::transcript::normalise::today_utc(),
         subject,
     };
-    let raw = crate::transcript::render_exec(&header(probe, subject), &records, &lines);
+    let name = subject.to_string();
+    let raw = crate::transcript::render_exec(&header(probe, subject, &name), &records, &lines);
     let normaliser = Normaliser::new(&places);
     let transcript = normaliser.apply(&raw);
     let norm = |t: &str| normaliser.apply(t);
@@ -235,7 +224,7 @@ async fn run_exec_probe(
     let observation =
         observation(probe, subject, observe::outcome_of(&verdicts, &[]), &lines, behaviour, Default::default());
     let evidence = serde_json::json!({
-        "probe": probe.id, "subject": subject, "engine": rg, "engine_sha256": sha, "commands": records,
+        "probe": probe.id, "subject": name, "engine": rg, "engine_sha256": sha, "commands": records,
     });
     let kept = keep.then(|| sandbox.keep());
     if let Some(dir) = &kept {
@@ -243,13 +232,13 @@ async fn run_exec_probe(
     }
     Ok(Report {
         probe: probe.id.clone(),
-        subject: subject.to_string(),
+        subject: name.clone(),
         verdicts,
         transcript,
         blobs: Blobs::new(),
         description,
         kept,
-        diverges: header(probe, subject).diverges,
+        diverges: header(probe, subject, &name).diverges,
         evidence: Some(evidence),
         timing: None,
         observation,
@@ -273,9 +262,9 @@ fn write_failures(dir: &Path, verdicts: &[Verdict]) {
     }
 }
 
-fn header<'a>(probe: &'a Probe, subject: &'a str) -> Header<'a> {
+fn header<'a>(probe: &'a Probe, subject: &SubjectId, name: &'a str) -> Header<'a> {
     let diverges = probe.divergences_on(subject).iter().map(|d| format!("{}: {}", d.claim, d.fact)).collect();
-    Header { probe: &probe.id, claims: &probe.claims, subject, diverges }
+    Header { probe: &probe.id, claims: &probe.claims, subject: name, diverges }
 }
 
 /// What happened to a probe's golden.
@@ -317,7 +306,7 @@ pub fn golden_step(report: &Report, layout: &Layout, bless: bool) -> Result<Gold
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use crate::subject::engine_sha256;
 
     #[test]
     fn an_engine_that_cannot_be_read_is_an_error_not_the_hash_of_nothing() {

@@ -3,7 +3,8 @@
 //! The probe lab: probe files go in ([`probe`]), a subject runs them against stub-messages (the
 //! built-in runtime of probelab-runtime through its agent loop, see [`run`], or the Claude Code binary,
 //! [`subject`]), the stub's record is checked ([`check`]), rendered as a transcript and compared with its
-//! golden file ([`transcript`]); [`lab`] ties these together for the CLI and the tests, [`suite`] runs many probes side by side;
+//! golden file ([`transcript`]); [`lab`] ties these together for the CLI and the tests, [`suite`] runs many probes side by side,
+//! [`testing`] runs a user's suite from `cargo test`;
 //! [`project`] finds the suite a command works in (a user's own, or this repository's); [`import`] makes a
 //! probe of a Claude Code session; [`cleanup`] makes sure a run leaves nothing behind; [`confine`] keeps every subject inside its sandbox.
 
@@ -24,5 +25,6 @@ pub mod safe_fs;
 pub mod services;
 pub mod subject;
 pub mod suite;
+pub mod testing;
 pub mod transcript;
 pub mod versions;

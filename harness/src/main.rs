@@ -6,7 +6,7 @@
 //! and blesses into DIR instead of the project's golden dir.
 //!
 //! - `probelab init [DIR]`: writes `probelab.toml` and the empty `probes/`, `golden/`, `fixtures/`.
-//! - `probelab run [PATH...] [--subject builtin] [--bless] [--json] [--keep] [-j N]`: runs the probes
+//! - `probelab run [PATH...] [--subject builtin|claude-code@V|NAME] [--bless] [--json] [--keep] [-j N]`: runs the probes
 //!   (default: all of `probes/`), N at a time (default: the cores; `harness::suite`), prints a line per
 //!   probe in probe order (pass / FAIL / golden diff / skip and why) and a summary with the wall time;
 //!   `--json` adds each probe's `duration_ms`; exit 1 on any failure, 2 on a usage or probe-file error.
@@ -265,6 +265,10 @@ fn supervised(f: impl FnOnce() -> ExitCode) -> ExitCode {
         return code;
     }
     let code = f();
+    // a stop signal ends the run (its subject killed) and exits with 128 + the signal: not this code
+    while harness::cleanup::stopping() {
+        std::thread::park();
+    }
     probelab_runtime::process::kill_own_descendants();
     code
 }
@@ -279,8 +283,17 @@ fn run_probes(
     jobs: Option<usize>,
 ) -> ExitCode {
     use harness::suite::Status;
+    let registry = project.registry();
+    // an unknown subject is a usage error, before anything runs (a typo in CI must not pass by skipping)
+    let id = match registry.parse(subject) {
+        Ok(id) => id,
+        Err(e) => {
+            eprintln!("probelab run: {e}");
+            return ExitCode::from(2);
+        }
+    };
     let paths = if paths.is_empty() { vec![project.probes.clone()] } else { paths };
-    let probes = match harness::probe::load_all(&paths) {
+    let probes = match load_probes(project, &paths) {
         Ok(p) => p,
         Err(e) => {
             eprintln!("{e}");
@@ -306,7 +319,7 @@ fn run_probes(
         .ok()
         .filter(|p| p.components().count() == 1)
         .map(|_| project.out.join(subject).join("durations.json"));
-    let opts = harness::suite::Options { subject: subject.to_string(), jobs, bless, keep, durations };
+    let opts = harness::suite::Options { subject: id, jobs, bless, keep, durations };
     let total = probes.len();
     let (mut passed, mut failed, mut skipped) = (0usize, 0usize, 0usize);
     let began = std::time::Instant::now();
@@ -416,6 +429,11 @@ fn run_probes(
     }
 }
 
+/// The probes under `paths`, whose `subjects` may name the project's subjects.
+fn load_probes(project: &Project, paths: &[PathBuf]) -> Result<Vec<harness::probe::Probe>, String> {
+    harness::probe::load_all_with(paths, &project.known())
+}
+
 fn diff(
     project: &Project,
     left: &str,
@@ -427,7 +445,7 @@ fn diff(
 ) -> ExitCode {
     use harness::transcript::diff::{diff_dirs_with, render_html, render_summary, render_text, unordered_ids};
     let golden = project.golden.clone();
-    let probes = match harness::probe::load_all(std::slice::from_ref(&project.probes)) {
+    let probes = match load_probes(project, std::slice::from_ref(&project.probes)) {
         Ok(p) => p,
         Err(e) => {
             eprintln!("{e}");
@@ -446,7 +464,9 @@ fn diff(
             let dir = tmp.path().join(name);
             let layout = Layout { golden: dir.clone(), ..project.layout(engine()) };
             let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().map_err(|e| e.to_string())?;
-            let shared: Vec<_> = probes.iter().filter(|p| p.applies_to(left) && p.applies_to(right)).collect();
+            let registry = project.registry();
+            let (l, r) = (registry.parse(left)?, registry.parse(right)?);
+            let shared: Vec<_> = probes.iter().filter(|p| p.applies_to(&l) && p.applies_to(&r)).collect();
             for p in shared {
                 let report = rt.block_on(run_probe(p, name, &layout, false))?;
                 golden_step(&report, &Layout { golden: tmp.path().to_path_buf(), ..layout.clone() }, true)?;
@@ -573,7 +593,7 @@ fn gc_blobs(project: &Project) -> ExitCode {
 }
 
 fn list(project: &Project) -> ExitCode {
-    let probes = match harness::probe::load_all(std::slice::from_ref(&project.probes)) {
+    let probes = match load_probes(project, std::slice::from_ref(&project.probes)) {
         Ok(p) => p,
         Err(e) => {
             eprintln!("{e}");
@@ -583,16 +603,17 @@ fn list(project: &Project) -> ExitCode {
     use std::fmt::Write as _;
     let mut out = String::from("probes:\n");
     for p in &probes {
-        let subjects = if p.subjects.is_empty() { "all".to_string() } else { p.subjects.join(",") };
+        let subjects = p.subjects.join(",");
         let _ = writeln!(out, "  {:<40} {:<24} {:<12} {}", p.id, p.claims.join(","), subjects, project.show(&p.path));
     }
     out.push_str("claims:\n");
-    for c in harness::claims::all() {
+    for c in harness::claims::all().into_iter().chain(project.claims.iter().cloned()) {
         let by: Vec<&str> = probes.iter().filter(|p| p.claims.contains(&c.id)).map(|p| p.id.as_str()).collect();
         let summary: String = c.summary.chars().take(70).collect();
         let _ = writeln!(out, "  {:<8} {:<3} {:<72} {}", c.id, by.len(), summary, by.join(" "));
     }
-    out.push_str("subjects:\n  builtin        the embedded Rust runtime (default)\n  claude-code@V  the Claude Code CLI at version V, installed from npm into the cache (`probelab versions`)\n");
+    out.push_str("subjects:\n");
+    out.push_str(&project.registry().listing());
     // a reader that stops early (`probelab list | head`) is not an error: no panic on the broken pipe
     match std::io::Write::write_all(&mut std::io::stdout().lock(), out.as_bytes()) {
         Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
@@ -608,7 +629,7 @@ const SKELETON: &str = r#"# A probe: a scripted conversation, the subject runs t
 id = "ID"
 claims = ["READ-1"]                       # claim ids from docs/claims.md
 about = "What this probe shows, in one line"
-# subjects = ["builtin"]                  # default: every subject
+# subjects = ["builtin"]                  # default: DEFAULT_SUBJECTS
 
 [fixture]
 files."f.txt" = "one\ntwo\nthree\n"
@@ -711,5 +732,7 @@ fn new(project: &Project, name: &str) -> ExitCode {
         }
     };
     let id = rel.replace('/', ".");
-    write_probe(project, &rel, &SKELETON.replace("\"ID\"", &format!("{id:?}")))
+    let text =
+        SKELETON.replace("\"ID\"", &format!("{id:?}")).replace("DEFAULT_SUBJECTS", harness::probe::DEFAULT_SUBJECTS);
+    write_probe(project, &rel, &text)
 }

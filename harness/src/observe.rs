@@ -346,7 +346,11 @@ pub fn outcome_of(verdicts: &[Verdict], not_offered: &[String]) -> (Outcome, Str
 
 /// The verdict of each claim a probe cites, from the run's outcome and the divergences it states on the
 /// subject.
-pub fn claim_verdicts(probe: &Probe, subject: &str, outcome: Outcome) -> BTreeMap<String, ClaimVerdict> {
+pub fn claim_verdicts(
+    probe: &Probe,
+    subject: &crate::subject::id::SubjectId,
+    outcome: Outcome,
+) -> BTreeMap<String, ClaimVerdict> {
     let diverging: Vec<&str> = probe.divergences_on(subject).iter().map(|d| d.claim.as_str()).collect();
     probe
         .claims

@@ -12,9 +12,15 @@
 //! golden = "golden"          # golden/<subject>/<id>.snap and golden/blobs/ (`--golden DIR` overrides)
 //! fixtures = "fixtures"      # `[fixture] dir = "x"` copies fixtures/x into the sandbox's cwd
 //! out = "target/probelab"    # evidence, durations of the last run, matrix shards
+//!
+//! [subjects.my-agent]        # a command subject: the user's own runtime (crate::subject::command)
+//! command = ["python3", "{project}/agent.py", "{prompt}"]
+//! env = { ANTHROPIC_BASE_URL = "{base_url}", ANTHROPIC_API_KEY = "sk-test" }
+//! dialect = "claude-code"
 //! ```
 //!
-//! Unknown keys, wrong types and empty paths are errors with `file:line:col`.
+//! Unknown keys, wrong types, empty paths and mistakes in a subject's table are errors with
+//! `file:line:col`.
 
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
@@ -47,6 +53,10 @@ pub(crate) struct ProjectFile {
     fixtures: Option<Spanned<String>>,
     #[serde(default)]
     out: Option<Spanned<String>>,
+    #[serde(default)]
+    claims: Option<Spanned<String>>,
+    #[serde(default)]
+    subjects: std::collections::BTreeMap<Spanned<String>, crate::subject::command::RawCommand>,
 }
 
 /// Where a suite's parts live (absolute or relative to the current directory, as the root was found).
@@ -64,6 +74,11 @@ pub struct Project {
     pub fixtures: PathBuf,
     /// What runs leave behind that is not a golden: evidence, durations, matrix shards.
     pub out: PathBuf,
+    /// The claims of its own catalogue (`claims = "FILE"`, in `docs/claims.md`'s form), cited by its
+    /// probes besides the built-in catalogue's.
+    pub claims: Vec<crate::claims::Claim>,
+    /// Its command subjects (`[subjects.NAME]`).
+    pub subjects: std::collections::BTreeMap<String, std::sync::Arc<crate::subject::command::CommandSpec>>,
 }
 
 impl Project {
@@ -76,6 +91,8 @@ impl Project {
             golden: root.join("golden"),
             fixtures: root.join("fixtures"),
             out: root.join("target").join("probelab"),
+            claims: Vec::new(),
+            subjects: Default::default(),
         }
     }
 
@@ -114,7 +131,25 @@ impl Project {
 
     /// The lab's layout for running this project's probes with `engine` as the built-in engine.
     pub fn layout(&self, engine: PathBuf) -> crate::lab::Layout {
-        crate::lab::Layout { fixtures: self.fixtures.clone(), golden: self.golden.clone(), engine }
+        crate::lab::Layout {
+            fixtures: self.fixtures.clone(),
+            golden: self.golden.clone(),
+            engine,
+            subjects: self.registry(),
+        }
+    }
+
+    /// What its probes may name: its subjects and its own claims.
+    pub fn known(&self) -> crate::probe::Known {
+        crate::probe::Known {
+            subjects: self.registry().names(),
+            claims: self.claims.iter().map(|c| c.id.clone()).collect(),
+        }
+    }
+
+    /// The subjects this project has: the registered kinds and its command subjects.
+    pub fn registry(&self) -> crate::subject::Registry {
+        crate::subject::Registry::new(self.subjects.clone())
     }
 
     /// `path` shown relative to the root when it is under it.
@@ -131,7 +166,12 @@ pub fn parse(file: &Path, text: &str) -> Result<Project, ProjectError> {
     };
     let raw: ProjectFile = toml::from_str(text).map_err(|e| {
         let msg = e.message().trim_end().to_string();
-        let hint = msg.contains("unknown field").then_some("the keys are probes, golden, fixtures and out (paths)");
+        let hint = if msg.contains("expected one of `command`") {
+            Some("a subject's keys are command, env, dialect, home_files and cwd_files")
+        } else {
+            msg.contains("unknown field")
+                .then_some("the keys are probes, golden, fixtures and out (paths), and [subjects.NAME] tables")
+        };
         at(e.span().map(|s| s.start).unwrap_or(0), msg, hint)
     })?;
     let root = file.parent().map(Path::to_path_buf).unwrap_or_default();
@@ -151,6 +191,37 @@ pub fn parse(file: &Path, text: &str) -> Result<Project, ProjectError> {
             *slot = root.join(v.get_ref());
         }
     }
+    if let Some(c) = &raw.claims {
+        let path = root.join(c.get_ref());
+        let catalogue = std::fs::read_to_string(&path).map_err(|e| {
+            at(c.span().start, format!("cannot read the claims catalogue {}: {e}", path.display()), None)
+        })?;
+        project.claims = crate::claims::parse(&catalogue);
+        if project.claims.is_empty() {
+            let hint = "a line `- FAMILY-N text` per claim (FAMILY in capitals, N a number), as in docs/claims.md";
+            return Err(at(c.span().start, format!("{} holds no claim", path.display()), Some(hint)));
+        }
+        for (i, claim) in project.claims.iter().enumerate() {
+            let twice = project.claims[..i].iter().any(|o| o.id == claim.id) || crate::claims::exists(&claim.id);
+            if twice {
+                let hint = "an id names one claim: give it another number or family";
+                return Err(at(
+                    c.span().start,
+                    format!("{}: claim {} is given twice (or is the built-in catalogue's)", path.display(), claim.id),
+                    Some(hint),
+                ));
+            }
+        }
+    }
+    for (name, raw) in raw.subjects {
+        let place = |offset: usize| {
+            let (line, col) = stub_messages::script::line_col(text, offset);
+            format!("{}:{line}:{col}", file.display())
+        };
+        let spec = crate::subject::command::check(&name, raw, &root, place)
+            .map_err(|(offset, message, hint)| at(offset, message, hint.as_deref()))?;
+        project.subjects.insert(name.into_inner(), std::sync::Arc::new(spec));
+    }
     Ok(project)
 }
 
@@ -161,6 +232,10 @@ probes = "probes"          # probe files (*.toml); `probelab new NAME` writes pr
 golden = "golden"          # golden/<subject>/<probe-id>.snap and golden/blobs/; `--golden DIR` overrides
 fixtures = "fixtures"      # trees a probe copies with [fixture] dir = "NAME"
 out = "target/probelab"    # evidence, durations of the last run, matrix shards
+# claims = "claims.md"     # a catalogue of its own (`- FAMILY-N text` lines), cited by its probes
+# [subjects.my-agent]      # a command subject: the user's own runtime (docs/probe-format.md)
+# command = ["python3", "{project}/agent.py", "{prompt}"]
+# env = { ANTHROPIC_BASE_URL = "{base_url}", ANTHROPIC_API_KEY = "sk-test" }
 "#;
 
 /// `probelab init`: writes `dir/probelab.toml` and the empty `probes/`, `golden/`, `fixtures/` (an
@@ -222,6 +297,41 @@ mod tests {
         assert!(e.starts_with("/p/probelab.toml:2:12: an empty path"), "{e}");
         let e = err("probes = [\n");
         assert!(e.starts_with("/p/probelab.toml:"), "{e}");
+    }
+
+    #[test]
+    fn command_subjects_are_read_and_their_mistakes_placed() {
+        let ok = "[subjects.my-agent]\ncommand = [\"python3\", \"{project}/a.py\", \"{prompt}\"]\n\
+                  env = { ANTHROPIC_BASE_URL = \"{base_url}\" }\ndialect = \"claude-code\"\n\
+                  home_files.\".config/a.json\" = '{ \"url\": \"{base_url_v1}\" }'\n";
+        let p = parse(Path::new("/p/probelab.toml"), ok).unwrap_or_else(|e| panic!("{e}"));
+        let c = p.subjects.get("my-agent").unwrap_or_else(|| panic!("no subject: {p:?}"));
+        assert_eq!(c.command, ["python3", "{project}/a.py", "{prompt}"]);
+        assert_eq!((c.dialect.as_deref(), c.project.as_path()), (Some("claude-code"), Path::new("/p")));
+        assert_eq!(c.place, "/p/probelab.toml:1:11");
+        assert_eq!(p.registry().parse("my-agent").map(|id| id.to_string()), Ok("my-agent".to_string()));
+        let e = err("[subjects.a]\ncommand = []\n");
+        assert!(e.starts_with("/p/probelab.toml:2:11: an empty command"), "{e}");
+        let e = err("[subjects.a]\ncommand = [\"x\", \"{bse_url}\"]\n");
+        assert!(
+            e.starts_with("/p/probelab.toml:2:17: unknown placeholder {bse_url}") && e.contains("{base_url_v1}"),
+            "{e}"
+        );
+        let e = err("[subjects.a]\ncommand = [\"x\"]\ndialect = \"opencode\"\n");
+        assert!(e.starts_with("/p/probelab.toml:3:11: unknown dialect \"opencode\""), "{e}");
+        let e = err("[subjects.a]\ncommand = [\"x\"]\ncmd = 1\n");
+        assert!(
+            e.starts_with("/p/probelab.toml:3:1: unknown field `cmd`") && e.contains("a subject's keys are"),
+            "{e}"
+        );
+        let e = err("[subjects.Bad]\ncommand = [\"x\"]\n");
+        assert!(e.starts_with("/p/probelab.toml:1:11: \"Bad\" cannot name a subject"), "{e}");
+        let e = err("[subjects.builtin]\ncommand = [\"x\"]\n");
+        assert!(e.contains("\"builtin\" cannot name a subject"), "{e}");
+        let e = err("[subjects.a]\ncommand = [\"x\"]\ncwd_files.\"../out\" = \"x\"\n");
+        assert!(e.starts_with("/p/probelab.toml:3:11: \"../out\" is not a path inside"), "{e}");
+        let e = err("[subjects.a]\nenv = {}\n");
+        assert!(e.starts_with("/p/probelab.toml:1:") && e.contains("missing field `command`"), "{e}");
     }
 
     #[test]

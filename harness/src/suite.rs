@@ -15,8 +15,10 @@
 //!   before. A probe that blocks its thread for a moment (a 64 MiB fixture written) holds back only
 //!   itself, never another probe's timers. What the probe leaves running (a task nobody awaited) is
 //!   dropped with its runtime at its end, not carried into the next probe.
-//! - A Claude Code subject is installed once before the first probe starts (the npm install is not safe
-//!   to run twice at once into one cache dir), then every probe finds it in the cache.
+//! - The subject is set up once before the first probe starts ([`crate::subject::Registry::prepare`]: a
+//!   Claude Code version installed — the npm install is not safe to run twice at once into one cache
+//!   dir — and held), and every lane's probes share that set-up; a set-up that fails is the error of
+//!   every probe that would run on it.
 //! - What a probe needs from the host (`requires`, [`crate::probe::host`]) is looked up once per run;
 //!   a probe whose part is missing is skipped with the reason and how to get the part.
 //! - Longest first: with [`Options::durations`] set (the CLI keeps `target/probelab/<subject>/durations.json`),
@@ -25,8 +27,9 @@
 //!   the run. Without it (or for probes it does not know) probes start in probe order. The order of the
 //!   output never changes.
 
-use crate::lab::{golden_step, run_probe, GoldenOutcome, Layout, Report};
+use crate::lab::{golden_step, run_probe_on, GoldenOutcome, Layout, Report};
 use crate::probe::Probe;
+use crate::subject::{Subject, SubjectId};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -96,8 +99,9 @@ impl Outcome {
 /// How to run a suite.
 #[derive(Debug, Clone)]
 pub struct Options {
-    /// The subject (`builtin`, `claude-code@2.1.235`).
-    pub subject: String,
+    /// The subject (`builtin`, `claude-code@2.1.235`, a command subject), parsed
+    /// ([`crate::subject::Registry::parse`]).
+    pub subject: SubjectId,
     /// Probes at a time.
     pub jobs: usize,
     /// Write goldens of passing probes.
@@ -149,8 +153,14 @@ pub fn run_isolated<F: std::future::Future>(fut: F) -> Result<F::Output, String>
     }
 }
 
-/// Runs one probe (or skips it) and compares its golden.
-pub async fn run_one(index: usize, probe: Arc<Probe>, layout: &Layout, opts: &Options) -> Outcome {
+/// Runs one probe on a subject set up for it (or skips it) and compares its golden.
+pub async fn run_one(
+    index: usize,
+    probe: Arc<Probe>,
+    subject: &dyn Subject,
+    layout: &Layout,
+    opts: &Options,
+) -> Outcome {
     let started = Instant::now();
     let skip = |why: String| Outcome {
         index,
@@ -166,7 +176,10 @@ pub async fn run_one(index: usize, probe: Arc<Probe>, layout: &Layout, opts: &Op
     if let Some(why) = crate::probe::host::missing(&probe.requires_on(&opts.subject)) {
         return skip(why);
     }
-    let report = match run_probe(&probe, &opts.subject, layout, opts.keep).await {
+    if !probe.execs.is_empty() && subject.rg_engine(&layout.engine).is_none() {
+        return skip(format!("an exec probe: {} has no search engine to start as rg", opts.subject));
+    }
+    let report = match run_probe_on(&probe, subject, layout, opts.keep).await {
         Ok(r) => r,
         Err(e) => {
             return Outcome {
@@ -200,13 +213,28 @@ pub async fn run_one(index: usize, probe: Arc<Probe>, layout: &Layout, opts: &Op
     Outcome { index, probe, status, detail, report: Some(report), duration: started.elapsed() }
 }
 
+/// The outcome of a probe that does not run on `subject`.
+async fn skipped(index: usize, probe: Arc<Probe>, subject: &SubjectId) -> Outcome {
+    let why = format!("not for {subject}");
+    Outcome {
+        index,
+        probe,
+        status: Status::Skipped(why),
+        detail: String::new(),
+        report: None,
+        duration: Duration::ZERO,
+    }
+}
+
 /// Runs `probes` at most `opts.jobs` at a time and calls `each` with every outcome, in probe order.
 pub async fn run_suite(probes: Vec<Probe>, layout: &Layout, opts: &Options, mut each: impl FnMut(Outcome)) {
-    if let Some(v) = crate::subject::claude_code::version_of(&opts.subject) {
-        // installed once, before the probes look for it (an error shows on every probe that needs it)
-        let v = v.to_string();
-        let _ = tokio::task::spawn_blocking(move || crate::subject::claude_code::install(&v)).await;
-    }
+    // set up (installed) once, before the probes start (an error shows on every probe that would run)
+    let (registry, id) = (layout.subjects.clone(), opts.subject.clone());
+    let prepared: Result<Arc<dyn Subject>, String> =
+        match tokio::task::spawn_blocking(move || registry.prepare(&id)).await {
+            Ok(p) => p,
+            Err(e) => Err(format!("setting up {}: {e}", opts.subject)),
+        };
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Outcome>();
     let probes: Vec<Arc<Probe>> = probes.into_iter().map(Arc::new).collect();
     let n = probes.len();
@@ -219,14 +247,16 @@ pub async fn run_suite(probes: Vec<Probe>, layout: &Layout, opts: &Options, mut 
     });
     let queue = Arc::new(std::sync::Mutex::new(std::collections::VecDeque::from(order)));
     for lane in 0..opts.jobs.clamp(1, MAX_JOBS).min(n) {
-        let (queue, probes, tx, layout, opts) =
-            (queue.clone(), probes.clone(), tx.clone(), layout.clone(), opts.clone());
+        let (queue, probes, tx, layout, opts, prepared) =
+            (queue.clone(), probes.clone(), tx.clone(), layout.clone(), opts.clone(), prepared.clone());
         let spawned = std::thread::Builder::new().name(format!("probelab-lane-{lane}")).spawn(move || loop {
             let Some(index) = queue.lock().ok().and_then(|mut q| q.pop_front()) else { return };
             let probe = probes[index].clone();
             // a panic is the probe's error, in its place; the lane goes on with the next
-            let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                run_isolated(run_one(index, probe.clone(), &layout, &opts))
+            let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match &prepared {
+                Ok(subject) => run_isolated(run_one(index, probe.clone(), subject.as_ref(), &layout, &opts)),
+                Err(e) if probe.applies_to(&opts.subject) => Ok(Outcome::unrun(index, probe.clone(), e.clone())),
+                Err(_) => run_isolated(skipped(index, probe.clone(), &opts.subject)),
             }));
             let outcome = match ran {
                 Ok(Ok(o)) => o,

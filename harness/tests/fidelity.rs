@@ -27,7 +27,7 @@
 use base64::Engine;
 use harness::lab::Layout;
 use harness::probe::Probe;
-use harness::run::{run_conversation, RunOutput, Runner};
+use harness::run::{run_conversation, RunOutput};
 use harness::transcript::normalise::{normalise, Places};
 use harness::transcript::{result_text, View};
 use serde_json::{json, Value};
@@ -724,7 +724,8 @@ fn collect(probe: &Probe, run: Result<RunOutput, String>, calls: usize, subject:
         cwd: &run.sandbox.cwd,
         home: &run.sandbox.home,
         today: String::new(),
-        subject,
+        subject: &harness::subject::SubjectId::parse_registered(subject)
+            .unwrap_or_else(harness::subject::SubjectId::builtin),
     };
     let outcomes = (1..=calls)
         .map(|n| {
@@ -743,9 +744,10 @@ fn collect(probe: &Probe, run: Result<RunOutput, String>, calls: usize, subject:
 
 async fn run_both(probe: &Probe, cc: &harness::subject::claude_code::ClaudeCode, layout: &Layout) -> (Ran, Ran) {
     let calls: usize = probe.script.turns.iter().map(|t| t.tool_use.len()).sum();
+    let builtin = harness::subject::builtin::Builtin::default();
     let (b, c) = tokio::join!(
-        run_conversation(probe, Runner::Builtin, &layout.fixtures),
-        run_conversation(probe, Runner::ClaudeCode(cc), &layout.fixtures)
+        run_conversation(probe, &builtin, &layout.fixtures),
+        run_conversation(probe, cc, &layout.fixtures)
     );
     // both sides normalised alike: the reference's random cell ids are this test's own step (NEW_CELL_ID),
     // not the lab's notebook-cell-ids, which numbers them and would hide "undefined" against an id

@@ -21,6 +21,11 @@ fn claude_code() -> String {
     format!("claude-code@{}", harness::subject::claude_code::REFERENCE_VERSION)
 }
 
+/// A subject of this repository (the registered kinds).
+fn id(subject: &str) -> harness::subject::SubjectId {
+    harness::subject::SubjectId::parse_registered(subject).unwrap_or_else(|| panic!("not a subject: {subject}"))
+}
+
 fn main() -> std::process::ExitCode {
     let args = Arguments::from_args();
     let mut layout = Layout::repo();
@@ -35,19 +40,19 @@ fn main() -> std::process::ExitCode {
     };
     let mut trials: Vec<Trial> = probes
         .iter()
-        .filter(|p| p.applies_to(SUBJECT))
+        .filter(|p| p.applies_to(&id(SUBJECT)))
         .map(|p| {
             let (probe, layout) = (p.clone(), layout.clone());
             Trial::test(p.id.clone(), move || run_on(&probe, SUBJECT, &layout))
         })
         .collect();
     let cc = claude_code();
-    for p in probes.iter().filter(|p| p.applies_to(&cc)) {
+    for p in probes.iter().filter(|p| p.applies_to(&id(&cc))) {
         let (probe, layout, cc) = (p.clone(), layout.clone(), cc.clone());
         trials.push(Trial::test(format!("{cc}/{}", p.id), move || run_on(&probe, &cc, &layout)));
     }
     for subject in [SUBJECT.to_string(), cc] {
-        let ids: Vec<String> = probes.iter().filter(|p| p.applies_to(&subject)).map(|p| p.id.clone()).collect();
+        let ids: Vec<String> = probes.iter().filter(|p| p.applies_to(&id(&subject))).map(|p| p.id.clone()).collect();
         let golden_dir = layout.golden.join(&subject);
         trials.push(Trial::test(format!("golden_files_all_have_probes/{subject}"), move || orphans(&golden_dir, &ids)));
     }
@@ -82,7 +87,7 @@ fn orphans(golden_dir: &std::path::Path, ids: &[String]) -> Result<(), Failed> {
 }
 
 fn run_on(probe: &Probe, subject: &str, layout: &Layout) -> Result<(), Failed> {
-    if let Some(why) = harness::probe::host::missing(&probe.requires_on(subject)) {
+    if let Some(why) = harness::probe::host::missing(&probe.requires_on(&id(subject))) {
         return Err(format!("{}: {why}", probe.id).into());
     }
     // on a runtime of its own, as `probelab run` runs each probe (harness::suite's module doc)

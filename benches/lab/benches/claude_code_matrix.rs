@@ -35,6 +35,7 @@ fn main() {
         fixtures: repo.join("fixtures"),
         golden: repo.join("golden"),
         engine: harness::probe::sandbox::probelab_binary(),
+        subjects: Default::default(),
     };
     let jobs = default_jobs();
     let rt = harness::suite::runtime(jobs).unwrap_or_else(|e| panic!("{e}"));
@@ -42,8 +43,13 @@ fn main() {
     println!("{:>10} {:>6} {:>8} {:>8} {:>7} {:>10}", "version", "cells", "passed", "golden", "wall s", "cells/min");
     let (mut cells, mut secs) = (0usize, 0f64);
     for v in &versions {
-        let subject = format!("claude-code@{v}");
-        let opts = Options { subject: subject.clone(), jobs, bless: false, keep: false, durations: None };
+        let opts = Options {
+            subject: harness::subject::SubjectId::claude_code(v),
+            jobs,
+            bless: false,
+            keep: false,
+            durations: None,
+        };
         let (mut n, mut passed, mut same) = (0usize, 0usize, 0usize);
         let t0 = Instant::now();
         rt.block_on(run_suite(probes.clone(), &layout, &opts, |o| {

@@ -14,11 +14,12 @@ fn bench(c: &mut Criterion) {
     let probes = harness::probe::load_all(&[repo.join("probes")]).unwrap_or_else(|e| panic!("{e}"));
     let engine = harness::probe::sandbox::probelab_binary();
     assert!(engine.is_file(), "{} is missing: cargo build --release -p harness first", engine.display());
-    let layout = Layout { fixtures: repo.join("fixtures"), golden: repo.join("golden"), engine };
+    let layout =
+        Layout { fixtures: repo.join("fixtures"), golden: repo.join("golden"), engine, subjects: Default::default() };
     let jobs = default_jobs();
     let rt = harness::suite::runtime(jobs).unwrap_or_else(|e| panic!("{e}"));
     let opts = Options {
-        subject: "builtin".into(),
+        subject: harness::subject::SubjectId::builtin(),
         jobs,
         bless: false,
         keep: false,

@@ -156,7 +156,7 @@ fn bench(c: &mut Criterion) {
         cwd: &cwd,
         home: &home,
         today: harness::transcript::normalise::today_utc(),
-        subject: "builtin",
+        subject: &harness::subject::SubjectId::builtin(),
     };
     g.bench_function("render_transcript", |b| {
         b.iter(|| {

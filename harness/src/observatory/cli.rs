@@ -314,7 +314,13 @@ impl Command {
                     jobs,
                     bless_only: None,
                 };
-                let total = probes.iter().filter(|p| p.applies_to("claude-code")).count() * versions.len();
+                let total = probes
+                    .iter()
+                    .filter(|p| {
+                        p.applies_to(&crate::subject::id::SubjectId::claude_code(crate::subject::id::REFERENCE_VERSION))
+                    })
+                    .count()
+                    * versions.len();
                 let mut progress = Progress::new(total);
                 let mut print = |d: &super::CellDone| print_cell(d, &mut progress);
                 let cells = match rt.block_on(matrix(&probes, &versions, layout, &opts, &mut print)) {
@@ -405,7 +411,13 @@ impl Command {
                     let file_id =
                         load(probes_dir, &[PathBuf::from(id)]).ok().and_then(|p| p.first().map(|p| p.id.clone()));
                     match all.iter().find(|p| &p.id == id || Some(&p.id) == file_id.as_ref()) {
-                        Some(p) if p.applies_to("claude-code") => chosen.push(p.clone()),
+                        Some(p)
+                            if p.applies_to(&crate::subject::id::SubjectId::claude_code(
+                                crate::subject::id::REFERENCE_VERSION,
+                            )) =>
+                        {
+                            chosen.push(p.clone())
+                        }
                         Some(p) => {
                             return fail(
                                 2,

@@ -36,7 +36,7 @@ use std::path::{Path, PathBuf};
 
 /// The subject of a cell: `claude-code@<version>`.
 pub fn subject(version: &str) -> String {
-    format!("claude-code@{version}")
+    crate::subject::id::SubjectId::claude_code(version).to_string()
 }
 
 /// The file of a cell.
@@ -176,7 +176,10 @@ pub async fn matrix(
     done: &mut dyn FnMut(&CellDone),
 ) -> Result<Vec<Observation>, String> {
     use futures_util::stream::StreamExt;
-    let probes: Vec<&Probe> = probes.iter().filter(|p| p.applies_to("claude-code")).collect();
+    let probes: Vec<&Probe> = probes
+        .iter()
+        .filter(|p| p.applies_to(&crate::subject::id::SubjectId::claude_code(crate::subject::id::REFERENCE_VERSION)))
+        .collect();
     // a cell is kept only when it ran the probe file as it is now
     let shas: Vec<String> = probes.iter().map(|p| crate::observe::probe_sha256(p)).collect();
     let mut out = Vec::new();

@@ -105,7 +105,8 @@ mod tests {
     /// The tables `docs/probe-format.md` documents: `probelab.toml`'s, then the probe format's.
     fn documented_tables() -> Vec<Table> {
         let project = Table { heading: "probelab.toml", keys: fields_of::<crate::project::ProjectFile>() };
-        std::iter::once(project).chain(tables()).collect()
+        let subjects = Table { heading: "[subjects.NAME]", keys: fields_of::<crate::subject::command::RawCommand>() };
+        [project, subjects].into_iter().chain(tables()).collect()
     }
 
     fn doc() -> String {

@@ -6,7 +6,7 @@
 //! id = "read.offset-limit"                   # unique; names the golden file
 //! claims = ["READ-1", "READ-3"]              # ids from docs/claims.md
 //! about = "offset/limit window, cat -n numbering"
-//! subjects = ["builtin"]                     # default: every subject
+//! subjects = ["builtin"]                     # default: ["builtin"] (["claude-code"] under probes/claude-code/)
 //! prompt = "Read the file."                  # first user message (default: "Run the probe.")
 //! ask = "deny"                               # how the host answers a permission ask (default deny)
 //! deadline_secs = 60                         # the run must end within it
@@ -86,6 +86,7 @@ pub mod web;
 
 pub use files::FileSpec;
 
+use crate::subject::id::SubjectId;
 use probelab_runtime::config::ClockSpec;
 use probelab_runtime::config::HostScript;
 use probelab_runtime::settings::{AskAnswer, Settings};
@@ -493,8 +494,36 @@ struct ProbeFile {
     checks: Vec<Spanned<Check>>,
 }
 
-/// Subjects a probe can name.
+/// Subjects a probe can name in any project (a project's command subjects come on top: [`parse_with`]).
 pub const SUBJECT_KINDS: &[&str] = &["builtin", "claude-code"];
+
+/// What a project's probes may name: its subjects (the registered kinds and its command subjects) and
+/// the claims of its own catalogue (besides `docs/claims.md`'s, which every project has).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Known {
+    /// Subject names a probe's `subjects` and `diverges` may use.
+    pub subjects: Vec<String>,
+    /// Claim ids of the project's own catalogue.
+    pub claims: Vec<String>,
+}
+
+impl Default for Known {
+    /// What every project has: [`SUBJECT_KINDS`], no claims of its own.
+    fn default() -> Known {
+        Known { subjects: SUBJECT_KINDS.iter().map(|s| s.to_string()).collect(), claims: Vec::new() }
+    }
+}
+
+/// What a probe that names no `subjects` runs on, in words: said once, for the docs, `probelab new` and
+/// `probelab list` alike ([`default_subjects`] is the rule).
+pub const DEFAULT_SUBJECTS: &str = r#"["builtin"] (["claude-code"] under probes/claude-code/)"#;
+
+/// The subjects of a probe that names none: the built-in one — its checks speak the built-in runtime's
+/// texts — except under `probes/claude-code/`, where it is a Claude Code probe: a probe runs on a subject
+/// other than its directory's only when it says so.
+pub fn default_subjects(path: &Path) -> Vec<String> {
+    vec![if in_claude_code_dir(path) { "claude-code" } else { "builtin" }.to_string()]
+}
 
 /// Default deadline of a probe run.
 pub const DEFAULT_DEADLINE_SECS: u64 = 60;
@@ -512,7 +541,8 @@ pub struct Probe {
     pub claims: Vec<String>,
     /// One line about it.
     pub about: String,
-    /// Subjects it applies to (`builtin`, `claude-code`); empty = every subject.
+    /// Subjects it applies to (`builtin`, `claude-code`, a command subject): as written, or
+    /// [`default_subjects`]; never empty.
     pub subjects: Vec<String>,
     /// First user message.
     pub prompt: String,
@@ -559,12 +589,12 @@ pub struct Probe {
 }
 
 impl Probe {
-    /// Why the probe runs `subject` (`builtin`, `claude-code@V`) unconfined, if it does: `[subject]
-    /// unconfined`, else the subject's own table's.
-    pub fn unconfined_on(&self, subject: &str) -> Option<&str> {
-        let own = match subject.split('@').next().unwrap_or(subject) {
-            "builtin" => &self.subject.builtin.unconfined,
-            "claude-code" => &self.subject.claude_code.unconfined,
+    /// Why the probe runs `subject` unconfined, if it does: `[subject] unconfined`, else the subject's
+    /// own table's.
+    pub fn unconfined_on(&self, subject: &SubjectId) -> Option<&str> {
+        let own = match subject.kind {
+            crate::subject::id::BUILTIN => &self.subject.builtin.unconfined,
+            crate::subject::id::CLAUDE_CODE => &self.subject.claude_code.unconfined,
             _ => &None,
         };
         self.subject.unconfined.as_deref().or(own.as_deref())
@@ -572,12 +602,11 @@ impl Probe {
 
     /// The host parts the probe needs on a subject: its `requires`, the subject's own, and `bwrap` for a
     /// loop probe whose subject runs confined (every one without `[subject] unconfined`).
-    pub fn requires_on(&self, subject: &str) -> Vec<String> {
-        let kind = subject.split('@').next().unwrap_or(subject);
-        let own = match kind {
-            "builtin" => &self.subject.builtin.requires,
-            "claude-code" => &self.subject.claude_code.requires,
-            _ => return self.requires.clone(),
+    pub fn requires_on(&self, subject: &SubjectId) -> Vec<String> {
+        let own: &[String] = match subject.kind {
+            crate::subject::id::BUILTIN => &self.subject.builtin.requires,
+            crate::subject::id::CLAUDE_CODE => &self.subject.claude_code.requires,
+            _ => &[],
         };
         let mut all: Vec<String> = self.requires.iter().chain(own).cloned().collect();
         // every loop probe's subject runs confined unless the probe says why not ([`crate::confine`])
@@ -587,22 +616,17 @@ impl Probe {
         all
     }
 
-    /// True when the probe applies to a subject kind (`claude-code@2.1.235` → `claude-code`). A probe
-    /// that names no subjects is a built-in probe — its checks speak the built-in runtime's texts — except
-    /// under `probes/claude-code/`, where it is a Claude Code probe ([`parse`] fills `subjects` in): a probe
-    /// runs on a subject other than its directory's only when it says so.
-    pub fn applies_to(&self, subject: &str) -> bool {
-        let kind = subject.split('@').next().unwrap_or(subject);
-        if self.subjects.is_empty() {
-            return kind == "builtin";
-        }
-        self.subjects.iter().any(|s| s == kind)
+    /// True when the probe runs on `subject`: its `subjects` (never empty: [`parse`] fills in
+    /// [`default_subjects`]) name it, or name the dialect it speaks (a command subject of Claude Code's
+    /// dialect runs Claude Code's probes).
+    pub fn applies_to(&self, subject: &SubjectId) -> bool {
+        self.subjects.iter().any(|s| subject.answers_to(s))
     }
 
-    /// The divergences from claims this probe shows on a subject (`claude-code@2.1.235` → `claude-code`).
-    pub fn divergences_on(&self, subject: &str) -> Vec<&Divergence> {
-        let kind = subject.split('@').next().unwrap_or(subject);
-        self.diverges.iter().filter(|d| d.subject == kind).collect()
+    /// The divergences from claims this probe shows on a subject (by its name: `claude-code@2.1.235` →
+    /// `claude-code`).
+    pub fn divergences_on(&self, subject: &SubjectId) -> Vec<&Divergence> {
+        self.diverges.iter().filter(|d| d.subject == subject.name).collect()
     }
 
     /// Whether check `index` applies to a subject of `version` (the caller gives the built-in subject's as
@@ -624,8 +648,15 @@ impl Probe {
     }
 }
 
-/// Parses a probe file's text.
+/// Parses a probe file's text (it may name what every project has: [`Known::default`]).
 pub fn parse(path: &Path, text: &str) -> Result<Probe, ProbeError> {
+    parse_with(path, text, &Known::default())
+}
+
+/// Parses a probe file's text; its `subjects` and `diverges` may name `known.subjects`, its `claims`
+/// the catalogue's and `known.claims`.
+pub fn parse_with(path: &Path, text: &str, known: &Known) -> Result<Probe, ProbeError> {
+    let subjects_known: Vec<&str> = known.subjects.iter().map(String::as_str).collect();
     let file = path.display().to_string();
     let err_at = |offset: usize, message: String, hint: Option<&str>| {
         let (line, col) = line_col(text, offset);
@@ -670,11 +701,11 @@ pub fn parse(path: &Path, text: &str) -> Result<Probe, ProbeError> {
     }
     let mut claims = Vec::new();
     for c in raw.claims.get_ref() {
-        if !crate::claims::exists(c.get_ref()) {
+        if !crate::claims::exists(c.get_ref()) && !known.claims.contains(c.get_ref()) {
             return Err(err_at(
                 c.span().start,
                 format!("claim {:?} is not in the catalogue", c.get_ref()),
-                Some("claim ids are listed in docs/claims.md (`probelab list` prints them)"),
+                Some("claim ids are listed in docs/claims.md and the project's own `claims` file (`probelab list` prints them)"),
             ));
         }
         claims.push(c.get_ref().clone());
@@ -686,11 +717,11 @@ pub fn parse(path: &Path, text: &str) -> Result<Probe, ProbeError> {
             let msg = format!("diverges names claim {:?}, which this probe does not cite", v.claim);
             return Err(err_at(d.span().start, msg, Some("add it to claims, or name a cited claim")));
         }
-        if !SUBJECT_KINDS.contains(&v.subject.as_str()) {
+        if !subjects_known.contains(&v.subject.as_str()) {
             return Err(err_at(
                 d.span().start,
                 format!("unknown subject {:?}", v.subject),
-                Some("builtin or claude-code"),
+                Some(&format!("the subjects are {}", subjects_known.join(", "))),
             ));
         }
         diverges.push(v.clone());
@@ -732,18 +763,21 @@ pub fn parse(path: &Path, text: &str) -> Result<Probe, ProbeError> {
         }
     }
     let mut subjects = Vec::new();
-    if raw.subjects.is_none() && in_claude_code_dir(path) {
-        subjects.push("claude-code".to_string());
-    }
     for s in raw.subjects.iter().flatten() {
-        if !SUBJECT_KINDS.contains(&s.get_ref().as_str()) {
+        if !subjects_known.contains(&s.get_ref().as_str()) {
             return Err(err_at(
                 s.span().start,
                 format!("unknown subject {:?}", s.get_ref()),
-                Some("subjects are builtin and claude-code"),
+                Some(&format!(
+                    "the subjects are {} (a project's own: [subjects.NAME] in probelab.toml)",
+                    subjects_known.join(", ")
+                )),
             ));
         }
         subjects.push(s.get_ref().clone());
+    }
+    if raw.subjects.is_none() {
+        subjects = default_subjects(path);
     }
     // the ids probes give tool_uses name them for checks: unique across the whole script
     let mut seen = std::collections::BTreeSet::new();
@@ -1463,6 +1497,11 @@ fn in_claude_code_dir(path: &Path) -> bool {
 
 /// Reads and parses a probe file.
 pub fn load(path: &Path) -> Result<Probe, ProbeError> {
+    load_with(path, &Known::default())
+}
+
+/// Reads and parses a probe file that may name what `known` holds ([`parse_with`]).
+pub fn load_with(path: &Path, known: &Known) -> Result<Probe, ProbeError> {
     let bytes = crate::safe_fs::read_capped(path, crate::safe_fs::MAX_TEXT_BYTES).map_err(|e| ProbeError {
         file: path.display().to_string(),
         line: 1,
@@ -1483,7 +1522,7 @@ pub fn load(path: &Path) -> Result<Probe, ProbeError> {
             hint: Some("a probe file is TOML, UTF-8 encoded: write bytes that are not text as a base64 file".into()),
         }
     })?;
-    parse(path, &text)
+    parse_with(path, &text, known)
 }
 
 /// Every `*.toml` under the given paths (files taken as they are, directories walked), sorted.
@@ -1533,9 +1572,14 @@ pub fn check_fixture_dirs(probes: &[Probe], fixtures: &Path) -> Result<(), Probe
 
 /// Loads every probe under `paths`; ids must be unique.
 pub fn load_all(paths: &[PathBuf]) -> Result<Vec<Probe>, String> {
+    load_all_with(paths, &Known::default())
+}
+
+/// [`load_all`] for a project whose probes may name what `known` holds ([`parse_with`]).
+pub fn load_all_with(paths: &[PathBuf], known: &Known) -> Result<Vec<Probe>, String> {
     let mut probes: Vec<Probe> = Vec::new();
     for f in discover(paths)? {
-        let p = load(&f).map_err(|e| e.to_string())?;
+        let p = load_with(&f, known).map_err(|e| e.to_string())?;
         // ids name golden files: two that differ only in case are one file on a case-insensitive disk
         if let Some(other) = probes.iter().find(|o| o.id.eq_ignore_ascii_case(&p.id)) {
             let same = if other.id == p.id { String::new() } else { format!(" (as {:?})", other.id) };
@@ -1572,13 +1616,47 @@ mod tests {
     #[test]
     fn a_probe_under_claude_code_runs_there_unless_it_names_its_subjects() {
         let p = |path: &str, text: &str| parse(Path::new(path), text).map_err(|e| e.to_string());
-        let cc = p("probes/claude-code/x.toml", OK);
-        assert_eq!(cc.as_ref().map(|p| p.applies_to("builtin")), Ok(false));
-        assert_eq!(cc.as_ref().map(|p| p.applies_to("claude-code@2.1.235")), Ok(true));
+        let (builtin, cc) = (SubjectId::builtin(), SubjectId::claude_code("2.1.235"));
+        let in_cc = p("probes/claude-code/x.toml", OK);
+        assert_eq!(in_cc.as_ref().map(|p| p.applies_to(&builtin)), Ok(false));
+        assert_eq!(in_cc.as_ref().map(|p| p.applies_to(&cc)), Ok(true));
+        assert_eq!(in_cc.as_ref().map(|p| p.subjects.clone()), Ok(vec!["claude-code".to_string()]));
         let both =
             p("probes/claude-code/x.toml", &OK.replace("about", "subjects = [\"builtin\", \"claude-code\"]\nabout"));
-        assert_eq!(both.map(|p| p.applies_to("builtin")), Ok(true));
-        assert_eq!(p("probes/read/x.toml", OK).map(|p| p.applies_to("builtin")), Ok(true));
+        assert_eq!(both.map(|p| p.applies_to(&builtin)), Ok(true));
+        let plain = p("probes/read/x.toml", OK);
+        assert_eq!(plain.as_ref().map(|p| (p.applies_to(&builtin), p.applies_to(&cc))), Ok((true, false)));
+        assert_eq!(plain.map(|p| p.subjects), Ok(vec!["builtin".to_string()]));
+        // a command subject of Claude Code's dialect runs Claude Code's probes, and those naming it
+        let agent = SubjectId::command("my-agent", Some("claude-code"));
+        assert_eq!(in_cc.map(|p| p.applies_to(&agent)), Ok(true));
+        let named = parse_with(
+            Path::new("p.toml"),
+            &OK.replace("about", "subjects = [\"my-agent\"]\nabout").replace("claims = [", "claims = [\"OWN-1\", "),
+            &Known {
+                subjects: vec!["builtin".into(), "claude-code".into(), "my-agent".into()],
+                claims: vec!["OWN-1".into()],
+            },
+        );
+        assert_eq!(
+            named.map(|p| p.applies_to(&SubjectId::command("my-agent", None))).map_err(|e| e.to_string()),
+            Ok(true)
+        );
+        let e = p("p.toml", &OK.replace("about", "subjects = [\"my-agent\"]\nabout"));
+        assert!(
+            e.as_ref().is_err_and(|e| e.contains("unknown subject \"my-agent\"") && e.contains("[subjects.NAME]")),
+            "{e:?}"
+        );
+    }
+
+    #[test]
+    fn the_default_subjects_are_stated_once_in_the_docs() {
+        let docs = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/probe-format.md"))
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert!(
+            docs.contains(&format!("Default: {DEFAULT_SUBJECTS}")),
+            "docs/probe-format.md must say `Default: {DEFAULT_SUBJECTS}`"
+        );
     }
 
     #[test]
@@ -1587,14 +1665,15 @@ mod tests {
         assert!(err(&sandboxed).contains("does not require bubblewrap"), "{}", err(&sandboxed));
         let declared = sandboxed.replace("about", "requires = [\"bwrap\"]\nabout");
         let p = parse(Path::new("p.toml"), &declared).map_err(|e| e.to_string());
-        assert_eq!(p.map(|p| p.requires_on("builtin")), Ok(vec!["bwrap".to_string()]));
+        assert_eq!(p.map(|p| p.requires_on(&SubjectId::builtin())), Ok(vec!["bwrap".to_string()]));
         assert!(err(&OK.replace("about", "requires = [\"a b\"]\nabout")).contains("is not a host part"));
     }
 
     #[test]
     fn a_subject_runs_confined_unless_the_probe_says_why_not() {
         let requires = |text: &str, subject: &str| {
-            parse(Path::new("p.toml"), text).map(|p| p.requires_on(subject)).map_err(|e| e.to_string())
+            let id = SubjectId::parse_registered(subject).unwrap_or_else(|| panic!("{subject}"));
+            parse(Path::new("p.toml"), text).map(|p| p.requires_on(&id)).map_err(|e| e.to_string())
         };
         assert_eq!(requires(OK, "builtin"), Ok(vec!["bwrap".to_string()]));
         assert_eq!(requires(OK, "claude-code@2.1.235"), Ok(vec!["bwrap".to_string()]));

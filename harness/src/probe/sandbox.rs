@@ -256,7 +256,7 @@ impl Sandbox {
             let to = lexical_normal(&cur.join(&target));
             if !to.starts_with(&self.root) {
                 return Err(format!(
-                    "{} is a symlink to {} (outside the sandbox): a fault does not follow it",
+                    "{} is a symlink to {} (outside the sandbox): not followed",
                     next.strip_prefix(&self.root).unwrap_or(&next).display(),
                     target.display()
                 ));

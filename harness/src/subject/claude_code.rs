@@ -21,12 +21,10 @@
 use crate::probe::sandbox::Sandbox;
 use crate::probe::Probe;
 use probelab_runtime::config::ServerSpec;
-use probelab_runtime::settings::Settings;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-/// The version the lab's goldens and CI follow (the one measured in the reference notes).
-pub const REFERENCE_VERSION: &str = "2.1.235";
+pub use super::id::REFERENCE_VERSION;
 
 pub use crate::versions::{cache_root, PACKAGE, PLATFORM_PACKAGE};
 
@@ -37,6 +35,7 @@ pub const FAKE_API_KEY: &str = "sk-ant-probelab-fake-key";
 /// replaces its binary (a shared lock on the version, see [`crate::versions::Cache`]).
 #[derive(Debug, Clone)]
 pub struct ClaudeCode {
+    id: super::id::SubjectId,
     /// `2.1.235`.
     pub version: String,
     /// The native binary.
@@ -54,13 +53,6 @@ impl ClaudeCode {
     }
 }
 
-/// The version named by a subject (`claude-code@2.1.235` → `2.1.235`).
-pub fn version_of(subject: &str) -> Option<&str> {
-    subject
-        .strip_prefix("claude-code@")
-        .filter(|v| !v.is_empty() && v.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-')))
-}
-
 /// Installs (or finds in the cache) a version, through the install cache ([`crate::versions::Cache`]
 /// as the environment sets it: `PROBELAB_CACHE`, `PROBELAB_CACHE_MAX`, `PROBELAB_NPM`); a clear error
 /// when npm or the version is unavailable. The returned value holds the install until it is dropped.
@@ -71,6 +63,7 @@ pub fn install(version: &str) -> Result<ClaudeCode, String> {
     let cache = crate::versions::Cache::from_env().map_err(|e| e.to_string())?;
     let installed = cache.ensure(&v).map_err(|e| e.to_string())?;
     Ok(ClaudeCode {
+        id: super::id::SubjectId::claude_code(version),
         version: version.to_string(),
         binary: installed.binary,
         sha256: installed.sha256,
@@ -91,40 +84,74 @@ pub fn mcp_config(servers: &BTreeMap<String, ServerSpec>) -> serde_json::Value {
     serde_json::json!({ "mcpServers": m })
 }
 
-/// How a run of the binary ended.
-#[derive(Debug, Clone)]
-pub struct Ended {
-    /// Exit code (None: killed).
-    pub code: Option<i32>,
-    /// Killed at the deadline.
-    pub timed_out: bool,
-    /// The stream-json output.
-    pub stream_json: String,
-    /// Its stderr.
-    pub stderr: String,
-    /// When the process was started.
-    pub spawned: std::time::Instant,
-    /// When it exited (or was killed at the deadline).
-    pub exited: std::time::Instant,
+/// Its registration ([`super::REGISTERED`]): installed by version at set-up.
+pub const REGISTRATION: super::api::Registration = super::api::Registration {
+    kind: super::id::CLAUDE_CODE,
+    versioned: true,
+    usage: "claude-code@V",
+    about: "the Claude Code CLI at version V, installed from npm into the cache (`probelab versions`)",
+    prepare: |id| {
+        let v = id.version.as_deref().ok_or_else(|| format!("{id}: Claude Code needs a version"))?;
+        Ok(std::sync::Arc::new(install(v)?))
+    },
+};
+
+impl super::api::Subject for ClaudeCode {
+    fn id(&self) -> &super::id::SubjectId {
+        &self.id
+    }
+
+    fn description(&self) -> String {
+        crate::transcript::golden::description(super::id::CLAUDE_CODE, &self.version, Some(&self.sha256))
+    }
+
+    fn rg_engine(&self, _lab_engine: &std::path::Path) -> Option<Result<(PathBuf, String), String>> {
+        Some(Ok((self.binary.clone(), self.sha256.clone())))
+    }
+
+    fn adjust_script(&self, script: &mut stub_messages::Script) {
+        // a real binary's versions defer different tools: the stub loads the ones the probe calls first
+        // (a ToolSearch prelude, shown in the transcript, not a scripted turn)
+        script.stub.load_deferred.get_or_insert(true);
+    }
+
+    fn converse<'a>(
+        &'a self,
+        c: super::api::Conversation<'a>,
+    ) -> futures_util::future::LocalBoxFuture<'a, Result<super::api::Ended, String>> {
+        Box::pin(async move {
+            let cmd = command(self, c.probe, c.base_url, c.sandbox, c.confine.as_ref())?;
+            let ended = super::process::run(cmd, &format!("{}", self.binary.display()), c.until, c.stop).await?;
+            let end = match (ended.stopped, ended.timed_out, ended.code) {
+                (true, ..) => super::api::RunEnd::cap_passed(),
+                (_, true, _) => {
+                    super::api::RunEnd::Failed(format!("claude passed the deadline of {}s", c.probe.deadline_secs))
+                }
+                (_, _, Some(0)) => super::api::RunEnd::Finished,
+                (_, _, code) => {
+                    super::api::RunEnd::Failed(format!("claude exited with {code:?}: {}", ended.stderr_tail(5)))
+                }
+            };
+            let stream_json = if ended.timed_out { String::new() } else { ended.stdout };
+            let artefact = (!ended.stopped).then(|| serde_json::json!({ "stream_json": stream_json }));
+            let lifetime = (ended.spawned, ended.exited);
+            Ok(super::api::Ended { end, within_deadline: !ended.timed_out, artefact, lifetime })
+        })
+    }
 }
 
-/// Runs `claude -p` in the sandbox against the stub at `url`, killed (with everything it started) at
-/// `until`, the probe's deadline.
-pub async fn run(
+/// The command that runs `claude -p` in the sandbox against the stub at `url` (the probe's settings,
+/// MCP servers and plugins written beside it first), confined by `confine` unless the probe opted out
+/// ([`crate::confine`]).
+pub fn command(
     cc: &ClaudeCode,
     probe: &Probe,
     url: &str,
     sandbox: &Sandbox,
-    until: std::time::Instant,
     confine: Option<&probelab_runtime::confine::Confinement>,
-) -> Result<Ended, String> {
+) -> Result<tokio::process::Command, String> {
     let (cwd, home, root) = (&sandbox.cwd, &sandbox.home, &sandbox.root);
-    if probe.settings != Settings::default() {
-        let dir = cwd.join(".claude");
-        std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
-        let json = serde_json::to_vec_pretty(&probe.settings).map_err(|e| e.to_string())?;
-        std::fs::write(dir.join("settings.json"), json).map_err(|e| e.to_string())?;
-    }
+    super::api::write_claude_settings(probe, sandbox)?;
     // the binary's temp files (background task output, …) stay in the sandbox and go with it
     let tmp = root.join("tmp");
     std::fs::create_dir_all(&tmp).map_err(|e| format!("cannot create {}: {e}", tmp.display()))?;
@@ -163,58 +190,6 @@ pub async fn run(
         .env("LANG", "C.UTF-8")
         .env("TMPDIR", &tmp)
         .envs(&probe.env)
-        .envs(&probe.subject.claude_code.env)
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .process_group(0)
-        .kill_on_drop(true);
-    let spawned = std::time::Instant::now();
-    let mut child = cmd.spawn().map_err(|e| format!("cannot start {}: {e}", cc.binary.display()))?;
-    // claude, its Bash commands (which it starts in sessions of their own) and its servers: killed as a
-    // tree at the deadline, while claude still holds them; its group goes when this call ends anyway
-    let group = probelab_runtime::process::Group::led_by(child.id());
-    let read = |r: Option<Box<dyn tokio::io::AsyncRead + Send + Unpin>>| {
-        tokio::spawn(async move {
-            let mut buf = Vec::new();
-            if let Some(mut r) = r {
-                let _ = tokio::io::AsyncReadExt::read_to_end(&mut r, &mut buf).await;
-            }
-            String::from_utf8_lossy(&buf).into_owned()
-        })
-    };
-    let stdout = read(child.stdout.take().map(|s| Box::new(s) as Box<dyn tokio::io::AsyncRead + Send + Unpin>));
-    let stderr = read(child.stderr.take().map(|s| Box::new(s) as Box<dyn tokio::io::AsyncRead + Send + Unpin>));
-    let waited = tokio::time::timeout_at(until.into(), child.wait()).await;
-    let exited = std::time::Instant::now();
-    let timed_out = waited.is_err();
-    if let Some(g) = &group {
-        g.kill();
-    }
-    let status = match waited {
-        Ok(Ok(st)) => Some(st),
-        Ok(Err(e)) => return Err(format!("waiting for claude: {e}")),
-        Err(_) => child.wait().await.ok(),
-    };
-    let (stream_json, stderr) = (stdout.await.unwrap_or_default(), stderr.await.unwrap_or_default());
-    Ok(Ended {
-        code: if timed_out { None } else { status.and_then(|s| s.code()) },
-        timed_out,
-        stream_json: if timed_out { String::new() } else { stream_json },
-        stderr: if timed_out { String::new() } else { stderr },
-        spawned,
-        exited,
-    })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn versions_are_named_safely() {
-        assert_eq!(version_of("claude-code@2.1.235"), Some("2.1.235"));
-        assert_eq!(version_of("claude-code@../x"), None);
-        assert_eq!(version_of("builtin"), None);
-    }
+        .envs(&probe.subject.claude_code.env);
+    Ok(cmd)
 }

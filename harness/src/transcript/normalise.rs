@@ -18,7 +18,7 @@ pub struct Places<'a> {
     pub today: String,
     /// The subject (`builtin`, `claude-code@2.1.235`): ids one subject makes up at random and another
     /// derives from its input are normalised on the first only (`notebook-cell-ids`).
-    pub subject: &'a str,
+    pub subject: &'a crate::subject::id::SubjectId,
 }
 
 /// One step: a name and a text transformation (the text itself, borrowed, where the step changes
@@ -122,7 +122,7 @@ pub fn steps(p: &Places<'_>) -> Vec<Step> {
     let slug = probelab_runtime::fs::cwd_slug(p.cwd);
     let os = OS_VERSION.clone();
     let agent_ms = AGENT_MS.clone();
-    let random_cells = p.subject.split('@').next() != Some("builtin");
+    let random_cells = !p.subject.is_builtin();
     // the probe's web service (WEB-1): its base URL, as the run wrote it down, is `<web>`
     let web = std::fs::read_to_string(crate::services::web::url_file(p.root)).unwrap_or_default();
     vec![
@@ -345,7 +345,8 @@ mod tests {
 
     fn one(name: &str, input: &str) -> String {
         let (r, c, h) = places();
-        let p = Places { root: &r, cwd: &c, home: &h, today: "2026-11-30".into(), subject: "claude-code@2.1.235" };
+        let cc = crate::subject::id::SubjectId::claude_code("2.1.235");
+        let p = Places { root: &r, cwd: &c, home: &h, today: "2026-11-30".into(), subject: &cc };
         let step = steps(&p).into_iter().find(|s| s.name == name).unwrap_or_else(|| panic!("no step {name}"));
         (step.apply)(input).into_owned()
     }
@@ -467,14 +468,16 @@ mod tests {
     #[test]
     fn the_built_in_runtime_keeps_the_cell_ids_it_derives() {
         let (r, c, h) = places();
-        let p = Places { root: &r, cwd: &c, home: &h, today: String::new(), subject: "builtin" };
+        let builtin = crate::subject::id::SubjectId::builtin();
+        let p = Places { root: &r, cwd: &c, home: &h, today: String::new(), subject: &builtin };
         assert_eq!(normalise("Inserted cell f0612efe with x", &p), "Inserted cell f0612efe with x");
     }
 
     #[test]
     fn order_puts_cwd_before_root_and_keeps_decisions() {
         let (r, c, h) = places();
-        let p = Places { root: &r, cwd: &c, home: &h, today: "2026-11-30".into(), subject: "builtin" };
+        let builtin = crate::subject::id::SubjectId::builtin();
+        let p = Places { root: &r, cwd: &c, home: &h, today: "2026-11-30".into(), subject: &builtin };
         assert_eq!(
             normalise("/tmp/probelab-x/work/a /tmp/probelab-x/home/b /tmp/probelab-x/c 42 lines", &p),
             "<cwd>/a <home>/b <sandbox>/c 42 lines"
@@ -488,7 +491,7 @@ mod tests {
             cwd: Path::new("/r/work"),
             home: Path::new("/r/home"),
             today: String::new(),
-            subject: "builtin",
+            subject: &crate::subject::id::SubjectId::builtin(),
         };
         assert_eq!(
             normalise("x-anthropic-billing-header: cc_version=2.1.235.0bf; cc_entrypoint=sdk-cli", &p),

@@ -33,7 +33,7 @@ fn bless_all(rt: &tokio::runtime::Runtime, golden: &Path) -> Vec<String> {
     layout.engine = PathBuf::from(env!("CARGO_BIN_EXE_probelab"));
     let probes = harness::probe::load_all(&[layout.fixtures.join("../probes")]).unwrap_or_else(|e| panic!("{e}"));
     let opts = Options {
-        subject: "builtin".into(),
+        subject: harness::subject::SubjectId::builtin(),
         jobs: harness::suite::default_jobs(),
         bless: true,
         keep: false,

@@ -217,11 +217,12 @@ fn run_past_its_deadline_leaves_nothing(subject: &str, deadline_secs: u64) {
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap_or_else(|e| panic!("{e}"));
     let began = Instant::now();
     let out = rt.block_on(async {
-        match harness::subject::claude_code::version_of(subject) {
+        let id = harness::subject::SubjectId::parse_registered(subject).unwrap_or_else(|| panic!("{subject}"));
+        match id.version.as_deref() {
             None => harness::run::run_builtin(&probe, &fixtures).await,
             Some(v) => {
                 let cc = harness::subject::claude_code::install(v).unwrap_or_else(|e| panic!("{e}"));
-                harness::run::run_conversation(&probe, harness::run::Runner::ClaudeCode(&cc), &fixtures).await
+                harness::run::run_conversation(&probe, &cc, &fixtures).await
             }
         }
     });

@@ -7,6 +7,7 @@ mod support;
 
 mod agent;
 mod cli;
+mod command_subject;
 mod confine;
 mod determinism;
 mod hang;

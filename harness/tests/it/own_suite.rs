@@ -403,3 +403,142 @@ fn a_session_claude_code_wrote_imports_as_a_probe_that_replays_on_both_subjects(
     assert!(said_.contains(&format!("{p}: not a Claude Code session")), "{said_}");
     assert!(!lab.join("probes/bad").exists(), "nothing is written for bad input");
 }
+
+/// `probelab ARGS` in `dir` with `path_first` ahead of PATH (where the runtime's `python3` is).
+fn probelab_with_path(dir: &Path, path_first: &Path, args: &[&str]) -> Output {
+    let path = std::env::join_paths(
+        std::iter::once(path_first.to_path_buf())
+            .chain(std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    Command::new(env!("CARGO_BIN_EXE_probelab"))
+        .args(args)
+        .current_dir(dir)
+        .env("PATH", path)
+        .output()
+        .unwrap_or_else(|e| panic!("probelab {args:?}: {e}"))
+}
+
+#[test]
+fn the_users_own_runtime_is_a_command_subject_inited_run_blessed_and_green_outside_the_repository() {
+    // the example the README shows: docs/examples/my-agent (agent.py on the official Anthropic SDK with
+    // Read and Write, its probelab.toml, a probe), copied into a temp dir and used from there
+    let example = repo().join("docs/examples/my-agent");
+    let agent = std::fs::read_to_string(example.join("agent.py")).unwrap_or_else(|e| panic!("{e}"));
+    let config = std::fs::read_to_string(example.join("probelab.toml")).unwrap_or_else(|e| panic!("{e}"));
+    let probe = std::fs::read_to_string(example.join("probes/write-read.toml")).unwrap_or_else(|e| panic!("{e}"));
+    let readme = std::fs::read_to_string(repo().join("README.md")).unwrap_or_else(|e| panic!("{e}"));
+    for (name, text) in [("agent.py", &agent), ("probelab.toml", &config)] {
+        let body = text.split_once("\n\n").map(|(_, b)| b).unwrap_or(text);
+        assert!(readme.contains(body), "README.md does not show docs/examples/my-agent/{name} as it is");
+    }
+    assert!(agent.lines().count() <= 50, "the runtime is meant to be small");
+    // the Python with the anthropic SDK (scripts/setup's venv): its directory first on PATH, as `python3`
+    let python = harness::probe::host::python();
+    let bin = python.parent().map(Path::to_path_buf).unwrap_or_default();
+    assert!(bin.join("python3").exists(), "{} has no python3: run scripts/setup", bin.display());
+
+    let before = repo_state();
+    let tmp = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let lab = tmp.path().canonicalize().unwrap_or_else(|e| panic!("{e}"));
+    let out = probelab(&lab, &["init"]);
+    assert!(out.status.success(), "{}", said(&out));
+    std::fs::write(lab.join("agent.py"), &agent).unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(lab.join("probelab.toml"), &config).unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(lab.join("probes/write-read.toml"), &probe).unwrap_or_else(|e| panic!("{e}"));
+    // a built-in probe beside it (the skeleton) is not for my-agent
+    assert!(probelab(&lab, &["new", "demo/first"]).status.success());
+
+    let out = probelab_with_path(&lab, &bin, &["run", "--subject", "my-agent"]);
+    assert_eq!(out.status.code(), Some(1), "no golden yet: {}", said(&out));
+    assert!(
+        said(&out).contains("NEW   agent.write-read") && said(&out).contains("skip  demo.first (not for my-agent)"),
+        "{}",
+        said(&out)
+    );
+    let out = probelab_with_path(&lab, &bin, &["run", "--subject", "my-agent", "--bless"]);
+    assert!(out.status.success(), "{}", said(&out));
+    let golden =
+        std::fs::read_to_string(lab.join("golden/my-agent/agent.write-read.snap")).unwrap_or_else(|e| panic!("{e}"));
+    assert!(golden.contains("tools: Read@") && golden.contains("  | 1\tone\n  | 2\ttwo\n"), "{golden}");
+    assert!(!golden.contains("sk-test"), "the key reached the golden: {golden}");
+    let out = probelab_with_path(&lab, &bin, &["run", "--subject", "my-agent"]);
+    assert!(out.status.success(), "{}", said(&out));
+    assert!(
+        said(&out).contains("pass  agent.write-read") && said(&out).contains("1 passed, 0 failed, 1 skipped"),
+        "{}",
+        said(&out)
+    );
+    // its differences from the reference, the probe run on both now (scripts/setup installs Claude Code)
+    let cc = format!("claude-code@{}", harness::subject::claude_code::REFERENCE_VERSION);
+    let out = probelab_with_path(&lab, &bin, &["diff", "--run", "my-agent", &cc]);
+    assert!(out.status.success(), "{}", said(&out));
+    let diff = said(&out);
+    assert!(diff.contains("behaviour differs in 1 of 1 probes:\n  agent.write-read\n"), "{diff}");
+    assert!(diff.contains("notes.txt{+ (file state is current in your context"), "{diff}");
+    assert!(diff.contains("1 probes in common: 0% same behaviour"), "{diff}");
+    assert_eq!(repo_state(), before, "the run wrote into the repository");
+}
+
+#[test]
+fn a_users_suite_runs_from_cargo_test_one_trial_per_probe_and_subject_with_claims_of_its_own() {
+    let tmp = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let lab = tmp.path().canonicalize().unwrap_or_else(|e| panic!("{e}"));
+    let example = repo().join("docs/examples/my-agent");
+    std::fs::copy(example.join("agent.py"), lab.join("agent.py")).unwrap_or_else(|e| panic!("{e}"));
+    // the runtime's own catalogue, cited by its probe; the python named as it is (no PATH of the test's)
+    std::fs::write(lab.join("claims.md"), "# my-agent's claims\n\n- MINE-1 Write writes the content as given.\n")
+        .unwrap_or_else(|e| panic!("{e}"));
+    let python = harness::probe::host::python();
+    let config = std::fs::read_to_string(example.join("probelab.toml")).unwrap_or_else(|e| panic!("{e}"));
+    let config = config.replace("\"python3\"", &format!("{:?}", python.display().to_string()));
+    std::fs::write(lab.join("probelab.toml"), format!("claims = \"claims.md\"\n{config}"))
+        .unwrap_or_else(|e| panic!("{e}"));
+    std::fs::create_dir_all(lab.join("probes")).unwrap_or_else(|e| panic!("{e}"));
+    let probe = std::fs::read_to_string(example.join("probes/write-read.toml")).unwrap_or_else(|e| panic!("{e}"));
+    let probe = probe.replace("claims = [\"EDIT-1\", \"READ-1\"]", "claims = [\"MINE-1\", \"READ-1\"]");
+    std::fs::write(lab.join("probes/write-read.toml"), &probe).unwrap_or_else(|e| panic!("{e}"));
+    assert!(probelab(&lab, &["new", "demo/first"]).status.success());
+    let out = probelab(&lab, &["list"]);
+    assert!(said(&out).contains("MINE-1") && said(&out).contains("Write writes the content"), "{}", said(&out));
+    for s in ["builtin", "my-agent"] {
+        let out = probelab(&lab, &["run", "--subject", s, "--bless"]);
+        assert!(out.status.success(), "{}", said(&out));
+    }
+
+    // the library call a user's `tests/probes.rs` makes: one trial per probe and subject
+    let run = |lab: &Path| {
+        let trials = harness::testing::trials(lab, &["builtin", "my-agent"]).unwrap_or_else(|e| panic!("{e}"));
+        let names: Vec<String> = trials.iter().map(|t| t.name().to_string()).collect();
+        let args = libtest_mimic::Arguments { test_threads: Some(1), ..libtest_mimic::Arguments::default() };
+        (names, libtest_mimic::run(&args, trials))
+    };
+    let (names, done) = run(&lab);
+    assert_eq!(names, ["builtin/demo.first", "my-agent/agent.write-read"]);
+    assert_eq!((done.num_passed, done.num_failed), (2, 0), "{done:?}");
+    // a golden that no longer matches fails exactly its trial
+    let golden = lab.join("golden/my-agent/agent.write-read.snap");
+    let text = std::fs::read_to_string(&golden).unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(&golden, text.replace("  | 2\ttwo", "  | 2\tTWO")).unwrap_or_else(|e| panic!("{e}"));
+    let (_, done) = run(&lab);
+    assert_eq!((done.num_passed, done.num_failed), (1, 1), "{done:?}");
+
+    // an id of the catalogue's that is not there, and a catalogue that names a built-in id, are errors
+    std::fs::write(lab.join("probes/write-read.toml"), probe.replace("MINE-1", "MINE-2"))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let out = probelab(&lab, &["list"]);
+    assert_eq!(out.status.code(), Some(2), "{}", said(&out));
+    assert!(
+        said(&out).contains("write-read.toml:2:") && said(&out).contains("claim \"MINE-2\" is not in the catalogue"),
+        "{}",
+        said(&out)
+    );
+    std::fs::write(lab.join("claims.md"), "- READ-1 mine.\n").unwrap_or_else(|e| panic!("{e}"));
+    let out = probelab(&lab, &["list"]);
+    assert_eq!(out.status.code(), Some(2), "{}", said(&out));
+    assert!(
+        said(&out).contains("probelab.toml:1:10:") && said(&out).contains("claim READ-1 is given twice"),
+        "{}",
+        said(&out)
+    );
+}

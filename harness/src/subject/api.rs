@@ -1,0 +1,153 @@
+//! What a subject is to the lab: the [`Subject`] trait, the conversation it is asked to hold, how it
+//! ended, and how a kind registers ([`Registration`]); the registry is [`super::Registry`].
+
+use super::id::SubjectId;
+use crate::probe::sandbox::Sandbox;
+use crate::probe::Probe;
+use futures_util::future::LocalBoxFuture;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Instant;
+
+/// How a subject's run ended, in the lab's terms (whatever the subject: a loop, a process).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RunEnd {
+    /// The model ended the conversation and the subject stopped on its own (the built-in loop's end of
+    /// turn; a process's exit 0).
+    Finished,
+    /// The subject stopped at its own turn limit.
+    TurnLimit,
+    /// The subject failed, or passed the deadline: why.
+    Failed(String),
+}
+
+/// The most bytes a run's record may hold (its exchanges as the stub's JSON lines): a run whose record
+/// passes it is ended then (a `[stub] cycle` script, a subject that loops), so memory stays bounded —
+/// the record, the transcript made of it and the subject's own message list all grow with it. The
+/// largest record of the probes under `probes/` is far below (2.1 MB, measured with `--keep`).
+pub const RECORD_CAP_BYTES: u64 = 32 << 20;
+
+impl RunEnd {
+    /// The end of a run stopped at the record's cap ([`Conversation::stop`]).
+    pub fn cap_passed() -> RunEnd {
+        RunEnd::Failed(format!("the run's record passed its cap of {RECORD_CAP_BYTES} bytes"))
+    }
+}
+
+impl From<probelab_runtime::agent::LoopEnd> for RunEnd {
+    fn from(end: probelab_runtime::agent::LoopEnd) -> RunEnd {
+        use probelab_runtime::agent::LoopEnd;
+        match end {
+            LoopEnd::EndTurn => RunEnd::Finished,
+            LoopEnd::TurnLimit => RunEnd::TurnLimit,
+            LoopEnd::Error(e) => RunEnd::Failed(e),
+        }
+    }
+}
+
+/// One conversation a subject is asked to hold: the probe, its sandbox (cwd, HOME), the stub, the
+/// deadline, and the lab's services the run started.
+pub struct Conversation<'a> {
+    /// The probe (its prompt, env, settings, per-subject options).
+    pub probe: &'a Probe,
+    /// Its sandbox: `cwd`, `home`, `root` (the subject's temp files go under it).
+    pub sandbox: &'a Sandbox,
+    /// The stub's root (`http://127.0.0.1:PORT`, as `ANTHROPIC_BASE_URL` and the official SDKs take it).
+    pub base_url: &'a str,
+    /// The probe's deadline: the subject is stopped (killed, with everything it started) at it.
+    pub until: Instant,
+    /// Notified when the run's record passes its cap: the subject ends at once.
+    pub stop: &'a tokio::sync::Notify,
+    /// The artifact service's URL, when the run started it ([`Subject::serves_artifact`]).
+    pub artifact_api: Option<String>,
+    /// The probe's web service, when it has a `[web]` table.
+    pub web: Option<probelab_runtime::config::WebAccess>,
+    /// What confines the subject's processes ([`crate::confine`]); None: the probe opted out.
+    pub confine: Option<probelab_runtime::confine::Confinement>,
+}
+
+/// How a conversation ended.
+#[derive(Debug)]
+pub struct Ended {
+    /// In the lab's terms.
+    pub end: RunEnd,
+    /// Ended within the probe's deadline.
+    pub within_deadline: bool,
+    /// The subject's own output kept as evidence, as fields of the evidence file (Claude Code's
+    /// `stream_json`; a command's `stdout`, `stderr`, `exit`).
+    pub artefact: Option<serde_json::Value>,
+    /// The subject's lifetime: spawn (or loop start) to exit.
+    pub lifetime: (Instant, Instant),
+}
+
+/// A subject: set up once, then one conversation per probe. Implementations hold what set-up made (an
+/// install's lease, a parsed config) and nothing per probe.
+pub trait Subject: Send + Sync {
+    /// Its id (`builtin`, `claude-code@2.1.235`, `my-agent`).
+    fn id(&self) -> &SubjectId;
+    /// The golden header's description (`subject builtin 0.1.0, embedded`).
+    fn description(&self) -> String;
+    /// What an exec probe's `{rg}` starts (argv0 `rg`) and its SHA-256, given the lab's own engine;
+    /// None: the subject has no search engine, its exec probes are skipped.
+    fn rg_engine(&self, _lab_engine: &Path) -> Option<Result<(PathBuf, String), String>> {
+        None
+    }
+    /// Changes to the stub's script this subject needs (a real binary's deferred tools loaded first).
+    fn adjust_script(&self, _script: &mut stub_messages::Script) {}
+    /// Whether the subject is a process of its own that makes its own requests (Claude Code, a command):
+    /// confined whole, the stub's port relayed into its namespace; else (the built-in runtime, whose
+    /// requests go from the lab's process) each process it starts is confined.
+    fn confined_whole(&self) -> bool {
+        true
+    }
+    /// Whether the run starts the artifact service for it when the probe turns the Artifact tool on.
+    fn serves_artifact(&self) -> bool {
+        false
+    }
+    /// Holds one conversation to its end: the model (the stub) ends it, the subject fails, the deadline
+    /// passes or the record's cap is reached; nothing the subject started outlives the returned future
+    /// (also when it is dropped).
+    fn converse<'a>(&'a self, c: Conversation<'a>) -> LocalBoxFuture<'a, Result<Ended, String>>;
+}
+
+/// A kind of subject every project has, registered once here.
+pub struct Registration {
+    /// Its kind, also its name (`builtin`, `claude-code`).
+    pub kind: &'static str,
+    /// Named with a version (`claude-code@2.1.235`).
+    pub versioned: bool,
+    /// How `probelab list` and errors show it (`claude-code@V`).
+    pub usage: &'static str,
+    /// One line about it.
+    pub about: &'static str,
+    /// Set-up: an install, a lease on it.
+    pub prepare: fn(&SubjectId) -> Result<Arc<dyn Subject>, String>,
+}
+
+/// Writes the probe's `[settings]` as the project's `.claude/settings.json` (Claude Code's place for them),
+/// unless they are the defaults.
+pub fn write_claude_settings(probe: &Probe, sandbox: &Sandbox) -> Result<(), String> {
+    if probe.settings == probelab_runtime::settings::Settings::default() {
+        return Ok(());
+    }
+    let dir = sandbox.cwd.join(".claude");
+    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    let json = serde_json::to_vec_pretty(&probe.settings).map_err(|e| e.to_string())?;
+    std::fs::write(dir.join("settings.json"), json).map_err(|e| e.to_string())
+}
+
+/// The SHA-256 of the engine binary at `path`, read and hashed once per process (a 30 MB release
+/// binary took ~60 ms a probe); a binary replaced while the lab runs is not seen. A binary that cannot
+/// be read is an error of the probe (its evidence would name the hash of nothing).
+pub fn engine_sha256(path: &Path) -> std::io::Result<String> {
+    static KNOWN: std::sync::Mutex<BTreeMap<PathBuf, String>> = std::sync::Mutex::new(BTreeMap::new());
+    if let Some(h) = KNOWN.lock().ok().and_then(|k| k.get(path).cloned()) {
+        return Ok(h);
+    }
+    let h = crate::transcript::sha256(&std::fs::read(path)?);
+    if let Ok(mut k) = KNOWN.lock() {
+        k.insert(path.to_path_buf(), h.clone());
+    }
+    Ok(h)
+}

@@ -1,0 +1,119 @@
+//! The built-in subject: probelab-runtime's tools behind its agent loop, in this process, on the probe's
+//! runtime (its requests and the stub's answers take turns on one thread).
+
+use super::api::{Conversation, Ended, Registration, RunEnd, Subject};
+use super::id::SubjectId;
+use futures_util::future::LocalBoxFuture;
+use probelab_runtime::agent::{run_loop, Client};
+use probelab_runtime::builtin::{self, SessionConfig};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Instant;
+
+/// Model the built-in subject asks for unless the probe says otherwise.
+pub const DEFAULT_MODEL: &str = "claude-opus-5";
+/// Turn limit of the built-in loop unless the probe says otherwise.
+pub const DEFAULT_MAX_TURNS: usize = 50;
+
+/// Its registration ([`super::REGISTERED`]).
+pub const REGISTRATION: Registration = Registration {
+    kind: super::id::BUILTIN,
+    versioned: false,
+    usage: "builtin",
+    about: "the embedded Rust runtime (default)",
+    prepare: |id| Ok(Arc::new(Builtin { id: id.clone() })),
+};
+
+/// The built-in subject (nothing to set up).
+#[derive(Debug, Clone)]
+pub struct Builtin {
+    id: SubjectId,
+}
+
+impl Default for Builtin {
+    fn default() -> Builtin {
+        Builtin { id: SubjectId::builtin() }
+    }
+}
+
+impl Subject for Builtin {
+    fn id(&self) -> &SubjectId {
+        &self.id
+    }
+
+    fn description(&self) -> String {
+        crate::transcript::golden::description(&self.id.name, env!("CARGO_PKG_VERSION"), None)
+    }
+
+    fn rg_engine(&self, lab_engine: &Path) -> Option<Result<(PathBuf, String), String>> {
+        let sha = super::api::engine_sha256(lab_engine)
+            .map_err(|e| format!("cannot read the engine binary {}: {e}", lab_engine.display()));
+        Some(sha.map(|h| (lab_engine.to_path_buf(), h)))
+    }
+
+    fn serves_artifact(&self) -> bool {
+        true
+    }
+
+    fn confined_whole(&self) -> bool {
+        false
+    }
+
+    fn converse<'a>(&'a self, c: Conversation<'a>) -> LocalBoxFuture<'a, Result<Ended, String>> {
+        Box::pin(converse(c))
+    }
+}
+
+async fn converse(c: Conversation<'_>) -> Result<Ended, String> {
+    let (probe, sandbox, until) = (c.probe, c.sandbox, c.until);
+    let passed = |what: &str| format!("the run passed its deadline of {}s{what}", probe.deadline_secs);
+    let model = probe.subject.builtin.model.clone().unwrap_or_else(|| DEFAULT_MODEL.into());
+    let client = Arc::new(Client::new(c.base_url, &model));
+    // MCP-1: the probe's MCP servers are connected at the start, before the first request
+    let config = SessionConfig {
+        cwd: sandbox.cwd.clone(),
+        home: sandbox.home.clone(),
+        roots: vec![sandbox.root.clone()],
+        session_id: probe.subject.session_id.clone().unwrap_or_else(|| builtin::SESSION_ID.into()),
+        env: probe.env.clone(),
+        settings: probe.settings.clone(),
+        ask: probe.ask,
+        model: Some(client.clone()),
+        host: probe.host.clone(),
+        clock: probe.clock.clone(),
+        mcp_servers: sandbox.mcp_servers(probe),
+        plugins: sandbox.plugins(probe),
+        artifact_api: c.artifact_api.clone(),
+        web: c.web,
+        deadline: Some(until),
+        confine: c.confine.clone(),
+    };
+    let began = Instant::now();
+    // MCP servers that never answer cost the deadline, no more (a server given up is killed with its
+    // group when its connection is dropped)
+    let runtime = match tokio::time::timeout_at(until.into(), builtin::start(config)).await {
+        Err(_) => {
+            let end = RunEnd::Failed(passed(" while starting its MCP servers"));
+            return Ok(Ended { end, within_deadline: false, artefact: None, lifetime: (began, Instant::now()) });
+        }
+        Ok(Err(e)) => return Err(format!("{}: settings: {e}", probe.path.display())),
+        Ok(Ok(runtime)) => runtime,
+    };
+    for (name, why) in builtin::mcp_failures(&runtime) {
+        eprintln!("probelab: {}: MCP server {name:?} is left out: {why}", probe.path.display());
+    }
+    let max_turns = probe.subject.builtin.max_turns.unwrap_or(DEFAULT_MAX_TURNS);
+    let conversation = run_loop(client.as_ref(), &runtime, &probe.prompt, max_turns);
+    let (end, within_deadline) = tokio::select! {
+        end = tokio::time::timeout_at(until.into(), conversation) => match end {
+            Ok(_) if Instant::now() > until => (RunEnd::Failed(passed("")), false),
+            Ok(end) => (end.into(), true),
+            Err(_) => (RunEnd::Failed(passed("")), false),
+        },
+        _ = c.stop.notified() => (RunEnd::cap_passed(), true),
+    };
+    let lifetime = (began, Instant::now());
+    // nothing the session started outlives it
+    builtin::shutdown(&runtime.ctx).await;
+    Ok(Ended { end, within_deadline, artefact: None, lifetime })
+}

@@ -1,0 +1,128 @@
+//! A subject's id, parsed once: its kind (the module that runs it), its name (what a probe's `subjects`
+//! and the golden directory say) and its version (`claude-code@2.1.235`). Everything that asks "which
+//! subject is this" asks the id, never the string again. A string becomes an id only through
+//! [`crate::subject::Registry::parse`], which knows the subjects there are (the registered kinds and the
+//! project's command subjects) and refuses any other.
+
+/// The kind of the built-in runtime (also its name).
+pub const BUILTIN: &str = "builtin";
+/// The kind of the Claude Code binary (also its name; its ids carry a version).
+pub const CLAUDE_CODE: &str = "claude-code";
+/// The kind of a command subject declared in `probelab.toml` (`[subjects.NAME]`).
+pub const COMMAND: &str = "command";
+
+/// The version the lab's goldens and CI follow (the one measured in the reference notes): the texts
+/// the built-in subject and command subjects of Claude Code's dialect are held to.
+pub const REFERENCE_VERSION: &str = "2.1.235";
+
+/// One subject, parsed.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct SubjectId {
+    /// The module that runs it: [`BUILTIN`], [`CLAUDE_CODE`], [`COMMAND`].
+    pub kind: &'static str,
+    /// What probes name it by (`builtin`, `claude-code`, `my-agent`).
+    pub name: String,
+    /// Its version, for a kind installed by version (`2.1.235`).
+    pub version: Option<String>,
+    /// The subject whose probes this one runs as well, because it speaks its tools (`claude-code`: a
+    /// command subject of Claude Code's dialect).
+    pub dialect: Option<String>,
+}
+
+impl SubjectId {
+    /// The built-in runtime.
+    pub fn builtin() -> SubjectId {
+        SubjectId { kind: BUILTIN, name: BUILTIN.into(), version: None, dialect: None }
+    }
+
+    /// Claude Code at `version` (not checked here: see [`valid_version`]).
+    pub fn claude_code(version: &str) -> SubjectId {
+        SubjectId { kind: CLAUDE_CODE, name: CLAUDE_CODE.into(), version: Some(version.into()), dialect: None }
+    }
+
+    /// A command subject.
+    pub fn command(name: &str, dialect: Option<&str>) -> SubjectId {
+        SubjectId { kind: COMMAND, name: name.into(), version: None, dialect: dialect.map(str::to_string) }
+    }
+
+    /// Parses `builtin` or `claude-code@VERSION` (the kinds every project has); None for any other.
+    pub fn parse_registered(s: &str) -> Option<SubjectId> {
+        if s == BUILTIN {
+            return Some(SubjectId::builtin());
+        }
+        let v = s.strip_prefix(CLAUDE_CODE)?.strip_prefix('@')?;
+        valid_version(v).then(|| SubjectId::claude_code(v))
+    }
+
+    /// The built-in runtime?
+    pub fn is_builtin(&self) -> bool {
+        self.kind == BUILTIN
+    }
+
+    /// Whether a probe's `subjects` entry `name` reaches this subject: its own name, or its dialect's.
+    pub fn answers_to(&self, name: &str) -> bool {
+        self.name == name || self.dialect.as_deref() == Some(name)
+    }
+
+    /// The Claude Code version whose texts the probe's checks are held to on this subject (a check's
+    /// `versions` scope): its own for Claude Code, the reference for every other subject.
+    pub fn reference_version(&self) -> &str {
+        match (&self.version, self.kind) {
+            (Some(v), CLAUDE_CODE) => v,
+            _ => REFERENCE_VERSION,
+        }
+    }
+}
+
+impl std::fmt::Display for SubjectId {
+    /// `builtin`, `claude-code@2.1.235`, `my-agent`: also the golden directory's name.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.version {
+            Some(v) => write!(f, "{}@{v}", self.name),
+            None => f.write_str(&self.name),
+        }
+    }
+}
+
+/// A version string safe to name a directory with (`2.1.235`, `2.2.0-beta.1`): letters, digits, `.`, `-`.
+pub fn valid_version(v: &str) -> bool {
+    !v.is_empty()
+        && !v.starts_with('.')
+        && v.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-'))
+        && !v.contains("..")
+}
+
+/// A name a command subject can have: lower-case letters, digits, `-` and `_`, starting with a letter,
+/// and not a registered kind's name (it names a golden directory and is written in probes' `subjects`).
+pub fn valid_name(name: &str) -> bool {
+    name.chars().next().is_some_and(|c| c.is_ascii_lowercase())
+        && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '-' | '_'))
+        && name != BUILTIN
+        && name != CLAUDE_CODE
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn registered_subjects_parse_and_print_back() {
+        for s in ["builtin", "claude-code@2.1.235", "claude-code@2.2.0-beta.1"] {
+            assert_eq!(SubjectId::parse_registered(s).map(|id| id.to_string()), Some(s.to_string()));
+        }
+        for s in ["claude-code@../x", "claude-code@", "claude-code", "claude-codex@1", "myruntime", "builtin@1"] {
+            assert_eq!(SubjectId::parse_registered(s), None, "{s}");
+        }
+        let cc = SubjectId::parse_registered("claude-code@2.1.332");
+        assert_eq!(cc.as_ref().map(|c| c.reference_version()), Some("2.1.332"));
+        assert_eq!(SubjectId::builtin().reference_version(), REFERENCE_VERSION);
+    }
+
+    #[test]
+    fn a_command_subject_answers_to_its_name_and_its_dialect() {
+        let c = SubjectId::command("my-agent", Some("claude-code"));
+        assert!(c.answers_to("my-agent") && c.answers_to("claude-code") && !c.answers_to("builtin"));
+        assert!(!SubjectId::command("x", None).answers_to("claude-code"));
+        assert!(valid_name("my-agent") && !valid_name("builtin") && !valid_name("My") && !valid_name("a/b"));
+    }
+}

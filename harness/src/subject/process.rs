@@ -1,0 +1,102 @@
+//! What every process subject (Claude Code, a command subject) shares: its spawn goes through one
+//! function ([`spawn`]: stdin closed, stdout / stderr piped, a process group of its own, killed on drop —
+//! the place a confinement wrapper goes), then [`run`] waits for it until the deadline or the record's
+//! cap, kills its whole tree (its group and whatever it started in sessions of its own,
+//! [`probelab_runtime::process::Group`]) and collects its exit, stdout and stderr.
+
+use std::time::Instant;
+
+/// Spawns a subject's process: every process subject's spawn goes through here.
+pub fn spawn(cmd: &mut tokio::process::Command) -> std::io::Result<tokio::process::Child> {
+    cmd.stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(true);
+    cmd.spawn()
+}
+
+/// How a subject's process ended.
+#[derive(Debug, Clone)]
+pub struct Exited {
+    /// Exit code (None: killed, or ended by a signal).
+    pub code: Option<i32>,
+    /// The signal that ended it, when it was not the lab's kill.
+    pub signal: Option<i32>,
+    /// Killed at the deadline.
+    pub timed_out: bool,
+    /// Killed because the run's record passed its cap.
+    pub stopped: bool,
+    /// Its stdout.
+    pub stdout: String,
+    /// Its stderr.
+    pub stderr: String,
+    /// When it was started.
+    pub spawned: Instant,
+    /// When it exited (or was killed).
+    pub exited: Instant,
+}
+
+impl Exited {
+    /// The last `n` lines of stderr.
+    pub fn stderr_tail(&self, n: usize) -> String {
+        let lines: Vec<&str> = self.stderr.lines().collect();
+        lines[lines.len().saturating_sub(n)..].join("\n")
+    }
+}
+
+/// Spawns `cmd` ([`spawn`]) and waits for it until `until` or `stop`; then kills its tree and collects
+/// its output. `what` names it in errors.
+pub async fn run(
+    mut cmd: tokio::process::Command,
+    what: &str,
+    until: Instant,
+    stop: &tokio::sync::Notify,
+) -> Result<Exited, String> {
+    let spawned = Instant::now();
+    let mut child = spawn(&mut cmd).map_err(|e| format!("cannot start {what}: {e}"))?;
+    // the process, what it starts in its group and in sessions of its own: killed as a tree at the end,
+    // while it still holds them; its group goes when this call ends anyway (also when it is dropped)
+    let group = probelab_runtime::process::Group::led_by(child.id());
+    type Reader = Box<dyn tokio::io::AsyncRead + Send + Unpin>;
+    let read = |r: Option<Reader>| {
+        tokio::spawn(async move {
+            let mut buf = Vec::new();
+            if let Some(mut r) = r {
+                let _ = tokio::io::AsyncReadExt::read_to_end(&mut r, &mut buf).await;
+            }
+            String::from_utf8_lossy(&buf).into_owned()
+        })
+    };
+    let stdout = read(child.stdout.take().map(|s| Box::new(s) as Reader));
+    let stderr = read(child.stderr.take().map(|s| Box::new(s) as Reader));
+    let (waited, stopped) = tokio::select! {
+        w = tokio::time::timeout_at(until.into(), child.wait()) => (Some(w), false),
+        _ = stop.notified() => (None, true),
+    };
+    let exited = Instant::now();
+    let timed_out = matches!(waited, Some(Err(_)));
+    if let Some(g) = &group {
+        g.kill();
+    }
+    let status = match waited {
+        Some(Ok(Ok(st))) => Some(st),
+        Some(Ok(Err(e))) => return Err(format!("waiting for {what}: {e}")),
+        _ => {
+            let _ = child.start_kill();
+            child.wait().await.ok()
+        }
+    };
+    let killed = timed_out || stopped;
+    use std::os::unix::process::ExitStatusExt;
+    Ok(Exited {
+        code: if killed { None } else { status.and_then(|s| s.code()) },
+        signal: if killed { None } else { status.and_then(|s| s.signal()) },
+        timed_out,
+        stopped,
+        stdout: stdout.await.unwrap_or_default(),
+        stderr: stderr.await.unwrap_or_default(),
+        spawned,
+        exited,
+    })
+}
