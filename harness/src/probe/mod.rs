@@ -1069,6 +1069,34 @@ fn value_problems(raw: &ProbeFile, text: &str) -> Result<(), values::Problem> {
             }
         }
     }
+    if let Some(n) = raw.subject.builtin.max_turns {
+        if !(1..=values::MAX_TURNS).contains(&n) {
+            let at = key_offset(text, 0..text.len(), "max_turns").unwrap_or(0);
+            return Err((at, format!("max_turns = {n} is out of range"), Some("max_turns is 1 to 100000")));
+        }
+    }
+    if let Some(clock) = &raw.clock {
+        if !(0..=values::MAX_PER_REQUEST_MS).contains(&clock.per_request_ms) {
+            let at = key_offset(text, 0..text.len(), "per_request").unwrap_or(0);
+            let msg = format!("per_request = {} ms is out of range", clock.per_request_ms);
+            return Err((at, msg, Some("a request takes 0 to a day of the probe's clock")));
+        }
+        if clock.max_idle_fires > values::MAX_IDLE_FIRES {
+            let at = key_offset(text, 0..text.len(), "max_idle_fires").unwrap_or(0);
+            let msg = format!("max_idle_fires = {} is out of range", clock.max_idle_fires);
+            return Err((at, msg, Some("max_idle_fires is at most 10000")));
+        }
+    }
+    for c in &raw.checks {
+        if let Some(ms) = c.get_ref().max_duration_ms {
+            if ms > deadline * 1000 {
+                let at = key_offset(text, table_region(text, c.span()), "max_duration_ms").unwrap_or(c.span().start);
+                let msg =
+                    format!("max_duration_ms = {ms} is out of range: at most the probe's deadline ({deadline} s)");
+                return Err((at, msg, Some("a command cannot take longer than the probe's deadline")));
+            }
+        }
+    }
     // the script's times: within the deadline (a wait of u64::MAX ms overflowed the stub's clock)
     let bound_ms = deadline * 1000;
     let turns = raw.turns.iter().chain(raw.conversations.iter().flat_map(|c| &c.turns));

@@ -9,6 +9,16 @@
 /// the deadline's arithmetic (`now + deadline`) in range.
 pub const MAX_DEADLINE_SECS: u64 = 86_400;
 
+/// The most turns a probe lets the built-in loop take (`[subject.builtin] max_turns`): a long session of
+/// real use is a few hundred; the bound keeps a typo (a stray digit) from a run that never ends.
+pub const MAX_TURNS: usize = 100_000;
+
+/// The longest virtual time one model request may take on a probe's clock (`[clock] per_request`): a day.
+pub const MAX_PER_REQUEST_MS: i64 = 86_400_000;
+
+/// The most jobs an idle session may fire (`[clock] max_idle_fires`).
+pub const MAX_IDLE_FIRES: usize = 10_000;
+
 /// What a problem is: the offset to place it at, the message, a hint.
 pub type Problem = (usize, String, Option<&'static str>);
 
@@ -105,6 +115,22 @@ mod tests {
 
     const OK: &str = "id = \"x.y\"\nclaims = [\"READ-1\"]\nabout = \"a\"\n[[turn]]\ntool_use = [{ name = \"Read\", input = { file_path = \"{cwd}/f\" } }]\n[[turn]]\ntext = \"done\"\n";
     const EXEC: &str = "id = \"x.y\"\nclaims = [\"READ-1\"]\nabout = \"a\"\n[[exec]]\nargv = [\"true\"]\n[[check]]\nexec = 1\nexit = 0\n";
+
+    #[test]
+    fn turns_clock_and_duration_bounds_are_errors_at_their_key() {
+        let e = err(&format!("{OK}[subject.builtin]\nmax_turns = 99999999999\n"));
+        assert!(e.starts_with("p.toml:9:1: max_turns = 99999999999 is out of range"), "{e}");
+        let e = err(&format!("{OK}[subject.builtin]\nmax_turns = 0\n"));
+        assert!(e.contains("max_turns = 0 is out of range"), "{e}");
+        assert_eq!(err(&format!("{OK}[subject.builtin]\nmax_turns = 1000\n")), "parsed");
+        let e = err(&format!("{OK}[clock]\nstart = \"2026-03-02T09:00:00\"\nper_request = \"9999999h\"\n"));
+        assert!(e.starts_with("p.toml:10:1: per_request = ") && e.contains("ms is out of range"), "{e}");
+        let e = err(&format!("{OK}[clock]\nstart = \"2026-03-02T09:00:00\"\nmax_idle_fires = 10000000\n"));
+        assert!(e.starts_with("p.toml:10:1: max_idle_fires = 10000000 is out of range"), "{e}");
+        let e = err(&format!("{EXEC}max_duration_ms = 99999999999\n"));
+        assert!(e.starts_with("p.toml:9:1: max_duration_ms = 99999999999 is out of range"), "{e}");
+        assert_eq!(err(&format!("{EXEC}max_duration_ms = 5000\n")), "parsed");
+    }
 
     #[test]
     fn numbers_out_of_range_are_errors_at_their_key() {
