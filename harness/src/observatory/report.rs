@@ -482,7 +482,10 @@ mod tests {
         assert_eq!(Matrix::from_cells(&shuffled).unwrap_or_else(|e| panic!("{e}")), one);
         assert_eq!(one.versions, ["2.1.9", "2.1.10", "2.1.11"], "semver order, not text order");
         assert_eq!(one.claim_timeline["READ-2"][0].version, "2.1.11");
-        assert_eq!(one.claim_timeline["READ-2"][0].what, "p: holds → changed", "named by the probe whose verdict moved");
+        assert_eq!(
+            one.claim_timeline["READ-2"][0].what, "p: holds → changed",
+            "named by the probe whose verdict moved"
+        );
         // a version where only another probe ran (a bisection's boundary) does not make the claim flip
         let mut sparse = cells.clone();
         sparse.push(cell("r", "2.1.105", Outcome::Pass, "eeee", ("READ-2", Holds)));
