@@ -15,7 +15,7 @@ use std::time::Duration;
 
 fn probe_text(turns: usize) -> String {
     let mut s = format!(
-        "id = \"long.read-{turns}\"\nclaims = [\"READ-1\"]\nsubjects = [\"builtin\"]\ndeadline_secs = {}\n\
+        "id = \"long.read-{turns}\"\nclaims = [\"READ-1\"]\nabout = \"a long conversation\"\nsubjects = [\"builtin\"]\ndeadline_secs = {}\n\
          [fixture]\nfiles.\"f.txt\" = \"one\\ntwo\\n\"\n[subject.builtin]\nmax_turns = {}\n",
         60 + turns,
         turns + 1
