@@ -296,7 +296,8 @@ pub fn evaluate(probe: &Probe, index: usize, view: &View<'_>, sb: &Sandbox) -> V
         }
     } else if let Some(n) = c.request {
         target = format!("request {n}");
-        match view.request(n).and_then(|e| e.request.as_ref()) {
+        let whole = view.request_index(n).and_then(|i| view.requests().whole(i));
+        match whole.as_ref() {
             None => fails.push(format!("main request {n} never arrived")),
             Some(req) => {
                 let names: Vec<String> = req

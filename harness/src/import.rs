@@ -297,12 +297,21 @@ pub fn import(file: &Path, text: &str, id: &str) -> Result<String, ImportError> 
     if let Some(p) = &s.prompt {
         o.push_str(&format!("prompt = {}\n", toml_str(&placeheld(p))));
     }
+    // a long session: the built-in loop's turn limit and the deadline grow with its turns
+    let turns = s.turns.len() + usize::from(s.turns.last().is_some_and(|t| !t.calls.is_empty()));
+    let long = turns > crate::run::DEFAULT_MAX_TURNS;
+    if long {
+        o.push_str(&format!("deadline_secs = {}   # a long session: a second a turn\n", 60 + turns));
+    }
     if !files.is_empty() {
         o.push_str("\n[fixture]\n");
         for (rel, (content, stub)) in &files {
             let mark = if *stub { "   # stub: the old_string of its first Edit, review" } else { "" };
             o.push_str(&format!("files.{} = {}{mark}\n", toml_str(rel), toml_str(content)));
         }
+    }
+    if long {
+        o.push_str(&format!("\n[subject.builtin]\nmax_turns = {turns}\n"));
     }
     let mut checks = String::new();
     let mut n = 0;
@@ -413,6 +422,32 @@ mod tests {
         let probe = crate::probe::parse(Path::new("imported.toml"), &p).unwrap_or_else(|e| panic!("{e}\n{p}"));
         assert_eq!(probe.checks.len(), 2);
         assert_eq!(probe.script.turns.len(), 3);
+    }
+
+    #[test]
+    fn a_long_session_gets_a_turn_limit_and_a_deadline_that_fit_it() {
+        let base = serde_json::json!({"sessionId": "s1", "cwd": "/w", "version": "2.1.235"});
+        let mut text = line(
+            serde_json::json!({"type": "user", "sessionId": "s1", "cwd": "/w", "message": {"role": "user", "content": "go"}}),
+        );
+        for i in 0..120 {
+            let mut a = base.clone();
+            a["type"] = "assistant".into();
+            a["message"] = serde_json::json!({"id": format!("m{i}"), "content": [{"type": "tool_use", "id": format!("t{i}"), "name": "Read", "input": {"file_path": "/w/f.txt"}}]});
+            let mut u = base.clone();
+            u["type"] = "user".into();
+            u["message"] = serde_json::json!({"content": [{"type": "tool_result", "tool_use_id": format!("t{i}"), "content": "1\tone\n"}]});
+            text.push_str(&(line(a) + &line(u)));
+        }
+        let p = import(Path::new("s.jsonl"), &text, "imported.long").unwrap_or_else(|e| panic!("{e}"));
+        let probe = crate::probe::parse(Path::new("imported.toml"), &p).unwrap_or_else(|e| panic!("{e}\n{p}"));
+        // 120 calls and the final word: without a limit the built-in loop stopped at its default 50
+        assert_eq!(probe.script.turns.len(), 121);
+        assert_eq!(probe.subject.builtin.max_turns, Some(121));
+        assert_eq!(probe.deadline_secs, 181);
+        // a short one keeps the defaults
+        let short = import(Path::new("s.jsonl"), &session(), "imported.s1").unwrap_or_else(|e| panic!("{e}"));
+        assert!(!short.contains("max_turns") && !short.contains("deadline_secs"), "{short}");
     }
 
     #[test]

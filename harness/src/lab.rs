@@ -135,10 +135,8 @@ pub async fn run_probe_on(probe: &Probe, subject: &dyn Subject, layout: &Layout,
     let kept = keep.then(|| run.sandbox.keep());
     if let Some(dir) = &kept {
         // for probe authors: what the wire saw, before and after normalisation, whatever the verdicts
-        let record: String =
-            run.exchanges.iter().filter_map(|e| serde_json::to_string(e).ok()).map(|l| l + "\n").collect();
         // the subject could leave links by these names in its sandbox: replaced, never written through
-        let _ = crate::safe_fs::write_inside(dir, &dir.join("record.jsonl"), record.as_bytes());
+        let _ = crate::safe_fs::write_inside(dir, &dir.join("record.jsonl"), &run.record);
         let _ = crate::safe_fs::write_inside(dir, &dir.join("transcript.txt"), transcript.as_bytes());
         write_failures(dir, &verdicts);
     }

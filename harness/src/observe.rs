@@ -372,12 +372,24 @@ pub fn claim_verdicts(
 /// offered in request 1` (deferred tools that were loaded are offered).
 pub fn not_offered(view: &View<'_>) -> Vec<String> {
     let mut out = Vec::new();
+    let requests = view.requests();
+    // the exchange that served each main turn, found in one pass
+    let mut served: BTreeMap<usize, usize> = BTreeMap::new();
+    for (i, e) in view.exchanges.iter().enumerate() {
+        if e.kind == ExchangeKind::Turn
+            && e.conversation.as_deref() == Some(MAIN)
+            && e.fault.is_none()
+            && e.status == 200
+        {
+            if let Some(t) = e.turn {
+                served.entry(t).or_insert(i);
+            }
+        }
+    }
     for (t, turn) in view.script.turns.iter().enumerate() {
-        let Some(e) = view.request(t + 1) else { continue };
-        let offered: Vec<&str> = e
-            .request
-            .as_ref()
-            .and_then(|r| r.get("tools"))
+        let Some(&i) = served.get(&t) else { continue };
+        let offered: Vec<&str> = requests
+            .field(i, "tools")
             .and_then(Value::as_array)
             .map(|ts| ts.iter().filter_map(|t| t.get("name").and_then(Value::as_str)).collect())
             .unwrap_or_default();
@@ -418,7 +430,8 @@ pub fn behaviour(
     norm: &dyn Fn(&str) -> String,
 ) -> Behaviour {
     let names: Vec<String> = view.script.turns.iter().flat_map(|t| t.tool_use.iter().map(|u| u.name.clone())).collect();
-    let blocks: Vec<Option<Value>> = (1..=names.len()).map(|n| view.result(n)).collect();
+    let mut blocks: Vec<Option<Value>> = view.results_of(&view.tool_use_ids());
+    blocks.resize(names.len(), None);
     let mut texts: Vec<String> = blocks.iter().map(|b| b.as_ref().map(result_text).unwrap_or_default()).collect();
     let files = file_hashes(files_after(cwd, known), &mut texts, norm);
     let results = blocks
@@ -563,14 +576,15 @@ pub fn first_request_layers(
     view: &View<'_>,
     norm: &dyn Fn(&str) -> String,
 ) -> (BTreeMap<String, String>, String, Shape) {
-    let Some(e) = view
+    let Some(i) = view
         .exchanges
         .iter()
-        .find(|e| e.kind == ExchangeKind::Turn && e.conversation.as_deref() == Some(MAIN) && e.request.is_some())
+        .position(|e| e.kind == ExchangeKind::Turn && e.conversation.as_deref() == Some(MAIN) && e.request.is_some())
     else {
         return (BTreeMap::new(), String::new(), Shape::default());
     };
-    let req = e.request.clone().unwrap_or_default();
+    let e = &view.exchanges[i];
+    let req = view.requests().whole(i).unwrap_or_default();
     let hash = |v: &Value| sha256(norm(&(serde_json::to_string_pretty(v).unwrap_or_default() + "\n")).as_bytes());
     let mut interface = BTreeMap::new();
     let mut tool_fields = BTreeMap::new();

@@ -15,18 +15,24 @@ use stub_messages::{serve, Exchange, Recorder, Stub};
 pub use crate::subject::builtin::{DEFAULT_MAX_TURNS, DEFAULT_MODEL};
 pub use crate::subject::{RunEnd, RECORD_CAP_BYTES};
 
-/// The stub's record sink of a run: counts the bytes the record holds (it keeps nothing itself: the
-/// stub keeps the exchanges) and says when [`RECORD_CAP_BYTES`] is passed.
+/// The stub's record sink of a run: keeps the record's lines as the stub wrote them (its requests stored
+/// by prefix: `stub_messages::stored`; what `--keep` writes as `record.jsonl`), counts the bytes they hold
+/// and says when [`RECORD_CAP_BYTES`] is passed.
 struct RecordMeter {
-    bytes: Arc<std::sync::atomic::AtomicU64>,
+    lines: Arc<std::sync::Mutex<Vec<u8>>>,
     full: Arc<tokio::sync::Notify>,
+    /// Past the cap: nothing more is kept (no half line).
+    passed: bool,
 }
 
 impl std::io::Write for RecordMeter {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        let before = self.bytes.fetch_add(buf.len() as u64, std::sync::atomic::Ordering::SeqCst);
-        if before + buf.len() as u64 > RECORD_CAP_BYTES {
+        let Ok(mut lines) = self.lines.lock() else { return Ok(buf.len()) };
+        if self.passed || lines.len() as u64 + buf.len() as u64 > RECORD_CAP_BYTES {
+            self.passed = true;
             self.full.notify_one();
+        } else {
+            lines.extend_from_slice(buf);
         }
         Ok(buf.len())
     }
@@ -40,8 +46,11 @@ impl std::io::Write for RecordMeter {
 pub struct RunOutput {
     /// The subject's name (`builtin`).
     pub subject: String,
-    /// Every exchange, in the order the stub answered them ([`Exchange::answer_seq`]).
+    /// Every exchange, in the order the stub answered them ([`Exchange::answer_seq`]), requests in the
+    /// stored form (`stub_messages::Requests` answers for them whole).
     pub exchanges: Vec<Exchange>,
+    /// The record as the stub wrote it (JSONL; `stub_messages::read_record` reads it back), up to the cap.
+    pub record: Vec<u8>,
     /// Turns served per conversation: (name, served, scripted).
     pub progress: Vec<(String, usize, usize)>,
     /// How the subject ended.
@@ -109,7 +118,8 @@ pub async fn run_conversation(probe: &Probe, subject: &dyn Subject, fixtures_roo
     let hook_errors = Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
     let errors = hook_errors.clone();
     let record_full = Arc::new(tokio::sync::Notify::new());
-    let meter = RecordMeter { bytes: Arc::default(), full: record_full.clone() };
+    let record_lines = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let meter = RecordMeter { lines: record_lines.clone(), full: record_full.clone(), passed: false };
     let stub = Stub::new(script, Recorder::new(Some(Box::new(meter)))).with_turn_hook(Arc::new(
         move |conv: &str, turn: usize| {
             for f in timed.iter().filter(|f| conv == stub_messages::script::MAIN && f.at_turn == Some(turn + 1)) {
@@ -171,6 +181,7 @@ pub async fn run_conversation(probe: &Probe, subject: &dyn Subject, fixtures_roo
     Ok(RunOutput {
         subject: subject.id().to_string(),
         exchanges,
+        record: record_lines.lock().map(|mut l| std::mem::take(&mut *l)).unwrap_or_default(),
         progress: stub.progress(),
         end,
         within_deadline,

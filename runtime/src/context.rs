@@ -29,6 +29,9 @@ pub struct ReadState {
     /// Edit or Write. A second Read of the same window of an unchanged file is answered with the
     /// reference's "file unchanged" note instead of the content.
     pub window: Option<(u64, Option<u64>)>,
+    /// The batch of parallel calls the state was recorded in ([`crate::fs::ReadBatch`]): a Read in the
+    /// same batch does not see it.
+    pub batch: u64,
 }
 
 /// Everything a call may use: the sandbox, the session's state, the env of the probe.

@@ -209,8 +209,29 @@ pub fn remember_window(
     partial: bool,
     window: Option<(u64, Option<u64>)>,
 ) {
+    let batch = ReadBatch::current(ctx);
     if let Ok(mut s) = ctx.read_state.lock() {
-        s.insert(path.to_path_buf(), ReadState { content, mtime: mtime(path), partial, window });
+        s.insert(path.to_path_buf(), ReadState { content, mtime: mtime(path), partial, window, batch });
+    }
+}
+
+/// The batch of calls the pipeline runs now (PIPE-4: a run of concurrency-safe calls in parallel, or one
+/// call alone), counted per session. Claude Code 2.1.235 starts a batch's Reads before any of them is
+/// recorded: five parallel Reads of one unchanged file all return its content, and only a Read of a
+/// later batch gets [`FILE_UNCHANGED`] (a 500-call session, issue 29). A Read's note looks at the state
+/// of earlier batches only.
+#[derive(Debug, Default)]
+pub struct ReadBatch(std::sync::atomic::AtomicU64);
+
+impl ReadBatch {
+    /// The batch running now.
+    pub fn current(ctx: &ToolContext) -> u64 {
+        ctx.session.state::<ReadBatch>().0.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// A new batch begins.
+    pub fn next(ctx: &ToolContext) {
+        ctx.session.state::<ReadBatch>().0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
     }
 }
 

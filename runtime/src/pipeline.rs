@@ -180,6 +180,7 @@ impl Runtime {
                     j += 1;
                 }
             }
+            crate::fs::ReadBatch::next(&self.ctx);
             let batch = futures_util::future::join_all(calls[i..j].iter().map(|c| self.run_call(c))).await;
             out.extend(batch);
             i = j;

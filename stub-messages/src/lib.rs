@@ -27,9 +27,11 @@ pub mod record;
 pub mod script;
 pub mod server;
 pub mod sse;
+pub mod stored;
 pub mod validate;
 pub mod wire;
 
-pub use record::{Exchange, ExchangeKind, Recorder};
+pub use record::{read_record, Exchange, ExchangeKind, ReadExchange, Recorder, Requests};
 pub use script::{Script, Turn};
 pub use server::{app, serve, serve_router, Running, Stub};
+pub use stored::RequestBase;

@@ -7,10 +7,12 @@
 //! prompt, an env dump in a tool result) is replaced too.
 
 use crate::fault::Fault;
+use crate::stored::{rebuild, Layout, RequestBase};
 use crate::wire::SseEvent;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::BTreeMap;
+use std::collections::HashMap;
 use std::io::Write;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -60,9 +62,14 @@ pub struct Exchange {
     pub query: Option<String>,
     /// Request headers, names lower-cased, secrets redacted; repeated headers joined with `, `.
     pub headers: BTreeMap<String, String>,
-    /// The request body when it was JSON.
+    /// The request body when it was JSON: whole, or when [`Exchange::request_base`] is set, its stored
+    /// form (the new messages and the members that changed: [`crate::stored`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub request: Option<Value>,
+    /// The earlier request this one is stored by reference to ([`crate::stored`]); absent when stored
+    /// whole.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_base: Option<RequestBase>,
     /// The request body when it was not JSON (lossy UTF-8, at most 64 KiB).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub request_text: Option<String>,
@@ -173,6 +180,9 @@ struct Inner {
     exchanges: Vec<Exchange>,
     sink: Option<Box<dyn Write + Send>>,
     sink_error: Option<String>,
+    /// Per conversation, its last request recorded: the base the next one is stored by reference to
+    /// (`seq`, bytes as they arrived, layout).
+    bases: std::collections::HashMap<String, (u64, bytes::Bytes, Layout)>,
 }
 
 /// The log. Cheap to clone (shared); safe to use from every request task.
@@ -201,7 +211,12 @@ impl Recorder {
     /// A recorder writing JSONL to `sink` (if any) besides keeping every exchange in memory.
     pub fn new(sink: Option<Box<dyn Write + Send>>) -> Recorder {
         Recorder {
-            inner: Arc::new(Mutex::new(Inner { exchanges: Vec::new(), sink, sink_error: None })),
+            inner: Arc::new(Mutex::new(Inner {
+                exchanges: Vec::new(),
+                sink,
+                sink_error: None,
+                bases: Default::default(),
+            })),
             start: Instant::now(),
             seq: Arc::new(std::sync::atomic::AtomicU64::new(0)),
             answers: Arc::new(std::sync::atomic::AtomicU64::new(0)),
@@ -240,11 +255,44 @@ impl Recorder {
         // the line is made in a buffer this thread keeps (a 60 KB request per turn: its allocation was
         // most of the record's cost, `benches/lab/benches/turn.rs`); redacted only when it holds a key
         let raw = ex.request_bytes.take().filter(|r| ex.request.is_some() && splice_ok(r));
+        let Ok(mut inner) = self.inner.lock() else {
+            return;
+        };
+        // a conversation's request stored by reference to its previous one, when it extends it
+        // (`crate::stored`): the record grows with the turns, not with their square
+        let mut stored: Option<Vec<u8>> = None;
+        if let (Some(conv), true) = (ex.conversation.clone(), ex.request.is_some()) {
+            match &raw {
+                Some(r) => {
+                    let base = inner.bases.get(&conv);
+                    match Layout::of(r, base.map(|(_, b, l)| (&b[..], l))) {
+                        Some(lr) => {
+                            if let Some((seq, b, lb)) = base {
+                                if let Some((s, rb)) = crate::stored::store(r, &lr, *seq, b, lb) {
+                                    if let Some(v) = ex.request.as_mut() {
+                                        crate::stored::store_value(v, &rb);
+                                    }
+                                    ex.request_base = Some(rb);
+                                    stored = Some(s);
+                                }
+                            }
+                            inner.bases.insert(conv, (ex.seq, r.clone(), lr));
+                        }
+                        None => {
+                            inner.bases.remove(&conv);
+                        }
+                    }
+                }
+                None => {
+                    inner.bases.remove(&conv);
+                }
+            }
+        }
         LINE.with_borrow_mut(|buf| {
             buf.clear();
-            let made = match &raw {
-                // the request as it crossed the wire, after the rest of the exchange: its bytes are not
-                // made again from the value (a JSON text with no line break and no key in it)
+            let made = match stored.as_deref().or(raw.as_deref()) {
+                // the request as it crossed the wire (or its stored form), after the rest of the exchange:
+                // its bytes are not made again from the value (a JSON text with no line break and no key)
                 Some(r) => {
                     let request = ex.request.take();
                     let made = serde_json::to_writer(&mut *buf, &ex).is_ok() && buf.last() == Some(&b'}');
@@ -269,9 +317,6 @@ impl Recorder {
                     ex = r;
                 }
             }
-            let Ok(mut inner) = self.inner.lock() else {
-                return;
-            };
             if let (Some(sink), true) = (inner.sink.as_mut(), made) {
                 let line = redacted.as_deref().map(str::as_bytes).unwrap_or(buf);
                 let res = sink.write_all(line).and_then(|_| sink.write_all(b"\n")).and_then(|_| sink.flush());
@@ -286,20 +331,179 @@ impl Recorder {
         });
     }
 
-    /// Every exchange recorded so far, in the order they completed.
+    /// Every exchange recorded so far, in the order they completed, each request whole (rebuilt from the
+    /// stored form: a copy of every request, for tests and tools; a run reads [`Recorder::take`]).
     pub fn exchanges(&self) -> Vec<Exchange> {
-        self.inner.lock().map(|i| i.exchanges.clone()).unwrap_or_default()
+        let stored = self.inner.lock().map(|i| i.exchanges.clone()).unwrap_or_default();
+        let requests = Requests::new(&stored);
+        let wholes: Vec<Option<Value>> =
+            (0..stored.len()).map(|i| stored[i].request_base.as_ref().and_then(|_| requests.whole(i))).collect();
+        let mut out = stored.clone();
+        for (e, w) in out.iter_mut().zip(wholes) {
+            if let Some(w) = w {
+                e.request = Some(w);
+                e.request_base = None;
+            }
+        }
+        out
     }
 
-    /// Every exchange recorded so far, moved out: the log is empty after (what comes later is kept as
-    /// before). For the end of a run, where a copy of every 60 KB request would be thrown away.
+    /// Every exchange recorded so far, moved out, in the stored form ([`crate::stored`]: a request
+    /// stored by reference holds its new part; [`Requests`] answers for the whole): the log is empty
+    /// after (what comes later is kept as before, its bases forgotten).
     pub fn take(&self) -> Vec<Exchange> {
-        self.inner.lock().map(|mut i| std::mem::take(&mut i.exchanges)).unwrap_or_default()
+        self.inner
+            .lock()
+            .map(|mut i| {
+                i.bases.clear();
+                std::mem::take(&mut i.exchanges)
+            })
+            .unwrap_or_default()
     }
 
     /// The first write error of the sink, if any (the in-memory log is still complete).
     pub fn sink_error(&self) -> Option<String> {
         self.inner.lock().ok().and_then(|i| i.sink_error.clone())
+    }
+}
+
+/// One exchange of a record read back: its request whole.
+#[derive(Debug, Clone)]
+pub struct ReadExchange {
+    /// The exchange, with [`Exchange::request`] the whole request and [`Exchange::request_bytes`] its
+    /// bytes as they arrived (when the line carried them), `request_base` cleared.
+    pub exchange: Exchange,
+    /// How the line stored it, when by reference.
+    pub stored_as: Option<RequestBase>,
+}
+
+/// Reads a record (the stub's JSONL) back, every request whole: a request stored by reference
+/// ([`RequestBase`]) is rebuilt from the earlier line it names, byte for byte. Memory: one request per
+/// conversation besides the line read. An error names the line (1-based).
+pub fn read_record(r: impl std::io::BufRead) -> impl Iterator<Item = Result<ReadExchange, String>> {
+    let mut last: HashMap<String, (u64, Vec<u8>)> = HashMap::new();
+    r.lines().enumerate().map(move |(n, line)| {
+        let at = |e: String| format!("record line {}: {e}", n + 1);
+        let line = line.map_err(|e| at(e.to_string()))?;
+        let mut ex: Exchange = serde_json::from_str(&line).map_err(|e| at(e.to_string()))?;
+        let stored_as = ex.request_base.take();
+        let raw: Option<Vec<u8>> = ex.request.as_ref().and(
+            Layout::of(line.as_bytes(), None)
+                .and_then(|l| l.member(line.as_bytes(), b"\"request\"").map(<[u8]>::to_vec)),
+        );
+        let whole = match (&stored_as, raw) {
+            (Some(rb), Some(stored)) => {
+                let conv = ex.conversation.clone().unwrap_or_default();
+                let base = last
+                    .get(&conv)
+                    .filter(|(seq, _)| *seq == rb.seq)
+                    .ok_or_else(|| at(format!("request {} (its base) is not the previous one of {conv:?}", rb.seq)))?;
+                let bytes = rebuild(&stored, &base.1, rb).map_err(at)?;
+                ex.request = Some(serde_json::from_slice(&bytes).map_err(|e| at(e.to_string()))?);
+                Some(bytes)
+            }
+            (Some(_), None) => return Err(at("a request stored by reference has no request".into())),
+            (None, raw) => raw,
+        };
+        if let (Some(conv), Some(bytes)) = (&ex.conversation, &whole) {
+            last.insert(conv.clone(), (ex.seq, bytes.clone()));
+        }
+        ex.request_bytes = whole.map(bytes::Bytes::from);
+        Ok(ReadExchange { exchange: ex, stored_as })
+    })
+}
+
+/// The requests of exchanges kept in the stored form, answered without rebuilding them: a top-level
+/// field, a message by index, the count of messages, the new part. Built once over a run's exchanges
+/// (an index by `seq`); each answer follows the references it needs.
+#[derive(Debug)]
+pub struct Requests<'a> {
+    exchanges: &'a [Exchange],
+    by_seq: HashMap<u64, usize>,
+}
+
+impl<'a> Requests<'a> {
+    /// The index over `exchanges` (any order).
+    pub fn new(exchanges: &'a [Exchange]) -> Requests<'a> {
+        Requests { exchanges, by_seq: exchanges.iter().enumerate().map(|(i, e)| (e.seq, i)).collect() }
+    }
+
+    fn base(&self, i: usize) -> Option<(usize, &'a RequestBase)> {
+        let rb = self.exchanges.get(i)?.request_base.as_ref()?;
+        self.by_seq.get(&rb.seq).map(|j| (*j, rb)).filter(|(j, _)| *j != i)
+    }
+
+    /// The stored messages of exchange `i` (its new part: all of them when stored whole).
+    pub fn new_messages(&self, i: usize) -> &'a [Value] {
+        self.exchanges
+            .get(i)
+            .and_then(|e| e.request.as_ref())
+            .and_then(|r| r.get("messages"))
+            .and_then(Value::as_array)
+            .map(Vec::as_slice)
+            .unwrap_or_default()
+    }
+
+    /// How many of exchange `i`'s messages are its base's (0 when stored whole).
+    pub fn kept(&self, i: usize) -> usize {
+        self.base(i).map_or(0, |(_, rb)| rb.messages)
+    }
+
+    /// Top-level field `key` of exchange `i`'s request (from the request it refers to, when the same).
+    pub fn field(&self, mut i: usize, key: &str) -> Option<&'a Value> {
+        for _ in 0..=self.exchanges.len() {
+            match self.base(i) {
+                Some((j, rb)) if rb.same.iter().any(|s| s == key) => i = j,
+                _ => return self.exchanges.get(i)?.request.as_ref()?.get(key),
+            }
+        }
+        None
+    }
+
+    /// How many messages exchange `i`'s request has.
+    pub fn message_count(&self, i: usize) -> usize {
+        self.kept(i) + self.new_messages(i).len()
+    }
+
+    /// Message `m` (0-based) of exchange `i`'s request.
+    pub fn message(&self, mut i: usize, m: usize) -> Option<&'a Value> {
+        for _ in 0..=self.exchanges.len() {
+            let kept = self.kept(i);
+            if m >= kept {
+                return self.new_messages(i).get(m - kept);
+            }
+            i = self.base(i)?.0;
+        }
+        None
+    }
+
+    /// Exchange `i`'s request whole (a copy: for the few requests a check or a layer looks at entirely).
+    pub fn whole(&self, i: usize) -> Option<Value> {
+        let mut req = self.exchanges.get(i)?.request.clone()?;
+        let Some((j, rb)) = self.base(i) else { return Some(req) };
+        // the key order: the base's (its own base's, …) when members were left out, else the stored one
+        let mut at = i;
+        for _ in 0..=self.exchanges.len() {
+            match self.base(at) {
+                Some((b, r)) if !r.same.is_empty() => at = b,
+                _ => break,
+            }
+        }
+        let order: Vec<String> = self.exchanges[at].request.as_ref()?.as_object()?.keys().cloned().collect();
+        let mut out = serde_json::Map::new();
+        for k in order {
+            let v = if k == "messages" {
+                Some(Value::Array((0..self.message_count(i)).filter_map(|m| self.message(i, m).cloned()).collect()))
+            } else if rb.same.contains(&k) {
+                self.field(j, &k).cloned()
+            } else {
+                req.get_mut(&k).map(Value::take)
+            };
+            if let Some(v) = v {
+                out.insert(k, v);
+            }
+        }
+        Some(Value::Object(out))
     }
 }
 
@@ -342,6 +546,7 @@ mod tests {
             headers,
             request: Some(serde_json::json!({"note": "key sk-ant-xyz"})),
             request_text: None,
+            request_base: None,
             kind: ExchangeKind::Side,
             conversation: None,
             turn: None,

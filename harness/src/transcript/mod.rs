@@ -16,7 +16,7 @@ use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 use stub_messages::script::{Route, Script, MAIN};
 use stub_messages::wire::ContentBlock;
-use stub_messages::{Exchange, ExchangeKind};
+use stub_messages::{Exchange, ExchangeKind, Requests};
 
 /// The record of a run, with the script that produced it.
 #[derive(Debug, Clone, Copy)]
@@ -28,15 +28,28 @@ pub struct View<'a> {
 }
 
 impl<'a> View<'a> {
-    /// The main-conversation request the N-th turn (1-based) answered: the exchange that served it.
-    pub fn request(&self, n: usize) -> Option<&'a Exchange> {
-        self.exchanges.iter().find(|e| {
+    /// The index of the main-conversation request the N-th turn (1-based) answered: the exchange that
+    /// served it.
+    pub fn request_index(&self, n: usize) -> Option<usize> {
+        self.exchanges.iter().position(|e| {
             e.kind == ExchangeKind::Turn
                 && e.conversation.as_deref() == Some(MAIN)
                 && e.turn == Some(n - 1)
                 && e.fault.is_none()
                 && e.status == 200
         })
+    }
+
+    /// The main-conversation request the N-th turn (1-based) answered: the exchange that served it (its
+    /// request in the stored form: [`View::requests`] answers for the whole).
+    pub fn request(&self, n: usize) -> Option<&'a Exchange> {
+        self.request_index(n).map(|i| &self.exchanges[i])
+    }
+
+    /// The requests whole, as far as asked ([`Requests`]: fields and messages through the requests they
+    /// are stored by reference to).
+    pub fn requests(&self) -> Requests<'a> {
+        Requests::new(self.exchanges)
     }
 
     /// Ids of the main conversation's scripted tool_uses, in script order.
@@ -55,18 +68,42 @@ impl<'a> View<'a> {
     /// that carries it.
     pub fn result(&self, n: usize) -> Option<Value> {
         let id = self.tool_use_ids().get(n - 1)?.clone();
-        self.exchanges.iter().filter(|e| e.kind == ExchangeKind::Turn).find_map(|e| {
-            e.request.as_ref()?.get("messages")?.as_array()?.iter().find_map(|m| {
-                m.get("content")?
-                    .as_array()?
-                    .iter()
-                    .find(|b| {
-                        b.get("type").and_then(Value::as_str) == Some("tool_result")
-                            && b.get("tool_use_id").and_then(Value::as_str) == Some(id.as_str())
-                    })
-                    .cloned()
-            })
-        })
+        self.results_of(std::slice::from_ref(&id)).pop().flatten()
+    }
+
+    /// The tool_result blocks answering the tool_uses `ids`, each from the first request that carries it:
+    /// one pass over the new part of each request (a message a request keeps from an earlier one was new
+    /// there, with the same bytes).
+    pub fn results_of(&self, ids: &[String]) -> Vec<Option<Value>> {
+        let mut wanted: std::collections::HashMap<&str, Vec<usize>> = std::collections::HashMap::new();
+        for (i, id) in ids.iter().enumerate() {
+            wanted.entry(id.as_str()).or_default().push(i);
+        }
+        let mut out: Vec<Option<Value>> = vec![None; ids.len()];
+        let mut missing = ids.len();
+        let requests = self.requests();
+        for (i, e) in self.exchanges.iter().enumerate() {
+            if missing == 0 {
+                break;
+            }
+            if e.kind != ExchangeKind::Turn {
+                continue;
+            }
+            for m in requests.new_messages(i) {
+                for b in m.get("content").and_then(Value::as_array).into_iter().flatten() {
+                    if b.get("type").and_then(Value::as_str) != Some("tool_result") {
+                        continue;
+                    }
+                    let Some(id) = b.get("tool_use_id").and_then(Value::as_str) else { continue };
+                    // every call the block answers (a script may name an id twice), from its first carrier
+                    for slot in wanted.remove(id).unwrap_or_default() {
+                        out[slot] = Some(b.clone());
+                        missing -= 1;
+                    }
+                }
+            }
+        }
+        out
     }
 }
 
@@ -114,7 +151,10 @@ fn blob(blobs: &mut Blobs, norm: Norm<'_>, v: &Value) -> String {
 /// over 25 tool definitions × every request were most of a probe's rendering time).
 fn blob_once<'v>(blobs: &mut Blobs, norm: Norm<'_>, seen: &mut Vec<(&'v Value, String)>, v: &'v Value) -> String {
     // found by equality, not by the serialised text: no copy of a 3 KB definition per request
-    if let Some((_, short)) = seen.iter().find(|(s, _)| *s == v) {
+    // the same value first (a tool list kept from an earlier request), then an equal one
+    if let Some((_, short)) =
+        seen.iter().find(|(s, _)| std::ptr::eq(*s, v)).or_else(|| seen.iter().find(|(s, _)| *s == v))
+    {
         return short.clone();
     }
     let short = blob(blobs, norm, v);
@@ -290,7 +330,10 @@ pub fn render(h: &Header<'_>, view: &View<'_>, verdicts: &[String], blobs: &mut 
     let mut last_system: BTreeMap<String, String> = BTreeMap::new();
     let mut side: Vec<String> = Vec::new();
     let mut seen_blobs: Vec<(&Value, String)> = Vec::new();
-    for e in view.exchanges {
+    // each request's fields and messages through the requests it is stored by reference to: only its new
+    // part is looked at, so a run's render costs the same per turn however long the conversation
+    let requests = view.requests();
+    for (i, e) in view.exchanges.iter().enumerate() {
         match e.kind {
             ExchangeKind::Turn if e.fault.is_none() && e.status == 200 => {
                 let conv = e.conversation.clone().unwrap_or_default();
@@ -303,10 +346,8 @@ pub fn render(h: &Header<'_>, view: &View<'_>, verdicts: &[String], blobs: &mut 
                 } else {
                     format!("## request {turn} (conversation {conv})")
                 });
-                static NULL: Value = Value::Null;
-                let req = e.request.as_ref().unwrap_or(&NULL);
-                let tools: Vec<String> = req
-                    .get("tools")
+                let field = |k: &str| requests.field(i, k);
+                let tools: Vec<String> = field("tools")
                     .and_then(Value::as_array)
                     .map(|ts| {
                         ts.iter()
@@ -324,7 +365,7 @@ pub fn render(h: &Header<'_>, view: &View<'_>, verdicts: &[String], blobs: &mut 
                     out.push(format!("tools: {tools_line}"));
                     last_tools.insert(conv.clone(), tools_line);
                 }
-                if let Some(sys) = req.get("system") {
+                if let Some(sys) = field("system") {
                     let h = blob_once(blobs, norm, &mut seen_blobs, sys);
                     if last_system.get(&conv) != Some(&h) {
                         out.push(format!("system: {h}"));
@@ -334,16 +375,16 @@ pub fn render(h: &Header<'_>, view: &View<'_>, verdicts: &[String], blobs: &mut 
                 if turn == 1 {
                     out.push(format!(
                         "model: {}, max_tokens: {}, stream: {}",
-                        req.get("model").and_then(Value::as_str).unwrap_or("?"),
-                        req.get("max_tokens").cloned().unwrap_or_default(),
-                        req.get("stream").cloned().unwrap_or(Value::Bool(false))
+                        field("model").and_then(Value::as_str).unwrap_or("?"),
+                        field("max_tokens").cloned().unwrap_or_default(),
+                        field("stream").cloned().unwrap_or(Value::Bool(false))
                     ));
                 }
-                let msgs = req.get("messages").and_then(Value::as_array).cloned().unwrap_or_default();
-                let from = seen_messages.get(&conv).copied().unwrap_or(0).min(msgs.len());
+                let count = requests.message_count(i);
+                let from = seen_messages.get(&conv).copied().unwrap_or(0).min(count);
                 let calls: Vec<String> = from
                     .checked_sub(1)
-                    .and_then(|i| msgs.get(i))
+                    .and_then(|m| requests.message(i, m))
                     .map(|m| {
                         content_blocks_of(m)
                             .iter()
@@ -351,7 +392,7 @@ pub fn render(h: &Header<'_>, view: &View<'_>, verdicts: &[String], blobs: &mut 
                             .collect()
                     })
                     .unwrap_or_default();
-                for m in &msgs[from..] {
+                for m in (from..count).filter_map(|m| requests.message(i, m)) {
                     render_message(&in_call_order(m, &calls), &mut out, blobs, norm);
                 }
                 out.push(if e.prelude { "## response 0 (prelude)".to_string() } else { format!("## response {turn}") });
@@ -371,7 +412,7 @@ pub fn render(h: &Header<'_>, view: &View<'_>, verdicts: &[String], blobs: &mut 
                     out.push(format!("violation {}: {}", v.kind, v.message));
                 }
                 // the assistant message answering this request is already shown as the response
-                seen_messages.insert(conv, msgs.len() + 1);
+                seen_messages.insert(conv, count + 1);
             }
             _ => {
                 let mut line = format!("{} {} -> {}", e.method, e.path, e.status);

@@ -114,13 +114,15 @@ fn an_endless_cycle_script_ends_at_its_deadline() {
 
 #[test]
 fn an_endless_cycle_script_ends_at_the_record_cap_before_a_long_deadline() {
-    // each request carries every result before it: the record grows until its cap ends the run
+    // the record stores each request by prefix (its new messages): each turn's call carries a 500 KB input,
+    // in the response, its events and the next request's new message, so the record grows by ~1.5 MB a
+    // turn until its cap ends the run (the request, ~10 MB then, is still under the stub's body limit)
     let deadline = 120;
+    let pad = "x".repeat(500_000);
     let (v, took) = run(&format!(
         "id = \"hang.cycle-cap\"\nclaims = [\"BASH-5\"]\nabout = \"an endless script\"\ndeadline_secs = {deadline}\n\
          [stub]\ncycle = true\n[subject.builtin]\nmax_turns = 1000000\n\
-         [[turn]]\ntool_use = [{{ name = \"Bash\", input = {{ command = \"head -c 29000 /dev/zero | tr '\\\\0' x\", \
-         description = \"out\" }} }}]\n"
+         [[turn]]\ntool_use = [{{ name = \"NoSuchTool\", input = {{ pad = \"{pad}\" }} }}]\n"
     ));
     eprintln!("hang.cycle-cap: ended after {took:?} (deadline {deadline} s)");
     let (pass, detail) = verdict(&v, DEADLINE_VERDICT);

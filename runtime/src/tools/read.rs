@@ -118,11 +118,15 @@ impl Tool for Read {
                     "This tool cannot read binary files. The file appears to be a binary {ext} file. Please use appropriate tools for binary file analysis."
                 )));
             }
-            // a second Read of the same window of an unchanged file: the reference's note, not the content
+            // a second Read of the same window of an unchanged file, in a later batch: the reference's note
             let window = (args.offset.unwrap_or(1), args.limit);
             let seen = ctx.read_state.lock().ok().and_then(|s| s.get(&path).cloned());
             if let Some(seen) = seen {
-                if seen.window == Some(window) && seen.mtime.is_some() && seen.mtime == crate::fs::mtime(&path) {
+                if seen.window == Some(window)
+                    && seen.batch != crate::fs::ReadBatch::current(ctx)
+                    && seen.mtime.is_some()
+                    && seen.mtime == crate::fs::mtime(&path)
+                {
                     return Ok(ToolOutput::Text(crate::fs::FILE_UNCHANGED.into()));
                 }
             }

@@ -8,6 +8,7 @@ mod faults;
 mod hardening;
 mod props;
 mod sdk;
+mod stored;
 mod support;
 mod validation;
 mod waits;
