@@ -205,6 +205,31 @@ fn is_zero(n: &u32) -> bool {
     *n == 0
 }
 
+#[cfg(test)]
+impl Observation {
+    /// A claude-code cell for tests: the probe, version, outcome and fingerprint given, nothing else.
+    pub(crate) fn for_test(probe: &str, version: &str, outcome: Outcome, fingerprint: &str) -> Observation {
+        Observation {
+            probe: probe.into(),
+            subject: "claude-code".into(),
+            version: Some(version.into()),
+            outcome,
+            reason: String::new(),
+            claims: BTreeMap::new(),
+            verdicts: Vec::new(),
+            fingerprint: fingerprint.into(),
+            behaviour: Behaviour::default(),
+            interface: BTreeMap::new(),
+            prompt: String::new(),
+            shape: Shape::default(),
+            golden: String::new(),
+            probe_sha256: String::new(),
+            reproduced: 0,
+            unstable: String::new(),
+        }
+    }
+}
+
 impl Behaviour {
     /// The behaviour with each result text, exec output and error as `sha256:<16 hex>` (files are hashes
     /// already): what a slim cell keeps. Hashing twice gives the same: a hashed text is kept as it is.

@@ -318,28 +318,10 @@ pub fn read_cells(dirs: &[PathBuf]) -> Result<Vec<Observation>, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::observe::{Behaviour, Outcome, Shape};
-    use std::collections::BTreeMap;
+    use crate::observe::Outcome;
 
     fn cell(probe: &str, version: &str, outcome: Outcome, sha: &str) -> Observation {
-        Observation {
-            probe: probe.into(),
-            subject: "claude-code".into(),
-            version: Some(version.into()),
-            outcome,
-            reason: String::new(),
-            claims: BTreeMap::new(),
-            verdicts: Vec::new(),
-            fingerprint: "f".into(),
-            behaviour: Behaviour::default(),
-            interface: BTreeMap::new(),
-            prompt: String::new(),
-            shape: Shape::default(),
-            golden: String::new(),
-            probe_sha256: sha.into(),
-            reproduced: 0,
-            unstable: String::new(),
-        }
+        Observation { probe_sha256: sha.into(), ..Observation::for_test(probe, version, outcome, "f") }
     }
 
     #[test]

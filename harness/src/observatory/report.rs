@@ -442,27 +442,10 @@ fn short(fingerprint: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::observe::{Behaviour, Shape};
 
     fn cell(probe: &str, version: &str, outcome: Outcome, fp: &str, claim: (&str, ClaimVerdict)) -> Observation {
-        Observation {
-            probe: probe.into(),
-            subject: "claude-code".into(),
-            version: Some(version.into()),
-            outcome,
-            reason: String::new(),
-            claims: BTreeMap::from([(claim.0.to_string(), claim.1)]),
-            verdicts: Vec::new(),
-            fingerprint: fp.into(),
-            behaviour: Behaviour::default(),
-            interface: BTreeMap::new(),
-            prompt: String::new(),
-            shape: Shape::default(),
-            golden: String::new(),
-            probe_sha256: String::new(),
-            reproduced: 0,
-            unstable: String::new(),
-        }
+        let claims = BTreeMap::from([(claim.0.to_string(), claim.1)]);
+        Observation { claims, ..Observation::for_test(probe, version, outcome, fp) }
     }
 
     #[test]

@@ -146,11 +146,23 @@ pub fn release_page(
     let (l, r) = (golden.join(super::subject(previous)), golden.join(super::subject(version)));
     let unordered =
         probes.iter().filter(|p| !p.unordered.is_empty()).map(|p| (p.id.clone(), unordered_ids(p))).collect();
-    let mut d =
-        diff_dirs_with(&l, &r, &layout.blobs(), &unordered).map_err(|e| format!("the evidence of {version}: {e}"))?;
-    d.left = format!("golden/{}", super::subject(previous));
-    d.right = format!("golden/{}", super::subject(version));
-    Ok(changes_page(version, previous, published, m, &render_summary(&d))
+    // the versions a bisection added to the matrix keep cells, not goldens: their evidence is a command
+    let evidence = match diff_dirs_with(&l, &r, &layout.blobs(), &unordered) {
+        Ok(mut d) => {
+            d.left = format!("golden/{}", super::subject(previous));
+            d.right = format!("golden/{}", super::subject(version));
+            render_summary(&d)
+        }
+        Err(e) => {
+            let changed = m.probe_timeline.iter().filter(|(_, ch)| ch.iter().any(|c| c.version == version));
+            let first = changed.map(|(p, _)| p.as_str()).next().unwrap_or("PROBE");
+            format!(
+                "(no golden sets of both versions to compare: {e})\nrun `probelab explain {first} --versions \
+                 {previous},{version}` (each probe above): it runs what is not committed\n"
+            )
+        }
+    };
+    Ok(changes_page(version, previous, published, m, &evidence)
         + &budget_lines(golden, version, previous)
         + &interface_lines(golden, version, previous))
 }
@@ -326,30 +338,17 @@ mod tests {
     use std::collections::BTreeMap;
 
     fn cell(probe: &str, version: &str, outcome: Outcome, fp: &str) -> Observation {
+        let reason = if outcome == Outcome::Changed { "failed: check 1: result 1".into() } else { String::new() };
+        let text = "a long text".to_string();
+        let results = vec![Some(crate::observe::CallResult { tool: "Read".into(), text, is_error: false })];
         Observation {
-            probe: probe.into(),
-            subject: "claude-code".into(),
-            version: Some(version.into()),
-            outcome,
-            reason: if outcome == Outcome::Changed { "failed: check 1: result 1".into() } else { String::new() },
+            reason,
             claims: BTreeMap::from([("C-1".to_string(), ClaimVerdict::Holds)]),
             verdicts: vec!["pass check 1".into()],
-            fingerprint: fp.into(),
-            behaviour: crate::observe::Behaviour {
-                results: vec![Some(crate::observe::CallResult {
-                    tool: "Read".into(),
-                    text: "a long text".into(),
-                    is_error: false,
-                })],
-                ..Default::default()
-            },
-            interface: BTreeMap::new(),
-            prompt: String::new(),
-            shape: Default::default(),
-            golden: String::new(),
+            behaviour: crate::observe::Behaviour { results, ..Default::default() },
             probe_sha256: "s".into(),
             reproduced: 1,
-            unstable: String::new(),
+            ..Observation::for_test(probe, version, outcome, fp)
         }
     }
 

@@ -170,28 +170,23 @@ impl Catalogue {
         Catalogue::read(&path(cache_root))
     }
 
-    /// Asks npm (two `npm view` queries, run in `cwd`).
+    /// Asks npm (three `npm view` queries, run in `cwd`).
     pub fn fetch(npm: &Npm, cwd: &Path) -> Result<Catalogue, VersionError> {
-        let s = |x: &'static str| OsStr::new(x);
+        let view = |spec: &str, fields: &[&str], what: String| {
+            let mut args: Vec<&OsStr> = vec![OsStr::new("view"), OsStr::new(spec)];
+            args.extend(fields.iter().map(OsStr::new));
+            args.extend([OsStr::new("--json"), OsStr::new("--prefer-online")]);
+            npm.run(&args, cwd, VIEW_DEADLINE, &what)
+        };
+        let order = view(PACKAGE, &["versions", "time"], format!("list the versions of {PACKAGE}"))?;
         let all = format!("{PACKAGE}@>=0.0.0");
-        let order = npm.run(
-            &[s("view"), s(PACKAGE), s("versions"), s("time"), s("--json"), s("--prefer-online")],
-            cwd,
-            VIEW_DEADLINE,
-            &format!("list the versions of {PACKAGE}"),
+        let deps = view(
+            &all,
+            &["version", "optionalDependencies"],
+            format!("list the platform packages of {PACKAGE}'s versions"),
         )?;
-        let deps = npm.run(
-            &[s("view"), OsStr::new(&all), s("version"), s("optionalDependencies"), s("--json"), s("--prefer-online")],
-            cwd,
-            VIEW_DEADLINE,
-            &format!("list the platform packages of {PACKAGE}'s versions"),
-        )?;
-        let platform = npm.run(
-            &[s("view"), s(PLATFORM_PACKAGE), s("versions"), s("time"), s("--json"), s("--prefer-online")],
-            cwd,
-            VIEW_DEADLINE,
-            &format!("list the versions of {PLATFORM_PACKAGE}"),
-        )?;
+        let platform =
+            view(PLATFORM_PACKAGE, &["versions", "time"], format!("list the versions of {PLATFORM_PACKAGE}"))?;
         Catalogue::from_npm(&order.stdout, &deps.stdout, jiff::Timestamp::now())?.with_platform(&platform.stdout)
     }
 
@@ -201,13 +196,7 @@ impl Catalogue {
     /// (the platform package lists placeholders there, e.g. 0.0.0).
     pub fn with_platform(mut self, platform_versions_time: &str) -> Result<Catalogue, VersionError> {
         let bad = |reason: String| VersionError::NpmOutput { what: "platform versions time".to_string(), reason };
-        let vt: serde_json::Value =
-            serde_json::from_str(platform_versions_time).map_err(|e| bad(format!("not JSON: {e}")))?;
-        let names: Vec<String> = match vt.get("versions") {
-            Some(serde_json::Value::Array(a)) => a.iter().filter_map(|v| v.as_str().map(str::to_string)).collect(),
-            Some(serde_json::Value::String(s)) => vec![s.clone()],
-            _ => return Err(bad("no \"versions\" field".into())),
-        };
+        let (vt, names) = versions_time_of(platform_versions_time, "platform versions time")?;
         let first = self.first_linux_x64().cloned();
         for name in &names {
             let version = Version::parse(name).map_err(|e| bad(format!("{name:?} is not a version: {e}")))?;
@@ -229,13 +218,7 @@ impl Catalogue {
         fetched_at: jiff::Timestamp,
     ) -> Result<Catalogue, VersionError> {
         let bad = |what: &str, reason: String| VersionError::NpmOutput { what: what.to_string(), reason };
-        let vt: serde_json::Value =
-            serde_json::from_str(versions_time).map_err(|e| bad("versions time", format!("not JSON: {e}")))?;
-        let names: Vec<String> = match vt.get("versions") {
-            Some(serde_json::Value::Array(a)) => a.iter().filter_map(|v| v.as_str().map(str::to_string)).collect(),
-            Some(serde_json::Value::String(s)) => vec![s.clone()],
-            _ => return Err(bad("versions time", "no \"versions\" field".into())),
-        };
+        let (vt, names) = versions_time_of(versions_time, "versions time")?;
         let od: serde_json::Value =
             serde_json::from_str(optional_deps).map_err(|e| bad("optionalDependencies", format!("not JSON: {e}")))?;
         let entries = match od {
@@ -397,6 +380,19 @@ impl Catalogue {
             first_linux_x64: self.first_linux_x64().map(Version::to_string),
         }
     }
+}
+
+/// `npm view PACKAGE versions time --json`: the answer, and its versions (one version is a string, not
+/// a list); `what` names the query in errors.
+fn versions_time_of(text: &str, what: &str) -> Result<(serde_json::Value, Vec<String>), VersionError> {
+    let bad = |reason: String| VersionError::NpmOutput { what: what.to_string(), reason };
+    let vt: serde_json::Value = serde_json::from_str(text).map_err(|e| bad(format!("not JSON: {e}")))?;
+    let names = match vt.get("versions") {
+        Some(serde_json::Value::Array(a)) => a.iter().filter_map(|v| v.as_str().map(str::to_string)).collect(),
+        Some(serde_json::Value::String(s)) => vec![s.clone()],
+        _ => return Err(bad("no \"versions\" field".into())),
+    };
+    Ok((vt, names))
 }
 
 #[cfg(test)]

@@ -103,7 +103,7 @@ fn a_hook_that_never_reads_its_stdin_still_times_out() {
 fn an_endless_cycle_script_ends_at_its_deadline() {
     let (v, took) = run(&format!(
         "id = \"hang.cycle\"\nclaims = [\"BASH-5\"]\nabout = \"an endless script\"\ndeadline_secs = {DEADLINE_SECS}\n\
-         [stub]\ncycle = true\n[subject.builtin]\nmax_turns = 1000000\n\
+         [stub]\ncycle = true\n[subject.builtin]\nmax_turns = 100000\n\
          [[turn]]\ntool_use = [{{ name = \"Bash\", input = {{ command = \"head -c 20000 /dev/zero | tr '\\\\0' x\", \
          description = \"out\" }} }}]\n"
     ));
@@ -121,7 +121,7 @@ fn an_endless_cycle_script_ends_at_the_record_cap_before_a_long_deadline() {
     let pad = "x".repeat(500_000);
     let (v, took) = run(&format!(
         "id = \"hang.cycle-cap\"\nclaims = [\"BASH-5\"]\nabout = \"an endless script\"\ndeadline_secs = {deadline}\n\
-         [stub]\ncycle = true\n[subject.builtin]\nmax_turns = 1000000\n\
+         [stub]\ncycle = true\n[subject.builtin]\nmax_turns = 100000\n\
          [[turn]]\ntool_use = [{{ name = \"NoSuchTool\", input = {{ pad = \"{pad}\" }} }}]\n"
     ));
     eprintln!("hang.cycle-cap: ended after {took:?} (deadline {deadline} s)");

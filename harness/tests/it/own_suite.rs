@@ -507,10 +507,17 @@ fn a_users_suite_runs_from_cargo_test_one_trial_per_probe_and_subject_with_claim
     }
 
     // the library call a user's `tests/probes.rs` makes: one trial per probe and subject
+    // the nested run's lines go to a log file: a "test result: FAILED" of the trial broken on purpose
+    // in this test's own output would read as a failure of the suite
+    let log = lab.join("nested-trials.log").to_string_lossy().into_owned();
     let run = |lab: &Path| {
         let trials = harness::testing::trials(lab, &["builtin", "my-agent"]).unwrap_or_else(|e| panic!("{e}"));
         let names: Vec<String> = trials.iter().map(|t| t.name().to_string()).collect();
-        let args = libtest_mimic::Arguments { test_threads: Some(1), ..libtest_mimic::Arguments::default() };
+        let args = libtest_mimic::Arguments {
+            test_threads: Some(1),
+            logfile: Some(log.clone()),
+            ..libtest_mimic::Arguments::default()
+        };
         (names, libtest_mimic::run(&args, trials))
     };
     let (names, done) = run(&lab);
