@@ -183,7 +183,12 @@ pub async fn matrix(
     // a cell is kept only when it ran the probe file as it is now
     let shas: Vec<String> = probes.iter().map(|p| crate::observe::probe_sha256(p)).collect();
     let mut out = Vec::new();
-    for version in versions {
+    for (i, version) in versions.iter().enumerate() {
+        // each version's changes are confirmed once it has run, against the version before it, while
+        // both are still installed (under a small cache cap no version is downloaded twice)
+        if i >= 2 {
+            confirm_changes(&probes, &versions[i - 2..i], layout, opts, &mut out, done).await?;
+        }
         let mut todo = Vec::new();
         for (p, sha) in probes.iter().zip(&shas) {
             match reusable_cell(&opts.out, version, &p.id, sha).filter(|_| !opts.fresh) {
@@ -223,7 +228,8 @@ pub async fn matrix(
             out.push(obs);
         }
     }
-    confirm_changes(&probes, versions, layout, opts, &mut out, done).await?;
+    let last = versions.len().saturating_sub(2);
+    confirm_changes(&probes, &versions[last..], layout, opts, &mut out, done).await?;
     Ok(out)
 }
 
