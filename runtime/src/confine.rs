@@ -116,6 +116,13 @@ impl Confinement {
     /// bits guard, and bubblewrap covers `/proc/sys` only when it looks writable at set-up time (it does
     /// not, from inside a user namespace: `kernel.core_pattern` was writable).
     pub fn args(&self, cwd: &Path) -> Vec<OsString> {
+        self.args_running(cwd, None)
+    }
+
+    /// [`Confinement::args`] for a process that runs `program`: a program (or the relay) that lives under
+    /// `/tmp` — a checkout, a cache or a build directory there — is bound back read-only over the private
+    /// `/tmp`, or the namespace could not start it (`execvp …: No such file or directory`).
+    fn args_running(&self, cwd: &Path, program: Option<&Path>) -> Vec<OsString> {
         let mut a: Vec<OsString> = Vec::new();
         let mut push = |s: &[&str]| a.extend(s.iter().map(OsString::from));
         push(&["--unshare-user"]);
@@ -163,6 +170,15 @@ impl Confinement {
         if let Network::Relayed(p) = &self.network {
             bind("--ro-bind", &p.dir);
         }
+        let relay = match &self.network {
+            Network::Relayed(p) => Some(p.relay.as_path()),
+            _ => None,
+        };
+        for exe in [relay, program].into_iter().flatten() {
+            if exe.is_absolute() && exe.starts_with("/tmp") && exe.exists() {
+                bind("--ro-bind", exe);
+            }
+        }
         a.push("--chdir".into());
         a.push(cwd.into());
         a.push("--".into());
@@ -188,7 +204,8 @@ impl Confinement {
         S: AsRef<OsStr>,
     {
         let mut c = tokio::process::Command::new(&self.bwrap);
-        c.arg0("bwrap").args(self.args(cwd)).arg(program).args(args).current_dir(cwd);
+        let confined = self.args_running(cwd, Some(Path::new(program.as_ref())));
+        c.arg0("bwrap").args(confined).arg(program).args(args).current_dir(cwd);
         c
     }
 }
@@ -341,6 +358,33 @@ mod tests {
 
     fn args(c: &Confinement) -> Vec<String> {
         c.args(Path::new("/sb/work")).iter().map(|a| a.to_string_lossy().into_owned()).collect()
+    }
+
+    #[test]
+    fn a_relay_or_program_under_tmp_is_bound_back_over_the_private_tmp() {
+        let d = tempfile::Builder::new().prefix("confine-exe-").tempdir_in("/tmp").unwrap_or_else(|e| panic!("{e}"));
+        let exe = d.path().join("probelab");
+        std::fs::write(&exe, "#!/bin/sh\n").unwrap_or_else(|e| panic!("{e}"));
+        let ports = Ports { relay: exe.clone(), dir: d.path().join(".net"), sockets: Vec::new() };
+        let c = Confinement::lab("/usr/bin/bwrap".into(), d.path(), Network::Relayed(ports), true);
+        let a: Vec<String> = c.args(Path::new("/")).iter().map(|x| x.to_string_lossy().into_owned()).collect();
+        let e = exe.to_string_lossy().into_owned();
+        let bound = a.windows(3).position(|w| w[0] == "--ro-bind" && w[1] == e && w[2] == e);
+        let tmpfs = a.windows(2).position(|w| w[0] == "--tmpfs" && w[1] == "/tmp");
+        assert!(bound.is_some() && bound > tmpfs, "the relay under /tmp is bound after the private /tmp: {a:?}");
+        let prog = d.path().join("agent");
+        std::fs::write(&prog, "").unwrap_or_else(|e| panic!("{e}"));
+        let a: Vec<String> =
+            c.args_running(Path::new("/"), Some(&prog)).iter().map(|x| x.to_string_lossy().into_owned()).collect();
+        let p = prog.to_string_lossy().into_owned();
+        assert!(a.windows(3).any(|w| w[0] == "--ro-bind" && w[1] == p), "{a:?}");
+        // elsewhere nothing is added: the host is bound read-only as a whole
+        let a: Vec<String> = c
+            .args_running(Path::new("/"), Some(Path::new("/usr/bin/env")))
+            .iter()
+            .map(|x| x.to_string_lossy().into_owned())
+            .collect();
+        assert!(!a.iter().any(|x| x == "/usr/bin/env"), "{a:?}");
     }
 
     #[test]
