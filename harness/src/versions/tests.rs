@@ -653,6 +653,13 @@ fn golden_headers_give_the_binary_hash_and_a_mismatch_says_what_to_do() {
     assert!(t.contains("run `probelab cache rm 2.1.235` to reinstall"), "{t}");
 }
 
+/// The npm installs the fake saw, after checking that `installed` is the platform package's binary.
+fn platform_install(f: &Fake, installed: &Installed) -> Vec<String> {
+    let binary = &installed.binary;
+    assert!(binary.ends_with("node_modules/@anthropic-ai/claude-code-linux-x64/claude"), "{binary:?}");
+    f.runs().into_iter().filter(|r| r.starts_with("install")).collect()
+}
+
 #[test]
 fn a_version_published_as_the_platform_package_only_is_listed_and_installed_from_it() {
     let f = Fake::new(Mode::Ok);
@@ -666,12 +673,7 @@ fn a_version_published_as_the_platform_package_only_is_listed_and_installed_from
     assert!(!ok(c.known(&v("2.1.201")).cloned()).platform_only, "in the main package: not platform-only");
     let installed = ok(cache.ensure(&v("2.1.202")));
     assert_eq!(installed.version, v("2.1.202"));
-    assert!(
-        installed.binary.ends_with("node_modules/@anthropic-ai/claude-code-linux-x64/claude"),
-        "{:?}",
-        installed.binary
-    );
-    let installs: Vec<String> = f.runs().into_iter().filter(|r| r.starts_with("install")).collect();
+    let installs = platform_install(&f, &installed);
     assert_eq!(installs.len(), 1, "{installs:?}");
     assert!(installs[0].ends_with(" @anthropic-ai/claude-code-linux-x64@2.1.202"), "{installs:?}");
     let mut out = Vec::new();
@@ -696,12 +698,7 @@ fn without_a_catalogue_a_version_the_main_package_lacks_is_tried_as_the_platform
     std::fs::write(&file, j.to_string()).unwrap_or_else(|e| panic!("{e}"));
     let installed = ok(f.cache().ensure(&v("2.1.202")));
     assert_eq!(installed.version, v("2.1.202"));
-    assert!(
-        installed.binary.ends_with("node_modules/@anthropic-ai/claude-code-linux-x64/claude"),
-        "{:?}",
-        installed.binary
-    );
-    let installs: Vec<String> = f.runs().into_iter().filter(|r| r.starts_with("install")).collect();
+    let installs = platform_install(&f, &installed);
     assert_eq!(installs.len(), 2, "main first, then the platform package: {installs:?}");
     assert!(installs[0].ends_with(" @anthropic-ai/claude-code@2.1.202"), "{installs:?}");
     assert!(installs[1].ends_with(" @anthropic-ai/claude-code-linux-x64@2.1.202"), "{installs:?}");
