@@ -20,14 +20,7 @@ fn probelab(dir: &Path, tmp: &Path, args: &[&str]) -> Output {
         .unwrap_or_else(|e| panic!("probelab {args:?}: {e}"))
 }
 
-fn said(out: &Output) -> String {
-    format!(
-        "exit {:?}\nstdout:\n{}\nstderr:\n{}",
-        out.status.code(),
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
-}
+use crate::common::said;
 
 /// A marker unique among the tests running side by side and between runs (digits: it is put in a
 /// `sleep`'s seconds).

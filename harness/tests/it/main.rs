@@ -5,6 +5,8 @@
 #[path = "../../../runtime/tests/support/mod.rs"]
 mod support;
 
+mod common;
+
 mod agent;
 mod cli;
 mod command_subject;

@@ -19,14 +19,7 @@ fn probelab(dir: &Path, args: &[&str]) -> Output {
         .unwrap_or_else(|e| panic!("probelab {args:?}: {e}"))
 }
 
-fn said(out: &Output) -> String {
-    format!(
-        "exit {:?}\nstdout:\n{}\nstderr:\n{}",
-        out.status.code(),
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
-}
+use crate::common::said;
 
 /// What the repository's probe data looks like: every file under probes/, golden/, fixtures/ (path,
 /// size, mtime), whether a probelab.toml is at its root, and git's view of those paths.

@@ -17,23 +17,7 @@ const CLI_CASES: usize = 40;
 /// A case (or a CLI process) that has not ended by then is a hang.
 const HANG: Duration = Duration::from_secs(30);
 
-/// xorshift64*: the seeded generator.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n.max(1) as u64) as usize
-    }
-    fn pick<'a, T>(&mut self, v: &'a [T]) -> &'a T {
-        &v[self.below(v.len())]
-    }
-}
+use crate::common::Rng;
 
 /// What went wrong, per surface.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
