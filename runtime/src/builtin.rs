@@ -180,6 +180,8 @@ pub struct SessionConfig {
     /// The lab's confinement of every process the session starts (Bash commands outside the Bash
     /// sandbox, hooks, MCP and LSP servers); `None`: unconfined ([`crate::confine`]).
     pub confine: Option<crate::confine::Confinement>,
+    /// The Claude Code release the session behaves as ([`crate::profile`]; default: the reference).
+    pub profile: crate::profile::Profile,
 }
 
 /// The default session id (the lab's sessions all use it, so paths under HOME are the same every run).
@@ -205,6 +207,7 @@ pub async fn start(mut config: SessionConfig) -> Result<Runtime, RuleError> {
         .put(agent_tool::ComposerSlot(Some(Arc::new(Builtin))))
         .put(crate::agent::Deadline(config.deadline))
         .put(crate::confine::SessionConfinement(config.confine.clone()))
+        .put(config.profile)
         .put(worktree::RepoAtStart::probe(&config.cwd));
     let ctx = ToolContext {
         cwd: config.cwd,

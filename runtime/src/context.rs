@@ -144,6 +144,12 @@ impl ToolContext {
         }
     }
 
+    /// The Claude Code release the session behaves as ([`crate::profile`]): tools ask it
+    /// `ctx.profile().has(&SWITCH)`.
+    pub fn profile(&self) -> crate::profile::Profile {
+        *self.session.state::<crate::profile::Profile>()
+    }
+
     /// An env value the probe set.
     pub fn env(&self, key: &str) -> Option<&str> {
         self.env.get(key).map(String::as_str)

@@ -68,6 +68,7 @@ pub mod paths;
 pub mod permissions;
 pub mod pipeline;
 pub mod process;
+pub mod profile;
 pub mod registry;
 pub mod schema;
 pub mod session;

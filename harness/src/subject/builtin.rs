@@ -87,6 +87,8 @@ async fn converse(c: Conversation<'_>) -> Result<Ended, String> {
         web: c.web,
         deadline: Some(until),
         confine: c.confine.clone(),
+        // the release the subject id names (issue 27: `builtin@V`); the reference until ids carry one
+        profile: Default::default(),
     };
     let began = Instant::now();
     // MCP servers that never answer cost the deadline, no more (a server given up is killed with its

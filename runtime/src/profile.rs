@@ -1,0 +1,164 @@
+//! Version profiles: the built-in runtime behaves as Claude Code does at one release.
+//!
+//! A [`Profile`] is the release a session imitates. Every place where the reference's behaviour moved
+//! between releases is one named [`Switch`] — a version-gated decision that cites the probe that measured
+//! it and the version where it first shows (the observatory's timeline entry, `docs/matrix/timeline.md`,
+//! which names two neighbouring npm releases). A tool asks [`Profile::has`] for the switch and keeps one
+//! implementation with both behaviours; there is no copy of a tool per version.
+//!
+//! The runtime's behaviour before any switch is that of [`REFERENCE`] (2.1.235), the release it was first
+//! written after; [`NEWEST`] is the newest release the lab's matrix has measured. A session without a
+//! profile ([`Profile::default`]) is the reference: the goldens under `golden/builtin/` and every unit test
+//! were written for it.
+//!
+//! Decision: switches are gated by a lower bound only (`since`), as the reference's changes measured so
+//! far are one-way. A behaviour that came and went again is two switches (the second's name says it
+//! reverts the first).
+
+use std::fmt;
+
+/// The release the runtime's behaviour without any switch is (and the default profile).
+pub const REFERENCE: &str = "2.1.235";
+/// The newest release the matrix has measured (`docs/matrix/cells/<V>/`): the profile of a bare
+/// `builtin` subject.
+pub const NEWEST: &str = "2.1.333";
+
+/// A version-gated behaviour of the reference: from `since` on, Claude Code does the new thing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Switch {
+    /// What changes, in a few words (the name the docs and the switch table use).
+    pub name: &'static str,
+    /// The first release with the new behaviour (the later side of the timeline entry).
+    pub since: &'static str,
+    /// The probe (its id, `read.size-limit`) whose transcripts measured the change.
+    pub probe: &'static str,
+}
+
+/// A release, as three numbers (Claude Code's versions are plain `MAJOR.MINOR.PATCH`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Release(pub u32, pub u32, pub u32);
+
+impl Release {
+    /// Parses `2.1.280`; None for anything else (pre-release tags included: the reference has none).
+    pub fn parse(s: &str) -> Option<Release> {
+        let mut it = s.split('.').map(|p| {
+            if p.is_empty() || p.len() > 9 || !p.bytes().all(|b| b.is_ascii_digit()) {
+                None
+            } else {
+                p.parse::<u32>().ok()
+            }
+        });
+        let r = Release(it.next()??, it.next()??, it.next()??);
+        it.next().is_none().then_some(r)
+    }
+}
+
+impl fmt::Display for Release {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}.{}.{}", self.0, self.1, self.2)
+    }
+}
+
+/// The release a session imitates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Profile {
+    release: Release,
+}
+
+/// A profile asked for a version that is not one.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("not a Claude Code version: {0:?} (expected MAJOR.MINOR.PATCH, e.g. {REFERENCE})")]
+pub struct BadVersion(pub String);
+
+impl Profile {
+    /// The profile of `version` (`2.1.280`).
+    pub fn at(version: &str) -> Result<Profile, BadVersion> {
+        Release::parse(version).map(|release| Profile { release }).ok_or_else(|| BadVersion(version.to_string()))
+    }
+
+    /// The reference's profile ([`REFERENCE`]).
+    pub fn reference() -> Profile {
+        Profile { release: REFERENCE_RELEASE }
+    }
+
+    /// The newest measured release's profile ([`NEWEST`]).
+    pub fn newest() -> Profile {
+        Profile { release: NEWEST_RELEASE }
+    }
+
+    /// The release.
+    pub fn release(&self) -> Release {
+        self.release
+    }
+
+    /// Whether Claude Code at this profile's release does what `switch` describes.
+    pub fn has(&self, switch: &Switch) -> bool {
+        // every switch's `since` parses: `switches_are_well_formed` holds the table to it
+        Release::parse(switch.since).is_some_and(|since| self.release >= since)
+    }
+}
+
+impl Default for Profile {
+    fn default() -> Profile {
+        Profile::reference()
+    }
+}
+
+impl fmt::Display for Profile {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.release.fmt(f)
+    }
+}
+
+const REFERENCE_RELEASE: Release = Release(2, 1, 235);
+const NEWEST_RELEASE: Release = Release(2, 1, 333);
+
+/// Every switch of the runtime, in the order of their `since` (the table `docs/runtime.md` shows and
+/// `probelab` lists). A switch defined anywhere in the runtime is listed here; a test holds the list to
+/// well-formed entries (a version after the reference, a probe file that exists).
+pub const SWITCHES: &[&Switch] = &[];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn releases_parse_and_order() {
+        assert_eq!(Release::parse("2.1.235"), Some(Release(2, 1, 235)));
+        for bad in ["", "2.1", "2.1.x", "2.1.3.4", "2.1.-1", "v2.1.3", "2.1.3-beta", "2..3", "99999999999.1.1"] {
+            assert_eq!(Release::parse(bad), None, "{bad:?}");
+        }
+        assert!(Release(2, 1, 99) < Release(2, 1, 235));
+        assert!(Release(2, 2, 0) > Release(2, 1, 999));
+        assert_eq!(Profile::at("2.1.9x"), Err(BadVersion("2.1.9x".into())));
+        assert_eq!(Profile::at(REFERENCE), Ok(Profile::reference()));
+        assert_eq!(Profile::at(NEWEST), Ok(Profile::newest()));
+        assert_eq!(Profile::default(), Profile::reference());
+    }
+
+    #[test]
+    fn a_switch_holds_from_its_version_on() {
+        let s = Switch { name: "x", since: "2.1.280", probe: "read.size-limit" };
+        let at = |v: &str| Profile::at(v).unwrap_or_else(|e| panic!("{e}")).has(&s);
+        assert!(!at("2.1.235"));
+        assert!(!at("2.1.279"));
+        assert!(at("2.1.280"));
+        assert!(at("2.1.333"));
+        assert!(at("3.0.0"));
+    }
+
+    #[test]
+    fn switches_are_well_formed() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        let mut last = REFERENCE_RELEASE;
+        for s in SWITCHES {
+            let since = Release::parse(s.since).unwrap_or_else(|| panic!("{}: since {:?}", s.name, s.since));
+            assert!(since > REFERENCE_RELEASE, "{}: since {} is not after the reference", s.name, s.since);
+            assert!(since >= last, "{}: SWITCHES out of order at {}", s.name, s.since);
+            last = since;
+            let (family, rest) = s.probe.split_once('.').unwrap_or_else(|| panic!("{}: probe {:?}", s.name, s.probe));
+            let file = root.join("probes").join(family).join(format!("{rest}.toml"));
+            assert!(file.is_file(), "{}: probe {} has no file {}", s.name, s.probe, file.display());
+        }
+    }
+}
