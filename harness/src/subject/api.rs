@@ -111,12 +111,28 @@ pub trait Subject: Send + Sync {
     fn converse<'a>(&'a self, c: Conversation<'a>) -> LocalBoxFuture<'a, Result<Ended, String>>;
 }
 
+/// Whether a registered kind is named with a version.
+#[derive(Debug, Clone, Copy)]
+pub enum Versioned {
+    /// Never (`my-kind`).
+    No,
+    /// Always: an install by version (`claude-code@2.1.235`).
+    Required,
+    /// Either: bare, it means its default version (`builtin` = the built-in runtime's default profile;
+    /// `builtin@2.1.280` = the runtime behaving as Claude Code 2.1.280). `check` refuses a version the
+    /// kind cannot take, saying why.
+    Optional {
+        /// Ok, or why not.
+        check: fn(&str) -> Result<(), String>,
+    },
+}
+
 /// A kind of subject every project has, registered once here.
 pub struct Registration {
     /// Its kind, also its name (`builtin`, `claude-code`).
     pub kind: &'static str,
-    /// Named with a version (`claude-code@2.1.235`).
-    pub versioned: bool,
+    /// Whether it is named with a version (`claude-code@2.1.235`, `builtin@2.1.280`).
+    pub versioned: Versioned,
     /// How `probelab list` and errors show it (`claude-code@V`).
     pub usage: &'static str,
     /// One line about it.

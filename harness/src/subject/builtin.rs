@@ -6,6 +6,7 @@ use super::id::SubjectId;
 use futures_util::future::LocalBoxFuture;
 use probelab_runtime::agent::{run_loop, Client};
 use probelab_runtime::builtin::{self, SessionConfig};
+use probelab_runtime::profile::Profile;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
@@ -18,16 +19,27 @@ pub const DEFAULT_MAX_TURNS: usize = 50;
 /// Its registration ([`super::REGISTERED`]).
 pub const REGISTRATION: Registration = Registration {
     kind: super::id::BUILTIN,
-    versioned: false,
-    usage: "builtin",
-    about: "the embedded Rust runtime (default)",
-    prepare: |id| Ok(Arc::new(Builtin { id: id.clone() })),
+    versioned: super::api::Versioned::Optional { check: |v| Profile::at(v).map(drop).map_err(|e| e.to_string()) },
+    usage: "builtin[@V]",
+    about: "the embedded Rust runtime (default); @V: behaving as Claude Code V (version profiles)",
+    prepare: |id| {
+        profile_of(id)?;
+        Ok(Arc::new(Builtin { id: id.clone() }))
+    },
 };
 
 /// The built-in subject (nothing to set up).
 #[derive(Debug, Clone)]
 pub struct Builtin {
     id: SubjectId,
+}
+
+/// The release a built-in subject id behaves as: its version, else the runtime's default profile.
+pub fn profile_of(id: &SubjectId) -> Result<Profile, String> {
+    match &id.version {
+        None => Ok(Profile::default()),
+        Some(v) => Profile::at(v).map_err(|e| format!("subject {id}: {e}")),
+    }
 }
 
 impl Default for Builtin {
@@ -60,11 +72,12 @@ impl Subject for Builtin {
     }
 
     fn converse<'a>(&'a self, c: Conversation<'a>) -> LocalBoxFuture<'a, Result<Ended, String>> {
-        Box::pin(converse(c))
+        let profile = profile_of(&self.id);
+        Box::pin(async move { converse(c, profile?).await })
     }
 }
 
-async fn converse(c: Conversation<'_>) -> Result<Ended, String> {
+async fn converse(c: Conversation<'_>, profile: Profile) -> Result<Ended, String> {
     let (probe, sandbox, until) = (c.probe, c.sandbox, c.until);
     let passed = |what: &str| format!("the run passed its deadline of {}s{what}", probe.deadline_secs);
     let model = probe.subject.builtin.model.clone().unwrap_or_else(|| DEFAULT_MODEL.into());
@@ -87,8 +100,7 @@ async fn converse(c: Conversation<'_>) -> Result<Ended, String> {
         web: c.web,
         deadline: Some(until),
         confine: c.confine.clone(),
-        // the release the subject id names (issue 27: `builtin@V`); the reference until ids carry one
-        profile: Default::default(),
+        profile,
     };
     let began = Instant::now();
     // MCP servers that never answer cost the deadline, no more (a server given up is killed with its

@@ -50,6 +50,9 @@ impl SubjectId {
         if s == BUILTIN {
             return Some(SubjectId::builtin());
         }
+        if let Some(v) = s.strip_prefix(BUILTIN).and_then(|r| r.strip_prefix('@')) {
+            return valid_version(v).then(|| SubjectId { version: Some(v.into()), ..SubjectId::builtin() });
+        }
         let v = s.strip_prefix(CLAUDE_CODE)?.strip_prefix('@')?;
         valid_version(v).then(|| SubjectId::claude_code(v))
     }
@@ -65,10 +68,11 @@ impl SubjectId {
     }
 
     /// The Claude Code version whose texts the probe's checks are held to on this subject (a check's
-    /// `versions` scope): its own for Claude Code, the reference for every other subject.
+    /// `versions` scope): its own for Claude Code and a versioned built-in (`builtin@2.1.280` behaves as
+    /// that release), the reference for every other subject.
     pub fn reference_version(&self) -> &str {
         match (&self.version, self.kind) {
-            (Some(v), CLAUDE_CODE) => v,
+            (Some(v), CLAUDE_CODE | BUILTIN) => v,
             _ => REFERENCE_VERSION,
         }
     }
@@ -110,12 +114,25 @@ mod tests {
         for s in ["builtin", "claude-code@2.1.235", "claude-code@2.2.0-beta.1"] {
             assert_eq!(SubjectId::parse_registered(s).map(|id| id.to_string()), Some(s.to_string()));
         }
-        for s in ["claude-code@../x", "claude-code@", "claude-code", "claude-codex@1", "myruntime", "builtin@1"] {
+        for s in [
+            "claude-code@../x",
+            "claude-code@",
+            "claude-code",
+            "claude-codex@1",
+            "myruntime",
+            "builtin@",
+            "builtin@../x",
+        ] {
             assert_eq!(SubjectId::parse_registered(s), None, "{s}");
         }
         let cc = SubjectId::parse_registered("claude-code@2.1.332");
         assert_eq!(cc.as_ref().map(|c| c.reference_version()), Some("2.1.332"));
         assert_eq!(SubjectId::builtin().reference_version(), REFERENCE_VERSION);
+        let b = SubjectId::parse_registered("builtin@2.1.280");
+        assert_eq!(
+            b.as_ref().map(|b| (b.is_builtin(), b.to_string(), b.reference_version())),
+            Some((true, "builtin@2.1.280".to_string(), "2.1.280"))
+        );
     }
 
     #[test]

@@ -56,15 +56,19 @@ impl Registry {
     /// Parses a subject as the command line names it; an unknown one is an error listing the subjects
     /// there are.
     pub fn parse(&self, s: &str) -> Result<SubjectId, String> {
+        use api::Versioned;
         for r in REGISTERED {
-            if !r.versioned && s == r.kind {
+            if !matches!(r.versioned, Versioned::Required) && s == r.kind {
                 return Ok(SubjectId { kind: r.kind, name: r.kind.into(), version: None, dialect: None });
             }
             if let Some(v) = s.strip_prefix(r.kind).and_then(|rest| rest.strip_prefix('@')) {
-                if r.versioned && id::valid_version(v) {
+                if let Versioned::Optional { check } = r.versioned {
+                    check(v).map_err(|e| format!("subject {s:?}: {e}"))?;
+                }
+                if !matches!(r.versioned, Versioned::No) && id::valid_version(v) {
                     return Ok(SubjectId { kind: r.kind, name: r.kind.into(), version: Some(v.into()), dialect: None });
                 }
-                if r.versioned {
+                if !matches!(r.versioned, Versioned::No) {
                     return Err(format!(
                         "subject {s:?}: {v:?} is not a version (write e.g. {}@{})",
                         r.kind,
@@ -76,7 +80,7 @@ impl Registry {
         if let Some(c) = self.commands.get(s) {
             return Ok(SubjectId::command(s, c.dialect.as_deref()));
         }
-        let hint = if REGISTERED.iter().any(|r| r.versioned && s == r.kind) {
+        let hint = if REGISTERED.iter().any(|r| matches!(r.versioned, api::Versioned::Required) && s == r.kind) {
             format!(" (it needs a version: {s}@VERSION)")
         } else {
             String::new()

@@ -80,6 +80,11 @@ fn an_unknown_subject_is_a_usage_error_that_lists_the_subjects() {
     let out = probelab(&repo(), tmp.path(), &["run", "--subject", "claude-code", "probes/read"]);
     assert_eq!(out.status.code(), Some(2), "{}", said(&out));
     assert!(said(&out).contains("it needs a version: claude-code@VERSION"), "{}", said(&out));
+    // a built-in profile of a version that is not one is refused before anything runs
+    let out = probelab(&repo(), tmp.path(), &["run", "--subject", "builtin@2.1.x", "probes/read"]);
+    assert_eq!(out.status.code(), Some(2), "{}", said(&out));
+    assert!(said(&out).contains("not a Claude Code version: \"2.1.x\""), "{}", said(&out));
+    assert!(out.stdout.is_empty(), "nothing ran: {}", said(&out));
     // a project's command subjects are among those listed, and `list` shows them
     let p = project(
         "[subjects.mine]\ncommand = [\"true\"]\n",
