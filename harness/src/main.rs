@@ -153,6 +153,7 @@ fn engine() -> PathBuf {
 }
 
 fn main() -> ExitCode {
+    harness::probe::placeholders::this_is_probelab();
     // `probelab rg ARGS` — or this binary started with argv0 `rg` — is the search engine, with
     // ripgrep's own command line (not clap's).
     let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();

@@ -39,11 +39,26 @@ pub fn old_spelling_read(re: &str) -> String {
 /// Env override of the probelab binary `{probelab}` names.
 pub const ENV_PROBELAB_BIN: &str = "PROBELAB_BIN";
 
-/// The probelab binary: `$PROBELAB_BIN`, else this executable when it is probelab, else the `probelab`
-/// beside or above it (a test binary in `target/<profile>/deps/`).
+/// The running executable, when it is the `probelab` CLI (set by its `main`, whatever the file is
+/// called: a copy named `probelab-main` is still the lab, and is the relay and `{probelab}` of its runs).
+static THIS_IS_PROBELAB: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+
+/// Called by the CLI's `main`: this process is the probelab binary.
+pub fn this_is_probelab() {
+    if let Ok(exe) = std::env::current_exe() {
+        let _ = THIS_IS_PROBELAB.set(exe);
+    }
+}
+
+/// The probelab binary: `$PROBELAB_BIN`, else this executable when it is the CLI (whatever its file's
+/// name) or is named probelab, else the `probelab` beside or above it (a test binary in
+/// `target/<profile>/deps/`).
 pub fn probelab_binary() -> PathBuf {
     if let Some(p) = std::env::var_os(ENV_PROBELAB_BIN) {
         return PathBuf::from(p);
+    }
+    if let Some(p) = THIS_IS_PROBELAB.get() {
+        return p.clone();
     }
     let Ok(exe) = std::env::current_exe() else { return PathBuf::from("probelab") };
     if exe.file_stem().is_some_and(|n| n == "probelab") {

@@ -142,3 +142,22 @@ equals = "SigBlk:\t0000000000000000"
     assert!(out.status.success(), "{text}\n{}", String::from_utf8_lossy(&out.stderr));
     assert!(text.contains("1 passed"), "{text}");
 }
+
+#[test]
+fn a_renamed_copy_of_the_binary_is_its_own_probelab() {
+    // a copy named otherwise (`/tmp/x/lab-copy`) used to hand `{probelab}` (fake servers, the relay) the
+    // bare name `probelab`, looked up on PATH: `bwrap: execvp probelab: No such file or directory`
+    let d = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let copy = d.path().join("lab-copy");
+    std::fs::copy(env!("CARGO_BIN_EXE_probelab"), &copy).unwrap_or_else(|e| panic!("{e}"));
+    let out = Command::new(&copy)
+        .args(["run", "probes/lsp/hang.toml", "--json"])
+        .current_dir(repo())
+        .env("PATH", "/usr/bin:/bin")
+        .env_remove("PROBELAB_BIN")
+        .output()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let said = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "{said}");
+    assert!(said.contains("\"status\": \"pass\"") || said.contains("\"status\":\"pass\""), "{said}");
+}
