@@ -675,7 +675,7 @@ fn report(cells: &[crate::observe::Observation], json: bool, html: Option<&Path>
         print!("{}", m.to_text());
     }
     if let Some(h) = html {
-        if let Err(e) = std::fs::write(h, m.to_html("probelab: claims × versions")) {
+        if let Err(e) = std::fs::write(h, m.to_html("probelab: claims × versions", None)) {
             return fail(2, &format!("{}: {e}", h.display()));
         }
     }

@@ -63,6 +63,27 @@ pub struct Matrix {
     /// their fingerprint changes there are noise, never in a timeline.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub unstable: BTreeMap<String, BTreeMap<String, String>>,
+    /// Claim → the probes citing it (in any cell): where the HTML's claim cells find their evidence.
+    #[serde(skip)]
+    pub claim_probes: BTreeMap<String, BTreeSet<String>>,
+}
+
+/// Where the HTML report's cells link to, relative to the page: each cell to its committed cell file
+/// (`<cells>/<version>/<probe>.json`), and a cell where something changed to the release's page
+/// (`<changes>/<version>.md`, `probelab changes V --write`). None: no links (a report written elsewhere).
+#[derive(Debug, Clone)]
+pub struct Evidence {
+    /// The cells directory, relative to the page (`cells`).
+    pub cells: String,
+    /// The changes pages' directory, relative to the page (`../changes`).
+    pub changes: String,
+}
+
+impl Evidence {
+    /// The committed layout: docs/matrix/matrix.html beside docs/matrix/cells, docs/changes one up.
+    pub fn committed() -> Evidence {
+        Evidence { cells: "cells".into(), changes: "../changes".into() }
+    }
 }
 
 fn version_key(v: &str) -> (Option<semver::Version>, String) {
@@ -191,6 +212,7 @@ impl Matrix {
                 m.claim_timeline.insert(claim.clone(), changes);
             }
         }
+        m.claim_probes = claim_probes;
         Ok(m)
     }
 
@@ -344,8 +366,16 @@ impl Matrix {
     }
 
     /// The matrix as a static HTML page: the claims × versions table (colour per verdict, each cell's
-    /// title the probes behind it), the probes × versions table, the timelines.
-    pub fn to_html(&self, title: &str) -> String {
+    /// title the probes behind it), the probes × versions table, the timelines. With `evidence`, each
+    /// cell links to what it is made of: a change to its release's page, any other cell to its cell file
+    /// (a claim's: the first citing probe's there).
+    pub fn to_html(&self, title: &str, evidence: Option<&Evidence>) -> String {
+        let changed_at =
+            |timeline: Option<&Vec<Change>>, v: &str| timeline.is_some_and(|cs| cs.iter().any(|c| c.version == v));
+        let link = |inner: String, href: Option<String>| match href {
+            Some(h) => format!("<a href=\"{h}\">{inner}</a>"),
+            None => inner,
+        };
         let esc = |s: &str| s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;");
         let mut h = String::new();
         h.push_str(&format!(
@@ -367,11 +397,22 @@ impl Matrix {
                 match row.get(v) {
                     Some(x) => {
                         let class = if *x == ClaimVerdict::NotApplicable { "na" } else { x.word() };
+                        let href = evidence.and_then(|e| {
+                            if changed_at(self.claim_timeline.get(claim), v) {
+                                return Some(format!("{}/{}.md", e.changes, esc(v)));
+                            }
+                            let probe = self
+                                .claim_probes
+                                .get(claim)?
+                                .iter()
+                                .find(|p| self.probes.get(*p).is_some_and(|r| r.contains_key(v)))?;
+                            Some(format!("{}/{}/{}.json", e.cells, esc(v), esc(probe)))
+                        });
                         h.push_str(&format!(
                             "<td class=\"{class}\" title=\"{} on {}\">{}</td>",
                             esc(claim),
                             esc(v),
-                            x.word()
+                            link(x.word().to_string(), href)
                         ))
                     }
                     None => h.push_str("<td></td>"),
@@ -394,12 +435,19 @@ impl Matrix {
                             Outcome::NotApplicable => "na",
                             Outcome::Error => "error",
                         };
+                        let href = evidence.map(|e| {
+                            if changed_at(self.probe_timeline.get(probe), v) {
+                                format!("{}/{}.md", e.changes, esc(v))
+                            } else {
+                                format!("{}/{}/{}.json", e.cells, esc(v), esc(probe))
+                            }
+                        });
                         h.push_str(&format!(
                             "<td class=\"{class}{}\" title=\"{} {}\">{}</td>",
                             if moved { " moved" } else { "" },
                             esc(&c.fingerprint),
                             esc(&c.reason),
-                            c.outcome.word()
+                            link(c.outcome.word().to_string(), href)
                         ));
                         prev = Some(c);
                     }
@@ -411,10 +459,13 @@ impl Matrix {
         h.push_str("</table>\n<h2>Timeline</h2>\n<ul id=\"timeline\">\n");
         for (claim, changes) in &self.claim_timeline {
             for c in changes {
+                let at = link(
+                    format!("<b>{}</b>", esc(&c.version)),
+                    evidence.map(|e| format!("{}/{}.md", e.changes, esc(&c.version))),
+                );
                 h.push_str(&format!(
-                    "<li><b>{}</b> at <b>{}</b> (after {}): {}</li>\n",
+                    "<li><b>{}</b> at {at} (after {}): {}</li>\n",
                     esc(claim),
-                    esc(&c.version),
                     esc(&c.previous),
                     esc(&c.what)
                 ));
@@ -501,7 +552,7 @@ mod tests {
         assert_eq!(m.unstable["p"]["2.1.236"], "file .rv/4242 only in one run");
         assert!(m.to_text().contains("  p on 2.1.236: varies in file .rv/4242 only in one run\n"), "{}", m.to_text());
         assert!(m.to_markdown("t").contains("## Unstable probes"));
-        assert!(m.to_html("t").contains("<li>p on 2.1.236: varies in file .rv/4242 only in one run</li>"));
+        assert!(m.to_html("t", None).contains("<li>p on 2.1.236: varies in file .rv/4242 only in one run</li>"));
     }
 
     #[test]

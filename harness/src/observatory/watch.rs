@@ -58,7 +58,7 @@ pub fn reports(cells: &[Observation], golden: &Path) -> Result<Reports, String> 
     let files = vec![
         ("matrix.json", m.to_json()),
         ("matrix.txt", m.to_text()),
-        ("matrix.html", m.to_html("probelab: claims × versions")),
+        ("matrix.html", m.to_html("probelab: claims × versions", Some(&super::report::Evidence::committed()))),
         ("timeline.md", m.to_markdown(TITLE)),
         ("budgets.md", super::budgets::to_markdown(golden, &m.versions)),
         ("interface.md", super::interface::to_markdown(golden, &m.versions)),
@@ -391,6 +391,30 @@ mod tests {
                  `probelab watch`) instead of editing either by hand"
             );
         }
+    }
+
+    #[test]
+    fn every_cell_of_the_committed_html_links_to_evidence_that_is_there() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        let docs = Docs::under(&root);
+        let html = std::fs::read_to_string(docs.matrix.join("matrix.html")).unwrap_or_else(|e| panic!("{e}"));
+        let hrefs: Vec<&str> = html.split("href=\"").skip(1).filter_map(|r| r.split('"').next()).collect();
+        // every filled cell (claims, probes) carries a link; the empty ones (`<td></td>`) are not counted
+        let filled = html.split("<td class=\"").skip(1).filter(|c| !c.starts_with("l\"")).count();
+        let cell_links = html
+            .split("<td class=\"")
+            .skip(1)
+            .filter(|c| !c.starts_with("l\""))
+            .filter(|c| c.split("</td>").next().is_some_and(|inner| inner.contains("<a href=")));
+        assert_eq!(cell_links.count(), filled, "a filled cell of matrix.html has no link");
+        assert!(filled > 1000, "{filled} filled cells");
+        let mut changes = 0;
+        for h in &hrefs {
+            let target = docs.matrix.join(h);
+            assert!(target.is_file(), "matrix.html links to {h}, which is not there");
+            changes += usize::from(h.ends_with(".md"));
+        }
+        assert!(changes > 50, "{changes} links to changes pages");
     }
 
     #[test]
