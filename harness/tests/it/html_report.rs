@@ -91,7 +91,7 @@ fn the_version_matrix_renders_its_claims_table_and_timeline_in_headless_chromium
     assert!(m.versions.len() >= 12, "the committed matrix has {} versions", m.versions.len());
     let d = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
     let html = d.path().join("matrix.html");
-    std::fs::write(&html, m.to_html("probelab: claims × versions")).unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(&html, m.to_html("probelab: claims × versions", None)).unwrap_or_else(|e| panic!("{e}"));
     let url = format!("file://{}", html.display());
     let dom = String::from_utf8_lossy(&browse(&["--dump-dom"], &url).stdout).to_string();
     assert!(dom.contains("<table id=\"claims\">"), "{dom}");
