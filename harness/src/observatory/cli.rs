@@ -263,6 +263,11 @@ impl Command {
                     super::watch::Setup { root: &project.root, probes: &probes, layout, work: &work, jobs, npm: &npm };
                 let ran = rt.block_on(super::watch::watch(setup, &mut print, &mut say));
                 match ran {
+                    // CI reading `--json` gets the error as an object too (and exit 2)
+                    Err(e) if json => {
+                        println!("{}", serde_json::json!({ "status": "error", "error": e }));
+                        fail(2, &e)
+                    }
                     Err(e) => fail(2, &e),
                     Ok(w) => {
                         if json {

@@ -161,3 +161,34 @@ fn a_renamed_copy_of_the_binary_is_its_own_probelab() {
     assert!(out.status.success(), "{said}");
     assert!(said.contains("\"status\": \"pass\"") || said.contains("\"status\":\"pass\""), "{said}");
 }
+
+#[test]
+fn watch_with_npm_unreachable_and_no_cached_list_is_an_error_exit_2_also_in_json() {
+    // the registry is a closed port on loopback; no list of versions is cached: nothing may run, nothing
+    // may be written, and CI's `--json` reader gets an object, not an empty stdout
+    if Command::new("npm").arg("--version").output().is_err() {
+        eprintln!("NOT RUN: npm is not installed");
+        return;
+    }
+    let cache = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap_or_else(|e| panic!("{e}"));
+    let port = closed.local_addr().unwrap_or_else(|e| panic!("{e}")).port();
+    drop(closed);
+    let before = Command::new("git").args(["status", "--porcelain", "docs"]).current_dir(repo()).output();
+    let out = probelab()
+        .args(["watch", "--json"])
+        .current_dir(repo())
+        .env("PROBELAB_CACHE", cache.path())
+        .env("npm_config_registry", format!("http://127.0.0.1:{port}/"))
+        .env("npm_config_fetch_retries", "0")
+        .output()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(2), "{stdout}{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {stdout}"));
+    assert_eq!(v["status"], "error");
+    let e = v["error"].as_str().unwrap_or_default();
+    assert!(e.contains("none is cached") && e.contains("the npm registry is unreachable"), "{e}");
+    let after = Command::new("git").args(["status", "--porcelain", "docs"]).current_dir(repo()).output();
+    assert_eq!(before.ok().map(|o| o.stdout), after.ok().map(|o| o.stdout), "watch wrote under docs/");
+}
