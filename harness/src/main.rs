@@ -498,13 +498,31 @@ fn diff(
     // results a probe marks `unordered` compare as sets of lines, as in the behaviour fingerprint
     let unordered =
         probes.iter().filter(|p| !p.unordered.is_empty()).map(|p| (p.id.clone(), unordered_ids(p))).collect();
-    let d = match diff_dirs_with(&l, &r, &blobs, &unordered) {
+    let mut d = match diff_dirs_with(&l, &r, &blobs, &unordered) {
         Ok(d) => d,
         Err(e) => {
             eprintln!("probelab diff: {e}");
             return ExitCode::from(2);
         }
     };
+    // two measured Claude Code versions: behaviour is judged by the observatory's committed cells (the
+    // timeline's fingerprints), the goldens are the evidence
+    let version = |dir: &std::path::Path| {
+        dir.file_name().and_then(|n| n.to_str()).and_then(|n| n.strip_prefix("claude-code@")).map(str::to_string)
+    };
+    if let (false, Some(a), Some(b)) = (run_now, version(&l), version(&r)) {
+        let docs = harness::observatory::watch::Docs::under(&project.root);
+        if docs.cells.is_dir() {
+            let m = harness::observatory::read_cells(std::slice::from_ref(&docs.cells))
+                .and_then(|cells| harness::observatory::report::Matrix::from_cells(&cells));
+            match m {
+                Ok(m) => m.judge(&mut d, &a, &b),
+                Err(e) => {
+                    eprintln!("probelab diff: the committed cells are not used ({e}): behaviour judged by the goldens")
+                }
+            }
+        }
+    }
     if json {
         println!("{}", serde_json::to_string_pretty(&d).unwrap_or_default());
     } else {

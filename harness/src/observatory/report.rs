@@ -216,6 +216,41 @@ impl Matrix {
         Ok(m)
     }
 
+    /// Gives each probe of `d` (a diff of the goldens of versions `a` → `b`) the fingerprints of its
+    /// cells on both versions, so `probelab diff` judges behaviour as the timeline does — one fingerprint
+    /// function for both (the goldens stay the evidence). Between neighbouring versions of the matrix a
+    /// probe's behaviour differs exactly where the probe timeline has an entry; a side that did not
+    /// reproduce itself is noise, never a difference. Probes without a cell on both sides keep the
+    /// goldens' verdict.
+    pub fn judge(&self, d: &mut crate::transcript::diff::SetDiff, a: &str, b: &str) {
+        use crate::transcript::diff::Fingerprints;
+        for p in &mut d.probes {
+            let Some(row) = self.probes.get(&p.probe) else { continue };
+            let (Some(x), Some(y)) = (row.get(a), row.get(b)) else { continue };
+            let unstable: Vec<String> = [(a, x), (b, y)]
+                .iter()
+                .filter(|(_, c)| !c.unstable.is_empty())
+                .map(|(v, c)| format!("on {v} it varies in {}", c.unstable))
+                .collect();
+            let moved = x.outcome != y.outcome || x.fingerprint != y.fingerprint;
+            let parts = self
+                .probe_timeline
+                .get(&p.probe)
+                .into_iter()
+                .flatten()
+                .filter(|c| c.version == b && c.previous == a)
+                .map(|c| c.what.clone())
+                .collect();
+            p.fingerprints = Some(Fingerprints {
+                left: format!("{} {}", x.outcome.word(), x.fingerprint),
+                right: format!("{} {}", y.outcome.word(), y.fingerprint),
+                same: !moved || !unstable.is_empty(),
+                unstable: unstable.join("; "),
+                parts,
+            });
+        }
+    }
+
     /// The matrix as pretty JSON (deterministic: maps are sorted).
     pub fn to_json(&self) -> String {
         serde_json::to_string_pretty(self).unwrap_or_default() + "\n"

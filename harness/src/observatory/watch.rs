@@ -149,6 +149,7 @@ pub fn release_page(
     // the versions a bisection added to the matrix keep cells, not goldens: their evidence is a command
     let evidence = match diff_dirs_with(&l, &r, &layout.blobs(), &unordered) {
         Ok(mut d) => {
+            m.judge(&mut d, previous, version);
             d.left = format!("golden/{}", super::subject(previous));
             d.right = format!("golden/{}", super::subject(version));
             render_summary(&d)
@@ -391,6 +392,74 @@ mod tests {
                  `probelab watch`) instead of editing either by hand"
             );
         }
+    }
+
+    #[test]
+    fn diff_and_timeline_agree_on_every_committed_pair_of_neighbouring_versions() {
+        // `probelab diff` of two measured versions' goldens judges behaviour by the cells' fingerprints,
+        // so it reports a behaviour difference exactly where the timeline has an entry — before, 17 of
+        // 1,068 probe pairs disagreed (file-only changes the goldens cannot show; goldens from runs that
+        // varied)
+        use crate::transcript::diff::diff_dirs;
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        let docs = Docs::under(&root);
+        let golden = root.join("golden");
+        let cells = read_cells(std::slice::from_ref(&docs.cells)).unwrap_or_else(|e| panic!("{e}"));
+        let m = Matrix::from_cells(&cells).unwrap_or_else(|e| panic!("{e}"));
+        let (mut pairs, mut probes) = (0, 0);
+        for w in m.versions.windows(2) {
+            let (a, b) = (&w[0], &w[1]);
+            let (l, r) = (golden.join(format!("claude-code@{a}")), golden.join(format!("claude-code@{b}")));
+            if !l.is_dir() || !r.is_dir() {
+                continue;
+            }
+            let Ok(mut d) = diff_dirs(&l, &r, &golden.join("blobs")) else { continue };
+            m.judge(&mut d, a, b);
+            pairs += 1;
+            for p in &d.probes {
+                let Some(f) = &p.fingerprints else { continue };
+                probes += 1;
+                let in_timeline = m
+                    .probe_timeline
+                    .get(&p.probe)
+                    .is_some_and(|cs| cs.iter().any(|c| c.version == *b && c.previous == *a));
+                assert_eq!(
+                    !p.same_behaviour(),
+                    in_timeline,
+                    "{} {a} → {b}: diff and timeline disagree ({f:?})",
+                    p.probe
+                );
+            }
+        }
+        assert!(pairs >= 10 && probes >= 1000, "{pairs} pairs, {probes} probes compared");
+    }
+
+    #[test]
+    fn the_cells_verdict_shows_what_the_goldens_cannot() {
+        use crate::observe::{Observation, Outcome};
+        use crate::transcript::diff::{render_summary, ProbeDiff, SetDiff};
+        let cells = vec![
+            Observation::for_test("files-only", "2.1.1", Outcome::Pass, "aaaa"),
+            Observation::for_test("files-only", "2.1.2", Outcome::Pass, "bbbb"),
+            Observation::for_test("varied", "2.1.1", Outcome::Pass, "cccc"),
+            Observation::for_test("varied", "2.1.2", Outcome::Pass, "cccc"),
+        ];
+        let m = Matrix::from_cells(&cells).unwrap_or_else(|e| panic!("{e}"));
+        let mut d = SetDiff {
+            probes: vec![
+                ProbeDiff { probe: "files-only".into(), ..ProbeDiff::default() },
+                ProbeDiff { probe: "varied".into(), results: Some("-x\n+y\n".into()), ..ProbeDiff::default() },
+                ProbeDiff { probe: "no-cells".into(), results: Some("-x\n+y\n".into()), ..ProbeDiff::default() },
+            ],
+            ..SetDiff::default()
+        };
+        m.judge(&mut d, "2.1.1", "2.1.2");
+        let same: Vec<bool> = d.probes.iter().map(|p| p.same_behaviour()).collect();
+        assert_eq!(same, [false, true, false]);
+        let text = render_summary(&d);
+        assert!(text.contains("  files-only\n    cells pass aaaa → pass bbbb: behaviour aaaa → bbbb"), "{text}");
+        assert!(text.contains("varied: same behaviour per the matrix (cells pass cccc = pass cccc)"), "{text}");
+        assert!(text.contains("behaviour differs in 2 of 3 probes"), "{text}");
     }
 
     #[test]

@@ -50,6 +50,30 @@ pub struct ProbeDiff {
     /// Each tool result that differs, as the words that changed ([`word_diff`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub changes: Vec<ResultChange>,
+    /// What the observatory's committed cells of both sides say (when both sides are measured versions):
+    /// the behaviour verdict then is theirs — the one fingerprint the matrix and its timeline use — and
+    /// the goldens are its evidence.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fingerprints: Option<Fingerprints>,
+}
+
+/// One probe's behaviour fingerprints on both sides, from the observatory's cells
+/// (`crate::observatory::judge`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Fingerprints {
+    /// Outcome and fingerprint, left (`pass 3f0b01b323d9`).
+    pub left: String,
+    /// The same, right.
+    pub right: String,
+    /// Both sides agree (the timeline has no change between them).
+    pub same: bool,
+    /// A side did not agree with itself when run again: its fingerprint is noise, never a change.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub unstable: String,
+    /// What differs in the cells' behaviour (`file .hooks/PreToolUse.json content`, `result 2 (Read)
+    /// text`): the parts the goldens may not show (files are in the cells, not in the transcripts).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub parts: Vec<String>,
 }
 
 /// One tool result that differs between the sides, in words.
@@ -80,11 +104,37 @@ impl ProbeDiff {
             && self.verdicts.is_none()
             && self.shape.is_none()
             && self.rest.is_none()
+            && self.fingerprints.as_ref().is_none_or(|f| f.same)
     }
 
-    /// The same behaviour: tool results and verdicts (whatever the interface, prompt or shape did).
+    /// The same behaviour: the observatory's fingerprints of both sides when they are known
+    /// ([`ProbeDiff::fingerprints`]), else the tool results and verdicts of the goldens (whatever the
+    /// interface, prompt or shape did).
     pub fn same_behaviour(&self) -> bool {
-        self.results.is_none() && self.verdicts.is_none()
+        match &self.fingerprints {
+            Some(f) => f.same,
+            None => self.results.is_none() && self.verdicts.is_none(),
+        }
+    }
+
+    /// The lines saying what the cells know that the goldens' texts do not: a file-only change, or
+    /// goldens that differ where the measured runs agree.
+    fn fingerprint_notes(&self) -> Vec<String> {
+        let Some(f) = &self.fingerprints else { return Vec::new() };
+        let mut out = Vec::new();
+        if !f.same {
+            if self.changes.is_empty() && self.verdicts.is_none() {
+                out.push(format!("cells {} → {}: {}", f.left, f.right, f.parts.join("; ")));
+            }
+        } else if self.results.is_some() || self.verdicts.is_some() {
+            let why = if f.unstable.is_empty() {
+                "the measured runs of both versions agree: these goldens come from runs that varied".to_string()
+            } else {
+                format!("unstable: {}", f.unstable)
+            };
+            out.push(format!("same behaviour per the matrix (cells {} = {}); {why}", f.left, f.right));
+        }
+        out
     }
 }
 
@@ -573,6 +623,7 @@ fn render_probe(p: &ProbeDiff, o: &mut Vec<String>) {
     }
     let word = if p.same_behaviour() { "same behaviour" } else { "BEHAVIOUR DIFFERS" };
     o.push(format!("DIFF  {} ({word})", p.probe));
+    o.extend(p.fingerprint_notes().into_iter().map(|n| format!("  behaviour: {n}")));
     if let Some(r) = &p.results {
         indented(o, "  behaviour: tool results:".into(), r);
     }
@@ -647,6 +698,12 @@ pub fn render_summary(d: &SetDiff) -> String {
         }
         if p.changes.is_empty() && p.verdicts.is_some() {
             o.push("    verdicts only (--full shows them)".into());
+        }
+        o.extend(p.fingerprint_notes().into_iter().map(|n| format!("    {n}")));
+    }
+    for p in d.probes.iter().filter(|p| p.same_behaviour()) {
+        for n in p.fingerprint_notes() {
+            o.push(format!("  {}: {n}", p.probe));
         }
     }
     let same_other = d.probes.iter().filter(|p| p.same_behaviour() && !p.is_same()).count();
