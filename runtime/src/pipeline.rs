@@ -333,7 +333,8 @@ impl Runtime {
         let max = tool.max_result_size_chars();
         // named only when it is persisted (the Bash tool's name is a fresh shell id)
         let name = max.filter(|m| text.chars().count() > *m).and_then(|_| tool.persisted_name(&self.ctx));
-        match self.within_budget(name.as_deref().unwrap_or(id), max, text) {
+        let file = name.as_ref().map(|_| tool.persisted_text(&self.ctx, id, text));
+        match self.within_budget(name.as_deref().unwrap_or(id), max, text, file.as_deref()) {
             Ok(text) => ToolResult { tool_use_id: id.to_string(), content: Value::String(text), is_error: false },
             Err(e) => ToolResult::error(id, e),
         }
@@ -359,10 +360,10 @@ impl Runtime {
 
     /// PIPE-5: the text as is when it fits the tool's budget, else persisted (as `<name>.txt`) and
     /// replaced by the `<persisted-output>` block (an error when it cannot be persisted).
-    fn within_budget(&self, id: &str, max: Option<usize>, text: &str) -> Result<String, String> {
+    fn within_budget(&self, id: &str, max: Option<usize>, text: &str, file: Option<&str>) -> Result<String, String> {
         match max {
             // a text of at most `max` bytes has at most `max` chars: counted only when it could be over
-            Some(max) if text.len() > max && text.chars().count() > max => self.persist(id, text),
+            Some(max) if text.len() > max && text.chars().count() > max => self.persist(id, text, file),
             _ => Ok(text.to_string()),
         }
     }
@@ -386,11 +387,11 @@ impl Runtime {
 
     /// PIPE-5: writes the whole result under the session dir and returns the `<persisted-output>` block
     /// the model gets instead: the path, the size, and a preview.
-    fn persist(&self, id: &str, text: &str) -> Result<String, String> {
+    fn persist(&self, id: &str, text: &str, file: Option<&str>) -> Result<String, String> {
         let dir = self.ctx.session_dir().join("tool-results");
         std::fs::create_dir_all(&dir).map_err(|e| format!("cannot persist the large result: {e}"))?;
         let path = dir.join(format!("{id}.txt"));
-        std::fs::write(&path, text).map_err(|e| format!("cannot persist the large result: {e}"))?;
+        std::fs::write(&path, file.unwrap_or(text)).map_err(|e| format!("cannot persist the large result: {e}"))?;
         Ok(format!(
             "<persisted-output>\nOutput too large ({}). Full output saved to: {}\n\nPreview (first {}):\n{}\n...\n</persisted-output>",
             // the size as the reference takes it: the text's length in UTF-16 units
