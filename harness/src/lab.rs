@@ -37,6 +37,59 @@ impl Layout {
     pub fn blobs(&self) -> PathBuf {
         self.golden.join("blobs")
     }
+
+    /// The observatory's committed cells, `docs/matrix/cells/` next to `golden/`: what each Claude Code
+    /// version did with each probe (a version profile's verdicts are held to them: [`measured`]).
+    pub fn cells(&self) -> PathBuf {
+        self.golden.parent().unwrap_or(Path::new(".")).join("docs").join("matrix").join("cells")
+    }
+}
+
+/// What the real Claude Code did with `probe` at the version a built-in subject imitates (`builtin@V`):
+/// the outcome word and reason of the committed cell `<cells>/V/<probe>.json` when it is not a pass
+/// (`changed`, `not-applicable`). None for any other subject, a bare `builtin`, a pass, an error cell
+/// or a version without a cell of the probe.
+pub fn measured(layout: &Layout, subject: &crate::subject::SubjectId, probe: &str) -> Option<(String, String)> {
+    if subject.kind != crate::subject::id::BUILTIN {
+        return None;
+    }
+    let version = subject.version.as_deref()?;
+    let file = layout.cells().join(version).join(format!("{probe}.json"));
+    let cell: serde_json::Value = serde_json::from_slice(&std::fs::read(file).ok()?).ok()?;
+    let outcome = cell.get("outcome")?.as_str()?;
+    let reason = cell.get("reason").and_then(|r| r.as_str()).unwrap_or_default();
+    matches!(outcome, "changed" | "not-applicable").then(|| (outcome.to_string(), reason.to_string()))
+}
+
+/// A run's verdict for its subject. Checks and invariants decide, except for a version profile
+/// (`builtin@V`) on a probe the real V does not pass ([`measured`]): then the run must come out as V
+/// did — the same outcome with the same reason (the same checks failed, the same tools not offered) —
+/// and anything else is a failure. Ok(Some(note)): passed as V did (note says so); Err: the failures.
+pub fn verdict(report: &Report, measured: Option<&(String, String)>, subject: &str) -> Result<Option<String>, String> {
+    let Some((outcome, reason)) = measured else {
+        // a version profile without the tool a probe calls (a probe only the built-in runs, the
+        // real version measured nothing): not applicable at V, as the matrix says of a real version
+        let profile = subject.contains('@') && subject.starts_with(crate::subject::id::BUILTIN);
+        if profile && report.observation.outcome == observe::Outcome::NotApplicable {
+            return Ok(Some(format!("not applicable at {subject}: {}", report.observation.reason)));
+        }
+        return if report.passed() { Ok(None) } else { Err(report.failures().join("\n")) };
+    };
+    let real = subject.replacen(crate::subject::id::BUILTIN, crate::subject::id::CLAUDE_CODE, 1);
+    let mine = serde_json::to_value(report.observation.outcome).ok();
+    let mine = mine.as_ref().and_then(|v| v.as_str()).unwrap_or_default();
+    if mine == outcome && report.observation.reason == *reason {
+        return Ok(Some(format!("as {real}: {outcome} ({reason})")));
+    }
+    let mut why = format!(
+        "{real} is {outcome} here ({reason}); {subject} is {mine}{}",
+        if report.observation.reason.is_empty() { String::new() } else { format!(" ({})", report.observation.reason) }
+    );
+    for f in report.failures() {
+        why.push('\n');
+        why.push_str(f);
+    }
+    Err(why)
 }
 
 /// Everything a probe run produced.

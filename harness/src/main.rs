@@ -460,15 +460,40 @@ fn diff(
             return ExitCode::from(2);
         }
     };
+    // --run: a side that names a directory of goldens is read as it is (`golden/claude-code@2.1.333`),
+    // a subject is run; a probe whose `requires` are missing here on either side is run on neither
+    let is_dir = |name: &str| PathBuf::from(name).is_dir();
+    let registry = project.registry();
+    let parse = |name: &str| if is_dir(name) { Ok(None) } else { registry.parse(name).map(Some) };
+    let (lid, rid) = match (parse(left), parse(right)) {
+        (Ok(l), Ok(r)) if run_now => (l, r),
+        (Err(e), _) | (_, Err(e)) if run_now => {
+            eprintln!("probelab diff: {e}");
+            return ExitCode::from(2);
+        }
+        _ => (None, None),
+    };
+    let mut skipped: Vec<String> = Vec::new();
+    let mut shared: Vec<&harness::probe::Probe> = Vec::new();
+    for p in &probes {
+        let ids: Vec<&harness::subject::SubjectId> = lid.iter().chain(rid.iter()).collect();
+        if !ids.iter().all(|id| p.applies_to(id)) {
+            continue;
+        }
+        match ids.iter().find_map(|id| harness::probe::host::missing(&p.requires_on(id))) {
+            Some(why) => skipped.push(format!("{} ({why})", p.id)),
+            None => shared.push(p),
+        }
+    }
+    if !skipped.is_empty() {
+        println!("skipped on both sides, their requirements missing here: {}", skipped.join(", "));
+    }
     let side = |name: &str| -> Result<PathBuf, String> {
-        if run_now {
+        if run_now && !is_dir(name) {
             let dir = tmp.path().join(name);
             let layout = Layout { golden: dir.clone(), ..project.layout(engine()) };
             let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().map_err(|e| e.to_string())?;
-            let registry = project.registry();
-            let (l, r) = (registry.parse(left)?, registry.parse(right)?);
-            let shared: Vec<_> = probes.iter().filter(|p| p.applies_to(&l) && p.applies_to(&r)).collect();
-            for p in shared {
+            for p in &shared {
                 let report = rt.block_on(run_probe(p, name, &layout, false))?;
                 golden_step(&report, &Layout { golden: tmp.path().to_path_buf(), ..layout.clone() }, true)?;
             }
@@ -485,7 +510,7 @@ fn diff(
             return ExitCode::from(2);
         }
     };
-    let blobs = if run_now { tmp.path().join("blobs") } else { golden.join("blobs") };
+    let blobs = if run_now && !(is_dir(left) || is_dir(right)) { tmp.path().join("blobs") } else { golden.join("blobs") };
     // a blob is what its name (its SHA-256) says, or the comparison is not to be trusted
     let corrupt = harness::transcript::golden::corrupt_blobs(&blobs);
     if !corrupt.is_empty() {

@@ -192,17 +192,21 @@ pub async fn run_one(
             }
         }
     };
-    let golden = golden_step(&report, layout, opts.bless && report.passed());
-    let (status, detail) = match (&golden, report.passed()) {
+    // a version profile is held to what the real version did ([`crate::lab::verdict`])
+    let measured = crate::lab::measured(layout, &opts.subject, &probe.id);
+    let verdict = crate::lab::verdict(&report, measured.as_ref(), &opts.subject.to_string());
+    let golden = golden_step(&report, layout, opts.bless && verdict.is_ok());
+    let note = verdict.as_ref().ok().cloned().flatten().unwrap_or_default();
+    let (status, detail) = match (&golden, &verdict) {
         (Err(e), _) => (Status::Error, e.clone()),
-        (Ok(_), false) => (Status::Fail, report.failures().join("\n")),
-        (Ok(GoldenOutcome::Same), true) => (Status::Pass, String::new()),
-        (Ok(GoldenOutcome::Blessed), true) => (Status::Blessed, String::new()),
-        (Ok(GoldenOutcome::Missing), true) => {
+        (Ok(_), Err(failures)) => (Status::Fail, failures.clone()),
+        (Ok(GoldenOutcome::Same), Ok(_)) => (Status::Pass, note),
+        (Ok(GoldenOutcome::Blessed), Ok(_)) => (Status::Blessed, note),
+        (Ok(GoldenOutcome::Missing), Ok(_)) => {
             (Status::GoldenMissing, "no golden file yet: run `probelab run --bless` to write it".to_string())
         }
-        (Ok(GoldenOutcome::Differs(d)), true) => (Status::GoldenDiff, d.clone()),
-        (Ok(GoldenOutcome::MissingBlobs(b)), true) => (
+        (Ok(GoldenOutcome::Differs(d)), Ok(_)) => (Status::GoldenDiff, d.clone()),
+        (Ok(GoldenOutcome::MissingBlobs(b)), Ok(_)) => (
             Status::GoldenMissing,
             format!(
                 "blobs missing from golden/blobs or corrupt (not their SHA-256): {}; run with --bless",

@@ -8,6 +8,7 @@ use crate::context::ToolContext;
 use crate::model::Model;
 use crate::permissions::RuleError;
 use crate::pipeline::{Extension, Runtime};
+use crate::profile::Profile;
 use crate::registry::Registry;
 use crate::session::Session;
 use crate::settings::{env_flag, AskAnswer, Settings};
@@ -81,17 +82,20 @@ pub fn registry() -> Registry {
     ])
 }
 
-/// The pool of a session with this env: [`registry`] less what the env switches off. The Task* family
+/// The pool of a session with this env at this profile: [`registry`] less what the env switches off and
+/// what the profile's release does not offer (TaskOutput from 2.1.277: [`task_output::TASK_OUTPUT_LEAVES`];
+/// ToolSearch is on by default from 2.1.304: [`tool_search::TOOL_SEARCH_BY_DEFAULT`]). The Task* family
 /// appears with [`ENV_ENABLE_TODO_TOOLS`]; with [`ENV_ENABLE_TASKS`]`=0` as well, TodoWrite appears
 /// instead (never both: TODO-1); [`ENV_DISABLE_CRON`] removes the cron tools; ToolSearch is there only
-/// with `ENABLE_TOOL_SEARCH` (TS-1); Artifact only with `PROBELAB_ENABLE_ARTIFACT` (ART-1) and
+/// with `ENABLE_TOOL_SEARCH` or the profile's default (TS-1); Artifact only with `PROBELAB_ENABLE_ARTIFACT` (ART-1) and
 /// apply_patch only with `PROBELAB_ENABLE_APPLY_PATCH` (PATCH-1: optional, off by default).
-pub fn pool(env: &BTreeMap<String, String>) -> Registry {
+pub fn pool(env: &BTreeMap<String, String>, profile: Profile) -> Registry {
     let mut r = registry();
     let todo_flag = env_flag(env, ENV_ENABLE_TODO_TOOLS) == Some(true);
     let tasks_off = env_flag(env, ENV_ENABLE_TASKS) == Some(false);
     let cron_off = env_flag(env, ENV_DISABLE_CRON) == Some(true);
-    let tool_search = tool_search::enabled(env);
+    let tool_search = tool_search::enabled(env, profile);
+    let task_output = !profile.has(&task_output::TASK_OUTPUT_LEAVES);
     r.retain(|name| {
         if TASK_TOOLS.contains(&name) {
             todo_flag && !tasks_off
@@ -99,6 +103,8 @@ pub fn pool(env: &BTreeMap<String, String>) -> Registry {
             todo_flag && tasks_off
         } else if CRON_TOOLS.contains(&name) {
             !cron_off
+        } else if name == task_output::TASK_OUTPUT {
+            task_output
         } else if name == tool_search::TOOL_SEARCH {
             tool_search
         } else if name == artifact::ARTIFACT {
@@ -114,8 +120,13 @@ pub fn pool(env: &BTreeMap<String, String>) -> Registry {
 
 /// The pool of a sub-agent of `kind` at `depth`: the session's pool less what the type may not have, and
 /// less Agent at `agent_tool::MAX_AGENT_DEPTH`.
-pub fn child_pool(env: &BTreeMap<String, String>, kind: &agent_tool::AgentType, depth: usize) -> Registry {
-    let mut r = pool(env);
+pub fn child_pool(
+    env: &BTreeMap<String, String>,
+    profile: Profile,
+    kind: &agent_tool::AgentType,
+    depth: usize,
+) -> Registry {
+    let mut r = pool(env, profile);
     r.retain(|n| {
         (kind.only.is_empty() || kind.only.contains(&n))
             && !kind.without.contains(&n)
@@ -194,7 +205,7 @@ pub async fn start(mut config: SessionConfig) -> Result<Runtime, RuleError> {
     // the project's settings file, as the reference reads it
     config.settings = std::mem::take(&mut config.settings).with_project_file(&config.cwd);
     let mcp = mcp::Mcp::connect(&config.mcp_servers, &config.cwd, &config.home, config.confine.as_ref()).await;
-    let pool = pool(&config.env).with_mcp(mcp.tools());
+    let pool = pool(&config.env, config.profile).with_mcp(mcp.tools());
     let lsp = lsp::manager::LspManager::from_plugins(&config.plugins, &config.cwd, &config.env)
         .confined(config.confine.clone());
     let session = Session::new(config.settings.clone(), config.ask, config.model.clone())?
@@ -244,6 +255,31 @@ pub async fn shutdown(ctx: &ToolContext) {
     ctx.session.state::<lsp::manager::LspManager>().shutdown().await;
 }
 
+/// The tools a sub-agent of `kind` at `depth` explains as "disabled for this session" and those it
+/// explains as "not among the tools available here" (from 2.1.295,
+/// [`crate::pipeline::SUBAGENT_NOT_HERE_NOTICE`]: what its type takes away, and Agent past the nesting
+/// cap). A general-purpose child's TaskOutput is not measured: it stays plain "not available".
+pub fn child_notices(
+    profile: Profile,
+    kind: &agent_tool::AgentType,
+    depth: usize,
+) -> (Vec<&'static str>, Vec<&'static str>) {
+    let not_here = profile.has(&crate::pipeline::SUBAGENT_NOT_HERE_NOTICE);
+    let mut notice = DISABLED_NOTICE_TOOLS.to_vec();
+    let mut taken: Vec<&'static str> = Vec::new();
+    if not_here && depth >= agent_tool::MAX_AGENT_DEPTH {
+        taken.push(agent_tool::AGENT);
+    }
+    for t in kind.without.iter().filter(|t| **t != task_output::TASK_OUTPUT) {
+        let list = if not_here { &mut taken } else { &mut notice };
+        if !list.contains(t) {
+            list.push(t);
+        }
+    }
+    notice.retain(|t| !taken.contains(t));
+    (notice, taken)
+}
+
 /// The built-in composition as the Agent tool's `agent_tool::Composer`.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Builtin;
@@ -258,7 +294,8 @@ impl agent_tool::Composer for Builtin {
             .put(agents)
             .put(agent_tool::ComposerSlot(Some(Arc::new(Builtin))))
             .put(*ps.state::<crate::agent::Deadline>())
-            .put(*ps.state::<worktree::RepoAtStart>());
+            .put(*ps.state::<worktree::RepoAtStart>())
+            .put(*ps.state::<Profile>());
         let ctx = ToolContext {
             cwd: spec.cwd,
             home: parent.home.clone(),
@@ -274,19 +311,18 @@ impl agent_tool::Composer for Builtin {
         };
         // the session's MCP tools go to children that may have every tool (the reference's general-purpose)
         let mcp = if spec.kind.only.is_empty() { ps.state::<mcp::Mcp>().tools() } else { Vec::new() };
-        let pool = child_pool(&parent.env, spec.kind, depth).with_mcp(mcp);
+        let profile = parent.profile();
+        let pool = child_pool(&parent.env, profile, spec.kind, depth).with_mcp(mcp);
         let extensions = extensions(&pool);
         // the tools the agent's type takes away are "disabled" too: measured on 2.1.235, an Explore
         // child's Edit call is answered `Error: No such tool available: Edit. Edit is disabled for this
-        // session, in subagents as well as here.` (`probes/agent/checks-shared.toml`)
-        let mut notice = DISABLED_NOTICE_TOOLS.to_vec();
-        // (a general-purpose child's TaskOutput is not measured: it stays "not available")
-        for t in spec.kind.without.iter().filter(|t| **t != "TaskOutput") {
-            if !notice.contains(t) {
-                notice.push(t);
-            }
-        }
-        Ok(Runtime::new(pool, &ps.settings, ps.ask_answer, ctx).with_extensions(extensions, notice))
+        // session, in subagents as well as here.` (`probes/agent/checks-shared.toml`); from 2.1.295 they,
+        // and Agent past the nesting cap, are "not among the tools available here" instead
+        // (`pipeline::SUBAGENT_NOT_HERE_NOTICE`)
+        let (notice, taken) = child_notices(profile, spec.kind, depth);
+        Ok(Runtime::new(pool, &ps.settings, ps.ask_answer, ctx)
+            .with_extensions(extensions, notice)
+            .with_not_here(taken))
     }
 }
 
@@ -301,5 +337,64 @@ mod tests {
         sorted.sort();
         assert_eq!(names, sorted);
         assert!(names.contains(&"Read"));
+    }
+
+    fn names_at(version: &str, env: &[(&str, &str)]) -> Vec<&'static str> {
+        let env = env.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        pool(&env, Profile::at(version).unwrap_or_else(|e| panic!("{e}"))).names()
+    }
+
+    #[test]
+    fn task_output_leaves_at_2_1_277() {
+        assert!(names_at("2.1.235", &[]).contains(&"TaskOutput"));
+        assert!(names_at("2.1.276", &[]).contains(&"TaskOutput"));
+        for v in ["2.1.277", "2.1.333"] {
+            let names = names_at(v, &[]);
+            assert!(!names.contains(&"TaskOutput"), "{v}");
+            assert!(names.contains(&"TaskStop"), "{v}");
+        }
+    }
+
+    #[test]
+    fn tool_search_is_on_by_default_from_2_1_304() {
+        assert!(!names_at("2.1.235", &[]).contains(&"ToolSearch"));
+        assert!(!names_at("2.1.303", &[]).contains(&"ToolSearch"));
+        assert!(names_at("2.1.303", &[("ENABLE_TOOL_SEARCH", "true")]).contains(&"ToolSearch"));
+        assert!(names_at("2.1.304", &[]).contains(&"ToolSearch"));
+        assert!(!names_at("2.1.333", &[("ENABLE_TOOL_SEARCH", "false")]).contains(&"ToolSearch"));
+    }
+
+    #[test]
+    fn a_sub_agents_missing_tool_is_not_here_from_2_1_295() {
+        let explore = agent_tool::agent_type("Explore").unwrap_or_else(|| panic!("no Explore"));
+        let gp = agent_tool::agent_type("general-purpose").unwrap_or_else(|| panic!("no general-purpose"));
+        let at = |v: &str| Profile::at(v).unwrap_or_else(|e| panic!("{e}"));
+        // before: every missing tool of the child is "disabled"
+        let (disabled, not_here) = child_notices(at("2.1.285"), explore, agent_tool::MAX_AGENT_DEPTH);
+        assert!(not_here.is_empty());
+        assert!(disabled.contains(&"Edit") && disabled.contains(&"Agent") && disabled.contains(&"CronList"));
+        // from 2.1.295: what the type takes away and Agent past the cap are "not here"
+        let (disabled, not_here) = child_notices(at("2.1.295"), explore, agent_tool::MAX_AGENT_DEPTH);
+        assert!(not_here.contains(&"Edit") && not_here.contains(&"Agent"), "{not_here:?}");
+        assert!(!disabled.contains(&"Edit") && !disabled.contains(&"Agent") && disabled.contains(&"CronList"));
+        // a general-purpose child below the cap keeps Agent "disabled" (the session's own notice)
+        let (disabled, not_here) = child_notices(at("2.1.333"), gp, 1);
+        assert!(disabled.contains(&"Agent") && !not_here.contains(&"Agent"));
+        assert!(!not_here.contains(&"TaskOutput"));
+        // the texts
+        let sb = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let ctx = ToolContext::for_sandbox(sb.path(), Arc::new(crate::model::EstimateTokens)).unwrap_or_else(|e| panic!("{e}"));
+        let rt = Runtime::new(Registry::default(), &Settings::default(), AskAnswer::default(), ctx)
+            .with_extensions(Vec::new(), vec!["CronList"])
+            .with_not_here(vec!["Edit"]);
+        assert_eq!(
+            rt.no_such_tool("Edit"),
+            "Error: No such tool available: Edit. Edit is not among the tools available here. Continue with the tools you have."
+        );
+        assert_eq!(
+            rt.no_such_tool("CronList"),
+            "Error: No such tool available: CronList. CronList is disabled for this session, in subagents as well as here."
+        );
+        assert_eq!(rt.no_such_tool("Nope"), "Error: No such tool available: Nope");
     }
 }

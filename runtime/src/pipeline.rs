@@ -9,6 +9,7 @@ use crate::fs;
 use crate::hooks::{pre_tool_use, HookOutcome};
 use crate::permissions::{Decision, DEFAULT_MODE_ASK};
 use crate::registry::Registry;
+use crate::profile::Switch;
 use crate::settings::{AskAnswer, HookSettings, Settings};
 use crate::tool::{PermissionSubject, Tool, ToolError, ToolOutput};
 use futures_util::future::BoxFuture;
@@ -92,6 +93,18 @@ pub trait Extension: Send + Sync {
     }
 }
 
+/// From 2.1.295 a sub-agent's call of a tool its type takes away, or of Agent past the nesting cap, is
+/// answered `… X is not among the tools available here. Continue with the tools you have.` (was: "X is
+/// disabled for this session, in subagents as well as here."; the session's own disabled tools keep
+/// that text). Measured by `agent.checks-shared` and `agent.nesting`; the timeline has no entry of its
+/// own for it (the probes' other changes hide it), the committed goldens bisect it to 2.1.285 (old)
+/// → 2.1.295 (new), no cell in between has the probes.
+pub const SUBAGENT_NOT_HERE_NOTICE: Switch =
+    Switch { name: "a sub-agent's missing tool is not among the tools available here", since: "2.1.295", probe: "agent.nesting" };
+
+/// The words after the tool's name of [`SUBAGENT_NOT_HERE_NOTICE`]'s text.
+pub const NOT_HERE: &str = "is not among the tools available here. Continue with the tools you have.";
+
 /// The runtime of a session: its tool pool, rules, hooks, extensions and context.
 #[derive(Clone)]
 pub struct Runtime {
@@ -103,6 +116,9 @@ pub struct Runtime {
     pub extensions: Vec<Arc<dyn Extension>>,
     /// Tools whose absence the reference explains as "disabled for this session" (PIPE-3).
     pub disabled_notice: Vec<&'static str>,
+    /// Tools a sub-agent's type (or the nesting cap) takes away, explained from 2.1.295 as "not among
+    /// the tools available here" ([`SUBAGENT_NOT_HERE_NOTICE`]).
+    pub not_here_notice: Vec<&'static str>,
     /// Tools of the pool a bare deny rule removed (PIPE-6).
     hidden: Vec<&'static str>,
     /// The context every call gets.
@@ -128,6 +144,7 @@ impl Runtime {
             ask_answer,
             extensions: Vec::new(),
             disabled_notice: Vec::new(),
+            not_here_notice: Vec::new(),
             hidden,
             ctx,
         }
@@ -141,6 +158,12 @@ impl Runtime {
     ) -> Runtime {
         self.extensions = extensions;
         self.disabled_notice = disabled_notice;
+        self
+    }
+
+    /// The runtime with these "not among the tools available here" tools ([`SUBAGENT_NOT_HERE_NOTICE`]).
+    pub fn with_not_here(mut self, not_here: Vec<&'static str>) -> Runtime {
+        self.not_here_notice = not_here;
         self
     }
 
@@ -310,7 +333,8 @@ impl Runtime {
         let max = tool.max_result_size_chars();
         // named only when it is persisted (the Bash tool's name is a fresh shell id)
         let name = max.filter(|m| text.chars().count() > *m).and_then(|_| tool.persisted_name(&self.ctx));
-        match self.within_budget(name.as_deref().unwrap_or(id), max, text) {
+        let file = name.as_ref().map(|_| tool.persisted_text(&self.ctx, id, text));
+        match self.within_budget(name.as_deref().unwrap_or(id), max, text, file.as_deref()) {
             Ok(text) => ToolResult { tool_use_id: id.to_string(), content: Value::String(text), is_error: false },
             Err(e) => ToolResult::error(id, e),
         }
@@ -322,8 +346,12 @@ impl Runtime {
     /// `probes/pipeline/deny-hides-tool.toml`) the reference adds that the tool is disabled for the
     /// session; any other name (a switched-off Task* tool, ToolSearch with tool search off, an unknown or
     /// MCP name) is just not available.
-    fn no_such_tool(&self, name: &str) -> String {
-        if self.disabled_notice.contains(&name) || self.hidden.contains(&name) {
+    /// From 2.1.295 a tool a sub-agent's type takes away (an Explore child's Edit) and Agent past the
+    /// nesting cap are [`NOT_HERE`] instead ([`Runtime::not_here_notice`], [`SUBAGENT_NOT_HERE_NOTICE`]).
+    pub(crate) fn no_such_tool(&self, name: &str) -> String {
+        if self.not_here_notice.contains(&name) {
+            format!("Error: No such tool available: {name}. {name} {NOT_HERE}")
+        } else if self.disabled_notice.contains(&name) || self.hidden.contains(&name) {
             format!("Error: No such tool available: {name}. {name} is disabled for this session, in subagents as well as here.")
         } else {
             format!("Error: No such tool available: {name}")
@@ -332,10 +360,10 @@ impl Runtime {
 
     /// PIPE-5: the text as is when it fits the tool's budget, else persisted (as `<name>.txt`) and
     /// replaced by the `<persisted-output>` block (an error when it cannot be persisted).
-    fn within_budget(&self, id: &str, max: Option<usize>, text: &str) -> Result<String, String> {
+    fn within_budget(&self, id: &str, max: Option<usize>, text: &str, file: Option<&str>) -> Result<String, String> {
         match max {
             // a text of at most `max` bytes has at most `max` chars: counted only when it could be over
-            Some(max) if text.len() > max && text.chars().count() > max => self.persist(id, text),
+            Some(max) if text.len() > max && text.chars().count() > max => self.persist(id, text, file),
             _ => Ok(text.to_string()),
         }
     }
@@ -359,11 +387,11 @@ impl Runtime {
 
     /// PIPE-5: writes the whole result under the session dir and returns the `<persisted-output>` block
     /// the model gets instead: the path, the size, and a preview.
-    fn persist(&self, id: &str, text: &str) -> Result<String, String> {
+    fn persist(&self, id: &str, text: &str, file: Option<&str>) -> Result<String, String> {
         let dir = self.ctx.session_dir().join("tool-results");
         std::fs::create_dir_all(&dir).map_err(|e| format!("cannot persist the large result: {e}"))?;
         let path = dir.join(format!("{id}.txt"));
-        std::fs::write(&path, text).map_err(|e| format!("cannot persist the large result: {e}"))?;
+        std::fs::write(&path, file.unwrap_or(text)).map_err(|e| format!("cannot persist the large result: {e}"))?;
         Ok(format!(
             "<persisted-output>\nOutput too large ({}). Full output saved to: {}\n\nPreview (first {}):\n{}\n...\n</persisted-output>",
             // the size as the reference takes it: the text's length in UTF-16 units

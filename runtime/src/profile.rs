@@ -116,7 +116,11 @@ const NEWEST_RELEASE: Release = Release(2, 1, 333);
 /// Every switch of the runtime, in the order of their `since` (the table `docs/runtime.md` shows and
 /// `probelab` lists). A switch defined anywhere in the runtime is listed here; a test holds the list to
 /// well-formed entries (a version after the reference, a probe file that exists).
-pub const SWITCHES: &[&Switch] = &[];
+pub const SWITCHES: &[&Switch] = &[
+    &crate::tools::task_output::TASK_OUTPUT_LEAVES,
+    &crate::pipeline::SUBAGENT_NOT_HERE_NOTICE,
+    &crate::tools::tool_search::TOOL_SEARCH_BY_DEFAULT,
+];
 
 #[cfg(test)]
 mod tests {

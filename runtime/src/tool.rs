@@ -107,6 +107,12 @@ pub trait Tool: Send + Sync {
     fn persisted_name(&self, _ctx: &ToolContext) -> Option<String> {
         None
     }
+    /// What a persisted result's file holds (PIPE-5) for the call `id` whose shown text is `text`:
+    /// default, the text itself (the Bash tool: its output as the command wrote it, trailing newlines
+    /// kept, as the reference writes the file).
+    fn persisted_text(&self, _ctx: &ToolContext, _id: &str, text: &str) -> String {
+        text.to_string()
+    }
     /// The reference's input checks that come before its permission check (its `validateInput`), in its
     /// order: their refusal (a message the pipeline wraps as an input error) is what a call gets even
     /// when a permission rule would deny it too. Default: none.

@@ -13,6 +13,12 @@
 //!   behaviour or outcome changes, the two adjacent versions and what differs; the versions it installed,
 //!   with the time each took.
 //!
+//! - `probelab conformance [--versions A,B] [--publish]`: built-in conformance per version — `builtin@V`
+//!   run now against the committed goldens of the real V (`golden/claude-code@V/`, every version that
+//!   has them by default), the share of probes with the same tool results; `--publish` keeps the
+//!   figures in `docs/matrix/conformance.json` and regenerates `docs/matrix` (the matrix HTML's
+//!   "built-in conformance" row).
+//!
 //! Exit status: 0 done, 1 a cell errored (matrix) or nothing was found to differ (bisect finds no
 //! boundary for any probe), 2 bad input (an unknown version, a range with no versions, a probe that is
 //! not there), with a message naming what and what to do.
@@ -143,6 +149,17 @@ pub enum Command {
         /// Where the cells go (default: target/probelab/matrix).
         #[arg(long)]
         out: Option<PathBuf>,
+    },
+    /// Built-in conformance per version: builtin@V run now against the committed goldens of the real V
+    /// (golden/claude-code@V), the share of probes with the same tool results.
+    Conformance {
+        /// Versions, `2.1.235,2.1.333` (default: every version with committed goldens).
+        #[arg(long)]
+        versions: Option<String>,
+        /// Keep the figures in docs/matrix/conformance.json and regenerate docs/matrix (the matrix's
+        /// "built-in conformance" row).
+        #[arg(long)]
+        publish: bool,
     },
 }
 
@@ -406,6 +423,48 @@ impl Command {
                 }
                 Err(e) => fail(2, &e),
             },
+            Command::Conformance { versions, publish } => {
+                let probes = match load(probes_dir, &[]) {
+                    Ok(p) => p,
+                    Err(e) => return fail(2, &e),
+                };
+                let versions: Vec<String> = match versions {
+                    Some(v) => v.split(',').map(|v| v.trim().to_string()).filter(|v| !v.is_empty()).collect(),
+                    None => committed_versions(&layout.golden),
+                };
+                let docs = super::watch::Docs::under(&project.root);
+                let mut table = match super::conformance::read(&docs.matrix) {
+                    Ok(t) => t,
+                    Err(e) => return fail(2, &e),
+                };
+                for v in &versions {
+                    match rt.block_on(super::conformance::measure(&probes, layout, v)) {
+                        Ok(m) => {
+                            let f = m.figure;
+                            println!("{v}: {}% same tool results ({} of {} probes)", f.percent(), f.same, f.common);
+                            if !m.differ.is_empty() {
+                                println!("  differ: {}", m.differ.join(" "));
+                            }
+                            if !m.skipped.is_empty() {
+                                println!("  skipped on both sides, their requirements missing here: {}", m.skipped.join(", "));
+                            }
+                            table.insert(v.clone(), f);
+                        }
+                        Err(e) => return fail(2, &format!("{v}: {e}")),
+                    }
+                }
+                if publish {
+                    let file = docs.matrix.join(super::conformance::FILE);
+                    let text = super::conformance::to_json(&table);
+                    if let Err(e) = crate::versions::write_file_atomic(&file, text.as_bytes()) {
+                        return fail(2, &format!("{}: {e}", file.display()));
+                    }
+                    if let Err(e) = super::watch::publish(&docs, &layout.golden, &[]) {
+                        return fail(2, &e);
+                    }
+                }
+                ExitCode::SUCCESS
+            }
             Command::Bisect { probes, good, bad, out } => {
                 let all = match load(probes_dir, &[]) {
                     Ok(p) => p,
@@ -609,6 +668,18 @@ fn note(n: &str) -> String {
 fn fail(code: u8, msg: &str) -> ExitCode {
     eprintln!("probelab: {msg}");
     ExitCode::from(code)
+}
+
+/// The versions with committed goldens (`<golden>/claude-code@V/`), oldest first.
+fn committed_versions(golden: &Path) -> Vec<String> {
+    let mut out: Vec<String> = std::fs::read_dir(golden)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.strip_prefix("claude-code@").map(str::to_string))
+        .collect();
+    out.sort_by_key(|v| semver::Version::parse(v).ok());
+    out
 }
 
 fn load(probes: &Path, paths: &[PathBuf]) -> Result<Vec<Probe>, String> {

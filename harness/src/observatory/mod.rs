@@ -24,6 +24,7 @@
 pub mod bisect;
 pub mod budgets;
 pub mod cli;
+pub mod conformance;
 pub mod explain;
 pub mod interface;
 pub mod report;

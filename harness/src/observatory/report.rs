@@ -66,6 +66,10 @@ pub struct Matrix {
     /// Claim → the probes citing it (in any cell): where the HTML's claim cells find their evidence.
     #[serde(skip)]
     pub claim_probes: BTreeMap<String, BTreeSet<String>>,
+    /// Version → how close the built-in runtime at that version's profile comes to it
+    /// ([`super::conformance`]; kept in `docs/matrix/conformance.json`, set by [`Matrix::with_conformance`]).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub conformance: BTreeMap<String, super::conformance::Figure>,
 }
 
 /// Where the HTML report's cells link to, relative to the page: each cell to its committed cell file
@@ -400,6 +404,13 @@ impl Matrix {
         out
     }
 
+    /// The matrix with the built-in conformance figures of its versions (the others are left out).
+    pub fn with_conformance(mut self, table: &super::conformance::Table) -> Matrix {
+        self.conformance =
+            table.iter().filter(|(v, _)| self.versions.contains(v)).map(|(v, f)| (v.clone(), *f)).collect();
+        self
+    }
+
     /// The matrix as a static HTML page: the claims × versions table (colour per verdict, each cell's
     /// title the probes behind it), the probes × versions table, the timelines. With `evidence`, each
     /// cell links to what it is made of: a change to its release's page, any other cell to its cell file
@@ -457,6 +468,23 @@ impl Matrix {
         }
         h.push_str("</table>\n");
         h.push_str(&format!("<h2>Probes × versions</h2>\n<table id=\"probes\"><tr><th>probe</th>{head}</tr>\n"));
+        if !self.conformance.is_empty() {
+            // the built-in runtime at each version's profile against the real version's goldens
+            h.push_str("<tr id=\"conformance\"><td class=\"l\"><b>built-in conformance</b></td>");
+            for v in &self.versions {
+                match self.conformance.get(v) {
+                    Some(f) => h.push_str(&format!(
+                        "<td class=\"{}\" title=\"builtin@{v} against golden/claude-code@{v}: {} of {} probes with the same tool results\">{}%</td>",
+                        if f.percent() >= 95 { "pass" } else { "changed" },
+                        f.same,
+                        f.common,
+                        f.percent()
+                    )),
+                    None => h.push_str("<td></td>"),
+                }
+            }
+            h.push_str("</tr>\n");
+        }
         for (probe, row) in &self.probes {
             h.push_str(&format!("<tr><td class=\"l\">{}</td>", esc(probe)));
             let mut prev: Option<&Cell> = None;
@@ -588,6 +616,31 @@ mod tests {
         assert!(m.to_text().contains("  p on 2.1.236: varies in file .rv/4242 only in one run\n"), "{}", m.to_text());
         assert!(m.to_markdown("t").contains("## Unstable probes"));
         assert!(m.to_html("t", None).contains("<li>p on 2.1.236: varies in file .rv/4242 only in one run</li>"));
+    }
+
+    #[test]
+    fn the_built_in_conformance_is_a_row_of_the_html_for_the_versions_measured() {
+        use super::super::conformance::{Figure, Table};
+        use ClaimVerdict::*;
+        let cells = [
+            cell("p", "2.1.9", Outcome::Pass, "aaaa", ("READ-2", Holds)),
+            cell("p", "2.1.10", Outcome::Pass, "aaaa", ("READ-2", Holds)),
+        ];
+        let plain = Matrix::from_cells(&cells).unwrap_or_default();
+        assert!(!plain.to_html("t", None).contains("built-in conformance"));
+        assert!(!plain.to_json().contains("conformance"), "no figures, the JSON as before");
+        let table = Table::from([
+            ("2.1.9".to_string(), Figure { common: 92, same: 92 }),
+            ("2.1.10".to_string(), Figure { common: 92, same: 58 }),
+            ("2.1.999".to_string(), Figure { common: 1, same: 1 }),
+        ]);
+        let m = Matrix::from_cells(&cells).unwrap_or_default().with_conformance(&table);
+        assert_eq!(m.conformance.len(), 2, "a version outside the matrix is left out");
+        let html = m.to_html("t", None);
+        let row = html.lines().find(|l| l.contains("built-in conformance")).unwrap_or_default();
+        assert!(row.contains(">100%</td>") && row.contains(">63%</td>"), "{row}");
+        assert!(row.contains("title=\"builtin@2.1.10 against golden/claude-code@2.1.10: 58 of 92 probes"), "{row}");
+        assert!(row.find(">100%").unwrap_or(usize::MAX) < row.find(">63%").unwrap_or(0), "version order: {row}");
     }
 
     #[test]

@@ -52,9 +52,10 @@ impl Docs {
 pub type Reports = (Matrix, Vec<(&'static str, String)>);
 
 /// The reports of the committed cells, as (file name, content): what [`publish`] writes. The budgets
-/// table is read from the versions' goldens under `golden` ([`super::budgets`]).
-pub fn reports(cells: &[Observation], golden: &Path) -> Result<Reports, String> {
-    let m = Matrix::from_cells(cells)?;
+/// table is read from the versions' goldens under `golden` ([`super::budgets`]); the built-in
+/// conformance row of the HTML from `conformance` (`docs/matrix/conformance.json`).
+pub fn reports(cells: &[Observation], golden: &Path, conformance: &super::conformance::Table) -> Result<Reports, String> {
+    let m = Matrix::from_cells(cells)?.with_conformance(conformance);
     let files = vec![
         ("matrix.json", m.to_json()),
         ("matrix.txt", m.to_text()),
@@ -74,7 +75,7 @@ pub fn publish(docs: &Docs, golden: &Path, cells: &[Observation]) -> Result<Matr
     }
     std::fs::create_dir_all(&docs.matrix).map_err(|e| format!("{}: {e}", docs.matrix.display()))?;
     let all = read_cells(std::slice::from_ref(&docs.cells))?;
-    let (m, files) = reports(&all, golden)?;
+    let (m, files) = reports(&all, golden, &super::conformance::read(&docs.matrix)?)?;
     for (name, text) in files {
         let path = docs.matrix.join(name);
         crate::versions::write_file_atomic(&path, text.as_bytes()).map_err(|e| e.to_string())?;
@@ -383,7 +384,8 @@ mod tests {
         let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
         let docs = Docs::under(&root);
         let cells = read_cells(std::slice::from_ref(&docs.cells)).unwrap_or_else(|e| panic!("{e}"));
-        let (_, files) = reports(&cells, &root.join("golden")).unwrap_or_else(|e| panic!("{e}"));
+        let conformance = super::super::conformance::read(&docs.matrix).unwrap_or_else(|e| panic!("{e}"));
+        let (_, files) = reports(&cells, &root.join("golden"), &conformance).unwrap_or_else(|e| panic!("{e}"));
         for (name, made) in files {
             let kept = std::fs::read_to_string(docs.matrix.join(name)).unwrap_or_else(|e| panic!("{name}: {e}"));
             assert!(

@@ -71,6 +71,15 @@ impl Subject for Builtin {
         false
     }
 
+    fn adjust_script(&self, script: &mut stub_messages::Script) {
+        // a version profile defers what its release defers: the stub loads the tools the probe calls first,
+        // as for the real binary (the prelude is due only where ToolSearch is offered and a called tool
+        // is not); the bare subject keeps its goldens
+        if self.id.version.is_some() {
+            script.stub.load_deferred.get_or_insert(true);
+        }
+    }
+
     fn converse<'a>(&'a self, c: Conversation<'a>) -> LocalBoxFuture<'a, Result<Ended, String>> {
         let profile = profile_of(&self.id);
         Box::pin(async move { converse(c, profile?).await })

@@ -27,7 +27,7 @@ async fn tools_from_the_fixture_server_map_annotations_to_flags() {
     assert!(builtin::mcp_failures(&runtime).is_empty(), "{:?}", builtin::mcp_failures(&runtime));
     let (pool, ctx) = (&runtime.registry, &runtime.ctx);
     // the session's MCP part of the pool: what the built-in pool does not have, in pool order
-    let builtins = builtin::pool(&ctx.env).names();
+    let builtins = builtin::pool(&ctx.env, ctx.profile()).names();
     let names: Vec<&str> = pool.names().into_iter().filter(|n| !builtins.contains(n)).collect();
     assert_eq!(names[..3], [LIST_RESOURCES, READ_RESOURCE_DIR, READ_RESOURCE]);
     assert_eq!(names.len(), 13);

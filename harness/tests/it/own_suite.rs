@@ -542,3 +542,28 @@ fn a_users_suite_runs_from_cargo_test_one_trial_per_probe_and_subject_with_claim
         said(&out)
     );
 }
+
+#[test]
+fn diff_run_skips_on_both_sides_a_probe_whose_requirements_are_missing_and_says_so() {
+    // issue 27, item 4: it ran them and reported a missing host part as a behaviour difference
+    let tmp = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let lab = tmp.path().canonicalize().unwrap_or_else(|e| panic!("{e}"));
+    assert!(probelab(&lab, &["init"]).status.success());
+    let probe = |id: &str, requires: &str| {
+        format!(
+            "id = \"own.{id}\"\nclaims = [\"BASH-3\"]\nabout = \"x\"\nsubjects = [\"builtin\"]\n{requires}\n\
+             [[turn]]\ntool_use = [{{ name = \"Bash\", input = {{ command = \"echo hi\" }} }}]\n[[turn]]\ntext = \"done\"\n"
+        )
+    };
+    let missing = "requires = [\"probelab-no-such-command-27\"]";
+    std::fs::write(lab.join("probes/needs.toml"), probe("needs", missing)).unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(lab.join("probes/plain.toml"), probe("plain", "")).unwrap_or_else(|e| panic!("{e}"));
+    let out = probelab(&lab, &["diff", "--run", "builtin", "builtin@2.1.235"]);
+    assert!(out.status.success(), "{}", said(&out));
+    let text = said(&out);
+    assert!(
+        text.contains("skipped on both sides, their requirements missing here: own.needs (needs probelab-no-such-command-27"),
+        "{text}"
+    );
+    assert!(text.contains("1 probes in common: 100% same behaviour"), "{text}");
+}

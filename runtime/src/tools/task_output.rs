@@ -6,11 +6,20 @@
 
 use crate::background::{shown_output, Status};
 use crate::context::ToolContext;
+use crate::profile::Switch;
 use crate::tool::{parse_args, Tool, ToolError, ToolOutput};
 use futures_util::future::BoxFuture;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
+/// From 2.1.277 Claude Code offers no TaskOutput (TaskStop stays): a call is answered as an unavailable
+/// tool, `Error: No such tool available: TaskOutput` ([`crate::builtin::pool`] leaves it out; measured by
+/// `bash.task-forgotten`, the timeline's TOUT-1 / BG-1 entries 2.1.276 → 2.1.277).
+pub const TASK_OUTPUT_LEAVES: Switch =
+    Switch { name: "TaskOutput leaves the tool list", since: "2.1.277", probe: "bash.task-forgotten" };
+
+/// TaskOutput's name.
+pub const TASK_OUTPUT: &str = "TaskOutput";
 /// TaskOutput's default wait (TOUT-1).
 pub const TASK_OUTPUT_DEFAULT_TIMEOUT_MS: u64 = 30_000;
 /// TaskOutput's longest wait (TOUT-1).
@@ -34,7 +43,7 @@ struct OutputArgs {
 
 impl Tool for TaskOutput {
     fn name(&self) -> &'static str {
-        "TaskOutput"
+        TASK_OUTPUT
     }
 
     fn description(&self) -> String {

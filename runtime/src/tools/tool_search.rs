@@ -21,8 +21,9 @@
 //! - Deferral is a property of a tool where it decides ([`crate::tool::Tool::defer_loading`]); by default it is
 //!   [`is_deferred_by_default`]: the names of [`DEFERRED_BUILTINS`] (TS-1's list plus what 2.1.235/2.1.332
 //!   defer) and every MCP tool (`mcp__server__tool`).
-//! - Tool search is on only when [`ENV_ENABLE_TOOL_SEARCH`] is true (Claude Code's switch), so the built-in
-//!   pool of a session without it is unchanged.
+//! - Tool search is on when [`ENV_ENABLE_TOOL_SEARCH`] is true (Claude Code's switch), and by default
+//!   from 2.1.304 ([`TOOL_SEARCH_BY_DEFAULT`]: a profile at or after it; `ENABLE_TOOL_SEARCH=false` turns
+//!   it off again); the reference's pool without the switch is unchanged.
 //! - Keyword scoring ([`score`]) is our own: the reference's ranking is not documented, and where its
 //!   scores tie it has an order of its own (`cron` → CronDelete, CronList, CronCreate; `web` → WebSearch,
 //!   WebFetch); ours breaks ties by name. A term equal to a name part scores [`SCORE_NAME_PART`], a name
@@ -34,6 +35,7 @@
 //!   (a call without it runs); our pipeline enforces `required`, so we follow 2.1.332 there.
 
 use crate::context::ToolContext;
+use crate::profile::{Profile, Switch};
 use crate::tool::{parse_args, Tool, ToolError, ToolOutput};
 use futures_util::future::BoxFuture;
 use serde::Deserialize;
@@ -100,9 +102,17 @@ pub fn is_deferred_by_default(name: &str) -> bool {
     name != TOOL_SEARCH && (DEFERRED_BUILTINS.contains(&name) || name.starts_with("mcp__"))
 }
 
-/// True when the session's env turns tool search on ([`ENV_ENABLE_TOOL_SEARCH`]).
-pub fn enabled(env: &BTreeMap<String, String>) -> bool {
-    crate::settings::env_flag(env, ENV_ENABLE_TOOL_SEARCH) == Some(true)
+/// From 2.1.304 tool search is on unless [`ENV_ENABLE_TOOL_SEARCH`] turns it off (measured by
+/// `tool-search.off`: 2.1.303 has no ToolSearch, 2.1.304 defers NotebookEdit and the cron tools). Claude
+/// Code does so for a base URL that is not Anthropic's own (first-party sessions kept it off); the lab's
+/// stub is such a URL and the built-in runtime speaks to nothing else, so the profile alone decides.
+pub const TOOL_SEARCH_BY_DEFAULT: Switch =
+    Switch { name: "tool search on by default", since: "2.1.304", probe: "tool-search.off" };
+
+/// True when tool search is on: [`ENV_ENABLE_TOOL_SEARCH`] when the env says yes or no, else the
+/// profile ([`TOOL_SEARCH_BY_DEFAULT`]; off for the reference).
+pub fn enabled(env: &BTreeMap<String, String>, profile: Profile) -> bool {
+    crate::settings::env_flag(env, ENV_ENABLE_TOOL_SEARCH).unwrap_or_else(|| profile.has(&TOOL_SEARCH_BY_DEFAULT))
 }
 
 /// A tool ToolSearch can find: what the last request's pool held.

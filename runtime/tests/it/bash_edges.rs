@@ -159,3 +159,27 @@ async fn the_literal_fork_bomb_is_held_by_the_pids_cgroup_and_leaves_nothing() {
     let (r, _) = bash(&sb, &c, "sh -c 'echo ok'", 10_000).await;
     assert_eq!(r, Ok("ok".to_string()));
 }
+
+/// PIPE-5 (issue 27, item 5): a persisted Bash result's file holds the output as the command wrote it,
+/// its trailing newlines kept, as Claude Code 2.1.235 writes it (measured: `seq 1 10000; echo; echo`
+/// leaves a 48,896-byte file ending `10000\n\n\n`; the runtime wrote the trimmed text, 48,893 bytes);
+/// the model's text is still trimmed.
+#[tokio::test]
+async fn a_persisted_result_is_written_as_the_command_wrote_it() {
+    let sb = Sandbox::new();
+    let rt = sb.start(sb.config()).await;
+    let call = probelab_runtime::pipeline::ToolCall {
+        id: "toolu_persist_1".into(),
+        name: "Bash".into(),
+        input: json!({"command": "seq 1 10000; echo; echo", "description": "over"}),
+    };
+    let result = rt.run_call(&call).await;
+    let text = result.content.as_str().unwrap_or_default().to_string();
+    assert!(text.starts_with("<persisted-output>\nOutput too large (47.7KB)."), "{text}");
+    let path = text.lines().find_map(|l| l.split_once("Full output saved to: ")).map(|(_, p)| p.to_string());
+    let path = path.unwrap_or_else(|| panic!("no path in {text}"));
+    let file = std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    assert_eq!(file.len(), 48_896);
+    assert!(file.ends_with(b"9999\n10000\n\n\n"));
+    probelab_runtime::builtin::shutdown(&rt.ctx).await;
+}

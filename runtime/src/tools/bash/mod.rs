@@ -133,6 +133,11 @@ impl Tool for Bash {
         Some(ctx.shell.tasks.next_id())
     }
 
+    fn persisted_text(&self, ctx: &ToolContext, id: &str, text: &str) -> String {
+        let tail = ctx.session.state::<PersistTails>().take(id);
+        format!("{text}{}", "\n".repeat(tail))
+    }
+
     fn permission_subject(&self, input: &Value, _ctx: &ToolContext) -> PermissionSubject {
         PermissionSubject::Command(input.get("command").and_then(Value::as_str).unwrap_or_default().to_string())
     }
@@ -400,6 +405,21 @@ fn timeout_of(args: &Args) -> Duration {
     Duration::from_millis(ms.min(MAX_TIMEOUT_MS))
 }
 
+/// The trailing newlines a foreground command's output had (trimmed from the result), by tool_use id,
+/// until the pipeline persists the result ([`Bash`]'s `persisted_text`) or the session ends.
+#[derive(Debug, Default)]
+pub struct PersistTails(std::sync::Mutex<std::collections::BTreeMap<String, usize>>);
+
+impl PersistTails {
+    fn put(&self, id: &str, tail: usize) {
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).insert(id.to_string(), tail);
+    }
+
+    fn take(&self, id: &str) -> usize {
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).remove(id).unwrap_or(0)
+    }
+}
+
 async fn foreground(ctx: &ToolContext, args: &Args, sandbox: sandbox::Plan) -> Result<ToolOutput, ToolError> {
     let cwd = shell_cwd(ctx);
     let before = snapshot_reads(ctx);
@@ -467,6 +487,12 @@ async fn foreground(ctx: &ToolContext, args: &Args, sandbox: sandbox::Plan) -> R
     }
     if text.is_empty() {
         text = NO_OUTPUT.to_string();
+    }
+    // PIPE-5: a result the pipeline persists is written as the command wrote it, its trailing newlines
+    // kept (what the reference's file holds: `seq 1 10000; echo; echo` ends `10000\n\n\n` there)
+    let tail = ended.captured.bytes.iter().rev().take_while(|b| **b == b'\n').count();
+    if let (Some(id), true) = (&ctx.call_id, tail > 0 && text == output && text.len() > MAX_RESULT_SIZE_CHARS) {
+        ctx.session.state::<PersistTails>().put(id, tail);
     }
     let data = json!({
         "stdout": output,

@@ -1,0 +1,122 @@
+//! Built-in conformance per version: how close `builtin@V` (the built-in runtime at the version profile
+//! V, `runtime/src/profile.rs`) comes to the real Claude Code V — the share of the probes both ran whose
+//! tool results (texts and `is_error`, in call order) are the same, `probelab diff`'s conformance figure.
+//!
+//! [`measure`] runs the built-in side now and reads the real side from its committed goldens
+//! (`golden/claude-code@V/`): no Claude Code run is needed. A probe whose `requires` are missing on this
+//! host is run on neither side. `probelab conformance --publish` keeps the figures in
+//! `docs/matrix/conformance.json` ([`FILE`]); the matrix's HTML shows them as its "built-in conformance"
+//! row ([`super::report::Matrix::to_html`]).
+
+use crate::lab::{golden_step, run_probe, Layout};
+use crate::probe::Probe;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// The file under `docs/matrix` that keeps the figures.
+pub const FILE: &str = "conformance.json";
+
+/// One version's figure.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Figure {
+    /// Probes both sides ran (the real side's committed goldens, the built-in's run now).
+    pub common: usize,
+    /// Of those, the probes whose tool results are the same.
+    pub same: usize,
+}
+
+impl Figure {
+    /// The share, in whole percent (rounded down: 97.9% is not 98%).
+    pub fn percent(&self) -> usize {
+        (self.same * 100).checked_div(self.common).unwrap_or(100)
+    }
+}
+
+/// Version → figure.
+pub type Table = BTreeMap<String, Figure>;
+
+/// The figures kept under `matrix_dir` (none when the file is not there).
+pub fn read(matrix_dir: &Path) -> Result<Table, String> {
+    let file = matrix_dir.join(FILE);
+    match std::fs::read(&file) {
+        Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| format!("{}: {e}", file.display())),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Table::new()),
+        Err(e) => Err(format!("{}: {e}", file.display())),
+    }
+}
+
+/// The table as the file holds it (sorted by version, a trailing newline).
+pub fn to_json(table: &Table) -> String {
+    serde_json::to_string_pretty(table).unwrap_or_default() + "\n"
+}
+
+/// What one measurement found: the figure, and the probes run on neither side (their requirements
+/// missing here: `bash.sandbox (needs bubblewrap …)`).
+#[derive(Debug, Clone, Default)]
+pub struct Measured {
+    /// The figure.
+    pub figure: Figure,
+    /// Probes left out, with why.
+    pub skipped: Vec<String>,
+    /// The probes whose tool results differ.
+    pub differ: Vec<String>,
+}
+
+/// Runs `builtin@<version>` on every probe of `probes` that the real `version` has a committed golden of
+/// (`<golden>/claude-code@<version>/<probe>.snap`) and compares the tool results ([`Figure`]).
+pub async fn measure(probes: &[Probe], layout: &Layout, version: &str) -> Result<Measured, String> {
+    let real = layout.golden.join(format!("claude-code@{version}"));
+    if !real.is_dir() {
+        return Err(format!("no committed goldens of claude-code@{version} ({})", real.display()));
+    }
+    let subject = format!("builtin@{version}");
+    let id = layout.subjects.parse(&subject)?;
+    let cc = layout.subjects.parse(&format!("claude-code@{version}"))?;
+    let tmp = tempfile::tempdir().map_err(|e| format!("a temp dir: {e}"))?;
+    let run_layout = Layout { golden: tmp.path().to_path_buf(), ..layout.clone() };
+    let mut out = Measured::default();
+    for p in probes {
+        if !p.applies_to(&id) || !real.join(format!("{}.snap", p.id)).is_file() {
+            continue;
+        }
+        if let Some(why) = [&id, &cc].iter().find_map(|s| crate::probe::host::missing(&p.requires_on(s))) {
+            out.skipped.push(format!("{} ({why})", p.id));
+            continue;
+        }
+        let report = run_probe(p, &subject, &run_layout, false).await?;
+        golden_step(&report, &run_layout, true)?;
+    }
+    let unordered = probes
+        .iter()
+        .filter(|p| !p.unordered.is_empty())
+        .map(|p| (p.id.clone(), crate::transcript::diff::unordered_ids(p)))
+        .collect();
+    let mine = tmp.path().join(&subject);
+    if !mine.is_dir() {
+        return Err(format!("{subject}: no probe in common with claude-code@{version}'s goldens"));
+    }
+    let d = crate::transcript::diff::diff_dirs_with(&mine, &real, &layout.blobs(), &unordered)?;
+    out.figure = Figure { common: d.probes.len(), same: d.probes.iter().filter(|p| p.results.is_none()).count() };
+    out.differ = d.probes.iter().filter(|p| p.results.is_some()).map(|p| p.probe.clone()).collect();
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn figures_round_down_and_read_back() {
+        assert_eq!(Figure { common: 92, same: 90 }.percent(), 97);
+        assert_eq!(Figure { common: 92, same: 92 }.percent(), 100);
+        assert_eq!(Figure::default().percent(), 100);
+        let d = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(read(d.path()), Ok(Table::new()));
+        let t = Table::from([("2.1.235".to_string(), Figure { common: 94, same: 94 })]);
+        std::fs::write(d.path().join(FILE), to_json(&t)).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(read(d.path()), Ok(t));
+        std::fs::write(d.path().join(FILE), "[").unwrap_or_else(|e| panic!("{e}"));
+        assert!(read(d.path()).is_err_and(|e| e.contains(FILE)));
+    }
+}
