@@ -13,7 +13,7 @@
 //!   behaviour or outcome changes, the two adjacent versions and what differs; the versions it installed,
 //!   with the time each took.
 //!
-//! - `probelab conformance [--versions A,B] [--publish]`: built-in conformance per version — `builtin@V`
+//! - `probelab profiles [--versions A,B] [--publish]`: built-in conformance per version — `builtin@V`
 //!   run now against the committed goldens of the real V (`golden/claude-code@V/`, every version that
 //!   has them by default), the share of probes with the same tool results; `--publish` keeps the
 //!   figures in `docs/matrix/conformance.json` and regenerates `docs/matrix` (the matrix HTML's
@@ -151,8 +151,9 @@ pub enum Command {
         out: Option<PathBuf>,
     },
     /// Built-in conformance per version: builtin@V run now against the committed goldens of the real V
-    /// (golden/claude-code@V), the share of probes with the same tool results.
-    Conformance {
+    /// (golden/claude-code@V), the share of probes with the same tool results. (`probelab conformance`
+    /// is the table across agents.)
+    Profiles {
         /// Versions, `2.1.235,2.1.333` (default: every version with committed goldens).
         #[arg(long)]
         versions: Option<String>,
@@ -423,7 +424,7 @@ impl Command {
                 }
                 Err(e) => fail(2, &e),
             },
-            Command::Conformance { versions, publish } => {
+            Command::Profiles { versions, publish } => {
                 let probes = match load(probes_dir, &[]) {
                     Ok(p) => p,
                     Err(e) => return fail(2, &e),

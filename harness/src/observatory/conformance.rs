@@ -4,7 +4,7 @@
 //!
 //! [`measure`] runs the built-in side now and reads the real side from its committed goldens
 //! (`golden/claude-code@V/`): no Claude Code run is needed. A probe whose `requires` are missing on this
-//! host is run on neither side. `probelab conformance --publish` keeps the figures in
+//! host is run on neither side. `probelab profiles --publish` keeps the figures in
 //! `docs/matrix/conformance.json` ([`FILE`]); the matrix's HTML shows them as its "built-in conformance"
 //! row ([`super::report::Matrix::to_html`]).
 
