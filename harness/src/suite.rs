@@ -173,7 +173,12 @@ pub async fn run_one(
     if !probe.applies_to(&opts.subject) {
         return skip(format!("not for {}", opts.subject));
     }
-    if let Some(why) = crate::probe::host::missing(&probe.requires_on(&opts.subject)) {
+    if let Some(why) = subject.unsupported(&probe) {
+        return skip(format!("n/a on {}: {why}", opts.subject));
+    }
+    let mut needs = probe.requires_on(&opts.subject);
+    needs.extend(subject.requires());
+    if let Some(why) = crate::probe::host::missing(&needs) {
         return skip(why);
     }
     if !probe.execs.is_empty() && subject.rg_engine(&layout.engine).is_none() {

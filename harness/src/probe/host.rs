@@ -33,6 +33,9 @@ pub const PARTS: &[Part] = &[
     Part { name: "git", what: "git", how: "apt-get install git" },
     Part { name: "npm", what: "npm (Node.js)", how: "apt-get install npm" },
     Part { name: "chromium", what: "headless Chromium", how: "scripts/setup installs it" },
+    Part { name: "rg", what: "ripgrep", how: "scripts/setup builds ripgrep 14.1.1 from crates.io" },
+    Part { name: "fd", what: "fd 10 or newer", how: "scripts/setup builds fd-find 10.2.0 from crates.io" },
+    Part { name: "node", what: "Node.js 20.6 or newer", how: "apt-get install nodejs, or npm's node package" },
     Part { name: "python3:pylsp", what: "python-lsp-server", how: "scripts/setup installs it" },
     Part {
         name: "pids-cgroup",
@@ -123,6 +126,13 @@ fn check(name: &str) -> Option<String> {
                 needs("")
             }
         }
+        "rg" | "fd" | "node" => {
+            if locate(name).is_some() {
+                None
+            } else {
+                needs("")
+            }
+        }
         command => {
             if on_path(command).is_some() {
                 None
@@ -146,6 +156,52 @@ pub fn python() -> PathBuf {
     }
 }
 
+/// Where the lab finds a program agents need (`rg`, `fd` ≥ 10, `node` ≥ 20.6): what `scripts/setup`
+/// installed into the cache (`$PROBELAB_RG` for rg), else PATH, if its `--version` is recent enough.
+pub fn locate(name: &str) -> Option<PathBuf> {
+    static SEEN: OnceLock<Mutex<HashMap<String, Option<PathBuf>>>> = OnceLock::new();
+    let seen = SEEN.get_or_init(Mutex::default);
+    if let Some(known) = seen.lock().ok().and_then(|m| m.get(name).cloned()) {
+        return known;
+    }
+    let cache = crate::versions::cache_root();
+    let (candidates, least): (Vec<PathBuf>, (u64, u64)) = match name {
+        "rg" => (
+            std::env::var_os("PROBELAB_RG")
+                .map(PathBuf::from)
+                .into_iter()
+                .chain([cache.join("ripgrep-14.1.1/bin/rg")])
+                .chain(on_path("rg"))
+                .collect(),
+            (13, 0),
+        ),
+        "fd" => (
+            [cache.join("fd-10.2.0/bin/fd")].into_iter().chain(on_path("fd")).chain(on_path("fdfind")).collect(),
+            (10, 0),
+        ),
+        "node" => (on_path("node").into_iter().collect(), (20, 6)),
+        _ => (Vec::new(), (0, 0)),
+    };
+    let found = candidates.into_iter().find(|p| is_executable(p) && version_of(p).is_some_and(|v| v >= least));
+    if let Ok(mut m) = seen.lock() {
+        m.insert(name.to_string(), found.clone());
+    }
+    found
+}
+
+/// The (major, minor) a program's `--version` prints first (`ripgrep 14.1.1`, `fd 10.2.0`, `v20.20.2`).
+fn version_of(program: &Path) -> Option<(u64, u64)> {
+    let out = std::process::Command::new(program).arg("--version").stdin(std::process::Stdio::null()).output().ok()?;
+    parse_version(&String::from_utf8_lossy(&out.stdout))
+}
+
+/// The first (major, minor) of a `--version` text.
+fn parse_version(text: &str) -> Option<(u64, u64)> {
+    let word = text.split_whitespace().find(|w| w.trim_start_matches('v').starts_with(|c: char| c.is_ascii_digit()))?;
+    let mut parts = word.trim_start_matches('v').split('.').map(|p| p.parse::<u64>().ok());
+    Some((parts.next()??, parts.next().flatten().unwrap_or(0)))
+}
+
 /// Where `command` is on PATH (an executable file), if anywhere.
 pub fn on_path(command: &str) -> Option<PathBuf> {
     let path = std::env::var_os("PATH")?;
@@ -166,6 +222,15 @@ mod tests {
         assert_eq!(lookup("probelab-no-such-command"), Some("needs probelab-no-such-command (not installed)".into()));
         assert_eq!(lookup("sh"), None);
         assert!(valid_name("python3:pylsp") && valid_name("bwrap") && !valid_name("a b") && !valid_name("python3:"));
+    }
+
+    #[test]
+    fn versions_are_read_from_what_the_programs_print() {
+        assert_eq!(parse_version("fdfind 8.6.0\n"), Some((8, 6)));
+        assert_eq!(parse_version("ripgrep 14.1.1\n\nfeatures:+pcre2"), Some((14, 1)));
+        assert_eq!(parse_version("v20.20.2\n"), Some((20, 20)));
+        assert_eq!(parse_version("no digits"), None);
+        assert!(locate("probelab-no-such-part").is_none());
     }
 
     #[test]

@@ -101,6 +101,16 @@ pub trait Subject: Send + Sync {
     fn confined_whole(&self) -> bool {
         true
     }
+    /// Why the probe cannot be put to this subject (it is n/a there), if it cannot: a tool call its
+    /// dialect has no counterpart for, a Claude Code setting it does not read ([`super::dialect`]).
+    fn unsupported(&self, _probe: &Probe) -> Option<String> {
+        None
+    }
+    /// The host parts the subject itself needs (`rg`, `fd`, `node`: [`crate::probe::host`]); a probe is
+    /// skipped where one is missing, saying which.
+    fn requires(&self) -> Vec<String> {
+        Vec::new()
+    }
     /// Whether the run starts the artifact service for it when the probe turns the Artifact tool on.
     fn serves_artifact(&self) -> bool {
         false
@@ -137,6 +147,10 @@ pub struct Registration {
     pub usage: &'static str,
     /// One line about it.
     pub about: &'static str,
+    /// The subject whose probes it runs because it speaks its tools (`claude-code`, through a dialect).
+    pub speaks: Option<&'static str>,
+    /// The version the conformance table runs it at (`probelab conformance`).
+    pub pinned: Option<&'static str>,
     /// Set-up: an install, a lease on it.
     pub prepare: fn(&SubjectId) -> Result<Arc<dyn Subject>, String>,
 }

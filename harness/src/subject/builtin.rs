@@ -22,6 +22,8 @@ pub const REGISTRATION: Registration = Registration {
     versioned: super::api::Versioned::Optional { check: |v| Profile::at(v).map(drop).map_err(|e| e.to_string()) },
     usage: "builtin[@V]",
     about: "the embedded Rust runtime (default); @V: behaving as Claude Code V (version profiles)",
+    speaks: None,
+    pinned: None,
     prepare: |id| {
         profile_of(id)?;
         Ok(Arc::new(Builtin { id: id.clone() }))

@@ -90,6 +90,8 @@ pub const REGISTRATION: super::api::Registration = super::api::Registration {
     versioned: super::api::Versioned::Required,
     usage: "claude-code@V",
     about: "the Claude Code CLI at version V, installed from npm into the cache (`probelab versions`)",
+    speaks: None,
+    pinned: None,
     prepare: |id| {
         let v = id.version.as_deref().ok_or_else(|| format!("{id}: Claude Code needs a version"))?;
         Ok(std::sync::Arc::new(install(v)?))

@@ -6,18 +6,24 @@
 //! - [`builtin`]: the embedded runtime (probelab-runtime) through its agent loop;
 //! - [`claude_code`]: the Claude Code CLI by version, installed from npm into the cache;
 //! - [`command`]: any program the project names (`[subjects.NAME] command = [...]`);
+//! - [`opencode`], [`pi`]: third-party agents by version from npm ([`agent`]: what they share), their
+//!   tools put in Claude Code's terms by a [`dialect`] (`harness/dialects/<agent>.toml`);
 //! - [`process`]: what every process subject shares — one spawn hook, the deadline, the kill of its tree;
 //! - [`exec`]: exec probes, which run a command (the subject's search engine as `rg`) and record it.
 //!
 //! A subject is named by a [`SubjectId`] ([`id`]), parsed once from the command line by [`Registry::parse`]:
 //! an unknown name is an error listing the subjects there are.
 
+pub mod agent;
 pub mod api;
 pub mod builtin;
 pub mod claude_code;
 pub mod command;
+pub mod dialect;
 pub mod exec;
 pub mod id;
+pub mod opencode;
+pub mod pi;
 pub mod process;
 
 pub use api::{
@@ -29,7 +35,8 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 /// The registered kinds. Adding a subject: a module implementing [`Subject`] and a line here.
-pub const REGISTERED: &[Registration] = &[builtin::REGISTRATION, claude_code::REGISTRATION];
+pub const REGISTERED: &[Registration] =
+    &[builtin::REGISTRATION, claude_code::REGISTRATION, opencode::REGISTRATION, pi::REGISTRATION];
 
 /// The subjects a project has: the registered kinds and its command subjects (`probelab.toml`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -66,13 +73,14 @@ impl Registry {
                     check(v).map_err(|e| format!("subject {s:?}: {e}"))?;
                 }
                 if !matches!(r.versioned, Versioned::No) && id::valid_version(v) {
-                    return Ok(SubjectId { kind: r.kind, name: r.kind.into(), version: Some(v.into()), dialect: None });
+                    let dialect = r.speaks.map(str::to_string);
+                    return Ok(SubjectId { kind: r.kind, name: r.kind.into(), version: Some(v.into()), dialect });
                 }
                 if !matches!(r.versioned, Versioned::No) {
                     return Err(format!(
                         "subject {s:?}: {v:?} is not a version (write e.g. {}@{})",
                         r.kind,
-                        id::REFERENCE_VERSION
+                        r.pinned.unwrap_or(id::REFERENCE_VERSION)
                     ));
                 }
             }

@@ -28,6 +28,9 @@
 //!   recently used versions are evicted until the cache plus one install fits. A version in use (its lock
 //!   cannot be taken) and the version being installed are never evicted. A cap below one install is an
 //!   error before anything is downloaded. Only the Claude Code installs count, not the rest of the cache.
+//! - **Other kinds** ([`Kind`]): a third-party agent's installs (`--subject opencode@V`) live the same
+//!   way under `<cache>/<kind.dir>/` (its program hashed and checked like the binary, its own locks);
+//!   `PROBELAB_CACHE_MAX` caps each kind's directory on its own.
 
 use super::catalogue::{Catalogue, Refresh, FIRST_LINUX_X64};
 use super::error::VersionError;
@@ -51,7 +54,37 @@ pub const DEFAULT_INSTALL_SIZE: u64 = 405_000_000;
 /// How long `claude --version` may take.
 const VERSION_DEADLINE: Duration = Duration::from_secs(60);
 
-/// The install cache of Claude Code versions.
+/// What a cache keeps installs of: an npm package by version, the file that is its program (hashed,
+/// checked for integrity at each use) and what that program's `--version` prints. Claude Code's is
+/// [`CLAUDE_CODE`]; a third-party agent's subject declares its own (`subject::opencode::PACKAGE`).
+#[derive(Debug, PartialEq, Eq)]
+pub struct Kind {
+    /// Its directory under the cache root (`claude-code`, `opencode`).
+    pub dir: &'static str,
+    /// The npm package installed (`@anthropic-ai/claude-code`, `opencode-ai`).
+    pub package: &'static str,
+    /// The program inside an install directory (`node_modules/<pkg>/bin/x`): hashed and checked.
+    pub program: &'static str,
+    /// What `PROGRAM --version` prints (`{v}` is the version): `{v} (Claude Code)`, `{v}`.
+    pub version_line: &'static str,
+    /// The size one install is taken to need when the cache holds none larger (measured).
+    pub install_size: u64,
+    /// Claude Code's own rules apply: its catalogue (versions without a linux-x64 binary are refused
+    /// before a download) and its platform package as the fallback.
+    pub claude_code: bool,
+}
+
+/// Claude Code: its native binary from the linux-x64 platform package.
+pub const CLAUDE_CODE: Kind = Kind {
+    dir: "claude-code",
+    package: PACKAGE,
+    program: "node_modules/@anthropic-ai/claude-code-linux-x64/claude",
+    version_line: "{v} (Claude Code)",
+    install_size: DEFAULT_INSTALL_SIZE,
+    claude_code: true,
+};
+
+/// The install cache of one [`Kind`] (Claude Code's by default).
 #[derive(Debug, Clone)]
 pub struct Cache {
     root: PathBuf,
@@ -59,6 +92,7 @@ pub struct Cache {
     npm: Npm,
     cap: Option<u64>,
     install_size: Option<u64>,
+    kind: &'static Kind,
 }
 
 /// What an install's metadata file says.
@@ -144,14 +178,24 @@ enum State {
 impl Cache {
     /// The cache under a cache root (`<root>/claude-code`), with a given npm, no cap.
     pub fn new(cache_root: impl Into<PathBuf>, npm: Npm) -> Cache {
+        Cache::of(&CLAUDE_CODE, cache_root, npm)
+    }
+
+    /// The cache of `kind`'s installs under a cache root (`<root>/<kind.dir>`), with a given npm, no cap.
+    pub fn of(kind: &'static Kind, cache_root: impl Into<PathBuf>, npm: Npm) -> Cache {
         let root = cache_root.into();
-        let dir = root.join("claude-code");
-        Cache { root, dir, npm, cap: None, install_size: None }
+        let dir = root.join(kind.dir);
+        Cache { root, dir, npm, cap: None, install_size: None, kind }
     }
 
     /// The cache as the environment sets it: `subject::claude_code::cache_root()`, `$PROBELAB_NPM`,
     /// `$PROBELAB_CACHE_MAX`.
     pub fn from_env() -> Result<Cache, VersionError> {
+        Cache::from_env_of(&CLAUDE_CODE)
+    }
+
+    /// [`Cache::from_env`] for another kind of install (its cap is its own directory's).
+    pub fn from_env_of(kind: &'static Kind) -> Result<Cache, VersionError> {
         let cap = match std::env::var("PROBELAB_CACHE_MAX") {
             Ok(s) if !s.trim().is_empty() => Some(
                 size::parse(&s)
@@ -159,7 +203,7 @@ impl Cache {
             ),
             _ => None,
         };
-        Ok(Cache::new(super::package::cache_root(), Npm::from_env()).with_cap(cap))
+        Ok(Cache::of(kind, super::package::cache_root(), Npm::from_env()).with_cap(cap))
     }
 
     /// With a size cap in bytes (None: none).
@@ -190,6 +234,19 @@ impl Cache {
         &self.dir
     }
 
+    /// What it keeps installs of.
+    pub fn kind(&self) -> &'static Kind {
+        self.kind
+    }
+
+    fn package(&self) -> &'static str {
+        if self.kind.claude_code {
+            PLATFORM_PACKAGE
+        } else {
+            self.kind.package
+        }
+    }
+
     /// The npm it installs with.
     pub fn npm(&self) -> &Npm {
         &self.npm
@@ -197,7 +254,7 @@ impl Cache {
 
     /// Where a version's binary is (installed or not).
     pub fn binary_path(&self, version: &Version) -> PathBuf {
-        binary_in(&self.dir.join(version.to_string()))
+        self.binary_in(&self.dir.join(version.to_string()))
     }
 
     /// The version, installed if it is not (or repaired, or adopted), held shared for the caller's run;
@@ -334,6 +391,11 @@ impl Cache {
         }
     }
 
+    /// The program inside a version's install directory.
+    fn binary_in(&self, dir: &Path) -> PathBuf {
+        dir.join(self.kind.program)
+    }
+
     fn lock_path(&self, version: &Version) -> PathBuf {
         self.dir.join(".locks").join(format!("{version}.lock"))
     }
@@ -361,10 +423,10 @@ impl Cache {
     ) -> Result<Installed, VersionError> {
         let dir = self.dir.join(version.to_string());
         meta.last_used = jiff::Timestamp::now();
-        write_metadata(&dir, &meta)?;
+        write_metadata(&dir, &meta, self.package())?;
         Ok(Installed {
             version: version.clone(),
-            binary: binary_in(&dir),
+            binary: self.binary_in(&dir),
             sha256: meta.sha256,
             binary_size: meta.binary_size,
             installed_now,
@@ -381,7 +443,7 @@ impl Cache {
         if !dir.is_dir() {
             return Ok(State::Missing);
         }
-        let binary = binary_in(&dir);
+        let binary = self.binary_in(&dir);
         let Ok(stat) = std::fs::metadata(&binary) else {
             return Ok(State::Corrupt(format!("{} is missing", binary.display())));
         };
@@ -401,7 +463,7 @@ impl Cache {
                 return Ok(State::Corrupt(format!("the binary's SHA-256 is {sha}, was {}", meta.sha256)));
             }
             meta.binary_mtime_ns = mtime;
-            write_metadata(&dir, &meta)?;
+            write_metadata(&dir, &meta, self.package())?;
         }
         Ok(State::Ready(meta))
     }
@@ -409,8 +471,8 @@ impl Cache {
     /// Adopts an install without metadata (the caller holds the lock exclusive).
     fn adopt(&self, version: &Version) -> Result<Metadata, VersionError> {
         let dir = self.dir.join(version.to_string());
-        let binary = binary_in(&dir);
-        check_version_output(&binary, version)?;
+        let binary = self.binary_in(&dir);
+        check_version_output(&binary, version, self.kind)?;
         let stat = std::fs::metadata(&binary).map_err(|e| VersionError::io("read", &binary, e))?;
         let installed_at =
             stat.modified().ok().and_then(|t| jiff::Timestamp::try_from(t).ok()).unwrap_or_else(jiff::Timestamp::now);
@@ -423,7 +485,7 @@ impl Cache {
             installed_at,
             last_used: jiff::Timestamp::now(),
         };
-        write_metadata(&dir, &meta)?;
+        write_metadata(&dir, &meta, self.package())?;
         Ok(meta)
     }
 
@@ -432,14 +494,18 @@ impl Cache {
     fn install(&self, version: &Version) -> Result<Vec<Version>, VersionError> {
         // the catalogue (cached, or asked of npm once a day) names an unknown version or one without
         // the binary before anything is downloaded; without it (offline), npm's answer tells
-        let catalogue = Catalogue::load(&self.root, &self.npm, Refresh::default()).ok().map(|(c, _)| c);
+        let catalogue = if self.kind.claude_code {
+            Catalogue::load(&self.root, &self.npm, Refresh::default()).ok().map(|(c, _)| c)
+        } else {
+            None
+        };
         if let Some(c) = &catalogue {
             if c.get(version).is_some_and(|p| !p.linux_x64) {
                 return Err(c.no_linux_x64(version));
             }
         }
         let need = self.install_size.unwrap_or_else(|| {
-            self.list().ok().and_then(|l| l.iter().map(|e| e.disk_size).max()).unwrap_or(0).max(DEFAULT_INSTALL_SIZE)
+            self.list().ok().and_then(|l| l.iter().map(|e| e.disk_size).max()).unwrap_or(0).max(self.kind.install_size)
         });
         let mut evicted = Vec::new();
         if let Some(cap) = self.cap {
@@ -471,9 +537,13 @@ impl Cache {
         // without a catalogue, the main package is asked first and the platform package when npm says the
         // main package has no such version
         let platform_only = catalogue.as_ref().and_then(|c| c.get(version)).is_some_and(|p| p.platform_only);
-        let packages: &[&str] = if platform_only { &[PLATFORM_PACKAGE] } else { &[PACKAGE, PLATFORM_PACKAGE] };
+        let packages: &[&str] = match (self.kind.claude_code, platform_only) {
+            (false, _) => &[self.kind.package],
+            (true, true) => &[PLATFORM_PACKAGE],
+            (true, false) => &[PACKAGE, PLATFORM_PACKAGE],
+        };
         let mut ran = Err(VersionError::BadInstall { version: version.to_string(), reason: "not tried".into() });
-        let mut installed_from = PACKAGE;
+        let mut installed_from = self.kind.package;
         for package in packages {
             installed_from = package;
             ran = self.npm_install(tmp.path(), npm_cache.path(), package, version);
@@ -488,7 +558,7 @@ impl Cache {
             if says_no_such_version(&e) {
                 return Err(VersionError::UnknownVersion {
                     version: version.to_string(),
-                    package: PACKAGE,
+                    package: self.kind.package,
                     nearest: catalogue
                         .map(|c| c.nearest(version).iter().map(Version::to_string).collect())
                         .unwrap_or_default(),
@@ -496,7 +566,13 @@ impl Cache {
             }
             return Err(e);
         }
-        let binary = binary_in(tmp.path());
+        let binary = self.binary_in(tmp.path());
+        if !binary.is_file() && !self.kind.claude_code {
+            return Err(VersionError::BadInstall {
+                version: version.to_string(),
+                reason: format!("npm installed {installed_from}@{version} but {} is missing", binary.display()),
+            });
+        }
         if !binary.is_file() && installed_from == PACKAGE {
             let wrapper = tmp.path().join("node_modules").join(PACKAGE).join("package.json");
             let depends = std::fs::read_to_string(&wrapper)
@@ -533,7 +609,7 @@ impl Cache {
                 reason: format!("npm installed {PLATFORM_PACKAGE}@{version} but {} is missing", binary.display()),
             });
         }
-        check_version_output(&binary, version)?;
+        check_version_output(&binary, version, self.kind)?;
         let stat = std::fs::metadata(&binary).map_err(|e| VersionError::io("read", &binary, e))?;
         let now = jiff::Timestamp::now();
         let meta = Metadata {
@@ -545,9 +621,12 @@ impl Cache {
             installed_at: now,
             last_used: now,
         };
-        let meta = Metadata { disk_size: files::dir_size(tmp.path()) + metadata_json(&meta).len() as u64, ..meta };
+        let meta = Metadata {
+            disk_size: files::dir_size(tmp.path()) + metadata_json(&meta, self.package()).len() as u64,
+            ..meta
+        };
         // the metadata last, then the one step that makes it an install
-        write_metadata(tmp.path(), &meta)?;
+        write_metadata(tmp.path(), &meta, self.package())?;
         let dest = self.dir.join(version.to_string());
         // tempfile makes it 0700; an install is read by whoever runs probes
         use std::os::unix::fs::PermissionsExt;
@@ -661,35 +740,34 @@ fn try_exclusive(lock: &File) -> Result<(), TryLockError> {
     }
 }
 
-/// The native binary inside a version's install directory.
-fn binary_in(dir: &Path) -> PathBuf {
-    dir.join("node_modules").join(PLATFORM_PACKAGE).join("claude")
-}
-
 fn mtime_ns(stat: &std::fs::Metadata) -> u128 {
     stat.modified().ok().and_then(|t| t.duration_since(UNIX_EPOCH).ok()).map(|d| d.as_nanos()).unwrap_or(0)
 }
 
 /// `claude --version` prints `<V> (Claude Code)`, or the install is not that version.
-fn check_version_output(binary: &Path, version: &Version) -> Result<(), VersionError> {
+fn check_version_output(binary: &Path, version: &Version, kind: &Kind) -> Result<(), VersionError> {
     let cwd = binary.parent().unwrap_or(Path::new("/"));
     let bad = |reason: String| VersionError::BadInstall { version: version.to_string(), reason };
     let ran = run_captured(binary.as_os_str(), &["--version".as_ref()], cwd, VERSION_DEADLINE)
         .map_err(|e| bad(format!("cannot run {} --version: {e}", binary.display())))?;
-    let want = format!("{version} (Claude Code)");
+    let want = kind.version_line.replace("{v}", &version.to_string());
+    // pi prints its version on stderr
+    let printed = if ran.stdout.trim().is_empty() { ran.stderr.trim() } else { ran.stdout.trim() };
     match ran.status {
-        Ok(()) if ran.stdout.trim() == want => Ok(()),
-        Ok(()) => Err(bad(format!("`claude --version` printed {:?}, not {want:?}", ran.stdout.trim()))),
-        Err(status) => {
-            Err(bad(format!("`claude --version` failed ({status}): {}", ran.stderr.lines().last().unwrap_or_default())))
-        }
+        Ok(()) if printed == want => Ok(()),
+        Ok(()) => Err(bad(format!("`{} --version` printed {printed:?}, not {want:?}", kind.dir))),
+        Err(status) => Err(bad(format!(
+            "`{} --version` failed ({status}): {}",
+            kind.dir,
+            ran.stderr.lines().last().unwrap_or_default()
+        ))),
     }
 }
 
-fn metadata_json(m: &Metadata) -> String {
+fn metadata_json(m: &Metadata, package: &str) -> String {
     let v = serde_json::json!({
         "version": m.version.to_string(),
-        "package": PLATFORM_PACKAGE,
+        "package": package,
         "sha256": m.sha256,
         "binary_size": m.binary_size,
         "binary_mtime_ns": m.binary_mtime_ns.to_string(),
@@ -700,8 +778,8 @@ fn metadata_json(m: &Metadata) -> String {
     serde_json::to_string_pretty(&v).unwrap_or_default() + "\n"
 }
 
-fn write_metadata(dir: &Path, m: &Metadata) -> Result<(), VersionError> {
-    files::write_atomic(&dir.join(METADATA), metadata_json(m).as_bytes())
+fn write_metadata(dir: &Path, m: &Metadata, package: &str) -> Result<(), VersionError> {
+    files::write_atomic(&dir.join(METADATA), metadata_json(m, package).as_bytes())
 }
 
 /// The metadata of an install directory, if it has readable metadata.

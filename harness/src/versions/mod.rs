@@ -79,7 +79,9 @@ mod npm;
 pub mod size;
 mod spec;
 
-pub use cache::{read_metadata, Cache, Entry, Installed, Lease, Metadata, DEFAULT_INSTALL_SIZE, METADATA};
+pub use cache::{
+    read_metadata, Cache, Entry, Installed, Kind, Lease, Metadata, CLAUDE_CODE, DEFAULT_INSTALL_SIZE, METADATA,
+};
 pub use catalogue::{human_age, Catalogue, Freshness, Published, Refresh, FIRST_LINUX_X64, MAX_AGE};
 pub use error::VersionError;
 pub use files::write_atomic as write_file_atomic;

@@ -1,0 +1,199 @@
+//! What the third-party agents share: an npm package installed by version into the cache (the install
+//! cache of [`crate::versions`]: atomic installs, locks, the program's SHA-256 checked at each use, the
+//! cap and LRU eviction; `npm install --ignore-scripts`, so no install script of the package or its
+//! dependencies runs), its tools put in Claude Code's terms by its [`Dialect`], and one run per probe:
+//!
+//! - confined like every subject ([`crate::confine`]: bubblewrap, the host read-only, only the probe's
+//!   sandbox writable, no network but the stub), a clean environment (`PATH` with the cache's `rg` / `fd`
+//!   first, `HOME` and `TMPDIR` in the sandbox, `LANG`, a dummy key, what the agent's module adds, then
+//!   the probe's `[env]`), its configuration written into the sandbox's HOME or cwd by its module;
+//! - killed with everything it started at the deadline or at the record's cap ([`super::process`]);
+//!   exit 0 ends the conversation, any other exit is a failed run with its stderr's last lines.
+//!
+//! A probe the agent cannot be given is n/a there with the reason ([`Agent::unsupported`]): a tool call
+//! its dialect has no counterpart for, or Claude Code's own configuration (settings, MCP servers,
+//! plugins, command-line options other than `--model`), which the agent does not read.
+//!
+//! An agent is a module (`opencode.rs`, `pi.rs`) with an [`AgentSpec`] and a [`super::Registration`]
+//! made by [`registration`]-style constants, and its line in [`super::REGISTERED`].
+
+use super::api::{Conversation, Ended, RunEnd, Subject};
+use super::dialect::Dialect;
+use super::id::SubjectId;
+use crate::probe::Probe;
+use futures_util::future::LocalBoxFuture;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// The key every agent is given (the record redacts keys anyway; the stub is its only endpoint).
+pub const DUMMY_KEY: &str = "sk-ant-probelab-fake-key";
+
+/// What the lab gives an agent's module to start one run with.
+pub struct Start<'a> {
+    /// The conversation (probe, sandbox, stub, deadline).
+    pub c: &'a Conversation<'a>,
+    /// The installed program (its SHA-256 is the subject's).
+    pub program: &'a std::path::Path,
+    /// The stub's root without a trailing slash (`http://127.0.0.1:PORT`).
+    pub base_url: String,
+}
+
+/// The argv after the program, and the environment added to the lab's clean base.
+pub type Launched = (Vec<String>, Vec<(String, String)>);
+
+/// How an agent's module starts it ([`Launched`]); it writes its configuration files into the sandbox
+/// itself.
+pub type Launch = fn(&Start<'_>) -> Result<Launched, String>;
+
+/// One third-party agent.
+pub struct AgentSpec {
+    /// Its kind, also its name (`opencode`).
+    pub kind: &'static str,
+    /// Its npm package, its program and version line.
+    pub install: &'static crate::versions::Kind,
+    /// Its dialect file's text and name.
+    pub dialect: (&'static str, &'static str),
+    /// The host parts it needs (`rg`, `fd`, `node`).
+    pub requires: &'static [&'static str],
+    /// Starts it.
+    pub launch: Launch,
+}
+
+/// An installed agent, held (its lease keeps the install from eviction while it lives).
+pub struct Agent {
+    id: SubjectId,
+    spec: &'static AgentSpec,
+    version: String,
+    program: PathBuf,
+    sha256: String,
+    dialect: Dialect,
+    _lease: crate::versions::Lease,
+}
+
+impl Agent {
+    /// Installs (or finds in the cache) the agent at the id's version.
+    pub fn prepare(spec: &'static AgentSpec, id: &SubjectId) -> Result<Arc<dyn Subject>, String> {
+        let v = id.version.as_deref().ok_or_else(|| format!("{id}: {} needs a version", spec.kind))?;
+        let version = semver::Version::parse(v).map_err(|e| format!("{id}: not a version ({e})"))?;
+        let dialect = Dialect::parse(spec.dialect.0, spec.dialect.1)?;
+        let cache = crate::versions::Cache::from_env_of(spec.install).map_err(|e| e.to_string())?;
+        let installed = cache.ensure(&version).map_err(|e| format!("{}@{v}: {e}", spec.kind))?;
+        Ok(Arc::new(Agent {
+            id: id.clone(),
+            spec,
+            version: v.to_string(),
+            program: installed.binary,
+            sha256: installed.sha256,
+            dialect,
+            _lease: installed.lease,
+        }))
+    }
+
+    /// Its dialect.
+    pub fn dialect(&self) -> &Dialect {
+        &self.dialect
+    }
+}
+
+/// Why a probe cannot be put to an agent speaking `dialect`, if it cannot (see the module doc).
+pub fn unsupported(dialect: &Dialect, probe: &Probe) -> Option<String> {
+    if probe.settings != probelab_runtime::settings::Settings::default() {
+        return Some(format!("the probe sets Claude Code's settings, which {} does not read", dialect.agent));
+    }
+    if !probe.mcp_servers.is_empty() {
+        return Some("the probe's MCP servers are given to Claude Code's --mcp-config".into());
+    }
+    if !probe.plugins.is_empty() {
+        return Some("the probe's plugins are Claude Code's".into());
+    }
+    let args = &probe.subject.claude_code.args;
+    let mut i = 0;
+    while i < args.len() {
+        if args[i] == "--model" {
+            i += 2;
+            continue;
+        }
+        return Some(format!("the probe gives Claude Code the option {}", args[i]));
+    }
+    dialect.unsupported(&probe.script)
+}
+
+impl Subject for Agent {
+    fn id(&self) -> &SubjectId {
+        &self.id
+    }
+
+    fn description(&self) -> String {
+        format!("subject {} {}, program sha256 {}", self.spec.kind, self.version, self.sha256)
+    }
+
+    fn adjust_script(&self, script: &mut stub_messages::Script) {
+        self.dialect.translate(script);
+    }
+
+    fn unsupported(&self, probe: &Probe) -> Option<String> {
+        unsupported(&self.dialect, probe)
+    }
+
+    fn requires(&self) -> Vec<String> {
+        self.spec.requires.iter().map(|r| r.to_string()).collect()
+    }
+
+    fn converse<'a>(&'a self, c: Conversation<'a>) -> LocalBoxFuture<'a, Result<Ended, String>> {
+        Box::pin(async move {
+            let sb = c.sandbox;
+            let tmp = sb.root.join("tmp");
+            std::fs::create_dir_all(&tmp).map_err(|e| format!("cannot create {}: {e}", tmp.display()))?;
+            let start = Start { c: &c, program: &self.program, base_url: c.base_url.trim_end_matches('/').to_string() };
+            let (args, env) = (self.spec.launch)(&start)?;
+            // the programs it needs first on its PATH (the cache's rg and fd, node), then the lab's
+            let dirs =
+                self.spec.requires.iter().filter_map(|r| crate::probe::host::locate(r)?.parent().map(PathBuf::from));
+            let path =
+                std::env::join_paths(dirs.chain(std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())))
+                    .map_err(|e| format!("PATH: {e}"))?;
+            let mut cmd = probelab_runtime::confine::command(c.confine.as_ref(), &self.program, &args, &sb.cwd);
+            cmd.env_clear()
+                .env("PATH", path)
+                .env("HOME", &sb.home)
+                .env("LANG", "C.UTF-8")
+                .env("TMPDIR", &tmp)
+                .env("ANTHROPIC_API_KEY", DUMMY_KEY)
+                .envs(env)
+                .envs(&c.probe.env);
+            let name = self.id.to_string();
+            let ended = super::process::run(cmd, &name, c.until, c.stop).await?;
+            let end = match (ended.stopped, ended.timed_out, ended.code, ended.signal) {
+                (true, ..) => RunEnd::cap_passed(),
+                (_, true, ..) => RunEnd::Failed(format!(
+                    "{name} passed the deadline of {}s: killed, with everything it started",
+                    c.probe.deadline_secs
+                )),
+                (_, _, Some(0), _) => RunEnd::Finished,
+                (_, _, Some(code), _) => {
+                    RunEnd::Failed(format!("{name} exited with {code}; its stderr ends:\n{}", ended.stderr_tail(5)))
+                }
+                (_, _, None, sig) => RunEnd::Failed(format!(
+                    "{name} was ended by signal {}; its stderr ends:\n{}",
+                    sig.unwrap_or(0),
+                    ended.stderr_tail(5)
+                )),
+            };
+            let artefact = serde_json::json!({
+                "exit": ended.code, "signal": ended.signal, "timed_out": ended.timed_out,
+                "stdout": ended.stdout, "stderr": ended.stderr,
+            });
+            let lifetime = (ended.spawned, ended.exited);
+            Ok(Ended { end, within_deadline: !ended.timed_out, artefact: Some(artefact), lifetime })
+        })
+    }
+}
+
+/// Writes `text` at `dir/rel` (its directories made).
+pub fn write_config(dir: &std::path::Path, rel: &str, text: &str) -> Result<(), String> {
+    let path = dir.join(rel);
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent).map_err(|e| format!("{}: {e}", parent.display()))?;
+    }
+    std::fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))
+}
