@@ -21,6 +21,10 @@ pub struct Verdict {
     pub skipped: bool,
     /// The failed text assertions with the whole texts compared (`detail` shows them cut).
     pub compared: Vec<Compared>,
+    /// For a check of Claude Code's wording (a result's texts, a request), whether its semantic part
+    /// (a result's `is_error`) held; None: the check is semantic as a whole (its `pass` says). The
+    /// conformance table tells a subject that does the same in other words from one that does not.
+    pub semantic: Option<bool>,
 }
 
 /// A failed text assertion of a check, with the whole texts: `--json` gives them as fields and `--keep`
@@ -74,6 +78,7 @@ impl Verdict {
             },
             skipped: false,
             compared: fails.compared,
+            semantic: None,
         }
     }
 
@@ -86,6 +91,7 @@ impl Verdict {
             detail: String::new(),
             skipped: true,
             compared: Vec::new(),
+            semantic: None,
         }
     }
 
@@ -275,14 +281,23 @@ pub fn evaluate(probe: &Probe, index: usize, view: &View<'_>, sb: &Sandbox) -> V
     let (c, line, _) = &probe.checks[index];
     let mut fails = Fails::default();
     let target;
+    // the check's semantic part, when it is a check of wording (see `Verdict::semantic`)
+    let mut semantic = None;
+    if is_wording(c) {
+        semantic = Some(true);
+    }
     if let Some(n) = c.result_n {
         target = target_of(c);
         match view.result(n) {
-            None => fails.push(format!("no tool_result answers scripted tool_use {n} in any request")),
+            None => {
+                semantic = semantic.map(|_| false);
+                fails.push(format!("no tool_result answers scripted tool_use {n} in any request"))
+            }
             Some(block) => {
                 let is_error = block.get("is_error") == Some(&Value::Bool(true));
                 if let Some(want) = c.is_error {
                     if want != is_error {
+                        semantic = semantic.map(|_| false);
                         fails.push(format!(
                             "expected is_error = {want}, got {is_error}\ncontent:\n{}",
                             result_text(&block)
@@ -393,7 +408,48 @@ pub fn evaluate(probe: &Probe, index: usize, view: &View<'_>, sb: &Sandbox) -> V
         target = "nothing".into();
         fails.push("check has no target".into());
     }
-    Verdict::of_check(probe, index, *line, &target, c.about.as_deref(), fails)
+    let mut v = Verdict::of_check(probe, index, *line, &target, c.about.as_deref(), fails);
+    v.semantic = semantic;
+    v
+}
+
+/// Whether a check is one of Claude Code's wording (its `kind`, else: a result's text assertions, a
+/// request check); its `is_error` stays semantic.
+pub fn is_wording(c: &Check) -> bool {
+    match c.kind.as_deref() {
+        Some(k) => k == "wording",
+        None => c.request.is_some() || (c.result.is_some() && has_text_assertions(c)),
+    }
+}
+
+/// Whether a check asserts a text (`equals`, `contains`, `not_contains`, `matches`, `json`).
+fn has_text_assertions(c: &Check) -> bool {
+    c.equals.is_some() || c.contains.is_some() || c.not_contains.is_some() || c.matches.is_some() || !c.json.is_empty()
+}
+
+/// A run's standing on the semantic checks and on all of them (the conformance table's cell): every
+/// check passed; every semantic check (and the semantic part of every wording check) passed but some
+/// wording did not; or a semantic check failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Standing {
+    /// Every check and invariant passed.
+    Pass,
+    /// What happened is Claude Code's; some of its texts are not.
+    SemanticOnly,
+    /// What happened differs.
+    Differs,
+}
+
+/// The standing of a run's verdicts (checks and invariants).
+pub fn standing(verdicts: &[Verdict]) -> Standing {
+    if verdicts.iter().all(|v| v.pass) {
+        Standing::Pass
+    } else if verdicts.iter().all(|v| v.pass || v.semantic == Some(true)) {
+        Standing::SemanticOnly
+    } else {
+        Standing::Differs
+    }
 }
 
 /// Evaluates one check of an exec probe.
@@ -468,6 +524,7 @@ pub fn exec_invariant(probe: &Probe, records: &[crate::subject::exec::ExecRecord
         detail: late.join("\n"),
         skipped: false,
         compared: Vec::new(),
+        semantic: None,
     }
 }
 
@@ -490,6 +547,7 @@ pub fn invariants(run: &RunOutput, view: &View<'_>) -> Vec<Verdict> {
         detail: pairing.iter().map(|s| s.as_str()).collect::<Vec<_>>().join("\n"),
         skipped: false,
         compared: Vec::new(),
+        semantic: None,
     });
     out.push(Verdict {
         name: "invariant: no request refused by the stub".into(),
@@ -497,6 +555,7 @@ pub fn invariants(run: &RunOutput, view: &View<'_>) -> Vec<Verdict> {
         detail: violations.join("\n"),
         skipped: false,
         compared: Vec::new(),
+        semantic: None,
     });
     let mut unserved: Vec<String> = run
         .progress
@@ -513,6 +572,7 @@ pub fn invariants(run: &RunOutput, view: &View<'_>) -> Vec<Verdict> {
         detail: unserved.join("\n"),
         skipped: false,
         compared: Vec::new(),
+        semantic: None,
     });
     let ended = matches!(run.end, crate::run::RunEnd::Finished) && run.within_deadline;
     out.push(Verdict {
@@ -521,6 +581,7 @@ pub fn invariants(run: &RunOutput, view: &View<'_>) -> Vec<Verdict> {
         detail: if ended { String::new() } else { format!("the run ended with {:?}", run.end) },
         skipped: false,
         compared: Vec::new(),
+        semantic: None,
     });
     let _ = view;
     out

@@ -12,6 +12,7 @@ pub mod check;
 pub mod claims;
 pub mod cleanup;
 pub mod confine;
+pub mod conformance;
 pub mod fake_lsp;
 pub mod fake_mcp;
 pub mod import;

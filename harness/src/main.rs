@@ -123,6 +123,23 @@ enum Command {
         #[arg(long)]
         never_answer: bool,
     },
+    /// The conformance table: Claude Code's probes × subjects (pass / semantic-only / differs / n-a),
+    /// written as text, JSON and HTML (harness::conformance).
+    Conformance {
+        /// Where table.txt, table.json and table.html go.
+        #[arg(long, default_value = "docs/conformance")]
+        out: PathBuf,
+        /// The subjects run (default: builtin and every registered agent at its pinned version).
+        #[arg(long = "subject")]
+        subjects: Vec<String>,
+        /// The Claude Code version whose goldens make its column (default: the newest with goldens;
+        /// `none` leaves the column out).
+        #[arg(long)]
+        claude_code: Option<String>,
+        /// Probes run side by side per subject.
+        #[arg(short = 'j', long)]
+        jobs: Option<usize>,
+    },
     /// `versions` and `cache`: the published Claude Code versions and their install cache.
     #[command(flatten)]
     Versions(harness::versions::cli::Command),
@@ -213,6 +230,9 @@ fn main() -> ExitCode {
         Command::New { name } => new(p, &name),
         Command::Import { session, name } => import(p, &session, name),
         Command::FakeMcp { trace, never_answer } => fake_mcp(trace, never_answer),
+        Command::Conformance { out, subjects, claude_code, jobs } => {
+            supervised(|| conformance(p, &out, subjects, claude_code, jobs))
+        }
         Command::Versions(c) => c.run(),
         Command::Observatory(c) => c.run(p, &p.layout(engine())),
     }
@@ -431,6 +451,95 @@ fn run_probes(
 }
 
 /// The probes under `paths`, whose `subjects` may name the project's subjects.
+fn conformance(
+    project: &Project,
+    out: &std::path::Path,
+    subjects: Vec<String>,
+    claude_code: Option<String>,
+    jobs: Option<usize>,
+) -> ExitCode {
+    use harness::conformance::{cell_of, cell_of_golden, Column, Table};
+    let registry = project.registry();
+    let names: Vec<String> = if subjects.is_empty() {
+        std::iter::once("builtin".to_string())
+            .chain(harness::subject::REGISTERED.iter().filter_map(|r| r.pinned.map(|v| format!("{}@{v}", r.kind))))
+            .collect()
+    } else {
+        subjects
+    };
+    let mut ids = Vec::new();
+    for n in &names {
+        match registry.parse(n) {
+            Ok(id) => ids.push(id),
+            Err(e) => {
+                eprintln!("probelab conformance: {e}");
+                return ExitCode::from(2);
+            }
+        }
+    }
+    let probes = match load_probes(project, std::slice::from_ref(&project.probes)) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::from(2);
+        }
+    };
+    // Claude Code's probes: the catalogue the table is about
+    let reference = harness::subject::SubjectId::claude_code(harness::subject::id::REFERENCE_VERSION);
+    let probes: Vec<_> = probes.into_iter().filter(|p| p.applies_to(&reference)).collect();
+    let jobs = jobs.unwrap_or_else(harness::suite::default_jobs).clamp(1, harness::suite::MAX_JOBS);
+    let rt = match harness::suite::runtime(jobs) {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("probelab: cannot start the runtime: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let layout = project.layout(engine());
+    let mut columns = Vec::new();
+    for id in ids {
+        let opts = harness::suite::Options { subject: id.clone(), jobs, bless: false, keep: false, durations: None };
+        let began = std::time::Instant::now();
+        let mut cells = Vec::new();
+        rt.block_on(harness::suite::run_suite(probes.clone(), &layout, &opts, |o| cells.push(cell_of(&o))));
+        let col = Column::new(&id.to_string(), "run", cells, began.elapsed().as_millis() as u64);
+        eprintln!(
+            "conformance: {}",
+            harness::conformance::Table { probes: Vec::new(), columns: vec![col.clone()] }.text().trim()
+        );
+        columns.push(col);
+    }
+    // Claude Code's column from its goldens
+    let newest = || {
+        let dirs = std::fs::read_dir(&project.golden).ok()?;
+        dirs.flatten()
+            .filter_map(|e| e.file_name().to_str()?.strip_prefix("claude-code@").map(str::to_string))
+            .filter_map(|v| semver::Version::parse(&v).ok())
+            .max()
+            .map(|v| v.to_string())
+    };
+    if let Some(v) = claude_code.filter(|v| v != "none").or_else(newest) {
+        let dir = project.golden.join(format!("claude-code@{v}"));
+        let cells = probes
+            .iter()
+            .map(|p| cell_of_golden(p, std::fs::read_to_string(dir.join(format!("{}.snap", p.id))).ok().as_deref()))
+            .collect();
+        columns.insert(columns.len().min(1), Column::new(&format!("claude-code@{v}"), "goldens", cells, 0));
+    }
+    let table = Table { probes: probes.iter().map(|p| p.id.clone()).collect(), columns };
+    print!("{}", table.text());
+    match table.write(out) {
+        Ok(()) => {
+            eprintln!("conformance: wrote {}/table.{{txt,json,html}}", out.display());
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("probelab conformance: {e}");
+            ExitCode::from(1)
+        }
+    }
+}
+
 fn load_probes(project: &Project, paths: &[PathBuf]) -> Result<Vec<harness::probe::Probe>, String> {
     harness::probe::load_all_with(paths, &project.known())
 }

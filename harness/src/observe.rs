@@ -696,7 +696,7 @@ mod tests {
     use super::*;
 
     fn v(name: &str, pass: bool) -> Verdict {
-        Verdict { name: name.into(), pass, detail: String::new(), skipped: false, compared: Vec::new() }
+        Verdict { name: name.into(), pass, detail: String::new(), skipped: false, compared: Vec::new(), semantic: None }
     }
 
     #[test]

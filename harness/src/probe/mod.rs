@@ -216,6 +216,12 @@ pub struct Check {
     /// subject is checked as the reference version it imitates (the lab's `REFERENCE_VERSION`).
     #[serde(default)]
     pub versions: Option<String>,
+    /// What the check asserts, for subjects other than Claude Code (the conformance table): `semantic`
+    /// (what happened: files, is_error, the content a Read returns, what a Grep finds) or `wording`
+    /// (Claude Code's exact texts). Default: file, exec and LSP checks and a result's `is_error` are
+    /// semantic; a result's text assertions and request checks are wording.
+    #[serde(default)]
+    pub kind: Option<String>,
     /// result: is_error.
     #[serde(default)]
     pub is_error: Option<bool>,
@@ -931,6 +937,11 @@ pub fn parse_with(path: &Path, text: &str, known: &Known) -> Result<Probe, Probe
                     format!("check names request {n}, but the main conversation has {main_turns} turn(s)"),
                     Some("request N is the request the N-th [[turn]] answers"),
                 ));
+            }
+        }
+        if let Some(k) = &check.kind {
+            if k != "semantic" && k != "wording" {
+                return Err(err_at(at, format!("kind {k:?} is not a check kind"), Some("\"semantic\" or \"wording\"")));
             }
         }
         if check.file.is_none() && check.exists.is_some() {
