@@ -384,6 +384,10 @@ fn run_probes(
                     .iter()
                     .map(|v| {
                         let mut j = serde_json::json!({"name": v.name, "pass": v.pass, "detail": v.detail});
+                        // a check of Claude Code's wording: whether its semantic part held
+                        if let Some(s) = v.semantic {
+                            j["semantic"] = serde_json::json!(s);
+                        }
                         // the whole texts a failed text assertion compared (detail shows them cut)
                         if let Some(first) = v.compared.first() {
                             j["expected"] = serde_json::json!(first.expected);

@@ -20,8 +20,9 @@
 //! Each trial (`SUBJECT/PROBE-ID`) runs the probe as `probelab run` does, checks it and compares the
 //! transcript with the project's golden (`golden/SUBJECT/ID.snap`): a failed check, a missing golden or a
 //! golden diff fails the trial with the details. Goldens are written by `probelab run --bless`, never
-//! here. A probe whose host parts are missing (`requires`) is an ignored trial; one not for a subject
-//! has no trial on it. libtest's arguments work (`cargo test --test probes -- read. --test-threads 2`).
+//! here. A probe whose host parts are missing (`requires`, the subject's own among them), or that is n/a on
+//! the subject (a third-party agent's dialect has no counterpart for a call), is an ignored trial; one not
+//! for a subject has no trial on it. libtest's arguments work (`cargo test --test probes -- read. --test-threads 2`).
 
 use crate::lab::{golden_step, run_probe_on, GoldenOutcome};
 use crate::project::Project;
@@ -43,7 +44,10 @@ pub fn trials(dir: &Path, subjects: &[&str]) -> Result<Vec<Trial>, String> {
         let subject = layout.subjects.prepare(&id)?;
         for p in probes.iter().filter(|p| p.applies_to(&id)) {
             let name = format!("{id}/{}", p.id);
-            let missing = crate::probe::host::missing(&p.requires_on(&id));
+            // n/a on the subject (a tool its dialect lacks), or a host part missing: an ignored trial
+            let mut needs = p.requires_on(&id);
+            needs.extend(subject.requires());
+            let missing = subject.unsupported(p).or_else(|| crate::probe::host::missing(&needs));
             let (probe, layout, subject) = (Arc::new(p.clone()), layout.clone(), subject.clone());
             let trial = Trial::test(name, move || {
                 let report = crate::suite::run_isolated(run_probe_on(&probe, subject.as_ref(), &layout, false))?

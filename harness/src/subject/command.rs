@@ -93,7 +93,7 @@ pub(crate) fn check(
         return Err((
             name.span().start,
             format!("{:?} cannot name a subject", name.get_ref()),
-            Some("lower-case letters, digits, - and _, starting with a letter; not a registered subject's name (builtin, claude-code, opencode, pi)".into()),
+            Some("lower-case letters, digits, - and _, starting with a letter; not builtin or claude-code".into()),
         ));
     }
     let hint_placeholders = || {

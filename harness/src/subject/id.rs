@@ -101,7 +101,8 @@ pub fn valid_version(v: &str) -> bool {
 pub fn valid_name(name: &str) -> bool {
     name.chars().next().is_some_and(|c| c.is_ascii_lowercase())
         && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '-' | '_'))
-        && !crate::subject::REGISTERED.iter().any(|r| r.kind == name)
+        && name != BUILTIN
+        && name != CLAUDE_CODE
 }
 
 #[cfg(test)]
@@ -140,6 +141,5 @@ mod tests {
         assert!(c.answers_to("my-agent") && c.answers_to("claude-code") && !c.answers_to("builtin"));
         assert!(!SubjectId::command("x", None).answers_to("claude-code"));
         assert!(valid_name("my-agent") && !valid_name("builtin") && !valid_name("My") && !valid_name("a/b"));
-        assert!(!valid_name("claude-code") && !valid_name("opencode") && !valid_name("pi"));
     }
 }

@@ -8,6 +8,7 @@ mod support;
 mod common;
 
 mod agent;
+mod agents;
 mod cli;
 mod command_subject;
 mod confine;

@@ -1,0 +1,240 @@
+//! Third-party agents as subjects (issue 26): OpenCode and pi, installed by version from npm into the
+//! cache (scripts/setup installs the pinned versions; `PROBELAB_SKIP_AGENTS=1` skips these tests where
+//! they are not installed), run a probe written in Claude Code's tools through their dialects, confined,
+//! against the real stub — what happens is Claude Code's, its texts are not (`semantic-only`) — and an
+//! agent whose model never answers is killed at the deadline with everything it started. The committed
+//! conformance table (docs/conformance/) agrees with itself and renders in headless Chromium.
+
+use crate::common::said;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// The pinned agents.
+const AGENTS: &[&str] = &["opencode@1.18.33", "pi@0.73.1"];
+
+fn skip_agents() -> bool {
+    if std::env::var("PROBELAB_SKIP_AGENTS").as_deref() == Ok("1") {
+        eprintln!("PROBELAB_SKIP_AGENTS=1: the third-party agents' runs are skipped");
+        return true;
+    }
+    false
+}
+
+/// A project in a temp dir holding `probe` as probes/p.toml, with a temp dir of its own for sandboxes.
+struct Project {
+    _dir: tempfile::TempDir,
+    root: PathBuf,
+    tmp: PathBuf,
+}
+
+fn project(probe: &str) -> Project {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let root = dir.path().canonicalize().unwrap_or_else(|e| panic!("{e}"));
+    let tmp = root.join("tmp");
+    for d in [root.join("probes"), tmp.clone()] {
+        std::fs::create_dir_all(d).unwrap_or_else(|e| panic!("{e}"));
+    }
+    std::fs::write(root.join("probelab.toml"), "").unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(root.join("probes/p.toml"), probe).unwrap_or_else(|e| panic!("{e}"));
+    Project { _dir: dir, root, tmp }
+}
+
+fn probelab(p: &Project, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_probelab"))
+        .args(args)
+        .current_dir(&p.root)
+        .env("TMPDIR", &p.tmp)
+        .output()
+        .unwrap_or_else(|e| panic!("probelab {args:?}: {e}"))
+}
+
+const DIALECT: &str = r#"
+id = "agents.dialect"
+claims = ["READ-1"]
+about = "write, read, edit, grep, glob and bash in Claude Code's tools, put to an agent in its own"
+subjects = ["claude-code"]
+deadline_secs = 90
+[fixture]
+files."notes.txt" = "alpha\n"
+[[turn]]
+tool_use = [{ name = "Write", input = { file_path = "{cwd}/a.txt", content = "hello\nworld\n" } }]
+[[turn]]
+tool_use = [{ name = "Read", input = { file_path = "{cwd}/a.txt" } }]
+[[turn]]
+tool_use = [{ name = "Edit", input = { file_path = "{cwd}/a.txt", old_string = "world", new_string = "there" } }]
+[[turn]]
+tool_use = [{ name = "Grep", input = { pattern = "there" } }]
+[[turn]]
+tool_use = [{ name = "Glob", input = { pattern = "*.txt" } }]
+[[turn]]
+tool_use = [{ name = "Bash", input = { command = "cat a.txt", description = "show it" } }]
+[[turn]]
+text = "done"
+[[check]]
+file = "a.txt"
+equals = "hello\nthere\n"
+[[check]]
+result = 1
+is_error = false
+equals = "File created successfully at: {cwd}/a.txt (file state is current in your context — no need to Read it back)"
+[[check]]
+result = 2
+kind = "semantic"
+contains = ["hello", "world"]
+[[check]]
+result = 4
+kind = "semantic"
+contains = ["a.txt"]
+[[check]]
+result = 5
+kind = "semantic"
+contains = ["a.txt", "notes.txt"]
+[[check]]
+result = 6
+kind = "semantic"
+is_error = false
+contains = ["hello\nthere"]
+"#;
+
+#[test]
+fn each_agent_does_what_claude_code_does_in_its_own_tools_and_words() {
+    if skip_agents() {
+        return;
+    }
+    let p = project(DIALECT);
+    for agent in AGENTS {
+        let out_dir = p.root.join("table");
+        let out = probelab(
+            &p,
+            &[
+                "conformance",
+                "--subject",
+                agent,
+                "--claude-code",
+                "none",
+                "-j",
+                "1",
+                "--out",
+                &out_dir.to_string_lossy(),
+            ],
+        );
+        assert!(out.status.success(), "{agent}: {}", said(&out));
+        let json = std::fs::read_to_string(out_dir.join("table.json")).unwrap_or_else(|e| panic!("{e}"));
+        let t: harness::conformance::Table = serde_json::from_str(&json).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(t.probes, ["agents.dialect"]);
+        let cell = &t.columns[0].cells[0];
+        // the files, the results' is_error and what the reads and searches returned are Claude Code's;
+        // the Write's text is not (each agent words it its own way)
+        assert_eq!(cell.mark, harness::conformance::Mark::SemanticOnly, "{agent}: {cell:?}\n{}", said(&out));
+        assert_eq!(cell.why, "check 2: result 1", "{agent}");
+        let left: Vec<_> = std::fs::read_dir(&p.tmp).into_iter().flatten().flatten().map(|e| e.path()).collect();
+        assert!(left.is_empty(), "{agent} left in the temp dir: {left:?}");
+    }
+}
+
+const SILENT_MODEL: &str = r#"
+id = "agents.silent-model"
+claims = ["READ-1"]
+about = "the model never answers: the agent waits on the stub until the deadline"
+subjects = ["claude-code"]
+prompt = "MARKER"
+deadline_secs = 3
+[[turn]]
+delay_ms = 3000
+text = "too late"
+"#;
+
+/// Processes whose command line holds `marker`.
+fn marked(marker: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        if e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()).is_none() {
+            continue;
+        }
+        let Ok(raw) = std::fs::read(e.path().join("cmdline")) else { continue };
+        let cmdline = String::from_utf8_lossy(&raw).replace('\0', " ");
+        if cmdline.contains(marker) {
+            out.push(cmdline);
+        }
+    }
+    out
+}
+
+#[test]
+fn an_agent_whose_model_never_answers_is_killed_at_the_deadline_with_all_it_started() {
+    if skip_agents() {
+        return;
+    }
+    for agent in AGENTS {
+        let marker = format!("silent-model-{}-{}", std::process::id(), agent.replace(['@', '.'], "-"));
+        let p = project(&SILENT_MODEL.replace("MARKER", &marker));
+        let out = probelab(&p, &["run", "--subject", agent, "--json"]);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let line: serde_json::Value = stdout
+            .lines()
+            .find_map(|l| {
+                serde_json::from_str::<serde_json::Value>(l).ok().filter(|v| v["probe"] == "agents.silent-model")
+            })
+            .unwrap_or_else(|| panic!("{agent}: no line of the probe: {}", said(&out)));
+        assert_eq!(line["status"], "fail", "{agent}: {line}");
+        let detail = line["detail"].as_str().unwrap_or_default();
+        assert!(
+            detail.contains(&format!("{agent} passed the deadline of 3s: killed, with everything it started")),
+            "{agent}: {line}"
+        );
+        let ms = line["duration_ms"].as_f64().unwrap_or(f64::MAX);
+        assert!(ms <= 5000.0, "{agent}: the verdict took {ms} ms, past the deadline of 3 s + 2 s");
+        assert!(marked(&marker).is_empty(), "{agent} left running: {:?}", marked(&marker));
+        let left: Vec<_> = std::fs::read_dir(&p.tmp).into_iter().flatten().flatten().map(|e| e.path()).collect();
+        assert!(left.is_empty(), "{agent} left in the temp dir: {left:?}");
+    }
+}
+
+fn chromium() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os("PROBELAB_CHROMIUM") {
+        return Some(PathBuf::from(p));
+    }
+    ["chromium-headless-shell", "chromium", "chromium-browser"].iter().find_map(|name| {
+        std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()).map(|d| d.join(name)).find(|p| p.is_file())
+    })
+}
+
+#[test]
+fn the_committed_conformance_table_agrees_with_itself_and_renders_in_headless_chromium() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/conformance");
+    let read = |name: &str| std::fs::read_to_string(dir.join(name)).unwrap_or_else(|e| panic!("{name}: {e}"));
+    let t: harness::conformance::Table = serde_json::from_str(&read("table.json")).unwrap_or_else(|e| panic!("{e}"));
+    // the three forms are one table
+    assert_eq!(read("table.txt"), t.text(), "docs/conformance/table.txt is not table.json's text");
+    assert_eq!(read("table.html"), t.html(), "docs/conformance/table.html is not table.json's page");
+    let subjects: Vec<&str> = t.columns.iter().map(|c| c.subject.as_str()).collect();
+    assert_eq!(subjects[0], "builtin");
+    assert!(subjects[1].starts_with("claude-code@"), "{subjects:?}");
+    for agent in AGENTS {
+        let c = t.columns.iter().find(|c| c.subject == *agent).unwrap_or_else(|| panic!("no column {agent}"));
+        let s = &c.summary;
+        assert_eq!(s.pass + s.semantic_only + s.differs + s.na, t.probes.len(), "{agent}");
+        assert!(
+            s.pass + s.semantic_only + s.differs >= 10,
+            "{agent} ran only {} probes",
+            s.pass + s.semantic_only + s.differs
+        );
+    }
+    let Some(browser) = chromium() else {
+        panic!("no headless Chromium found (chromium-headless-shell); run scripts/setup, or set PROBELAB_CHROMIUM")
+    };
+    let url = format!("file://{}", dir.join("table.html").canonicalize().unwrap_or_else(|e| panic!("{e}")).display());
+    let out = Command::new(&browser)
+        .args(["--headless", "--no-sandbox", "--disable-gpu", "--dump-dom"])
+        .arg(&url)
+        .output()
+        .unwrap_or_else(|e| panic!("cannot start {}: {e}", browser.display()));
+    assert!(out.status.success(), "chromium failed: {}", String::from_utf8_lossy(&out.stderr));
+    let dom = String::from_utf8_lossy(&out.stdout);
+    assert!(dom.contains("<table id=\"summary\">") && dom.contains("<table id=\"cells\">"), "{dom}");
+    for agent in AGENTS {
+        assert!(dom.contains(&format!("<th>{agent}</th>")), "no column for {agent} in the page the browser built");
+    }
+    let rows = dom.matches("<tr><td>").count();
+    assert_eq!(rows, t.columns.len() + t.probes.len(), "the browser's table rows");
+}
