@@ -197,3 +197,39 @@ pub fn write_config(dir: &std::path::Path, rel: &str, text: &str) -> Result<(), 
     }
     std::fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn probe(extra: &str) -> Probe {
+        let text = format!(
+            "id = \"t.p\"\nclaims = [\"READ-1\"]\nabout = \"x\"\nsubjects = [\"claude-code\"]\n{extra}\n[[turn]]\ntool_use = [{{ name = \"Read\", input = {{ file_path = \"{{cwd}}/f\" }} }}]\n[[turn]]\ntext = \"done\"\n"
+        );
+        crate::probe::parse(std::path::Path::new("t.toml"), &text).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    #[test]
+    fn agents_are_named_by_version_and_run_claude_code_s_probes() {
+        let r = super::super::Registry::default();
+        let id = r.parse("pi@0.73.1").unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!((id.to_string(), id.answers_to("claude-code")), ("pi@0.73.1".to_string(), true));
+        let bare = r.parse("opencode").map(|i| i.to_string());
+        assert!(bare.as_ref().is_err_and(|e| e.contains("it needs a version: opencode@1.18.33")), "{bare:?}");
+    }
+
+    #[test]
+    fn a_probe_that_configures_claude_code_itself_is_n_a_with_the_reason() {
+        let d = Dialect::parse("pi.toml", include_str!("../../dialects/pi.toml")).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(unsupported(&d, &probe("")), None);
+        let model = probe("[subject.claude-code]\nargs = [\"--model\", \"claude-sonnet-4-5\"]");
+        assert_eq!(unsupported(&d, &model), None);
+        let allowed = probe("[subject.claude-code]\nargs = [\"--allowedTools\", \"Read\"]");
+        assert_eq!(unsupported(&d, &allowed).as_deref(), Some("the probe gives Claude Code the option --allowedTools"));
+        let settings = probe("[settings.permissions]\ndeny = [\"Read(x)\"]");
+        assert_eq!(
+            unsupported(&d, &settings).as_deref(),
+            Some("the probe sets Claude Code's settings, which pi does not read")
+        );
+    }
+}

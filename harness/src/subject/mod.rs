@@ -88,10 +88,9 @@ impl Registry {
         if let Some(c) = self.commands.get(s) {
             return Ok(SubjectId::command(s, c.dialect.as_deref()));
         }
-        let hint = if REGISTERED.iter().any(|r| matches!(r.versioned, api::Versioned::Required) && s == r.kind) {
-            format!(" (it needs a version: {s}@VERSION)")
-        } else {
-            String::new()
+        let hint = match REGISTERED.iter().find(|r| matches!(r.versioned, api::Versioned::Required) && s == r.kind) {
+            Some(r) => format!(" (it needs a version: {s}@{})", r.pinned.unwrap_or("VERSION")),
+            None => String::new(),
         };
         Err(format!("unknown subject {s:?}{hint}; the subjects are:\n{}", self.listing().trim_end()))
     }

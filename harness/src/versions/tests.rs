@@ -745,3 +745,51 @@ fn the_real_registry_lists_the_versions_and_where_the_linux_x64_binary_begins() 
     assert!(c.get(&v("2.1.332")).is_some_and(|p| !p.platform_only));
     assert!(matches!(c.runnable(&v("1.0.0")), Err(VersionError::NoLinuxX64 { .. })));
 }
+
+/// A third-party agent's install ([`Kind`]): its own directory, its package installed with
+/// `--ignore-scripts` and no catalogue asked, its program hashed and its version checked (on stderr, as
+/// pi prints it), reused without npm; the cap is its own.
+#[test]
+fn another_kind_is_installed_in_its_own_directory_by_the_same_rules() {
+    static AGENT: Kind = Kind {
+        dir: "agent-x",
+        package: "@x/agent",
+        program: "node_modules/@x/agent/bin/agent",
+        version_line: "{v}",
+        install_size: 1000,
+        claude_code: false,
+    };
+    let d = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let script = format!(
+        "#!/bin/sh\necho \"$*\" >> '{runs}'\nprefix=\nwhile [ $# -gt 0 ]; do [ \"$1\" = --prefix ] && prefix=$2; shift; done\n\
+         mkdir -p \"$prefix/node_modules/@x/agent/bin\"\nprintf '#!/bin/sh\\necho 1.2.3 >&2\\n' > \"$prefix/node_modules/@x/agent/bin/agent\"\n\
+         chmod +x \"$prefix/node_modules/@x/agent/bin/agent\"\n",
+        runs = d.path().join("runs").display()
+    );
+    let npm = d.path().join("npm");
+    let tmp = d.path().join("npm.tmp");
+    std::fs::write(&tmp, script).unwrap_or_else(|e| panic!("{e}"));
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o755)).unwrap_or_else(|e| panic!("{e}"));
+    std::fs::rename(&tmp, &npm).unwrap_or_else(|e| panic!("{e}"));
+    let root = d.path().join("cache");
+    let cache = Cache::of(&AGENT, &root, Npm::new(&npm));
+    let first = ok(cache.ensure(&v("1.2.3")));
+    assert!(first.installed_now);
+    assert_eq!(first.binary, root.join("agent-x/1.2.3/node_modules/@x/agent/bin/agent"));
+    let bytes = std::fs::read(&first.binary).unwrap_or_default();
+    assert_eq!(first.sha256, crate::transcript::sha256(&bytes));
+    let meta = std::fs::read_to_string(root.join("agent-x/1.2.3").join(METADATA)).unwrap_or_default();
+    assert!(meta.contains("\"package\": \"@x/agent\""), "{meta}");
+    drop(first);
+    let again = ok(cache.ensure(&v("1.2.3")));
+    assert!(!again.installed_now);
+    let runs = std::fs::read_to_string(d.path().join("runs")).unwrap_or_default();
+    assert_eq!(runs.lines().count(), 1, "one npm run, no `npm view`: {runs}");
+    assert!(runs.contains("--ignore-scripts") && runs.trim_end().ends_with("@x/agent@1.2.3"), "{runs}");
+    assert!(!root.join("claude-code").exists(), "Claude Code's directory is not touched");
+    drop(again);
+    let capped = Cache::of(&AGENT, &root, Npm::new(&npm)).with_cap(Some(10));
+    let e = capped.ensure(&v("1.2.4")).failing("a cap below one install");
+    assert!(matches!(e, VersionError::CapBelowInstall { needed: 1000, .. }), "{e:?}");
+}
