@@ -330,6 +330,23 @@ impl agent_tool::Composer for Builtin {
 mod tests {
     use super::*;
 
+    /// A sub-agent behaves as the same release as its parent (its tools ask the child's session).
+    #[test]
+    fn a_child_has_the_parents_profile() {
+        use agent_tool::Composer;
+        let (_d, parent) = ToolContext::for_test_at("2.1.311");
+        let kind = agent_tool::agent_type("general-purpose").unwrap_or_else(|| panic!("no gp"));
+        let spec = agent_tool::ChildSpec {
+            kind,
+            who: agent_tool::Identity { depth: 1, ..Default::default() },
+            model: Arc::new(crate::agent::Client::new("http://127.0.0.1:9", "m")),
+            cwd: parent.cwd.clone(),
+        };
+        let child = Builtin.child(&parent, spec).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(child.ctx.profile(), parent.profile());
+        assert_ne!(child.ctx.profile(), crate::profile::Profile::reference());
+    }
+
     #[test]
     fn pool_is_sorted_by_name() {
         let names = registry().names();

@@ -78,6 +78,16 @@ impl ToolContext {
         (d, c)
     }
 
+    /// [`ToolContext::for_test`] in a session that behaves as Claude Code `version` (a switch's tests
+    /// hold both sides: the reference before its `since`, the new behaviour from it).
+    #[cfg(test)]
+    pub(crate) fn for_test_at(version: &str) -> (tempfile::TempDir, ToolContext) {
+        let (d, mut c) = ToolContext::for_test();
+        let profile = crate::profile::Profile::at(version).unwrap_or_else(|e| panic!("{e}"));
+        c.session = Arc::new(crate::session::Session::default().put(profile));
+        (d, c)
+    }
+
     /// A context for `root` with `root/work` as cwd and `root/home` as HOME (both created).
     pub fn for_sandbox(root: &std::path::Path, tokens: Arc<dyn TokenCounter>) -> std::io::Result<ToolContext> {
         let root = root.canonicalize()?;
