@@ -117,9 +117,12 @@ const NEWEST_RELEASE: Release = Release(2, 1, 333);
 /// `probelab` lists). A switch defined anywhere in the runtime is listed here; a test holds the list to
 /// well-formed entries (a version after the reference, a probe file that exists).
 pub const SWITCHES: &[&Switch] = &[
+    &crate::tools::workflow::SCRIPT_REFUSAL_HINT,
+    &crate::tools::workflow::RESUME_NEEDS_JOURNAL,
     &crate::tools::task_output::TASK_OUTPUT_LEAVES,
     &crate::pipeline::SUBAGENT_NOT_HERE_NOTICE,
     &crate::tools::tool_search::TOOL_SEARCH_BY_DEFAULT,
+    &crate::tools::workflow::RESUME_HINT_CALLS,
 ];
 
 #[cfg(test)]

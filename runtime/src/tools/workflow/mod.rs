@@ -75,6 +75,7 @@ mod journal;
 use crate::background::{Status, Task};
 use crate::context::ToolContext;
 use crate::fs;
+use crate::profile::Switch;
 use crate::tool::{parse_args, Tool, ToolError, ToolOutput};
 use driver::{drive, write_record, Job, Paths};
 use futures_util::future::BoxFuture;
@@ -282,13 +283,58 @@ fn ids(ctx: &ToolContext) -> (String, String) {
     (run, task)
 }
 
+/// From Claude Code 2.1.248 a refused script (`Invalid workflow script: …`, the determinism text) ends
+/// with a pointer to the `workflow-authoring` skill ([`AUTHORING_HINT`]).
+pub const SCRIPT_REFUSAL_HINT: Switch = Switch {
+    name: "workflow: a refused script points to the workflow-authoring skill",
+    since: "2.1.248",
+    probe: "workflow.refusals",
+};
+
+/// From Claude Code 2.1.265 a resume (`resumeFromRunId`) of a run whose journal is not on disk is
+/// refused ([`no_journal`]); before, the id was taken for a fresh run.
+pub const RESUME_NEEDS_JOURNAL: Switch = Switch {
+    name: "workflow: resuming a run with no journal on disk is refused",
+    since: "2.1.265",
+    probe: "claude-code.workflow-texts",
+};
+
+/// From Claude Code 2.1.326 the launch text's resume hint says which calls return cached results.
+pub const RESUME_HINT_CALLS: Switch = Switch {
+    name: "workflow: the launch text's resume hint names the agent() calls that replay",
+    since: "2.1.326",
+    probe: "workflow.resume",
+};
+
+/// The line a refused script's error ends with under [`SCRIPT_REFUSAL_HINT`].
+const AUTHORING_HINT: &str =
+    "Load the `workflow-authoring` skill for the script reference if you have not, fix the script, and retry.";
+
+/// A refusal of the script itself, worded as the session's release words it.
+fn script_refusal(ctx: &ToolContext, text: String) -> ToolError {
+    if ctx.profile().has(&SCRIPT_REFUSAL_HINT) {
+        ToolError::Validation(format!("{text}\n{AUTHORING_HINT}"))
+    } else {
+        ToolError::Validation(text)
+    }
+}
+
+/// The refusal of a resume whose run has no journal on disk ([`RESUME_NEEDS_JOURNAL`]), the reference's
+/// words (2.1.333: it cannot fetch a remote copy either).
+fn no_journal(run_id: &str, transcript_dir: &Path) -> ToolError {
+    ToolError::Validation(format!(
+        "The journal for workflow run {run_id} is not on disk, and this session cannot fetch a remote copy, so there is nothing to resume. Fallback: Read the agent-<id>.jsonl files in {} and hand-author a continuation script.",
+        transcript_dir.display()
+    ))
+}
+
 /// Checks that need no side effect, then the launch.
 fn launch(args: Args, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
     let source = resolve(&args, ctx)?;
     let parsed =
-        check::parse(&source.text).map_err(|e| ToolError::Validation(format!("Invalid workflow script: {e}")))?;
+        check::parse(&source.text).map_err(|e| script_refusal(ctx, format!("Invalid workflow script: {e}")))?;
     if args.script.is_some() && check::uses_nondeterminism(&parsed.body) {
-        return Err(ToolError::Validation(check::NOT_DETERMINISTIC.into()));
+        return Err(script_refusal(ctx, check::NOT_DETERMINISTIC.into()));
     }
     let (fresh_run, task_id) = ids(ctx);
     let run_id = match nonempty(&args.resume_from_run_id) {
@@ -309,6 +355,12 @@ fn launch(args: Args, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
     };
     let meta = &parsed.meta;
     let paths = run_paths(ctx, &run_id, &meta.name, source.path.clone());
+    if nonempty(&args.resume_from_run_id).is_some()
+        && ctx.profile().has(&RESUME_NEEDS_JOURNAL)
+        && !paths.transcript_dir.join("journal.jsonl").is_file()
+    {
+        return Err(no_journal(&run_id, &paths.transcript_dir));
+    }
     let io = |what: &Path, e: std::io::Error| ToolError::Runtime(format!("cannot write {}: {e}", what.display()));
     for dir in
         [paths.script.parent(), paths.record.parent(), Some(paths.transcript_dir.as_path())].into_iter().flatten()
@@ -367,8 +419,13 @@ fn launch(args: Args, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
     tokio::spawn(drive(job, stop_rx));
     let script = paths.script.display();
     let dir = paths.transcript_dir.display();
+    let resume = if ctx.profile().has(&RESUME_HINT_CALLS) {
+        format!("To resume after editing the script, with the same args if this run had any: Workflow({{scriptPath: \"{script}\", resumeFromRunId: \"{run_id}\"}}) — agent() calls return cached results up to the first one that failed, no longer matches (edited, added, removed, or in a different call order) or never started. Cached results may themselves be empty: inspect journal.jsonl before assuming there is something to recover.")
+    } else {
+        format!("To resume after editing the script: Workflow({{scriptPath: \"{script}\", resumeFromRunId: \"{run_id}\"}}) — completed agents return cached results (cached results may themselves be empty — inspect journal.jsonl before assuming there is something to recover).")
+    };
     let text = format!(
-        "Workflow launched in background. Task ID: {task_id}\nSummary: {}\nTranscript dir: {dir}\nScript file: {script}\n(Edit this file with Write/Edit and re-invoke Workflow with {{scriptPath: \"{script}\"}} to iterate without resending the script.)\nRun ID: {run_id}\nTo resume after editing the script: Workflow({{scriptPath: \"{script}\", resumeFromRunId: \"{run_id}\"}}) — completed agents return cached results (cached results may themselves be empty — inspect journal.jsonl before assuming there is something to recover).\n\nYou will be notified when it completes. Use /workflows to watch live progress.",
+        "Workflow launched in background. Task ID: {task_id}\nSummary: {}\nTranscript dir: {dir}\nScript file: {script}\n(Edit this file with Write/Edit and re-invoke Workflow with {{scriptPath: \"{script}\"}} to iterate without resending the script.)\nRun ID: {run_id}\n{resume}\n\nYou will be notified when it completes. Use /workflows to watch live progress.",
         meta.description
     );
     let data = json!({
@@ -429,5 +486,72 @@ mod tests {
             go(json!({"script": "const x = 1\nexport const meta = { name: 'a', description: 'b' }"})),
             "Invalid workflow script: `export const meta = { name, description, phases }` must be the FIRST statement in the script"
         );
+    }
+
+    /// The refusal of a script, before and from SCRIPT_REFUSAL_HINT (measured: workflow.refusals on
+    /// 2.1.247 / 2.1.248).
+    #[test]
+    fn a_refused_script_points_to_the_skill_from_2_1_248() {
+        let refusal = |version: &str, script: &str| {
+            let (_d, ctx) = ToolContext::for_test_at(version);
+            let args: Args = serde_json::from_value(json!({ "script": script })).unwrap_or_else(|e| panic!("{e}"));
+            launch(args, &ctx).err().map(|e| e.to_string()).unwrap_or_default()
+        };
+        let late = "const x = 1\nexport const meta = { name: 'a', description: 'b' }";
+        let random = "export const meta = { name: 'a', description: 'b' }\nconst r = Math.random()\n";
+        let first = "Invalid workflow script: `export const meta = { name, description, phases }` must be the FIRST statement in the script";
+        assert_eq!(refusal("2.1.247", late), first);
+        assert_eq!(refusal("2.1.247", random), check::NOT_DETERMINISTIC);
+        assert_eq!(refusal("2.1.248", late), format!("{first}\n{AUTHORING_HINT}"));
+        assert_eq!(refusal("2.1.333", random), format!("{}\n{AUTHORING_HINT}", check::NOT_DETERMINISTIC));
+        // not a refusal of the script: no hint
+        let (_d, ctx) = ToolContext::for_test_at("2.1.333");
+        let args: Args = serde_json::from_value(json!({})).unwrap_or_else(|e| panic!("{e}"));
+        assert!(!launch(args, &ctx).err().map(|e| e.to_string()).unwrap_or_default().contains(AUTHORING_HINT));
+    }
+
+    /// A resume of a run with no journal: a fresh run under that id before RESUME_NEEDS_JOURNAL, refused
+    /// from it (measured: claude-code.workflow-texts on 2.1.263 / 2.1.265); the launch text's resume hint
+    /// before and from RESUME_HINT_CALLS (workflow.resume on 2.1.325 / 2.1.326).
+    #[tokio::test]
+    async fn resume_texts_by_release() {
+        let script = "export const meta = { name: 'x', description: 'fixed id' }\nreturn 1\n";
+        let launch_at = |version: &str| {
+            let (d, ctx) = ToolContext::for_test_at(version);
+            let args: Args =
+                serde_json::from_value(json!({ "script": script, "resumeFromRunId": "wf_chosen-by-model" }))
+                    .unwrap_or_else(|e| panic!("{e}"));
+            let out = launch(args, &ctx);
+            ctx.shell.tasks.stop_all();
+            (d, out)
+        };
+        let (_d, old) = launch_at("2.1.263");
+        let text = match old {
+            Ok(ToolOutput::Data { text, .. }) => text,
+            other => panic!("{other:?}"),
+        };
+        assert!(text.contains("\nRun ID: wf_chosen-by-model\n"), "{text}");
+        assert!(text.contains("\nTo resume after editing the script: Workflow({scriptPath: "), "{text}");
+        assert!(text.contains("— completed agents return cached results (cached results may themselves be empty — inspect journal.jsonl before assuming there is something to recover).\n"), "{text}");
+        let (_d, refused) = launch_at("2.1.265");
+        let e = refused.err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(e.starts_with("The journal for workflow run wf_chosen-by-model is not on disk, and this session cannot fetch a remote copy, so there is nothing to resume. Fallback: Read the agent-<id>.jsonl files in /"), "{e}");
+        assert!(e.ends_with("/subagents/workflows/wf_chosen-by-model and hand-author a continuation script."), "{e}");
+        // a fresh run on 2.1.326: the new hint
+        let (_d, ctx) = ToolContext::for_test_at("2.1.326");
+        let args: Args = serde_json::from_value(json!({ "script": script })).unwrap_or_else(|e| panic!("{e}"));
+        let out = launch(args, &ctx);
+        ctx.shell.tasks.stop_all();
+        let text = match out {
+            Ok(ToolOutput::Data { text, .. }) => text,
+            other => panic!("{other:?}"),
+        };
+        assert!(
+            text.contains(
+                "\nTo resume after editing the script, with the same args if this run had any: Workflow({scriptPath: "
+            ),
+            "{text}"
+        );
+        assert!(text.contains("— agent() calls return cached results up to the first one that failed, no longer matches (edited, added, removed, or in a different call order) or never started. Cached results may themselves be empty: inspect journal.jsonl before assuming there is something to recover.\n\nYou will"), "{text}");
     }
 }
