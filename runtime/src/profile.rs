@@ -118,10 +118,14 @@ const NEWEST_RELEASE: Release = Release(2, 1, 333);
 /// well-formed entries (a version after the reference, a probe file that exists).
 pub const SWITCHES: &[&Switch] = &[
     &crate::tools::workflow::SCRIPT_REFUSAL_HINT,
+    &crate::tools::send_message::UNREACHABLE_NAMES_LIST_AGENTS,
     &crate::tools::workflow::RESUME_NEEDS_JOURNAL,
     &crate::tools::task_output::TASK_OUTPUT_LEAVES,
+    &crate::tools::agent_tool::REPORT_FRAMED,
     &crate::pipeline::SUBAGENT_NOT_HERE_NOTICE,
+    &crate::tools::send_message::QUEUED_SAYS_WAIT,
     &crate::tools::tool_search::TOOL_SEARCH_BY_DEFAULT,
+    &crate::tools::agent_tool::TOOLS_USED_NOTE,
     &crate::tools::workflow::RESUME_HINT_CALLS,
 ];
 

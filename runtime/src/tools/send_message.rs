@@ -20,6 +20,7 @@
 
 use super::agent_tool::{mailbox, Member, MAIN_NAME};
 use crate::context::ToolContext;
+use crate::profile::Switch;
 use crate::tool::{parse_args, Tool, ToolError, ToolOutput};
 use futures_util::future::BoxFuture;
 use serde::Deserialize;
@@ -160,14 +161,12 @@ fn send(args: Args, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
         return Ok(reply(true, "Message queued for delivery to main at its next tool round.", None));
     }
     let Some(Member { who, running }) = agents.find(&args.to) else {
-        return Ok(reply(
-            false,
-            &format!(
-                "No agent named '{}' is reachable.\nCheck the spelling, or use the agent ID from a background agent's spawn result.",
-                args.to
-            ),
-            None,
-        ));
+        let hint = if ctx.profile().has(&UNREACHABLE_NAMES_LIST_AGENTS) {
+            "Use ListAgents to see everyone you can message."
+        } else {
+            "Check the spelling, or use the agent ID from a background agent's spawn result."
+        };
+        return Ok(reply(false, &format!("No agent named '{}' is reachable.\n{hint}", args.to), None));
     };
     if who.id == me.id {
         return Ok(reply(false, "That address is you. Send to another agent instead.", None));
@@ -177,9 +176,14 @@ fn send(args: Args, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
     // (`probes/claude-code/agent-message.toml`); here they are derived from the agent id
     let pin = json!({"id": who.id, "name": who.name, "ref": pin_ref(who.id.as_deref().unwrap_or_default())});
     if running {
+        let wait = if ctx.profile().has(&QUEUED_SAYS_WAIT) {
+            " If it finishes first, it is resumed with the message and notifies again, so wait for that notification before resending."
+        } else {
+            ""
+        };
         Ok(reply(
             true,
-            &format!("Message queued for delivery to {} at its next tool round.", args.to),
+            &format!("Message queued for delivery to {} at its next tool round.{wait}", args.to),
             Some(("pin", pin)),
         ))
     } else {
@@ -193,6 +197,20 @@ fn send(args: Args, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
         ))
     }
 }
+
+/// From Claude Code 2.1.248 the answer for an unknown recipient points to ListAgents.
+pub const UNREACHABLE_NAMES_LIST_AGENTS: Switch = Switch {
+    name: "SendMessage: an unknown recipient's answer points to ListAgents",
+    since: "2.1.248",
+    probe: "claude-code.send-message",
+};
+
+/// From Claude Code 2.1.299 a message queued for a running agent says to wait for its notification.
+pub const QUEUED_SAYS_WAIT: Switch = Switch {
+    name: "SendMessage: a message queued for a running agent says to wait for its notification",
+    since: "2.1.299",
+    probe: "agent.message-running",
+};
 
 /// A pin's `ref`: six hex digits of a hash of the agent id (FNV-1a).
 fn pin_ref(id: &str) -> String {
@@ -237,5 +255,36 @@ mod tests {
             send(Args { to: "a\nb".into(), summary: None, message: "x".into() }, &ctx),
             Err(ToolError::Validation(_))
         ));
+    }
+
+    /// The unknown recipient's hint before and from UNREACHABLE_NAMES_LIST_AGENTS (claude-code.send-message
+    /// on 2.1.247 / 2.1.248), the queued text before and from QUEUED_SAYS_WAIT (agent.message-running on
+    /// 2.1.296 / 2.1.299).
+    #[test]
+    fn texts_by_release() {
+        let text = |version: &str, to: &str| {
+            let (_d, ctx) = ToolContext::for_test_at(version);
+            let who = super::super::agent_tool::Identity {
+                depth: 1,
+                id: Some("a0000000000000001".into()),
+                name: Some("researcher".into()),
+                team: None,
+            };
+            ctx.session.state::<super::super::agent_tool::Agents>().enroll(Member { who, running: true });
+            match send(Args { to: to.into(), summary: None, message: "hi".into() }, &ctx) {
+                Ok(ToolOutput::Text(t)) => t,
+                other => panic!("{other:?}"),
+            }
+        };
+        let unknown =
+            |hint: &str| format!("{{\"success\":false,\"message\":\"No agent named 'x' is reachable.\\n{hint}\"}}");
+        assert_eq!(
+            text("2.1.247", "x"),
+            unknown("Check the spelling, or use the agent ID from a background agent's spawn result.")
+        );
+        assert_eq!(text("2.1.248", "x"), unknown("Use ListAgents to see everyone you can message."));
+        let queued = "Message queued for delivery to researcher at its next tool round.";
+        assert!(text("2.1.296", "researcher").contains(&format!("\"message\":\"{queued}\",\"pin\"")));
+        assert!(text("2.1.299", "researcher").contains(&format!("\"message\":\"{queued} If it finishes first, it is resumed with the message and notifies again, so wait for that notification before resending.\",\"pin\"")));
     }
 }
