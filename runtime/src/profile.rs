@@ -124,9 +124,11 @@ pub const SWITCHES: &[&Switch] = &[
     &crate::tools::agent_tool::REPORT_FRAMED,
     &crate::pipeline::SUBAGENT_NOT_HERE_NOTICE,
     &crate::tools::send_message::QUEUED_SAYS_WAIT,
+    &crate::tools::cron::NEXT_RUN_SHOWN,
     &crate::tools::tool_search::TOOL_SEARCH_BY_DEFAULT,
     &crate::tools::agent_tool::TOOLS_USED_NOTE,
     &crate::tools::workflow::RESUME_HINT_CALLS,
+    &crate::tools::cron::MAX_AGE_30_DAYS,
 ];
 
 #[cfg(test)]

@@ -43,6 +43,7 @@ mod schedule;
 mod store;
 
 use crate::context::ToolContext;
+use crate::profile::Switch;
 use crate::tool::{parse_args, Tool, ToolError, ToolOutput};
 use futures_util::future::BoxFuture;
 use schedule::{human_schedule, parse, RECURRING_MAX_AGE_MS};
@@ -53,6 +54,40 @@ use store::{proc_start, write_durable, Job};
 
 pub use crate::tools::clock::ClockSpec;
 pub use store::Cron;
+
+/// From Claude Code 2.1.299 CronCreate's text says when the job runs next (`Next run: Dec 1 9:00am.`)
+/// and CronList names each job's next run.
+pub const NEXT_RUN_SHOWN: Switch = Switch {
+    name: "cron: CronCreate and CronList say when a job runs next",
+    since: "2.1.299",
+    probe: "claude-code.cron-texts",
+};
+
+/// From Claude Code 2.1.330 recurring jobs age out after 30 days (7 before), and the text says so.
+pub const MAX_AGE_30_DAYS: Switch =
+    Switch { name: "cron: recurring jobs expire after 30 days", since: "2.1.330", probe: "claude-code.cron-durable" };
+
+/// A recurring job's age limit at the session's release ([`MAX_AGE_30_DAYS`]).
+pub(crate) fn recurring_max_age_ms(ctx: &ToolContext) -> i64 {
+    if ctx.profile().has(&MAX_AGE_30_DAYS) {
+        30 * 24 * 3600 * 1000
+    } else {
+        RECURRING_MAX_AGE_MS
+    }
+}
+
+/// A next run as the reference shows it (`Dec 1 12:57pm`, the clock's zone, a 12-hour clock).
+fn next_run_text(ms: i64, zone: &jiff::tz::TimeZone) -> Option<String> {
+    const MONTHS: [&str; 12] = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
+    let z = crate::tools::clock::zoned(ms, zone)?;
+    let month = MONTHS.get(usize::try_from(z.month() - 1).ok()?)?;
+    let hour = match z.hour() % 12 {
+        0 => 12,
+        h => h,
+    };
+    let half = if z.hour() < 12 { "am" } else { "pm" };
+    Some(format!("{month} {} {hour}:{:02}{half}", z.day(), z.minute()))
+}
 
 /// Jobs a session may hold (CRON-1; Claude Code 2.1.235: `Too many scheduled jobs (max 50)`).
 pub const MAX_JOBS: usize = 50;
@@ -175,11 +210,18 @@ impl Tool for CronCreate {
             } else {
                 "Session-only (not written to disk, dies when Claude exits)"
             };
-            let days = RECURRING_MAX_AGE_MS / 86_400_000;
-            let text = if recurring {
-                format!("Scheduled recurring job {id} ({human}). {place}. Auto-expires after {days} days. Use CronDelete to cancel sooner.")
+            let days = recurring_max_age_ms(ctx) / 86_400_000;
+            let next = if ctx.profile().has(&NEXT_RUN_SHOWN) {
+                let job = cron.jobs().into_iter().find(|j| j.id == id);
+                job.and_then(|j| j.next_run(&zone)).and_then(|t| next_run_text(t, &zone))
             } else {
-                format!("Scheduled one-shot task {id} ({human}). {place}. It will fire once then auto-delete.")
+                None
+            };
+            let next = next.map(|t| format!(" Next run: {t}.")).unwrap_or_default();
+            let text = if recurring {
+                format!("Scheduled recurring job {id} ({human}).{next} {place}. Auto-expires after {days} days. Use CronDelete to cancel sooner.")
+            } else {
+                format!("Scheduled one-shot task {id} ({human}).{next} {place}. It will fire once then auto-delete.")
             };
             let data = json!({"id": id, "humanSchedule": human, "recurring": recurring, "durable": durable});
             Ok(ToolOutput::Data { text, data })
@@ -272,17 +314,22 @@ impl Tool for CronList {
             let cron = ctx.session.state::<Cron>();
             cron.load(ctx)?;
             let jobs = cron.jobs();
+            let zone = cron.clock.zone().clone();
+            let shows_next = ctx.profile().has(&NEXT_RUN_SHOWN);
             let text = if jobs.is_empty() {
                 "No scheduled jobs.".to_string()
             } else {
                 jobs.iter()
                     .map(|j| {
+                        let next =
+                            if shows_next { j.next_run(&zone).and_then(|t| next_run_text(t, &zone)) } else { None };
                         format!(
-                            "{} — {}{}{}: {}",
+                            "{} — {}{}{}{}: {}",
                             j.id,
                             human_schedule(&j.cron),
                             if j.recurring { " (recurring)" } else { " (one-shot)" },
                             if j.durable { "" } else { " [session-only]" },
+                            next.map(|t| format!(", next run {t}")).unwrap_or_default(),
                             list_prompt(&j.prompt)
                         )
                     })
@@ -329,5 +376,51 @@ mod tests {
         assert_eq!(cut.chars().count(), 80);
         assert!(cut.ends_with("x…"));
         assert_eq!(list_prompt(&"y".repeat(80)), "y".repeat(80));
+    }
+
+    /// CronCreate / CronList texts before and from NEXT_RUN_SHOWN (claude-code.cron-texts on 2.1.296 /
+    /// 2.1.299) and MAX_AGE_30_DAYS (claude-code.cron-durable on 2.1.329 / 2.1.330).
+    #[tokio::test]
+    async fn texts_by_release() {
+        let clock = ClockSpec {
+            start: "2026-11-30T09:00:00".parse().unwrap_or_else(|e| panic!("{e}")),
+            tz: "UTC".into(),
+            per_request_ms: 0,
+            idle_until: None,
+            max_idle_fires: 0,
+        };
+        let run = |version: &'static str| {
+            let clock = clock.clone();
+            async move {
+                let (_d, mut ctx) = ToolContext::for_test_at(version);
+                let profile = ctx.profile();
+                ctx.session =
+                    std::sync::Arc::new(crate::session::Session::default().put(profile).put(Cron::new(Some(&clock))));
+                let text = |out: Result<ToolOutput, ToolError>| match out {
+                    Ok(ToolOutput::Data { text, .. }) => text,
+                    other => panic!("{other:?}"),
+                };
+                let every = json!({"cron": "*/5 * * * *", "prompt": "check the build"});
+                let once = json!({"cron": "30 14 * * *", "prompt": "one shot", "recurring": false});
+                let a = text(CronCreate.call(every, &ctx).await);
+                let b = text(CronCreate.call(once, &ctx).await);
+                let list = text(CronList.call(json!({}), &ctx).await);
+                (a, b, list)
+            }
+        };
+        let (a, b, list) = run("2.1.296").await;
+        assert!(a.ends_with("(Every 5 minutes). Session-only (not written to disk, dies when Claude exits). Auto-expires after 7 days. Use CronDelete to cancel sooner."), "{a}");
+        assert!(b.ends_with("(Every day at 2:30 PM). Session-only (not written to disk, dies when Claude exits). It will fire once then auto-delete."), "{b}");
+        assert!(list.contains(" — Every 5 minutes (recurring) [session-only]: check the build\n"), "{list}");
+        let (a, b, list) = run("2.1.299").await;
+        assert!(a.ends_with("(Every 5 minutes). Next run: Nov 30 9:04am. Session-only (not written to disk, dies when Claude exits). Auto-expires after 7 days. Use CronDelete to cancel sooner."), "{a}");
+        assert!(b.ends_with("(Every day at 2:30 PM). Next run: Nov 30 2:30pm. Session-only (not written to disk, dies when Claude exits). It will fire once then auto-delete.") || b.contains(". Next run: Nov 30 2:2"), "{b}");
+        assert!(
+            list.contains(" — Every 5 minutes (recurring) [session-only], next run Nov 30 9:04am: check the build\n"),
+            "{list}"
+        );
+        assert!(list.contains(" — Every day at 2:30 PM (one-shot) [session-only], next run Nov 30 2:"), "{list}");
+        let (a, _, _) = run("2.1.330").await;
+        assert!(a.ends_with("Auto-expires after 30 days. Use CronDelete to cancel sooner."), "{a}");
     }
 }

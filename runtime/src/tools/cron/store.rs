@@ -49,6 +49,9 @@ pub(super) struct State {
     idle_fires: usize,
     durable_path: Option<PathBuf>,
     loaded: bool,
+    /// A recurring job's age limit at the session's release ([`super::recurring_max_age_ms`]), set by
+    /// the first call ([`Cron::load`]); the reference's first one until then.
+    max_age_ms: Option<i64>,
 }
 
 /// The session's cron jobs and clock.
@@ -130,9 +133,10 @@ impl Cron {
         }
         let now = st.now_ms.unwrap_or(at);
         st.idle_fires += 1;
+        let max_age = st.max_age_ms.unwrap_or(RECURRING_MAX_AGE_MS);
         let job = &mut st.jobs[k];
         let prompt = job.prompt.clone();
-        let aged = job.recurring && !job.permanent && now - job.created_at >= RECURRING_MAX_AGE_MS;
+        let aged = job.recurring && !job.permanent && now - job.created_at >= max_age;
         let durable = job.durable;
         if job.recurring && !aged {
             job.last_fired_at = Some(now);
@@ -153,6 +157,7 @@ impl Cron {
         if st.loaded {
             return Ok(());
         }
+        st.max_age_ms = Some(super::recurring_max_age_ms(ctx));
         let path = crate::fs::confine(ctx, &ctx.cwd.join(DURABLE_FILE).to_string_lossy())?;
         st.loaded = true;
         st.durable_path = Some(path.clone());
@@ -189,6 +194,13 @@ impl Cron {
             });
         }
         Ok(())
+    }
+}
+
+impl Job {
+    /// When it fires next: the time computed already, else its first fire (`None`: never).
+    pub fn next_run(&self, zone: &TimeZone) -> Option<i64> {
+        self.next_fire.or_else(|| first_fire(self, zone)).filter(|t| *t != i64::MAX)
     }
 }
 
