@@ -29,6 +29,7 @@
 //! - WorktreeCreate / WorktreeRemove hooks (non-git VCS) are not supported.
 
 use crate::context::ToolContext;
+use crate::profile::Switch;
 use crate::tool::{Tool, ToolError, ToolOutput};
 use crate::validation::{custom, custom_added, issues_error};
 use futures_util::future::BoxFuture;
@@ -205,8 +206,9 @@ impl EnterWorktree {
         let abs = crate::fs::confine(ctx, path)?;
         let shown = abs.display().to_string();
         let dir = abs.canonicalize().map_err(|_| {
+            let call = if ctx.profile().has(&MISSING_PATH_REALPATH) { "realpath" } else { "lstat" };
             ToolError::Runtime(format!(
-                "Cannot enter worktree: {shown}: ENOENT: no such file or directory, lstat '{shown}'"
+                "Cannot enter worktree: {shown}: ENOENT: no such file or directory, {call} '{shown}'"
             ))
         })?;
         let list =
@@ -236,7 +238,11 @@ impl EnterWorktree {
         let base = git(ctx, &dir, &["rev-parse", "HEAD"]).await.unwrap_or_default();
         // a worktree entered by path is never this session's to remove, even one it made (measured)
         let owned = false;
-        let text = format!("Entered worktree at {} on branch {branch}. {SUCCESS_TAIL}", dir.display());
+        let text = format!(
+            "Entered worktree at {} on branch {}. {SUCCESS_TAIL}",
+            quoted(ctx, &dir.display().to_string()),
+            quoted(ctx, &branch)
+        );
         set_shell_cwd(ctx, &dir);
         state.set_active(
             &ctx.session,
@@ -265,10 +271,11 @@ async fn create(ctx: &ToolContext, repo: &Path, name: &str, original: PathBuf) -
     let dir = dir.canonicalize().map_err(|e| fail(e.to_string()))?;
     let base = git(ctx, &dir, &["rev-parse", "HEAD"]).await.unwrap_or_default();
     let state = ctx.session.state::<crate::tools::worktree::Worktrees>();
+    let (at, on) = (quoted(ctx, &dir.display().to_string()), quoted(ctx, &branch));
     let text = if resumed {
-        format!("Resumed worktree at {} on branch {branch}. A worktree with this name already existed and was resumed as-is \u{2014} it may carry an earlier session\u{2019}s commits. Pass a different name if you wanted a fresh worktree. {SUCCESS_TAIL}", dir.display())
+        format!("Resumed worktree at {at} on branch {on}. A worktree with this name already existed and was resumed as-is \u{2014} it may carry an earlier session\u{2019}s commits. Pass a different name if you wanted a fresh worktree. {SUCCESS_TAIL}")
     } else {
-        format!("Created worktree at {} on branch {branch}. {SUCCESS_TAIL}", dir.display())
+        format!("Created worktree at {at} on branch {on}. {SUCCESS_TAIL}")
     };
     set_shell_cwd(ctx, &dir);
     state.set_active(
@@ -311,6 +318,25 @@ impl Tool for EnterWorktree {
     }
 }
 
+/// From Claude Code 2.1.302 the worktree tools' texts put paths and branch names in curly quotes
+/// (`Created worktree at “…/w” on branch “worktree-w”.`).
+pub const CURLY_QUOTED_NAMES: Switch =
+    Switch { name: "worktree: paths and branches in curly quotes", since: "2.1.302", probe: "worktree.lifecycle" };
+
+/// From Claude Code 2.1.304 EnterWorktree names `realpath` (not `lstat`) in the error for a path that
+/// does not exist.
+pub const MISSING_PATH_REALPATH: Switch =
+    Switch { name: "worktree: a missing path's error names realpath", since: "2.1.304", probe: "worktree.lifecycle" };
+
+/// A path or branch name in a text, as the session's release shows it ([`CURLY_QUOTED_NAMES`]).
+fn quoted(ctx: &ToolContext, name: &str) -> String {
+    if ctx.profile().has(&CURLY_QUOTED_NAMES) {
+        format!("\u{201c}{name}\u{201d}")
+    } else {
+        name.to_string()
+    }
+}
+
 fn plural(n: u64, one: &str) -> String {
     format!("{n} {one}{}", if n == 1 { "" } else { "s" })
 }
@@ -327,13 +353,14 @@ impl ExitWorktree {
         let Some(a) = state.active() else {
             return Err(ToolError::Validation("No-op: there is no active EnterWorktree session to exit. This tool only operates on worktrees created by EnterWorktree in the current session \u{2014} it will not touch worktrees created manually or in a previous session. No filesystem changes were made.".into()));
         };
-        let (wt, orig) = (a.path.display().to_string(), a.original.display().to_string());
+        let wt_path = a.path.display().to_string();
+        let (wt, orig) = (quoted(ctx, &wt_path), quoted(ctx, &a.original.display().to_string()));
         if !remove {
             state.set_active(&ctx.session, None);
             set_shell_cwd(ctx, &a.original);
             return Ok(ToolOutput::Text(format!(
                 "Exited worktree. Your work is preserved at {wt} on branch {}. Session is now back in {orig}.",
-                a.branch
+                quoted(ctx, &a.branch)
             )));
         }
         if !a.owned {
@@ -354,11 +381,11 @@ impl ExitWorktree {
                 what.push(plural(files, "uncommitted file"));
             }
             if commits > 0 {
-                what.push(format!("{} on {}", plural(commits, "commit"), a.branch));
+                what.push(format!("{} on {}", plural(commits, "commit"), quoted(ctx, &a.branch)));
             }
             return Err(ToolError::Validation(format!("Worktree has {}. Removing will discard this work permanently. Confirm with the user, then re-invoke with discard_changes: true \u{2014} or use action: \"keep\" to preserve the worktree.", what.join(" and "))));
         }
-        git(ctx, &a.repo, &["worktree", "remove", "--force", &wt])
+        git(ctx, &a.repo, &["worktree", "remove", "--force", &wt_path])
             .await
             .map_err(|e| ToolError::Runtime(format!("Cannot remove the worktree at {wt}: {e}")))?;
         // a branch that is not the one the worktree was made on (resumed by name) stays
@@ -432,5 +459,28 @@ mod tests {
             name_issue(&"x".repeat(65)).unwrap_or_default(),
             "Invalid worktree name: must be 64 characters or fewer (got 65)"
         );
+    }
+
+    /// Names plain before CURLY_QUOTED_NAMES (worktree.lifecycle on 2.1.301), in curly quotes from it
+    /// (2.1.302); a missing path's error with lstat before MISSING_PATH_REALPATH (2.1.303), realpath from
+    /// it (2.1.304).
+    #[tokio::test]
+    async fn texts_by_release() {
+        let (_d, ctx) = ToolContext::for_test_at("2.1.301");
+        assert_eq!(quoted(&ctx, "worktree-w"), "worktree-w");
+        let (_d, ctx) = ToolContext::for_test_at("2.1.302");
+        assert_eq!(quoted(&ctx, "worktree-w"), "\u{201c}worktree-w\u{201d}");
+        let missing = |version: &'static str| async move {
+            let (_d, ctx) = ToolContext::for_test_at(version);
+            let init = std::process::Command::new("git").arg("init").arg("-q").arg(&ctx.cwd).status();
+            assert!(init.is_ok_and(|s| s.success()), "git init");
+            let out = EnterWorktree.run(json!({"path": "nowhere"}), &ctx).await;
+            let shown = ctx.cwd.join("nowhere").display().to_string();
+            (out.err().map(|e| e.to_string()).unwrap_or_default(), shown)
+        };
+        let (e, shown) = missing("2.1.303").await;
+        assert_eq!(e, format!("Cannot enter worktree: {shown}: ENOENT: no such file or directory, lstat '{shown}'"));
+        let (e, shown) = missing("2.1.304").await;
+        assert_eq!(e, format!("Cannot enter worktree: {shown}: ENOENT: no such file or directory, realpath '{shown}'"));
     }
 }
