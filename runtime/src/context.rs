@@ -151,6 +151,7 @@ impl ToolContext {
             cwd: self.cwd.clone(),
             home: self.home.clone(),
             confine: self.session.state::<crate::confine::SessionConfinement>().0.clone(),
+            profile: self.profile(),
         }
     }
 

@@ -28,6 +28,25 @@ pub struct HookEnv {
     pub home: PathBuf,
     /// The lab's confinement of hook commands ([`crate::confine`]; `None`: unconfined).
     pub confine: Option<crate::confine::Confinement>,
+    /// The release the session behaves as (how a decision is worded).
+    pub profile: crate::profile::Profile,
+}
+
+/// From Claude Code 2.1.281 a hook's JSON deny reaches the model as `PreToolUse:<tool> hook error:
+/// <reason>` (the reason alone before).
+pub const JSON_DENY_PREFIXED: crate::profile::Switch = crate::profile::Switch {
+    name: "hooks: a JSON deny's reason comes as a PreToolUse hook error",
+    since: "2.1.281",
+    probe: "pipeline.hook-decisions",
+};
+
+/// The text of a hook's JSON deny at the session's release ([`JSON_DENY_PREFIXED`]).
+fn json_deny_text(tool: &str, reason: &str, profile: crate::profile::Profile) -> String {
+    if profile.has(&JSON_DENY_PREFIXED) {
+        format!("PreToolUse:{tool} hook error: {reason}")
+    } else {
+        reason.to_string()
+    }
 }
 
 /// What the hooks decided.
@@ -91,7 +110,7 @@ pub async fn pre_tool_use(settings: &HookSettings, tool: &str, input: &Value, en
                     let reason =
                         spec.get("permissionDecisionReason").and_then(Value::as_str).unwrap_or("denied by hook");
                     // the reason alone, as the reference passes it on (`probes/pipeline/hook-decisions.toml`)
-                    return HookOutcome::Deny { message: reason.to_string() };
+                    return HookOutcome::Deny { message: json_deny_text(tool, reason, env.profile) };
                 }
                 Some("allow") => allowed = true,
                 Some("ask") => ask = true,
@@ -186,5 +205,23 @@ async fn run_with_stdin(
         ),
         Ok(Err(e)) => (None, String::new(), e.to_string()),
         Err(_) => (None, String::new(), format!("hook timed out after {}s", timeout.as_secs())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::profile::Profile;
+
+    /// A JSON deny's text before and from JSON_DENY_PREFIXED (pipeline.hook-decisions on 2.1.280 /
+    /// 2.1.281).
+    #[test]
+    fn json_deny_by_release() {
+        let at = |v: &str| Profile::at(v).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(json_deny_text("Write", "policy says no", at("2.1.280")), "policy says no");
+        assert_eq!(
+            json_deny_text("Write", "policy says no", at("2.1.281")),
+            "PreToolUse:Write hook error: policy says no"
+        );
     }
 }

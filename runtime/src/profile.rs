@@ -120,8 +120,10 @@ pub const SWITCHES: &[&Switch] = &[
     &crate::tools::workflow::SCRIPT_REFUSAL_HINT,
     &crate::tools::send_message::UNREACHABLE_NAMES_LIST_AGENTS,
     &crate::tools::workflow::RESUME_NEEDS_JOURNAL,
+    &crate::tools::mcp::CALL_ERROR_BARE,
     &crate::tools::task_output::TASK_OUTPUT_LEAVES,
     &crate::tools::agent_tool::REPORT_FRAMED,
+    &crate::hooks::JSON_DENY_PREFIXED,
     &crate::pipeline::SUBAGENT_NOT_HERE_NOTICE,
     &crate::tools::send_message::QUEUED_SAYS_WAIT,
     &crate::tools::cron::NEXT_RUN_SHOWN,
@@ -130,7 +132,9 @@ pub const SWITCHES: &[&Switch] = &[
     &crate::tools::worktree::MISSING_PATH_REALPATH,
     &crate::tools::agent_tool::TOOLS_USED_NOTE,
     &crate::tools::workflow::RESUME_HINT_CALLS,
+    &crate::tools::mcp::DIR_LISTING_IS_ERROR,
     &crate::tools::cron::MAX_AGE_30_DAYS,
+    &crate::tools::task_list::GET_HIDES_DONE_BLOCKERS,
 ];
 
 #[cfg(test)]

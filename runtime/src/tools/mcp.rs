@@ -31,6 +31,7 @@
 //! servers run with the sandbox's cwd and HOME, PATH, and their configured env (nothing else of ours).
 
 use crate::context::ToolContext;
+use crate::profile::Switch;
 use crate::tool::{parse_args, Tool, ToolError, ToolOutput};
 use futures_util::future::BoxFuture;
 use rmcp::model::{CallToolRequestParam, ClientInfo, ReadResourceRequestParam};
@@ -348,6 +349,36 @@ where
     })
 }
 
+/// From Claude Code 2.1.274 a tool call's JSON-RPC error is its message alone (`MCP error -32603: `
+/// before). The timeline is silent (the probe's checks stop applying at 2.1.274); the committed cells'
+/// hash of `mcp.tools` result 6 changes between 2.1.273 and 2.1.274.
+pub const CALL_ERROR_BARE: Switch =
+    Switch { name: "mcp: a tool call's JSON-RPC error is its message alone", since: "2.1.274", probe: "mcp.tools" };
+
+/// From Claude Code 2.1.330 ReadMcpResourceDirTool's "not enabled" answer is an error.
+pub const DIR_LISTING_IS_ERROR: Switch = Switch {
+    name: "mcp: ReadMcpResourceDirTool's not-enabled answer is an error",
+    since: "2.1.330",
+    probe: "mcp.resources",
+};
+
+/// A failed tool call's error at the session's release ([`CALL_ERROR_BARE`]).
+fn call_error(ctx: &ToolContext, e: ServiceError) -> ToolError {
+    match e {
+        ServiceError::McpError(d) if ctx.profile().has(&CALL_ERROR_BARE) => ToolError::Runtime(d.message.to_string()),
+        e => ToolError::Runtime(service_error(e).1),
+    }
+}
+
+/// ReadMcpResourceDirTool's answer at the session's release ([`DIR_LISTING_IS_ERROR`]).
+fn dir_listing(ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+    if ctx.profile().has(&DIR_LISTING_IS_ERROR) {
+        Err(ToolError::Runtime(DIR_LISTING_DISABLED.into()))
+    } else {
+        Ok(ToolOutput::Text(DIR_LISTING_DISABLED.into()))
+    }
+}
+
 /// The text of a protocol error as the reference words it: `MCP error <code>: <message>` (measured).
 fn service_error(e: ServiceError) -> (Option<i32>, String) {
     match e {
@@ -433,15 +464,14 @@ impl Tool for McpTool {
         false
     }
 
-    fn call<'a>(&'a self, input: Value, _ctx: &'a ToolContext) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
+    fn call<'a>(&'a self, input: Value, ctx: &'a ToolContext) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
         Box::pin(async move {
             let arguments = match input {
                 Value::Object(args) => Some(args),
                 _ => None,
             };
             let params = CallToolRequestParam { name: self.tool.clone().into(), arguments };
-            let result =
-                self.server.peer.call_tool(params).await.map_err(|e| ToolError::Runtime(service_error(e).1))?;
+            let result = self.server.peer.call_tool(params).await.map_err(|e| call_error(ctx, e))?;
             let result = serde_json::to_value(&result).map_err(|e| ToolError::Runtime(e.to_string()))?;
             let content: Vec<Value> = result.get("content").and_then(Value::as_array).cloned().unwrap_or_default();
             if result.get("isError").and_then(Value::as_bool) == Some(true) {
@@ -644,14 +674,32 @@ impl Tool for ReadMcpResourceDir {
         true
     }
 
-    fn call<'a>(&'a self, _input: Value, _ctx: &'a ToolContext) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
-        Box::pin(async move { Ok(ToolOutput::Text(DIR_LISTING_DISABLED.into())) })
+    fn call<'a>(&'a self, _input: Value, ctx: &'a ToolContext) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
+        Box::pin(async move { dir_listing(ctx) })
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A tool call's JSON-RPC error before and from CALL_ERROR_BARE (mcp.tools on 2.1.273 / 2.1.274);
+    /// the directory listing's answer before and from DIR_LISTING_IS_ERROR (mcp.resources on 2.1.329 /
+    /// 2.1.330).
+    #[test]
+    fn texts_by_release() {
+        let failed = |version: &str| {
+            let (_d, ctx) = ToolContext::for_test_at(version);
+            let e = ServiceError::McpError(rmcp::model::ErrorData::internal_error("fixture protocol error", None));
+            call_error(&ctx, e).to_string()
+        };
+        assert_eq!(failed("2.1.273"), "MCP error -32603: fixture protocol error");
+        assert_eq!(failed("2.1.274"), "fixture protocol error");
+        let (_d, ctx) = ToolContext::for_test_at("2.1.329");
+        assert!(matches!(dir_listing(&ctx), Ok(ToolOutput::Text(t)) if t == DIR_LISTING_DISABLED));
+        let (_d, ctx) = ToolContext::for_test_at("2.1.330");
+        assert!(matches!(dir_listing(&ctx), Err(ToolError::Runtime(t)) if t == DIR_LISTING_DISABLED));
+    }
 
     #[test]
     fn failures_are_worded_with_the_server_and_its_stderr() {

@@ -43,6 +43,7 @@ mod store;
 mod texts;
 
 use crate::context::ToolContext;
+use crate::profile::Switch;
 use crate::tool::{parse_args_worded, Tool, ToolError, ToolOutput};
 use crate::validation;
 use futures_util::future::BoxFuture;
@@ -54,6 +55,13 @@ use store::{
 use texts::{
     get_text, list_snapshots, list_text, partial_text, schema, updated_text, CREATE_DESCRIPTION, CREATE_SCHEMA,
     GET_DESCRIPTION, GET_SCHEMA, LIST_DESCRIPTION, LIST_SCHEMA, UPDATE_DESCRIPTION, UPDATE_SCHEMA,
+};
+
+/// From Claude Code 2.1.332 TaskGet's `Blocked by` leaves out completed blockers, as TaskList does.
+pub const GET_HIDES_DONE_BLOCKERS: Switch = Switch {
+    name: "tasks: TaskGet leaves completed blockers out of Blocked by",
+    since: "2.1.332",
+    probe: "tasks.basics",
 };
 
 /// The hook event run before a task enters `completed` (TASK-4).
@@ -148,9 +156,20 @@ impl Tool for TaskGet {
     fn call<'a>(&'a self, input: Value, ctx: &'a ToolContext) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
         Box::pin(async move {
             let a: IdArgs = parse_args_worded(input, validation::PREFIX)?;
-            let task = {
+            let (task, done) = {
                 let _guard = lock();
-                read_task(&list_dir(ctx), &a.task_id).map_err(ToolError::Runtime)?
+                let dir = list_dir(ctx);
+                let task = read_task(&dir, &a.task_id).map_err(ToolError::Runtime)?;
+                let done: Vec<String> = if ctx.profile().has(&GET_HIDES_DONE_BLOCKERS) {
+                    list_tasks(&dir)
+                        .iter()
+                        .filter(|t| t.get("status").and_then(Value::as_str) == Some("completed"))
+                        .filter_map(|t| t.get("id").and_then(Value::as_str).map(str::to_string))
+                        .collect()
+                } else {
+                    Vec::new()
+                };
+                (task, done)
             };
             let data = match &task {
                 Some(t) => {
@@ -161,7 +180,7 @@ impl Tool for TaskGet {
                 }
                 None => json!({"task": null}),
             };
-            Ok(ToolOutput::Data { text: get_text(task.as_ref()), data })
+            Ok(ToolOutput::Data { text: get_text(task.as_ref(), &done), data })
         })
     }
 }
@@ -423,6 +442,29 @@ mod tests {
         match tool.call(input, c).await? {
             ToolOutput::Data { text, .. } | ToolOutput::Text(text) => Ok(text),
             ToolOutput::Blocks(b) => Ok(format!("{b:?}")),
+        }
+    }
+
+    /// TaskGet of a task whose blocker is completed: the blocker listed before GET_HIDES_DONE_BLOCKERS
+    /// (tasks.basics on 2.1.331), left out from it (2.1.332).
+    #[tokio::test]
+    async fn get_shows_open_blockers_from_2_1_332() {
+        for (version, want) in [
+            ("2.1.331", "Task #2: Second\nStatus: pending\nDescription: do two\nBlocked by: #1"),
+            ("2.1.332", "Task #2: Second\nStatus: pending\nDescription: do two"),
+        ] {
+            let (_d, mut c) = ToolContext::for_test_at(version);
+            c.env.insert(ENV_TASK_LIST_ID.into(), format!("t/{version}"));
+            for (s, d) in [("First", "do one"), ("Second", "do two")] {
+                call(&TaskCreate, json!({"subject": s, "description": d}), &c).await.unwrap_or_else(|e| panic!("{e}"));
+            }
+            call(&TaskUpdate, json!({"taskId": "2", "addBlockedBy": ["1"]}), &c)
+                .await
+                .unwrap_or_else(|e| panic!("{e}"));
+            call(&TaskUpdate, json!({"taskId": "1", "status": "completed"}), &c)
+                .await
+                .unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(call(&TaskGet, json!({"taskId": "2"}), &c).await.unwrap_or_else(|e| panic!("{e}")), want);
         }
     }
 

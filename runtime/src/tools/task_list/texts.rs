@@ -320,15 +320,16 @@ fn truthy(v: &Value) -> bool {
     }
 }
 
-/// TaskGet's text of a task (or of none).
-pub fn get_text(task: Option<&Task>) -> String {
+/// TaskGet's text of a task (or of none); the blockers in `done` are left out of `Blocked by`.
+pub fn get_text(task: Option<&Task>, done: &[String]) -> String {
     let Some(t) = task else { return "Task not found".into() };
     let mut lines = vec![
         format!("Task #{}: {}", text(t, "id"), text(t, "subject")),
         format!("Status: {}", text(t, "status")),
         format!("Description: {}", text(t, "description")),
     ];
-    let (by, blocks) = (ids(t, "blockedBy"), ids(t, "blocks"));
+    let by: Vec<String> = ids(t, "blockedBy").into_iter().filter(|b| !done.contains(b)).collect();
+    let blocks = ids(t, "blocks");
     if !by.is_empty() {
         lines.push(format!("Blocked by: {}", hashes(&by)));
     }
