@@ -117,9 +117,11 @@ const NEWEST_RELEASE: Release = Release(2, 1, 333);
 /// `probelab` lists). A switch defined anywhere in the runtime is listed here; a test holds the list to
 /// well-formed entries (a version after the reference, a probe file that exists).
 pub const SWITCHES: &[&Switch] = &[
+    &crate::tools::workflow::RUN_ID_NAMED,
     &crate::tools::workflow::SCRIPT_REFUSAL_HINT,
     &crate::tools::send_message::UNREACHABLE_NAMES_LIST_AGENTS,
     &crate::tools::workflow::RESUME_NEEDS_JOURNAL,
+    &crate::tools::workflow::PROMPT_FRAMED_SHOWN,
     &crate::tools::mcp::CALL_ERROR_BARE,
     &crate::tools::task_output::TASK_OUTPUT_LEAVES,
     &crate::tools::agent_tool::REPORT_FRAMED,
@@ -132,6 +134,7 @@ pub const SWITCHES: &[&Switch] = &[
     &crate::tools::worktree::MISSING_PATH_REALPATH,
     &crate::tools::agent_tool::TOOLS_USED_NOTE,
     &crate::tools::workflow::RESUME_HINT_CALLS,
+    &crate::tools::workflow::RUN_ID_UNNAMED,
     &crate::tools::mcp::DIR_LISTING_IS_ERROR,
     &crate::tools::cron::MAX_AGE_30_DAYS,
     &crate::tools::task_list::GET_HIDES_DONE_BLOCKERS,

@@ -125,6 +125,18 @@ fn tool_calls(transcript: &Path) -> u64 {
         .sum()
 }
 
+/// A live agent's progress entry: `head` (up to its `promptPreview`), `"promptFramed": false` from
+/// [`super::PROMPT_FRAMED_SHOWN`], then `rest`.
+fn live_entry(ctx: &crate::context::ToolContext, mut head: Value, rest: Value) -> Value {
+    if ctx.profile().has(&super::PROMPT_FRAMED_SHOWN) {
+        head["promptFramed"] = json!(false);
+    }
+    if let (Some(e), Value::Object(rest)) = (head.as_object_mut(), rest) {
+        e.extend(rest);
+    }
+    head
+}
+
 async fn answer(job: &Job, p: &mut Progress, prompt: &str, opts: &Value) -> Result<Value, String> {
     p.index += 1;
     if p.index > MAX_AGENT_CALLS {
@@ -174,7 +186,9 @@ async fn answer(job: &Job, p: &mut Progress, prompt: &str, opts: &Value) -> Resu
             p.tokens += run.tokens;
             p.done += 1;
             p.empty += u64::from(is_empty_result(&result));
-            p.entries.push(json!({"type": "workflow_agent", "index": p.index, "label": label, "agentId": run.id, "model": run.model, "state": "done", "startedAt": started_at, "queuedAt": started_at, "attempt": 1, "promptPreview": prompt_preview, "lastProgressAt": epoch_ms(), "tokens": run.tokens, "toolCalls": calls, "durationMs": clock.elapsed().as_millis() as u64, "resultPreview": preview(&result)}));
+            let head = json!({"type": "workflow_agent", "index": p.index, "label": label, "agentId": run.id, "model": run.model, "state": "done", "startedAt": started_at, "queuedAt": started_at, "attempt": 1, "promptPreview": prompt_preview});
+            let rest = json!({"lastProgressAt": epoch_ms(), "tokens": run.tokens, "toolCalls": calls, "durationMs": clock.elapsed().as_millis() as u64, "resultPreview": preview(&result)});
+            p.entries.push(live_entry(&job.ctx, head, rest));
             Ok(result)
         }
         Err(e) => {
@@ -330,5 +344,24 @@ fn workflow_end(job: &Job, end: &engine::End, p: &Progress) -> WorkflowEnd {
             ],
         },
         engine::End::Stopped => WorkflowEnd::default(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::context::ToolContext;
+
+    /// A live agent's progress entry before and from PROMPT_FRAMED_SHOWN (claude-code.workflow-texts on
+    /// 2.1.263 / 2.1.265): the key sits right after `promptPreview`.
+    #[test]
+    fn prompt_framed_from_2_1_265() {
+        let entry = |v: &str| {
+            let (_d, ctx) = ToolContext::for_test_at(v);
+            let e = live_entry(&ctx, json!({"label": "x", "promptPreview": "x"}), json!({"tokens": 1}));
+            e.as_object().map(|o| o.keys().cloned().collect::<Vec<_>>()).unwrap_or_default()
+        };
+        assert_eq!(entry("2.1.263"), ["label", "promptPreview", "tokens"]);
+        assert_eq!(entry("2.1.265"), ["label", "promptPreview", "promptFramed", "tokens"]);
     }
 }

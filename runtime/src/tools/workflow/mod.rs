@@ -222,7 +222,7 @@ fn resolve(args: &Args, ctx: &ToolContext) -> Result<Source, ToolError> {
         Some(s) => Ok(Source { text: s.to_string(), path: None }),
         None => Err(ToolError::Validation(crate::validation::issues_error(&[crate::validation::custom(
             json!([]),
-            "Must provide script, name, or scriptPath",
+            must_provide(ctx),
         )]))),
     }
 }
@@ -304,6 +304,42 @@ pub const RESUME_HINT_CALLS: Switch = Switch {
     name: "workflow: the launch text's resume hint names the agent() calls that replay",
     since: "2.1.326",
     probe: "workflow.resume",
+};
+
+/// The refusal of a call with no script, as the session's release words it ([`RUN_ID_NAMED`],
+/// [`RUN_ID_UNNAMED`]).
+fn must_provide(ctx: &ToolContext) -> &'static str {
+    let p = ctx.profile();
+    if p.has(&RUN_ID_NAMED) && !p.has(&RUN_ID_UNNAMED) {
+        "Must provide script, name, scriptPath, or runId"
+    } else {
+        "Must provide script, name, or scriptPath"
+    }
+}
+
+/// From Claude Code 2.1.239 a call with no script names `runId` among what it must provide
+/// (`Must provide script, name, scriptPath, or runId`); [`RUN_ID_UNNAMED`] takes it back.
+pub const RUN_ID_NAMED: Switch = Switch {
+    name: "workflow: a call with no script names runId among what it must provide",
+    since: "2.1.239",
+    probe: "workflow.refusals",
+};
+
+/// From Claude Code 2.1.326 the refusal of a call with no script no longer names `runId` (reverts
+/// [`RUN_ID_NAMED`]).
+pub const RUN_ID_UNNAMED: Switch = Switch {
+    name: "workflow: a call with no script no longer names runId (reverts the 2.1.239 text)",
+    since: "2.1.326",
+    probe: "workflow.refusals",
+};
+
+/// From Claude Code 2.1.265 a live agent's progress entry (TaskOutput's `workflowProgress`) says
+/// `"promptFramed": false` after its `promptPreview` (measured on 2.1.268; the cells' hashes of
+/// TaskOutput's results change between 2.1.263 and 2.1.265).
+pub const PROMPT_FRAMED_SHOWN: Switch = Switch {
+    name: "workflow: a live agent's progress entry says promptFramed",
+    since: "2.1.265",
+    probe: "claude-code.workflow-texts",
 };
 
 /// The line a refused script's error ends with under [`SCRIPT_REFUSAL_HINT`].
@@ -486,6 +522,22 @@ mod tests {
             go(json!({"script": "const x = 1\nexport const meta = { name: 'a', description: 'b' }"})),
             "Invalid workflow script: `export const meta = { name, description, phases }` must be the FIRST statement in the script"
         );
+    }
+
+    /// A call with no script: runId named from RUN_ID_NAMED (workflow.refusals on 2.1.238 / 2.1.239),
+    /// not any more from RUN_ID_UNNAMED (2.1.325 / 2.1.326).
+    #[test]
+    fn must_provide_by_release() {
+        let refusal = |version: &str| {
+            let (_d, ctx) = ToolContext::for_test_at(version);
+            let args: Args = serde_json::from_value(json!({})).unwrap_or_else(|e| panic!("{e}"));
+            launch(args, &ctx).err().map(|e| e.to_string()).unwrap_or_default()
+        };
+        for (version, named) in [("2.1.238", false), ("2.1.239", true), ("2.1.325", true), ("2.1.326", false)] {
+            let e = refusal(version);
+            assert_eq!(e.contains("\"Must provide script, name, scriptPath, or runId\""), named, "{version}: {e}");
+            assert_eq!(e.contains("\"Must provide script, name, or scriptPath\""), !named, "{version}: {e}");
+        }
     }
 
     /// The refusal of a script, before and from SCRIPT_REFUSAL_HINT (measured: workflow.refusals on
