@@ -211,6 +211,11 @@ impl Runtime {
         out
     }
 
+    /// A validation text of `tool` as the session's release words it ([`crate::validation::as_released`]).
+    fn as_released(&self, tool: &dyn Tool, text: &str) -> String {
+        crate::validation::as_released(text, self.ctx.profile(), &tool.input_schema())
+    }
+
     /// One call through the whole pipeline.
     pub async fn run_call(&self, call: &ToolCall) -> ToolResult {
         let id = call.id.as_str();
@@ -222,7 +227,8 @@ impl Runtime {
             true => crate::schema::validate(tool.name(), &tool.input_schema(), &call.input),
             false => None, // MCP-1: the server checks its own input
         };
-        if let Some(mut msg) = invalid {
+        if let Some(msg) = invalid {
+            let mut msg = self.as_released(tool.as_ref(), &msg);
             for e in &self.extensions {
                 e.on_invalid_input(self, tool.as_ref(), &mut msg);
             }
@@ -234,6 +240,7 @@ impl Runtime {
             HookOutcome::Deny { message } => return ToolResult::error(id, message),
             HookOutcome::Continue { input: Some(new), allowed, ask } => {
                 if let Some(msg) = crate::schema::validate(tool.name(), &tool.input_schema(), &new) {
+                    let msg = self.as_released(tool.as_ref(), &msg);
                     return ToolResult::error(
                         id,
                         wrap(&format!("{msg}\n(after the PreToolUse hook rewrote the input)")),
@@ -247,7 +254,7 @@ impl Runtime {
             return ToolResult::error(id, msg);
         }
         if let Some(m) = tool.check_before_permissions(&input, &self.ctx) {
-            return ToolResult::error(id, wrap(&m));
+            return ToolResult::error(id, wrap(&self.as_released(tool.as_ref(), &m)));
         }
         let subject = tool.permission_subject(&input, &self.ctx);
         let mut decision =
@@ -310,7 +317,7 @@ impl Runtime {
         ctx.call_id = Some(id.to_string());
         let output = match tool.call(input, &ctx).await {
             Ok(o) => o,
-            Err(ToolError::Validation(m)) => return ToolResult::error(id, wrap(&m)),
+            Err(ToolError::Validation(m)) => return ToolResult::error(id, wrap(&self.as_released(tool.as_ref(), &m))),
             // an error is never persisted: past 10,000 chars the reference keeps its first and last 5,000
             Err(ToolError::Runtime(m)) => return ToolResult::error(id, shorten_error(&m)),
         };

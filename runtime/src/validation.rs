@@ -11,6 +11,7 @@
 //!
 //! A text here is the reference's text: the unit tests below pin each one, and the goldens show them.
 
+use crate::profile::{Profile, Switch};
 use serde_json::{json, Value};
 
 /// What every validation text starts with.
@@ -156,9 +157,124 @@ pub fn invalid_union(path: Value, errors: Vec<Vec<Value>>) -> Value {
     json!({"code": "invalid_union", "errors": errors, "path": path, "message": "Invalid input"})
 }
 
+// ---- the wording by release -------------------------------------------------------------------------
+
+/// From Claude Code 2.1.260 the validation texts lost their detail: every zod issue but a `custom` one
+/// says `Invalid input`, and the schema check calls each value's type `unknown` (a missing required
+/// parameter reads `The parameter `x` type is expected as `string` but provided as `unknown``).
+/// [`DETAIL_BACK`] takes it back.
+pub const DETAIL_LOST: Switch = Switch {
+    name: "validation: zod messages say Invalid input and the schema check says unknown",
+    since: "2.1.260",
+    probe: "tasks.basics",
+};
+
+/// From Claude Code 2.1.285 the validation texts have their detail again (reverts [`DETAIL_LOST`]).
+pub const DETAIL_BACK: Switch = Switch {
+    name: "validation: the detailed texts are back (reverts the 2.1.260 wording)",
+    since: "2.1.285",
+    probe: "tasks.basics",
+};
+
+/// A validation text (`text`, built in the reference's wording above for a tool whose input schema is
+/// `schema`) as the session's release words it ([`DETAIL_LOST`], [`DETAIL_BACK`]); any other text as it is.
+pub fn as_released(text: &str, profile: Profile, schema: &Value) -> String {
+    if !profile.has(&DETAIL_LOST) || profile.has(&DETAIL_BACK) {
+        return text.to_string();
+    }
+    // zod's form: a prefix, then the issues as JSON
+    for prefix in [PREFIX, "Invalid input: "] {
+        let Some(body) = text.strip_prefix(prefix) else { continue };
+        let Ok(Value::Array(mut issues)) = serde_json::from_str::<Value>(body) else { continue };
+        issues.iter_mut().for_each(undetailed);
+        return format!("{prefix}{}", serde_json::to_string_pretty(&issues).unwrap_or_else(|_| "[]".into()));
+    }
+    // the schema check's words
+    if !(text.starts_with(PREFIX) && text.contains(" failed due to the following issue")) {
+        return text.to_string();
+    }
+    let types = schema.get("properties");
+    let lines: Vec<String> = text
+        .lines()
+        .map(|line| {
+            if let Some(name) =
+                line.strip_prefix("The required parameter `").and_then(|r| r.strip_suffix("` is missing"))
+            {
+                let expected = types.and_then(|p| p.get(name)).and_then(|p| p.get("type")).and_then(Value::as_str);
+                let shown = match expected {
+                    Some("integer") => "number",
+                    Some(t) => t,
+                    None => "unknown",
+                };
+                return format!("The parameter `{name}` type is expected as `{shown}` but provided as `unknown`");
+            }
+            match line.rfind(" but provided as `") {
+                Some(k) if line.ends_with('`') => format!("{} but provided as `unknown`", &line[..k]),
+                _ => line.to_string(),
+            }
+        })
+        .collect();
+    lines.join("\n")
+}
+
+/// An issue without its detail: zod's own message (and those of a union's members) `Invalid input`; a
+/// message the schema wrote (a `custom` issue's, a `.regex(…, "must be …")`'s: measured on 2.1.268,
+/// `claude-code.send-message`) stays.
+fn undetailed(issue: &mut Value) {
+    if let Some(errors) = issue.get_mut("errors").and_then(Value::as_array_mut) {
+        errors.iter_mut().filter_map(Value::as_array_mut).flatten().for_each(undetailed);
+    }
+    if issue.get("code").and_then(Value::as_str) == Some("custom") {
+        return;
+    }
+    if let Some(m) = issue.get_mut("message") {
+        let zods_own = m.as_str().is_some_and(|t| {
+            ["Invalid ", "Too small: ", "Too big: ", "Unrecognized "].iter().any(|p| t.starts_with(p))
+        });
+        if zods_own {
+            *m = json!("Invalid input");
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The texts before DETAIL_LOST (2.1.259), without detail from it (2.1.260, measured: tasks.basics,
+    /// bash.schema, write.errors, notebook.edit, lsp-inputs), with it again from DETAIL_BACK (2.1.285).
+    #[test]
+    fn detail_by_release() {
+        let at = |v: &str| Profile::at(v).unwrap_or_else(|e| panic!("{e}"));
+        let schema = json!({"properties": {"command": {"type": "string"}, "limit": {"type": "integer"}}});
+        let words = tool_failed("Bash", &[missing_parameter("command"), wrong_type("limit", "integer", &json!("3"))]);
+        let zod = issues_error(&[
+            invalid_union(
+                json!(["status"]),
+                vec![vec![invalid_value(json!([]), json!(["a", "b"]), &invalid_value_message(&["a", "b"]))]],
+            ),
+            custom(json!([]), "Must provide script, name, or scriptPath"),
+            too_small("number", 0, false, json!(["line"]), None),
+            json!({"code": "invalid_format", "path": ["to"], "message": "must be a single-line recipient name or address"}),
+        ]);
+        for v in ["2.1.259", "2.1.285", "2.1.333"] {
+            assert_eq!(as_released(&words, at(v), &schema), words, "{v}");
+            assert_eq!(as_released(&zod, at(v), &schema), zod, "{v}");
+        }
+        assert_eq!(
+            as_released(&words, at("2.1.260"), &schema),
+            "InputValidationError: Bash failed due to the following issues:\nThe parameter `command` type is expected as `string` but provided as `unknown`\nThe parameter `limit` type is expected as `number` but provided as `unknown`"
+        );
+        let lost = as_released(&zod, at("2.1.284"), &schema);
+        assert_eq!(lost.matches("\"message\": \"Invalid input\"").count(), 3, "{lost}");
+        assert!(lost.contains("\"message\": \"Must provide script, name, or scriptPath\""), "{lost}");
+        assert!(lost.contains("\"message\": \"must be a single-line recipient name or address\""), "{lost}");
+        assert!(
+            lost.starts_with("InputValidationError: [\n  {\n    \"code\": \"invalid_union\",\n    \"errors\": [\n"),
+            "{lost}"
+        );
+        assert_eq!(as_released("Invalid workflow script: x", at("2.1.260"), &schema), "Invalid workflow script: x");
+    }
 
     #[test]
     fn schema_wording() {
