@@ -123,6 +123,7 @@ pub const SWITCHES: &[&Switch] = &[
     &crate::validation::DETAIL_LOST,
     &crate::tools::workflow::RESUME_NEEDS_JOURNAL,
     &crate::tools::workflow::PROMPT_FRAMED_SHOWN,
+    &crate::tools::cron::RECORDS_PROJECT,
     &crate::tools::mcp::CALL_ERROR_BARE,
     &crate::tools::task_output::TASK_OUTPUT_LEAVES,
     &crate::tools::agent_tool::REPORT_FRAMED,

@@ -63,7 +63,16 @@ pub const NEXT_RUN_SHOWN: Switch = Switch {
     probe: "claude-code.cron-texts",
 };
 
-/// From Claude Code 2.1.330 recurring jobs age out after 30 days (7 before), and the text says so.
+/// From Claude Code 2.1.273 a durable job's record names the project it was created in
+/// (`createdInProject`, after `createdByProcStart`; read from 2.1.280's code: the project root).
+pub const RECORDS_PROJECT: Switch = Switch {
+    name: "cron: a durable job's record names its project",
+    since: "2.1.273",
+    probe: "claude-code.cron-durable",
+};
+
+/// From Claude Code 2.1.330 recurring jobs age out after 30 days (and a durable recurring job's record
+/// keeps its `maxAgeMs`, after `recurring`, as 2.1.333's code writes it), and the text says so.
 pub const MAX_AGE_30_DAYS: Switch =
     Switch { name: "cron: recurring jobs expire after 30 days", since: "2.1.330", probe: "claude-code.cron-durable" };
 
@@ -181,10 +190,16 @@ impl Tool for CronCreate {
                 let id: String = digest.iter().take(4).map(|b| format!("{b:02x}")).collect();
                 let mut created_by = Map::new();
                 if durable {
+                    if recurring && ctx.profile().has(&MAX_AGE_30_DAYS) {
+                        created_by.insert("maxAgeMs".into(), json!(recurring_max_age_ms(ctx)));
+                    }
                     created_by.insert("createdBySessionId".into(), json!(ctx.session_id));
                     created_by.insert("createdByPid".into(), json!(std::process::id()));
                     if let Some(s) = proc_start() {
                         created_by.insert("createdByProcStart".into(), json!(s));
+                    }
+                    if ctx.profile().has(&RECORDS_PROJECT) {
+                        created_by.insert("createdInProject".into(), json!(ctx.project_root()));
                     }
                 }
                 st.jobs.push(Job {
@@ -422,5 +437,33 @@ mod tests {
         assert!(list.contains(" — Every day at 2:30 PM (one-shot) [session-only], next run Nov 30 2:"), "{list}");
         let (a, _, _) = run("2.1.330").await;
         assert!(a.ends_with("Auto-expires after 30 days. Use CronDelete to cancel sooner."), "{a}");
+    }
+
+    /// A durable job's record: createdInProject from RECORDS_PROJECT (claude-code.cron-durable on
+    /// 2.1.272 / 2.1.273), maxAgeMs from MAX_AGE_30_DAYS (2.1.330).
+    #[tokio::test]
+    async fn durable_record_by_release() {
+        let keys = |version: &'static str| async move {
+            let (_d, ctx) = ToolContext::for_test_at(version);
+            let job = json!({"cron": "0 9 * * 1", "prompt": "durable weekly", "durable": true});
+            CronCreate.call(job, &ctx).await.unwrap_or_else(|e| panic!("{e}"));
+            let text = std::fs::read_to_string(ctx.cwd.join(store::DURABLE_FILE)).unwrap_or_else(|e| panic!("{e}"));
+            let v: Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}"));
+            let task = v["tasks"][0].as_object().cloned().unwrap_or_default();
+            (
+                task.keys().cloned().collect::<Vec<_>>(),
+                task.get("createdInProject").cloned(),
+                task.get("maxAgeMs").cloned(),
+            )
+        };
+        let (k, _, _) = keys("2.1.272").await;
+        assert!(!k.iter().any(|k| k == "createdInProject" || k == "maxAgeMs"), "{k:?}");
+        let (k, project, _) = keys("2.1.273").await;
+        assert_eq!(k.last().map(String::as_str), Some("createdInProject"), "{k:?}");
+        assert!(project.and_then(|p| p.as_str().map(|p| p.ends_with("/work"))).unwrap_or(false));
+        assert!(!k.iter().any(|k| k == "maxAgeMs"), "{k:?}");
+        let (k, _, max) = keys("2.1.330").await;
+        assert_eq!(k[..6], ["id", "cron", "prompt", "createdAt", "recurring", "maxAgeMs"], "{k:?}");
+        assert_eq!(max, Some(json!(2_592_000_000_i64)));
     }
 }

@@ -175,7 +175,7 @@ impl Cron {
                 continue;
             }
             let mut created_by = Map::new();
-            for key in ["createdBySessionId", "createdByPid", "createdByProcStart"] {
+            for key in ["maxAgeMs", "createdBySessionId", "createdByPid", "createdByProcStart", "createdInProject"] {
                 if let Some(v) = t.get(key) {
                     created_by.insert(key.into(), v.clone());
                 }
