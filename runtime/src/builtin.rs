@@ -400,7 +400,8 @@ mod tests {
         assert!(!not_here.contains(&"TaskOutput"));
         // the texts
         let sb = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-        let ctx = ToolContext::for_sandbox(sb.path(), Arc::new(crate::model::EstimateTokens)).unwrap_or_else(|e| panic!("{e}"));
+        let ctx = ToolContext::for_sandbox(sb.path(), Arc::new(crate::model::EstimateTokens))
+            .unwrap_or_else(|e| panic!("{e}"));
         let rt = Runtime::new(Registry::default(), &Settings::default(), AskAnswer::default(), ctx)
             .with_extensions(Vec::new(), vec!["CronList"])
             .with_not_here(vec!["Edit"]);

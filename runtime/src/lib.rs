@@ -74,6 +74,7 @@ pub mod schema;
 pub mod session;
 pub mod settings;
 pub mod shell;
+pub mod switches;
 pub mod tool;
 mod tools;
 pub mod validation;

@@ -8,8 +8,8 @@ use crate::context::ToolContext;
 use crate::fs;
 use crate::hooks::{pre_tool_use, HookOutcome};
 use crate::permissions::{Decision, DEFAULT_MODE_ASK};
-use crate::registry::Registry;
 use crate::profile::Switch;
+use crate::registry::Registry;
 use crate::settings::{AskAnswer, HookSettings, Settings};
 use crate::tool::{PermissionSubject, Tool, ToolError, ToolOutput};
 use futures_util::future::BoxFuture;
@@ -99,8 +99,11 @@ pub trait Extension: Send + Sync {
 /// that text). Measured by `agent.checks-shared` and `agent.nesting`; the timeline has no entry of its
 /// own for it (the probes' other changes hide it), the committed goldens bisect it to 2.1.285 (old)
 /// → 2.1.295 (new), no cell in between has the probes.
-pub const SUBAGENT_NOT_HERE_NOTICE: Switch =
-    Switch { name: "a sub-agent's missing tool is not among the tools available here", since: "2.1.295", probe: "agent.nesting" };
+pub const SUBAGENT_NOT_HERE_NOTICE: Switch = Switch {
+    name: "a sub-agent's missing tool is not among the tools available here",
+    since: "2.1.295",
+    probe: "agent.nesting",
+};
 
 /// The words after the tool's name of [`SUBAGENT_NOT_HERE_NOTICE`]'s text.
 pub const NOT_HERE: &str = "is not among the tools available here. Continue with the tools you have.";

@@ -110,38 +110,8 @@ impl fmt::Display for Profile {
     }
 }
 
-const REFERENCE_RELEASE: Release = Release(2, 1, 235);
+pub(crate) const REFERENCE_RELEASE: Release = Release(2, 1, 235);
 const NEWEST_RELEASE: Release = Release(2, 1, 333);
-
-/// Every switch of the runtime, in the order of their `since` (the table `docs/runtime.md` shows and
-/// `probelab` lists). A switch defined anywhere in the runtime is listed here; a test holds the list to
-/// well-formed entries (a version after the reference, a probe file that exists).
-pub const SWITCHES: &[&Switch] = &[
-    &crate::tools::workflow::RUN_ID_NAMED,
-    &crate::tools::workflow::SCRIPT_REFUSAL_HINT,
-    &crate::tools::send_message::UNREACHABLE_NAMES_LIST_AGENTS,
-    &crate::validation::DETAIL_LOST,
-    &crate::tools::workflow::RESUME_NEEDS_JOURNAL,
-    &crate::tools::workflow::PROMPT_FRAMED_SHOWN,
-    &crate::tools::cron::RECORDS_PROJECT,
-    &crate::tools::mcp::CALL_ERROR_BARE,
-    &crate::tools::task_output::TASK_OUTPUT_LEAVES,
-    &crate::tools::agent_tool::REPORT_FRAMED,
-    &crate::hooks::JSON_DENY_PREFIXED,
-    &crate::validation::DETAIL_BACK,
-    &crate::pipeline::SUBAGENT_NOT_HERE_NOTICE,
-    &crate::tools::send_message::QUEUED_SAYS_WAIT,
-    &crate::tools::cron::NEXT_RUN_SHOWN,
-    &crate::tools::worktree::CURLY_QUOTED_NAMES,
-    &crate::tools::tool_search::TOOL_SEARCH_BY_DEFAULT,
-    &crate::tools::worktree::MISSING_PATH_REALPATH,
-    &crate::tools::agent_tool::TOOLS_USED_NOTE,
-    &crate::tools::workflow::RESUME_HINT_CALLS,
-    &crate::tools::workflow::RUN_ID_UNNAMED,
-    &crate::tools::mcp::DIR_LISTING_IS_ERROR,
-    &crate::tools::cron::MAX_AGE_30_DAYS,
-    &crate::tools::task_list::GET_HIDES_DONE_BLOCKERS,
-];
 
 #[cfg(test)]
 mod tests {
@@ -170,20 +140,5 @@ mod tests {
         assert!(at("2.1.280"));
         assert!(at("2.1.333"));
         assert!(at("3.0.0"));
-    }
-
-    #[test]
-    fn switches_are_well_formed() {
-        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-        let mut last = REFERENCE_RELEASE;
-        for s in SWITCHES {
-            let since = Release::parse(s.since).unwrap_or_else(|| panic!("{}: since {:?}", s.name, s.since));
-            assert!(since > REFERENCE_RELEASE, "{}: since {} is not after the reference", s.name, s.since);
-            assert!(since >= last, "{}: SWITCHES out of order at {}", s.name, s.since);
-            last = since;
-            let (family, rest) = s.probe.split_once('.').unwrap_or_else(|| panic!("{}: probe {:?}", s.name, s.probe));
-            let file = root.join("probes").join(family).join(format!("{rest}.toml"));
-            assert!(file.is_file(), "{}: probe {} has no file {}", s.name, s.probe, file.display());
-        }
     }
 }

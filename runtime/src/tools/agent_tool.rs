@@ -828,12 +828,17 @@ mod tests {
         let gp = agent_type("general-purpose").unwrap_or_else(|| panic!("no gp"));
         let names = crate::builtin::child_pool(&env, crate::profile::Profile::default(), gp, 1).names();
         assert!(names.contains(&"Agent") && names.contains(&"Read") && !names.contains(&"TaskOutput"), "{names:?}");
-        assert!(!crate::builtin::child_pool(&env, crate::profile::Profile::default(), gp, MAX_AGENT_DEPTH).names().contains(&"Agent"));
+        assert!(!crate::builtin::child_pool(&env, crate::profile::Profile::default(), gp, MAX_AGENT_DEPTH)
+            .names()
+            .contains(&"Agent"));
         let ex = agent_type("Explore").unwrap_or_else(|| panic!("no Explore"));
         let names = crate::builtin::child_pool(&env, crate::profile::Profile::default(), ex, 1).names();
         assert!(!names.contains(&"Agent") && !names.contains(&"Edit") && names.contains(&"Read"), "{names:?}");
         let sl = agent_type("statusline-setup").unwrap_or_else(|| panic!("no statusline"));
-        assert_eq!(crate::builtin::child_pool(&env, crate::profile::Profile::default(), sl, 1).names(), vec!["Edit", "Read"]);
+        assert_eq!(
+            crate::builtin::child_pool(&env, crate::profile::Profile::default(), sl, 1).names(),
+            vec!["Edit", "Read"]
+        );
         assert!(agent_type("nope").is_none());
     }
 

@@ -46,14 +46,14 @@ use crate::context::ToolContext;
 use crate::profile::Switch;
 use crate::tool::{parse_args, Tool, ToolError, ToolOutput};
 use futures_util::future::BoxFuture;
-use schedule::{human_schedule, parse, RECURRING_MAX_AGE_MS};
+use schedule::{human_schedule, parse};
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
 use sha2::{Digest, Sha256};
 use store::{proc_start, write_durable, Job};
 
 pub use crate::tools::clock::ClockSpec;
-pub use store::Cron;
+pub use store::{recurring_max_age_ms, Cron, MAX_AGE_30_DAYS};
 
 /// From Claude Code 2.1.299 CronCreate's text says when the job runs next (`Next run: Dec 1 9:00am.`)
 /// and CronList names each job's next run.
@@ -70,20 +70,6 @@ pub const RECORDS_PROJECT: Switch = Switch {
     since: "2.1.273",
     probe: "claude-code.cron-durable",
 };
-
-/// From Claude Code 2.1.330 recurring jobs age out after 30 days (and a durable recurring job's record
-/// keeps its `maxAgeMs`, after `recurring`, as 2.1.333's code writes it), and the text says so.
-pub const MAX_AGE_30_DAYS: Switch =
-    Switch { name: "cron: recurring jobs expire after 30 days", since: "2.1.330", probe: "claude-code.cron-durable" };
-
-/// A recurring job's age limit at the session's release ([`MAX_AGE_30_DAYS`]).
-pub(crate) fn recurring_max_age_ms(ctx: &ToolContext) -> i64 {
-    if ctx.profile().has(&MAX_AGE_30_DAYS) {
-        30 * 24 * 3600 * 1000
-    } else {
-        RECURRING_MAX_AGE_MS
-    }
-}
 
 /// A next run as the reference shows it (`Dec 1 12:57pm`, the clock's zone, a 12-hour clock).
 fn next_run_text(ms: i64, zone: &jiff::tz::TimeZone) -> Option<String> {

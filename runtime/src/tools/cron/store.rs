@@ -4,12 +4,27 @@
 
 use super::schedule::{one_shot_fire, parse, recurring_fire, RECURRING_MAX_AGE_MS};
 use crate::context::ToolContext;
+use crate::profile::Switch;
 use crate::tool::ToolError;
 use crate::tools::clock::{self, Clock, ClockSpec};
 use jiff::tz::TimeZone;
 use serde_json::{json, Map, Value};
 use std::path::PathBuf;
 use std::sync::Mutex;
+
+/// From Claude Code 2.1.330 recurring jobs age out after 30 days (and a durable recurring job's record
+/// keeps its `maxAgeMs`, after `recurring`, as 2.1.333's code writes it), and the text says so.
+pub const MAX_AGE_30_DAYS: Switch =
+    Switch { name: "cron: recurring jobs expire after 30 days", since: "2.1.330", probe: "claude-code.cron-durable" };
+
+/// A recurring job's age limit at the session's release ([`MAX_AGE_30_DAYS`]).
+pub fn recurring_max_age_ms(ctx: &ToolContext) -> i64 {
+    if ctx.profile().has(&MAX_AGE_30_DAYS) {
+        30 * 24 * 3600 * 1000
+    } else {
+        RECURRING_MAX_AGE_MS
+    }
+}
 
 /// Where durable jobs live, under the cwd (CRON-1).
 pub const DURABLE_FILE: &str = ".claude/scheduled_tasks.json";
@@ -49,7 +64,7 @@ pub(super) struct State {
     idle_fires: usize,
     durable_path: Option<PathBuf>,
     loaded: bool,
-    /// A recurring job's age limit at the session's release ([`super::recurring_max_age_ms`]), set by
+    /// A recurring job's age limit at the session's release ([`recurring_max_age_ms`]), set by
     /// the first call ([`Cron::load`]); the reference's first one until then.
     max_age_ms: Option<i64>,
 }
@@ -157,7 +172,7 @@ impl Cron {
         if st.loaded {
             return Ok(());
         }
-        st.max_age_ms = Some(super::recurring_max_age_ms(ctx));
+        st.max_age_ms = Some(recurring_max_age_ms(ctx));
         let path = crate::fs::confine(ctx, &ctx.cwd.join(DURABLE_FILE).to_string_lossy())?;
         st.loaded = true;
         st.durable_path = Some(path.clone());

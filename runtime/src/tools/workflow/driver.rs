@@ -7,6 +7,7 @@ use super::engine;
 use super::journal::{canonical_opts, journal_key, Journal};
 use crate::background::{Status, WorkflowEnd};
 use crate::context::ToolContext;
+use crate::profile::Switch;
 use crate::tools::agent_tool::{self, AgentType};
 use serde_json::{json, Map, Value};
 use std::path::{Path, PathBuf};
@@ -125,10 +126,19 @@ fn tool_calls(transcript: &Path) -> u64 {
         .sum()
 }
 
+/// From Claude Code 2.1.265 a live agent's progress entry (TaskOutput's `workflowProgress`) says
+/// `"promptFramed": false` after its `promptPreview` (measured on 2.1.268; the cells' hashes of
+/// TaskOutput's results change between 2.1.263 and 2.1.265).
+pub const PROMPT_FRAMED_SHOWN: Switch = Switch {
+    name: "workflow: a live agent's progress entry says promptFramed",
+    since: "2.1.265",
+    probe: "claude-code.workflow-texts",
+};
+
 /// A live agent's progress entry: `head` (up to its `promptPreview`), `"promptFramed": false` from
-/// [`super::PROMPT_FRAMED_SHOWN`], then `rest`.
+/// [`PROMPT_FRAMED_SHOWN`], then `rest`.
 fn live_entry(ctx: &crate::context::ToolContext, mut head: Value, rest: Value) -> Value {
-    if ctx.profile().has(&super::PROMPT_FRAMED_SHOWN) {
+    if ctx.profile().has(&PROMPT_FRAMED_SHOWN) {
         head["promptFramed"] = json!(false);
     }
     if let (Some(e), Value::Object(rest)) = (head.as_object_mut(), rest) {

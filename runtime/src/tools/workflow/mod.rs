@@ -77,6 +77,7 @@ use crate::context::ToolContext;
 use crate::fs;
 use crate::profile::Switch;
 use crate::tool::{parse_args, Tool, ToolError, ToolOutput};
+pub use driver::PROMPT_FRAMED_SHOWN;
 use driver::{drive, write_record, Job, Paths};
 use futures_util::future::BoxFuture;
 use serde::Deserialize;
@@ -331,15 +332,6 @@ pub const RUN_ID_UNNAMED: Switch = Switch {
     name: "workflow: a call with no script no longer names runId (reverts the 2.1.239 text)",
     since: "2.1.326",
     probe: "workflow.refusals",
-};
-
-/// From Claude Code 2.1.265 a live agent's progress entry (TaskOutput's `workflowProgress`) says
-/// `"promptFramed": false` after its `promptPreview` (measured on 2.1.268; the cells' hashes of
-/// TaskOutput's results change between 2.1.263 and 2.1.265).
-pub const PROMPT_FRAMED_SHOWN: Switch = Switch {
-    name: "workflow: a live agent's progress entry says promptFramed",
-    since: "2.1.265",
-    probe: "claude-code.workflow-texts",
 };
 
 /// The line a refused script's error ends with under [`SCRIPT_REFUSAL_HINT`].
