@@ -14,6 +14,7 @@ pub const SWITCHES: &[&Switch] = &[
     &crate::validation::DETAIL_LOST,
     &crate::tools::workflow::RESUME_NEEDS_JOURNAL,
     &crate::tools::workflow::PROMPT_FRAMED_SHOWN,
+    &crate::tools::workflow::JOURNAL_MARKS_LAUNCH,
     &crate::tools::cron::RECORDS_PROJECT,
     &crate::tools::mcp::CALL_ERROR_BARE,
     &crate::tools::task_output::TASK_OUTPUT_LEAVES,

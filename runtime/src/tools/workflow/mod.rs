@@ -300,6 +300,14 @@ pub const RESUME_NEEDS_JOURNAL: Switch = Switch {
     probe: "claude-code.workflow-texts",
 };
 
+/// From Claude Code 2.1.265 a fresh run's journal opens with a `{"type":"launched"}` line (a resume adds
+/// none): read from 2.1.280's code; the probe's journal check fails from 2.1.265 (`workflow.resume`).
+pub const JOURNAL_MARKS_LAUNCH: Switch = Switch {
+    name: "workflow: a fresh run's journal opens with a launched line",
+    since: "2.1.265",
+    probe: "workflow.resume",
+};
+
 /// From Claude Code 2.1.326 the launch text's resume hint says which calls return cached results.
 pub const RESUME_HINT_CALLS: Switch = Switch {
     name: "workflow: the launch text's resume hint names the agent() calls that replay",
@@ -397,6 +405,10 @@ fn launch(args: Args, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
     }
     if source.path.is_none() || args.script.is_some() {
         std::fs::write(&paths.script, &source.text).map_err(|e| io(&paths.script, e))?;
+    }
+    if nonempty(&args.resume_from_run_id).is_none() && ctx.profile().has(&JOURNAL_MARKS_LAUNCH) {
+        let journal = paths.transcript_dir.join("journal.jsonl");
+        std::fs::write(&journal, "{\"type\":\"launched\"}\n").map_err(|e| io(&journal, e))?;
     }
     let mut record = json!({
         "runId": run_id,
@@ -514,6 +526,34 @@ mod tests {
             go(json!({"script": "const x = 1\nexport const meta = { name: 'a', description: 'b' }"})),
             "Invalid workflow script: `export const meta = { name, description, phases }` must be the FIRST statement in the script"
         );
+    }
+
+    /// A fresh run's journal: none at launch before JOURNAL_MARKS_LAUNCH (2.1.263), a launched line from
+    /// it (2.1.265); a resume adds none.
+    #[tokio::test]
+    async fn journal_marks_a_launch_from_2_1_265() {
+        let script = "export const meta = { name: 'x', description: 'd' }\nreturn 1\n";
+        let journal_at = |version: &str, resume: bool| {
+            let (d, mut ctx) = ToolContext::for_test_at(version);
+            ctx.call_id = Some("toolu_1".into());
+            let input = if resume {
+                json!({ "script": script, "resumeFromRunId": "wf_00000000-000" })
+            } else {
+                json!({ "script": script })
+            };
+            let args: Args = serde_json::from_value(input).unwrap_or_else(|e| panic!("{e}"));
+            let out = launch(args, &ctx);
+            ctx.shell.tasks.stop_all();
+            let dir = match out {
+                Ok(ToolOutput::Data { data, .. }) => data["transcriptDir"].as_str().unwrap_or_default().to_string(),
+                Err(e) => return (d, Err(e.to_string())),
+                other => panic!("{other:?}"),
+            };
+            (d, Ok(std::fs::read_to_string(Path::new(&dir).join("journal.jsonl")).ok()))
+        };
+        assert_eq!(journal_at("2.1.263", false).1, Ok(None));
+        assert_eq!(journal_at("2.1.265", false).1, Ok(Some("{\"type\":\"launched\"}\n".to_string())));
+        assert_eq!(journal_at("2.1.263", true).1, Ok(None), "an unknown run id starts a fresh journal, with no mark");
     }
 
     /// A call with no script: runId named from RUN_ID_NAMED (workflow.refusals on 2.1.238 / 2.1.239),
