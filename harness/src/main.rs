@@ -623,7 +623,8 @@ fn diff(
             return ExitCode::from(2);
         }
     };
-    let blobs = if run_now && !(is_dir(left) || is_dir(right)) { tmp.path().join("blobs") } else { golden.join("blobs") };
+    let blobs =
+        if run_now && !(is_dir(left) || is_dir(right)) { tmp.path().join("blobs") } else { golden.join("blobs") };
     // a blob is what its name (its SHA-256) says, or the comparison is not to be trusted
     let corrupt = harness::transcript::golden::corrupt_blobs(&blobs);
     if !corrupt.is_empty() {

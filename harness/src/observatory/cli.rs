@@ -447,7 +447,10 @@ impl Command {
                                 println!("  differ: {}", m.differ.join(" "));
                             }
                             if !m.skipped.is_empty() {
-                                println!("  skipped on both sides, their requirements missing here: {}", m.skipped.join(", "));
+                                println!(
+                                    "  skipped on both sides, their requirements missing here: {}",
+                                    m.skipped.join(", ")
+                                );
                             }
                             table.insert(v.clone(), f);
                         }

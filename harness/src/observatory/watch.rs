@@ -54,7 +54,11 @@ pub type Reports = (Matrix, Vec<(&'static str, String)>);
 /// The reports of the committed cells, as (file name, content): what [`publish`] writes. The budgets
 /// table is read from the versions' goldens under `golden` ([`super::budgets`]); the built-in
 /// conformance row of the HTML from `conformance` (`docs/matrix/conformance.json`).
-pub fn reports(cells: &[Observation], golden: &Path, conformance: &super::conformance::Table) -> Result<Reports, String> {
+pub fn reports(
+    cells: &[Observation],
+    golden: &Path,
+    conformance: &super::conformance::Table,
+) -> Result<Reports, String> {
     let m = Matrix::from_cells(cells)?.with_conformance(conformance);
     let files = vec![
         ("matrix.json", m.to_json()),

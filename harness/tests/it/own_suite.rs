@@ -562,7 +562,9 @@ fn diff_run_skips_on_both_sides_a_probe_whose_requirements_are_missing_and_says_
     assert!(out.status.success(), "{}", said(&out));
     let text = said(&out);
     assert!(
-        text.contains("skipped on both sides, their requirements missing here: own.needs (needs probelab-no-such-command-27"),
+        text.contains(
+            "skipped on both sides, their requirements missing here: own.needs (needs probelab-no-such-command-27"
+        ),
         "{text}"
     );
     assert!(text.contains("1 probes in common: 100% same behaviour"), "{text}");
