@@ -250,6 +250,10 @@ pub struct Selector {
     /// The first user message's text contains this text.
     #[serde(default)]
     pub first_user_contains: Option<String>,
+    /// The last user message's text contains this text (Claude Code's compaction request appends its
+    /// summary prompt as the last user message of the conversation it summarises).
+    #[serde(default)]
+    pub last_user_contains: Option<String>,
     /// The request's tools include one with this name.
     #[serde(default)]
     pub has_tool: Option<String>,
@@ -271,6 +275,7 @@ impl Selector {
         let tools = req.tool_names();
         self.system_contains.as_ref().is_none_or(|s| req.system_text().contains(s.as_str()))
             && self.first_user_contains.as_ref().is_none_or(|s| req.first_user_text().contains(s.as_str()))
+            && self.last_user_contains.as_ref().is_none_or(|s| req.last_user_text().contains(s.as_str()))
             && self.has_tool.as_ref().is_none_or(|t| tools.contains(&t.as_str()))
             && self.has_tools.is_none_or(|want| want != tools.is_empty())
             && self.model_contains.as_ref().is_none_or(|m| req.model().contains(m.as_str()))
@@ -288,6 +293,11 @@ pub struct Conversation {
     /// Its turns.
     #[serde(default, rename = "turn")]
     pub turns: Vec<Turn>,
+    /// It may not happen at all: while none of its requests came, its turns do not count as unserved
+    /// ([`crate::server::Stub::progress`] reports it as 0 of 0); once one came, every turn must be served. For
+    /// what a subject does only on some versions (Claude Code's compaction request).
+    #[serde(default)]
+    pub optional: bool,
 }
 
 /// `[stub]`: answers that are not turns.

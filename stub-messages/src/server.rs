@@ -186,7 +186,9 @@ impl Stub {
         let mut out =
             vec![(crate::script::MAIN.to_string(), play.first().copied().unwrap_or(0), self.script.turns.len())];
         for (i, c) in self.script.conversations.iter().enumerate() {
-            out.push((c.name.clone(), play.get(i + 1).copied().unwrap_or(0), c.turns.len()));
+            let served = play.get(i + 1).copied().unwrap_or(0);
+            let total = if c.optional && served == 0 { 0 } else { c.turns.len() };
+            out.push((c.name.clone(), served, total));
         }
         out
     }

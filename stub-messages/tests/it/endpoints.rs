@@ -166,6 +166,73 @@ text = "sub done"
     assert_eq!(f.stub.progress(), [("main".to_string(), 1, 2), ("sub".to_string(), 1, 2)]);
 }
 
+/// A compaction request carries the whole conversation with the summary prompt as its last user
+/// message: `last_user_contains` takes it, and the first user message (the same as the main
+/// conversation's) does not decide.
+#[tokio::test]
+async fn last_user_contains_routes_by_the_last_user_message() {
+    let f = start(
+        r#"
+[[turn]]
+text = "main one"
+[[turn]]
+text = "main two"
+[[conversation]]
+name = "compact"
+select = { last_user_contains = "create a detailed summary" }
+[[conversation.turn]]
+text = "<summary>s</summary>"
+"#,
+    )
+    .await;
+    let summary = body(
+        json!([
+            {"role": "user", "content": "hello"},
+            {"role": "assistant", "content": "main one"},
+            {"role": "user", "content": [{"type": "text", "text": "Your task is to create a detailed summary of the conversation so far"}]}
+        ]),
+        false,
+    );
+    let later = body(
+        json!([
+            {"role": "user", "content": "create a detailed summary"},
+            {"role": "assistant", "content": "main one"},
+            {"role": "user", "content": "go on"}
+        ]),
+        false,
+    );
+    let (_, _, a) = post(&f, &body(hello(), false)).await;
+    let (_, _, b) = post(&f, &summary).await;
+    let (_, _, c) = post(&f, &later).await;
+    assert_eq!(parse(&a)["content"][0]["text"], "main one");
+    assert_eq!(parse(&b)["content"][0]["text"], "<summary>s</summary>");
+    assert_eq!(parse(&c)["content"][0]["text"], "main two");
+}
+
+/// An optional conversation none of whose requests came counts as 0 of 0 turns (nothing unserved);
+/// once one came, its turns count like any conversation's.
+#[tokio::test]
+async fn an_optional_conversation_counts_only_once_it_happened() {
+    let script = r#"
+[[turn]]
+text = "main"
+[[conversation]]
+name = "compact"
+optional = true
+select = { last_user_contains = "summary" }
+[[conversation.turn]]
+text = "s1"
+[[conversation.turn]]
+text = "s2"
+"#;
+    let f = start(script).await;
+    post(&f, &body(hello(), false)).await;
+    assert_eq!(f.stub.progress(), [("main".to_string(), 1, 1), ("compact".to_string(), 0, 0)]);
+    let g = start(script).await;
+    post(&g, &body(json!([{"role": "user", "content": "a summary please"}]), false)).await;
+    assert_eq!(g.stub.progress(), [("main".to_string(), 0, 1), ("compact".to_string(), 1, 2)]);
+}
+
 #[tokio::test]
 async fn count_tokens_is_settable_and_otherwise_estimated() {
     let req = json!({"model": "m", "messages": hello()});
