@@ -381,7 +381,17 @@ pub fn render(h: &Header<'_>, view: &View<'_>, verdicts: &[String], blobs: &mut 
                     ));
                 }
                 let count = requests.message_count(i);
-                let from = seen_messages.get(&conv).copied().unwrap_or(0).min(count);
+                let seen = seen_messages.get(&conv).copied().unwrap_or(0);
+                // a conversation that got shorter rewrote its history (a compaction): shown from the
+                // first message it does not share with the request it is stored against (all of them
+                // when stored whole)
+                let from = if count < seen {
+                    let kept = requests.kept(i).min(count);
+                    out.push(format!("history rewritten: {count} messages, {kept} of them the previous request's"));
+                    kept
+                } else {
+                    seen
+                };
                 let calls: Vec<String> = from
                     .checked_sub(1)
                     .and_then(|m| requests.message(i, m))
@@ -485,5 +495,38 @@ mod tests {
             .map(|b| b["tool_use_id"].as_str().unwrap_or("text"))
             .collect();
         assert_eq!(ids, ["a", "text", "b"]);
+    }
+
+    fn turn(seq: u64, turn: usize, messages: Value) -> Exchange {
+        serde_json::from_value(json!({
+            "seq": seq, "offset_ms": 0, "method": "POST", "path": "/v1/messages", "headers": {},
+            "kind": "turn", "conversation": "main", "turn": turn, "status": 200,
+            "request": {"model": "m", "max_tokens": 1, "messages": messages},
+            "response": {"content": [{"type": "text", "text": format!("answer {}", turn + 1)}], "stop_reason": "end_turn"},
+        }))
+        .unwrap_or_else(|e| panic!("exchange: {e}"))
+    }
+
+    /// A request carrying fewer messages than the conversation had (Claude Code after a compaction)
+    /// shows the messages it carries now, said to be a rewrite; a request that extends the one before
+    /// shows its new messages only.
+    #[test]
+    fn a_conversation_that_got_shorter_shows_its_rewritten_history() {
+        let user = |t: &str| json!({"role": "user", "content": t});
+        let said = |t: &str| json!({"role": "assistant", "content": t});
+        let exchanges = vec![
+            turn(1, 0, json!([user("first")])),
+            turn(2, 1, json!([user("first"), said("answer 1"), user("second")])),
+            turn(3, 2, json!([user("SUMMARY of first and second")])),
+        ];
+        let script = Script::new("t", Vec::new()).unwrap_or_else(|e| panic!("{e}"));
+        let view = View { exchanges: &exchanges, script: &script };
+        let h = Header { probe: "p", claims: &[], subject: "s", diverges: Vec::new() };
+        let out = render(&h, &view, &[], &mut Blobs::new(), &|t: &str| t.to_string());
+        let third = out.split("## request 3").nth(1).unwrap_or_default();
+        assert!(third.contains("history rewritten: 1 messages, 0 of them the previous request's"), "{out}");
+        assert!(third.contains("SUMMARY of first and second"), "{out}");
+        let second = out.split("## request 2").nth(1).and_then(|s| s.split("## response 2").next()).unwrap_or_default();
+        assert!(second.contains("second") && !second.contains("first") && !second.contains("rewritten"), "{out}");
     }
 }
