@@ -1,12 +1,17 @@
 //! The claims catalogue: every behavioural claim a probe may cite, by id. The text is
 //! `docs/claims.md` (a copy of the team's `shared/reference/claims.md`, kept in the repo so a clone is
 //! self-contained). The copy adds what the lab measured where a seed claim differs from the reference
-//! (issue 15): indented `Observed on <version>: …` notes under a claim, citing the probe. A test checks,
-//! when the shared file is present, that the copy holds every line of it, in order, and adds nothing
-//! else.
+//! (issue 15): indented `Observed on <version>: …` notes under a claim, citing the probe, and a last
+//! section of claims no seed makes, headed [`LAB_SECTION`], whose source is the lab's own measurement
+//! (issue 29: context compaction). A test checks, when the shared file is present, that the copy holds
+//! every line of it, in order, and adds nothing else.
 
 /// The catalogue's markdown.
 pub const CATALOGUE: &str = include_str!("../../docs/claims.md");
+
+/// The heading of the catalogue's last section: claims the lab measured that no seed makes (source
+/// `lab`); everything from it to the end is the repo's own, not the shared catalogue's.
+pub const LAB_SECTION: &str = "## Measured by the lab";
 
 /// One claim: its id (`GREP-5`) and its text (the rest of its bullet, first line).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -62,6 +67,8 @@ mod tests {
     fn added_beyond_observations(shared: &str, copy: &str) -> Result<(), String> {
         let mut want = shared.lines().peekable();
         let mut in_note = false;
+        // the lab's own section, with the blank lines before it, is not the shared catalogue's
+        let copy = copy.find(&format!("\n{LAB_SECTION}\n")).map_or(copy, |k| copy[..k].trim_end_matches('\n'));
         for (n, line) in copy.lines().enumerate() {
             if want.peek() == Some(&line) {
                 want.next();
@@ -103,5 +110,9 @@ mod tests {
         assert!(added_beyond_observations(shared, "- A-1 one, changed.\n  Observed on 1: x.\n- A-2 two.\n").is_err());
         assert!(added_beyond_observations(shared, "- A-1 one.\n  Observed on 1: x.\n").is_err());
         assert!(added_beyond_observations(shared, "- A-1 one.\n  Observed on 1: x.\n- A-3 new.\n- A-2 two.\n").is_err());
+        let lab = format!("{shared}\n{LAB_SECTION}\n- CTX-1 (lab) measured.\n");
+        assert!(added_beyond_observations(shared, &lab).is_ok());
+        let early = format!("- A-1 one.\n{LAB_SECTION}\n- A-2 two.\n");
+        assert!(added_beyond_observations(shared, &early).is_err(), "a shared line after the lab section is missing");
     }
 }
