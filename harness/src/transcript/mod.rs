@@ -382,11 +382,13 @@ pub fn render(h: &Header<'_>, view: &View<'_>, verdicts: &[String], blobs: &mut 
                 }
                 let count = requests.message_count(i);
                 let seen = seen_messages.get(&conv).copied().unwrap_or(0);
-                // a conversation that got shorter rewrote its history (a compaction): shown from the
-                // first message it does not share with the request it is stored against (all of them
-                // when stored whole)
-                let from = if count < seen {
-                    let kept = requests.kept(i).min(count);
+                // a conversation that got shorter and does not repeat the request it is stored against
+                // rewrote its history (a compaction): shown from the first message it does not share
+                // with that request (all of them when stored whole). A request of one message is another
+                // instance of the conversation starting (parallel sub-agents of one named conversation),
+                // no rewrite; nor is one that repeats the request it is stored against.
+                let kept = requests.kept(i).min(count);
+                let from = if count < seen && kept < count && count > 1 {
                     out.push(format!("history rewritten: {count} messages, {kept} of them the previous request's"));
                     kept
                 } else {
@@ -509,7 +511,7 @@ mod tests {
 
     /// A request carrying fewer messages than the conversation had (Claude Code after a compaction)
     /// shows the messages it carries now, said to be a rewrite; a request that extends the one before
-    /// shows its new messages only.
+    /// shows its new messages only; a one-message request starts another instance (as before).
     #[test]
     fn a_conversation_that_got_shorter_shows_its_rewritten_history() {
         let user = |t: &str| json!({"role": "user", "content": t});
@@ -517,16 +519,19 @@ mod tests {
         let exchanges = vec![
             turn(1, 0, json!([user("first")])),
             turn(2, 1, json!([user("first"), said("answer 1"), user("second")])),
-            turn(3, 2, json!([user("SUMMARY of first and second")])),
+            turn(3, 2, json!([user("SUMMARY of first and second"), said("kept"), user("third")])),
+            turn(4, 3, json!([user("another sub-agent starts")])),
         ];
         let script = Script::new("t", Vec::new()).unwrap_or_else(|e| panic!("{e}"));
         let view = View { exchanges: &exchanges, script: &script };
         let h = Header { probe: "p", claims: &[], subject: "s", diverges: Vec::new() };
         let out = render(&h, &view, &[], &mut Blobs::new(), &|t: &str| t.to_string());
         let third = out.split("## request 3").nth(1).unwrap_or_default();
-        assert!(third.contains("history rewritten: 1 messages, 0 of them the previous request's"), "{out}");
+        assert!(third.contains("history rewritten: 3 messages, 0 of them the previous request's"), "{out}");
         assert!(third.contains("SUMMARY of first and second"), "{out}");
         let second = out.split("## request 2").nth(1).and_then(|s| s.split("## response 2").next()).unwrap_or_default();
         assert!(second.contains("second") && !second.contains("first") && !second.contains("rewritten"), "{out}");
+        let fourth = out.split("## request 4").nth(1).unwrap_or_default();
+        assert!(!fourth.contains("rewritten") && !fourth.contains("another sub-agent"), "one message: no rewrite {out}");
     }
 }
