@@ -81,7 +81,38 @@ pub const BUDGETS: &[Budget] = &[
         probe: "pipeline.result-budget",
         how: How::Boundary("100,000 chars"),
     },
+    Budget {
+        name: "Auto-compact: first reported input tokens that compact (default model and settings)",
+        probe: "claude-code.compaction-default",
+        how: How::Captured(COMPACTED_AFTER),
+    },
+    Budget {
+        name: "Auto-compact: tokens the binary counted then (default model and settings)",
+        probe: "claude-code.compaction-default",
+        how: How::Captured(PRE_TOKENS),
+    },
+    Budget {
+        name: "Auto-compact: first reported input tokens that compact, CLAUDE_CODE_AUTO_COMPACT_WINDOW=200000",
+        probe: "claude-code.compaction-threshold",
+        how: How::Captured(COMPACTED_AFTER),
+    },
+    Budget {
+        name: "Auto-compact: tokens the binary counted then, CLAUDE_CODE_AUTO_COMPACT_WINDOW=200000",
+        probe: "claude-code.compaction-threshold",
+        how: How::Captured(PRE_TOKENS),
+    },
 ];
+
+/// The compaction probes' ladder (CTX-1): each turn runs `echo reported N` and its response reports N
+/// input tokens; the figure is N of the response right before the first compaction request (the rung
+/// below it did not compact). `—` where no rung compacted.
+/// The count the binary itself recorded for its compaction (`compactMetadata` of the
+/// `compact_boundary` line of the session file under HOME, which the probes' last Bash call greps): the
+/// reported usage plus its estimate of the messages since.
+const PRE_TOKENS: &str = r#""trigger":"auto","preTokens":(\d+)"#;
+
+const COMPACTED_AFTER: &str =
+    r#"echo reported (\d+)"[^\n]*\nstop_reason: tool_use\n\n## request 1 \(conversation compact\)"#;
 
 /// A budget on one version.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
