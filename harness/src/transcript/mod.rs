@@ -532,6 +532,9 @@ mod tests {
         let second = out.split("## request 2").nth(1).and_then(|s| s.split("## response 2").next()).unwrap_or_default();
         assert!(second.contains("second") && !second.contains("first") && !second.contains("rewritten"), "{out}");
         let fourth = out.split("## request 4").nth(1).unwrap_or_default();
-        assert!(!fourth.contains("rewritten") && !fourth.contains("another sub-agent"), "one message: no rewrite {out}");
+        assert!(
+            !fourth.contains("rewritten") && !fourth.contains("another sub-agent"),
+            "one message: no rewrite {out}"
+        );
     }
 }
