@@ -135,7 +135,10 @@ pub fn to_markdown(golden_root: &Path, versions: &[String]) -> String {
                     out.push_str(&format!("- {l}\n"));
                 }
             }
-            Err(e) => out.push_str(&format!("(not compared: {e})\n")),
+            // the page is committed: the golden directory by its name, never this machine's path to it
+            Err(e) => {
+                out.push_str(&format!("(not compared: {})\n", e.replace(&golden_root.display().to_string(), "golden")))
+            }
         }
     }
     out
@@ -163,6 +166,21 @@ mod tests {
             ["schema details changed (descriptions, enums or defaults of its properties)"]
         );
         assert_eq!(tool_change("(blob x not in the store)", new), ["schema or description changed"]);
+    }
+
+    /// Two neighbouring versions whose goldens share no probe are said so with the directory's name,
+    /// not the path of the checkout that made the page (it read `/work/…/harness/../golden/…`).
+    #[test]
+    fn versions_without_a_common_probe_are_named_without_this_machine_s_path() {
+        let d = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        for (v, probe) in [("2.1.1", "a"), ("2.1.2", "b")] {
+            let dir = d.path().join(super::super::subject(v));
+            std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{e}"));
+            std::fs::write(dir.join(format!("{probe}.snap")), "---\n---\nprobe: x\n").unwrap_or_else(|e| panic!("{e}"));
+        }
+        let md = to_markdown(d.path(), &["2.1.1".to_string(), "2.1.2".to_string()]);
+        assert!(md.contains("(not compared: golden/claude-code@2.1.1 and golden/claude-code@2.1.2"), "{md}");
+        assert!(!md.contains(&d.path().display().to_string()), "{md}");
     }
 
     #[test]
