@@ -502,7 +502,7 @@ pub fn exec_behaviour(
 /// files its checks look at.
 pub fn known_files(probe: &Probe) -> Vec<String> {
     let mut out: Vec<String> = probe.fixture.files.keys().cloned().collect();
-    out.extend(probe.checks.iter().filter_map(|(c, _, _)| c.file.clone()));
+    out.extend(probe.checks.iter().filter_map(|(c, _, _)| c.file().map(str::to_string)));
     out
 }
 
