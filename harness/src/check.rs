@@ -311,6 +311,10 @@ pub fn evaluate(probe: &Probe, index: usize, view: &View<'_>, sb: &Sandbox) -> V
             }
         }
         Target::File { path, exists, json } => file_check(path, *exists, json, text, sb, &mut fails),
+        Target::Dir { path } => match sb.inside(path).and_then(|p| sb.confine(&p, true)).and_then(|p| tree(&p)) {
+            Err(e) => fails.push(format!("dir {path}: {e}")),
+            Ok(listing) => text_assertions(text, &listing, sb, &mut fails),
+        },
         Target::Exec { n, .. } => fails.push(format!("exec {n}: a loop probe runs no command")),
     }
     let mut v = Verdict::of_check(probe, index, *line, &c.target.to_string(), c.about.as_deref(), fails);
@@ -426,6 +430,37 @@ fn file_check(
         }
         Err(e) => fails.push(format!("cannot read {f}: {e}")),
     }
+}
+
+/// The tree under `dir` as a dir check sees it: one line per entry below it, its path relative to `dir`
+/// in path order, a directory's with a final `/`, a symlink's as `path -> target` (never followed: the
+/// walk stays in the sandbox).
+fn tree(dir: &std::path::Path) -> Result<String, String> {
+    if !dir.is_dir() {
+        return Err("not a directory".into());
+    }
+    let mut lines = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let entries = std::fs::read_dir(&d).map_err(|e| format!("cannot list {}: {e}", d.display()))?;
+        for e in entries {
+            let e = e.map_err(|e| format!("cannot list {}: {e}", d.display()))?;
+            let path = e.path();
+            let rel = path.strip_prefix(dir).unwrap_or(&path).to_string_lossy().into_owned();
+            let kind = e.file_type().map_err(|e| format!("{rel}: {e}"))?;
+            if kind.is_symlink() {
+                let to = std::fs::read_link(&path).map_err(|e| format!("{rel}: {e}"))?;
+                lines.push(format!("{rel} -> {}", to.display()));
+            } else if kind.is_dir() {
+                lines.push(format!("{rel}/"));
+                stack.push(path);
+            } else {
+                lines.push(rel);
+            }
+        }
+    }
+    lines.sort();
+    Ok(lines.iter().map(|l| format!("{l}\n")).collect())
 }
 
 /// Evaluates one check of an exec probe (a target other than exec is refused when the probe is parsed:

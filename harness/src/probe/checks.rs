@@ -95,6 +95,10 @@ pub struct RawCheck {
     /// The N-th `[[exec]]` command (1-based): text assertions apply to its stdout.
     #[serde(default)]
     pub exec: Option<usize>,
+    /// A directory in the sandbox after the run (relative to the cwd, or `{home}/…`): text assertions
+    /// apply to its tree, one line per entry below it in path order (`a/`, `a/b.txt`, `l -> target`).
+    #[serde(default)]
+    pub dir: Option<String>,
     /// exec: exit status.
     #[serde(default)]
     pub exit: Option<i32>,
@@ -188,6 +192,7 @@ pub const TARGETS: &[TargetKind] = &[
         takes: &["exit", "stderr_equals", "stderr_contains", "max_duration_ms", "max_rss_mib"],
     },
     TargetKind { key: "lsp", form: "lsp = \"trace\"", takes: &["json"] },
+    TargetKind { key: "dir", form: "dir = \"path\"", takes: &[] },
 ];
 
 /// The text assertions every target takes, on the text it shows (a result's text, a request's body, a
@@ -294,6 +299,12 @@ pub enum Target {
         /// Pointers into the trace's view.
         json: Vec<JsonCheck>,
     },
+    /// `dir = "path"`: the tree under a directory of the sandbox after the run (its text: one line per
+    /// entry).
+    Dir {
+        /// As written (relative to the cwd, or `{home}/…`).
+        path: String,
+    },
 }
 
 impl std::fmt::Display for Target {
@@ -305,6 +316,7 @@ impl std::fmt::Display for Target {
             Target::File { path, .. } => write!(f, "file {path}"),
             Target::Exec { n, .. } => write!(f, "exec {n}"),
             Target::Lsp { trace, .. } => write!(f, "lsp {trace}"),
+            Target::Dir { path } => write!(f, "dir {path}"),
         }
     }
 }
@@ -388,7 +400,7 @@ impl RawCheck {
 
     /// The paths it names (its target's), where placeholders must be defined ones.
     pub fn paths(&self) -> Vec<&str> {
-        [&self.file, &self.lsp].into_iter().flatten().map(String::as_str).collect()
+        [&self.file, &self.lsp, &self.dir].into_iter().flatten().map(String::as_str).collect()
     }
 
     /// The texts it expects (placeholders resolved in them at the run).
@@ -513,6 +525,9 @@ impl RawCheck {
         }
         if let Some(trace) = &self.lsp {
             return Ok(Target::Lsp { trace: trace.clone(), json });
+        }
+        if let Some(path) = &self.dir {
+            return Ok(Target::Dir { path: path.clone() });
         }
         let n = self.exec.unwrap_or(0);
         if n == 0 || n > names.execs {
