@@ -342,12 +342,11 @@ struct ProbeFile {
     plugins: Vec<Spanned<probelab_runtime::config::PluginSpec>>,
     #[serde(default)]
     web: web::WebSpec,
-    // Parsed here so that errors in them carry this file's place; the stub's Script reads them again.
+    // Parsed here, once: errors in them carry this file's place, and the stub's Script is made of them.
     #[serde(default, rename = "turn")]
     turns: Vec<Turn>,
     #[serde(default, rename = "conversation")]
     conversations: Vec<Conversation>,
-    #[allow(dead_code)]
     #[serde(default)]
     stub: StubSettings,
     #[serde(default, rename = "exec")]
@@ -651,10 +650,16 @@ pub fn parse_with(path: &Path, text: &str, known: &Known) -> Result<Probe, Probe
             return Err(err_at(at, format!("tool_use id {id:?} is given twice"), Some(hint)));
         }
     }
-    let script = stub_messages::Script::from_toml(&file, text).map_err(|e| {
-        let msg = e.0.strip_prefix(&format!("{file}: ")).unwrap_or(&e.0).to_string();
-        err_at(turn_offset(text, &msg).unwrap_or(0), msg, Some("see the turn format in stub-messages/src/script.rs"))
-    })?;
+    let (turns, conversations) = (raw.turns.clone(), raw.conversations.clone());
+    let script =
+        stub_messages::Script::from_parts(&file, &id, turns, conversations, raw.stub.clone()).map_err(|e| {
+            let msg = e.0.strip_prefix(&format!("{file}: ")).unwrap_or(&e.0).to_string();
+            err_at(
+                turn_offset(text, &msg).unwrap_or(0),
+                msg,
+                Some("see the turn format in stub-messages/src/script.rs"),
+            )
+        })?;
     let main_turns = script.turns.len();
     let tool_uses: usize = script.turns.iter().map(|t| t.tool_use.len()).sum();
     let main_ids: Vec<Option<&str>> = script.turns.iter().flat_map(|t| &t.tool_use).map(|u| u.id.as_deref()).collect();
