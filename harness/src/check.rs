@@ -302,7 +302,7 @@ pub fn evaluate(probe: &Probe, index: usize, view: &View<'_>, sb: &Sandbox) -> V
                     .map(|b| String::from_utf8_lossy(&b).into_owned())
                     .map_err(|e| format!("cannot read {trace}: {e}"))
             };
-            match sb.inside(trace).and_then(|p| sb.confine(&p, true)).and_then(read) {
+            match sb.inside(trace).and_then(|p| sb.confine(&p, true)).map_err(String::from).and_then(read) {
                 Err(e) => fails.push(e),
                 Ok(t) => {
                     text_assertions(text, &crate::fake_lsp::trace_text(&t), sb, &mut fails);
@@ -311,10 +311,12 @@ pub fn evaluate(probe: &Probe, index: usize, view: &View<'_>, sb: &Sandbox) -> V
             }
         }
         Target::File { path, exists, json } => file_check(path, *exists, json, text, sb, &mut fails),
-        Target::Dir { path } => match sb.inside(path).and_then(|p| sb.confine(&p, true)).and_then(|p| tree(&p)) {
-            Err(e) => fails.push(format!("dir {path}: {e}")),
-            Ok(listing) => text_assertions(text, &listing, sb, &mut fails),
-        },
+        Target::Dir { path } => {
+            match sb.inside(path).and_then(|p| sb.confine(&p, true)).map_err(String::from).and_then(|p| tree(&p)) {
+                Err(e) => fails.push(format!("dir {path}: {e}")),
+                Ok(listing) => text_assertions(text, &listing, sb, &mut fails),
+            }
+        }
         Target::Exec { n, .. } => fails.push(format!("exec {n}: a loop probe runs no command")),
     }
     let mut v = Verdict::of_check(probe, index, *line, &c.target.to_string(), c.about.as_deref(), fails);
