@@ -247,7 +247,15 @@ pub async fn run_suite(probes: Vec<Probe>, layout: &Layout, opts: &Options, mut 
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Outcome>();
     let probes: Vec<Arc<Probe>> = probes.into_iter().map(Arc::new).collect();
     let n = probes.len();
-    let mut last = opts.durations.as_deref().map(load_durations).unwrap_or_default();
+    // a scheduling hint: one that cannot be read or parsed is said and left (probes start in file order)
+    let mut last = match opts.durations.as_deref().map(load_durations) {
+        None => Default::default(),
+        Some(Ok(d)) => d,
+        Some(Err(e)) => {
+            eprintln!("probelab: {e}; probes start in file order");
+            Default::default()
+        }
+    };
     let mut order: Vec<usize> = (0..n).collect();
     // stable: probes the file does not know keep their place after the known ones' longest-first order
     order.sort_by(|&a, &b| {
@@ -311,12 +319,14 @@ pub async fn run_suite(probes: Vec<Probe>, layout: &Layout, opts: &Options, mut 
     }
 }
 
-/// The per-probe durations of the last run (probe id → ms); empty when the file is missing or unreadable.
-pub fn load_durations(path: &std::path::Path) -> std::collections::BTreeMap<String, f64> {
-    crate::safe_fs::read_capped(path, crate::safe_fs::MAX_TEXT_BYTES)
-        .ok()
-        .and_then(|b| serde_json::from_slice(&b).ok())
-        .unwrap_or_default()
+/// The per-probe durations of the last run (probe id → ms): none when the file is missing (the first
+/// run); an error naming the file when it cannot be read or is not such a map.
+pub fn load_durations(path: &std::path::Path) -> Result<std::collections::BTreeMap<String, f64>, String> {
+    match crate::safe_fs::read_capped(path, crate::safe_fs::MAX_TEXT_BYTES) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Default::default()),
+        Err(e) => Err(format!("cannot read {}: {e}", path.display())),
+        Ok(b) => serde_json::from_slice(&b).map_err(|e| format!("{}: not a map of durations: {e}", path.display())),
+    }
 }
 
 fn save_durations(path: &std::path::Path, d: &std::collections::BTreeMap<String, f64>) {
@@ -332,6 +342,20 @@ fn save_durations(path: &std::path::Path, d: &std::collections::BTreeMap<String,
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn durations_missing_are_none_and_unreadable_or_corrupt_are_said() {
+        let d = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let f = d.path().join("durations.json");
+        assert_eq!(load_durations(&f), Ok(Default::default()));
+        std::fs::write(&f, "{\"a.b\": 1.5}").unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(load_durations(&f).map(|m| m.get("a.b").copied()), Ok(Some(1.5)));
+        std::fs::write(&f, "{\"a.b\": ").unwrap_or_else(|e| panic!("{e}"));
+        let e = load_durations(&f).err().unwrap_or_default();
+        assert!(e.starts_with(&format!("{}: not a map of durations: EOF", f.display())), "{e}");
+        let e = load_durations(d.path()).err().unwrap_or_default();
+        assert!(e.starts_with("cannot read ") && e.ends_with("not a regular file"), "{e}");
+    }
 
     #[test]
     fn a_probe_runtime_gives_its_output_and_drops_the_tasks_it_left() {
