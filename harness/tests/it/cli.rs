@@ -220,3 +220,18 @@ fn a_dir_check_sees_the_tree_a_run_left_and_fails_with_it() {
     assert_eq!(out.status.code(), Some(1), "{said}");
     assert!(said.contains("check of dir out failed") && said.contains("+link -> ../a.txt"), "{said}");
 }
+
+#[test]
+fn a_diff_that_cannot_write_its_page_says_where_and_exits_2() {
+    let d = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let page = d.path().join("no-such-dir/diff.html");
+    let out = probelab()
+        .args(["diff", "golden/builtin", "golden/builtin", "--html"])
+        .arg(&page)
+        .current_dir(repo())
+        .output()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert_eq!(err, format!("probelab diff: {}: No such file or directory (os error 2)\n", page.display()));
+}
