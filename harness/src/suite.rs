@@ -319,13 +319,35 @@ pub async fn run_suite(probes: Vec<Probe>, layout: &Layout, opts: &Options, mut 
     }
 }
 
+/// A durations file ([`Options::durations`]) that cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum DurationsError {
+    /// It is there but cannot be read (not a regular file, too large, no permission).
+    #[error("cannot read {}: {source}", path.display())]
+    Read {
+        /// The file.
+        path: std::path::PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// It is not a JSON map of probe ids to milliseconds.
+    #[error("{}: not a map of durations: {source}", path.display())]
+    Parse {
+        /// The file.
+        path: std::path::PathBuf,
+        /// Why.
+        source: serde_json::Error,
+    },
+}
+
 /// The per-probe durations of the last run (probe id → ms): none when the file is missing (the first
 /// run); an error naming the file when it cannot be read or is not such a map.
-pub fn load_durations(path: &std::path::Path) -> Result<std::collections::BTreeMap<String, f64>, String> {
+pub fn load_durations(path: &std::path::Path) -> Result<std::collections::BTreeMap<String, f64>, DurationsError> {
+    let path_buf = || path.to_path_buf();
     match crate::safe_fs::read_capped(path, crate::safe_fs::MAX_TEXT_BYTES) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Default::default()),
-        Err(e) => Err(format!("cannot read {}: {e}", path.display())),
-        Ok(b) => serde_json::from_slice(&b).map_err(|e| format!("{}: not a map of durations: {e}", path.display())),
+        Err(source) => Err(DurationsError::Read { path: path_buf(), source }),
+        Ok(b) => serde_json::from_slice(&b).map_err(|source| DurationsError::Parse { path: path_buf(), source }),
     }
 }
 
@@ -347,13 +369,17 @@ mod tests {
     fn durations_missing_are_none_and_unreadable_or_corrupt_are_said() {
         let d = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
         let f = d.path().join("durations.json");
-        assert_eq!(load_durations(&f), Ok(Default::default()));
+        assert!(load_durations(&f).is_ok_and(|m| m.is_empty()));
         std::fs::write(&f, "{\"a.b\": 1.5}").unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(load_durations(&f).map(|m| m.get("a.b").copied()), Ok(Some(1.5)));
+        assert_eq!(load_durations(&f).ok().map(|m| m.get("a.b").copied()), Some(Some(1.5)));
         std::fs::write(&f, "{\"a.b\": ").unwrap_or_else(|e| panic!("{e}"));
-        let e = load_durations(&f).err().unwrap_or_default();
+        let e = load_durations(&f).err();
+        assert!(matches!(&e, Some(DurationsError::Parse { path, .. }) if *path == f), "{e:?}");
+        let e = e.map(|e| e.to_string()).unwrap_or_default();
         assert!(e.starts_with(&format!("{}: not a map of durations: EOF", f.display())), "{e}");
-        let e = load_durations(d.path()).err().unwrap_or_default();
+        let e = load_durations(d.path()).err();
+        assert!(matches!(&e, Some(DurationsError::Read { .. })), "{e:?}");
+        let e = e.map(|e| e.to_string()).unwrap_or_default();
         assert!(e.starts_with("cannot read ") && e.ends_with("not a regular file"), "{e}");
     }
 
