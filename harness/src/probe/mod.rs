@@ -1037,18 +1037,10 @@ fn placeholder_problems(raw: &ProbeFile, text: &str) -> Result<(), values::Probl
             strict(a, true)?;
         }
     }
-    for c in &raw.checks {
-        let c = c.get_ref();
-        let texts = c.expected_texts();
-        let mut wants = Vec::new();
-        for j in &c.json {
-            if let Some(v) = &j.equals {
-                strings(v, &mut wants);
-            }
-        }
-        for t in texts.into_iter().chain(wants) {
-            loose(t)?;
-        }
+    for c in raw.checks.iter().map(Spanned::get_ref) {
+        let mut texts = c.expected_texts();
+        c.json.iter().filter_map(|j| j.equals.as_ref()).for_each(|v| strings(v, &mut texts));
+        texts.into_iter().try_for_each(loose)?;
     }
     Ok(())
 }
