@@ -2,8 +2,9 @@
 //! the invariants every run must keep — every tool_use paired with exactly one tool_result, no request
 //! refused by the stub, every scripted main turn served, the loop ended by the model within the deadline.
 
+use crate::probe::checks::{Check, JsonCheck, Target, TextAssertions};
 use crate::probe::sandbox::Sandbox;
-use crate::probe::{Check, Probe};
+use crate::probe::Probe;
 use crate::run::RunOutput;
 use crate::transcript::{result_text, View};
 use serde_json::Value;
@@ -160,20 +161,20 @@ fn equals_message(what: &str, expected: &str, actual: &str) -> String {
     )
 }
 
-fn text_assertions(c: &Check, text: &str, sb: &Sandbox, fails: &mut Fails) {
+fn text_assertions(c: &TextAssertions, text: &str, sb: &Sandbox, fails: &mut Fails) {
     if let Some(e) = &c.equals {
         let e = sb.resolve(e);
         if text != e {
             fails.push_text(equals_message("text", &e, text), "equals", &e, text);
         }
     }
-    for s in c.contains.iter().flat_map(|x| x.items()) {
+    for s in &c.contains {
         let s = sb.resolve(s);
         if !text.contains(&s) {
             fails.push_text(format!("expected text to contain {s:?}\nactual:\n{}", shown(text)), "contains", &s, text);
         }
     }
-    for s in c.not_contains.iter().flat_map(|x| x.items()) {
+    for s in &c.not_contains {
         let s = sb.resolve(s);
         if text.contains(&s) {
             let msg = format!("expected text not to contain {s:?}\nactual:\n{}", shown(text));
@@ -193,8 +194,8 @@ fn text_assertions(c: &Check, text: &str, sb: &Sandbox, fails: &mut Fails) {
     }
 }
 
-fn json_assertions(c: &Check, v: Option<&Value>, sb: &Sandbox, fails: &mut Fails) {
-    for j in &c.json {
+fn json_assertions(json: &[JsonCheck], v: Option<&Value>, sb: &Sandbox, fails: &mut Fails) {
+    for j in json {
         let got = v.and_then(|v| v.pointer(&j.pointer));
         if let Some(want) = &j.exists {
             if got.is_some() != *want {
@@ -250,18 +251,6 @@ fn find_glob(sb: &Sandbox, p: &std::path::Path) -> Result<std::path::PathBuf, St
     Ok(found.into_iter().next().unwrap_or_else(|| p.to_path_buf()))
 }
 
-/// What a check looks at, as its verdict names it (`result 2`, `request 1`, `file f.txt`, `exec 1`).
-pub fn target_of(c: &Check) -> String {
-    match (&c.result, c.request, &c.lsp, &c.file, c.exec) {
-        (Some(n), ..) => format!("result {n}"),
-        (_, Some(n), ..) => format!("request {n}"),
-        (_, _, Some(f), ..) => format!("lsp {f}"),
-        (_, _, _, Some(f), _) => format!("file {f}"),
-        (.., Some(n)) => format!("exec {n}"),
-        _ => "nothing".into(),
-    }
-}
-
 /// Evaluates check `index` on `subject`: skipped when the check is scoped to versions that do not
 /// include the subject's ([`Probe::check_applies`]).
 pub fn evaluate_on(
@@ -272,143 +261,65 @@ pub fn evaluate_on(
 ) -> Verdict {
     match probe.check_applies(index, subject.reference_version()) {
         Ok(()) => eval(),
-        Err(range) => Verdict::skipped(index, &target_of(&probe.checks[index].0), &range),
+        Err(range) => Verdict::skipped(index, &probe.checks[index].0.target.to_string(), &range),
     }
 }
 
-/// Evaluates one check.
+/// Evaluates one check of a loop probe (an exec target is refused when the probe is parsed: a loop
+/// probe has no command).
 pub fn evaluate(probe: &Probe, index: usize, view: &View<'_>, sb: &Sandbox) -> Verdict {
     let (c, line, _) = &probe.checks[index];
     let mut fails = Fails::default();
-    let target;
+    let text = &c.text;
     // the check's semantic part, when it is a check of wording (see `Verdict::semantic`)
-    let mut semantic = None;
-    if is_wording(c) {
-        semantic = Some(true);
-    }
-    if let Some(n) = c.result_n {
-        target = target_of(c);
-        match view.result(n) {
+    let mut semantic = is_wording(c).then_some(true);
+    match &c.target {
+        Target::Result { n, is_error, json, .. } => match view.result(*n) {
             None => {
                 semantic = semantic.map(|_| false);
                 fails.push(format!("no tool_result answers scripted tool_use {n} in any request"))
             }
             Some(block) => {
-                let is_error = block.get("is_error") == Some(&Value::Bool(true));
-                if let Some(want) = c.is_error {
-                    if want != is_error {
+                let got = block.get("is_error") == Some(&Value::Bool(true));
+                if let Some(want) = *is_error {
+                    if want != got {
                         semantic = semantic.map(|_| false);
-                        fails.push(format!(
-                            "expected is_error = {want}, got {is_error}\ncontent:\n{}",
-                            result_text(&block)
-                        ));
+                        let content = result_text(&block);
+                        fails.push(format!("expected is_error = {want}, got {got}\ncontent:\n{content}"));
                     }
                 }
-                let text = result_text(&block);
-                text_assertions(c, crate::transcript::normalise::appended_reminders_off(&text), sb, &mut fails);
-                json_assertions(c, block.get("content"), sb, &mut fails);
+                let shown = result_text(&block);
+                text_assertions(text, crate::transcript::normalise::appended_reminders_off(&shown), sb, &mut fails);
+                json_assertions(json, block.get("content"), sb, &mut fails);
             }
-        }
-    } else if let Some(n) = c.request {
-        target = format!("request {n}");
-        let whole = view.request_index(n).and_then(|i| view.requests().whole(i));
-        match whole.as_ref() {
-            None => fails.push(format!("main request {n} never arrived")),
-            Some(req) => {
-                let names: Vec<String> = req
-                    .get("tools")
-                    .and_then(Value::as_array)
-                    .into_iter()
-                    .flatten()
-                    .filter_map(|t| t.get("name").and_then(Value::as_str))
-                    .map(str::to_string)
-                    .collect();
-                for t in &c.tools_include {
-                    if !names.contains(t) {
-                        fails.push(format!("expected tool {t} in tools[], got {names:?}"));
-                    }
-                }
-                for t in &c.tools_exclude {
-                    if names.contains(t) {
-                        fails.push(format!("expected tool {t} absent from tools[], got {names:?}"));
-                    }
-                }
-                if let Some(order) = &c.tools_equal {
-                    if &names != order {
-                        fails.push(format!("expected tools[] = {order:?}, got {names:?}"));
-                    }
-                }
-                let target = match &c.tool {
-                    None => Some(req),
-                    Some(name) => {
-                        let def = req
-                            .get("tools")
-                            .and_then(Value::as_array)
-                            .and_then(|ts| ts.iter().find(|t| t.get("name").and_then(Value::as_str) == Some(name)));
-                        if def.is_none() {
-                            fails.push(format!("no tool {name} in tools[] of request {n}, got {names:?}"));
-                        }
-                        def
-                    }
-                };
-                if let Some(v) = target {
-                    text_assertions(c, &v.to_string(), sb, &mut fails);
-                    json_assertions(c, Some(v), sb, &mut fails);
+        },
+        Target::Request { n, .. } => request_check(&c.target, *n, text, view, sb, &mut fails),
+        Target::Lsp { trace, json } => {
+            // LSP-2, LSP-3: what a fake LSP server received, from its trace; read as the lab reads: a
+            // FIFO the subject left in place of the file is an error, not a hang
+            let read = |p: std::path::PathBuf| -> Result<String, String> {
+                crate::safe_fs::read_capped(&p, crate::safe_fs::MAX_DATA_BYTES)
+                    .map(|b| String::from_utf8_lossy(&b).into_owned())
+                    .map_err(|e| format!("cannot read {trace}: {e}"))
+            };
+            match sb.inside(trace).and_then(|p| sb.confine(&p, true)).map_err(String::from).and_then(read) {
+                Err(e) => fails.push(e),
+                Ok(t) => {
+                    text_assertions(text, &crate::fake_lsp::trace_text(&t), sb, &mut fails);
+                    json_assertions(json, Some(&crate::fake_lsp::trace_view(&t)), sb, &mut fails);
                 }
             }
         }
-    } else if let Some(f) = &c.lsp {
-        // LSP-2, LSP-3: what a fake LSP server received, from its trace
-        target = format!("lsp {f}");
-        // read as the lab reads: a FIFO the subject left in place of the file is an error, not a hang
-        let read = |p: std::path::PathBuf| -> Result<String, String> {
-            crate::safe_fs::read_capped(&p, crate::safe_fs::MAX_DATA_BYTES)
-                .map(|b| String::from_utf8_lossy(&b).into_owned())
-                .map_err(|e| format!("cannot read {f}: {e}"))
-        };
-        match sb.inside(f).and_then(|p| sb.confine(&p, true)).and_then(read) {
-            Err(e) => fails.push(e),
-            Ok(trace) => {
-                text_assertions(c, &crate::fake_lsp::trace_text(&trace), sb, &mut fails);
-                json_assertions(c, Some(&crate::fake_lsp::trace_view(&trace)), sb, &mut fails);
+        Target::File { path, exists, json } => file_check(path, *exists, json, text, sb, &mut fails),
+        Target::Dir { path } => {
+            match sb.inside(path).and_then(|p| sb.confine(&p, true)).map_err(String::from).and_then(|p| tree(&p)) {
+                Err(e) => fails.push(format!("dir {path}: {e}")),
+                Ok(listing) => text_assertions(text, &listing, sb, &mut fails),
             }
         }
-    } else if let Some(f) = &c.file {
-        target = format!("file {f}");
-        match find_file(sb, f) {
-            Err(e) => fails.push(e),
-            Ok(p) => {
-                let exists = p.exists();
-                if let Some(want) = c.exists {
-                    if want != exists {
-                        fails.push(format!("expected {f} exists = {want}, got {exists}"));
-                    }
-                }
-                let needs_content = c.equals.is_some()
-                    || c.contains.is_some()
-                    || c.not_contains.is_some()
-                    || c.matches.is_some()
-                    || !c.json.is_empty();
-                if needs_content {
-                    match crate::safe_fs::read_capped(&p, crate::safe_fs::MAX_DATA_BYTES) {
-                        Ok(bytes) => {
-                            let text = String::from_utf8_lossy(&bytes).into_owned();
-                            text_assertions(c, &text, sb, &mut fails);
-                            if !c.json.is_empty() {
-                                let v: Option<Value> = serde_json::from_slice(&bytes).ok();
-                                json_assertions(c, v.as_ref(), sb, &mut fails);
-                            }
-                        }
-                        Err(e) => fails.push(format!("cannot read {f}: {e}")),
-                    }
-                }
-            }
-        }
-    } else {
-        target = "nothing".into();
-        fails.push("check has no target".into());
+        Target::Exec { n, .. } => fails.push(format!("exec {n}: a loop probe runs no command")),
     }
-    let mut v = Verdict::of_check(probe, index, *line, &target, c.about.as_deref(), fails);
+    let mut v = Verdict::of_check(probe, index, *line, &c.target.to_string(), c.about.as_deref(), fails);
     v.semantic = semantic;
     v
 }
@@ -418,13 +329,13 @@ pub fn evaluate(probe: &Probe, index: usize, view: &View<'_>, sb: &Sandbox) -> V
 pub fn is_wording(c: &Check) -> bool {
     match c.kind.as_deref() {
         Some(k) => k == "wording",
-        None => c.request.is_some() || (c.result.is_some() && has_text_assertions(c)),
+        // a result's text assertions: `equals`, `contains`, `not_contains`, `matches`, `json`
+        None => match &c.target {
+            Target::Request { .. } => true,
+            Target::Result { json, .. } => c.text.any() || !json.is_empty(),
+            _ => false,
+        },
     }
-}
-
-/// Whether a check asserts a text (`equals`, `contains`, `not_contains`, `matches`, `json`).
-fn has_text_assertions(c: &Check) -> bool {
-    c.equals.is_some() || c.contains.is_some() || c.not_contains.is_some() || c.matches.is_some() || !c.json.is_empty()
 }
 
 /// A run's standing on the semantic checks and on all of them (the conformance table's cell): every
@@ -452,7 +363,110 @@ pub fn standing(verdicts: &[Verdict]) -> Standing {
     }
 }
 
-/// Evaluates one check of an exec probe.
+/// A request check: `tools[]` as listed, then the text and `json` assertions on the body (or on the
+/// definition of its `tool`).
+fn request_check(target: &Target, n: usize, text: &TextAssertions, view: &View<'_>, sb: &Sandbox, fails: &mut Fails) {
+    let Target::Request { tools_include, tools_exclude, tools_equal, tool, json, .. } = target else { return };
+    let whole = view.request_index(n).and_then(|i| view.requests().whole(i));
+    let Some(req) = whole.as_ref() else {
+        fails.push(format!("main request {n} never arrived"));
+        return;
+    };
+    let tools = || req.get("tools").and_then(Value::as_array).into_iter().flatten();
+    let names: Vec<String> =
+        tools().filter_map(|t| t.get("name").and_then(Value::as_str)).map(str::to_string).collect();
+    for t in tools_include.iter().filter(|t| !names.contains(t)) {
+        fails.push(format!("expected tool {t} in tools[], got {names:?}"));
+    }
+    for t in tools_exclude.iter().filter(|t| names.contains(t)) {
+        fails.push(format!("expected tool {t} absent from tools[], got {names:?}"));
+    }
+    if let Some(order) = tools_equal.as_ref().filter(|order| **order != names) {
+        fails.push(format!("expected tools[] = {order:?}, got {names:?}"));
+    }
+    let looked_at = match tool {
+        None => Some(req),
+        Some(name) => {
+            let def = tools().find(|t| t.get("name").and_then(Value::as_str) == Some(name));
+            if def.is_none() {
+                fails.push(format!("no tool {name} in tools[] of request {n}, got {names:?}"));
+            }
+            def
+        }
+    };
+    if let Some(v) = looked_at {
+        text_assertions(text, &v.to_string(), sb, fails);
+        json_assertions(json, Some(v), sb, fails);
+    }
+}
+
+/// A file check: whether it exists, then (read only when something asserts on it) its text and JSON.
+fn file_check(
+    f: &str,
+    exists: Option<bool>,
+    json: &[JsonCheck],
+    text: &TextAssertions,
+    sb: &Sandbox,
+    fails: &mut Fails,
+) {
+    let p = match find_file(sb, f) {
+        Err(e) => return fails.push(e),
+        Ok(p) => p,
+    };
+    let got = p.exists();
+    if let Some(want) = exists {
+        if want != got {
+            fails.push(format!("expected {f} exists = {want}, got {got}"));
+        }
+    }
+    if !text.any() && json.is_empty() {
+        return;
+    }
+    match crate::safe_fs::read_capped(&p, crate::safe_fs::MAX_DATA_BYTES) {
+        Ok(bytes) => {
+            text_assertions(text, &String::from_utf8_lossy(&bytes), sb, fails);
+            if !json.is_empty() {
+                let v: Option<Value> = serde_json::from_slice(&bytes).ok();
+                json_assertions(json, v.as_ref(), sb, fails);
+            }
+        }
+        Err(e) => fails.push(format!("cannot read {f}: {e}")),
+    }
+}
+
+/// The tree under `dir` as a dir check sees it: one line per entry below it, its path relative to `dir`
+/// in path order, a directory's with a final `/`, a symlink's as `path -> target` (never followed: the
+/// walk stays in the sandbox).
+fn tree(dir: &std::path::Path) -> Result<String, String> {
+    if !dir.is_dir() {
+        return Err("not a directory".into());
+    }
+    let mut lines = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let entries = std::fs::read_dir(&d).map_err(|e| format!("cannot list {}: {e}", d.display()))?;
+        for e in entries {
+            let e = e.map_err(|e| format!("cannot list {}: {e}", d.display()))?;
+            let path = e.path();
+            let rel = path.strip_prefix(dir).unwrap_or(&path).to_string_lossy().into_owned();
+            let kind = e.file_type().map_err(|e| format!("{rel}: {e}"))?;
+            if kind.is_symlink() {
+                let to = std::fs::read_link(&path).map_err(|e| format!("{rel}: {e}"))?;
+                lines.push(format!("{rel} -> {}", to.display()));
+            } else if kind.is_dir() {
+                lines.push(format!("{rel}/"));
+                stack.push(path);
+            } else {
+                lines.push(rel);
+            }
+        }
+    }
+    lines.sort();
+    Ok(lines.iter().map(|l| format!("{l}\n")).collect())
+}
+
+/// Evaluates one check of an exec probe (a target other than exec is refused when the probe is parsed:
+/// an exec probe runs no session).
 pub fn evaluate_exec(
     probe: &Probe,
     index: usize,
@@ -461,13 +475,15 @@ pub fn evaluate_exec(
 ) -> Verdict {
     let (c, line, _) = &probe.checks[index];
     let mut fails = Fails::default();
-    let n = c.exec.unwrap_or(0);
-    let target = format!("exec {n}");
+    let Target::Exec { n, exit, stderr_equals, stderr_contains, max_duration_ms, max_rss_mib } = &c.target else {
+        fails.push(format!("{}: an exec probe checks its commands only", c.target));
+        return Verdict::of_check(probe, index, *line, &c.target.to_string(), c.about.as_deref(), fails);
+    };
     match records.get(n.wrapping_sub(1)) {
         None => fails.push(format!("exec {n} did not run")),
         Some(r) => {
-            text_assertions(c, &r.stdout, sb, &mut fails);
-            if let Some(want) = c.exit {
+            text_assertions(&c.text, &r.stdout, sb, &mut fails);
+            if let Some(want) = *exit {
                 if r.measured.exit != Some(want) {
                     fails.push(format!(
                         "expected exit {want}, got {:?} (signal {:?})",
@@ -475,18 +491,18 @@ pub fn evaluate_exec(
                     ));
                 }
             }
-            if let Some(want) = &c.stderr_equals {
+            if let Some(want) = stderr_equals {
                 if &r.stderr != want {
                     fails.push_text(equals_message("stderr", want, &r.stderr), "stderr_equals", want, &r.stderr);
                 }
             }
-            for s in c.stderr_contains.iter().flat_map(|x| x.items()) {
-                if !r.stderr.contains(s) {
+            for s in stderr_contains {
+                if !r.stderr.contains(s.as_str()) {
                     let msg = format!("expected stderr to contain {s:?}\nactual:\n{}", shown(&r.stderr));
                     fails.push_text(msg, "stderr_contains", s, &r.stderr);
                 }
             }
-            if let Some(max) = c.max_duration_ms {
+            if let Some(max) = *max_duration_ms {
                 if r.timed_out || r.measured.duration_ms > max {
                     fails.push(format!(
                         "expected at most {max} ms, took {} ms (timed out: {})",
@@ -494,7 +510,7 @@ pub fn evaluate_exec(
                     ));
                 }
             }
-            if let Some(max) = c.max_rss_mib {
+            if let Some(max) = *max_rss_mib {
                 if r.measured.max_rss_kib > max * 1024 {
                     fails
                         .push(format!("expected at most {max} MiB resident, peaked at {} KiB", r.measured.max_rss_kib));
@@ -502,7 +518,7 @@ pub fn evaluate_exec(
             }
         }
     }
-    Verdict::of_check(probe, index, *line, &target, c.about.as_deref(), fails)
+    Verdict::of_check(probe, index, *line, &c.target.to_string(), c.about.as_deref(), fails)
 }
 
 /// The invariant of every exec probe: each command ended by itself within its deadline.

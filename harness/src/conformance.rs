@@ -140,7 +140,7 @@ pub fn cell_of_golden(probe: &Probe, golden: Option<&str>) -> Cell {
         else {
             return false;
         };
-        probe.checks.get(n.wrapping_sub(1)).is_some_and(|(c, ..)| crate::check::is_wording(c) && c.is_error.is_none())
+        probe.checks.get(n.wrapping_sub(1)).is_some_and(|(c, ..)| crate::check::is_wording(c) && c.is_error().is_none())
     };
     let first = failed[0].to_string();
     match failed.iter().find(|f| !wording_only(f)) {

@@ -130,14 +130,18 @@ impl Trace {
     }
 }
 
-/// How many server processes a trace has seen start.
+/// How many server processes a trace has seen start: none when there is no trace yet (the first start)
+/// or it cannot be read (said on stderr, the client's log: the server then answers as a first start).
 pub fn starts(trace: &Path) -> usize {
-    std::fs::read_to_string(trace)
-        .unwrap_or_default()
-        .lines()
-        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-        .filter(|v| v["event"] == "start")
-        .count()
+    let text = match std::fs::read_to_string(trace) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+        Err(e) => {
+            eprintln!("fake-lsp: cannot read the trace {}: {e}", trace.display());
+            String::new()
+        }
+    };
+    text.lines().filter_map(|l| serde_json::from_str::<Value>(l).ok()).filter(|v| v["event"] == "start").count()
 }
 
 /// Runs the server on stdin/stdout until `exit` or end of input; the process's exit status.

@@ -158,8 +158,7 @@ pub async fn run_probe_on(probe: &Probe, subject: &dyn Subject, layout: &Layout,
     }
     let mut run = crate::run::run_conversation(probe, subject, &layout.fixtures).await?;
     let subject = id;
-    let script = run.sandbox.script(probe);
-    let view = View { exchanges: &run.exchanges, script: &script };
+    let view = View { exchanges: &run.exchanges, script: &run.script };
     let mut verdicts: Vec<Verdict> = (0..probe.checks.len())
         .map(|i| evaluate_on(probe, i, subject, || evaluate(probe, i, &view, &run.sandbox)))
         .collect();
@@ -173,6 +172,7 @@ pub async fn run_probe_on(probe: &Probe, subject: &dyn Subject, layout: &Layout,
         home: &run.sandbox.home,
         today: crate::transcript::normalise::today_utc(),
         subject,
+        web: run.web.as_deref(),
     };
     let normaliser = Normaliser::new(&places);
     let norm = |t: &str| normaliser.apply(t);
@@ -265,6 +265,7 @@ async fn run_exec_probe(
         home: &sandbox.home,
         today: crate::transcript::normalise::today_utc(),
         subject,
+        web: None,
     };
     let name = subject.to_string();
     let raw = crate::transcript::render_exec(&header(probe, subject, &name), &records, &lines);

@@ -557,8 +557,6 @@ fn diff(
     html: Option<&std::path::Path>,
     full: bool,
 ) -> ExitCode {
-    use harness::transcript::diff::{diff_dirs_with, render_html, render_summary, render_text, unordered_ids};
-    let golden = project.golden.clone();
     let probes = match load_probes(project, std::slice::from_ref(&project.probes)) {
         Ok(p) => p,
         Err(e) => {
@@ -566,13 +564,29 @@ fn diff(
             return ExitCode::from(2);
         }
     };
-    let tmp = match tempfile::tempdir() {
-        Ok(t) => t,
+    match diff_of(project, &probes, (left, right), run_now, json, html, full) {
+        Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("probelab diff: {e}");
-            return ExitCode::from(2);
+            eprintln!("probelab diff: {e:#}");
+            ExitCode::from(2)
         }
-    };
+    }
+}
+
+/// `probelab diff`: its errors carry what was being done (`{e:#}` prints them outermost first).
+fn diff_of(
+    project: &Project,
+    probes: &[harness::probe::Probe],
+    (left, right): (&str, &str),
+    run_now: bool,
+    json: bool,
+    html: Option<&std::path::Path>,
+    full: bool,
+) -> anyhow::Result<()> {
+    use anyhow::Context as _;
+    use harness::transcript::diff::{diff_dirs_with, render_html, render_summary, render_text, unordered_ids};
+    let golden = project.golden.clone();
+    let tmp = tempfile::tempdir()?;
     // --run: a side that names a directory of goldens is read as it is (`golden/claude-code@2.1.333`),
     // a subject is run; a probe whose `requires` are missing here on either side is run on neither
     let is_dir = |name: &str| PathBuf::from(name).is_dir();
@@ -580,15 +594,12 @@ fn diff(
     let parse = |name: &str| if is_dir(name) { Ok(None) } else { registry.parse(name).map(Some) };
     let (lid, rid) = match (parse(left), parse(right)) {
         (Ok(l), Ok(r)) if run_now => (l, r),
-        (Err(e), _) | (_, Err(e)) if run_now => {
-            eprintln!("probelab diff: {e}");
-            return ExitCode::from(2);
-        }
+        (Err(e), _) | (_, Err(e)) if run_now => return Err(anyhow::Error::msg(e)),
         _ => (None, None),
     };
     let mut skipped: Vec<String> = Vec::new();
     let mut shared: Vec<&harness::probe::Probe> = Vec::new();
-    for p in &probes {
+    for p in probes {
         let ids: Vec<&harness::subject::SubjectId> = lid.iter().chain(rid.iter()).collect();
         if !ids.iter().all(|id| p.applies_to(id)) {
             continue;
@@ -616,13 +627,7 @@ fn diff(
             Ok(if p.is_dir() { p } else { golden.join(name) })
         }
     };
-    let (l, r) = match (side(left), side(right)) {
-        (Ok(l), Ok(r)) => (l, r),
-        (Err(e), _) | (_, Err(e)) => {
-            eprintln!("probelab diff: {e}");
-            return ExitCode::from(2);
-        }
-    };
+    let (l, r) = (side(left).map_err(anyhow::Error::msg)?, side(right).map_err(anyhow::Error::msg)?);
     let blobs =
         if run_now && !(is_dir(left) || is_dir(right)) { tmp.path().join("blobs") } else { golden.join("blobs") };
     // a blob is what its name (its SHA-256) says, or the comparison is not to be trusted
@@ -631,19 +636,12 @@ fn diff(
         for (p, why) in &corrupt {
             eprintln!("probelab diff: {}: {why}", p.display());
         }
-        eprintln!("probelab diff: {} corrupt blob(s): run the probes with --bless to write them again", corrupt.len());
-        return ExitCode::from(2);
+        anyhow::bail!("{} corrupt blob(s): run the probes with --bless to write them again", corrupt.len());
     }
     // results a probe marks `unordered` compare as sets of lines, as in the behaviour fingerprint
     let unordered =
         probes.iter().filter(|p| !p.unordered.is_empty()).map(|p| (p.id.clone(), unordered_ids(p))).collect();
-    let mut d = match diff_dirs_with(&l, &r, &blobs, &unordered) {
-        Ok(d) => d,
-        Err(e) => {
-            eprintln!("probelab diff: {e}");
-            return ExitCode::from(2);
-        }
-    };
+    let mut d = diff_dirs_with(&l, &r, &blobs, &unordered).map_err(anyhow::Error::msg)?;
     // two measured Claude Code versions: behaviour is judged by the observatory's committed cells (the
     // timeline's fingerprints), the goldens are the evidence
     let version = |dir: &std::path::Path| {
@@ -663,18 +661,15 @@ fn diff(
         }
     }
     if json {
-        println!("{}", serde_json::to_string_pretty(&d).unwrap_or_default());
+        println!("{}", serde_json::to_string_pretty(&d).context("the diff as JSON")?);
     } else {
         print!("{}", if full { render_text(&d) } else { render_summary(&d) });
     }
     if let Some(h) = html {
         let claims = probes.iter().map(|p| (p.id.clone(), p.claims.clone())).collect();
-        if let Err(e) = std::fs::write(h, render_html(&d, &claims)) {
-            eprintln!("probelab diff: {}: {e}", h.display());
-            return ExitCode::from(2);
-        }
+        std::fs::write(h, render_html(&d, &claims)).with_context(|| h.display().to_string())?;
     }
-    ExitCode::SUCCESS
+    Ok(())
 }
 
 fn rg(args: &[std::ffi::OsString]) -> ExitCode {

@@ -502,7 +502,7 @@ pub fn exec_behaviour(
 /// files its checks look at.
 pub fn known_files(probe: &Probe) -> Vec<String> {
     let mut out: Vec<String> = probe.fixture.files.keys().cloned().collect();
-    out.extend(probe.checks.iter().filter_map(|(c, _, _)| c.file.clone()));
+    out.extend(probe.checks.iter().filter_map(|(c, _, _)| c.file().map(str::to_string)));
     out
 }
 
@@ -518,6 +518,21 @@ pub enum FileAfter {
     Content(Vec<u8>),
     /// A symlink and its target.
     Symlink(String),
+}
+
+impl FileAfter {
+    /// A known file's entry from its read. One the lab cannot read (a probe's `chmod` fault took its
+    /// read bit, where the lab does not run as root) counts as empty: a decision, kept because every committed
+    /// fingerprint of such a probe was taken so — what the subject could read shows in its results.
+    pub fn content(read: std::io::Result<Vec<u8>>) -> FileAfter {
+        FileAfter::Content(read.unwrap_or_else(|_| Vec::new()))
+    }
+
+    /// A symlink's entry from its read: one that cannot be read (it was replaced between the listing
+    /// and the read) has the empty target, as a content that cannot be read is empty.
+    pub fn link(read: std::io::Result<std::path::PathBuf>) -> FileAfter {
+        FileAfter::Symlink(read.map(|t| t.to_string_lossy().into_owned()).unwrap_or_else(|_| String::new()))
+    }
 }
 
 /// Every file under `dir` after the run, sorted by path (VCS internals left out): for the fixture's
@@ -538,10 +553,9 @@ pub fn files_after(dir: &Path, known: &[String]) -> BTreeMap<String, FileAfter> 
                     walk(root, &path, known, out);
                 }
             } else if meta.file_type().is_symlink() {
-                let target = std::fs::read_link(&path).map(|t| t.to_string_lossy().into_owned()).unwrap_or_default();
-                out.insert(rel, FileAfter::Symlink(target));
+                out.insert(rel, FileAfter::link(std::fs::read_link(&path)));
             } else if meta.is_file() && known.contains(&rel) {
-                out.insert(rel, FileAfter::Content(std::fs::read(&path).unwrap_or_default()));
+                out.insert(rel, FileAfter::content(std::fs::read(&path)));
             } else if meta.is_file() {
                 out.insert(rel, FileAfter::Made);
             }
@@ -652,6 +666,16 @@ pub fn first_request_layers(
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_known_file_or_link_the_lab_cannot_read_fingerprints_as_empty() {
+        use super::FileAfter;
+        let denied = || std::io::Error::from(std::io::ErrorKind::PermissionDenied);
+        assert_eq!(FileAfter::content(Err(denied())), FileAfter::Content(Vec::new()));
+        assert_eq!(FileAfter::content(Ok(b"x".to_vec())), FileAfter::Content(b"x".to_vec()));
+        assert_eq!(FileAfter::link(Err(denied())), FileAfter::Symlink(String::new()));
+        assert_eq!(FileAfter::link(Ok("../t".into())), FileAfter::Symlink("../t".into()));
+    }
+
     #[test]
     fn a_probes_hash_is_of_the_text_it_was_parsed_from_with_no_second_read() {
         let d = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));

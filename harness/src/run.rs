@@ -66,6 +66,12 @@ pub struct RunOutput {
     pub artefact: Option<serde_json::Value>,
     /// Where the time went (never in goldens; for the run-time benchmark).
     pub timing: Timing,
+    /// The probe's script as this run played it: placeholders resolved once, for the stub and for the
+    /// checks and the transcript (before the subject's own adjustments, which are the stub's business).
+    pub script: stub_messages::Script,
+    /// The base URL of the probe's web service (`{web}`) when it had one: the transcript shows it as
+    /// `<web>`.
+    pub web: Option<String>,
 }
 
 /// Where a run's time went.
@@ -111,7 +117,8 @@ pub async fn run_conversation(probe: &Probe, subject: &dyn Subject, fixtures_roo
         sandbox.placeholders.insert("web".into(), running.url());
         Some(running)
     };
-    let mut script = sandbox.script(probe);
+    let resolved = sandbox.script(probe);
+    let mut script = resolved.clone();
     subject.adjust_script(&mut script);
     let timed: Vec<_> = probe.fixture.fault.iter().filter(|f| f.at_turn.is_some()).cloned().collect();
     let view = sandbox.view();
@@ -154,6 +161,7 @@ pub async fn run_conversation(probe: &Probe, subject: &dyn Subject, fixtures_roo
         confine: confinement,
     };
     let ended = subject.converse(conversation).await;
+    let web = web_service.as_ref().map(|s| s.url());
     let duration = start.elapsed();
     drop(confined);
     running.stop().await;
@@ -189,5 +197,7 @@ pub async fn run_conversation(probe: &Probe, subject: &dyn Subject, fixtures_roo
         sandbox,
         artefact,
         timing,
+        script: resolved,
+        web,
     })
 }

@@ -247,7 +247,15 @@ pub async fn run_suite(probes: Vec<Probe>, layout: &Layout, opts: &Options, mut 
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Outcome>();
     let probes: Vec<Arc<Probe>> = probes.into_iter().map(Arc::new).collect();
     let n = probes.len();
-    let mut last = opts.durations.as_deref().map(load_durations).unwrap_or_default();
+    // a scheduling hint: one that cannot be read or parsed is said and left (probes start in file order)
+    let mut last = match opts.durations.as_deref().map(load_durations) {
+        None => Default::default(),
+        Some(Ok(d)) => d,
+        Some(Err(e)) => {
+            eprintln!("probelab: {e}; probes start in file order");
+            Default::default()
+        }
+    };
     let mut order: Vec<usize> = (0..n).collect();
     // stable: probes the file does not know keep their place after the known ones' longest-first order
     order.sort_by(|&a, &b| {
@@ -311,12 +319,36 @@ pub async fn run_suite(probes: Vec<Probe>, layout: &Layout, opts: &Options, mut 
     }
 }
 
-/// The per-probe durations of the last run (probe id → ms); empty when the file is missing or unreadable.
-pub fn load_durations(path: &std::path::Path) -> std::collections::BTreeMap<String, f64> {
-    crate::safe_fs::read_capped(path, crate::safe_fs::MAX_TEXT_BYTES)
-        .ok()
-        .and_then(|b| serde_json::from_slice(&b).ok())
-        .unwrap_or_default()
+/// A durations file ([`Options::durations`]) that cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum DurationsError {
+    /// It is there but cannot be read (not a regular file, too large, no permission).
+    #[error("cannot read {}: {source}", path.display())]
+    Read {
+        /// The file.
+        path: std::path::PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// It is not a JSON map of probe ids to milliseconds.
+    #[error("{}: not a map of durations: {source}", path.display())]
+    Parse {
+        /// The file.
+        path: std::path::PathBuf,
+        /// Why.
+        source: serde_json::Error,
+    },
+}
+
+/// The per-probe durations of the last run (probe id → ms): none when the file is missing (the first
+/// run); an error naming the file when it cannot be read or is not such a map.
+pub fn load_durations(path: &std::path::Path) -> Result<std::collections::BTreeMap<String, f64>, DurationsError> {
+    let path_buf = || path.to_path_buf();
+    match crate::safe_fs::read_capped(path, crate::safe_fs::MAX_TEXT_BYTES) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Default::default()),
+        Err(source) => Err(DurationsError::Read { path: path_buf(), source }),
+        Ok(b) => serde_json::from_slice(&b).map_err(|source| DurationsError::Parse { path: path_buf(), source }),
+    }
 }
 
 fn save_durations(path: &std::path::Path, d: &std::collections::BTreeMap<String, f64>) {
@@ -332,6 +364,24 @@ fn save_durations(path: &std::path::Path, d: &std::collections::BTreeMap<String,
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn durations_missing_are_none_and_unreadable_or_corrupt_are_said() {
+        let d = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let f = d.path().join("durations.json");
+        assert!(load_durations(&f).is_ok_and(|m| m.is_empty()));
+        std::fs::write(&f, "{\"a.b\": 1.5}").unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(load_durations(&f).ok().map(|m| m.get("a.b").copied()), Some(Some(1.5)));
+        std::fs::write(&f, "{\"a.b\": ").unwrap_or_else(|e| panic!("{e}"));
+        let e = load_durations(&f).err();
+        assert!(matches!(&e, Some(DurationsError::Parse { path, .. }) if *path == f), "{e:?}");
+        let e = e.map(|e| e.to_string()).unwrap_or_default();
+        assert!(e.starts_with(&format!("{}: not a map of durations: EOF", f.display())), "{e}");
+        let e = load_durations(d.path()).err();
+        assert!(matches!(&e, Some(DurationsError::Read { .. })), "{e:?}");
+        let e = e.map(|e| e.to_string()).unwrap_or_default();
+        assert!(e.starts_with("cannot read ") && e.ends_with("not a regular file"), "{e}");
+    }
 
     #[test]
     fn a_probe_runtime_gives_its_output_and_drops_the_tasks_it_left() {

@@ -712,13 +712,12 @@ fn files_of(dir: &Path) -> BTreeMap<String, Vec<u8>> {
     out
 }
 
-fn collect(probe: &Probe, run: Result<RunOutput, String>, calls: usize, subject: &str) -> Ran {
+fn collect(run: Result<RunOutput, String>, calls: usize, subject: &str) -> Ran {
     let run = match run {
         Ok(r) => r,
         Err(e) => return Ran { outcomes: vec![None; calls], files: BTreeMap::new(), problem: Some(e) },
     };
-    let script = run.sandbox.script(probe);
-    let view = View { exchanges: &run.exchanges, script: &script };
+    let view = View { exchanges: &run.exchanges, script: &run.script };
     let places = Places {
         root: &run.sandbox.root,
         cwd: &run.sandbox.cwd,
@@ -726,6 +725,7 @@ fn collect(probe: &Probe, run: Result<RunOutput, String>, calls: usize, subject:
         today: String::new(),
         subject: &harness::subject::SubjectId::parse_registered(subject)
             .unwrap_or_else(harness::subject::SubjectId::builtin),
+        web: run.web.as_deref(),
     };
     let outcomes = (1..=calls)
         .map(|n| {
@@ -751,7 +751,7 @@ async fn run_both(probe: &Probe, cc: &harness::subject::claude_code::ClaudeCode,
     );
     // both sides normalised alike: the reference's random cell ids are this test's own step (NEW_CELL_ID),
     // not the lab's notebook-cell-ids, which numbers them and would hide "undefined" against an id
-    (collect(probe, b, calls, "builtin"), collect(probe, c, calls, "builtin"))
+    (collect(b, calls, "builtin"), collect(c, calls, "builtin"))
 }
 
 /// A difference in one call (or in the files after a session).

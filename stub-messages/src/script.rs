@@ -495,7 +495,19 @@ impl Script {
             .id
             .clone()
             .unwrap_or_else(|| Path::new(origin).file_stem().and_then(|s| s.to_str()).unwrap_or("script").to_string());
-        let s = Script { id: sanitize_id(&id), turns: file.turns, conversations: file.conversations, stub: file.stub };
+        Script::from_parts(origin, &id, file.turns, file.conversations, file.stub)
+    }
+
+    /// A script of turns, conversations and stub settings already read (a probe file's, parsed once by
+    /// its parser), validated as [`Script::from_toml`] validates; errors start with `origin`.
+    pub fn from_parts(
+        origin: &str,
+        id: &str,
+        turns: Vec<Turn>,
+        conversations: Vec<Conversation>,
+        stub: StubSettings,
+    ) -> Result<Script, ScriptError> {
+        let s = Script { id: sanitize_id(id), turns, conversations, stub };
         s.validate().map_err(|e| ScriptError(format!("{origin}: {}", e.0)))?;
         Ok(s)
     }

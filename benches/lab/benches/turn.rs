@@ -157,6 +157,7 @@ fn bench(c: &mut Criterion) {
         home: &home,
         today: harness::transcript::normalise::today_utc(),
         subject: &harness::subject::SubjectId::builtin(),
+        web: None,
     };
     g.bench_function("render_transcript", |b| {
         b.iter(|| {

@@ -62,7 +62,7 @@ pub fn tables() -> Vec<Table> {
         t("[stub]", fields_of::<ss::StubSettings>()),
         t("search_results = [{ … }]", fields_of::<ss::SearchResult>()),
         t("[[exec]]", fields_of::<super::ExecSpec>()),
-        t("[[check]]", fields_of::<super::Check>()),
+        t("[[check]]", fields_of::<super::RawCheck>()),
         t("json = [{ … }]", fields_of::<super::JsonCheck>()),
         t("diverges = [{ … }]", fields_of::<super::Divergence>()),
     ]
@@ -131,6 +131,15 @@ mod tests {
             }
         }
         out
+    }
+
+    #[test]
+    fn every_key_of_a_check_is_a_target_an_assertion_of_one_or_a_note() {
+        let mut named: Vec<&str> = super::super::checks::all_keys().collect();
+        named.sort_unstable();
+        let mut fields = fields_of::<super::super::RawCheck>().to_vec();
+        fields.sort_unstable();
+        assert_eq!(named, fields, "checks::TARGETS, TEXT_KEYS and NOTE_KEYS name exactly RawCheck's keys");
     }
 
     #[test]

@@ -76,6 +76,7 @@
 //! (`regex::escape`), so a path's `.` or `+` matches only itself (`\{cwd}`, the spelling of the former rule,
 //! is read as `{cwd}`).
 
+pub mod checks;
 pub mod files;
 pub mod host;
 pub mod keys;
@@ -84,6 +85,7 @@ pub mod sandbox;
 pub mod values;
 pub mod web;
 
+pub use checks::{Check, JsonCheck, OneOrMany, RawCheck, ResultRef, Target};
 pub use files::FileSpec;
 
 use crate::subject::id::SubjectId;
@@ -91,7 +93,6 @@ use probelab_runtime::config::ClockSpec;
 use probelab_runtime::config::HostScript;
 use probelab_runtime::settings::{AskAnswer, Settings};
 use serde::Deserialize;
-use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use stub_messages::script::{line_col, Conversation, StubSettings, Turn};
@@ -111,151 +112,6 @@ pub struct ProbeError {
     pub message: String,
     /// How to fix it.
     pub hint: Option<String>,
-}
-
-/// One or several strings.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-#[serde(untagged)]
-pub enum OneOrMany {
-    /// One.
-    One(String),
-    /// Several.
-    Many(Vec<String>),
-}
-
-impl OneOrMany {
-    /// As a list.
-    pub fn items(&self) -> Vec<&str> {
-        match self {
-            OneOrMany::One(s) => vec![s.as_str()],
-            OneOrMany::Many(v) => v.iter().map(String::as_str).collect(),
-        }
-    }
-}
-
-/// A JSON-pointer check on a result's content or a file's JSON.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct JsonCheck {
-    /// RFC 6901 pointer (`/0/type`, `/blocks`).
-    pub pointer: String,
-    /// The value expected there.
-    #[serde(default)]
-    pub equals: Option<Value>,
-    /// The pointer must resolve (true) or not (false).
-    #[serde(default)]
-    pub exists: Option<bool>,
-}
-
-/// The tool_use whose tool_result a check looks at: its number (the N-th scripted tool_use of the main
-/// conversation, 1-based, across turns) or the `id` the probe gave it (`tool_use = [{ id = "edit", … }]`,
-/// then `result = "edit"`: inserting a turn renumbers nothing).
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-#[serde(untagged)]
-pub enum ResultRef {
-    /// `result = 2`.
-    Number(usize),
-    /// `result = "edit"`.
-    Id(String),
-}
-
-impl std::fmt::Display for ResultRef {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            ResultRef::Number(n) => write!(f, "{n}"),
-            ResultRef::Id(id) => write!(f, "{id}"),
-        }
-    }
-}
-
-/// A `[[check]]`: one target and its assertions.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Check {
-    /// The tool_result answering a scripted tool_use of the main conversation: `N` (1-based, across
-    /// turns) or the tool_use's `id`.
-    #[serde(default)]
-    pub result: Option<ResultRef>,
-    /// `result` as the tool_use's number, resolved when the probe is parsed.
-    #[serde(skip)]
-    pub result_n: Option<usize>,
-    /// The N-th main-conversation request (1-based).
-    #[serde(default)]
-    pub request: Option<usize>,
-    /// A file in the sandbox after the run (relative to the cwd, or `{home}/…`; `*` globs).
-    #[serde(default)]
-    pub file: Option<String>,
-    /// A fake LSP server's trace file (`probelab fake-lsp --trace`, relative to the cwd or `{sandbox}/…`):
-    /// text assertions apply to one line per received message (`METHOD PARAMS`), `json` pointers to
-    /// `{"methods": [...], "starts": N, "<method>": <params of its first message>}`.
-    #[serde(default)]
-    pub lsp: Option<String>,
-    /// The N-th `[[exec]]` command (1-based): text assertions apply to its stdout.
-    #[serde(default)]
-    pub exec: Option<usize>,
-    /// exec: exit status.
-    #[serde(default)]
-    pub exit: Option<i32>,
-    /// exec: stderr equals.
-    #[serde(default)]
-    pub stderr_equals: Option<String>,
-    /// exec: stderr contains each.
-    #[serde(default)]
-    pub stderr_contains: Option<OneOrMany>,
-    /// exec: wall time at most (a generous bound, never a benchmark).
-    #[serde(default)]
-    pub max_duration_ms: Option<u64>,
-    /// exec: peak resident memory at most.
-    #[serde(default)]
-    pub max_rss_mib: Option<u64>,
-    /// Why this check (shown on failure).
-    #[serde(default)]
-    pub about: Option<String>,
-    /// The Claude Code versions the check holds for, a semver range (`">=2.1.235, <2.1.296"`): on other
-    /// versions it is skipped, so one probe records that a behaviour changed at a version. The built-in
-    /// subject is checked as the reference version it imitates (the lab's `REFERENCE_VERSION`).
-    #[serde(default)]
-    pub versions: Option<String>,
-    /// What the check asserts, for subjects other than Claude Code (the conformance table): `semantic`
-    /// (what happened: files, is_error, the content a Read returns, what a Grep finds) or `wording`
-    /// (Claude Code's exact texts). Default: file, exec and LSP checks and a result's `is_error` are
-    /// semantic; a result's text assertions and request checks are wording.
-    #[serde(default)]
-    pub kind: Option<String>,
-    /// result: is_error.
-    #[serde(default)]
-    pub is_error: Option<bool>,
-    /// Whole text equals.
-    #[serde(default)]
-    pub equals: Option<String>,
-    /// Text contains each.
-    #[serde(default)]
-    pub contains: Option<OneOrMany>,
-    /// Text contains none.
-    #[serde(default)]
-    pub not_contains: Option<OneOrMany>,
-    /// Text matches this regex.
-    #[serde(default)]
-    pub matches: Option<String>,
-    /// file: exists or not.
-    #[serde(default)]
-    pub exists: Option<bool>,
-    /// request: these tools are in `tools[]`.
-    #[serde(default)]
-    pub tools_include: Vec<String>,
-    /// request: these tools are not in `tools[]`.
-    #[serde(default)]
-    pub tools_exclude: Vec<String>,
-    /// request: the definition of this tool in `tools[]` is what `json` pointers and text assertions
-    /// apply to (`/input_schema/required`), wherever the tool sits in the pool.
-    #[serde(default)]
-    pub tool: Option<String>,
-    /// request: `tools[]` names in exactly this order.
-    #[serde(default)]
-    pub tools_equal: Option<Vec<String>>,
-    /// JSON pointer checks (result content / file JSON / request body).
-    #[serde(default)]
-    pub json: Vec<JsonCheck>,
 }
 
 /// An `[[exec]]` command of an exec probe: run in the sandbox's cwd, stdin closed; `{rg}` as the first
@@ -486,18 +342,17 @@ struct ProbeFile {
     plugins: Vec<Spanned<probelab_runtime::config::PluginSpec>>,
     #[serde(default)]
     web: web::WebSpec,
-    // Parsed here so that errors in them carry this file's place; the stub's Script reads them again.
+    // Parsed here, once: errors in them carry this file's place, and the stub's Script is made of them.
     #[serde(default, rename = "turn")]
     turns: Vec<Turn>,
     #[serde(default, rename = "conversation")]
     conversations: Vec<Conversation>,
-    #[allow(dead_code)]
     #[serde(default)]
     stub: StubSettings,
     #[serde(default, rename = "exec")]
     execs: Vec<Spanned<ExecSpec>>,
     #[serde(default, rename = "check")]
-    checks: Vec<Spanned<Check>>,
+    checks: Vec<Spanned<RawCheck>>,
 }
 
 /// Subjects a probe can name in any project (a project's command subjects come on top: [`parse_with`]).
@@ -795,10 +650,16 @@ pub fn parse_with(path: &Path, text: &str, known: &Known) -> Result<Probe, Probe
             return Err(err_at(at, format!("tool_use id {id:?} is given twice"), Some(hint)));
         }
     }
-    let script = stub_messages::Script::from_toml(&file, text).map_err(|e| {
-        let msg = e.0.strip_prefix(&format!("{file}: ")).unwrap_or(&e.0).to_string();
-        err_at(turn_offset(text, &msg).unwrap_or(0), msg, Some("see the turn format in stub-messages/src/script.rs"))
-    })?;
+    let (turns, conversations) = (raw.turns.clone(), raw.conversations.clone());
+    let script =
+        stub_messages::Script::from_parts(&file, &id, turns, conversations, raw.stub.clone()).map_err(|e| {
+            let msg = e.0.strip_prefix(&format!("{file}: ")).unwrap_or(&e.0).to_string();
+            err_at(
+                turn_offset(text, &msg).unwrap_or(0),
+                msg,
+                Some("see the turn format in stub-messages/src/script.rs"),
+            )
+        })?;
     let main_turns = script.turns.len();
     let tool_uses: usize = script.turns.iter().map(|t| t.tool_use.len()).sum();
     let main_ids: Vec<Option<&str>> = script.turns.iter().flat_map(|t| &t.tool_use).map(|u| u.id.as_deref()).collect();
@@ -873,118 +734,21 @@ pub fn parse_with(path: &Path, text: &str, known: &Known) -> Result<Probe, Probe
         plugins.push(p.get_ref().clone());
     }
     let mut checks = Vec::new();
+    let names = checks::Names { main_turns, main_ids, execs: raw.execs.len() };
     for c in &raw.checks {
         let at = c.span().start;
-        let mut check = c.get_ref().clone();
-        let targets = [
-            check.result.is_some(),
-            check.request.is_some(),
-            check.file.is_some(),
-            check.exec.is_some(),
-            check.lsp.is_some(),
-        ]
-        .iter()
-        .filter(|b| **b)
-        .count();
-        if targets != 1 {
-            let msg =
-                "a check needs exactly one target: result = N, request = N, file = \"path\", exec = N or lsp = \"trace\"";
-            return Err(err_at(at, msg.into(), None));
-        }
-        if let Some(n) = check.exec {
-            if n == 0 || n > raw.execs.len() {
-                let msg = format!("check names exec {n}, but the probe has {} [[exec]] command(s)", raw.execs.len());
-                return Err(err_at(at, msg, None));
-            }
-        }
-        let exec_only = check.exit.is_some()
-            || check.stderr_equals.is_some()
-            || check.stderr_contains.is_some()
-            || check.max_duration_ms.is_some()
-            || check.max_rss_mib.is_some();
-        if exec_only && check.exec.is_none() {
-            let msg = "exit / stderr_* / max_duration_ms / max_rss_mib apply to exec checks only";
-            return Err(err_at(at, msg.into(), None));
-        }
-        match &check.result {
-            Some(ResultRef::Number(n)) if *n == 0 || *n > tool_uses => {
-                return Err(err_at(
-                    at,
-                    format!("check names result {n}, but the main conversation scripts {tool_uses} tool_use block(s)"),
-                    Some("results are numbered from 1 in script order, across turns (or named: result = \"ID\")"),
-                ));
-            }
-            Some(ResultRef::Number(n)) => check.result_n = Some(*n),
-            Some(ResultRef::Id(id)) => match main_ids.iter().position(|i| *i == Some(id.as_str())) {
-                Some(k) => check.result_n = Some(k + 1),
-                None => {
-                    let named: Vec<&str> = main_ids.iter().flatten().copied().collect();
-                    return Err(err_at(
-                        at,
-                        format!("check names result {id:?}, but no tool_use of the main conversation has that id"),
-                        Some(&format!(
-                            "name one with tool_use = [{{ id = {id:?}, name = …, input = … }}] (ids given: {named:?})"
-                        )),
-                    ));
-                }
-            },
-            None => {}
-        }
-        if let Some(n) = check.request {
-            if n == 0 || n > main_turns {
-                return Err(err_at(
-                    at,
-                    format!("check names request {n}, but the main conversation has {main_turns} turn(s)"),
-                    Some("request N is the request the N-th [[turn]] answers"),
-                ));
-            }
-        }
-        if let Some(k) = &check.kind {
-            if k != "semantic" && k != "wording" {
-                return Err(err_at(at, format!("kind {k:?} is not a check kind"), Some("\"semantic\" or \"wording\"")));
-            }
-        }
-        if check.file.is_none() && check.exists.is_some() {
-            return Err(err_at(at, "`exists` applies to file checks only".into(), None));
-        }
-        if check.result.is_none() && check.is_error.is_some() {
-            return Err(err_at(at, "`is_error` applies to result checks only".into(), None));
-        }
-        if check.request.is_none()
-            && (!check.tools_include.is_empty() || !check.tools_exclude.is_empty() || check.tools_equal.is_some())
-        {
-            return Err(err_at(
-                at,
-                "tools_include / tools_exclude / tools_equal apply to request checks only".into(),
-                None,
-            ));
-        }
-        if check.request.is_none() && check.tool.is_some() {
-            return Err(err_at(at, "`tool` applies to request checks only".into(), None));
-        }
-        if let Some(v) = &check.versions {
-            if let Err(e) = semver::VersionReq::parse(v) {
-                let hint = "a semver range, e.g. \">=2.1.235, <2.1.296\"";
-                return Err(err_at(at, format!("versions {v:?} is not a version range: {e}"), Some(hint)));
-            }
-        }
-        if let Some(re) = &mut check.matches {
-            *re = placeholders::old_spelling_read(re);
-            if let Err(e) = regex::Regex::new(&placeholders::placeholders_as_literals(re, "p")) {
-                let at = key_offset(text, table_region(text, c.span()), "matches").unwrap_or(at);
-                return Err(err_at(at, format!("matches is not a valid regex: {e}"), None));
-            }
-        }
-        if let Some((key, why)) = asserts_nothing(&check) {
-            let empty_list =
-                EMPTY_LIST_KEYS.iter().find_map(|k| key_offset(text, table_region(text, c.span()), k).map(|o| (*k, o)));
-            let (at, why) = match (key, empty_list) {
-                (Some(k), _) => (key_offset(text, table_region(text, c.span()), k).unwrap_or(at), why),
-                (None, Some((k, o))) => (o, format!("`{k}` is empty: it asserts nothing")),
-                (None, None) => (at, why),
+        let region = table_region(text, c.span());
+        let check = c.get_ref().typed(&names).map_err(|e| {
+            let key_at = |k: &str| key_offset(text, region.clone(), k);
+            // a check that asserts nothing: an empty list (`json = []`) reads as absent, and is to blame
+            let empty_list = checks::EMPTY_LIST_KEYS.iter().find_map(|k| key_at(k).map(|o| (*k, o)));
+            let (at, message) = match (e.key, empty_list) {
+                (Some(k), _) => (key_at(k).unwrap_or(at), e.message),
+                (None, Some((k, o))) if e.asserts_nothing => (o, format!("`{k}` is empty: it asserts nothing")),
+                _ => (at, e.message),
             };
-            return Err(err_at(at, why, Some(ASSERTIONS_HINT)));
-        }
+            err_at(at, message, e.hint.as_deref())
+        })?;
         let (line, col) = line_col(text, at);
         checks.push((check, line, col));
     }
@@ -1261,11 +1025,7 @@ fn placeholder_problems(raw: &ProbeFile, text: &str) -> Result<(), values::Probl
     for v in &servers {
         strings(v, &mut inputs);
     }
-    for c in &raw.checks {
-        let c = c.get_ref();
-        inputs.extend(c.file.as_deref());
-        inputs.extend(c.lsp.as_deref());
-    }
+    inputs.extend(raw.checks.iter().flat_map(|c| c.get_ref().paths()));
     for s in tool_inputs {
         in_input(s)?;
     }
@@ -1277,25 +1037,10 @@ fn placeholder_problems(raw: &ProbeFile, text: &str) -> Result<(), values::Probl
             strict(a, true)?;
         }
     }
-    for c in &raw.checks {
-        let c = c.get_ref();
-        fn many(v: &Option<OneOrMany>) -> Vec<&str> {
-            v.as_ref().map(|m| m.items()).unwrap_or_default()
-        }
-        let mut texts: Vec<&str> =
-            [&c.equals, &c.matches, &c.stderr_equals].into_iter().flatten().map(String::as_str).collect();
-        texts.extend(many(&c.contains));
-        texts.extend(many(&c.not_contains));
-        texts.extend(many(&c.stderr_contains));
-        let mut wants = Vec::new();
-        for j in &c.json {
-            if let Some(v) = &j.equals {
-                strings(v, &mut wants);
-            }
-        }
-        for t in texts.into_iter().chain(wants) {
-            loose(t)?;
-        }
+    for c in raw.checks.iter().map(Spanned::get_ref) {
+        let mut texts = c.expected_texts();
+        c.json.iter().filter_map(|j| j.equals.as_ref()).for_each(|v| strings(v, &mut texts));
+        texts.into_iter().try_for_each(loose)?;
     }
     Ok(())
 }
@@ -1359,53 +1104,6 @@ fn string_offset(text: &str, s: &str) -> Option<usize> {
     let basic = toml::Value::String(s.to_string()).to_string();
     text.find(&basic).or_else(|| text.find(&format!("'{s}'")))
 }
-
-/// What a check can assert, for the error of a check that asserts nothing.
-const ASSERTIONS_HINT: &str = "a check asserts with is_error, equals, contains, not_contains, matches, exists, json, \
-     tools_include / tools_exclude / tools_equal (request), exit / stderr_* / max_duration_ms / max_rss_mib (exec)";
-
-/// Why a check asserts nothing (and the key to point at, if one is to blame): a target alone, or
-/// assertions that are empty (`contains = []`, `json = []`, a json check without `equals` or `exists`).
-fn asserts_nothing(c: &Check) -> Option<(Option<&'static str>, String)> {
-    let empty = |v: &Option<OneOrMany>| match v {
-        Some(OneOrMany::Many(items)) => items.is_empty(),
-        Some(OneOrMany::One(s)) => s.is_empty(),
-        None => false,
-    };
-    for (key, v) in
-        [("contains", &c.contains), ("not_contains", &c.not_contains), ("stderr_contains", &c.stderr_contains)]
-    {
-        if empty(v) {
-            return Some((Some(key), format!("`{key}` is empty: it asserts nothing")));
-        }
-    }
-    if let Some(j) = c.json.iter().find(|j| j.equals.is_none() && j.exists.is_none()) {
-        return Some((
-            Some("json"),
-            format!("json check {:?} has neither equals nor exists: it asserts nothing", j.pointer),
-        ));
-    }
-    let asserts = c.is_error.is_some()
-        || c.equals.is_some()
-        || c.contains.is_some()
-        || c.not_contains.is_some()
-        || c.matches.is_some()
-        || c.exists.is_some()
-        || !c.json.is_empty()
-        || !c.tools_include.is_empty()
-        || !c.tools_exclude.is_empty()
-        || c.tools_equal.is_some()
-        || c.exit.is_some()
-        || c.stderr_equals.is_some()
-        || c.stderr_contains.is_some()
-        || c.max_duration_ms.is_some()
-        || c.max_rss_mib.is_some();
-    // an empty list (`json = []`, `tools_include = []`) reads as absent: the caller points at its key
-    (!asserts).then(|| (None, "the check names its target but asserts nothing about it".into()))
-}
-
-/// The list keys that read as absent when empty: where a check that asserts nothing may have one.
-const EMPTY_LIST_KEYS: &[&str] = &["json", "tools_include", "tools_exclude"];
 
 /// The offset of the first table header (`[x]`, `[[x]]` at a line's start).
 fn first_header(text: &str) -> Option<usize> {
@@ -1735,10 +1433,11 @@ mod tests {
                     [[turn]]\ntool_use = [{ name = \"Read\", input = {} }, { id = \"edit\", name = \"Edit\", input = {} }]\n\
                     [[turn]]\ntext = \"done\"\n[[check]]\nresult = \"edit\"\nis_error = false\n[[check]]\nresult = 2\nis_error = false\n";
         let p = parse(Path::new("p.toml"), text).unwrap_or_else(|e| panic!("{e}"));
-        let resolved: Vec<Option<usize>> = p.checks.iter().map(|c| c.0.result_n).collect();
+        let resolved: Vec<Option<usize>> =
+            p.checks.iter().map(|c| if let Target::Result { n, .. } = c.0.target { Some(n) } else { None }).collect();
         assert_eq!(resolved, vec![Some(3), Some(2)]);
-        assert_eq!(crate::check::target_of(&p.checks[0].0), "result edit");
-        assert_eq!(crate::check::target_of(&p.checks[1].0), "result 2");
+        assert_eq!(p.checks[0].0.target.to_string(), "result edit");
+        assert_eq!(p.checks[1].0.target.to_string(), "result 2");
         let unknown = err(&text.replace("result = \"edit\"", "result = \"edti\""));
         assert!(unknown.starts_with("p.toml:10:1: check names result \"edti\", but no tool_use"), "{unknown}");
         assert!(unknown.contains("ids given: [\"edit\"]"), "{unknown}");
@@ -1835,6 +1534,23 @@ mod validation_tests {
         let e = err(&format!("{OK}[[check]]\nresult = 1\n  json = [{{ pointer = \"/0\" }}]\n"));
         assert!(e.starts_with("p.toml:10:3: json check \"/0\" has neither equals nor exists"), "{e}");
         assert_eq!(err(&format!("{OK}[[check]]\nresult = 1\ncontains = [\"x\"]\n")), "parsed");
+    }
+
+    #[test]
+    fn an_assertion_its_target_does_not_take_is_an_error_at_the_key() {
+        let e = err(&format!("{OK}[[check]]\nresult = 1\nexists = true\n"));
+        assert!(
+            e.starts_with("p.toml:10:1: `exists` applies to file checks only\n  hint: a result check takes"),
+            "{e}"
+        );
+        let e = err(&format!("{OK}[[check]]\nfile = \"f\"\n  tools_include = [\"Read\"]\n"));
+        assert!(e.starts_with("p.toml:10:3: `tools_include` applies to request checks only"), "{e}");
+        let exec = "id = \"x.y\"\nclaims = [\"GREP-1\"]\nabout = \"a\"\n[[exec]]\nargv = [\"{rg}\", \"x\"]\n[[check]]\nexec = 1\n";
+        let e = err(&format!("{exec}json = [{{ pointer = \"/a\", exists = true }}]\n"));
+        assert!(e.starts_with("p.toml:8:1: `json` applies to result, request, file and lsp checks only"), "{e}");
+        let e = err(&format!("{exec}exit = 0\n[[check]]\nfile = \"f\"\nexists = true\n"));
+        assert!(e.starts_with("p.toml:9:1: a file check in an exec probe\n  hint: an exec probe runs commands"), "{e}");
+        assert_eq!(err(&format!("{exec}exit = 0\n")), "parsed");
     }
 
     #[test]

@@ -91,7 +91,7 @@ mod tests {
                     tool_use = [{ name = \"Read\", input = { file_path = \"{cwd}/f\" } }]\n[[turn]]\ntext = \"done\"\n\
                     [[check]]\nresult = 1\nmatches = '^read \\{cwd}/subdir'\n";
         let probe = super::super::parse(Path::new("p.toml"), text).unwrap_or_else(|e| panic!("{e}"));
-        let re = probe.checks[0].0.matches.clone().unwrap_or_default();
+        let re = probe.checks[0].0.text.matches.clone().unwrap_or_default();
         assert_eq!(re, "^read {cwd}/subdir", "the same literal as the current spelling (matched: sandbox.rs)");
     }
 }

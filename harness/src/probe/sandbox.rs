@@ -31,6 +31,44 @@ pub struct Sandbox {
     since_pid: Option<i32>,
 }
 
+/// A path a probe names that the lab will not use: it leaves the sandbox, lexically or through a
+/// symlink ([`Sandbox::inside`], [`Sandbox::confine`]).
+#[derive(Debug, thiserror::Error)]
+pub enum PathError {
+    /// A relative path with `..`, or an absolute one outside the root (as the probe wrote it).
+    #[error("fixture path {0:?} leaves the sandbox")]
+    Leaves(String),
+    /// A path given to [`Sandbox::confine`] that is not under the root.
+    #[error("{} is outside the sandbox", .0.display())]
+    Outside(PathBuf),
+    /// More than [`MAX_SYMLINK_HOPS`] symlinks on the way (the kernel's ELOOP).
+    #[error("more than {MAX_SYMLINK_HOPS} symlinks to follow at {}", .0.display())]
+    TooManyLinks(PathBuf),
+    /// A symlink on the way that could not be read.
+    #[error("{}: {source}", path.display())]
+    ReadLink {
+        /// The link.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// A symlink on the way that leads out of the sandbox (relative to the root, and where it points).
+    #[error("{} is a symlink to {} (outside the sandbox): not followed", link.display(), target.display())]
+    LinkLeadsOut {
+        /// The link, relative to the root.
+        link: PathBuf,
+        /// Where it points, as it is written.
+        target: PathBuf,
+    },
+}
+
+/// The message, for the callers whose errors are still text.
+impl From<PathError> for String {
+    fn from(e: PathError) -> String {
+        e.to_string()
+    }
+}
+
 impl Sandbox {
     /// Creates the dirs and the fixture. `fixtures_root` is where `[fixture] dir` is looked up.
     pub fn create(probe: &Probe, fixtures_root: &Path) -> Result<Sandbox, String> {
@@ -110,12 +148,12 @@ impl Sandbox {
     }
 
     /// A relative fixture path inside the cwd (`..` refused); `{home}/x` goes under HOME.
-    pub fn inside(&self, rel: &str) -> Result<PathBuf, String> {
+    pub fn inside(&self, rel: &str) -> Result<PathBuf, PathError> {
         let resolved = self.resolve(rel);
         let p = Path::new(&resolved);
         let abs = if p.is_absolute() { p.to_path_buf() } else { self.cwd.join(p) };
         if abs.components().any(|c| matches!(c, std::path::Component::ParentDir)) || !abs.starts_with(&self.root) {
-            return Err(format!("fixture path {rel:?} leaves the sandbox"));
+            return Err(PathError::Leaves(rel.to_string()));
         }
         Ok(abs)
     }
@@ -196,9 +234,9 @@ impl Sandbox {
         use std::os::unix::fs::PermissionsExt;
         let kind = f.op.kind();
         let fail = |e: String| format!("fixture fault {kind} {:?}: {e}", f.path);
-        let lexical = self.inside(&f.path).map_err(fail)?;
+        let lexical = self.inside(&f.path).map_err(|e| fail(e.to_string()))?;
         let follow_last = !matches!(f.op, FaultOp::Delete | FaultOp::Symlink { .. });
-        let p = self.confine(&lexical, follow_last).map_err(fail)?;
+        let p = self.confine(&lexical, follow_last).map_err(|e| fail(e.to_string()))?;
         let res = match &f.op {
             FaultOp::Write { content } => {
                 if let Some(parent) = p.parent() {
@@ -233,12 +271,12 @@ impl Sandbox {
     /// the last, and the last too with `follow_last` — each hop required to stay inside the root; a
     /// link that leads out is refused, naming the link and where it points. Dangling links that point
     /// inside resolve to where they point (a write creates the file there).
-    pub fn confine(&self, path: &Path, follow_last: bool) -> Result<PathBuf, String> {
+    pub fn confine(&self, path: &Path, follow_last: bool) -> Result<PathBuf, PathError> {
         self.confine_hops(path, follow_last, 0)
     }
 
-    fn confine_hops(&self, path: &Path, follow_last: bool, hops: usize) -> Result<PathBuf, String> {
-        let rel = path.strip_prefix(&self.root).map_err(|_| format!("{} is outside the sandbox", path.display()))?;
+    fn confine_hops(&self, path: &Path, follow_last: bool, hops: usize) -> Result<PathBuf, PathError> {
+        let rel = path.strip_prefix(&self.root).map_err(|_| PathError::Outside(path.to_path_buf()))?;
         let comps: Vec<_> = rel.components().collect();
         let mut cur = self.root.clone();
         for (i, c) in comps.iter().enumerate() {
@@ -250,16 +288,14 @@ impl Sandbox {
                 continue;
             }
             if hops >= MAX_SYMLINK_HOPS {
-                return Err(format!("more than {MAX_SYMLINK_HOPS} symlinks to follow at {}", next.display()));
+                return Err(PathError::TooManyLinks(next));
             }
-            let target = std::fs::read_link(&next).map_err(|e| format!("{}: {e}", next.display()))?;
+            let target =
+                std::fs::read_link(&next).map_err(|source| PathError::ReadLink { path: next.clone(), source })?;
             let to = lexical_normal(&cur.join(&target));
             if !to.starts_with(&self.root) {
-                return Err(format!(
-                    "{} is a symlink to {} (outside the sandbox): not followed",
-                    next.strip_prefix(&self.root).unwrap_or(&next).display(),
-                    target.display()
-                ));
+                let link = next.strip_prefix(&self.root).unwrap_or(&next).to_path_buf();
+                return Err(PathError::LinkLeadsOut { link, target });
             }
             let rest: PathBuf = comps[i + 1..].iter().collect();
             return self.confine_hops(&to.join(rest), follow_last, hops + 1);
@@ -455,5 +491,37 @@ mod tests {
         let p = super::super::parse(Path::new("p.toml"), &text).unwrap_or_else(|e| panic!("{e}"));
         let sb = Sandbox::create(&p, fixtures).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(std::fs::read_to_string(sb.cwd.join("d/f.txt")).ok().as_deref(), Some("ok"));
+    }
+}
+
+#[cfg(test)]
+mod path_error_tests {
+    use super::*;
+
+    #[test]
+    fn a_path_that_leaves_says_how_as_a_variant_and_in_the_words_it_always_had() {
+        let d = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let root = d.path().canonicalize().unwrap_or_else(|e| panic!("{e}"));
+        std::fs::create_dir_all(root.join("work")).unwrap_or_else(|e| panic!("{e}"));
+        std::os::unix::fs::symlink("/etc", root.join("work/out")).unwrap_or_else(|e| panic!("{e}"));
+        let sb = Sandbox {
+            dir: None,
+            cwd: root.join("work"),
+            home: root.join("home"),
+            placeholders: BTreeMap::new(),
+            root: root.clone(),
+            since_pid: None,
+        };
+        let e = sb.inside("../x").err();
+        assert!(matches!(&e, Some(PathError::Leaves(p)) if p == "../x"), "{e:?}");
+        assert_eq!(e.map(String::from).as_deref(), Some("fixture path \"../x\" leaves the sandbox"));
+        let e = sb.inside("out/passwd").and_then(|p| sb.confine(&p, true)).err();
+        let Some(PathError::LinkLeadsOut { link, target }) = &e else { panic!("{e:?}") };
+        assert_eq!((link.as_path(), target.as_path()), (Path::new("work/out"), Path::new("/etc")));
+        assert_eq!(
+            e.map(|e| e.to_string()).as_deref(),
+            Some("work/out is a symlink to /etc (outside the sandbox): not followed")
+        );
+        assert!(matches!(sb.confine(Path::new("/elsewhere"), true), Err(PathError::Outside(_))));
     }
 }

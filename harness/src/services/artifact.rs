@@ -281,15 +281,16 @@ impl Inner {
         files.sort();
         for f in files {
             let name = f.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-            let text = std::fs::read_to_string(&f).unwrap_or_default();
+            let text = std::fs::read_to_string(&f).map_err(|e| format!("cannot read it: {e}"));
             let _ = std::fs::remove_file(&f);
-            let actions: Result<Vec<Action>, String> = match serde_json::from_str::<Value>(&text) {
-                Ok(Value::Array(items)) => {
-                    items.into_iter().map(|v| serde_json::from_value(v).map_err(|e| e.to_string())).collect()
-                }
-                Ok(v) => serde_json::from_value(v).map(|a| vec![a]).map_err(|e| e.to_string()),
-                Err(e) => Err(e.to_string()),
-            };
+            let actions: Result<Vec<Action>, String> =
+                match text.and_then(|t| serde_json::from_str::<Value>(&t).map_err(|e| e.to_string())) {
+                    Ok(Value::Array(items)) => {
+                        items.into_iter().map(|v| serde_json::from_value(v).map_err(|e| e.to_string())).collect()
+                    }
+                    Ok(v) => serde_json::from_value(v).map(|a| vec![a]).map_err(|e| e.to_string()),
+                    Err(e) => Err(e),
+                };
             match actions {
                 Ok(actions) => {
                     for a in actions {
@@ -789,5 +790,22 @@ mod tests {
              POST /v1/artifacts/art_00000001/versions base=1 -> 409 (live is v2)\n"
         );
         assert!(!dir.join("inbox/01.json").exists());
+    }
+
+    #[tokio::test]
+    async fn an_inbox_file_that_cannot_be_read_is_logged_as_such_not_as_empty_json() {
+        let d = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let dir = d.path().join(SERVICE_DIR);
+        let svc = start(&dir).await.unwrap_or_else(|e| panic!("{e}"));
+        std::fs::write(dir.join("inbox/01.json"), b"[\xff]").unwrap_or_else(|e| panic!("{e}"));
+        let c = reqwest::Client::new();
+        let r = c.get(format!("{}/v1/artifacts", svc.url())).send().await.unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(r.status(), 200);
+        svc.stop().await;
+        let log = std::fs::read_to_string(dir.join("log.txt")).unwrap_or_else(|e| panic!("{e}"));
+        assert!(
+            log.starts_with("inbox 01.json: not applied: cannot read it: stream did not contain valid UTF-8"),
+            "{log}"
+        );
     }
 }

@@ -19,7 +19,8 @@
 //! (302 when `location` is set), `content_type` to `text/html; charset=utf-8` when there is a body;
 //! `delay_ms` holds the answer back (for time limits).
 //!
-//! `<sandbox>/web-service/url.txt` holds `{web}` (the transcript shows it as `<web>`). The log,
+//! The run gives its base URL, `{web}`, to the transcript ([`crate::run::RunOutput::web`]), which shows
+//! it as `<web>` (the port differs per run). The log,
 //! `<sandbox>/web-service/log.txt`, has one line per request in arrival order, without ports
 //! or times: `GET docs.example.test/a 200`. A probe checks it with `file =
 //! "{sandbox}/web-service/log.txt"` — e.g. that a redirect to a denied host was never requested (WEB-1).
@@ -44,12 +45,6 @@ pub const SERVICE_DIR: &str = "web-service";
 pub const LOG_FILE: &str = "log.txt";
 
 pub use crate::probe::web::{Page, WebSpec};
-
-/// The file that holds the service's base URL (for the transcript's `web-service` normalisation step:
-/// the port differs per run).
-pub fn url_file(sandbox_root: &Path) -> PathBuf {
-    dir_for(sandbox_root).join("url.txt")
-}
 
 /// The directory of the service in a sandbox.
 pub fn dir_for(sandbox_root: &Path) -> PathBuf {
@@ -78,9 +73,6 @@ pub async fn start(spec: &WebSpec, dir: &Path) -> Result<Running, String> {
     let running = stub_messages::serve_router(app, ([127, 0, 0, 1], 0).into())
         .await
         .map_err(|e| format!("cannot start the web service: {e}"))?;
-    if let Some(root) = dir.parent() {
-        let _ = std::fs::write(url_file(root), running.url());
-    }
     Ok(running)
 }
 

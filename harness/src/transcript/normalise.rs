@@ -19,6 +19,8 @@ pub struct Places<'a> {
     /// The subject (`builtin`, `claude-code@2.1.235`): ids one subject makes up at random and another
     /// derives from its input are normalised on the first only (`notebook-cell-ids`).
     pub subject: &'a crate::subject::id::SubjectId,
+    /// The base URL of the probe's web service (`{web}`, [`crate::run::RunOutput::web`]): `<web>`.
+    pub web: Option<&'a str>,
 }
 
 /// One step: a name and a text transformation (the text itself, borrowed, where the step changes
@@ -123,8 +125,8 @@ pub fn steps(p: &Places<'_>) -> Vec<Step> {
     let os = OS_VERSION.clone();
     let agent_ms = AGENT_MS.clone();
     let random_cells = !p.subject.is_builtin();
-    // the probe's web service (WEB-1): its base URL, as the run wrote it down, is `<web>`
-    let web = std::fs::read_to_string(crate::services::web::url_file(p.root)).unwrap_or_default();
+    // the probe's web service (WEB-1): its base URL, as the run gave it, is `<web>`
+    let web = p.web.unwrap_or_default().to_string();
     vec![
         Step { name: "web-service", apply: Box::new(move |s| replace(s, &web, "<web>")) },
         Step { name: "cwd-slug", apply: Box::new(move |s| replace(s, &slug, "<cwd-slug>")) },
@@ -346,7 +348,7 @@ mod tests {
     fn one(name: &str, input: &str) -> String {
         let (r, c, h) = places();
         let cc = crate::subject::id::SubjectId::claude_code("2.1.235");
-        let p = Places { root: &r, cwd: &c, home: &h, today: "2026-11-30".into(), subject: &cc };
+        let p = Places { root: &r, cwd: &c, home: &h, today: "2026-11-30".into(), subject: &cc, web: None };
         let step = steps(&p).into_iter().find(|s| s.name == name).unwrap_or_else(|| panic!("no step {name}"));
         (step.apply)(input).into_owned()
     }
@@ -466,10 +468,21 @@ mod tests {
     }
 
     #[test]
+    fn the_web_service_url_comes_with_the_places_and_reads_no_file() {
+        let (r, c, h) = places();
+        let builtin = crate::subject::id::SubjectId::builtin();
+        let web = Some("http://127.0.0.1:40123");
+        let p = Places { root: &r, cwd: &c, home: &h, today: String::new(), subject: &builtin, web };
+        assert_eq!(normalise("GET http://127.0.0.1:40123/a 200", &p), "GET <web>/a 200");
+        let p = Places { web: None, ..p };
+        assert_eq!(normalise("GET http://127.0.0.1:40123/a", &p), "GET http://127.0.0.1:40123/a");
+    }
+
+    #[test]
     fn the_built_in_runtime_keeps_the_cell_ids_it_derives() {
         let (r, c, h) = places();
         let builtin = crate::subject::id::SubjectId::builtin();
-        let p = Places { root: &r, cwd: &c, home: &h, today: String::new(), subject: &builtin };
+        let p = Places { root: &r, cwd: &c, home: &h, today: String::new(), subject: &builtin, web: None };
         assert_eq!(normalise("Inserted cell f0612efe with x", &p), "Inserted cell f0612efe with x");
     }
 
@@ -477,7 +490,7 @@ mod tests {
     fn order_puts_cwd_before_root_and_keeps_decisions() {
         let (r, c, h) = places();
         let builtin = crate::subject::id::SubjectId::builtin();
-        let p = Places { root: &r, cwd: &c, home: &h, today: "2026-11-30".into(), subject: &builtin };
+        let p = Places { root: &r, cwd: &c, home: &h, today: "2026-11-30".into(), subject: &builtin, web: None };
         assert_eq!(
             normalise("/tmp/probelab-x/work/a /tmp/probelab-x/home/b /tmp/probelab-x/c 42 lines", &p),
             "<cwd>/a <home>/b <sandbox>/c 42 lines"
@@ -492,6 +505,7 @@ mod tests {
             home: Path::new("/r/home"),
             today: String::new(),
             subject: &crate::subject::id::SubjectId::builtin(),
+            web: None,
         };
         assert_eq!(
             normalise("x-anthropic-billing-header: cc_version=2.1.235.0bf; cc_entrypoint=sdk-cli", &p),

@@ -192,3 +192,46 @@ fn watch_with_npm_unreachable_and_no_cached_list_is_an_error_exit_2_also_in_json
     let after = Command::new("git").args(["status", "--porcelain", "docs"]).current_dir(repo()).output();
     assert_eq!(before.ok().map(|o| o.stdout), after.ok().map(|o| o.stdout), "watch wrote under docs/");
 }
+
+#[test]
+fn a_dir_check_sees_the_tree_a_run_left_and_fails_with_it() {
+    let d = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let lab = d.path();
+    std::fs::create_dir_all(lab.join("probes")).unwrap_or_else(|e| panic!("{e}"));
+    std::fs::create_dir_all(lab.join("golden")).unwrap_or_else(|e| panic!("{e}"));
+    let probe = |tree: &str| {
+        format!(
+            "id = \"dir.tree\"\nclaims = [\"EDIT-1\"]\nabout = \"a\"\n[fixture]\nfiles.\"a.txt\" = \"a\\n\"\n\
+             [[fixture.fault]]\nkind = \"mkdir\"\npath = \"out\"\n[[fixture.fault]]\nkind = \"symlink\"\npath = \"out/link\"\ntarget = \"../a.txt\"\n[[turn]]\n\
+             tool_use = [{{ name = \"Write\", input = {{ file_path = \"{{cwd}}/out/sub/new.txt\", content = \"n\" }} }}]\n\
+             [[turn]]\ntext = \"done\"\n[[check]]\ndir = \"out\"\nequals = \"{tree}\"\n[[check]]\ndir = \".\"\n\
+             not_contains = \".tmp\"\n"
+        )
+    };
+    write(&lab.join("probes"), "tree.toml", &probe("link -> ../a.txt\\nsub/\\nsub/new.txt\\n"));
+    let run = |args: &[&str]| probelab().args(args).current_dir(lab).output().unwrap_or_else(|e| panic!("{e}"));
+    let out = run(&["run", "-j", "1", "--bless"]);
+    assert!(out.status.success(), "{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    let golden = std::fs::read_to_string(lab.join("golden/builtin/dir.tree.snap")).unwrap_or_else(|e| panic!("{e}"));
+    assert!(golden.contains("pass check 1: dir out\n") && golden.contains("pass check 2: dir .\n"), "{golden}");
+    write(&lab.join("probes"), "tree.toml", &probe("sub/\\nsub/new.txt\\n"));
+    let out = run(&["run", "-j", "1"]);
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{said}");
+    assert!(said.contains("check of dir out failed") && said.contains("+link -> ../a.txt"), "{said}");
+}
+
+#[test]
+fn a_diff_that_cannot_write_its_page_says_where_and_exits_2() {
+    let d = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let page = d.path().join("no-such-dir/diff.html");
+    let out = probelab()
+        .args(["diff", "golden/builtin", "golden/builtin", "--html"])
+        .arg(&page)
+        .current_dir(repo())
+        .output()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert_eq!(err, format!("probelab diff: {}: No such file or directory (os error 2)\n", page.display()));
+}
