@@ -284,7 +284,7 @@ impl Tool for Grep {
             let path: PathBuf = crate::fs::search_root(ctx, a.path.as_deref())?;
             let shown = a.path.as_deref().unwrap_or_default();
             let meta = std::fs::metadata(&path)
-                .map_err(|_| ToolError::Validation(crate::fs::missing_search_path(ctx, "Path", shown, &path)))?;
+                .map_err(|_| crate::fs::missing_search_path_error(ctx, "Path", shown, &path))?;
             if !meta.is_file() && !meta.is_dir() {
                 // a FIFO, socket or device would block the search: nothing would ever end it
                 return Err(ToolError::Validation(format!("Path is not a regular file or directory: {shown}")));
