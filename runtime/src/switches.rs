@@ -12,6 +12,7 @@ pub const SWITCHES: &[&Switch] = &[
     &crate::tools::read::PDF_DOCUMENT_IN_RESULT,
     &crate::tools::workflow::SCRIPT_REFUSAL_HINT,
     &crate::tools::send_message::UNREACHABLE_NAMES_LIST_AGENTS,
+    &crate::tools::grep::CONTENT_FROM_JSON,
     &crate::fs::SYMLINK_REFUSAL_REWORDED,
     &crate::validation::DETAIL_LOST,
     &crate::fs::MISSING_SEARCH_PATH_UNWRAPPED,
