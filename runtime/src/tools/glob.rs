@@ -98,7 +98,15 @@ impl Tool for Glob {
                 let (mut out, mut err) = (Vec::new(), Vec::new());
                 let code = run(
                     &args,
-                    &mut Io { stdout: &mut out, stderr: &mut err, stdout_is_terminal: false, cwd, cancel: None, skip },
+                    &mut Io {
+                        stdout: &mut out,
+                        stderr: &mut err,
+                        stdout_is_terminal: false,
+                        cwd,
+                        cancel: None,
+                        skip,
+                        max_output: None,
+                    },
                 );
                 (code, out, err)
             })

@@ -168,6 +168,10 @@ struct Searched {
 }
 
 async fn search(ctx: &ToolContext, args: RgArgs) -> Result<Searched, ToolError> {
+    // JSON output (from 2.1.251) is cut at the buffer as the engine writes it, as the reference's
+    // runner kills its rg there; the text output keeps its measured way (the whole output, then its
+    // first 20,000,000 bytes)
+    let max_output = (args.mode == Mode::Json).then_some(MAX_BUFFER_BYTES);
     let deadline =
         ctx.env(DEADLINE_ENV).and_then(|v| v.parse::<u64>().ok()).map(Duration::from_millis).unwrap_or(DEADLINE);
     let cancel = Arc::new(AtomicBool::new(false));
@@ -179,8 +183,15 @@ async fn search(ctx: &ToolContext, args: RgArgs) -> Result<Searched, ToolError> 
         let mut out = Capped { buf: Vec::new(), overflow: false };
         let mut err = Capped { buf: Vec::new(), overflow: false };
         let code = {
-            let mut io =
-                Io { stdout: &mut out, stderr: &mut err, stdout_is_terminal: false, cwd, cancel: Some(&flag), skip };
+            let mut io = Io {
+                stdout: &mut out,
+                stderr: &mut err,
+                stdout_is_terminal: false,
+                cwd,
+                cancel: Some(&flag),
+                skip,
+                max_output,
+            };
             run(&args, &mut io)
         };
         (code, out, err)
@@ -192,7 +203,7 @@ async fn search(ctx: &ToolContext, args: RgArgs) -> Result<Searched, ToolError> 
                 code: if out.overflow { 0 } else { code },
                 stdout: String::from_utf8_lossy(&out.buf).into_owned(),
                 stderr: String::from_utf8_lossy(&err.buf).into_owned(),
-                overflow: out.overflow,
+                overflow: out.overflow || max_output.is_some_and(|m| out.buf.len() >= m),
             })
         }
         Ok(Err(e)) => Err(ToolError::Runtime(format!("the search failed: {e}"))),
