@@ -114,6 +114,7 @@ fn ours(argv: &[&str], dir: &Path) {
             cwd: dir.to_path_buf(),
             cancel: None,
             skip: None,
+            max_output: None,
         },
     );
     assert_eq!(code, 0);

@@ -32,6 +32,9 @@ pub struct ReadState {
     /// The batch of parallel calls the state was recorded in ([`crate::fs::ReadBatch`]): a Read in the
     /// same batch does not see it.
     pub batch: u64,
+    /// The model has not seen all of this content: an Edit changed a file it never read, or one changed
+    /// on disk since its Read ([`crate::fs::Gate`]); a Read makes it seen again.
+    pub unseen: bool,
 }
 
 /// Everything a call may use: the sandbox, the session's state, the env of the probe.
@@ -159,6 +162,13 @@ impl ToolContext {
     /// `ctx.profile().has(&SWITCH)`.
     pub fn profile(&self) -> crate::profile::Profile {
         *self.session.state::<crate::profile::Profile>()
+    }
+
+    /// This context in a fresh session of its own that behaves as `profile` (for tests of a tool's
+    /// version switches: a [`ToolContext::for_sandbox`] context at another release).
+    pub fn with_profile(mut self, profile: crate::profile::Profile) -> ToolContext {
+        self.session = Arc::new(crate::session::Session::default().put(profile));
+        self
     }
 
     /// An env value the probe set.

@@ -37,12 +37,55 @@ pub fn absolute(ctx: &ToolContext, file_path: &str) -> PathBuf {
 /// Text of the refusal to write through a symlink, as Claude Code 2.1.235 words it for Write and Edit
 /// (measured by `probes/claude-code/symlink-writes.toml`: a link to a file inside the project, to one
 /// outside it and a dangling one, all refused alike; a symlinked directory in the path is followed).
-pub fn through_symlink(path: &Path) -> String {
-    format!(
-        "Refusing to write through symlink: {}. Resolve the symlink and pass the real target path explicitly.",
-        path.display()
-    )
+/// From 2.1.251 the text says the path is a symbolic link (measured by `probes/edit/symlink-writes.toml`:
+/// timeline PIPE-1 / PIPE-2, 2.1.250 → 2.1.251); from 2.1.280 it names where the link leads
+/// ([`SYMLINK_REFUSAL_NAMES_TARGET`]).
+pub fn through_symlink(ctx: &ToolContext, path: &Path) -> String {
+    let profile = ctx.profile();
+    if !profile.has(&SYMLINK_REFUSAL_REWORDED) {
+        return format!(
+            "Refusing to write through symlink: {}. Resolve the symlink and pass the real target path explicitly.",
+            path.display()
+        );
+    }
+    let p = path.display();
+    if !profile.has(&SYMLINK_REFUSAL_NAMES_TARGET) {
+        return format!("Refusing to write {p}: it is a symbolic link. Write to the link's target path instead.");
+    }
+    // one hop, relative to the link's directory, `..` removed lexically (a dangling link's too)
+    let target = std::fs::read_link(path).ok().map(|t| {
+        let joined = path.parent().map(|d| d.join(&t)).unwrap_or(t);
+        let mut out = PathBuf::new();
+        for c in joined.components() {
+            match c {
+                Component::ParentDir => {
+                    out.pop();
+                }
+                Component::CurDir => {}
+                other => out.push(other),
+            }
+        }
+        out.display().to_string()
+    });
+    let target = target.unwrap_or_else(|| "a target that could not be determined".into());
+    format!("Refusing to write {p}: it is a symbolic link. Write to the link's target path instead: {target}.")
 }
+
+/// From 2.1.251 a write through a symlink is refused as `Refusing to write <path>: it is a symbolic
+/// link. Write to the link's target path instead.` ([`through_symlink`]).
+pub const SYMLINK_REFUSAL_REWORDED: crate::profile::Switch = crate::profile::Switch {
+    name: "a write through a symlink: 'it is a symbolic link'",
+    since: "2.1.251",
+    probe: "edit.symlink-writes",
+};
+
+/// From 2.1.280 the refusal of a write through a symlink ends with the link's target (measured by
+/// `probes/edit/symlink-writes.toml`: timeline PIPE-1 / PIPE-2, 2.1.278 → 2.1.280).
+pub const SYMLINK_REFUSAL_NAMES_TARGET: crate::profile::Switch = crate::profile::Switch {
+    name: "a write through a symlink names the link's target",
+    since: "2.1.280",
+    probe: "edit.symlink-writes",
+};
 
 /// A path a tool was given, resolved ([`resolve`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -89,7 +132,7 @@ pub fn confine_write(ctx: &ToolContext, file_path: &str) -> Result<PathBuf, Tool
     // for a link inside the project, one out of the sandbox and a dangling one
     let path = absolute(ctx, file_path);
     if std::fs::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_symlink()) {
-        return Err(ToolError::Runtime(through_symlink(&path)));
+        return Err(ToolError::Runtime(through_symlink(ctx, &path)));
     }
     resolve(ctx, file_path).map(|r| r.path)
 }
@@ -211,7 +254,16 @@ pub fn remember_window(
 ) {
     let batch = ReadBatch::current(ctx);
     if let Ok(mut s) = ctx.read_state.lock() {
-        s.insert(path.to_path_buf(), ReadState { content, mtime: mtime(path), partial, window, batch });
+        s.insert(path.to_path_buf(), ReadState { content, mtime: mtime(path), partial, window, batch, unseen: false });
+    }
+}
+
+/// Marks the recorded state of `path` as content the model has not all seen ([`ReadState::unseen`]).
+pub fn mark_unseen(ctx: &ToolContext, path: &Path) {
+    if let Ok(mut s) = ctx.read_state.lock() {
+        if let Some(state) = s.get_mut(path) {
+            state.unseen = true;
+        }
     }
 }
 
@@ -301,10 +353,14 @@ pub const CHANGED_SINCE_READ: &str = "File content has changed since it was last
 /// How an Edit or Write got past the gates.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Gate {
-    /// Read and unchanged (or never read, with a model that skips the gate).
+    /// Read and unchanged.
     Pass,
+    /// Never read, with a model that skips the gate (or a file the model could read without asking).
+    Unread,
     /// Changed on disk since its Read, but the edit still applies: it goes ahead, and says so.
     StaleRecovered,
+    /// Unchanged since an Edit left it, but the model has not seen all of it ([`ReadState::unseen`]).
+    Unseen,
 }
 
 /// The gates of Edit (old_string not empty) as Claude Code 2.1.235 checks them: a file not read is refused unless the model skips the gate and the file could be read without asking
@@ -320,10 +376,10 @@ pub fn check_edit_gates(ctx: &ToolContext, path: &Path, current: &[u8], applies:
         return Err(ToolError::Validation(NOT_READ_YET.into()));
     }
     let Some(state) = state else {
-        return Ok(Gate::Pass);
+        return Ok(Gate::Unread);
     };
     if state.mtime == mtime(path) || (!state.partial && state.content == current) {
-        return Ok(Gate::Pass);
+        return Ok(if state.unseen { Gate::Unseen } else { Gate::Pass });
     }
     if applies && read_ok() {
         return Ok(Gate::StaleRecovered);
@@ -451,6 +507,26 @@ pub fn relocated_in_cwd(ctx: &ToolContext, path: &Path) -> Option<PathBuf> {
     }
     let candidate = cwd.join(real.strip_prefix(parent).ok()?);
     std::fs::metadata(&candidate).is_ok().then_some(candidate)
+}
+
+/// From 2.1.260 a Grep or Glob path that does not exist is a plain error result, no longer wrapped as an
+/// input error (measured by `probes/grep/usage-error.toml` and `glob/basic.toml`: timeline GREP-3 /
+/// GLOB-1, 2.1.259 → 2.1.260; the reference checks the path when the call runs from then on).
+pub const MISSING_SEARCH_PATH_UNWRAPPED: crate::profile::Switch = crate::profile::Switch {
+    name: "a missing Grep / Glob path is a plain error",
+    since: "2.1.260",
+    probe: "grep.usage-error",
+};
+
+/// The error of a Grep / Glob path that does not exist ([`missing_search_path`]), wrapped as an input
+/// error before [`MISSING_SEARCH_PATH_UNWRAPPED`] and plain from it.
+pub fn missing_search_path_error(ctx: &ToolContext, what: &str, given: &str, path: &Path) -> ToolError {
+    let text = missing_search_path(ctx, what, given, path);
+    if ctx.profile().has(&MISSING_SEARCH_PATH_UNWRAPPED) {
+        ToolError::Runtime(text)
+    } else {
+        ToolError::Validation(text)
+    }
 }
 
 /// The refusal of a search path that is not there, as Claude Code 2.1.235 words it: `<what> does not
@@ -613,6 +689,17 @@ mod tests {
     }
 
     #[test]
+    fn a_missing_search_path_is_unwrapped_from_2_1_260() {
+        for (version, wrapped) in [("2.1.235", true), ("2.1.259", true), ("2.1.260", false), ("2.1.333", false)] {
+            let (_d, c) = ctx();
+            let c = c.with_profile(crate::profile::Profile::at(version).unwrap_or_else(|e| panic!("{e}")));
+            let e = missing_search_path_error(&c, "Path", "nowhere", &c.cwd.join("nowhere"));
+            assert_eq!(matches!(e, ToolError::Validation(_)), wrapped, "{version}: {e:?}");
+            assert!(e.to_string().starts_with("Path does not exist: nowhere. Note: your current working directory is"));
+        }
+    }
+
+    #[test]
     fn many_mtimes_come_back_in_the_order_asked() {
         let d = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
         // every 7th path is missing: a chunk put back out of order would move its `None`s
@@ -672,11 +759,41 @@ mod tests {
         assert!(confine(&c, "dangling").is_err());
         assert!(confine(&c, "up/x").is_err());
         assert!(confine(&c, "sdir/k").is_ok());
-        assert_eq!(confine_write(&c, "sdir2").map_err(|e| e.to_string()), Err(through_symlink(&c.cwd.join("sdir2"))));
+        assert_eq!(
+            confine_write(&c, "sdir2").map_err(|e| e.to_string()),
+            Err(through_symlink(&c, &c.cwd.join("sdir2")))
+        );
         assert_eq!(
             confine_write(&c, "dangling").map_err(|e| e.to_string()),
-            Err(through_symlink(&c.cwd.join("dangling")))
+            Err(through_symlink(&c, &c.cwd.join("dangling")))
         );
+        // the text by release: 2.1.235's, 2.1.251's, 2.1.280's naming the target
+        let at = |v: &str| {
+            let c = c.clone().with_profile(crate::profile::Profile::at(v).unwrap_or_else(|e| panic!("{e}")));
+            confine_write(&c, "dangling").map_err(|e| e.to_string()).err().unwrap_or_default()
+        };
+        let d = c.cwd.join("dangling");
+        let d = d.display();
+        assert_eq!(
+            at("2.1.250"),
+            format!(
+                "Refusing to write through symlink: {d}. Resolve the symlink and pass the real target path explicitly."
+            )
+        );
+        assert_eq!(
+            at("2.1.279"),
+            format!("Refusing to write {d}: it is a symbolic link. Write to the link's target path instead.")
+        );
+        assert_eq!(
+            at("2.1.280"),
+            format!(
+                "Refusing to write {d}: it is a symbolic link. Write to the link's target path instead: /var/tmp/probelab-unit-dangling."
+            )
+        );
+        // a relative link's target is named from the link's directory, one hop (sdir2 → sdir, not secrets)
+        let c280 = c.clone().with_profile(crate::profile::Profile::at("2.1.280").unwrap_or_else(|e| panic!("{e}")));
+        assert!(through_symlink(&c280, &c.cwd.join("sdir2"))
+            .ends_with(&format!("instead: {}.", c.cwd.join("sdir").display())));
         assert!(confine_write(&c, "sdir/new").is_ok());
         // the kernel refuses a link that appears after the check
         link("/var/tmp/probelab-unit-late", "late");

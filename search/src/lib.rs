@@ -55,6 +55,49 @@ pub struct Io<'a> {
     /// Files the walk leaves out as if they were not there (given the path joined to `cwd`): the
     /// caller's access rules (a tool runtime's deny rules). Neither searched nor listed, no message.
     pub skip: Option<Skip>,
+    /// The most output the caller takes (its buffer): a file whose output passes it stops being
+    /// searched there, its output cut at this many bytes, and the run ends as if stdout had closed (no
+    /// error). `None`: no limit (ripgrep's).
+    pub max_output: Option<usize>,
+}
+
+/// A printer's buffer that holds at most `cap` bytes ([`Io::max_output`]): a write past it keeps what
+/// fits and fails with [`OutputFull`], which ends the file's search.
+struct CapBuf {
+    bytes: Vec<u8>,
+    cap: usize,
+}
+
+impl Write for CapBuf {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        let room = self.cap.saturating_sub(self.bytes.len());
+        if b.len() > room {
+            self.bytes.extend_from_slice(&b[..room]);
+            return Err(std::io::Error::other(OutputFull));
+        }
+        self.bytes.extend_from_slice(b);
+        Ok(b.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// The error of a write past [`Io::max_output`].
+#[derive(Debug)]
+struct OutputFull;
+
+impl std::fmt::Display for OutputFull {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("the caller's output buffer is full")
+    }
+}
+
+impl std::error::Error for OutputFull {}
+
+/// Whether a search failed because its output reached [`Io::max_output`].
+fn output_full(e: &std::io::Error) -> bool {
+    e.get_ref().is_some_and(|i| i.is::<OutputFull>())
 }
 
 /// A predicate on paths for [`Io::skip`].
@@ -347,6 +390,10 @@ struct Output<'o> {
     printed: bool,
     /// Set when stdout is gone (a closed pipe): the run stops, as ripgrep does.
     broken: bool,
+    /// Set when the output reached [`Io::max_output`]: the run stops after writing what it has.
+    full: bool,
+    /// Bytes the output may still take ([`Io::max_output`]).
+    room: usize,
     /// Between two non-empty outputs (several search threads: ripgrep's buffer writer puts it there).
     between: Option<Vec<u8>>,
 }
@@ -361,6 +408,8 @@ impl<'o> Output<'o> {
             stats: grep_printer::Stats::new(),
             printed: false,
             broken: false,
+            full: false,
+            room: usize::MAX,
             between,
         }
     }
@@ -374,6 +423,13 @@ impl<'o> Output<'o> {
                 if let Some(s) = s {
                     self.stats += &s;
                 }
+                None
+            }
+            // the caller's buffer is full: the run ends as on a closed stdout
+            // (something was printed: a match)
+            Err(e) if output_full(&e) => {
+                self.full = true;
+                self.matched = true;
                 None
             }
             Err(e) => Some(format!("{}: {e}", h.path.display())),
@@ -395,6 +451,13 @@ impl<'o> Output<'o> {
 
     /// Output of one file (sequential runs: of several, separated by the printer already).
     fn emit(&mut self, bytes: &[u8]) {
+        let bytes = if bytes.len() > self.room {
+            self.full = true;
+            &bytes[..self.room]
+        } else {
+            bytes
+        };
+        self.room -= bytes.len();
         if bytes.is_empty() {
             return;
         }
@@ -420,9 +483,8 @@ impl<'o> Output<'o> {
             let bytes = &done.out[at..end];
             at = end;
             if !bytes.is_empty() {
-                if let (true, true, Some(sep)) = (first, self.printed, &self.between) {
-                    self.buf.extend_from_slice(sep);
-                    self.buf.push(b'\n');
+                if let (true, true, Some(sep)) = (first, self.printed, self.between.clone()) {
+                    self.emit(&[sep.as_slice(), b"\n"].concat());
                 }
                 first = false;
                 self.emit(bytes);
@@ -472,6 +534,7 @@ pub fn run(a: &RgArgs, io: &mut Io<'_>) -> u8 {
     let started = Instant::now();
     let stdout_is_terminal = io.stdout_is_terminal;
     let cancel = io.cancel;
+    let max_output = io.max_output;
     let cwd = io.cwd.clone();
     let skip = io.skip.clone();
     let stdout: &mut dyn Write = &mut *io.stdout;
@@ -586,11 +649,12 @@ pub fn run(a: &RgArgs, io: &mut Io<'_>) -> u8 {
         Mode::Json => Printer::Json,
         _ => Printer::Standard { heading },
     };
-    let plan = Plan { a, matcher: &matcher, kind, with_filename, mmap_like, cancel };
+    let plan = Plan { a, matcher: &matcher, kind, with_filename, mmap_like, cancel, max_output };
     // ripgrep searches on as many threads as there are cores unless it sorts, stops at the first match
     // (-q) or searches one file; the output is the same either way (printed here in path order)
     let threads = if a.quiet || !parallel { 1 } else { cores.min(12) };
     let mut out = Output::new(stdout, if threads > 1 { file_separator.clone() } else { None });
+    out.room = max_output.unwrap_or(usize::MAX);
     let searcher = searcher(a, line_number);
     if threads <= 1 {
         search_sequential(&plan, searcher, walk, &file_separator, &mut out, &mut msgs);
@@ -606,8 +670,11 @@ pub fn run(a: &RgArgs, io: &mut Io<'_>) -> u8 {
                 "elapsed_total": {"secs": elapsed.as_secs(), "nanos": elapsed.subsec_nanos(), "human": format!("{:0.6}s", elapsed.as_secs_f64())},
             }
         });
-        // ripgrep's serde_json keeps keys sorted; ours preserves insertion order.
-        let _ = writeln!(out.buf, "{}", sorted_keys(summary));
+        // ripgrep's serde_json keeps keys sorted; ours preserves insertion order. (None when the
+        // caller's buffer is full: its reader stopped reading.)
+        if !out.full {
+            out.emit(format!("{}\n", sorted_keys(summary)).as_bytes());
+        }
     }
     out.flush();
     if plan.cancel.is_some_and(|c| c.load(Ordering::Relaxed)) && !msgs.errored {
@@ -637,7 +704,7 @@ fn search_sequential(
 ) {
     let mut printer = FilePrinter::new(plan, file_separator.clone());
     for e in walk {
-        if cancelled(plan) || out.broken {
+        if cancelled(plan) || out.broken || out.full {
             break;
         }
         // (message, whether it is an error)
@@ -681,6 +748,8 @@ struct BatchDone {
     matched: bool,
     searched: bool,
     stats: grep_printer::Stats,
+    /// A file's output reached [`Io::max_output`]: the run ends after this batch.
+    full: bool,
 }
 
 /// Walks on one thread (in path order) while `threads` threads search what it finds. The walk is cut
@@ -755,6 +824,7 @@ fn search_parallel(
                         matched: false,
                         searched: false,
                         stats: grep_printer::Stats::new(),
+                        full: false,
                     };
                     for e in batch {
                         if stop.load(Ordering::Relaxed) {
@@ -780,6 +850,11 @@ fn search_parallel(
                                 if let Some(s) = s {
                                     done.stats += &s;
                                 }
+                            }
+                            Err(e) if output_full(&e) => {
+                                done.full = true;
+                                done.matched = true;
+                                stop.store(true, Ordering::Relaxed);
                             }
                             Err(e) => done.errors.push((usize::MAX, format!("{}: {e}", h.path.display()), true)),
                         }
@@ -810,13 +885,15 @@ fn search_parallel(
             while let Some(mut done) = pending.remove(&next) {
                 next += 1;
                 out.batch(msgs, &done);
+                out.full |= done.full;
                 done.out.clear();
                 if let Ok(mut s) = spare.lock() {
                     s.push(done.out);
                 }
             }
-            if out.broken {
-                // stdout is gone: the walker and the searchers stop at their next step
+            if out.broken || out.full {
+                // stdout is gone (or the caller's buffer full): the walker and the searchers stop at
+                // their next step
                 stop.store(true, Ordering::Relaxed);
                 break;
             }
@@ -840,21 +917,22 @@ struct Plan<'a> {
     with_filename: bool,
     mmap_like: bool,
     cancel: Option<&'a AtomicBool>,
+    max_output: Option<usize>,
 }
 
 /// A search thread's printer, made once and used for every file it searches (each file's output is
 /// taken out of its buffer afterwards).
 enum FilePrinter {
-    Standard(grep_printer::Standard<NoColor<Vec<u8>>>),
-    Summary(grep_printer::Summary<NoColor<Vec<u8>>>),
-    Json(grep_printer::JSON<NoColor<Vec<u8>>>),
+    Standard(grep_printer::Standard<NoColor<CapBuf>>),
+    Summary(grep_printer::Summary<NoColor<CapBuf>>),
+    Json(grep_printer::JSON<NoColor<CapBuf>>),
 }
 
 impl FilePrinter {
     /// `separator`: the standard printer's separator between files (one thread only).
     fn new(plan: &Plan<'_>, separator: Option<Vec<u8>>) -> FilePrinter {
         let a = plan.a;
-        let w = NoColor::new(Vec::new());
+        let w = NoColor::new(CapBuf { bytes: Vec::new(), cap: plan.max_output.unwrap_or(usize::MAX) });
         match plan.kind {
             Printer::Standard { heading } => {
                 FilePrinter::Standard(standard_builder(plan, heading).separator_search(separator).build(w))
@@ -878,9 +956,9 @@ impl FilePrinter {
     /// so emptying this does not change where it puts separators).
     fn buf(&mut self) -> &mut Vec<u8> {
         match self {
-            FilePrinter::Standard(p) => p.get_mut().get_mut(),
-            FilePrinter::Summary(p) => p.get_mut().get_mut(),
-            FilePrinter::Json(p) => p.get_mut().get_mut(),
+            FilePrinter::Standard(p) => &mut p.get_mut().get_mut().bytes,
+            FilePrinter::Summary(p) => &mut p.get_mut().get_mut().bytes,
+            FilePrinter::Json(p) => &mut p.get_mut().get_mut().bytes,
         }
     }
 }
@@ -1036,6 +1114,7 @@ pub fn main_stdio(argv: &[std::ffi::OsString]) -> u8 {
         cwd: std::env::current_dir().unwrap_or_default(),
         cancel: None,
         skip: None,
+        max_output: None,
     };
     main_with(argv, &mut io)
 }
@@ -1075,6 +1154,7 @@ mod tests {
                 cwd: dir.into(),
                 cancel: None,
                 skip: None,
+                max_output: None,
             },
         );
         let both = Shared::default();
@@ -1088,6 +1168,7 @@ mod tests {
                 cwd: dir.into(),
                 cancel: None,
                 skip: None,
+                max_output: None,
             },
         );
         assert_eq!(code, code2);
@@ -1157,6 +1238,42 @@ mod tests {
             let one = rg(d.path(), &sorted);
             assert_eq!((first.0, norm(&first.1), &first.2), (one.0, norm(&one.1), &one.2), "{argv:?} vs --sort path");
             assert_eq!(norm(&first.3), norm(&one.3), "{argv:?} vs --sort path, together");
+        }
+    }
+
+    #[test]
+    fn max_output_cuts_the_output_and_stops_the_search_without_an_error() {
+        let d = corpus();
+        let big = d.path().join("big.log");
+        std::fs::write(&big, "needle in a line\n".repeat(200_000)).unwrap_or_else(|e| panic!("{e}"));
+        let run_capped = |argv: &[&str], path: &Path, cap: Option<usize>| {
+            let mut v: Vec<std::ffi::OsString> = argv.iter().map(std::ffi::OsString::from).collect();
+            v.push(path.into());
+            let a = args::parse(&v).unwrap_or_else(|e| panic!("{e}"));
+            let (mut out, mut err) = (Vec::new(), Vec::new());
+            let io = &mut Io {
+                stdout: &mut out,
+                stderr: &mut err,
+                stdout_is_terminal: false,
+                cwd: d.path().into(),
+                cancel: None,
+                skip: None,
+                max_output: cap,
+            };
+            let code = run(&a, io);
+            (code, out, err)
+        };
+        for (argv, path) in [(&["--json", "needle"][..], big.as_path()), (&["-n", "needle"][..], d.path())] {
+            let (_, whole, _) = run_capped(argv, path, None);
+            let (code, cut, err) = run_capped(argv, path, Some(100_000));
+            assert_eq!(cut.len(), 100_000, "{argv:?}");
+            assert_eq!(cut[..], whole[..100_000], "{argv:?}: the first bytes of the whole output");
+            assert_eq!(code, 0, "{argv:?}");
+            assert!(
+                !String::from_utf8_lossy(&err).contains("buffer"),
+                "{argv:?}: no error: {}",
+                String::from_utf8_lossy(&err)
+            );
         }
     }
 

@@ -5,13 +5,25 @@
 
 use crate::context::ToolContext;
 use crate::fs::{
-    check_edit_gates, check_fill_gates, checkpoint, confine_write, missing_file_near, remember_read, trim_line_ends,
-    updated, write_and_remember, Gate, TextFile, FILE_STATE_NOTE, STALE_RECOVERED_NOTE,
+    check_edit_gates, check_fill_gates, checkpoint, confine_write, mark_unseen, missing_file_near, remember_read,
+    trim_line_ends, updated, write_and_remember, Gate, TextFile, FILE_STATE_NOTE, STALE_RECOVERED_NOTE,
 };
+use crate::profile::Switch;
 use crate::tool::{parse_args, PermissionSubject, Tool, ToolError, ToolOutput};
 use futures_util::future::BoxFuture;
 use serde::Deserialize;
 use serde_json::{json, Value};
+
+/// From 2.1.281 an Edit's success says the file state is current only when the model has seen the
+/// whole file: not for a file it never read (a model that skips the gate) nor after an edit of a file
+/// changed on disk since its Read, until a Read (measured by `probes/edit/stale-gate.toml` and
+/// `claude-code/edit-gate-default-model.toml`: timeline EDIT-1 / EDIT-2, 2.1.280 → 2.1.281; the
+/// reference's `contentNotInModelContext`).
+pub const NOTE_ONLY_WHEN_SEEN: Switch = Switch {
+    name: "Edit's file-state note only for a file the model has seen",
+    since: "2.1.281",
+    probe: "edit.stale-gate",
+};
 
 /// The Edit tool.
 #[derive(Debug, Default)]
@@ -207,13 +219,22 @@ impl Tool for Edit {
                 (replace(&file.text, &args.old_string, &new_string, args.replace_all)?, gate)
             };
             // the note the reference ends a success with: the file state is current, or (a stale file the
-            // edit still applied to) that the file holds changes the model has not seen
-            let note = if gate == Gate::StaleRecovered { STALE_RECOVERED_NOTE } else { FILE_STATE_NOTE };
+            // edit still applied to) that the file holds changes the model has not seen; from 2.1.281 no
+            // note when the model has not seen the whole file ([`NOTE_ONLY_WHEN_SEEN`])
+            let unseen = matches!(gate, Gate::Unread | Gate::Unseen | Gate::StaleRecovered);
+            let note = match gate {
+                Gate::StaleRecovered => STALE_RECOVERED_NOTE,
+                _ if unseen && ctx.profile().has(&NOTE_ONLY_WHEN_SEEN) => "",
+                _ => FILE_STATE_NOTE,
+            };
             checkpoint(ctx, &path, &current)?;
             let bytes = file.encode(&new_text);
             crate::fs::write_no_follow(&path, &bytes)
                 .map_err(|e| ToolError::Runtime(format!("{e}: {}", path.display())))?;
             remember_read(ctx, &path, bytes, false);
+            if unseen {
+                mark_unseen(ctx, &path);
+            }
             if args.replace_all {
                 return Ok(ToolOutput::Text(format!(
                     "The file {} has been updated. All occurrences were successfully replaced.{note}",
@@ -249,5 +270,78 @@ mod tests {
         assert!(e.ends_with("\nString: a"));
         let e = replace("abc", "nomatch", "x", false).err().map(|e| e.to_string()).unwrap_or_default();
         assert_eq!(e, "String to replace not found in file.\nString: nomatch");
+    }
+
+    /// A model that only has a name (the Read-before-Edit gate depends on it).
+    struct Named(&'static str);
+
+    impl crate::model::TokenCounter for Named {
+        fn count<'a>(&'a self, text: &'a str) -> BoxFuture<'a, Result<u64, crate::model::ModelError>> {
+            Box::pin(async move { Ok(text.len() as u64 / 4) })
+        }
+    }
+
+    impl crate::model::Model for Named {
+        fn model(&self) -> &str {
+            self.0
+        }
+        fn with_model(&self, _model: &str) -> std::sync::Arc<dyn crate::model::Model> {
+            std::sync::Arc::new(Named(self.0))
+        }
+        fn create<'a>(
+            &'a self,
+            _body: &'a Value,
+        ) -> BoxFuture<'a, Result<crate::wire::Message, crate::model::ModelError>> {
+            Box::pin(async { Err(crate::model::ModelError::Failed("no API here".into())) })
+        }
+    }
+
+    fn ctx_at(version: &str, model: Option<&'static str>) -> (tempfile::TempDir, ToolContext) {
+        let (d, mut c) = ToolContext::for_test();
+        let model = model.map(|m| std::sync::Arc::new(Named(m)) as std::sync::Arc<dyn crate::model::Model>);
+        let session = crate::session::Session::new(Default::default(), Default::default(), model)
+            .unwrap_or_else(|e| panic!("{e}"))
+            .put(crate::profile::Profile::at(version).unwrap_or_else(|e| panic!("{e}")));
+        c.session = std::sync::Arc::new(session);
+        (d, c)
+    }
+
+    fn edit(c: &ToolContext, path: &std::path::Path, old: &str, new: &str) -> String {
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap_or_else(|e| panic!("{e}"));
+        let input = json!({"file_path": path, "old_string": old, "new_string": new});
+        match rt.block_on(Edit.call(input, c)) {
+            Ok(ToolOutput::Text(t)) => t,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn the_file_state_note_is_only_for_a_seen_file_from_2_1_281() {
+        for (version, dropped) in [("2.1.235", false), ("2.1.280", false), ("2.1.281", true), ("2.1.333", true)] {
+            // never read, with a model that skips the gate
+            let (_d, c) = ctx_at(version, Some("claude-opus-5"));
+            let f = c.cwd.join("never-read.txt");
+            std::fs::write(&f, "hello world\n").unwrap_or_else(|e| panic!("{e}"));
+            let t = edit(&c, &f, "world", "there");
+            assert_eq!(!t.ends_with(FILE_STATE_NOTE), dropped, "{version}: {t}");
+            // read, changed on disk, edited anyway (the stale note), then edited again
+            let (_d, c) = ctx_at(version, None);
+            let f = c.cwd.join("f.txt");
+            std::fs::write(&f, "version one\n").unwrap_or_else(|e| panic!("{e}"));
+            remember_read(&c, &f, b"version one\n".to_vec(), false);
+            std::fs::write(&f, "version two, by a linter\n").unwrap_or_else(|e| panic!("{e}"));
+            let later = std::time::SystemTime::now() + std::time::Duration::from_secs(5);
+            std::fs::File::options()
+                .write(true)
+                .open(&f)
+                .and_then(|h| h.set_modified(later))
+                .unwrap_or_else(|e| panic!("{e}"));
+            assert!(edit(&c, &f, "two", "2").ends_with(STALE_RECOVERED_NOTE), "{version}");
+            let t = edit(&c, &f, "version", "edition");
+            assert_eq!(!t.ends_with(FILE_STATE_NOTE), dropped, "{version}: {t}");
+            // a Read makes it seen again
+            remember_read(&c, &f, std::fs::read(&f).unwrap_or_default(), false);
+            assert!(edit(&c, &f, "edition", "version").ends_with(FILE_STATE_NOTE), "{version}");
+        }
     }
 }

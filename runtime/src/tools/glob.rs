@@ -72,14 +72,7 @@ impl Tool for Glob {
             let dir = crate::fs::search_root(ctx, a.path.as_deref())?;
             if let Some(given) = a.path.as_deref() {
                 match std::fs::metadata(&dir) {
-                    Err(_) => {
-                        return Err(ToolError::Validation(crate::fs::missing_search_path(
-                            ctx,
-                            "Directory",
-                            given,
-                            &dir,
-                        )))
-                    }
+                    Err(_) => return Err(crate::fs::missing_search_path_error(ctx, "Directory", given, &dir)),
                     Ok(m) if !m.is_dir() => {
                         return Err(ToolError::Validation(format!("Path is not a directory: {given}")))
                     }
@@ -105,7 +98,15 @@ impl Tool for Glob {
                 let (mut out, mut err) = (Vec::new(), Vec::new());
                 let code = run(
                     &args,
-                    &mut Io { stdout: &mut out, stderr: &mut err, stdout_is_terminal: false, cwd, cancel: None, skip },
+                    &mut Io {
+                        stdout: &mut out,
+                        stderr: &mut err,
+                        stdout_is_terminal: false,
+                        cwd,
+                        cancel: None,
+                        skip,
+                        max_output: None,
+                    },
                 );
                 (code, out, err)
             })

@@ -5,6 +5,7 @@
 //! (ripgrep's exit 2 with nothing found) mapped to a diagnosable error result.
 
 use crate::context::ToolContext;
+use crate::profile::Switch;
 use crate::tool::{parse_args, PermissionSubject, Tool, ToolError, ToolOutput};
 use futures_util::future::BoxFuture;
 use probelab_search::args::{Case, Mode, RgArgs, TypeChange};
@@ -162,9 +163,15 @@ struct Searched {
     code: u8,
     stdout: String,
     stderr: String,
+    /// The output passed the buffer and was cut there.
+    overflow: bool,
 }
 
 async fn search(ctx: &ToolContext, args: RgArgs) -> Result<Searched, ToolError> {
+    // JSON output (from 2.1.251) is cut at the buffer as the engine writes it, as the reference's
+    // runner kills its rg there; the text output keeps its measured way (the whole output, then its
+    // first 20,000,000 bytes)
+    let max_output = (args.mode == Mode::Json).then_some(MAX_BUFFER_BYTES);
     let deadline =
         ctx.env(DEADLINE_ENV).and_then(|v| v.parse::<u64>().ok()).map(Duration::from_millis).unwrap_or(DEADLINE);
     let cancel = Arc::new(AtomicBool::new(false));
@@ -176,8 +183,15 @@ async fn search(ctx: &ToolContext, args: RgArgs) -> Result<Searched, ToolError> 
         let mut out = Capped { buf: Vec::new(), overflow: false };
         let mut err = Capped { buf: Vec::new(), overflow: false };
         let code = {
-            let mut io =
-                Io { stdout: &mut out, stderr: &mut err, stdout_is_terminal: false, cwd, cancel: Some(&flag), skip };
+            let mut io = Io {
+                stdout: &mut out,
+                stderr: &mut err,
+                stdout_is_terminal: false,
+                cwd,
+                cancel: Some(&flag),
+                skip,
+                max_output,
+            };
             run(&args, &mut io)
         };
         (code, out, err)
@@ -189,6 +203,7 @@ async fn search(ctx: &ToolContext, args: RgArgs) -> Result<Searched, ToolError> 
                 code: if out.overflow { 0 } else { code },
                 stdout: String::from_utf8_lossy(&out.buf).into_owned(),
                 stderr: String::from_utf8_lossy(&err.buf).into_owned(),
+                overflow: out.overflow || max_output.is_some_and(|m| out.buf.len() >= m),
             })
         }
         Ok(Err(e)) => Err(ToolError::Runtime(format!("the search failed: {e}"))),
@@ -284,7 +299,7 @@ impl Tool for Grep {
             let path: PathBuf = crate::fs::search_root(ctx, a.path.as_deref())?;
             let shown = a.path.as_deref().unwrap_or_default();
             let meta = std::fs::metadata(&path)
-                .map_err(|_| ToolError::Validation(crate::fs::missing_search_path(ctx, "Path", shown, &path)))?;
+                .map_err(|_| crate::fs::missing_search_path_error(ctx, "Path", shown, &path))?;
             if !meta.is_file() && !meta.is_dir() {
                 // a FIFO, socket or device would block the search: nothing would ever end it
                 return Err(ToolError::Validation(format!("Path is not a regular file or directory: {shown}")));
@@ -298,10 +313,18 @@ impl Tool for Grep {
             // the path: results under a link or /proc/self/root are shown under it (`read.deny-bypass`);
             // the resolved path only had to lie in the sandbox
             let walk = a.path.as_deref().map(|p| crate::fs::absolute(ctx, p)).unwrap_or_else(|| path.clone());
-            let found = search(ctx, rg_args(&a, mode, &walk)).await?;
+            // from 2.1.251 the content mode reads rg's JSON ([`CONTENT_FROM_JSON`])
+            let json_content = mode == Mode::Standard && ctx.profile().has(&CONTENT_FROM_JSON);
+            let mut rg = rg_args(&a, mode, &walk);
+            if json_content {
+                rg.mode = Mode::Json;
+            }
+            let found = search(ctx, rg).await?;
             // results are shown relative to the session's working directory (WT-1: a worktree's, after EnterWorktree)
             let wd = ctx.working_dir();
-            if found.code == EXIT_ERROR && found.stdout.is_empty() {
+            // (rg's JSON ends with a summary even when nothing was searched)
+            let nothing = found.stdout.lines().all(|l| l.starts_with("{\"type\":\"summary\""));
+            if found.code == EXIT_ERROR && nothing {
                 // GREP-3 / GREP-7: ripgrep refused to search (bad pattern, glob or type).
                 return Err(ToolError::Runtime(format!(
                     "Search failed — ripgrep rejected the pattern, glob, or file type without searching:\n{}",
@@ -332,6 +355,27 @@ impl Tool for Grep {
             // the texts as Claude Code 2.1.235 words them (its Grep tool's result mapping, measured by
             // harness/tests/fidelity.rs)
             let (text, mut data) = match mode {
+                Mode::Standard if json_content => {
+                    let breaks = [a.context, a.context_c, a.before, a.after].iter().any(|n| n.is_some_and(|n| n > 0));
+                    let entries = json_entries(&raw_lines(&found.stdout, found.overflow), breaks);
+                    let (page, cut) = paginate(&entries, limit, offset);
+                    let numbers = a.line_numbers.unwrap_or(true);
+                    let shown: Vec<String> =
+                        page.iter().map(|e| shown_entry(e, numbers, meta.is_dir().then_some(wd.as_path()))).collect();
+                    let content = shown.join("\n");
+                    let data = json!({"mode": "content", "numLines": shown.len(), "totalLines": entries.len(), "content": content});
+                    let body = if !content.is_empty() {
+                        content
+                    } else if offset > 0 && !entries.is_empty() {
+                        "No entries at this offset".to_string()
+                    } else {
+                        "No matches found".to_string()
+                    };
+                    let p = pagination(cut, offset);
+                    let text =
+                        if p.is_empty() { body } else { format!("{body}\n\n[Showing results with pagination = {p}]") };
+                    (text, merge(data, applied(cut)))
+                }
                 Mode::Standard => {
                     // like the reference, only what comes before a line's first ':' is made relative: the
                     // path of a match line (context lines, `path-N-text`, keep their absolute path)
@@ -415,6 +459,126 @@ impl Tool for Grep {
     }
 }
 
+/// From 2.1.251 Grep's content mode runs the reference's rg with `--json` and builds its lines from
+/// the match and context events, as [`json_entries`] does (measured by `probes/grep/output-buffer.toml`
+/// and `grep/budget.toml`: timeline GREP-2 / GREP-3, 2.1.250 → 2.1.251): the 20,000,000-byte buffer
+/// holds JSON now, so far fewer lines fit (the probe's offset past them finds `No entries at this
+/// offset`), and a matched empty line is kept (no trimming, no dropping of empty lines).
+pub const CONTENT_FROM_JSON: Switch =
+    Switch { name: "Grep's content mode reads rg's JSON", since: "2.1.251", probe: "grep.output-buffer" };
+
+/// rg's output as the reference's runner splits it (its raw lines): one final line end dropped, split
+/// on `\n`; when the buffer cut the output inside a line, that partial last line is dropped.
+fn raw_lines(out: &str, overflow: bool) -> Vec<&str> {
+    if out.is_empty() {
+        return Vec::new();
+    }
+    let mut lines: Vec<&str> = out.strip_suffix('\n').unwrap_or(out).split('\n').collect();
+    if overflow && !out.ends_with('\n') {
+        lines.pop();
+    }
+    lines
+}
+
+/// The lines of rg's `--json` output as the reference reads them (its 2.1.251+ content mode): per file,
+/// `PATH\0N:text` for a match line and `PATH\0N-text` for a context line (a multi-line match one entry
+/// per line), a line over 500 chars as `[Omitted long matching line]` / `[Omitted long context line]`,
+/// `--` between groups when context was asked for; a binary file's lines holding a NUL dropped and
+/// `PATH\0binary file matches (found "\0" byte around offset N)` added; lines that are not JSON
+/// (the buffer's cut) skipped.
+fn json_entries(lines: &[&str], context_breaks: bool) -> Vec<String> {
+    fn text(v: &Value) -> String {
+        if let Some(t) = v.get("text").and_then(Value::as_str) {
+            return t.to_string();
+        }
+        use base64::Engine;
+        let bytes = v.get("bytes").and_then(Value::as_str).unwrap_or_default();
+        let raw = base64::engine::general_purpose::STANDARD.decode(bytes).unwrap_or_default();
+        String::from_utf8_lossy(&raw).into_owned()
+    }
+    let omitted = |line: &str, kind: &str| {
+        if line.encode_utf16().count() > 500 {
+            if kind == "match" {
+                "[Omitted long matching line]".to_string()
+            } else {
+                "[Omitted long context line]".to_string()
+            }
+        } else {
+            line.to_string()
+        }
+    };
+    let (mut out, mut file) = (Vec::new(), Vec::<String>::new());
+    let (mut last_path, mut last_line): (Option<String>, i64) = (None, -1);
+    for l in lines {
+        if !l.starts_with('{') {
+            continue;
+        }
+        let Ok(ev) = serde_json::from_str::<Value>(l) else { continue };
+        let data = ev.get("data").cloned().unwrap_or(Value::Null);
+        match ev.get("type").and_then(Value::as_str) {
+            Some("begin") => file.clear(),
+            Some("end") => {
+                let binary = data.get("binary_offset").and_then(Value::as_u64);
+                for e in file.drain(..) {
+                    let holds_nul = e.split_once('\0').is_some_and(|(_, rest)| rest.contains('\0'));
+                    if binary.is_none() || !holds_nul {
+                        out.push(e);
+                    }
+                }
+                if let Some(at) = binary {
+                    let path = text(&data["path"]);
+                    out.push(format!("{path}\0binary file matches (found \"\\0\" byte around offset {at})"));
+                }
+            }
+            Some(kind @ ("match" | "context")) => {
+                let path = text(&data["path"]);
+                let number = data.get("line_number").and_then(Value::as_i64).unwrap_or(0);
+                let all = text(&data["lines"]);
+                let all = all.strip_suffix('\n').map(|t| t.strip_suffix('\r').unwrap_or(t)).unwrap_or(&all);
+                if context_breaks && last_path.as_ref().is_some_and(|p| *p != path || number > last_line + 1) {
+                    file.push("--".to_string());
+                }
+                let sep = if kind == "match" { ':' } else { '-' };
+                let parts: Vec<&str> = all.split('\n').collect();
+                for (i, part) in parts.iter().enumerate() {
+                    let part = part.strip_suffix('\r').unwrap_or(part);
+                    file.push(format!("{path}\0{}{sep}{}", number + i as i64, omitted(part, kind)));
+                }
+                last_line = number + parts.len() as i64 - 1;
+                last_path = Some(path);
+            }
+            _ => {}
+        }
+    }
+    out.append(&mut file);
+    out
+}
+
+/// An entry of [`json_entries`] as the result shows it: without its line number when `-n` is false, with
+/// its path (relative to `dir`) when a directory was searched.
+fn shown_entry(entry: &str, numbers: bool, dir: Option<&Path>) -> String {
+    let strip_number = |t: &str| -> String {
+        let digits = t.bytes().take_while(u8::is_ascii_digit).count();
+        match t.as_bytes().get(digits) {
+            Some(b':' | b'-') if digits > 0 => t[digits + 1..].to_string(),
+            _ => t.to_string(),
+        }
+    };
+    let Some((path, rest)) = entry.split_once('\0') else {
+        return if numbers { entry.to_string() } else { strip_number(entry) };
+    };
+    let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+    let sep = match rest.as_bytes().get(digits) {
+        Some(b'-') if digits > 0 => '-',
+        _ => ':',
+    };
+    let shown = if numbers || digits == 0 { rest.to_string() } else { strip_number(rest) };
+    match dir {
+        Some(wd) => format!("{}{sep}{shown}", relative(wd, path)),
+        None => shown,
+    }
+}
+
 fn merge(mut a: Value, b: Value) -> Value {
     if let (Some(x), Value::Object(y)) = (a.as_object_mut(), b) {
         x.extend(y);
@@ -461,5 +625,72 @@ mod tests {
         assert_eq!(relative_line(cwd, "/w/a.rs:3:x"), "a.rs:3:x");
         assert_eq!(relative_line(cwd, "/w/a.rs-2-y"), "/w/a.rs-2-y", "the reference leaves context lines absolute");
         assert_eq!(relative_count_line(cwd, "/w/a:b.rs:4"), "a:b.rs:4");
+    }
+
+    fn grep_at(version: &str, files: &[(&str, &str)], input: Value) -> String {
+        let (_d, c) = ToolContext::for_test();
+        let c = c.with_profile(crate::profile::Profile::at(version).unwrap_or_else(|e| panic!("{e}")));
+        for (name, body) in files {
+            std::fs::write(c.cwd.join(name), body).unwrap_or_else(|e| panic!("{e}"));
+        }
+        let mut input = input;
+        if let Some(p) = input.get("path").and_then(Value::as_str) {
+            input["path"] = json!(c.cwd.join(p));
+        }
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap_or_else(|e| panic!("{e}"));
+        match rt.block_on(Grep.call(input, &c)) {
+            Ok(ToolOutput::Data { text, .. }) => text,
+            other => panic!("{version}: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn content_comes_from_rg_json_from_2_1_251() {
+        let file = [("f.txt", "a\n\nb\na\n")];
+        let input = json!({"pattern": "^$|a", "path": "f.txt", "output_mode": "content", "-n": false});
+        // 2.1.235's runner trims and drops empty lines; the JSON reading keeps a matched empty line
+        assert_eq!(grep_at("2.1.250", &file, input.clone()), "a\na");
+        assert_eq!(grep_at("2.1.251", &file, input), "a\n\na");
+        // a directory: paths relative to the cwd, numbers, context lines with `-`, `--` between groups
+        let files = [("d.txt", "x\n1\n2\n3\nx\n"), ("e.txt", "none\n")];
+        let input = json!({"pattern": "x", "output_mode": "content", "-A": 1});
+        assert_eq!(grep_at("2.1.251", &files, input), "d.txt:1:x\nd.txt-2-1\n--\nd.txt:5:x");
+    }
+
+    #[test]
+    fn json_events_become_the_references_entries() {
+        let ev = |t: &str, path: &str, n: u64, text: &str| {
+            json!({"type": t, "data": {"path": {"text": path}, "lines": {"text": text}, "line_number": n}}).to_string()
+        };
+        let lines = [
+            json!({"type": "begin", "data": {"path": {"text": "/w/a"}}}).to_string(),
+            ev("match", "/w/a", 1, "one\n"),
+            ev("context", "/w/a", 2, "two\r\n"),
+            ev("match", "/w/a", 7, "x\ny\n"),
+            json!({"type": "end", "data": {"path": {"text": "/w/a"}, "binary_offset": null}}).to_string(),
+            ev("match", "/w/b", 3, &"z".repeat(501)),
+            "{\"type\":\"match\",\"data\":{\"pa".to_string(),
+        ];
+        let lines: Vec<&str> = lines.iter().map(String::as_str).collect();
+        assert_eq!(
+            json_entries(&lines, true),
+            [
+                "/w/a\u{0}1:one",
+                "/w/a\u{0}2-two",
+                "--",
+                "/w/a\u{0}7:x",
+                "/w/a\u{0}8:y",
+                "--",
+                "/w/b\u{0}3:[Omitted long matching line]"
+            ]
+        );
+        assert_eq!(json_entries(&lines, false).len(), 5, "no breaks without context");
+        assert_eq!(shown_entry("/w/a\u{0}2-two", false, Some(Path::new("/w"))), "a-two");
+        assert_eq!(shown_entry("/w/a\u{0}7:x", true, None), "7:x");
+        assert_eq!(shown_entry("--", false, None), "--");
+        // the buffer's cut: the partial last line goes
+        assert_eq!(raw_lines("{a}\n{b", true), ["{a}"]);
+        assert_eq!(raw_lines("{a}\n{b}\n", true), ["{a}", "{b}"]);
+        assert_eq!(raw_lines("", false), Vec::<&str>::new());
     }
 }

@@ -5,6 +5,7 @@
 
 use crate::context::ToolContext;
 use crate::fs::{confine, format_size, number_lines, remember_read};
+use crate::profile::Switch;
 use crate::tool::{parse_args, PermissionSubject, Tool, ToolError, ToolOutput};
 use base64::Engine;
 use futures_util::future::BoxFuture;
@@ -22,6 +23,24 @@ pub const MAX_OUTPUT_TOKENS: u64 = 25_000;
 
 /// Env variable that overrides [`MAX_OUTPUT_TOKENS`] (READ-2).
 pub const MAX_OUTPUT_TOKENS_ENV: &str = "CLAUDE_CODE_FILE_READ_MAX_OUTPUT_TOKENS";
+
+/// From 2.1.296 Read's size and token errors end with a hint at its `allow_large` input (measured by
+/// `probes/read/size-limit.toml`, `read/token-limit.toml` and `claude-code/read-size.toml`: timeline
+/// READ-2, 2.1.295 → 2.1.296).
+pub const ALLOW_LARGE_HINT: Switch =
+    Switch { name: "Read's size and token errors offer allow_large", since: "2.1.296", probe: "read.size-limit" };
+
+/// The hint [`ALLOW_LARGE_HINT`] appends (the reference's text, read from the 2.1.333 binary).
+const ALLOW_LARGE_HINT_TEXT: &str = " To read it anyway, up to what still fits in your context, call Read again with allow_large: true \u{2014} only if you genuinely need all of it or the user asked for the whole file.";
+
+/// What follows a size or token error at the session's release: nothing before [`ALLOW_LARGE_HINT`].
+fn too_large_hint(ctx: &ToolContext) -> &'static str {
+    if ctx.profile().has(&ALLOW_LARGE_HINT) {
+        ALLOW_LARGE_HINT_TEXT
+    } else {
+        ""
+    }
+}
 
 // No line limit and no line cut: Claude Code 2.1.235 returns every line of a file within the size and
 // token limits, whole (measured by harness/tests/fidelity.rs: a 2,500-char line comes back whole).
@@ -104,8 +123,7 @@ impl Tool for Read {
     /// (`probes/claude-code/read-special.toml`): so does the built-in runtime, before its sandbox check.
     fn check_before_permissions(&self, input: &Value, ctx: &ToolContext) -> Option<String> {
         let given = input.get("file_path").and_then(Value::as_str)?;
-        blocking_device(&crate::fs::absolute(ctx, given))
-            .then(|| format!("Cannot read '{given}': this device file would block or produce infinite output."))
+        blocking_device(&crate::fs::absolute(ctx, given)).then(|| device_refusal(ctx, given))
     }
 
     fn call<'a>(&'a self, input: Value, ctx: &'a ToolContext) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
@@ -140,7 +158,7 @@ impl Tool for Read {
                 )));
             }
             if !meta.is_file() {
-                return Err(not_regular(&path, meta.file_type()));
+                return Err(not_regular(ctx, &path, meta.file_type()));
             }
             let ext = path.extension().and_then(|e| e.to_str()).map(str::to_ascii_lowercase).unwrap_or_default();
             if ext == "pdf" {
@@ -160,9 +178,10 @@ impl Tool for Read {
             // like the reference, the size limit holds whenever no limit is given (an offset alone too)
             if args.limit.is_none() && meta.len() > MAX_FILE_BYTES {
                 return Err(ToolError::Runtime(format!(
-                    "File content ({}) exceeds maximum allowed size ({}). Use offset and limit parameters to read specific portions of the file, or search for specific content instead of reading the whole file.",
+                    "File content ({}) exceeds maximum allowed size ({}). Use offset and limit parameters to read specific portions of the file, or search for specific content instead of reading the whole file.{}",
                     format_size(meta.len()),
-                    format_size(MAX_FILE_BYTES)
+                    format_size(MAX_FILE_BYTES),
+                    too_large_hint(ctx)
                 )));
             }
             let windowed = args.offset.is_some_and(|o| o > 1) || args.limit.is_some();
@@ -199,7 +218,7 @@ impl Tool for Read {
 /// device file would block or produce infinite output.</tool_use_error>`; a socket, the error of its
 /// `open`, `ENXIO: no such device or address, open '…'`. The reference opens a FIFO and blocks (with a
 /// writer it reads what was written); here it is refused, saying what it is and what to do instead.
-fn not_regular(path: &Path, kind: std::fs::FileType) -> ToolError {
+fn not_regular(ctx: &ToolContext, path: &Path, kind: std::fs::FileType) -> ToolError {
     use std::os::unix::fs::FileTypeExt;
     let p = path.display();
     if kind.is_fifo() {
@@ -209,7 +228,24 @@ fn not_regular(path: &Path, kind: std::fs::FileType) -> ToolError {
     } else if kind.is_socket() {
         ToolError::Runtime(format!("ENXIO: no such device or address, open '{p}'"))
     } else {
-        ToolError::Validation(format!("Cannot read '{p}': this device file would block or produce infinite output."))
+        ToolError::Validation(device_refusal(ctx, &p.to_string()))
+    }
+}
+
+/// From 2.1.309 the refusal of a device says it names "a device or process file" (measured by
+/// `probes/claude-code/read-special.toml`: timeline READ-1, 2.1.308 → 2.1.309).
+pub const DEVICE_OR_PROCESS_FILE: Switch = Switch {
+    name: "Read refuses a device as 'a device or process file'",
+    since: "2.1.309",
+    probe: "claude-code.read-special",
+};
+
+/// The refusal of a device (or `/proc` file) at the session's release ([`DEVICE_OR_PROCESS_FILE`]).
+fn device_refusal(ctx: &ToolContext, shown: &str) -> String {
+    if ctx.profile().has(&DEVICE_OR_PROCESS_FILE) {
+        format!("Cannot read '{shown}': this path names a device or process file that this tool does not read.")
+    } else {
+        format!("Cannot read '{shown}': this device file would block or produce infinite output.")
     }
 }
 
@@ -297,7 +333,8 @@ pub fn max_tokens(ctx: &ToolContext) -> u64 {
 async fn check_tokens(ctx: &ToolContext, text: &str) -> Result<(), ToolError> {
     if let Some((exact, max)) = tokens_over(ctx, text).await? {
         return Err(ToolError::Runtime(format!(
-            "File content ({exact} tokens) exceeds maximum allowed tokens ({max}). Use offset and limit parameters to read specific portions of the file, or search for specific content instead of reading the whole file."
+            "File content ({exact} tokens) exceeds maximum allowed tokens ({max}). Use offset and limit parameters to read specific portions of the file, or search for specific content instead of reading the whole file.{}",
+            too_large_hint(ctx)
         )));
     }
     Ok(())
@@ -492,6 +529,11 @@ pub fn parse_pages(s: &str) -> Result<(u32, u32), ToolError> {
     Ok((a, b))
 }
 
+/// From 2.1.242 a whole PDF's `document` block is in the Read's result, after its text, instead of
+/// following the turn's results (measured by `probes/read/media.toml`: timeline READ-3, 2.1.241 → 2.1.242).
+pub const PDF_DOCUMENT_IN_RESULT: Switch =
+    Switch { name: "a whole PDF's document block is in Read's result", since: "2.1.242", probe: "read.media" };
+
 fn pdf(ctx: &ToolContext, path: &Path, pages: Option<&str>) -> Result<ToolOutput, ToolError> {
     let bytes = std::fs::read(path).map_err(|e| ToolError::Runtime(e.to_string()))?;
     if !bytes.starts_with(b"%PDF-") {
@@ -516,8 +558,8 @@ fn pdf(ctx: &ToolContext, path: &Path, pages: Option<&str>) -> Result<ToolOutput
         let text = format!("PDF file read: {} ({})", path.display(), format_size(bytes.len() as u64));
         remember_read(ctx, path, bytes, false);
         match &ctx.call_id {
-            Some(id) => ctx.session.followups.push_block(id, document),
-            None => return Ok(ToolOutput::Blocks(vec![json!({"type": "text", "text": text}), document])),
+            Some(id) if !ctx.profile().has(&PDF_DOCUMENT_IN_RESULT) => ctx.session.followups.push_block(id, document),
+            _ => return Ok(ToolOutput::Blocks(vec![json!({"type": "text", "text": text}), document])),
         }
         return Ok(ToolOutput::Text(text));
     }
@@ -742,8 +784,11 @@ mod tests {
     #[test]
     fn files_that_are_not_regular_are_refused_with_what_they_are() {
         let dev = std::fs::metadata("/dev/null").map(|m| m.file_type()).unwrap_or_else(|e| panic!("{e}"));
+        let d = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let ctx = ToolContext::for_sandbox(d.path(), std::sync::Arc::new(crate::model::EstimateTokens))
+            .unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(
-            not_regular(Path::new("/dev/null"), dev),
+            not_regular(&ctx, Path::new("/dev/null"), dev),
             ToolError::Validation(
                 "Cannot read '/dev/null': this device file would block or produce infinite output.".into()
             )
@@ -753,8 +798,81 @@ mod tests {
         let made = std::process::Command::new("mkfifo").arg(&fifo).status().unwrap_or_else(|e| panic!("{e}"));
         assert!(made.success());
         let kind = std::fs::metadata(&fifo).map(|m| m.file_type()).unwrap_or_else(|e| panic!("{e}"));
-        assert!(matches!(not_regular(&fifo, kind), ToolError::Validation(m) if m.contains("is a FIFO (named pipe)")));
+        assert!(
+            matches!(not_regular(&ctx, &fifo, kind), ToolError::Validation(m) if m.contains("is a FIFO (named pipe)"))
+        );
         // and the window reader opens without blocking even if it is handed one
         assert!(read_window(&fifo, 0, 10).is_ok());
+    }
+
+    /// A context of a fresh sandbox behaving as Claude Code `version`, its cwd and the dir to drop.
+    fn at(version: &str) -> (tempfile::TempDir, ToolContext) {
+        let d = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let ctx = ToolContext::for_sandbox(d.path(), std::sync::Arc::new(crate::model::EstimateTokens))
+            .unwrap_or_else(|e| panic!("{e}"))
+            .with_profile(crate::profile::Profile::at(version).unwrap_or_else(|e| panic!("{e}")));
+        (d, ctx)
+    }
+
+    fn call(ctx: &ToolContext, input: Value) -> Result<ToolOutput, ToolError> {
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap_or_else(|e| panic!("{e}"));
+        rt.block_on(Read.call(input, ctx))
+    }
+
+    #[test]
+    fn the_allow_large_hint_comes_with_2_1_296() {
+        for (version, hinted) in [("2.1.235", false), ("2.1.295", false), ("2.1.296", true), ("2.1.333", true)] {
+            let (_d, ctx) = at(version);
+            let big = ctx.cwd.join("big.txt");
+            std::fs::write(&big, "x".repeat(MAX_FILE_BYTES as usize + 1)).unwrap_or_else(|e| panic!("{e}"));
+            let Err(ToolError::Runtime(m)) = call(&ctx, json!({"file_path": big})) else {
+                panic!("{version}: over the size limit is an error")
+            };
+            assert!(m.starts_with("File content (256KB) exceeds maximum allowed size (256KB)."), "{version}: {m}");
+            assert_eq!(m.ends_with(ALLOW_LARGE_HINT_TEXT), hinted, "{version}: {m}");
+        }
+    }
+
+    #[test]
+    fn devices_are_device_or_process_files_from_2_1_309() {
+        for (version, text) in [
+            ("2.1.308", "Cannot read '/dev/zero': this device file would block or produce infinite output."),
+            (
+                "2.1.309",
+                "Cannot read '/dev/zero': this path names a device or process file that this tool does not read.",
+            ),
+        ] {
+            let (_d, ctx) = at(version);
+            assert_eq!(Read.check_before_permissions(&json!({"file_path": "/dev/zero"}), &ctx).as_deref(), Some(text));
+            let dev = std::fs::metadata("/dev/null").map(|m| m.file_type()).unwrap_or_else(|e| panic!("{e}"));
+            let ToolError::Validation(m) = not_regular(&ctx, Path::new("/dev/zero"), dev) else { panic!("{version}") };
+            assert_eq!(m, text);
+        }
+    }
+
+    #[test]
+    fn a_pdf_document_is_in_the_result_from_2_1_242() {
+        for (version, inline) in [("2.1.241", false), ("2.1.242", true)] {
+            let (_d, mut ctx) = at(version);
+            ctx.call_id = Some("toolu_pdf".into());
+            let pdf = ctx.cwd.join("doc.pdf");
+            std::fs::write(&pdf, "%PDF-1.4\n%%EOF\n").unwrap_or_else(|e| panic!("{e}"));
+            let out = call(&ctx, json!({"file_path": pdf})).unwrap_or_else(|e| panic!("{version}: {e}"));
+            let followed = ctx.session.followups.take_blocks_for(&["toolu_pdf"]);
+            match out {
+                ToolOutput::Blocks(b) => {
+                    assert!(inline, "{version}: the document is in the result");
+                    assert_eq!(b.len(), 2);
+                    assert_eq!(b[1]["type"], "document");
+                    assert!(followed.is_empty());
+                }
+                ToolOutput::Text(t) => {
+                    assert!(!inline, "{version}: the document follows the results");
+                    assert!(t.starts_with("PDF file read: "));
+                    assert_eq!(followed.len(), 1);
+                }
+                other => panic!("{version}: {other:?}"),
+            }
+        }
     }
 }

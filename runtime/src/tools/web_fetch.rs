@@ -35,6 +35,7 @@
 //! - Lengths are counted in chars (the reference slices UTF-16 units).
 
 use crate::context::ToolContext;
+use crate::profile::Switch;
 use crate::tool::{parse_args, PermissionSubject, Tool, ToolError, ToolOutput};
 use futures_util::future::BoxFuture;
 use futures_util::StreamExt;
@@ -294,6 +295,23 @@ pub fn valid_url(raw: &str, url: &Url) -> bool {
         && url.username().is_empty()
         && url.password().is_none()
         && url.host_str().is_some_and(|h| h.split('.').count() >= 2)
+}
+
+/// From 2.1.268 a URL refused for a host without a dot says so and points at Bash (measured by
+/// `probes/claude-code/web-fetch.toml` and `web/input-shared.toml`: timeline WEB-1, 2.1.267 → 2.1.268).
+pub const DOTLESS_HOST_TEXT: Switch =
+    Switch { name: "WebFetch says it cannot fetch a dotless host", since: "2.1.268", probe: "claude-code.web-fetch" };
+
+/// The text of a URL [`valid_url`] refuses: `Invalid URL`, or from [`DOTLESS_HOST_TEXT`] on, for a
+/// host without a dot, that WebFetch cannot fetch it (the reference's text; its `To reach a local
+/// server` hint is left out only when WebFetch is an MCP tool, which the runtime's never is).
+fn invalid_url_text(ctx: &ToolContext, url: &Url) -> &'static str {
+    let dotless = url.host_str().is_some_and(|h| !h.contains('.'));
+    if dotless && ctx.profile().has(&DOTLESS_HOST_TEXT) {
+        "WebFetch cannot fetch localhost or other hostnames without a dot. To reach a local server, use Bash with curl instead."
+    } else {
+        "Invalid URL"
+    }
 }
 
 /// Whether a redirect from `from` to `to` is followed (the reference's `isPermittedRedirect`).
@@ -633,7 +651,7 @@ impl Tool for WebFetch {
                 })])));
             };
             if !valid_url(&args.url, &url) {
-                return Err(ToolError::Runtime("Invalid URL".into()));
+                return Err(ToolError::Runtime(invalid_url_text(ctx, &url).into()));
             }
             check_domain(ctx, &url)?;
             if url.scheme() == "http" {
@@ -693,6 +711,17 @@ mod tests {
 
     fn u(s: &str) -> Url {
         Url::parse(s).unwrap_or_else(|e| panic!("{s}: {e}"))
+    }
+
+    #[test]
+    fn a_dotless_host_is_named_from_2_1_268() {
+        let dotless = "WebFetch cannot fetch localhost or other hostnames without a dot. To reach a local server, use Bash with curl instead.";
+        for (version, localhost) in [("2.1.235", "Invalid URL"), ("2.1.267", "Invalid URL"), ("2.1.268", dotless)] {
+            let (_d, c) = ToolContext::for_test();
+            let c = c.with_profile(crate::profile::Profile::at(version).unwrap_or_else(|e| panic!("{e}")));
+            assert_eq!(invalid_url_text(&c, &u("https://localhost/page")), localhost, "{version}");
+            assert_eq!(invalid_url_text(&c, &u("https://user:pw@docs.example.test/page")), "Invalid URL", "{version}");
+        }
     }
 
     #[test]

@@ -5,10 +5,16 @@ use crate::context::ToolContext;
 use crate::fs::{
     check_overwrite_gates, checkpoint, confine_write, trim_line_ends, updated, write_and_remember, FILE_STATE_NOTE,
 };
+use crate::profile::Switch;
 use crate::tool::{parse_args, PermissionSubject, Tool, ToolError, ToolOutput};
 use futures_util::future::BoxFuture;
 use serde::Deserialize;
 use serde_json::{json, Value};
+
+/// From 2.1.277 a Write to a directory says it is one (it was refused as never read before; measured by
+/// `probes/write/errors.toml`: timeline EDIT-1, 2.1.276 → 2.1.277).
+pub const DIRECTORY_NAMED: Switch =
+    Switch { name: "a Write to a directory says it is a directory", since: "2.1.277", probe: "write.errors" };
 
 /// The Write tool.
 #[derive(Debug, Default)]
@@ -51,7 +57,14 @@ impl Tool for Write {
             let args: Args = parse_args(input)?;
             let path = confine_write(ctx, &args.file_path)?;
             if path.is_dir() {
-                // measured on 2.1.235: a directory is never read, so the read gate refuses it first
+                // measured on 2.1.235: a directory is never read, so the read gate refuses it first;
+                // from 2.1.277 it is named a directory
+                if ctx.profile().has(&DIRECTORY_NAMED) {
+                    return Err(ToolError::Validation(format!(
+                        "{} is a directory, not a file. To create a file inside it, include the file name in file_path.",
+                        path.display()
+                    )));
+                }
                 return Err(ToolError::Validation(crate::fs::NOT_READ_YET.into()));
             }
             // the reference trims the content's line ends (not in Markdown files)
@@ -87,4 +100,31 @@ impl Tool for Write {
 /// relative).
 fn created(file_path: &str) -> String {
     format!("File created successfully at: {file_path}{FILE_STATE_NOTE}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_directory_is_named_from_2_1_277() {
+        for (version, named) in [("2.1.235", false), ("2.1.276", false), ("2.1.277", true), ("2.1.333", true)] {
+            let (_d, c) = ToolContext::for_test();
+            let c = c.with_profile(crate::profile::Profile::at(version).unwrap_or_else(|e| panic!("{e}")));
+            let dir = c.cwd.join("dir");
+            std::fs::create_dir(&dir).unwrap_or_else(|e| panic!("{e}"));
+            let rt =
+                tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap_or_else(|e| panic!("{e}"));
+            let r = rt.block_on(Write.call(json!({"file_path": dir, "content": "x"}), &c));
+            let want = if named {
+                format!(
+                    "{} is a directory, not a file. To create a file inside it, include the file name in file_path.",
+                    dir.display()
+                )
+            } else {
+                crate::fs::NOT_READ_YET.to_string()
+            };
+            assert_eq!(r.err(), Some(ToolError::Validation(want)), "{version}");
+        }
+    }
 }
