@@ -115,7 +115,23 @@ pub fn pool(env: &BTreeMap<String, String>, profile: Profile) -> Registry {
             true
         }
     });
-    r
+    if profile == Profile::reference() {
+        return r;
+    }
+    // a version profile offers the tools' texts of its release and the tools it offers that the runtime
+    // does not perform (crate::tool_texts); the reference keeps the runtime's own (golden/builtin/)
+    let offered: Vec<Arc<dyn crate::tool::Tool>> = crate::tool_texts::OFFERED_ONLY
+        .iter()
+        .filter_map(|n| crate::tool_texts::Offered::at(n, profile))
+        .map(|t| Arc::new(t) as Arc<dyn crate::tool::Tool>)
+        .collect();
+    let r = r.with_mcp(offered);
+    let texts = r
+        .names()
+        .into_iter()
+        .filter_map(|n| crate::tool_texts::at(n, profile).map(|t| (n, (t.description.clone(), t.input_schema.clone()))))
+        .collect();
+    r.with_texts(texts)
 }
 
 /// The pool of a sub-agent of `kind` at `depth`: the session's pool less what the type may not have, and
@@ -414,5 +430,39 @@ mod tests {
             "Error: No such tool available: CronList. CronList is disabled for this session, in subagents as well as here."
         );
         assert_eq!(rt.no_such_tool("Nope"), "Error: No such tool available: Nope");
+    }
+
+    #[test]
+    fn a_profile_offers_its_releases_tools_and_texts_the_reference_its_own() {
+        let reference = names_at("2.1.235", &[]);
+        for t in ["ListAgents", "Monitor", "ReportFindings", "ScheduleWakeup"] {
+            assert!(!reference.contains(&t), "{t} at the reference");
+        }
+        let newest = names_at("2.1.333", &[]);
+        for t in ["ListAgents", "Monitor", "ReportFindings", "ScheduleWakeup"] {
+            assert!(newest.contains(&t), "{t} at 2.1.333: {newest:?}");
+        }
+        assert!(!names_at("2.1.240", &[]).contains(&"ListAgents") && names_at("2.1.252", &[]).contains(&"ListAgents"));
+        assert!(!names_at("2.1.309", &[]).contains(&"Monitor"));
+        // Read's schema as each release sends it: `allow_large` from 2.1.296; the reference's own text
+        let read_schema = |v: &str| {
+            let r = pool(&BTreeMap::new(), Profile::at(v).unwrap_or_else(|e| panic!("{e}")));
+            let tools = r.api_tools().to_vec();
+            tools.into_iter().find(|t| t["name"] == "Read").map(|t| t["input_schema"].clone()).unwrap_or_default()
+        };
+        assert!(read_schema("2.1.295").pointer("/properties/allow_large").is_none());
+        assert!(read_schema("2.1.296").pointer("/properties/allow_large").is_some());
+        let own = crate::tool::Tool::input_schema(&read::Read);
+        assert_eq!(read_schema("2.1.235"), own, "the reference sends the runtime's own schema");
+        // an offered tool the runtime does not perform says so
+        let monitor = pool(&BTreeMap::new(), Profile::newest()).get("Monitor").unwrap_or_else(|| panic!("no Monitor"));
+        let sb = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let ctx = ToolContext::for_sandbox(sb.path(), Arc::new(crate::model::EstimateTokens))
+            .unwrap_or_else(|e| panic!("{e}"));
+        let rt = tokio::runtime::Builder::new_current_thread().build().unwrap_or_else(|e| panic!("{e}"));
+        match rt.block_on(monitor.call(serde_json::json!({}), &ctx)) {
+            Err(crate::tool::ToolError::Runtime(m)) => assert!(m.contains("does not perform it"), "{m}"),
+            other => panic!("{other:?}"),
+        }
     }
 }

@@ -76,6 +76,7 @@ pub mod settings;
 pub mod shell;
 pub mod switches;
 pub mod tool;
+pub mod tool_texts;
 mod tools;
 pub mod validation;
 pub mod wire;

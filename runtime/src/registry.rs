@@ -21,6 +21,9 @@ pub struct Registry {
     /// of the tool alone ([`Tool::description`]), and building them took a third of a turn's cost in the
     /// lab (`benches/lab/benches/turn.rs`). Reset by whatever changes the pool.
     api: std::sync::OnceLock<Vec<Value>>,
+    /// Descriptions and schemas sent in place of the tools' own (a version profile's texts:
+    /// [`crate::tool_texts`]), by name.
+    texts: std::collections::BTreeMap<&'static str, (String, Value)>,
 }
 
 impl std::fmt::Debug for Registry {
@@ -39,7 +42,7 @@ impl Registry {
             }
         }
         out.sort_by(|a, b| pool_order(a.name(), b.name()));
-        Registry { tools: out, api: std::sync::OnceLock::new() }
+        Registry { tools: out, api: std::sync::OnceLock::new(), texts: Default::default() }
     }
 
     /// The pool with a session's MCP tools added (MCP-1, PIPE-7): built-ins stay one contiguous prefix
@@ -52,6 +55,14 @@ impl Registry {
             }
         }
         self.tools.sort_by(|a, b| pool_order(a.name(), b.name()));
+        self.api = std::sync::OnceLock::new();
+        self
+    }
+
+    /// The pool with these descriptions and schemas sent for the tools they name, in place of the tools'
+    /// own ([`Registry::api_tools`]); a call's input is still validated against the tool's own schema.
+    pub fn with_texts(mut self, texts: std::collections::BTreeMap<&'static str, (String, Value)>) -> Registry {
+        self.texts = texts;
         self.api = std::sync::OnceLock::new();
         self
     }
@@ -77,8 +88,11 @@ impl Registry {
         self.api.get_or_init(|| {
             self.tools
                 .iter()
-                .map(|t| {
-                    serde_json::json!({"name": t.name(), "description": t.description(), "input_schema": t.input_schema()})
+                .map(|t| match self.texts.get(t.name()) {
+                    Some((description, schema)) => {
+                        serde_json::json!({"name": t.name(), "description": description, "input_schema": schema})
+                    }
+                    None => serde_json::json!({"name": t.name(), "description": t.description(), "input_schema": t.input_schema()}),
                 })
                 .collect()
         })
