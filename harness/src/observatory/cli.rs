@@ -440,6 +440,9 @@ impl Command {
                 };
                 for v in &versions {
                     match rt.block_on(super::conformance::measure(&probes, layout, v)) {
+                        Ok(m) if m.figure.common == 0 => {
+                            println!("{v}: no probe in common with its committed goldens (left out)");
+                        }
                         Ok(m) => {
                             let f = m.figure;
                             println!("{v}: {}% same tool results ({} of {} probes)", f.percent(), f.same, f.common);
