@@ -20,7 +20,8 @@
 //! `--allowedTools Grep,Glob`; the reminders it appends to results are taken off before comparing.
 //!
 //! `PROBELAB_FIDELITY_SEED` sets the seed (printed), `PROBELAB_FIDELITY_SESSIONS` the number of
-//! sessions. A mismatch prints the seed, the call, both texts (a diff) and a minimal case: the call
+//! sessions, `PROBELAB_FIDELITY_VERSION` another real version (installed) to compare `builtin@V` with.
+//! A mismatch prints the seed, the call, both texts (a diff) and a minimal case: the call
 //! with only the earlier calls on the same file, re-run in a fresh session and shrunk. Without the
 //! 2.1.235 binary (`scripts/setup` installs it) the test says so and passes.
 
@@ -36,7 +37,14 @@ use std::fmt::Write as _;
 use std::path::Path;
 use std::time::Instant;
 
+/// The real version compared (the reference), unless `PROBELAB_FIDELITY_VERSION` names another: then
+/// the built-in side is that version's profile (`builtin@V`).
 const VERSION: &str = "2.1.235";
+
+/// The version of this run: `PROBELAB_FIDELITY_VERSION`, else [`VERSION`].
+fn version() -> String {
+    std::env::var("PROBELAB_FIDELITY_VERSION").ok().filter(|v| !v.trim().is_empty()).unwrap_or_else(|| VERSION.into())
+}
 const DEFAULT_SEED: u64 = 0x15_f1de;
 const DEFAULT_SESSIONS: usize = 7;
 /// The issue's floor: generated calls per run.
@@ -744,7 +752,12 @@ fn collect(run: Result<RunOutput, String>, calls: usize, subject: &str) -> Ran {
 
 async fn run_both(probe: &Probe, cc: &harness::subject::claude_code::ClaudeCode, layout: &Layout) -> (Ran, Ran) {
     let calls: usize = probe.script.turns.iter().map(|t| t.tool_use.len()).sum();
-    let builtin = harness::subject::builtin::Builtin::default();
+    let v = version();
+    let builtin = if v == VERSION {
+        harness::subject::builtin::Builtin::default()
+    } else {
+        harness::subject::builtin::Builtin::at(&v).unwrap_or_else(|e| panic!("{e}"))
+    };
     let (b, c) = tokio::join!(
         run_conversation(probe, &builtin, &layout.fixtures),
         run_conversation(probe, cc, &layout.fixtures)
@@ -902,15 +915,21 @@ fn builtin_file_tools_behave_like_claude_code_2_1_235() {
         std::env::var("PROBELAB_FIDELITY_SESSIONS").ok().and_then(|v| v.parse().ok()).unwrap_or(DEFAULT_SESSIONS);
     println!("fidelity: seed {seed:#x} (PROBELAB_FIDELITY_SEED), {sessions} sessions");
     let cache = harness::versions::Cache::from_env().unwrap_or_else(|e| panic!("{e}"));
-    let v = semver::Version::parse(VERSION).unwrap_or_else(|e| panic!("{e}"));
+    let version = version();
+    let v = semver::Version::parse(&version).unwrap_or_else(|e| panic!("PROBELAB_FIDELITY_VERSION: {e}"));
     if !cache.binary_path(&v).is_file() {
         println!(
-            "fidelity: SKIPPED — claude-code@{VERSION} is not installed at {} (scripts/setup installs it)",
+            "fidelity: SKIPPED — claude-code@{version} is not installed at {} (scripts/setup installs 2.1.235; \
+             `probelab run --subject claude-code@{version} probes/read/basic.toml` another)",
             cache.binary_path(&v).display()
         );
         return;
     }
-    let cc = harness::subject::claude_code::install(VERSION).unwrap_or_else(|e| panic!("{e}"));
+    println!(
+        "fidelity: builtin{} against claude-code@{version}",
+        if version == VERSION { String::new() } else { format!("@{version}") }
+    );
+    let cc = harness::subject::claude_code::install(&version).unwrap_or_else(|e| panic!("{e}"));
     let layout = Layout::repo();
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap_or_else(|e| panic!("{e}"));
     let started = Instant::now();

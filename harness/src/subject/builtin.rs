@@ -44,6 +44,15 @@ pub fn profile_of(id: &SubjectId) -> Result<Profile, String> {
     }
 }
 
+impl Builtin {
+    /// The built-in subject at the version profile of `version` (`builtin@V`).
+    pub fn at(version: &str) -> Result<Builtin, String> {
+        let id = SubjectId { version: Some(version.to_string()), ..SubjectId::builtin() };
+        profile_of(&id)?;
+        Ok(Builtin { id })
+    }
+}
+
 impl Default for Builtin {
     fn default() -> Builtin {
         Builtin { id: SubjectId::builtin() }
