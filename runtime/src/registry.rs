@@ -67,6 +67,11 @@ impl Registry {
         self
     }
 
+    /// The input schema the pool sends for `tool` ([`Registry::with_texts`], else the tool's own).
+    pub fn sent_schema(&self, tool: &dyn Tool) -> Value {
+        self.texts.get(tool.name()).map(|(_, schema)| schema.clone()).unwrap_or_else(|| tool.input_schema())
+    }
+
     /// Keeps the tools `keep` says yes to.
     pub fn retain(&mut self, keep: impl Fn(&str) -> bool) {
         self.tools.retain(|t| keep(t.name()));

@@ -446,7 +446,8 @@ impl crate::pipeline::Extension for Deferral {
 
     fn on_invalid_input(&self, rt: &crate::pipeline::Runtime, tool: &dyn Tool, message: &mut String) {
         if Deferral::deferred(rt, tool.name()) && !rt.ctx.session.state::<ToolSearchState>().is_loaded(tool.name()) {
-            message.push_str(&unloaded_hint(tool.name(), &tool.input_schema()));
+            // the schema as this session's pool sends it (a version profile's text of the tool)
+            message.push_str(&unloaded_hint(tool.name(), &rt.registry.sent_schema(tool)));
         }
     }
 
