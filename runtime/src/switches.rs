@@ -8,6 +8,7 @@ use crate::profile::Switch;
 /// `probelab` lists). A switch defined anywhere in the runtime is listed here; a test holds the list to
 /// well-formed entries (a version after the reference, a probe file that exists).
 pub const SWITCHES: &[&Switch] = &[
+    &crate::tools::lsp::LSP_IN_THE_FIRST_REQUEST,
     &crate::tools::workflow::RUN_ID_NAMED,
     &crate::tools::read::PDF_DOCUMENT_IN_RESULT,
     &crate::tools::workflow::SCRIPT_REFUSAL_HINT,

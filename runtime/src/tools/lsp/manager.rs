@@ -127,17 +127,13 @@ impl LspManager {
         self.requests.fetch_add(1, Ordering::SeqCst);
     }
 
-    /// The LSP tool is in the current request's `tools[]`: never in the first (LSP-3: the reference's
-    /// servers load in the background while it goes out), in every later one when a server is
-    /// configured. Asking does not change it (the loop asks when it makes a request's tools and when it
-    /// checks whether the last request's still hold).
-    pub fn tool_visible(&self) -> bool {
-        self.configured() && self.requests.load(Ordering::SeqCst) >= 2
-    }
-
-    /// The LSP tool has been offered (a call before that is to a tool the session does not have).
-    pub fn ready(&self) -> bool {
-        self.configured() && self.requests.load(Ordering::SeqCst) >= 2
+    /// The LSP tool is in the current request's `tools[]` (and a call to it is one to a tool the session
+    /// has) from request `first` on, when a server is configured: 2 as measured on 2.1.235 (LSP-3: the
+    /// reference's servers load in the background while the first request goes out), 1 from 2.1.239
+    /// (`super::LSP_IN_THE_FIRST_REQUEST`). Asking does not change it (the loop asks when it makes a
+    /// request's tools and when it checks whether the last request's still hold).
+    pub fn offered_from(&self, first: usize) -> bool {
+        self.configured() && self.requests.load(Ordering::SeqCst) >= first
     }
 
     /// The server for a file (by extension, lower-cased).
@@ -441,7 +437,7 @@ mod tests {
         let none = LspManager::default();
         none.request_begins();
         none.request_begins();
-        assert!(!none.tool_visible() && !none.ready());
+        assert!(!none.offered_from(2) && !none.offered_from(1), "no server: never");
         let cfg = ServerConfig {
             name: "plugin:p:s".into(),
             spec: super::super::config::LspServerSpec {
@@ -451,13 +447,12 @@ mod tests {
             },
         };
         let m = LspManager::new(vec![cfg], Path::new("/sb/work"), &Default::default());
-        assert!(!m.ready());
+        assert!(!m.offered_from(2) && !m.offered_from(1));
         m.request_begins();
-        assert!(!m.tool_visible() && !m.tool_visible(), "asking twice is no second request");
-        assert!(!m.ready());
+        assert!(!m.offered_from(2) && !m.offered_from(2), "asking twice is no second request");
+        assert!(m.offered_from(1), "from 2.1.239: in the first request");
         m.request_begins();
-        assert!(m.tool_visible());
-        assert!(m.ready());
+        assert!(m.offered_from(2) && m.offered_from(1));
         assert_eq!(m.server_for(Path::new("/x/a.probe")), Some(0));
         assert_eq!(m.server_for(Path::new("/x/a.py")), None);
         assert_eq!(file_uri(Path::new("/a b/c#.probe")), "file:///a%20b/c%23.probe");

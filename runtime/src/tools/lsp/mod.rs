@@ -18,7 +18,8 @@
 //! - the tool exists only when a server is configured, and not in the session's first request (the
 //!   reference loads plugin servers in the background): a call before it is offered gets the
 //!   reference's "No such tool available: LSP. LSP is disabled for this session" (the pipeline asks
-//!   [`manager::LspManager::ready`]).
+//!   [`manager::LspManager::offered_from`]); from 2.1.239 it is offered from the first request
+//!   ([`LSP_IN_THE_FIRST_REQUEST`]).
 //!
 //! Where the built-in differs on purpose: a request that gets no answer within
 //! [`manager::REQUEST_TIMEOUT_MS`] (the reference waits forever) ends the call with an `Error performing
@@ -73,6 +74,25 @@ pub const GIT_CHECK_IGNORE_TIMEOUT_MS: u64 = 5_000;
 /// The LSP tool.
 #[derive(Debug, Default)]
 pub struct Lsp;
+
+/// From 2.1.239 the LSP tool is in the session's first request already (a configured server's tool is
+/// offered at once; 2.1.238 left it out until request 2, and a call in request 1 was "disabled"):
+/// measured by `claude-code.lsp-roundtrip` (its check "changed at 2.1.239 (probelab bisect)", the
+/// timeline's LSP-1..5 entries 2.1.238 → 2.1.239).
+pub const LSP_IN_THE_FIRST_REQUEST: crate::profile::Switch = crate::profile::Switch {
+    name: "LSP offered from the first request",
+    since: "2.1.239",
+    probe: "claude-code.lsp-roundtrip",
+};
+
+/// The request the LSP tool is first offered in, at the session's profile.
+fn first_request(ctx: &ToolContext) -> usize {
+    if ctx.profile().has(&LSP_IN_THE_FIRST_REQUEST) {
+        1
+    } else {
+        2
+    }
+}
 
 /// Counts the session's requests for the LSP tool's visibility (LSP-3: offered from the second request
 /// on), installed when the pool has LSP.
@@ -272,14 +292,15 @@ impl Tool for Lsp {
         LSP_TOOL
     }
 
-    /// LSP-3: only with a configured server, and never in the session's first request.
+    /// LSP-3: only with a configured server, and never in the session's first request (from 2.1.239 in
+    /// every request: [`LSP_IN_THE_FIRST_REQUEST`]).
     fn is_visible(&self, ctx: &ToolContext) -> bool {
-        ctx.session.state::<manager::LspManager>().tool_visible()
+        ctx.session.state::<manager::LspManager>().offered_from(first_request(ctx))
     }
 
     /// LSP-3: a call before the tool was offered is a call to a tool the session does not have.
     fn is_available(&self, ctx: &ToolContext) -> bool {
-        ctx.session.state::<manager::LspManager>().ready()
+        ctx.session.state::<manager::LspManager>().offered_from(first_request(ctx))
     }
 
     fn description(&self) -> String {
