@@ -473,12 +473,13 @@ impl Matrix {
             h.push_str("<tr id=\"conformance\"><td class=\"l\"><b>built-in conformance</b></td>");
             for v in &self.versions {
                 match self.conformance.get(v) {
+                    // its evidence: the figures' file beside the page (`probelab profiles --publish`)
                     Some(f) => h.push_str(&format!(
-                        "<td class=\"{}\" title=\"builtin@{v} against golden/claude-code@{v}: {} of {} probes with the same tool results\">{}%</td>",
+                        "<td class=\"{}\" title=\"builtin@{v} against golden/claude-code@{v}: {} of {} probes with the same tool results\">{}</td>",
                         if f.percent() >= 95 { "pass" } else { "changed" },
                         f.same,
                         f.common,
-                        f.percent()
+                        link(format!("{}%", f.percent()), evidence.map(|_| super::conformance::FILE.to_string()))
                     )),
                     None => h.push_str("<td></td>"),
                 }
@@ -639,6 +640,9 @@ mod tests {
         let html = m.to_html("t", None);
         let row = html.lines().find(|l| l.contains("built-in conformance")).unwrap_or_default();
         assert!(row.contains(">100%</td>") && row.contains(">63%</td>"), "{row}");
+        let linked = m.to_html("t", Some(&Evidence::committed()));
+        let row = linked.lines().find(|l| l.contains("built-in conformance")).unwrap_or_default();
+        assert!(row.contains("><a href=\"conformance.json\">63%</a></td>"), "the figures' file is the evidence: {row}");
         assert!(row.contains("title=\"builtin@2.1.10 against golden/claude-code@2.1.10: 58 of 92 probes"), "{row}");
         assert!(row.find(">100%").unwrap_or(usize::MAX) < row.find(">63%").unwrap_or(0), "version order: {row}");
     }
