@@ -119,7 +119,7 @@ pub async fn run_conversation(probe: &Probe, subject: &dyn Subject, fixtures_roo
     };
     let resolved = sandbox.script(probe);
     let mut script = resolved.clone();
-    subject.adjust_script(&mut script);
+    subject.adjust_script(probe, &mut script);
     let timed: Vec<_> = probe.fixture.fault.iter().filter(|f| f.at_turn.is_some()).cloned().collect();
     let view = sandbox.view();
     let hook_errors = Arc::new(std::sync::Mutex::new(Vec::<String>::new()));

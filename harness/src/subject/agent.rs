@@ -127,7 +127,7 @@ impl Subject for Agent {
         format!("subject {} {}, program sha256 {}", self.spec.kind, self.version, self.sha256)
     }
 
-    fn adjust_script(&self, script: &mut stub_messages::Script) {
+    fn adjust_script(&self, _probe: &crate::probe::Probe, script: &mut stub_messages::Script) {
         self.dialect.translate(script);
     }
 

@@ -94,7 +94,7 @@ pub trait Subject: Send + Sync {
         None
     }
     /// Changes to the stub's script this subject needs (a real binary's deferred tools loaded first).
-    fn adjust_script(&self, _script: &mut stub_messages::Script) {}
+    fn adjust_script(&self, _probe: &crate::probe::Probe, _script: &mut stub_messages::Script) {}
     /// Whether the subject is a process of its own that makes its own requests (Claude Code, a command):
     /// confined whole, the stub's port relayed into its namespace; else (the built-in runtime, whose
     /// requests go from the lab's process) each process it starts is confined.

@@ -82,11 +82,13 @@ impl Subject for Builtin {
         false
     }
 
-    fn adjust_script(&self, script: &mut stub_messages::Script) {
-        // a version profile defers what its release defers: the stub loads the tools the probe calls first,
-        // as for the real binary (the prelude is due only where ToolSearch is offered and a called tool
-        // is not); the bare subject keeps its goldens
-        if self.id.version.is_some() {
+    fn adjust_script(&self, probe: &crate::probe::Probe, script: &mut stub_messages::Script) {
+        // a version profile defers what its release defers: in a probe the real binary runs too, the stub
+        // loads the tools the probe calls first, as for the real binary (the prelude is due only where
+        // ToolSearch is offered and a called tool is not); a probe only the built-in runs keeps its
+        // conversation as written (its checks count messages), and the bare subject its goldens
+        let real = self.id.version.as_deref().map(SubjectId::claude_code);
+        if real.is_some_and(|r| probe.applies_to(&r)) {
             script.stub.load_deferred.get_or_insert(true);
         }
     }

@@ -111,7 +111,7 @@ impl super::api::Subject for ClaudeCode {
         Some(Ok((self.binary.clone(), self.sha256.clone())))
     }
 
-    fn adjust_script(&self, script: &mut stub_messages::Script) {
+    fn adjust_script(&self, _probe: &crate::probe::Probe, script: &mut stub_messages::Script) {
         // a real binary's versions defer different tools: the stub loads the ones the probe calls first
         // (a ToolSearch prelude, shown in the transcript, not a scripted turn)
         script.stub.load_deferred.get_or_insert(true);
