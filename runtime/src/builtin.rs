@@ -268,7 +268,8 @@ pub async fn shutdown(ctx: &ToolContext) {
     ctx.shell.tasks.stop_all();
     ctx.shell.tasks.wait_idle(10_000).await;
     ctx.session.state::<mcp::Mcp>().shutdown().await;
-    ctx.session.state::<lsp::manager::LspManager>().shutdown().await;
+    let bare = ctx.profile().has(&lsp::LSP_SHUTDOWN_WITHOUT_PARAMS);
+    ctx.session.state::<lsp::manager::LspManager>().shutdown(bare).await;
 }
 
 /// The tools a sub-agent of `kind` at `depth` explains as "disabled for this session" and those it

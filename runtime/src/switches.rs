@@ -22,6 +22,7 @@ pub const SWITCHES: &[&Switch] = &[
     &crate::tools::workflow::JOURNAL_MARKS_LAUNCH,
     &crate::tools::web_fetch::DOTLESS_HOST_TEXT,
     &crate::tools::cron::RECORDS_PROJECT,
+    &crate::tools::lsp::LSP_SHUTDOWN_WITHOUT_PARAMS,
     &crate::tools::mcp::CALL_ERROR_BARE,
     &crate::tools::task_output::TASK_OUTPUT_LEAVES,
     &crate::tools::agent_tool::REPORT_FRAMED,

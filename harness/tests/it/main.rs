@@ -22,4 +22,5 @@ mod mcp;
 mod observatory;
 mod own_suite;
 mod probe_fuzz;
+mod profiles;
 mod surface_fuzz;

@@ -253,7 +253,13 @@ impl Client {
         if let Ok(mut p) = self.pending.lock() {
             p.insert(id, tx);
         }
-        let sent = self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})).await;
+        // no params at all for a null (JSON-RPC's params are optional: a `shutdown` from 2.1.269)
+        let message = if params.is_null() {
+            json!({"jsonrpc": "2.0", "id": id, "method": method})
+        } else {
+            json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+        };
+        let sent = self.send(&message).await;
         if let Err(e) = sent {
             if let Ok(mut p) = self.pending.lock() {
                 p.remove(&id);

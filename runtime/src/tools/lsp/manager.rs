@@ -386,13 +386,16 @@ impl LspManager {
     }
 
     /// Ends every running server: `shutdown` (within its `shutdownTimeout`), `exit`, then the process.
-    pub async fn shutdown(&self) {
+    /// `shutdown` carries `params: {}` as 2.1.235 sends it, no params at all from 2.1.269
+    /// (`super::LSP_SHUTDOWN_WITHOUT_PARAMS`: `bare`).
+    pub async fn shutdown(&self, bare: bool) {
         for (i, slot) in self.slots.iter().enumerate() {
             let mut slot = slot.lock().await;
             if let Some(c) = slot.client.take() {
                 let ms = self.servers[i].spec.shutdown_timeout.unwrap_or(SHUTDOWN_TIMEOUT_MS);
                 if c.dead().is_none() {
-                    let _ = c.request("shutdown", json!({}), Duration::from_millis(ms)).await;
+                    let params = if bare { Value::Null } else { json!({}) };
+                    let _ = c.request("shutdown", params, Duration::from_millis(ms)).await;
                     let _ = c.notify("exit", json!({})).await;
                     let _ = c.exit_status(Duration::from_millis(500)).await;
                 }

@@ -85,6 +85,15 @@ pub const LSP_IN_THE_FIRST_REQUEST: crate::profile::Switch = crate::profile::Swi
     probe: "claude-code.lsp-roundtrip",
 };
 
+/// From 2.1.269 the servers' `shutdown` request carries no params (2.1.268 sent `params: {}`): measured
+/// by `claude-code.lsp-roundtrip`'s trace check ("changed at 2.1.269 (probelab bisect; 2.1.268 sends
+/// params {})").
+pub const LSP_SHUTDOWN_WITHOUT_PARAMS: crate::profile::Switch = crate::profile::Switch {
+    name: "LSP shutdown without params",
+    since: "2.1.269",
+    probe: "claude-code.lsp-roundtrip",
+};
+
 /// The request the LSP tool is first offered in, at the session's profile.
 fn first_request(ctx: &ToolContext) -> usize {
     if ctx.profile().has(&LSP_IN_THE_FIRST_REQUEST) {
