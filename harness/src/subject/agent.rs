@@ -17,7 +17,7 @@
 //! An agent is a module (`opencode.rs`, `pi.rs`) with an [`AgentSpec`] and a [`super::Registration`]
 //! made by [`registration`]-style constants, and its line in [`super::REGISTERED`].
 
-use super::api::{Conversation, Ended, RunEnd, Subject};
+use super::api::{Conversation, Ended, Subject};
 use super::dialect::Dialect;
 use super::id::SubjectId;
 use crate::probe::Probe;
@@ -163,28 +163,7 @@ impl Subject for Agent {
                 .envs(&c.probe.env);
             let name = self.id.to_string();
             let ended = super::process::run(cmd, &name, c.until, c.stop).await?;
-            let end = match (ended.stopped, ended.timed_out, ended.code, ended.signal) {
-                (true, ..) => RunEnd::cap_passed(),
-                (_, true, ..) => RunEnd::Failed(format!(
-                    "{name} passed the deadline of {}s: killed, with everything it started",
-                    c.probe.deadline_secs
-                )),
-                (_, _, Some(0), _) => RunEnd::Finished,
-                (_, _, Some(code), _) => {
-                    RunEnd::Failed(format!("{name} exited with {code}; its stderr ends:\n{}", ended.stderr_tail(5)))
-                }
-                (_, _, None, sig) => RunEnd::Failed(format!(
-                    "{name} was ended by signal {}; its stderr ends:\n{}",
-                    sig.unwrap_or(0),
-                    ended.stderr_tail(5)
-                )),
-            };
-            let artefact = serde_json::json!({
-                "exit": ended.code, "signal": ended.signal, "timed_out": ended.timed_out,
-                "stdout": ended.stdout, "stderr": ended.stderr,
-            });
-            let lifetime = (ended.spawned, ended.exited);
-            Ok(Ended { end, within_deadline: !ended.timed_out, artefact: Some(artefact), lifetime })
+            Ok(ended.ended(&name, c.probe.deadline_secs, serde_json::Map::new()))
         })
     }
 }

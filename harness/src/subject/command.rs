@@ -22,7 +22,7 @@
 //! tree at the deadline or at the record's cap; exit 0 is the end of the conversation, any other exit a
 //! failed run with its stderr's last lines. Goldens: `golden/NAME/`.
 
-use super::api::{Conversation, Ended, RunEnd, Subject};
+use super::api::{Conversation, Ended, Subject};
 use super::id::SubjectId;
 use futures_util::future::LocalBoxFuture;
 use serde::Deserialize;
@@ -278,28 +278,8 @@ impl Subject for Command {
             let cmd = self.command(&c)?;
             let what = format!("subject {name} ({})", self.spec.command.join(" "));
             let ended = super::process::run(cmd, &what, c.until, c.stop).await?;
-            let end = match (ended.stopped, ended.timed_out, ended.code, ended.signal) {
-                (true, ..) => RunEnd::cap_passed(),
-                (_, true, ..) => RunEnd::Failed(format!(
-                    "{name} passed the deadline of {}s: killed, with everything it started",
-                    c.probe.deadline_secs
-                )),
-                (_, _, Some(0), _) => RunEnd::Finished,
-                (_, _, Some(code), _) => {
-                    RunEnd::Failed(format!("{name} exited with {code}; its stderr ends:\n{}", ended.stderr_tail(5)))
-                }
-                (_, _, None, sig) => RunEnd::Failed(format!(
-                    "{name} was ended by signal {}; its stderr ends:\n{}",
-                    sig.unwrap_or(0),
-                    ended.stderr_tail(5)
-                )),
-            };
-            let artefact = serde_json::json!({
-                "command": self.spec.command, "exit": ended.code, "signal": ended.signal,
-                "timed_out": ended.timed_out, "stdout": ended.stdout, "stderr": ended.stderr,
-            });
-            let lifetime = (ended.spawned, ended.exited);
-            Ok(Ended { end, within_deadline: !ended.timed_out, artefact: Some(artefact), lifetime })
+            let extra = serde_json::Map::from_iter([("command".to_string(), serde_json::json!(self.spec.command))]);
+            Ok(ended.ended(name, c.probe.deadline_secs, extra))
         })
     }
 }

@@ -38,6 +38,51 @@ pub struct Exited {
 }
 
 impl Exited {
+    /// How the conversation of a process subject named `name` ended, and its record: the run's end
+    /// (the cap, the deadline of `deadline_secs`, exit 0, another exit or a signal with the stderr's
+    /// tail), the artefact (`extra` fields, then exit, signal, timed_out, stdout, stderr) and its
+    /// lifetime. One reading for every subject that is a command (a project's command subject, a
+    /// third-party agent).
+    pub fn ended(
+        self,
+        name: &str,
+        deadline_secs: u64,
+        extra: serde_json::Map<String, serde_json::Value>,
+    ) -> super::api::Ended {
+        use super::api::RunEnd;
+        let end = match (self.stopped, self.timed_out, self.code, self.signal) {
+            (true, ..) => RunEnd::cap_passed(),
+            (_, true, ..) => RunEnd::Failed(format!(
+                "{name} passed the deadline of {deadline_secs}s: killed, with everything it started"
+            )),
+            (_, _, Some(0), _) => RunEnd::Finished,
+            (_, _, Some(code), _) => {
+                RunEnd::Failed(format!("{name} exited with {code}; its stderr ends:\n{}", self.stderr_tail(5)))
+            }
+            (_, _, None, sig) => RunEnd::Failed(format!(
+                "{name} was ended by signal {}; its stderr ends:\n{}",
+                sig.unwrap_or(0),
+                self.stderr_tail(5)
+            )),
+        };
+        let mut artefact = extra;
+        for (k, v) in [
+            ("exit", serde_json::json!(self.code)),
+            ("signal", serde_json::json!(self.signal)),
+            ("timed_out", serde_json::json!(self.timed_out)),
+            ("stdout", serde_json::json!(self.stdout)),
+            ("stderr", serde_json::json!(self.stderr)),
+        ] {
+            artefact.insert(k.to_string(), v);
+        }
+        super::api::Ended {
+            end,
+            within_deadline: !self.timed_out,
+            artefact: Some(serde_json::Value::Object(artefact)),
+            lifetime: (self.spawned, self.exited),
+        }
+    }
+
     /// The last `n` lines of stderr.
     pub fn stderr_tail(&self, n: usize) -> String {
         let lines: Vec<&str> = self.stderr.lines().collect();

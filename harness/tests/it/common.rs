@@ -34,3 +34,19 @@ impl Rng {
         &v[self.below(v.len())]
     }
 }
+
+/// Processes whose command line holds `marker`.
+pub fn marked(marker: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        if e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()).is_none() {
+            continue;
+        }
+        let Ok(raw) = std::fs::read(e.path().join("cmdline")) else { continue };
+        let cmdline = String::from_utf8_lossy(&raw).replace('\0', " ");
+        if cmdline.contains(marker) {
+            out.push(cmdline);
+        }
+    }
+    out
+}
