@@ -239,6 +239,7 @@ fn observation(
         shape,
         golden: String::new(),
         probe_sha256: observe::probe_sha256(probe),
+        normaliser: crate::transcript::normalise::stamp().to_string(),
         reproduced: 0,
         unstable: String::new(),
     }

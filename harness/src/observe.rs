@@ -191,6 +191,11 @@ pub struct Observation {
     /// changed since, and a report names the probes whose cells ran different files.
     #[serde(default)]
     pub probe_sha256: String,
+    /// The stamp of the normaliser that made the fingerprint ([`crate::transcript::normalise::stamp`];
+    /// empty in cells made before stamps): a resumed matrix runs a cell of another stamp again, and a
+    /// report says when its cells were made by more than one.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub normaliser: String,
     /// How many times the cell was run again and gave the same outcome and fingerprint (the matrix runs
     /// both sides of every candidate change again: [`crate::observatory::matrix`]).
     #[serde(default, skip_serializing_if = "is_zero")]
@@ -224,6 +229,7 @@ impl Observation {
             shape: Shape::default(),
             golden: String::new(),
             probe_sha256: String::new(),
+            normaliser: String::new(),
             reproduced: 0,
             unstable: String::new(),
         }
@@ -330,6 +336,7 @@ impl Observation {
             shape: Shape::default(),
             golden: String::new(),
             probe_sha256: probe_sha256(probe),
+            normaliser: String::new(),
             reproduced: 0,
             unstable: String::new(),
         }

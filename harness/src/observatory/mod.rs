@@ -52,11 +52,16 @@ pub fn read_cell(path: &Path) -> Option<Observation> {
 }
 
 /// A cell kept from an earlier run that may stand for a run now: it ran the probe file as it is now
-/// (`probe_sha256`, the SHA-256 of the file today) and it is not an error (an error is no verdict: a
-/// failed install or set-up is tried again, never carried into a matrix or a bisection).
+/// (`probe_sha256`, the SHA-256 of the file today), its fingerprint was made by today's normaliser
+/// ([`crate::transcript::normalise::stamp`]: another one's fingerprint compares with nothing made now)
+/// and it is not an error (an error is no verdict: a failed install or set-up is tried again, never
+/// carried into a matrix or a bisection).
 pub fn reusable_cell(out: &Path, version: &str, probe: &str, probe_sha256: &str) -> Option<Observation> {
-    read_cell(&cell_path(out, version, probe))
-        .filter(|c| c.probe_sha256 == probe_sha256 && c.outcome != crate::observe::Outcome::Error)
+    read_cell(&cell_path(out, version, probe)).filter(|c| {
+        c.probe_sha256 == probe_sha256
+            && c.normaliser == crate::transcript::normalise::stamp()
+            && c.outcome != crate::observe::Outcome::Error
+    })
 }
 
 /// Writes a cell whole or not at all (a temporary file renamed into place).
@@ -328,7 +333,11 @@ mod tests {
     use crate::observe::Outcome;
 
     fn cell(probe: &str, version: &str, outcome: Outcome, sha: &str) -> Observation {
-        Observation { probe_sha256: sha.into(), ..Observation::for_test(probe, version, outcome, "f") }
+        Observation {
+            probe_sha256: sha.into(),
+            normaliser: crate::transcript::normalise::stamp().into(),
+            ..Observation::for_test(probe, version, outcome, "f")
+        }
     }
 
     #[test]
@@ -343,6 +352,15 @@ mod tests {
         assert!(reusable_cell(out, "2.1.235", "b", "sha-now").is_none(), "an error cell is run again");
         assert!(reusable_cell(out, "2.1.235", "a", "sha-edited").is_none(), "the probe file changed since");
         assert!(reusable_cell(out, "2.1.236", "a", "sha-now").is_none());
+        // a fingerprint another normaliser made (or one made before stamps) is run again
+        for stamp in ["", "0123456789ab"] {
+            write_cell(
+                out,
+                &Observation { normaliser: stamp.into(), ..cell("d", "2.1.235", Outcome::Pass, "sha-now") },
+            )
+            .unwrap_or_else(|e| panic!("{e}"));
+            assert!(reusable_cell(out, "2.1.235", "d", "sha-now").is_none(), "normaliser {stamp:?}");
+        }
     }
 
     #[test]

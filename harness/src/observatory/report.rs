@@ -59,6 +59,11 @@ pub struct Matrix {
     /// versions may be the probe's own (run the matrix again: a resumed matrix redoes stale cells).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub mixed_probe_files: BTreeMap<String, usize>,
+    /// When the cells were normalised by more than one normaliser (their stamps,
+    /// [`crate::observe::Observation::normaliser`]): stamp → how many cells. Fingerprints of two stamps
+    /// may differ by the normaliser alone (run those cells again). Empty when every stamped cell agrees.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub normalisers: BTreeMap<String, usize>,
     /// Probes that did not agree with themselves when run again on one version → version → what varied:
     /// their fingerprint changes there are noise, never in a timeline.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
@@ -129,6 +134,13 @@ impl Matrix {
         }
         m.mixed_probe_files =
             files.into_iter().filter(|(_, s)| s.len() > 1).map(|(p, s)| (p.to_string(), s.len())).collect();
+        let mut stamps: BTreeMap<&str, usize> = BTreeMap::new();
+        for o in by_key.values().filter(|o| !o.normaliser.is_empty()) {
+            *stamps.entry(o.normaliser.as_str()).or_default() += 1;
+        }
+        if stamps.len() > 1 {
+            m.normalisers = stamps.into_iter().map(|(s, n)| (s.to_string(), n)).collect();
+        }
         let mut claim_probes: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
         for ((probe, version), o) in &by_key {
             let cell = Cell {
@@ -278,7 +290,15 @@ impl Matrix {
                 "warning: the cells of {probe} ran {n} different versions of its probe file: run the matrix again\n"
             ));
         }
-        if !self.mixed_probe_files.is_empty() {
+        if !self.normalisers.is_empty() {
+            let stamps: Vec<String> = self.normalisers.iter().map(|(s, n)| format!("{s} ({n} cells)")).collect();
+            out.push_str(&format!(
+                "warning: the cells were normalised by {} normalisers ({}): a fingerprint change between them may be the normaliser's; run the older cells again\n",
+                self.normalisers.len(),
+                stamps.join(", ")
+            ));
+        }
+        if !self.mixed_probe_files.is_empty() || !self.normalisers.is_empty() {
             out.push('\n');
         }
         let width = self.claims.keys().map(String::len).max().unwrap_or(5).max(5);
@@ -658,6 +678,15 @@ mod tests {
         b.probe_sha256 = "2".repeat(64);
         let m = Matrix::from_cells(&[a, b]).unwrap_or_default();
         assert_eq!(m.mixed_probe_files.get("p"), Some(&2));
+        assert!(m.normalisers.is_empty(), "cells without stamps say nothing of normalisers");
+        let mut c = cell("q", "2.1.9", Outcome::Pass, "aaaa", ("READ-2", Holds));
+        let mut d = cell("q", "2.1.10", Outcome::Pass, "aaaa", ("READ-2", Holds));
+        (c.normaliser, d.normaliser) = ("aaaaaaaaaaaa".into(), "aaaaaaaaaaaa".into());
+        assert!(Matrix::from_cells(&[c.clone(), d.clone()]).unwrap_or_default().normalisers.is_empty());
+        d.normaliser = "bbbbbbbbbbbb".into();
+        let two = Matrix::from_cells(&[c, d]).unwrap_or_default();
+        assert_eq!(two.normalisers.len(), 2);
+        assert!(two.to_text().contains("normalised by 2 normalisers"), "{}", two.to_text());
         assert!(
             m.to_text().contains("warning: the cells of p ran 2 different versions of its probe file"),
             "{}",

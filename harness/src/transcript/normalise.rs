@@ -182,6 +182,47 @@ pub fn steps(p: &Places<'_>) -> Vec<Step> {
     ]
 }
 
+/// Texts each step acts on, in places of their own ([`stamp`]): what the normalisation does to them is
+/// the normaliser's stamp, so a step added, removed, reordered or matching differently changes it (a
+/// test holds that every step changes something here).
+const CANARY: &str = concat!(
+    "web http://127.0.0.1:4242/page; slug -tmp-probelab-canary-work; cwd /tmp/probelab-canary/work/a.txt;\n",
+    "home /tmp/probelab-canary/home/.claude; root /tmp/probelab-canary/x; 0f8fad5b-d9cb-469f-a165-70867728950e;\n",
+    "2026-11-30T12:57:01.123Z; Command running in background with ID: bq7xk2; Inserted cell ab12cd34 with id;\n",
+    "duration_ms: 75; \"startedAt\": 1796012354224; claude-cli/2.1.235; \"createdByPid\": 4242;\n",
+    "real 0.01\nuser 0.00\n4.json.tmp.6724.68d93a02dd5e; Next run: Dec 1 12:57pm; OS Version: Linux 6.1;\n",
+    "Today's date is 2026-11-30. The current month is November 2026.",
+);
+
+/// The normaliser's stamp (12 hex): a hash of every step's name and of what the steps do to
+/// [`CANARY`]. A matrix cell records the stamp it was normalised with: a fingerprint made by another
+/// normaliser is not comparable, so a resumed matrix runs such a cell again and a report says when its
+/// cells were made by more than one.
+pub fn stamp() -> &'static str {
+    static STAMP: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+        let root = Path::new("/tmp/probelab-canary");
+        let (cwd, home) = (root.join("work"), root.join("home"));
+        let subject = crate::subject::id::SubjectId::claude_code("2.1.235");
+        let p = Places {
+            root,
+            cwd: &cwd,
+            home: &home,
+            today: "2026-11-30".into(),
+            subject: &subject,
+            web: Some("http://127.0.0.1:4242"),
+        };
+        let steps = steps(&p);
+        let mut text = String::new();
+        for s in &steps {
+            text.push_str(s.name);
+            text.push('\n');
+        }
+        text.push_str(&Normaliser { steps }.apply(CANARY));
+        super::sha256(text.as_bytes())[..12].to_string()
+    });
+    &STAMP
+}
+
 /// Where a subject announces an id it made up; the id is group 1. Ids of the stub's own making
 /// (`toolu_…`, deterministic) are left alone.
 const RUN_ID_PLACES: &[&str] = &[
@@ -351,6 +392,29 @@ mod tests {
         let p = Places { root: &r, cwd: &c, home: &h, today: "2026-11-30".into(), subject: &cc, web: None };
         let step = steps(&p).into_iter().find(|s| s.name == name).unwrap_or_else(|| panic!("no step {name}"));
         (step.apply)(input).into_owned()
+    }
+
+    #[test]
+    fn every_step_changes_the_canary_so_a_changed_step_changes_the_stamp() {
+        let root = Path::new("/tmp/probelab-canary");
+        let (cwd, home) = (root.join("work"), root.join("home"));
+        let cc = crate::subject::id::SubjectId::claude_code("2.1.235");
+        let p = Places {
+            root,
+            cwd: &cwd,
+            home: &home,
+            today: "2026-11-30".into(),
+            subject: &cc,
+            web: Some("http://127.0.0.1:4242"),
+        };
+        for step in steps(&p) {
+            assert!(matches!((step.apply)(CANARY), Cow::Owned(_)), "step {} finds nothing in the canary", step.name);
+        }
+        assert_eq!(stamp().len(), 12);
+        assert_eq!(stamp(), stamp());
+        // a step that matched differently would give another text, so another stamp
+        let changed = Normaliser { steps: steps(&p).into_iter().skip(1).collect() }.apply(CANARY);
+        assert_ne!(changed, Normaliser::new(&p).apply(CANARY));
     }
 
     #[test]

@@ -106,6 +106,7 @@ fn a_stopped_matrix_resumes_from_the_cells_it_kept() {
     obs.outcome = harness::observe::Outcome::Pass;
     obs.reason = String::new();
     obs.fingerprint = "f".repeat(64);
+    obs.normaliser = harness::transcript::normalise::stamp().into();
     harness::observatory::write_cell(&out_dir, &obs).unwrap_or_else(|e| panic!("{e}"));
     // the version is not installed and cannot be (cap): a resumed cell needs neither
     let out = probelab(
