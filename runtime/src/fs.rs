@@ -342,6 +342,61 @@ pub fn read_auto_allowed(ctx: &ToolContext, path: &Path) -> bool {
     matches!(ctx.session.rules().decide("Read", &subject, true, &ctx.anchors()), crate::permissions::Decision::Allow(_))
 }
 
+/// Claude Code 2.1.235's input error for a file tool's path a deny rule of its own family covers.
+pub const IN_DENIED_DIR: &str = "File is in a directory that is denied by your permission settings.";
+
+/// The refusals of a deny rule the file tools word their own way ([`crate::tool::Tool::denied`]), as
+/// Claude Code 2.1.235 words them (measured by `harness/tests/fidelity.rs` and
+/// `probes/claude-code/deny-through-symlinks.toml`). Read: an input error when a rule of its own family
+/// covers the path as given ([`crate::permissions::Rules::denies_as_given`]); a Read denied only where
+/// its path leads (a symlink, `/proc/self/root/…`) is the permission check's plain error naming the path
+/// as given, as Grep's and Glob's are ([`search_denied`]).
+pub fn read_denied(ctx: &ToolContext, tool: &str, subject: &crate::tool::PermissionSubject) -> Option<ToolError> {
+    let crate::tool::PermissionSubject::ReadPath(p) = subject else {
+        return None;
+    };
+    Some(match ctx.session.rules().denies_as_given(tool, p, &ctx.anchors()) {
+        true => ToolError::Validation(IN_DENIED_DIR.into()),
+        false => search_denied(subject)?,
+    })
+}
+
+/// A search tool's (Grep, Glob) refusal of a deny rule: `Permission to read <path> has been denied.`
+/// ([`read_denied`]).
+pub fn search_denied(subject: &crate::tool::PermissionSubject) -> Option<ToolError> {
+    match subject {
+        crate::tool::PermissionSubject::ReadPath(p) => {
+            Some(ToolError::Runtime(format!("Permission to read {} has been denied.", p.display())))
+        }
+        _ => None,
+    }
+}
+
+/// A writing tool's (Edit, Write) refusal of the deny rule `rule` ([`read_denied`]): an input error, the
+/// Edit family's text when a rule of the tool's family covers the path as given, or the rule is not a
+/// Read rule and no Read rule covers the path (as given or where it leads) — a Write under an
+/// `Edit(blocked/**)` rule: `probes/pipeline/refusals-have-no-side-effect.toml` — else that the file is
+/// covered by a Read deny rule and cannot be `done` (edited, written).
+pub fn write_denied(
+    ctx: &ToolContext,
+    tool: &str,
+    subject: &crate::tool::PermissionSubject,
+    rule: &str,
+    done: &str,
+) -> Option<ToolError> {
+    let crate::tool::PermissionSubject::WritePath(p) = subject else {
+        return None;
+    };
+    let (rules, at) = (ctx.session.rules(), ctx.anchors());
+    let as_given = rules.denies_as_given(tool, p, &at);
+    let as_read = crate::tool::PermissionSubject::ReadPath(p.clone());
+    let read_covered = matches!(rules.decide("Read", &as_read, true, &at), crate::permissions::Decision::Deny(_));
+    Some(ToolError::Validation(match as_given || (!rule.starts_with("Read(") && !read_covered) {
+        true => IN_DENIED_DIR.into(),
+        false => format!("File is covered by a Read deny rule in your permission settings and cannot be {done}."),
+    }))
+}
+
 /// The reference's note after an Edit of a file that changed on disk since its Read but still holds the
 /// old string once (the edit is applied to what is there; `probes/edit/stale-gate.toml`).
 pub const STALE_RECOVERED_NOTE: &str = " (note: the file had been modified on disk since you last read it \u{2014} the edit applied cleanly, but the file contains other changes not in your context. Read it before edits that depend on surrounding content.)";

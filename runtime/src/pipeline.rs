@@ -260,46 +260,15 @@ impl Runtime {
             return ToolResult::error(id, wrap(&self.as_released(tool.as_ref(), &m)));
         }
         let subject = tool.permission_subject(&input, &self.ctx);
-        let mut decision =
+        let decision =
             self.ctx.session.rules().decide(tool.name(), &subject, tool.is_read_only(&input), &self.ctx.anchors());
-        // the reference refuses a Grep of a directory that a `dir/**` deny rule covers (measured by
-        // harness/tests/fidelity.rs: `Read(secret/**)` refuses a Grep with path `secret`)
-        if let (Decision::Allow(_) | Decision::Ask(_), PermissionSubject::ReadPath(p)) = (&decision, &subject) {
-            if tool.name() == "Grep" && p.is_dir() {
-                let inside = PermissionSubject::ReadPath(p.join("x"));
-                if let Decision::Deny(r) =
-                    self.ctx.session.rules().decide(tool.name(), &inside, true, &self.ctx.anchors())
-                {
-                    if r.ends_with("/**)") {
-                        decision = Decision::Deny(r);
-                    }
-                }
-            }
-        }
-        let ask_source = match decision {
+        let ask_source = match tool.refine_decision(&subject, decision, &self.ctx) {
             Decision::Deny(rule) => {
-                let at = self.ctx.anchors();
-                let (as_given, read_covered) = match &subject {
-                    PermissionSubject::ReadPath(p) => {
-                        (self.ctx.session.rules().denies_as_given(tool.name(), p, &at), false)
-                    }
-                    PermissionSubject::WritePath(p) => (
-                        self.ctx.session.rules().denies_as_given(tool.name(), p, &at),
-                        matches!(
-                            self.ctx.session.rules().decide("Read", &PermissionSubject::ReadPath(p.clone()), true, &at),
-                            Decision::Deny(_)
-                        ),
-                    ),
-                    _ => (false, false),
+                return match tool.denied(&subject, &rule, &self.ctx) {
+                    Some(ToolError::Validation(m)) => ToolResult::error(id, wrap(&m)),
+                    Some(ToolError::Runtime(m)) => ToolResult::error(id, m),
+                    None => ToolResult::error(id, self.denied_text(tool.name(), &subject, &rule)),
                 };
-                let shown = match &subject {
-                    PermissionSubject::Command(c) => {
-                        Some(self.ctx.session.rules().denied_part(tool.name(), c, &at).into_owned())
-                    }
-                    _ => None,
-                };
-                let how = Denial { as_given, read_covered, shown: shown.as_deref() };
-                return ToolResult::error(id, denied_text(tool.name(), &subject, &rule, &how));
             }
             // a hook's allow does not skip an ask rule: Claude Code 2.1.235 still asks for the (rewritten)
             // call (`probes/pipeline/hook-rewrites-input.toml` on both subjects); it skips only the ask of
@@ -347,6 +316,22 @@ impl Runtime {
         match self.within_budget(name.as_deref().unwrap_or(id), max, text, file.as_deref()) {
             Ok(text) => ToolResult { tool_use_id: id.to_string(), content: Value::String(text), is_error: false },
             Err(e) => ToolResult::error(id, e),
+        }
+    }
+
+    /// The text of a call the deny rule `rule` refuses, for a tool that does not word it its own way
+    /// ([`Tool::denied`]: the file tools'). A command's is the reference's, naming the command (or the pipe
+    /// part that was denied, [`crate::permissions::Rules::denied_part`]) and not the rule: `Permission to
+    /// use Bash with command touch ran && git push has been denied.`
+    /// (`probes/claude-code/bash-permissions.toml`, `probes/bash/deny-bypass.toml` on both subjects). The
+    /// other tools' name the rule.
+    fn denied_text(&self, tool: &str, subject: &PermissionSubject, rule: &str) -> String {
+        match subject {
+            PermissionSubject::Command(c) => {
+                let shown = self.ctx.session.rules().denied_part(tool, c, &self.ctx.anchors());
+                format!("Permission to use {tool} with command {shown} has been denied.")
+            }
+            _ => format!("Permission to use {tool} has been denied by the rule {rule} in settings.permissions.deny."),
         }
     }
 
@@ -413,52 +398,9 @@ impl Runtime {
     }
 }
 
-/// How a deny rule met a call: what [`denied_text`] words differently.
-struct Denial<'a> {
-    /// A rule of the tool's own family covers the path as given (not only where it leads).
-    as_given: bool,
-    /// A Read rule covers the written path (as given or where it leads).
-    read_covered: bool,
-    /// The part of a command that was denied (a pipe's part), when it is not the whole command.
-    shown: Option<&'a str>,
-}
-
 /// No blocks, or only text blocks with blank texts.
 fn blank_blocks(blocks: &[Value]) -> bool {
     blocks.iter().all(|b| b["type"] == "text" && b["text"].as_str().is_none_or(|t| t.trim().is_empty()))
-}
-
-/// The text of a call a deny rule refuses. The file tools' are Claude Code 2.1.235's (measured by
-/// `harness/tests/fidelity.rs` and `probes/claude-code/deny-through-symlinks.toml`): input errors for
-/// Read, Edit and Write when a rule of their own family covers the path as given (`as_given`), or, for
-/// Edit and Write, a Read rule covers it as given or where it leads, or another rule of theirs does (a
-/// Write under an `Edit(blocked/**)` rule: `probes/pipeline/refusals-have-no-side-effect.toml`); a Read
-/// denied only where its path leads (a symlink, `/proc/self/root/…`) is the permission check's plain
-/// error naming the path as given, as Grep's and Glob's are. A command's is the reference's too, naming
-/// the command (or the pipe part that was denied: `shown`, [`crate::permissions::Rules::denied_part`])
-/// and not the rule: `Permission to use Bash with command touch ran && git push has been denied.`
-/// (`probes/claude-code/bash-permissions.toml`, `probes/bash/deny-bypass.toml` on both subjects). The
-/// other tools name the rule.
-fn denied_text(tool: &str, subject: &PermissionSubject, rule: &str, how: &Denial<'_>) -> String {
-    const IN_DENIED_DIR: &str = "File is in a directory that is denied by your permission settings.";
-    let read_rule = rule.starts_with("Read(");
-    match (tool, subject) {
-        ("Read", PermissionSubject::ReadPath(_)) if how.as_given => wrap(IN_DENIED_DIR),
-        ("Read", PermissionSubject::ReadPath(p)) => format!("Permission to read {} has been denied.", p.display()),
-        ("Edit" | "Write", PermissionSubject::WritePath(_)) if how.as_given => wrap(IN_DENIED_DIR),
-        ("Edit" | "Write", PermissionSubject::WritePath(_)) if !read_rule && !how.read_covered => wrap(IN_DENIED_DIR),
-        ("Edit" | "Write", PermissionSubject::WritePath(_)) => wrap(&format!(
-            "File is covered by a Read deny rule in your permission settings and cannot be {}.",
-            if tool == "Edit" { "edited" } else { "written" }
-        )),
-        ("Grep" | "Glob", PermissionSubject::ReadPath(p)) => {
-            format!("Permission to read {} has been denied.", p.display())
-        }
-        (_, PermissionSubject::Command(c)) => {
-            format!("Permission to use {tool} with command {} has been denied.", how.shown.unwrap_or(c))
-        }
-        _ => format!("Permission to use {tool} has been denied by the rule {rule} in settings.permissions.deny."),
-    }
 }
 
 /// The text of a call whose permission ask nobody granted (the probe's `ask = "deny"`, the default:
@@ -534,6 +476,74 @@ pub fn preview(text: &str) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The core names no tool: what is one tool's (Grep's search root, the file tools' refusal texts) is
+    /// that tool's, through [`Tool::refine_decision`] and [`Tool::denied`].
+    #[test]
+    fn the_pipeline_names_no_tool() {
+        let source = include_str!("pipeline.rs");
+        let code: String = (source[..source.find("#[cfg(test)]").unwrap_or(source.len())].lines())
+            .filter(|l| !l.trim_start().starts_with("//"))
+            .collect();
+        let mut names = crate::builtin::registry().names();
+        names.extend(["LS", "MultiEdit", "NotebookRead"]);
+        for name in names {
+            assert!(!code.contains(&format!("\"{name}\"")), "the pipeline names the tool {name}");
+        }
+    }
+
+    /// A tool that words its deny refusal its own way, or leaves it to the pipeline.
+    struct Guarded(&'static str, bool);
+
+    impl Tool for Guarded {
+        fn name(&self) -> &'static str {
+            self.0
+        }
+        fn description(&self) -> String {
+            String::new()
+        }
+        fn input_schema(&self) -> Value {
+            json!({"type": "object"})
+        }
+        fn permission_subject(&self, _input: &Value, ctx: &ToolContext) -> PermissionSubject {
+            PermissionSubject::ReadPath(ctx.cwd.join("secret/k"))
+        }
+        fn denied(&self, subject: &PermissionSubject, rule: &str, _ctx: &ToolContext) -> Option<ToolError> {
+            let PermissionSubject::ReadPath(p) = subject else { return None };
+            self.1.then(|| ToolError::Validation(format!("{} is off limits ({rule})", p.display())))
+        }
+        fn call<'a>(&'a self, _: Value, _: &'a ToolContext) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
+            Box::pin(async { Ok(ToolOutput::Text("ran".into())) })
+        }
+    }
+
+    #[test]
+    fn a_deny_refusal_is_worded_by_its_tool_else_by_the_pipeline() {
+        use crate::settings::PermissionSettings;
+        let settings = Settings {
+            permissions: PermissionSettings {
+                deny: vec!["Own(secret/**)".into(), "Plain(secret/**)".into()],
+                ..PermissionSettings::default()
+            },
+            ..Settings::default()
+        };
+        let (_d, mut ctx) = ToolContext::for_test();
+        let session = crate::session::Session::new(settings.clone(), AskAnswer::default(), None);
+        ctx.session = Arc::new(session.unwrap_or_else(|e| panic!("{e}")));
+        let pool = Registry::from_tools(vec![Arc::new(Guarded("Own", true)), Arc::new(Guarded("Plain", false))]);
+        let rt = Runtime::new(pool, &settings, AskAnswer::default(), ctx.clone());
+        let call = |name: &str| ToolCall { id: "toolu_1".into(), name: name.into(), input: json!({}) };
+        let exec = tokio::runtime::Builder::new_current_thread().build().unwrap_or_else(|e| panic!("{e}"));
+        let own = exec.block_on(rt.run_call(&call("Own")));
+        let want = format!(
+            "<tool_use_error>{} is off limits (Own(secret/**))</tool_use_error>",
+            ctx.cwd.join("secret/k").display()
+        );
+        assert_eq!((own.content, own.is_error), (json!(want), true));
+        let plain = exec.block_on(rt.run_call(&call("Plain")));
+        let want = "Permission to use Plain has been denied by the rule Plain(secret/**) in settings.permissions.deny.";
+        assert_eq!((plain.content, plain.is_error), (json!(want), true));
+    }
 
     #[test]
     fn long_errors_keep_their_ends() {

@@ -9,8 +9,7 @@ use crate::fs::{
     trim_line_ends, updated, write_and_remember, Gate, TextFile, FILE_STATE_NOTE, STALE_RECOVERED_NOTE,
 };
 use crate::profile::Switch;
-use crate::tool::{parse_args, PermissionSubject, Tool, ToolError, ToolOutput};
-use futures_util::future::BoxFuture;
+use crate::tool::{PermissionSubject, ToolError, ToolOutput, TypedTool};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
@@ -30,7 +29,7 @@ pub const NOTE_ONLY_WHEN_SEEN: Switch = Switch {
 pub struct Edit;
 
 #[derive(Debug, Deserialize)]
-struct Args {
+pub struct Args {
     file_path: String,
     old_string: String,
     new_string: String,
@@ -143,10 +142,9 @@ fn has_unicode_escape(s: &str) -> bool {
         .any(|i| b[i] == b'\\' && b[i + 1] == b'u' && b[i + 2..i + 6].iter().all(u8::is_ascii_hexdigit))
 }
 
-impl Tool for Edit {
-    fn name(&self) -> &'static str {
-        "Edit"
-    }
+impl TypedTool for Edit {
+    const NAME: &'static str = "Edit";
+    type Args = Args;
 
     fn description(&self) -> String {
         "Performs exact string replacements in files.\n\nUsage:\n- You must use your `Read` tool at least once in the conversation before editing. This tool will error if you attempt an edit without reading the file.\n- The edit will FAIL if `old_string` is not unique in the file. Either provide a larger string with more surrounding context to make it unique or use `replace_all` to change every instance of `old_string`.\n- Use `replace_all` for replacing and renaming strings across the file.".into()
@@ -171,9 +169,12 @@ impl Tool for Edit {
         crate::fs::path_subject(input, "file_path", true, ctx)
     }
 
-    fn call<'a>(&'a self, input: Value, ctx: &'a ToolContext) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
-        Box::pin(async move {
-            let args: Args = parse_args(input)?;
+    fn denied(&self, subject: &PermissionSubject, rule: &str, ctx: &ToolContext) -> Option<ToolError> {
+        crate::fs::write_denied(ctx, Self::NAME, subject, rule, "edited")
+    }
+
+    async fn call(&self, args: Args, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        {
             let path = confine_write(ctx, &args.file_path)?;
             // the reference trims the new text's line ends before it looks at anything else — when the
             // file is there (its input normalisation reads it; a file an Edit creates keeps them)
@@ -242,13 +243,14 @@ impl Tool for Edit {
                 )));
             }
             Ok(ToolOutput::Text(format!("The file {} has been updated successfully.{note}", path.display())))
-        })
+        }
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use futures_util::future::BoxFuture;
 
     #[test]
     fn applies_as_the_stale_check_has_it() {
@@ -309,7 +311,7 @@ mod tests {
     fn edit(c: &ToolContext, path: &std::path::Path, old: &str, new: &str) -> String {
         let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap_or_else(|e| panic!("{e}"));
         let input = json!({"file_path": path, "old_string": old, "new_string": new});
-        match rt.block_on(Edit.call(input, c)) {
+        match rt.block_on(crate::tool::Tool::call(&Edit, input, c)) {
             Ok(ToolOutput::Text(t)) => t,
             other => panic!("{other:?}"),
         }

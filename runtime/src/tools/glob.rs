@@ -4,8 +4,7 @@
 //! time (oldest first, then path), at most [`MAX_FILES`] of them.
 
 use crate::context::ToolContext;
-use crate::tool::{parse_args, PermissionSubject, Tool, ToolError, ToolOutput};
-use futures_util::future::BoxFuture;
+use crate::tool::{PermissionSubject, ToolError, ToolOutput, TypedTool};
 use probelab_search::args::{Mode, RgArgs};
 use probelab_search::{run, Io};
 use serde::Deserialize;
@@ -26,16 +25,17 @@ pub const MAX_FILES: usize = 100;
 pub struct Glob;
 
 #[derive(Debug, Deserialize)]
-struct Args {
+pub struct Args {
     pattern: String,
     #[serde(default)]
     path: Option<String>,
 }
 
-impl Tool for Glob {
-    fn name(&self) -> &'static str {
-        "Glob"
-    }
+impl TypedTool for Glob {
+    const NAME: &'static str = "Glob";
+    const READ_ONLY: bool = true;
+    const CONCURRENCY_SAFE: bool = true;
+    type Args = Args;
 
     fn description(&self) -> String {
         "- Fast file pattern matching tool that works with any codebase size\n- Supports glob patterns like \"**/*.js\" or \"src/**/*.ts\"\n- Returns matching file paths sorted by modification time\n- Use this tool when you need to find files by name patterns".into()
@@ -54,21 +54,16 @@ impl Tool for Glob {
         })
     }
 
-    fn is_read_only(&self, _input: &Value) -> bool {
-        true
-    }
-
-    fn is_concurrency_safe(&self, _input: &Value) -> bool {
-        true
-    }
-
     fn permission_subject(&self, input: &Value, ctx: &ToolContext) -> PermissionSubject {
         crate::fs::search_root_subject(input, ctx)
     }
 
-    fn call<'a>(&'a self, input: Value, ctx: &'a ToolContext) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
-        Box::pin(async move {
-            let a: Args = parse_args(input)?;
+    fn denied(&self, subject: &PermissionSubject, _rule: &str, _ctx: &ToolContext) -> Option<ToolError> {
+        crate::fs::search_denied(subject)
+    }
+
+    async fn call(&self, a: Args, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        {
             let dir = crate::fs::search_root(ctx, a.path.as_deref())?;
             if let Some(given) = a.path.as_deref() {
                 match std::fs::metadata(&dir) {
@@ -140,6 +135,6 @@ impl Tool for Glob {
                 shown.push("(Results are truncated. Consider using a more specific path or pattern.)".into());
             }
             Ok(ToolOutput::Text(shown.join("\n")))
-        })
+        }
     }
 }

@@ -5,9 +5,9 @@
 //! (ripgrep's exit 2 with nothing found) mapped to a diagnosable error result.
 
 use crate::context::ToolContext;
+use crate::permissions::Decision;
 use crate::profile::Switch;
-use crate::tool::{parse_args, PermissionSubject, Tool, ToolError, ToolOutput};
-use futures_util::future::BoxFuture;
+use crate::tool::{PermissionSubject, ToolError, ToolOutput, TypedTool};
 use probelab_search::args::{Case, Mode, RgArgs, TypeChange};
 use probelab_search::{run, Io, EXIT_ERROR};
 use serde::Deserialize;
@@ -37,7 +37,7 @@ pub const VCS_DIRS: &[&str] = &[".git", ".svn", ".hg", ".bzr", ".jj", ".sl"];
 pub struct Grep;
 
 #[derive(Debug, Deserialize)]
-struct Args {
+pub struct Args {
     pattern: String,
     #[serde(default)]
     path: Option<String>,
@@ -243,10 +243,12 @@ fn pagination(applied: Option<usize>, offset: usize) -> String {
     parts.join(", ")
 }
 
-impl Tool for Grep {
-    fn name(&self) -> &'static str {
-        "Grep"
-    }
+impl TypedTool for Grep {
+    const NAME: &'static str = "Grep";
+    const READ_ONLY: bool = true;
+    const CONCURRENCY_SAFE: bool = true;
+    const MAX_RESULT_SIZE_CHARS: Option<usize> = Some(MAX_RESULT_CHARS);
+    type Args = Args;
 
     fn description(&self) -> String {
         "A powerful search tool built on ripgrep.\n\nUsage:\n- Supports full regex syntax (e.g., \"log.*Error\", \"function\\\\s+\\\\w+\")\n- Filter files with glob parameter (e.g., \"*.js\", \"**/*.tsx\") or type parameter (e.g., \"js\", \"py\", \"rust\")\n- Output modes: \"content\" shows matching lines, \"files_with_matches\" shows only file paths (default), \"count\" shows match counts\n- Results are paginated with head_limit (default 250) and offset\n- Multiline matching: use multiline: true".into()
@@ -277,25 +279,32 @@ impl Tool for Grep {
         })
     }
 
-    fn is_read_only(&self, _input: &Value) -> bool {
-        true
-    }
-
-    fn is_concurrency_safe(&self, _input: &Value) -> bool {
-        true
-    }
-
-    fn max_result_size_chars(&self) -> Option<usize> {
-        Some(MAX_RESULT_CHARS)
-    }
-
     fn permission_subject(&self, input: &Value, ctx: &ToolContext) -> PermissionSubject {
         crate::fs::search_root_subject(input, ctx)
     }
 
-    fn call<'a>(&'a self, input: Value, ctx: &'a ToolContext) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
-        Box::pin(async move {
-            let a: Args = parse_args(input)?;
+    /// The reference refuses a Grep of a directory that a `dir/**` deny rule covers (measured by
+    /// harness/tests/fidelity.rs: `Read(secret/**)` refuses a Grep with path `secret`).
+    fn refine_decision(&self, subject: &PermissionSubject, decision: Decision, ctx: &ToolContext) -> Decision {
+        if let (Decision::Allow(_) | Decision::Ask(_), PermissionSubject::ReadPath(p)) = (&decision, subject) {
+            if p.is_dir() {
+                let inside = PermissionSubject::ReadPath(p.join("x"));
+                if let Decision::Deny(r) = ctx.session.rules().decide(Self::NAME, &inside, true, &ctx.anchors()) {
+                    if r.ends_with("/**)") {
+                        return Decision::Deny(r);
+                    }
+                }
+            }
+        }
+        decision
+    }
+
+    fn denied(&self, subject: &PermissionSubject, _rule: &str, _ctx: &ToolContext) -> Option<ToolError> {
+        crate::fs::search_denied(subject)
+    }
+
+    async fn call(&self, a: Args, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        {
             let path: PathBuf = crate::fs::search_root(ctx, a.path.as_deref())?;
             let shown = a.path.as_deref().unwrap_or_default();
             let meta = std::fs::metadata(&path)
@@ -455,7 +464,7 @@ impl Tool for Grep {
                 o.retain(|_, v| !v.is_null());
             }
             Ok(ToolOutput::Data { text, data })
-        })
+        }
     }
 }
 
@@ -638,7 +647,7 @@ mod tests {
             input["path"] = json!(c.cwd.join(p));
         }
         let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap_or_else(|e| panic!("{e}"));
-        match rt.block_on(Grep.call(input, &c)) {
+        match rt.block_on(crate::tool::Tool::call(&Grep, input, &c)) {
             Ok(ToolOutput::Data { text, .. }) => text,
             other => panic!("{version}: {other:?}"),
         }

@@ -6,9 +6,8 @@
 use crate::context::ToolContext;
 use crate::fs::{confine, format_size, number_lines, remember_read};
 use crate::profile::Switch;
-use crate::tool::{parse_args, PermissionSubject, Tool, ToolError, ToolOutput};
+use crate::tool::{PermissionSubject, ToolError, ToolOutput, TypedTool};
 use base64::Engine;
-use futures_util::future::BoxFuture;
 use serde::Deserialize;
 use serde_json::{json, Value};
 use std::io::BufRead;
@@ -69,7 +68,7 @@ const BINARY_EXTENSIONS: &[&str] = &[
 pub struct Read;
 
 #[derive(Debug, Deserialize)]
-struct Args {
+pub struct Args {
     file_path: String,
     #[serde(default)]
     offset: Option<u64>,
@@ -79,10 +78,12 @@ struct Args {
     pages: Option<String>,
 }
 
-impl Tool for Read {
-    fn name(&self) -> &'static str {
-        "Read"
-    }
+impl TypedTool for Read {
+    const NAME: &'static str = "Read";
+    const READ_ONLY: bool = true;
+    const CONCURRENCY_SAFE: bool = true;
+    const MAX_RESULT_SIZE_CHARS: Option<usize> = None; // PIPE-5: Read limits itself
+    type Args = Args;
 
     fn description(&self) -> String {
         "Reads a file from the local filesystem.\n\nUsage:\n- The file_path parameter must be an absolute path\n- By default, it reads up to 2000 lines starting from the beginning of the file\n- You can optionally specify a line offset and limit (especially handy for long files)\n- Any lines longer than 2000 characters will be truncated\n- Results are returned using cat -n format, with line numbers starting at 1\n- This tool can read images (PNG, JPG, GIF, WEBP), PDF files and Jupyter notebooks (.ipynb)\n- Files over 256KB need offset and limit".into()
@@ -103,20 +104,12 @@ impl Tool for Read {
         })
     }
 
-    fn is_read_only(&self, _input: &Value) -> bool {
-        true
-    }
-
-    fn is_concurrency_safe(&self, _input: &Value) -> bool {
-        true
-    }
-
-    fn max_result_size_chars(&self) -> Option<usize> {
-        None // PIPE-5: Read limits itself
-    }
-
     fn permission_subject(&self, input: &Value, ctx: &ToolContext) -> PermissionSubject {
         crate::fs::path_subject(input, "file_path", false, ctx)
+    }
+
+    fn denied(&self, subject: &PermissionSubject, _rule: &str, ctx: &ToolContext) -> Option<ToolError> {
+        crate::fs::read_denied(ctx, Self::NAME, subject)
     }
 
     /// Claude Code 2.1.235 refuses the devices of its list by name before it looks at anything else
@@ -126,9 +119,8 @@ impl Tool for Read {
         blocking_device(&crate::fs::absolute(ctx, given)).then(|| device_refusal(ctx, given))
     }
 
-    fn call<'a>(&'a self, input: Value, ctx: &'a ToolContext) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
-        Box::pin(async move {
-            let args: Args = parse_args(input)?;
+    async fn call(&self, args: Args, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        {
             let path = confine(ctx, &args.file_path)?;
             // the reference refuses by extension before it looks at the file (its validation step)
             if let Some(ext) = binary_extension(&path) {
@@ -208,7 +200,7 @@ impl Tool for Read {
             let whole = if windowed { Vec::new() } else { std::fs::read(&path).unwrap_or_default() };
             crate::fs::remember_window(ctx, &path, whole, windowed, Some(window));
             Ok(ToolOutput::Text(text))
-        })
+        }
     }
 }
 
@@ -816,7 +808,7 @@ mod tests {
 
     fn call(ctx: &ToolContext, input: Value) -> Result<ToolOutput, ToolError> {
         let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap_or_else(|e| panic!("{e}"));
-        rt.block_on(Read.call(input, ctx))
+        rt.block_on(crate::tool::Tool::call(&Read, input, ctx))
     }
 
     #[test]

@@ -6,8 +6,7 @@ use crate::fs::{
     check_overwrite_gates, checkpoint, confine_write, trim_line_ends, updated, write_and_remember, FILE_STATE_NOTE,
 };
 use crate::profile::Switch;
-use crate::tool::{parse_args, PermissionSubject, Tool, ToolError, ToolOutput};
-use futures_util::future::BoxFuture;
+use crate::tool::{PermissionSubject, ToolError, ToolOutput, TypedTool};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
@@ -21,15 +20,14 @@ pub const DIRECTORY_NAMED: Switch =
 pub struct Write;
 
 #[derive(Debug, Deserialize)]
-struct Args {
+pub struct Args {
     file_path: String,
     content: String,
 }
 
-impl Tool for Write {
-    fn name(&self) -> &'static str {
-        "Write"
-    }
+impl TypedTool for Write {
+    const NAME: &'static str = "Write";
+    type Args = Args;
 
     fn description(&self) -> String {
         "Writes a file to the local filesystem.\n\nUsage:\n- This tool will overwrite the existing file if there is one at the provided path.\n- If this is an existing file, you MUST use the Read tool first to read the file's contents. This tool will fail if you did not read the file first.\n- The file_path parameter must be an absolute path.".into()
@@ -52,9 +50,12 @@ impl Tool for Write {
         crate::fs::path_subject(input, "file_path", true, ctx)
     }
 
-    fn call<'a>(&'a self, input: Value, ctx: &'a ToolContext) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
-        Box::pin(async move {
-            let args: Args = parse_args(input)?;
+    fn denied(&self, subject: &PermissionSubject, rule: &str, ctx: &ToolContext) -> Option<ToolError> {
+        crate::fs::write_denied(ctx, Self::NAME, subject, rule, "written")
+    }
+
+    async fn call(&self, args: Args, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        {
             let path = confine_write(ctx, &args.file_path)?;
             if path.is_dir() {
                 // measured on 2.1.235: a directory is never read, so the read gate refuses it first;
@@ -92,7 +93,7 @@ impl Tool for Write {
                     Ok(ToolOutput::Text(created(&args.file_path)))
                 }
             }
-        })
+        }
     }
 }
 
@@ -115,7 +116,7 @@ mod tests {
             std::fs::create_dir(&dir).unwrap_or_else(|e| panic!("{e}"));
             let rt =
                 tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap_or_else(|e| panic!("{e}"));
-            let r = rt.block_on(Write.call(json!({"file_path": dir, "content": "x"}), &c));
+            let r = rt.block_on(crate::tool::Tool::call(&Write, json!({"file_path": dir, "content": "x"}), &c));
             let want = if named {
                 format!(
                     "{} is a directory, not a file. To create a file inside it, include the file name in file_path.",
