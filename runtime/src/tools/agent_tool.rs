@@ -47,8 +47,7 @@ use crate::fs;
 use crate::model::Model;
 use crate::pipeline::Runtime;
 use crate::profile::Switch;
-use crate::tool::{parse_args, Tool, ToolError, ToolOutput};
-use futures_util::future::BoxFuture;
+use crate::tool::{ToolError, ToolOutput, TypedTool};
 use serde::Deserialize;
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
@@ -243,7 +242,7 @@ fn render_message(line: &str) -> Option<String> {
 pub struct Agent;
 
 #[derive(Debug, Deserialize)]
-struct Args {
+pub struct Args {
     description: String,
     prompt: String,
     #[serde(default)]
@@ -267,10 +266,9 @@ struct Args {
 
 const DESCRIPTION: &str = "Launch a new agent to handle complex, multi-step tasks. Each agent type has specific capabilities and tools available to it.\n\nAvailable agent types:\n- general-purpose (default; also `claude`): researching complex questions, searching for code, executing multi-step tasks. (Tools: all except TaskOutput)\n- Explore: read-only search agent for broad searches; returns the conclusion, not the file dumps. (Tools: all except Agent, ExitPlanMode, Edit, Write, NotebookEdit, TaskOutput)\n- Plan: software architect agent for implementation plans. (Tools: all except Agent, ExitPlanMode, Edit, Write, NotebookEdit, TaskOutput)\n- statusline-setup: configures the status line setting. (Tools: Read, Edit)\n\nWhen using the Agent tool, specify a subagent_type parameter to select which agent type to use. If omitted, the general-purpose agent is used.\n\n- The agent starts with no context but its prompt, and only its final message comes back: write a complete brief, and relay what matters.\n- Use SendMessage with the agent's name or ID to message it; a new Agent call starts fresh.\n- `name` makes it addressable by SendMessage, `team_name` puts it in a team (mailboxes under ~/.claude/teams/<team>/inboxes/).\n- `isolation: \"worktree\"` gives the agent its own git worktree; `cwd` runs it in another directory (not both).\n- Subagents run in the background by default; you'll be notified when one completes. Pass `run_in_background: false` when your very next action depends on the result. Never fabricate or predict a pending agent's results.";
 
-impl Tool for Agent {
-    fn name(&self) -> &'static str {
-        AGENT
-    }
+impl TypedTool for Agent {
+    const NAME: &'static str = AGENT;
+    type Args = Args;
 
     fn description(&self) -> String {
         DESCRIPTION.into()
@@ -312,11 +310,8 @@ impl Tool for Agent {
         })
     }
 
-    fn call<'a>(&'a self, input: Value, ctx: &'a ToolContext) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
-        Box::pin(async move {
-            let args: Args = parse_args(input)?;
-            launch(args, ctx).await
-        })
+    async fn call(&self, args: Args, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        launch(args, ctx).await
     }
 }
 

@@ -36,8 +36,7 @@
 
 use crate::context::ToolContext;
 use crate::fs::confine;
-use crate::tool::{parse_args, PermissionSubject, Tool, ToolError, ToolOutput};
-use futures_util::future::BoxFuture;
+use crate::tool::{PermissionSubject, ToolError, ToolOutput, TypedTool};
 use serde::Deserialize;
 use serde_json::{json, Value};
 use std::collections::HashMap;
@@ -186,7 +185,7 @@ struct Op {
 }
 
 #[derive(Debug, Deserialize)]
-struct Args {
+pub struct Args {
     #[serde(default)]
     action: Option<String>,
     #[serde(default)]
@@ -529,10 +528,10 @@ fn refuse_extra(action: &str, fields: &[(&str, bool)]) -> Result<(), ToolError> 
     }
 }
 
-impl Tool for Artifact {
-    fn name(&self) -> &'static str {
-        ARTIFACT
-    }
+impl TypedTool for Artifact {
+    const NAME: &'static str = ARTIFACT;
+    const MAX_RESULT_SIZE_CHARS: Option<usize> = Some(ARTIFACT_MAX_RESULT_SIZE_CHARS);
+    type Args = Args;
 
     fn description(&self) -> String {
         format!(
@@ -577,112 +576,105 @@ impl Tool for Artifact {
         self.is_read_only(input)
     }
 
-    fn max_result_size_chars(&self) -> Option<usize> {
-        Some(ARTIFACT_MAX_RESULT_SIZE_CHARS)
-    }
-
     fn permission_subject(&self, input: &Value, ctx: &ToolContext) -> PermissionSubject {
         crate::fs::path_subject(input, "file_path", false, ctx)
     }
 
-    fn call<'a>(&'a self, input: Value, ctx: &'a ToolContext) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
-        Box::pin(async move {
-            let args: Args = parse_args(input)?;
-            let action = args.action.clone().unwrap_or_else(|| "publish".into());
-            let Some(api) = ctx.session.state::<crate::tools::artifact::Artifacts>().api.clone() else {
-                return Err(ToolError::Runtime("No artifact service is configured for this session.".into()));
-            };
-            let client = reqwest::Client::builder()
-                .timeout(std::time::Duration::from_millis(ARTIFACT_REQUEST_TIMEOUT_MS))
-                .build()
-                .map_err(|e| ToolError::Runtime(format!("cannot build an HTTP client: {e}")))?;
-            let token = match &ctx.call_id {
-                Some(id) => format!("req-{id}"),
-                None => format!(
-                    "req-local-{}",
-                    ctx.session.state::<crate::tools::artifact::Artifacts>().tokens.fetch_add(1, Ordering::Relaxed) + 1
-                ),
-            };
-            let call = Call { ctx, api, client, token };
-            let id = match &args.url {
-                Some(u) => Some(parse_ref(u).map_err(ToolError::Validation)?),
-                None => None,
-            };
-            match action.as_str() {
-                "publish" => {
-                    refuse_extra("publish", &[("ops", args.ops.is_some()), ("text", args.text.is_some())])?;
-                    let file = need(args.file_path, "publish", "file_path")?;
-                    let path = confine(ctx, &file)?;
-                    refuse_denied_read(ctx, &path)?;
-                    let bytes = std::fs::read(&path)
-                        .map_err(|e| ToolError::Runtime(format!("Cannot read {}: {e}", path.display())))?;
-                    let content = String::from_utf8(bytes).map_err(|_| {
-                        ToolError::Runtime(format!(
-                            "{} is not UTF-8 text; only text files can be published.",
-                            path.display()
-                        ))
-                    })?;
-                    let shown = path.display().to_string();
-                    match id {
-                        None => {
-                            let title = args.title.unwrap_or_else(|| {
-                                path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
-                            });
-                            call.publish_new(&shown, content, title).await
-                        }
-                        Some(id) => call.publish_over(&id, &shown, content, args.title).await,
+    async fn call(&self, args: Args, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        let action = args.action.clone().unwrap_or_else(|| "publish".into());
+        let Some(api) = ctx.session.state::<crate::tools::artifact::Artifacts>().api.clone() else {
+            return Err(ToolError::Runtime("No artifact service is configured for this session.".into()));
+        };
+        let client = reqwest::Client::builder()
+            .timeout(std::time::Duration::from_millis(ARTIFACT_REQUEST_TIMEOUT_MS))
+            .build()
+            .map_err(|e| ToolError::Runtime(format!("cannot build an HTTP client: {e}")))?;
+        let token = match &ctx.call_id {
+            Some(id) => format!("req-{id}"),
+            None => format!(
+                "req-local-{}",
+                ctx.session.state::<crate::tools::artifact::Artifacts>().tokens.fetch_add(1, Ordering::Relaxed) + 1
+            ),
+        };
+        let call = Call { ctx, api, client, token };
+        let id = match &args.url {
+            Some(u) => Some(parse_ref(u).map_err(ToolError::Validation)?),
+            None => None,
+        };
+        match action.as_str() {
+            "publish" => {
+                refuse_extra("publish", &[("ops", args.ops.is_some()), ("text", args.text.is_some())])?;
+                let file = need(args.file_path, "publish", "file_path")?;
+                let path = confine(ctx, &file)?;
+                refuse_denied_read(ctx, &path)?;
+                let bytes = std::fs::read(&path)
+                    .map_err(|e| ToolError::Runtime(format!("Cannot read {}: {e}", path.display())))?;
+                let content = String::from_utf8(bytes).map_err(|_| {
+                    ToolError::Runtime(format!(
+                        "{} is not UTF-8 text; only text files can be published.",
+                        path.display()
+                    ))
+                })?;
+                let shown = path.display().to_string();
+                match id {
+                    None => {
+                        let title = args.title.unwrap_or_else(|| {
+                            path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
+                        });
+                        call.publish_new(&shown, content, title).await
                     }
+                    Some(id) => call.publish_over(&id, &shown, content, args.title).await,
                 }
-                "read" => {
-                    refuse_extra(
-                        "read",
-                        &[
-                            ("file_path", args.file_path.is_some()),
-                            ("title", args.title.is_some()),
-                            ("ops", args.ops.is_some()),
-                            ("text", args.text.is_some()),
-                        ],
-                    )?;
-                    let id = need(id, "read", "url")?;
-                    call.read(&id).await.map(|obj| ToolOutput::Text(render(&obj)))
-                }
-                "live-edit" => {
-                    refuse_extra(
-                        "live-edit",
-                        &[
-                            ("file_path", args.file_path.is_some()),
-                            ("title", args.title.is_some()),
-                            ("text", args.text.is_some()),
-                        ],
-                    )?;
-                    let id = need(id, "live-edit", "url")?;
-                    let ops = need(args.ops, "live-edit", "ops")?;
-                    if ops.is_empty() {
-                        return Err(ToolError::Validation("action \"live-edit\" needs at least one op".into()));
-                    }
-                    call.live_edit(&id, ops).await
-                }
-                "comment" => {
-                    refuse_extra(
-                        "comment",
-                        &[
-                            ("file_path", args.file_path.is_some()),
-                            ("title", args.title.is_some()),
-                            ("ops", args.ops.is_some()),
-                        ],
-                    )?;
-                    let id = need(id, "comment", "url")?;
-                    let text = need(args.text, "comment", "text")?;
-                    if text.trim().is_empty() {
-                        return Err(ToolError::Validation("a comment's text cannot be empty".into()));
-                    }
-                    call.comment(&id, text).await
-                }
-                other => Err(ToolError::Validation(format!(
-                    "unknown action {other:?}: use publish, read, live-edit or comment"
-                ))),
             }
-        })
+            "read" => {
+                refuse_extra(
+                    "read",
+                    &[
+                        ("file_path", args.file_path.is_some()),
+                        ("title", args.title.is_some()),
+                        ("ops", args.ops.is_some()),
+                        ("text", args.text.is_some()),
+                    ],
+                )?;
+                let id = need(id, "read", "url")?;
+                call.read(&id).await.map(|obj| ToolOutput::Text(render(&obj)))
+            }
+            "live-edit" => {
+                refuse_extra(
+                    "live-edit",
+                    &[
+                        ("file_path", args.file_path.is_some()),
+                        ("title", args.title.is_some()),
+                        ("text", args.text.is_some()),
+                    ],
+                )?;
+                let id = need(id, "live-edit", "url")?;
+                let ops = need(args.ops, "live-edit", "ops")?;
+                if ops.is_empty() {
+                    return Err(ToolError::Validation("action \"live-edit\" needs at least one op".into()));
+                }
+                call.live_edit(&id, ops).await
+            }
+            "comment" => {
+                refuse_extra(
+                    "comment",
+                    &[
+                        ("file_path", args.file_path.is_some()),
+                        ("title", args.title.is_some()),
+                        ("ops", args.ops.is_some()),
+                    ],
+                )?;
+                let id = need(id, "comment", "url")?;
+                let text = need(args.text, "comment", "text")?;
+                if text.trim().is_empty() {
+                    return Err(ToolError::Validation("a comment's text cannot be empty".into()));
+                }
+                call.comment(&id, text).await
+            }
+            other => {
+                Err(ToolError::Validation(format!("unknown action {other:?}: use publish, read, live-edit or comment")))
+            }
+        }
     }
 }
 

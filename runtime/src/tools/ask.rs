@@ -25,10 +25,9 @@
 //!   permission dialog) and option `preview`s are not offered to the model.
 
 use crate::context::ToolContext;
-use crate::tool::{Tool, ToolError, ToolOutput};
+use crate::tool::{ToolError, ToolOutput, TypedTool};
 use crate::tools::host::Answer;
 use crate::validation::{self, custom, invalid_type, issues_error};
-use futures_util::future::BoxFuture;
 use serde_json::{json, Value};
 
 /// Fewest questions of one call (ASK-1).
@@ -196,10 +195,11 @@ pub fn timeout_text(secs: u64) -> String {
 #[derive(Debug, Clone, Copy, Default)]
 pub struct AskUserQuestion;
 
-impl Tool for AskUserQuestion {
-    fn name(&self) -> &'static str {
-        "AskUserQuestion"
-    }
+impl TypedTool for AskUserQuestion {
+    const NAME: &'static str = "AskUserQuestion";
+    const READ_ONLY: bool = true;
+    const CONCURRENCY_SAFE: bool = true;
+    type Args = Value;
 
     fn description(&self) -> String {
         DESCRIPTION.into()
@@ -248,42 +248,32 @@ impl Tool for AskUserQuestion {
         })
     }
 
-    fn is_read_only(&self, _input: &Value) -> bool {
-        true
-    }
-
-    fn is_concurrency_safe(&self, _input: &Value) -> bool {
-        true
-    }
-
-    fn call<'a>(&'a self, input: Value, ctx: &'a ToolContext) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
-        Box::pin(async move {
-            let questions = parse_questions(&input).map_err(|i| ToolError::Validation(issues_error(&i)))?;
-            let host = ctx.session.state::<crate::tools::host::HostScript>();
-            let Some(reply) = host.next_ask() else {
-                return Ok(ToolOutput::Data {
-                    text: timeout_text(ASK_HOST_TIMEOUT_SECS),
-                    data: json!({"questions": input["questions"], "answers": {}, "afkTimeoutMs": ASK_HOST_TIMEOUT_SECS * 1000}),
-                });
-            };
-            if reply.cancel {
-                return Err(ToolError::Runtime(crate::settings::REJECTED.into()));
-            }
-            let answers: serde_json::Map<String, Value> = questions
-                .iter()
-                .filter_map(|q| {
-                    let a = reply.answers.get(&q.question)?;
-                    let s = match a {
-                        Answer::One(s) => s.clone(),
-                        Answer::Many(v) => v.join(", "),
-                    };
-                    Some((q.question.clone(), Value::String(s)))
-                })
-                .collect();
-            Ok(ToolOutput::Data {
-                text: answer_text(&questions, &reply.answers),
-                data: json!({"questions": input["questions"], "answers": answers}),
+    async fn call(&self, input: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        let questions = parse_questions(&input).map_err(|i| ToolError::Validation(issues_error(&i)))?;
+        let host = ctx.session.state::<crate::tools::host::HostScript>();
+        let Some(reply) = host.next_ask() else {
+            return Ok(ToolOutput::Data {
+                text: timeout_text(ASK_HOST_TIMEOUT_SECS),
+                data: json!({"questions": input["questions"], "answers": {}, "afkTimeoutMs": ASK_HOST_TIMEOUT_SECS * 1000}),
+            });
+        };
+        if reply.cancel {
+            return Err(ToolError::Runtime(crate::settings::REJECTED.into()));
+        }
+        let answers: serde_json::Map<String, Value> = questions
+            .iter()
+            .filter_map(|q| {
+                let a = reply.answers.get(&q.question)?;
+                let s = match a {
+                    Answer::One(s) => s.clone(),
+                    Answer::Many(v) => v.join(", "),
+                };
+                Some((q.question.clone(), Value::String(s)))
             })
+            .collect();
+        Ok(ToolOutput::Data {
+            text: answer_text(&questions, &reply.answers),
+            data: json!({"questions": input["questions"], "answers": answers}),
         })
     }
 }

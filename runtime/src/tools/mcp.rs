@@ -32,7 +32,7 @@
 
 use crate::context::ToolContext;
 use crate::profile::Switch;
-use crate::tool::{parse_args, Tool, ToolError, ToolOutput};
+use crate::tool::{Tool, ToolError, ToolOutput, TypedTool};
 use futures_util::future::BoxFuture;
 use rmcp::model::{CallToolRequestParam, ClientInfo, ReadResourceRequestParam};
 use rmcp::service::RunningService;
@@ -522,19 +522,17 @@ pub struct ListMcpResources {
 }
 
 #[derive(Debug, Deserialize)]
-struct ListArgs {
+pub struct ListArgs {
     #[serde(default)]
     server: Option<String>,
 }
 
-impl Tool for ListMcpResources {
-    fn name(&self) -> &'static str {
-        LIST_RESOURCES
-    }
-
-    fn defer_loading(&self) -> Option<bool> {
-        Some(true) // measured: deferred with the MCP tools when tool search is on
-    }
+impl TypedTool for ListMcpResources {
+    const NAME: &'static str = LIST_RESOURCES;
+    const DEFER_LOADING: Option<bool> = Some(true); // measured: deferred with the MCP tools when tool search is on
+    const READ_ONLY: bool = true;
+    const CONCURRENCY_SAFE: bool = true;
+    type Args = ListArgs;
 
     fn description(&self) -> String {
         "\nList available resources from configured MCP servers.\nEach returned resource will include all standard MCP resource fields plus a 'server' field \nindicating which server the resource belongs to.\n\nParameters:\n- server (optional): The name of a specific MCP server to get resources from. If not provided,\n  resources from all servers will be returned.\n".into()
@@ -549,30 +547,19 @@ impl Tool for ListMcpResources {
         })
     }
 
-    fn is_read_only(&self, _input: &Value) -> bool {
-        true
-    }
-
-    fn is_concurrency_safe(&self, _input: &Value) -> bool {
-        true
-    }
-
-    fn call<'a>(&'a self, input: Value, _ctx: &'a ToolContext) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
-        Box::pin(async move {
-            let args: ListArgs = parse_args(input)?;
-            let chosen: Vec<&Arc<McpServer>> = match &args.server {
-                Some(name) => vec![find(&self.servers, name)?],
-                None => self.servers.iter().filter(|s| s.resources).collect(),
-            };
-            let mut out = Vec::new();
-            for s in chosen {
-                let listed = s.peer.list_all_resources().await.map_err(|e| ToolError::Runtime(service_error(e).1))?;
-                for r in &listed {
-                    out.push(listed_resource(&serde_json::to_value(r).unwrap_or_default(), &s.name));
-                }
+    async fn call(&self, args: ListArgs, _ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        let chosen: Vec<&Arc<McpServer>> = match &args.server {
+            Some(name) => vec![find(&self.servers, name)?],
+            None => self.servers.iter().filter(|s| s.resources).collect(),
+        };
+        let mut out = Vec::new();
+        for s in chosen {
+            let listed = s.peer.list_all_resources().await.map_err(|e| ToolError::Runtime(service_error(e).1))?;
+            for r in &listed {
+                out.push(listed_resource(&serde_json::to_value(r).unwrap_or_default(), &s.name));
             }
-            Ok(ToolOutput::Text(Value::Array(out).to_string()))
-        })
+        }
+        Ok(ToolOutput::Text(Value::Array(out).to_string()))
     }
 }
 
@@ -582,7 +569,7 @@ pub struct ReadMcpResource {
 }
 
 #[derive(Debug, Deserialize)]
-struct ReadArgs {
+pub struct ReadArgs {
     server: String,
     uri: String,
 }
@@ -600,14 +587,12 @@ fn read_schema(uri_about: &str) -> Value {
     })
 }
 
-impl Tool for ReadMcpResource {
-    fn name(&self) -> &'static str {
-        READ_RESOURCE
-    }
-
-    fn defer_loading(&self) -> Option<bool> {
-        Some(true) // measured: deferred with the MCP tools when tool search is on
-    }
+impl TypedTool for ReadMcpResource {
+    const NAME: &'static str = READ_RESOURCE;
+    const DEFER_LOADING: Option<bool> = Some(true); // measured: deferred with the MCP tools when tool search is on
+    const READ_ONLY: bool = true;
+    const CONCURRENCY_SAFE: bool = true;
+    type Args = ReadArgs;
 
     fn description(&self) -> String {
         "\nReads a specific resource from an MCP server, identified by server name and resource URI.\n\nParameters:\n- server (required): The name of the MCP server from which to read the resource\n- uri (required): The URI of the resource to read\n".into()
@@ -617,30 +602,19 @@ impl Tool for ReadMcpResource {
         read_schema("The resource URI to read")
     }
 
-    fn is_read_only(&self, _input: &Value) -> bool {
-        true
-    }
-
-    fn is_concurrency_safe(&self, _input: &Value) -> bool {
-        true
-    }
-
-    fn call<'a>(&'a self, input: Value, _ctx: &'a ToolContext) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
-        Box::pin(async move {
-            let args: ReadArgs = parse_args(input)?;
-            let s = find(&self.servers, &args.server)?;
-            match s.peer.read_resource(ReadResourceRequestParam { uri: args.uri.clone() }).await {
-                Ok(r) => Ok(ToolOutput::Text(serde_json::to_value(&r).unwrap_or_default().to_string())),
-                Err(e) => match service_error(e) {
-                    // measured: a missing resource is a plain (non-error) answer that says what to do
-                    (Some(RESOURCE_NOT_FOUND_CODE), _) => Ok(ToolOutput::Text(format!(
-                        "Resource not found: {} — it may have been deleted or the URI is stale. Re-run {LIST_RESOURCES} to refresh.",
-                        args.uri
-                    ))),
-                    (_, text) => Err(ToolError::Runtime(text)),
-                },
-            }
-        })
+    async fn call(&self, args: ReadArgs, _ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        let s = find(&self.servers, &args.server)?;
+        match s.peer.read_resource(ReadResourceRequestParam { uri: args.uri.clone() }).await {
+            Ok(r) => Ok(ToolOutput::Text(serde_json::to_value(&r).unwrap_or_default().to_string())),
+            Err(e) => match service_error(e) {
+                // measured: a missing resource is a plain (non-error) answer that says what to do
+                (Some(RESOURCE_NOT_FOUND_CODE), _) => Ok(ToolOutput::Text(format!(
+                    "Resource not found: {} — it may have been deleted or the URI is stale. Re-run {LIST_RESOURCES} to refresh.",
+                    args.uri
+                ))),
+                (_, text) => Err(ToolError::Runtime(text)),
+            },
+        }
     }
 }
 
@@ -649,14 +623,12 @@ impl Tool for ReadMcpResource {
 #[derive(Debug, Default)]
 pub struct ReadMcpResourceDir;
 
-impl Tool for ReadMcpResourceDir {
-    fn name(&self) -> &'static str {
-        READ_RESOURCE_DIR
-    }
-
-    fn defer_loading(&self) -> Option<bool> {
-        Some(true) // measured: deferred with the MCP tools when tool search is on
-    }
+impl TypedTool for ReadMcpResourceDir {
+    const NAME: &'static str = READ_RESOURCE_DIR;
+    const DEFER_LOADING: Option<bool> = Some(true); // measured: deferred with the MCP tools when tool search is on
+    const READ_ONLY: bool = true;
+    const CONCURRENCY_SAFE: bool = true;
+    type Args = serde::de::IgnoredAny;
 
     fn description(&self) -> String {
         "\nList the direct children of a directory resource on an MCP server (`resources/directory/read`).\n\nParameters:\n- server (required): The name of the MCP server to read from\n- uri (required): The URI of the directory resource\n\nThe listing is not recursive. Each entry carries its own `uri`; subdirectories appear with mimeType \"inode/directory\" — call this tool again on a subdirectory's `uri` to descend.\n\nOnly usable against a server that has declared support for directory listing; other servers return an error.\n".into()
@@ -666,16 +638,8 @@ impl Tool for ReadMcpResourceDir {
         read_schema("The directory resource URI to list")
     }
 
-    fn is_read_only(&self, _input: &Value) -> bool {
-        true
-    }
-
-    fn is_concurrency_safe(&self, _input: &Value) -> bool {
-        true
-    }
-
-    fn call<'a>(&'a self, _input: Value, ctx: &'a ToolContext) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
-        Box::pin(async move { dir_listing(ctx) })
+    async fn call(&self, _args: serde::de::IgnoredAny, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        dir_listing(ctx)
     }
 }
 

@@ -4,8 +4,7 @@
 
 use crate::context::ToolContext;
 use crate::fs::{check_write_gates, checkpoint, confine_write, hex};
-use crate::tool::{parse_args, PermissionSubject, Tool, ToolError, ToolOutput};
-use futures_util::future::BoxFuture;
+use crate::tool::{PermissionSubject, ToolError, ToolOutput, TypedTool};
 use serde::Deserialize;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
@@ -21,7 +20,7 @@ const CELL_TYPE_REQUIRED: &str = "Cell type is required when using edit_mode=ins
 pub struct NotebookEdit;
 
 #[derive(Debug, Deserialize)]
-struct Args {
+pub struct Args {
     notebook_path: String,
     #[serde(default)]
     cell_id: Option<String>,
@@ -132,10 +131,9 @@ pub fn stringify_1(v: &Value) -> Result<String, ToolError> {
     String::from_utf8(out).map_err(|e| ToolError::Runtime(e.to_string()))
 }
 
-impl Tool for NotebookEdit {
-    fn name(&self) -> &'static str {
-        "NotebookEdit"
-    }
+impl TypedTool for NotebookEdit {
+    const NAME: &'static str = "NotebookEdit";
+    type Args = Args;
 
     fn description(&self) -> String {
         "Completely replaces the contents of a specific cell in a Jupyter notebook (.ipynb file) with new source. The notebook_path parameter must be an absolute path. The cell_id identifies the cell; edit_mode=insert adds a new cell after it (or at the start when absent), edit_mode=delete removes it.".into()
@@ -182,35 +180,32 @@ impl Tool for NotebookEdit {
         (!read).then(|| crate::fs::NOT_READ_YET.into())
     }
 
-    fn call<'a>(&'a self, input: Value, ctx: &'a ToolContext) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
-        Box::pin(async move {
-            let args: Args = parse_args(input)?;
-            let path = confine_write(ctx, &args.notebook_path)?;
-            if path.extension().is_none_or(|e| e != "ipynb") {
-                return Err(ToolError::Validation(NOT_A_NOTEBOOK.into()));
-            }
-            let mode = args.edit_mode.as_deref().unwrap_or("replace");
-            if mode == "insert" && args.cell_type.is_none() {
-                return Err(ToolError::Validation(CELL_TYPE_REQUIRED.into()));
-            }
-            // the reference's order: the read gate before the file is looked at
-            if ctx.read_state.lock().ok().is_none_or(|s| !s.contains_key(&path)) {
-                return Err(ToolError::Validation(crate::fs::NOT_READ_YET.into()));
-            }
-            let current =
-                std::fs::read(&path).map_err(|_| ToolError::Validation("Notebook file does not exist.".into()))?;
-            check_write_gates(ctx, &path, &current)?;
-            let file = crate::fs::TextFile::decode(&current);
-            let mut nb: Value = serde_json::from_str(&file.text)
-                .map_err(|_| ToolError::Validation("Notebook is not valid JSON.".into()))?;
-            let text = apply(&mut nb, args.cell_id.as_deref(), &args.new_source, args.cell_type.as_deref(), mode)?;
-            checkpoint(ctx, &path, &current)?;
-            let bytes = file.encode(&stringify_1(&nb)?);
-            crate::fs::write_no_follow(&path, &bytes)
-                .map_err(|e| ToolError::Runtime(format!("{e}: {}", path.display())))?;
-            crate::fs::remember_read(ctx, &path, bytes, false);
-            Ok(ToolOutput::Text(text))
-        })
+    async fn call(&self, args: Args, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        let path = confine_write(ctx, &args.notebook_path)?;
+        if path.extension().is_none_or(|e| e != "ipynb") {
+            return Err(ToolError::Validation(NOT_A_NOTEBOOK.into()));
+        }
+        let mode = args.edit_mode.as_deref().unwrap_or("replace");
+        if mode == "insert" && args.cell_type.is_none() {
+            return Err(ToolError::Validation(CELL_TYPE_REQUIRED.into()));
+        }
+        // the reference's order: the read gate before the file is looked at
+        if ctx.read_state.lock().ok().is_none_or(|s| !s.contains_key(&path)) {
+            return Err(ToolError::Validation(crate::fs::NOT_READ_YET.into()));
+        }
+        let current =
+            std::fs::read(&path).map_err(|_| ToolError::Validation("Notebook file does not exist.".into()))?;
+        check_write_gates(ctx, &path, &current)?;
+        let file = crate::fs::TextFile::decode(&current);
+        let mut nb: Value = serde_json::from_str(&file.text)
+            .map_err(|_| ToolError::Validation("Notebook is not valid JSON.".into()))?;
+        let text = apply(&mut nb, args.cell_id.as_deref(), &args.new_source, args.cell_type.as_deref(), mode)?;
+        checkpoint(ctx, &path, &current)?;
+        let bytes = file.encode(&stringify_1(&nb)?);
+        crate::fs::write_no_follow(&path, &bytes)
+            .map_err(|e| ToolError::Runtime(format!("{e}: {}", path.display())))?;
+        crate::fs::remember_read(ctx, &path, bytes, false);
+        Ok(ToolOutput::Text(text))
     }
 }
 

@@ -25,8 +25,7 @@
 //! tool definitions), not measured on a run; the refusal text of a non-read-only call in plan mode is ours.
 
 use crate::context::ToolContext;
-use crate::tool::{PermissionSubject, Tool, ToolError, ToolOutput};
-use futures_util::future::BoxFuture;
+use crate::tool::{PermissionSubject, Tool, ToolError, ToolOutput, TypedTool};
 use serde_json::{json, Value};
 use std::path::PathBuf;
 use std::sync::Mutex;
@@ -181,10 +180,11 @@ pub const NOT_IN_PLAN_MODE: &str = "You are not in plan mode. To enter plan mode
 #[derive(Debug, Clone, Copy, Default)]
 pub struct EnterPlanMode;
 
-impl Tool for EnterPlanMode {
-    fn name(&self) -> &'static str {
-        ENTER_PLAN_MODE
-    }
+impl TypedTool for EnterPlanMode {
+    const NAME: &'static str = ENTER_PLAN_MODE;
+    const READ_ONLY: bool = true;
+    const CONCURRENCY_SAFE: bool = true;
+    type Args = serde::de::IgnoredAny;
 
     fn is_visible(&self, ctx: &ToolContext) -> bool {
         visible(ctx.session.state::<ModeState>().get(), ENTER_PLAN_MODE)
@@ -198,24 +198,14 @@ impl Tool for EnterPlanMode {
         json!({"$schema": "https://json-schema.org/draft/2020-12/schema", "type": "object", "properties": {}, "additionalProperties": false})
     }
 
-    fn is_read_only(&self, _input: &Value) -> bool {
-        true
-    }
-
-    fn is_concurrency_safe(&self, _input: &Value) -> bool {
-        true
-    }
-
-    fn call<'a>(&'a self, _input: Value, ctx: &'a ToolContext) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
-        Box::pin(async move {
-            if ctx.session.state::<ModeState>().get() == Mode::Plan {
-                return Err(ToolError::Validation(format!(
-                    "Already in plan mode. Call {EXIT_PLAN_MODE} to submit the plan for approval."
-                )));
-            }
-            ctx.session.state::<ModeState>().set(Mode::Plan);
-            Ok(ToolOutput::Text(ENTERED.into()))
-        })
+    async fn call(&self, _args: serde::de::IgnoredAny, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        if ctx.session.state::<ModeState>().get() == Mode::Plan {
+            return Err(ToolError::Validation(format!(
+                "Already in plan mode. Call {EXIT_PLAN_MODE} to submit the plan for approval."
+            )));
+        }
+        ctx.session.state::<ModeState>().set(Mode::Plan);
+        Ok(ToolOutput::Text(ENTERED.into()))
     }
 }
 
@@ -259,10 +249,10 @@ pub fn approved_text(plan: Option<&str>, file: &std::path::Path) -> String {
 #[derive(Debug, Clone, Copy, Default)]
 pub struct ExitPlanMode;
 
-impl Tool for ExitPlanMode {
-    fn name(&self) -> &'static str {
-        EXIT_PLAN_MODE
-    }
+impl TypedTool for ExitPlanMode {
+    const NAME: &'static str = EXIT_PLAN_MODE;
+    const CONCURRENCY_SAFE: bool = true;
+    type Args = Value;
 
     fn is_visible(&self, ctx: &ToolContext) -> bool {
         visible(ctx.session.state::<ModeState>().get(), EXIT_PLAN_MODE)
@@ -295,42 +285,34 @@ impl Tool for ExitPlanMode {
         })
     }
 
-    fn is_concurrency_safe(&self, _input: &Value) -> bool {
-        true
-    }
-
-    fn call<'a>(&'a self, input: Value, ctx: &'a ToolContext) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
-        Box::pin(async move {
-            if ctx.session.state::<ModeState>().get() != Mode::Plan {
-                return Err(ToolError::Validation(NOT_IN_PLAN_MODE.into()));
-            }
-            let file = plan_file(ctx);
-            let plan = match input.get("plan").and_then(Value::as_str) {
-                Some(p) => Some(p.to_string()),
-                None => std::fs::read_to_string(&file).ok(),
-            };
-            let reply = ctx.session.state::<crate::tools::host::HostScript>().next_plan().cloned();
-            match reply {
-                Some(r) if r.approve => {
-                    if let Some(p) = plan.as_deref().filter(|p| !p.trim().is_empty()) {
-                        std::fs::create_dir_all(file.parent().unwrap_or(&ctx.home))
-                            .and_then(|_| std::fs::write(&file, p))
-                            .map_err(|e| {
-                                ToolError::Runtime(format!("Cannot save the plan to {}: {e}", file.display()))
-                            })?;
-                    }
-                    ctx.session.state::<ModeState>().set(Mode::Default);
-                    Ok(ToolOutput::Data {
-                        text: approved_text(plan.as_deref(), &file),
-                        data: json!({"plan": plan, "isAgent": false, "filePath": file, "allowedPrompts": input.get("allowedPrompts")}),
-                    })
+    async fn call(&self, input: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        if ctx.session.state::<ModeState>().get() != Mode::Plan {
+            return Err(ToolError::Validation(NOT_IN_PLAN_MODE.into()));
+        }
+        let file = plan_file(ctx);
+        let plan = match input.get("plan").and_then(Value::as_str) {
+            Some(p) => Some(p.to_string()),
+            None => std::fs::read_to_string(&file).ok(),
+        };
+        let reply = ctx.session.state::<crate::tools::host::HostScript>().next_plan().cloned();
+        match reply {
+            Some(r) if r.approve => {
+                if let Some(p) = plan.as_deref().filter(|p| !p.trim().is_empty()) {
+                    std::fs::create_dir_all(file.parent().unwrap_or(&ctx.home))
+                        .and_then(|_| std::fs::write(&file, p))
+                        .map_err(|e| ToolError::Runtime(format!("Cannot save the plan to {}: {e}", file.display())))?;
                 }
-                Some(r) if r.feedback.as_deref().is_some_and(|f| !f.is_empty()) => {
-                    Err(ToolError::Runtime(format!("{REJECTED_WITH_FEEDBACK}{}", r.feedback.unwrap_or_default())))
-                }
-                _ => Err(ToolError::Runtime(crate::settings::REJECTED.into())),
+                ctx.session.state::<ModeState>().set(Mode::Default);
+                Ok(ToolOutput::Data {
+                    text: approved_text(plan.as_deref(), &file),
+                    data: json!({"plan": plan, "isAgent": false, "filePath": file, "allowedPrompts": input.get("allowedPrompts")}),
+                })
             }
-        })
+            Some(r) if r.feedback.as_deref().is_some_and(|f| !f.is_empty()) => {
+                Err(ToolError::Runtime(format!("{REJECTED_WITH_FEEDBACK}{}", r.feedback.unwrap_or_default())))
+            }
+            _ => Err(ToolError::Runtime(crate::settings::REJECTED.into())),
+        }
     }
 }
 

@@ -21,8 +21,7 @@
 use super::agent_tool::{mailbox, Member, MAIN_NAME};
 use crate::context::ToolContext;
 use crate::profile::Switch;
-use crate::tool::{parse_args, Tool, ToolError, ToolOutput};
-use futures_util::future::BoxFuture;
+use crate::tool::{ToolError, ToolOutput, TypedTool};
 use serde::Deserialize;
 use serde_json::{json, Value};
 use std::io::Write;
@@ -39,7 +38,7 @@ pub const BROADCAST: &str = "*";
 pub struct SendMessage;
 
 #[derive(Debug, Deserialize)]
-struct Args {
+pub struct Args {
     to: String,
     #[serde(default)]
     summary: Option<String>,
@@ -48,10 +47,9 @@ struct Args {
 
 const DESCRIPTION: &str = "# SendMessage\n\nSend a message to another agent.\n\n```json\n{\"to\": \"researcher\", \"summary\": \"assign task 1\", \"message\": \"start on task #1\"}\n```\n\n| `to` | |\n|---|---|\n| `\"researcher\"` | Teammate by name |\n| `\"main\"` | The main conversation (background subagents only) |\n\nYour plain text output is NOT visible to other agents — to communicate, you MUST call this tool. Messages from teammates are delivered automatically; you don't check an inbox. Refer to agents by name — names keep working after an agent completes (a send resumes it from its transcript). Use the raw `agentId` (format `a...-...`) from its spawn result only when the agent has no name, or when a newer agent took the name (latest wins). When relaying, don't quote the original — it's already rendered to the user.";
 
-impl Tool for SendMessage {
-    fn name(&self) -> &'static str {
-        "SendMessage"
-    }
+impl TypedTool for SendMessage {
+    const NAME: &'static str = "SendMessage";
+    type Args = Args;
 
     fn description(&self) -> String {
         DESCRIPTION.into()
@@ -79,11 +77,8 @@ impl Tool for SendMessage {
         })
     }
 
-    fn call<'a>(&'a self, input: Value, ctx: &'a ToolContext) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
-        Box::pin(async move {
-            let args: Args = parse_args(input)?;
-            send(args, ctx)
-        })
+    async fn call(&self, args: Args, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        send(args, ctx)
     }
 }
 

@@ -32,8 +32,7 @@
 //! parent's conversation.
 
 use crate::context::ToolContext;
-use crate::tool::{parse_args, Tool, ToolError, ToolOutput};
-use futures_util::future::BoxFuture;
+use crate::tool::{ToolError, ToolOutput, TypedTool};
 use serde::Deserialize;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
@@ -234,7 +233,7 @@ impl crate::pipeline::Extension for Listing {
 }
 
 #[derive(Debug, Deserialize)]
-struct Args {
+pub struct Args {
     skill: String,
     #[serde(default)]
     args: Option<String>,
@@ -247,10 +246,9 @@ pub struct Skill;
 /// Skill's description, as Claude Code 2.1.235 sends it.
 pub const DESCRIPTION: &str = "Invoke a skill.\n\nA skill is a packaged set of instructions the user or project has set up for a particular kind of task (deploy steps, a review checklist, a repo-specific workflow). Available skills appear in a system-reminder listing with one-line descriptions. When the task at hand is one a listed skill covers, call this tool first — the skill's instructions load into the turn for you to follow in place of your default approach; some skills instead run in a subagent and return the finished result. A skill that runs in the background returns only the agent's name — its result arrives later as a task notification, so don't wait on it or invoke it again in the meantime. Users may also ask for one by name (`/<name>`, or \"slash command\"); that's a request to invoke it.\n\n- `skill`: exact name from the listing, no leading slash. Plugin skills use `plugin:skill`. Directory-scoped skills are listed with a path prefix (`apps/web:deploy`); when both scoped and unscoped variants of a name exist, pick the one whose directory contains the files you're working on (most specific wins; unscoped otherwise).\n- `args`: optional arguments to pass through.\n\nOnly names from the listing (or that the user typed explicitly) are valid. Built-in CLI commands (`/help`, `/clear`, …) aren't skills. If a `<command-name>` block is already present this turn, the skill is loaded — follow it directly rather than calling again.\n";
 
-impl Tool for Skill {
-    fn name(&self) -> &'static str {
-        SKILL
-    }
+impl TypedTool for Skill {
+    const NAME: &'static str = SKILL;
+    type Args = Args;
 
     fn description(&self) -> String {
         DESCRIPTION.into()
@@ -269,44 +267,39 @@ impl Tool for Skill {
         })
     }
 
-    fn call<'a>(&'a self, input: Value, ctx: &'a ToolContext) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
-        Box::pin(async move {
-            let args: Args = parse_args(input)?;
-            let name = args.skill.trim();
-            let name = name.strip_prefix('/').unwrap_or(name);
-            if name.is_empty() {
-                return Err(ToolError::Validation(format!("Invalid skill format: {}", args.skill)));
+    async fn call(&self, args: Args, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        let name = args.skill.trim();
+        let name = name.strip_prefix('/').unwrap_or(name);
+        if name.is_empty() {
+            return Err(ToolError::Validation(format!("Invalid skill format: {}", args.skill)));
+        }
+        let skills = discover(ctx);
+        let found =
+            skills.iter().find(|s| s.name == name).or_else(|| skills.iter().find(|s| s.alias.as_deref() == Some(name)));
+        let Some(skill) = found else {
+            return Err(ToolError::Validation(unknown(name, &skills)));
+        };
+        if skill.disabled {
+            return Err(ToolError::Validation(disabled_error(name)));
+        }
+        let text = format!(
+            "Base directory for this skill: {}\n\n{}",
+            skill.dir.display(),
+            expand(&skill.body, args.args.as_deref())
+        );
+        let texts = match ctx.session.state::<SkillState>().record(&skill.dir, &text) {
+            None => vec![text],
+            Some(before) if before == text => {
+                vec![format!("Skill /{name} is already loaded above; instructions unchanged.")]
             }
-            let skills = discover(ctx);
-            let found = skills
-                .iter()
-                .find(|s| s.name == name)
-                .or_else(|| skills.iter().find(|s| s.alias.as_deref() == Some(name)));
-            let Some(skill) = found else {
-                return Err(ToolError::Validation(unknown(name, &skills)));
-            };
-            if skill.disabled {
-                return Err(ToolError::Validation(disabled_error(name)));
+            Some(_) => vec![reinvocation(name), text],
+        };
+        if let Some(id) = &ctx.call_id {
+            for t in texts {
+                ctx.session.followups.push(id, t);
             }
-            let text = format!(
-                "Base directory for this skill: {}\n\n{}",
-                skill.dir.display(),
-                expand(&skill.body, args.args.as_deref())
-            );
-            let texts = match ctx.session.state::<SkillState>().record(&skill.dir, &text) {
-                None => vec![text],
-                Some(before) if before == text => {
-                    vec![format!("Skill /{name} is already loaded above; instructions unchanged.")]
-                }
-                Some(_) => vec![reinvocation(name), text],
-            };
-            if let Some(id) = &ctx.call_id {
-                for t in texts {
-                    ctx.session.followups.push(id, t);
-                }
-            }
-            Ok(ToolOutput::Text(format!("Launching skill: {name}")))
-        })
+        }
+        Ok(ToolOutput::Text(format!("Launching skill: {name}")))
     }
 }
 
@@ -329,7 +322,7 @@ mod tests {
     async fn call(ctx: &ToolContext, id: &str, input: Value) -> (Result<ToolOutput, ToolError>, Vec<String>) {
         let mut c = ctx.clone();
         c.call_id = Some(id.into());
-        let out = Skill.call(input, &c).await;
+        let out = crate::tool::Tool::call(&Skill, input, &c).await;
         (out, ctx.session.followups.take_for(&[id]))
     }
 

@@ -7,8 +7,7 @@
 use crate::background::{shown_output, Status};
 use crate::context::ToolContext;
 use crate::profile::Switch;
-use crate::tool::{parse_args, Tool, ToolError, ToolOutput};
-use futures_util::future::BoxFuture;
+use crate::tool::{ToolError, ToolOutput, TypedTool};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
@@ -33,7 +32,7 @@ fn no_task(id: &str) -> ToolError {
 pub struct TaskOutput;
 
 #[derive(Debug, Deserialize)]
-struct OutputArgs {
+pub struct OutputArgs {
     task_id: String,
     #[serde(default)]
     block: Option<bool>,
@@ -41,10 +40,10 @@ struct OutputArgs {
     timeout: Option<u64>,
 }
 
-impl Tool for TaskOutput {
-    fn name(&self) -> &'static str {
-        TASK_OUTPUT
-    }
+impl TypedTool for TaskOutput {
+    const NAME: &'static str = TASK_OUTPUT;
+    const READ_ONLY: bool = true;
+    type Args = OutputArgs;
 
     fn description(&self) -> String {
         "Retrieves the output of a background task (a command run with run_in_background).\n\n- block (default true) waits for the task to finish, at most `timeout` ms (default 30000, max 600000)\n- block=false returns at once with the current status\n- Empty output is not a failure, and a \"success\" line in a log is not completion: read the status".into()
@@ -64,57 +63,50 @@ impl Tool for TaskOutput {
         })
     }
 
-    fn is_read_only(&self, _input: &Value) -> bool {
-        true
-    }
-
-    fn call<'a>(&'a self, input: Value, ctx: &'a ToolContext) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
-        Box::pin(async move {
-            let args: OutputArgs = parse_args(input)?;
-            let tasks = &ctx.shell.tasks;
-            let t = tasks.known(&args.task_id).ok_or_else(|| no_task(&args.task_id))?;
-            let timeout = args.timeout.unwrap_or(TASK_OUTPUT_DEFAULT_TIMEOUT_MS).min(TASK_OUTPUT_MAX_TIMEOUT_MS);
-            let (t, retrieval) = if t.status != Status::Running {
-                (t, "success")
-            } else if !args.block.unwrap_or(true) {
-                (t, "not_ready")
-            } else {
-                let t = tasks.wait(&args.task_id, timeout).await.unwrap_or(t);
-                let r = if t.status == Status::Running { "timeout" } else { "success" };
-                (t, r)
-            };
-            let agent = tasks.agent_result(&t.id);
-            let workflow = tasks.workflow_end(&t.id);
-            let mut text = format!(
-                "<retrieval_status>{retrieval}</retrieval_status>\n\n<task_id>{}</task_id>\n\n<task_type>{}</task_type>\n\n<status>{}</status>",
-                t.id,
-                tasks.task_type(&t.id),
-                t.status.word()
-            );
-            if let Some(c) = t.exit_code {
-                text.push_str(&format!("\n\n<exit_code>{c}</exit_code>"));
-            }
-            match (&agent, t.status != Status::Running) {
-                // a Workflow run: its progress report once completed, nothing otherwise (measured)
-                _ if workflow.is_some() => {
-                    if let Some(report) =
-                        workflow.flatten().and_then(|w| w.report).filter(|_| t.status == Status::Completed)
-                    {
-                        text.push_str(&format!("\n\n<output>\n{report}\n</output>"));
-                    }
+    async fn call(&self, args: OutputArgs, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        let tasks = &ctx.shell.tasks;
+        let t = tasks.known(&args.task_id).ok_or_else(|| no_task(&args.task_id))?;
+        let timeout = args.timeout.unwrap_or(TASK_OUTPUT_DEFAULT_TIMEOUT_MS).min(TASK_OUTPUT_MAX_TIMEOUT_MS);
+        let (t, retrieval) = if t.status != Status::Running {
+            (t, "success")
+        } else if !args.block.unwrap_or(true) {
+            (t, "not_ready")
+        } else {
+            let t = tasks.wait(&args.task_id, timeout).await.unwrap_or(t);
+            let r = if t.status == Status::Running { "timeout" } else { "success" };
+            (t, r)
+        };
+        let agent = tasks.agent_result(&t.id);
+        let workflow = tasks.workflow_end(&t.id);
+        let mut text = format!(
+            "<retrieval_status>{retrieval}</retrieval_status>\n\n<task_id>{}</task_id>\n\n<task_type>{}</task_type>\n\n<status>{}</status>",
+            t.id,
+            tasks.task_type(&t.id),
+            t.status.word()
+        );
+        if let Some(c) = t.exit_code {
+            text.push_str(&format!("\n\n<exit_code>{c}</exit_code>"));
+        }
+        match (&agent, t.status != Status::Running) {
+            // a Workflow run: its progress report once completed, nothing otherwise (measured)
+            _ if workflow.is_some() => {
+                if let Some(report) =
+                    workflow.flatten().and_then(|w| w.report).filter(|_| t.status == Status::Completed)
+                {
+                    text.push_str(&format!("\n\n<output>\n{report}\n</output>"));
                 }
-                (Some(result), true) => {
-                    text.push_str(&format!("\n\n<output>\n{}\n</output>", result.as_deref().unwrap_or("")))
-                }
-                (None, true) => text.push_str(&format!("\n\n<output>\n{}\n</output>", shown_output(&t))),
-                _ => {}
             }
-            if t.status != Status::Running {
-                tasks.retire(&t.id);
+            (Some(result), true) => {
+                text.push_str(&format!("\n\n<output>\n{}\n</output>", result.as_deref().unwrap_or("")))
             }
-            let data = json!({"retrieval_status": retrieval, "task_id": t.id, "status": t.status.word(), "exit_code": t.exit_code, "output_file": t.output_file});
-            Ok(ToolOutput::Data { text, data })
-        })
+            (None, true) => text.push_str(&format!("\n\n<output>\n{}\n</output>", shown_output(&t))),
+            _ => {}
+        }
+        if t.status != Status::Running {
+            tasks.retire(&t.id);
+        }
+        let data = json!({"retrieval_status": retrieval, "task_id": t.id, "status": t.status.word(), "exit_code": t.exit_code, "output_file": t.output_file});
+        Ok(ToolOutput::Data { text, data })
     }
 }
 
@@ -123,17 +115,16 @@ impl Tool for TaskOutput {
 pub struct TaskStop;
 
 #[derive(Debug, Deserialize)]
-struct StopArgs {
+pub struct StopArgs {
     #[serde(default)]
     task_id: Option<String>,
     #[serde(default)]
     shell_id: Option<String>,
 }
 
-impl Tool for TaskStop {
-    fn name(&self) -> &'static str {
-        "TaskStop"
-    }
+impl TypedTool for TaskStop {
+    const NAME: &'static str = "TaskStop";
+    type Args = StopArgs;
 
     fn description(&self) -> String {
         "Stops a running background task by its ID (kills its whole process group).".into()
@@ -151,23 +142,20 @@ impl Tool for TaskStop {
         })
     }
 
-    fn call<'a>(&'a self, input: Value, ctx: &'a ToolContext) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
-        Box::pin(async move {
-            let args: StopArgs = parse_args(input)?;
-            let Some(id) = args.task_id.or(args.shell_id) else {
-                return Err(ToolError::Validation("Missing required parameter: task_id".into()));
-            };
-            let tasks = &ctx.shell.tasks;
-            let t = tasks.known(&id).ok_or_else(|| no_task(&id))?;
-            if t.status != Status::Running {
-                return Err(ToolError::Validation(format!("Task {id} is not running (status: {})", t.status.word())));
-            }
-            tasks.stop(&id);
-            // the runner reports the end once the group is gone
-            tasks.wait(&id, 10_000).await;
-            tasks.retire(&id);
-            let v = json!({"message": format!("Successfully stopped task: {id} ({})", t.command), "task_id": id, "task_type": tasks.task_type(&id), "command": t.command});
-            Ok(ToolOutput::Data { text: v.to_string(), data: v })
-        })
+    async fn call(&self, args: StopArgs, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        let Some(id) = args.task_id.or(args.shell_id) else {
+            return Err(ToolError::Validation("Missing required parameter: task_id".into()));
+        };
+        let tasks = &ctx.shell.tasks;
+        let t = tasks.known(&id).ok_or_else(|| no_task(&id))?;
+        if t.status != Status::Running {
+            return Err(ToolError::Validation(format!("Task {id} is not running (status: {})", t.status.word())));
+        }
+        tasks.stop(&id);
+        // the runner reports the end once the group is gone
+        tasks.wait(&id, 10_000).await;
+        tasks.retire(&id);
+        let v = json!({"message": format!("Successfully stopped task: {id} ({})", t.command), "task_id": id, "task_type": tasks.task_type(&id), "command": t.command});
+        Ok(ToolOutput::Data { text: v.to_string(), data: v })
     }
 }

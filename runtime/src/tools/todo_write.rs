@@ -15,9 +15,8 @@
 
 use crate::context::ToolContext;
 use crate::session::Session;
-use crate::tool::{Tool, ToolError, ToolOutput};
+use crate::tool::{ToolError, ToolOutput, TypedTool};
 use crate::validation;
-use futures_util::future::BoxFuture;
 use serde_json::{json, Value};
 use std::sync::{Arc, Mutex, Weak};
 
@@ -138,10 +137,9 @@ pub fn issues(todos: &[Value]) -> Vec<Value> {
 #[derive(Debug, Default)]
 pub struct TodoWrite;
 
-impl Tool for TodoWrite {
-    fn name(&self) -> &'static str {
-        "TodoWrite"
-    }
+impl TypedTool for TodoWrite {
+    const NAME: &'static str = "TodoWrite";
+    type Args = Value;
 
     fn description(&self) -> String {
         TODO_DESCRIPTION.into()
@@ -151,19 +149,17 @@ impl Tool for TodoWrite {
         serde_json::from_str(TODO_SCHEMA).unwrap_or(Value::Null)
     }
 
-    fn call<'a>(&'a self, input: Value, ctx: &'a ToolContext) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
-        Box::pin(async move {
-            let Some(todos) = input.get("todos").and_then(Value::as_array) else {
-                let issue = validation::invalid_type(json!(["todos"]), "array", None);
-                return Err(ToolError::Validation(validation::issues_error(&[issue])));
-            };
-            let found = issues(todos);
-            if !found.is_empty() {
-                return Err(ToolError::Validation(validation::issues_error(&found)));
-            }
-            let old = swap_list(&ctx.session, todos);
-            Ok(ToolOutput::Data { text: TODO_RESULT.into(), data: json!({"oldTodos": old, "newTodos": todos}) })
-        })
+    async fn call(&self, input: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        let Some(todos) = input.get("todos").and_then(Value::as_array) else {
+            let issue = validation::invalid_type(json!(["todos"]), "array", None);
+            return Err(ToolError::Validation(validation::issues_error(&[issue])));
+        };
+        let found = issues(todos);
+        if !found.is_empty() {
+            return Err(ToolError::Validation(validation::issues_error(&found)));
+        }
+        let old = swap_list(&ctx.session, todos);
+        Ok(ToolOutput::Data { text: TODO_RESULT.into(), data: json!({"oldTodos": old, "newTodos": todos}) })
     }
 }
 

@@ -36,8 +36,7 @@
 
 use crate::context::ToolContext;
 use crate::profile::{Profile, Switch};
-use crate::tool::{parse_args, Tool, ToolError, ToolOutput};
-use futures_util::future::BoxFuture;
+use crate::tool::{Tool, ToolError, ToolOutput, TypedTool};
 use serde::Deserialize;
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, BTreeSet};
@@ -357,7 +356,7 @@ pub fn search(catalogue: &[Entry], query: &str, max_results: usize) -> Vec<Strin
 }
 
 #[derive(Debug, Deserialize)]
-struct Args {
+pub struct Args {
     query: String,
     #[serde(default)]
     max_results: Option<f64>,
@@ -370,10 +369,11 @@ pub struct ToolSearch;
 /// ToolSearch's description, as Claude Code 2.1.235 sends it.
 pub const DESCRIPTION: &str = "Fetches full schema definitions for deferred tools so they can be called.\n\nDeferred tools appear by name in <system-reminder> messages. Until fetched, only the name is known — there is no parameter schema, so the tool cannot be invoked. This tool takes a query, matches it against the deferred tool list, and returns the matched tools' complete JSONSchema definitions inside a <functions> block. Once a tool's schema appears in that result, it is callable exactly like any tool defined at the top of the prompt.\n\nResult format: each matched tool appears as one <function>{\"description\": \"...\", \"name\": \"...\", \"parameters\": {...}}</function> line inside the <functions> block — the same encoding as the tool list at the top of this prompt.\n\nQuery forms:\n- \"select:Read,Edit,Grep\" — fetch these exact tools by name\n- \"notebook jupyter\" — keyword search, up to max_results best matches\n- \"+slack send\" — require \"slack\" in the name, rank by remaining terms";
 
-impl Tool for ToolSearch {
-    fn name(&self) -> &'static str {
-        TOOL_SEARCH
-    }
+impl TypedTool for ToolSearch {
+    const NAME: &'static str = TOOL_SEARCH;
+    const READ_ONLY: bool = true;
+    const DEFER_LOADING: Option<bool> = Some(false);
+    type Args = Args;
 
     fn description(&self) -> String {
         DESCRIPTION.into()
@@ -392,33 +392,22 @@ impl Tool for ToolSearch {
         })
     }
 
-    fn is_read_only(&self, _input: &Value) -> bool {
-        true
-    }
-
-    fn defer_loading(&self) -> Option<bool> {
-        Some(false)
-    }
-
-    fn call<'a>(&'a self, input: Value, ctx: &'a ToolContext) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
-        Box::pin(async move {
-            let args: Args = parse_args(input)?;
-            let max = match args.max_results {
-                Some(n) if n.is_finite() && n >= 1.0 => n.floor() as usize,
-                Some(_) => 1,
-                None => DEFAULT_MAX_RESULTS,
-            };
-            let state = ctx.session.state::<ToolSearchState>();
-            let found = search(&state.catalogue(), &args.query, max);
-            if found.is_empty() {
-                return Ok(ToolOutput::Text(NO_MATCH.into()));
-            }
-            state.load(found.iter().map(String::as_str));
-            if let Some(id) = &ctx.call_id {
-                ctx.session.followups.push(id, TOOL_LOADED.into());
-            }
-            Ok(ToolOutput::Blocks(found.iter().map(|n| json!({"type": "tool_reference", "tool_name": n})).collect()))
-        })
+    async fn call(&self, args: Args, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        let max = match args.max_results {
+            Some(n) if n.is_finite() && n >= 1.0 => n.floor() as usize,
+            Some(_) => 1,
+            None => DEFAULT_MAX_RESULTS,
+        };
+        let state = ctx.session.state::<ToolSearchState>();
+        let found = search(&state.catalogue(), &args.query, max);
+        if found.is_empty() {
+            return Ok(ToolOutput::Text(NO_MATCH.into()));
+        }
+        state.load(found.iter().map(String::as_str));
+        if let Some(id) = &ctx.call_id {
+            ctx.session.followups.push(id, TOOL_LOADED.into());
+        }
+        Ok(ToolOutput::Blocks(found.iter().map(|n| json!({"type": "tool_reference", "tool_name": n})).collect()))
     }
 }
 

@@ -36,8 +36,7 @@
 
 use crate::context::ToolContext;
 use crate::profile::Switch;
-use crate::tool::{parse_args, PermissionSubject, Tool, ToolError, ToolOutput};
-use futures_util::future::BoxFuture;
+use crate::tool::{PermissionSubject, ToolError, ToolOutput, TypedTool};
 use futures_util::StreamExt;
 use reqwest::Url;
 use serde::Deserialize;
@@ -252,7 +251,7 @@ pub enum Outcome {
 pub struct WebFetch;
 
 #[derive(Debug, Deserialize)]
-struct Args {
+pub struct Args {
     url: String,
     prompt: String,
 }
@@ -596,10 +595,12 @@ async fn apply_prompt(ctx: &ToolContext, content: &str, prompt: &str, preapprove
     })
 }
 
-impl Tool for WebFetch {
-    fn name(&self) -> &'static str {
-        "WebFetch"
-    }
+impl TypedTool for WebFetch {
+    const NAME: &'static str = "WebFetch";
+    const READ_ONLY: bool = true;
+    const CONCURRENCY_SAFE: bool = true;
+    const MAX_RESULT_SIZE_CHARS: Option<usize> = Some(MAX_RESULT_SIZE_CHARS);
+    type Args = Args;
 
     fn description(&self) -> String {
         "Fetches a URL, converts the page to markdown, and answers `prompt` against it using a small fast model.\n\n- Fails on authenticated/private URLs \u{2014} use an authenticated MCP tool or `gh` for those instead.\n- HTTP is upgraded to HTTPS. Cross-host redirects are returned to you rather than followed; call again with the redirect URL.\n- Responses are cached for 15 minutes per URL.".into()
@@ -618,90 +619,73 @@ impl Tool for WebFetch {
         })
     }
 
-    fn is_read_only(&self, _input: &Value) -> bool {
-        true
-    }
-
-    fn is_concurrency_safe(&self, _input: &Value) -> bool {
-        true
-    }
-
-    fn max_result_size_chars(&self) -> Option<usize> {
-        Some(MAX_RESULT_SIZE_CHARS)
-    }
-
     fn permission_subject(&self, _input: &Value, _ctx: &ToolContext) -> PermissionSubject {
         // domain rules are matched by the tool itself, for the URL and for every redirect hop
         PermissionSubject::None
     }
 
-    fn call<'a>(&'a self, input: Value, ctx: &'a ToolContext) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
-        Box::pin(async move {
-            let args: Args = parse_args(input)?;
-            let started = Instant::now();
-            // the reference's schema (zod's url format) refuses what does not parse, before the tool
-            // runs: measured on 2.1.235, `not a url` is this InputValidationError
-            // (`probes/web/input-shared.toml`)
-            let Ok(mut url) = Url::parse(&args.url) else {
-                return Err(ToolError::Validation(crate::validation::issues_error(&[json!({
-                    "code": "invalid_format",
-                    "format": "url",
-                    "path": ["url"],
-                    "message": "Invalid URL",
-                })])));
-            };
-            if !valid_url(&args.url, &url) {
-                return Err(ToolError::Runtime(invalid_url_text(ctx, &url).into()));
+    async fn call(&self, args: Args, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        let started = Instant::now();
+        // the reference's schema (zod's url format) refuses what does not parse, before the tool
+        // runs: measured on 2.1.235, `not a url` is this InputValidationError
+        // (`probes/web/input-shared.toml`)
+        let Ok(mut url) = Url::parse(&args.url) else {
+            return Err(ToolError::Validation(crate::validation::issues_error(&[json!({
+                "code": "invalid_format",
+                "format": "url",
+                "path": ["url"],
+                "message": "Invalid URL",
+            })])));
+        };
+        if !valid_url(&args.url, &url) {
+            return Err(ToolError::Runtime(invalid_url_text(ctx, &url).into()));
+        }
+        check_domain(ctx, &url)?;
+        if url.scheme() == "http" {
+            let _ = url.set_scheme("https");
+        }
+        let web = ctx.session.state::<crate::tools::web_fetch::Web>();
+        let cached = web
+            .cache
+            .lock()
+            .ok()
+            .and_then(|c| c.get(&args.url).filter(|(at, _)| at.elapsed() < CACHE_TTL).map(|(_, f)| f.clone()));
+        let outcome = match cached {
+            Some(f) => Outcome::Page(f),
+            None => fetch(ctx, &web, &url).await?,
+        };
+        let (text, bytes, code) = match outcome {
+            Outcome::Redirect { original, target, status } => {
+                let t = redirect_text(&original, &target, status, &args.prompt);
+                (t.clone(), t.len(), status)
             }
-            check_domain(ctx, &url)?;
-            if url.scheme() == "http" {
-                let _ = url.set_scheme("https");
+            Outcome::HttpError { status, retry_after } => (http_error_text(status, retry_after.as_deref()), 0, status),
+            Outcome::Page(f) => {
+                if let Ok(mut c) = web.cache.lock() {
+                    c.entry(args.url.clone()).or_insert_with(|| (Instant::now(), f.clone()));
+                }
+                let host = url.host_str().unwrap_or_default();
+                let preapproved = is_preapproved(host, url.path());
+                let text = if preapproved
+                    && f.content_type.contains("text/markdown")
+                    && f.content.chars().count() < MAX_MARKDOWN_LENGTH
+                {
+                    f.content.clone()
+                } else {
+                    apply_prompt(ctx, &f.content, &args.prompt, preapproved).await?
+                };
+                (text, f.bytes, f.code)
             }
-            let web = ctx.session.state::<crate::tools::web_fetch::Web>();
-            let cached = web
-                .cache
-                .lock()
-                .ok()
-                .and_then(|c| c.get(&args.url).filter(|(at, _)| at.elapsed() < CACHE_TTL).map(|(_, f)| f.clone()));
-            let outcome = match cached {
-                Some(f) => Outcome::Page(f),
-                None => fetch(ctx, &web, &url).await?,
-            };
-            let (text, bytes, code) = match outcome {
-                Outcome::Redirect { original, target, status } => {
-                    let t = redirect_text(&original, &target, status, &args.prompt);
-                    (t.clone(), t.len(), status)
-                }
-                Outcome::HttpError { status, retry_after } => {
-                    (http_error_text(status, retry_after.as_deref()), 0, status)
-                }
-                Outcome::Page(f) => {
-                    if let Ok(mut c) = web.cache.lock() {
-                        c.entry(args.url.clone()).or_insert_with(|| (Instant::now(), f.clone()));
-                    }
-                    let host = url.host_str().unwrap_or_default();
-                    let preapproved = is_preapproved(host, url.path());
-                    let text = if preapproved
-                        && f.content_type.contains("text/markdown")
-                        && f.content.chars().count() < MAX_MARKDOWN_LENGTH
-                    {
-                        f.content.clone()
-                    } else {
-                        apply_prompt(ctx, &f.content, &args.prompt, preapproved).await?
-                    };
-                    (text, f.bytes, f.code)
-                }
-            };
-            let data = json!({
-                "bytes": bytes,
-                "code": code,
-                "codeText": status_text(code),
-                "result": text,
-                "durationMs": started.elapsed().as_millis() as u64,
-                "url": args.url,
-            });
-            Ok(ToolOutput::Data { text, data })
-        })
+        };
+        let data = json!({
+            "bytes": bytes,
+            "code": code,
+            "codeText": status_text(code),
+            "result": text,
+            "durationMs": started.elapsed().as_millis() as u64,
+            "url": args.url,
+        });
+        Ok(ToolOutput::Data { text, data })
     }
 }
 

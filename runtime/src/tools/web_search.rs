@@ -17,9 +17,8 @@
 //! the tool, its text in the built-in runtime's InputValidationError style (the reference's is zod's).
 
 use crate::context::ToolContext;
-use crate::tool::{parse_args, Tool, ToolError, ToolOutput};
+use crate::tool::{ToolError, ToolOutput, TypedTool};
 use crate::wire::ContentBlock;
-use futures_util::future::BoxFuture;
 use serde::Deserialize;
 use serde_json::{json, Value};
 use std::sync::atomic::Ordering;
@@ -49,7 +48,7 @@ pub const REMINDER: &str =
 pub struct WebSearch;
 
 #[derive(Debug, Deserialize)]
-struct Args {
+pub struct Args {
     query: String,
     #[serde(default)]
     allowed_domains: Option<Vec<String>>,
@@ -163,10 +162,12 @@ fn current_month() -> String {
     jiff::Zoned::now().strftime("%B %Y").to_string()
 }
 
-impl Tool for WebSearch {
-    fn name(&self) -> &'static str {
-        "WebSearch"
-    }
+impl TypedTool for WebSearch {
+    const NAME: &'static str = "WebSearch";
+    const READ_ONLY: bool = true;
+    const CONCURRENCY_SAFE: bool = true;
+    const MAX_RESULT_SIZE_CHARS: Option<usize> = Some(MAX_RESULT_SIZE_CHARS);
+    type Args = Args;
 
     fn description(&self) -> String {
         format!(
@@ -197,54 +198,37 @@ impl Tool for WebSearch {
         })
     }
 
-    fn is_read_only(&self, _input: &Value) -> bool {
-        true
-    }
-
-    fn is_concurrency_safe(&self, _input: &Value) -> bool {
-        true
-    }
-
-    fn max_result_size_chars(&self) -> Option<usize> {
-        Some(MAX_RESULT_SIZE_CHARS)
-    }
-
-    fn call<'a>(&'a self, input: Value, ctx: &'a ToolContext) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
-        Box::pin(async move {
-            let args: Args = parse_args(input)?;
-            if args.query.chars().count() < MIN_QUERY_CHARS {
-                return Err(ToolError::Validation(crate::validation::tool_failed(
-                    self.name(),
-                    &[crate::validation::too_short("query", MIN_QUERY_CHARS)],
-                )));
-            }
-            let allowed = args.allowed_domains.unwrap_or_default();
-            let blocked = args.blocked_domains.unwrap_or_default();
-            if !allowed.is_empty() && !blocked.is_empty() {
-                return Err(ToolError::Validation(
-                    "Error: Cannot specify both allowed_domains and blocked_domains in the same request".into(),
-                ));
-            }
-            let web = ctx.session.state::<crate::tools::web_fetch::Web>();
-            let cap = session_cap(ctx);
-            let made = web.searches.load(Ordering::SeqCst);
-            if made >= cap {
-                return Ok(ToolOutput::Text(result_text(
-                    &args.query,
-                    &[Part::Text(format!("Web search was not performed: this session has used its web search budget ({made} of {cap} WebSearch calls). Continue with the information already gathered instead of issuing more searches. If more searches are genuinely needed, ask the user to raise {ENV_MAX_SEARCHES}."))],
-                )));
-            }
-            web.searches.fetch_add(1, Ordering::SeqCst);
-            let Some(model) = &ctx.session.model else {
-                return Err(ToolError::Runtime(
-                    "WebSearch needs the session's Messages API (the search provider)".into(),
-                ));
-            };
-            let body = request_body(model.model(), &args.query, &allowed, &blocked);
-            let message = model.create(&body).await.map_err(|e| ToolError::Runtime(format!("WebSearch: {e}")))?;
-            let parts = parts(&message.content, &allowed, &blocked);
-            Ok(ToolOutput::Text(result_text(&args.query, &parts)))
-        })
+    async fn call(&self, args: Args, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        if args.query.chars().count() < MIN_QUERY_CHARS {
+            return Err(ToolError::Validation(crate::validation::tool_failed(
+                Self::NAME,
+                &[crate::validation::too_short("query", MIN_QUERY_CHARS)],
+            )));
+        }
+        let allowed = args.allowed_domains.unwrap_or_default();
+        let blocked = args.blocked_domains.unwrap_or_default();
+        if !allowed.is_empty() && !blocked.is_empty() {
+            return Err(ToolError::Validation(
+                "Error: Cannot specify both allowed_domains and blocked_domains in the same request".into(),
+            ));
+        }
+        let web = ctx.session.state::<crate::tools::web_fetch::Web>();
+        let cap = session_cap(ctx);
+        let made = web.searches.load(Ordering::SeqCst);
+        if made >= cap {
+            return Ok(ToolOutput::Text(result_text(
+                &args.query,
+                &[Part::Text(format!("Web search was not performed: this session has used its web search budget ({made} of {cap} WebSearch calls). Continue with the information already gathered instead of issuing more searches. If more searches are genuinely needed, ask the user to raise {ENV_MAX_SEARCHES}."))],
+            )));
+        }
+        web.searches.fetch_add(1, Ordering::SeqCst);
+        let Some(model) = &ctx.session.model else {
+            return Err(ToolError::Runtime("WebSearch needs the session's Messages API (the search provider)".into()));
+        };
+        let body = request_body(model.model(), &args.query, &allowed, &blocked);
+        let message = model.create(&body).await.map_err(|e| ToolError::Runtime(format!("WebSearch: {e}")))?;
+        let parts = parts(&message.content, &allowed, &blocked);
+        Ok(ToolOutput::Text(result_text(&args.query, &parts)))
     }
 }
 

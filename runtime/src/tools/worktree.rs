@@ -30,9 +30,8 @@
 
 use crate::context::ToolContext;
 use crate::profile::Switch;
-use crate::tool::{Tool, ToolError, ToolOutput};
+use crate::tool::{ToolError, ToolOutput, TypedTool};
 use crate::validation::{custom, custom_added, issues_error};
-use futures_util::future::BoxFuture;
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -292,10 +291,9 @@ async fn create(ctx: &ToolContext, repo: &Path, name: &str, original: PathBuf) -
     Ok(ToolOutput::Data { text, data: json!({"worktreePath": dir, "worktreeBranch": branch}) })
 }
 
-impl Tool for EnterWorktree {
-    fn name(&self) -> &'static str {
-        "EnterWorktree"
-    }
+impl TypedTool for EnterWorktree {
+    const NAME: &'static str = "EnterWorktree";
+    type Args = Value;
 
     fn description(&self) -> String {
         ENTER_DESCRIPTION.into()
@@ -313,8 +311,8 @@ impl Tool for EnterWorktree {
         })
     }
 
-    fn call<'a>(&'a self, input: Value, ctx: &'a ToolContext) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
-        Box::pin(self.run(input, ctx))
+    async fn call(&self, input: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        self.run(input, ctx).await
     }
 }
 
@@ -405,10 +403,9 @@ impl ExitWorktree {
     }
 }
 
-impl Tool for ExitWorktree {
-    fn name(&self) -> &'static str {
-        "ExitWorktree"
-    }
+impl TypedTool for ExitWorktree {
+    const NAME: &'static str = "ExitWorktree";
+    type Args = Value;
 
     fn description(&self) -> String {
         EXIT_DESCRIPTION.into()
@@ -431,8 +428,8 @@ impl Tool for ExitWorktree {
         input.get("action").and_then(Value::as_str) == Some("remove")
     }
 
-    fn call<'a>(&'a self, input: Value, ctx: &'a ToolContext) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
-        Box::pin(self.run(input, ctx))
+    async fn call(&self, input: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        self.run(input, ctx).await
     }
 }
 

@@ -56,8 +56,7 @@ mod patch;
 
 use crate::context::ToolContext;
 use crate::fs::{confine_write, remember_read};
-use crate::tool::{parse_args, PermissionSubject, Tool, ToolError, ToolOutput};
-use futures_util::future::BoxFuture;
+use crate::tool::{PermissionSubject, ToolError, ToolOutput, TypedTool};
 use patch::{apply_chunks, parse, FileOp, ADD, DELETE, UPDATE};
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -77,7 +76,7 @@ pub const NOTHING_CHANGED: &str = "Nothing was changed: a patch applies whole or
 pub struct ApplyPatch;
 
 #[derive(Debug, Deserialize)]
-struct Args {
+pub struct Args {
     input: String,
 }
 
@@ -252,10 +251,9 @@ fn first_path(input: &Value) -> Option<String> {
     })
 }
 
-impl Tool for ApplyPatch {
-    fn name(&self) -> &'static str {
-        APPLY_PATCH
-    }
+impl TypedTool for ApplyPatch {
+    const NAME: &'static str = APPLY_PATCH;
+    type Args = Args;
 
     fn description(&self) -> String {
         "Edits files with a patch in this format (no line numbers; chunks are found by their context):\n\n*** Begin Patch\n*** Add File: path/new.txt\n+first line\n*** Delete File: path/old.txt\n*** Update File: path/app.py\n*** Move to: path/main.py\n@@ def greet():\n-print(\"Hi\")\n+print(\"Hello\")\n*** End Patch\n\nUsage:\n- Paths are relative to the working directory.\n- Every line of an added file starts with +. In an update chunk, lines start with ' ' (context, 3 lines around each change by default), - (removed) or + (added); '@@ text' names a line (a class, a function) to search after; '*** End of File' pins a chunk to the end of the file.\n- The patch applies whole or not at all: if any part cannot be applied, nothing is changed.".into()
@@ -284,18 +282,15 @@ impl Tool for ApplyPatch {
         }
     }
 
-    fn call<'a>(&'a self, input: Value, ctx: &'a ToolContext) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
-        Box::pin(async move {
-            let args: Args = parse_args(input)?;
-            let ops = parse(&args.input).map_err(|e| ToolError::Validation(format!("{e}. {NOTHING_CHANGED}")))?;
-            if ops.is_empty() {
-                return Err(ToolError::Validation(format!("The patch has no file operation. {NOTHING_CHANGED}")));
-            }
-            let (files, report) = plan(ctx, &ops)?;
-            check_denies(ctx, &files)?;
-            commit(ctx, &files)?;
-            Ok(ToolOutput::Text(format!("Success. Updated the following files:\n{}", report.join("\n"))))
-        })
+    async fn call(&self, args: Args, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        let ops = parse(&args.input).map_err(|e| ToolError::Validation(format!("{e}. {NOTHING_CHANGED}")))?;
+        if ops.is_empty() {
+            return Err(ToolError::Validation(format!("The patch has no file operation. {NOTHING_CHANGED}")));
+        }
+        let (files, report) = plan(ctx, &ops)?;
+        check_denies(ctx, &files)?;
+        commit(ctx, &files)?;
+        Ok(ToolOutput::Text(format!("Success. Updated the following files:\n{}", report.join("\n"))))
     }
 }
 
@@ -309,7 +304,7 @@ mod tests {
 
     fn run(c: &ToolContext, patch: &str) -> Result<ToolOutput, ToolError> {
         let rt = tokio::runtime::Builder::new_current_thread().build().unwrap_or_else(|e| panic!("{e}"));
-        rt.block_on(ApplyPatch.call(json!({ "input": patch }), c))
+        rt.block_on(crate::tool::Tool::call(&ApplyPatch, json!({ "input": patch }), c))
     }
 
     #[test]

@@ -32,8 +32,7 @@ pub mod sandbox;
 
 use crate::background::{Status, Task};
 use crate::context::ToolContext;
-use crate::tool::{parse_args, PermissionSubject, Tool, ToolError, ToolOutput};
-use futures_util::future::BoxFuture;
+use crate::tool::{PermissionSubject, ToolError, ToolOutput, TypedTool};
 use serde::Deserialize;
 use serde_json::{json, Value};
 use std::io::Read as _;
@@ -77,7 +76,7 @@ pub struct Bash;
 
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
-struct Args {
+pub struct Args {
     command: String,
     #[serde(default)]
     timeout: Option<f64>,
@@ -89,10 +88,10 @@ struct Args {
     dangerously_disable_sandbox: bool,
 }
 
-impl Tool for Bash {
-    fn name(&self) -> &'static str {
-        "Bash"
-    }
+impl TypedTool for Bash {
+    const NAME: &'static str = "Bash";
+    const MAX_RESULT_SIZE_CHARS: Option<usize> = Some(MAX_RESULT_SIZE_CHARS);
+    type Args = Args;
 
     fn description(&self) -> String {
         "Executes a bash command and returns its output.\n\n- The working directory persists between calls; a cd outside the project is reset.\n- stdin is closed; the default timeout is 120000 ms (max 600000).\n- stdout and stderr come back as one stream; a non-zero exit code is reported first and makes the result an error.\n- Output over 30000 characters is saved to a file and you get its path and a preview.\n- run_in_background returns a task id and an output file at once; read the file, use TaskOutput, or wait for the <background-results> that arrive when it ends.\n- Compound commands are checked part by part against the permission rules; any denied part blocks the whole command.".into()
@@ -123,10 +122,6 @@ impl Tool for Bash {
         self.is_read_only(input)
     }
 
-    fn max_result_size_chars(&self) -> Option<usize> {
-        Some(MAX_RESULT_SIZE_CHARS)
-    }
-
     /// A fresh shell id, as the reference names a persisted Bash output (`tool-results/bbmznes8b.txt`,
     /// not the tool_use id: measured on 2.1.235 by `probes/bash/output-budget.toml`).
     fn persisted_name(&self, ctx: &ToolContext) -> Option<String> {
@@ -142,18 +137,15 @@ impl Tool for Bash {
         PermissionSubject::Command(input.get("command").and_then(Value::as_str).unwrap_or_default().to_string())
     }
 
-    fn call<'a>(&'a self, input: Value, ctx: &'a ToolContext) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
-        Box::pin(async move {
-            let args: Args = parse_args(input)?;
-            if args.command.trim().is_empty() {
-                return Err(ToolError::Validation("The command is empty.".into()));
-            }
-            let sandbox = sandbox::plan(ctx, args.dangerously_disable_sandbox)?;
-            if args.run_in_background {
-                return background(ctx, &args, sandbox).await;
-            }
-            foreground(ctx, &args, sandbox).await
-        })
+    async fn call(&self, args: Args, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        if args.command.trim().is_empty() {
+            return Err(ToolError::Validation("The command is empty.".into()));
+        }
+        let sandbox = sandbox::plan(ctx, args.dangerously_disable_sandbox)?;
+        if args.run_in_background {
+            return background(ctx, &args, sandbox).await;
+        }
+        foreground(ctx, &args, sandbox).await
     }
 }
 

@@ -44,7 +44,7 @@ mod store;
 
 use crate::context::ToolContext;
 use crate::profile::Switch;
-use crate::tool::{parse_args, Tool, ToolError, ToolOutput};
+use crate::tool::{ToolError, ToolOutput, TypedTool};
 use futures_util::future::BoxFuture;
 use schedule::{human_schedule, parse};
 use serde::Deserialize;
@@ -108,7 +108,7 @@ fn list_prompt(prompt: &str) -> String {
 pub struct CronCreate;
 
 #[derive(Debug, Deserialize)]
-struct CreateArgs {
+pub struct CreateArgs {
     cron: String,
     prompt: String,
     #[serde(default)]
@@ -119,10 +119,9 @@ struct CreateArgs {
 
 const CREATE_DESCRIPTION: &str = "Schedule a prompt to be enqueued at a future time. Use for both recurring schedules and one-shot reminders.\n\nUses standard 5-field cron in the user's local timezone: minute hour day-of-month month day-of-week. \"0 9 * * *\" means 9am local — no timezone conversion needed.\n\n## One-shot tasks (recurring: false)\n\nFor \"remind me at X\" or \"at <time>, do Y\" requests — fire once then auto-delete.\nPin minute/hour/day-of-month/month to specific values:\n  \"remind me at 2:30pm today to check the deploy\" → cron: \"30 14 <today_dom> <today_month> *\", recurring: false\n  \"tomorrow morning, run the smoke test\" → cron: \"57 8 <tomorrow_dom> <tomorrow_month> *\", recurring: false\n\n## Recurring jobs (recurring: true, the default)\n\nFor \"every N minutes\" / \"every hour\" / \"weekdays at 9am\" requests:\n  \"*/5 * * * *\" (every 5 min), \"0 * * * *\" (hourly), \"0 9 * * 1-5\" (weekdays at 9am local)\n\n## Avoid the :00 and :30 minute marks when the task allows it\n\nEvery user who asks for \"9am\" gets `0 9`, and every user who asks for \"hourly\" gets `0 *` — which means requests from across the planet land on the API at the same instant. When the user's request is approximate, pick a minute that is NOT 0 or 30:\n  \"every morning around 9\" → \"57 8 * * *\" or \"3 9 * * *\" (not \"0 9 * * *\")\n  \"hourly\" → \"7 * * * *\" (not \"0 * * * *\")\n  \"in an hour or so, remind me to...\" → pick whatever minute you land on, don't round\n\nOnly use minute 0 or 30 when the user names that exact time and clearly means it (\"at 9:00 sharp\", \"at half past\", coordinating with a meeting). When in doubt, nudge a few minutes early or late — the user will not notice, and the fleet will.\n\n## Durability\n\nBy default (durable: false) the job lives only in this Claude session — nothing is written to disk, and the job is gone when Claude exits. Pass durable: true to write to .claude/scheduled_tasks.json so the job survives restarts. Only use durable: true when the user explicitly asks for the task to persist (\"keep doing this every day\", \"set this up permanently\"). Most \"remind me in 5 minutes\" / \"check back in an hour\" requests should stay session-only.\n\n## Runtime behavior\n\nJobs only fire while the REPL is idle (not mid-query). Durable jobs persist to .claude/scheduled_tasks.json and survive session restarts — on next launch they resume automatically. One-shot durable tasks that were missed while the REPL was closed are surfaced for catch-up. Session-only jobs die with the process. The scheduler adds a small deterministic jitter on top of whatever you pick: recurring tasks fire up to 10% of their period late (max 15 min); one-shot tasks landing on :00 or :30 fire up to 90 s early. Picking an off-minute is still the bigger lever.\n\nRecurring tasks auto-expire after 7 days — they fire one final time, then are deleted. This bounds session lifetime. Tell the user about the 7-day limit when scheduling recurring jobs.\n\nReturns a job ID you can pass to CronDelete.";
 
-impl Tool for CronCreate {
-    fn name(&self) -> &'static str {
-        "CronCreate"
-    }
+impl TypedTool for CronCreate {
+    const NAME: &'static str = "CronCreate";
+    type Args = CreateArgs;
 
     fn description(&self) -> String {
         CREATE_DESCRIPTION.into()
@@ -143,90 +142,87 @@ impl Tool for CronCreate {
         })
     }
 
-    fn call<'a>(&'a self, input: Value, ctx: &'a ToolContext) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
-        Box::pin(async move {
-            let args: CreateArgs = parse_args(input)?;
-            let cron = ctx.session.state::<Cron>();
-            cron.load(ctx)?;
-            let zone = cron.clock.zone().clone();
-            let Some(parsed) = parse(&args.cron) else {
+    async fn call(&self, args: CreateArgs, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        let cron = ctx.session.state::<Cron>();
+        cron.load(ctx)?;
+        let zone = cron.clock.zone().clone();
+        let Some(parsed) = parse(&args.cron) else {
+            return Err(ToolError::Validation(format!(
+                "Invalid cron expression '{}'. Expected 5 fields: M H DoM Mon DoW.",
+                args.cron
+            )));
+        };
+        let now = cron.now_ms();
+        if parsed.next_after(now, &zone).is_none() {
+            return Err(ToolError::Validation(format!(
+                "Cron expression '{}' does not match any calendar date in the next year.",
+                args.cron
+            )));
+        }
+        let recurring = args.recurring.unwrap_or(true);
+        let durable = args.durable.unwrap_or(false);
+        let id = {
+            let mut st = cron.lock();
+            if st.jobs.len() >= MAX_JOBS {
                 return Err(ToolError::Validation(format!(
-                    "Invalid cron expression '{}'. Expected 5 fields: M H DoM Mon DoW.",
-                    args.cron
-                )));
-            };
-            let now = cron.now_ms();
-            if parsed.next_after(now, &zone).is_none() {
-                return Err(ToolError::Validation(format!(
-                    "Cron expression '{}' does not match any calendar date in the next year.",
-                    args.cron
+                    "Too many scheduled jobs (max {MAX_JOBS}). Cancel one first."
                 )));
             }
-            let recurring = args.recurring.unwrap_or(true);
-            let durable = args.durable.unwrap_or(false);
-            let id = {
-                let mut st = cron.lock();
-                if st.jobs.len() >= MAX_JOBS {
-                    return Err(ToolError::Validation(format!(
-                        "Too many scheduled jobs (max {MAX_JOBS}). Cancel one first."
-                    )));
+            st.issued += 1;
+            let digest = Sha256::digest(format!("{}/cron/{}", ctx.session_id, st.issued));
+            let id: String = digest.iter().take(4).map(|b| format!("{b:02x}")).collect();
+            let mut created_by = Map::new();
+            if durable {
+                if recurring && ctx.profile().has(&MAX_AGE_30_DAYS) {
+                    created_by.insert("maxAgeMs".into(), json!(recurring_max_age_ms(ctx)));
                 }
-                st.issued += 1;
-                let digest = Sha256::digest(format!("{}/cron/{}", ctx.session_id, st.issued));
-                let id: String = digest.iter().take(4).map(|b| format!("{b:02x}")).collect();
-                let mut created_by = Map::new();
-                if durable {
-                    if recurring && ctx.profile().has(&MAX_AGE_30_DAYS) {
-                        created_by.insert("maxAgeMs".into(), json!(recurring_max_age_ms(ctx)));
-                    }
-                    created_by.insert("createdBySessionId".into(), json!(ctx.session_id));
-                    created_by.insert("createdByPid".into(), json!(std::process::id()));
-                    if let Some(s) = proc_start() {
-                        created_by.insert("createdByProcStart".into(), json!(s));
-                    }
-                    if ctx.profile().has(&RECORDS_PROJECT) {
-                        created_by.insert("createdInProject".into(), json!(ctx.project_root()));
-                    }
+                created_by.insert("createdBySessionId".into(), json!(ctx.session_id));
+                created_by.insert("createdByPid".into(), json!(std::process::id()));
+                if let Some(s) = proc_start() {
+                    created_by.insert("createdByProcStart".into(), json!(s));
                 }
-                st.jobs.push(Job {
-                    id: id.clone(),
-                    cron: args.cron.clone(),
-                    prompt: args.prompt.clone(),
-                    created_at: now,
-                    recurring,
-                    durable,
-                    permanent: false,
-                    last_fired_at: None,
-                    next_fire: None,
-                    created_by,
-                });
-                if durable {
-                    write_durable(&st).map_err(ToolError::Runtime)?;
+                if ctx.profile().has(&RECORDS_PROJECT) {
+                    created_by.insert("createdInProject".into(), json!(ctx.project_root()));
                 }
-                id
-            };
-            let human = human_schedule(&args.cron);
-            let place = if durable {
-                "Persisted to .claude/scheduled_tasks.json"
-            } else {
-                "Session-only (not written to disk, dies when Claude exits)"
-            };
-            let days = recurring_max_age_ms(ctx) / 86_400_000;
-            let next = if ctx.profile().has(&NEXT_RUN_SHOWN) {
-                let job = cron.jobs().into_iter().find(|j| j.id == id);
-                job.and_then(|j| j.next_run(&zone)).and_then(|t| next_run_text(t, &zone))
-            } else {
-                None
-            };
-            let next = next.map(|t| format!(" Next run: {t}.")).unwrap_or_default();
-            let text = if recurring {
-                format!("Scheduled recurring job {id} ({human}).{next} {place}. Auto-expires after {days} days. Use CronDelete to cancel sooner.")
-            } else {
-                format!("Scheduled one-shot task {id} ({human}).{next} {place}. It will fire once then auto-delete.")
-            };
-            let data = json!({"id": id, "humanSchedule": human, "recurring": recurring, "durable": durable});
-            Ok(ToolOutput::Data { text, data })
-        })
+            }
+            st.jobs.push(Job {
+                id: id.clone(),
+                cron: args.cron.clone(),
+                prompt: args.prompt.clone(),
+                created_at: now,
+                recurring,
+                durable,
+                permanent: false,
+                last_fired_at: None,
+                next_fire: None,
+                created_by,
+            });
+            if durable {
+                write_durable(&st).map_err(ToolError::Runtime)?;
+            }
+            id
+        };
+        let human = human_schedule(&args.cron);
+        let place = if durable {
+            "Persisted to .claude/scheduled_tasks.json"
+        } else {
+            "Session-only (not written to disk, dies when Claude exits)"
+        };
+        let days = recurring_max_age_ms(ctx) / 86_400_000;
+        let next = if ctx.profile().has(&NEXT_RUN_SHOWN) {
+            let job = cron.jobs().into_iter().find(|j| j.id == id);
+            job.and_then(|j| j.next_run(&zone)).and_then(|t| next_run_text(t, &zone))
+        } else {
+            None
+        };
+        let next = next.map(|t| format!(" Next run: {t}.")).unwrap_or_default();
+        let text = if recurring {
+            format!("Scheduled recurring job {id} ({human}).{next} {place}. Auto-expires after {days} days. Use CronDelete to cancel sooner.")
+        } else {
+            format!("Scheduled one-shot task {id} ({human}).{next} {place}. It will fire once then auto-delete.")
+        };
+        let data = json!({"id": id, "humanSchedule": human, "recurring": recurring, "durable": durable});
+        Ok(ToolOutput::Data { text, data })
     }
 }
 
@@ -235,14 +231,13 @@ impl Tool for CronCreate {
 pub struct CronDelete;
 
 #[derive(Debug, Deserialize)]
-struct DeleteArgs {
+pub struct DeleteArgs {
     id: String,
 }
 
-impl Tool for CronDelete {
-    fn name(&self) -> &'static str {
-        "CronDelete"
-    }
+impl TypedTool for CronDelete {
+    const NAME: &'static str = "CronDelete";
+    type Args = DeleteArgs;
 
     fn description(&self) -> String {
         "Cancel a cron job previously scheduled with CronCreate. Removes it from .claude/scheduled_tasks.json (durable jobs) or the in-memory session store (session-only jobs).".into()
@@ -260,22 +255,19 @@ impl Tool for CronDelete {
         })
     }
 
-    fn call<'a>(&'a self, input: Value, ctx: &'a ToolContext) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
-        Box::pin(async move {
-            let args: DeleteArgs = parse_args(input)?;
-            let cron = ctx.session.state::<Cron>();
-            cron.load(ctx)?;
-            let mut st = cron.lock();
-            let Some(k) = st.jobs.iter().position(|j| j.id == args.id) else {
-                return Err(ToolError::Validation(format!("No scheduled job with id '{}'", args.id)));
-            };
-            let job = st.jobs.remove(k);
-            if job.durable {
-                write_durable(&st).map_err(ToolError::Runtime)?;
-            }
-            let text = format!("Cancelled job {}.", args.id);
-            Ok(ToolOutput::Data { text, data: json!({"id": args.id}) })
-        })
+    async fn call(&self, args: DeleteArgs, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        let cron = ctx.session.state::<Cron>();
+        cron.load(ctx)?;
+        let mut st = cron.lock();
+        let Some(k) = st.jobs.iter().position(|j| j.id == args.id) else {
+            return Err(ToolError::Validation(format!("No scheduled job with id '{}'", args.id)));
+        };
+        let job = st.jobs.remove(k);
+        if job.durable {
+            write_durable(&st).map_err(ToolError::Runtime)?;
+        }
+        let text = format!("Cancelled job {}.", args.id);
+        Ok(ToolOutput::Data { text, data: json!({"id": args.id}) })
     }
 }
 
@@ -283,10 +275,11 @@ impl Tool for CronDelete {
 #[derive(Debug, Default)]
 pub struct CronList;
 
-impl Tool for CronList {
-    fn name(&self) -> &'static str {
-        "CronList"
-    }
+impl TypedTool for CronList {
+    const NAME: &'static str = "CronList";
+    const READ_ONLY: bool = true;
+    const CONCURRENCY_SAFE: bool = true;
+    type Args = serde::de::IgnoredAny;
 
     fn description(&self) -> String {
         "List all cron jobs scheduled via CronCreate, both durable (.claude/scheduled_tasks.json) and session-only."
@@ -302,49 +295,38 @@ impl Tool for CronList {
         })
     }
 
-    fn is_read_only(&self, _input: &Value) -> bool {
-        true
-    }
-
-    fn is_concurrency_safe(&self, _input: &Value) -> bool {
-        true
-    }
-
-    fn call<'a>(&'a self, _input: Value, ctx: &'a ToolContext) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
-        Box::pin(async move {
-            let cron = ctx.session.state::<Cron>();
-            cron.load(ctx)?;
-            let jobs = cron.jobs();
-            let zone = cron.clock.zone().clone();
-            let shows_next = ctx.profile().has(&NEXT_RUN_SHOWN);
-            let text = if jobs.is_empty() {
-                "No scheduled jobs.".to_string()
-            } else {
-                jobs.iter()
-                    .map(|j| {
-                        let next =
-                            if shows_next { j.next_run(&zone).and_then(|t| next_run_text(t, &zone)) } else { None };
-                        format!(
-                            "{} — {}{}{}{}: {}",
-                            j.id,
-                            human_schedule(&j.cron),
-                            if j.recurring { " (recurring)" } else { " (one-shot)" },
-                            if j.durable { "" } else { " [session-only]" },
-                            next.map(|t| format!(", next run {t}")).unwrap_or_default(),
-                            list_prompt(&j.prompt)
-                        )
-                    })
-                    .collect::<Vec<_>>()
-                    .join("\n")
-            };
-            let data = json!({"jobs": jobs.iter().map(|j| {
-                let mut m = json!({"id": j.id, "cron": j.cron, "humanSchedule": human_schedule(&j.cron), "prompt": j.prompt});
-                if j.recurring { m["recurring"] = json!(true); }
-                if !j.durable { m["durable"] = json!(false); }
-                m
-            }).collect::<Vec<_>>()});
-            Ok(ToolOutput::Data { text, data })
-        })
+    async fn call(&self, _args: serde::de::IgnoredAny, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        let cron = ctx.session.state::<Cron>();
+        cron.load(ctx)?;
+        let jobs = cron.jobs();
+        let zone = cron.clock.zone().clone();
+        let shows_next = ctx.profile().has(&NEXT_RUN_SHOWN);
+        let text = if jobs.is_empty() {
+            "No scheduled jobs.".to_string()
+        } else {
+            jobs.iter()
+                .map(|j| {
+                    let next = if shows_next { j.next_run(&zone).and_then(|t| next_run_text(t, &zone)) } else { None };
+                    format!(
+                        "{} — {}{}{}{}: {}",
+                        j.id,
+                        human_schedule(&j.cron),
+                        if j.recurring { " (recurring)" } else { " (one-shot)" },
+                        if j.durable { "" } else { " [session-only]" },
+                        next.map(|t| format!(", next run {t}")).unwrap_or_default(),
+                        list_prompt(&j.prompt)
+                    )
+                })
+                .collect::<Vec<_>>()
+                .join("\n")
+        };
+        let data = json!({"jobs": jobs.iter().map(|j| {
+            let mut m = json!({"id": j.id, "cron": j.cron, "humanSchedule": human_schedule(&j.cron), "prompt": j.prompt});
+            if j.recurring { m["recurring"] = json!(true); }
+            if !j.durable { m["durable"] = json!(false); }
+            m
+        }).collect::<Vec<_>>()});
+        Ok(ToolOutput::Data { text, data })
     }
 }
 
@@ -403,9 +385,9 @@ mod tests {
                 };
                 let every = json!({"cron": "*/5 * * * *", "prompt": "check the build"});
                 let once = json!({"cron": "30 14 * * *", "prompt": "one shot", "recurring": false});
-                let a = text(CronCreate.call(every, &ctx).await);
-                let b = text(CronCreate.call(once, &ctx).await);
-                let list = text(CronList.call(json!({}), &ctx).await);
+                let a = text(crate::tool::Tool::call(&CronCreate, every, &ctx).await);
+                let b = text(crate::tool::Tool::call(&CronCreate, once, &ctx).await);
+                let list = text(crate::tool::Tool::call(&CronList, json!({}), &ctx).await);
                 (a, b, list)
             }
         };
@@ -432,7 +414,7 @@ mod tests {
         let keys = |version: &'static str| async move {
             let (_d, ctx) = ToolContext::for_test_at(version);
             let job = json!({"cron": "0 9 * * 1", "prompt": "durable weekly", "durable": true});
-            CronCreate.call(job, &ctx).await.unwrap_or_else(|e| panic!("{e}"));
+            crate::tool::Tool::call(&CronCreate, job, &ctx).await.unwrap_or_else(|e| panic!("{e}"));
             let text = std::fs::read_to_string(ctx.cwd.join(store::DURABLE_FILE)).unwrap_or_else(|e| panic!("{e}"));
             let v: Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}"));
             let task = v["tasks"][0].as_object().cloned().unwrap_or_default();

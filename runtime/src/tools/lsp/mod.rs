@@ -33,9 +33,8 @@ pub mod format;
 pub mod manager;
 
 use crate::context::ToolContext;
-use crate::tool::{parse_args_worded, PermissionSubject, Tool, ToolError, ToolOutput};
+use crate::tool::{PermissionSubject, ToolError, ToolOutput, TypedTool};
 use crate::validation;
-use futures_util::future::BoxFuture;
 use serde::Deserialize;
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
@@ -117,7 +116,7 @@ impl crate::pipeline::Extension for Offer {
 
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
-struct Args {
+pub struct Args {
     operation: String,
     file_path: String,
     line: u64,
@@ -296,10 +295,13 @@ fn resolve(ctx: &ToolContext, p: &str) -> PathBuf {
     }
 }
 
-impl Tool for Lsp {
-    fn name(&self) -> &'static str {
-        LSP_TOOL
-    }
+impl TypedTool for Lsp {
+    const NAME: &'static str = LSP_TOOL;
+    const READ_ONLY: bool = true;
+    const CONCURRENCY_SAFE: bool = true;
+    /// The reference words a misfit input as zod's plain issue message, `Invalid input: …`.
+    const ARGS_ERROR_PREFIX: &'static str = "Invalid input: ";
+    type Args = Args;
 
     /// LSP-3: only with a configured server, and never in the session's first request (from 2.1.239 in
     /// every request: [`LSP_IN_THE_FIRST_REQUEST`]).
@@ -333,14 +335,6 @@ impl Tool for Lsp {
         })
     }
 
-    fn is_read_only(&self, _input: &Value) -> bool {
-        true
-    }
-
-    fn is_concurrency_safe(&self, _input: &Value) -> bool {
-        true
-    }
-
     fn permission_subject(&self, input: &Value, ctx: &ToolContext) -> PermissionSubject {
         match input["filePath"].as_str() {
             Some(p) => PermissionSubject::ReadPath(resolve(ctx, p)),
@@ -348,74 +342,69 @@ impl Tool for Lsp {
         }
     }
 
-    fn call<'a>(&'a self, input: Value, ctx: &'a ToolContext) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
-        Box::pin(async move {
-            // the reference words a misfit input as zod's plain issue message, `Invalid input: …`
-            let args: Args = parse_args_worded(input, "Invalid input: ")?;
-            if let Some(msg) = positions_too_small(args.line, args.character) {
-                return Err(ToolError::Validation(msg));
+    async fn call(&self, args: Args, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        if let Some(msg) = positions_too_small(args.line, args.character) {
+            return Err(ToolError::Validation(msg));
+        }
+        let path = resolve(ctx, &args.file_path);
+        let path = crate::fs::confine(ctx, &path.to_string_lossy())?;
+        match std::fs::metadata(&path) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Err(ToolError::Validation(format!("File does not exist: {}", args.file_path)))
             }
-            let path = resolve(ctx, &args.file_path);
-            let path = crate::fs::confine(ctx, &path.to_string_lossy())?;
-            match std::fs::metadata(&path) {
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                    return Err(ToolError::Validation(format!("File does not exist: {}", args.file_path)))
-                }
-                Err(e) => return Err(ToolError::Validation(format!("Cannot access file: {}. {e}", args.file_path))),
-                Ok(m) if !m.is_file() => {
-                    return Err(ToolError::Validation(format!("Path is not a file: {}", args.file_path)))
-                }
-                Ok(_) => {}
+            Err(e) => return Err(ToolError::Validation(format!("Cannot access file: {}. {e}", args.file_path))),
+            Ok(m) if !m.is_file() => {
+                return Err(ToolError::Validation(format!("Path is not a file: {}", args.file_path)))
             }
-            let op = args.operation.as_str();
-            let out = |result: String, counts: Option<(usize, usize)>| {
-                let mut data = json!({"operation": op, "result": result, "filePath": args.file_path});
-                if let (Some((r, f)), Some(o)) = (counts, data.as_object_mut()) {
-                    o.insert("resultCount".into(), json!(r));
-                    o.insert("fileCount".into(), json!(f));
-                }
-                Ok(ToolOutput::Data { text: result, data })
+            Ok(_) => {}
+        }
+        let op = args.operation.as_str();
+        let out = |result: String, counts: Option<(usize, usize)>| {
+            let mut data = json!({"operation": op, "result": result, "filePath": args.file_path});
+            if let (Some((r, f)), Some(o)) = (counts, data.as_object_mut()) {
+                o.insert("resultCount".into(), json!(r));
+                o.insert("fileCount".into(), json!(f));
+            }
+            Ok(ToolOutput::Data { text: result, data })
+        };
+        let lsp = ctx.session.state::<manager::LspManager>();
+        let uri = manager::file_uri(&path);
+        let (method, params) = request_for(op, &uri, args.line, args.character, args.query.as_deref());
+        let server = lsp.server_for(&path);
+        if server.is_some_and(|i| !lsp.is_open(&uri, i)) {
+            let size = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
+            if size > MAX_FILE_BYTES {
+                let mb = size.div_ceil(1_000_000);
+                return out(format!("File too large for LSP analysis ({mb}MB exceeds 10MB limit)"), None);
+            }
+        }
+        let read = || {
+            std::fs::read(&path)
+                .map(|b| String::from_utf8_lossy(&b).into_owned())
+                .map_err(|e| format!("cannot read {}: {e}", path.display()))
+        };
+        let mut result = match lsp.request(&path, read, method, params).await {
+            Ok(None) => {
+                return out(format!("No LSP server available for file type: {}", manager::extname(&path)), None)
+            }
+            Ok(Some(v)) => v,
+            Err(e) => return out(format!("Error performing {op}: {e}"), None),
+        };
+        if op == "incomingCalls" || op == "outgoingCalls" {
+            let Some(item) = result.as_array().and_then(|a| a.first()).cloned() else {
+                return out(format::NO_CALL_ITEM.into(), Some((0, 0)));
             };
-            let lsp = ctx.session.state::<manager::LspManager>();
-            let uri = manager::file_uri(&path);
-            let (method, params) = request_for(op, &uri, args.line, args.character, args.query.as_deref());
-            let server = lsp.server_for(&path);
-            if server.is_some_and(|i| !lsp.is_open(&uri, i)) {
-                let size = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
-                if size > MAX_FILE_BYTES {
-                    let mb = size.div_ceil(1_000_000);
-                    return out(format!("File too large for LSP analysis ({mb}MB exceeds 10MB limit)"), None);
-                }
-            }
-            let read = || {
-                std::fs::read(&path)
-                    .map(|b| String::from_utf8_lossy(&b).into_owned())
-                    .map_err(|e| format!("cannot read {}: {e}", path.display()))
-            };
-            let mut result = match lsp.request(&path, read, method, params).await {
-                Ok(None) => {
-                    return out(format!("No LSP server available for file type: {}", manager::extname(&path)), None)
-                }
-                Ok(Some(v)) => v,
+            let m = if op == "incomingCalls" { "callHierarchy/incomingCalls" } else { "callHierarchy/outgoingCalls" };
+            result = match lsp.follow_up(&path, m, json!({"item": item})).await {
+                Ok(v) => v,
                 Err(e) => return out(format!("Error performing {op}: {e}"), None),
             };
-            if op == "incomingCalls" || op == "outgoingCalls" {
-                let Some(item) = result.as_array().and_then(|a| a.first()).cloned() else {
-                    return out(format::NO_CALL_ITEM.into(), Some((0, 0)));
-                };
-                let m =
-                    if op == "incomingCalls" { "callHierarchy/incomingCalls" } else { "callHierarchy/outgoingCalls" };
-                result = match lsp.follow_up(&path, m, json!({"item": item})).await {
-                    Ok(v) => v,
-                    Err(e) => return out(format!("Error performing {op}: {e}"), None),
-                };
-            }
-            if matches!(op, "findReferences" | "goToDefinition" | "goToImplementation" | "workspaceSymbol") {
-                result = drop_ignored(op, result, &ctx.cwd).await;
-            }
-            let f = format::format(op, &result, &ctx.cwd);
-            out(f.text, Some((f.result_count, f.file_count)))
-        })
+        }
+        if matches!(op, "findReferences" | "goToDefinition" | "goToImplementation" | "workspaceSymbol") {
+            result = drop_ignored(op, result, &ctx.cwd).await;
+        }
+        let f = format::format(op, &result, &ctx.cwd);
+        out(f.text, Some((f.result_count, f.file_count)))
     }
 }
 

@@ -44,9 +44,8 @@ mod texts;
 
 use crate::context::ToolContext;
 use crate::profile::Switch;
-use crate::tool::{parse_args_worded, Tool, ToolError, ToolOutput};
+use crate::tool::{ToolError, ToolOutput, TypedTool};
 use crate::validation;
-use futures_util::future::BoxFuture;
 use serde_json::{json, Map, Value};
 use store::{
     add_edge, create_task, delete_task, ids, list_dir, list_tasks, lock, patch_task, read_task, text, Edge, Task,
@@ -73,7 +72,7 @@ pub struct TaskCreate;
 
 #[derive(Debug, serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
-struct CreateArgs {
+pub struct CreateArgs {
     subject: String,
     description: String,
     #[serde(default)]
@@ -82,10 +81,10 @@ struct CreateArgs {
     metadata: Option<Map<String, Value>>,
 }
 
-impl Tool for TaskCreate {
-    fn name(&self) -> &'static str {
-        "TaskCreate"
-    }
+impl TypedTool for TaskCreate {
+    const NAME: &'static str = "TaskCreate";
+    const ARGS_ERROR_PREFIX: &'static str = validation::PREFIX;
+    type Args = CreateArgs;
 
     fn description(&self) -> String {
         CREATE_DESCRIPTION.into()
@@ -95,29 +94,26 @@ impl Tool for TaskCreate {
         schema(CREATE_SCHEMA)
     }
 
-    fn call<'a>(&'a self, input: Value, ctx: &'a ToolContext) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
-        Box::pin(async move {
-            let a: CreateArgs = parse_args_worded(input, validation::PREFIX)?;
-            let mut fields = Task::new();
-            fields.insert("subject".into(), json!(a.subject));
-            fields.insert("description".into(), json!(a.description));
-            if let Some(f) = a.active_form {
-                fields.insert("activeForm".into(), json!(f));
-            }
-            fields.insert("status".into(), json!("pending"));
-            fields.insert("blocks".into(), json!([]));
-            fields.insert("blockedBy".into(), json!([]));
-            if let Some(m) = a.metadata {
-                fields.insert("metadata".into(), Value::Object(m));
-            }
-            let id = {
-                let _guard = lock();
-                create_task(&list_dir(ctx), fields).map_err(ToolError::Runtime)?
-            };
-            Ok(ToolOutput::Data {
-                text: format!("Task #{id} created successfully: {}", a.subject),
-                data: json!({"task": {"id": id, "subject": a.subject}}),
-            })
+    async fn call(&self, a: CreateArgs, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        let mut fields = Task::new();
+        fields.insert("subject".into(), json!(a.subject));
+        fields.insert("description".into(), json!(a.description));
+        if let Some(f) = a.active_form {
+            fields.insert("activeForm".into(), json!(f));
+        }
+        fields.insert("status".into(), json!("pending"));
+        fields.insert("blocks".into(), json!([]));
+        fields.insert("blockedBy".into(), json!([]));
+        if let Some(m) = a.metadata {
+            fields.insert("metadata".into(), Value::Object(m));
+        }
+        let id = {
+            let _guard = lock();
+            create_task(&list_dir(ctx), fields).map_err(ToolError::Runtime)?
+        };
+        Ok(ToolOutput::Data {
+            text: format!("Task #{id} created successfully: {}", a.subject),
+            data: json!({"task": {"id": id, "subject": a.subject}}),
         })
     }
 }
@@ -128,14 +124,16 @@ pub struct TaskGet;
 
 #[derive(Debug, serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
-struct IdArgs {
+pub struct IdArgs {
     task_id: String,
 }
 
-impl Tool for TaskGet {
-    fn name(&self) -> &'static str {
-        "TaskGet"
-    }
+impl TypedTool for TaskGet {
+    const NAME: &'static str = "TaskGet";
+    const READ_ONLY: bool = true;
+    const CONCURRENCY_SAFE: bool = true;
+    const ARGS_ERROR_PREFIX: &'static str = validation::PREFIX;
+    type Args = IdArgs;
 
     fn description(&self) -> String {
         GET_DESCRIPTION.into()
@@ -145,43 +143,32 @@ impl Tool for TaskGet {
         schema(GET_SCHEMA)
     }
 
-    fn is_read_only(&self, _input: &Value) -> bool {
-        true
-    }
-
-    fn is_concurrency_safe(&self, _input: &Value) -> bool {
-        true
-    }
-
-    fn call<'a>(&'a self, input: Value, ctx: &'a ToolContext) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
-        Box::pin(async move {
-            let a: IdArgs = parse_args_worded(input, validation::PREFIX)?;
-            let (task, done) = {
-                let _guard = lock();
-                let dir = list_dir(ctx);
-                let task = read_task(&dir, &a.task_id).map_err(ToolError::Runtime)?;
-                let done: Vec<String> = if ctx.profile().has(&GET_HIDES_DONE_BLOCKERS) {
-                    list_tasks(&dir)
-                        .iter()
-                        .filter(|t| t.get("status").and_then(Value::as_str) == Some("completed"))
-                        .filter_map(|t| t.get("id").and_then(Value::as_str).map(str::to_string))
-                        .collect()
-                } else {
-                    Vec::new()
-                };
-                (task, done)
+    async fn call(&self, a: IdArgs, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        let (task, done) = {
+            let _guard = lock();
+            let dir = list_dir(ctx);
+            let task = read_task(&dir, &a.task_id).map_err(ToolError::Runtime)?;
+            let done: Vec<String> = if ctx.profile().has(&GET_HIDES_DONE_BLOCKERS) {
+                list_tasks(&dir)
+                    .iter()
+                    .filter(|t| t.get("status").and_then(Value::as_str) == Some("completed"))
+                    .filter_map(|t| t.get("id").and_then(Value::as_str).map(str::to_string))
+                    .collect()
+            } else {
+                Vec::new()
             };
-            let data = match &task {
-                Some(t) => {
-                    let fields = ["id", "subject", "description", "status", "blocks", "blockedBy"];
-                    let whole: Task =
-                        fields.iter().filter_map(|k| t.get(*k).map(|v| ((*k).to_string(), v.clone()))).collect();
-                    json!({"task": whole})
-                }
-                None => json!({"task": null}),
-            };
-            Ok(ToolOutput::Data { text: get_text(task.as_ref(), &done), data })
-        })
+            (task, done)
+        };
+        let data = match &task {
+            Some(t) => {
+                let fields = ["id", "subject", "description", "status", "blocks", "blockedBy"];
+                let whole: Task =
+                    fields.iter().filter_map(|k| t.get(*k).map(|v| ((*k).to_string(), v.clone()))).collect();
+                json!({"task": whole})
+            }
+            None => json!({"task": null}),
+        };
+        Ok(ToolOutput::Data { text: get_text(task.as_ref(), &done), data })
     }
 }
 
@@ -189,10 +176,11 @@ impl Tool for TaskGet {
 #[derive(Debug, Default)]
 pub struct TaskList;
 
-impl Tool for TaskList {
-    fn name(&self) -> &'static str {
-        "TaskList"
-    }
+impl TypedTool for TaskList {
+    const NAME: &'static str = "TaskList";
+    const READ_ONLY: bool = true;
+    const CONCURRENCY_SAFE: bool = true;
+    type Args = serde::de::IgnoredAny;
 
     fn description(&self) -> String {
         LIST_DESCRIPTION.into()
@@ -202,23 +190,13 @@ impl Tool for TaskList {
         schema(LIST_SCHEMA)
     }
 
-    fn is_read_only(&self, _input: &Value) -> bool {
-        true
-    }
-
-    fn is_concurrency_safe(&self, _input: &Value) -> bool {
-        true
-    }
-
-    fn call<'a>(&'a self, _input: Value, ctx: &'a ToolContext) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
-        Box::pin(async move {
-            let tasks = {
-                let _guard = lock();
-                list_tasks(&list_dir(ctx))
-            };
-            let snapshots = list_snapshots(&tasks);
-            Ok(ToolOutput::Data { text: list_text(&snapshots), data: json!({"tasks": snapshots}) })
-        })
+    async fn call(&self, _args: serde::de::IgnoredAny, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        let tasks = {
+            let _guard = lock();
+            list_tasks(&list_dir(ctx))
+        };
+        let snapshots = list_snapshots(&tasks);
+        Ok(ToolOutput::Data { text: list_text(&snapshots), data: json!({"tasks": snapshots}) })
     }
 }
 
@@ -228,7 +206,7 @@ pub struct TaskUpdate;
 
 #[derive(Debug, serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
-struct UpdateArgs {
+pub struct UpdateArgs {
     task_id: String,
     #[serde(default)]
     subject: Option<String>,
@@ -399,10 +377,11 @@ impl TaskUpdate {
     }
 }
 
-impl Tool for TaskUpdate {
-    fn name(&self) -> &'static str {
-        "TaskUpdate"
-    }
+impl TypedTool for TaskUpdate {
+    const NAME: &'static str = "TaskUpdate";
+    const CONCURRENCY_SAFE: bool = true;
+    const ARGS_ERROR_PREFIX: &'static str = validation::PREFIX;
+    type Args = UpdateArgs;
 
     fn description(&self) -> String {
         UPDATE_DESCRIPTION.into()
@@ -412,15 +391,8 @@ impl Tool for TaskUpdate {
         schema(UPDATE_SCHEMA)
     }
 
-    fn is_concurrency_safe(&self, _input: &Value) -> bool {
-        true
-    }
-
-    fn call<'a>(&'a self, input: Value, ctx: &'a ToolContext) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
-        Box::pin(async move {
-            let a: UpdateArgs = parse_args_worded(input, validation::PREFIX)?;
-            self.update(a, ctx).await
-        })
+    async fn call(&self, a: UpdateArgs, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        self.update(a, ctx).await
     }
 }
 
@@ -429,6 +401,7 @@ mod tests {
     use super::store::{ENV_TASK_LIST_ID, HIGH_WATER_MARK_FILE, LOCK_FILE};
     use super::*;
     use crate::model::EstimateTokens;
+    use crate::tool::Tool;
     use std::path::Path;
     use std::sync::Arc;
 

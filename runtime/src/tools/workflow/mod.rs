@@ -76,10 +76,9 @@ use crate::background::{Status, Task};
 use crate::context::ToolContext;
 use crate::fs;
 use crate::profile::Switch;
-use crate::tool::{parse_args, Tool, ToolError, ToolOutput};
+use crate::tool::{ToolError, ToolOutput, TypedTool};
 pub use driver::PROMPT_FRAMED_SHOWN;
 use driver::{drive, write_record, Job, Paths};
-use futures_util::future::BoxFuture;
 use serde::Deserialize;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
@@ -92,7 +91,7 @@ const DESCRIPTION: &str = include_str!("description.md");
 pub struct Workflow;
 
 #[derive(Debug, Deserialize)]
-struct Args {
+pub struct Args {
     #[serde(default)]
     script: Option<String>,
     #[serde(default)]
@@ -111,10 +110,9 @@ struct Args {
     resume_from_run_id: Option<String>,
 }
 
-impl Tool for Workflow {
-    fn name(&self) -> &'static str {
-        "Workflow"
-    }
+impl TypedTool for Workflow {
+    const NAME: &'static str = "Workflow";
+    type Args = Args;
 
     fn description(&self) -> String {
         DESCRIPTION.into()
@@ -160,11 +158,8 @@ impl Tool for Workflow {
         }
     }
 
-    fn call<'a>(&'a self, input: Value, ctx: &'a ToolContext) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
-        Box::pin(async move {
-            let args: Args = parse_args(input)?;
-            launch(args, ctx)
-        })
+    async fn call(&self, args: Args, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        launch(args, ctx)
     }
 }
 
