@@ -364,6 +364,15 @@ mod tests {
         assert_ne!(child.ctx.profile(), crate::profile::Profile::reference());
     }
 
+    /// A tool's description is its `DESCRIPTION` or its own `description()`: none is left empty.
+    #[test]
+    fn every_tool_has_a_description() {
+        for name in registry().names() {
+            let tool = registry().get(name).unwrap_or_else(|| panic!("{name}"));
+            assert!(!tool.description().trim().is_empty(), "{name} has no description");
+        }
+    }
+
     #[test]
     fn pool_is_sorted_by_name() {
         let names = registry().names();

@@ -31,13 +31,10 @@
 //!
 //! impl TypedTool for Echo {
 //!     const NAME: &'static str = "Echo";
+//!     const DESCRIPTION: &'static str = "Says the text back.";
 //!     const READ_ONLY: bool = true;
 //!     const CONCURRENCY_SAFE: bool = true;
 //!     type Args = Args;
-//!
-//!     fn description(&self) -> String {
-//!         "Says the text back.".into()
-//!     }
 //!
 //!     fn input_schema(&self) -> Value {
 //!         json!({"type": "object", "properties": {"text": {"type": "string"}, "times": {"type": "integer"}}})
@@ -210,6 +207,9 @@ pub trait Tool: Send + Sync {
 pub trait TypedTool: Send + Sync + 'static {
     /// The name the model calls it by.
     const NAME: &'static str;
+    /// The description sent with the schema, when it is one text; a tool whose description is made
+    /// (from the release, a constant of another module) overrides [`TypedTool::description`] instead.
+    const DESCRIPTION: &'static str = "";
     /// Read-only for every input (PIPE-4); a tool for which it depends on the input overrides
     /// [`TypedTool::is_read_only`].
     const READ_ONLY: bool = false;
@@ -230,8 +230,10 @@ pub trait TypedTool: Send + Sync + 'static {
     /// input itself).
     type Args: DeserializeOwned + Send;
 
-    /// [`Tool::description`].
-    fn description(&self) -> String;
+    /// [`Tool::description`]; default [`TypedTool::DESCRIPTION`].
+    fn description(&self) -> String {
+        Self::DESCRIPTION.to_string()
+    }
     /// [`Tool::input_schema`].
     fn input_schema(&self) -> Value;
     /// [`Tool::is_read_only`]; default [`TypedTool::READ_ONLY`].

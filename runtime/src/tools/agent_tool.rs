@@ -268,11 +268,8 @@ const DESCRIPTION: &str = "Launch a new agent to handle complex, multi-step task
 
 impl TypedTool for Agent {
     const NAME: &'static str = AGENT;
+    const DESCRIPTION: &'static str = DESCRIPTION;
     type Args = Args;
-
-    fn description(&self) -> String {
-        DESCRIPTION.into()
-    }
 
     fn input_schema(&self) -> Value {
         json!({

@@ -197,13 +197,10 @@ pub struct AskUserQuestion;
 
 impl TypedTool for AskUserQuestion {
     const NAME: &'static str = "AskUserQuestion";
+    const DESCRIPTION: &'static str = DESCRIPTION;
     const READ_ONLY: bool = true;
     const CONCURRENCY_SAFE: bool = true;
     type Args = Value;
-
-    fn description(&self) -> String {
-        DESCRIPTION.into()
-    }
 
     fn input_schema(&self) -> Value {
         let option = json!({

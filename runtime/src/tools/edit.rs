@@ -144,11 +144,8 @@ fn has_unicode_escape(s: &str) -> bool {
 
 impl TypedTool for Edit {
     const NAME: &'static str = "Edit";
+    const DESCRIPTION: &'static str = "Performs exact string replacements in files.\n\nUsage:\n- You must use your `Read` tool at least once in the conversation before editing. This tool will error if you attempt an edit without reading the file.\n- The edit will FAIL if `old_string` is not unique in the file. Either provide a larger string with more surrounding context to make it unique or use `replace_all` to change every instance of `old_string`.\n- Use `replace_all` for replacing and renaming strings across the file.";
     type Args = Args;
-
-    fn description(&self) -> String {
-        "Performs exact string replacements in files.\n\nUsage:\n- You must use your `Read` tool at least once in the conversation before editing. This tool will error if you attempt an edit without reading the file.\n- The edit will FAIL if `old_string` is not unique in the file. Either provide a larger string with more surrounding context to make it unique or use `replace_all` to change every instance of `old_string`.\n- Use `replace_all` for replacing and renaming strings across the file.".into()
-    }
 
     fn input_schema(&self) -> Value {
         json!({

@@ -33,13 +33,10 @@ pub struct Args {
 
 impl TypedTool for Glob {
     const NAME: &'static str = "Glob";
+    const DESCRIPTION: &'static str = "- Fast file pattern matching tool that works with any codebase size\n- Supports glob patterns like \"**/*.js\" or \"src/**/*.ts\"\n- Returns matching file paths sorted by modification time\n- Use this tool when you need to find files by name patterns";
     const READ_ONLY: bool = true;
     const CONCURRENCY_SAFE: bool = true;
     type Args = Args;
-
-    fn description(&self) -> String {
-        "- Fast file pattern matching tool that works with any codebase size\n- Supports glob patterns like \"**/*.js\" or \"src/**/*.ts\"\n- Returns matching file paths sorted by modification time\n- Use this tool when you need to find files by name patterns".into()
-    }
 
     fn input_schema(&self) -> Value {
         json!({

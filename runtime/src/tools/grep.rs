@@ -245,14 +245,11 @@ fn pagination(applied: Option<usize>, offset: usize) -> String {
 
 impl TypedTool for Grep {
     const NAME: &'static str = "Grep";
+    const DESCRIPTION: &'static str = "A powerful search tool built on ripgrep.\n\nUsage:\n- Supports full regex syntax (e.g., \"log.*Error\", \"function\\\\s+\\\\w+\")\n- Filter files with glob parameter (e.g., \"*.js\", \"**/*.tsx\") or type parameter (e.g., \"js\", \"py\", \"rust\")\n- Output modes: \"content\" shows matching lines, \"files_with_matches\" shows only file paths (default), \"count\" shows match counts\n- Results are paginated with head_limit (default 250) and offset\n- Multiline matching: use multiline: true";
     const READ_ONLY: bool = true;
     const CONCURRENCY_SAFE: bool = true;
     const MAX_RESULT_SIZE_CHARS: Option<usize> = Some(MAX_RESULT_CHARS);
     type Args = Args;
-
-    fn description(&self) -> String {
-        "A powerful search tool built on ripgrep.\n\nUsage:\n- Supports full regex syntax (e.g., \"log.*Error\", \"function\\\\s+\\\\w+\")\n- Filter files with glob parameter (e.g., \"*.js\", \"**/*.tsx\") or type parameter (e.g., \"js\", \"py\", \"rust\")\n- Output modes: \"content\" shows matching lines, \"files_with_matches\" shows only file paths (default), \"count\" shows match counts\n- Results are paginated with head_limit (default 250) and offset\n- Multiline matching: use multiline: true".into()
-    }
 
     fn input_schema(&self) -> Value {
         json!({

@@ -529,14 +529,11 @@ pub struct ListArgs {
 
 impl TypedTool for ListMcpResources {
     const NAME: &'static str = LIST_RESOURCES;
+    const DESCRIPTION: &'static str = "\nList available resources from configured MCP servers.\nEach returned resource will include all standard MCP resource fields plus a 'server' field \nindicating which server the resource belongs to.\n\nParameters:\n- server (optional): The name of a specific MCP server to get resources from. If not provided,\n  resources from all servers will be returned.\n";
     const DEFER_LOADING: Option<bool> = Some(true); // measured: deferred with the MCP tools when tool search is on
     const READ_ONLY: bool = true;
     const CONCURRENCY_SAFE: bool = true;
     type Args = ListArgs;
-
-    fn description(&self) -> String {
-        "\nList available resources from configured MCP servers.\nEach returned resource will include all standard MCP resource fields plus a 'server' field \nindicating which server the resource belongs to.\n\nParameters:\n- server (optional): The name of a specific MCP server to get resources from. If not provided,\n  resources from all servers will be returned.\n".into()
-    }
 
     fn input_schema(&self) -> Value {
         json!({
@@ -589,14 +586,11 @@ fn read_schema(uri_about: &str) -> Value {
 
 impl TypedTool for ReadMcpResource {
     const NAME: &'static str = READ_RESOURCE;
+    const DESCRIPTION: &'static str = "\nReads a specific resource from an MCP server, identified by server name and resource URI.\n\nParameters:\n- server (required): The name of the MCP server from which to read the resource\n- uri (required): The URI of the resource to read\n";
     const DEFER_LOADING: Option<bool> = Some(true); // measured: deferred with the MCP tools when tool search is on
     const READ_ONLY: bool = true;
     const CONCURRENCY_SAFE: bool = true;
     type Args = ReadArgs;
-
-    fn description(&self) -> String {
-        "\nReads a specific resource from an MCP server, identified by server name and resource URI.\n\nParameters:\n- server (required): The name of the MCP server from which to read the resource\n- uri (required): The URI of the resource to read\n".into()
-    }
 
     fn input_schema(&self) -> Value {
         read_schema("The resource URI to read")
@@ -625,14 +619,11 @@ pub struct ReadMcpResourceDir;
 
 impl TypedTool for ReadMcpResourceDir {
     const NAME: &'static str = READ_RESOURCE_DIR;
+    const DESCRIPTION: &'static str = "\nList the direct children of a directory resource on an MCP server (`resources/directory/read`).\n\nParameters:\n- server (required): The name of the MCP server to read from\n- uri (required): The URI of the directory resource\n\nThe listing is not recursive. Each entry carries its own `uri`; subdirectories appear with mimeType \"inode/directory\" — call this tool again on a subdirectory's `uri` to descend.\n\nOnly usable against a server that has declared support for directory listing; other servers return an error.\n";
     const DEFER_LOADING: Option<bool> = Some(true); // measured: deferred with the MCP tools when tool search is on
     const READ_ONLY: bool = true;
     const CONCURRENCY_SAFE: bool = true;
     type Args = serde::de::IgnoredAny;
-
-    fn description(&self) -> String {
-        "\nList the direct children of a directory resource on an MCP server (`resources/directory/read`).\n\nParameters:\n- server (required): The name of the MCP server to read from\n- uri (required): The URI of the directory resource\n\nThe listing is not recursive. Each entry carries its own `uri`; subdirectories appear with mimeType \"inode/directory\" — call this tool again on a subdirectory's `uri` to descend.\n\nOnly usable against a server that has declared support for directory listing; other servers return an error.\n".into()
-    }
 
     fn input_schema(&self) -> Value {
         read_schema("The directory resource URI to list")

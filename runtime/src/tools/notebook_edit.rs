@@ -133,11 +133,8 @@ pub fn stringify_1(v: &Value) -> Result<String, ToolError> {
 
 impl TypedTool for NotebookEdit {
     const NAME: &'static str = "NotebookEdit";
+    const DESCRIPTION: &'static str = "Completely replaces the contents of a specific cell in a Jupyter notebook (.ipynb file) with new source. The notebook_path parameter must be an absolute path. The cell_id identifies the cell; edit_mode=insert adds a new cell after it (or at the start when absent), edit_mode=delete removes it.";
     type Args = Args;
-
-    fn description(&self) -> String {
-        "Completely replaces the contents of a specific cell in a Jupyter notebook (.ipynb file) with new source. The notebook_path parameter must be an absolute path. The cell_id identifies the cell; edit_mode=insert adds a new cell after it (or at the start when absent), edit_mode=delete removes it.".into()
-    }
 
     fn input_schema(&self) -> Value {
         json!({

@@ -182,16 +182,13 @@ pub struct EnterPlanMode;
 
 impl TypedTool for EnterPlanMode {
     const NAME: &'static str = ENTER_PLAN_MODE;
+    const DESCRIPTION: &'static str = ENTER_DESCRIPTION;
     const READ_ONLY: bool = true;
     const CONCURRENCY_SAFE: bool = true;
     type Args = serde::de::IgnoredAny;
 
     fn is_visible(&self, ctx: &ToolContext) -> bool {
         visible(ctx.session.state::<ModeState>().get(), ENTER_PLAN_MODE)
-    }
-
-    fn description(&self) -> String {
-        ENTER_DESCRIPTION.into()
     }
 
     fn input_schema(&self) -> Value {
@@ -251,15 +248,12 @@ pub struct ExitPlanMode;
 
 impl TypedTool for ExitPlanMode {
     const NAME: &'static str = EXIT_PLAN_MODE;
+    const DESCRIPTION: &'static str = EXIT_DESCRIPTION;
     const CONCURRENCY_SAFE: bool = true;
     type Args = Value;
 
     fn is_visible(&self, ctx: &ToolContext) -> bool {
         visible(ctx.session.state::<ModeState>().get(), EXIT_PLAN_MODE)
-    }
-
-    fn description(&self) -> String {
-        EXIT_DESCRIPTION.into()
     }
 
     fn input_schema(&self) -> Value {

@@ -80,14 +80,11 @@ pub struct Args {
 
 impl TypedTool for Read {
     const NAME: &'static str = "Read";
+    const DESCRIPTION: &'static str = "Reads a file from the local filesystem.\n\nUsage:\n- The file_path parameter must be an absolute path\n- By default, it reads up to 2000 lines starting from the beginning of the file\n- You can optionally specify a line offset and limit (especially handy for long files)\n- Any lines longer than 2000 characters will be truncated\n- Results are returned using cat -n format, with line numbers starting at 1\n- This tool can read images (PNG, JPG, GIF, WEBP), PDF files and Jupyter notebooks (.ipynb)\n- Files over 256KB need offset and limit";
     const READ_ONLY: bool = true;
     const CONCURRENCY_SAFE: bool = true;
     const MAX_RESULT_SIZE_CHARS: Option<usize> = None; // PIPE-5: Read limits itself
     type Args = Args;
-
-    fn description(&self) -> String {
-        "Reads a file from the local filesystem.\n\nUsage:\n- The file_path parameter must be an absolute path\n- By default, it reads up to 2000 lines starting from the beginning of the file\n- You can optionally specify a line offset and limit (especially handy for long files)\n- Any lines longer than 2000 characters will be truncated\n- Results are returned using cat -n format, with line numbers starting at 1\n- This tool can read images (PNG, JPG, GIF, WEBP), PDF files and Jupyter notebooks (.ipynb)\n- Files over 256KB need offset and limit".into()
-    }
 
     fn input_schema(&self) -> Value {
         json!({

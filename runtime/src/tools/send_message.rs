@@ -49,11 +49,8 @@ const DESCRIPTION: &str = "# SendMessage\n\nSend a message to another agent.\n\n
 
 impl TypedTool for SendMessage {
     const NAME: &'static str = "SendMessage";
+    const DESCRIPTION: &'static str = DESCRIPTION;
     type Args = Args;
-
-    fn description(&self) -> String {
-        DESCRIPTION.into()
-    }
 
     fn input_schema(&self) -> Value {
         json!({

@@ -248,11 +248,8 @@ pub const DESCRIPTION: &str = "Invoke a skill.\n\nA skill is a packaged set of i
 
 impl TypedTool for Skill {
     const NAME: &'static str = SKILL;
+    const DESCRIPTION: &'static str = DESCRIPTION;
     type Args = Args;
-
-    fn description(&self) -> String {
-        DESCRIPTION.into()
-    }
 
     fn input_schema(&self) -> Value {
         json!({

@@ -42,12 +42,9 @@ pub struct OutputArgs {
 
 impl TypedTool for TaskOutput {
     const NAME: &'static str = TASK_OUTPUT;
+    const DESCRIPTION: &'static str = "Retrieves the output of a background task (a command run with run_in_background).\n\n- block (default true) waits for the task to finish, at most `timeout` ms (default 30000, max 600000)\n- block=false returns at once with the current status\n- Empty output is not a failure, and a \"success\" line in a log is not completion: read the status";
     const READ_ONLY: bool = true;
     type Args = OutputArgs;
-
-    fn description(&self) -> String {
-        "Retrieves the output of a background task (a command run with run_in_background).\n\n- block (default true) waits for the task to finish, at most `timeout` ms (default 30000, max 600000)\n- block=false returns at once with the current status\n- Empty output is not a failure, and a \"success\" line in a log is not completion: read the status".into()
-    }
 
     fn input_schema(&self) -> Value {
         json!({
@@ -124,11 +121,8 @@ pub struct StopArgs {
 
 impl TypedTool for TaskStop {
     const NAME: &'static str = "TaskStop";
+    const DESCRIPTION: &'static str = "Stops a running background task by its ID (kills its whole process group).";
     type Args = StopArgs;
-
-    fn description(&self) -> String {
-        "Stops a running background task by its ID (kills its whole process group).".into()
-    }
 
     fn input_schema(&self) -> Value {
         json!({

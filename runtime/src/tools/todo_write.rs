@@ -139,11 +139,8 @@ pub struct TodoWrite;
 
 impl TypedTool for TodoWrite {
     const NAME: &'static str = "TodoWrite";
+    const DESCRIPTION: &'static str = TODO_DESCRIPTION;
     type Args = Value;
-
-    fn description(&self) -> String {
-        TODO_DESCRIPTION.into()
-    }
 
     fn input_schema(&self) -> Value {
         serde_json::from_str(TODO_SCHEMA).unwrap_or(Value::Null)

@@ -371,13 +371,10 @@ pub const DESCRIPTION: &str = "Fetches full schema definitions for deferred tool
 
 impl TypedTool for ToolSearch {
     const NAME: &'static str = TOOL_SEARCH;
+    const DESCRIPTION: &'static str = DESCRIPTION;
     const READ_ONLY: bool = true;
     const DEFER_LOADING: Option<bool> = Some(false);
     type Args = Args;
-
-    fn description(&self) -> String {
-        DESCRIPTION.into()
-    }
 
     fn input_schema(&self) -> Value {
         json!({

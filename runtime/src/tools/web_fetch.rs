@@ -597,14 +597,11 @@ async fn apply_prompt(ctx: &ToolContext, content: &str, prompt: &str, preapprove
 
 impl TypedTool for WebFetch {
     const NAME: &'static str = "WebFetch";
+    const DESCRIPTION: &'static str = "Fetches a URL, converts the page to markdown, and answers `prompt` against it using a small fast model.\n\n- Fails on authenticated/private URLs \u{2014} use an authenticated MCP tool or `gh` for those instead.\n- HTTP is upgraded to HTTPS. Cross-host redirects are returned to you rather than followed; call again with the redirect URL.\n- Responses are cached for 15 minutes per URL.";
     const READ_ONLY: bool = true;
     const CONCURRENCY_SAFE: bool = true;
     const MAX_RESULT_SIZE_CHARS: Option<usize> = Some(MAX_RESULT_SIZE_CHARS);
     type Args = Args;
-
-    fn description(&self) -> String {
-        "Fetches a URL, converts the page to markdown, and answers `prompt` against it using a small fast model.\n\n- Fails on authenticated/private URLs \u{2014} use an authenticated MCP tool or `gh` for those instead.\n- HTTP is upgraded to HTTPS. Cross-host redirects are returned to you rather than followed; call again with the redirect URL.\n- Responses are cached for 15 minutes per URL.".into()
-    }
 
     fn input_schema(&self) -> Value {
         json!({

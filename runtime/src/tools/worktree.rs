@@ -293,11 +293,8 @@ async fn create(ctx: &ToolContext, repo: &Path, name: &str, original: PathBuf) -
 
 impl TypedTool for EnterWorktree {
     const NAME: &'static str = "EnterWorktree";
+    const DESCRIPTION: &'static str = ENTER_DESCRIPTION;
     type Args = Value;
-
-    fn description(&self) -> String {
-        ENTER_DESCRIPTION.into()
-    }
 
     fn input_schema(&self) -> Value {
         json!({
@@ -405,11 +402,8 @@ impl ExitWorktree {
 
 impl TypedTool for ExitWorktree {
     const NAME: &'static str = "ExitWorktree";
+    const DESCRIPTION: &'static str = EXIT_DESCRIPTION;
     type Args = Value;
-
-    fn description(&self) -> String {
-        EXIT_DESCRIPTION.into()
-    }
 
     fn input_schema(&self) -> Value {
         json!({

@@ -27,11 +27,8 @@ pub struct Args {
 
 impl TypedTool for Write {
     const NAME: &'static str = "Write";
+    const DESCRIPTION: &'static str = "Writes a file to the local filesystem.\n\nUsage:\n- This tool will overwrite the existing file if there is one at the provided path.\n- If this is an existing file, you MUST use the Read tool first to read the file's contents. This tool will fail if you did not read the file first.\n- The file_path parameter must be an absolute path.";
     type Args = Args;
-
-    fn description(&self) -> String {
-        "Writes a file to the local filesystem.\n\nUsage:\n- This tool will overwrite the existing file if there is one at the provided path.\n- If this is an existing file, you MUST use the Read tool first to read the file's contents. This tool will fail if you did not read the file first.\n- The file_path parameter must be an absolute path.".into()
-    }
 
     fn input_schema(&self) -> Value {
         json!({

@@ -253,11 +253,8 @@ fn first_path(input: &Value) -> Option<String> {
 
 impl TypedTool for ApplyPatch {
     const NAME: &'static str = APPLY_PATCH;
+    const DESCRIPTION: &'static str = "Edits files with a patch in this format (no line numbers; chunks are found by their context):\n\n*** Begin Patch\n*** Add File: path/new.txt\n+first line\n*** Delete File: path/old.txt\n*** Update File: path/app.py\n*** Move to: path/main.py\n@@ def greet():\n-print(\"Hi\")\n+print(\"Hello\")\n*** End Patch\n\nUsage:\n- Paths are relative to the working directory.\n- Every line of an added file starts with +. In an update chunk, lines start with ' ' (context, 3 lines around each change by default), - (removed) or + (added); '@@ text' names a line (a class, a function) to search after; '*** End of File' pins a chunk to the end of the file.\n- The patch applies whole or not at all: if any part cannot be applied, nothing is changed.";
     type Args = Args;
-
-    fn description(&self) -> String {
-        "Edits files with a patch in this format (no line numbers; chunks are found by their context):\n\n*** Begin Patch\n*** Add File: path/new.txt\n+first line\n*** Delete File: path/old.txt\n*** Update File: path/app.py\n*** Move to: path/main.py\n@@ def greet():\n-print(\"Hi\")\n+print(\"Hello\")\n*** End Patch\n\nUsage:\n- Paths are relative to the working directory.\n- Every line of an added file starts with +. In an update chunk, lines start with ' ' (context, 3 lines around each change by default), - (removed) or + (added); '@@ text' names a line (a class, a function) to search after; '*** End of File' pins a chunk to the end of the file.\n- The patch applies whole or not at all: if any part cannot be applied, nothing is changed.".into()
-    }
 
     fn input_schema(&self) -> Value {
         json!({

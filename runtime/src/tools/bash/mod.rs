@@ -90,12 +90,9 @@ pub struct Args {
 
 impl TypedTool for Bash {
     const NAME: &'static str = "Bash";
+    const DESCRIPTION: &'static str = "Executes a bash command and returns its output.\n\n- The working directory persists between calls; a cd outside the project is reset.\n- stdin is closed; the default timeout is 120000 ms (max 600000).\n- stdout and stderr come back as one stream; a non-zero exit code is reported first and makes the result an error.\n- Output over 30000 characters is saved to a file and you get its path and a preview.\n- run_in_background returns a task id and an output file at once; read the file, use TaskOutput, or wait for the <background-results> that arrive when it ends.\n- Compound commands are checked part by part against the permission rules; any denied part blocks the whole command.";
     const MAX_RESULT_SIZE_CHARS: Option<usize> = Some(MAX_RESULT_SIZE_CHARS);
     type Args = Args;
-
-    fn description(&self) -> String {
-        "Executes a bash command and returns its output.\n\n- The working directory persists between calls; a cd outside the project is reset.\n- stdin is closed; the default timeout is 120000 ms (max 600000).\n- stdout and stderr come back as one stream; a non-zero exit code is reported first and makes the result an error.\n- Output over 30000 characters is saved to a file and you get its path and a preview.\n- run_in_background returns a task id and an output file at once; read the file, use TaskOutput, or wait for the <background-results> that arrive when it ends.\n- Compound commands are checked part by part against the permission rules; any denied part blocks the whole command.".into()
-    }
 
     fn input_schema(&self) -> Value {
         // BASH-1: the internal `_simulatedSedEdit` field is never part of what the model sees

@@ -121,11 +121,8 @@ const CREATE_DESCRIPTION: &str = "Schedule a prompt to be enqueued at a future t
 
 impl TypedTool for CronCreate {
     const NAME: &'static str = "CronCreate";
+    const DESCRIPTION: &'static str = CREATE_DESCRIPTION;
     type Args = CreateArgs;
-
-    fn description(&self) -> String {
-        CREATE_DESCRIPTION.into()
-    }
 
     fn input_schema(&self) -> Value {
         json!({
@@ -237,11 +234,8 @@ pub struct DeleteArgs {
 
 impl TypedTool for CronDelete {
     const NAME: &'static str = "CronDelete";
+    const DESCRIPTION: &'static str = "Cancel a cron job previously scheduled with CronCreate. Removes it from .claude/scheduled_tasks.json (durable jobs) or the in-memory session store (session-only jobs).";
     type Args = DeleteArgs;
-
-    fn description(&self) -> String {
-        "Cancel a cron job previously scheduled with CronCreate. Removes it from .claude/scheduled_tasks.json (durable jobs) or the in-memory session store (session-only jobs).".into()
-    }
 
     fn input_schema(&self) -> Value {
         json!({
@@ -277,14 +271,11 @@ pub struct CronList;
 
 impl TypedTool for CronList {
     const NAME: &'static str = "CronList";
+    const DESCRIPTION: &'static str =
+        "List all cron jobs scheduled via CronCreate, both durable (.claude/scheduled_tasks.json) and session-only.";
     const READ_ONLY: bool = true;
     const CONCURRENCY_SAFE: bool = true;
     type Args = serde::de::IgnoredAny;
-
-    fn description(&self) -> String {
-        "List all cron jobs scheduled via CronCreate, both durable (.claude/scheduled_tasks.json) and session-only."
-            .into()
-    }
 
     fn input_schema(&self) -> Value {
         json!({

@@ -297,6 +297,7 @@ fn resolve(ctx: &ToolContext, p: &str) -> PathBuf {
 
 impl TypedTool for Lsp {
     const NAME: &'static str = LSP_TOOL;
+    const DESCRIPTION: &'static str = DESCRIPTION;
     const READ_ONLY: bool = true;
     const CONCURRENCY_SAFE: bool = true;
     /// The reference words a misfit input as zod's plain issue message, `Invalid input: …`.
@@ -312,10 +313,6 @@ impl TypedTool for Lsp {
     /// LSP-3: a call before the tool was offered is a call to a tool the session does not have.
     fn is_available(&self, ctx: &ToolContext) -> bool {
         ctx.session.state::<manager::LspManager>().offered_from(first_request(ctx))
-    }
-
-    fn description(&self) -> String {
-        DESCRIPTION.into()
     }
 
     fn input_schema(&self) -> Value {

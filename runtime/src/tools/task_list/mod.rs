@@ -83,12 +83,9 @@ pub struct CreateArgs {
 
 impl TypedTool for TaskCreate {
     const NAME: &'static str = "TaskCreate";
+    const DESCRIPTION: &'static str = CREATE_DESCRIPTION;
     const ARGS_ERROR_PREFIX: &'static str = validation::PREFIX;
     type Args = CreateArgs;
-
-    fn description(&self) -> String {
-        CREATE_DESCRIPTION.into()
-    }
 
     fn input_schema(&self) -> Value {
         schema(CREATE_SCHEMA)
@@ -130,14 +127,11 @@ pub struct IdArgs {
 
 impl TypedTool for TaskGet {
     const NAME: &'static str = "TaskGet";
+    const DESCRIPTION: &'static str = GET_DESCRIPTION;
     const READ_ONLY: bool = true;
     const CONCURRENCY_SAFE: bool = true;
     const ARGS_ERROR_PREFIX: &'static str = validation::PREFIX;
     type Args = IdArgs;
-
-    fn description(&self) -> String {
-        GET_DESCRIPTION.into()
-    }
 
     fn input_schema(&self) -> Value {
         schema(GET_SCHEMA)
@@ -178,13 +172,10 @@ pub struct TaskList;
 
 impl TypedTool for TaskList {
     const NAME: &'static str = "TaskList";
+    const DESCRIPTION: &'static str = LIST_DESCRIPTION;
     const READ_ONLY: bool = true;
     const CONCURRENCY_SAFE: bool = true;
     type Args = serde::de::IgnoredAny;
-
-    fn description(&self) -> String {
-        LIST_DESCRIPTION.into()
-    }
 
     fn input_schema(&self) -> Value {
         schema(LIST_SCHEMA)
@@ -379,13 +370,10 @@ impl TaskUpdate {
 
 impl TypedTool for TaskUpdate {
     const NAME: &'static str = "TaskUpdate";
+    const DESCRIPTION: &'static str = UPDATE_DESCRIPTION;
     const CONCURRENCY_SAFE: bool = true;
     const ARGS_ERROR_PREFIX: &'static str = validation::PREFIX;
     type Args = UpdateArgs;
-
-    fn description(&self) -> String {
-        UPDATE_DESCRIPTION.into()
-    }
 
     fn input_schema(&self) -> Value {
         schema(UPDATE_SCHEMA)

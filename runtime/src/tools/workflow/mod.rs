@@ -112,11 +112,8 @@ pub struct Args {
 
 impl TypedTool for Workflow {
     const NAME: &'static str = "Workflow";
+    const DESCRIPTION: &'static str = DESCRIPTION;
     type Args = Args;
-
-    fn description(&self) -> String {
-        DESCRIPTION.into()
-    }
 
     fn input_schema(&self) -> Value {
         json!({
