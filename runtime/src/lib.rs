@@ -17,8 +17,11 @@
 //! ## Modules
 //!
 //! The core, which names no tool:
-//! - [`tool`]: the [`Tool`] trait, its two error channels ([`ToolError`]), [`ToolOutput`],
-//!   [`PermissionSubject`], and [`tool::parse_args`] (a call's input as a tool's serde `Args`);
+//! - [`tool`]: [`tool::TypedTool`], what a tool module implements (name and flags as constants, its own
+//!   serde `Args`, an `async fn call`), the object-safe [`Tool`] the pool stores (every `TypedTool` is
+//!   one, through a blanket adapter that deserialises the validated input), its two error channels
+//!   ([`ToolError`]), [`ToolOutput`], [`PermissionSubject`], and [`tool::parse_args`] (a call's input as
+//!   a tool's serde `Args`);
 //! - [`context`]: what a call may use ([`ToolContext`], [`ReadState`]);
 //! - [`session`]: what outlives a call ([`Session`]: settings, model, each tool's state by type);
 //! - [`registry`]: the tool pool ([`Registry`]: built-ins by name, then MCP tools);
