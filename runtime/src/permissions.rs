@@ -7,6 +7,11 @@
 //! `..`), so no spelling of a denied file gets past its rule. Path patterns are gitignore-style globs: `//abs/path/**` absolute, `~/x` under HOME, `/x` from the
 //! project root (the cwd), `x/**` relative to the cwd (a pattern without `/` matches at any depth).
 //! Command patterns (`Bash(git *)`) are globs over the whole command where `*` spans anything.
+//!
+//! The rules are parsed once per session ([`crate::session::Session::new`]) and kept there for the
+//! pipeline and the tools ([`crate::session::Session::rules`]); each rule's globs are compiled once — the
+//! command glob when it is parsed, the path glob at its first match and again only when the anchors move
+//! (a worktree entered or left) — not on every match (a search walk matches each file it meets).
 
 use crate::settings::PermissionSettings;
 use globset::{GlobBuilder, GlobMatcher};
@@ -35,7 +40,8 @@ pub enum PermissionSubject {
     None,
 }
 
-/// A parsed rule.
+/// A parsed rule, its globs compiled once: the command glob when it is parsed, the path glob at its first
+/// match and again only when the anchors move (a worktree entered or left, WT-1).
 #[derive(Debug, Clone)]
 pub struct Rule {
     /// As written in the settings.
@@ -44,6 +50,55 @@ pub struct Rule {
     pub tool: String,
     /// The pattern inside the parentheses.
     pub pattern: Option<String>,
+    /// The pattern as a command glob ([`command_glob`]).
+    command: Option<GlobMatcher>,
+    /// The pattern as a path glob at the anchors it was last matched at ([`path_glob`]).
+    path: PathGlob,
+}
+
+/// A rule's path glob and the anchors it was compiled for, shared by the clones of the rule (the
+/// session's rules, the walks of a search), with the count of compilations (what the tests hold to one).
+#[derive(Debug, Clone, Default)]
+struct PathGlob(std::sync::Arc<PathGlobSlot>);
+
+#[derive(Debug, Default)]
+struct PathGlobSlot {
+    compiled: std::sync::RwLock<Option<(Anchors, Option<GlobMatcher>)>>,
+    compilations: std::sync::atomic::AtomicUsize,
+}
+
+impl PathGlob {
+    /// `hit` of the glob `pattern` stands for at `at` (false when it does not compile), compiled only
+    /// when the anchors differ from the last call's.
+    fn matches(&self, pattern: &str, at: &Anchors, hit: impl Fn(&GlobMatcher) -> bool) -> bool {
+        if let Ok(slot) = self.0.compiled.read() {
+            if let Some((_, glob)) = slot.as_ref().filter(|(anchors, _)| anchors == at) {
+                return glob.as_ref().is_some_and(&hit);
+            }
+        }
+        let glob = path_glob(pattern, at);
+        self.0.compilations.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let matched = glob.as_ref().is_some_and(&hit);
+        if let Ok(mut slot) = self.0.compiled.write() {
+            *slot = Some((at.clone(), glob));
+        }
+        matched
+    }
+}
+
+impl Rule {
+    fn new(text: &str, tool: &str, pattern: Option<String>) -> Rule {
+        let command = pattern.as_deref().and_then(command_glob);
+        Rule { text: text.into(), tool: tool.into(), pattern, command, path: PathGlob::default() }
+    }
+
+    /// Whether the rule's path pattern covers `path` at `at` (no pattern: every path).
+    fn covers_path(&self, path: &std::path::Path, at: &Anchors) -> bool {
+        match &self.pattern {
+            None => true,
+            Some(pattern) => self.path.matches(pattern, at, |g| g.is_match(path)),
+        }
+    }
 }
 
 /// Settings whose permissions cannot be read: the session does not start (a fatal error of the run).
@@ -61,12 +116,10 @@ pub enum RuleError {
 pub fn parse_rule(text: &str) -> Result<Rule, RuleError> {
     let t = text.trim();
     match t.split_once('(') {
-        None if !t.is_empty() && t.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') => {
-            Ok(Rule { text: t.into(), tool: t.into(), pattern: None })
-        }
+        None if !t.is_empty() && t.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') => Ok(Rule::new(t, t, None)),
         Some((tool, rest)) if rest.ends_with(')') && !tool.is_empty() => {
             let pattern = &rest[..rest.len() - 1];
-            Ok(Rule { text: t.into(), tool: tool.into(), pattern: (!pattern.is_empty()).then(|| pattern.to_string()) })
+            Ok(Rule::new(t, tool, (!pattern.is_empty()).then(|| pattern.to_string())))
         }
         _ => Err(RuleError::NotARule(text.to_string())),
     }
@@ -130,9 +183,15 @@ impl Rules {
         // permission check)
         let ours =
             |r: &Rule| if EDIT_FAMILY.contains(&tool) { r.tool == "Edit" } else { family_matches(&r.tool, tool) };
-        self.deny
-            .iter()
-            .any(|r| ours(r) && r.pattern.as_deref().is_none_or(|p| path_glob(p, at).is_some_and(|g| g.is_match(path))))
+        self.deny.iter().any(|r| ours(r) && r.covers_path(path, at))
+    }
+
+    /// How many path globs the rules have compiled so far: one a rule with a pattern that was matched
+    /// against a path, and one more each time the anchors it is matched at move.
+    pub fn path_glob_compilations(&self) -> usize {
+        (self.allow.iter().chain(&self.ask).chain(&self.deny))
+            .map(|r| r.path.0.compilations.load(std::sync::atomic::Ordering::Relaxed))
+            .sum()
     }
 
     /// True when a bare deny rule names the tool: it never reaches the model (PIPE-6).
@@ -314,10 +373,10 @@ fn matches(rule: &Rule, tool: &str, subject: &PermissionSubject, at: &Anchors) -
     match subject {
         // as given and as the OS resolves it (a symlink, `/proc/self/root/…`, `a/../b`): a rule on
         // `secrets/**` covers `link-to-secrets/key` too
-        PermissionSubject::ReadPath(p) | PermissionSubject::WritePath(p) => path_glob(pattern, at).is_some_and(|g| {
+        PermissionSubject::ReadPath(p) | PermissionSubject::WritePath(p) => rule.path.matches(pattern, at, |g| {
             g.is_match(p) || crate::paths::real_path(p).is_some_and(|real| real != *p && g.is_match(&real))
         }),
-        PermissionSubject::Command(c) => command_glob(pattern).is_some_and(|g| g.is_match(c.trim())),
+        PermissionSubject::Command(c) => rule.command.as_ref().is_some_and(|g| g.is_match(c.trim())),
         PermissionSubject::None => false,
     }
 }
@@ -375,6 +434,32 @@ mod tests {
         let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect();
         Rules::from_settings(&PermissionSettings { allow: s(allow), ask: s(ask), deny: s(deny), default_mode: None })
             .unwrap_or_default()
+    }
+
+    /// The rules' globs are compiled once for the session, not on every match (a search walk matches
+    /// every file it meets): again only when the anchors move, and the clones (the walk's) share them.
+    #[test]
+    fn path_globs_compile_once_per_anchors() {
+        let (_d, c) = ctx();
+        let r = rules(&["Read(docs/**)"], &["Edit(src/**)"], &["Read(secrets/**)", "Bash(rm *)"]);
+        for i in 0..50 {
+            let p = PermissionSubject::ReadPath(c.cwd.join(format!("f{i}")));
+            assert!(matches!(r.decide("Read", &p, true, &c.at), Decision::Allow(_)));
+            let p = PermissionSubject::WritePath(c.cwd.join(format!("src/f{i}")));
+            assert!(matches!(r.clone().decide("Edit", &p, false, &c.at), Decision::Ask(_)));
+        }
+        // Read(secrets/**) and Read(docs/**), once each; Edit(src/**) once; Bash's is a command glob
+        assert_eq!(r.path_glob_compilations(), 3);
+        let moved = Anchors { home: c.at.home.clone(), project_root: c.cwd.join(".claude/worktrees/w") };
+        let p = PermissionSubject::ReadPath(moved.project_root.join("secrets/k"));
+        assert_eq!(r.decide("Read", &p, true, &moved), Decision::Deny("Read(secrets/**)".into()));
+        assert_eq!(r.path_glob_compilations(), 4);
+        let p = PermissionSubject::Command("rm -rf x".into());
+        assert_eq!(
+            r.decide("Bash", &p, false, &c.at),
+            Decision::Deny("Bash(rm *) (it matches the part `rm -rf x`)".into())
+        );
+        assert_eq!(r.path_glob_compilations(), 4);
     }
 
     #[test]
