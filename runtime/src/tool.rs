@@ -117,7 +117,10 @@ pub enum ToolOutput {
     },
 }
 
-/// A tool of the runtime.
+/// A tool as the pool stores it and the pipeline calls it (object-safe, the input as JSON). A tool module
+/// implements [`TypedTool`] and gets this through the adapter; a tool implements it itself only when its
+/// name is not a constant (an MCP server's tool, a tool a release offers that the runtime does not
+/// perform).
 pub trait Tool: Send + Sync {
     /// The name the model calls it by.
     fn name(&self) -> &'static str;
