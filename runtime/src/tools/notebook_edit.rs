@@ -178,31 +178,33 @@ impl TypedTool for NotebookEdit {
     }
 
     async fn call(&self, args: Args, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
-        let path = confine_write(ctx, &args.notebook_path)?;
-        if path.extension().is_none_or(|e| e != "ipynb") {
-            return Err(ToolError::Validation(NOT_A_NOTEBOOK.into()));
+        {
+            let path = confine_write(ctx, &args.notebook_path)?;
+            if path.extension().is_none_or(|e| e != "ipynb") {
+                return Err(ToolError::Validation(NOT_A_NOTEBOOK.into()));
+            }
+            let mode = args.edit_mode.as_deref().unwrap_or("replace");
+            if mode == "insert" && args.cell_type.is_none() {
+                return Err(ToolError::Validation(CELL_TYPE_REQUIRED.into()));
+            }
+            // the reference's order: the read gate before the file is looked at
+            if ctx.read_state.lock().ok().is_none_or(|s| !s.contains_key(&path)) {
+                return Err(ToolError::Validation(crate::fs::NOT_READ_YET.into()));
+            }
+            let current =
+                std::fs::read(&path).map_err(|_| ToolError::Validation("Notebook file does not exist.".into()))?;
+            check_write_gates(ctx, &path, &current)?;
+            let file = crate::fs::TextFile::decode(&current);
+            let mut nb: Value = serde_json::from_str(&file.text)
+                .map_err(|_| ToolError::Validation("Notebook is not valid JSON.".into()))?;
+            let text = apply(&mut nb, args.cell_id.as_deref(), &args.new_source, args.cell_type.as_deref(), mode)?;
+            checkpoint(ctx, &path, &current)?;
+            let bytes = file.encode(&stringify_1(&nb)?);
+            crate::fs::write_no_follow(&path, &bytes)
+                .map_err(|e| ToolError::Runtime(format!("{e}: {}", path.display())))?;
+            crate::fs::remember_read(ctx, &path, bytes, false);
+            Ok(ToolOutput::Text(text))
         }
-        let mode = args.edit_mode.as_deref().unwrap_or("replace");
-        if mode == "insert" && args.cell_type.is_none() {
-            return Err(ToolError::Validation(CELL_TYPE_REQUIRED.into()));
-        }
-        // the reference's order: the read gate before the file is looked at
-        if ctx.read_state.lock().ok().is_none_or(|s| !s.contains_key(&path)) {
-            return Err(ToolError::Validation(crate::fs::NOT_READ_YET.into()));
-        }
-        let current =
-            std::fs::read(&path).map_err(|_| ToolError::Validation("Notebook file does not exist.".into()))?;
-        check_write_gates(ctx, &path, &current)?;
-        let file = crate::fs::TextFile::decode(&current);
-        let mut nb: Value = serde_json::from_str(&file.text)
-            .map_err(|_| ToolError::Validation("Notebook is not valid JSON.".into()))?;
-        let text = apply(&mut nb, args.cell_id.as_deref(), &args.new_source, args.cell_type.as_deref(), mode)?;
-        checkpoint(ctx, &path, &current)?;
-        let bytes = file.encode(&stringify_1(&nb)?);
-        crate::fs::write_no_follow(&path, &bytes)
-            .map_err(|e| ToolError::Runtime(format!("{e}: {}", path.display())))?;
-        crate::fs::remember_read(ctx, &path, bytes, false);
-        Ok(ToolOutput::Text(text))
     }
 }
 
