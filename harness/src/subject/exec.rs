@@ -96,14 +96,30 @@ pub async fn run_exec(
             Ok(Err(e)) => return Err(format!("exec {}: {e}", i + 1)),
             Err(_) => (true, None),
         };
-        let measured: Measured =
-            std::fs::read(&report).ok().and_then(|b| serde_json::from_slice(&b).ok()).unwrap_or_default();
         let (stdout, stderr) = output
             .map(|o| (String::from_utf8_lossy(&o.stdout).into_owned(), String::from_utf8_lossy(&o.stderr).into_owned()))
             .unwrap_or_default();
+        // killed at the deadline, measure wrote nothing (the record says so); otherwise its report is the
+        // exit status, and without one the exec did not run (a command that cannot be started): an error
+        // of the run, never a record that reads `signal 0`
+        let measured = if timed_out { Measured::default() } else { read_measured(&report, &stderr, i + 1)? };
         out.push(ExecRecord { argv: spec.argv.clone(), measured, timed_out, stdout, stderr });
     }
     Ok(out)
+}
+
+/// The report `probelab measure` wrote for exec `n` (1-based); `stderr` is what measure and the command
+/// printed there (measure says there why it could not run the command).
+fn read_measured(report: &Path, stderr: &str, n: usize) -> Result<Measured, String> {
+    let why = match std::fs::read(report) {
+        Ok(b) => match serde_json::from_slice(&b) {
+            Ok(m) => return Ok(m),
+            Err(e) => format!("its report {} does not parse: {e}", report.display()),
+        },
+        Err(e) => format!("no report {}: {e}", report.display()),
+    };
+    let said = stderr.lines().rfind(|l| l.starts_with("probelab measure: "));
+    Err(format!("exec {n}: probelab measure left {why}{}", said.map(|l| format!(" ({l})")).unwrap_or_default()))
 }
 
 /// `probelab measure --out FILE -- ARGV…`: runs ARGV with the inherited stdio, then writes

@@ -222,6 +222,20 @@ fn an_exec_probe_ends_at_its_deadline() {
 }
 
 #[test]
+fn an_exec_whose_command_cannot_start_is_an_error_of_the_run_not_a_record_of_signal_0() {
+    // measure writes no report when it cannot start the command: the record read as `signal 0` before
+    let d = lab();
+    let probe = "id = \"gone\"\nclaims = [\"GREP-1\"]\nabout = \"a\"\n\
+                 [[exec]]\nargv = [\"./no-such-command\"]\n[[check]]\nexec = 1\nexit = 127\n";
+    write(&d.path().join("probes/gone.toml"), probe);
+    let out = probelab(d.path(), &["run", "probes/gone.toml"]);
+    assert_ne!(out.status.code(), Some(0), "{}", said(&out));
+    assert!(said(&out).contains("exec 1: probelab measure left no report "), "{}", said(&out));
+    assert!(said(&out).contains("(probelab measure: cannot run ./no-such-command: "), "{}", said(&out));
+    assert!(!said(&out).contains("signal 0"), "{}", said(&out));
+}
+
+#[test]
 fn probe_file_mistakes_found_before_the_run_exit_2_with_a_place() {
     let d = lab();
     let text = std::fs::read_to_string(d.path().join("probes/window.toml")).unwrap_or_default();
