@@ -108,10 +108,16 @@ pub async fn run(
         tokio::spawn(async move {
             let mut buf = Vec::new();
             if let Some(mut r) = r {
-                let _ = tokio::io::AsyncReadExt::read_to_end(&mut r, &mut buf).await;
+                tokio::io::AsyncReadExt::read_to_end(&mut r, &mut buf).await?;
             }
-            String::from_utf8_lossy(&buf).into_owned()
+            Ok::<_, std::io::Error>(String::from_utf8_lossy(&buf).into_owned())
         })
+    };
+    // a pipe that fails to read (or a reader that panicked) is an error of the run, not an empty output
+    let collect = |r: Result<std::io::Result<String>, tokio::task::JoinError>, name: &str| {
+        r.map_err(|e| e.to_string())
+            .and_then(|r| r.map_err(|e| e.to_string()))
+            .map_err(|e| format!("reading {what}'s {name}: {e}"))
     };
     let stdout = read(child.stdout.take().map(|s| Box::new(s) as Reader));
     let stderr = read(child.stderr.take().map(|s| Box::new(s) as Reader));
@@ -133,14 +139,16 @@ pub async fn run(
         }
     };
     let killed = timed_out || stopped;
+    let stdout = collect(stdout.await, "stdout")?;
+    let stderr = collect(stderr.await, "stderr")?;
     use std::os::unix::process::ExitStatusExt;
     Ok(Exited {
         code: if killed { None } else { status.and_then(|s| s.code()) },
         signal: if killed { None } else { status.and_then(|s| s.signal()) },
         timed_out,
         stopped,
-        stdout: stdout.await.unwrap_or_default(),
-        stderr: stderr.await.unwrap_or_default(),
+        stdout,
+        stderr,
         spawned,
         exited,
     })
