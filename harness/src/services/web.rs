@@ -30,11 +30,12 @@
 //! this server also for `https://` URLs (the server stands in for the internet, TLS is not modelled).
 
 use crate::probe::sandbox::file_bytes;
-use axum::body::Body;
+use axum::body::{Body, Bytes};
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::Router;
+use std::collections::BTreeMap;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -53,6 +54,8 @@ pub fn dir_for(sandbox_root: &Path) -> PathBuf {
 
 struct Inner {
     spec: WebSpec,
+    /// Each page's body, made once at the start (a generated one can be large).
+    bodies: BTreeMap<String, Bytes>,
     log: PathBuf,
     lines: Mutex<()>,
 }
@@ -68,7 +71,13 @@ pub async fn start(spec: &WebSpec, dir: &Path) -> Result<Running, String> {
     std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let log = dir.join(LOG_FILE);
     std::fs::write(&log, "").map_err(|e| format!("{}: {e}", log.display()))?;
-    let shared: Shared = Arc::new(Inner { spec: spec.clone(), log, lines: Mutex::new(()) });
+    let mut bodies = BTreeMap::new();
+    for (key, page) in &spec.pages {
+        if let Some(b) = &page.body {
+            bodies.insert(key.clone(), Bytes::from(file_bytes(b).map_err(|e| format!("[web] page {key:?}: {e}"))?));
+        }
+    }
+    let shared: Shared = Arc::new(Inner { spec: spec.clone(), bodies, log, lines: Mutex::new(()) });
     let app = Router::new().fallback(serve_page).with_state(shared);
     let running = stub_messages::serve_router(app, ([127, 0, 0, 1], 0).into())
         .await
@@ -84,32 +93,39 @@ fn host_of(headers: &HeaderMap) -> String {
     h.to_ascii_lowercase()
 }
 
-/// The page for `host` + `path_query`: the exact `host/path` key first, then `/path`.
-fn find<'a>(spec: &'a WebSpec, host: &str, path_query: &str) -> Option<&'a Page> {
-    spec.pages.get(&format!("{host}{path_query}")).or_else(|| spec.pages.get(path_query))
+/// The page for `host` + `path_query` and its key: the exact `host/path` key first, then `/path`.
+fn find<'a>(spec: &'a WebSpec, host: &str, path_query: &str) -> Option<(&'a String, &'a Page)> {
+    spec.pages.get_key_value(&format!("{host}{path_query}")).or_else(|| spec.pages.get_key_value(path_query))
+}
+
+/// Appends one line to the request log.
+fn log_line(s: &Inner, line: &str) -> std::io::Result<()> {
+    let _guard = s.lines.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    writeln!(std::fs::OpenOptions::new().append(true).open(&s.log)?, "{line}")
 }
 
 async fn serve_page(State(s): State<Shared>, method: Method, uri: Uri, headers: HeaderMap) -> Response {
     let host = host_of(&headers);
     let pq = uri.path_and_query().map(|p| p.as_str().to_string()).unwrap_or_else(|| uri.path().to_string());
-    let page = find(&s.spec, &host, &pq).cloned();
-    let status = match &page {
-        Some(p) => p.status.unwrap_or(if p.location.is_some() { 302 } else { 200 }),
+    let found = find(&s.spec, &host, &pq);
+    let status = match found {
+        Some((_, p)) => p.status.unwrap_or(if p.location.is_some() { 302 } else { 200 }),
         None => 404,
     };
-    if let Ok(_guard) = s.lines.lock() {
-        if let Ok(mut f) = std::fs::OpenOptions::new().append(true).open(&s.log) {
-            let _ = writeln!(f, "{method} {host}{pq} {status}");
-        }
+    // the log is the evidence a probe checks (that a page was never requested): a request it cannot
+    // record is not answered as if it had been
+    if let Err(e) = log_line(&s, &format!("{method} {host}{pq} {status}")) {
+        let text = format!("probelab web service: cannot log the request in {}: {e}", s.log.display());
+        return (StatusCode::INTERNAL_SERVER_ERROR, [("content-type", "text/plain")], text).into_response();
     }
-    let Some(page) = page else {
+    let Some((key, page)) = found else {
         return (StatusCode::NOT_FOUND, [("content-type", "text/plain")], "Not Found").into_response();
     };
     if page.delay_ms > 0 {
         tokio::time::sleep(std::time::Duration::from_millis(page.delay_ms)).await;
     }
-    let body = page.body.as_ref().and_then(|b| file_bytes(b).ok()).unwrap_or_default();
-    let mut resp = Response::new(Body::from(body));
+    // a page without a body (a redirect, a bare status) answers an empty one
+    let mut resp = Response::new(Body::from(s.bodies.get(key).cloned().unwrap_or_default()));
     *resp.status_mut() = StatusCode::from_u16(status).unwrap_or(StatusCode::OK);
     let h = resp.headers_mut();
     let ctype = page.content_type.clone().or_else(|| page.body.is_some().then(|| "text/html; charset=utf-8".into()));
@@ -163,6 +179,23 @@ mod tests {
         running.stop().await;
         let log = std::fs::read_to_string(d.path().join(LOG_FILE)).unwrap_or_default();
         assert_eq!(log, "GET a.test/x 200\nGET b.test/any 200\nGET a.test/r 302\nGET b.test/x 404\n");
+    }
+
+    #[tokio::test]
+    async fn a_request_the_log_cannot_record_is_answered_500_not_served_unlogged() {
+        let d = tempfile::tempdir().unwrap();
+        let spec: WebSpec = toml::from_str("pages.\"/x\" = { body = \"secret\" }\n").unwrap();
+        let running = start(&spec, d.path()).await.unwrap();
+        // a directory in the log's place: no append opens it, for root too
+        std::fs::remove_file(d.path().join(LOG_FILE)).unwrap();
+        std::fs::create_dir(d.path().join(LOG_FILE)).unwrap();
+        let client = reqwest::Client::builder().dns_resolver(Arc::new(ToService(running.addr))).build().unwrap();
+        let r = client.get(format!("http://a.test:{}/x", running.addr.port())).send().await.unwrap();
+        assert_eq!(r.status(), 500);
+        let text = r.text().await.unwrap();
+        assert!(text.starts_with("probelab web service: cannot log the request in "), "{text}");
+        assert!(!text.contains("secret"), "{text}");
+        running.stop().await;
     }
 
     #[test]
