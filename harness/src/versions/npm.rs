@@ -62,7 +62,8 @@ impl Npm {
 /// What a command run by [`run_captured`] did.
 #[derive(Debug)]
 pub(crate) struct Captured {
-    /// Ok on exit 0, else `exit N` / `killed by a signal` / `timed out after N s`.
+    /// Ok on exit 0, else `exit N` / `killed by a signal` / `timed out after N s` / `its stdout could not
+    /// be read: …`.
     pub status: Result<(), String>,
     /// Its stdout.
     pub stdout: String,
@@ -71,7 +72,8 @@ pub(crate) struct Captured {
 }
 
 /// Runs a program in its own process group, stdin closed, stdout and stderr captured; killed (the
-/// whole group) at the deadline. Err only when it cannot be started.
+/// whole group) at the deadline. Err only when it cannot be started; an output that cannot be read
+/// fails its status.
 pub(crate) fn run_captured(
     program: &OsStr,
     args: &[&OsStr],
@@ -107,8 +109,7 @@ pub(crate) fn run_captured(
         pipe.map(|mut p| {
             std::thread::spawn(move || {
                 let mut b = Vec::new();
-                let _ = p.read_to_end(&mut b);
-                b
+                p.read_to_end(&mut b).map(|_| b)
             })
         })
     };
@@ -137,10 +138,20 @@ pub(crate) fn run_captured(
             Err(e) => break Err(format!("cannot wait for it: {e}")),
         }
     };
-    let join = |h: Option<std::thread::JoinHandle<Vec<u8>>>| {
-        h.and_then(|h| h.join().ok()).map(|b| String::from_utf8_lossy(&b).into_owned()).unwrap_or_default()
+    // a pipe that fails to read makes the run a failure, not an empty output read as the program's answer
+    let join = |h: Option<std::thread::JoinHandle<std::io::Result<Vec<u8>>>>, name: &str| match h.map(|h| h.join()) {
+        None => Ok(String::new()),
+        Some(Ok(Ok(b))) => Ok(String::from_utf8_lossy(&b).into_owned()),
+        Some(Ok(Err(e))) => Err(format!("its {name} could not be read: {e}")),
+        Some(Err(_)) => Err(format!("its {name} could not be read: the reader panicked")),
     };
-    Ok(Captured { status, stdout: join(out), stderr: join(err) })
+    let (stdout, stderr) = (join(out, "stdout"), join(err, "stderr"));
+    let status = match (&stdout, &stderr) {
+        (Err(e), _) | (_, Err(e)) => Err(e.clone()),
+        _ => status,
+    };
+    // the stream that failed is empty, its failure in the status
+    Ok(Captured { status, stdout: stdout.unwrap_or_default(), stderr: stderr.unwrap_or_default() })
 }
 
 /// The error for a failed npm run: its exit, the tail of its stderr, and a hint where the stderr shows
