@@ -1107,16 +1107,43 @@ pub fn main_stdio(argv: &[std::ffi::OsString]) -> u8 {
     let stderr = std::io::stderr();
     let mut out = stdout.lock();
     let mut err = stderr.lock();
+    let a = match args::parse(argv) {
+        Ok(a) => a,
+        Err(e) => {
+            let _ = writeln!(err, "rg: {e}");
+            return EXIT_ERROR;
+        }
+    };
+    let cwd = match current_dir() {
+        Ok(cwd) => cwd,
+        Err(e) => {
+            let _ = writeln!(err, "rg: {e}");
+            return EXIT_ERROR;
+        }
+    };
     let mut io = Io {
         stdout_is_terminal: std::io::stdout().is_terminal(),
         stdout: &mut out,
         stderr: &mut err,
-        cwd: std::env::current_dir().unwrap_or_default(),
+        cwd,
         cancel: None,
         skip: None,
         max_output: None,
     };
-    main_with(argv, &mut io)
+    run(&a, &mut io)
+}
+
+/// The process's cwd as ripgrep 14.1.1 finds it: `getcwd`, else a non-empty `$PWD`, else an error in its
+/// words (a deleted cwd: a search is refused, not run against an empty path).
+fn current_dir() -> Result<PathBuf, String> {
+    let err = match std::env::current_dir() {
+        Ok(cwd) => return Ok(cwd),
+        Err(e) => e,
+    };
+    match std::env::var_os("PWD").filter(|p| !p.is_empty()) {
+        Some(pwd) => Ok(PathBuf::from(pwd)),
+        None => Err(format!("failed to get current working directory: {err}\ndid your CWD get deleted?")),
+    }
 }
 
 #[cfg(test)]

@@ -833,6 +833,36 @@ fn start_both(args: &[String], sb: &Sandbox, ours: &Ours) -> (Started, Started) 
 }
 
 #[test]
+fn a_deleted_cwd_is_refused_as_real_ripgrep_refuses_it() {
+    // the engine searched with an empty cwd (`unwrap_or_default`): exit 1 where ripgrep says why and exits 2
+    let run = |exe: &Path, args: &[&str]| {
+        let dir = tempfile::tempdir().unwrap().keep();
+        let out = Command::new("sh")
+            .args(["-c", "cd \"$1\" && rmdir \"$1\" && shift && exec env -u PWD \"$@\"", "sh"])
+            .arg(&dir)
+            .arg(exe)
+            .args(args)
+            .env_remove("RIPGREP_CONFIG_PATH")
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let file = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(file.path(), "x\n").unwrap();
+    let abs = file.path().to_string_lossy().into_owned();
+    for args in [&["x"][..], &["x", &abs]] {
+        let ours = run(&Ours::get().exe, args);
+        assert_eq!(ours, run(real_rg(), args), "rg {args:?}");
+        assert_eq!(ours.0, Some(2), "rg {args:?}: {ours:?}");
+    }
+}
+
+#[test]
 fn fixed_cases_match_real_ripgrep() {
     let ours = Ours::get();
     let ours_name = ours.name();
