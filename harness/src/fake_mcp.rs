@@ -30,8 +30,9 @@
 //! Resources: `fixture://notes/readme.txt` (text/plain) and `fixture://notes/data.json` (application/json).
 
 use rmcp::model::{
-    CallToolRequestParam, CallToolResult, ListResourcesResult, ListToolsResult, PaginatedRequestParam,
-    ReadResourceRequestParam, ReadResourceResult, ServerInfo,
+    CallToolRequestParam, CallToolResult, Implementation, ListResourcesResult, ListToolsResult, PaginatedRequestParam,
+    ProtocolVersion, ReadResourceRequestParam, ReadResourceResult, ResourcesCapability, ServerCapabilities, ServerInfo,
+    ToolsCapability,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
@@ -177,12 +178,23 @@ fn typed<T: serde::de::DeserializeOwned>(v: Value) -> Result<T, ErrorData> {
 
 impl ServerHandler for FakeMcp {
     fn get_info(&self) -> ServerInfo {
-        let info = json!({
-            "protocolVersion": "2025-06-18",
-            "capabilities": {"tools": {}, "resources": {}},
-            "serverInfo": {"name": SERVER_NAME, "version": env!("CARGO_PKG_VERSION")},
-        });
-        serde_json::from_value(info).unwrap_or_default()
+        // built typed, not parsed from JSON into a default on a mismatch (another protocol version, no name)
+        ServerInfo {
+            protocol_version: ProtocolVersion::V_2025_06_18,
+            capabilities: ServerCapabilities {
+                tools: Some(ToolsCapability::default()),
+                resources: Some(ResourcesCapability::default()),
+                ..ServerCapabilities::default()
+            },
+            server_info: Implementation {
+                name: SERVER_NAME.into(),
+                title: None,
+                version: env!("CARGO_PKG_VERSION").into(),
+                icons: None,
+                website_url: None,
+            },
+            instructions: None,
+        }
     }
 
     async fn list_tools(
@@ -277,6 +289,15 @@ mod tests {
         let info = FakeMcp::default().get_info();
         assert_eq!(info.server_info.name, SERVER_NAME);
         assert!(info.capabilities.tools.is_some() && info.capabilities.resources.is_some());
+        // what the server says on the wire
+        assert_eq!(
+            serde_json::to_value(&info).unwrap(),
+            json!({
+                "protocolVersion": "2025-06-18",
+                "capabilities": {"tools": {}, "resources": {}},
+                "serverInfo": {"name": SERVER_NAME, "version": env!("CARGO_PKG_VERSION")},
+            })
+        );
     }
 
     #[test]
