@@ -308,8 +308,10 @@ impl Recorder {
                 }
                 None => serde_json::to_writer(&mut *buf, &ex).is_ok(),
             };
-            let text = std::str::from_utf8(buf).unwrap_or_default();
-            let redacted = (made && text.contains(KEY_PREFIX)).then(|| redact_keys(text));
+            // UTF-8 (serde_json's text, a spliced request passed `splice_ok`); were it not, the lossy text
+            // still shows a key to redact — never an empty text that skips the redaction
+            let text = String::from_utf8_lossy(buf);
+            let redacted = (made && text.contains(KEY_PREFIX)).then(|| redact_keys(&text));
             if let Some(line) = &redacted {
                 // a key in the text: keep memory and file identical, re-read the redacted line (only then:
                 // the redacted headers alone are already redacted in memory)
