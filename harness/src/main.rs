@@ -544,7 +544,7 @@ fn conformance(
     }
 }
 
-fn load_probes(project: &Project, paths: &[PathBuf]) -> Result<Vec<harness::probe::Probe>, String> {
+fn load_probes(project: &Project, paths: &[PathBuf]) -> Result<Vec<harness::probe::Probe>, harness::probe::LoadError> {
     harness::probe::load_all_with(paths, &project.known())
 }
 

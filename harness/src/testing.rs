@@ -37,7 +37,8 @@ pub fn trials(dir: &Path, subjects: &[&str]) -> Result<Vec<Trial>, String> {
         .map_err(|e| e.to_string())?
         .ok_or_else(|| format!("{}: no probelab.toml (or probes/ directory) here", dir.display()))?;
     let layout = project.layout(crate::probe::sandbox::probelab_binary());
-    let probes = crate::probe::load_all_with(std::slice::from_ref(&project.probes), &project.known())?;
+    let probes = crate::probe::load_all_with(std::slice::from_ref(&project.probes), &project.known())
+        .map_err(|e| e.to_string())?;
     let mut trials = Vec::new();
     for s in subjects {
         let id = layout.subjects.parse(s)?;

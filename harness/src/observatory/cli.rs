@@ -170,7 +170,7 @@ impl Command {
         let probes_dir = &project.probes;
         let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
             Ok(rt) => rt,
-            Err(e) => return fail(2, &format!("cannot start the runtime: {e}")),
+            Err(e) => return fail(2, format!("cannot start the runtime: {e}")),
         };
         let default_out = || project.out.join("matrix");
         match self {
@@ -183,7 +183,7 @@ impl Command {
                     Ok(p) => {
                         let scratch = match tempfile::tempdir() {
                             Ok(t) => t,
-                            Err(e) => return fail(2, &e.to_string()),
+                            Err(e) => return fail(2, e.to_string()),
                         };
                         match rt.block_on(super::explain::explain(&p, a.trim(), b.trim(), layout, scratch.path())) {
                             Ok(e) => {
@@ -201,7 +201,7 @@ impl Command {
                 Ok(p) => {
                     let scratch = match tempfile::tempdir() {
                         Ok(t) => t,
-                        Err(e) => return fail(2, &e.to_string()),
+                        Err(e) => return fail(2, e.to_string()),
                     };
                     let made = rt.block_on(super::explain::explain(&p, &a, &b, layout, scratch.path())).and_then(|e| {
                         super::explain::bundle(&p, &a, &b, &e, &out.unwrap_or_else(|| PathBuf::from(".")))
@@ -232,7 +232,7 @@ impl Command {
                 let Some(i) = m.versions.iter().position(|v| *v == version) else {
                     return fail(
                         2,
-                        &format!(
+                        format!(
                             "{version} has no cells in {} (versions there: {})",
                             docs.cells.display(),
                             m.versions.join(", ")
@@ -240,7 +240,7 @@ impl Command {
                     );
                 };
                 let Some(previous) = i.checked_sub(1).map(|j| m.versions[j].clone()) else {
-                    return fail(2, &format!("{version} is the oldest version of the matrix: nothing before it"));
+                    return fail(2, format!("{version} is the oldest version of the matrix: nothing before it"));
                 };
                 let published = Catalogue::cached(&crate::subject::claude_code::cache_root()).and_then(|c| {
                     c.versions().iter().find(|p| p.version.to_string() == version).and_then(|p| p.published.clone())
@@ -417,7 +417,7 @@ impl Command {
                     if let (Some(md), Ok(m)) = (markdown, Matrix::from_cells(&cells)) {
                         if let Err(e) = std::fs::write(&md, m.to_markdown("probelab: claims × versions of Claude Code"))
                         {
-                            return fail(2, &format!("{}: {e}", md.display()));
+                            return fail(2, format!("{}: {e}", md.display()));
                         }
                     }
                     code
@@ -457,14 +457,14 @@ impl Command {
                             }
                             table.insert(v.clone(), f);
                         }
-                        Err(e) => return fail(2, &format!("{v}: {e}")),
+                        Err(e) => return fail(2, format!("{v}: {e}")),
                     }
                 }
                 if publish {
                     let file = docs.matrix.join(super::conformance::FILE);
                     let text = super::conformance::to_json(&table);
                     if let Err(e) = crate::versions::write_file_atomic(&file, text.as_bytes()) {
-                        return fail(2, &format!("{}: {e}", file.display()));
+                        return fail(2, format!("{}: {e}", file.display()));
                     }
                     if let Err(e) = super::watch::publish(&docs, &layout.golden, &[]) {
                         return fail(2, &e);
@@ -492,10 +492,10 @@ impl Command {
                         Some(p) => {
                             return fail(
                                 2,
-                                &format!("probe {} does not run on claude-code (subjects = {:?})", p.id, p.subjects),
+                                format!("probe {} does not run on claude-code (subjects = {:?})", p.id, p.subjects),
                             )
                         }
-                        None => return fail(2, &format!("no probe {id:?} under probes/ (`probelab list` names them)")),
+                        None => return fail(2, format!("no probe {id:?} under probes/ (`probelab list` names them)")),
                     }
                 }
                 let candidates = match between(&good, &bad) {
@@ -672,7 +672,7 @@ fn note(n: &str) -> String {
     }
 }
 
-fn fail(code: u8, msg: &str) -> ExitCode {
+fn fail(code: u8, msg: impl std::fmt::Display) -> ExitCode {
     eprintln!("probelab: {msg}");
     ExitCode::from(code)
 }
@@ -689,14 +689,14 @@ fn committed_versions(golden: &Path) -> Vec<String> {
     out
 }
 
-fn load(probes: &Path, paths: &[PathBuf]) -> Result<Vec<Probe>, String> {
+fn load(probes: &Path, paths: &[PathBuf]) -> Result<Vec<Probe>, crate::probe::LoadError> {
     let paths = if paths.is_empty() { vec![probes.to_path_buf()] } else { paths.to_vec() };
     load_all(&paths)
 }
 
 /// The probe a command names by id or file.
 fn one_probe(probes_dir: &Path, id: &str) -> Result<Probe, String> {
-    let all = load(probes_dir, &[])?;
+    let all = load(probes_dir, &[]).map_err(|e| e.to_string())?;
     let file_id = load(probes_dir, &[PathBuf::from(id)]).ok().and_then(|p| p.first().map(|p| p.id.clone()));
     all.into_iter()
         .find(|p| p.id == id || Some(&p.id) == file_id.as_ref())
@@ -759,7 +759,7 @@ fn report(cells: &[crate::observe::Observation], json: bool, html: Option<&Path>
     }
     if let Some(h) = html {
         if let Err(e) = std::fs::write(h, m.to_html("probelab: claims × versions", None)) {
-            return fail(2, &format!("{}: {e}", h.display()));
+            return fail(2, format!("{}: {e}", h.display()));
         }
     }
     ExitCode::SUCCESS

@@ -1262,8 +1262,50 @@ pub fn load_with(path: &Path, known: &Known) -> Result<Probe, ProbeError> {
     parse_with(path, &text, known)
 }
 
+/// Why the probes under some paths could not be loaded ([`discover`], [`load_all`]).
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    /// A path given is neither a file nor a directory.
+    #[error("{}: no such probe file or directory", .0.display())]
+    NoSuchPath(PathBuf),
+    /// A directory could not be walked.
+    #[error("{}: {source}", path.display())]
+    Walk {
+        /// The directory given.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The paths hold no `*.toml` file.
+    #[error("no probe files (*.toml) under {}", paths.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", "))]
+    NoProbeFiles {
+        /// The paths given.
+        paths: Vec<PathBuf>,
+    },
+    /// A probe file is wrong (file:line:col, what, a hint).
+    #[error(transparent)]
+    Probe(#[from] ProbeError),
+    /// Two probes have one id, case aside (`also` is the other's id when it differs in case).
+    #[error(
+        "{}: probe id {id:?} is also used by {}{}: ids are unique, case aside (they name golden files)",
+        file.display(),
+        other.display(),
+        also.as_ref().map(|a| format!(" (as {a:?})")).unwrap_or_default()
+    )]
+    DuplicateId {
+        /// The file loaded second.
+        file: PathBuf,
+        /// Its id.
+        id: String,
+        /// The file that has it already.
+        other: PathBuf,
+        /// The other's id when it differs in case.
+        also: Option<String>,
+    },
+}
+
 /// Every `*.toml` under the given paths (files taken as they are, directories walked), sorted.
-pub fn discover(paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
+pub fn discover(paths: &[PathBuf]) -> Result<Vec<PathBuf>, LoadError> {
     let mut out = Vec::new();
     for p in paths {
         if p.exists() && !p.is_dir() {
@@ -1271,18 +1313,15 @@ pub fn discover(paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
             out.push(p.clone());
         } else if p.is_dir() {
             let found = crate::safe_fs::walk_files(p, &|f| f.extension().is_some_and(|x| x == "toml"));
-            out.extend(found.map_err(|e| format!("{}: {e}", p.display()))?);
+            out.extend(found.map_err(|source| LoadError::Walk { path: p.clone(), source })?);
         } else {
-            return Err(format!("{}: no such probe file or directory", p.display()));
+            return Err(LoadError::NoSuchPath(p.clone()));
         }
     }
     out.sort();
     out.dedup();
     if out.is_empty() {
-        return Err(format!(
-            "no probe files (*.toml) under {}",
-            paths.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")
-        ));
+        return Err(LoadError::NoProbeFiles { paths: paths.to_vec() });
     }
     Ok(out)
 }
@@ -1308,24 +1347,19 @@ pub fn check_fixture_dirs(probes: &[Probe], fixtures: &Path) -> Result<(), Probe
 }
 
 /// Loads every probe under `paths`; ids must be unique.
-pub fn load_all(paths: &[PathBuf]) -> Result<Vec<Probe>, String> {
+pub fn load_all(paths: &[PathBuf]) -> Result<Vec<Probe>, LoadError> {
     load_all_with(paths, &Known::default())
 }
 
 /// [`load_all`] for a project whose probes may name what `known` holds ([`parse_with`]).
-pub fn load_all_with(paths: &[PathBuf], known: &Known) -> Result<Vec<Probe>, String> {
+pub fn load_all_with(paths: &[PathBuf], known: &Known) -> Result<Vec<Probe>, LoadError> {
     let mut probes: Vec<Probe> = Vec::new();
     for f in discover(paths)? {
-        let p = load_with(&f, known).map_err(|e| e.to_string())?;
+        let p = load_with(&f, known)?;
         // ids name golden files: two that differ only in case are one file on a case-insensitive disk
         if let Some(other) = probes.iter().find(|o| o.id.eq_ignore_ascii_case(&p.id)) {
-            let same = if other.id == p.id { String::new() } else { format!(" (as {:?})", other.id) };
-            return Err(format!(
-                "{}: probe id {:?} is also used by {}{same}: ids are unique, case aside (they name golden files)",
-                f.display(),
-                p.id,
-                other.path.display()
-            ));
+            let also = (other.id != p.id).then(|| other.id.clone());
+            return Err(LoadError::DuplicateId { file: f, id: p.id, other: other.path.clone(), also });
         }
         probes.push(p);
     }
@@ -1617,5 +1651,31 @@ mod validation_tests {
         let e = rules("[\"WebFetch(example.test)\"]");
         assert!(e.contains("a WebFetch pattern is domain:HOST"), "{e}");
         assert_eq!(rules("[\"Read(secrets/**)\", \"Bash(git push:*)\", \"mcp__fixture__echo\", \"Write\"]"), "parsed");
+    }
+
+    #[test]
+    fn loading_errors_are_typed_for_callers_to_match_and_read_as_before() {
+        let d = tempfile::tempdir().unwrap();
+        let good = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../probes/read/window.toml")).unwrap();
+        std::fs::write(d.path().join("a.toml"), &good).unwrap();
+        std::fs::write(d.path().join("b.toml"), good.replace("id = \"read.window\"", "id = \"Read.Window\"")).unwrap();
+        match load_all(&[d.path().to_path_buf()]) {
+            Err(LoadError::DuplicateId { id, also, .. }) => {
+                assert_eq!((id.as_str(), also.as_deref()), ("Read.Window", Some("read.window")))
+            }
+            other => panic!("{other:?}"),
+        }
+        std::fs::write(d.path().join("b.toml"), "id = 1\n").unwrap();
+        match load_all(&[d.path().to_path_buf()]) {
+            Err(LoadError::Probe(e)) => assert_eq!((e.file.ends_with("b.toml"), e.line), (true, 1), "{e}"),
+            other => panic!("{other:?}"),
+        }
+        let gone = d.path().join("gone");
+        let e = load_all(std::slice::from_ref(&gone)).unwrap_err();
+        assert!(matches!(&e, LoadError::NoSuchPath(p) if *p == gone), "{e:?}");
+        assert_eq!(e.to_string(), format!("{}: no such probe file or directory", gone.display()));
+        let empty = tempfile::tempdir().unwrap();
+        let e = load_all(&[empty.path().to_path_buf()]).unwrap_err();
+        assert_eq!(e.to_string(), format!("no probe files (*.toml) under {}", empty.path().display()));
     }
 }
