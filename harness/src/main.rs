@@ -651,7 +651,8 @@ fn diff_of(
         let docs = harness::observatory::watch::Docs::under(&project.root);
         if docs.cells.is_dir() {
             let m = harness::observatory::read_cells(std::slice::from_ref(&docs.cells))
-                .and_then(|cells| harness::observatory::report::Matrix::from_cells(&cells));
+                .map_err(anyhow::Error::from)
+                .and_then(|cells| harness::observatory::report::Matrix::from_cells(&cells).map_err(anyhow::Error::msg));
             match m {
                 Ok(m) => m.judge(&mut d, &a, &b),
                 Err(e) => {

@@ -37,12 +37,12 @@ impl Figure {
 pub type Table = BTreeMap<String, Figure>;
 
 /// The figures kept under `matrix_dir` (none when the file is not there).
-pub fn read(matrix_dir: &Path) -> Result<Table, String> {
-    let file = matrix_dir.join(FILE);
-    match std::fs::read(&file) {
-        Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| format!("{}: {e}", file.display())),
+pub fn read(matrix_dir: &Path) -> Result<Table, super::DataError> {
+    let path = matrix_dir.join(FILE);
+    match std::fs::read(&path) {
+        Ok(bytes) => serde_json::from_slice(&bytes).map_err(|source| super::DataError::Parse { path, source }),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Table::new()),
-        Err(e) => Err(format!("{}: {e}", file.display())),
+        Err(source) => Err(super::DataError::Read { path, source }),
     }
 }
 
@@ -114,11 +114,13 @@ mod tests {
         assert_eq!(Figure { common: 92, same: 92 }.percent(), 100);
         assert_eq!(Figure::default().percent(), 100);
         let d = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(read(d.path()), Ok(Table::new()));
+        assert_eq!(read(d.path()).unwrap(), Table::new());
         let t = Table::from([("2.1.235".to_string(), Figure { common: 94, same: 94 })]);
         std::fs::write(d.path().join(FILE), to_json(&t)).unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(read(d.path()), Ok(t));
+        assert_eq!(read(d.path()).unwrap(), t);
         std::fs::write(d.path().join(FILE), "[").unwrap_or_else(|e| panic!("{e}"));
-        assert!(read(d.path()).is_err_and(|e| e.contains(FILE)));
+        let e = read(d.path()).unwrap_err();
+        assert!(matches!(&e, super::super::DataError::Parse { path, .. } if path.ends_with(FILE)), "{e:?}");
+        assert!(e.to_string().starts_with(&format!("{}: ", d.path().join(FILE).display())), "{e}");
     }
 }

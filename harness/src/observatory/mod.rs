@@ -64,16 +64,74 @@ pub fn reusable_cell(out: &Path, version: &str, probe: &str, probe_sha256: &str)
     })
 }
 
+/// Why the observatory's files (its cells, the conformance table) could not be read or written.
+#[derive(Debug, thiserror::Error)]
+pub enum DataError {
+    /// A file or directory could not be read.
+    #[error("{}: {source}", path.display())]
+    Read {
+        /// The file or directory.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// A cell file does not parse as an observation.
+    #[error("{}: not an observation of probelab matrix: {source}", path.display())]
+    NotAnObservation {
+        /// The file.
+        path: PathBuf,
+        /// The parser's error (line and column in it).
+        source: serde_json::Error,
+    },
+    /// A file that does not parse as what it should hold (the conformance table).
+    #[error("{}: {source}", path.display())]
+    Parse {
+        /// The file.
+        path: PathBuf,
+        /// The parser's error.
+        source: serde_json::Error,
+    },
+    /// A directory given as cells holds none.
+    #[error(
+        "{} holds no cells (<dir>/<version>/<probe>.json, as `probelab matrix --out DIR` or a matrix test shard \
+         writes them)",
+        dir.display()
+    )]
+    NoCells {
+        /// The directory.
+        dir: PathBuf,
+    },
+    /// A directory could not be created.
+    #[error("cannot create {}: {source}", path.display())]
+    Create {
+        /// The directory.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// A file could not be written.
+    #[error("cannot write {}: {source}", path.display())]
+    Write {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// A value could not be made into JSON.
+    #[error("{0}")]
+    Json(serde_json::Error),
+}
+
 /// Writes a cell whole or not at all (a temporary file renamed into place).
-pub fn write_cell(out: &Path, obs: &Observation) -> Result<PathBuf, String> {
+pub fn write_cell(out: &Path, obs: &Observation) -> Result<PathBuf, DataError> {
     let version = obs.version.as_deref().unwrap_or(&obs.subject);
     let path = cell_path(out, version, &obs.probe);
     let dir = path.parent().unwrap_or(out);
-    std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    std::fs::create_dir_all(dir).map_err(|source| DataError::Create { path: dir.to_path_buf(), source })?;
     let tmp = dir.join(format!(".{}.{}.tmp", obs.probe, std::process::id()));
-    let text = serde_json::to_string_pretty(obs).map_err(|e| e.to_string())? + "\n";
-    std::fs::write(&tmp, text).map_err(|e| format!("cannot write {}: {e}", tmp.display()))?;
-    std::fs::rename(&tmp, &path).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    let text = serde_json::to_string_pretty(obs).map_err(DataError::Json)? + "\n";
+    std::fs::write(&tmp, text).map_err(|source| DataError::Write { path: tmp.clone(), source })?;
+    std::fs::rename(&tmp, &path).map_err(|source| DataError::Write { path: path.clone(), source })?;
     Ok(path)
 }
 
@@ -180,7 +238,7 @@ pub async fn matrix(
     layout: &Layout,
     opts: &MatrixOptions,
     done: &mut dyn FnMut(&CellDone),
-) -> Result<Vec<Observation>, String> {
+) -> Result<Vec<Observation>, DataError> {
     use futures_util::stream::StreamExt;
     let probes: Vec<&Probe> = probes
         .iter()
@@ -251,7 +309,7 @@ async fn confirm_changes(
     opts: &MatrixOptions,
     out: &mut [Observation],
     done: &mut dyn FnMut(&CellDone),
-) -> Result<(), String> {
+) -> Result<(), DataError> {
     use std::collections::BTreeMap;
     let mut at: BTreeMap<(String, String), usize> = BTreeMap::new();
     for (i, o) in out.iter().enumerate() {
@@ -294,34 +352,36 @@ async fn confirm_changes(
 
 /// Every cell under these directories (each `<dir>/<version>/<probe>.json`), in no particular order;
 /// files that are not observations are named in the error.
-pub fn read_cells(dirs: &[PathBuf]) -> Result<Vec<Observation>, String> {
+pub fn read_cells(dirs: &[PathBuf]) -> Result<Vec<Observation>, DataError> {
+    let read = |path: &Path| {
+        let path = path.to_path_buf();
+        move |source| DataError::Read { path, source }
+    };
     let mut out = Vec::new();
     for dir in dirs {
         let before = out.len();
-        let versions = std::fs::read_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-        for v in versions.flatten() {
-            if !v.path().is_dir() {
+        // an entry that cannot be read is an error too: a cell left out would be a matrix short of it
+        for v in std::fs::read_dir(dir).map_err(read(dir))? {
+            let v = v.map_err(read(dir))?.path();
+            if !v.is_dir() {
                 continue;
             }
-            for f in std::fs::read_dir(v.path()).map_err(|e| format!("{}: {e}", v.path().display()))?.flatten() {
+            for f in std::fs::read_dir(&v).map_err(read(&v))? {
+                let f = f.map_err(read(&v))?;
                 let path = f.path();
                 if path.extension().is_none_or(|x| x != "json") || f.file_name().to_string_lossy().starts_with('.') {
                     continue;
                 }
-                let text = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-                let obs: Observation = serde_json::from_str(&text)
-                    .map_err(|e| format!("{}: not an observation of probelab matrix: {e}", path.display()))?;
+                let text = std::fs::read_to_string(&path).map_err(read(&path))?;
+                let obs: Observation =
+                    serde_json::from_str(&text).map_err(|source| DataError::NotAnObservation { path, source })?;
                 out.push(obs);
             }
         }
         // a directory without cells is a mistake (a wrong path, a shard that never ran, `docs/matrix`
         // whose report files are not cells), never an empty matrix that passes
         if out.len() == before {
-            return Err(format!(
-                "{} holds no cells (<dir>/<version>/<probe>.json, as `probelab matrix --out DIR` or a matrix \
-                 test shard writes them)",
-                dir.display()
-            ));
+            return Err(DataError::NoCells { dir: dir.clone() });
         }
     }
     Ok(out)
@@ -369,15 +429,21 @@ mod tests {
         let empty = d.path().join("empty");
         std::fs::create_dir_all(empty.join("2.1.235")).unwrap_or_else(|e| panic!("{e}"));
         std::fs::write(d.path().join("matrix.json"), "{}").unwrap_or_else(|e| panic!("{e}"));
-        let e = read_cells(std::slice::from_ref(&empty)).err().unwrap_or_default();
-        assert!(e.contains("holds no cells"), "{e}");
+        let e = read_cells(std::slice::from_ref(&empty)).unwrap_err();
+        assert!(matches!(&e, DataError::NoCells { dir } if *dir == empty), "{e:?}");
+        assert!(e.to_string().ends_with("empty holds no cells (<dir>/<version>/<probe>.json, as `probelab matrix --out DIR` or a matrix test shard writes them)"), "{e}");
         let full = d.path().join("full");
         write_cell(&full, &cell("a", "2.1.235", Outcome::Pass, "s")).unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(read_cells(std::slice::from_ref(&full)).map(|c| c.len()), Ok(1));
-        let e = read_cells(&[full, empty]).err().unwrap_or_default();
-        assert!(e.contains("empty holds no cells"), "one shard without cells among others: {e}");
+        assert_eq!(read_cells(std::slice::from_ref(&full)).map(|c| c.len()).ok(), Some(1));
+        let e = read_cells(&[full.clone(), empty.clone()]).unwrap_err();
+        assert!(matches!(&e, DataError::NoCells { dir } if *dir == empty), "one shard without cells among others: {e}");
         // a report's own files are not cells
-        let e = read_cells(&[d.path().to_path_buf()]).err().unwrap_or_default();
-        assert!(e.contains("holds no cells") || e.contains("not an observation"), "{e}");
+        let e = read_cells(&[d.path().to_path_buf()]).unwrap_err();
+        assert!(matches!(e, DataError::NoCells { .. } | DataError::NotAnObservation { .. }), "{e}");
+        // a cell that does not parse is named with the parser's place
+        std::fs::write(full.join("2.1.235/b.json"), "{\"probe\": 1}").unwrap();
+        let e = read_cells(std::slice::from_ref(&full)).unwrap_err();
+        assert!(matches!(&e, DataError::NotAnObservation { path, .. } if path.ends_with("2.1.235/b.json")), "{e:?}");
+        assert!(e.to_string().contains("b.json: not an observation of probelab matrix: "), "{e}");
     }
 }

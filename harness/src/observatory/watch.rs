@@ -75,11 +75,11 @@ pub fn reports(
 /// regenerates the reports of every committed cell. Returns the matrix.
 pub fn publish(docs: &Docs, golden: &Path, cells: &[Observation]) -> Result<Matrix, String> {
     for c in cells {
-        super::write_cell(&docs.cells, &c.slim())?;
+        super::write_cell(&docs.cells, &c.slim()).map_err(|e| e.to_string())?;
     }
     std::fs::create_dir_all(&docs.matrix).map_err(|e| format!("{}: {e}", docs.matrix.display()))?;
-    let all = read_cells(std::slice::from_ref(&docs.cells))?;
-    let (m, files) = reports(&all, golden, &super::conformance::read(&docs.matrix)?)?;
+    let all = read_cells(std::slice::from_ref(&docs.cells)).map_err(|e| e.to_string())?;
+    let (m, files) = reports(&all, golden, &super::conformance::read(&docs.matrix).map_err(|e| e.to_string())?)?;
     for (name, text) in files {
         let path = docs.matrix.join(name);
         crate::versions::write_file_atomic(&path, text.as_bytes()).map_err(|e| e.to_string())?;
@@ -295,7 +295,7 @@ pub async fn watch(
         jobs,
         bless_only: Some(new.clone()),
     };
-    let cells = matrix(probes, &versions, layout, &opts, done).await?;
+    let cells = matrix(probes, &versions, layout, &opts, done).await.map_err(|e| e.to_string())?;
     for c in cells.iter().filter(|c| c.outcome == Outcome::Error) {
         w.errors.push((c.version.clone().unwrap_or_default(), c.probe.clone(), c.reason.clone()));
     }
