@@ -77,7 +77,7 @@ async fn run_at(
         }
     }
     if !todo.is_empty() {
-        if let Err(e) = crate::subject::claude_code::install(&version) {
+        if let Err(e) = crate::subject::claude_code::install(&version).map_err(|e| e.to_string()) {
             progress(&format!("{version}: skipped, cannot install: {e}"));
             uninstallable.insert(i, e.clone());
             cost.skipped.push((version, e));

@@ -53,15 +53,30 @@ impl ClaudeCode {
     }
 }
 
+/// Why a version could not be installed ([`install`]).
+#[derive(Debug, thiserror::Error)]
+pub enum InstallError {
+    /// The version is not a semver version.
+    #[error("claude-code@{version}: not a version ({source}); write e.g. claude-code@{REFERENCE_VERSION}")]
+    NotAVersion {
+        /// As given.
+        version: String,
+        /// The parser's reason.
+        source: semver::Error,
+    },
+    /// The cache or npm failed: unknown version, npm missing, cache full, a SHA-256 mismatch…
+    #[error(transparent)]
+    Versions(#[from] crate::versions::VersionError),
+}
+
 /// Installs (or finds in the cache) a version, through the install cache ([`crate::versions::Cache`]
 /// as the environment sets it: `PROBELAB_CACHE`, `PROBELAB_CACHE_MAX`, `PROBELAB_NPM`); a clear error
 /// when npm or the version is unavailable. The returned value holds the install until it is dropped.
-pub fn install(version: &str) -> Result<ClaudeCode, String> {
-    let v = semver::Version::parse(version).map_err(|e| {
-        format!("claude-code@{version}: not a version ({e}); write e.g. claude-code@{REFERENCE_VERSION}")
-    })?;
-    let cache = crate::versions::Cache::from_env().map_err(|e| e.to_string())?;
-    let installed = cache.ensure(&v).map_err(|e| e.to_string())?;
+pub fn install(version: &str) -> Result<ClaudeCode, InstallError> {
+    let v = semver::Version::parse(version)
+        .map_err(|source| InstallError::NotAVersion { version: version.to_string(), source })?;
+    let cache = crate::versions::Cache::from_env()?;
+    let installed = cache.ensure(&v)?;
     Ok(ClaudeCode {
         id: super::id::SubjectId::claude_code(version),
         version: version.to_string(),
@@ -94,7 +109,7 @@ pub const REGISTRATION: super::api::Registration = super::api::Registration {
     pinned: None,
     prepare: |id| {
         let v = id.version.as_deref().ok_or_else(|| format!("{id}: Claude Code needs a version"))?;
-        Ok(std::sync::Arc::new(install(v)?))
+        Ok(std::sync::Arc::new(install(v).map_err(|e| e.to_string())?))
     },
 };
 
@@ -194,4 +209,17 @@ pub fn command(
         .envs(&probe.env)
         .envs(&probe.subject.claude_code.env);
     Ok(cmd)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_version_that_does_not_parse_is_refused_before_the_cache_is_touched() {
+        let e = install("2.1").err().unwrap();
+        assert!(matches!(&e, InstallError::NotAVersion { version, .. } if version == "2.1"), "{e:?}");
+        assert!(e.to_string().starts_with("claude-code@2.1: not a version ("), "{e}");
+        assert!(e.to_string().ends_with(&format!("); write e.g. claude-code@{REFERENCE_VERSION}")), "{e}");
+    }
 }
