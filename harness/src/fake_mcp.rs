@@ -162,13 +162,14 @@ impl FakeMcp {
         Ok(FakeMcp { trace, calls: tokio::sync::watch::channel((0, 0)).0 })
     }
 
-    fn log(&self, line: Value) {
-        if let Some(f) = &self.trace {
-            if let Ok(mut f) = f.lock() {
-                let _ = writeln!(f, "{line}");
-                let _ = f.flush();
-            }
-        }
+    /// Appends a line to the trace. The trace is what a probe checks (that a tool was never called, that
+    /// two calls overlapped): a line it cannot write fails the request, never passes unrecorded.
+    fn log(&self, line: Value) -> Result<(), ErrorData> {
+        let Some(f) = &self.trace else { return Ok(()) };
+        let mut f = f.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        writeln!(f, "{line}")
+            .and_then(|_| f.flush())
+            .map_err(|e| ErrorData::internal_error(format!("fake MCP: cannot write the trace: {e}"), None))
     }
 }
 
@@ -212,7 +213,7 @@ impl ServerHandler for FakeMcp {
     ) -> Result<CallToolResult, ErrorData> {
         let args = Value::Object(request.arguments.clone().unwrap_or_default());
         let name = request.name.to_string();
-        self.log(json!({"event": "start", "tool": name, "arguments": args}));
+        self.log(json!({"event": "start", "tool": name, "arguments": args}))?;
         let mut me = 0;
         self.calls.send_modify(|(started, running)| {
             *started += 1;
@@ -236,8 +237,9 @@ impl ServerHandler for FakeMcp {
             tokio::time::sleep(std::time::Duration::from_millis(ms.min(MAX_DELAY_MS))).await;
         }
         let out = answer(&name, &args);
-        self.log(json!({"event": "end", "tool": name}));
+        let logged = self.log(json!({"event": "end", "tool": name}));
         self.calls.send_modify(|(_, running)| *running -= 1);
+        logged?;
         match out {
             Ok(v) => typed(v),
             Err((code, message)) => Err(ErrorData::new(rmcp::model::ErrorCode(code), message, None)),
@@ -257,7 +259,7 @@ impl ServerHandler for FakeMcp {
         request: ReadResourceRequestParam,
         _context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResult, ErrorData> {
-        self.log(json!({"event": "read", "uri": request.uri}));
+        self.log(json!({"event": "read", "uri": request.uri}))?;
         match resource(&request.uri) {
             Some((mime, text)) => typed(json!({"contents": [{"uri": request.uri, "mimeType": mime, "text": text}]})),
             None => Err(ErrorData::resource_not_found(format!("no such resource: {}", request.uri), None)),

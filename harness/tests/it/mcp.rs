@@ -15,6 +15,28 @@ const READ_RESOURCE: &str = "ReadMcpResourceTool";
 const READ_RESOURCE_DIR: &str = "ReadMcpResourceDirTool";
 
 #[tokio::test]
+async fn a_call_the_fixture_server_cannot_trace_fails_rather_than_passing_unrecorded() {
+    // the trace is what probes check (a tool never called, two calls overlapping): a write error was dropped
+    let sb = Sandbox::new();
+    let spec = ServerSpec {
+        command: env!("CARGO_BIN_EXE_probelab").into(),
+        args: vec!["fake-mcp".into(), "--trace".into(), "/dev/full".into()],
+        ..Default::default()
+    };
+    let config = SessionConfig { mcp_servers: BTreeMap::from([("fixture".to_string(), spec)]), ..sb.config() };
+    let runtime = sb.start(config).await;
+    assert!(builtin::mcp_failures(&runtime).is_empty(), "{:?}", builtin::mcp_failures(&runtime));
+    let t = runtime.registry.get("mcp__fixture__echo").unwrap();
+    let out = sb.call(t.as_ref(), json!({"text": "hi"}), &runtime.ctx).await;
+    match out {
+        Err(ToolError::Runtime(m)) => {
+            assert!(m.starts_with("MCP error -32603: fake MCP: cannot write the trace: "), "{m}")
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[tokio::test]
 async fn tools_from_the_fixture_server_map_annotations_to_flags() {
     let sb = Sandbox::new();
     let spec = ServerSpec {
