@@ -189,8 +189,8 @@ pub async fn run_probe_on(probe: &Probe, subject: &dyn Subject, layout: &Layout,
     if let Some(dir) = &kept {
         // for probe authors: what the wire saw, before and after normalisation, whatever the verdicts
         // the subject could leave links by these names in its sandbox: replaced, never written through
-        let _ = crate::safe_fs::write_inside(dir, &dir.join("record.jsonl"), &run.record);
-        let _ = crate::safe_fs::write_inside(dir, &dir.join("transcript.txt"), transcript.as_bytes());
+        keep_file(dir, "record.jsonl", &run.record);
+        keep_file(dir, "transcript.txt", transcript.as_bytes());
         write_failures(dir, &verdicts);
     }
     let evidence = run.artefact.take().map(|a| {
@@ -307,11 +307,17 @@ fn write_failures(dir: &Path, verdicts: &[Verdict]) {
         .map(|v| serde_json::json!({"verdict": v.name, "detail": v.detail, "compared": v.compared}))
         .collect();
     if !failed.is_empty() {
-        let _ = crate::safe_fs::write_inside(
-            dir,
-            &dir.join("failures.json"),
-            &serde_json::to_vec_pretty(&failed).unwrap_or_default(),
-        );
+        // `{:#}`: a Value pretty-printed, as `to_vec_pretty` wrote it (and with no error to drop)
+        keep_file(dir, "failures.json", format!("{:#}", serde_json::Value::Array(failed)).as_bytes());
+    }
+}
+
+/// `--keep`: writes a file of the kept sandbox; one that cannot be written is said on stderr (the run's
+/// verdict stands: the file is for the probe's author, not evidence of the run).
+fn keep_file(dir: &Path, name: &str, bytes: &[u8]) {
+    let path = dir.join(name);
+    if let Err(e) = crate::safe_fs::write_inside(dir, &path, bytes) {
+        eprintln!("probelab: --keep: cannot write {}: {e}", path.display());
     }
 }
 
