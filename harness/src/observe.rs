@@ -631,7 +631,7 @@ pub fn first_request_layers(
     };
     let e = &view.exchanges[i];
     let req = view.requests().whole(i).unwrap_or_default();
-    let hash = |v: &Value| sha256(norm(&(serde_json::to_string_pretty(v).unwrap_or_default() + "\n")).as_bytes());
+    let hash = |v: &Value| sha256(norm(&format!("{v:#}\n")).as_bytes());
     let mut interface = BTreeMap::new();
     let mut tool_fields = BTreeMap::new();
     for t in req.get("tools").and_then(Value::as_array).into_iter().flatten() {

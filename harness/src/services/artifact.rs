@@ -254,7 +254,7 @@ impl Inner {
                 )
             })
             .collect();
-        let text = serde_json::to_string_pretty(&json!({ "objects": objects })).unwrap_or_default();
+        let text = format!("{:#}", json!({ "objects": objects }));
         let _ = std::fs::write(self.dir.join("state.json"), text + "\n");
     }
 

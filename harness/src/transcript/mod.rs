@@ -139,7 +139,7 @@ pub type Blobs = BTreeMap<String, String>;
 pub type Norm<'a> = &'a dyn Fn(&str) -> String;
 
 fn blob(blobs: &mut Blobs, norm: Norm<'_>, v: &Value) -> String {
-    let text = norm(&(serde_json::to_string_pretty(v).unwrap_or_default() + "\n"));
+    let text = norm(&format!("{v:#}\n"));
     let h = sha256(text.as_bytes());
     let short = h[..12].to_string();
     blobs.insert(h, text);

@@ -775,7 +775,7 @@ fn metadata_json(m: &Metadata, package: &str) -> String {
         "installed_at": m.installed_at.to_string(),
         "last_used": m.last_used.to_string(),
     });
-    serde_json::to_string_pretty(&v).unwrap_or_default() + "\n"
+    format!("{v:#}\n")
 }
 
 fn write_metadata(dir: &Path, m: &Metadata, package: &str) -> Result<(), VersionError> {

@@ -308,7 +308,7 @@ impl Catalogue {
             "package": PACKAGE, "fetched_at": self.fetched_at.to_string(),
             "platform_checked": self.platform_checked, "versions": versions,
         });
-        serde_json::to_string_pretty(&v).unwrap_or_default() + "\n"
+        format!("{v:#}\n")
     }
 
     /// Every published version, oldest first (npm's order).

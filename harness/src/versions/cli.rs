@@ -135,7 +135,7 @@ pub fn versions(cache: &Cache, spec: &str, refresh: bool, json: bool, out: &mut 
             "versions": versions,
             "skipped": selection.skipped.iter().map(|v| v.to_string()).collect::<Vec<_>>(),
         });
-        writeln!(out, "{}", serde_json::to_string_pretty(&v).unwrap_or_default()).map_err(io)?;
+        writeln!(out, "{v:#}").map_err(io)?;
         return Ok(());
     }
     eprintln!("claude-code: {}", freshness.describe(&catalogue));
