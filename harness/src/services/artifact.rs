@@ -17,6 +17,9 @@
 //! - `state.json`: the objects after the last request (id → title, live version, version authors,
 //!   comment count), for `json` pointer checks.
 //!
+//! Once either file cannot be written, every request is answered `500` with `evidence_lost` and the
+//! reason: the files would no longer hold what the session did.
+//!
 //! API (JSON): `GET /v1/artifacts/{id}`; `GET /v1/artifacts?token=T` (the objects a request token
 //! created); `POST /v1/artifacts` `{title, content, token}`; `POST /v1/artifacts/{id}/versions`
 //! `{base_version, content, title?, token}` (409 unless `base_version` is the live version: the
@@ -222,6 +225,9 @@ struct Armed {
 #[derive(Debug)]
 struct Inner {
     dir: PathBuf,
+    /// The first write of the service's evidence (`log.txt`, `state.json`) that failed: from then on every
+    /// request is answered 500 with it ([`evidence_kept`]), never as if it had been recorded.
+    failed: std::sync::OnceLock<String>,
     objects: BTreeMap<String, Object>,
     next_id: u64,
     next_comment: u64,
@@ -233,8 +239,15 @@ type Shared = Arc<Mutex<Inner>>;
 impl Inner {
     fn log(&self, line: &str) {
         let path = self.dir.join("log.txt");
-        if let Ok(mut f) = std::fs::OpenOptions::new().create(true).append(true).open(path) {
-            let _ = writeln!(f, "{line}");
+        let written =
+            std::fs::OpenOptions::new().create(true).append(true).open(&path).and_then(|mut f| writeln!(f, "{line}"));
+        self.note_failure(&path, written);
+    }
+
+    /// Keeps the first failed write (later ones add nothing: the evidence is incomplete from the first).
+    fn note_failure(&self, path: &FsPath, written: std::io::Result<()>) {
+        if let Err(e) = written {
+            let _ = self.failed.set(format!("{}: {e}", path.display()));
         }
     }
 
@@ -255,7 +268,8 @@ impl Inner {
             })
             .collect();
         let text = format!("{:#}", json!({ "objects": objects }));
-        let _ = std::fs::write(self.dir.join("state.json"), text + "\n");
+        let path = self.dir.join("state.json");
+        self.note_failure(&path, std::fs::write(&path, text + "\n"));
     }
 
     fn new_id(&mut self) -> String {
@@ -712,12 +726,32 @@ pub fn dir_for(sandbox_root: &FsPath) -> PathBuf {
     sandbox_root.join(SERVICE_DIR)
 }
 
+/// Answers 500 in place of a request's answer once the service could not write its evidence: a probe
+/// checks `log.txt` and `state.json`, which would no longer hold what the session did.
+async fn evidence_kept(State(s): State<Shared>, req: axum::extract::Request, next: axum::middleware::Next) -> Response {
+    let answer = next.run(req).await;
+    match lock(&s).failed.get() {
+        Some(why) => error(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "evidence_lost",
+            format!("probelab artifact service: cannot write its evidence: {why}"),
+        ),
+        None => answer,
+    }
+}
+
 /// Starts the service with its files in `dir` (created; an `inbox/` already there is applied on the
 /// first request).
 pub async fn start(dir: &FsPath) -> Result<Running, String> {
     std::fs::create_dir_all(dir.join("inbox")).map_err(|e| format!("{}: {e}", dir.display()))?;
-    let inner =
-        Inner { dir: dir.to_path_buf(), objects: BTreeMap::new(), next_id: 0, next_comment: 0, faults: Vec::new() };
+    let inner = Inner {
+        dir: dir.to_path_buf(),
+        failed: std::sync::OnceLock::new(),
+        objects: BTreeMap::new(),
+        next_id: 0,
+        next_comment: 0,
+        faults: Vec::new(),
+    };
     let shared: Shared = Arc::new(Mutex::new(inner));
     let app = Router::new()
         .route("/v1/artifacts", get(list).post(create))
@@ -726,6 +760,7 @@ pub async fn start(dir: &FsPath) -> Result<Running, String> {
         .route("/v1/artifacts/{id}/edits", post(edit))
         .route("/v1/artifacts/{id}/comments", post(comment))
         .fallback(not_found)
+        .layer(axum::middleware::from_fn_with_state(shared.clone(), evidence_kept))
         .with_state(shared);
     stub_messages::serve_router(app, ([127, 0, 0, 1], 0).into())
         .await
@@ -807,5 +842,29 @@ mod tests {
             log.starts_with("inbox 01.json: not applied: cannot read it: stream did not contain valid UTF-8"),
             "{log}"
         );
+    }
+
+    #[tokio::test]
+    async fn a_request_whose_evidence_cannot_be_written_is_answered_500_not_as_if_recorded() {
+        let d = tempfile::tempdir().unwrap();
+        let dir = d.path().join(SERVICE_DIR);
+        let svc = start(&dir).await.unwrap();
+        // a directory in state.json's place: no write opens it, for root too (the log was dropped the same way)
+        std::fs::create_dir(dir.join("state.json")).unwrap();
+        let c = reqwest::Client::new();
+        let r = c.post(format!("{}/v1/artifacts", svc.url())).body(r#"{"title": "t", "content": "c"}"#);
+        let r = r.send().await.unwrap();
+        assert_eq!(r.status(), 500);
+        let v: Value = r.json().await.unwrap();
+        assert_eq!(v["error"]["type"], "evidence_lost");
+        let m = v["error"]["message"].as_str().unwrap();
+        assert!(
+            m.starts_with("probelab artifact service: cannot write its evidence: ") && m.contains("state.json"),
+            "{m}"
+        );
+        // and every request after it: the evidence is incomplete from then on
+        let r = c.get(format!("{}/v1/artifacts/art_00000001", svc.url())).send().await.unwrap();
+        assert_eq!(r.status(), 500);
+        svc.stop().await;
     }
 }

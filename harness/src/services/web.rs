@@ -20,10 +20,10 @@
 //! `delay_ms` holds the answer back (for time limits).
 //!
 //! The run gives its base URL, `{web}`, to the transcript ([`crate::run::RunOutput::web`]), which shows
-//! it as `<web>` (the port differs per run). The log,
-//! `<sandbox>/web-service/log.txt`, has one line per request in arrival order, without ports
-//! or times: `GET docs.example.test/a 200`. A probe checks it with `file =
-//! "{sandbox}/web-service/log.txt"` — e.g. that a redirect to a denied host was never requested (WEB-1).
+//! it as `<web>` (the port differs per run). The log, `<sandbox>/web-service/log.txt`, has one line per
+//! request in arrival order, without ports or times: `GET docs.example.test/a 200`. A probe checks it with
+//! `file = "{sandbox}/web-service/log.txt"` — e.g. that a redirect to a denied host was never requested
+//! (WEB-1); so a request the log cannot record is answered `500` with the reason, never served unlogged.
 //!
 //! `{web}` in a probe's turns is this server's base URL (`http://127.0.0.1:<port>`), for subjects whose
 //! DNS the lab cannot steer (Claude Code). TLS is not spoken: the built-in runtime talks plain HTTP to
