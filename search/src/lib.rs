@@ -1117,7 +1117,7 @@ pub fn main_stdio(argv: &[std::ffi::OsString]) -> u8 {
     let cwd = match current_dir() {
         Ok(cwd) => cwd,
         Err(e) => {
-            let _ = writeln!(err, "rg: {e}");
+            let _ = writeln!(err, "rg: failed to get current working directory: {e}\ndid your CWD get deleted?");
             return EXIT_ERROR;
         }
     };
@@ -1133,17 +1133,10 @@ pub fn main_stdio(argv: &[std::ffi::OsString]) -> u8 {
     run(&a, &mut io)
 }
 
-/// The process's cwd as ripgrep 14.1.1 finds it: `getcwd`, else a non-empty `$PWD`, else an error in its
-/// words (a deleted cwd: a search is refused, not run against an empty path).
-fn current_dir() -> Result<PathBuf, String> {
-    let err = match std::env::current_dir() {
-        Ok(cwd) => return Ok(cwd),
-        Err(e) => e,
-    };
-    match std::env::var_os("PWD").filter(|p| !p.is_empty()) {
-        Some(pwd) => Ok(PathBuf::from(pwd)),
-        None => Err(format!("failed to get current working directory: {err}\ndid your CWD get deleted?")),
-    }
+/// The process's cwd as ripgrep 14.1.1 finds it: `getcwd`, else a non-empty `$PWD`, else `getcwd`'s
+/// error (a deleted cwd: the search is refused, not run against an empty path).
+fn current_dir() -> std::io::Result<PathBuf> {
+    std::env::current_dir().or_else(|e| std::env::var_os("PWD").filter(|p| !p.is_empty()).map(PathBuf::from).ok_or(e))
 }
 
 #[cfg(test)]
