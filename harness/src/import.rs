@@ -61,6 +61,35 @@ struct Session {
     turns: Vec<Turn>,
 }
 
+/// A `tool_result` block's text and whether it is an error. The reminders a subject appends are not the
+/// tool's result (and vary by model).
+fn result_of(b: &Value) -> (String, bool) {
+    let text = crate::transcript::result_text(b);
+    let text =
+        if text.contains("<system-reminder>") { crate::transcript::normalise::strip_reminders(&text) } else { text };
+    (text, b.get("is_error") == Some(&Value::Bool(true)))
+}
+
+/// A `tool_use` block's call: one the probe cannot name or pair with its result is an error, not
+/// imported as `name = ""`.
+fn call_of(b: &Value) -> Result<Call, String> {
+    Ok(Call {
+        name: required(b, "name", "tool_use")?,
+        id: required(b, "id", "tool_use")?,
+        input: b.get("input").cloned().unwrap_or_else(|| serde_json::json!({})),
+        result: None,
+    })
+}
+
+/// A block's string field that must be there (a `tool_use`'s name and id, a `tool_result`'s
+/// `tool_use_id`), or what is wrong.
+fn required(block: &Value, key: &str, kind: &str) -> Result<String, String> {
+    match block.get(key).and_then(Value::as_str) {
+        Some(v) if !v.is_empty() => Ok(v.to_string()),
+        _ => Err(format!("a {kind} block without its {key}: not a session Claude Code wrote (or a damaged one)")),
+    }
+}
+
 fn read_session(file: &Path, text: &str) -> Result<Session, ImportError> {
     let place = |line: usize| format!("{}:{line}", file.display());
     let mut s = Session::default();
@@ -79,6 +108,7 @@ fn read_session(file: &Path, text: &str) -> Result<Session, ImportError> {
             };
             ImportError { place: place(i + 1), message }
         })?;
+        let at = |message| ImportError { place: place(i + 1), message };
         let kind = entry.get("type").and_then(Value::as_str).unwrap_or_default();
         if !matches!(kind, "user" | "assistant") || entry.get("isSidechain") == Some(&Value::Bool(true)) {
             continue;
@@ -105,16 +135,8 @@ fn read_session(file: &Path, text: &str) -> Result<Session, ImportError> {
             for b in &blocks {
                 match b.get("type").and_then(Value::as_str) {
                     Some("tool_result") => {
-                        let id = b.get("tool_use_id").and_then(Value::as_str).unwrap_or_default().to_string();
-                        let is_error = b.get("is_error") == Some(&Value::Bool(true));
-                        let text = crate::transcript::result_text(b);
-                        // the reminders a subject appends are not the tool's result (and vary by model)
-                        let text = if text.contains("<system-reminder>") {
-                            crate::transcript::normalise::strip_reminders(&text)
-                        } else {
-                            text
-                        };
-                        results.insert(id, (text, is_error));
+                        let id = required(b, "tool_use_id", "tool_result").map_err(at)?;
+                        results.insert(id, result_of(b));
                     }
                     Some("text") if s.prompt.is_none() && s.turns.is_empty() => {
                         s.prompt = b.get("text").and_then(Value::as_str).map(str::to_string);
@@ -137,12 +159,7 @@ fn read_session(file: &Path, text: &str) -> Result<Session, ImportError> {
                         turn.text.push(t.to_string());
                     }
                 }
-                Some("tool_use") => turn.calls.push(Call {
-                    name: b.get("name").and_then(Value::as_str).unwrap_or_default().to_string(),
-                    id: b.get("id").and_then(Value::as_str).unwrap_or_default().to_string(),
-                    input: b.get("input").cloned().unwrap_or_else(|| serde_json::json!({})),
-                    result: None,
-                }),
+                Some("tool_use") => turn.calls.push(call_of(b).map_err(at)?),
                 _ => {}
             }
         }
@@ -459,6 +476,23 @@ mod tests {
         let bad = s.replacen("\n", "\nnot json\n", 2);
         assert!(e(&bad).starts_with("s.jsonl:2: not a JSON line of a Claude Code session"), "{}", e(&bad));
         assert!(e("{\"a\": 1}\n").starts_with("s.jsonl: not a Claude Code session"), "{}", e("{\"a\": 1}\n"));
+        // a call without a name or an id, a result without its call's id: an error at the line, not `name = ""`
+        let no_name = s.replace("\"name\":\"Read\",", "");
+        assert_ne!(no_name, s);
+        assert_eq!(
+            e(&no_name),
+            "s.jsonl:4: a tool_use block without its name: not a session Claude Code wrote (or a damaged one)"
+        );
+        let no_id = s.replace("{\"type\":\"tool_use\",\"id\":\"t1\",", "{\"type\":\"tool_use\",");
+        assert_ne!(no_id, s);
+        assert!(e(&no_id).starts_with("s.jsonl:4: a tool_use block without its id: "), "{}", e(&no_id));
+        let no_use_id = s.replace("\"tool_use_id\":\"t2\",", "");
+        assert_ne!(no_use_id, s);
+        assert!(
+            e(&no_use_id).starts_with("s.jsonl:8: a tool_result block without its tool_use_id: "),
+            "{}",
+            e(&no_use_id)
+        );
         assert_eq!(content_of_read("1\tone\n2\t"), Some("one\n".into()));
         assert_eq!(content_of_read("File does not exist."), None);
         assert_eq!(
