@@ -48,17 +48,31 @@ impl Layout {
 /// What the real Claude Code did with `probe` at the version a built-in subject imitates (`builtin@V`):
 /// the outcome word and reason of the committed cell `<cells>/V/<probe>.json` when it is not a pass
 /// (`changed`, `not-applicable`). None for any other subject, a bare `builtin`, a pass, an error cell
-/// or a version without a cell of the probe.
-pub fn measured(layout: &Layout, subject: &crate::subject::SubjectId, probe: &str) -> Option<(String, String)> {
-    if subject.kind != crate::subject::id::BUILTIN {
-        return None;
-    }
-    let version = subject.version.as_deref()?;
-    let file = layout.cells().join(version).join(format!("{probe}.json"));
-    let cell: serde_json::Value = serde_json::from_slice(&std::fs::read(file).ok()?).ok()?;
-    let outcome = cell.get("outcome")?.as_str()?;
-    let reason = cell.get("reason").and_then(|r| r.as_str()).unwrap_or_default();
-    matches!(outcome, "changed" | "not-applicable").then(|| (outcome.to_string(), reason.to_string()))
+/// or a version without a cell of the probe. A cell that is there but cannot be read or is not an
+/// observation is an error: the run would otherwise be judged by another rule without a word.
+pub fn measured(
+    layout: &Layout,
+    subject: &crate::subject::SubjectId,
+    probe: &str,
+) -> Result<Option<(String, String)>, crate::observe::DataError> {
+    use crate::observe::DataError;
+    let Some(version) = subject.version.as_deref().filter(|_| subject.kind == crate::subject::id::BUILTIN) else {
+        return Ok(None);
+    };
+    let path = layout.cells().join(version).join(format!("{probe}.json"));
+    let bytes = match std::fs::read(&path) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(source) => return Err(DataError::Read { path, source }),
+    };
+    let cell: observe::Observation =
+        serde_json::from_slice(&bytes).map_err(|source| DataError::NotAnObservation { path, source })?;
+    let outcome = match cell.outcome {
+        observe::Outcome::Changed => "changed",
+        observe::Outcome::NotApplicable => "not-applicable",
+        _ => return Ok(None),
+    };
+    Ok(Some((outcome.to_string(), cell.reason)))
 }
 
 /// A run's verdict for its subject. Checks and invariants decide, except for a version profile
@@ -366,6 +380,29 @@ pub fn golden_step(report: &Report, layout: &Layout, bless: bool) -> Result<Gold
 #[cfg(test)]
 mod tests {
     use crate::subject::engine_sha256;
+
+    #[test]
+    fn a_committed_cell_that_does_not_parse_is_an_error_not_a_version_profile_judged_by_its_checks() {
+        let d = tempfile::tempdir().unwrap();
+        let layout = super::Layout { golden: d.path().join("golden"), ..super::Layout::repo() };
+        let cells = layout.cells().join("2.1.235");
+        std::fs::create_dir_all(&cells).unwrap();
+        let id = crate::subject::SubjectId::parse_registered("builtin@2.1.235").unwrap();
+        assert!(super::measured(&layout, &id, "p").unwrap().is_none(), "no cell: held to nothing");
+        let mut cell = crate::observe::Observation::for_test("p", "2.1.235", crate::observe::Outcome::Changed, "f");
+        cell.reason = "check 1 failed".into();
+        std::fs::write(cells.join("p.json"), serde_json::to_string(&cell).unwrap()).unwrap();
+        assert_eq!(super::measured(&layout, &id, "p").unwrap(), Some(("changed".into(), "check 1 failed".into())));
+        let bare = crate::subject::SubjectId::parse_registered("builtin").unwrap();
+        assert!(super::measured(&layout, &bare, "p").unwrap().is_none());
+        // a merge left half a cell: the profile was silently judged by its own checks instead
+        std::fs::write(cells.join("p.json"), "{\"outcome\": \"changed\"").unwrap();
+        let e = super::measured(&layout, &id, "p").unwrap_err();
+        assert!(
+            matches!(&e, crate::observe::DataError::NotAnObservation { path, .. } if path.ends_with("2.1.235/p.json")),
+            "{e:?}"
+        );
+    }
 
     #[test]
     fn an_engine_that_cannot_be_read_is_an_error_not_the_hash_of_nothing() {

@@ -30,6 +30,64 @@ use std::path::Path;
 use stub_messages::script::MAIN;
 use stub_messages::ExchangeKind;
 
+/// Why the observatory's files (its cells, the conformance table) could not be read or written.
+#[derive(Debug, thiserror::Error)]
+pub enum DataError {
+    /// A file or directory could not be read.
+    #[error("{}: {source}", path.display())]
+    Read {
+        /// The file or directory.
+        path: std::path::PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// A cell file does not parse as an observation.
+    #[error("{}: not an observation of probelab matrix: {source}", path.display())]
+    NotAnObservation {
+        /// The file.
+        path: std::path::PathBuf,
+        /// The parser's error (line and column in it).
+        source: serde_json::Error,
+    },
+    /// A file that does not parse as what it should hold (the conformance table).
+    #[error("{}: {source}", path.display())]
+    Parse {
+        /// The file.
+        path: std::path::PathBuf,
+        /// The parser's error.
+        source: serde_json::Error,
+    },
+    /// A directory given as cells holds none.
+    #[error(
+        "{} holds no cells (<dir>/<version>/<probe>.json, as `probelab matrix --out DIR` or a matrix test shard \
+         writes them)",
+        dir.display()
+    )]
+    NoCells {
+        /// The directory.
+        dir: std::path::PathBuf,
+    },
+    /// A directory could not be created.
+    #[error("cannot create {}: {source}", path.display())]
+    Create {
+        /// The directory.
+        path: std::path::PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// A file could not be written.
+    #[error("cannot write {}: {source}", path.display())]
+    Write {
+        /// The file.
+        path: std::path::PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// A value could not be made into JSON.
+    #[error("{0}")]
+    Json(serde_json::Error),
+}
+
 /// How a (probe, version) run came out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]

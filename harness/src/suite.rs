@@ -198,7 +198,20 @@ pub async fn run_one(
         }
     };
     // a version profile is held to what the real version did ([`crate::lab::verdict`])
-    let measured = crate::lab::measured(layout, &opts.subject, &probe.id);
+    let measured = match crate::lab::measured(layout, &opts.subject, &probe.id) {
+        Ok(m) => m,
+        Err(e) => {
+            let detail = format!("the committed cell {} is held to: {e}", opts.subject);
+            return Outcome {
+                index,
+                probe: probe.clone(),
+                status: Status::Error,
+                detail,
+                report: None,
+                duration: started.elapsed(),
+            };
+        }
+    };
     let verdict = crate::lab::verdict(&report, measured.as_ref(), &opts.subject.to_string());
     let golden = golden_step(&report, layout, opts.bless && verdict.is_ok());
     let note = verdict.as_ref().ok().cloned().flatten().unwrap_or_default();

@@ -64,63 +64,7 @@ pub fn reusable_cell(out: &Path, version: &str, probe: &str, probe_sha256: &str)
     })
 }
 
-/// Why the observatory's files (its cells, the conformance table) could not be read or written.
-#[derive(Debug, thiserror::Error)]
-pub enum DataError {
-    /// A file or directory could not be read.
-    #[error("{}: {source}", path.display())]
-    Read {
-        /// The file or directory.
-        path: PathBuf,
-        /// Why.
-        source: std::io::Error,
-    },
-    /// A cell file does not parse as an observation.
-    #[error("{}: not an observation of probelab matrix: {source}", path.display())]
-    NotAnObservation {
-        /// The file.
-        path: PathBuf,
-        /// The parser's error (line and column in it).
-        source: serde_json::Error,
-    },
-    /// A file that does not parse as what it should hold (the conformance table).
-    #[error("{}: {source}", path.display())]
-    Parse {
-        /// The file.
-        path: PathBuf,
-        /// The parser's error.
-        source: serde_json::Error,
-    },
-    /// A directory given as cells holds none.
-    #[error(
-        "{} holds no cells (<dir>/<version>/<probe>.json, as `probelab matrix --out DIR` or a matrix test shard \
-         writes them)",
-        dir.display()
-    )]
-    NoCells {
-        /// The directory.
-        dir: PathBuf,
-    },
-    /// A directory could not be created.
-    #[error("cannot create {}: {source}", path.display())]
-    Create {
-        /// The directory.
-        path: PathBuf,
-        /// Why.
-        source: std::io::Error,
-    },
-    /// A file could not be written.
-    #[error("cannot write {}: {source}", path.display())]
-    Write {
-        /// The file.
-        path: PathBuf,
-        /// Why.
-        source: std::io::Error,
-    },
-    /// A value could not be made into JSON.
-    #[error("{0}")]
-    Json(serde_json::Error),
-}
+pub use crate::observe::DataError;
 
 /// Writes a cell whole or not at all (a temporary file renamed into place).
 pub fn write_cell(out: &Path, obs: &Observation) -> Result<PathBuf, DataError> {
