@@ -119,13 +119,21 @@ pub fn frame(body: &[u8]) -> Vec<u8> {
     out
 }
 
-struct Trace(Option<std::fs::File>);
+/// The trace file, and its path for the message should a write fail.
+struct Trace(Option<std::fs::File>, PathBuf);
 
 impl Trace {
+    /// Appends a line. One that cannot be written is said on stderr (the client's log), as a trace that
+    /// cannot be opened is, and the trace is closed: a trace with a hole would read as messages never sent.
     fn line(&mut self, v: Value) {
         if let Some(f) = &mut self.0 {
-            let _ = f.write_all(format!("{v}\n").as_bytes());
-            let _ = f.flush();
+            if let Err(e) = f.write_all(format!("{v}\n").as_bytes()).and_then(|_| f.flush()) {
+                eprintln!(
+                    "fake-lsp: cannot write the trace {}: {e}; no more lines are written to it",
+                    self.1.display()
+                );
+                self.0 = None;
+            }
         }
     }
 }
@@ -152,7 +160,7 @@ pub fn serve(opts: &Options, args: &[String]) -> i32 {
     if let Err(e) = &file {
         eprintln!("fake-lsp: cannot open the trace {}: {e}", opts.trace.display());
     }
-    let mut trace = Trace(file.ok());
+    let mut trace = Trace(file.ok(), opts.trace.clone());
     trace.line(json!({"event": "start", "args": args}));
     let stdin = std::io::stdin();
     let mut input = BufReader::new(stdin.lock());

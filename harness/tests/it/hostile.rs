@@ -236,6 +236,30 @@ fn an_exec_whose_command_cannot_start_is_an_error_of_the_run_not_a_record_of_sig
 }
 
 #[test]
+fn a_fake_lsp_that_cannot_write_its_trace_says_so_on_stderr() {
+    // the trace is what LSP probes check; its write errors were dropped without a word. A file size limit
+    // of 0 (SIGXFSZ ignored) fails every write to the trace; stderr is a pipe, which has no such limit
+    let d = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let trace = d.path().join("trace.jsonl");
+    write(&trace, "");
+    let out = Command::new("sh")
+        .args(["-c", "trap '' XFSZ; ulimit -f 0; exec \"$0\" fake-lsp --trace \"$1\""])
+        .arg(env!("CARGO_BIN_EXE_probelab"))
+        .arg(&trace)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert_eq!(
+        err.matches(&format!("fake-lsp: cannot write the trace {}: ", trace.display())).count(),
+        1,
+        "said once, the trace closed after it: {err}"
+    );
+    assert!(err.contains("no more lines are written to it"), "{err}");
+}
+
+#[test]
 fn probe_file_mistakes_found_before_the_run_exit_2_with_a_place() {
     let d = lab();
     let text = std::fs::read_to_string(d.path().join("probes/window.toml")).unwrap_or_default();
