@@ -141,7 +141,9 @@ impl Trace {
 /// How many server processes a trace has seen start: none when there is no trace yet (the first start)
 /// or it cannot be read (said on stderr, the client's log: the server then answers as a first start).
 pub fn starts(trace: &Path) -> usize {
-    let text = match std::fs::read_to_string(trace) {
+    // a regular file of a bounded size: a device named as the trace (`/dev/full` reads zeros forever) is
+    // an error, not a read that never ends
+    let text = match crate::safe_fs::read_text(trace) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
         Err(e) => {

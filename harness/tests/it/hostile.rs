@@ -257,6 +257,16 @@ fn a_fake_lsp_that_cannot_write_its_trace_says_so_on_stderr() {
         "said once, the trace closed after it: {err}"
     );
     assert!(err.contains("no more lines are written to it"), "{err}");
+    // a device as the trace: read as a file it never ended (`/dev/full` gives zeros forever)
+    let out = Command::new("timeout")
+        .args(["20", env!("CARGO_BIN_EXE_probelab"), "fake-lsp", "--trace", "/dev/full"])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(err.contains("fake-lsp: cannot read the trace /dev/full: not a regular file"), "{err}");
+    assert!(err.contains("fake-lsp: cannot write the trace /dev/full: "), "{err}");
 }
 
 #[test]
