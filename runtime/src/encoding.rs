@@ -61,7 +61,7 @@ impl NotText {
 pub fn not_text(bytes: &[u8]) -> Option<NotText> {
     let utf16le = bytes.len() >= 2 && bytes[0] == 0xFF && bytes[1] == 0xFE;
     if utf16le {
-        return (bytes.len() % 2 != 0).then_some(NotText::Utf16LeOdd);
+        return (!bytes.len().is_multiple_of(2)).then_some(NotText::Utf16LeOdd);
     }
     if bytes.len() >= 2 && bytes[0] == 0xFE && bytes[1] == 0xFF {
         return Some(NotText::Utf16Be);

@@ -159,7 +159,8 @@ mod tests {
             let rt =
                 tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap_or_else(|e| panic!("{e}"));
             let input = json!({"pattern": "sub/**", "path": c.cwd.join("tree")});
-            let out = rt.block_on(crate::tool::Tool::call(&Glob, input, &c)).unwrap_or_else(|e| panic!("{version}: {e}"));
+            let out =
+                rt.block_on(crate::tool::Tool::call(&Glob, input, &c)).unwrap_or_else(|e| panic!("{version}: {e}"));
             let want = if found { "tree/sub/c.txt" } else { "No files found" };
             assert_eq!(out, ToolOutput::Text(want.into()), "{version}");
         }
