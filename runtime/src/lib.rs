@@ -64,6 +64,7 @@ pub mod background;
 pub mod builtin;
 pub mod confine;
 pub mod context;
+pub mod encoding;
 pub mod fs;
 pub mod hooks;
 pub mod model;

@@ -14,8 +14,8 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 /// From 2.1.281 an Edit's success says the file state is current only when the model has seen the
-/// whole file: not for a file it never read (a model that skips the gate) nor after an edit of a file
-/// changed on disk since its Read, until a Read (measured by `probes/edit/stale-gate.toml` and
+/// whole file: not for a file it never read (a model that skips the gate), nor after a Read of part of
+/// it ([`read_in_part`]), nor after an edit of a file changed on disk since its Read, until a Read (measured by `probes/edit/stale-gate.toml` and
 /// `claude-code/edit-gate-default-model.toml`: timeline EDIT-1 / EDIT-2, 2.1.280 → 2.1.281; the
 /// reference's `contentNotInModelContext`).
 pub const NOTE_ONLY_WHEN_SEEN: Switch = Switch {
@@ -23,6 +23,38 @@ pub const NOTE_ONLY_WHEN_SEEN: Switch = Switch {
     since: "2.1.281",
     probe: "edit.stale-gate",
 };
+
+/// From 2.1.295 the file-state note needs the text the session recorded of the file to be the file as
+/// read back (CRLF made LF): an Edit whose new text holds CRLF leaves the file unseen (the next Edit has
+/// no note until a Read), and so does a Read of a file that ends in a lone CR (the Edit after it has
+/// none). Measured by `harness/tests/fidelity.rs` and `probes/edit/crlf-new-text.toml`: 2.1.285,
+/// 2.1.291 and 2.1.294 note both, 2.1.295, 2.1.296 and 2.1.333 do not.
+pub const NOTE_NEEDS_RECORDED_TEXT: Switch = Switch {
+    name: "Edit's file-state note needs the recorded text to be the file's",
+    since: "2.1.295",
+    probe: "edit.crlf-new-text",
+};
+
+/// The last record of `path` is a Read of a file that ends in a lone CR ([`NOTE_NEEDS_RECORDED_TEXT`]).
+fn read_ends_in_cr(ctx: &ToolContext, path: &std::path::Path, text: &str) -> bool {
+    let from_read = ctx.read_state.lock().ok().is_some_and(|s| s.get(path).is_some_and(|st| st.window.is_some()));
+    from_read && text.ends_with('\r')
+}
+
+/// The last Read of `path` showed only part of it (NOTE_ONLY_WHEN_SEEN: the reference's full view is a
+/// Read from the first line whose limit, if any, is past the file's last line, of a file that is not
+/// empty — measured by `harness/tests/fidelity.rs`: an Edit after `Read limit=4` of a longer file, or
+/// after `Read limit=3` of an empty one, has no note on 2.1.284 and 2.1.285).
+fn read_in_part(ctx: &ToolContext, path: &std::path::Path, text: &str) -> bool {
+    let window = ctx.read_state.lock().ok().and_then(|s| s.get(path).and_then(|st| st.partial.then_some(st.window)));
+    match window {
+        Some(Some((offset, limit))) => {
+            offset > 1 || limit.is_some_and(|l| text.is_empty() || (text.matches('\n').count() as u64) + 1 >= l)
+        }
+        Some(None) => true,
+        None => false,
+    }
+}
 
 /// The Edit tool.
 #[derive(Debug, Default)]
@@ -198,6 +230,9 @@ impl TypedTool for Edit {
                     return Err(ToolError::Validation("Cannot create new file - file already exists.".into()));
                 }
                 check_fill_gates(ctx, &path, &current)?;
+                if let Some(refusal) = crate::encoding::edit_refusal(ctx, &current) {
+                    return Err(ToolError::Runtime(refusal));
+                }
                 (new_string.clone(), Gate::Pass)
             } else {
                 if path.extension().is_some_and(|e| e == "ipynb") {
@@ -211,6 +246,10 @@ impl TypedTool for Edit {
                     &current,
                     applies(file.content(), &args.old_string, args.replace_all),
                 )?;
+                // from 2.1.296 a file that is not text is refused after the gates (`crate::encoding`)
+                if let Some(refusal) = crate::encoding::edit_refusal(ctx, &current) {
+                    return Err(ToolError::Validation(refusal));
+                }
                 // the reference looks for old_string in the text without its byte-order mark (an old
                 // string holding the mark is not found), then replaces in the text as it is
                 replace(file.content(), &args.old_string, &new_string, args.replace_all)?;
@@ -219,7 +258,9 @@ impl TypedTool for Edit {
             // the note the reference ends a success with: the file state is current, or (a stale file the
             // edit still applied to) that the file holds changes the model has not seen; from 2.1.281 no
             // note when the model has not seen the whole file ([`NOTE_ONLY_WHEN_SEEN`])
-            let unseen = matches!(gate, Gate::Unread | Gate::Unseen | Gate::StaleRecovered);
+            let unseen = matches!(gate, Gate::Unread | Gate::Unseen | Gate::StaleRecovered)
+                || (ctx.profile().has(&NOTE_ONLY_WHEN_SEEN) && read_in_part(ctx, &path, &file.text))
+                || (ctx.profile().has(&NOTE_NEEDS_RECORDED_TEXT) && read_ends_in_cr(ctx, &path, &file.text));
             let note = match gate {
                 Gate::StaleRecovered => STALE_RECOVERED_NOTE,
                 _ if unseen && ctx.profile().has(&NOTE_ONLY_WHEN_SEEN) => "",
@@ -230,7 +271,8 @@ impl TypedTool for Edit {
             crate::fs::write_no_follow(&path, &bytes)
                 .map_err(|e| ToolError::Runtime(format!("{e}: {}", path.display())))?;
             remember_read(ctx, &path, bytes, false);
-            if unseen {
+            // text holding CRLF is not the file read back ([`NOTE_NEEDS_RECORDED_TEXT`])
+            if unseen || (ctx.profile().has(&NOTE_NEEDS_RECORDED_TEXT) && new_text.contains("\r\n")) {
                 mark_unseen(ctx, &path);
             }
             if args.replace_all {
@@ -341,6 +383,41 @@ mod tests {
             // a Read makes it seen again
             remember_read(&c, &f, std::fs::read(&f).unwrap_or_default(), false);
             assert!(edit(&c, &f, "edition", "version").ends_with(FILE_STATE_NOTE), "{version}");
+            // a Read of part of the file (a limit short of its end, or an offset) does not; a limit past
+            // its last line does
+            let (_d, c) = ctx_at(version, None);
+            let f = c.cwd.join("e.md");
+            std::fs::write(&f, "").unwrap_or_else(|e| panic!("{e}"));
+            crate::fs::remember_window(&c, &f, Vec::new(), true, Some((1, Some(3))));
+            let t = edit(&c, &f, "", "z");
+            assert_eq!(!t.ends_with(FILE_STATE_NOTE), dropped, "{version}: an empty file read with a limit: {t}");
+            for (window, part) in [((1, Some(2)), true), ((2, None), true), ((1, Some(9)), false)] {
+                let (_d, c) = ctx_at(version, None);
+                let f = c.cwd.join("f.txt");
+                std::fs::write(&f, "one\ntwo\nthree\n").unwrap_or_else(|e| panic!("{e}"));
+                crate::fs::remember_window(&c, &f, Vec::new(), true, Some(window));
+                let t = edit(&c, &f, "two", "2");
+                assert_eq!(!t.ends_with(FILE_STATE_NOTE), dropped && part, "{version} {window:?}: {t}");
+            }
+        }
+    }
+
+    #[test]
+    fn the_note_needs_the_recorded_text_from_2_1_295() {
+        for (version, dropped) in [("2.1.235", false), ("2.1.294", false), ("2.1.295", true), ("2.1.333", true)] {
+            let (_d, c) = ctx_at(version, None);
+            let f = c.cwd.join("lf.txt");
+            std::fs::write(&f, "a\nb\nc\n").unwrap_or_else(|e| panic!("{e}"));
+            remember_read(&c, &f, b"a\nb\nc\n".to_vec(), false);
+            assert!(edit(&c, &f, "b", "x\r\ny").ends_with(FILE_STATE_NOTE), "{version}: the edit itself is noted");
+            let t = edit(&c, &f, "c", "C");
+            assert_eq!(!t.ends_with(FILE_STATE_NOTE), dropped, "{version}: after CRLF text: {t}");
+            // a whole Read of a file that ends in a lone CR
+            let f = c.cwd.join("cr.txt");
+            std::fs::write(&f, "a\rb\rc\r").unwrap_or_else(|e| panic!("{e}"));
+            crate::fs::remember_window(&c, &f, b"a\rb\rc\r".to_vec(), false, Some((1, None)));
+            let t = edit(&c, &f, "b", "B");
+            assert_eq!(!t.ends_with(FILE_STATE_NOTE), dropped, "{version}: after a Read of a file ending in CR: {t}");
         }
     }
 }

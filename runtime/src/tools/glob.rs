@@ -4,6 +4,7 @@
 //! time (oldest first, then path), at most [`MAX_FILES`] of them.
 
 use crate::context::ToolContext;
+use crate::profile::Switch;
 use crate::tool::{PermissionSubject, ToolError, ToolOutput, TypedTool};
 use probelab_search::args::{Mode, RgArgs};
 use probelab_search::{run, Io};
@@ -19,6 +20,12 @@ fn env_on(ctx: &ToolContext, name: &str) -> bool {
 
 /// Files listed at most; more are cut with a note (the reference's Glob budget, GLOB-1).
 pub const MAX_FILES: usize = 100;
+
+/// From 2.1.251 Glob's pattern is matched relative to its `path`: `sub/**` with path `tree` lists
+/// `tree/sub/…` (it found nothing before; measured by `harness/tests/fidelity.rs` and
+/// `probes/glob/pattern-from-path.toml` on 2.1.250 and 2.1.251, whose rg runs in the searched directory).
+pub const PATTERN_FROM_PATH: Switch =
+    Switch { name: "Glob matches its pattern relative to its path", since: "2.1.251", probe: "glob.pattern-from-path" };
 
 /// The Glob tool.
 #[derive(Debug, Default)]
@@ -83,7 +90,9 @@ impl TypedTool for Glob {
             // walked from the path as given, like Grep's (the resolved one only had to lie in the sandbox)
             let walk = a.path.as_deref().map(|p| crate::fs::absolute(ctx, p)).unwrap_or_else(|| dir.clone());
             let args = RgArgs { mode: Mode::Files, hidden, no_ignore, globs, paths: vec![walk], ..RgArgs::default() };
-            let cwd = ctx.working_dir();
+            // from 2.1.251 the reference runs its rg in the searched directory: a pattern with a `/` is
+            // matched against paths relative to it ([`PATTERN_FROM_PATH`])
+            let cwd = if ctx.profile().has(&PATTERN_FROM_PATH) { dir.clone() } else { ctx.working_dir() };
             // files a deny rule covers are not listed
             let skip = crate::fs::search_skip(ctx, "Glob");
             let (code, out, err) = tokio::task::spawn_blocking(move || {
@@ -132,6 +141,28 @@ impl TypedTool for Glob {
                 shown.push("(Results are truncated. Consider using a more specific path or pattern.)".into());
             }
             Ok(ToolOutput::Text(shown.join("\n")))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_pattern_is_relative_to_the_path_from_2_1_251() {
+        for (version, found) in [("2.1.235", false), ("2.1.250", false), ("2.1.251", true), ("2.1.333", true)] {
+            let (_d, c) = ToolContext::for_test();
+            let c = c.with_profile(crate::profile::Profile::at(version).unwrap_or_else(|e| panic!("{e}")));
+            std::fs::create_dir_all(c.cwd.join("tree/sub")).unwrap_or_else(|e| panic!("{e}"));
+            std::fs::write(c.cwd.join("tree/sub/c.txt"), "c\n").unwrap_or_else(|e| panic!("{e}"));
+            let rt =
+                tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap_or_else(|e| panic!("{e}"));
+            let input = json!({"pattern": "sub/**", "path": c.cwd.join("tree")});
+            let out =
+                rt.block_on(crate::tool::Tool::call(&Glob, input, &c)).unwrap_or_else(|e| panic!("{version}: {e}"));
+            let want = if found { "tree/sub/c.txt" } else { "No files found" };
+            assert_eq!(out, ToolOutput::Text(want.into()), "{version}");
         }
     }
 }

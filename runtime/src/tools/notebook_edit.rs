@@ -4,6 +4,7 @@
 
 use crate::context::ToolContext;
 use crate::fs::{check_write_gates, checkpoint, confine_write, hex};
+use crate::profile::Switch;
 use crate::tool::{PermissionSubject, ToolError, ToolOutput, TypedTool};
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -53,6 +54,7 @@ pub fn find_cell(cells: &[Value], id: &str) -> Result<usize, ToolError> {
 /// id as given otherwise, `undefined` in a notebook without ids (the reference's text). A replaced code
 /// cell loses its outputs; a new `cell_type` is set after that (a code cell made markdown keeps its
 /// emptied outputs, as on the reference).
+#[cfg(test)]
 pub fn apply(
     nb: &mut Value,
     args_cell: Option<&str>,
@@ -60,6 +62,38 @@ pub fn apply(
     cell_type: Option<&str>,
     mode: &str,
 ) -> Result<String, ToolError> {
+    apply_at(&crate::profile::Profile::reference(), nb, args_cell, source, cell_type, mode)
+}
+
+/// From 2.1.321 NotebookEdit's result names the cell as the call gave it (`undefined` before, in a
+/// notebook without ids), and an insert into such a notebook says `Inserted a new cell` (bisected with
+/// the npm tarballs' texts: 2.1.319 has the old template, 2.1.321 the new; measured by
+/// `harness/tests/fidelity.rs`'s nbformat 4.4 notebooks).
+pub const CELL_NAMED_AS_GIVEN: Switch =
+    Switch { name: "NotebookEdit names the cell as given", since: "2.1.321", probe: "notebook.edit" };
+
+/// From 2.1.327 NotebookEdit keeps the notebook file's final newline (bisected with the npm tarballs'
+/// code: 2.1.326 writes `JSON.stringify(nb, null, 1)` alone, 2.1.327 adds the old file's final newline;
+/// measured by `harness/tests/fidelity.rs`, whose notebooks end with one as Jupyter writes them).
+pub const FINAL_NEWLINE_KEPT: Switch =
+    Switch { name: "NotebookEdit keeps the notebook's final newline", since: "2.1.327", probe: "notebook.edit" };
+
+/// From 2.1.332 a replaced cell is shaped after its (new) type: a code cell gets `execution_count: null`
+/// and no outputs, a markdown or raw cell loses both fields (before, only a cell that was code had them
+/// cleared, then its type set; bisected with the binaries' code: 2.1.331 and 2.1.332).
+pub const CELL_SHAPED_BY_TYPE: Switch =
+    Switch { name: "NotebookEdit shapes a replaced cell by its new type", since: "2.1.332", probe: "notebook.edit" };
+
+/// [`apply`] as Claude Code at `profile` makes the edit.
+pub fn apply_at(
+    profile: &crate::profile::Profile,
+    nb: &mut Value,
+    args_cell: Option<&str>,
+    source: &str,
+    cell_type: Option<&str>,
+    mode: &str,
+) -> Result<String, ToolError> {
+    let as_given = profile.has(&CELL_NAMED_AS_GIVEN);
     let with_ids = {
         let major = nb.get("nbformat").and_then(Value::as_u64).unwrap_or(0);
         let minor = nb.get("nbformat_minor").and_then(Value::as_u64).unwrap_or(0);
@@ -99,26 +133,46 @@ pub fn apply(
                 cell.insert("outputs".into(), json!([]));
             }
             cells.insert(at, Value::Object(cell));
-            Ok(format!("Inserted cell {} with {source}", named(new_id)))
+            Ok(match new_id {
+                None if as_given => format!("Inserted a new cell with {source}"),
+                id => format!("Inserted cell {} with {source}", named(id)),
+            })
         }
         "delete" => {
             cells.remove(at);
-            Ok(format!("Deleted cell {}", named(with_ids.then(|| args_cell.unwrap_or_default().to_string()))))
+            let id = (with_ids || as_given).then(|| args_cell.unwrap_or_default().to_string());
+            Ok(format!("Deleted cell {}", named(id)))
         }
         _ => {
             let cell = &mut cells[at];
             cell["source"] = json!(source);
-            if cell.get("cell_type").and_then(Value::as_str) == Some("code") {
-                cell["execution_count"] = Value::Null;
-                cell["outputs"] = json!([]);
+            if profile.has(&CELL_SHAPED_BY_TYPE) {
+                if let Some(t) = cell_type {
+                    cell["cell_type"] = json!(t);
+                }
+                let kind = cell.get("cell_type").and_then(Value::as_str).map(str::to_string);
+                match (kind.as_deref(), cell.as_object_mut()) {
+                    (Some("code"), Some(o)) => {
+                        o.insert("execution_count".into(), Value::Null);
+                        o.insert("outputs".into(), json!([]));
+                    }
+                    (Some("markdown" | "raw"), Some(o)) => {
+                        o.shift_remove("execution_count");
+                        o.shift_remove("outputs");
+                    }
+                    _ => {}
+                }
+            } else {
+                if cell.get("cell_type").and_then(Value::as_str) == Some("code") {
+                    cell["execution_count"] = Value::Null;
+                    cell["outputs"] = json!([]);
+                }
+                if let Some(t) = cell_type {
+                    cell["cell_type"] = json!(t);
+                }
             }
-            if let Some(t) = cell_type {
-                cell["cell_type"] = json!(t);
-            }
-            Ok(format!(
-                "Updated cell {} with {source}",
-                named(with_ids.then(|| args_cell.unwrap_or_default().to_string()))
-            ))
+            let id = (with_ids || as_given).then(|| args_cell.unwrap_or_default().to_string());
+            Ok(format!("Updated cell {} with {source}", named(id)))
         }
     }
 }
@@ -194,12 +248,22 @@ impl TypedTool for NotebookEdit {
             let current =
                 std::fs::read(&path).map_err(|_| ToolError::Validation("Notebook file does not exist.".into()))?;
             check_write_gates(ctx, &path, &current)?;
+            // from 2.1.296 / 2.1.299 a file that is not text is refused (`crate::encoding`)
+            if let Some(refusal) = crate::encoding::edit_refusal(ctx, &current) {
+                return Err(ToolError::Validation(refusal));
+            }
             let file = crate::fs::TextFile::decode(&current);
             let mut nb: Value = serde_json::from_str(&file.text)
                 .map_err(|_| ToolError::Validation("Notebook is not valid JSON.".into()))?;
-            let text = apply(&mut nb, args.cell_id.as_deref(), &args.new_source, args.cell_type.as_deref(), mode)?;
+            let profile = ctx.profile();
+            let (cell, source, cell_type) = (args.cell_id.as_deref(), &args.new_source, args.cell_type.as_deref());
+            let text = apply_at(&profile, &mut nb, cell, source, cell_type, mode)?;
             checkpoint(ctx, &path, &current)?;
-            let bytes = file.encode(&stringify_1(&nb)?);
+            let mut json = stringify_1(&nb)?;
+            if profile.has(&FINAL_NEWLINE_KEPT) && file.text.ends_with('\n') {
+                json.push('\n');
+            }
+            let bytes = file.encode(&json);
             crate::fs::write_no_follow(&path, &bytes)
                 .map_err(|e| ToolError::Runtime(format!("{e}: {}", path.display())))?;
             crate::fs::remember_read(ctx, &path, bytes, false);
@@ -211,6 +275,80 @@ impl TypedTool for NotebookEdit {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn at(version: &str) -> crate::profile::Profile {
+        crate::profile::Profile::at(version).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    #[test]
+    fn cells_are_named_as_given_from_2_1_321() {
+        for (version, given) in [("2.1.235", false), ("2.1.319", false), ("2.1.321", true), ("2.1.333", true)] {
+            let nb = || json!({"nbformat": 4, "nbformat_minor": 4, "cells": [{"cell_type": "markdown", "metadata": {}, "source": "x"}]});
+            let p = at(version);
+            let named = |t: &str| t.to_string();
+            let (r, d, i) = if given {
+                (named("Updated cell cell-0 with y"), named("Deleted cell cell-0"), named("Inserted a new cell with z"))
+            } else {
+                (
+                    named("Updated cell undefined with y"),
+                    named("Deleted cell undefined"),
+                    named("Inserted cell undefined with z"),
+                )
+            };
+            assert_eq!(apply_at(&p, &mut nb(), Some("cell-0"), "y", None, "replace").ok(), Some(r), "{version}");
+            assert_eq!(apply_at(&p, &mut nb(), Some("cell-0"), "", None, "delete").ok(), Some(d), "{version}");
+            assert_eq!(apply_at(&p, &mut nb(), Some("cell-0"), "z", Some("code"), "insert").ok(), Some(i), "{version}");
+        }
+    }
+
+    #[test]
+    fn a_replaced_cell_is_shaped_by_its_type_from_2_1_332() {
+        for (version, shaped) in [("2.1.235", false), ("2.1.331", false), ("2.1.332", true)] {
+            let mut nb = json!({"nbformat": 4, "nbformat_minor": 5, "cells": [
+                {"cell_type": "code", "id": "a", "metadata": {}, "source": "1", "execution_count": 1, "outputs": [1]},
+                {"cell_type": "markdown", "id": "b", "metadata": {}, "source": "x"}]});
+            let p = at(version);
+            apply_at(&p, &mut nb, Some("a"), "# t", Some("markdown"), "replace").unwrap_or_else(|e| panic!("{e}"));
+            apply_at(&p, &mut nb, Some("b"), "2", Some("code"), "replace").unwrap_or_else(|e| panic!("{e}"));
+            let keys = |i: usize| {
+                nb["cells"][i].as_object().map(|o| o.keys().cloned().collect::<Vec<_>>()).unwrap_or_default()
+            };
+            if shaped {
+                assert_eq!(keys(0), ["cell_type", "id", "metadata", "source"], "{version}");
+                assert_eq!(
+                    keys(1),
+                    ["cell_type", "id", "metadata", "source", "execution_count", "outputs"],
+                    "{version}"
+                );
+            } else {
+                assert_eq!(
+                    keys(0),
+                    ["cell_type", "id", "metadata", "source", "execution_count", "outputs"],
+                    "{version}"
+                );
+                assert_eq!(keys(1), ["cell_type", "id", "metadata", "source"], "{version}");
+            }
+        }
+    }
+
+    #[test]
+    fn the_final_newline_is_kept_from_2_1_327() {
+        for (version, kept) in [("2.1.235", false), ("2.1.326", false), ("2.1.327", true)] {
+            let (_d, c) = ToolContext::for_test();
+            let c = c.with_profile(at(version));
+            let f = c.cwd.join("n.ipynb");
+            let text = "{\n \"cells\": [\n  {\n   \"cell_type\": \"markdown\",\n   \"metadata\": {},\n   \"source\": \"x\"\n  }\n ],\n \"metadata\": {},\n \"nbformat\": 4,\n \"nbformat_minor\": 4\n}\n";
+            std::fs::write(&f, text).unwrap_or_else(|e| panic!("{e}"));
+            crate::fs::remember_read(&c, &f, text.as_bytes().to_vec(), false);
+            let rt =
+                tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap_or_else(|e| panic!("{e}"));
+            let input = json!({"notebook_path": f, "cell_id": "cell-0", "new_source": "y"});
+            rt.block_on(crate::tool::Tool::call(&NotebookEdit, input, &c)).unwrap_or_else(|e| panic!("{version}: {e}"));
+            let after = std::fs::read_to_string(&f).unwrap_or_default();
+            assert_eq!(after.ends_with("}\n"), kept, "{version}: {after:?}");
+            assert!(after.contains("\"source\": \"y\""), "{version}: {after:?}");
+        }
+    }
 
     #[test]
     fn replace_insert_delete_by_id_and_index() {

@@ -122,13 +122,15 @@ impl TypedTool for Read {
             // the reference refuses by extension before it looks at the file (its validation step)
             if let Some(ext) = binary_extension(&path) {
                 return Err(ToolError::Validation(format!(
-                    "This tool cannot read binary files. The file appears to be a binary {ext} file. Please use appropriate tools for binary file analysis."
+                    "This tool cannot read binary files. The file appears to be a binary {ext} file. {}",
+                    binary_hint(ctx)
                 )));
             }
             // a second Read of the same window of an unchanged file, in a later batch: the reference's note
+            // (until 2.1.317: [`NO_UNCHANGED_NOTE`])
             let window = (args.offset.unwrap_or(1), args.limit);
             let seen = ctx.read_state.lock().ok().and_then(|s| s.get(&path).cloned());
-            if let Some(seen) = seen {
+            if let Some(seen) = seen.filter(|_| !ctx.profile().has(&NO_UNCHANGED_NOTE)) {
                 if seen.window == Some(window)
                     && seen.batch != crate::fs::ReadBatch::current(ctx)
                     && seen.mtime.is_some()
@@ -196,10 +198,45 @@ impl TypedTool for Read {
             }
             let whole = if windowed { Vec::new() } else { std::fs::read(&path).unwrap_or_default() };
             crate::fs::remember_window(ctx, &path, whole, windowed, Some(window));
+            // from 2.1.299 a file that is not text says so after its content, past a blank line
+            if ctx.profile().has(&crate::encoding::NOT_TEXT_REFUSED) {
+                let bytes = std::fs::read(&path).unwrap_or_default();
+                if let Some(note) = crate::encoding::read_note_at(ctx, &bytes) {
+                    return Ok(ToolOutput::Text(format!("{text}\n\n{note}")));
+                }
+            }
             Ok(ToolOutput::Text(text))
         }
     }
 }
+
+/// From 2.1.290 Read's refusal of a binary extension points at a skill or a shell command (bisected with
+/// the npm tarballs' texts: 2.1.289 has the old sentence, 2.1.290 the new; measured by
+/// `harness/tests/fidelity.rs` and `probes/read/encodings.toml`).
+pub const BINARY_REFUSAL_SUGGESTS_SKILL: Switch = Switch {
+    name: "Read's binary refusal suggests a skill or a shell command",
+    since: "2.1.290",
+    probe: "read.encodings",
+};
+
+/// The sentence that ends Read's refusal of a binary extension at the session's release.
+fn binary_hint(ctx: &ToolContext) -> &'static str {
+    if ctx.profile().has(&BINARY_REFUSAL_SUGGESTS_SKILL) {
+        "Use a skill for this file type if one is available, or a shell command or script that can read the format."
+    } else {
+        "Please use appropriate tools for binary file analysis."
+    }
+}
+
+/// From 2.1.317 a Read of a file unchanged since the same Read returns the content again: the reference
+/// dropped its "Wasted call — file unchanged" answer ([`crate::fs::FILE_UNCHANGED`]; its
+/// `tengu_file_read_dedup` is in the 2.1.316 binary, not in 2.1.317's; measured by
+/// `harness/tests/fidelity.rs` and `probes/read/unchanged-batch.toml`).
+pub const NO_UNCHANGED_NOTE: Switch = Switch {
+    name: "Read no longer answers an unchanged file with 'Wasted call'",
+    since: "2.1.317",
+    probe: "read.unchanged-batch",
+};
 
 /// The refusal of a file that is not a regular one, before anything opens it (an `open` of a FIFO
 /// blocks until a writer comes: the run would hang). The texts measured on Claude Code 2.1.235
@@ -819,6 +856,56 @@ mod tests {
             };
             assert!(m.starts_with("File content (256KB) exceeds maximum allowed size (256KB)."), "{version}: {m}");
             assert_eq!(m.ends_with(ALLOW_LARGE_HINT_TEXT), hinted, "{version}: {m}");
+        }
+    }
+
+    #[test]
+    fn the_binary_refusal_suggests_a_skill_from_2_1_290() {
+        for (version, end) in [
+            ("2.1.235", "Please use appropriate tools for binary file analysis."),
+            ("2.1.289", "Please use appropriate tools for binary file analysis."),
+            ("2.1.290", "Use a skill for this file type if one is available, or a shell command or script that can read the format."),
+        ] {
+            let (_d, ctx) = at(version);
+            let f = ctx.cwd.join("x.bin");
+            std::fs::write(&f, "text\n").unwrap_or_else(|e| panic!("{e}"));
+            let Err(ToolError::Validation(m)) = call(&ctx, json!({"file_path": f})) else { panic!("{version}") };
+            assert_eq!(
+                m,
+                format!("This tool cannot read binary files. The file appears to be a binary .bin file. {end}"),
+                "{version}"
+            );
+        }
+    }
+
+    #[test]
+    fn an_unchanged_file_is_read_again_from_2_1_317() {
+        for (version, stub) in [("2.1.235", true), ("2.1.316", true), ("2.1.317", false)] {
+            let (_d, ctx) = at(version);
+            let f = ctx.cwd.join("f.txt");
+            std::fs::write(&f, "one\n").unwrap_or_else(|e| panic!("{e}"));
+            let first = call(&ctx, json!({"file_path": f}));
+            crate::fs::ReadBatch::next(&ctx);
+            let again = call(&ctx, json!({"file_path": f}));
+            let want = if stub { Ok(ToolOutput::Text(crate::fs::FILE_UNCHANGED.into())) } else { first };
+            assert_eq!(again, want, "{version}");
+        }
+    }
+
+    #[test]
+    fn a_file_that_is_not_text_is_noted_from_2_1_299() {
+        for (version, noted) in [("2.1.235", false), ("2.1.296", false), ("2.1.299", true), ("2.1.333", true)] {
+            let (_d, ctx) = at(version);
+            let f = ctx.cwd.join("nul.txt");
+            std::fs::write(&f, b"a\x00b\nline two\n").unwrap_or_else(|e| panic!("{e}"));
+            let Ok(ToolOutput::Text(t)) = call(&ctx, json!({"file_path": f})) else { panic!("{version}") };
+            let content = "1\ta\u{0}b\n2\tline two\n3\t";
+            let want = if noted {
+                format!("{content}\n\n{}", crate::encoding::read_note(crate::encoding::NotText::Nul))
+            } else {
+                content.to_string()
+            };
+            assert_eq!(t, want, "{version}");
         }
     }
 

@@ -70,7 +70,13 @@ impl TypedTool for Write {
             match std::fs::read(&path) {
                 Ok(current) => {
                     check_overwrite_gates(ctx, &path, &current)?;
+                    // from 2.1.296 / 2.1.299 a file that is not text is refused (`crate::encoding`)
+                    if let Some(refusal) = crate::encoding::write_refusal(ctx, &current, &content) {
+                        return Err(ToolError::Runtime(refusal));
+                    }
                     checkpoint(ctx, &path, &current)?;
+                    let old = String::from_utf8_lossy(&current);
+                    let content = crate::encoding::keep_bom(ctx, &old, &content);
                     write_and_remember(ctx, &path, &content)?;
                     // the reference tells an update from a creation by the old content: an empty file
                     // counts as created
