@@ -31,6 +31,24 @@ pub struct Cell {
     pub unstable: String,
 }
 
+/// A transition taken for noise ([`Matrix::noise`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Noise {
+    /// The version before (the matrix's neighbour).
+    pub previous: String,
+    /// What moved (each part varies on some version of the probe).
+    pub parts: Vec<String>,
+    /// The versions where those parts were seen to vary.
+    pub varies_on: Vec<String>,
+}
+
+impl Noise {
+    /// In words: `moved only in result 2 (TaskOutput) text, which varies on 2.1.271: not a change`.
+    pub fn why(&self) -> String {
+        format!("moved only in {}, which varies on {}: not a change", self.parts.join("; "), self.varies_on.join(", "))
+    }
+}
+
 /// A change between a version and the one before it in the matrix.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Change {
@@ -68,6 +86,12 @@ pub struct Matrix {
     /// their fingerprint changes there are noise, never in a timeline.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub unstable: BTreeMap<String, BTreeMap<String, String>>,
+    /// Transitions that moved only where the probe varies on other versions: probe → the later version
+    /// → why ([`Matrix::from_cells`]). Both sides reproduced, but what moved is exactly what was seen to
+    /// vary when a cell of the probe was run twice (a subject's race under load can agree with itself
+    /// twice): listed as noise beside the unstable probes, never in a timeline.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub noise: BTreeMap<String, BTreeMap<String, Noise>>,
     /// Claim → the probes citing it (in any cell): where the HTML's claim cells find their evidence.
     #[serde(skip)]
     pub claim_probes: BTreeMap<String, BTreeSet<String>>,
@@ -162,6 +186,14 @@ impl Matrix {
             }
         }
         for (probe, row) in &m.probes {
+            // the parts of the probe's behaviour seen to vary on one version, and where
+            let mut varying: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+            for (v, cell) in row.iter().filter(|(_, c)| !c.unstable.is_empty()) {
+                for part in cell.unstable.split("; ") {
+                    let part = if part.starts_with("outcome ") { "outcome" } else { part };
+                    varying.entry(part.to_string()).or_default().insert(v.clone());
+                }
+            }
             let mut changes = Vec::new();
             let mut prev: Option<(&String, &Cell)> = None;
             for v in &versions {
@@ -178,6 +210,23 @@ impl Matrix {
                                 }
                                 _ => Vec::new(),
                             };
+                        let outcome_varies = pc.outcome == cell.outcome || varying.contains_key("outcome");
+                        if !parts.is_empty() && outcome_varies && parts.iter().all(|x| varying.contains_key(x)) {
+                            let mut on: BTreeSet<String> = BTreeSet::new();
+                            for x in parts
+                                .iter()
+                                .map(String::as_str)
+                                .chain((pc.outcome != cell.outcome).then_some("outcome"))
+                            {
+                                on.extend(varying.get(x).into_iter().flatten().cloned());
+                            }
+                            let mut varies_on: Vec<String> = on.into_iter().collect();
+                            varies_on.sort_by_key(|v| version_key(v));
+                            let n = Noise { previous: pv.clone(), parts, varies_on };
+                            m.noise.entry(probe.clone()).or_default().insert(v.clone(), n);
+                            prev = Some((v, cell));
+                            continue;
+                        }
                         let parts = if parts.is_empty() { String::new() } else { format!(" ({})", parts.join("; ")) };
                         let what = if pc.outcome != cell.outcome {
                             format!("{} → {}", pc.outcome.word(), cell.outcome.word())
@@ -205,7 +254,8 @@ impl Matrix {
                     let Some(verdict) = o.claims.get(claim).copied() else { continue };
                     let unstable = !o.unstable.is_empty();
                     if let Some((pv, pverdict, punstable)) = prev {
-                        if pverdict != verdict && !unstable && !punstable {
+                        let noise = m.noise.get(p).and_then(|n| n.get(v)).is_some_and(|n| &n.previous == pv);
+                        if pverdict != verdict && !unstable && !punstable && !noise {
                             changes.push(Change {
                                 version: v.clone(),
                                 previous: pv.clone(),
@@ -243,11 +293,14 @@ impl Matrix {
         for p in &mut d.probes {
             let Some(row) = self.probes.get(&p.probe) else { continue };
             let (Some(x), Some(y)) = (row.get(a), row.get(b)) else { continue };
-            let unstable: Vec<String> = [(a, x), (b, y)]
+            let mut unstable: Vec<String> = [(a, x), (b, y)]
                 .iter()
                 .filter(|(_, c)| !c.unstable.is_empty())
                 .map(|(v, c)| format!("on {v} it varies in {}", c.unstable))
                 .collect();
+            if let Some(n) = self.noise.get(&p.probe).and_then(|n| n.get(b)).filter(|n| n.previous == a) {
+                unstable.push(n.why());
+            }
             let moved = x.outcome != y.outcome || x.fingerprint != y.fingerprint;
             let parts = self
                 .probe_timeline
@@ -364,13 +417,18 @@ impl Matrix {
 
     /// The unstable probes, a line each per version, under a heading (nothing when there are none).
     fn unstable_text(&self, heading: &str, bullet: &str) -> String {
-        if self.unstable.is_empty() {
+        if self.unstable.is_empty() && self.noise.is_empty() {
             return String::new();
         }
         let mut out = heading.to_string();
         for (probe, row) in &self.unstable {
             for (version, what) in row {
                 out.push_str(&format!("{bullet}{probe} on {version}: varies in {what}\n"));
+            }
+        }
+        for (probe, row) in &self.noise {
+            for (version, n) in row {
+                out.push_str(&format!("{bullet}{probe} {} → {version}: {}\n", n.previous, n.why()));
             }
         }
         out
@@ -556,11 +614,22 @@ impl Matrix {
             }
         }
         h.push_str("</ul>\n");
-        if !self.unstable.is_empty() {
+        if !self.unstable.is_empty() || !self.noise.is_empty() {
             h.push_str("<h2>Unstable probes</h2>\n<p>Run again on one version, these did not agree with themselves: not a change.</p>\n<ul id=\"unstable\">\n");
             for (probe, row) in &self.unstable {
                 for (version, what) in row {
                     h.push_str(&format!("<li>{} on {}: varies in {}</li>\n", esc(probe), esc(version), esc(what)));
+                }
+            }
+            for (probe, row) in &self.noise {
+                for (version, n) in row {
+                    h.push_str(&format!(
+                        "<li>{} {} → {}: {}</li>\n",
+                        esc(probe),
+                        esc(&n.previous),
+                        esc(version),
+                        esc(&n.why())
+                    ));
                 }
             }
             h.push_str("</ul>\n");
@@ -637,6 +706,54 @@ mod tests {
         assert!(m.to_text().contains("  p on 2.1.236: varies in file .rv/4242 only in one run\n"), "{}", m.to_text());
         assert!(m.to_markdown("t").contains("## Unstable probes"));
         assert!(m.to_html("t", None).contains("<li>p on 2.1.236: varies in file .rv/4242 only in one run</li>"));
+    }
+
+    #[test]
+    fn a_transition_that_moves_only_where_the_probe_varies_elsewhere_is_noise_not_a_change() {
+        use crate::observe::{Behaviour, CallResult};
+        use ClaimVerdict::*;
+        let with = |v: &str, fp: &str, text: &str, outcome: Outcome| {
+            let r = |t: &str, s: &str| Some(CallResult { tool: t.into(), text: s.into(), is_error: false });
+            let behaviour = Behaviour { results: vec![r("Read", "same"), r("TaskOutput", text)], ..Default::default() };
+            let verdict = if outcome == Outcome::Pass { Holds } else { Changed };
+            Observation { behaviour, ..cell("p", v, outcome, fp, ("WF-1", verdict)) }
+        };
+        // 2.1.2 reproduced twice, but its moved part (result 2) is what varies on 2.1.4
+        let mut cells = vec![
+            with("2.1.1", "aaaa", "done: output", Outcome::Pass),
+            with("2.1.2", "bbbb", "done", Outcome::Pass),
+            with("2.1.3", "aaaa", "done: output", Outcome::Pass),
+            with("2.1.4", "aaaa", "done: output", Outcome::Pass),
+        ];
+        cells[3].unstable = "result 2 (TaskOutput) text".into();
+        let m = Matrix::from_cells(&cells).unwrap_or_default();
+        assert!(!m.probe_timeline.contains_key("p"), "{:?}", m.probe_timeline);
+        assert!(!m.claim_timeline.contains_key("WF-1"), "{:?}", m.claim_timeline);
+        assert_eq!(m.noise["p"]["2.1.2"].previous, "2.1.1");
+        assert_eq!(m.noise["p"]["2.1.3"].varies_on, vec!["2.1.4".to_string()]);
+        assert!(
+            m.to_text().contains(
+                "  p 2.1.1 → 2.1.2: moved only in result 2 (TaskOutput) text, which varies on 2.1.4: not a change\n"
+            ),
+            "{}",
+            m.to_text()
+        );
+        assert!(m.to_html("t", None).contains("<li>p 2.1.1 → 2.1.2: moved only in"));
+        // with the outcome moving too, the outcome must be among what varies
+        cells[1] = with("2.1.2", "bbbb", "done", Outcome::Changed);
+        let m = Matrix::from_cells(&cells).unwrap_or_default();
+        assert_eq!(m.probe_timeline["p"].len(), 2, "an outcome that never varied is a change: {:?}", m.noise);
+        cells[3].unstable = "outcome pass / changed; result 2 (TaskOutput) text".into();
+        let m = Matrix::from_cells(&cells).unwrap_or_default();
+        assert!(!m.probe_timeline.contains_key("p"), "{:?}", m.probe_timeline);
+        assert!(!m.claim_timeline.contains_key("WF-1"), "{:?}", m.claim_timeline);
+        // a part that never varied is a change, whatever else moved with it
+        let mut other = with("2.1.2", "cccc", "done", Outcome::Pass);
+        other.behaviour.results[0] = Some(CallResult { tool: "Read".into(), text: "new".into(), is_error: false });
+        cells[1] = other;
+        let m = Matrix::from_cells(&cells).unwrap_or_default();
+        assert_eq!(m.probe_timeline["p"].len(), 2, "{:?}", m.noise);
+        assert!(m.noise.is_empty());
     }
 
     #[test]
