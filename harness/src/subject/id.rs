@@ -11,8 +11,9 @@ pub const CLAUDE_CODE: &str = "claude-code";
 /// The kind of a command subject declared in `probelab.toml` (`[subjects.NAME]`).
 pub const COMMAND: &str = "command";
 
-/// The version the lab's goldens and CI follow (the one measured in the reference notes): the texts
-/// the built-in subject and command subjects of Claude Code's dialect are held to.
+/// The version measured in the reference notes, which the built-in runtime was first written after: the
+/// texts command subjects of Claude Code's dialect are held to, and the real binary `cargo test` runs
+/// (a bare built-in subject is held to the newest release instead: [`SubjectId::reference_version`]).
 pub const REFERENCE_VERSION: &str = "2.1.235";
 
 /// One subject, parsed.
