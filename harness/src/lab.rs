@@ -89,7 +89,7 @@ pub fn verdict(
     let Some((outcome, reason)) = measured else {
         // a version profile without the tool a probe calls (a probe only the built-in runs, the
         // real version measured nothing): not applicable at V, as the matrix says of a real version
-        if subject.is_builtin() && report.observation.outcome == observe::Outcome::NotApplicable {
+        if not_applicable(report, subject) {
             let at = crate::subject::SubjectId::claude_code(subject.reference_version());
             return Ok(Some(format!("not applicable at {subject} (as {at}): {}", report.observation.reason)));
         }
@@ -116,7 +116,8 @@ pub fn verdict(
 /// not offer, the matrix's `not-applicable`): such a run has no golden — its transcript shows only the
 /// tools missing, not what the probe is about, and is not even stable where the missing tool sequenced
 /// the conversation (TaskOutput's wait for a background run, gone from 2.1.277). The suite says it is
-/// skipped, with why.
+/// skipped, with why. As for a real version, the tools missing decide whatever else broke (without
+/// TaskOutput's wait a background probe's conversation runs past its script, an invariant fails).
 pub fn not_applicable(report: &Report, subject: &crate::subject::SubjectId) -> bool {
     subject.is_builtin() && report.observation.outcome == observe::Outcome::NotApplicable
 }
