@@ -45,10 +45,10 @@ impl Layout {
     }
 }
 
-/// What the real Claude Code did with `probe` at the version a built-in subject imitates (`builtin@V`):
-/// the outcome word and reason of the committed cell `<cells>/V/<probe>.json` when it is not a pass
-/// (`changed`, `not-applicable`). None for any other subject, a bare `builtin`, a pass, an error cell
-/// or a version without a cell of the probe. A cell that is there but cannot be read or is not an
+/// What the real Claude Code did with `probe` at the version a built-in subject imitates (`builtin@V`;
+/// a bare `builtin`: the newest, `profile::NEWEST`): the outcome word and reason of the committed cell
+/// `<cells>/V/<probe>.json` when it is not a pass (`changed`, `not-applicable`). None for any other
+/// subject, a pass, an error cell or a version without a cell of the probe. A cell that is there but cannot be read or is not an
 /// observation is an error: the run would otherwise be judged by another rule without a word.
 pub fn measured(
     layout: &Layout,
@@ -56,9 +56,10 @@ pub fn measured(
     probe: &str,
 ) -> Result<Option<(String, String)>, crate::observe::DataError> {
     use crate::observe::DataError;
-    let Some(version) = subject.version.as_deref().filter(|_| subject.kind == crate::subject::id::BUILTIN) else {
+    if subject.kind != crate::subject::id::BUILTIN {
         return Ok(None);
-    };
+    }
+    let version = subject.reference_version();
     let path = layout.cells().join(version).join(format!("{probe}.json"));
     let bytes = match std::fs::read(&path) {
         Ok(b) => b,
@@ -76,20 +77,25 @@ pub fn measured(
 }
 
 /// A run's verdict for its subject. Checks and invariants decide, except for a version profile
-/// (`builtin@V`) on a probe the real V does not pass ([`measured`]): then the run must come out as V
-/// did — the same outcome with the same reason (the same checks failed, the same tools not offered) —
-/// and anything else is a failure. Ok(Some(note)): passed as V did (note says so); Err: the failures.
-pub fn verdict(report: &Report, measured: Option<&(String, String)>, subject: &str) -> Result<Option<String>, String> {
+/// (`builtin@V`, a bare `builtin` at the newest) on a probe the real V does not pass ([`measured`]):
+/// then the run must come out as V did — the same outcome with the same reason (the same checks failed,
+/// the same tools not offered) — and anything else is a failure. Ok(Some(note)): passed as V did (note
+/// says so); Err: the failures.
+pub fn verdict(
+    report: &Report,
+    measured: Option<&(String, String)>,
+    subject: &crate::subject::SubjectId,
+) -> Result<Option<String>, String> {
     let Some((outcome, reason)) = measured else {
         // a version profile without the tool a probe calls (a probe only the built-in runs, the
         // real version measured nothing): not applicable at V, as the matrix says of a real version
-        let profile = subject.contains('@') && subject.starts_with(crate::subject::id::BUILTIN);
-        if profile && report.observation.outcome == observe::Outcome::NotApplicable {
-            return Ok(Some(format!("not applicable at {subject}: {}", report.observation.reason)));
+        if not_applicable(report, subject) {
+            let at = crate::subject::SubjectId::claude_code(subject.reference_version());
+            return Ok(Some(format!("not applicable at {subject} (as {at}): {}", report.observation.reason)));
         }
         return if report.passed() { Ok(None) } else { Err(report.failures().join("\n")) };
     };
-    let real = subject.replacen(crate::subject::id::BUILTIN, crate::subject::id::CLAUDE_CODE, 1);
+    let real = crate::subject::SubjectId::claude_code(subject.reference_version());
     let mine = serde_json::to_value(report.observation.outcome).ok();
     let mine = mine.as_ref().and_then(|v| v.as_str()).unwrap_or_default();
     if mine == outcome && report.observation.reason == *reason {
@@ -104,6 +110,16 @@ pub fn verdict(report: &Report, measured: Option<&(String, String)>, subject: &s
         why.push_str(f);
     }
     Err(why)
+}
+
+/// Whether a run of a built-in profile is not applicable at its release (it calls tools the release does
+/// not offer, the matrix's `not-applicable`): such a run has no golden — its transcript shows only the
+/// tools missing, not what the probe is about, and is not even stable where the missing tool sequenced
+/// the conversation (TaskOutput's wait for a background run, gone from 2.1.277). The suite says it is
+/// skipped, with why. As for a real version, the tools missing decide whatever else broke (without
+/// TaskOutput's wait a background probe's conversation runs past its script, an invariant fails).
+pub fn not_applicable(report: &Report, subject: &crate::subject::SubjectId) -> bool {
+    subject.is_builtin() && report.observation.outcome == observe::Outcome::NotApplicable
 }
 
 /// Everything a probe run produced.

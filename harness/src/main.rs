@@ -47,9 +47,10 @@ enum Command {
     Run {
         /// Probe files or directories (default: probes/).
         paths: Vec<PathBuf>,
-        /// The subject to run them on.
-        #[arg(long, default_value = "builtin")]
-        subject: String,
+        /// The subject to run them on (default: `builtin`, the newest release's profile, then each
+        /// `builtin@V` whose goldens the project keeps, golden/builtin@V/: this repository's 2.1.235).
+        #[arg(long)]
+        subject: Option<String>,
         /// Write the goldens (and blobs) instead of comparing.
         #[arg(long)]
         bless: bool,
@@ -217,9 +218,14 @@ fn main() -> ExitCode {
     };
     let p = &project;
     match cli.command {
-        Command::Run { paths, subject, bless, json, keep, jobs } => {
-            supervised(|| run_probes(p, paths, &subject, bless, json, keep, jobs))
-        }
+        Command::Run { paths, subject, bless, json, keep, jobs } => supervised(|| {
+            let subjects = subject.map_or_else(|| harness::suite::default_subjects(&p.golden), |s| vec![s]);
+            // each subject in turn, against its goldens; the worst exit code is the run's
+            subjects
+                .iter()
+                .map(|s| run_probes(p, paths.clone(), s, bless, json, keep, jobs))
+                .fold(ExitCode::SUCCESS, |worst, code| if code == ExitCode::SUCCESS { worst } else { code })
+        }),
         Command::List => list(p),
         Command::GcBlobs => gc_blobs(p),
         Command::Review { accept, reject } => review(p, accept, reject),

@@ -112,6 +112,26 @@ pub struct Options {
     pub durations: Option<std::path::PathBuf>,
 }
 
+/// The subjects `probelab run` and `cargo test` run when none is named: the bare `builtin` (the newest
+/// release's profile, against `golden/builtin/`), then every version profile whose goldens `golden`
+/// keeps (`golden/builtin@V/`, oldest first: the repository keeps the reference's, 2.1.235), each against
+/// its own.
+pub fn default_subjects(golden: &std::path::Path) -> Vec<String> {
+    let mut versions: Vec<(probelab_runtime::profile::Release, String)> = std::fs::read_dir(golden)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+        .filter_map(|e| {
+            let name = e.file_name().to_str()?.to_string();
+            let v = name.strip_prefix(crate::subject::id::BUILTIN)?.strip_prefix('@')?;
+            Some((probelab_runtime::profile::Release::parse(v)?, name))
+        })
+        .collect();
+    versions.sort();
+    std::iter::once(crate::subject::id::BUILTIN.to_string()).chain(versions.into_iter().map(|(_, n)| n)).collect()
+}
+
 /// The machine's cores (at least 1): the default of `-j`.
 pub fn default_jobs() -> usize {
     std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
@@ -212,7 +232,18 @@ pub async fn run_one(
             };
         }
     };
-    let verdict = crate::lab::verdict(&report, measured.as_ref(), &opts.subject.to_string());
+    let verdict = crate::lab::verdict(&report, measured.as_ref(), &opts.subject);
+    if let (Ok(note), true) = (&verdict, crate::lab::not_applicable(&report, &opts.subject)) {
+        let why = note.clone().unwrap_or_default();
+        return Outcome {
+            index,
+            probe,
+            status: Status::Skipped(why),
+            detail: String::new(),
+            report: Some(report),
+            duration: started.elapsed(),
+        };
+    }
     let golden = golden_step(&report, layout, opts.bless && verdict.is_ok());
     let note = verdict.as_ref().ok().cloned().flatten().unwrap_or_default();
     let (status, detail) = match (&golden, &verdict) {
@@ -377,6 +408,18 @@ fn save_durations(path: &std::path::Path, d: &std::collections::BTreeMap<String,
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_default_subjects_are_bare_builtin_then_the_profiles_with_goldens() {
+        let d = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(default_subjects(&d.path().join("none")), vec!["builtin"]);
+        for dir in ["builtin", "builtin@2.1.300", "builtin@2.1.235", "builtin@x", "claude-code@2.1.235", "blobs"] {
+            std::fs::create_dir(d.path().join(dir)).unwrap_or_else(|e| panic!("{e}"));
+        }
+        // a file is no golden directory
+        std::fs::write(d.path().join("builtin@2.1.299"), "").unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(default_subjects(d.path()), vec!["builtin", "builtin@2.1.235", "builtin@2.1.300"]);
+    }
 
     #[test]
     fn durations_missing_are_none_and_unreadable_or_corrupt_are_said() {

@@ -1,6 +1,9 @@
-//! Every probe under `probes/` is a named test per subject it applies to: `<id>` on the built-in subject,
+//! Every probe under `probes/` is a named test per subject it applies to: `<id>` on the built-in subject
+//! (a bare `builtin`: the newest release's profile), `builtin@2.1.235/<id>` on each version profile whose
+//! goldens the repository keeps (`harness::suite::default_subjects`, as `probelab run` runs them),
 //! `claude-code@2.1.235/<id>` on the real binary (installed by `scripts/setup`; missing is a failure, not a
-//! skip). Its checks and the run invariants must pass, and its normalised transcript is compared with
+//! skip). Its checks and the run invariants must pass (a built-in profile's held to the real version's
+//! committed cell, `harness::lab::verdict`), and its normalised transcript is compared with
 //! `golden/<subject>/<id>.snap` by insta (`cargo insta review` or `probelab run --bless` to accept).
 //! Goldens are never written on CI. A golden file without a probe is an error too.
 //!
@@ -11,11 +14,9 @@
 //! missing (`requires`) fails with what it needs and how to get it: `scripts/test` runs `scripts/setup`
 //! first, so a missing part here means the set-up did not work (`probelab run` skips it instead).
 
-use harness::lab::{run_probe, Layout};
+use harness::lab::{measured, run_probe, verdict, Layout};
 use harness::probe::{load_all, Probe};
 use libtest_mimic::{Arguments, Failed, Trial};
-
-const SUBJECT: &str = "builtin";
 
 fn claude_code() -> String {
     format!("claude-code@{}", harness::subject::claude_code::REFERENCE_VERSION)
@@ -38,20 +39,18 @@ fn main() -> std::process::ExitCode {
             return std::process::ExitCode::from(101);
         }
     };
-    let mut trials: Vec<Trial> = probes
-        .iter()
-        .filter(|p| p.applies_to(&id(SUBJECT)))
-        .map(|p| {
-            let (probe, layout) = (p.clone(), layout.clone());
-            Trial::test(p.id.clone(), move || run_on(&probe, SUBJECT, &layout))
-        })
-        .collect();
-    let cc = claude_code();
-    for p in probes.iter().filter(|p| p.applies_to(&id(&cc))) {
-        let (probe, layout, cc) = (p.clone(), layout.clone(), cc.clone());
-        trials.push(Trial::test(format!("{cc}/{}", p.id), move || run_on(&probe, &cc, &layout)));
+    // the built-in subjects `probelab run` runs (bare `builtin` first: its tests keep the probe's id as name)
+    let mut subjects = harness::suite::default_subjects(&layout.golden);
+    subjects.push(claude_code());
+    let mut trials: Vec<Trial> = Vec::new();
+    for (i, subject) in subjects.iter().enumerate() {
+        for p in probes.iter().filter(|p| p.applies_to(&id(subject))) {
+            let (probe, layout, s) = (p.clone(), layout.clone(), subject.clone());
+            let name = if i == 0 { p.id.clone() } else { format!("{subject}/{}", p.id) };
+            trials.push(Trial::test(name, move || run_on(&probe, &s, &layout)));
+        }
     }
-    for subject in [SUBJECT.to_string(), cc] {
+    for subject in subjects {
         let ids: Vec<String> = probes.iter().filter(|p| p.applies_to(&id(&subject))).map(|p| p.id.clone()).collect();
         let golden_dir = layout.golden.join(&subject);
         trials.push(Trial::test(format!("golden_files_all_have_probes/{subject}"), move || orphans(&golden_dir, &ids)));
@@ -92,8 +91,14 @@ fn run_on(probe: &Probe, subject: &str, layout: &Layout) -> Result<(), Failed> {
     }
     // on a runtime of its own, as `probelab run` runs each probe (harness::suite's module doc)
     let report = harness::suite::run_isolated(run_probe(probe, subject, layout, false))?.map_err(Failed::from)?;
-    if !report.passed() {
-        return Err(format!("{}\n\ntranscript:\n{}", report.failures().join("\n\n"), report.transcript).into());
+    // a built-in profile is held to what the real version did with the probe (`probelab run`'s rule)
+    let real = measured(layout, &id(subject), &probe.id).map_err(|e| Failed::from(e.to_string()))?;
+    if let Err(why) = verdict(&report, real.as_ref(), &id(subject)) {
+        return Err(format!("{why}\n\ntranscript:\n{}", report.transcript).into());
+    }
+    // not applicable at the profile's release: no golden (`probelab run` skips it too)
+    if harness::lab::not_applicable(&report, &id(subject)) {
+        return Ok(());
     }
     let missing = harness::transcript::golden::missing_blobs(&layout.blobs(), &report.blobs);
     if !missing.is_empty() {

@@ -46,6 +46,7 @@ pub const SWITCHES: &[&Switch] = &[
     &crate::tools::worktree::MISSING_PATH_REALPATH,
     &crate::tools::read::DEVICE_OR_PROCESS_FILE,
     &crate::tools::agent_tool::TOOLS_USED_NOTE,
+    &crate::agent::LAST_BLOCK_CACHE_MARK,
     &crate::tools::read::NO_UNCHANGED_NOTE,
     &crate::tools::notebook_edit::CELL_NAMED_AS_GIVEN,
     &crate::tools::workflow::RESUME_HINT_CALLS,

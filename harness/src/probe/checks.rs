@@ -118,8 +118,9 @@ pub struct RawCheck {
     #[serde(default)]
     pub about: Option<String>,
     /// The Claude Code versions the check holds for, a semver range (`">=2.1.235, <2.1.296"`): on other
-    /// versions it is skipped, so one probe records that a behaviour changed at a version. The built-in
-    /// subject is checked as the reference version it imitates (the lab's `REFERENCE_VERSION`).
+    /// versions it is skipped, so one probe records that a behaviour changed at a version. A built-in
+    /// subject is checked as the release it imitates (`SubjectId::reference_version`: `builtin@V` as V,
+    /// a bare `builtin` as `profile::NEWEST`), a command subject as the lab's `REFERENCE_VERSION`.
     #[serde(default)]
     pub versions: Option<String>,
     /// What the check asserts, for subjects other than Claude Code (the conformance table): `semantic`

@@ -21,7 +21,7 @@ pub const REGISTRATION: Registration = Registration {
     kind: super::id::BUILTIN,
     versioned: super::api::Versioned::Optional { check: |v| Profile::at(v).map(drop).map_err(|e| e.to_string()) },
     usage: "builtin[@V]",
-    about: "the embedded Rust runtime (default); @V: behaving as Claude Code V (version profiles)",
+    about: "the embedded Rust runtime (default), behaving as the newest Claude Code the matrix measured; @V: as Claude Code V (version profiles)",
     speaks: None,
     pinned: None,
     prepare: |id| {
@@ -36,10 +36,11 @@ pub struct Builtin {
     id: SubjectId,
 }
 
-/// The release a built-in subject id behaves as: its version, else the runtime's default profile.
+/// The release a built-in subject id behaves as: its version, else (a bare `builtin`) the newest release
+/// the matrix has measured (`profile::NEWEST`).
 pub fn profile_of(id: &SubjectId) -> Result<Profile, String> {
     match &id.version {
-        None => Ok(Profile::default()),
+        None => Ok(Profile::newest()),
         Some(v) => Profile::at(v).map_err(|e| format!("subject {id}: {e}")),
     }
 }
@@ -83,12 +84,12 @@ impl Subject for Builtin {
     }
 
     fn adjust_script(&self, probe: &crate::probe::Probe, script: &mut stub_messages::Script) {
-        // a version profile defers what its release defers: in a probe the real binary runs too, the stub
-        // loads the tools the probe calls first, as for the real binary (the prelude is due only where
-        // ToolSearch is offered and a called tool is not); a probe only the built-in runs keeps its
-        // conversation as written (its checks count messages), and the bare subject its goldens
-        let real = self.id.version.as_deref().map(SubjectId::claude_code);
-        if real.is_some_and(|r| probe.applies_to(&r)) {
+        // a version profile (a bare `builtin` too: the newest) defers what its release defers: in a probe
+        // the real binary runs too, the stub loads the tools the probe calls first, as for the real binary
+        // (the prelude is due only where ToolSearch is offered and a called tool is not); a probe only the
+        // built-in runs keeps its conversation as written (its checks count messages)
+        let real = SubjectId::claude_code(self.id.reference_version());
+        if probe.applies_to(&real) {
             script.stub.load_deferred.get_or_insert(true);
         }
     }

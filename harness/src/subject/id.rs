@@ -11,8 +11,9 @@ pub const CLAUDE_CODE: &str = "claude-code";
 /// The kind of a command subject declared in `probelab.toml` (`[subjects.NAME]`).
 pub const COMMAND: &str = "command";
 
-/// The version the lab's goldens and CI follow (the one measured in the reference notes): the texts
-/// the built-in subject and command subjects of Claude Code's dialect are held to.
+/// The version measured in the reference notes, which the built-in runtime was first written after: the
+/// texts command subjects of Claude Code's dialect are held to, and the real binary `cargo test` runs
+/// (a bare built-in subject is held to the newest release instead: [`SubjectId::reference_version`]).
 pub const REFERENCE_VERSION: &str = "2.1.235";
 
 /// One subject, parsed.
@@ -69,10 +70,12 @@ impl SubjectId {
 
     /// The Claude Code version whose texts the probe's checks are held to on this subject (a check's
     /// `versions` scope): its own for Claude Code and a versioned built-in (`builtin@2.1.280` behaves as
-    /// that release), the reference for every other subject.
+    /// that release), the newest measured release for a bare `builtin` (`profile::NEWEST`, the profile it
+    /// runs at), the reference for every other subject.
     pub fn reference_version(&self) -> &str {
         match (&self.version, self.kind) {
             (Some(v), CLAUDE_CODE | BUILTIN) => v,
+            (None, BUILTIN) => probelab_runtime::profile::NEWEST,
             _ => REFERENCE_VERSION,
         }
     }
@@ -127,7 +130,8 @@ mod tests {
         }
         let cc = SubjectId::parse_registered("claude-code@2.1.332");
         assert_eq!(cc.as_ref().map(|c| c.reference_version()), Some("2.1.332"));
-        assert_eq!(SubjectId::builtin().reference_version(), REFERENCE_VERSION);
+        assert_eq!(SubjectId::builtin().reference_version(), probelab_runtime::profile::NEWEST);
+        assert_eq!(SubjectId::command("my-agent", Some("claude-code")).reference_version(), REFERENCE_VERSION);
         let b = SubjectId::parse_registered("builtin@2.1.280");
         assert_eq!(
             b.as_ref().map(|b| (b.is_builtin(), b.to_string(), b.reference_version())),

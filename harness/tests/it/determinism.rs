@@ -26,10 +26,15 @@ fn files(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
     out
 }
 
-/// Blesses every built-in probe into `golden`; returns the ids blessed.
-fn bless_all(rt: &tokio::runtime::Runtime, golden: &Path) -> Vec<String> {
+/// Blesses every built-in probe (a bare `builtin`: the newest release's profile) into `<dir>/golden`;
+/// returns the ids blessed. The committed cells are linked beside it (`<dir>/docs/matrix/cells`, where
+/// the layout looks for them): the subject's verdicts are held to them as in the suite.
+fn bless_all(rt: &tokio::runtime::Runtime, dir: &Path) -> Vec<String> {
     let mut layout = Layout::repo();
-    layout.golden = golden.to_path_buf();
+    let cells = layout.cells();
+    layout.golden = dir.join("golden");
+    std::fs::create_dir_all(dir.join("docs/matrix")).unwrap_or_else(|e| panic!("{e}"));
+    std::os::unix::fs::symlink(&cells, layout.cells()).unwrap_or_else(|e| panic!("{e}"));
     layout.engine = PathBuf::from(env!("CARGO_BIN_EXE_probelab"));
     let probes = harness::probe::load_all(&[layout.fixtures.join("../probes")]).unwrap_or_else(|e| panic!("{e}"));
     let opts = Options {
@@ -58,7 +63,7 @@ fn two_consecutive_runs_of_every_builtin_probe_write_byte_identical_goldens() {
     let second = bless_all(&rt, two.path());
     assert_eq!(first, second, "the same probes ran and passed both times");
     assert!(first.len() >= 50, "only {} probes were blessed", first.len());
-    let (a, b) = (files(one.path()), files(two.path()));
+    let (a, b) = (files(&one.path().join("golden")), files(&two.path().join("golden")));
     assert!(a.keys().filter(|p| p.extension().is_some_and(|x| x == "snap")).count() == first.len());
     let mut differ = Vec::new();
     for path in a.keys().chain(b.keys()).collect::<std::collections::BTreeSet<_>>() {

@@ -2,7 +2,8 @@
 //! server that never answers its `initialize` (start-up counts against the deadline), an LSP server that
 //! never answers, a hook that never reads its stdin (the payload is written beside the wait, so the
 //! hook's own timeout holds), and an endless `[stub] cycle` script (the loop stops at the deadline).
-//! Each probe runs through `probelab run --json`, timed from outside.
+//! Each probe runs through `probelab run --json --subject builtin@2.1.235` (one subject, the reference's
+//! profile: the tools the probes call are offered there without a search), timed from outside.
 
 use serde_json::Value;
 use std::path::Path;
@@ -20,7 +21,7 @@ fn run(probe: &str) -> (Value, Duration) {
     std::fs::write(&path, probe).unwrap_or_else(|e| panic!("{e}"));
     let began = Instant::now();
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_probelab"))
-        .args(["run", "--json"])
+        .args(["run", "--json", "--subject", &format!("builtin@{}", harness::subject::id::REFERENCE_VERSION)])
         .arg(&path)
         .current_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join(".."))
         .output()
@@ -114,6 +115,8 @@ fn an_endless_cycle_script_ends_at_its_deadline() {
 
 #[test]
 fn an_endless_cycle_script_ends_at_the_record_cap_before_a_long_deadline() {
+    // a tool the profile offers (a call of a tool it lacks makes the run not applicable, a pass whatever
+    // else happened: the matrix's rule, lab::not_applicable); its input is refused (an unknown key)
     // the record stores each request by prefix (its new messages): each turn's call carries a 500 KB input,
     // in the response, its events and the next request's new message, so the record grows by ~1.5 MB a
     // turn until its cap ends the run (the request, ~10 MB then, is still under the stub's body limit)
@@ -122,7 +125,7 @@ fn an_endless_cycle_script_ends_at_the_record_cap_before_a_long_deadline() {
     let (v, took) = run(&format!(
         "id = \"hang.cycle-cap\"\nclaims = [\"BASH-5\"]\nabout = \"an endless script\"\ndeadline_secs = {deadline}\n\
          [stub]\ncycle = true\n[subject.builtin]\nmax_turns = 100000\n\
-         [[turn]]\ntool_use = [{{ name = \"NoSuchTool\", input = {{ pad = \"{pad}\" }} }}]\n"
+         [[turn]]\ntool_use = [{{ name = \"Read\", input = {{ file_path = \"{{cwd}}/none\", pad = \"{pad}\" }} }}]\n"
     ));
     eprintln!("hang.cycle-cap: ended after {took:?} (deadline {deadline} s)");
     let (pass, detail) = verdict(&v, DEADLINE_VERDICT);

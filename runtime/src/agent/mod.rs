@@ -271,6 +271,35 @@ fn answered_ids(messages: &[Value]) -> Vec<&str> {
     blocks.iter().filter(|b| b["type"] == "tool_result").filter_map(|b| b["tool_use_id"].as_str()).collect()
 }
 
+/// From 2.1.314 the last block of a request is the conversation's own, and Claude Code's cache mark
+/// (`"cache_control":{"type":"ephemeral"}`, on the last block of the last message) sits on it: before,
+/// Claude Code ended the message with a `<total_tokens>` reminder that took the mark, a block the
+/// built-in runtime does not send (so it sends no mark before that release). Measured by
+/// `probes/skill/basics.toml` (timeline SKILL-1, 2.1.312 → 2.1.314: its checks of the skill bodies
+/// that end a request fail on the mark).
+pub const LAST_BLOCK_CACHE_MARK: crate::profile::Switch = crate::profile::Switch {
+    name: "the cache mark on a request's last block",
+    since: "2.1.314",
+    probe: "skill.basics",
+};
+
+/// Puts `mark` as the cache mark of the last block of the last message (a message of blocks), or takes
+/// it off again (None): the conversation the loop keeps carries none.
+fn cache_mark(messages: &mut [Value], mark: Option<Value>) {
+    let last = messages.last_mut().and_then(|m| m.get_mut("content")).and_then(Value::as_array_mut);
+    let Some(block) = last.and_then(|blocks| blocks.last_mut()).and_then(Value::as_object_mut) else {
+        return;
+    };
+    match mark {
+        Some(m) => {
+            block.insert("cache_control".into(), m);
+        }
+        None => {
+            block.remove("cache_control");
+        }
+    }
+}
+
 /// Runs an agent loop: the first user message is `prompt`; at most `max_turns` requests. The tool list
 /// is taken afresh for each request (the session's mode can change it). Before each request: what
 /// finished in the background (BG-1), then what the session's extensions add (a skill listing, deferred
@@ -325,10 +354,17 @@ pub async fn run_loop_with(
             _ => runtime.api_tools(),
         };
         body["tools"] = Value::Array(tools);
+        let mark = runtime.ctx.profile().has(&LAST_BLOCK_CACHE_MARK);
+        if mark {
+            cache_mark(&mut messages, Some(json!({"type": "ephemeral"})));
+        }
         body["messages"] = Value::Array(std::mem::take(&mut messages));
         let answer = model.create(&body).await;
         if let Value::Array(m) = body["messages"].take() {
             messages = m;
+        }
+        if mark {
+            cache_mark(&mut messages, None);
         }
         if let Value::Array(t) = body["tools"].take() {
             last_tools = Some((key, t));
