@@ -48,7 +48,8 @@ impl Layout {
 /// What the real Claude Code did with `probe` at the version a built-in subject imitates (`builtin@V`;
 /// a bare `builtin`: the newest, `profile::NEWEST`): the outcome word and reason of the committed cell
 /// `<cells>/V/<probe>.json` when it is not a pass (`changed`, `not-applicable`). None for any other
-/// subject, a pass, an error cell or a version without a cell of the probe. A cell that is there but cannot be read or is not an
+/// subject, a pass, an error cell, an unstable cell (V did not agree with itself: no measurement) or a
+/// version without a cell of the probe. A cell that is there but cannot be read or is not an
 /// observation is an error: the run would otherwise be judged by another rule without a word.
 pub fn measured(
     layout: &Layout,
@@ -68,6 +69,11 @@ pub fn measured(
     };
     let cell: observe::Observation =
         serde_json::from_slice(&bytes).map_err(|source| DataError::NotAnObservation { path, source })?;
+    if !cell.unstable.is_empty() {
+        // the real V did not agree with itself when the matrix ran it again (a race under load): its
+        // outcome is no measurement to hold a profile to, and the profile is judged by its checks
+        return Ok(None);
+    }
     let outcome = match cell.outcome {
         observe::Outcome::Changed => "changed",
         observe::Outcome::NotApplicable => "not-applicable",
@@ -411,6 +417,10 @@ mod tests {
         assert_eq!(super::measured(&layout, &id, "p").unwrap(), Some(("changed".into(), "check 1 failed".into())));
         let bare = crate::subject::SubjectId::parse_registered("builtin").unwrap();
         assert!(super::measured(&layout, &bare, "p").unwrap().is_none());
+        // a real cell that varied when run again is no measurement
+        cell.unstable = "result 2 (TaskOutput) text".into();
+        std::fs::write(cells.join("p.json"), serde_json::to_string(&cell).unwrap()).unwrap();
+        assert!(super::measured(&layout, &id, "p").unwrap().is_none(), "unstable: judged by its checks");
         // a merge left half a cell: the profile was silently judged by its own checks instead
         std::fs::write(cells.join("p.json"), "{\"outcome\": \"changed\"").unwrap();
         let e = super::measured(&layout, &id, "p").unwrap_err();
