@@ -61,4 +61,15 @@ pub trait Model: TokenCounter {
     fn with_model(&self, model: &str) -> Arc<dyn Model>;
     /// Sends a streaming request (retrying what the API says is retryable) and returns the message.
     fn create<'a>(&'a self, body: &'a Value) -> BoxFuture<'a, Result<Message, ModelError>>;
+    /// [`Model::create`] of a body already serialised (a JSON object): the agent loop keeps the bytes of
+    /// the messages it sent and serialises only the new ones ([`crate::agent::run_loop_with`]), so a
+    /// request's cost does not grow with the conversation it carries. The API sees the same bytes as
+    /// [`Model::create`] of their parse would send; by default they are parsed and handed to it.
+    fn create_json(&self, body: bytes::Bytes) -> BoxFuture<'_, Result<Message, ModelError>> {
+        Box::pin(async move {
+            let v: Value =
+                serde_json::from_slice(&body).map_err(|e| ModelError::Failed(format!("the body is not JSON: {e}")))?;
+            self.create(&v).await
+        })
+    }
 }

@@ -24,6 +24,7 @@
 pub mod fault;
 pub mod http;
 pub mod record;
+mod reuse;
 pub mod script;
 pub mod server;
 pub mod sse;

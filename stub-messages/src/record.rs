@@ -183,6 +183,8 @@ struct Inner {
     /// Per conversation, its last request recorded: the base the next one is stored by reference to
     /// (`seq`, bytes as they arrived, layout).
     bases: std::collections::HashMap<String, (u64, bytes::Bytes, Layout)>,
+    /// The requests the stub accepted last, for the next to be parsed by prefix ([`crate::reuse`]).
+    parsed: crate::reuse::Parsed,
 }
 
 /// The log. Cheap to clone (shared); safe to use from every request task.
@@ -216,6 +218,7 @@ impl Recorder {
                 sink,
                 sink_error: None,
                 bases: Default::default(),
+                parsed: Default::default(),
             })),
             start: Instant::now(),
             seq: Arc::new(std::sync::atomic::AtomicU64::new(0)),
@@ -261,6 +264,10 @@ impl Recorder {
         // a conversation's request stored by reference to its previous one, when it extends it
         // (`crate::stored`): the record grows with the turns, not with their square
         let mut stored: Option<Vec<u8>> = None;
+        // the messages of a request the stub keeps for the next to extend: the kept ones moved out of the
+        // value, the new ones copied (`crate::reuse`)
+        let wanted = ex.request.is_some() && inner.parsed.wants(ex.seq);
+        let (mut drained, mut left_out) = (Vec::new(), Vec::new());
         if let (Some(conv), true) = (ex.conversation.clone(), ex.request.is_some()) {
             match &raw {
                 Some(r) => {
@@ -270,7 +277,7 @@ impl Recorder {
                             if let Some((seq, b, lb)) = base {
                                 if let Some((s, rb)) = crate::stored::store(r, &lr, *seq, b, lb) {
                                     if let Some(v) = ex.request.as_mut() {
-                                        crate::stored::store_value(v, &rb);
+                                        (drained, left_out) = crate::stored::store_value(v, &rb);
                                     }
                                     ex.request_base = Some(rb);
                                     stored = Some(s);
@@ -287,6 +294,16 @@ impl Recorder {
                     inner.bases.remove(&conv);
                 }
             }
+        }
+        if wanted {
+            let request = ex.request.as_ref().and_then(Value::as_object);
+            for (k, v) in request.into_iter().flatten() {
+                match (k.as_str(), v) {
+                    ("messages", Value::Array(m)) => drained.extend(m.iter().cloned()),
+                    _ => left_out.push((k.clone(), v.clone())),
+                }
+            }
+            inner.parsed.fill(ex.seq, drained, left_out);
         }
         LINE.with_borrow_mut(|buf| {
             buf.clear();
@@ -358,9 +375,22 @@ impl Recorder {
             .lock()
             .map(|mut i| {
                 i.bases.clear();
+                i.parsed.clear();
                 std::mem::take(&mut i.exchanges)
             })
             .unwrap_or_default()
+    }
+
+    /// The earlier request accepted that `raw` extends, taken out with its messages ([`crate::reuse`]).
+    pub(crate) fn reuse(&self, raw: &[u8]) -> Option<crate::reuse::Taken> {
+        self.inner.lock().ok()?.parsed.take(raw)
+    }
+
+    /// Keeps request `seq`, accepted, for a later one to extend: its messages come when it is recorded.
+    pub(crate) fn accepted(&self, seq: u64, raw: bytes::Bytes, layout: Layout, checked: crate::validate::Checked) {
+        if let Ok(mut i) = self.inner.lock() {
+            i.parsed.insert(seq, raw, layout, checked);
+        }
     }
 
     /// The first write error of the sink, if any (the in-memory log is still complete).
@@ -422,12 +452,31 @@ pub fn read_record(r: impl std::io::BufRead) -> impl Iterator<Item = Result<Read
 pub struct Requests<'a> {
     exchanges: &'a [Exchange],
     by_seq: HashMap<u64, usize>,
+    /// Per exchange, for each member it left out (`RequestBase::same`), the exchange holding it (or one
+    /// to go on from): a field is found in one step, not by following every request before.
+    owners: Vec<Vec<(&'a str, usize)>>,
 }
 
 impl<'a> Requests<'a> {
     /// The index over `exchanges` (any order).
     pub fn new(exchanges: &'a [Exchange]) -> Requests<'a> {
-        Requests { exchanges, by_seq: exchanges.iter().enumerate().map(|(i, e)| (e.seq, i)).collect() }
+        let mut r = Requests {
+            exchanges,
+            by_seq: exchanges.iter().enumerate().map(|(i, e)| (e.seq, i)).collect(),
+            owners: Vec::with_capacity(exchanges.len()),
+        };
+        for i in 0..exchanges.len() {
+            let mut own = Vec::new();
+            if let Some((j, rb)) = r.base(i) {
+                for k in &rb.same {
+                    // a base recorded before: where it found the member (resolved already), else itself
+                    let at = r.owners.get(j).filter(|_| j < i).and_then(|o| o.iter().find(|(m, _)| *m == k));
+                    own.push((k.as_str(), at.map_or(j, |(_, o)| *o)));
+                }
+            }
+            r.owners.push(own);
+        }
+        r
     }
 
     fn base(&self, i: usize) -> Option<(usize, &'a RequestBase)> {
@@ -454,9 +503,9 @@ impl<'a> Requests<'a> {
     /// Top-level field `key` of exchange `i`'s request (from the request it refers to, when the same).
     pub fn field(&self, mut i: usize, key: &str) -> Option<&'a Value> {
         for _ in 0..=self.exchanges.len() {
-            match self.base(i) {
-                Some((j, rb)) if rb.same.iter().any(|s| s == key) => i = j,
-                _ => return self.exchanges.get(i)?.request.as_ref()?.get(key),
+            match self.owners.get(i).and_then(|o| o.iter().find(|(m, _)| *m == key)) {
+                Some((_, j)) => i = *j,
+                None => return self.exchanges.get(i)?.request.as_ref()?.get(key),
             }
         }
         None

@@ -115,6 +115,11 @@ pub struct Stub {
     cutting: AtomicBool,
     /// Bumped when a request arrives or a turn is served: what held turns wait on.
     changed: tokio::sync::watch::Sender<u64>,
+    /// Requests are parsed by prefix of an earlier one when they extend it ([`crate::reuse`]); off, each
+    /// is parsed whole (the reference the fast path is held to).
+    by_prefix: bool,
+    /// Requests parsed by prefix so far.
+    parsed_by_prefix: std::sync::atomic::AtomicU64,
 }
 
 impl std::fmt::Debug for Stub {
@@ -161,7 +166,22 @@ impl Stub {
             turn_hook: None,
             cutting: AtomicBool::new(false),
             changed: tokio::sync::watch::channel(0).0,
+            by_prefix: true,
+            parsed_by_prefix: Default::default(),
         }
+    }
+
+    /// The same stub parsing and checking every request whole, as if none extended another
+    /// ([`crate::reuse`] off): the same answers and the same record, at a cost that grows with each
+    /// request's conversation.
+    pub fn parsing_whole(mut self) -> Stub {
+        self.by_prefix = false;
+        self
+    }
+
+    /// How many requests were parsed by prefix of an earlier one ([`crate::reuse`]).
+    pub fn parsed_by_prefix(&self) -> u64 {
+        self.parsed_by_prefix.load(Ordering::Relaxed)
     }
 
     /// Installs the hook called before each turn is served.
@@ -587,10 +607,18 @@ impl Arrival {
         self.json(stub, status, error_body(etype, &message), &[])
     }
 
-    /// Takes the body: content type JSON, size within the limit, parses. On failure the response is the
-    /// recorded error. On success the parsed body comes back beside the arrival, not in it: the caller
-    /// moves it into `ex.request` once it is done reading it (no copy of a 60 KB request per exchange).
-    async fn body(mut self, stub: &Stub, headers: &HeaderMap, body: Body) -> Result<(Arrival, Value), Response> {
+    /// Takes the body: content type JSON, size within the limit, parses (by prefix of an earlier request
+    /// when it extends one: [`crate::reuse`]). On failure the response is the recorded error. On success
+    /// the parsed body comes back beside the arrival, not in it: the caller moves it into `ex.request`
+    /// once it is done reading it (no copy of a 60 KB request per exchange).
+    /// Only a turn request (`turn`) is parsed by prefix.
+    async fn body(
+        mut self,
+        stub: &Stub,
+        headers: &HeaderMap,
+        body: Body,
+        turn: bool,
+    ) -> Result<(Arrival, Value, ParsedBy), Response> {
         // the stop may drop this future while the body arrives: the guard records the request then
         let mut guard = BodyGuard { stub, ex: Some(self.ex.clone()) };
         let read = axum::body::to_bytes(body, MAX_REQUEST_BYTES).await;
@@ -625,12 +653,26 @@ impl Arrival {
             }
         };
         let ctype = headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("");
-        let parsed: Result<Value, String> = serde_json::from_slice(&bytes).map_err(|e| e.to_string());
+        let is_json = ctype.to_ascii_lowercase().starts_with("application/json");
+        let fast = if is_json && turn && stub.by_prefix {
+            stub.recorder.reuse(&bytes).and_then(|t| crate::reuse::value(&bytes, t))
+        } else {
+            None
+        };
+        if fast.is_some() {
+            stub.parsed_by_prefix.fetch_add(1, Ordering::Relaxed);
+        }
+        let (parsed, by) = match fast {
+            Some((v, layout, kept, checked)) => {
+                (Ok(v), ParsedBy { layout: Some(layout), kept, checked: Some(checked) })
+            }
+            None => (serde_json::from_slice(&bytes).map_err(|e| e.to_string()), ParsedBy::default()),
+        };
         if parsed.is_err() {
             let cut = &bytes[..bytes.len().min(64 * 1024)];
             self.ex.request_text = Some(String::from_utf8_lossy(cut).into_owned());
         }
-        if !ctype.to_ascii_lowercase().starts_with("application/json") {
+        if !is_json {
             self.ex.request = parsed.ok();
             self.ex.kind = ExchangeKind::Invalid;
             let msg = format!(
@@ -643,7 +685,7 @@ impl Arrival {
             Ok(v) => {
                 // recorded as they came, beside their parse (`Recorder::record`)
                 self.ex.request_bytes = Some(bytes);
-                Ok((self, v))
+                Ok((self, v, by))
             }
             Err(e) => {
                 self.ex.kind = ExchangeKind::Invalid;
@@ -656,6 +698,15 @@ impl Arrival {
             }
         }
     }
+}
+
+/// How a request body was parsed: by prefix of an earlier request ([`crate::reuse`]: its layout, how many
+/// leading messages it kept, what the rules knew of them) or whole (the default).
+#[derive(Debug, Default)]
+struct ParsedBy {
+    layout: Option<crate::stored::Layout>,
+    kept: usize,
+    checked: Option<crate::validate::Checked>,
 }
 
 /// Records a request whose handler was dropped while its body arrived (the stop cut the connection).
@@ -759,11 +810,11 @@ fn insert(resp: &mut Response, name: &str, value: String) {
 
 async fn messages(State(stub): State<Arc<Stub>>, method: Method, uri: Uri, headers: HeaderMap, body: Body) -> Response {
     let arrival = Arrival::new(&stub, &method, &uri, &headers, ExchangeKind::Turn);
-    let (mut a, value) = match arrival.body(&stub, &headers, body).await {
+    let (mut a, value, by) = match arrival.body(&stub, &headers, body, true).await {
         Ok(x) => x,
         Err(resp) => return resp,
     };
-    let req = match MessagesRequest::parse(&value) {
+    let req = match MessagesRequest::parse_after(&value, by.kept) {
         Ok(r) => r,
         Err(msg) => {
             a.ex.kind = ExchangeKind::Invalid;
@@ -771,16 +822,28 @@ async fn messages(State(stub): State<Arc<Stub>>, method: Method, uri: Uri, heade
             return a.error(&stub, StatusCode::BAD_REQUEST, "invalid_request", msg);
         }
     };
-    // strict: every rule of crate::validate (pairing among them); lenient: the pairing rule alone
-    let checked = if stub.script.stub.strict {
-        crate::validate::check_request(&value)
+    // strict: every rule of crate::validate (pairing among them); lenient: the pairing rule alone. From
+    // the last message checked before, when the request keeps it (`crate::reuse`)
+    let strict = stub.script.stub.strict;
+    let before = by.checked.as_ref().filter(|c| c.resumes(by.kept, strict).is_some());
+    let checked = if strict {
+        crate::validate::check_request_after(&value, before)
     } else {
-        crate::validate::check_tool_pairing(req.messages()).map_err(|message| Refusal { kind: "tool_pairing", message })
+        let from = before.and_then(|c| c.last).unwrap_or(0);
+        crate::validate::check_tool_pairing_from(req.messages(), from)
+            .map_err(|message| Refusal { kind: "tool_pairing", message })
     };
     if let Err(r) = checked {
         a.ex.kind = ExchangeKind::Invalid;
         a.ex.request = Some(value);
         return a.error(&stub, StatusCode::BAD_REQUEST, r.kind, r.message);
+    }
+    // accepted: kept for the next request to extend (its messages come back when it is recorded)
+    if let Some(raw) = a.ex.request_bytes.clone().filter(|_| stub.by_prefix) {
+        if let Some(layout) = by.layout.or_else(|| crate::stored::Layout::of(&raw, None)) {
+            let state = by.checked.unwrap_or_default().after(req.messages(), by.kept, strict);
+            stub.recorder.accepted(a.ex.seq, raw, layout, state);
+        }
     }
     let streaming = req.stream();
     let route = stub.script.route(&req);
@@ -1007,7 +1070,7 @@ async fn count_tokens(
     body: Body,
 ) -> Response {
     let arrival = Arrival::new(&stub, &method, &uri, &headers, ExchangeKind::CountTokens);
-    let (mut a, value) = match arrival.body(&stub, &headers, body).await {
+    let (mut a, value, _) = match arrival.body(&stub, &headers, body, false).await {
         Ok(x) => x,
         Err(resp) => return resp,
     };

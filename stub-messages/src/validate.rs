@@ -183,6 +183,63 @@ pub fn is_tool_name(name: &str) -> bool {
 /// rules of the module doc and the pairing rule (`tool_pairing`, before the position of the results);
 /// the first broken rule is the answer.
 pub fn check_request(body: &Value) -> Result<(), Refusal> {
+    check_request_after(body, None)
+}
+
+/// What the rules know of a request's messages up to its last message that is not a `system` one (index
+/// `last`): the `tool_use` ids and the `cache_control` blocks of the messages before it. A request whose
+/// messages begin with those of a request already checked, up to and including that message, is checked
+/// from there on ([`check_request_after`]): every rule gives the same answer for the earlier messages,
+/// whose neighbours up to `last` are the same.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Checked {
+    /// The index of the last message that is not a `system` one (`None`: there is none).
+    pub last: Option<usize>,
+    /// The `tool_use` ids of the messages before it.
+    pub ids: BTreeSet<String>,
+    /// The blocks carrying `cache_control` in the messages before it.
+    pub cache_control: usize,
+    /// Whether the messages passed every rule (`[stub] strict`), not the pairing rule alone.
+    pub strict: bool,
+}
+
+impl Checked {
+    /// Where the rules (every one when `strict`, else the pairing rule) take up again for messages that
+    /// keep `kept` of the checked ones: `Some(last)` when they keep it (and all before it), and the
+    /// checked ones passed those rules.
+    pub fn resumes(&self, kept: usize, strict: bool) -> Option<usize> {
+        self.last.filter(|l| *l < kept && (self.strict || !strict))
+    }
+
+    /// The state of `messages`, which passed the rules (`strict`: every one), from this one's (of a
+    /// request whose first `kept` messages they keep; from scratch when [`Checked::resumes`] does not).
+    pub fn after(self, messages: &[Value], kept: usize, strict: bool) -> Checked {
+        let (from, mut c) = match self.resumes(kept, false) {
+            Some(l) => (l, self),
+            None => (0, Checked::default()),
+        };
+        c.strict = strict;
+        let last = messages.iter().rposition(|m| role(m) != "system");
+        for m in messages.get(from..last.unwrap_or(0)).unwrap_or_default() {
+            for b in crate::wire::content_blocks(m) {
+                if b.get("type").and_then(Value::as_str) == Some("tool_use") {
+                    if let Some(id) = b.get("id").and_then(Value::as_str) {
+                        c.ids.insert(id.to_string());
+                    }
+                }
+            }
+            c.cache_control += count_cache_control(m);
+        }
+        c.last = last;
+        c
+    }
+}
+
+/// [`check_request`] of a body whose messages keep, up to and including its `last`, those of a request
+/// that passed (`before`, when [`Checked::resumes`] says so; the caller knows): the messages from `last`
+/// on are checked, with the ids and `cache_control` blocks of those before it. Same answer as
+/// [`check_request`].
+pub fn check_request_after(body: &Value, before: Option<&Checked>) -> Result<(), Refusal> {
     let Some(obj) = body.as_object() else {
         return refuse("invalid_request", "request body must be a JSON object");
     };
@@ -197,10 +254,26 @@ pub fn check_request(body: &Value) -> Result<(), Refusal> {
         check_tools(tools)?;
     }
     let messages = obj.get("messages").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
-    check_messages(messages)?;
-    check_tool_pairing(messages).or_else(|message| refuse("tool_pairing", message))?;
-    check_tool_results_first(messages)?;
-    let n = count_cache_control(body);
+    let empty = Checked::default();
+    let (from, before) = match before.and_then(|b| b.last.map(|l| (l, b))) {
+        Some((l, b)) if l < messages.len() => (l, b),
+        _ => (0, &empty),
+    };
+    check_messages(messages, from, &before.ids)?;
+    check_tool_pairing_from(messages, from).or_else(|message| refuse("tool_pairing", message))?;
+    check_tool_results_first(messages, from)?;
+    // every block but the messages', the earlier messages' as counted, the rest
+    let n = obj
+        .iter()
+        .map(|(k, v)| match k.as_str() {
+            "content" | "system" | "tools" => count_cache_control(v),
+            "messages" if !v.is_array() => count_cache_control(v),
+            _ => 0,
+        })
+        .sum::<usize>()
+        + usize::from(obj.get("cache_control").is_some_and(|c| !c.is_null()))
+        + before.cache_control
+        + messages[from..].iter().map(count_cache_control).sum::<usize>();
     if n > MAX_CACHE_CONTROL_BLOCKS {
         return refuse(
             "cache_control_limit",
@@ -254,7 +327,8 @@ fn check_tools(tools: &[Value]) -> Result<(), Refusal> {
     Ok(())
 }
 
-fn check_messages(messages: &[Value]) -> Result<(), Refusal> {
+/// The rules of each message from `from` on (`ids`: the `tool_use` ids of those before it).
+fn check_messages(messages: &[Value], from: usize, ids: &BTreeSet<String>) -> Result<(), Refusal> {
     if messages.is_empty() {
         return refuse("messages_empty", "messages: at least one message is required");
     }
@@ -262,8 +336,8 @@ fn check_messages(messages: &[Value]) -> Result<(), Refusal> {
         return refuse("first_message_role", "messages: first message must use the \"user\" role");
     }
     let last = messages.len() - 1;
-    let mut tool_use_ids = BTreeSet::new();
-    for (i, m) in messages.iter().enumerate() {
+    let mut tool_use_ids = Ids { before: ids, here: BTreeSet::new() };
+    for (i, m) in messages.iter().enumerate().skip(from) {
         let r = role(m);
         let final_assistant = i == last && r == "assistant";
         match m.get("content") {
@@ -293,11 +367,24 @@ fn check_messages(messages: &[Value]) -> Result<(), Refusal> {
     Ok(())
 }
 
+/// `tool_use` ids seen: those of earlier messages and those met since.
+struct Ids<'a> {
+    before: &'a BTreeSet<String>,
+    here: BTreeSet<String>,
+}
+
+impl Ids<'_> {
+    /// False when `id` was seen.
+    fn insert(&mut self, id: &str) -> bool {
+        !self.before.contains(id) && self.here.insert(id.to_string())
+    }
+}
+
 fn empty_content(i: usize) -> String {
     format!("messages.{i}: all messages must have non-empty content except for the optional final assistant message")
 }
 
-fn check_block(i: usize, k: usize, role: &str, b: &Value, ids: &mut BTreeSet<String>) -> Result<(), Refusal> {
+fn check_block(i: usize, k: usize, role: &str, b: &Value, ids: &mut Ids<'_>) -> Result<(), Refusal> {
     let Some(o) = b.as_object() else {
         return refuse("block_shape", format!("messages.{i}.content.{k}: Input should be a valid dictionary"));
     };
@@ -365,7 +452,7 @@ fn check_block(i: usize, k: usize, role: &str, b: &Value, ids: &mut BTreeSet<Str
                     format!("messages.{i}.content.{k}.tool_use.input: Input should be a valid dictionary"),
                 );
             }
-            if !ids.insert(id.to_string()) {
+            if !ids.insert(id) {
                 return refuse("duplicate_tool_use_id", "messages: `tool_use` ids must be unique");
             }
         }
@@ -393,9 +480,10 @@ fn check_thinking_first(i: usize, blocks: &[Value]) -> Result<(), Refusal> {
 }
 
 /// After an assistant message with N tool_use blocks, the next user message (system messages skipped)
-/// begins with N tool_result blocks. The pairing rule has already checked that the ids match.
-fn check_tool_results_first(messages: &[Value]) -> Result<(), Refusal> {
-    for (i, m) in messages.iter().enumerate() {
+/// begins with N tool_result blocks. The pairing rule has already checked that the ids match. Assistant
+/// messages from `from` on.
+fn check_tool_results_first(messages: &[Value], from: usize) -> Result<(), Refusal> {
+    for (i, m) in messages.iter().enumerate().skip(from) {
         if role(m) != "assistant" {
             continue;
         }
@@ -446,6 +534,12 @@ pub fn count_cache_control(body: &Value) -> usize {
 /// tool_result each in the next (user) message, and every tool_result answers a tool_use of the message
 /// before it. The error texts follow the real API's.
 pub fn check_tool_pairing(messages: &[Value]) -> Result<(), String> {
+    check_tool_pairing_from(messages, 0)
+}
+
+/// [`check_tool_pairing`] of the messages from `from` on (their neighbours before it looked at as
+/// needed): the same answer when the messages before `from` passed it beside the same message `from`.
+pub fn check_tool_pairing_from(messages: &[Value], from: usize) -> Result<(), String> {
     use crate::wire::content_blocks;
     let ids_of = |m: &Value, ty: &str, key: &str| -> Vec<(usize, String)> {
         content_blocks(m)
@@ -455,7 +549,7 @@ pub fn check_tool_pairing(messages: &[Value]) -> Result<(), String> {
             .map(|(k, b)| (k, b.get(key).and_then(Value::as_str).unwrap_or_default().to_string()))
             .collect()
     };
-    for (i, m) in messages.iter().enumerate() {
+    for (i, m) in messages.iter().enumerate().skip(from) {
         let role = m.get("role").and_then(Value::as_str).unwrap_or_default();
         if role == "assistant" {
             let uses = ids_of(m, "tool_use", "id");
@@ -558,6 +652,92 @@ mod tests {
     fn tool_names_follow_the_pattern() {
         assert!(is_tool_name("mcp__server__tool-1") && is_tool_name(&"a".repeat(64)));
         assert!(!is_tool_name("") && !is_tool_name("a.b") && !is_tool_name(&"a".repeat(65)));
+    }
+
+    /// Every body below, checked after each prefix of its messages that passed (as the stub does for a
+    /// request extending an earlier one: `crate::reuse`), gets the answer it gets checked whole; and the
+    /// state carried from prefix to prefix is the state made from scratch.
+    #[test]
+    fn checking_from_an_earlier_request_gives_the_answer_of_checking_whole() {
+        let cc = json!({"type": "ephemeral"});
+        let user = |c: Value| json!({"role": "user", "content": c});
+        let asst = |c: Value| json!({"role": "assistant", "content": c});
+        let sys = |c: &str| json!({"role": "system", "content": c});
+        let tu = |id: &str| json!({"type": "tool_use", "id": id, "name": "Read", "input": {}});
+        let tr = |id: &str| json!({"type": "tool_result", "tool_use_id": id, "content": "r"});
+        let text = |t: &str| json!({"type": "text", "text": t});
+        let marked = |t: &str| json!({"type": "text", "text": t, "cache_control": cc});
+        let conversations = [
+            // plain turns, then an id used again far later
+            json!([
+                user(json!("hi")),
+                asst(json!([tu("a")])),
+                user(json!([tr("a")])),
+                asst(json!([tu("b")])),
+                user(json!([tr("b")])),
+                asst(json!([tu("a")])),
+                user(json!([tr("a")]))
+            ]),
+            // a prefill (empty final assistant) that is no longer final
+            json!([user(json!("hi")), asst(json!([])), user(json!("go on"))]),
+            json!([user(json!("hi")), asst(json!("")), user(json!("go on"))]),
+            // system messages between a call and its results, and after the last
+            json!([
+                sys("r0"),
+                user(json!("hi")),
+                asst(json!([tu("a")])),
+                sys("r1"),
+                user(json!([tr("a")])),
+                sys("r2"),
+                asst(json!([tu("b")])),
+                sys("r3"),
+                user(json!([text("no result")]))
+            ]),
+            // a result answering a call two messages back, results after a text
+            json!([user(json!("hi")), asst(json!([tu("a")])), user(json!([tr("a")])), user(json!([tr("a")]))]),
+            json!([user(json!("hi")), asst(json!([tu("a"), tu("b")])), user(json!([tr("a"), text("x"), tr("b")]))]),
+            // cache_control blocks adding up across the turns, and in the system prompt
+            json!([
+                user(json!([marked("1")])),
+                asst(json!([marked("2")])),
+                user(json!([marked("3")])),
+                asst(json!([marked("4")])),
+                user(json!([marked("5")]))
+            ]),
+            // the first message is an assistant one after system messages; thinking out of order late
+            json!([sys("r"), asst(json!("x")), user(json!("hi"))]),
+            json!([
+                user(json!("hi")),
+                asst(json!([tu("a")])),
+                user(json!([tr("a")])),
+                asst(json!([text("t"), {"type": "thinking", "thinking": "", "signature": "s"}]))
+            ]),
+        ];
+        for messages in conversations {
+            let all = messages.as_array().cloned().unwrap_or_default();
+            for system in [json!([]), json!([marked("s")])] {
+                let body = |m: &[Value]| json!({"model": "m", "max_tokens": 5, "system": system, "messages": m});
+                let whole = check_request(&body(&all));
+                let mut carried: Option<Checked> = None;
+                for j in 1..=all.len() {
+                    let prefix = &all[..j];
+                    if check_request(&body(prefix)).is_err() {
+                        carried = None;
+                        continue;
+                    }
+                    let fresh = Checked::default().after(prefix, 0, true);
+                    if let Some(c) = carried.take() {
+                        assert_eq!(c.after(prefix, j - 1, true), fresh, "{messages} to {j}");
+                    }
+                    if fresh.resumes(j, true).is_some() {
+                        assert_eq!(check_request_after(&body(&all), Some(&fresh)), whole, "{messages} after {j}");
+                        let pairing = check_tool_pairing_from(&all, fresh.last.unwrap_or(0));
+                        assert_eq!(pairing, check_tool_pairing(&all), "{messages} after {j}");
+                    }
+                    carried = Some(fresh);
+                }
+            }
+        }
     }
 
     #[test]

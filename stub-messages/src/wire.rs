@@ -307,6 +307,12 @@ pub struct MessagesRequest<'a> {
 impl<'a> MessagesRequest<'a> {
     /// Checks the fields the real API requires (`model`, `max_tokens`, `messages`) and their types.
     pub fn parse(body: &'a Value) -> Result<MessagesRequest<'a>, String> {
+        Self::parse_after(body, 0)
+    }
+
+    /// [`MessagesRequest::parse`] of a body whose first `kept` messages are those of a body that passed
+    /// it (a message's checks are its own): the others are checked.
+    pub fn parse_after(body: &'a Value, kept: usize) -> Result<MessagesRequest<'a>, String> {
         let obj = body.as_object().ok_or("request body must be a JSON object")?;
         match obj.get("model") {
             Some(Value::String(_)) => {}
@@ -324,7 +330,7 @@ impl<'a> MessagesRequest<'a> {
             Some(_) => return Err("messages: Input should be a valid list".into()),
             None => return Err("messages: Field required".into()),
         };
-        for (i, m) in messages.iter().enumerate() {
+        for (i, m) in messages.iter().enumerate().skip(kept) {
             match m.get("role").and_then(Value::as_str) {
                 // "system" messages are what Claude Code sends for system reminders with recent models
                 Some("user" | "assistant" | "system") => {}

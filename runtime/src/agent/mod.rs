@@ -56,9 +56,18 @@ impl Client {
 
     /// Sends a streaming request, retrying retryable failures; returns the reassembled message.
     pub async fn create(&self, body: &Value) -> Result<Message, ModelError> {
+        self.send(Payload::Value(body)).await
+    }
+
+    /// [`Client::create`] of a body already serialised (a JSON object), sent as it is.
+    pub async fn create_json(&self, body: bytes::Bytes) -> Result<Message, ModelError> {
+        self.send(Payload::Bytes(body)).await
+    }
+
+    async fn send(&self, body: Payload<'_>) -> Result<Message, ModelError> {
         let mut attempt = 0;
         loop {
-            match self.create_once(body).await {
+            match self.create_once(&body).await {
                 Ok(m) => return Ok(m),
                 Err(Failure::Retry { why, after }) if attempt < MAX_RETRIES => {
                     let wait = after.unwrap_or(BASE_BACKOFF * 2u32.pow(attempt)).min(MAX_RETRY_AFTER);
@@ -72,13 +81,15 @@ impl Client {
         }
     }
 
-    async fn create_once(&self, body: &Value) -> Result<Message, Failure> {
-        let resp = self
-            .post("/v1/messages")
-            .json(body)
-            .send()
-            .await
-            .map_err(|e| Failure::Retry { why: format!("connection error: {e}"), after: None })?;
+    async fn create_once(&self, body: &Payload<'_>) -> Result<Message, Failure> {
+        let req = self.post("/v1/messages");
+        // the header `json` sets, and the same bytes it would send
+        let req = match body {
+            Payload::Value(v) => req.json(v),
+            Payload::Bytes(b) => req.header(reqwest::header::CONTENT_TYPE, "application/json").body(b.clone()),
+        };
+        let resp =
+            req.send().await.map_err(|e| Failure::Retry { why: format!("connection error: {e}"), after: None })?;
         let status = resp.status().as_u16();
         if status != 200 {
             let after = resp
@@ -124,6 +135,12 @@ impl Client {
     }
 }
 
+/// A request body: a value to serialise, or its bytes.
+enum Payload<'a> {
+    Value(&'a Value),
+    Bytes(bytes::Bytes),
+}
+
 enum Failure {
     Retry { why: String, after: Option<Duration> },
     Fatal(String),
@@ -163,6 +180,10 @@ impl Model for Client {
     fn create<'a>(&'a self, body: &'a Value) -> BoxFuture<'a, Result<Message, ModelError>> {
         Box::pin(Client::create(self, body))
     }
+
+    fn create_json(&self, body: bytes::Bytes) -> BoxFuture<'_, Result<Message, ModelError>> {
+        Box::pin(Client::create_json(self, body))
+    }
 }
 
 /// When a session must be over (`None`: no deadline), session state: [`run_loop_with`] checks it before
@@ -185,12 +206,13 @@ pub enum LoopEnd {
 }
 
 /// Adds a text block to the last user message (after its tool_results), or a new user message.
-fn append_text(messages: &mut Vec<Value>, text: String) {
-    append_block(messages, json!({"type": "text", "text": text}));
+fn append_text(messages: &mut Vec<Value>, sent: &mut Sent, text: String) {
+    append_block(messages, sent, json!({"type": "text", "text": text}));
 }
 
 /// Appends a content block to the last user message (or a new one).
-fn append_block(messages: &mut Vec<Value>, block: Value) {
+fn append_block(messages: &mut Vec<Value>, sent: &mut Sent, block: Value) {
+    sent.touched(messages.len().saturating_sub(1));
     match messages.last_mut() {
         Some(m) if m["role"] == "user" => {
             if let Some(s) = m["content"].as_str().map(str::to_string) {
@@ -201,6 +223,71 @@ fn append_block(messages: &mut Vec<Value>, block: Value) {
             }
         }
         _ => messages.push(json!({"role": "user", "content": [block]})),
+    }
+}
+
+/// The request body of the agent loop, made so its cost follows what is new: the bytes of the messages
+/// already sent are kept (comma-joined, as they sit in the `messages` array) and only the messages added
+/// since are serialised; the members before `messages` (model, system, tools) are serialised again only
+/// when the tool list changes. The bytes are those `serde_json` gives for the whole body (`model`,
+/// `max_tokens`, `stream`, `system`, `tools`, `messages`, in this order).
+#[derive(Debug, Default)]
+struct Sent {
+    /// `messages[..count]` serialised, joined by `,`.
+    bytes: Vec<u8>,
+    count: usize,
+    /// Where each of those messages starts in `bytes` (its comma included).
+    starts: Vec<usize>,
+    /// The tool list's key ([`Runtime::tools_key`]) and the body's members before `messages`, serialised
+    /// (a JSON object).
+    head: Option<(Vec<u64>, Vec<u8>)>,
+}
+
+impl Sent {
+    /// Message `i` is about to change: what was serialised from it on is made again (the messages
+    /// before it are kept).
+    fn touched(&mut self, i: usize) {
+        if i < self.count {
+            self.bytes.truncate(self.starts[i]);
+            self.starts.truncate(i);
+            self.count = i;
+        }
+    }
+
+    /// The body of the next request: the head for the tool list `key` (made by `head` when it changed)
+    /// and `messages`, of which those before `self.count` are the ones serialised before.
+    fn body(
+        &mut self,
+        key: Vec<u64>,
+        head: impl FnOnce() -> Value,
+        messages: &[Value],
+    ) -> Result<bytes::Bytes, serde_json::Error> {
+        if !matches!(&self.head, Some((k, _)) if *k == key) {
+            self.head = Some((key, serde_json::to_vec(&head())?));
+        }
+        if self.count > messages.len() {
+            self.touched(0);
+        }
+        for m in &messages[self.count..] {
+            let at = self.bytes.len();
+            if self.count > 0 {
+                self.bytes.push(b',');
+            }
+            if let Err(e) = serde_json::to_writer(&mut self.bytes, m) {
+                self.bytes.truncate(at);
+                return Err(e);
+            }
+            self.starts.push(at);
+            self.count += 1;
+        }
+        let head = self.head.as_ref().map(|(_, h)| h.as_slice()).unwrap_or_default();
+        let mut out = Vec::with_capacity(head.len() + self.bytes.len() + 16);
+        // `{…}` without its `}`, then `,"messages":[…]}` (a head always has members: model first)
+        out.extend_from_slice(head.strip_suffix(b"}").unwrap_or(head));
+        out.extend_from_slice(b",\"messages\":[");
+        out.extend_from_slice(&self.bytes);
+        out.extend_from_slice(b"]}");
+        Ok(out.into())
     }
 }
 
@@ -318,8 +405,8 @@ pub async fn run_loop_with(
     let mut progress = TokenProgress::default();
     let tasks = &runtime.ctx.shell.tasks;
     let deadline = runtime.ctx.session.state::<Deadline>().0;
-    // the last request's tools array and what it was made from (`Runtime::tools_key`)
-    let mut last_tools: Option<(Vec<u64>, Vec<Value>)> = None;
+    // what was serialised for the last request (each request carries the whole conversation)
+    let mut sent = Sent::default();
     for _ in 0..max_turns {
         // between turns: a session past its deadline starts no other request
         if deadline.is_some_and(|d| std::time::Instant::now() >= d) {
@@ -329,45 +416,40 @@ pub async fn run_loop_with(
         // whose process is gone counts as finished: its end is waited for, bounded)
         tasks.settle(crate::background::SETTLE_MS).await;
         if let Some(block) = tasks.drain_notifications() {
-            append_text(&mut messages, block);
+            append_text(&mut messages, &mut sent, block);
         }
         let texts: Vec<String> = runtime.extensions.iter().flat_map(|e| e.before_request(runtime, &messages)).collect();
         let ids = answered_ids(&messages);
         let followups = if ids.is_empty() { Vec::new() } else { runtime.ctx.session.followups.take_blocks_for(&ids) };
         for text in texts {
-            append_text(&mut messages, text);
+            append_text(&mut messages, &mut sent, text);
         }
         for block in followups {
-            append_block(&mut messages, block);
+            append_block(&mut messages, &mut sent, block);
         }
-        // the conversation and the tool list are moved into the body, not copied (`json!` copies what it
-        // is given: a turn's largest cost after the wire, `benches/lab/benches/turn.rs`), and moved back
-        let mut body = json!({
-            "model": model.model(),
-            "max_tokens": MAX_TOKENS,
-            "stream": true,
-            "system": [{"type": "text", "text": system}],
-        });
-        let key = runtime.tools_key();
-        let tools = match last_tools.take() {
-            Some((k, t)) if k == key => t,
-            _ => runtime.api_tools(),
+        let head = || {
+            json!({
+                "model": model.model(),
+                "max_tokens": MAX_TOKENS,
+                "stream": true,
+                "system": [{"type": "text", "text": system}],
+                "tools": runtime.api_tools(),
+            })
         };
-        body["tools"] = Value::Array(tools);
-        let mark = runtime.ctx.profile().has(&LAST_BLOCK_CACHE_MARK);
+        // from 2.1.314 the cache mark sits on the conversation's last block while it is sent: the last
+        // message is serialised again with it, and again without it once it moves on
+        let mark = runtime.ctx.profile().has(&LAST_BLOCK_CACHE_MARK) && !messages.is_empty();
         if mark {
+            sent.touched(messages.len() - 1);
             cache_mark(&mut messages, Some(json!({"type": "ephemeral"})));
         }
-        body["messages"] = Value::Array(std::mem::take(&mut messages));
-        let answer = model.create(&body).await;
-        if let Value::Array(m) = body["messages"].take() {
-            messages = m;
-        }
+        let answer = match sent.body(runtime.tools_key(), head, &messages) {
+            Ok(body) => model.create_json(body).await,
+            Err(e) => Err(ModelError::Failed(format!("the request could not be serialised: {e}"))),
+        };
         if mark {
+            sent.touched(messages.len() - 1);
             cache_mark(&mut messages, None);
-        }
-        if let Value::Array(t) = body["tools"].take() {
-            last_tools = Some((key, t));
         }
         let message = match answer {
             Ok(m) => m,
@@ -394,7 +476,7 @@ pub async fn run_loop_with(
                 tasks.wait_any(crate::background::MAX_WAIT_MS).await;
             }
             if let Some(block) = tasks.drain_notifications() {
-                append_text(&mut messages, block);
+                append_text(&mut messages, &mut sent, block);
                 continue;
             }
             // idle: an extension (a scheduled job due now) may start another turn
@@ -415,4 +497,58 @@ pub async fn run_loop_with(
         messages.push(json!({"role": "user", "content": results.iter().map(|r| r.to_block()).collect::<Vec<_>>()}));
     }
     LoopOutcome { end: LoopEnd::TurnLimit, messages, last_usage, progress }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The body as a value serialised whole: what `Client::create` sends.
+    fn whole(head: &Value, messages: &[Value]) -> Vec<u8> {
+        let mut body = head.clone();
+        body["messages"] = Value::Array(messages.to_vec());
+        serde_json::to_vec(&body).unwrap_or_default()
+    }
+
+    #[test]
+    fn the_body_made_from_the_bytes_sent_is_the_whole_body_serialised() {
+        let head = json!({"model": "m", "max_tokens": 5, "stream": true, "system": [{"type": "text", "text": "s\"\n"}], "tools": [{"name": "Read"}]});
+        let other = json!({"model": "m", "max_tokens": 5, "stream": true, "system": [], "tools": []});
+        let mut sent = Sent::default();
+        let mut messages = vec![json!({"role": "user", "content": "caf\u{e9} \u{1f600} </x>"})];
+        let body = |sent: &mut Sent, key: u64, h: &Value, m: &[Value]| {
+            sent.body(vec![key], || h.clone(), m).map(|b| b.to_vec()).unwrap_or_default()
+        };
+        assert_eq!(body(&mut sent, 1, &head, &messages), whole(&head, &messages));
+        for turn in 0..3 {
+            messages.push(json!({"role": "assistant", "content": [{"type": "tool_use", "id": format!("t{turn}"), "name": "Read", "input": {"n": 1.5}}]}));
+            messages.push(json!({"role": "user", "content": [{"type": "tool_result", "tool_use_id": format!("t{turn}"), "content": "x"}]}));
+            // a block added to the last (unsent) message before the request
+            append_text(&mut messages, &mut sent, format!("note {turn}"));
+            assert_eq!(body(&mut sent, 1, &head, &messages), whole(&head, &messages), "turn {turn}");
+        }
+        // another tool list: another head, the same messages
+        assert_eq!(body(&mut sent, 2, &other, &messages), whole(&other, &messages));
+        // a message already sent changed: serialised again, not taken from before
+        append_block(&mut messages, &mut sent, json!({"type": "text", "text": "late"}));
+        assert_eq!(body(&mut sent, 2, &other, &messages), whole(&other, &messages));
+        // the cache mark on the last block while it is sent, taken off once the conversation moves on
+        // (from 2.1.314): the last message alone is made again, each time
+        for turn in 3..6 {
+            messages.push(json!({"role": "assistant", "content": [{"type": "tool_use", "id": format!("t{turn}"), "name": "Read", "input": {}}]}));
+            messages.push(json!({"role": "user", "content": [{"type": "tool_result", "tool_use_id": format!("t{turn}"), "content": "y"}]}));
+            let kept = sent.count;
+            sent.touched(messages.len() - 1);
+            assert_eq!(sent.count, kept, "an unsent message touched keeps what was sent");
+            cache_mark(&mut messages, Some(json!({"type": "ephemeral"})));
+            assert_eq!(body(&mut sent, 2, &other, &messages), whole(&other, &messages), "marked, turn {turn}");
+            sent.touched(messages.len() - 1);
+            assert_eq!(sent.count, messages.len() - 1, "only the marked message goes");
+            cache_mark(&mut messages, None);
+        }
+        assert_eq!(body(&mut sent, 2, &other, &messages), whole(&other, &messages));
+        // fewer messages than were sent (a history cut): made again from the start
+        messages.truncate(2);
+        assert_eq!(body(&mut sent, 2, &other, &messages), whole(&other, &messages));
+    }
 }

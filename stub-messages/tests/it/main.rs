@@ -6,6 +6,7 @@ mod claude_code;
 mod endpoints;
 mod faults;
 mod hardening;
+mod prefix;
 mod props;
 mod sdk;
 mod stored;
