@@ -829,7 +829,7 @@ async fn messages(State(stub): State<Arc<Stub>>, method: Method, uri: Uri, heade
     let checked = if strict {
         crate::validate::check_request_after(&value, before)
     } else {
-        let from = before.and_then(|c| c.last).unwrap_or(0);
+        let from = before.and_then(|c| c.at).unwrap_or(0);
         crate::validate::check_tool_pairing_from(req.messages(), from)
             .map_err(|message| Refusal { kind: "tool_pairing", message })
     };

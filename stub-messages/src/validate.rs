@@ -186,15 +186,18 @@ pub fn check_request(body: &Value) -> Result<(), Refusal> {
     check_request_after(body, None)
 }
 
-/// What the rules know of a request's messages up to its last message that is not a `system` one (index
-/// `last`): the `tool_use` ids and the `cache_control` blocks of the messages before it. A request whose
-/// messages begin with those of a request already checked, up to and including that message, is checked
-/// from there on ([`check_request_after`]): every rule gives the same answer for the earlier messages,
-/// whose neighbours up to `last` are the same.
+/// What the rules know of a request's messages up to the point they take up again (index `at`): the
+/// `tool_use` ids and the `cache_control` blocks of the messages before it. The point is the message
+/// before the last that is not a `system` one (the only one, when there is one), so that a client
+/// rewriting its last message — Claude Code, and the built-in runtime from 2.1.314, move a cache mark off
+/// it once the conversation goes on — still takes up there. A request whose messages begin with those of
+/// a request already checked, up to and including that message, is checked from there on
+/// ([`check_request_after`]): every rule gives the same answer for the earlier messages, whose
+/// neighbours up to `at` are the same.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Checked {
-    /// The index of the last message that is not a `system` one (`None`: there is none).
-    pub last: Option<usize>,
+    /// Where the rules take up again (`None`: no message that is not a `system` one).
+    pub at: Option<usize>,
     /// The `tool_use` ids of the messages before it.
     pub ids: BTreeSet<String>,
     /// The blocks carrying `cache_control` in the messages before it.
@@ -208,19 +211,20 @@ impl Checked {
     /// keep `kept` of the checked ones: `Some(last)` when they keep it (and all before it), and the
     /// checked ones passed those rules.
     pub fn resumes(&self, kept: usize, strict: bool) -> Option<usize> {
-        self.last.filter(|l| *l < kept && (self.strict || !strict))
+        self.at.filter(|l| *l < kept && (self.strict || !strict))
     }
 
     /// The state of `messages`, which passed the rules (`strict`: every one), from this one's (of a
     /// request whose first `kept` messages they keep; from scratch when [`Checked::resumes`] does not).
     pub fn after(self, messages: &[Value], kept: usize, strict: bool) -> Checked {
+        let last = messages.iter().rposition(|m| role(m) != "system");
+        let at = last.and_then(|l| messages[..l].iter().rposition(|m| role(m) != "system")).or(last);
         let (from, mut c) = match self.resumes(kept, false) {
-            Some(l) => (l, self),
-            None => (0, Checked::default()),
+            Some(l) if at.is_some_and(|a| a >= l) => (l, self),
+            _ => (0, Checked::default()),
         };
         c.strict = strict;
-        let last = messages.iter().rposition(|m| role(m) != "system");
-        for m in messages.get(from..last.unwrap_or(0)).unwrap_or_default() {
+        for m in messages.get(from..at.unwrap_or(0)).unwrap_or_default() {
             for b in crate::wire::content_blocks(m) {
                 if b.get("type").and_then(Value::as_str) == Some("tool_use") {
                     if let Some(id) = b.get("id").and_then(Value::as_str) {
@@ -230,13 +234,13 @@ impl Checked {
             }
             c.cache_control += count_cache_control(m);
         }
-        c.last = last;
+        c.at = at;
         c
     }
 }
 
-/// [`check_request`] of a body whose messages keep, up to and including its `last`, those of a request
-/// that passed (`before`, when [`Checked::resumes`] says so; the caller knows): the messages from `last`
+/// [`check_request`] of a body whose messages keep, up to and including its `at`, those of a request
+/// that passed (`before`, when [`Checked::resumes`] says so; the caller knows): the messages from `at`
 /// on are checked, with the ids and `cache_control` blocks of those before it. Same answer as
 /// [`check_request`].
 pub fn check_request_after(body: &Value, before: Option<&Checked>) -> Result<(), Refusal> {
@@ -255,7 +259,7 @@ pub fn check_request_after(body: &Value, before: Option<&Checked>) -> Result<(),
     }
     let messages = obj.get("messages").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
     let empty = Checked::default();
-    let (from, before) = match before.and_then(|b| b.last.map(|l| (l, b))) {
+    let (from, before) = match before.and_then(|b| b.at.map(|l| (l, b))) {
         Some((l, b)) if l < messages.len() => (l, b),
         _ => (0, &empty),
     };
@@ -731,13 +735,21 @@ mod tests {
                     }
                     if fresh.resumes(j, true).is_some() {
                         assert_eq!(check_request_after(&body(&all), Some(&fresh)), whole, "{messages} after {j}");
-                        let pairing = check_tool_pairing_from(&all, fresh.last.unwrap_or(0));
+                        let pairing = check_tool_pairing_from(&all, fresh.at.unwrap_or(0));
                         assert_eq!(pairing, check_tool_pairing(&all), "{messages} after {j}");
                     }
                     carried = Some(fresh);
                 }
             }
         }
+        // the last message rewritten (a cache mark moved off it): the rules still take up before it
+        let sent = [user(json!("hi")), asst(json!([tu("a")])), user(json!([tr("a"), marked("m")]))];
+        let state = Checked::default().after(&sent, 0, true);
+        assert_eq!(state.resumes(2, true), Some(1), "kept up to the message before the rewritten one");
+        let next = [user(json!("hi")), asst(json!([tu("a")])), user(json!([tr("a")])), asst(json!([tu("b")]))];
+        let body = |m: &[Value]| json!({"model": "m", "max_tokens": 5, "messages": m});
+        assert_eq!(check_request_after(&body(&next), Some(&state)), check_request(&body(&next)));
+        assert_eq!(state.after(&next, 2, true), Checked::default().after(&next, 0, true));
     }
 
     #[test]
