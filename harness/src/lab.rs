@@ -48,20 +48,21 @@ impl Layout {
 /// What the real Claude Code did with `probe` at the version a built-in subject imitates (`builtin@V`;
 /// a bare `builtin`: the newest, `profile::NEWEST`): the outcome word and reason of the committed cell
 /// `<cells>/V/<probe>.json` when it is not a pass (`changed`, `not-applicable`). None for any other
-/// subject, a pass, an error cell, an unstable cell (V did not agree with itself: no measurement) or a
-/// version without a cell of the probe. A cell that is there but cannot be read or is not an
+/// subject, a pass, an error cell, a cell of another version of the probe file (stale), one whose
+/// outcome varied when run again, or a version without a cell of the probe; the reason is empty for an
+/// unstable cell whose outcome held (which checks failed varied). A cell that is there but cannot be read or is not an
 /// observation is an error: the run would otherwise be judged by another rule without a word.
 pub fn measured(
     layout: &Layout,
     subject: &crate::subject::SubjectId,
-    probe: &str,
+    probe: &crate::probe::Probe,
 ) -> Result<Option<(String, String)>, crate::observe::DataError> {
     use crate::observe::DataError;
     if subject.kind != crate::subject::id::BUILTIN {
         return Ok(None);
     }
     let version = subject.reference_version();
-    let path = layout.cells().join(version).join(format!("{probe}.json"));
+    let path = layout.cells().join(version).join(format!("{}.json", probe.id));
     let bytes = match std::fs::read(&path) {
         Ok(b) => b,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
@@ -69,17 +70,24 @@ pub fn measured(
     };
     let cell: observe::Observation =
         serde_json::from_slice(&bytes).map_err(|source| DataError::NotAnObservation { path, source })?;
-    if !cell.unstable.is_empty() {
-        // the real V did not agree with itself when the matrix ran it again (a race under load): its
-        // outcome is no measurement to hold a profile to, and the profile is judged by its checks
+    // a cell of another version of the probe file (its checks or scopes edited since) measured another
+    // probe: no measurement until the matrix runs it again, the profile is judged by its checks
+    if !cell.probe_sha256.is_empty() && cell.probe_sha256 != observe::probe_sha256(probe) {
         return Ok(None);
     }
+    // the real V did not agree with itself when the matrix ran it again (a race under load): where
+    // the outcome itself varied there is no measurement; where only the failing checks did, the
+    // profile is held to the outcome alone (an empty reason)
+    if cell.unstable.starts_with("outcome ") {
+        return Ok(None);
+    }
+    let reason = if cell.unstable.is_empty() { cell.reason } else { String::new() };
     let outcome = match cell.outcome {
         observe::Outcome::Changed => "changed",
         observe::Outcome::NotApplicable => "not-applicable",
         _ => return Ok(None),
     };
-    Ok(Some((outcome.to_string(), cell.reason)))
+    Ok(Some((outcome.to_string(), reason)))
 }
 
 /// A run's verdict for its subject. Checks and invariants decide, except for a version profile
@@ -104,9 +112,13 @@ pub fn verdict(
     let real = crate::subject::SubjectId::claude_code(subject.reference_version());
     let mine = serde_json::to_value(report.observation.outcome).ok();
     let mine = mine.as_ref().and_then(|v| v.as_str()).unwrap_or_default();
+    if mine == outcome && reason.is_empty() {
+        return Ok(Some(format!("as {real}: {outcome} (which checks fail varies there: unstable)")));
+    }
     if mine == outcome && report.observation.reason == *reason {
         return Ok(Some(format!("as {real}: {outcome} ({reason})")));
     }
+    let reason = if reason.is_empty() { "which checks fail varies there" } else { reason.as_str() };
     let mut why = format!(
         "{real} is {outcome} here ({reason}); {subject} is {mine}{}",
         if report.observation.reason.is_empty() { String::new() } else { format!(" ({})", report.observation.reason) }
@@ -410,20 +422,38 @@ mod tests {
         let cells = layout.cells().join("2.1.235");
         std::fs::create_dir_all(&cells).unwrap();
         let id = crate::subject::SubjectId::parse_registered("builtin@2.1.235").unwrap();
-        assert!(super::measured(&layout, &id, "p").unwrap().is_none(), "no cell: held to nothing");
+        let text = "id = \"p\"\nclaims = [\"READ-1\"]\nabout = \"a\"\n[[turn]]\ntext = \"done\"\n";
+        let probe = crate::probe::parse(std::path::Path::new("p.toml"), text).unwrap();
+        assert!(super::measured(&layout, &id, &probe).unwrap().is_none(), "no cell: held to nothing");
         let mut cell = crate::observe::Observation::for_test("p", "2.1.235", crate::observe::Outcome::Changed, "f");
         cell.reason = "check 1 failed".into();
         std::fs::write(cells.join("p.json"), serde_json::to_string(&cell).unwrap()).unwrap();
-        assert_eq!(super::measured(&layout, &id, "p").unwrap(), Some(("changed".into(), "check 1 failed".into())));
+        assert_eq!(super::measured(&layout, &id, &probe).unwrap(), Some(("changed".into(), "check 1 failed".into())));
         let bare = crate::subject::SubjectId::parse_registered("builtin").unwrap();
-        assert!(super::measured(&layout, &bare, "p").unwrap().is_none());
+        assert!(super::measured(&layout, &bare, &probe).unwrap().is_none());
         // a real cell that varied when run again is no measurement
         cell.unstable = "result 2 (TaskOutput) text".into();
         std::fs::write(cells.join("p.json"), serde_json::to_string(&cell).unwrap()).unwrap();
-        assert!(super::measured(&layout, &id, "p").unwrap().is_none(), "unstable: judged by its checks");
+        assert_eq!(
+            super::measured(&layout, &id, &probe).unwrap(),
+            Some(("changed".into(), String::new())),
+            "the outcome alone"
+        );
+        // the outcome itself varied: no measurement
+        cell.unstable = "outcome changed / pass; result 2 (TaskOutput) text".into();
+        std::fs::write(cells.join("p.json"), serde_json::to_string(&cell).unwrap()).unwrap();
+        assert!(super::measured(&layout, &id, &probe).unwrap().is_none());
+        // a cell of another version of the probe file: no measurement; of this one: held to it
+        cell.unstable = String::new();
+        cell.probe_sha256 = "0".repeat(64);
+        std::fs::write(cells.join("p.json"), serde_json::to_string(&cell).unwrap()).unwrap();
+        assert!(super::measured(&layout, &id, &probe).unwrap().is_none(), "a stale cell");
+        cell.probe_sha256 = crate::observe::probe_sha256(&probe);
+        std::fs::write(cells.join("p.json"), serde_json::to_string(&cell).unwrap()).unwrap();
+        assert!(super::measured(&layout, &id, &probe).unwrap().is_some());
         // a merge left half a cell: the profile was silently judged by its own checks instead
         std::fs::write(cells.join("p.json"), "{\"outcome\": \"changed\"").unwrap();
-        let e = super::measured(&layout, &id, "p").unwrap_err();
+        let e = super::measured(&layout, &id, &probe).unwrap_err();
         assert!(
             matches!(&e, crate::observe::DataError::NotAnObservation { path, .. } if path.ends_with("2.1.235/p.json")),
             "{e:?}"

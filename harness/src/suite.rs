@@ -218,7 +218,7 @@ pub async fn run_one(
         }
     };
     // a version profile is held to what the real version did ([`crate::lab::verdict`])
-    let measured = match crate::lab::measured(layout, &opts.subject, &probe.id) {
+    let measured = match crate::lab::measured(layout, &opts.subject, &probe) {
         Ok(m) => m,
         Err(e) => {
             let detail = format!("the committed cell {} is held to: {e}", opts.subject);

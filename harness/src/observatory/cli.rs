@@ -449,6 +449,12 @@ impl Command {
                             if !m.differ.is_empty() {
                                 println!("  differ: {}", m.differ.join(" "));
                             }
+                            if !m.unstable.is_empty() {
+                                println!(
+                                    "  left out, claude-code@{v} did not agree with itself there: {}",
+                                    m.unstable.join(", ")
+                                );
+                            }
                             if !m.skipped.is_empty() {
                                 println!(
                                     "  skipped on both sides, their requirements missing here: {}",

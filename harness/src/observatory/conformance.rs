@@ -61,11 +61,15 @@ pub struct Measured {
     pub skipped: Vec<String>,
     /// The probes whose tool results differ.
     pub differ: Vec<String>,
+    /// Probes left out because the real version did not agree with itself when the matrix ran them
+    /// twice (the committed cell is unstable: its golden is one run of a race), with what varied.
+    pub unstable: Vec<String>,
 }
 
 /// Runs `builtin@<version>` on every probe of `probes` that the real `version` has a committed golden of
 /// (`<golden>/claude-code@<version>/<probe>.snap`) and compares the tool results ([`Figure`]); a figure
-/// of no probe when none is shared (a version whose goldens are of real-only probes).
+/// of no probe when none is shared (a version whose goldens are of real-only probes). A probe whose
+/// committed cell on the real version is unstable is left out ([`Measured::unstable`]).
 pub async fn measure(probes: &[Probe], layout: &Layout, version: &str) -> Result<Measured, String> {
     let real = layout.golden.join(format!("claude-code@{version}"));
     if !real.is_dir() {
@@ -83,6 +87,11 @@ pub async fn measure(probes: &[Probe], layout: &Layout, version: &str) -> Result
         }
         if let Some(why) = [&id, &cc].iter().find_map(|s| crate::probe::host::missing(&p.requires_on(s))) {
             out.skipped.push(format!("{} ({why})", p.id));
+            continue;
+        }
+        let cell = super::read_cell(&super::cell_path(&layout.cells(), version, &p.id));
+        if let Some(varies) = cell.map(|c| c.unstable).filter(|u| !u.is_empty()) {
+            out.unstable.push(format!("{} (varies in {varies})", p.id));
             continue;
         }
         let report = run_probe(p, &subject, &run_layout, false).await?;
