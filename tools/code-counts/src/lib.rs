@@ -17,25 +17,8 @@ use std::path::{Path, PathBuf};
 use proc_macro2::{TokenStream, TokenTree};
 use syn::visit::Visit;
 
-/// Why a crate could not be read.
-#[derive(Debug)]
-pub enum Error {
-    /// A directory or file could not be read.
-    Io(PathBuf, std::io::Error),
-    /// A source file is not Rust `syn` can parse (file:line:col and the parser's message).
-    Parse(String),
-}
-
-impl std::fmt::Display for Error {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Error::Io(p, e) => write!(f, "{}: {e}", p.display()),
-            Error::Parse(m) => f.write_str(m),
-        }
-    }
-}
-
-impl std::error::Error for Error {}
+/// Why a crate could not be read: the error of module-cycles, whose reading of a crate this shares.
+pub use module_cycles::Error;
 
 /// Where one counted thing is: `file:line` and what it is (the function's name and length for a long one).
 #[derive(Debug, Clone, PartialEq, Eq)]

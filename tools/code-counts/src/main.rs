@@ -6,21 +6,6 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-fn members(root: &Path) -> Result<Vec<PathBuf>, Box<dyn std::error::Error>> {
-    let manifest = root.join("Cargo.toml");
-    let text = std::fs::read_to_string(&manifest).map_err(|e| format!("{}: {e}", manifest.display()))?;
-    let doc: toml::Table = toml::from_str(&text).map_err(|e| format!("{}: {e}", manifest.display()))?;
-    let names = doc
-        .get("workspace")
-        .and_then(|w| w.get("members"))
-        .and_then(|m| m.as_array())
-        .ok_or_else(|| format!("{}: no [workspace] members", manifest.display()))?;
-    let mut dirs: Vec<PathBuf> =
-        names.iter().filter_map(|n| n.as_str()).map(|n| root.join(n)).filter(|d| d.join("src").is_dir()).collect();
-    dirs.sort();
-    Ok(dirs)
-}
-
 fn run(args: &[String]) -> Result<(), Box<dyn std::error::Error>> {
     let list = args.iter().any(|a| a == "--list");
     if let Some(bad) = args.iter().find(|a| a.starts_with('-') && *a != "--list") {
@@ -28,7 +13,7 @@ fn run(args: &[String]) -> Result<(), Box<dyn std::error::Error>> {
     }
     let mut dirs: Vec<PathBuf> = args.iter().filter(|a| !a.starts_with('-')).map(PathBuf::from).collect();
     if dirs.is_empty() {
-        dirs = members(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../.."))?;
+        dirs = module_cycles::workspace_members(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../.."))?;
     }
     println!("{:<16} {:>17} {:>19} {:>15}", "crate", "Result<_, String>", "unwrap_or_default()", "fns > 100 lines");
     let mut total = [0; 3];

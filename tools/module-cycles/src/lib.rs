@@ -42,6 +42,23 @@ impl std::fmt::Display for Error {
 
 impl std::error::Error for Error {}
 
+/// The members of the workspace at `root` (its Cargo.toml's `[workspace] members`) that have a `src/`,
+/// sorted: the crates the workspace's checks (module-cycles, code-counts) read when given none.
+pub fn workspace_members(root: &Path) -> Result<Vec<PathBuf>, Box<dyn std::error::Error>> {
+    let manifest = root.join("Cargo.toml");
+    let text = std::fs::read_to_string(&manifest).map_err(|e| format!("{}: {e}", manifest.display()))?;
+    let doc: toml::Table = toml::from_str(&text).map_err(|e| format!("{}: {e}", manifest.display()))?;
+    let names = doc
+        .get("workspace")
+        .and_then(|w| w.get("members"))
+        .and_then(|m| m.as_array())
+        .ok_or_else(|| format!("{}: no [workspace] members", manifest.display()))?;
+    let mut dirs: Vec<PathBuf> =
+        names.iter().filter_map(|n| n.as_str()).map(|n| root.join(n)).filter(|d| d.join("src").is_dir()).collect();
+    dirs.sort();
+    Ok(dirs)
+}
+
 /// Every `.rs` file under `src` reachable as a module, by module path.
 pub fn module_files(src: &Path) -> Result<BTreeMap<Module, PathBuf>, Error> {
     let mut out = BTreeMap::new();

@@ -6,21 +6,6 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-fn members(root: &Path) -> Result<Vec<PathBuf>, Box<dyn std::error::Error>> {
-    let manifest = root.join("Cargo.toml");
-    let text = std::fs::read_to_string(&manifest).map_err(|e| format!("{}: {e}", manifest.display()))?;
-    let doc: toml::Table = toml::from_str(&text).map_err(|e| format!("{}: {e}", manifest.display()))?;
-    let names = doc
-        .get("workspace")
-        .and_then(|w| w.get("members"))
-        .and_then(|m| m.as_array())
-        .ok_or_else(|| format!("{}: no [workspace] members", manifest.display()))?;
-    let mut dirs: Vec<PathBuf> =
-        names.iter().filter_map(|n| n.as_str()).map(|n| root.join(n)).filter(|d| d.join("src").is_dir()).collect();
-    dirs.sort();
-    Ok(dirs)
-}
-
 fn run(args: &[String]) -> Result<bool, Box<dyn std::error::Error>> {
     let mut limit = 6;
     let mut edges = false;
@@ -37,7 +22,7 @@ fn run(args: &[String]) -> Result<bool, Box<dyn std::error::Error>> {
         }
     }
     if dirs.is_empty() {
-        dirs = members(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../.."))?;
+        dirs = module_cycles::workspace_members(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../.."))?;
     }
     let mut worst = 0;
     for d in &dirs {
