@@ -3,8 +3,8 @@
 //! Not criterion: a cell is a real binary run of about a second, and the figure that matters is the
 //! throughput of the whole matrix. `cargo bench -p probelab-lab-benches --bench claude_code_matrix` runs
 //! every probe that applies to Claude Code on each version of `$PROBELAB_BENCH_VERSIONS` (comma list;
-//! default `2.1.235,2.1.333`, the versions scripts/setup installs) that is already installed in the cache (this bench installs nothing), at
-//! `-j` = the cores like `probelab run`, and prints per version the wall time and cells per minute, then
+//! default `2.1.235,2.1.333`, the versions scripts/setup installs) that is already installed in the
+//! cache (this bench installs nothing), at `-j` = the cores like `probelab run`, and prints per version the wall time and cells per minute, then
 //! the matrix rate and what the whole cache's versions would take at it. Verdicts and golden
 //! comparisons are counted, not required: versions other than the reference have few goldens.
 
