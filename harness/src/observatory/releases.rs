@@ -100,8 +100,8 @@ impl Releases {
     }
 
     /// As committed: pretty JSON with a final newline.
-    pub fn to_json(&self) -> String {
-        serde_json::to_string_pretty(self).unwrap_or_default() + "\n"
+    pub fn to_json(&self) -> Result<String, serde_json::Error> {
+        Ok(serde_json::to_string_pretty(self)? + "\n")
     }
 
     /// When a release was published, if known.

@@ -151,11 +151,9 @@ pub fn publish(
         if asked.is_none_or(|a| c.fetched_at() >= a) {
             let fresh = Releases::from_catalogue(c, &oldest);
             if fresh.releases != releases.releases || asked.is_none() {
-                crate::versions::write_file_atomic(
-                    &docs.matrix.join(super::releases::FILE),
-                    fresh.to_json().as_bytes(),
-                )
-                .map_err(|e| e.to_string())?;
+                let text = fresh.to_json().map_err(|e| e.to_string())?;
+                crate::versions::write_file_atomic(&docs.matrix.join(super::releases::FILE), text.as_bytes())
+                    .map_err(|e| e.to_string())?;
                 releases = fresh;
             }
         }
