@@ -375,7 +375,7 @@ impl Runtime {
             std::fs::OpenOptions::new()
                 .create(true)
                 .append(true)
-                .open(dir.join(format!("{}.jsonl", self.ctx.session_id)))?
+                .open(self.ctx.session_log())?
                 .write_all(line.as_bytes())
         });
     }

@@ -512,6 +512,7 @@ async fn background(ctx: &ToolContext, args: &Args, sandbox: sandbox::Plan) -> R
     let started = start(ctx, &args.command, &cwd, Sink::File(file), &sandbox)?;
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel();
     let description = args.description.clone().filter(|d| !d.trim().is_empty()).unwrap_or_else(|| args.command.clone());
+    tasks.set_log_if_absent(ctx.session_log());
     tasks.add(
         Task {
             id: id.clone(),
