@@ -498,6 +498,7 @@ fn json_entries(lines: &[&str], context_breaks: bool) -> Vec<String> {
             return t.to_string();
         }
         use base64::Engine;
+        // rg writes a line that is not UTF-8 as standard base64 `bytes`; anything else shows as an empty line
         let bytes = v.get("bytes").and_then(Value::as_str).unwrap_or_default();
         let raw = base64::engine::general_purpose::STANDARD.decode(bytes).unwrap_or_default();
         String::from_utf8_lossy(&raw).into_owned()
