@@ -65,7 +65,7 @@ pub(super) struct Job {
 struct Request {
     prompt: String,
     opts: Value,
-    reply: std::sync::mpsc::Sender<Result<Value, String>>,
+    reply: std::sync::mpsc::Sender<Result<Value, engine::Rejection>>,
 }
 
 fn label(prompt: &str, opts: &Value) -> String {
@@ -148,12 +148,12 @@ fn live_entry(ctx: &crate::context::ToolContext, mut head: Value, rest: Value) -
     head
 }
 
-async fn answer(job: &Job, p: &mut Progress, prompt: &str, opts: &Value) -> Result<Value, String> {
+async fn answer(job: &Job, p: &mut Progress, prompt: &str, opts: &Value) -> Result<Value, engine::Rejection> {
     p.index += 1;
     if p.index > MAX_AGENT_CALLS {
-        return Err(format!(
+        return Err(engine::Rejection(format!(
             "agent() was called more than {MAX_AGENT_CALLS} times in one workflow run: the run's agent cap is reached."
-        ));
+        )));
     }
     let key = journal_key(&p.journal.previous, prompt, &canonical_opts(opts));
     p.journal.previous = key.clone();
@@ -244,8 +244,9 @@ pub(super) async fn drive(mut job: Job, stop_rx: tokio::sync::oneshot::Receiver<
             script_args.as_ref(),
             move |prompt, opts| {
                 let (reply, rx) = std::sync::mpsc::channel();
-                req_tx.send(Request { prompt, opts, reply }).map_err(|_| "Workflow aborted".to_string())?;
-                rx.recv().map_err(|_| "Workflow aborted".to_string())?
+                let aborted = || engine::Rejection("Workflow aborted".into());
+                req_tx.send(Request { prompt, opts, reply }).map_err(|_| aborted())?;
+                rx.recv().map_err(|_| aborted())?
             },
             script_stop,
         )
