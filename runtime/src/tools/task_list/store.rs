@@ -342,4 +342,21 @@ mod tests {
         assert_eq!(normalize(json!({"id": 1})), None);
         assert_eq!(sanitize("../a b"), "---a-b");
     }
+
+    #[test]
+    fn store_errors_are_worded_as_node_words_them() {
+        let d = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        std::fs::create_dir(d.path().join("1.json")).unwrap_or_else(|e| panic!("{e}"));
+        let read = read_task(d.path(), "1").err().unwrap_or_else(|| panic!("a directory is not a task"));
+        assert_eq!(read.to_string(), "EISDIR: illegal operation on a directory, read");
+        let file = d.path().join("list");
+        std::fs::write(&file, "").unwrap_or_else(|e| panic!("{e}"));
+        let made = create_task(&file, Task::new()).err().unwrap_or_else(|| panic!("a file is not a list dir"));
+        assert_eq!(made.to_string(), format!("EEXIST: file already exists, mkdir '{}'", file.display()));
+        let kept = StoreError::EdgeKept { id: "1".into(), other: "2".into(), source: Box::new(read) };
+        assert_eq!(
+            kept.to_string(),
+            "EISDIR: illegal operation on a directory, read\nTask #1 was deleted, but task #2 still names it"
+        );
+    }
 }
