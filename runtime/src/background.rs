@@ -498,9 +498,15 @@ fn summary(t: &Task) -> String {
     }
 }
 
-/// The task's output file as text (empty when it cannot be read).
+/// The task's output file as text: empty when it is gone (removed by a command: nothing is left to
+/// show), the failure in its place when it is there but cannot be read (a notification has no error
+/// channel, and an empty output would pass for a silent command).
 fn read_output(t: &Task) -> String {
-    std::fs::read(&t.output_file).map(|b| String::from_utf8_lossy(&b).into_owned()).unwrap_or_default()
+    match std::fs::read(&t.output_file) {
+        Ok(b) => String::from_utf8_lossy(&b).into_owned(),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+        Err(e) => format!("[the output file could not be read: {e}]"),
+    }
 }
 
 /// The output the reference shows for an ended task: the file, then `[exited with code N]`, 0 included
@@ -548,6 +554,21 @@ mod tests {
             exit_code: None,
             notified: false,
         }
+    }
+
+    #[test]
+    fn an_output_file_removed_is_empty_and_one_unreadable_says_why() {
+        let d = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let mut t = task("b1", d.path(), "out\n");
+        t.exit_code = Some(0);
+        assert_eq!(shown_output(&t), "out\n\n[exited with code 0]");
+        std::fs::remove_file(&t.output_file).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(shown_output(&t), "\n\n[exited with code 0]", "removed: nothing to show");
+        std::fs::create_dir(&t.output_file).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            shown_output(&t),
+            "[the output file could not be read: Is a directory (os error 21)]\n\n[exited with code 0]"
+        );
     }
 
     #[test]

@@ -116,7 +116,18 @@ fn name_error(message: &str) -> ToolError {
     ToolError::Validation(issues_error(&[custom_added(message, json!(["name"]))]))
 }
 
-async fn git(ctx: &ToolContext, dir: &Path, args: &[&str]) -> Result<String, String> {
+/// Why a git command failed: the text the model gets after the tool's own words.
+#[derive(Debug, thiserror::Error)]
+enum GitError {
+    /// git did not start.
+    #[error("cannot run git: {0}")]
+    Spawn(std::io::Error),
+    /// git failed: its stderr.
+    #[error("{0}")]
+    Failed(String),
+}
+
+async fn git(ctx: &ToolContext, dir: &Path, args: &[&str]) -> Result<String, GitError> {
     let out = tokio::process::Command::new("git")
         .arg("-C")
         .arg(dir)
@@ -127,11 +138,11 @@ async fn git(ctx: &ToolContext, dir: &Path, args: &[&str]) -> Result<String, Str
         .stdin(std::process::Stdio::null())
         .output()
         .await
-        .map_err(|e| format!("cannot run git: {e}"))?;
+        .map_err(GitError::Spawn)?;
     if out.status.success() {
         Ok(String::from_utf8_lossy(&out.stdout).trim_end().to_string())
     } else {
-        Err(String::from_utf8_lossy(&out.stderr).trim_end().to_string())
+        Err(GitError::Failed(String::from_utf8_lossy(&out.stderr).trim_end().to_string()))
     }
 }
 
@@ -141,7 +152,7 @@ fn set_shell_cwd(ctx: &ToolContext, dir: &Path) {
 }
 
 /// `git worktree list --porcelain`: (path, branch) per worktree, the main one first.
-async fn worktree_list(ctx: &ToolContext, repo: &Path) -> Result<Vec<(PathBuf, String)>, String> {
+async fn worktree_list(ctx: &ToolContext, repo: &Path) -> Result<Vec<(PathBuf, String)>, GitError> {
     let text = git(ctx, repo, &["worktree", "list", "--porcelain"]).await?;
     let mut out: Vec<(PathBuf, String)> = Vec::new();
     for line in text.lines() {
@@ -234,6 +245,8 @@ impl EnterWorktree {
                 ctx.cwd.display()
             )));
         }
+        // only a removal reads the base, and a worktree entered by path is never removed (below); one on
+        // an unborn branch has no HEAD, hence no base
         let base = git(ctx, &dir, &["rev-parse", "HEAD"]).await.unwrap_or_default();
         // a worktree entered by path is never this session's to remove, even one it made (measured)
         let owned = false;
@@ -257,7 +270,9 @@ async fn create(ctx: &ToolContext, repo: &Path, name: &str, original: PathBuf) -
     let dir = repo.join(WORKTREES_DIR).join(&slug);
     let dir_s = dir.to_string_lossy().to_string();
     crate::fs::confine(ctx, &dir_s)?;
-    let fail = |e: String| ToolError::Runtime(format!("Cannot create a worktree: {e}"));
+    fn fail(e: impl std::fmt::Display) -> ToolError {
+        ToolError::Runtime(format!("Cannot create a worktree: {e}"))
+    }
     let list = worktree_list(ctx, repo).await.map_err(fail)?;
     let resumed = dir.is_dir() && list.iter().any(|(p, _)| p.canonicalize().ok() == dir.canonicalize().ok());
     if !resumed {
@@ -267,8 +282,10 @@ async fn create(ctx: &ToolContext, repo: &Path, name: &str, original: PathBuf) -
             git(ctx, repo, &["worktree", "add", "-q", &dir_s, &branch]).await.map_err(fail)?;
         }
     }
-    let dir = dir.canonicalize().map_err(|e| fail(e.to_string()))?;
-    let base = git(ctx, &dir, &["rev-parse", "HEAD"]).await.unwrap_or_default();
+    let dir = dir.canonicalize().map_err(fail)?;
+    // the base is what a removal counts commits from: without it, commits made here would be removed
+    // uncounted
+    let base = git(ctx, &dir, &["rev-parse", "HEAD"]).await.map_err(fail)?;
     let state = ctx.session.state::<crate::tools::worktree::Worktrees>();
     let (at, on) = (quoted(ctx, &dir.display().to_string()), quoted(ctx, &branch));
     let text = if resumed {
@@ -361,7 +378,8 @@ impl ExitWorktree {
         if !a.owned {
             return Err(ToolError::Validation(format!("This session is not the owner of the worktree at {wt} \u{2014} it either entered a pre-existing worktree via EnterWorktree({{path}}) or resumed into a checkout whose liveness lock another running Claude Code session still holds \u{2014} so this tool will not remove it. Use action: \"keep\" to return to {orig}. If no other session is using it, remove it yourself with `git worktree remove`; while a live session's lock is present, git will refuse and name the owner.")));
         }
-        let status = git(ctx, &a.path, &["status", "--porcelain"]).await.map_err(ToolError::Runtime)?;
+        let status =
+            git(ctx, &a.path, &["status", "--porcelain"]).await.map_err(|e| ToolError::Runtime(e.to_string()))?;
         let files = status.lines().filter(|l| !l.is_empty()).count() as u64;
         let range = format!("{}..HEAD", a.base);
         let commits = match a.base.is_empty() {
