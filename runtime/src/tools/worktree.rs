@@ -382,11 +382,24 @@ impl ExitWorktree {
             git(ctx, &a.path, &["status", "--porcelain"]).await.map_err(|e| ToolError::Runtime(e.to_string()))?;
         let files = status.lines().filter(|l| !l.is_empty()).count() as u64;
         let range = format!("{}..HEAD", a.base);
+        // commits since the base that cannot be counted (the base or a commit after it unreadable: a
+        // rewritten or damaged history) are never taken for none: without discard_changes the removal is
+        // refused, saying why (a decision of ours, the reference's text for this case is not measured)
         let commits = match a.base.is_empty() {
-            true => 0,
-            false => {
-                git(ctx, &a.path, &["rev-list", "--count", &range]).await.ok().and_then(|s| s.parse().ok()).unwrap_or(0)
+            true => Ok(0),
+            false => match git(ctx, &a.path, &["rev-list", "--count", &range]).await {
+                Ok(s) => {
+                    s.trim().parse::<u64>().map_err(|e| format!("git rev-list --count {range} printed {s:?}: {e}"))
+                }
+                Err(e) => Err(format!("git rev-list --count {range}: {e}")),
+            },
+        };
+        let commits = match commits {
+            Ok(n) => n,
+            Err(why) if !discard => {
+                return Err(ToolError::Validation(format!("Cannot tell whether the worktree at {wt} has commits that would be lost ({why}). Removing may discard work permanently. Confirm with the user, then re-invoke with discard_changes: true \u{2014} or use action: \"keep\" to preserve the worktree.")));
             }
+            Err(_) => 0,
         };
         if (files > 0 || commits > 0) && !discard {
             let mut what = Vec::new();
@@ -468,6 +481,43 @@ mod tests {
             name_issue(&"x".repeat(65)).unwrap_or_default(),
             "Invalid worktree name: must be 64 characters or fewer (got 65)"
         );
+    }
+
+    /// A worktree whose commits since its base cannot be counted (the base commit's object gone) is not
+    /// removed without discard_changes: it used to count as no commits, and the worktree went silently.
+    #[tokio::test]
+    async fn commits_that_cannot_be_counted_are_never_taken_for_none() {
+        let (_d, ctx) = ToolContext::for_test_at("2.1.333");
+        let git = |dir: &std::path::Path, args: &[&str]| {
+            let out = std::process::Command::new("git")
+                .arg("-C")
+                .arg(dir)
+                .args(["-c", "user.name=t", "-c", "user.email=t@t", "-c", "commit.gpgsign=false"])
+                .args(args)
+                .env("HOME", &ctx.home)
+                .output()
+                .expect("git runs");
+            assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+            String::from_utf8_lossy(&out.stdout).trim().to_string()
+        };
+        git(&ctx.cwd, &["init", "-q"]);
+        std::fs::write(ctx.cwd.join("a"), "a").expect("write");
+        git(&ctx.cwd, &["add", "a"]);
+        git(&ctx.cwd, &["commit", "-qm", "base"]);
+        let base = git(&ctx.cwd, &["rev-parse", "HEAD"]);
+        EnterWorktree.run(json!({"name": "w"}), &ctx).await.expect("enter");
+        let wt = ctx.session.state::<Worktrees>().active().expect("active").path.clone();
+        // work committed in the worktree, then the base commit's object removed: git status still works
+        // (HEAD is the new commit), but git can no longer walk base..HEAD
+        std::fs::write(wt.join("a"), "work").expect("write");
+        git(&wt, &["commit", "-qam", "work"]);
+        let object = ctx.cwd.join(".git/objects").join(&base[..2]).join(&base[2..]);
+        std::fs::remove_file(&object).expect("the base is a loose object");
+        let refused = ExitWorktree.run(json!({"action": "remove"}), &ctx).await;
+        let e = refused.err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(e.starts_with("Cannot tell whether the worktree at "), "{e}");
+        assert!(e.contains("discard_changes: true"), "{e}");
+        assert!(wt.is_dir(), "the worktree is still there");
     }
 
     /// Names plain before CURLY_QUOTED_NAMES (worktree.lifecycle on 2.1.301), in curly quotes from it
