@@ -4,6 +4,7 @@
 use crate::check::{evaluate, evaluate_on, invariants, Verdict};
 use crate::observe::{self, Observation};
 use crate::probe::Probe;
+pub use crate::run::RunError;
 use crate::subject::{Subject, SubjectId};
 use crate::transcript::golden::{self, Compare};
 use crate::transcript::normalise::{Normaliser, Places};
@@ -182,25 +183,25 @@ impl Report {
 
 /// Runs one probe on a subject named as the command line names it (`builtin`, `claude-code@2.1.235`, a
 /// command subject of the layout's project): parsed, set up (installed), then [`run_probe_on`].
-pub async fn run_probe(probe: &Probe, subject: &str, layout: &Layout, keep: bool) -> Result<Report, String> {
+pub async fn run_probe(probe: &Probe, subject: &str, layout: &Layout, keep: bool) -> Result<Report, RunError> {
     let id = layout.subjects.parse(subject)?;
     let prepared = layout.subjects.prepare(&id)?;
     run_probe_on(probe, prepared.as_ref(), layout, keep).await
 }
 
 /// Runs one probe on a subject that is set up.
-pub async fn run_probe_on(probe: &Probe, subject: &dyn Subject, layout: &Layout, keep: bool) -> Result<Report, String> {
+pub async fn run_probe_on(
+    probe: &Probe,
+    subject: &dyn Subject,
+    layout: &Layout,
+    keep: bool,
+) -> Result<Report, RunError> {
     let id = subject.id();
     let description = subject.description();
     if !probe.execs.is_empty() {
         let (rg, sha) = match subject.rg_engine(&layout.engine) {
-            None => {
-                return Err(format!(
-                    "{}: an exec probe, and subject {id} has no search engine to start as rg",
-                    probe.id
-                ))
-            }
-            Some(engine) => engine?,
+            None => return Err(RunError::NoEngine { probe: probe.id.clone(), subject: id.to_string() }),
+            Some(engine) => engine.map_err(RunError::Engine)?,
         };
         return run_exec_probe(probe, id, layout, keep, (&rg, &sha), description).await;
     }
@@ -300,9 +301,9 @@ async fn run_exec_probe(
     keep: bool,
     (rg, sha): (&Path, &str),
     description: String,
-) -> Result<Report, String> {
-    let mut sandbox = crate::probe::sandbox::Sandbox::create(probe, &layout.fixtures)?;
-    let records = crate::subject::exec::run_exec(probe, &sandbox, &layout.engine, rg).await?;
+) -> Result<Report, RunError> {
+    let mut sandbox = crate::probe::sandbox::Sandbox::create(probe, &layout.fixtures).map_err(RunError::Sandbox)?;
+    let records = crate::subject::exec::run_exec(probe, &sandbox, &layout.engine, rg).await.map_err(RunError::Exec)?;
     let mut verdicts: Vec<Verdict> = (0..probe.checks.len())
         .map(|i| evaluate_on(probe, i, subject, || crate::check::evaluate_exec(probe, i, &records, &sandbox)))
         .collect();
@@ -457,6 +458,22 @@ mod tests {
         assert!(
             matches!(&e, crate::observe::DataError::NotAnObservation { path, .. } if path.ends_with("2.1.235/p.json")),
             "{e:?}"
+        );
+    }
+
+    #[test]
+    fn a_probe_on_a_subject_there_is_not_is_a_run_error_of_the_subject() {
+        let text = "id = \"p\"\nclaims = [\"READ-1\"]\nabout = \"a\"\n[[turn]]\ntext = \"done\"\n";
+        let probe = crate::probe::parse(std::path::Path::new("p.toml"), text).unwrap();
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        let e = rt.block_on(super::run_probe(&probe, "claude-code@2_1", &super::Layout::repo(), false)).unwrap_err();
+        assert!(
+            matches!(&e, super::RunError::Subject(crate::subject::SubjectError::NotAVersion { version, .. }) if version == "2_1"),
+            "{e:?}"
+        );
+        assert_eq!(
+            e.to_string(),
+            "subject \"claude-code@2_1\": \"2_1\" is not a version (write e.g. claude-code@2.1.235)"
         );
     }
 

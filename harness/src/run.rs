@@ -7,7 +7,7 @@ use crate::probe::Probe;
 use crate::subject::{Conversation, Ended, Subject};
 use probelab_runtime::config::{ENV_ENABLE_ARTIFACT, PUBLIC_ORIGIN};
 use probelab_runtime::settings::env_flag;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use stub_messages::{serve, Exchange, Recorder, Stub};
@@ -38,6 +38,60 @@ impl std::io::Write for RecordMeter {
     }
     fn flush(&mut self) -> std::io::Result<()> {
         Ok(())
+    }
+}
+
+/// Why a probe could not be run (its checks failing is no error: the lab's report says so). The steps of
+/// a run, each with what went wrong; the inner layers (the services, the subjects' conversations) still
+/// speak in messages, which name their paths.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// The subject cannot be named or set up.
+    #[error(transparent)]
+    Subject(#[from] crate::subject::SubjectError),
+    /// An exec probe on a subject that has no search engine to start as `rg`.
+    #[error("{probe}: an exec probe, and subject {subject} has no search engine to start as rg")]
+    NoEngine {
+        /// The probe's id.
+        probe: String,
+        /// The subject.
+        subject: String,
+    },
+    /// The subject's search engine cannot be read (its evidence would name the hash of nothing).
+    #[error("{0}")]
+    Engine(String),
+    /// The sandbox or its fixture cannot be made.
+    #[error("{0}")]
+    Sandbox(String),
+    /// A service the probe asked for (web, artifact) did not start.
+    #[error("{0}")]
+    Service(String),
+    /// The stub did not start.
+    #[error("cannot start the stub: {0}")]
+    Stub(std::io::Error),
+    /// The subject's processes cannot be confined as the probe asks.
+    #[error("{0}")]
+    Confine(String),
+    /// The subject failed to hold the conversation (not a verdict: it could not be started or watched).
+    #[error("{0}")]
+    Conversation(String),
+    /// A fault the probe times to a turn (`[[fixture.fault]] at_turn`) could not be applied.
+    #[error("{}: {why}", probe.display())]
+    Fault {
+        /// The probe file.
+        probe: PathBuf,
+        /// Why.
+        why: String,
+    },
+    /// An exec probe's commands could not be run.
+    #[error("{0}")]
+    Exec(String),
+}
+
+/// The message, for the callers whose errors are still text.
+impl From<RunError> for String {
+    fn from(e: RunError) -> String {
+        e.to_string()
     }
 }
 
@@ -87,66 +141,106 @@ pub struct Timing {
     pub run: Duration,
 }
 
+/// The lab's services a probe asks for, each a real local server started in its sandbox (its
+/// placeholder set for the script): stopped after the conversation, the web before the artifact.
+struct Services {
+    /// ART-1: the artifact service, when the probe turns the Artifact tool on and the subject serves it.
+    artifact: Option<crate::services::artifact::Running>,
+    /// WEB-1, WEB-2: the probe's web, when the probe has a `[web]` table.
+    web: Option<crate::services::web::Running>,
+}
+
+impl Services {
+    async fn start(probe: &Probe, subject: &dyn Subject, sandbox: &mut Sandbox) -> Result<Services, RunError> {
+        let artifact = match (subject.serves_artifact(), env_flag(&probe.env, ENV_ENABLE_ARTIFACT)) {
+            (true, Some(true)) => {
+                let running = crate::services::artifact::start(&crate::services::artifact::dir_for(&sandbox.root))
+                    .await
+                    .map_err(RunError::Service)?;
+                sandbox.placeholders.insert("artifact".into(), PUBLIC_ORIGIN.into());
+                Some(running)
+            }
+            _ => None,
+        };
+        let web = if probe.web.pages.is_empty() {
+            None
+        } else {
+            let running = crate::services::web::start(&probe.web, &crate::services::web::dir_for(&sandbox.root))
+                .await
+                .map_err(RunError::Service)?;
+            sandbox.placeholders.insert("web".into(), running.url());
+            Some(running)
+        };
+        Ok(Services { artifact, web })
+    }
+
+    async fn stop(self) {
+        if let Some(s) = self.web {
+            s.stop().await;
+        }
+        if let Some(s) = self.artifact {
+            s.stop().await;
+        }
+    }
+}
+
+/// The stub of a run: `script` played, the record kept by `meter`, and the probe's faults timed to a
+/// turn (`at_turn`) applied to the sandbox as the main conversation's turns are served — one that
+/// cannot be applied is kept in `errors` (the run is an error then, not a verdict).
+fn stub_of(
+    probe: &Probe,
+    script: stub_messages::Script,
+    sandbox: &Sandbox,
+    meter: RecordMeter,
+    errors: Arc<std::sync::Mutex<Vec<String>>>,
+) -> Stub {
+    let timed: Vec<_> = probe.fixture.fault.iter().filter(|f| f.at_turn.is_some()).cloned().collect();
+    let view = sandbox.view();
+    Stub::new(script, Recorder::new(Some(Box::new(meter)))).with_turn_hook(Arc::new(move |conv: &str, turn: usize| {
+        for f in timed.iter().filter(|f| conv == stub_messages::script::MAIN && f.at_turn == Some(turn + 1)) {
+            if let Err(e) = view.apply(f) {
+                if let Ok(mut v) = errors.lock() {
+                    v.push(e);
+                }
+            }
+        }
+    }))
+}
+
 /// Runs `probe` on the built-in subject.
-pub async fn run_builtin(probe: &Probe, fixtures_root: &Path) -> Result<RunOutput, String> {
+pub async fn run_builtin(probe: &Probe, fixtures_root: &Path) -> Result<RunOutput, RunError> {
     run_conversation(probe, &crate::subject::builtin::Builtin::default(), fixtures_root).await
 }
 
 /// Runs a loop probe: the stub plays its turns, the subject answers with tool results.
-pub async fn run_conversation(probe: &Probe, subject: &dyn Subject, fixtures_root: &Path) -> Result<RunOutput, String> {
+pub async fn run_conversation(
+    probe: &Probe,
+    subject: &dyn Subject,
+    fixtures_root: &Path,
+) -> Result<RunOutput, RunError> {
     let entered = Instant::now();
-    let mut sandbox = Sandbox::create(probe, fixtures_root)?;
+    let mut sandbox = Sandbox::create(probe, fixtures_root).map_err(RunError::Sandbox)?;
     // the deadline counts from here: the services' start-up (web, artifact, the stub, MCP servers) is
     // part of the run
     let deadline = Duration::from_secs(probe.deadline_secs);
     let until = Instant::now() + deadline;
-    // ART-1: the artifact service, a real local server, when the probe turns the Artifact tool on
-    let artifact_service = match (subject.serves_artifact(), env_flag(&probe.env, ENV_ENABLE_ARTIFACT)) {
-        (true, Some(true)) => {
-            let running = crate::services::artifact::start(&crate::services::artifact::dir_for(&sandbox.root)).await?;
-            sandbox.placeholders.insert("artifact".into(), PUBLIC_ORIGIN.into());
-            Some(running)
-        }
-        _ => None,
-    };
-    // WEB-1, WEB-2: the probe's web, a real local server, when the probe has a [web] table
-    let web_service = if probe.web.pages.is_empty() {
-        None
-    } else {
-        let running = crate::services::web::start(&probe.web, &crate::services::web::dir_for(&sandbox.root)).await?;
-        sandbox.placeholders.insert("web".into(), running.url());
-        Some(running)
-    };
+    let services = Services::start(probe, subject, &mut sandbox).await?;
     let resolved = sandbox.script(probe);
     let mut script = resolved.clone();
     subject.adjust_script(probe, &mut script);
-    let timed: Vec<_> = probe.fixture.fault.iter().filter(|f| f.at_turn.is_some()).cloned().collect();
-    let view = sandbox.view();
     let hook_errors = Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
-    let errors = hook_errors.clone();
     let record_full = Arc::new(tokio::sync::Notify::new());
     let record_lines = Arc::new(std::sync::Mutex::new(Vec::new()));
     let meter = RecordMeter { lines: record_lines.clone(), full: record_full.clone(), passed: false };
-    let stub = Stub::new(script, Recorder::new(Some(Box::new(meter)))).with_turn_hook(Arc::new(
-        move |conv: &str, turn: usize| {
-            for f in timed.iter().filter(|f| conv == stub_messages::script::MAIN && f.at_turn == Some(turn + 1)) {
-                if let Err(e) = view.apply(f) {
-                    if let Ok(mut v) = errors.lock() {
-                        v.push(e);
-                    }
-                }
-            }
-        },
-    ));
-    let stub = Arc::new(stub);
-    let running =
-        serve(stub.clone(), ([127, 0, 0, 1], 0).into()).await.map_err(|e| format!("cannot start the stub: {e}"))?;
+    let stub = Arc::new(stub_of(probe, script, &sandbox, meter, hook_errors.clone()));
+    let running = serve(stub.clone(), ([127, 0, 0, 1], 0).into()).await.map_err(RunError::Stub)?;
     // every subject confined unless the probe opted out (crate::confine): its processes reach the stub
     // (the binary's own requests; the built-in's go from the lab's process) and the probe's services
     let whole = subject.confined_whole();
     let stub_port = whole.then(|| running.addr.port());
-    let ports: Vec<u16> = stub_port.into_iter().chain(web_service.as_ref().map(|s| s.addr.port())).collect();
-    let confined = crate::confine::for_run(probe, subject.id(), &sandbox.root, &ports, whole)?;
+    let ports: Vec<u16> = stub_port.into_iter().chain(services.web.as_ref().map(|s| s.addr.port())).collect();
+    let confined =
+        crate::confine::for_run(probe, subject.id(), &sandbox.root, &ports, whole).map_err(RunError::Confine)?;
     let confinement = confined.as_ref().map(|c| c.confinement.clone());
     let start = Instant::now();
     let url = running.url();
@@ -156,24 +250,19 @@ pub async fn run_conversation(probe: &Probe, subject: &dyn Subject, fixtures_roo
         base_url: &url,
         until,
         stop: &record_full,
-        artifact_api: artifact_service.as_ref().map(|s| s.url()),
-        web: web_service.as_ref().map(|s| crate::services::web::WebAccess { addr: s.addr }),
+        artifact_api: services.artifact.as_ref().map(|s| s.url()),
+        web: services.web.as_ref().map(|s| crate::services::web::WebAccess { addr: s.addr }),
         confine: confinement,
     };
     let ended = subject.converse(conversation).await;
-    let web = web_service.as_ref().map(|s| s.url());
+    let web = services.web.as_ref().map(|s| s.url());
     let duration = start.elapsed();
     drop(confined);
     running.stop().await;
-    if let Some(s) = web_service {
-        s.stop().await;
-    }
-    if let Some(s) = artifact_service {
-        s.stop().await;
-    }
-    let Ended { end, within_deadline, artefact, lifetime } = ended?;
-    if let Some(e) = hook_errors.lock().ok().and_then(|v| v.first().cloned()) {
-        return Err(format!("{}: {e}", probe.path.display()));
+    services.stop().await;
+    let Ended { end, within_deadline, artefact, lifetime } = ended.map_err(RunError::Conversation)?;
+    if let Some(why) = hook_errors.lock().ok().and_then(|v| v.first().cloned()) {
+        return Err(RunError::Fault { probe: probe.path.clone(), why });
     }
     // in the order the stub answered: where turns waited for events, that order is the one the waits
     // made (arrivals of concurrent clients race; what a held turn waited for does not)

@@ -752,10 +752,10 @@ fn files_of(dir: &Path) -> BTreeMap<String, Vec<u8>> {
     out
 }
 
-fn collect(run: Result<RunOutput, String>, calls: usize, subject: &str) -> Ran {
+fn collect(run: Result<RunOutput, harness::run::RunError>, calls: usize, subject: &str) -> Ran {
     let run = match run {
         Ok(r) => r,
-        Err(e) => return Ran { outcomes: vec![None; calls], files: BTreeMap::new(), problem: Some(e) },
+        Err(e) => return Ran { outcomes: vec![None; calls], files: BTreeMap::new(), problem: Some(e.to_string()) },
     };
     let view = View { exchanges: &run.exchanges, script: &run.script };
     let places = Places {

@@ -122,7 +122,7 @@ pub async fn run_cell(probe: &Probe, version: &str, layout: &Layout, goldens: Go
         }
     }
     match run_probe(probe, &subject, layout, false).await {
-        Err(e) => Observation::error(probe, "claude-code", Some(version), &e),
+        Err(e) => Observation::error(probe, "claude-code", Some(version), &e.to_string()),
         Ok(report) => {
             let mut obs = report.observation.clone();
             let bless = goldens == Goldens::Bless;

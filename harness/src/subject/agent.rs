@@ -194,7 +194,12 @@ mod tests {
         let id = r.parse("pi@0.73.1").unwrap_or_else(|e| panic!("{e}"));
         assert_eq!((id.to_string(), id.answers_to("claude-code")), ("pi@0.73.1".to_string(), true));
         let bare = r.parse("opencode").map(|i| i.to_string());
-        assert!(bare.as_ref().is_err_and(|e| e.contains("it needs a version: opencode@1.18.33")), "{bare:?}");
+        assert!(
+            matches!(&bare, Err(super::super::SubjectError::Unknown { needs_version: Some(v), .. }) if v == "opencode@1.18.33"),
+            "{bare:?}"
+        );
+        let said = bare.map_err(|e| e.to_string()).err().unwrap_or_default();
+        assert!(said.contains("(it needs a version: opencode@1.18.33); the subjects are:\n  builtin"), "{said}");
     }
 
     #[test]

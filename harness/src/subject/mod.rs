@@ -34,6 +34,60 @@ pub use id::SubjectId;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+/// Why a subject named on the command line (or by a probe) cannot be had: [`Registry::parse`] and
+/// [`Registry::prepare`]. The messages name the subject as it was written and say what to write instead.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SubjectError {
+    /// A version the kind refuses (`builtin@2.1.1`: no profile that old), with the kind's reason.
+    #[error("subject {subject:?}: {why}")]
+    VersionRefused {
+        /// The subject as written.
+        subject: String,
+        /// The kind's reason.
+        why: String,
+    },
+    /// A kind named with something that is not a version (`claude-code@2_1`).
+    #[error("subject {subject:?}: {version:?} is not a version (write e.g. {example})")]
+    NotAVersion {
+        /// The subject as written.
+        subject: String,
+        /// What followed the `@`.
+        version: String,
+        /// A subject that is (`claude-code@2.1.235`).
+        example: String,
+    },
+    /// No registered kind and no command subject of this name.
+    #[error(
+        "unknown subject {name:?}{}; the subjects are:\n{}",
+        needs_version.as_ref().map(|e| format!(" (it needs a version: {e})")).unwrap_or_default(),
+        listing.trim_end()
+    )]
+    Unknown {
+        /// The name as written.
+        name: String,
+        /// A kind that takes a version, named without one: how to name it (`claude-code@2.1.235`).
+        needs_version: Option<String>,
+        /// The subjects there are ([`Registry::listing`]).
+        listing: String,
+    },
+    /// An id of a command subject the project does not declare.
+    #[error("unknown command subject {0:?}")]
+    UnknownCommand(String),
+    /// An id of a kind that is not registered.
+    #[error("unknown subject kind {0:?}")]
+    UnknownKind(String),
+    /// The kind's set-up failed (an install, a config): its message, which names the subject.
+    #[error("{0}")]
+    Setup(String),
+}
+
+/// The message, for the callers whose errors are still text.
+impl From<SubjectError> for String {
+    fn from(e: SubjectError) -> String {
+        e.to_string()
+    }
+}
+
 /// The registered kinds. Adding a subject: a module implementing [`Subject`] and a line here.
 pub const REGISTERED: &[Registration] =
     &[builtin::REGISTRATION, claude_code::REGISTRATION, opencode::REGISTRATION, pi::REGISTRATION];
@@ -62,7 +116,7 @@ impl Registry {
 
     /// Parses a subject as the command line names it; an unknown one is an error listing the subjects
     /// there are.
-    pub fn parse(&self, s: &str) -> Result<SubjectId, String> {
+    pub fn parse(&self, s: &str) -> Result<SubjectId, SubjectError> {
         use api::Versioned;
         for r in REGISTERED {
             if !matches!(r.versioned, Versioned::Required) && s == r.kind {
@@ -70,29 +124,29 @@ impl Registry {
             }
             if let Some(v) = s.strip_prefix(r.kind).and_then(|rest| rest.strip_prefix('@')) {
                 if let Versioned::Optional { check } = r.versioned {
-                    check(v).map_err(|e| format!("subject {s:?}: {e}"))?;
+                    check(v).map_err(|why| SubjectError::VersionRefused { subject: s.into(), why })?;
                 }
                 if !matches!(r.versioned, Versioned::No) && id::valid_version(v) {
                     let dialect = r.speaks.map(str::to_string);
                     return Ok(SubjectId { kind: r.kind, name: r.kind.into(), version: Some(v.into()), dialect });
                 }
                 if !matches!(r.versioned, Versioned::No) {
-                    return Err(format!(
-                        "subject {s:?}: {v:?} is not a version (write e.g. {}@{})",
-                        r.kind,
-                        r.pinned.unwrap_or(id::REFERENCE_VERSION)
-                    ));
+                    return Err(SubjectError::NotAVersion {
+                        subject: s.into(),
+                        version: v.into(),
+                        example: format!("{}@{}", r.kind, r.pinned.unwrap_or(id::REFERENCE_VERSION)),
+                    });
                 }
             }
         }
         if let Some(c) = self.commands.get(s) {
             return Ok(SubjectId::command(s, c.dialect.as_deref()));
         }
-        let hint = match REGISTERED.iter().find(|r| matches!(r.versioned, api::Versioned::Required) && s == r.kind) {
-            Some(r) => format!(" (it needs a version: {s}@{})", r.pinned.unwrap_or("VERSION")),
-            None => String::new(),
-        };
-        Err(format!("unknown subject {s:?}{hint}; the subjects are:\n{}", self.listing().trim_end()))
+        let needs_version = REGISTERED
+            .iter()
+            .find(|r| matches!(r.versioned, api::Versioned::Required) && s == r.kind)
+            .map(|r| format!("{s}@{}", r.pinned.unwrap_or("VERSION")));
+        Err(SubjectError::Unknown { name: s.into(), needs_version, listing: self.listing() })
     }
 
     /// One line per subject: how to name it, what it is.
@@ -108,15 +162,40 @@ impl Registry {
     }
 
     /// Sets a subject up (installs it if it must be): what runs its conversations.
-    pub fn prepare(&self, id: &SubjectId) -> Result<Arc<dyn Subject>, String> {
+    pub fn prepare(&self, id: &SubjectId) -> Result<Arc<dyn Subject>, SubjectError> {
         if id.kind == id::COMMAND {
-            let spec = self.commands.get(&id.name).ok_or_else(|| format!("unknown command subject {:?}", id.name))?;
+            let spec = self.commands.get(&id.name).ok_or_else(|| SubjectError::UnknownCommand(id.name.clone()))?;
             return Ok(Arc::new(command::Command::new(id.clone(), spec.clone())));
         }
         let r = REGISTERED
             .iter()
             .find(|r| r.kind == id.kind)
-            .ok_or_else(|| format!("unknown subject kind {:?}", id.kind))?;
-        (r.prepare)(id)
+            .ok_or_else(|| SubjectError::UnknownKind(id.kind.to_string()))?;
+        (r.prepare)(id).map_err(SubjectError::Setup)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Registry, SubjectError};
+
+    #[test]
+    fn a_subject_that_cannot_be_had_is_a_typed_error_saying_what_to_write() {
+        let r = Registry::default();
+        let e = r.parse("claude-code").unwrap_err();
+        assert!(matches!(&e, SubjectError::Unknown { needs_version: Some(v), .. } if v == "claude-code@VERSION"));
+        assert!(e.to_string().starts_with("unknown subject \"claude-code\" (it needs a version: claude-code@VERSION); the subjects are:\n  builtin"), "{e}");
+        let e = r.parse("nope").unwrap_err();
+        assert!(matches!(&e, SubjectError::Unknown { needs_version: None, .. }), "{e:?}");
+        assert!(e.to_string().starts_with("unknown subject \"nope\"; the subjects are:\n"), "{e}");
+        let e = r.parse("claude-code@2_1").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "subject \"claude-code@2_1\": \"2_1\" is not a version (write e.g. claude-code@2.1.235)"
+        );
+        let e = r.parse("builtin@banana").unwrap_err();
+        assert!(matches!(&e, SubjectError::VersionRefused { subject, .. } if subject == "builtin@banana"), "{e:?}");
+        let id = super::SubjectId::command("mine", None);
+        assert_eq!(r.prepare(&id).err(), Some(SubjectError::UnknownCommand("mine".into())));
     }
 }
