@@ -13,6 +13,7 @@ pub mod claims;
 pub mod cleanup;
 pub mod confine;
 pub mod conformance;
+pub mod exit;
 pub mod fake_lsp;
 pub mod fake_mcp;
 pub mod import;

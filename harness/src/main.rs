@@ -25,7 +25,9 @@
 //! - `probelab rg [FLAGS] PATTERN [PATH...]`: the search engine with ripgrep's flags, output and exit
 //!   codes (also when this binary is started as `rg`).
 
+use anyhow::Context as _;
 use clap::{Parser, Subcommand};
+use harness::exit::{finish, Failed as _, Failure, Outcome, Usage as _};
 use harness::lab::{golden_step, run_probe, Layout};
 use harness::project::Project;
 use std::path::PathBuf;
@@ -150,15 +152,9 @@ enum Command {
 }
 
 /// The project the current directory is in (`harness::project`), its golden dir replaced by `--golden`.
-fn project(golden: Option<PathBuf>) -> Result<Project, ExitCode> {
-    let cwd = std::env::current_dir().map_err(|e| {
-        eprintln!("probelab: the current directory: {e}");
-        ExitCode::from(2)
-    })?;
-    let mut p = Project::find(&cwd).map_err(|e| {
-        eprintln!("probelab: {e}");
-        ExitCode::from(2)
-    })?;
+fn project(golden: Option<PathBuf>) -> Result<Project, Failure> {
+    let cwd = std::env::current_dir().context("the current directory").usage()?;
+    let mut p = Project::find(&cwd).usage()?;
     if let Some(g) = golden {
         p.golden = cwd.join(g);
     }
@@ -211,7 +207,7 @@ fn main() -> ExitCode {
     let project = if needs_project {
         match project(cli.golden) {
             Ok(p) => p,
-            Err(code) => return code,
+            Err(f) => return finish("probelab", Err(f)),
         }
     } else {
         Project::default_at(std::path::Path::new("."))
@@ -223,65 +219,45 @@ fn main() -> ExitCode {
             // each subject in turn, against its goldens; the worst exit code is the run's
             subjects
                 .iter()
-                .map(|s| run_probes(p, paths.clone(), s, bless, json, keep, jobs))
+                .map(|s| finish("probelab run", run_probes(p, paths.clone(), s, bless, json, keep, jobs)))
                 .fold(ExitCode::SUCCESS, |worst, code| if code == ExitCode::SUCCESS { worst } else { code })
         }),
-        Command::List => list(p),
-        Command::GcBlobs => gc_blobs(p),
-        Command::Review { accept, reject } => review(p, accept, reject),
+        Command::List => finish("probelab list", list(p)),
+        Command::GcBlobs => finish("probelab gc-blobs", gc_blobs(p)),
+        Command::Review { accept, reject } => finish("probelab review", review(p, accept, reject)),
         Command::Diff { left, right, run, json, html, full } => {
-            diff(p, &left, &right, run, json, html.as_deref(), full)
+            finish("probelab diff", diff(p, &left, &right, run, json, html.as_deref(), full))
         }
-        Command::Init { dir } => init(dir),
-        Command::New { name } => new(p, &name),
-        Command::Import { session, name } => import(p, &session, name),
-        Command::FakeMcp { trace, never_answer } => fake_mcp(trace, never_answer),
+        Command::Init { dir } => finish("probelab init", init(dir)),
+        Command::New { name } => finish("probelab new", new(p, &name)),
+        Command::Import { session, name } => finish("probelab import", import(p, &session, name)),
+        Command::FakeMcp { trace, never_answer } => finish("probelab fake-mcp", fake_mcp(trace, never_answer)),
         Command::Conformance { out, subjects, claude_code, jobs } => {
-            supervised(|| conformance(p, &out, subjects, claude_code, jobs))
+            supervised(|| finish("probelab conformance", conformance(p, &out, subjects, claude_code, jobs)))
         }
         Command::Versions(c) => c.run(),
         Command::Observatory(c) => c.run(p, &p.layout(engine())),
     }
 }
 
-fn init(dir: Option<PathBuf>) -> ExitCode {
+fn init(dir: Option<PathBuf>) -> Outcome {
     let dir = dir.unwrap_or_else(|| PathBuf::from("."));
-    match harness::project::init(&dir) {
-        Ok(made) => {
-            for m in made {
-                println!("wrote {}", m.display());
-            }
-            println!(
-                "next: probelab new NAME (a probe skeleton), probelab run --bless (its first golden), probelab run"
-            );
-            ExitCode::SUCCESS
-        }
-        Err(e) => {
-            eprintln!("probelab init: {e}");
-            ExitCode::from(2)
-        }
+    for m in harness::project::init(&dir).usage()? {
+        println!("wrote {}", m.display());
     }
+    println!("next: probelab new NAME (a probe skeleton), probelab run --bless (its first golden), probelab run");
+    Ok(ExitCode::SUCCESS)
 }
 
-fn fake_mcp(trace: Option<PathBuf>, never_answer: bool) -> ExitCode {
+fn fake_mcp(trace: Option<PathBuf>, never_answer: bool) -> Outcome {
     if never_answer {
         harness::fake_mcp::never_answer();
-        return ExitCode::SUCCESS;
+        return Ok(ExitCode::SUCCESS);
     }
-    let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
-        Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("probelab fake-mcp: cannot start the runtime: {e}");
-            return ExitCode::from(2);
-        }
-    };
-    match rt.block_on(harness::fake_mcp::serve_stdio(trace)) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("{e}");
-            ExitCode::from(1)
-        }
-    }
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build();
+    let rt = rt.context("cannot start the runtime").usage()?;
+    rt.block_on(harness::fake_mcp::serve_stdio(trace)).map_err(|e| Failure::msg(1, e))?;
+    Ok(ExitCode::SUCCESS)
 }
 
 /// Runs `f` as the supervised worker: SIGINT / SIGTERM / a SIGKILL of this process leave nothing behind
@@ -300,6 +276,7 @@ fn supervised(f: impl FnOnce() -> ExitCode) -> ExitCode {
     code
 }
 
+/// `probelab run` on one subject: exit 1 on any failure, 2 on a usage or probe-file error.
 fn run_probes(
     project: &Project,
     paths: Vec<PathBuf>,
@@ -308,38 +285,17 @@ fn run_probes(
     json: bool,
     keep: bool,
     jobs: Option<usize>,
-) -> ExitCode {
+) -> Outcome {
     use harness::suite::Status;
     let registry = project.registry();
     // an unknown subject is a usage error, before anything runs (a typo in CI must not pass by skipping)
-    let id = match registry.parse(subject) {
-        Ok(id) => id,
-        Err(e) => {
-            eprintln!("probelab run: {e}");
-            return ExitCode::from(2);
-        }
-    };
+    let id = registry.parse(subject).usage()?;
     let paths = if paths.is_empty() { vec![project.probes.clone()] } else { paths };
-    let probes = match load_probes(project, &paths) {
-        Ok(p) => p,
-        Err(e) => {
-            eprintln!("{e}");
-            return ExitCode::from(2);
-        }
-    };
-    if let Err(e) = harness::probe::check_fixture_dirs(&probes, &project.fixtures) {
-        eprintln!("{e}");
-        return ExitCode::from(2);
-    }
+    let probes = load_probes(project, &paths).usage()?;
+    harness::probe::check_fixture_dirs(&probes, &project.fixtures).usage()?;
     // lanes are threads: never more than the probes, nor than the lab can start
     let jobs = jobs.unwrap_or_else(harness::suite::default_jobs).clamp(1, harness::suite::MAX_JOBS);
-    let rt = match harness::suite::runtime(jobs) {
-        Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("probelab: cannot start the runtime: {e}");
-            return ExitCode::from(2);
-        }
-    };
+    let rt = harness::suite::runtime(jobs).context("cannot start the runtime").usage()?;
     let layout = project.layout(engine());
     // under out/, in a directory named after the subject: only a subject that names one plain directory
     let durations = harness::safe_fs::confined_name(subject)
@@ -351,96 +307,31 @@ fn run_probes(
     let (mut passed, mut failed, mut skipped) = (0usize, 0usize, 0usize);
     let began = std::time::Instant::now();
     rt.block_on(harness::suite::run_suite(probes, &layout, &opts, |o| {
-        let probe = &o.probe;
         if let Status::Skipped(why) = &o.status {
             skipped += 1;
             if json {
+                let id = &o.probe.id;
                 println!(
                     "{}",
-                    serde_json::json!({"probe": probe.id, "subject": subject, "status": "skipped", "reason": why})
+                    serde_json::json!({"probe": id, "subject": subject, "status": "skipped", "reason": why})
                 );
             } else {
-                println!("skip  {} ({why})", probe.id);
+                println!("skip  {} ({why})", o.probe.id);
             }
             return;
         }
         if let Some(ev) = o.report.as_ref().and_then(|r| r.evidence.as_ref()) {
-            let dir = project.out.join(subject);
-            let file = dir.join(format!("{}.json", probe.id));
-            let written =
-                harness::safe_fs::write_inside(&project.out, &file, &serde_json::to_vec_pretty(ev).unwrap_or_default());
-            if let Err(e) = written {
-                eprintln!("probelab: cannot write evidence {}: {e}", file.display());
-            }
+            write_evidence(project, subject, &o.probe.id, ev);
         }
         if o.status.ok() {
             passed += 1;
         } else {
             failed += 1;
         }
-        let ms = o.duration.as_secs_f64() * 1000.0;
         if json {
-            let mut v = serde_json::json!({
-                "probe": probe.id, "subject": subject, "status": o.status.word(), "claims": probe.claims,
-                "detail": o.detail, "duration_ms": (ms * 10.0).round() / 10.0,
-            });
-            if let Some(report) = &o.report {
-                v["verdicts"] = report
-                    .verdicts
-                    .iter()
-                    .map(|v| {
-                        let mut j = serde_json::json!({"name": v.name, "pass": v.pass, "detail": v.detail});
-                        // a check of Claude Code's wording: whether its semantic part held
-                        if let Some(s) = v.semantic {
-                            j["semantic"] = serde_json::json!(s);
-                        }
-                        // the whole texts a failed text assertion compared (detail shows them cut)
-                        if let Some(first) = v.compared.first() {
-                            j["expected"] = serde_json::json!(first.expected);
-                            j["actual"] = serde_json::json!(first.actual);
-                            j["compared"] = serde_json::json!(v.compared);
-                        }
-                        j
-                    })
-                    .collect();
-                v["kept"] = serde_json::json!(report.kept);
-                if let Some(t) = &report.timing {
-                    let ms = |d: std::time::Duration| (d.as_secs_f64() * 10_000.0).round() / 10.0;
-                    v["timing_ms"] =
-                        serde_json::json!({"run": ms(t.run), "subject": ms(t.subject), "stub": ms(t.stub)});
-                }
-                v["diverges"] = serde_json::json!(report.diverges);
-            } else {
-                v["error"] = serde_json::json!(o.detail);
-            }
-            println!("{v}");
-            return;
-        }
-        if o.status == Status::Error && o.report.is_none() {
-            println!("ERROR {}: {}", probe.id, o.detail);
-            return;
-        }
-        let label = match o.status {
-            Status::Pass => "pass ",
-            Status::Blessed => "bless",
-            Status::Fail => "FAIL ",
-            Status::GoldenDiff => "DIFF ",
-            Status::GoldenMissing => "NEW  ",
-            _ => "ERROR",
-        };
-        println!("{label} {} [{}]", probe.id, probe.claims.join(", "));
-        for l in o.detail.lines() {
-            println!("      {l}");
-        }
-        if let Some(report) = &o.report {
-            for d in &report.diverges {
-                println!("      diverges from claim {d}");
-            }
-            if let Some(k) = &report.kept {
-                let failed =
-                    if report.verdicts.iter().any(|v| !v.compared.is_empty()) { ", failures.json" } else { "" };
-                println!("      sandbox kept at {} (record.jsonl, transcript.txt{failed} there)", k.display());
-            }
+            println!("{}", outcome_json(&o, subject));
+        } else {
+            print_outcome(&o);
         }
     }));
     let wall = began.elapsed().as_secs_f64();
@@ -453,21 +344,95 @@ fn run_probes(
     } else {
         println!("\n{passed} passed, {failed} failed, {skipped} skipped ({total} probes on {subject}, {wall:.1} s, -j {jobs})");
     }
-    if failed > 0 {
-        ExitCode::from(1)
-    } else {
-        ExitCode::SUCCESS
+    Ok(if failed > 0 { ExitCode::from(1) } else { ExitCode::SUCCESS })
+}
+
+/// An exec probe's evidence, `out/<subject>/<probe>.json`; one that cannot be written is said (the run's
+/// verdict stands: the evidence is for reading, the transcript is the golden).
+fn write_evidence(project: &Project, subject: &str, probe: &str, evidence: &serde_json::Value) {
+    let file = project.out.join(subject).join(format!("{probe}.json"));
+    // `{:#}`: the Value pretty-printed, as `to_vec_pretty` wrote it (and with no error to drop)
+    if let Err(e) = harness::safe_fs::write_inside(&project.out, &file, format!("{evidence:#}").as_bytes()) {
+        eprintln!("probelab: cannot write evidence {}: {e}", file.display());
     }
 }
 
-/// The probes under `paths`, whose `subjects` may name the project's subjects.
+/// A probe's line of `probelab run --json`.
+fn outcome_json(o: &harness::suite::Outcome, subject: &str) -> serde_json::Value {
+    let (probe, ms) = (&o.probe, o.duration.as_secs_f64() * 1000.0);
+    let mut v = serde_json::json!({
+        "probe": probe.id, "subject": subject, "status": o.status.word(), "claims": probe.claims,
+        "detail": o.detail, "duration_ms": (ms * 10.0).round() / 10.0,
+    });
+    let Some(report) = &o.report else {
+        v["error"] = serde_json::json!(o.detail);
+        return v;
+    };
+    v["verdicts"] = report.verdicts.iter().map(verdict_json).collect();
+    v["kept"] = serde_json::json!(report.kept);
+    if let Some(t) = &report.timing {
+        let ms = |d: std::time::Duration| (d.as_secs_f64() * 10_000.0).round() / 10.0;
+        v["timing_ms"] = serde_json::json!({"run": ms(t.run), "subject": ms(t.subject), "stub": ms(t.stub)});
+    }
+    v["diverges"] = serde_json::json!(report.diverges);
+    v
+}
+
+/// A verdict in `probelab run --json`.
+fn verdict_json(v: &harness::check::Verdict) -> serde_json::Value {
+    let mut j = serde_json::json!({"name": v.name, "pass": v.pass, "detail": v.detail});
+    // a check of Claude Code's wording: whether its semantic part held
+    if let Some(s) = v.semantic {
+        j["semantic"] = serde_json::json!(s);
+    }
+    // the whole texts a failed text assertion compared (detail shows them cut)
+    if let Some(first) = v.compared.first() {
+        j["expected"] = serde_json::json!(first.expected);
+        j["actual"] = serde_json::json!(first.actual);
+        j["compared"] = serde_json::json!(v.compared);
+    }
+    j
+}
+
+/// A probe's lines of `probelab run`: its status and claims, the detail, what diverges, where it was kept.
+fn print_outcome(o: &harness::suite::Outcome) {
+    use harness::suite::Status;
+    let probe = &o.probe;
+    if o.status == Status::Error && o.report.is_none() {
+        println!("ERROR {}: {}", probe.id, o.detail);
+        return;
+    }
+    let label = match o.status {
+        Status::Pass => "pass ",
+        Status::Blessed => "bless",
+        Status::Fail => "FAIL ",
+        Status::GoldenDiff => "DIFF ",
+        Status::GoldenMissing => "NEW  ",
+        _ => "ERROR",
+    };
+    println!("{label} {} [{}]", probe.id, probe.claims.join(", "));
+    for l in o.detail.lines() {
+        println!("      {l}");
+    }
+    if let Some(report) = &o.report {
+        for d in &report.diverges {
+            println!("      diverges from claim {d}");
+        }
+        if let Some(k) = &report.kept {
+            let failed = if report.verdicts.iter().any(|v| !v.compared.is_empty()) { ", failures.json" } else { "" };
+            println!("      sandbox kept at {} (record.jsonl, transcript.txt{failed} there)", k.display());
+        }
+    }
+}
+
+/// `probelab conformance`: exit 2 on a subject or probe-file error, 1 when the table cannot be written.
 fn conformance(
     project: &Project,
     out: &std::path::Path,
     subjects: Vec<String>,
     claude_code: Option<String>,
     jobs: Option<usize>,
-) -> ExitCode {
+) -> Outcome {
     use harness::conformance::{cell_of, cell_of_golden, Column, Table};
     let registry = project.registry();
     let names: Vec<String> = if subjects.is_empty() {
@@ -477,34 +442,13 @@ fn conformance(
     } else {
         subjects
     };
-    let mut ids = Vec::new();
-    for n in &names {
-        match registry.parse(n) {
-            Ok(id) => ids.push(id),
-            Err(e) => {
-                eprintln!("probelab conformance: {e}");
-                return ExitCode::from(2);
-            }
-        }
-    }
-    let probes = match load_probes(project, std::slice::from_ref(&project.probes)) {
-        Ok(p) => p,
-        Err(e) => {
-            eprintln!("{e}");
-            return ExitCode::from(2);
-        }
-    };
+    let ids = names.iter().map(|n| registry.parse(n)).collect::<Result<Vec<_>, _>>().usage()?;
+    let probes = load_probes(project, std::slice::from_ref(&project.probes)).usage()?;
     // Claude Code's probes: the catalogue the table is about
     let reference = harness::subject::SubjectId::claude_code(harness::subject::id::REFERENCE_VERSION);
     let probes: Vec<_> = probes.into_iter().filter(|p| p.applies_to(&reference)).collect();
     let jobs = jobs.unwrap_or_else(harness::suite::default_jobs).clamp(1, harness::suite::MAX_JOBS);
-    let rt = match harness::suite::runtime(jobs) {
-        Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("probelab: cannot start the runtime: {e}");
-            return ExitCode::from(2);
-        }
-    };
+    let rt = harness::suite::runtime(jobs).context("cannot start the runtime").usage()?;
     let layout = project.layout(engine());
     let mut columns = Vec::new();
     for id in ids {
@@ -520,15 +464,7 @@ fn conformance(
         columns.push(col);
     }
     // Claude Code's column from its goldens
-    let newest = || {
-        let dirs = std::fs::read_dir(&project.golden).ok()?;
-        dirs.flatten()
-            .filter_map(|e| e.file_name().to_str()?.strip_prefix("claude-code@").map(str::to_string))
-            .filter_map(|v| semver::Version::parse(&v).ok())
-            .max()
-            .map(|v| v.to_string())
-    };
-    if let Some(v) = claude_code.filter(|v| v != "none").or_else(newest) {
+    if let Some(v) = claude_code.filter(|v| v != "none").or_else(|| newest_claude_code(&project.golden)) {
         let dir = project.golden.join(format!("claude-code@{v}"));
         let cells = probes
             .iter()
@@ -538,22 +474,27 @@ fn conformance(
     }
     let table = Table { probes: probes.iter().map(|p| p.id.clone()).collect(), columns };
     print!("{}", table.text());
-    match table.write(out) {
-        Ok(()) => {
-            eprintln!("conformance: wrote {}/table.{{txt,json,html}}", out.display());
-            ExitCode::SUCCESS
-        }
-        Err(e) => {
-            eprintln!("probelab conformance: {e}");
-            ExitCode::from(1)
-        }
-    }
+    table.write(out).map_err(|e| Failure::msg(1, e))?;
+    eprintln!("conformance: wrote {}/table.{{txt,json,html}}", out.display());
+    Ok(ExitCode::SUCCESS)
 }
 
+/// The newest Claude Code version with goldens (`golden/claude-code@V/`), if any.
+fn newest_claude_code(golden: &std::path::Path) -> Option<String> {
+    let dirs = std::fs::read_dir(golden).ok()?;
+    dirs.flatten()
+        .filter_map(|e| e.file_name().to_str()?.strip_prefix("claude-code@").map(str::to_string))
+        .filter_map(|v| semver::Version::parse(&v).ok())
+        .max()
+        .map(|v| v.to_string())
+}
+
+/// The probes under `paths`, whose `subjects` may name the project's subjects.
 fn load_probes(project: &Project, paths: &[PathBuf]) -> Result<Vec<harness::probe::Probe>, harness::probe::LoadError> {
     harness::probe::load_all_with(paths, &project.known())
 }
 
+/// `probelab diff`: exit 2 on any error.
 fn diff(
     project: &Project,
     left: &str,
@@ -562,21 +503,10 @@ fn diff(
     json: bool,
     html: Option<&std::path::Path>,
     full: bool,
-) -> ExitCode {
-    let probes = match load_probes(project, std::slice::from_ref(&project.probes)) {
-        Ok(p) => p,
-        Err(e) => {
-            eprintln!("{e}");
-            return ExitCode::from(2);
-        }
-    };
-    match diff_of(project, &probes, (left, right), run_now, json, html, full) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("probelab diff: {e:#}");
-            ExitCode::from(2)
-        }
-    }
+) -> Outcome {
+    let probes = load_probes(project, std::slice::from_ref(&project.probes)).usage()?;
+    diff_of(project, &probes, (left, right), run_now, json, html, full).usage()?;
+    Ok(ExitCode::SUCCESS)
 }
 
 /// `probelab diff`: its errors carry what was being done (`{e:#}` prints them outermost first).
@@ -589,7 +519,6 @@ fn diff_of(
     html: Option<&std::path::Path>,
     full: bool,
 ) -> anyhow::Result<()> {
-    use anyhow::Context as _;
     use harness::transcript::diff::{diff_dirs_with, render_html, render_summary, render_text, unordered_ids};
     let golden = project.golden.clone();
     let tmp = tempfile::tempdir()?;
@@ -683,18 +612,15 @@ fn rg(args: &[std::ffi::OsString]) -> ExitCode {
     ExitCode::from(probelab_search::main_stdio(args))
 }
 
-fn review(project: &Project, accept_all: bool, reject_all: bool) -> ExitCode {
+/// `probelab review`: exit 2 when the pending goldens cannot be listed, 1 when one cannot be accepted or
+/// rejected.
+fn review(project: &Project, accept_all: bool, reject_all: bool) -> Outcome {
     use std::io::{BufRead, Write};
-    let pending = match harness::transcript::review::pending(&project.golden) {
-        Ok(p) => p,
-        Err(e) => {
-            eprintln!("probelab review: {}: {e}", project.golden.display());
-            return ExitCode::from(2);
-        }
-    };
+    let pending = harness::transcript::review::pending(&project.golden);
+    let pending = pending.with_context(|| project.golden.display().to_string()).usage()?;
     if pending.is_empty() {
         println!("no pending goldens (.snap.new) under {}", project.golden.display());
-        return ExitCode::SUCCESS;
+        return Ok(ExitCode::SUCCESS);
     }
     let (mut accepted, mut rejected, mut skipped) = (0usize, 0usize, 0usize);
     let mut answers = std::io::stdin().lock().lines();
@@ -723,43 +649,28 @@ fn review(project: &Project, accept_all: bool, reject_all: bool) -> ExitCode {
                 Ok(())
             }
         };
-        if let Err(e) = done {
-            eprintln!("probelab review: {}: {e}", p.golden.display());
-            return ExitCode::from(1);
-        }
+        done.with_context(|| p.golden.display().to_string()).failed()?;
     }
     println!("{accepted} accepted, {rejected} rejected, {skipped} skipped");
-    ExitCode::SUCCESS
+    Ok(ExitCode::SUCCESS)
 }
 
-fn gc_blobs(project: &Project) -> ExitCode {
+/// `probelab gc-blobs`: exit 2 when the goldens cannot be read, 1 when a blob cannot be removed.
+fn gc_blobs(project: &Project) -> Outcome {
     let golden = project.golden.clone();
-    match harness::transcript::golden::unreferenced_blobs(&golden) {
-        Ok(unused) => {
-            for p in &unused {
-                if let Err(e) = std::fs::remove_file(p) {
-                    eprintln!("probelab: {}: {e}", p.display());
-                    return ExitCode::from(1);
-                }
-            }
-            println!("removed {} unreferenced blob(s) from {}", unused.len(), golden.join("blobs").display());
-            ExitCode::SUCCESS
-        }
-        Err(e) => {
-            eprintln!("probelab: {}: {e}", golden.display());
-            ExitCode::from(2)
-        }
+    let unused = harness::transcript::golden::unreferenced_blobs(&golden);
+    let unused = unused.with_context(|| golden.display().to_string()).usage()?;
+    for p in &unused {
+        std::fs::remove_file(p).with_context(|| p.display().to_string()).failed()?;
     }
+    println!("removed {} unreferenced blob(s) from {}", unused.len(), golden.join("blobs").display());
+    Ok(ExitCode::SUCCESS)
 }
 
-fn list(project: &Project) -> ExitCode {
-    let probes = match load_probes(project, std::slice::from_ref(&project.probes)) {
-        Ok(p) => p,
-        Err(e) => {
-            eprintln!("{e}");
-            return ExitCode::from(2);
-        }
-    };
+/// `probelab list`: exit 2 on a probe-file error, 1 when stdout cannot be written (a reader that stops
+/// early, `probelab list | head`, is no error: no panic on the broken pipe).
+fn list(project: &Project) -> Outcome {
+    let probes = load_probes(project, std::slice::from_ref(&project.probes)).usage()?;
     use std::fmt::Write as _;
     let mut out = String::from("probes:\n");
     for p in &probes {
@@ -774,13 +685,9 @@ fn list(project: &Project) -> ExitCode {
     }
     out.push_str("subjects:\n");
     out.push_str(&project.registry().listing());
-    // a reader that stops early (`probelab list | head`) is not an error: no panic on the broken pipe
     match std::io::Write::write_all(&mut std::io::stdout().lock(), out.as_bytes()) {
-        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
-            eprintln!("probelab list: cannot write: {e}");
-            ExitCode::from(1)
-        }
-        _ => ExitCode::SUCCESS,
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e).context("cannot write").failed(),
+        _ => Ok(ExitCode::SUCCESS),
     }
 }
 
@@ -809,45 +716,26 @@ is_error = false
 contains = "1\tone\n2\ttwo"
 "#;
 
-fn import(project: &Project, session: &std::path::Path, name: Option<String>) -> ExitCode {
+/// `probelab import`: exit 2 on a session that cannot be read or imported, 1 when what import made does
+/// not parse (a bug of import).
+fn import(project: &Project, session: &std::path::Path, name: Option<String>) -> Outcome {
     // a regular file within the cap: a FIFO or /dev/zero is refused before it is opened
-    let text = match harness::safe_fs::read_capped(session, harness::safe_fs::MAX_DATA_BYTES)
+    let text = harness::safe_fs::read_capped(session, harness::safe_fs::MAX_DATA_BYTES)
         .and_then(|b| String::from_utf8(b).map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e)))
-    {
-        Ok(t) => t,
-        Err(e) => {
-            eprintln!("probelab import: {}: {e}", session.display());
-            return ExitCode::from(2);
-        }
-    };
+        .with_context(|| session.display().to_string())
+        .usage()?;
     let stem: String = session.file_stem().map(|s| s.to_string_lossy().chars().take(8).collect()).unwrap_or_default();
     let name = name.unwrap_or_else(|| format!("imported/{stem}"));
-    let rel = match probe_name(&name) {
-        Ok(r) => r,
-        Err(e) => {
-            eprintln!("probelab import: {e}");
-            return ExitCode::from(2);
-        }
-    };
+    let rel = probe_name(&name).map_err(|e| Failure::msg(2, e))?;
     let id = rel.replace('/', ".");
-    match harness::import::import(session, &text, &id) {
-        Ok(probe) => {
-            // what import writes, `run` must take: checked with the parser before it is written
-            let file = project.probes.join(format!("{rel}.toml"));
-            if let Err(e) = harness::probe::parse(&file, &probe) {
-                eprintln!(
-                    "probelab import: the probe made of {} does not parse (a bug of import): {e}",
-                    session.display()
-                );
-                return ExitCode::from(1);
-            }
-            write_probe(project, &rel, &probe)
-        }
-        Err(e) => {
-            eprintln!("probelab import: {e}");
-            ExitCode::from(2)
-        }
+    let probe = harness::import::import(session, &text, &id).usage()?;
+    // what import writes, `run` must take: checked with the parser before it is written
+    let file = project.probes.join(format!("{rel}.toml"));
+    if let Err(e) = harness::probe::parse(&file, &probe) {
+        let why = format!("the probe made of {} does not parse (a bug of import): {e}", session.display());
+        return Err(Failure::msg(1, why));
     }
+    write_probe(project, &rel, &probe)
 }
 
 /// A probe's name as `new` and `import` take it (`read/window`, `.toml` optional): a path under probes/,
@@ -865,32 +753,19 @@ fn probe_name(name: &str) -> Result<String, String> {
 }
 
 /// Writes `probes/REL.toml` (never over an existing file, never outside probes/, no link followed).
-fn write_probe(project: &Project, rel: &str, text: &str) -> ExitCode {
+fn write_probe(project: &Project, rel: &str, text: &str) -> Outcome {
     let path = project.probes.join(format!("{rel}.toml"));
     if std::fs::symlink_metadata(&path).is_ok() {
-        eprintln!("{} exists already", path.display());
-        return ExitCode::from(2);
+        return Err(Failure::msg(2, format!("{} exists already", path.display())));
     }
-    match harness::safe_fs::write_inside(&project.probes, &path, text.as_bytes()) {
-        Ok(()) => {
-            println!("wrote {}", path.display());
-            ExitCode::SUCCESS
-        }
-        Err(e) => {
-            eprintln!("{}: {e}", path.display());
-            ExitCode::from(2)
-        }
-    }
+    let written = harness::safe_fs::write_inside(&project.probes, &path, text.as_bytes());
+    written.with_context(|| path.display().to_string()).usage()?;
+    println!("wrote {}", path.display());
+    Ok(ExitCode::SUCCESS)
 }
 
-fn new(project: &Project, name: &str) -> ExitCode {
-    let rel = match probe_name(name) {
-        Ok(r) => r,
-        Err(e) => {
-            eprintln!("probelab new: {e}");
-            return ExitCode::from(2);
-        }
-    };
+fn new(project: &Project, name: &str) -> Outcome {
+    let rel = probe_name(name).map_err(|e| Failure::msg(2, e))?;
     let id = rel.replace('/', ".");
     let text =
         SKELETON.replace("\"ID\"", &format!("{id:?}")).replace("DEFAULT_SUBJECTS", harness::probe::DEFAULT_SUBJECTS);

@@ -26,10 +26,12 @@
 use super::bisect::bisect;
 use super::report::Matrix;
 use super::{matrix, Goldens, MatrixOptions};
+use crate::exit::{finish, Failed as _, Failure, Outcome, Text as _, Usage as _};
 use crate::lab::Layout;
 use crate::probe::{load_all, Probe};
 use crate::project::Project;
 use crate::versions::{Catalogue, Npm, Refresh, Spec};
+use anyhow::Context as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -167,400 +169,368 @@ pub enum Command {
 impl Command {
     /// Runs the command in a project (`crate::project`): its probes, and its `out` dir for the cells.
     pub fn run(self, project: &Project, layout: &Layout) -> ExitCode {
-        let probes_dir = &project.probes;
-        let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
-            Ok(rt) => rt,
-            Err(e) => return fail(2, format!("cannot start the runtime: {e}")),
-        };
-        let default_out = || project.out.join("matrix");
+        finish("probelab", self.outcome(project, layout))
+    }
+
+    fn outcome(self, project: &Project, layout: &Layout) -> Outcome {
+        let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().context("cannot start the runtime");
+        let at = At { project, layout, rt: rt.usage()? };
         match self {
-            Command::Explain { probe, versions } => {
-                let Some((a, b)) = versions.split_once(',') else {
-                    return fail(2, "--versions takes two versions: A,B (e.g. 2.1.332,2.1.333)");
-                };
-                match one_probe(probes_dir, &probe) {
-                    Err(e) => fail(2, &e),
-                    Ok(p) => {
-                        let scratch = match tempfile::tempdir() {
-                            Ok(t) => t,
-                            Err(e) => return fail(2, e.to_string()),
-                        };
-                        match rt.block_on(super::explain::explain(&p, a.trim(), b.trim(), layout, scratch.path())) {
-                            Ok(e) => {
-                                eprintln!("{}: {}; {}", p.id, e.sources[0], e.sources[1]);
-                                print!("{}", e.diff);
-                                ExitCode::SUCCESS
-                            }
-                            Err(e) => fail(2, &e),
-                        }
-                    }
-                }
+            Command::Explain { probe, versions } => at.explain(&probe, &versions),
+            Command::Bundle { probe, a, b, out } => at.bundle(&probe, &a, &b, out),
+            Command::Changes { version, write } => at.changes(&version, write),
+            Command::Watch { json, jobs } => at.watch(json, jobs),
+            Command::Matrix { versions, paths, out, bless, fresh, jobs, json, html, publish, bisect } => {
+                let m = MatrixArgs { versions, paths, out, bless, fresh, jobs, json, html, publish, bisect };
+                at.matrix(m)
             }
-            Command::Bundle { probe, a, b, out } => match one_probe(probes_dir, &probe) {
-                Err(e) => fail(2, &e),
-                Ok(p) => {
-                    let scratch = match tempfile::tempdir() {
-                        Ok(t) => t,
-                        Err(e) => return fail(2, e.to_string()),
-                    };
-                    let made = rt.block_on(super::explain::explain(&p, &a, &b, layout, scratch.path())).and_then(|e| {
-                        super::explain::bundle(&p, &a, &b, &e, &out.unwrap_or_else(|| PathBuf::from(".")))
-                    });
-                    match made {
-                        Ok(dir) => {
-                            println!("{}", dir.display());
-                            ExitCode::SUCCESS
-                        }
-                        Err(e) => fail(2, &e),
-                    }
-                }
-            },
-            Command::Changes { version, write } => {
-                let probes = match load(probes_dir, &[]) {
-                    Ok(p) => p,
-                    Err(e) => return fail(2, &e),
-                };
-                let docs = super::watch::Docs::under(&project.root);
-                let cells = match super::read_cells(std::slice::from_ref(&docs.cells)) {
-                    Ok(c) => c,
-                    Err(e) => return fail(2, &e),
-                };
-                let m = match Matrix::from_cells(&cells) {
-                    Ok(m) => m,
-                    Err(e) => return fail(2, &e),
-                };
-                let Some(i) = m.versions.iter().position(|v| *v == version) else {
-                    return fail(
-                        2,
-                        format!(
-                            "{version} has no cells in {} (versions there: {})",
-                            docs.cells.display(),
-                            m.versions.join(", ")
-                        ),
-                    );
-                };
-                let Some(previous) = i.checked_sub(1).map(|j| m.versions[j].clone()) else {
-                    return fail(2, format!("{version} is the oldest version of the matrix: nothing before it"));
-                };
-                // the date from the committed releases (the page publish writes), else the install cache's
-                let committed = match super::releases::Releases::read(&docs.matrix) {
-                    Ok(r) => r,
-                    Err(e) => return fail(2, &e),
-                };
-                let published = committed.published(&version).map(str::to_string).or_else(|| {
-                    Catalogue::cached(&crate::subject::claude_code::cache_root()).and_then(|c| {
-                        c.versions().iter().find(|p| p.version.to_string() == version).and_then(|p| p.published.clone())
-                    })
-                });
-                match super::watch::release_page(&probes, layout, &m, &version, &previous, published.as_deref()) {
-                    Err(e) => fail(2, &e),
-                    Ok(page) if write => {
-                        let path = docs.changes.join(format!("{version}.md"));
-                        let done = std::fs::create_dir_all(&docs.changes).map_err(|e| e.to_string()).and_then(|()| {
-                            crate::versions::write_file_atomic(&path, page.as_bytes()).map_err(|e| e.to_string())
-                        });
-                        match done {
-                            Ok(()) => {
-                                eprintln!("wrote {}", path.display());
-                                ExitCode::SUCCESS
-                            }
-                            Err(e) => fail(2, &e),
-                        }
-                    }
-                    Ok(page) => {
-                        print!("{page}");
-                        ExitCode::SUCCESS
-                    }
-                }
+            Command::Report { dirs, json, html, markdown, bisect, publish } => {
+                at.report(&dirs, json, html.as_deref(), markdown.as_deref(), bisect, publish)
             }
-            Command::Watch { json, jobs } => {
-                let probes = match load(probes_dir, &[]) {
-                    Ok(p) => p,
-                    Err(e) => return fail(2, &e),
-                };
-                let jobs = jobs.unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2));
-                let mut progress = Progress::new(0);
-                let mut print = |d: &super::CellDone| print_cell(d, &mut progress);
-                let mut say = |l: &str| eprintln!("watch: {l}");
-                let work = project.out.join("watch");
-                let npm = Npm::from_env();
-                let setup =
-                    super::watch::Setup { root: &project.root, probes: &probes, layout, work: &work, jobs, npm: &npm };
-                let ran = rt.block_on(super::watch::watch(setup, &mut print, &mut say));
-                match ran {
-                    // CI reading `--json` gets the error as an object too (and exit 2)
-                    Err(e) if json => {
-                        println!("{}", serde_json::json!({ "status": "error", "error": e }));
-                        fail(2, &e)
-                    }
-                    Err(e) => fail(2, &e),
-                    Ok(w) => {
-                        if json {
-                            println!("{}", serde_json::to_string_pretty(&w).unwrap_or_default());
-                        } else {
-                            for (v, prev, probe, what) in &w.changes {
-                                println!("{v} (after {prev}): {probe}: {what}");
-                            }
-                            for (v, probe, what) in &w.unstable {
-                                println!("{v}: {probe} unstable, varies in {what}");
-                            }
-                            for p in &w.pages {
-                                println!("wrote {}", p.display());
-                            }
-                            for p in &w.golden_differs {
-                                println!("{}: {p} ran differently from its committed golden (a transcript that varies between runs)", w.previous);
-                            }
-                            println!(
-                                "watch: {} new after {} ({}), {} changes, {} unstable",
-                                w.new.len(),
-                                w.previous,
-                                if w.new.is_empty() { "-".to_string() } else { w.new.join(", ") },
-                                w.changes.len(),
-                                w.unstable.len()
-                            );
-                        }
-                        if w.changes.is_empty() {
-                            ExitCode::SUCCESS
-                        } else {
-                            ExitCode::from(1)
-                        }
-                    }
-                }
+            Command::Profiles { versions, publish } => at.profiles(versions.as_deref(), publish),
+            Command::Bisect { probes, good, bad, out } => at.bisect(&probes, &good, &bad, out),
+        }
+    }
+}
+
+/// `probelab matrix`'s arguments ([`Command::Matrix`]).
+struct MatrixArgs {
+    versions: String,
+    paths: Vec<PathBuf>,
+    out: Option<PathBuf>,
+    bless: bool,
+    fresh: bool,
+    jobs: Option<usize>,
+    json: bool,
+    html: Option<PathBuf>,
+    publish: bool,
+    bisect: bool,
+}
+
+/// What every command runs in: the project, its layout, a runtime.
+struct At<'a> {
+    project: &'a Project,
+    layout: &'a Layout,
+    rt: tokio::runtime::Runtime,
+}
+
+impl At<'_> {
+    /// Where cells go by default: `target/probelab/matrix`.
+    fn default_out(&self) -> PathBuf {
+        self.project.out.join("matrix")
+    }
+
+    /// The project's probes (PATHs of them, or all).
+    fn probes(&self, paths: &[PathBuf]) -> Result<Vec<Probe>, Failure> {
+        load(&self.project.probes, paths).usage()
+    }
+
+    /// `probelab explain PROBE --versions A,B`.
+    fn explain(&self, probe: &str, versions: &str) -> Outcome {
+        let Some((a, b)) = versions.split_once(',') else {
+            return Err(Failure::msg(2, "--versions takes two versions: A,B (e.g. 2.1.332,2.1.333)"));
+        };
+        let p = one_probe(&self.project.probes, probe).text().usage()?;
+        let scratch = tempfile::tempdir().context("a scratch directory for the runs").usage()?;
+        let e = self.rt.block_on(super::explain::explain(&p, a.trim(), b.trim(), self.layout, scratch.path()));
+        let e = e.text().usage()?;
+        eprintln!("{}: {}; {}", p.id, e.sources[0], e.sources[1]);
+        print!("{}", e.diff);
+        Ok(ExitCode::SUCCESS)
+    }
+
+    /// `probelab bundle PROBE A B [--out DIR]`.
+    fn bundle(&self, probe: &str, a: &str, b: &str, out: Option<PathBuf>) -> Outcome {
+        let p = one_probe(&self.project.probes, probe).text().usage()?;
+        let scratch = tempfile::tempdir().context("a scratch directory for the runs").usage()?;
+        let made = self
+            .rt
+            .block_on(super::explain::explain(&p, a, b, self.layout, scratch.path()))
+            .and_then(|e| super::explain::bundle(&p, a, b, &e, &out.unwrap_or_else(|| PathBuf::from("."))));
+        println!("{}", made.text().usage()?.display());
+        Ok(ExitCode::SUCCESS)
+    }
+
+    /// `probelab changes V [--write]`.
+    fn changes(&self, version: &str, write: bool) -> Outcome {
+        let probes = self.probes(&[])?;
+        let docs = super::watch::Docs::under(&self.project.root);
+        let cells = super::read_cells(std::slice::from_ref(&docs.cells)).usage()?;
+        let m = Matrix::from_cells(&cells).text().usage()?;
+        let Some(i) = m.versions.iter().position(|v| *v == version) else {
+            let there = m.versions.join(", ");
+            let why = format!("{version} has no cells in {} (versions there: {there})", docs.cells.display());
+            return Err(Failure::msg(2, why));
+        };
+        let Some(previous) = i.checked_sub(1).map(|j| m.versions[j].clone()) else {
+            return Err(Failure::msg(2, format!("{version} is the oldest version of the matrix: nothing before it")));
+        };
+        // the date from the committed releases (the page publish writes), else the install cache's
+        let committed = super::releases::Releases::read(&docs.matrix).usage()?;
+        let published = committed.published(version).map(str::to_string).or_else(|| {
+            Catalogue::cached(&crate::subject::claude_code::cache_root()).and_then(|c| {
+                c.versions().iter().find(|p| p.version.to_string() == version).and_then(|p| p.published.clone())
+            })
+        });
+        let page = super::watch::release_page(&probes, self.layout, &m, version, &previous, published.as_deref());
+        let page = page.text().usage()?;
+        if !write {
+            print!("{page}");
+            return Ok(ExitCode::SUCCESS);
+        }
+        let path = docs.changes.join(format!("{version}.md"));
+        std::fs::create_dir_all(&docs.changes)
+            .with_context(|| format!("creating {}", docs.changes.display()))
+            .and_then(|()| {
+                crate::versions::write_file_atomic(&path, page.as_bytes())
+                    .with_context(|| format!("writing {}", path.display()))
+            })
+            .usage()?;
+        eprintln!("wrote {}", path.display());
+        Ok(ExitCode::SUCCESS)
+    }
+
+    /// `probelab watch [--json] [-j N]`: 0 nothing new (or no change), 1 changes found, 2 error.
+    fn watch(&self, json: bool, jobs: Option<usize>) -> Outcome {
+        let probes = self.probes(&[])?;
+        let jobs = jobs.unwrap_or_else(default_jobs);
+        let mut progress = Progress::new(0);
+        let mut print = |d: &super::CellDone| print_cell(d, &mut progress);
+        let mut say = |l: &str| eprintln!("watch: {l}");
+        let work = self.project.out.join("watch");
+        let npm = Npm::from_env();
+        let (root, layout) = (&self.project.root, self.layout);
+        let setup = super::watch::Setup { root, probes: &probes, layout, work: &work, jobs, npm: &npm };
+        let w = match self.rt.block_on(super::watch::watch(setup, &mut print, &mut say)) {
+            // CI reading `--json` gets the error as an object too (and exit 2)
+            Err(e) if json => {
+                println!("{}", serde_json::json!({ "status": "error", "error": e }));
+                return Err(Failure::msg(2, e));
             }
-            Command::Matrix { versions, paths, out, bless, fresh, jobs, json, html, publish, bisect: pin } => {
-                let probes = match load(probes_dir, &paths) {
-                    Ok(p) => p,
-                    Err(e) => return fail(2, &e),
-                };
-                let versions = match select(&versions) {
-                    Ok(v) => v,
-                    Err(e) => return fail(2, &e),
-                };
-                let jobs = jobs.unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2));
-                let opts = MatrixOptions {
-                    out: out.unwrap_or_else(default_out),
-                    fresh,
-                    goldens: if bless { Goldens::Bless } else { Goldens::Compare },
-                    jobs,
-                    bless_only: None,
-                };
-                let total = probes
-                    .iter()
-                    .filter(|p| {
-                        p.applies_to(&crate::subject::id::SubjectId::claude_code(crate::subject::id::REFERENCE_VERSION))
-                    })
-                    .count()
-                    * versions.len();
-                let mut progress = Progress::new(total);
-                let mut print = |d: &super::CellDone| print_cell(d, &mut progress);
-                let cells = match rt.block_on(matrix(&probes, &versions, layout, &opts, &mut print)) {
-                    Ok(c) => c,
-                    Err(e) => return fail(1, &e),
-                };
-                let mut cells = cells;
-                if pin {
-                    let mut each = |_: &[crate::observe::Observation]| Ok(());
-                    match rt.block_on(pin_changes(&probes, &cells, layout, &opts.out, &mut each)) {
-                        Ok(more) => cells.extend(more),
-                        Err(e) => return fail(1, &e),
-                    }
-                }
-                let errored = cells.iter().any(|c| c.outcome == crate::observe::Outcome::Error);
+            Err(e) => return Err(Failure::msg(2, e)),
+            Ok(w) => w,
+        };
+        if json {
+            println!("{}", serde_json::to_string_pretty(&w).context("the summary as JSON").failed()?);
+        } else {
+            print_watch(&w);
+        }
+        Ok(if w.changes.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(1) })
+    }
+
+    /// `probelab matrix`: 1 when a cell errored.
+    fn matrix(&self, a: MatrixArgs) -> Outcome {
+        let probes = self.probes(&a.paths)?;
+        let versions = select(&a.versions).text().usage()?;
+        let opts = MatrixOptions {
+            out: a.out.unwrap_or_else(|| self.default_out()),
+            fresh: a.fresh,
+            goldens: if a.bless { Goldens::Bless } else { Goldens::Compare },
+            jobs: a.jobs.unwrap_or_else(default_jobs),
+            bless_only: None,
+        };
+        let reference = crate::subject::id::SubjectId::claude_code(crate::subject::id::REFERENCE_VERSION);
+        let total = probes.iter().filter(|p| p.applies_to(&reference)).count() * versions.len();
+        let mut progress = Progress::new(total);
+        let mut print = |d: &super::CellDone| print_cell(d, &mut progress);
+        let mut cells = self.rt.block_on(matrix(&probes, &versions, self.layout, &opts, &mut print)).failed()?;
+        if a.bisect {
+            let mut each = |_: &[crate::observe::Observation]| Ok(());
+            let more = self.rt.block_on(pin_changes(&probes, &cells, self.layout, &opts.out, &mut each));
+            cells.extend(more.text().failed()?);
+        }
+        let errored = cells.iter().any(|c| c.outcome == crate::observe::Outcome::Error);
+        if a.publish {
+            if errored {
+                return Err(Failure::msg(1, "cells errored (no verdict): nothing published; run the matrix again"));
+            }
+            let docs = super::watch::Docs::under(&self.project.root);
+            publish_all(&docs, self.layout, &self.project.probes, &cells).text().usage()?;
+            let (n, into, matrix) = (cells.len(), docs.cells.display(), docs.matrix.display());
+            eprintln!("published {n} cells into {into} and regenerated {matrix}");
+        }
+        report(&cells, a.json, a.html.as_deref())?;
+        Ok(if errored { ExitCode::from(1) } else { ExitCode::SUCCESS })
+    }
+
+    /// `probelab report DIR...`.
+    fn report(
+        &self,
+        dirs: &[PathBuf],
+        json: bool,
+        html: Option<&Path>,
+        markdown: Option<&Path>,
+        pin: bool,
+        publish: bool,
+    ) -> Outcome {
+        let mut cells = super::read_cells(dirs).usage()?;
+        let docs = super::watch::Docs::under(&self.project.root);
+        if pin {
+            let probes = self.probes(&[])?;
+            let out = self.project.out.join("bisect");
+            let mut each = |found: &[crate::observe::Observation]| {
                 if publish {
-                    if errored {
-                        return fail(1, "cells errored (no verdict): nothing published; run the matrix again");
-                    }
-                    let docs = super::watch::Docs::under(&project.root);
-                    if let Err(e) = publish_all(&docs, layout, probes_dir, &cells) {
-                        return fail(2, &e);
-                    }
-                    eprintln!(
-                        "published {} cells into {} and regenerated {}",
-                        cells.len(),
-                        docs.cells.display(),
-                        docs.matrix.display()
-                    );
-                }
-                let code = report(&cells, json, html.as_deref());
-                if errored && code == ExitCode::SUCCESS {
-                    ExitCode::from(1)
+                    publish_all(&docs, self.layout, &self.project.probes, found).map(|_| ())
                 } else {
-                    code
+                    Ok(())
                 }
-            }
-            Command::Report { dirs, json, html, markdown, bisect: pin, publish } => match super::read_cells(&dirs) {
-                Ok(mut cells) => {
-                    let docs = super::watch::Docs::under(&project.root);
-                    if pin {
-                        let probes = match load(probes_dir, &[]) {
-                            Ok(p) => p,
-                            Err(e) => return fail(2, &e),
-                        };
-                        let out = project.out.join("bisect");
-                        let mut each = |found: &[crate::observe::Observation]| {
-                            if publish {
-                                publish_all(&docs, layout, probes_dir, found).map(|_| ())
-                            } else {
-                                Ok(())
-                            }
-                        };
-                        match rt.block_on(pin_changes(&probes, &cells, layout, &out, &mut each)) {
-                            // the cells run now stand for their (probe, version), in place of older ones
-                            Ok(more) => {
-                                let newer: std::collections::BTreeSet<(String, Option<String>)> =
-                                    more.iter().map(|c| (c.probe.clone(), c.version.clone())).collect();
-                                cells.retain(|c| !newer.contains(&(c.probe.clone(), c.version.clone())));
-                                cells.extend(more);
-                            }
-                            Err(e) => return fail(1, &e),
-                        }
-                    }
-                    if publish && !pin {
-                        if let Err(e) = publish_all(&docs, layout, probes_dir, &cells) {
-                            return fail(2, &e);
-                        }
-                    }
-                    let code = report(&cells, json, html.as_deref());
-                    if let (Some(md), Ok(m)) = (markdown, Matrix::from_cells(&cells)) {
-                        if let Err(e) = std::fs::write(&md, m.to_markdown("probelab: claims × versions of Claude Code"))
-                        {
-                            return fail(2, format!("{}: {e}", md.display()));
-                        }
-                    }
-                    code
+            };
+            let more = self.rt.block_on(pin_changes(&probes, &cells, self.layout, &out, &mut each)).text().failed()?;
+            // the cells run now stand for their (probe, version), in place of older ones
+            let newer: std::collections::BTreeSet<(String, Option<String>)> =
+                more.iter().map(|c| (c.probe.clone(), c.version.clone())).collect();
+            cells.retain(|c| !newer.contains(&(c.probe.clone(), c.version.clone())));
+            cells.extend(more);
+        }
+        if publish && !pin {
+            publish_all(&docs, self.layout, &self.project.probes, &cells).text().usage()?;
+        }
+        let reported = report(&cells, json, html);
+        if let (Some(md), Ok(m)) = (markdown, Matrix::from_cells(&cells)) {
+            let written = std::fs::write(md, m.to_markdown("probelab: claims × versions of Claude Code"));
+            if let Err(e) = written.with_context(|| format!("writing {}", md.display())) {
+                // both said, as each step says its own
+                if let Err(f) = reported {
+                    eprintln!("probelab: {:#}", f.error);
                 }
-                Err(e) => fail(2, &e),
-            },
-            Command::Profiles { versions, publish } => {
-                let probes = match load(probes_dir, &[]) {
-                    Ok(p) => p,
-                    Err(e) => return fail(2, &e),
-                };
-                let versions: Vec<String> = match versions {
-                    Some(v) => v.split(',').map(|v| v.trim().to_string()).filter(|v| !v.is_empty()).collect(),
-                    None => committed_versions(&layout.golden),
-                };
-                let docs = super::watch::Docs::under(&project.root);
-                let mut table = match super::conformance::read(&docs.matrix) {
-                    Ok(t) => t,
-                    Err(e) => return fail(2, &e),
-                };
-                for v in &versions {
-                    match rt.block_on(super::conformance::measure(&probes, layout, v)) {
-                        Ok(m) if m.figure.common == 0 => {
-                            println!("{v}: no probe in common with its committed goldens (left out)");
-                        }
-                        Ok(m) => {
-                            let f = m.figure;
-                            println!("{v}: {}% same tool results ({} of {} probes)", f.percent(), f.same, f.common);
-                            if !m.differ.is_empty() {
-                                println!("  differ: {}", m.differ.join(" "));
-                            }
-                            if !m.unstable.is_empty() {
-                                println!(
-                                    "  left out, claude-code@{v} did not agree with itself there: {}",
-                                    m.unstable.join(", ")
-                                );
-                            }
-                            if !m.skipped.is_empty() {
-                                println!(
-                                    "  skipped on both sides, their requirements missing here: {}",
-                                    m.skipped.join(", ")
-                                );
-                            }
-                            table.insert(v.clone(), f);
-                        }
-                        Err(e) => return fail(2, format!("{v}: {e}")),
-                    }
-                }
-                if publish {
-                    let file = docs.matrix.join(super::conformance::FILE);
-                    let text = super::conformance::to_json(&table);
-                    if let Err(e) = crate::versions::write_file_atomic(&file, text.as_bytes()) {
-                        return fail(2, format!("{}: {e}", file.display()));
-                    }
-                    if let Err(e) = publish_all(&docs, layout, probes_dir, &[]) {
-                        return fail(2, &e);
-                    }
-                }
-                ExitCode::SUCCESS
-            }
-            Command::Bisect { probes, good, bad, out } => {
-                let all = match load(probes_dir, &[]) {
-                    Ok(p) => p,
-                    Err(e) => return fail(2, &e),
-                };
-                let mut chosen = Vec::new();
-                for id in &probes {
-                    let file_id =
-                        load(probes_dir, &[PathBuf::from(id)]).ok().and_then(|p| p.first().map(|p| p.id.clone()));
-                    match all.iter().find(|p| &p.id == id || Some(&p.id) == file_id.as_ref()) {
-                        Some(p)
-                            if p.applies_to(&crate::subject::id::SubjectId::claude_code(
-                                crate::subject::id::REFERENCE_VERSION,
-                            )) =>
-                        {
-                            chosen.push(p.clone())
-                        }
-                        Some(p) => {
-                            return fail(
-                                2,
-                                format!("probe {} does not run on claude-code (subjects = {:?})", p.id, p.subjects),
-                            )
-                        }
-                        None => return fail(2, format!("no probe {id:?} under probes/ (`probelab list` names them)")),
-                    }
-                }
-                let candidates = match between(&good, &bad) {
-                    Ok(c) => c,
-                    Err(e) => return fail(2, &e),
-                };
-                eprintln!(
-                    "bisect {} over {} versions ({}..{}): at most {} installs per probe",
-                    chosen.iter().map(|p| p.id.as_str()).collect::<Vec<_>>().join(" "),
-                    candidates.len(),
-                    good,
-                    bad,
-                    (candidates.len() as f64).log2().ceil() as usize + 2
-                );
-                let out = out.unwrap_or_else(default_out);
-                let mut progress = |l: &str| eprintln!("  {l}");
-                let (found, cost) = match rt.block_on(bisect(&chosen, &candidates, layout, &out, &mut progress)) {
-                    Ok(r) => r,
-                    Err(e) => return fail(1, &e),
-                };
-                for f in &found {
-                    match &f.boundary {
-                        Some((old, new)) => {
-                            println!("{}: changed at {new} (last as before: {old}){}", f.probe, note(&f.note));
-                            for l in f.diff.lines() {
-                                println!("  {l}");
-                            }
-                        }
-                        None => println!("{}: no change found: {}", f.probe, f.note),
-                    }
-                }
-                let total: f64 = cost.versions.iter().map(|(_, d)| d.as_secs_f64()).sum();
-                println!(
-                    "\n{} versions run ({:.0} s in all): {}",
-                    cost.versions.len(),
-                    total,
-                    cost.versions
-                        .iter()
-                        .map(|(v, d)| format!("{v} {:.1}s", d.as_secs_f64()))
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                );
-                for (v, why) in &cost.skipped {
-                    println!("skipped {v}: {why}");
-                }
-                if found.iter().any(|f| f.boundary.is_some()) {
-                    ExitCode::SUCCESS
-                } else {
-                    ExitCode::from(1)
-                }
+                return Err(Failure::usage(e));
             }
         }
+        reported.map(|()| ExitCode::SUCCESS)
+    }
+
+    /// `probelab profiles [--versions A,B] [--publish]`.
+    fn profiles(&self, versions: Option<&str>, publish: bool) -> Outcome {
+        let probes = self.probes(&[])?;
+        let versions: Vec<String> = match versions {
+            Some(v) => v.split(',').map(|v| v.trim().to_string()).filter(|v| !v.is_empty()).collect(),
+            None => committed_versions(&self.layout.golden),
+        };
+        let docs = super::watch::Docs::under(&self.project.root);
+        let mut table = super::conformance::read(&docs.matrix).usage()?;
+        for v in &versions {
+            let m = self.rt.block_on(super::conformance::measure(&probes, self.layout, v));
+            let m = m.text().with_context(|| v.clone()).usage()?;
+            if m.figure.common == 0 {
+                println!("{v}: no probe in common with its committed goldens (left out)");
+                continue;
+            }
+            print_profile(v, &m);
+            table.insert(v.clone(), m.figure);
+        }
+        if publish {
+            let file = docs.matrix.join(super::conformance::FILE);
+            let text = super::conformance::to_json(&table);
+            crate::versions::write_file_atomic(&file, text.as_bytes())
+                .with_context(|| file.display().to_string())
+                .usage()?;
+            publish_all(&docs, self.layout, &self.project.probes, &[]).text().usage()?;
+        }
+        Ok(ExitCode::SUCCESS)
+    }
+
+    /// `probelab bisect PROBE... --good V1 --bad V2`: 1 when no boundary is found for any probe.
+    fn bisect(&self, ids: &[String], good: &str, bad: &str, out: Option<PathBuf>) -> Outcome {
+        let all = self.probes(&[])?;
+        let reference = crate::subject::id::SubjectId::claude_code(crate::subject::id::REFERENCE_VERSION);
+        let mut chosen = Vec::new();
+        for id in ids {
+            match named(&self.project.probes, &all, id) {
+                Some(p) if p.applies_to(&reference) => chosen.push(p.clone()),
+                Some(p) => {
+                    let why = format!("probe {} does not run on claude-code (subjects = {:?})", p.id, p.subjects);
+                    return Err(Failure::msg(2, why));
+                }
+                None => return Err(Failure::msg(2, no_probe(id))),
+            }
+        }
+        let candidates = between(good, bad).text().usage()?;
+        eprintln!(
+            "bisect {} over {} versions ({}..{}): at most {} installs per probe",
+            chosen.iter().map(|p| p.id.as_str()).collect::<Vec<_>>().join(" "),
+            candidates.len(),
+            good,
+            bad,
+            (candidates.len() as f64).log2().ceil() as usize + 2
+        );
+        let out = out.unwrap_or_else(|| self.default_out());
+        let mut progress = |l: &str| eprintln!("  {l}");
+        let ran = self.rt.block_on(bisect(&chosen, &candidates, self.layout, &out, &mut progress));
+        let (found, cost) = ran.text().failed()?;
+        print_bisection(&found, &cost);
+        Ok(if found.iter().any(|f| f.boundary.is_some()) { ExitCode::SUCCESS } else { ExitCode::from(1) })
+    }
+}
+
+/// Cells of one version side by side by default: the cores.
+fn default_jobs() -> usize {
+    std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2)
+}
+
+/// What `probelab watch` found, as text.
+fn print_watch(w: &super::watch::Watched) {
+    for (v, prev, probe, what) in &w.changes {
+        println!("{v} (after {prev}): {probe}: {what}");
+    }
+    for (v, probe, what) in &w.unstable {
+        println!("{v}: {probe} unstable, varies in {what}");
+    }
+    for p in &w.pages {
+        println!("wrote {}", p.display());
+    }
+    for p in &w.golden_differs {
+        println!(
+            "{}: {p} ran differently from its committed golden (a transcript that varies between runs)",
+            w.previous
+        );
+    }
+    println!(
+        "watch: {} new after {} ({}), {} changes, {} unstable",
+        w.new.len(),
+        w.previous,
+        if w.new.is_empty() { "-".to_string() } else { w.new.join(", ") },
+        w.changes.len(),
+        w.unstable.len()
+    );
+}
+
+/// One version's built-in conformance, as `probelab profiles` prints it.
+fn print_profile(v: &str, m: &super::conformance::Measured) {
+    let f = &m.figure;
+    println!("{v}: {}% same tool results ({} of {} probes)", f.percent(), f.same, f.common);
+    if !m.differ.is_empty() {
+        println!("  differ: {}", m.differ.join(" "));
+    }
+    if !m.unstable.is_empty() {
+        println!("  left out, claude-code@{v} did not agree with itself there: {}", m.unstable.join(", "));
+    }
+    if !m.skipped.is_empty() {
+        println!("  skipped on both sides, their requirements missing here: {}", m.skipped.join(", "));
+    }
+}
+
+/// What a bisection found, and what it cost.
+fn print_bisection(found: &[super::bisect::Found], cost: &super::bisect::Cost) {
+    for f in found {
+        match &f.boundary {
+            Some((old, new)) => {
+                println!("{}: changed at {new} (last as before: {old}){}", f.probe, note(&f.note));
+                for l in f.diff.lines() {
+                    println!("  {l}");
+                }
+            }
+            None => println!("{}: no change found: {}", f.probe, f.note),
+        }
+    }
+    let total: f64 = cost.versions.iter().map(|(_, d)| d.as_secs_f64()).sum();
+    println!(
+        "\n{} versions run ({:.0} s in all): {}",
+        cost.versions.len(),
+        total,
+        cost.versions.iter().map(|(v, d)| format!("{v} {:.1}s", d.as_secs_f64())).collect::<Vec<_>>().join(", ")
+    );
+    for (v, why) in &cost.skipped {
+        println!("skipped {v}: {why}");
     }
 }
 
@@ -685,11 +655,6 @@ fn note(n: &str) -> String {
     }
 }
 
-fn fail(code: u8, msg: impl std::fmt::Display) -> ExitCode {
-    eprintln!("probelab: {msg}");
-    ExitCode::from(code)
-}
-
 /// The versions with committed goldens (`<golden>/claude-code@V/`), oldest first.
 fn committed_versions(golden: &Path) -> Vec<String> {
     let mut out: Vec<String> = std::fs::read_dir(golden)
@@ -724,10 +689,17 @@ fn load(probes: &Path, paths: &[PathBuf]) -> Result<Vec<Probe>, crate::probe::Lo
 /// The probe a command names by id or file.
 fn one_probe(probes_dir: &Path, id: &str) -> Result<Probe, String> {
     let all = load(probes_dir, &[]).map_err(|e| e.to_string())?;
+    named(probes_dir, &all, id).cloned().ok_or_else(|| no_probe(id))
+}
+
+/// The probe of `all` that `id` names: by its id, or by a probe file (an id that is no file is no error).
+fn named<'a>(probes_dir: &Path, all: &'a [Probe], id: &str) -> Option<&'a Probe> {
     let file_id = load(probes_dir, &[PathBuf::from(id)]).ok().and_then(|p| p.first().map(|p| p.id.clone()));
-    all.into_iter()
-        .find(|p| p.id == id || Some(&p.id) == file_id.as_ref())
-        .ok_or_else(|| format!("no probe {id:?} under probes/ (`probelab list` names them)"))
+    all.iter().find(|p| p.id == id || Some(&p.id) == file_id.as_ref())
+}
+
+fn no_probe(id: &str) -> String {
+    format!("no probe {id:?} under probes/ (`probelab list` names them)")
 }
 
 fn catalogue() -> Result<Catalogue, String> {
@@ -774,22 +746,19 @@ pub fn between(good: &str, bad: &str) -> Result<Vec<String>, String> {
     Ok(out)
 }
 
-fn report(cells: &[crate::observe::Observation], json: bool, html: Option<&Path>) -> ExitCode {
-    let m = match Matrix::from_cells(cells) {
-        Ok(m) => m,
-        Err(e) => return fail(2, &e),
-    };
+/// The matrix of `cells` on stdout (text or JSON), and as HTML in `html`.
+fn report(cells: &[crate::observe::Observation], json: bool, html: Option<&Path>) -> Result<(), Failure> {
+    let m = Matrix::from_cells(cells).text().usage()?;
     if json {
         print!("{}", m.to_json());
     } else {
         print!("{}", m.to_text());
     }
     if let Some(h) = html {
-        if let Err(e) = std::fs::write(h, m.to_html("probelab: claims × versions", None)) {
-            return fail(2, format!("{}: {e}", h.display()));
-        }
+        let written = std::fs::write(h, m.to_html("probelab: claims × versions", None));
+        written.with_context(|| format!("writing {}", h.display())).usage()?;
     }
-    ExitCode::SUCCESS
+    Ok(())
 }
 
 #[cfg(test)]

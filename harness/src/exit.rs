@@ -1,0 +1,131 @@
+//! How probelab's commands fail: an [`anyhow::Error`] whose context says what the command was doing and
+//! on what path (outermost first, `{:#}`), and the exit status it means. Each command's doc comment says
+//! what its codes mean; across the CLI 2 is bad input (a usage error, a probe file, a project, a version
+//! that is not there) and 1 is work that failed (an error cell, a file that cannot be written).
+//!
+//! A command returns `Result<ExitCode, Failure>` ([`Outcome`]); [`Usage`] or [`Failed`] turn any error
+//! into a failure with its code, and [`finish`] prints it once, after the command's prefix.
+
+use std::fmt::{Debug, Display};
+use std::process::ExitCode;
+
+/// A command's error and the exit status it means.
+#[derive(Debug)]
+pub struct Failure {
+    /// The exit status (1 or 2).
+    pub code: u8,
+    /// What went wrong, with what the command was doing.
+    pub error: anyhow::Error,
+}
+
+/// What a command returns: its exit status, or a failure to print.
+pub type Outcome = Result<ExitCode, Failure>;
+
+impl Failure {
+    /// Bad input: exit 2.
+    pub fn usage(error: impl Into<anyhow::Error>) -> Failure {
+        Failure { code: 2, error: error.into() }
+    }
+
+    /// The work failed: exit 1.
+    pub fn failed(error: impl Into<anyhow::Error>) -> Failure {
+        Failure { code: 1, error: error.into() }
+    }
+
+    /// A message of its own (no error under it), with its code.
+    pub fn msg(code: u8, message: impl Display + Debug + Send + Sync + 'static) -> Failure {
+        Failure { code, error: anyhow::Error::msg(message) }
+    }
+}
+
+/// Turns an error into a [`Failure`] that exits 2 (bad input).
+pub trait Usage<T> {
+    /// Exit 2.
+    fn usage(self) -> Result<T, Failure>;
+}
+
+/// Turns an error into a [`Failure`] that exits 1 (the work failed).
+pub trait Failed<T> {
+    /// Exit 1.
+    fn failed(self) -> Result<T, Failure>;
+}
+
+impl<T, E: Into<anyhow::Error>> Usage<T> for Result<T, E> {
+    fn usage(self) -> Result<T, Failure> {
+        self.map_err(Failure::usage)
+    }
+}
+
+impl<T, E: Into<anyhow::Error>> Failed<T> for Result<T, E> {
+    fn failed(self) -> Result<T, Failure> {
+        self.map_err(Failure::failed)
+    }
+}
+
+/// The errors of the layers whose errors are still text: as an [`anyhow::Error`], for `.context(...)`.
+pub trait Text<T> {
+    /// The message as an error.
+    fn text(self) -> anyhow::Result<T>;
+}
+
+impl<T> Text<T> for Result<T, String> {
+    fn text(self) -> anyhow::Result<T> {
+        self.map_err(anyhow::Error::msg)
+    }
+}
+
+/// The exit status of a command: its own, or its failure's after printing it on stderr as
+/// `PREFIX: what it was doing: why` ([`said`]).
+pub fn finish(prefix: &str, outcome: Outcome) -> ExitCode {
+    match outcome {
+        Ok(code) => code,
+        Err(f) => {
+            eprintln!("{prefix}: {}", said(&f.error));
+            ExitCode::from(f.code)
+        }
+    }
+}
+
+/// An error as the CLI says it: each context, outermost first, then the error and its causes, joined by
+/// `: ` — a cause the message before it already says is not said twice (the lab's typed errors write
+/// their source into their message: `docs/matrix/conformance.json: No such file or directory`, whose
+/// source is the I/O error).
+pub fn said(error: &anyhow::Error) -> String {
+    let mut out = String::new();
+    for cause in error.chain() {
+        let s = cause.to_string();
+        if out.contains(&s) {
+            continue;
+        }
+        if !out.is_empty() {
+            out.push_str(": ");
+        }
+        out.push_str(&s);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use anyhow::Context as _;
+
+    #[test]
+    fn a_failure_prints_what_was_being_done_then_why_and_exits_with_its_code() {
+        let io: Result<(), std::io::Error> = Err(std::io::Error::new(std::io::ErrorKind::NotFound, "gone"));
+        let f = io.context("reading /x/y").usage().unwrap_err();
+        assert_eq!((f.code, said(&f.error)), (2, "reading /x/y: gone".to_string()));
+        let text: Result<(), String> = Err("no cells".into());
+        let f = text.text().context("the matrix").failed().unwrap_err();
+        assert_eq!((f.code, said(&f.error)), (1, "the matrix: no cells".to_string()));
+        // a typed error that writes its source into its message: the source is not said twice
+        let data = crate::observe::DataError::Read {
+            path: "docs/x.json".into(),
+            source: std::io::Error::new(std::io::ErrorKind::NotFound, "gone"),
+        };
+        let f = Err::<(), _>(data).context("the table").usage().unwrap_err();
+        assert_eq!(said(&f.error), "the table: docs/x.json: gone");
+        assert_eq!(finish("probelab", Err(Failure::msg(2, "bad"))), ExitCode::from(2));
+        assert_eq!(finish("probelab", Ok(ExitCode::SUCCESS)), ExitCode::SUCCESS);
+    }
+}
