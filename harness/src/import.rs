@@ -234,11 +234,67 @@ fn toml_str(s: &str) -> String {
 /// The probe text for a session file; `id` names the probe.
 pub fn import(file: &Path, text: &str, id: &str) -> Result<String, ImportError> {
     let s = read_session(file, text)?;
-    let cwd = s.cwd.trim_end_matches('/').to_string();
-    let placeheld = |t: &str| if cwd.is_empty() { t.to_string() } else { t.replace(&cwd, "{cwd}") };
-    let input_of = |v: &Value| -> Value {
-        let mut v = v.clone();
-        fn walk(v: &mut Value, f: &mut dyn FnMut(&str) -> String) {
+    let cwd = Cwd(s.cwd.trim_end_matches('/').to_string());
+    let files = fixture_files(&s, &cwd.0);
+    let claims = guessed_claims(&s);
+    let mut o = String::new();
+    o.push_str(&format!(
+        "# Imported by `probelab import` from {} (Claude Code {}, session {}).\n\
+         # Review: the claims, the fixture stubs, and every check marked `imported: review`.\n",
+        file.display(),
+        if s.version.is_empty() { "?" } else { &s.version },
+        s.id
+    ));
+    o.push_str(&format!("id = {}\n", toml_str(id)));
+    o.push_str(&format!(
+        "claims = [{}]   # guessed from the tools: review\n",
+        claims.iter().map(|c| toml_str(c)).collect::<Vec<_>>().join(", ")
+    ));
+    o.push_str(&format!("about = {}\n", toml_str(&format!("imported from Claude Code session {}", s.id))));
+    o.push_str("subjects = [\"builtin\", \"claude-code\"]\n");
+    if let Some(p) = &s.prompt {
+        o.push_str(&format!("prompt = {}\n", toml_str(&cwd.text(p))));
+    }
+    // a long session: the built-in loop's turn limit and the deadline grow with its turns
+    let turns = s.turns.len() + usize::from(s.turns.last().is_some_and(|t| !t.calls.is_empty()));
+    let long = turns > crate::run::DEFAULT_MAX_TURNS;
+    if long {
+        o.push_str(&format!("deadline_secs = {}   # a long session: a second a turn\n", 60 + turns));
+    }
+    if !files.is_empty() {
+        o.push_str("\n[fixture]\n");
+        for (rel, (content, stub)) in &files {
+            let mark = if *stub { "   # stub: the old_string of its first Edit, review" } else { "" };
+            o.push_str(&format!("files.{} = {}{mark}\n", toml_str(rel), toml_str(content)));
+        }
+    }
+    if long {
+        o.push_str(&format!("\n[subject.builtin]\nmax_turns = {turns}\n"));
+    }
+    let checks = turns_and_checks(&s, &cwd, &mut o);
+    if s.turns.last().is_some_and(|t| !t.calls.is_empty()) {
+        o.push_str("\n[[turn]]   # the session ended on a call: the model's last word, added\ntext = \"done\"\n");
+    }
+    o.push_str(&checks);
+    Ok(o)
+}
+
+/// The session's cwd (no trailing `/`), written `{cwd}` in the probe.
+struct Cwd(String);
+
+impl Cwd {
+    /// `t` with the cwd written `{cwd}`.
+    fn text(&self, t: &str) -> String {
+        if self.0.is_empty() {
+            t.to_string()
+        } else {
+            t.replace(&self.0, "{cwd}")
+        }
+    }
+
+    /// A tool call's input with the cwd written `{cwd}` in every string.
+    fn input(&self, v: &Value) -> Value {
+        fn walk(v: &mut Value, f: &dyn Fn(&str) -> String) {
             match v {
                 Value::String(s) => *s = f(s),
                 Value::Array(a) => a.iter_mut().for_each(|x| walk(x, f)),
@@ -246,10 +302,15 @@ pub fn import(file: &Path, text: &str, id: &str) -> Result<String, ImportError> 
                 _ => {}
             }
         }
-        walk(&mut v, &mut |s| placeheld(s));
+        let mut v = v.clone();
+        walk(&mut v, &|s| self.text(s));
         v
-    };
-    // fixture stubs: per path under the cwd, its content before the session changed it
+    }
+}
+
+/// The fixture's files: per path under the cwd, its content before the session changed it, as a whole
+/// Read showed it, or a stub (`true`): the old_string of the file's first Edit.
+fn fixture_files(s: &Session, cwd: &str) -> BTreeMap<String, (String, bool)> {
     let mut files: BTreeMap<String, (String, bool)> = BTreeMap::new(); // rel → (content, stub)
     let mut changed: Vec<String> = Vec::new();
     for c in s.turns.iter().flat_map(|t| &t.calls) {
@@ -277,6 +338,12 @@ pub fn import(file: &Path, text: &str, id: &str) -> Result<String, ImportError> 
             _ => {}
         }
     }
+    files
+}
+
+/// The claims guessed from the tools the session called (the first claim of each family, in order of
+/// first call; `PIPE-1` when none).
+fn guessed_claims(s: &Session) -> Vec<String> {
     let mut claims: Vec<String> = Vec::new();
     for c in s.turns.iter().flat_map(|t| &t.calls) {
         let family = match c.name.as_str() {
@@ -296,87 +363,56 @@ pub fn import(file: &Path, text: &str, id: &str) -> Result<String, ImportError> 
     if claims.is_empty() {
         claims.push("PIPE-1".into());
     }
-    let mut o = String::new();
-    o.push_str(&format!(
-        "# Imported by `probelab import` from {} (Claude Code {}, session {}).\n\
-         # Review: the claims, the fixture stubs, and every check marked `imported: review`.\n",
-        file.display(),
-        if s.version.is_empty() { "?" } else { &s.version },
-        s.id
-    ));
-    o.push_str(&format!("id = {}\n", toml_str(id)));
-    o.push_str(&format!(
-        "claims = [{}]   # guessed from the tools: review\n",
-        claims.iter().map(|c| toml_str(c)).collect::<Vec<_>>().join(", ")
-    ));
-    o.push_str(&format!("about = {}\n", toml_str(&format!("imported from Claude Code session {}", s.id))));
-    o.push_str("subjects = [\"builtin\", \"claude-code\"]\n");
-    if let Some(p) = &s.prompt {
-        o.push_str(&format!("prompt = {}\n", toml_str(&placeheld(p))));
-    }
-    // a long session: the built-in loop's turn limit and the deadline grow with its turns
-    let turns = s.turns.len() + usize::from(s.turns.last().is_some_and(|t| !t.calls.is_empty()));
-    let long = turns > crate::run::DEFAULT_MAX_TURNS;
-    if long {
-        o.push_str(&format!("deadline_secs = {}   # a long session: a second a turn\n", 60 + turns));
-    }
-    if !files.is_empty() {
-        o.push_str("\n[fixture]\n");
-        for (rel, (content, stub)) in &files {
-            let mark = if *stub { "   # stub: the old_string of its first Edit, review" } else { "" };
-            o.push_str(&format!("files.{} = {}{mark}\n", toml_str(rel), toml_str(content)));
-        }
-    }
-    if long {
-        o.push_str(&format!("\n[subject.builtin]\nmax_turns = {turns}\n"));
-    }
+    claims
+}
+
+/// Writes the session's turns to `o` (each call given an id, `read-3`) and returns the checks of their
+/// results, marked for review (the whole text when short, else its first line).
+fn turns_and_checks(s: &Session, cwd: &Cwd, o: &mut String) -> String {
     let mut checks = String::new();
     let mut n = 0;
     for t in &s.turns {
         o.push_str("\n[[turn]]\n");
         if !t.text.is_empty() {
-            o.push_str(&format!("text = {}\n", toml_str(&placeheld(&t.text.join("\n\n")))));
+            o.push_str(&format!("text = {}\n", toml_str(&cwd.text(&t.text.join("\n\n")))));
         }
-        if !t.calls.is_empty() {
-            o.push_str("tool_use = [\n");
-            for c in &t.calls {
-                n += 1;
-                let name =
-                    format!("{}-{n}", c.name.to_ascii_lowercase().replace(|ch: char| !ch.is_ascii_alphanumeric(), "-"));
-                o.push_str(&format!(
-                    "  {{ id = {}, name = {}, input = {} }},\n",
-                    toml_str(&name),
-                    toml_str(&c.name),
-                    toml_value(&input_of(&c.input))
-                ));
-                match &c.result {
-                    None => checks.push_str(&format!("\n# the session recorded no result for {name}\n")),
-                    Some((text, is_error)) => {
-                        let text = placeheld(text);
-                        checks.push_str(&format!(
-                            "\n[[check]]   # imported: review\nresult = {}\nis_error = {is_error}\n",
-                            toml_str(&name)
-                        ));
-                        if text.chars().count() <= EQUALS_MAX {
-                            checks.push_str(&format!("equals = {}\n", toml_str(&text)));
-                        } else if let Some(first) = text.lines().next().filter(|l| !l.is_empty()) {
-                            checks.push_str(&format!(
-                                "contains = {}   # the first line of {} chars\n",
-                                toml_str(first),
-                                text.chars().count()
-                            ));
-                        }
-                    }
-                }
+        if t.calls.is_empty() {
+            continue;
+        }
+        o.push_str("tool_use = [\n");
+        for c in &t.calls {
+            n += 1;
+            let name =
+                format!("{}-{n}", c.name.to_ascii_lowercase().replace(|ch: char| !ch.is_ascii_alphanumeric(), "-"));
+            o.push_str(&format!(
+                "  {{ id = {}, name = {}, input = {} }},\n",
+                toml_str(&name),
+                toml_str(&c.name),
+                toml_value(&cwd.input(&c.input))
+            ));
+            match &c.result {
+                None => checks.push_str(&format!("\n# the session recorded no result for {name}\n")),
+                Some((text, is_error)) => checks.push_str(&check_of(&name, &cwd.text(text), *is_error)),
             }
-            o.push_str("]\n");
         }
+        o.push_str("]\n");
     }
-    if s.turns.last().is_some_and(|t| !t.calls.is_empty()) {
-        o.push_str("\n[[turn]]   # the session ended on a call: the model's last word, added\ntext = \"done\"\n");
+    checks
+}
+
+/// The check of a call's result, marked for review.
+fn check_of(name: &str, text: &str, is_error: bool) -> String {
+    let mut check = format!("\n[[check]]   # imported: review\nresult = {}\nis_error = {is_error}\n", toml_str(name));
+    if text.chars().count() <= EQUALS_MAX {
+        check.push_str(&format!("equals = {}\n", toml_str(text)));
+    } else if let Some(first) = text.lines().next().filter(|l| !l.is_empty()) {
+        check.push_str(&format!(
+            "contains = {}   # the first line of {} chars\n",
+            toml_str(first),
+            text.chars().count()
+        ));
     }
-    o.push_str(&checks);
-    Ok(o)
+    check
 }
 
 #[cfg(test)]

@@ -125,21 +125,7 @@ pub async fn bisect(
     run_at(&ctx, 0, &all, &mut seen, &mut cost, &mut uninstallable, progress).await;
     run_at(&ctx, n - 1, &all, &mut seen, &mut cost, &mut uninstallable, progress).await;
     for p in probes {
-        let good = seen.get(&(0, p.id.clone())).and_then(key);
-        let bad = seen.get(&(n - 1, p.id.clone())).and_then(key);
-        let note = match (&good, &bad) {
-            (None, _) => Some(format!("no answer on the good version {}", candidates[0])),
-            (_, None) => Some(format!("no answer on the bad version {}", candidates[n - 1])),
-            (Some(g), Some(b)) if g == b => Some(format!(
-                "{} and {} behave the same ({} {})",
-                candidates[0],
-                candidates[n - 1],
-                g.0.word(),
-                &g.1.get(..12).unwrap_or("")
-            )),
-            _ => None,
-        };
-        match note {
+        match unchanged_between_the_ends(&p.id, &seen, candidates) {
             Some(note) => {
                 found.insert(p.id.clone(), Found { probe: p.id.clone(), boundary: None, diff: String::new(), note });
             }
@@ -148,69 +134,120 @@ pub async fn bisect(
             }
         }
     }
-    loop {
-        // the widest interval with an untried, installable version inside
-        let pick = open
-            .iter()
-            .filter_map(|(id, (lo, hi))| {
-                let inside: Vec<usize> = (lo + 1..*hi).filter(|i| !uninstallable.contains_key(i)).collect();
-                if inside.is_empty() {
-                    return None;
-                }
-                let mid = (lo + hi) / 2;
-                // the untried version nearest the middle
-                let best = inside.iter().copied().min_by_key(|i| (i.abs_diff(mid), *i))?;
-                Some((hi - lo, id.clone(), best))
-            })
-            .max_by_key(|(w, id, _)| (*w, std::cmp::Reverse(id.clone())));
-        let Some((_, _, mid)) = pick else { break };
+    while let Some(mid) = next_version(&open, &uninstallable) {
         let who: Vec<&Probe> =
             probes.iter().filter(|p| open.get(&p.id).is_some_and(|(lo, hi)| *lo < mid && mid < *hi)).collect();
         run_at(&ctx, mid, &who, &mut seen, &mut cost, &mut uninstallable, progress).await;
         if uninstallable.contains_key(&mid) {
             continue;
         }
-        for p in who {
-            let Some((lo, hi)) = open.get(&p.id).copied() else { continue };
-            let good = seen.get(&(lo, p.id.clone())).and_then(key);
-            match seen.get(&(mid, p.id.clone())).and_then(key) {
-                // no answer here: try the versions around it (the run is kept; this one is skipped)
-                None => {
-                    uninstallable.entry(mid).or_insert_with(|| "the run errored".into());
-                }
-                Some(k) if Some(&k) == good.as_ref() => {
-                    open.insert(p.id.clone(), (mid, hi));
-                }
-                Some(_) => {
-                    open.insert(p.id.clone(), (lo, mid));
-                }
+        narrow(&who, mid, &seen, &mut open, &mut uninstallable);
+    }
+    for (id, (lo, hi)) in open {
+        let f = boundary(id.clone(), (lo, hi), &seen, &uninstallable, candidates);
+        found.insert(id, f);
+    }
+    Ok((probes.iter().filter_map(|p| found.remove(&p.id)).collect(), cost))
+}
+
+/// Why a probe has nothing to bisect: no answer at an end, or both ends behave the same (None: they
+/// differ, the probe is bisected).
+fn unchanged_between_the_ends(
+    probe: &str,
+    seen: &BTreeMap<(usize, String), Observation>,
+    candidates: &[String],
+) -> Option<String> {
+    let n = candidates.len();
+    let good = seen.get(&(0, probe.to_string())).and_then(key);
+    let bad = seen.get(&(n - 1, probe.to_string())).and_then(key);
+    match (&good, &bad) {
+        (None, _) => Some(format!("no answer on the good version {}", candidates[0])),
+        (_, None) => Some(format!("no answer on the bad version {}", candidates[n - 1])),
+        (Some(g), Some(b)) if g == b => Some(format!(
+            "{} and {} behave the same ({} {})",
+            candidates[0],
+            candidates[n - 1],
+            g.0.word(),
+            &g.1.get(..12).unwrap_or("")
+        )),
+        _ => None,
+    }
+}
+
+/// The version to run next: in the widest open interval (ties: the first probe id), the untried,
+/// installable version nearest its middle; None when no interval has one left.
+fn next_version(open: &BTreeMap<String, (usize, usize)>, uninstallable: &BTreeMap<usize, String>) -> Option<usize> {
+    let pick = open
+        .iter()
+        .filter_map(|(id, (lo, hi))| {
+            let inside: Vec<usize> = (lo + 1..*hi).filter(|i| !uninstallable.contains_key(i)).collect();
+            if inside.is_empty() {
+                return None;
+            }
+            let mid = (lo + hi) / 2;
+            // the untried version nearest the middle
+            let best = inside.iter().copied().min_by_key(|i| (i.abs_diff(mid), *i))?;
+            Some((hi - lo, id.clone(), best))
+        })
+        .max_by_key(|(w, id, _)| (*w, std::cmp::Reverse(id.clone())));
+    pick.map(|(_, _, mid)| mid)
+}
+
+/// Halves the interval of each probe run at `mid`: the upper half where `mid` behaves as the interval's
+/// good end, the lower half otherwise; a probe without an answer there marks `mid` as not runnable (the
+/// versions around it are tried).
+fn narrow(
+    who: &[&Probe],
+    mid: usize,
+    seen: &BTreeMap<(usize, String), Observation>,
+    open: &mut BTreeMap<String, (usize, usize)>,
+    uninstallable: &mut BTreeMap<usize, String>,
+) {
+    for p in who {
+        let Some((lo, hi)) = open.get(&p.id).copied() else { continue };
+        let good = seen.get(&(lo, p.id.clone())).and_then(key);
+        match seen.get(&(mid, p.id.clone())).and_then(key) {
+            // no answer here: try the versions around it (the run is kept; this one is skipped)
+            None => {
+                uninstallable.entry(mid).or_insert_with(|| "the run errored".into());
+            }
+            Some(k) if Some(&k) == good.as_ref() => {
+                open.insert(p.id.clone(), (mid, hi));
+            }
+            Some(_) => {
+                open.insert(p.id.clone(), (lo, mid));
             }
         }
     }
-    for (id, (lo, hi)) in open {
-        let (a, b) = (seen.get(&(lo, id.clone())), seen.get(&(hi, id.clone())));
-        let skipped_between: Vec<&str> =
-            (lo + 1..hi).filter(|i| uninstallable.contains_key(i)).map(|i| candidates[i].as_str()).collect();
-        let note = if skipped_between.is_empty() {
-            String::new()
-        } else {
-            format!(
-                "the change is somewhere in {}..{} ({} could not be run)",
-                candidates[lo],
-                candidates[hi],
-                skipped_between.join(", ")
-            )
-        };
-        let diff = match (a, b) {
-            (Some(a), Some(b)) => behaviour_diff(a, b),
-            _ => String::new(),
-        };
-        found.insert(
-            id.clone(),
-            Found { probe: id, boundary: Some((candidates[lo].clone(), candidates[hi].clone())), diff, note },
-        );
-    }
-    Ok((probes.iter().filter_map(|p| found.remove(&p.id)).collect(), cost))
+}
+
+/// A probe's boundary: the last version as before and the first that differs, what differs between
+/// them, and which versions between them could not be run.
+fn boundary(
+    probe: String,
+    (lo, hi): (usize, usize),
+    seen: &BTreeMap<(usize, String), Observation>,
+    uninstallable: &BTreeMap<usize, String>,
+    candidates: &[String],
+) -> Found {
+    let (a, b) = (seen.get(&(lo, probe.clone())), seen.get(&(hi, probe.clone())));
+    let skipped_between: Vec<&str> =
+        (lo + 1..hi).filter(|i| uninstallable.contains_key(i)).map(|i| candidates[i].as_str()).collect();
+    let note = if skipped_between.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "the change is somewhere in {}..{} ({} could not be run)",
+            candidates[lo],
+            candidates[hi],
+            skipped_between.join(", ")
+        )
+    };
+    let diff = match (a, b) {
+        (Some(a), Some(b)) => behaviour_diff(a, b),
+        _ => String::new(),
+    };
+    Found { probe, boundary: Some((candidates[lo].clone(), candidates[hi].clone())), diff, note }
 }
 
 /// What differs between two observations of a probe, behaviour first: the outcome, each call's

@@ -126,26 +126,7 @@ fn version_key(v: &str) -> (Option<semver::Version>, String) {
 impl Matrix {
     /// The matrix of these cells.
     pub fn from_cells(cells: &[Observation]) -> Result<Matrix, String> {
-        let mut by_key: BTreeMap<(String, String), &Observation> = BTreeMap::new();
-        for o in cells {
-            let version = o.version.clone().unwrap_or_else(|| o.subject.clone());
-            if let Some(prev) = by_key.insert((o.probe.clone(), version.clone()), o) {
-                // fingerprints compare as the matrix shows them (a slim cell made from a report keeps 12 hex)
-                if prev.outcome != o.outcome
-                    || short(&prev.fingerprint) != short(&o.fingerprint)
-                    || prev.claims != o.claims
-                {
-                    return Err(format!(
-                        "two cells of {} on {version} disagree ({} {} / {} {}): merge shards of one matrix, or run the cell again",
-                        o.probe,
-                        prev.outcome.word(),
-                        short(&prev.fingerprint),
-                        o.outcome.word(),
-                        short(&o.fingerprint)
-                    ));
-                }
-            }
-        }
+        let by_key = one_cell_each(cells)?;
         let mut versions: Vec<String> =
             by_key.keys().map(|(_, v)| v.clone()).collect::<BTreeSet<_>>().into_iter().collect();
         versions.sort_by_key(|v| version_key(v));
@@ -186,58 +167,7 @@ impl Matrix {
             }
         }
         for (probe, row) in &m.probes {
-            // the parts of the probe's behaviour seen to vary on one version, and where
-            let mut varying: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
-            for (v, cell) in row.iter().filter(|(_, c)| !c.unstable.is_empty()) {
-                for part in cell.unstable.split("; ") {
-                    let part = if part.starts_with("outcome ") { "outcome" } else { part };
-                    varying.entry(part.to_string()).or_default().insert(v.clone());
-                }
-            }
-            let mut changes = Vec::new();
-            let mut prev: Option<(&String, &Cell)> = None;
-            for v in &versions {
-                let Some(cell) = row.get(v) else { continue };
-                if let Some((pv, pc)) = prev {
-                    // a side that did not reproduce itself says nothing of a change
-                    let noise = !pc.unstable.is_empty() || !cell.unstable.is_empty();
-                    if !noise && (pc.outcome != cell.outcome || pc.fingerprint != cell.fingerprint) {
-                        // what moved, where both cells kept their behaviour (hashed or whole)
-                        let parts =
-                            match (by_key.get(&(probe.clone(), pv.clone())), by_key.get(&(probe.clone(), v.clone()))) {
-                                (Some(a), Some(b)) if !a.behaviour.is_empty() && !b.behaviour.is_empty() => {
-                                    a.behaviour.hashed().differences(&b.behaviour.hashed())
-                                }
-                                _ => Vec::new(),
-                            };
-                        let outcome_varies = pc.outcome == cell.outcome || varying.contains_key("outcome");
-                        if !parts.is_empty() && outcome_varies && parts.iter().all(|x| varying.contains_key(x)) {
-                            let mut on: BTreeSet<String> = BTreeSet::new();
-                            for x in parts
-                                .iter()
-                                .map(String::as_str)
-                                .chain((pc.outcome != cell.outcome).then_some("outcome"))
-                            {
-                                on.extend(varying.get(x).into_iter().flatten().cloned());
-                            }
-                            let mut varies_on: Vec<String> = on.into_iter().collect();
-                            varies_on.sort_by_key(|v| version_key(v));
-                            let n = Noise { previous: pv.clone(), parts, varies_on };
-                            m.noise.entry(probe.clone()).or_default().insert(v.clone(), n);
-                            prev = Some((v, cell));
-                            continue;
-                        }
-                        let parts = if parts.is_empty() { String::new() } else { format!(" ({})", parts.join("; ")) };
-                        let what = if pc.outcome != cell.outcome {
-                            format!("{} → {}", pc.outcome.word(), cell.outcome.word())
-                        } else {
-                            format!("behaviour {} → {}{parts}", pc.fingerprint, cell.fingerprint)
-                        };
-                        changes.push(Change { version: v.clone(), previous: pv.clone(), what });
-                    }
-                }
-                prev = Some((v, cell));
-            }
+            let changes = probe_changes(probe, row, &versions, &by_key, &mut m.noise);
             if !changes.is_empty() {
                 m.probe_timeline.insert(probe.clone(), changes);
             }
@@ -246,34 +176,8 @@ impl Matrix {
         // between two versions it ran on, or its behaviour did — never a column's combined verdict, which
         // a version where only some probes ran (a bisection's boundary) would make flip
         for claim in m.claims.keys() {
-            let mut changes = Vec::new();
-            for p in claim_probes.get(claim).into_iter().flatten() {
-                let mut prev: Option<(&String, ClaimVerdict, bool)> = None;
-                for v in &versions {
-                    let Some(o) = by_key.get(&(p.clone(), v.clone())) else { continue };
-                    let Some(verdict) = o.claims.get(claim).copied() else { continue };
-                    let unstable = !o.unstable.is_empty();
-                    if let Some((pv, pverdict, punstable)) = prev {
-                        let noise = m.noise.get(p).and_then(|n| n.get(v)).is_some_and(|n| &n.previous == pv);
-                        if pverdict != verdict && !unstable && !punstable && !noise {
-                            changes.push(Change {
-                                version: v.clone(),
-                                previous: pv.clone(),
-                                what: format!("{p}: {} → {}", pverdict.word(), verdict.word()),
-                            });
-                        }
-                    }
-                    prev = Some((v, verdict, unstable));
-                }
-                for c in m.probe_timeline.get(p).into_iter().flatten() {
-                    let verdict_moved =
-                        changes.iter().any(|x| x.version == c.version && x.what.starts_with(&format!("{p}: ")));
-                    if c.what.starts_with("behaviour") && !verdict_moved {
-                        changes.push(Change { what: format!("{p}: {}", c.what), ..c.clone() });
-                    }
-                }
-            }
-            changes.sort_by_key(|c| version_key(&c.version));
+            let probes = claim_probes.get(claim).into_iter().flatten();
+            let changes = claim_changes(claim, probes, &versions, &by_key, &m);
             if !changes.is_empty() {
                 m.claim_timeline.insert(claim.clone(), changes);
             }
@@ -494,13 +398,6 @@ impl Matrix {
     /// cell links to what it is made of: a change to its release's page, any other cell to its cell file
     /// (a claim's: the first citing probe's there).
     pub fn to_html(&self, title: &str, evidence: Option<&Evidence>) -> String {
-        let changed_at =
-            |timeline: Option<&Vec<Change>>, v: &str| timeline.is_some_and(|cs| cs.iter().any(|c| c.version == v));
-        let link = |inner: String, href: Option<String>| match href {
-            Some(h) => format!("<a href=\"{h}\">{inner}</a>"),
-            None => inner,
-        };
-        let esc = |s: &str| s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;");
         let mut h = String::new();
         h.push_str(&format!(
             "<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>{}</title>\n<style>\nbody{{font-family:sans-serif;margin:1em}} table{{border-collapse:collapse;font-size:12px}} td,th{{border:1px solid #ccc;padding:2px 4px;text-align:center}} th.v{{writing-mode:vertical-rl}} td.l{{text-align:left}} .holds{{background:#cfc}} .diverges{{background:#ffd27f}} .changed{{background:#f99}} .na{{background:#ddd}} .error{{background:#f0f}} .pass{{background:#cfc}} .moved{{font-weight:bold;outline:2px solid #333}}\n</style></head><body>\n<h1>{}</h1>\n",
@@ -515,6 +412,21 @@ impl Matrix {
         ));
         let head: String = self.versions.iter().map(|v| format!("<th class=\"v\">{}</th>", esc(v))).collect();
         h.push_str(&format!("<h2>Claims × versions</h2>\n<table id=\"claims\"><tr><th>claim</th>{head}</tr>\n"));
+        self.html_claims(&mut h, evidence);
+        h.push_str("</table>\n");
+        h.push_str(&format!("<h2>Probes × versions</h2>\n<table id=\"probes\"><tr><th>probe</th>{head}</tr>\n"));
+        self.html_conformance(&mut h, evidence);
+        self.html_probes(&mut h, evidence);
+        h.push_str("</table>\n<h2>Timeline</h2>\n<ul id=\"timeline\">\n");
+        self.html_timeline(&mut h, evidence);
+        h.push_str("</ul>\n");
+        self.html_unstable(&mut h);
+        h.push_str("</body></html>\n");
+        h
+    }
+
+    /// The claims table's rows: each claim's verdict per version, linked to its change page or a cell citing it.
+    fn html_claims(&self, h: &mut String, evidence: Option<&Evidence>) {
         for (claim, row) in &self.claims {
             h.push_str(&format!("<tr><td class=\"l\">{}</td>", esc(claim)));
             for v in &self.versions {
@@ -544,8 +456,10 @@ impl Matrix {
             }
             h.push_str("</tr>\n");
         }
-        h.push_str("</table>\n");
-        h.push_str(&format!("<h2>Probes × versions</h2>\n<table id=\"probes\"><tr><th>probe</th>{head}</tr>\n"));
+    }
+
+    /// The built-in conformance row (when the figures are there): per version, the share of probes of `builtin@V` with the real V's tool results.
+    fn html_conformance(&self, h: &mut String, evidence: Option<&Evidence>) {
         if !self.conformance.is_empty() {
             // the built-in runtime at each version's profile against the real version's goldens
             h.push_str("<tr id=\"conformance\"><td class=\"l\"><b>built-in conformance</b></td>");
@@ -564,6 +478,10 @@ impl Matrix {
             }
             h.push_str("</tr>\n");
         }
+    }
+
+    /// The probes table's rows: each probe's outcome per version (a move from the version before marked), linked to its change page or its cell.
+    fn html_probes(&self, h: &mut String, evidence: Option<&Evidence>) {
         for (probe, row) in &self.probes {
             h.push_str(&format!("<tr><td class=\"l\">{}</td>", esc(probe)));
             let mut prev: Option<&Cell> = None;
@@ -598,7 +516,10 @@ impl Matrix {
             }
             h.push_str("</tr>\n");
         }
-        h.push_str("</table>\n<h2>Timeline</h2>\n<ul id=\"timeline\">\n");
+    }
+
+    /// The timeline's items: each claim's changes, linked to their change pages.
+    fn html_timeline(&self, h: &mut String, evidence: Option<&Evidence>) {
         for (claim, changes) in &self.claim_timeline {
             for c in changes {
                 let at = link(
@@ -613,7 +534,10 @@ impl Matrix {
                 ));
             }
         }
-        h.push_str("</ul>\n");
+    }
+
+    /// The unstable probes and the noise, when there are any.
+    fn html_unstable(&self, h: &mut String) {
         if !self.unstable.is_empty() || !self.noise.is_empty() {
             h.push_str("<h2>Unstable probes</h2>\n<p>Run again on one version, these did not agree with themselves: not a change.</p>\n<ul id=\"unstable\">\n");
             for (probe, row) in &self.unstable {
@@ -634,13 +558,153 @@ impl Matrix {
             }
             h.push_str("</ul>\n");
         }
-        h.push_str("</body></html>\n");
-        h
     }
+}
+
+/// Whether a timeline has a change at version `v`.
+fn changed_at(timeline: Option<&Vec<Change>>, v: &str) -> bool {
+    timeline.is_some_and(|cs| cs.iter().any(|c| c.version == v))
+}
+
+/// `inner` linked to `href`, when there is one.
+fn link(inner: String, href: Option<String>) -> String {
+    match href {
+        Some(h) => format!("<a href=\"{h}\">{inner}</a>"),
+        None => inner,
+    }
+}
+
+/// Text as HTML.
+fn esc(s: &str) -> String {
+    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
 }
 
 fn short(fingerprint: &str) -> String {
     fingerprint.chars().take(12).collect()
+}
+
+/// The cells by (probe, version): one each — two cells of one (probe, version) that disagree are an error
+/// (fingerprints compare as the matrix shows them: a slim cell made from a report keeps 12 hex).
+fn one_cell_each(cells: &[Observation]) -> Result<BTreeMap<(String, String), &Observation>, String> {
+    let mut by_key: BTreeMap<(String, String), &Observation> = BTreeMap::new();
+    for o in cells {
+        let version = o.version.clone().unwrap_or_else(|| o.subject.clone());
+        if let Some(prev) = by_key.insert((o.probe.clone(), version.clone()), o) {
+            // fingerprints compare as the matrix shows them (a slim cell made from a report keeps 12 hex)
+            if prev.outcome != o.outcome || short(&prev.fingerprint) != short(&o.fingerprint) || prev.claims != o.claims
+            {
+                return Err(format!(
+                    "two cells of {} on {version} disagree ({} {} / {} {}): merge shards of one matrix, or run the cell again",
+                    o.probe,
+                    prev.outcome.word(),
+                    short(&prev.fingerprint),
+                    o.outcome.word(),
+                    short(&o.fingerprint)
+                ));
+            }
+        }
+    }
+    Ok(by_key)
+}
+
+/// A probe's changes between neighbouring versions it ran on: its outcome or behaviour moved, neither
+/// side unstable. A move only in parts seen to vary on another version (and whose outcome, if it moved,
+/// varied somewhere too) is noise, kept in `noise` instead.
+fn probe_changes(
+    probe: &str,
+    row: &BTreeMap<String, Cell>,
+    versions: &[String],
+    by_key: &BTreeMap<(String, String), &Observation>,
+    noises: &mut BTreeMap<String, BTreeMap<String, Noise>>,
+) -> Vec<Change> {
+    // the parts of the probe's behaviour seen to vary on one version, and where
+    let mut varying: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for (v, cell) in row.iter().filter(|(_, c)| !c.unstable.is_empty()) {
+        for part in cell.unstable.split("; ") {
+            let part = if part.starts_with("outcome ") { "outcome" } else { part };
+            varying.entry(part.to_string()).or_default().insert(v.clone());
+        }
+    }
+    let mut changes = Vec::new();
+    let mut prev: Option<(&String, &Cell)> = None;
+    for v in versions {
+        let Some(cell) = row.get(v) else { continue };
+        if let Some((pv, pc)) = prev {
+            // a side that did not reproduce itself says nothing of a change
+            let noise = !pc.unstable.is_empty() || !cell.unstable.is_empty();
+            if !noise && (pc.outcome != cell.outcome || pc.fingerprint != cell.fingerprint) {
+                // what moved, where both cells kept their behaviour (hashed or whole)
+                let parts =
+                    match (by_key.get(&(probe.to_string(), pv.clone())), by_key.get(&(probe.to_string(), v.clone()))) {
+                        (Some(a), Some(b)) if !a.behaviour.is_empty() && !b.behaviour.is_empty() => {
+                            a.behaviour.hashed().differences(&b.behaviour.hashed())
+                        }
+                        _ => Vec::new(),
+                    };
+                let outcome_varies = pc.outcome == cell.outcome || varying.contains_key("outcome");
+                if !parts.is_empty() && outcome_varies && parts.iter().all(|x| varying.contains_key(x)) {
+                    let mut on: BTreeSet<String> = BTreeSet::new();
+                    for x in parts.iter().map(String::as_str).chain((pc.outcome != cell.outcome).then_some("outcome")) {
+                        on.extend(varying.get(x).into_iter().flatten().cloned());
+                    }
+                    let mut varies_on: Vec<String> = on.into_iter().collect();
+                    varies_on.sort_by_key(|v| version_key(v));
+                    let n = Noise { previous: pv.clone(), parts, varies_on };
+                    noises.entry(probe.to_string()).or_default().insert(v.clone(), n);
+                    prev = Some((v, cell));
+                    continue;
+                }
+                let parts = if parts.is_empty() { String::new() } else { format!(" ({})", parts.join("; ")) };
+                let what = if pc.outcome != cell.outcome {
+                    format!("{} → {}", pc.outcome.word(), cell.outcome.word())
+                } else {
+                    format!("behaviour {} → {}{parts}", pc.fingerprint, cell.fingerprint)
+                };
+                changes.push(Change { version: v.clone(), previous: pv.clone(), what });
+            }
+        }
+        prev = Some((v, cell));
+    }
+    changes
+}
+
+/// A claim's changes: where a citing probe's verdict on it changed between two versions it ran on (both
+/// sides stable, not noise), or its behaviour did, oldest first.
+fn claim_changes<'a>(
+    claim: &String,
+    probes: impl Iterator<Item = &'a String>,
+    versions: &[String],
+    by_key: &BTreeMap<(String, String), &Observation>,
+    m: &Matrix,
+) -> Vec<Change> {
+    let mut changes = Vec::new();
+    for p in probes {
+        let mut prev: Option<(&String, ClaimVerdict, bool)> = None;
+        for v in versions {
+            let Some(o) = by_key.get(&(p.clone(), v.clone())) else { continue };
+            let Some(verdict) = o.claims.get(claim).copied() else { continue };
+            let unstable = !o.unstable.is_empty();
+            if let Some((pv, pverdict, punstable)) = prev {
+                let noise = m.noise.get(p).and_then(|n| n.get(v)).is_some_and(|n| &n.previous == pv);
+                if pverdict != verdict && !unstable && !punstable && !noise {
+                    changes.push(Change {
+                        version: v.clone(),
+                        previous: pv.clone(),
+                        what: format!("{p}: {} → {}", pverdict.word(), verdict.word()),
+                    });
+                }
+            }
+            prev = Some((v, verdict, unstable));
+        }
+        for c in m.probe_timeline.get(p).into_iter().flatten() {
+            let verdict_moved = changes.iter().any(|x| x.version == c.version && x.what.starts_with(&format!("{p}: ")));
+            if c.what.starts_with("behaviour") && !verdict_moved {
+                changes.push(Change { what: format!("{p}: {}", c.what), ..c.clone() });
+            }
+        }
+    }
+    changes.sort_by_key(|c| version_key(&c.version));
+    changes
 }
 
 #[cfg(test)]

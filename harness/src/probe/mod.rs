@@ -519,240 +519,46 @@ pub fn parse(path: &Path, text: &str) -> Result<Probe, ProbeError> {
 /// the catalogue's and `known.claims`.
 pub fn parse_with(path: &Path, text: &str, known: &Known) -> Result<Probe, ProbeError> {
     let subjects_known: Vec<&str> = known.subjects.iter().map(String::as_str).collect();
-    let file = path.display().to_string();
-    let err_at = |offset: usize, message: String, hint: Option<&str>| {
-        let (line, col) = line_col(text, offset);
-        ProbeError { file: file.clone(), line, col, message, hint: hint.map(str::to_string) }
-    };
-    let raw: ProbeFile = toml::from_str(text).map_err(|e| {
-        let msg = for_users(e.message().trim_end());
-        let span = e.span().unwrap_or(0..0);
-        // an unknown field's error spans its whole table (the document, at the top level): on the key
-        let unknown = msg.strip_prefix("unknown field `").and_then(|r| r.split('`').next());
-        let region = if span.start == 0 { 0..first_header(text).unwrap_or(text.len()) } else { span.clone() };
-        let offset = unknown.and_then(|k| key_offset(text, region, k)).unwrap_or(span.start);
-        let hint = if msg.contains("unknown field") {
-            Some("see the probe format in harness/src/probe/mod.rs (or `probelab new NAME` for a commented skeleton)")
-        } else if let Some(field) = msg.strip_prefix("missing field `").and_then(|r| r.split('`').next()) {
-            // the top level's own fields, or a table's (whose error spans that table)
-            let top = ["id", "claims", "about"].contains(&field) && (span.start == 0 || first_header(text) == Some(0));
-            Some(if top {
-                "every probe needs id, claims and about"
-            } else {
-                "the table needs this key: see its keys in docs/probe-format.md"
-            })
-        } else {
-            None
-        };
-        err_at(offset, msg, hint)
-    })?;
-    let id = raw.id.get_ref().clone();
-    if id.is_empty() || !id.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_')) {
-        return Err(err_at(
-            raw.id.span().start,
-            format!("probe id {id:?} must be non-empty [A-Za-z0-9._-]"),
-            Some("ids name golden files: keep them path-safe"),
-        ));
-    }
-    if raw.claims.get_ref().is_empty() {
-        return Err(err_at(
-            raw.claims.span().start,
-            "claims is empty".into(),
-            Some("name the claim ids this probe checks (docs/claims.md)"),
-        ));
-    }
-    let mut claims = Vec::new();
-    for c in raw.claims.get_ref() {
-        if !crate::claims::exists(c.get_ref()) && !known.claims.contains(c.get_ref()) {
-            return Err(err_at(
-                c.span().start,
-                format!("claim {:?} is not in the catalogue", c.get_ref()),
-                Some("claim ids are listed in docs/claims.md and the project's own `claims` file (`probelab list` prints them)"),
-            ));
-        }
-        claims.push(c.get_ref().clone());
-    }
-    let mut diverges = Vec::new();
-    for d in &raw.diverges {
-        let v = d.get_ref();
-        if !claims.contains(&v.claim) {
-            let msg = format!("diverges names claim {:?}, which this probe does not cite", v.claim);
-            return Err(err_at(d.span().start, msg, Some("add it to claims, or name a cited claim")));
-        }
-        if !subjects_known.contains(&v.subject.as_str()) {
-            return Err(err_at(
-                d.span().start,
-                format!("unknown subject {:?}", v.subject),
-                Some(&format!("the subjects are {}", subjects_known.join(", "))),
-            ));
-        }
-        diverges.push(v.clone());
-    }
-    let mut requires = Vec::new();
-    let subject_requires = raw.subject.builtin.requires.iter().chain(&raw.subject.claude_code.requires);
-    for r in raw.requires.iter().map(|r| (r.get_ref(), r.span().start)).chain(subject_requires.map(|r| (r, 0))) {
-        if !host::valid_name(r.0) {
-            return Err(err_at(
-                r.1,
-                format!("requires names {:?}, which is not a host part", r.0),
-                Some("a command on PATH (`curl`), a known part (`bwrap`, `socat`, `chromium`…) or `python3:MODULE`"),
-            ));
-        }
-    }
-    for r in &raw.requires {
-        requires.push(r.get_ref().clone());
-    }
-    let needs_bwrap = raw.settings.sandbox.enabled;
-    let declares_bwrap =
-        raw.requires.iter().map(|r| r.get_ref()).chain(&raw.subject.builtin.requires).any(|r| r == "bwrap");
-    if needs_bwrap && !declares_bwrap {
-        let at = key_offset(text, 0..text.len(), "enabled").unwrap_or(0);
-        return Err(err_at(
-            at,
-            "the probe turns the Bash sandbox on ([settings.sandbox] enabled) but does not require bubblewrap".into(),
-            Some("add requires = [\"bwrap\"]: where bubblewrap is missing the probe is skipped, not failed"),
-        ));
-    }
-    let perms = &raw.settings.permissions;
-    for (list, rules) in [("allow", &perms.allow), ("ask", &perms.ask), ("deny", &perms.deny)] {
-        for r in rules {
-            if let Err(why) = rule_problem(r) {
-                let at = string_offset(text, r).unwrap_or_else(|| key_offset(text, 0..text.len(), list).unwrap_or(0));
-                let hint = "`Tool` or `Tool(pattern)`: a tool of the pool or of Claude Code, mcp__server__tool; \
-                     path patterns are gitignore globs, Bash(cmd:*) / Bash(cmd *), WebFetch(domain:HOST)";
-                return Err(err_at(at, format!("permissions.{list}: {why}"), Some(hint)));
-            }
-        }
-    }
-    let mut subjects = Vec::new();
-    for s in raw.subjects.iter().flatten() {
-        if !subjects_known.contains(&s.get_ref().as_str()) {
-            return Err(err_at(
-                s.span().start,
-                format!("unknown subject {:?}", s.get_ref()),
-                Some(&format!(
-                    "the subjects are {} (a project's own: [subjects.NAME] in probelab.toml)",
-                    subjects_known.join(", ")
-                )),
-            ));
-        }
-        subjects.push(s.get_ref().clone());
-    }
-    if raw.subjects.is_none() {
-        subjects = default_subjects(path);
-    }
-    // the ids probes give tool_uses name them for checks: unique across the whole script
-    let mut seen = std::collections::BTreeSet::new();
-    let every_turn = raw.turns.iter().chain(raw.conversations.iter().flat_map(|c| &c.turns));
-    for id in every_turn.flat_map(|t| &t.tool_use).filter_map(|u| u.id.as_deref()) {
-        if !seen.insert(id) {
-            let at = text.match_indices(&format!("\"{id}\"")).nth(1).map(|(i, _)| i).unwrap_or(0);
-            let hint = "an id names one tool_use (checks say result = \"ID\"), and the API refuses repeated ids";
-            return Err(err_at(at, format!("tool_use id {id:?} is given twice"), Some(hint)));
-        }
-    }
-    let (turns, conversations) = (raw.turns.clone(), raw.conversations.clone());
-    let script =
-        stub_messages::Script::from_parts(&file, &id, turns, conversations, raw.stub.clone()).map_err(|e| {
-            let msg = e.0.strip_prefix(&format!("{file}: ")).unwrap_or(&e.0).to_string();
-            err_at(
-                turn_offset(text, &msg).unwrap_or(0),
-                msg,
-                Some("see the turn format in stub-messages/src/script.rs"),
-            )
-        })?;
+    let at = At { file: path.display().to_string(), text };
+    let raw: ProbeFile = toml::from_str(text).map_err(|e| at.toml_error(&e))?;
+    let id = at.id(&raw)?;
+    let claims = at.claims(&raw, known)?;
+    let diverges = at.diverges(&raw, &claims, &subjects_known)?;
+    let requires = at.requires(&raw)?;
+    at.permissions(&raw)?;
+    let subjects = at.subjects(&raw, path, &subjects_known)?;
+    at.unique_tool_use_ids(&raw)?;
+    let script = at.script(&raw, &id)?;
     let main_turns = script.turns.len();
     let tool_uses: usize = script.turns.iter().map(|t| t.tool_use.len()).sum();
     let main_ids: Vec<Option<&str>> = script.turns.iter().flat_map(|t| &t.tool_use).map(|u| u.id.as_deref()).collect();
     let unordered = raw.unordered.as_ref().map(|u| (u.get_ref().clone(), u.span().start)).unwrap_or_default();
     if let Some(n) = unordered.0.iter().find(|n| **n == 0 || **n > tool_uses) {
-        return Err(err_at(
+        return Err(at.err(
             unordered.1,
             format!("unordered names result {n}, but the main conversation scripts {tool_uses} tool_use block(s)"),
             Some("results are numbered from 1 in script order, across turns"),
         ));
     }
-    if let Some(d) = &raw.fixture.dir {
-        let p = Path::new(d.get_ref());
-        let escapes = d.get_ref().is_empty()
-            || p.components().any(|c| !matches!(c, std::path::Component::Normal(_) | std::path::Component::CurDir));
-        if escapes {
-            return Err(err_at(
-                d.span().start,
-                format!("fixture dir {:?} is not a relative path under fixtures/", d.get_ref()),
-                Some("name a directory under fixtures/, e.g. dir = \"lsp/pyproj\" (no absolute path, no `..`)"),
-            ));
-        }
-    }
+    at.fixture_dir(&raw)?;
     let mut faults = Vec::new();
     for f in &raw.fixture.fault {
-        faults.push(fault(f.get_ref(), main_turns).map_err(|(at, msg, hint)| err_at(at, msg, hint))?);
+        faults.push(fault(f.get_ref(), main_turns).map_err(|(o, msg, hint)| at.err(o, msg, hint))?);
     }
-    value_problems(&raw, text).map_err(|(at, msg, hint)| err_at(at, msg, hint))?;
+    value_problems(&raw, text).map_err(|(o, msg, hint)| at.err(o, msg, hint))?;
     if raw.execs.is_empty() == script.turns.is_empty() {
         let msg = if raw.execs.is_empty() {
             "the probe has no [[turn]] and no [[exec]]"
         } else {
             "a probe has [[turn]]s or [[exec]]s, not both"
         };
-        return Err(err_at(
-            0,
-            msg.into(),
-            Some("a loop probe scripts the model with [[turn]]; an exec probe runs [[exec]] commands"),
-        ));
+        let hint = "a loop probe scripts the model with [[turn]]; an exec probe runs [[exec]] commands";
+        return Err(at.err(0, msg.into(), Some(hint)));
     }
-    let reasons = [&raw.subject.unconfined, &raw.subject.builtin.unconfined, &raw.subject.claude_code.unconfined];
-    if reasons.iter().any(|r| r.as_ref().is_some_and(|why| why.trim().is_empty())) {
-        let blank = regex::Regex::new(r#"(?m)^[ \t]*unconfined[ \t]*=[ \t]*("\s*"|'\s*')"#).ok();
-        let key =
-            blank.filter(|b| b.is_match(text)).or_else(|| regex::Regex::new(r"(?m)^[ \t]*unconfined[ \t]*=").ok());
-        let at = key.and_then(|k| k.find(text)).map(|m| m.start()).unwrap_or(0);
-        let hint =
-            "say why the subject must run with the host writable, e.g. unconfined = \"measures the host's own /tmp\"";
-        return Err(err_at(at, "unconfined needs a reason".into(), Some(hint)));
-    }
-    if let Some(id) = &raw.subject.session_id {
-        if !is_uuid(id) {
-            let key = regex::Regex::new(r"(?m)^[ \t]*session_id[ \t]*=").ok();
-            let at = key.and_then(|k| k.find(text)).map(|m| m.start()).unwrap_or(0);
-            let hint = "Claude Code's --session-id takes a UUID, e.g. \"11111111-2222-4333-8444-555555555555\"";
-            return Err(err_at(at, format!("session_id {id:?} is not a UUID"), Some(hint)));
-        }
-    }
-    for (rel, spec) in &raw.fixture.files {
-        if let Some(Err(e)) = spec.mtime().map(files::Mtime::time) {
-            let at = text.find(&format!("\"{rel}\"")).unwrap_or(0);
-            let hint = "seconds on the fixture's clock (0 = 2026-01-01T00:00:00Z) or an RFC 3339 time";
-            return Err(err_at(at, format!("fixture file {rel:?}: {e}"), Some(hint)));
-        }
-    }
-    let mut plugins = Vec::new();
-    for p in &raw.plugins {
-        if let Some(problem) = p.get_ref().problem() {
-            let hint = "see `lspServers.NAME` in docs/probe-format.md";
-            return Err(err_at(p.span().start, format!("plugin: {problem}"), Some(hint)));
-        }
-        plugins.push(p.get_ref().clone());
-    }
-    let mut checks = Vec::new();
-    let names = checks::Names { main_turns, main_ids, execs: raw.execs.len() };
-    for c in &raw.checks {
-        let at = c.span().start;
-        let region = table_region(text, c.span());
-        let check = c.get_ref().typed(&names).map_err(|e| {
-            let key_at = |k: &str| key_offset(text, region.clone(), k);
-            // a check that asserts nothing: an empty list (`json = []`) reads as absent, and is to blame
-            let empty_list = checks::EMPTY_LIST_KEYS.iter().find_map(|k| key_at(k).map(|o| (*k, o)));
-            let (at, message) = match (e.key, empty_list) {
-                (Some(k), _) => (key_at(k).unwrap_or(at), e.message),
-                (None, Some((k, o))) if e.asserts_nothing => (o, format!("`{k}` is empty: it asserts nothing")),
-                _ => (at, e.message),
-            };
-            err_at(at, message, e.hint.as_deref())
-        })?;
-        let (line, col) = line_col(text, at);
-        checks.push((check, line, col));
-    }
+    at.subject_options(&raw)?;
+    at.fixture_mtimes(&raw)?;
+    let plugins = at.plugins(&raw)?;
+    let checks = at.checks(&raw, &checks::Names { main_turns, main_ids, execs: raw.execs.len() })?;
     Ok(Probe {
         path: path.to_path_buf(),
         source: text.to_string(),
@@ -779,6 +585,295 @@ pub fn parse_with(path: &Path, text: &str, known: &Known) -> Result<Probe, Probe
         execs: raw.execs.into_iter().map(Spanned::into_inner).collect(),
         checks,
     })
+}
+
+/// A probe file being parsed: where its errors point (offsets in its text become line:col), and the
+/// steps of [`parse_with`], each a rule of the format checked in the order the errors are reported.
+struct At<'a> {
+    file: String,
+    text: &'a str,
+}
+
+impl At<'_> {
+    /// An error at `offset` of the text.
+    fn err(&self, offset: usize, message: String, hint: Option<&str>) -> ProbeError {
+        let (line, col) = line_col(self.text, offset);
+        ProbeError { file: self.file.clone(), line, col, message, hint: hint.map(str::to_string) }
+    }
+
+    /// The TOML parser's error, on the key it is about, with a hint for the usual mistakes.
+    fn toml_error(&self, e: &toml::de::Error) -> ProbeError {
+        let text = self.text;
+        let msg = for_users(e.message().trim_end());
+        let span = e.span().unwrap_or(0..0);
+        // an unknown field's error spans its whole table (the document, at the top level): on the key
+        let unknown = msg.strip_prefix("unknown field `").and_then(|r| r.split('`').next());
+        let region = if span.start == 0 { 0..first_header(text).unwrap_or(text.len()) } else { span.clone() };
+        let offset = unknown.and_then(|k| key_offset(text, region, k)).unwrap_or(span.start);
+        let hint = if msg.contains("unknown field") {
+            Some("see the probe format in harness/src/probe/mod.rs (or `probelab new NAME` for a commented skeleton)")
+        } else if let Some(field) = msg.strip_prefix("missing field `").and_then(|r| r.split('`').next()) {
+            // the top level's own fields, or a table's (whose error spans that table)
+            let top = ["id", "claims", "about"].contains(&field) && (span.start == 0 || first_header(text) == Some(0));
+            Some(if top {
+                "every probe needs id, claims and about"
+            } else {
+                "the table needs this key: see its keys in docs/probe-format.md"
+            })
+        } else {
+            None
+        };
+        self.err(offset, msg, hint)
+    }
+
+    /// The id: path-safe (it names golden files).
+    fn id(&self, raw: &ProbeFile) -> Result<String, ProbeError> {
+        let id = raw.id.get_ref().clone();
+        if id.is_empty() || !id.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_')) {
+            return Err(self.err(
+                raw.id.span().start,
+                format!("probe id {id:?} must be non-empty [A-Za-z0-9._-]"),
+                Some("ids name golden files: keep them path-safe"),
+            ));
+        }
+        Ok(id)
+    }
+
+    /// The claims: at least one, each in the catalogue or the project's own.
+    fn claims(&self, raw: &ProbeFile, known: &Known) -> Result<Vec<String>, ProbeError> {
+        if raw.claims.get_ref().is_empty() {
+            return Err(self.err(
+                raw.claims.span().start,
+                "claims is empty".into(),
+                Some("name the claim ids this probe checks (docs/claims.md)"),
+            ));
+        }
+        let mut claims = Vec::new();
+        for c in raw.claims.get_ref() {
+            if !crate::claims::exists(c.get_ref()) && !known.claims.contains(c.get_ref()) {
+                return Err(self.err(
+                    c.span().start,
+                    format!("claim {:?} is not in the catalogue", c.get_ref()),
+                    Some("claim ids are listed in docs/claims.md and the project's own `claims` file (`probelab list` prints them)"),
+                ));
+            }
+            claims.push(c.get_ref().clone());
+        }
+        Ok(claims)
+    }
+
+    /// The divergences: each of a cited claim, on a subject there is.
+    fn diverges(
+        &self,
+        raw: &ProbeFile,
+        claims: &[String],
+        subjects_known: &[&str],
+    ) -> Result<Vec<Divergence>, ProbeError> {
+        let mut diverges = Vec::new();
+        for d in &raw.diverges {
+            let v = d.get_ref();
+            if !claims.contains(&v.claim) {
+                let msg = format!("diverges names claim {:?}, which this probe does not cite", v.claim);
+                return Err(self.err(d.span().start, msg, Some("add it to claims, or name a cited claim")));
+            }
+            if !subjects_known.contains(&v.subject.as_str()) {
+                return Err(self.err(
+                    d.span().start,
+                    format!("unknown subject {:?}", v.subject),
+                    Some(&format!("the subjects are {}", subjects_known.join(", "))),
+                ));
+            }
+            diverges.push(v.clone());
+        }
+        Ok(diverges)
+    }
+
+    /// The host parts required (the probe's and its subjects'): each a part there can be; a probe that
+    /// turns the Bash sandbox on requires bubblewrap.
+    fn requires(&self, raw: &ProbeFile) -> Result<Vec<String>, ProbeError> {
+        let text = self.text;
+        let subject_requires = raw.subject.builtin.requires.iter().chain(&raw.subject.claude_code.requires);
+        for r in raw.requires.iter().map(|r| (r.get_ref(), r.span().start)).chain(subject_requires.map(|r| (r, 0))) {
+            if !host::valid_name(r.0) {
+                return Err(self.err(
+                    r.1,
+                    format!("requires names {:?}, which is not a host part", r.0),
+                    Some(
+                        "a command on PATH (`curl`), a known part (`bwrap`, `socat`, `chromium`…) or `python3:MODULE`",
+                    ),
+                ));
+            }
+        }
+        let requires = raw.requires.iter().map(|r| r.get_ref().clone()).collect();
+        let needs_bwrap = raw.settings.sandbox.enabled;
+        let declares_bwrap =
+            raw.requires.iter().map(|r| r.get_ref()).chain(&raw.subject.builtin.requires).any(|r| r == "bwrap");
+        if needs_bwrap && !declares_bwrap {
+            let at = key_offset(text, 0..text.len(), "enabled").unwrap_or(0);
+            return Err(self.err(
+                at,
+                "the probe turns the Bash sandbox on ([settings.sandbox] enabled) but does not require bubblewrap"
+                    .into(),
+                Some("add requires = [\"bwrap\"]: where bubblewrap is missing the probe is skipped, not failed"),
+            ));
+        }
+        Ok(requires)
+    }
+
+    /// The permission rules of `[settings]`: each one a rule Claude Code reads.
+    fn permissions(&self, raw: &ProbeFile) -> Result<(), ProbeError> {
+        let text = self.text;
+        let perms = &raw.settings.permissions;
+        for (list, rules) in [("allow", &perms.allow), ("ask", &perms.ask), ("deny", &perms.deny)] {
+            for r in rules {
+                if let Err(why) = rule_problem(r) {
+                    let at =
+                        string_offset(text, r).unwrap_or_else(|| key_offset(text, 0..text.len(), list).unwrap_or(0));
+                    let hint = "`Tool` or `Tool(pattern)`: a tool of the pool or of Claude Code, mcp__server__tool; \
+                         path patterns are gitignore globs, Bash(cmd:*) / Bash(cmd *), WebFetch(domain:HOST)";
+                    return Err(self.err(at, format!("permissions.{list}: {why}"), Some(hint)));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The subjects the probe runs on: those it names, each one there is, or the default of its place.
+    fn subjects(&self, raw: &ProbeFile, path: &Path, subjects_known: &[&str]) -> Result<Vec<String>, ProbeError> {
+        let Some(named) = &raw.subjects else { return Ok(default_subjects(path)) };
+        let mut subjects = Vec::new();
+        for s in named {
+            if !subjects_known.contains(&s.get_ref().as_str()) {
+                return Err(self.err(
+                    s.span().start,
+                    format!("unknown subject {:?}", s.get_ref()),
+                    Some(&format!(
+                        "the subjects are {} (a project's own: [subjects.NAME] in probelab.toml)",
+                        subjects_known.join(", ")
+                    )),
+                ));
+            }
+            subjects.push(s.get_ref().clone());
+        }
+        Ok(subjects)
+    }
+
+    /// The ids probes give tool_uses name them for checks: unique across the whole script.
+    fn unique_tool_use_ids(&self, raw: &ProbeFile) -> Result<(), ProbeError> {
+        let mut seen = std::collections::BTreeSet::new();
+        let every_turn = raw.turns.iter().chain(raw.conversations.iter().flat_map(|c| &c.turns));
+        for id in every_turn.flat_map(|t| &t.tool_use).filter_map(|u| u.id.as_deref()) {
+            if !seen.insert(id) {
+                let at = self.text.match_indices(&format!("\"{id}\"")).nth(1).map(|(i, _)| i).unwrap_or(0);
+                let hint = "an id names one tool_use (checks say result = \"ID\"), and the API refuses repeated ids";
+                return Err(self.err(at, format!("tool_use id {id:?} is given twice"), Some(hint)));
+            }
+        }
+        Ok(())
+    }
+
+    /// The stub's script of the probe's turns and conversations (its errors on the turn they are about).
+    fn script(&self, raw: &ProbeFile, id: &str) -> Result<stub_messages::Script, ProbeError> {
+        let (file, turns, conversations) = (&self.file, raw.turns.clone(), raw.conversations.clone());
+        stub_messages::Script::from_parts(file, id, turns, conversations, raw.stub.clone()).map_err(|e| {
+            let msg = e.0.strip_prefix(&format!("{file}: ")).unwrap_or(&e.0).to_string();
+            self.err(
+                turn_offset(self.text, &msg).unwrap_or(0),
+                msg,
+                Some("see the turn format in stub-messages/src/script.rs"),
+            )
+        })
+    }
+
+    /// `[fixture] dir`: a relative path under fixtures/.
+    fn fixture_dir(&self, raw: &ProbeFile) -> Result<(), ProbeError> {
+        let Some(d) = &raw.fixture.dir else { return Ok(()) };
+        let p = Path::new(d.get_ref());
+        let escapes = d.get_ref().is_empty()
+            || p.components().any(|c| !matches!(c, std::path::Component::Normal(_) | std::path::Component::CurDir));
+        if escapes {
+            return Err(self.err(
+                d.span().start,
+                format!("fixture dir {:?} is not a relative path under fixtures/", d.get_ref()),
+                Some("name a directory under fixtures/, e.g. dir = \"lsp/pyproj\" (no absolute path, no `..`)"),
+            ));
+        }
+        Ok(())
+    }
+
+    /// `[subject]`'s options: an `unconfined` says why, a `session_id` is a UUID.
+    fn subject_options(&self, raw: &ProbeFile) -> Result<(), ProbeError> {
+        let text = self.text;
+        let reasons = [&raw.subject.unconfined, &raw.subject.builtin.unconfined, &raw.subject.claude_code.unconfined];
+        if reasons.iter().any(|r| r.as_ref().is_some_and(|why| why.trim().is_empty())) {
+            let blank = regex::Regex::new(r#"(?m)^[ \t]*unconfined[ \t]*=[ \t]*("\s*"|'\s*')"#).ok();
+            let key =
+                blank.filter(|b| b.is_match(text)).or_else(|| regex::Regex::new(r"(?m)^[ \t]*unconfined[ \t]*=").ok());
+            let at = key.and_then(|k| k.find(text)).map(|m| m.start()).unwrap_or(0);
+            let hint =
+                "say why the subject must run with the host writable, e.g. unconfined = \"measures the host's own /tmp\"";
+            return Err(self.err(at, "unconfined needs a reason".into(), Some(hint)));
+        }
+        if let Some(id) = &raw.subject.session_id {
+            if !is_uuid(id) {
+                let key = regex::Regex::new(r"(?m)^[ \t]*session_id[ \t]*=").ok();
+                let at = key.and_then(|k| k.find(text)).map(|m| m.start()).unwrap_or(0);
+                let hint = "Claude Code's --session-id takes a UUID, e.g. \"11111111-2222-4333-8444-555555555555\"";
+                return Err(self.err(at, format!("session_id {id:?} is not a UUID"), Some(hint)));
+            }
+        }
+        Ok(())
+    }
+
+    /// The fixture files' mtimes: each a time on the fixture's clock.
+    fn fixture_mtimes(&self, raw: &ProbeFile) -> Result<(), ProbeError> {
+        for (rel, spec) in &raw.fixture.files {
+            if let Some(Err(e)) = spec.mtime().map(files::Mtime::time) {
+                let at = self.text.find(&format!("\"{rel}\"")).unwrap_or(0);
+                let hint = "seconds on the fixture's clock (0 = 2026-01-01T00:00:00Z) or an RFC 3339 time";
+                return Err(self.err(at, format!("fixture file {rel:?}: {e}"), Some(hint)));
+            }
+        }
+        Ok(())
+    }
+
+    /// The plugins: each one Claude Code would load.
+    fn plugins(&self, raw: &ProbeFile) -> Result<Vec<probelab_runtime::config::PluginSpec>, ProbeError> {
+        let mut plugins = Vec::new();
+        for p in &raw.plugins {
+            if let Some(problem) = p.get_ref().problem() {
+                let hint = "see `lspServers.NAME` in docs/probe-format.md";
+                return Err(self.err(p.span().start, format!("plugin: {problem}"), Some(hint)));
+            }
+            plugins.push(p.get_ref().clone());
+        }
+        Ok(plugins)
+    }
+
+    /// The checks, typed against what the script names (turns, tool_use ids, execs), each with its line
+    /// and column; an error on the key it is about.
+    fn checks(&self, raw: &ProbeFile, names: &checks::Names<'_>) -> Result<Vec<(Check, usize, usize)>, ProbeError> {
+        let text = self.text;
+        let mut out = Vec::new();
+        for c in &raw.checks {
+            let at = c.span().start;
+            let region = table_region(text, c.span());
+            let check = c.get_ref().typed(names).map_err(|e| {
+                let key_at = |k: &str| key_offset(text, region.clone(), k);
+                // a check that asserts nothing: an empty list (`json = []`) reads as absent, and is to blame
+                let empty_list = checks::EMPTY_LIST_KEYS.iter().find_map(|k| key_at(k).map(|o| (*k, o)));
+                let (at, message) = match (e.key, empty_list) {
+                    (Some(k), _) => (key_at(k).unwrap_or(at), e.message),
+                    (None, Some((k, o))) if e.asserts_nothing => (o, format!("`{k}` is empty: it asserts nothing")),
+                    _ => (at, e.message),
+                };
+                self.err(at, message, e.hint.as_deref())
+            })?;
+            let (line, col) = line_col(text, at);
+            out.push((check, line, col));
+        }
+        Ok(out)
+    }
 }
 
 /// A deserializer's message as a probe's author reads it: the forms a value may take instead of serde's
@@ -826,6 +921,17 @@ fn value_problems(raw: &ProbeFile, text: &str) -> Result<(), values::Problem> {
             Some("a deadline is 1 to 86400 seconds (a day)"),
         ));
     }
+    time_problems(raw, text, deadline)?;
+    fixture_problems(raw, text)?;
+    web_problems(raw, text)?;
+    settings_problems(raw, text)?;
+    placeholder_problems(raw, text)
+}
+
+/// The times a probe gives within their ranges, and within its deadline: its execs' (and their argv
+/// not empty), the built-in's turn limit, the clock's, its checks' durations, the script's waits and
+/// delays and its web's (a wait of u64::MAX ms overflowed the stub's clock).
+fn time_problems(raw: &ProbeFile, text: &str, deadline: u64) -> Result<(), values::Problem> {
     for e in &raw.execs {
         let at = e.span().start;
         let region = table_region(text, e.span());
@@ -887,6 +993,11 @@ fn value_problems(raw: &ProbeFile, text: &str) -> Result<(), values::Problem> {
         let msg = format!("{key} = {ms} is out of range: at most the probe's deadline ({deadline} s)");
         return Err((at, msg, Some("raise deadline_secs (at most 86400) for a longer wait")));
     }
+    Ok(())
+}
+
+/// The fixture's files and faults: paths inside the sandbox, file specs that say one thing.
+fn fixture_problems(raw: &ProbeFile, text: &str) -> Result<(), values::Problem> {
     for (rel, spec) in &raw.fixture.files {
         let at = string_offset(text, rel).unwrap_or(0);
         if let Some(why) = values::sandbox_path_problem(rel) {
@@ -903,6 +1014,11 @@ fn value_problems(raw: &ProbeFile, text: &str) -> Result<(), values::Problem> {
             return Err((at, format!("fixture fault path {why}"), Some("faults change the sandbox only")));
         }
     }
+    Ok(())
+}
+
+/// The probe's web: HTTP statuses, body specs, the pages' own rules.
+fn web_problems(raw: &ProbeFile, text: &str) -> Result<(), values::Problem> {
     for (key, page) in &raw.web.pages {
         let at = string_offset(text, key).unwrap_or(0);
         if let Some(s) = page.status {
@@ -922,6 +1038,11 @@ fn value_problems(raw: &ProbeFile, text: &str) -> Result<(), values::Problem> {
         let at = key_offset(text, 0..text.len(), "pages").unwrap_or(0);
         return Err((at, e, None));
     }
+    Ok(())
+}
+
+/// `[settings]`: a permission mode there is, hook events there are.
+fn settings_problems(raw: &ProbeFile, text: &str) -> Result<(), values::Problem> {
     if let Some(mode) = &raw.settings.permissions.default_mode {
         if !values::PERMISSION_MODES.contains(&mode.as_str()) {
             let at = string_offset(text, mode).unwrap_or(0);
@@ -944,7 +1065,7 @@ fn value_problems(raw: &ProbeFile, text: &str) -> Result<(), values::Problem> {
             return Err((at, msg, Some("events: PreToolUse, PostToolUse, UserPromptSubmit, Stop, SubagentStop, …")));
         }
     }
-    placeholder_problems(raw, text)
+    Ok(())
 }
 
 /// Every placeholder a probe writes is one a run defines ([`placeholders::PLACEHOLDERS`], `{rg}` as

@@ -325,124 +325,17 @@ impl Header<'_> {
 /// Renders a run as text (not yet normalised); fills `blobs` with what it references.
 pub fn render(h: &Header<'_>, view: &View<'_>, verdicts: &[String], blobs: &mut Blobs, norm: Norm<'_>) -> String {
     let mut out = h.lines();
-    let mut seen_messages: BTreeMap<String, usize> = BTreeMap::new();
-    let mut last_tools: BTreeMap<String, String> = BTreeMap::new();
-    let mut last_system: BTreeMap<String, String> = BTreeMap::new();
+    let mut shown = Shown::default();
     let mut side: Vec<String> = Vec::new();
-    let mut seen_blobs: Vec<(&Value, String)> = Vec::new();
     // each request's fields and messages through the requests it is stored by reference to: only its new
     // part is looked at, so a run's render costs the same per turn however long the conversation
     let requests = view.requests();
     for (i, e) in view.exchanges.iter().enumerate() {
         match e.kind {
             ExchangeKind::Turn if e.fault.is_none() && e.status == 200 => {
-                let conv = e.conversation.clone().unwrap_or_default();
-                let turn = e.turn.map(|t| t + 1).unwrap_or(0);
-                out.push(String::new());
-                out.push(if e.prelude {
-                    "## request 0 (prelude: deferred tools loaded)".to_string()
-                } else if conv == MAIN {
-                    format!("## request {turn}")
-                } else {
-                    format!("## request {turn} (conversation {conv})")
-                });
-                let field = |k: &str| requests.field(i, k);
-                let tools: Vec<String> = field("tools")
-                    .and_then(Value::as_array)
-                    .map(|ts| {
-                        ts.iter()
-                            .map(|t| {
-                                let name = t.get("name").and_then(Value::as_str).unwrap_or("?").to_string();
-                                let defer =
-                                    if t.get("defer_loading") == Some(&Value::Bool(true)) { " (deferred)" } else { "" };
-                                format!("{name}@{}{defer}", blob_once(blobs, norm, &mut seen_blobs, t))
-                            })
-                            .collect()
-                    })
-                    .unwrap_or_default();
-                let tools_line = tools.join(" ");
-                if last_tools.get(&conv) != Some(&tools_line) {
-                    out.push(format!("tools: {tools_line}"));
-                    last_tools.insert(conv.clone(), tools_line);
-                }
-                if let Some(sys) = field("system") {
-                    let h = blob_once(blobs, norm, &mut seen_blobs, sys);
-                    if last_system.get(&conv) != Some(&h) {
-                        out.push(format!("system: {h}"));
-                        last_system.insert(conv.clone(), h);
-                    }
-                }
-                if turn == 1 {
-                    out.push(format!(
-                        "model: {}, max_tokens: {}, stream: {}",
-                        field("model").and_then(Value::as_str).unwrap_or("?"),
-                        field("max_tokens").cloned().unwrap_or_default(),
-                        field("stream").cloned().unwrap_or(Value::Bool(false))
-                    ));
-                }
-                let count = requests.message_count(i);
-                let seen = seen_messages.get(&conv).copied().unwrap_or(0);
-                // a conversation that got shorter and shares no first message with the request it is
-                // stored against rewrote its history (a compaction: the summary comes first): shown
-                // whole. A request of one message is another instance of the conversation starting
-                // (parallel sub-agents of one named conversation), no rewrite; nor is one that repeats
-                // the request it is stored against, or keeps its first messages (a sub-agent resumed
-                // from an earlier point of its history, whose timing against the coordinator varies
-                // between runs: claude-code.agent-message on 2.1.235) — those show nothing new, as before.
-                let kept = requests.kept(i).min(count);
-                let from = if count < seen && kept == 0 && count > 1 {
-                    out.push(format!("history rewritten: {count} messages, {kept} of them the previous request's"));
-                    kept
-                } else {
-                    seen
-                };
-                let calls: Vec<String> = from
-                    .checked_sub(1)
-                    .and_then(|m| requests.message(i, m))
-                    .map(|m| {
-                        content_blocks_of(m)
-                            .iter()
-                            .filter_map(|b| b.get("id").and_then(Value::as_str).map(str::to_string))
-                            .collect()
-                    })
-                    .unwrap_or_default();
-                for m in (from..count).filter_map(|m| requests.message(i, m)) {
-                    render_message(&in_call_order(m, &calls), &mut out, blobs, norm);
-                }
-                out.push(if e.prelude { "## response 0 (prelude)".to_string() } else { format!("## response {turn}") });
-                if let Some(w) = &e.waited {
-                    out.push(format!("waited for: {w}"));
-                }
-                if let Some(resp) = &e.response {
-                    for b in resp.get("content").and_then(Value::as_array).into_iter().flatten() {
-                        render_block(b, &mut out, blobs, norm);
-                    }
-                    out.push(format!(
-                        "stop_reason: {}",
-                        resp.get("stop_reason").and_then(Value::as_str).unwrap_or("?")
-                    ));
-                }
-                if let Some(v) = &e.violation {
-                    out.push(format!("violation {}: {}", v.kind, v.message));
-                }
-                // the assistant message answering this request is already shown as the response
-                seen_messages.insert(conv, count + 1);
+                render_turn(&mut out, &mut shown, &requests, (i, e), blobs, norm)
             }
-            _ => {
-                let mut line = format!("{} {} -> {}", e.method, e.path, e.status);
-                if let Some(f) = &e.fault {
-                    line.push_str(&format!(" (fault {})", serde_json::to_string(f).unwrap_or_default()));
-                }
-                if e.kind == ExchangeKind::CountTokens {
-                    if let Some(r) = &e.response {
-                        line.push_str(&format!(" {r}"));
-                    }
-                }
-                if let Some(v) = &e.violation {
-                    line.push_str(&format!(" violation {}: {}", v.kind, v.message));
-                }
-                side.push(line);
-            }
+            _ => side.push(side_line(e)),
         }
     }
     if !side.is_empty() {
@@ -454,6 +347,133 @@ pub fn render(h: &Header<'_>, view: &View<'_>, verdicts: &[String], blobs: &mut 
     out.push("## verdicts".into());
     out.extend(verdicts.iter().cloned());
     out.join("\n") + "\n"
+}
+
+/// What the turns rendered so far showed, per conversation: how many of its messages, its last tools
+/// line and system prompt (shown again only when they change); and the values shown as blobs.
+#[derive(Default)]
+struct Shown<'v> {
+    messages: BTreeMap<String, usize>,
+    tools: BTreeMap<String, String>,
+    system: BTreeMap<String, String>,
+    blobs: Vec<(&'v Value, String)>,
+}
+
+/// A turn's request (what is new in it: the tools and system prompt when they changed, the first
+/// request's model line, the messages the previous requests did not show) and its response.
+fn render_turn<'v>(
+    out: &mut Vec<String>,
+    shown: &mut Shown<'v>,
+    requests: &Requests<'v>,
+    (i, e): (usize, &Exchange),
+    blobs: &mut Blobs,
+    norm: Norm<'_>,
+) {
+    let conv = e.conversation.clone().unwrap_or_default();
+    let turn = e.turn.map(|t| t + 1).unwrap_or(0);
+    out.push(String::new());
+    out.push(if e.prelude {
+        "## request 0 (prelude: deferred tools loaded)".to_string()
+    } else if conv == MAIN {
+        format!("## request {turn}")
+    } else {
+        format!("## request {turn} (conversation {conv})")
+    });
+    let field = |k: &str| requests.field(i, k);
+    let tools: Vec<String> = field("tools")
+        .and_then(Value::as_array)
+        .map(|ts| {
+            ts.iter()
+                .map(|t| {
+                    let name = t.get("name").and_then(Value::as_str).unwrap_or("?").to_string();
+                    let defer = if t.get("defer_loading") == Some(&Value::Bool(true)) { " (deferred)" } else { "" };
+                    format!("{name}@{}{defer}", blob_once(blobs, norm, &mut shown.blobs, t))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let tools_line = tools.join(" ");
+    if shown.tools.get(&conv) != Some(&tools_line) {
+        out.push(format!("tools: {tools_line}"));
+        shown.tools.insert(conv.clone(), tools_line);
+    }
+    if let Some(sys) = field("system") {
+        let h = blob_once(blobs, norm, &mut shown.blobs, sys);
+        if shown.system.get(&conv) != Some(&h) {
+            out.push(format!("system: {h}"));
+            shown.system.insert(conv.clone(), h);
+        }
+    }
+    if turn == 1 {
+        out.push(format!(
+            "model: {}, max_tokens: {}, stream: {}",
+            field("model").and_then(Value::as_str).unwrap_or("?"),
+            field("max_tokens").cloned().unwrap_or_default(),
+            field("stream").cloned().unwrap_or(Value::Bool(false))
+        ));
+    }
+    let count = requests.message_count(i);
+    let seen = shown.messages.get(&conv).copied().unwrap_or(0);
+    // a conversation that got shorter and shares no first message with the request it is
+    // stored against rewrote its history (a compaction: the summary comes first): shown
+    // whole. A request of one message is another instance of the conversation starting
+    // (parallel sub-agents of one named conversation), no rewrite; nor is one that repeats
+    // the request it is stored against, or keeps its first messages (a sub-agent resumed
+    // from an earlier point of its history, whose timing against the coordinator varies
+    // between runs: claude-code.agent-message on 2.1.235) — those show nothing new, as before.
+    let kept = requests.kept(i).min(count);
+    let from = if count < seen && kept == 0 && count > 1 {
+        out.push(format!("history rewritten: {count} messages, {kept} of them the previous request's"));
+        kept
+    } else {
+        seen
+    };
+    let calls: Vec<String> = from
+        .checked_sub(1)
+        .and_then(|m| requests.message(i, m))
+        .map(|m| {
+            content_blocks_of(m)
+                .iter()
+                .filter_map(|b| b.get("id").and_then(Value::as_str).map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default();
+    for m in (from..count).filter_map(|m| requests.message(i, m)) {
+        render_message(&in_call_order(m, &calls), out, blobs, norm);
+    }
+    out.push(if e.prelude { "## response 0 (prelude)".to_string() } else { format!("## response {turn}") });
+    if let Some(w) = &e.waited {
+        out.push(format!("waited for: {w}"));
+    }
+    if let Some(resp) = &e.response {
+        for b in resp.get("content").and_then(Value::as_array).into_iter().flatten() {
+            render_block(b, out, blobs, norm);
+        }
+        out.push(format!("stop_reason: {}", resp.get("stop_reason").and_then(Value::as_str).unwrap_or("?")));
+    }
+    if let Some(v) = &e.violation {
+        out.push(format!("violation {}: {}", v.kind, v.message));
+    }
+    // the assistant message answering this request is already shown as the response
+    shown.messages.insert(conv, count + 1);
+}
+
+/// An exchange that is no turn of a conversation (a count_tokens, a fault's answer, a refused request),
+/// on one line of the transcript's "other exchanges".
+fn side_line(e: &Exchange) -> String {
+    let mut line = format!("{} {} -> {}", e.method, e.path, e.status);
+    if let Some(f) = &e.fault {
+        line.push_str(&format!(" (fault {})", serde_json::to_string(f).unwrap_or_default()));
+    }
+    if e.kind == ExchangeKind::CountTokens {
+        if let Some(r) = &e.response {
+            line.push_str(&format!(" {r}"));
+        }
+    }
+    if let Some(v) = &e.violation {
+        line.push_str(&format!(" violation {}: {}", v.kind, v.message));
+    }
+    line
 }
 
 /// Renders an exec probe: each command (argv as written), its exit, stdout and stderr verbatim;

@@ -504,40 +504,63 @@ impl Cache {
                 return Err(c.no_linux_x64(version));
             }
         }
-        let need = self.install_size.unwrap_or_else(|| {
-            self.list().ok().and_then(|l| l.iter().map(|e| e.disk_size).max()).unwrap_or(0).max(self.kind.install_size)
-        });
-        let mut evicted = Vec::new();
-        if let Some(cap) = self.cap {
-            if cap < need {
-                return Err(VersionError::CapBelowInstall { cap, needed: need });
-            }
-            let (gone, used, in_use) = self.evict(cap, need, Some(version))?;
-            evicted = gone;
-            if used + need > cap {
-                return Err(VersionError::CacheFullInUse {
-                    what: format!("cannot install {version}"),
-                    cap,
-                    used,
-                    in_use: in_use.iter().map(Version::to_string).collect(),
-                });
-            }
-        }
+        let evicted = self.make_room(version)?;
         self.sweep(Some(version));
         std::fs::create_dir_all(&self.dir).map_err(|e| VersionError::io("create", &self.dir, e))?;
         let tmp = tempfile::Builder::new()
             .prefix(&format!(".tmp-{version}-"))
             .tempdir_in(&self.dir)
             .map_err(|e| VersionError::io("create a directory in", &self.dir, e))?;
+        let installed_from = self.npm_install_from(tmp.path(), version, catalogue.as_ref())?;
+        let binary = self.binary_in(tmp.path());
+        if !binary.is_file() {
+            return Err(self.missing_binary(tmp.path(), &binary, installed_from, version, catalogue.as_ref()));
+        }
+        check_version_output(&binary, version, self.kind)?;
+        self.commit(tmp, &binary, version)?;
+        Ok(evicted)
+    }
+
+    /// Evicts down to the cap so that an install fits (its size: the largest install there, or the
+    /// kind's); the versions evicted. An install that cannot fit is an error, before anything is
+    /// downloaded.
+    fn make_room(&self, version: &Version) -> Result<Vec<Version>, VersionError> {
+        let need = self.install_size.unwrap_or_else(|| {
+            self.list().ok().and_then(|l| l.iter().map(|e| e.disk_size).max()).unwrap_or(0).max(self.kind.install_size)
+        });
+        let Some(cap) = self.cap else { return Ok(Vec::new()) };
+        if cap < need {
+            return Err(VersionError::CapBelowInstall { cap, needed: need });
+        }
+        let (gone, used, in_use) = self.evict(cap, need, Some(version))?;
+        if used + need > cap {
+            return Err(VersionError::CacheFullInUse {
+                what: format!("cannot install {version}"),
+                cap,
+                used,
+                in_use: in_use.iter().map(Version::to_string).collect(),
+            });
+        }
+        Ok(gone)
+    }
+
+    /// `npm install` of the version into `prefix` from the package that has it; the package it came
+    /// from. A release published as the platform package only (the catalogue says so) is installed from
+    /// it; without a catalogue, the main package is asked first and the platform package when npm says
+    /// the main package has no such version. npm's tarball cache is private and goes at once, whatever
+    /// happened: it would double the disk use.
+    fn npm_install_from(
+        &self,
+        prefix: &Path,
+        version: &Version,
+        catalogue: Option<&Catalogue>,
+    ) -> Result<&'static str, VersionError> {
         let npm_cache = tempfile::Builder::new()
             .prefix(&format!(".npm-cache-{version}-"))
             .tempdir_in(&self.dir)
             .map_err(|e| VersionError::io("create a directory in", &self.dir, e))?;
-        // a release published as the platform package only (the catalogue says so) is installed from it;
-        // without a catalogue, the main package is asked first and the platform package when npm says the
-        // main package has no such version
-        let platform_only = catalogue.as_ref().and_then(|c| c.get(version)).is_some_and(|p| p.platform_only);
-        let packages: &[&str] = match (self.kind.claude_code, platform_only) {
+        let platform_only = catalogue.and_then(|c| c.get(version)).is_some_and(|p| p.platform_only);
+        let packages: &[&'static str] = match (self.kind.claude_code, platform_only) {
             (false, _) => &[self.kind.package],
             (true, true) => &[PLATFORM_PACKAGE],
             (true, false) => &[PACKAGE, PLATFORM_PACKAGE],
@@ -546,75 +569,75 @@ impl Cache {
         let mut installed_from = self.kind.package;
         for package in packages {
             installed_from = package;
-            ran = self.npm_install(tmp.path(), npm_cache.path(), package, version);
+            ran = self.npm_install(prefix, npm_cache.path(), package, version);
             match &ran {
                 Err(e) if says_no_such_version(e) => continue,
                 _ => break,
             }
         }
-        // npm's tarball cache goes at once, whatever happened: it would double the disk use
         drop(npm_cache);
-        if let Err(e) = ran {
-            if says_no_such_version(&e) {
-                return Err(VersionError::UnknownVersion {
-                    version: version.to_string(),
-                    package: self.kind.package,
-                    nearest: catalogue
-                        .map(|c| c.nearest(version).iter().map(Version::to_string).collect())
-                        .unwrap_or_default(),
-                });
-            }
-            return Err(e);
-        }
-        let binary = self.binary_in(tmp.path());
-        if !binary.is_file() && !self.kind.claude_code {
-            return Err(VersionError::BadInstall {
+        match ran {
+            Ok(()) => Ok(installed_from),
+            Err(e) if says_no_such_version(&e) => Err(VersionError::UnknownVersion {
                 version: version.to_string(),
-                reason: format!("npm installed {installed_from}@{version} but {} is missing", binary.display()),
-            });
+                package: self.kind.package,
+                nearest: catalogue
+                    .map(|c| c.nearest(version).iter().map(Version::to_string).collect())
+                    .unwrap_or_default(),
+            }),
+            Err(e) => Err(e),
         }
-        if !binary.is_file() && installed_from == PACKAGE {
-            let wrapper = tmp.path().join("node_modules").join(PACKAGE).join("package.json");
-            let depends = std::fs::read_to_string(&wrapper)
-                .ok()
-                .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
-                .map(|p| p.get("optionalDependencies").and_then(|d| d.get(PLATFORM_PACKAGE)).is_some());
-            return Err(match depends {
-                Some(false) => VersionError::NoLinuxX64 {
-                    version: version.to_string(),
-                    platform_package: PLATFORM_PACKAGE,
-                    first_linux_x64: Some(
-                        catalogue
-                            .as_ref()
-                            .and_then(|c| c.first_linux_x64().map(Version::to_string))
-                            .unwrap_or_else(|| FIRST_LINUX_X64.to_string()),
-                    ),
-                },
-                Some(true) => VersionError::BadInstall {
-                    version: version.to_string(),
-                    reason: format!(
-                        "npm installed {PACKAGE} but not its {PLATFORM_PACKAGE}/claude (npm skips optional \
-                         dependencies for other platforms: is this machine linux-x64?)"
-                    ),
-                },
-                None => VersionError::BadInstall {
-                    version: version.to_string(),
-                    reason: format!("npm succeeded but {} is missing", wrapper.display()),
-                },
-            });
+    }
+
+    /// Why npm succeeded and left no binary at `binary`: Claude Code's main package without its
+    /// linux-x64 dependency (a release without the binary, or a machine npm took for another platform),
+    /// or a package that is not what it should be.
+    fn missing_binary(
+        &self,
+        prefix: &Path,
+        binary: &Path,
+        installed_from: &str,
+        version: &Version,
+        catalogue: Option<&Catalogue>,
+    ) -> VersionError {
+        let bad = |reason: String| VersionError::BadInstall { version: version.to_string(), reason };
+        if !self.kind.claude_code {
+            return bad(format!("npm installed {installed_from}@{version} but {} is missing", binary.display()));
         }
-        if !binary.is_file() {
-            return Err(VersionError::BadInstall {
+        if installed_from != PACKAGE {
+            return bad(format!("npm installed {PLATFORM_PACKAGE}@{version} but {} is missing", binary.display()));
+        }
+        let wrapper = prefix.join("node_modules").join(PACKAGE).join("package.json");
+        let depends = std::fs::read_to_string(&wrapper)
+            .ok()
+            .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+            .map(|p| p.get("optionalDependencies").and_then(|d| d.get(PLATFORM_PACKAGE)).is_some());
+        match depends {
+            Some(false) => VersionError::NoLinuxX64 {
                 version: version.to_string(),
-                reason: format!("npm installed {PLATFORM_PACKAGE}@{version} but {} is missing", binary.display()),
-            });
+                platform_package: PLATFORM_PACKAGE,
+                first_linux_x64: Some(
+                    catalogue
+                        .and_then(|c| c.first_linux_x64().map(Version::to_string))
+                        .unwrap_or_else(|| FIRST_LINUX_X64.to_string()),
+                ),
+            },
+            Some(true) => bad(format!(
+                "npm installed {PACKAGE} but not its {PLATFORM_PACKAGE}/claude (npm skips optional \
+                 dependencies for other platforms: is this machine linux-x64?)"
+            )),
+            None => bad(format!("npm succeeded but {} is missing", wrapper.display())),
         }
-        check_version_output(&binary, version, self.kind)?;
-        let stat = std::fs::metadata(&binary).map_err(|e| VersionError::io("read", &binary, e))?;
+    }
+
+    /// Makes `tmp` (an install whose binary is checked) the version's install: its metadata written
+    /// last, then the one step that makes it an install, a rename.
+    fn commit(&self, tmp: tempfile::TempDir, binary: &Path, version: &Version) -> Result<(), VersionError> {
+        let stat = std::fs::metadata(binary).map_err(|e| VersionError::io("read", binary, e))?;
         let now = jiff::Timestamp::now();
         let meta = Metadata {
             version: version.clone(),
-            sha256: files::sha256_file(&binary)?,
+            sha256: files::sha256_file(binary)?,
             binary_size: stat.len(),
             binary_mtime_ns: mtime_ns(&stat),
             disk_size: 0,
@@ -625,7 +648,6 @@ impl Cache {
             disk_size: files::dir_size(tmp.path()) + metadata_json(&meta, self.package()).len() as u64,
             ..meta
         };
-        // the metadata last, then the one step that makes it an install
         write_metadata(tmp.path(), &meta, self.package())?;
         let dest = self.dir.join(version.to_string());
         // tempfile makes it 0700; an install is read by whoever runs probes
@@ -637,7 +659,7 @@ impl Cache {
             let _ = std::fs::remove_dir_all(&tmp_path);
             return Err(VersionError::io("rename into", dest, e));
         }
-        Ok(evicted)
+        Ok(())
     }
 
     /// `npm install PACKAGE@VERSION` into `prefix`, with a private tarball cache.
