@@ -546,50 +546,13 @@ pub fn run(a: &RgArgs, io: &mut Io<'_>) -> u8 {
     // ripgrep walks in parallel unless it sorts or searches one file, and its parallel walker words a
     // missing root as `PATH: ERROR`; this engine walks sequentially, so it reports those roots itself.
     let parallel = a.sort.is_none() && !is_one_file && cores > 1;
-    let paths: Vec<PathBuf> = if parallel {
-        let mut kept = Vec::new();
-        for p in paths {
-            match std::fs::metadata(&p) {
-                Err(e) if p != Path::new("-") => msgs.error(format!("{}: {e}", p.display())),
-                _ => kept.push(p),
-            }
-        }
-        kept
-    } else {
-        paths
-    };
+    let paths = if parallel { existing_roots(paths, &mut msgs) } else { paths };
     if paths.is_empty() {
         return exit_code(false, a.quiet, msgs.errored);
     }
     if a.mode == Mode::Files {
-        let walk = match events(a, &paths, implicit, &cwd, parallel) {
-            Ok(w) => without_skipped(w, skip, &cwd),
-            Err(e) => {
-                msgs.error(e);
-                return EXIT_ERROR;
-            }
-        };
-        let mut out = Output::new(stdout, None);
-        let mut matched = false;
-        for e in walk {
-            if cancel.is_some_and(|c| c.load(Ordering::Relaxed)) || out.broken {
-                break;
-            }
-            match e {
-                Event::Error(e) => out.error(&mut msgs, e),
-                Event::Warning(e) => out.warn(&mut msgs, e),
-                Event::Hay(h) => {
-                    matched = true;
-                    if a.quiet {
-                        break;
-                    }
-                    // what ripgrep's path printer writes without colour: the path's bytes and a newline
-                    out.emit(&path_bytes(&h.path));
-                    out.emit(b"\n");
-                }
-            }
-        }
-        out.flush();
+        let Some(walk) = haystacks(a, &paths, implicit, (&cwd, skip), parallel, &mut msgs) else { return EXIT_ERROR };
+        let matched = list_files(a, walk, Output::new(stdout, None), cancel, &mut msgs);
         return exit_code(matched, a.quiet, msgs.errored);
     }
     // ripgrep decides that no match is possible before it builds the matcher
@@ -603,13 +566,7 @@ pub fn run(a: &RgArgs, io: &mut Io<'_>) -> u8 {
             return EXIT_ERROR;
         }
     };
-    let walk = match events(a, &paths, implicit, &cwd, parallel) {
-        Ok(w) => without_skipped(w, skip, &cwd),
-        Err(e) => {
-            msgs.error(e);
-            return EXIT_ERROR;
-        }
-    };
+    let Some(walk) = haystacks(a, &paths, implicit, (&cwd, skip), parallel, &mut msgs) else { return EXIT_ERROR };
     let mode = match a.mode {
         // `-v --count-matches` is `-v --count`; `-o --count` is `--count-matches`
         Mode::CountMatches if a.invert => Mode::Count,
@@ -624,31 +581,18 @@ pub fn run(a: &RgArgs, io: &mut Io<'_>) -> u8 {
         _ => false,
     });
     let (before, after) = a.context_lines();
-    let file_separator = if mode == Mode::Standard {
-        if heading {
-            Some(Vec::new())
-        } else if before > 0 || after > 0 {
-            Some(b"--".to_vec())
-        } else {
-            None
-        }
-    } else {
-        None
+    // between two files' output: a blank line under headings, `--` between blocks of context
+    let file_separator = match mode {
+        Mode::Standard if heading => Some(Vec::new()),
+        Mode::Standard if before > 0 || after > 0 => Some(b"--".to_vec()),
+        _ => None,
     };
     // ripgrep maps a few explicit files; reading them whole is the same search, but only up to a size
     // (a 1 GB file is streamed instead: the same matches, without 1 GB of memory).
     let mmap_like = !implicit
         && paths.len() <= 10
         && paths.iter().all(|p| p.metadata().is_ok_and(|m| m.is_file() && m.len() <= MAX_SLURP_BYTES));
-    let kind = match mode {
-        _ if a.quiet => Printer::Summary(SummaryKind::Quiet),
-        Mode::FilesWithMatches => Printer::Summary(SummaryKind::PathWithMatch),
-        Mode::FilesWithoutMatch => Printer::Summary(SummaryKind::PathWithoutMatch),
-        Mode::Count => Printer::Summary(SummaryKind::Count),
-        Mode::CountMatches => Printer::Summary(SummaryKind::CountMatches),
-        Mode::Json => Printer::Json,
-        _ => Printer::Standard { heading },
-    };
+    let kind = printer(mode, a.quiet, heading);
     let plan = Plan { a, matcher: &matcher, kind, with_filename, mmap_like, cancel, max_output };
     // ripgrep searches on as many threads as there are cores unless it sorts, stops at the first match
     // (-q) or searches one file; the output is the same either way (printed here in path order)
@@ -661,20 +605,10 @@ pub fn run(a: &RgArgs, io: &mut Io<'_>) -> u8 {
     } else {
         search_parallel(&plan, searcher, walk, threads, &mut out, &mut msgs);
     }
-    if mode == Mode::Json {
-        let elapsed = started.elapsed();
-        let summary = serde_json::json!({
-            "type": "summary",
-            "data": {
-                "stats": out.stats,
-                "elapsed_total": {"secs": elapsed.as_secs(), "nanos": elapsed.subsec_nanos(), "human": format!("{:0.6}s", elapsed.as_secs_f64())},
-            }
-        });
-        // ripgrep's serde_json keeps keys sorted; ours preserves insertion order. (None when the
-        // caller's buffer is full: its reader stopped reading.)
-        if !out.full {
-            out.emit(format!("{}\n", sorted_keys(summary)).as_bytes());
-        }
+    // (none when the caller's buffer is full: its reader stopped reading)
+    if mode == Mode::Json && !out.full {
+        let summary = json_summary(&out.stats, started.elapsed());
+        out.emit(summary.as_bytes());
     }
     out.flush();
     if plan.cancel.is_some_and(|c| c.load(Ordering::Relaxed)) && !msgs.errored {
@@ -685,6 +619,95 @@ pub fn run(a: &RgArgs, io: &mut Io<'_>) -> u8 {
         msgs.error("No files were searched, which means ripgrep probably applied a filter you didn't expect.\nRunning with --debug will show why files are being skipped.");
     }
     exit_code(out.matched, a.quiet, msgs.errored)
+}
+
+/// The walk of the roots (`skip`'s haystacks left out); None when it cannot be built, said on `msgs`.
+fn haystacks(
+    a: &RgArgs,
+    paths: &[PathBuf],
+    implicit: bool,
+    (cwd, skip): (&Path, Option<Skip>),
+    parallel: bool,
+    msgs: &mut Messages<'_>,
+) -> Option<Box<dyn Iterator<Item = Event> + Send>> {
+    match events(a, paths, implicit, cwd, parallel) {
+        Ok(w) => Some(without_skipped(w, skip, cwd)),
+        Err(e) => {
+            msgs.error(e);
+            None
+        }
+    }
+}
+
+/// The roots that are there; each one that is not is said as ripgrep's parallel walker words it
+/// (`PATH: ERROR`) and left out (`-`, stdin, is always there).
+fn existing_roots(paths: Vec<PathBuf>, msgs: &mut Messages<'_>) -> Vec<PathBuf> {
+    let mut kept = Vec::new();
+    for p in paths {
+        match std::fs::metadata(&p) {
+            Err(e) if p != Path::new("-") => msgs.error(format!("{}: {e}", p.display())),
+            _ => kept.push(p),
+        }
+    }
+    kept
+}
+
+/// `--files`: the path of every haystack the walk yields, as ripgrep's path printer writes it without
+/// colour (the path's bytes and a newline); with -q, none, and the walk stops at the first. Whether
+/// there was one.
+fn list_files(
+    a: &RgArgs,
+    walk: Box<dyn Iterator<Item = Event> + Send>,
+    mut out: Output<'_>,
+    cancel: Option<&AtomicBool>,
+    msgs: &mut Messages<'_>,
+) -> bool {
+    let mut matched = false;
+    for e in walk {
+        if cancel.is_some_and(|c| c.load(Ordering::Relaxed)) || out.broken {
+            break;
+        }
+        match e {
+            Event::Error(e) => out.error(msgs, e),
+            Event::Warning(e) => out.warn(msgs, e),
+            Event::Hay(h) => {
+                matched = true;
+                if a.quiet {
+                    break;
+                }
+                out.emit(&path_bytes(&h.path));
+                out.emit(b"\n");
+            }
+        }
+    }
+    out.flush();
+    matched
+}
+
+/// The printer of a search mode (-q: the quiet summary, whatever the mode).
+fn printer(mode: Mode, quiet: bool, heading: bool) -> Printer {
+    match mode {
+        _ if quiet => Printer::Summary(SummaryKind::Quiet),
+        Mode::FilesWithMatches => Printer::Summary(SummaryKind::PathWithMatch),
+        Mode::FilesWithoutMatch => Printer::Summary(SummaryKind::PathWithoutMatch),
+        Mode::Count => Printer::Summary(SummaryKind::Count),
+        Mode::CountMatches => Printer::Summary(SummaryKind::CountMatches),
+        Mode::Json => Printer::Json,
+        _ => Printer::Standard { heading },
+    }
+}
+
+/// `--json`'s last line: the stats and the time taken, keys sorted as ripgrep's serde_json keeps them
+/// (ours preserves insertion order).
+fn json_summary(stats: &grep_printer::Stats, elapsed: std::time::Duration) -> String {
+    let summary = serde_json::json!({
+        "type": "summary",
+        "data": {
+            "stats": stats,
+            "elapsed_total": {"secs": elapsed.as_secs(), "nanos": elapsed.subsec_nanos(), "human": format!("{:0.6}s", elapsed.as_secs_f64())},
+        }
+    });
+    format!("{}\n", sorted_keys(summary))
 }
 
 fn cancelled(plan: &Plan<'_>) -> bool {
@@ -778,28 +801,7 @@ fn search_parallel(
     let between = out.between.clone();
     std::thread::scope(|scope| {
         let (stop, work_rx, queued, spare, between) = (&stop, &work_rx, &queued, &spare, &between);
-        scope.spawn(move || {
-            let mut index = 0;
-            let mut batch = Vec::new();
-            let mut send = |batch: &mut Vec<Event>| {
-                queued.fetch_add(1, Ordering::Relaxed);
-                let sent = work_tx.send((index, std::mem::take(batch))).is_ok();
-                index += 1;
-                sent
-            };
-            for e in walk {
-                if stop.load(Ordering::Relaxed) || cancelled(plan) {
-                    return;
-                }
-                batch.push(e);
-                if (batch.len() >= BATCH || queued.load(Ordering::Relaxed) < threads) && !send(&mut batch) {
-                    return;
-                }
-            }
-            if !batch.is_empty() {
-                send(&mut batch);
-            }
-        });
+        scope.spawn(move || feed(plan, walk, threads, &work_tx, queued, stop));
         for _ in 0..threads {
             let mut searcher = searcher.clone();
             let done_tx = done_tx.clone();
@@ -818,56 +820,7 @@ fn search_parallel(
                         // drain the queue (never leave the walker blocked on it): it stops at its next event
                         continue;
                     }
-                    let mut done = BatchDone {
-                        out: Vec::new(),
-                        errors: Vec::new(),
-                        matched: false,
-                        searched: false,
-                        stats: grep_printer::Stats::new(),
-                        full: false,
-                    };
-                    for e in batch {
-                        if stop.load(Ordering::Relaxed) {
-                            break;
-                        }
-                        let h = match e {
-                            Event::Error(e) => {
-                                done.errors.push((printer.buf().len(), e, true));
-                                continue;
-                            }
-                            Event::Warning(e) => {
-                                done.errors.push((printer.buf().len(), e, false));
-                                continue;
-                            }
-                            Event::Hay(h) => h,
-                        };
-                        let start = printer.buf().len();
-                        let r = search_file(plan, &matcher, &mut searcher, &h, &mut printer);
-                        done.searched = true;
-                        match r {
-                            Ok((m, s)) => {
-                                done.matched |= m;
-                                if let Some(s) = s {
-                                    done.stats += &s;
-                                }
-                            }
-                            Err(e) if output_full(&e) => {
-                                done.full = true;
-                                done.matched = true;
-                                stop.store(true, Ordering::Relaxed);
-                            }
-                            Err(e) => done.errors.push((usize::MAX, format!("{}: {e}", h.path.display()), true)),
-                        }
-                        let buf = printer.buf();
-                        if let (Some(sep), true) = (between, start > 0 && buf.len() > start) {
-                            buf.splice(start..start, sep.iter().copied().chain([b'\n']));
-                        }
-                        // a search error comes after what the file printed
-                        let end = buf.len();
-                        if let Some(last) = done.errors.last_mut().filter(|(at, _, _)| *at == usize::MAX) {
-                            last.0 = end;
-                        }
-                    }
+                    let mut done = search_batch(plan, &matcher, &mut searcher, &mut printer, batch, between, stop);
                     let fresh = spare.lock().ok().and_then(|mut s| s.pop()).unwrap_or_default();
                     done.out = std::mem::replace(printer.buf(), fresh);
                     if done_tx.send((index, done)).is_err() {
@@ -877,28 +830,136 @@ fn search_parallel(
             });
         }
         drop(done_tx);
-        // batches arrive in any order; each is written once all before it are
-        let mut pending = std::collections::BTreeMap::new();
-        let mut next = 0;
-        for (index, done) in done_rx {
-            pending.insert(index, done);
-            while let Some(mut done) = pending.remove(&next) {
-                next += 1;
-                out.batch(msgs, &done);
-                out.full |= done.full;
-                done.out.clear();
-                if let Ok(mut s) = spare.lock() {
-                    s.push(done.out);
+        write_in_order(done_rx, out, msgs, spare, stop);
+    });
+}
+
+/// The walker of a parallel search: sends the walk's events in numbered batches (a batch goes out at
+/// once while fewer than `threads` are queued, else when it holds [`BATCH`] events); stops at `stop`,
+/// a cancel, or when no search thread is left to take them.
+fn feed(
+    plan: &Plan<'_>,
+    walk: Box<dyn Iterator<Item = Event> + Send>,
+    threads: usize,
+    work_tx: &std::sync::mpsc::SyncSender<(usize, Vec<Event>)>,
+    queued: &std::sync::atomic::AtomicUsize,
+    stop: &AtomicBool,
+) {
+    let mut index = 0;
+    let mut batch = Vec::new();
+    let mut send = |batch: &mut Vec<Event>| {
+        queued.fetch_add(1, Ordering::Relaxed);
+        let sent = work_tx.send((index, std::mem::take(batch))).is_ok();
+        index += 1;
+        sent
+    };
+    for e in walk {
+        if stop.load(Ordering::Relaxed) || cancelled(plan) {
+            return;
+        }
+        batch.push(e);
+        if (batch.len() >= BATCH || queued.load(Ordering::Relaxed) < threads) && !send(&mut batch) {
+            return;
+        }
+    }
+    if !batch.is_empty() {
+        send(&mut batch);
+    }
+}
+
+/// Searches one batch's haystacks into `printer`'s buffer (taken out by the caller as the batch's
+/// output), `between` placed between two files that printed; its walk errors and warnings, and each
+/// search error after what its file printed. A file whose output fills the caller's buffer sets `stop`.
+fn search_batch(
+    plan: &Plan<'_>,
+    matcher: &RegexMatcher,
+    searcher: &mut Searcher,
+    printer: &mut FilePrinter,
+    batch: Vec<Event>,
+    between: &Option<Vec<u8>>,
+    stop: &AtomicBool,
+) -> BatchDone {
+    let mut done = BatchDone {
+        out: Vec::new(),
+        errors: Vec::new(),
+        matched: false,
+        searched: false,
+        stats: grep_printer::Stats::new(),
+        full: false,
+    };
+    for e in batch {
+        if stop.load(Ordering::Relaxed) {
+            break;
+        }
+        let h = match e {
+            Event::Error(e) => {
+                done.errors.push((printer.buf().len(), e, true));
+                continue;
+            }
+            Event::Warning(e) => {
+                done.errors.push((printer.buf().len(), e, false));
+                continue;
+            }
+            Event::Hay(h) => h,
+        };
+        let start = printer.buf().len();
+        let r = search_file(plan, matcher, searcher, &h, printer);
+        done.searched = true;
+        match r {
+            Ok((m, s)) => {
+                done.matched |= m;
+                if let Some(s) = s {
+                    done.stats += &s;
                 }
             }
-            if out.broken || out.full {
-                // stdout is gone (or the caller's buffer full): the walker and the searchers stop at
-                // their next step
+            Err(e) if output_full(&e) => {
+                done.full = true;
+                done.matched = true;
                 stop.store(true, Ordering::Relaxed);
-                break;
+            }
+            Err(e) => done.errors.push((usize::MAX, format!("{}: {e}", h.path.display()), true)),
+        }
+        let buf = printer.buf();
+        if let (Some(sep), true) = (between, start > 0 && buf.len() > start) {
+            buf.splice(start..start, sep.iter().copied().chain([b'\n']));
+        }
+        // a search error comes after what the file printed
+        let end = buf.len();
+        if let Some(last) = done.errors.last_mut().filter(|(at, _, _)| *at == usize::MAX) {
+            last.0 = end;
+        }
+    }
+    done
+}
+
+/// Writes the batches to `out` in walk order as they are done (they arrive in any order: each once all
+/// before it are), giving their buffers back to `spare`; when stdout is gone or the caller's buffer is
+/// full, sets `stop` (the walker and the searchers stop at their next step) and returns.
+fn write_in_order(
+    done_rx: std::sync::mpsc::Receiver<(usize, BatchDone)>,
+    out: &mut Output<'_>,
+    msgs: &mut Messages<'_>,
+    spare: &std::sync::Mutex<Vec<Vec<u8>>>,
+    stop: &AtomicBool,
+) {
+    let mut pending = std::collections::BTreeMap::new();
+    let mut next = 0;
+    for (index, done) in done_rx {
+        pending.insert(index, done);
+        while let Some(mut done) = pending.remove(&next) {
+            next += 1;
+            out.batch(msgs, &done);
+            out.full |= done.full;
+            done.out.clear();
+            if let Ok(mut s) = spare.lock() {
+                s.push(done.out);
             }
         }
-    });
+        if out.broken || out.full {
+            stop.store(true, Ordering::Relaxed);
+            break;
+        }
+    }
 }
 
 /// Which printer a search uses.

@@ -159,6 +159,63 @@ pub fn redact_keys(s: &str) -> String {
 /// How an Anthropic API key begins: what [`redact_keys`] looks for.
 pub const KEY_PREFIX: &str = "sk-ant-";
 
+impl Inner {
+    /// Stores a conversation's request by reference to its previous one when it extends it
+    /// (`crate::stored`: the record grows with the turns, not with their square), and keeps it as the
+    /// base of the next; a request whose bytes cannot be spliced (`raw` None) or laid out leaves no base.
+    /// The stored form, and the kept members and messages moved out of the request's value.
+    #[allow(clippy::type_complexity)]
+    fn store(
+        &mut self,
+        ex: &mut Exchange,
+        raw: Option<&bytes::Bytes>,
+    ) -> (Option<Vec<u8>>, Vec<Value>, Vec<(String, Value)>) {
+        let (mut drained, mut left_out) = (Vec::new(), Vec::new());
+        let (Some(conv), true) = (ex.conversation.clone(), ex.request.is_some()) else {
+            return (None, drained, left_out);
+        };
+        let Some(r) = raw else {
+            self.bases.remove(&conv);
+            return (None, drained, left_out);
+        };
+        let base = self.bases.get(&conv);
+        let Some(lr) = Layout::of(r, base.map(|(_, b, l)| (&b[..], l))) else {
+            self.bases.remove(&conv);
+            return (None, drained, left_out);
+        };
+        let mut stored = None;
+        if let Some((seq, b, lb)) = base {
+            if let Some((s, rb)) = crate::stored::store(r, &lr, *seq, b, lb) {
+                if let Some(v) = ex.request.as_mut() {
+                    (drained, left_out) = crate::stored::store_value(v, &rb);
+                }
+                ex.request_base = Some(rb);
+                stored = Some(s);
+            }
+        }
+        self.bases.insert(conv, (ex.seq, r.clone(), lr));
+        (stored, drained, left_out)
+    }
+}
+
+/// Writes an exchange's line into `buf`; whether it was made. With `request` (the request as it
+/// crossed the wire, or its stored form) the line is the rest of the exchange, then those bytes: they are
+/// not made again from the value (a JSON text with no line break and no key).
+fn write_line(buf: &mut Vec<u8>, ex: &mut Exchange, request: Option<&[u8]>) -> bool {
+    let Some(r) = request else { return serde_json::to_writer(&mut *buf, &*ex).is_ok() };
+    let value = ex.request.take();
+    let made = serde_json::to_writer(&mut *buf, &*ex).is_ok() && buf.last() == Some(&b'}');
+    ex.request = value;
+    if made {
+        // never `{}`: an exchange always has its seq, method, path…
+        buf.pop();
+        buf.extend_from_slice(b",\"request\":");
+        buf.extend_from_slice(r);
+        buf.push(b'}');
+    }
+    made
+}
+
 /// Whether a request's bytes can go into a record line as they are: UTF-8 (a line is text), no line
 /// break (JSON has them only as whitespace between tokens; a line must not) and no key to redact (then
 /// the value is serialised and redacted as any line).
@@ -261,40 +318,10 @@ impl Recorder {
         let Ok(mut inner) = self.inner.lock() else {
             return;
         };
-        // a conversation's request stored by reference to its previous one, when it extends it
-        // (`crate::stored`): the record grows with the turns, not with their square
-        let mut stored: Option<Vec<u8>> = None;
         // the messages of a request the stub keeps for the next to extend: the kept ones moved out of the
         // value, the new ones copied (`crate::reuse`)
         let wanted = ex.request.is_some() && inner.parsed.wants(ex.seq);
-        let (mut drained, mut left_out) = (Vec::new(), Vec::new());
-        if let (Some(conv), true) = (ex.conversation.clone(), ex.request.is_some()) {
-            match &raw {
-                Some(r) => {
-                    let base = inner.bases.get(&conv);
-                    match Layout::of(r, base.map(|(_, b, l)| (&b[..], l))) {
-                        Some(lr) => {
-                            if let Some((seq, b, lb)) = base {
-                                if let Some((s, rb)) = crate::stored::store(r, &lr, *seq, b, lb) {
-                                    if let Some(v) = ex.request.as_mut() {
-                                        (drained, left_out) = crate::stored::store_value(v, &rb);
-                                    }
-                                    ex.request_base = Some(rb);
-                                    stored = Some(s);
-                                }
-                            }
-                            inner.bases.insert(conv, (ex.seq, r.clone(), lr));
-                        }
-                        None => {
-                            inner.bases.remove(&conv);
-                        }
-                    }
-                }
-                None => {
-                    inner.bases.remove(&conv);
-                }
-            }
-        }
+        let (stored, mut drained, mut left_out) = inner.store(&mut ex, raw.as_ref());
         if wanted {
             let request = ex.request.as_ref().and_then(Value::as_object);
             for (k, v) in request.into_iter().flatten() {
@@ -307,24 +334,7 @@ impl Recorder {
         }
         LINE.with_borrow_mut(|buf| {
             buf.clear();
-            let made = match stored.as_deref().or(raw.as_deref()) {
-                // the request as it crossed the wire (or its stored form), after the rest of the exchange:
-                // its bytes are not made again from the value (a JSON text with no line break and no key)
-                Some(r) => {
-                    let request = ex.request.take();
-                    let made = serde_json::to_writer(&mut *buf, &ex).is_ok() && buf.last() == Some(&b'}');
-                    ex.request = request;
-                    if made {
-                        // never `{}`: an exchange always has its seq, method, path…
-                        buf.pop();
-                        buf.extend_from_slice(b",\"request\":");
-                        buf.extend_from_slice(r);
-                        buf.push(b'}');
-                    }
-                    made
-                }
-                None => serde_json::to_writer(&mut *buf, &ex).is_ok(),
-            };
+            let made = write_line(buf, &mut ex, stored.as_deref().or(raw.as_deref()));
             // UTF-8 (serde_json's text, a spliced request passed `splice_ok`); were it not, the lossy text
             // still shows a key to redact — never an empty text that skips the redaction
             let text = String::from_utf8_lossy(buf);

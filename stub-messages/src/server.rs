@@ -823,18 +823,7 @@ async fn messages(State(stub): State<Arc<Stub>>, method: Method, uri: Uri, heade
             return a.error(&stub, StatusCode::BAD_REQUEST, "invalid_request", msg);
         }
     };
-    // strict: every rule of crate::validate (pairing among them); lenient: the pairing rule alone. From
-    // the last message checked before, when the request keeps it (`crate::reuse`)
-    let strict = stub.script.stub.strict;
-    let before = by.checked.as_ref().filter(|c| c.resumes(by.kept, strict).is_some());
-    let checked = if strict {
-        crate::validate::check_request_after(&value, before)
-    } else {
-        let from = before.and_then(|c| c.at).unwrap_or(0);
-        crate::validate::check_tool_pairing_from(req.messages(), from)
-            .map_err(|message| Refusal { kind: "tool_pairing", message })
-    };
-    if let Err(r) = checked {
+    if let Err(r) = check(&stub, &value, &req, &by) {
         a.ex.kind = ExchangeKind::Invalid;
         a.ex.request = Some(value);
         return a.error(&stub, StatusCode::BAD_REQUEST, r.kind, r.message);
@@ -842,7 +831,7 @@ async fn messages(State(stub): State<Arc<Stub>>, method: Method, uri: Uri, heade
     // accepted: kept for the next request to extend (its messages come back when it is recorded)
     if let Some(raw) = a.ex.request_bytes.clone().filter(|_| stub.by_prefix) {
         if let Some(layout) = by.layout.or_else(|| crate::stored::Layout::of(&raw, None)) {
-            let state = by.checked.unwrap_or_default().after(req.messages(), by.kept, strict);
+            let state = by.checked.unwrap_or_default().after(req.messages(), by.kept, stub.script.stub.strict);
             stub.recorder.accepted(a.ex.seq, raw, layout, state);
         }
     }
@@ -854,15 +843,35 @@ async fn messages(State(stub): State<Arc<Stub>>, method: Method, uri: Uri, heade
     if !matches!(decision, Decision::Serve { .. }) {
         a.ex.answer_seq = stub.recorder.answering();
     }
+    answer(&stub, a, decision, streaming).await
+}
+
+/// The rules an accepted request keeps — strict: every rule of crate::validate (pairing among them);
+/// lenient: the pairing rule alone — checked from the last message checked before, when the request
+/// keeps it (`crate::reuse`).
+fn check(stub: &Stub, value: &Value, req: &MessagesRequest<'_>, by: &ParsedBy) -> Result<(), Refusal> {
+    let strict = stub.script.stub.strict;
+    let before = by.checked.as_ref().filter(|c| c.resumes(by.kept, strict).is_some());
+    if strict {
+        crate::validate::check_request_after(value, before)
+    } else {
+        let from = before.and_then(|c| c.at).unwrap_or(0);
+        crate::validate::check_tool_pairing_from(req.messages(), from)
+            .map_err(|message| Refusal { kind: "tool_pairing", message })
+    }
+}
+
+/// The answer the play state decided for an accepted request.
+async fn answer(stub: &Arc<Stub>, mut a: Arrival, decision: Decision, streaming: bool) -> Response {
     match decision {
         Decision::Side(message) => {
             a.ex.kind = ExchangeKind::Side;
-            reply(&stub, a, message, streaming, 0, None)
+            reply(stub, a, message, streaming, 0, None)
         }
         Decision::Prelude(message) => {
             a.ex.conversation = Some(crate::script::MAIN.to_string());
             a.ex.prelude = true;
-            reply(&stub, a, message, streaming, 0, None)
+            reply(stub, a, message, streaming, 0, None)
         }
         Decision::Serve { conversation, slot, turn, message, delay_ms, ticket, wait } => {
             a.ex.conversation = Some(conversation.clone());
@@ -877,41 +886,17 @@ async fn messages(State(stub): State<Arc<Stub>>, method: Method, uri: Uri, heade
                 Ok(a) => a,
                 Err((mut a, msg)) => {
                     a.ex.violation = Some(Violation { kind: "wait_timeout".into(), message: msg.clone() });
-                    return if streaming {
-                        let events = vec![crate::wire::ev_error("invalid_request_error", &msg)];
-                        stream_response(&stub, a, events, 0, End::Complete)
-                    } else {
-                        a.error(&stub, StatusCode::BAD_REQUEST, "wait_timeout", msg)
-                    };
+                    return refuse(stub, a, streaming, "wait_timeout", msg);
                 }
             };
             a.served = Some((slot, turn));
-            reply(&stub, a, message, streaming, delay_ms, None)
+            reply(stub, a, message, streaming, delay_ms, None)
         }
         Decision::Spoil { conversation, turn, fault, message } => {
             a.ex.conversation = Some(conversation);
             a.ex.turn = Some(turn);
             a.ex.fault = Some(fault.clone());
-            match fault {
-                Fault::Http { status, retry_after } => {
-                    let (etype, emsg) = error_for_status(status);
-                    let code = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-                    let extra: Vec<(&str, String)> =
-                        retry_after.map(|s| ("retry-after", s.to_string())).into_iter().collect();
-                    a.json(&stub, code, error_body(etype, emsg), &extra)
-                }
-                Fault::SseError { .. } | Fault::Cut { .. } if !streaming => {
-                    // A stream fault on a non-streaming request: the closest non-stream failure.
-                    let (etype, emsg) = error_for_status(529);
-                    a.json(
-                        &stub,
-                        StatusCode::from_u16(529).unwrap_or(StatusCode::SERVICE_UNAVAILABLE),
-                        error_body(etype, emsg),
-                        &[],
-                    )
-                }
-                stream_fault => reply(&stub, a, message, true, 0, Some(stream_fault)),
-            }
+            spoil(stub, a, fault, message, streaming)
         }
         Decision::Exhausted { conversation, turn, turns } => {
             let msg = format!(
@@ -921,13 +906,38 @@ async fn messages(State(stub): State<Arc<Stub>>, method: Method, uri: Uri, heade
             a.ex.conversation = Some(conversation);
             a.ex.turn = Some(turn);
             a.ex.violation = Some(Violation { kind: "script_exhausted".into(), message: msg.clone() });
-            if streaming {
-                let events = vec![crate::wire::ev_error("invalid_request_error", &msg)];
-                stream_response(&stub, a, events, 0, End::Complete)
-            } else {
-                a.error(&stub, StatusCode::BAD_REQUEST, "script_exhausted", msg)
-            }
+            refuse(stub, a, streaming, "script_exhausted", msg)
         }
+    }
+}
+
+/// A request the script cannot answer (its wait timed out, the script is exhausted): an error event on a
+/// stream, a 400 otherwise.
+fn refuse(stub: &Arc<Stub>, a: Arrival, streaming: bool, violation: &str, msg: String) -> Response {
+    if streaming {
+        let events = vec![crate::wire::ev_error("invalid_request_error", &msg)];
+        stream_response(stub, a, events, 0, End::Complete)
+    } else {
+        a.error(stub, StatusCode::BAD_REQUEST, violation, msg)
+    }
+}
+
+/// A turn's fault: an HTTP error (with its retry-after), a stream fault (an error event, a cut), or on a
+/// non-streaming request a stream fault's closest non-stream failure (529).
+fn spoil(stub: &Arc<Stub>, a: Arrival, fault: Fault, message: Message, streaming: bool) -> Response {
+    match fault {
+        Fault::Http { status, retry_after } => {
+            let (etype, emsg) = error_for_status(status);
+            let code = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+            let extra: Vec<(&str, String)> = retry_after.map(|s| ("retry-after", s.to_string())).into_iter().collect();
+            a.json(stub, code, error_body(etype, emsg), &extra)
+        }
+        Fault::SseError { .. } | Fault::Cut { .. } if !streaming => {
+            let (etype, emsg) = error_for_status(529);
+            let code = StatusCode::from_u16(529).unwrap_or(StatusCode::SERVICE_UNAVAILABLE);
+            a.json(stub, code, error_body(etype, emsg), &[])
+        }
+        stream_fault => reply(stub, a, message, true, 0, Some(stream_fault)),
     }
 }
 

@@ -122,16 +122,36 @@ struct OpenBlock {
 /// `input_json_delta` pieces that concatenate to a JSON object; `message_delta` after the last block and
 /// before `message_stop`; nothing after `message_stop` or an `error`.
 pub fn check_stream(events: &[SseEvent]) -> StreamReport {
-    let mut r = StreamReport::default();
-    let mut open: Option<OpenBlock> = None;
-    let mut next_index = 0usize;
-    let mut saw_delta = false;
-    let mut ended = false;
+    let mut c = StreamCheck::default();
     for (i, ev) in events.iter().enumerate() {
-        let v = &mut r.violations;
-        if ended {
+        c.event(i, ev);
+    }
+    if !c.ended {
+        c.r.violations.push("stream ended without message_stop or error".into());
+    }
+    c.r
+}
+
+/// [`check_stream`]'s state between two events.
+#[derive(Default)]
+struct StreamCheck {
+    r: StreamReport,
+    /// The block between its start and its stop.
+    open: Option<OpenBlock>,
+    /// The index the next block must have.
+    next_index: usize,
+    saw_delta: bool,
+    /// After `message_stop` or an `error`: nothing more may come.
+    ended: bool,
+}
+
+impl StreamCheck {
+    /// Event `i`: its framing (its data's type, the first event), then what its kind requires.
+    fn event(&mut self, i: usize, ev: &SseEvent) {
+        let v = &mut self.r.violations;
+        if self.ended {
             v.push(format!("event {i} ({}) after the end of the stream", ev.event));
-            continue;
+            return;
         }
         let data_type = ev.data.get("type").and_then(Value::as_str).unwrap_or_default();
         if data_type != ev.event {
@@ -141,158 +161,167 @@ pub fn check_stream(events: &[SseEvent]) -> StreamReport {
             v.push(format!("event 0 is {}, not message_start", ev.event));
         }
         match ev.event.as_str() {
-            "message_start" => {
-                if r.message.is_some() {
-                    v.push(format!("event {i}: a second message_start"));
-                    continue;
-                }
-                match serde_json::from_value::<Message>(ev.data.get("message").cloned().unwrap_or_default()) {
-                    Ok(m) => {
-                        if !m.content.is_empty() {
-                            v.push("message_start carries content".into());
-                        }
-                        r.message = Some(m);
-                    }
-                    Err(e) => v.push(format!("event {i}: message_start.message does not parse: {e}")),
-                }
-            }
+            "message_start" => self.message_start(i, ev),
             "ping" => {}
-            "content_block_start" => {
-                let index = ev.data.get("index").and_then(Value::as_u64).map(|x| x as usize);
-                if let Some(b) = &open {
-                    v.push(format!("event {i}: block {index:?} starts while block {} is open", b.index));
-                }
-                if index != Some(next_index) {
-                    v.push(format!("event {i}: block index {index:?}, expected {next_index}"));
-                }
-                next_index += 1;
-                let cb = ev.data.get("content_block").cloned().unwrap_or_default();
-                let kind = cb.get("type").and_then(Value::as_str).unwrap_or_default().to_string();
-                if !matches!(
-                    kind.as_str(),
-                    "text" | "thinking" | "tool_use" | "server_tool_use" | "web_search_tool_result"
-                ) {
-                    v.push(format!("event {i}: unknown content block type {kind:?}"));
-                }
-                if matches!(kind.as_str(), "tool_use" | "server_tool_use")
-                    && cb.get("input") != Some(&serde_json::json!({}))
-                {
-                    v.push(format!("event {i}: {kind} block starts with input other than {{}}"));
-                }
-                if let Some(m) = &mut r.message {
-                    m.content.push(match kind.as_str() {
-                        "tool_use" => ContentBlock::ToolUse {
-                            id: str_of(&cb, "id"),
-                            name: str_of(&cb, "name"),
-                            input: Value::Object(Default::default()),
-                        },
-                        "server_tool_use" => ContentBlock::ServerToolUse {
-                            id: str_of(&cb, "id"),
-                            name: str_of(&cb, "name"),
-                            input: Value::Object(Default::default()),
-                        },
-                        "web_search_tool_result" => ContentBlock::WebSearchToolResult {
-                            tool_use_id: str_of(&cb, "tool_use_id"),
-                            content: cb.get("content").cloned().unwrap_or(Value::Null),
-                        },
-                        "thinking" => ContentBlock::Thinking { thinking: String::new(), signature: String::new() },
-                        _ => ContentBlock::Text { text: String::new() },
-                    });
-                } else {
-                    v.push(format!("event {i}: content_block_start before message_start"));
-                }
-                open = Some(OpenBlock {
-                    index: index.unwrap_or(usize::MAX),
-                    kind,
-                    text: String::new(),
-                    signature: String::new(),
-                    json: String::new(),
-                });
-            }
-            "content_block_delta" => {
-                let index = ev.data.get("index").and_then(Value::as_u64).map(|x| x as usize);
-                let delta = ev.data.get("delta").cloned().unwrap_or_default();
-                let dtype = delta.get("type").and_then(Value::as_str).unwrap_or_default();
-                let Some(b) = open.as_mut().filter(|b| Some(b.index) == index) else {
-                    v.push(format!("event {i}: delta for block {index:?}, which is not open"));
-                    continue;
-                };
-                match (b.kind.as_str(), dtype) {
-                    ("text", "text_delta") => b.text.push_str(&str_of(&delta, "text")),
-                    ("tool_use" | "server_tool_use", "input_json_delta") => {
-                        b.json.push_str(&str_of(&delta, "partial_json"))
-                    }
-                    ("thinking", "thinking_delta") => b.text.push_str(&str_of(&delta, "thinking")),
-                    ("thinking", "signature_delta") => b.signature.push_str(&str_of(&delta, "signature")),
-                    (k, d) => v.push(format!("event {i}: {d} inside a {k} block")),
-                }
-            }
-            "content_block_stop" => {
-                let index = ev.data.get("index").and_then(Value::as_u64).map(|x| x as usize);
-                let Some(b) = open.take().filter(|b| Some(b.index) == index) else {
-                    v.push(format!("event {i}: stop for block {index:?}, which is not open"));
-                    continue;
-                };
-                let block = r.message.as_mut().and_then(|m| m.content.last_mut());
-                match block {
-                    Some(ContentBlock::Text { text }) => *text = b.text,
-                    Some(ContentBlock::Thinking { thinking, signature }) => {
-                        *thinking = b.text;
-                        *signature = b.signature;
-                    }
-                    Some(ContentBlock::ToolUse { input, .. } | ContentBlock::ServerToolUse { input, .. }) => {
-                        let src = if b.json.is_empty() { "{}" } else { b.json.as_str() };
-                        match serde_json::from_str::<Value>(src) {
-                            Ok(j) if j.is_object() => *input = j,
-                            Ok(_) => v.push(format!("event {i}: tool_use input of block {} is not an object", b.index)),
-                            Err(e) => v.push(format!(
-                                "event {i}: input_json_delta pieces of block {} do not parse: {e}",
-                                b.index
-                            )),
-                        }
-                    }
-                    Some(ContentBlock::WebSearchToolResult { .. }) | None => {}
-                }
-            }
-            "message_delta" => {
-                if let Some(b) = &open {
-                    v.push(format!("event {i}: message_delta while block {} is open", b.index));
-                }
-                if saw_delta {
-                    v.push(format!("event {i}: a second message_delta"));
-                }
-                saw_delta = true;
-                let d = ev.data.get("delta").cloned().unwrap_or_default();
-                if let Some(m) = &mut r.message {
-                    m.stop_reason =
-                        d.get("stop_reason").cloned().and_then(|s| serde_json::from_value::<StopReason>(s).ok());
-                    m.stop_sequence = d.get("stop_sequence").and_then(Value::as_str).map(str::to_string);
-                    if let Some(n) = ev.data.pointer("/usage/output_tokens").and_then(Value::as_u64) {
-                        m.usage.output_tokens = n;
-                    }
-                }
-                if d.get("stop_reason").is_none_or(Value::is_null) {
-                    v.push(format!("event {i}: message_delta without stop_reason"));
-                }
-            }
+            "content_block_start" => self.block_start(i, ev),
+            "content_block_delta" => self.block_delta(i, ev),
+            "content_block_stop" => self.block_stop(i, ev),
+            "message_delta" => self.message_delta(i, ev),
             "message_stop" => {
-                if !saw_delta {
+                if !self.saw_delta {
                     v.push(format!("event {i}: message_stop before any message_delta"));
                 }
-                r.complete = true;
-                ended = true;
+                self.r.complete = true;
+                self.ended = true;
             }
             "error" => {
-                r.error = ev.data.get("error").cloned();
-                ended = true;
+                self.r.error = ev.data.get("error").cloned();
+                self.ended = true;
             }
             other => v.push(format!("event {i}: unknown event {other:?}")),
         }
     }
-    if !ended {
-        r.violations.push("stream ended without message_stop or error".into());
+
+    /// One `message_start`, its message without content.
+    fn message_start(&mut self, i: usize, ev: &SseEvent) {
+        let v = &mut self.r.violations;
+        if self.r.message.is_some() {
+            v.push(format!("event {i}: a second message_start"));
+            return;
+        }
+        match serde_json::from_value::<Message>(ev.data.get("message").cloned().unwrap_or_default()) {
+            Ok(m) => {
+                if !m.content.is_empty() {
+                    v.push("message_start carries content".into());
+                }
+                self.r.message = Some(m);
+            }
+            Err(e) => v.push(format!("event {i}: message_start.message does not parse: {e}")),
+        }
     }
-    r
+
+    /// A block opens: the next index, none open, a known type (a tool's input starts as `{}`); the
+    /// message gets the block, empty.
+    fn block_start(&mut self, i: usize, ev: &SseEvent) {
+        let v = &mut self.r.violations;
+        let index = ev.data.get("index").and_then(Value::as_u64).map(|x| x as usize);
+        if let Some(b) = &self.open {
+            v.push(format!("event {i}: block {index:?} starts while block {} is open", b.index));
+        }
+        if index != Some(self.next_index) {
+            v.push(format!("event {i}: block index {index:?}, expected {}", self.next_index));
+        }
+        self.next_index += 1;
+        let cb = ev.data.get("content_block").cloned().unwrap_or_default();
+        let kind = cb.get("type").and_then(Value::as_str).unwrap_or_default().to_string();
+        if !matches!(kind.as_str(), "text" | "thinking" | "tool_use" | "server_tool_use" | "web_search_tool_result") {
+            v.push(format!("event {i}: unknown content block type {kind:?}"));
+        }
+        if matches!(kind.as_str(), "tool_use" | "server_tool_use") && cb.get("input") != Some(&serde_json::json!({})) {
+            v.push(format!("event {i}: {kind} block starts with input other than {{}}"));
+        }
+        if let Some(m) = &mut self.r.message {
+            m.content.push(match kind.as_str() {
+                "tool_use" => ContentBlock::ToolUse {
+                    id: str_of(&cb, "id"),
+                    name: str_of(&cb, "name"),
+                    input: Value::Object(Default::default()),
+                },
+                "server_tool_use" => ContentBlock::ServerToolUse {
+                    id: str_of(&cb, "id"),
+                    name: str_of(&cb, "name"),
+                    input: Value::Object(Default::default()),
+                },
+                "web_search_tool_result" => ContentBlock::WebSearchToolResult {
+                    tool_use_id: str_of(&cb, "tool_use_id"),
+                    content: cb.get("content").cloned().unwrap_or(Value::Null),
+                },
+                "thinking" => ContentBlock::Thinking { thinking: String::new(), signature: String::new() },
+                _ => ContentBlock::Text { text: String::new() },
+            });
+        } else {
+            v.push(format!("event {i}: content_block_start before message_start"));
+        }
+        self.open = Some(OpenBlock {
+            index: index.unwrap_or(usize::MAX),
+            kind,
+            text: String::new(),
+            signature: String::new(),
+            json: String::new(),
+        });
+    }
+
+    /// A delta of the open block, of a type that fits it: its piece kept.
+    fn block_delta(&mut self, i: usize, ev: &SseEvent) {
+        let v = &mut self.r.violations;
+        let index = ev.data.get("index").and_then(Value::as_u64).map(|x| x as usize);
+        let delta = ev.data.get("delta").cloned().unwrap_or_default();
+        let dtype = delta.get("type").and_then(Value::as_str).unwrap_or_default();
+        let Some(b) = self.open.as_mut().filter(|b| Some(b.index) == index) else {
+            v.push(format!("event {i}: delta for block {index:?}, which is not open"));
+            return;
+        };
+        match (b.kind.as_str(), dtype) {
+            ("text", "text_delta") => b.text.push_str(&str_of(&delta, "text")),
+            ("tool_use" | "server_tool_use", "input_json_delta") => b.json.push_str(&str_of(&delta, "partial_json")),
+            ("thinking", "thinking_delta") => b.text.push_str(&str_of(&delta, "thinking")),
+            ("thinking", "signature_delta") => b.signature.push_str(&str_of(&delta, "signature")),
+            (k, d) => v.push(format!("event {i}: {d} inside a {k} block")),
+        }
+    }
+
+    /// The open block stops: the message's block gets its pieces (a tool's input: the JSON pieces
+    /// joined, an object).
+    fn block_stop(&mut self, i: usize, ev: &SseEvent) {
+        let v = &mut self.r.violations;
+        let index = ev.data.get("index").and_then(Value::as_u64).map(|x| x as usize);
+        let Some(b) = self.open.take().filter(|b| Some(b.index) == index) else {
+            v.push(format!("event {i}: stop for block {index:?}, which is not open"));
+            return;
+        };
+        let block = self.r.message.as_mut().and_then(|m| m.content.last_mut());
+        match block {
+            Some(ContentBlock::Text { text }) => *text = b.text,
+            Some(ContentBlock::Thinking { thinking, signature }) => {
+                *thinking = b.text;
+                *signature = b.signature;
+            }
+            Some(ContentBlock::ToolUse { input, .. } | ContentBlock::ServerToolUse { input, .. }) => {
+                let src = if b.json.is_empty() { "{}" } else { b.json.as_str() };
+                match serde_json::from_str::<Value>(src) {
+                    Ok(j) if j.is_object() => *input = j,
+                    Ok(_) => v.push(format!("event {i}: tool_use input of block {} is not an object", b.index)),
+                    Err(e) => {
+                        v.push(format!("event {i}: input_json_delta pieces of block {} do not parse: {e}", b.index))
+                    }
+                }
+            }
+            Some(ContentBlock::WebSearchToolResult { .. }) | None => {}
+        }
+    }
+
+    /// One `message_delta`, after the last block, with a stop reason: the message's end and usage.
+    fn message_delta(&mut self, i: usize, ev: &SseEvent) {
+        let v = &mut self.r.violations;
+        if let Some(b) = &self.open {
+            v.push(format!("event {i}: message_delta while block {} is open", b.index));
+        }
+        if self.saw_delta {
+            v.push(format!("event {i}: a second message_delta"));
+        }
+        self.saw_delta = true;
+        let d = ev.data.get("delta").cloned().unwrap_or_default();
+        if let Some(m) = &mut self.r.message {
+            m.stop_reason = d.get("stop_reason").cloned().and_then(|s| serde_json::from_value::<StopReason>(s).ok());
+            m.stop_sequence = d.get("stop_sequence").and_then(Value::as_str).map(str::to_string);
+            if let Some(n) = ev.data.pointer("/usage/output_tokens").and_then(Value::as_u64) {
+                m.usage.output_tokens = n;
+            }
+        }
+        if d.get("stop_reason").is_none_or(Value::is_null) {
+            v.push(format!("event {i}: message_delta without stop_reason"));
+        }
+    }
 }
 
 fn str_of(v: &Value, key: &str) -> String {
