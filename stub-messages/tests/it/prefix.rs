@@ -6,21 +6,7 @@
 
 use crate::support::*;
 use serde_json::{json, Value};
-use std::io::Write;
-use std::sync::{Arc, Mutex};
-use stub_messages::{read_record, serve, Exchange, Recorder, Script, Stub};
-
-/// A sink the test reads back.
-struct Sink(Arc<Mutex<Vec<u8>>>);
-impl Write for Sink {
-    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().map(|mut v| v.extend_from_slice(b)).ok();
-        Ok(b.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
+use stub_messages::{read_record, Exchange, Script, Stub};
 
 /// What a stub made of a run: the answers (status, body or events), the exchanges (requests whole), the
 /// record's lines — all without the timings — and how many requests it parsed by prefix.
@@ -34,12 +20,9 @@ struct Outcome {
 /// Posts `bodies` (bytes as they go on the wire) in order to a stub of `script`.
 async fn play(script: &str, bodies: &[Vec<u8>], whole: bool) -> Outcome {
     let script = Script::from_toml("prefix.toml", script).unwrap_or_else(|e| panic!("{e}"));
-    let buf = Arc::new(Mutex::new(Vec::new()));
-    let stub = Stub::new(script, Recorder::new(Some(Box::new(Sink(buf.clone())))));
-    let stub = Arc::new(if whole { stub.parsing_whole() } else { stub });
-    let running = serve(stub.clone(), "127.0.0.1:0".parse().unwrap_or_else(|_| unreachable!()))
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
+    let sink = Sink::default();
+    let stub = Stub::new(script, sink.recorder());
+    let Fixture { running, stub } = serve_stub(if whole { stub.parsing_whole() } else { stub }).await;
     let mut answers = Vec::new();
     for b in bodies {
         let r = client()
@@ -60,8 +43,8 @@ async fn play(script: &str, bodies: &[Vec<u8>], whole: bool) -> Outcome {
         // the stubs' ports differ
         e.headers.remove("host");
     }
-    let text = String::from_utf8(buf.lock().map(|b| b.clone()).unwrap_or_default()).unwrap_or_default();
-    let record = text
+    let record = sink
+        .text()
         .lines()
         .map(|l| {
             let mut v: Value = serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}"));
@@ -175,8 +158,7 @@ async fn a_long_conversation_is_answered_and_recorded_as_when_each_request_is_pa
 
 #[tokio::test]
 async fn a_real_claude_code_run_is_answered_and_recorded_as_when_each_request_is_parsed_whole() {
-    const RECORD: &str = include_str!("../data/claude-code-2.1.235.edit-texts.record.jsonl");
-    let bodies: Vec<Vec<u8>> = read_record(RECORD.as_bytes())
+    let bodies: Vec<Vec<u8>> = read_record(CLAUDE_CODE_RECORD.as_bytes())
         .filter_map(Result::ok)
         .filter(|r| r.exchange.path == "/v1/messages")
         .filter_map(|r| r.exchange.request_bytes.map(|b| b.to_vec()))

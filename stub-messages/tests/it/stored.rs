@@ -3,23 +3,8 @@
 //! --keep`). Its turn requests after the first are stored by reference to the previous one; read back
 //! whole, they are recorded again to the same record, byte for byte.
 
-use std::io::Write;
-use std::sync::{Arc, Mutex};
-use stub_messages::{read_record, Recorder, Requests};
-
-const RECORD: &str = include_str!("../data/claude-code-2.1.235.edit-texts.record.jsonl");
-
-/// A sink the test reads back.
-struct Sink(Arc<Mutex<Vec<u8>>>);
-impl Write for Sink {
-    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().map(|mut v| v.extend_from_slice(b)).ok();
-        Ok(b.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
+use crate::support::{Sink, CLAUDE_CODE_RECORD as RECORD};
+use stub_messages::{read_record, Requests};
 
 #[test]
 fn a_real_claude_code_record_reads_back_whole_and_records_again_byte_for_byte() {
@@ -47,12 +32,12 @@ fn a_real_claude_code_record_reads_back_whole_and_records_again_byte_for_byte() 
         assert!(v["tools"].as_array().is_some_and(|t| t.len() > 10), "tools restored");
     }
     // recorded again from the whole bytes (as the stub receives them): the same record
-    let buf = Arc::new(Mutex::new(Vec::new()));
-    let recorder = Recorder::new(Some(Box::new(Sink(buf.clone()))));
+    let sink = Sink::default();
+    let recorder = sink.recorder();
     for r in &read {
         recorder.record(r.exchange.clone());
     }
-    let again = String::from_utf8(buf.lock().map(|b| b.clone()).unwrap_or_default()).unwrap_or_default();
+    let again = sink.text();
     assert!(again == RECORD, "the record made again differs");
     // the stored form is a fraction of the whole requests
     let whole: usize = turns.iter().filter_map(|t| t.exchange.request_bytes.as_ref()).map(|b| b.len()).sum();

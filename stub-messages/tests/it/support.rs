@@ -1,8 +1,41 @@
-//! Shared helpers: a stub on 127.0.0.1:0 from inline TOML, a reqwest client, request builders.
+//! Shared helpers: a stub on 127.0.0.1:0 from inline TOML, a reqwest client, request builders, a record
+//! sink read back, a real Claude Code record.
 
 use serde_json::{json, Value};
-use std::sync::Arc;
+use std::io::Write;
+use std::sync::{Arc, Mutex};
 use stub_messages::{serve, Recorder, Running, Script, Stub};
+
+/// A real record: Claude Code 2.1.235 running `probes/claude-code/edit-texts.toml` (9 turns; kept with
+/// `probelab run --subject claude-code@2.1.235 --keep`).
+pub const CLAUDE_CODE_RECORD: &str = include_str!("../data/claude-code-2.1.235.edit-texts.record.jsonl");
+
+/// A record sink the test reads back.
+#[derive(Clone, Default)]
+pub struct Sink(Arc<Mutex<Vec<u8>>>);
+
+impl Sink {
+    /// A recorder that writes here.
+    pub fn recorder(&self) -> Recorder {
+        Recorder::new(Some(Box::new(self.clone())))
+    }
+
+    /// What was written (a record is UTF-8: anything else fails the test).
+    pub fn text(&self) -> String {
+        let bytes = self.0.lock().map(|b| b.clone()).unwrap_or_else(|e| panic!("the sink's lock: {e}"));
+        String::from_utf8(bytes).unwrap_or_else(|e| panic!("a record is UTF-8: {e}"))
+    }
+}
+
+impl Write for Sink {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().map(|mut v| v.extend_from_slice(b)).ok();
+        Ok(b.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
 
 /// A running stub and its shared state.
 pub struct Fixture {
@@ -16,12 +49,18 @@ impl Fixture {
     }
 }
 
+/// A stub of `toml` (no record kept), served.
 pub async fn start(toml: &str) -> Fixture {
     let script = match Script::from_toml("test.toml", toml) {
         Ok(s) => s,
         Err(e) => panic!("bad test script: {e}"),
     };
-    let stub = Arc::new(Stub::new(script, Recorder::default()));
+    serve_stub(Stub::new(script, Recorder::default())).await
+}
+
+/// `stub` served on 127.0.0.1:0.
+pub async fn serve_stub(stub: Stub) -> Fixture {
+    let stub = Arc::new(stub);
     let running = match serve(stub.clone(), "127.0.0.1:0".parse().unwrap_or_else(|_| unreachable!())).await {
         Ok(r) => r,
         Err(e) => panic!("cannot bind: {e}"),
