@@ -90,6 +90,9 @@ pub struct TaskRegistry {
     /// Background commands whose shell has exited and been reaped but whose end is not recorded yet
     /// (their output is still being collected): [`TaskRegistry::settle`] waits for them.
     exiting: Mutex<std::collections::HashSet<String>>,
+    /// The session log (`<project dir>/<session id>.jsonl`) where the end of a task is recorded as the
+    /// reference records it: a `queue-operation` enqueue of its notification ([`TaskRegistry::finish`]).
+    log: Mutex<Option<PathBuf>>,
 }
 
 /// What a Workflow run (task type `local_workflow`, WF-1) leaves for TaskOutput and its notification,
@@ -224,17 +227,59 @@ impl TaskRegistry {
         }
     }
 
-    /// Records the end of a task.
+    /// Sets the session log the ends of tasks are recorded in, unless one is set ([`TaskRegistry::finish`]).
+    pub fn set_log_if_absent(&self, path: PathBuf) {
+        self.log.lock().unwrap_or_else(|p| p.into_inner()).get_or_insert(path);
+    }
+
+    /// Records the end of a task. One that is to be notified (not stopped) is also recorded in the
+    /// session log, as the reference records a notification it queues: a line
+    /// `{"type":"queue-operation","operation":"enqueue","content":"<task-notification>…"}` (Claude Code
+    /// 2.1.235 and 2.1.333 write it the moment the notification is queued, so a probe can wait for it:
+    /// `probes/claude-code/bash-background.toml`). A log that cannot be written changes nothing else.
     pub fn finish(&self, id: &str, status: Status, exit_code: Option<i32>) {
         self.exiting.lock().unwrap_or_else(|p| p.into_inner()).remove(id);
+        let mut queued = None;
         if let Some(t) = self.tasks.lock().unwrap_or_else(|p| p.into_inner()).iter_mut().find(|t| t.id == id) {
             if t.status == Status::Running {
                 t.status = status;
                 t.exit_code = exit_code;
                 t.notified |= status == Status::Killed;
+                queued = (!t.notified).then(|| t.clone());
             }
         }
+        if let Some(t) = queued {
+            self.log_queued(&t);
+        }
         self.sender().send_modify(|n| *n += 1);
+    }
+
+    /// Appends the queue-operation line of an ended task's notification to the session log, if one is set.
+    fn log_queued(&self, t: &Task) {
+        use std::io::Write;
+        let Some(path) = self.log.lock().unwrap_or_else(|p| p.into_inner()).clone() else { return };
+        let content = if let Some(end) = self.workflow_end(&t.id) {
+            workflow_notification(t, &end.unwrap_or_default())
+        } else if let Some(result) = self.agent_result(&t.id) {
+            let usage = self.agent_usage.lock().unwrap_or_else(|p| p.into_inner()).get(&t.id).cloned();
+            agent_notification(t, result.as_deref().unwrap_or(""), usage.as_deref())
+        } else {
+            // the reference's fields: the output stays in the file
+            format!(
+                "<task-notification>\n<task-id>{}</task-id>\n<tool-use-id>{}</tool-use-id>\n<output-file>{}</output-file>\n<status>{}</status>\n<summary>{}</summary>\n</task-notification>",
+                t.id,
+                t.tool_use_id,
+                t.output_file.display(),
+                t.status.word(),
+                summary(t),
+            )
+        };
+        let line = serde_json::json!({"type": "queue-operation", "operation": "enqueue", "content": content})
+            .to_string()
+            + "\n";
+        let _ = path.parent().map_or(Ok(()), std::fs::create_dir_all).and_then(|_| {
+            std::fs::OpenOptions::new().create(true).append(true).open(&path)?.write_all(line.as_bytes())
+        });
     }
 
     /// Forgets a background command for TaskOutput and TaskStop (its notification, if still due, is
@@ -453,9 +498,15 @@ fn summary(t: &Task) -> String {
     }
 }
 
-/// The task's output file as text (empty when it cannot be read).
+/// The task's output file as text: empty when it is gone (removed by a command: nothing is left to
+/// show), the failure in its place when it is there but cannot be read (a notification has no error
+/// channel, and an empty output would pass for a silent command).
 fn read_output(t: &Task) -> String {
-    std::fs::read(&t.output_file).map(|b| String::from_utf8_lossy(&b).into_owned()).unwrap_or_default()
+    match std::fs::read(&t.output_file) {
+        Ok(b) => String::from_utf8_lossy(&b).into_owned(),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+        Err(e) => format!("[the output file could not be read: {e}]"),
+    }
 }
 
 /// The output the reference shows for an ended task: the file, then `[exited with code N]`, 0 included
@@ -503,6 +554,21 @@ mod tests {
             exit_code: None,
             notified: false,
         }
+    }
+
+    #[test]
+    fn an_output_file_removed_is_empty_and_one_unreadable_says_why() {
+        let d = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let mut t = task("b1", d.path(), "out\n");
+        t.exit_code = Some(0);
+        assert_eq!(shown_output(&t), "out\n\n[exited with code 0]");
+        std::fs::remove_file(&t.output_file).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(shown_output(&t), "\n\n[exited with code 0]", "removed: nothing to show");
+        std::fs::create_dir(&t.output_file).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            shown_output(&t),
+            "[the output file could not be read: Is a directory (os error 21)]\n\n[exited with code 0]"
+        );
     }
 
     #[test]
@@ -560,5 +626,38 @@ mod tests {
             r.get("b1").map(|t| shown_output(&t)).unwrap_or_default().lines().last(),
             Some("[exited with code 4]")
         );
+    }
+
+    #[test]
+    fn an_ended_task_to_be_notified_is_recorded_in_the_session_log_as_the_reference_queues_it() {
+        let d = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let log = d.path().join("projects/slug/session.jsonl");
+        let r = TaskRegistry::default();
+        let (a, _ra) = tokio::sync::oneshot::channel();
+        let (b, _rb) = tokio::sync::oneshot::channel();
+        r.add(task("b1", d.path(), "OUT-LINE\n"), a);
+        r.add(Task { tool_use_id: "toolu_2".into(), ..task("b2", d.path(), "") }, b);
+        r.finish("b2", Status::Killed, None);
+        assert!(!log.exists(), "no log set yet, and a stopped task is not queued");
+        r.set_log_if_absent(log.clone());
+        r.set_log_if_absent(d.path().join("other.jsonl"));
+        r.finish("b2", Status::Completed, Some(0));
+        assert!(!log.exists(), "an end is recorded once, and a stopped task is never queued");
+        r.finish("b1", Status::Completed, Some(0));
+        r.finish("b1", Status::Completed, Some(0));
+        let text = std::fs::read_to_string(&log).unwrap_or_else(|e| panic!("{e}"));
+        let lines: Vec<serde_json::Value> =
+            text.lines().map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}"))).collect();
+        assert_eq!(lines.len(), 1, "{text}");
+        assert_eq!(lines[0]["type"], "queue-operation");
+        assert_eq!(lines[0]["operation"], "enqueue");
+        let content = lines[0]["content"].as_str().unwrap_or_default();
+        assert!(
+            content.starts_with("<task-notification>\n<task-id>b1</task-id>\n<tool-use-id>toolu_1</tool-use-id>\n"),
+            "{content}"
+        );
+        assert!(content.ends_with("<status>completed</status>\n<summary>Background command \"d\" completed (exit code 0)</summary>\n</task-notification>"), "{content}");
+        assert!(!content.contains("OUT-LINE"), "the output stays in the file, as the reference's: {content}");
+        assert!(r.drain_notifications().is_some_and(|n| n.contains("<task-id>b1</task-id>")), "still delivered");
     }
 }

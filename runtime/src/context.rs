@@ -125,6 +125,12 @@ impl ToolContext {
         self.home.join(".claude").join("projects").join(cwd_slug(&self.cwd))
     }
 
+    /// The session's log, `<project dir>/<session id>.jsonl`: structured tool results and queued
+    /// notifications, as the reference keeps them in its session transcript.
+    pub fn session_log(&self) -> PathBuf {
+        self.project_dir().join(format!("{}.jsonl", self.session_id))
+    }
+
     /// The session's temp root: `$TMPDIR` of the session's env, else `<first root>/tmp` (writable in the
     /// Bash sandbox).
     pub fn tmp_base(&self) -> PathBuf {

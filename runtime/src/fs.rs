@@ -20,9 +20,13 @@ pub use crate::paths::{real_path, MAX_SYMLINK_HOPS};
 /// Resolves `file_path` (absolute, or relative to the cwd) lexically, without touching the disk.
 pub fn absolute(ctx: &ToolContext, file_path: &str) -> PathBuf {
     let p = Path::new(file_path);
-    let joined = if p.is_absolute() { p.to_path_buf() } else { ctx.working_dir().join(p) };
+    lexical(&if p.is_absolute() { p.to_path_buf() } else { ctx.working_dir().join(p) })
+}
+
+/// `path` with `.` dropped and each `..` taking off the component before it, on the text alone.
+fn lexical(path: &Path) -> PathBuf {
     let mut out = PathBuf::new();
-    for c in joined.components() {
+    for c in path.components() {
         match c {
             Component::ParentDir => {
                 out.pop();
@@ -53,20 +57,9 @@ pub fn through_symlink(ctx: &ToolContext, path: &Path) -> String {
         return format!("Refusing to write {p}: it is a symbolic link. Write to the link's target path instead.");
     }
     // one hop, relative to the link's directory, `..` removed lexically (a dangling link's too)
-    let target = std::fs::read_link(path).ok().map(|t| {
-        let joined = path.parent().map(|d| d.join(&t)).unwrap_or(t);
-        let mut out = PathBuf::new();
-        for c in joined.components() {
-            match c {
-                Component::ParentDir => {
-                    out.pop();
-                }
-                Component::CurDir => {}
-                other => out.push(other),
-            }
-        }
-        out.display().to_string()
-    });
+    let target = std::fs::read_link(path)
+        .ok()
+        .map(|t| lexical(&path.parent().map(|d| d.join(&t)).unwrap_or(t)).display().to_string());
     let target = target.unwrap_or_else(|| "a target that could not be determined".into());
     format!("Refusing to write {p}: it is a symbolic link. Write to the link's target path instead: {target}.")
 }

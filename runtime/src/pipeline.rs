@@ -108,6 +108,11 @@ pub const SUBAGENT_NOT_HERE_NOTICE: Switch = Switch {
 /// The words after the tool's name of [`SUBAGENT_NOT_HERE_NOTICE`]'s text.
 pub const NOT_HERE: &str = "is not among the tools available here. Continue with the tools you have.";
 
+/// A result over its budget that could not be written to its file (PIPE-5): the call's error.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot persist the large result: {0}")]
+struct PersistError(std::io::Error);
+
 /// The runtime of a session: its tool pool, rules, hooks, extensions and context.
 #[derive(Clone)]
 pub struct Runtime {
@@ -315,7 +320,7 @@ impl Runtime {
         let file = name.as_ref().map(|_| tool.persisted_text(&self.ctx, id, text));
         match self.within_budget(name.as_deref().unwrap_or(id), max, text, file.as_deref()) {
             Ok(text) => ToolResult { tool_use_id: id.to_string(), content: Value::String(text), is_error: false },
-            Err(e) => ToolResult::error(id, e),
+            Err(e) => ToolResult::error(id, e.to_string()),
         }
     }
 
@@ -355,7 +360,13 @@ impl Runtime {
 
     /// PIPE-5: the text as is when it fits the tool's budget, else persisted (as `<name>.txt`) and
     /// replaced by the `<persisted-output>` block (an error when it cannot be persisted).
-    fn within_budget(&self, id: &str, max: Option<usize>, text: &str, file: Option<&str>) -> Result<String, String> {
+    fn within_budget(
+        &self,
+        id: &str,
+        max: Option<usize>,
+        text: &str,
+        file: Option<&str>,
+    ) -> Result<String, PersistError> {
         match max {
             // a text of at most `max` bytes has at most `max` chars: counted only when it could be over
             Some(max) if text.len() > max && text.chars().count() > max => self.persist(id, text, file),
@@ -375,18 +386,18 @@ impl Runtime {
             std::fs::OpenOptions::new()
                 .create(true)
                 .append(true)
-                .open(dir.join(format!("{}.jsonl", self.ctx.session_id)))?
+                .open(self.ctx.session_log())?
                 .write_all(line.as_bytes())
         });
     }
 
     /// PIPE-5: writes the whole result under the session dir and returns the `<persisted-output>` block
     /// the model gets instead: the path, the size, and a preview.
-    fn persist(&self, id: &str, text: &str, file: Option<&str>) -> Result<String, String> {
+    fn persist(&self, id: &str, text: &str, file: Option<&str>) -> Result<String, PersistError> {
         let dir = self.ctx.session_dir().join("tool-results");
-        std::fs::create_dir_all(&dir).map_err(|e| format!("cannot persist the large result: {e}"))?;
+        std::fs::create_dir_all(&dir).map_err(PersistError)?;
         let path = dir.join(format!("{id}.txt"));
-        std::fs::write(&path, file.unwrap_or(text)).map_err(|e| format!("cannot persist the large result: {e}"))?;
+        std::fs::write(&path, file.unwrap_or(text)).map_err(PersistError)?;
         Ok(format!(
             "<persisted-output>\nOutput too large ({}). Full output saved to: {}\n\nPreview (first {}):\n{}\n...\n</persisted-output>",
             // the size as the reference takes it: the text's length in UTF-16 units

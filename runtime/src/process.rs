@@ -187,6 +187,8 @@ pub fn sweep_cgroups(owner_gone: impl Fn(u32) -> bool) -> usize {
         if !owner_gone(owner) {
             continue;
         }
+        // best-effort cleanup: a cgroup whose process list cannot be read has none left to kill here, and
+        // its removal below fails and leaves it for the next sweep
         let procs = std::fs::read_to_string(e.path().join("cgroup.procs")).unwrap_or_default();
         for pid in procs.lines().filter_map(|l| l.trim().parse::<i32>().ok()) {
             let _ = kill(Pid::from_raw(pid), Signal::SIGKILL);

@@ -117,6 +117,55 @@ pub enum ToolOutput {
     },
 }
 
+/// The hooks [`Tool`] and [`TypedTool`] share, each with its default: stated once, expanded in both
+/// traits (the adapter forwards them).
+macro_rules! shared_hooks {
+    () => {
+        /// Shown to the model in the next request (default true): the plan-mode pair swaps with the mode
+        /// (PLAN-1), LSP waits for a configured server (LSP-3).
+        fn is_visible(&self, _ctx: &ToolContext) -> bool {
+            true
+        }
+        /// Callable now (default true); a call to a tool that is not is answered like a call to a tool the
+        /// session does not have (LSP before its server was offered: LSP-3).
+        fn is_available(&self, _ctx: &ToolContext) -> bool {
+            true
+        }
+        /// The name (without `.txt`) a result over the budget is persisted under; `None`: the tool_use id.
+        fn persisted_name(&self, _ctx: &ToolContext) -> Option<String> {
+            None
+        }
+        /// What a persisted result's file holds (PIPE-5) for the call `id` whose shown text is `text`:
+        /// default, the text itself (the Bash tool: its output as the command wrote it, trailing newlines
+        /// kept, as the reference writes the file).
+        fn persisted_text(&self, _ctx: &ToolContext, _id: &str, text: &str) -> String {
+            text.to_string()
+        }
+        /// The reference's input checks that come before its permission check (its `validateInput`), in its
+        /// order: their refusal (a message the pipeline wraps as an input error) is what a call gets even
+        /// when a permission rule would deny it too. Default: none.
+        fn check_before_permissions(&self, _input: &Value, _ctx: &ToolContext) -> Option<String> {
+            None
+        }
+        /// What permission rules of this tool match against.
+        fn permission_subject(&self, _input: &Value, _ctx: &ToolContext) -> PermissionSubject {
+            PermissionSubject::None
+        }
+        /// The rules' decision for `subject` as this tool takes it (default: as it is). Grep: a directory
+        /// whose contents a `dir/**` deny rule covers is denied as a search root too.
+        fn refine_decision(&self, _subject: &PermissionSubject, decision: Decision, _ctx: &ToolContext) -> Decision {
+            decision
+        }
+        /// The refusal of a call the deny rule `rule` denied, when the tool words it its own way (the file
+        /// tools, as the reference does); `None` (the default): the pipeline's text, which names the command
+        /// of a [`PermissionSubject::Command`] and else the rule. A [`ToolError::Validation`] is wrapped as
+        /// an input error, a [`ToolError::Runtime`] given as is.
+        fn denied(&self, _subject: &PermissionSubject, _rule: &str, _ctx: &ToolContext) -> Option<ToolError> {
+            None
+        }
+    };
+}
+
 /// A tool as the pool stores it and the pipeline calls it (object-safe, the input as JSON). A tool module
 /// implements [`TypedTool`] and gets this through the adapter; a tool implements it itself only when its
 /// name is not a constant (an MCP server's tool, a tool a release offers that the runtime does not
@@ -147,16 +196,6 @@ pub trait Tool: Send + Sync {
     fn defer_loading(&self) -> Option<bool> {
         None
     }
-    /// Shown to the model in the next request (default true): the plan-mode pair swaps with the mode
-    /// (PLAN-1), LSP waits for a configured server (LSP-3).
-    fn is_visible(&self, _ctx: &ToolContext) -> bool {
-        true
-    }
-    /// Callable now (default true); a call to a tool that is not is answered like a call to a tool the
-    /// session does not have (LSP before its server was offered: LSP-3).
-    fn is_available(&self, _ctx: &ToolContext) -> bool {
-        true
-    }
     /// The pipeline checks the input against [`Tool::input_schema`] before the call (PIPE-1; default
     /// true). MCP tools leave that to their server, as the reference does (MCP-1).
     fn validates_input(&self) -> bool {
@@ -166,38 +205,7 @@ pub trait Tool: Send + Sync {
     fn max_result_size_chars(&self) -> Option<usize> {
         Some(DEFAULT_MAX_RESULT_SIZE_CHARS)
     }
-    /// The name (without `.txt`) a result over the budget is persisted under; `None`: the tool_use id.
-    fn persisted_name(&self, _ctx: &ToolContext) -> Option<String> {
-        None
-    }
-    /// What a persisted result's file holds (PIPE-5) for the call `id` whose shown text is `text`:
-    /// default, the text itself (the Bash tool: its output as the command wrote it, trailing newlines
-    /// kept, as the reference writes the file).
-    fn persisted_text(&self, _ctx: &ToolContext, _id: &str, text: &str) -> String {
-        text.to_string()
-    }
-    /// The reference's input checks that come before its permission check (its `validateInput`), in its
-    /// order: their refusal (a message the pipeline wraps as an input error) is what a call gets even
-    /// when a permission rule would deny it too. Default: none.
-    fn check_before_permissions(&self, _input: &Value, _ctx: &ToolContext) -> Option<String> {
-        None
-    }
-    /// What permission rules of this tool match against.
-    fn permission_subject(&self, _input: &Value, _ctx: &ToolContext) -> PermissionSubject {
-        PermissionSubject::None
-    }
-    /// The rules' decision for `subject` as this tool takes it (default: as it is). Grep: a directory
-    /// whose contents a `dir/**` deny rule covers is denied as a search root too.
-    fn refine_decision(&self, _subject: &PermissionSubject, decision: Decision, _ctx: &ToolContext) -> Decision {
-        decision
-    }
-    /// The refusal of a call the deny rule `rule` denied, when the tool words it its own way (the file
-    /// tools, as the reference does); `None` (the default): the pipeline's text, which names the command
-    /// of a [`PermissionSubject::Command`] and else the rule. A [`ToolError::Validation`] is wrapped as
-    /// an input error, a [`ToolError::Runtime`] given as is.
-    fn denied(&self, _subject: &PermissionSubject, _rule: &str, _ctx: &ToolContext) -> Option<ToolError> {
-        None
-    }
+    shared_hooks!();
     /// Runs the call; the input has passed schema validation, hooks and permissions.
     fn call<'a>(&'a self, input: Value, ctx: &'a ToolContext) -> BoxFuture<'a, Result<ToolOutput, ToolError>>;
 }
@@ -251,38 +259,7 @@ pub trait TypedTool: Send + Sync + 'static {
     fn is_destructive(&self, _input: &Value) -> bool {
         Self::DESTRUCTIVE
     }
-    /// [`Tool::is_visible`].
-    fn is_visible(&self, _ctx: &ToolContext) -> bool {
-        true
-    }
-    /// [`Tool::is_available`].
-    fn is_available(&self, _ctx: &ToolContext) -> bool {
-        true
-    }
-    /// [`Tool::persisted_name`].
-    fn persisted_name(&self, _ctx: &ToolContext) -> Option<String> {
-        None
-    }
-    /// [`Tool::persisted_text`].
-    fn persisted_text(&self, _ctx: &ToolContext, _id: &str, text: &str) -> String {
-        text.to_string()
-    }
-    /// [`Tool::check_before_permissions`].
-    fn check_before_permissions(&self, _input: &Value, _ctx: &ToolContext) -> Option<String> {
-        None
-    }
-    /// [`Tool::permission_subject`].
-    fn permission_subject(&self, _input: &Value, _ctx: &ToolContext) -> PermissionSubject {
-        PermissionSubject::None
-    }
-    /// [`Tool::refine_decision`].
-    fn refine_decision(&self, _subject: &PermissionSubject, decision: Decision, _ctx: &ToolContext) -> Decision {
-        decision
-    }
-    /// [`Tool::denied`].
-    fn denied(&self, _subject: &PermissionSubject, _rule: &str, _ctx: &ToolContext) -> Option<ToolError> {
-        None
-    }
+    shared_hooks!();
     /// Runs the call with its arguments; the input has passed schema validation, hooks and permissions.
     fn call(&self, args: Self::Args, ctx: &ToolContext) -> impl Future<Output = Result<ToolOutput, ToolError>> + Send;
 }

@@ -101,8 +101,9 @@ struct Play {
     prelude_done: bool,
 }
 
-/// Called with (conversation, 0-based turn) just before a turn is served (not for spoiled attempts):
-/// the harness uses it to change the subject's world between turns (a file edited "by a linter").
+/// Called with (conversation, 0-based turn) when a request is given its turn, before the turn's `wait`
+/// (not for spoiled attempts): the harness uses it to change the subject's world between turns (a file
+/// edited "by a linter"), and a turn can wait for what that change sets off.
 pub type TurnHook = Arc<dyn Fn(&str, usize) + Send + Sync>;
 
 /// The stub: a script, where each conversation stands, and the record.
@@ -184,7 +185,7 @@ impl Stub {
         self.parsed_by_prefix.load(Ordering::Relaxed)
     }
 
-    /// Installs the hook called before each turn is served.
+    /// Installs the hook called when a request is given its turn, before the turn's wait ([`TurnHook`]).
     pub fn with_turn_hook(mut self, hook: TurnHook) -> Stub {
         self.turn_hook = Some(hook);
         self
@@ -867,6 +868,11 @@ async fn messages(State(stub): State<Arc<Stub>>, method: Method, uri: Uri, heade
             a.ex.conversation = Some(conversation.clone());
             a.ex.turn = Some(turn);
             a.ex.waited = wait.as_ref().map(Wait::describe);
+            // before the wait: a turn may wait for what the hook sets off (a fault's gate file lets a
+            // background command end, and the turn waits for the subject to have noticed)
+            if let Some(hook) = &stub.turn_hook {
+                hook(&conversation, turn);
+            }
             let mut a = match stub.release(a, slot, ticket, turn, wait.as_ref()).await {
                 Ok(a) => a,
                 Err((mut a, msg)) => {
@@ -879,9 +885,6 @@ async fn messages(State(stub): State<Arc<Stub>>, method: Method, uri: Uri, heade
                     };
                 }
             };
-            if let Some(hook) = &stub.turn_hook {
-                hook(&conversation, turn);
-            }
             a.served = Some((slot, turn));
             reply(&stub, a, message, streaming, delay_ms, None)
         }

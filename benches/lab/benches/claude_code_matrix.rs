@@ -1,10 +1,10 @@
 //! A Claude Code matrix estimate: how many (probe, version) cells an hour of this machine runs.
 //!
 //! Not criterion: a cell is a real binary run of about a second, and the figure that matters is the
-//! throughput of the whole matrix. `cargo bench -p probelab-benches --bench claude_code_matrix` runs
+//! throughput of the whole matrix. `cargo bench -p probelab-lab-benches --bench claude_code_matrix` runs
 //! every probe that applies to Claude Code on each version of `$PROBELAB_BENCH_VERSIONS` (comma list;
-//! default `2.1.235,2.1.332`) that is already installed in the cache (this bench installs nothing), at
-//! `-j` = the cores like `probelab run`, and prints per version the wall time and cells per minute, then
+//! default `2.1.235,2.1.333`, the versions scripts/setup installs) that is already installed in the
+//! cache (this bench installs nothing), at `-j` = the cores like `probelab run`, and prints per version the wall time and cells per minute, then
 //! the matrix rate and what the whole cache's versions would take at it. Verdicts and golden
 //! comparisons are counted, not required: versions other than the reference have few goldens.
 
@@ -17,7 +17,7 @@ fn main() {
     let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let probes = harness::probe::load_all(&[repo.join("probes")]).unwrap_or_else(|e| panic!("{e}"));
     let cache = harness::subject::claude_code::cache_root().join("claude-code");
-    let wanted = std::env::var("PROBELAB_BENCH_VERSIONS").unwrap_or_else(|_| "2.1.235,2.1.332".into());
+    let wanted = std::env::var("PROBELAB_BENCH_VERSIONS").unwrap_or_else(|_| "2.1.235,2.1.333".into());
     let versions: Vec<String> = wanted
         .split(',')
         .map(|v| v.trim().to_string())

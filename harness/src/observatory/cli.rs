@@ -242,8 +242,15 @@ impl Command {
                 let Some(previous) = i.checked_sub(1).map(|j| m.versions[j].clone()) else {
                     return fail(2, format!("{version} is the oldest version of the matrix: nothing before it"));
                 };
-                let published = Catalogue::cached(&crate::subject::claude_code::cache_root()).and_then(|c| {
-                    c.versions().iter().find(|p| p.version.to_string() == version).and_then(|p| p.published.clone())
+                // the date from the committed releases (the page publish writes), else the install cache's
+                let committed = match super::releases::Releases::read(&docs.matrix) {
+                    Ok(r) => r,
+                    Err(e) => return fail(2, &e),
+                };
+                let published = committed.published(&version).map(str::to_string).or_else(|| {
+                    Catalogue::cached(&crate::subject::claude_code::cache_root()).and_then(|c| {
+                        c.versions().iter().find(|p| p.version.to_string() == version).and_then(|p| p.published.clone())
+                    })
                 });
                 match super::watch::release_page(&probes, layout, &m, &version, &previous, published.as_deref()) {
                     Err(e) => fail(2, &e),
@@ -364,7 +371,7 @@ impl Command {
                         return fail(1, "cells errored (no verdict): nothing published; run the matrix again");
                     }
                     let docs = super::watch::Docs::under(&project.root);
-                    if let Err(e) = super::watch::publish(&docs, &layout.golden, &cells) {
+                    if let Err(e) = publish_all(&docs, layout, probes_dir, &cells) {
                         return fail(2, &e);
                     }
                     eprintln!(
@@ -392,7 +399,7 @@ impl Command {
                         let out = project.out.join("bisect");
                         let mut each = |found: &[crate::observe::Observation]| {
                             if publish {
-                                super::watch::publish(&docs, &layout.golden, found).map(|_| ())
+                                publish_all(&docs, layout, probes_dir, found).map(|_| ())
                             } else {
                                 Ok(())
                             }
@@ -409,7 +416,7 @@ impl Command {
                         }
                     }
                     if publish && !pin {
-                        if let Err(e) = super::watch::publish(&docs, &layout.golden, &cells) {
+                        if let Err(e) = publish_all(&docs, layout, probes_dir, &cells) {
                             return fail(2, &e);
                         }
                     }
@@ -472,7 +479,7 @@ impl Command {
                     if let Err(e) = crate::versions::write_file_atomic(&file, text.as_bytes()) {
                         return fail(2, format!("{}: {e}", file.display()));
                     }
-                    if let Err(e) = super::watch::publish(&docs, &layout.golden, &[]) {
+                    if let Err(e) = publish_all(&docs, layout, probes_dir, &[]) {
                         return fail(2, &e);
                     }
                 }
@@ -693,6 +700,20 @@ fn committed_versions(golden: &Path) -> Vec<String> {
         .collect();
     out.sort_by_key(|v| semver::Version::parse(v).ok());
     out
+}
+
+/// [`super::watch::publish`] with every probe of the project (a matrix of some probe files still
+/// regenerates every release page, whose evidence needs each probe's `unordered` results) and the
+/// install cache's catalogue, if there is one (it refreshes docs/matrix/releases.json when newer).
+fn publish_all(
+    docs: &super::watch::Docs,
+    layout: &Layout,
+    probes_dir: &Path,
+    cells: &[crate::observe::Observation],
+) -> Result<Matrix, String> {
+    let probes = load(probes_dir, &[]).map_err(|e| e.to_string())?;
+    let catalogue = Catalogue::cached(&crate::subject::claude_code::cache_root());
+    super::watch::publish(docs, layout, &probes, cells, catalogue.as_ref())
 }
 
 fn load(probes: &Path, paths: &[PathBuf]) -> Result<Vec<Probe>, crate::probe::LoadError> {

@@ -27,6 +27,7 @@ pub mod cli;
 pub mod conformance;
 pub mod explain;
 pub mod interface;
+pub mod releases;
 pub mod report;
 pub mod watch;
 

@@ -18,6 +18,7 @@
 //! Exit status: 0 nothing new (or new releases without a change), 1 changes found, 2 an error (npm
 //! unreachable: never "nothing new").
 
+use super::releases::Releases;
 use super::report::Matrix;
 use super::{matrix, read_cells, CellDone, Goldens, MatrixOptions};
 use crate::lab::Layout;
@@ -53,38 +54,169 @@ pub type Reports = (Matrix, Vec<(&'static str, String)>);
 
 /// The reports of the committed cells, as (file name, content): what [`publish`] writes. The budgets
 /// table is read from the versions' goldens under `golden` ([`super::budgets`]); the built-in
-/// conformance row of the HTML from `conformance` (`docs/matrix/conformance.json`).
+/// conformance row of the HTML from `conformance` (`docs/matrix/conformance.json`); the timeline's
+/// "Releases" section from `releases` (`docs/matrix/releases.json`, [`super::releases`]).
 pub fn reports(
     cells: &[Observation],
     golden: &Path,
     conformance: &super::conformance::Table,
+    releases: &Releases,
 ) -> Result<Reports, String> {
     let m = Matrix::from_cells(cells)?.with_conformance(conformance);
+    let section = super::releases::section(&m, releases);
+    let html = m.to_html("probelab: claims × versions", Some(&super::report::Evidence::committed()));
+    let html = match html.rfind("</body>") {
+        Some(at) if !section.is_empty() => format!("{}{}{}", &html[..at], section_html(&section), &html[at..]),
+        _ => html,
+    };
     let files = vec![
         ("matrix.json", m.to_json()),
         ("matrix.txt", m.to_text()),
-        ("matrix.html", m.to_html("probelab: claims × versions", Some(&super::report::Evidence::committed()))),
-        ("timeline.md", m.to_markdown(TITLE)),
+        ("matrix.html", html),
+        ("timeline.md", m.to_markdown(TITLE) + &section),
         ("budgets.md", super::budgets::to_markdown(golden, &m.versions)),
         ("interface.md", super::interface::to_markdown(golden, &m.versions)),
     ];
     Ok((m, files))
 }
 
+/// The "Releases" section as HTML: its heading, paragraphs and (nested) list items, bold and code spans
+/// kept.
+fn section_html(markdown: &str) -> String {
+    fn inline(s: &str) -> String {
+        let s = s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;");
+        let mut out = String::new();
+        for (i, part) in s.split("**").enumerate() {
+            if i > 0 {
+                out.push_str(if i % 2 == 1 { "<b>" } else { "</b>" });
+            }
+            for (j, bit) in part.split('`').enumerate() {
+                if j > 0 {
+                    out.push_str(if j % 2 == 1 { "<code>" } else { "</code>" });
+                }
+                out.push_str(bit);
+            }
+        }
+        out
+    }
+    let mut h = String::new();
+    let mut depth = 0;
+    for line in markdown.lines() {
+        let t = line.trim_start();
+        let want = if t.starts_with("- ") { 1 + (line.len() - t.len()) / 2 } else { 0 };
+        while depth < want {
+            h.push_str("<ul>\n");
+            depth += 1;
+        }
+        while depth > want {
+            h.push_str("</ul>\n");
+            depth -= 1;
+        }
+        if let Some(item) = t.strip_prefix("- ") {
+            h.push_str(&format!("<li>{}</li>\n", inline(item)));
+        } else if let Some(title) = t.strip_prefix("## ") {
+            h.push_str(&format!("<h2>{}</h2>\n", inline(title)));
+        } else if !t.is_empty() {
+            h.push_str(&format!("<p>{}</p>\n", inline(t)));
+        }
+    }
+    while depth > 0 {
+        h.push_str("</ul>\n");
+        depth -= 1;
+    }
+    h
+}
+
 /// Writes each cell slim under `docs.cells` (replacing the cell of the same version and probe), then
-/// regenerates the reports of every committed cell. Returns the matrix.
-pub fn publish(docs: &Docs, golden: &Path, cells: &[Observation]) -> Result<Matrix, String> {
+/// regenerates every report of the committed cells: docs/matrix ([`reports`]; with a `catalogue` newer
+/// than `docs/matrix/releases.json`, that file is refreshed from it first) and docs/changes, one page
+/// per release with a change ([`pages`]; the page of a release without one any more is removed).
+/// Returns the matrix.
+pub fn publish(
+    docs: &Docs,
+    layout: &Layout,
+    probes: &[Probe],
+    cells: &[Observation],
+    catalogue: Option<&Catalogue>,
+) -> Result<Matrix, String> {
     for c in cells {
         super::write_cell(&docs.cells, &c.slim()).map_err(|e| e.to_string())?;
     }
     std::fs::create_dir_all(&docs.matrix).map_err(|e| format!("{}: {e}", docs.matrix.display()))?;
     let all = read_cells(std::slice::from_ref(&docs.cells)).map_err(|e| e.to_string())?;
-    let (m, files) = reports(&all, golden, &super::conformance::read(&docs.matrix).map_err(|e| e.to_string())?)?;
+    let mut releases = Releases::read(&docs.matrix).map_err(|e| e.to_string())?;
+    let oldest = all.iter().filter_map(|c| c.version.as_deref().and_then(|v| semver::Version::parse(v).ok())).min();
+    if let (Some(c), Some(oldest)) = (catalogue, oldest) {
+        let asked = releases.asked.parse::<jiff::Timestamp>().ok();
+        if asked.is_none_or(|a| c.fetched_at() >= a) {
+            let fresh = Releases::from_catalogue(c, &oldest);
+            if fresh.releases != releases.releases || asked.is_none() {
+                let text = fresh.to_json().map_err(|e| e.to_string())?;
+                crate::versions::write_file_atomic(&docs.matrix.join(super::releases::FILE), text.as_bytes())
+                    .map_err(|e| e.to_string())?;
+                releases = fresh;
+            }
+        }
+    }
+    let conformance = super::conformance::read(&docs.matrix).map_err(|e| e.to_string())?;
+    let (m, files) = reports(&all, &layout.golden, &conformance, &releases)?;
     for (name, text) in files {
         let path = docs.matrix.join(name);
         crate::versions::write_file_atomic(&path, text.as_bytes()).map_err(|e| e.to_string())?;
     }
+    let made = pages(probes, layout, &m, &releases)?;
+    std::fs::create_dir_all(&docs.changes).map_err(|e| format!("{}: {e}", docs.changes.display()))?;
+    for (version, page) in &made {
+        let path = docs.changes.join(format!("{version}.md"));
+        if std::fs::read_to_string(&path).ok().as_deref() != Some(page.as_str()) {
+            crate::versions::write_file_atomic(&path, page.as_bytes()).map_err(|e| e.to_string())?;
+        }
+    }
+    for stale in stale_pages(&docs.changes, &made)? {
+        std::fs::remove_file(&stale).map_err(|e| format!("{}: {e}", stale.display()))?;
+    }
     Ok(m)
+}
+
+/// Every release page the matrix makes: (version, page) for each version with a change in the probes'
+/// timeline, against the version before it in the matrix ([`release_page`]; the publication date from
+/// the committed releases).
+pub fn pages(
+    probes: &[Probe],
+    layout: &Layout,
+    m: &Matrix,
+    releases: &Releases,
+) -> Result<Vec<(String, String)>, String> {
+    let changed: std::collections::BTreeSet<&str> =
+        m.probe_timeline.values().flatten().map(|c| c.version.as_str()).collect();
+    let mut out = Vec::new();
+    for w in m.versions.windows(2) {
+        let (previous, version) = (&w[0], &w[1]);
+        if changed.contains(version.as_str()) {
+            out.push((
+                version.clone(),
+                release_page(probes, layout, m, version, previous, releases.published(version))?,
+            ));
+        }
+    }
+    Ok(out)
+}
+
+/// The pages under `dir` named for a version (`<semver>.md`) that `made` has not: releases without a
+/// change any more.
+fn stale_pages(dir: &Path, made: &[(String, String)]) -> Result<Vec<PathBuf>, String> {
+    let entries = std::fs::read_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let mut out = Vec::new();
+    for e in entries {
+        let e = e.map_err(|e| format!("{}: {e}", dir.display()))?;
+        let name = e.file_name().to_string_lossy().into_owned();
+        let Some(v) = name.strip_suffix(".md") else { continue };
+        if semver::Version::parse(v).is_ok() && !made.iter().any(|(m, _)| m == v) {
+            out.push(e.path());
+        }
+    }
+    out.sort();
+    Ok(out)
 }
 
 /// `docs/changes/<version>.md`: what changed in a release, against the release before it — each probe
@@ -152,7 +284,14 @@ pub fn release_page(
     let unordered =
         probes.iter().filter(|p| !p.unordered.is_empty()).map(|p| (p.id.clone(), unordered_ids(p))).collect();
     // the versions a bisection added to the matrix keep cells, not goldens: their evidence is a command
-    let evidence = match diff_dirs_with(&l, &r, &layout.blobs(), &unordered) {
+    // a missing set is named by its place in the repository, never by a path of this machine: the page
+    // is committed
+    let missing = missing_goldens(golden, &[previous, version]);
+    let compared = match &missing {
+        Some(m) => Err(m.clone()),
+        None => diff_dirs_with(&l, &r, &layout.blobs(), &unordered).map_err(|e| e.to_string()),
+    };
+    let evidence = match compared {
         Ok(mut d) => {
             m.judge(&mut d, previous, version);
             d.left = format!("golden/{}", super::subject(previous));
@@ -173,8 +312,22 @@ pub fn release_page(
         + &interface_lines(golden, version, previous))
 }
 
+/// The versions of these without a committed golden set, as the repository names it
+/// (`golden/claude-code@2.1.241 is not committed`), or None when every one has its set.
+fn missing_goldens(golden: &Path, versions: &[&str]) -> Option<String> {
+    let missing: Vec<String> = versions
+        .iter()
+        .filter(|v| !golden.join(super::subject(v)).is_dir())
+        .map(|v| format!("golden/{} is not committed", super::subject(v)))
+        .collect();
+    (!missing.is_empty()).then(|| missing.join("; "))
+}
+
 /// The interface lines of a release's page ([`super::interface::between`]).
 pub fn interface_lines(golden: &Path, version: &str, previous: &str) -> String {
+    if let Some(m) = missing_goldens(golden, &[previous, version]) {
+        return format!("\n## Interface\n\n(not compared: {m})\n");
+    }
     match super::interface::between(golden, previous, version) {
         Ok(lines) if lines.is_empty() => "\n## Interface\n\nNo interface change.\n".into(),
         Ok(lines) => format!("\n## Interface\n\n{}", lines.iter().map(|l| format!("- {l}\n")).collect::<String>()),
@@ -311,8 +464,8 @@ pub async fn watch(
         .filter(|c| c.version.as_deref() == Some(w.previous.as_str()) && c.golden == "differs")
         .map(|c| c.probe.clone())
         .collect();
-    let m = publish(&docs, &layout.golden, &cells)?;
-    let mut before = previous.to_string();
+    // the pages of the new releases with a change are written by publish, with every other report
+    let m = publish(&docs, layout, probes, &cells, Some(&catalogue))?;
     for v in &new {
         for (probe, changes) in &m.probe_timeline {
             for c in changes.iter().filter(|c| &c.version == v) {
@@ -325,14 +478,8 @@ pub async fn watch(
             }
         }
         if w.changes.iter().any(|c| &c.0 == v) {
-            let published = catalogue.versions().iter().find(|p| p.version.to_string() == *v);
-            let page = release_page(probes, layout, &m, v, &before, published.and_then(|p| p.published.as_deref()))?;
-            std::fs::create_dir_all(&docs.changes).map_err(|e| format!("{}: {e}", docs.changes.display()))?;
-            let path = docs.changes.join(format!("{v}.md"));
-            crate::versions::write_file_atomic(&path, page.as_bytes()).map_err(|e| e.to_string())?;
-            w.pages.push(path);
+            w.pages.push(docs.changes.join(format!("{v}.md")));
         }
-        before = v.clone();
     }
     Ok(w)
 }
@@ -362,10 +509,11 @@ mod tests {
     fn published_cells_are_slim_and_the_reports_are_made_of_every_committed_cell() {
         let d = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
         let docs = Docs::under(d.path());
-        let golden = d.path().join("golden");
-        publish(&docs, &golden, &[cell("p", "2.1.1", Outcome::Pass, "aaaa")]).unwrap_or_else(|e| panic!("{e}"));
-        let m =
-            publish(&docs, &golden, &[cell("p", "2.1.2", Outcome::Changed, "bbbb")]).unwrap_or_else(|e| panic!("{e}"));
+        let layout = Layout { golden: d.path().join("golden"), ..Layout::repo() };
+        publish(&docs, &layout, &[], &[cell("p", "2.1.1", Outcome::Pass, "aaaa")], None)
+            .unwrap_or_else(|e| panic!("{e}"));
+        let m = publish(&docs, &layout, &[], &[cell("p", "2.1.2", Outcome::Changed, "bbbb")], None)
+            .unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(m.versions, ["2.1.1", "2.1.2"], "the earlier publication's cells are kept");
         let kept = std::fs::read_to_string(docs.cells.join("2.1.2/p.json")).unwrap_or_else(|e| panic!("{e}"));
         assert!(!kept.contains("a long text") && !kept.contains("pass check 1"), "slim: {kept}");
@@ -389,7 +537,9 @@ mod tests {
         let docs = Docs::under(&root);
         let cells = read_cells(std::slice::from_ref(&docs.cells)).unwrap_or_else(|e| panic!("{e}"));
         let conformance = super::super::conformance::read(&docs.matrix).unwrap_or_else(|e| panic!("{e}"));
-        let (_, files) = reports(&cells, &root.join("golden"), &conformance).unwrap_or_else(|e| panic!("{e}"));
+        let releases = Releases::read(&docs.matrix).unwrap_or_else(|e| panic!("{e}"));
+        let (m, files) =
+            reports(&cells, &root.join("golden"), &conformance, &releases).unwrap_or_else(|e| panic!("{e}"));
         for (name, made) in files {
             let kept = std::fs::read_to_string(docs.matrix.join(name)).unwrap_or_else(|e| panic!("{name}: {e}"));
             assert!(
@@ -398,6 +548,41 @@ mod tests {
                  `probelab watch`) instead of editing either by hand"
             );
         }
+        // docs/changes: a page per release with a change, each what publish makes of the committed data,
+        // and no page of a release without one
+        let probes = crate::probe::load_all(&[root.join("probes")]).unwrap_or_else(|e| panic!("{e}"));
+        let made = pages(&probes, &Layout::repo(), &m, &releases).unwrap_or_else(|e| panic!("{e}"));
+        assert!(!made.is_empty(), "the committed matrix has changes, so pages");
+        for (version, page) in &made {
+            let path = docs.changes.join(format!("{version}.md"));
+            let kept = std::fs::read_to_string(&path).unwrap_or_default();
+            assert!(
+                kept == *page,
+                "docs/changes/{version}.md is not what the committed cells and goldens make: run `probelab report \
+                 docs/matrix/cells --publish`"
+            );
+        }
+        let stale = stale_pages(&docs.changes, &made).unwrap_or_else(|e| panic!("{e}"));
+        assert!(stale.is_empty(), "pages of releases without a change: {stale:?}");
+    }
+
+    #[test]
+    fn publish_writes_the_page_of_each_release_with_a_change_and_removes_the_others() {
+        let d = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let docs = Docs::under(d.path());
+        let layout = Layout { golden: d.path().join("golden"), ..Layout::repo() };
+        std::fs::create_dir_all(&docs.changes).unwrap_or_else(|e| panic!("{e}"));
+        std::fs::write(docs.changes.join("2.1.1.md"), "old page").unwrap_or_else(|e| panic!("{e}"));
+        std::fs::write(docs.changes.join("README.md"), "kept").unwrap_or_else(|e| panic!("{e}"));
+        let cells = [cell("p", "2.1.1", Outcome::Pass, "aaaa"), cell("p", "2.1.2", Outcome::Changed, "bbbb")];
+        publish(&docs, &layout, &[], &cells, None).unwrap_or_else(|e| panic!("{e}"));
+        let page = std::fs::read_to_string(docs.changes.join("2.1.2.md")).unwrap_or_else(|e| panic!("{e}"));
+        assert!(page.starts_with("# What changed in Claude Code 2.1.2\n"), "{page}");
+        assert!(!docs.changes.join("2.1.1.md").exists(), "2.1.1 has no change: its page goes");
+        assert!(docs.changes.join("README.md").exists(), "a page not named for a version stays");
+        // the same cells published again: the same page
+        publish(&docs, &layout, &[], &[], None).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(std::fs::read_to_string(docs.changes.join("2.1.2.md")).ok().as_deref(), Some(page.as_str()));
     }
 
     #[test]

@@ -142,7 +142,8 @@ pub struct Divergence {
 /// A sandbox change (`[[fixture.fault]]`): where, when, and what ([`FaultOp`], by `kind`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FsFault {
-    /// Before this main turn (1-based) is served; none = before the run.
+    /// Once the request of this main turn (1-based) has arrived, before the turn's `wait` and its
+    /// answer (the turn can wait for what the fault sets off); none = before the run.
     pub at_turn: Option<usize>,
     /// Relative to the cwd (`{home}/x` under HOME); resolved inside the sandbox, symlinks included.
     pub path: String,

@@ -88,3 +88,42 @@ fn each_switch_holds_both_sides_of_its_version() {
         "{uncelled} switches whose probe has no committed cell, {one_sided} with cells on one side of their version only: run them in the matrix"
     );
 }
+
+/// The versions a shell line assigns or passes: `CLAUDE_CODE_VERSIONS="2.1.235 2.1.333"` in scripts/setup,
+/// `scripts/matrix-shards 2.1.235,2.1.333 …` in .ci/run.
+fn versions_in(text: &str, marker: &str) -> Option<Vec<String>> {
+    let line = text.lines().find(|l| l.trim_start().starts_with(marker))?;
+    let rest = line.trim_start()[marker.len()..].trim_start_matches(['=', ' ']);
+    // a quoted list ("a b") up to its closing quote, else the first word (a,b)
+    let list = match rest.strip_prefix('"') {
+        Some(quoted) => quoted.split('"').next()?,
+        None => rest.split(' ').next()?,
+    };
+    Some(list.split([',', ' ']).filter(|v| !v.is_empty()).map(str::to_string).collect())
+}
+
+#[test]
+fn setup_installs_the_reference_and_the_newest_profile_and_ci_shards_exactly_those() {
+    // the fidelity generator and bare `builtin` speak for profile::NEWEST, the suite's claude-code probes
+    // for the reference: scripts/setup must install both on a fresh machine, and CI's sharded matrix must
+    // run on versions setup installed (a third would be a download of ~330 MB in every CI run)
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
+    let setup = std::fs::read_to_string(root.join("scripts/setup")).unwrap_or_else(|e| panic!("{e}"));
+    let ci = std::fs::read_to_string(root.join(".ci/run")).unwrap_or_else(|e| panic!("{e}"));
+    let installed = versions_in(&setup, "CLAUDE_CODE_VERSIONS")
+        .unwrap_or_else(|| panic!("no CLAUDE_CODE_VERSIONS= in scripts/setup"));
+    let want = [harness::subject::id::REFERENCE_VERSION, probelab_runtime::profile::NEWEST];
+    assert_eq!(installed, want, "scripts/setup's CLAUDE_CODE_VERSIONS");
+    let sharded =
+        versions_in(&ci, "scripts/matrix-shards").unwrap_or_else(|| panic!("no scripts/matrix-shards line in .ci/run"));
+    assert_eq!(sharded, want, ".ci/run's matrix-shards versions");
+    // the reader itself: a list that names another version is told apart
+    assert_eq!(
+        versions_in("CLAUDE_CODE_VERSIONS=\"2.1.235 2.1.332\"\n", "CLAUDE_CODE_VERSIONS"),
+        Some(vec!["2.1.235".to_string(), "2.1.332".to_string()])
+    );
+    assert_eq!(
+        versions_in("scripts/matrix-shards 2.1.1,2.1.2 3 'x'", "scripts/matrix-shards"),
+        Some(vec!["2.1.1".into(), "2.1.2".into()])
+    );
+}

@@ -98,7 +98,8 @@ impl Client {
                 .and_then(|v| v.to_str().ok())
                 .and_then(|v| v.trim().parse::<u64>().ok())
                 .map(Duration::from_secs);
-            let text = resp.text().await.unwrap_or_default();
+            // the body says why; one cut short still leaves the status, and says it was cut
+            let text = resp.text().await.unwrap_or_else(|e| format!("(the body could not be read: {e})"));
             let why = format!("HTTP {status}: {text}");
             return Err(if matches!(status, 408 | 409 | 429) || status >= 500 {
                 Failure::Retry { why, after }
@@ -457,7 +458,7 @@ pub async fn run_loop_with(
         };
         last_usage = Some(message.usage);
         progress.add(&message);
-        let content = serde_json::to_value(&message.content).unwrap_or_default();
+        let content = serde_json::to_value(&message.content).unwrap_or_default(); // the wire's blocks: never fails
         messages.push(json!({"role": "assistant", "content": content}));
         let calls: Vec<ToolCall> = message
             .content
@@ -502,6 +503,37 @@ pub async fn run_loop_with(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_error_status_whose_body_is_cut_short_says_so() {
+        // a server that answers 400 with a body shorter than its content-length, then hangs up
+        let listener = std::net::TcpListener::bind(("127.0.0.1", 0)).unwrap_or_else(|e| panic!("{e}"));
+        let base = format!("http://{}", listener.local_addr().unwrap_or_else(|e| panic!("{e}")));
+        let server = std::thread::spawn(move || {
+            use std::io::{Read, Write};
+            let (mut s, _) = listener.accept().unwrap_or_else(|e| panic!("{e}"));
+            let mut head = Vec::new();
+            let mut byte = [0u8; 1];
+            while !head.ends_with(b"\r\n\r\n") && s.read(&mut byte).unwrap_or(0) == 1 {
+                head.push(byte[0]);
+            }
+            // the request's body too, so that hanging up does not reset the connection
+            let head = String::from_utf8_lossy(&head).to_ascii_lowercase();
+            let length = head
+                .lines()
+                .find_map(|l| l.strip_prefix("content-length:"))
+                .and_then(|n| n.trim().parse::<usize>().ok())
+                .unwrap_or(0);
+            s.read_exact(&mut vec![0; length]).unwrap_or_else(|e| panic!("{e}"));
+            s.write_all(b"HTTP/1.1 400 Bad Request\r\ncontent-length: 100\r\nconnection: close\r\n\r\n{\"type\":")
+                .unwrap_or_else(|e| panic!("{e}"));
+        });
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap_or_else(|e| panic!("{e}"));
+        let got = rt.block_on(Client::new(&base, "m").create(&json!({"messages": []})));
+        server.join().unwrap_or_else(|_| panic!("the server thread panicked"));
+        let Err(ModelError::Failed(why)) = got else { panic!("a 400 is fatal: {got:?}") };
+        assert!(why.starts_with("HTTP 400: (the body could not be read: "), "{why}");
+    }
 
     /// The body as a value serialised whole: what `Client::create` sends.
     fn whole(head: &Value, messages: &[Value]) -> Vec<u8> {

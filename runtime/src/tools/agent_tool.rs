@@ -767,6 +767,7 @@ fn background(args: Args, ctx: &ToolContext, child: Child, guard: RunningGuard) 
         exit_code: None,
         notified: false,
     };
+    ctx.shell.tasks.set_log_if_absent(ctx.session_log());
     ctx.shell.tasks.add_agent(task, stop_tx);
     let shell = ctx.shell.clone();
     let session = ctx.session.clone();

@@ -96,14 +96,20 @@ fn valid_id(s: &str) -> bool {
         .is_some_and(|h| h.len() == 8 && h.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)))
 }
 
+/// An address [`parse_ref`] refuses: what was given and what is wrong with it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{given:?} is not an artifact address: {reason}. Give an id (art_ followed by 8 lowercase hex digits) or the URL {PUBLIC_ORIGIN}/a/<id>, exactly as a publish or read returned it.")]
+pub struct BadRef {
+    /// The address given.
+    pub given: String,
+    /// What is wrong.
+    pub reason: String,
+}
+
 /// Parses an artifact address strictly: an id (`art_` + 8 lowercase hex digits) or exactly
 /// `https://artifacts.probelab.test/a/<id>`. The error says what is wrong.
-pub fn parse_ref(s: &str) -> Result<String, String> {
-    let why = |reason: &str| {
-        format!(
-            "{s:?} is not an artifact address: {reason}. Give an id (art_ followed by 8 lowercase hex digits) or the URL {PUBLIC_ORIGIN}/a/<id>, exactly as a publish or read returned it."
-        )
-    };
+pub fn parse_ref(s: &str) -> Result<String, BadRef> {
+    let why = |reason: &str| BadRef { given: s.to_string(), reason: reason.to_string() };
     if s.trim() != s || s.is_empty() {
         return Err(why("it is empty or has surrounding whitespace"));
     }
@@ -598,7 +604,7 @@ impl TypedTool for Artifact {
         };
         let call = Call { ctx, api, client, token };
         let id = match &args.url {
-            Some(u) => Some(parse_ref(u).map_err(ToolError::Validation)?),
+            Some(u) => Some(parse_ref(u).map_err(|e| ToolError::Validation(e.to_string()))?),
             None => None,
         };
         match action.as_str() {
@@ -708,7 +714,7 @@ mod tests {
             assert!(parse_ref(bad).is_err(), "{bad:?} must be refused");
         }
         assert_eq!(
-            parse_ref("https://evil.test/a/art_00000001").err().unwrap_or_default(),
+            parse_ref("https://evil.test/a/art_00000001").err().map(|e| e.to_string()).unwrap_or_default(),
             "\"https://evil.test/a/art_00000001\" is not an artifact address: the host must be artifacts.probelab.test (no user, no port). Give an id (art_ followed by 8 lowercase hex digits) or the URL https://artifacts.probelab.test/a/<id>, exactly as a publish or read returned it."
         );
     }

@@ -232,6 +232,27 @@ fn paginate<T: Clone>(items: &[T], limit: usize, offset: usize) -> (Vec<T>, Opti
 
 /// The pagination the reference names: `limit: N` when the limit cut something, `offset: N` when one
 /// was given (empty when neither).
+/// A page's text: its lines, else why there are none (an offset past the end of some, or no match).
+fn page_body(lines: String, past_the_end: bool) -> String {
+    if !lines.is_empty() {
+        lines
+    } else if past_the_end {
+        "No entries at this offset".to_string()
+    } else {
+        "No matches found".to_string()
+    }
+}
+
+/// `body` and, when the page was cut or skipped into, the note that says how.
+fn with_pagination(body: String, applied: Option<usize>, offset: usize) -> String {
+    let p = pagination(applied, offset);
+    if p.is_empty() {
+        body
+    } else {
+        format!("{body}\n\n[Showing results with pagination = {p}]")
+    }
+}
+
 fn pagination(applied: Option<usize>, offset: usize) -> String {
     let mut parts = Vec::new();
     if let Some(l) = applied {
@@ -370,17 +391,8 @@ impl TypedTool for Grep {
                         page.iter().map(|e| shown_entry(e, numbers, meta.is_dir().then_some(wd.as_path()))).collect();
                     let content = shown.join("\n");
                     let data = json!({"mode": "content", "numLines": shown.len(), "totalLines": entries.len(), "content": content});
-                    let body = if !content.is_empty() {
-                        content
-                    } else if offset > 0 && !entries.is_empty() {
-                        "No entries at this offset".to_string()
-                    } else {
-                        "No matches found".to_string()
-                    };
-                    let p = pagination(cut, offset);
-                    let text =
-                        if p.is_empty() { body } else { format!("{body}\n\n[Showing results with pagination = {p}]") };
-                    (text, merge(data, applied(cut)))
+                    let body = page_body(content, offset > 0 && !entries.is_empty());
+                    (with_pagination(body, cut, offset), merge(data, applied(cut)))
                 }
                 Mode::Standard => {
                     // like the reference, only what comes before a line's first ':' is made relative: the
@@ -388,17 +400,8 @@ impl TypedTool for Grep {
                     let rel: Vec<String> = lines.iter().map(|l| relative_line(&wd, l)).collect();
                     let (shown, cut) = paginate(&rel, limit, offset);
                     let data = json!({"mode": "content", "numLines": rel.len(), "content": shown.join("\n")});
-                    let body = if !shown.is_empty() {
-                        shown.join("\n")
-                    } else if offset > 0 && !rel.is_empty() {
-                        "No entries at this offset".to_string()
-                    } else {
-                        "No matches found".to_string()
-                    };
-                    let p = pagination(cut, offset);
-                    let text =
-                        if p.is_empty() { body } else { format!("{body}\n\n[Showing results with pagination = {p}]") };
-                    (text, merge(data, applied(cut)))
+                    let body = page_body(shown.join("\n"), offset > 0 && !rel.is_empty());
+                    (with_pagination(body, cut, offset), merge(data, applied(cut)))
                 }
                 Mode::Count => {
                     let rel: Vec<String> = lines.iter().map(|l| relative_count_line(&wd, l)).collect();
@@ -410,13 +413,7 @@ impl TypedTool for Grep {
                         .collect();
                     let (all, files) = (counts.iter().sum::<u64>(), counts.len());
                     let data = json!({"mode": "count", "numFiles": files, "numMatches": all});
-                    let body = if !shown.is_empty() {
-                        shown.join("\n")
-                    } else if all > 0 {
-                        "No entries at this offset".to_string()
-                    } else {
-                        "No matches found".to_string()
-                    };
+                    let body = page_body(shown.join("\n"), all > 0);
                     let p = pagination(cut, offset);
                     let text = format!(
                         "{body}\n\nFound {all} total {} across {files} {}.{}",
@@ -498,6 +495,7 @@ fn json_entries(lines: &[&str], context_breaks: bool) -> Vec<String> {
             return t.to_string();
         }
         use base64::Engine;
+        // rg writes a line that is not UTF-8 as standard base64 `bytes`; anything else shows as an empty line
         let bytes = v.get("bytes").and_then(Value::as_str).unwrap_or_default();
         let raw = base64::engine::general_purpose::STANDARD.decode(bytes).unwrap_or_default();
         String::from_utf8_lossy(&raw).into_owned()

@@ -553,7 +553,8 @@ impl TypedTool for ListMcpResources {
         for s in chosen {
             let listed = s.peer.list_all_resources().await.map_err(|e| ToolError::Runtime(service_error(e).1))?;
             for r in &listed {
-                out.push(listed_resource(&serde_json::to_value(r).unwrap_or_default(), &s.name));
+                let r = serde_json::to_value(r).map_err(|e| ToolError::Runtime(e.to_string()))?;
+                out.push(listed_resource(&r, &s.name));
             }
         }
         Ok(ToolOutput::Text(Value::Array(out).to_string()))
@@ -599,7 +600,9 @@ impl TypedTool for ReadMcpResource {
     async fn call(&self, args: ReadArgs, _ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
         let s = find(&self.servers, &args.server)?;
         match s.peer.read_resource(ReadResourceRequestParam { uri: args.uri.clone() }).await {
-            Ok(r) => Ok(ToolOutput::Text(serde_json::to_value(&r).unwrap_or_default().to_string())),
+            Ok(r) => Ok(ToolOutput::Text(
+                serde_json::to_value(&r).map_err(|e| ToolError::Runtime(e.to_string()))?.to_string(),
+            )),
             Err(e) => match service_error(e) {
                 // measured: a missing resource is a plain (non-error) answer that says what to do
                 (Some(RESOURCE_NOT_FOUND_CODE), _) => Ok(ToolOutput::Text(format!(

@@ -49,22 +49,6 @@ pub fn find_cell(cells: &[Value], id: &str) -> Result<usize, ToolError> {
     }
 }
 
-/// One edit, as Claude Code 2.1.235 makes it (measured by `harness/tests/fidelity.rs`): the result text
-/// names the cell's id — a new random one for an insert into a notebook with ids (nbformat 4.5+), the
-/// id as given otherwise, `undefined` in a notebook without ids (the reference's text). A replaced code
-/// cell loses its outputs; a new `cell_type` is set after that (a code cell made markdown keeps its
-/// emptied outputs, as on the reference).
-#[cfg(test)]
-pub fn apply(
-    nb: &mut Value,
-    args_cell: Option<&str>,
-    source: &str,
-    cell_type: Option<&str>,
-    mode: &str,
-) -> Result<String, ToolError> {
-    apply_at(&crate::profile::Profile::reference(), nb, args_cell, source, cell_type, mode)
-}
-
 /// From 2.1.321 NotebookEdit's result names the cell as the call gave it (`undefined` before, in a
 /// notebook without ids), and an insert into such a notebook says `Inserted a new cell` (bisected with
 /// the npm tarballs' texts: 2.1.319 has the old template, 2.1.321 the new; measured by
@@ -84,7 +68,11 @@ pub const FINAL_NEWLINE_KEPT: Switch =
 pub const CELL_SHAPED_BY_TYPE: Switch =
     Switch { name: "NotebookEdit shapes a replaced cell by its new type", since: "2.1.332", probe: "notebook.edit" };
 
-/// [`apply`] as Claude Code at `profile` makes the edit.
+/// One edit, as Claude Code at `profile` makes it (measured by `harness/tests/fidelity.rs`): the
+/// result text names the cell's id — a new random one for an insert into a notebook with ids (nbformat
+/// 4.5+), the id as given otherwise, `undefined` in a notebook without ids before
+/// [`CELL_NAMED_AS_GIVEN`]. A replaced code cell loses its outputs; a new `cell_type` is set after that
+/// (at 2.1.235 a code cell made markdown keeps its emptied outputs; see [`CELL_SHAPED_BY_TYPE`]).
 pub fn apply_at(
     profile: &crate::profile::Profile,
     nb: &mut Value,
@@ -352,23 +340,27 @@ mod tests {
 
     #[test]
     fn replace_insert_delete_by_id_and_index() {
+        let reference = crate::profile::Profile::reference();
+        let apply = |nb: &mut Value, cell: Option<&str>, source: &str, mode: &str| {
+            apply_at(&reference, nb, cell, source, None, mode)
+        };
         let mut nb = json!({"nbformat": 4, "nbformat_minor": 5,
             "cells": [{"cell_type": "code", "id": "a", "source": "1", "outputs": [1], "execution_count": 3}]});
-        assert_eq!(apply(&mut nb, Some("a"), "2", None, "replace").ok().as_deref(), Some("Updated cell a with 2"));
+        assert_eq!(apply(&mut nb, Some("a"), "2", "replace").ok().as_deref(), Some("Updated cell a with 2"));
         assert_eq!(nb["cells"][0]["outputs"], json!([]));
-        let t = apply(&mut nb, Some("cell-0"), "# h", Some("markdown"), "insert").unwrap_or_default();
+        let t = apply_at(&reference, &mut nb, Some("cell-0"), "# h", Some("markdown"), "insert").unwrap_or_default();
         assert!(t.starts_with("Inserted cell ") && !t.contains("undefined"), "{t}");
         assert_eq!(nb["cells"][1]["cell_type"], "markdown");
-        assert!(apply(&mut nb, Some("zz"), "", None, "delete").is_err());
-        let e = apply(&mut nb, Some("cell-7"), "", None, "delete").err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(apply(&mut nb, Some("zz"), "", "delete").is_err());
+        let e = apply(&mut nb, Some("cell-7"), "", "delete").err().map(|e| e.to_string()).unwrap_or_default();
         assert_eq!(e, "Cell with index 7 does not exist in notebook.");
-        assert_eq!(apply(&mut nb, Some("a"), "", None, "delete").ok().as_deref(), Some("Deleted cell a"));
+        assert_eq!(apply(&mut nb, Some("a"), "", "delete").ok().as_deref(), Some("Deleted cell a"));
         assert_eq!(nb["cells"].as_array().map(Vec::len), Some(1));
-        assert!(apply(&mut nb, None, "x", None, "replace").is_err());
+        assert!(apply(&mut nb, None, "x", "replace").is_err());
         // a notebook without ids: the reference names no id
         let mut old = json!({"nbformat": 4, "nbformat_minor": 4, "cells": [{"cell_type": "markdown", "source": "x"}]});
         assert_eq!(
-            apply(&mut old, Some("cell-0"), "y", None, "replace").ok().as_deref(),
+            apply(&mut old, Some("cell-0"), "y", "replace").ok().as_deref(),
             Some("Updated cell undefined with y")
         );
         assert_eq!(

@@ -196,16 +196,21 @@ impl TypedTool for Read {
             } else {
                 check_tokens(ctx, &text).await?;
             }
-            let whole = if windowed { Vec::new() } else { std::fs::read(&path).unwrap_or_default() };
-            crate::fs::remember_window(ctx, &path, whole, windowed, Some(window));
+            // the file is read again whole for the read state (and the note below): should it have gone
+            // or changed into something unreadable since its window was read, the call fails as a Read of
+            // it would have, rather than remembering an empty file the model never saw
+            let whole = if windowed { Vec::new() } else { read_whole(&path)? };
             // from 2.1.299 a file that is not text says so after its content, past a blank line
-            if ctx.profile().has(&crate::encoding::NOT_TEXT_REFUSED) {
-                let bytes = std::fs::read(&path).unwrap_or_default();
-                if let Some(note) = crate::encoding::read_note_at(ctx, &bytes) {
-                    return Ok(ToolOutput::Text(format!("{text}\n\n{note}")));
-                }
+            let note = match ctx.profile().has(&crate::encoding::NOT_TEXT_REFUSED) {
+                false => None,
+                true if windowed => crate::encoding::read_note_at(ctx, &read_whole(&path)?),
+                true => crate::encoding::read_note_at(ctx, &whole),
+            };
+            crate::fs::remember_window(ctx, &path, whole, windowed, Some(window));
+            match note {
+                Some(note) => Ok(ToolOutput::Text(format!("{text}\n\n{note}"))),
+                None => Ok(ToolOutput::Text(text)),
             }
-            Ok(ToolOutput::Text(text))
         }
     }
 }
@@ -452,6 +457,11 @@ pub struct Window {
     pub total_bytes: u64,
 }
 
+/// The whole file, its error told as [`read_window`]'s is.
+fn read_whole(path: &Path) -> Result<Vec<u8>, ToolError> {
+    std::fs::read(path).map_err(|e| ToolError::Runtime(format!("{e}: {}", path.display())))
+}
+
 /// Streams the file: skips `start` lines without keeping them, keeps up to `limit`, and stops there.
 /// Lines are what splitting the text on `\n` gives, like the reference: a file ending in a newline has an
 /// empty last line ("one\ntwo\n" is 3 lines, the third empty). `total_lines` / `total_bytes` count what
@@ -653,6 +663,7 @@ fn output_image(data: &Value) -> Option<Value> {
     for media in ["image/png", "image/jpeg"] {
         let Some(b64) = data.get(media).and_then(Value::as_str) else { continue };
         let clean: String = b64.chars().filter(|c| !c.is_whitespace()).collect();
+        // data that is not base64 has no image's magic bytes either: no image, like the reference
         let bytes = base64::engine::general_purpose::STANDARD.decode(&clean).unwrap_or_default();
         let magic: &[&[u8]] = &[b"\x89PNG", b"\xFF\xD8\xFF", b"GIF8", b"RIFF"];
         if !magic.iter().any(|m| bytes.starts_with(m)) {
@@ -843,6 +854,37 @@ mod tests {
     fn call(ctx: &ToolContext, input: Value) -> Result<ToolOutput, ToolError> {
         let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap_or_else(|e| panic!("{e}"));
         rt.block_on(crate::tool::Tool::call(&Read, input, ctx))
+    }
+
+    /// Counts one token, replacing the file by a directory first: a file changed into something
+    /// unreadable between the window's read and the whole file's.
+    struct ReplacedWhileCounted(std::path::PathBuf);
+
+    impl crate::model::TokenCounter for ReplacedWhileCounted {
+        fn count<'a>(
+            &'a self,
+            _: &'a str,
+        ) -> futures_util::future::BoxFuture<'a, Result<u64, crate::model::ModelError>> {
+            std::fs::remove_file(&self.0).unwrap_or_else(|e| panic!("{e}"));
+            std::fs::create_dir(&self.0).unwrap_or_else(|e| panic!("{e}"));
+            Box::pin(async { Ok(1) })
+        }
+    }
+
+    #[test]
+    fn a_file_replaced_while_its_tokens_are_counted_is_an_error_not_an_empty_read_state() {
+        for version in ["2.1.235", "2.1.333"] {
+            let (_d, ctx) = at(version);
+            let f = ctx.cwd.join("big.txt");
+            // over a quarter of the token ceiling by estimate: the exact count is asked for
+            std::fs::write(&f, "a line of some twenty chars\n".repeat(2_000)).unwrap_or_else(|e| panic!("{e}"));
+            let ctx = ToolContext { tokens: std::sync::Arc::new(ReplacedWhileCounted(f.clone())), ..ctx };
+            let Err(ToolError::Runtime(m)) = call(&ctx, json!({"file_path": f})) else {
+                panic!("{version}: the whole file could not be read again")
+            };
+            assert_eq!(m, format!("Is a directory (os error 21): {}", f.display()), "{version}");
+            assert!(ctx.read_state.lock().map(|s| s.is_empty()).unwrap_or(false), "{version}: nothing remembered");
+        }
     }
 
     #[test]

@@ -218,6 +218,7 @@ pub fn announcement(names: &[&str]) -> Option<String> {
 pub fn unloaded_hint(name: &str, schema: &Value) -> String {
     format!(
         "\n\nThis tool's schema was not sent to the API — it was not in the discovered-tool set derived from message history. Without the schema in your prompt, typed parameters (arrays, numbers, booleans) get emitted as strings and the client-side parser rejects them. Load the tool first: call ToolSearch with query \"select:{name}\", then retry this call. For reference, this tool's input schema is: {}",
+        // a JSON value always serialises
         serde_json::to_string(&validator_schema(schema)).unwrap_or_default()
     )
 }

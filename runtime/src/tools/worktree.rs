@@ -116,7 +116,18 @@ fn name_error(message: &str) -> ToolError {
     ToolError::Validation(issues_error(&[custom_added(message, json!(["name"]))]))
 }
 
-async fn git(ctx: &ToolContext, dir: &Path, args: &[&str]) -> Result<String, String> {
+/// Why a git command failed: the text the model gets after the tool's own words.
+#[derive(Debug, thiserror::Error)]
+enum GitError {
+    /// git did not start.
+    #[error("cannot run git: {0}")]
+    Spawn(std::io::Error),
+    /// git failed: its stderr.
+    #[error("{0}")]
+    Failed(String),
+}
+
+async fn git(ctx: &ToolContext, dir: &Path, args: &[&str]) -> Result<String, GitError> {
     let out = tokio::process::Command::new("git")
         .arg("-C")
         .arg(dir)
@@ -127,11 +138,11 @@ async fn git(ctx: &ToolContext, dir: &Path, args: &[&str]) -> Result<String, Str
         .stdin(std::process::Stdio::null())
         .output()
         .await
-        .map_err(|e| format!("cannot run git: {e}"))?;
+        .map_err(GitError::Spawn)?;
     if out.status.success() {
         Ok(String::from_utf8_lossy(&out.stdout).trim_end().to_string())
     } else {
-        Err(String::from_utf8_lossy(&out.stderr).trim_end().to_string())
+        Err(GitError::Failed(String::from_utf8_lossy(&out.stderr).trim_end().to_string()))
     }
 }
 
@@ -141,7 +152,7 @@ fn set_shell_cwd(ctx: &ToolContext, dir: &Path) {
 }
 
 /// `git worktree list --porcelain`: (path, branch) per worktree, the main one first.
-async fn worktree_list(ctx: &ToolContext, repo: &Path) -> Result<Vec<(PathBuf, String)>, String> {
+async fn worktree_list(ctx: &ToolContext, repo: &Path) -> Result<Vec<(PathBuf, String)>, GitError> {
     let text = git(ctx, repo, &["worktree", "list", "--porcelain"]).await?;
     let mut out: Vec<(PathBuf, String)> = Vec::new();
     for line in text.lines() {
@@ -234,6 +245,8 @@ impl EnterWorktree {
                 ctx.cwd.display()
             )));
         }
+        // only a removal reads the base, and a worktree entered by path is never removed (below); one on
+        // an unborn branch has no HEAD, hence no base
         let base = git(ctx, &dir, &["rev-parse", "HEAD"]).await.unwrap_or_default();
         // a worktree entered by path is never this session's to remove, even one it made (measured)
         let owned = false;
@@ -257,7 +270,9 @@ async fn create(ctx: &ToolContext, repo: &Path, name: &str, original: PathBuf) -
     let dir = repo.join(WORKTREES_DIR).join(&slug);
     let dir_s = dir.to_string_lossy().to_string();
     crate::fs::confine(ctx, &dir_s)?;
-    let fail = |e: String| ToolError::Runtime(format!("Cannot create a worktree: {e}"));
+    fn fail(e: impl std::fmt::Display) -> ToolError {
+        ToolError::Runtime(format!("Cannot create a worktree: {e}"))
+    }
     let list = worktree_list(ctx, repo).await.map_err(fail)?;
     let resumed = dir.is_dir() && list.iter().any(|(p, _)| p.canonicalize().ok() == dir.canonicalize().ok());
     if !resumed {
@@ -267,8 +282,10 @@ async fn create(ctx: &ToolContext, repo: &Path, name: &str, original: PathBuf) -
             git(ctx, repo, &["worktree", "add", "-q", &dir_s, &branch]).await.map_err(fail)?;
         }
     }
-    let dir = dir.canonicalize().map_err(|e| fail(e.to_string()))?;
-    let base = git(ctx, &dir, &["rev-parse", "HEAD"]).await.unwrap_or_default();
+    let dir = dir.canonicalize().map_err(fail)?;
+    // the base is what a removal counts commits from: without it, commits made here would be removed
+    // uncounted
+    let base = git(ctx, &dir, &["rev-parse", "HEAD"]).await.map_err(fail)?;
     let state = ctx.session.state::<crate::tools::worktree::Worktrees>();
     let (at, on) = (quoted(ctx, &dir.display().to_string()), quoted(ctx, &branch));
     let text = if resumed {
@@ -361,14 +378,28 @@ impl ExitWorktree {
         if !a.owned {
             return Err(ToolError::Validation(format!("This session is not the owner of the worktree at {wt} \u{2014} it either entered a pre-existing worktree via EnterWorktree({{path}}) or resumed into a checkout whose liveness lock another running Claude Code session still holds \u{2014} so this tool will not remove it. Use action: \"keep\" to return to {orig}. If no other session is using it, remove it yourself with `git worktree remove`; while a live session's lock is present, git will refuse and name the owner.")));
         }
-        let status = git(ctx, &a.path, &["status", "--porcelain"]).await.map_err(ToolError::Runtime)?;
+        let status =
+            git(ctx, &a.path, &["status", "--porcelain"]).await.map_err(|e| ToolError::Runtime(e.to_string()))?;
         let files = status.lines().filter(|l| !l.is_empty()).count() as u64;
         let range = format!("{}..HEAD", a.base);
+        // commits since the base that cannot be counted (the base or a commit after it unreadable: a
+        // rewritten or damaged history) are never taken for none: without discard_changes the removal is
+        // refused, saying why (a decision of ours, the reference's text for this case is not measured)
         let commits = match a.base.is_empty() {
-            true => 0,
-            false => {
-                git(ctx, &a.path, &["rev-list", "--count", &range]).await.ok().and_then(|s| s.parse().ok()).unwrap_or(0)
+            true => Ok(0),
+            false => match git(ctx, &a.path, &["rev-list", "--count", &range]).await {
+                Ok(s) => {
+                    s.trim().parse::<u64>().map_err(|e| format!("git rev-list --count {range} printed {s:?}: {e}"))
+                }
+                Err(e) => Err(format!("git rev-list --count {range}: {e}")),
+            },
+        };
+        let commits = match commits {
+            Ok(n) => n,
+            Err(why) if !discard => {
+                return Err(ToolError::Validation(format!("Cannot tell whether the worktree at {wt} has commits that would be lost ({why}). Removing may discard work permanently. Confirm with the user, then re-invoke with discard_changes: true \u{2014} or use action: \"keep\" to preserve the worktree.")));
             }
+            Err(_) => 0,
         };
         if (files > 0 || commits > 0) && !discard {
             let mut what = Vec::new();
@@ -450,6 +481,43 @@ mod tests {
             name_issue(&"x".repeat(65)).unwrap_or_default(),
             "Invalid worktree name: must be 64 characters or fewer (got 65)"
         );
+    }
+
+    /// A worktree whose commits since its base cannot be counted (the base commit's object gone) is not
+    /// removed without discard_changes: it used to count as no commits, and the worktree went silently.
+    #[tokio::test]
+    async fn commits_that_cannot_be_counted_are_never_taken_for_none() {
+        let (_d, ctx) = ToolContext::for_test_at("2.1.333");
+        let git = |dir: &std::path::Path, args: &[&str]| {
+            let out = std::process::Command::new("git")
+                .arg("-C")
+                .arg(dir)
+                .args(["-c", "user.name=t", "-c", "user.email=t@t", "-c", "commit.gpgsign=false"])
+                .args(args)
+                .env("HOME", &ctx.home)
+                .output()
+                .expect("git runs");
+            assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+            String::from_utf8_lossy(&out.stdout).trim().to_string()
+        };
+        git(&ctx.cwd, &["init", "-q"]);
+        std::fs::write(ctx.cwd.join("a"), "a").expect("write");
+        git(&ctx.cwd, &["add", "a"]);
+        git(&ctx.cwd, &["commit", "-qm", "base"]);
+        let base = git(&ctx.cwd, &["rev-parse", "HEAD"]);
+        EnterWorktree.run(json!({"name": "w"}), &ctx).await.expect("enter");
+        let wt = ctx.session.state::<Worktrees>().active().expect("active").path.clone();
+        // work committed in the worktree, then the base commit's object removed: git status still works
+        // (HEAD is the new commit), but git can no longer walk base..HEAD
+        std::fs::write(wt.join("a"), "work").expect("write");
+        git(&wt, &["commit", "-qam", "work"]);
+        let object = ctx.cwd.join(".git/objects").join(&base[..2]).join(&base[2..]);
+        std::fs::remove_file(&object).expect("the base is a loose object");
+        let refused = ExitWorktree.run(json!({"action": "remove"}), &ctx).await;
+        let e = refused.err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(e.starts_with("Cannot tell whether the worktree at "), "{e}");
+        assert!(e.contains("discard_changes: true"), "{e}");
+        assert!(wt.is_dir(), "the worktree is still there");
     }
 
     /// Names plain before CURLY_QUOTED_NAMES (worktree.lifecycle on 2.1.301), in curly quotes from it

@@ -4,8 +4,9 @@
 
 use crate::support::*;
 use serde_json::{json, Value};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
-use stub_messages::ExchangeKind;
+use stub_messages::{serve, ExchangeKind, Recorder, Script, Stub};
 
 fn named(first: &str) -> Value {
     json!({"model": "m", "max_tokens": 10, "stream": false, "tools": tools(),
@@ -71,6 +72,50 @@ async fn a_turn_waits_for_a_file_with_a_captured_name() {
     let ex = f.stub.recorder().exchanges();
     let waited = ex.iter().find_map(|e| e.waited.clone()).unwrap_or_default();
     assert!(waited.ends_with("/task-{{id}}.output contains \"ready\""), "{waited}");
+}
+
+#[tokio::test]
+async fn the_turn_hook_runs_before_the_turns_wait_so_a_turn_can_wait_for_what_it_set_off() {
+    // the harness's at_turn faults: a gate file written for turn 1 lets a background job end, and
+    // turn 1 waits for the job's mark; were the hook run after the wait, the turn would time out
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let (gate, mark) = (dir.path().join("go"), dir.path().join("done"));
+    let toml = format!(
+        "[[turn]]\nwait = {{ file = \"{}\", contains = \"ended\", timeout_ms = 5000 }}\ntext = \"seen\"\n",
+        mark.display()
+    );
+    let script = Script::from_toml("test.toml", &toml).unwrap_or_else(|e| panic!("{e}"));
+    let calls = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let hook_calls = calls.clone();
+    let hook_gate = gate.clone();
+    let stub =
+        Arc::new(Stub::new(script, Recorder::default()).with_turn_hook(Arc::new(move |conv: &str, turn: usize| {
+            hook_calls.lock().unwrap_or_else(|p| p.into_inner()).push((conv.to_string(), turn));
+            std::fs::write(&hook_gate, "").unwrap_or_else(|e| panic!("{e}"));
+        })));
+    let running = serve(stub.clone(), "127.0.0.1:0".parse().unwrap_or_else(|_| unreachable!()))
+        .await
+        .unwrap_or_else(|e| panic!("cannot bind: {e}"));
+    // the job: ends (writes its mark) once the gate is there
+    let job = std::thread::spawn(move || {
+        let t0 = Instant::now();
+        while !gate.exists() && t0.elapsed() < Duration::from_secs(5) {
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        std::fs::write(&mark, "ended\n").unwrap_or_else(|e| panic!("{e}"));
+    });
+    let f = Fixture { running, stub };
+    let (status, _, text) = post(&f, &body(hello(), false)).await;
+    assert_eq!(status, 200, "{text}");
+    assert!(text.contains("seen"), "{text}");
+    job.join().unwrap_or_else(|_| panic!("the job panicked"));
+    assert_eq!(
+        *calls.lock().unwrap_or_else(|p| p.into_inner()),
+        vec![("main".to_string(), 0)],
+        "once, for main turn 1"
+    );
+    let ex = f.stub.recorder().exchanges();
+    assert!(ex[0].violation.is_none(), "{:?}", ex[0].violation);
 }
 
 #[tokio::test]

@@ -310,8 +310,35 @@ pub struct Fuzz {
     pub level: Level,
 }
 
+/// A chunk that does not fit the file (`chunk` is 1-based).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ApplyError {
+    /// Its `@@` context line is not in the file.
+    #[error("chunk {chunk}: the context line '@@ {context}' is not in {path}")]
+    NoContext {
+        /// The chunk.
+        chunk: usize,
+        /// Its context line.
+        context: String,
+        /// The file.
+        path: String,
+    },
+    /// Its old lines are not in the file, even fuzzily.
+    #[error("chunk {chunk}: these lines are not in {path} (after line {after}), even ignoring whitespace and Unicode punctuation:\n{}", old.join("\n"))]
+    NoMatch {
+        /// The chunk.
+        chunk: usize,
+        /// The file.
+        path: String,
+        /// The line the search started after.
+        after: usize,
+        /// Its old lines.
+        old: Vec<String>,
+    },
+}
+
 /// The new contents of a file after its chunks, and the fuzzy matches used.
-pub fn apply_chunks(original: &str, chunks: &[Chunk], path: &str) -> Result<(String, Vec<Fuzz>), String> {
+pub fn apply_chunks(original: &str, chunks: &[Chunk], path: &str) -> Result<(String, Vec<Fuzz>), ApplyError> {
     let mut lines: Vec<String> = original.split('\n').map(str::to_string).collect();
     if lines.last().is_some_and(String::is_empty) {
         lines.pop();
@@ -329,7 +356,9 @@ pub fn apply_chunks(original: &str, chunks: &[Chunk], path: &str) -> Result<(Str
                     worst = worst.max(level);
                     anchored = true;
                 }
-                None => return Err(format!("chunk {}: the context line '@@ {ctx}' is not in {path}", k + 1)),
+                None => {
+                    return Err(ApplyError::NoContext { chunk: k + 1, context: ctx.clone(), path: path.to_string() })
+                }
             }
         }
         if c.old.is_empty() {
@@ -368,11 +397,12 @@ pub fn apply_chunks(original: &str, chunks: &[Chunk], path: &str) -> Result<(Str
                 cursor = i + old.len();
             }
             None => {
-                return Err(format!(
-                    "chunk {}: these lines are not in {path} (after line {cursor}), even ignoring whitespace and Unicode punctuation:\n{}",
-                    k + 1,
-                    c.old.join("\n")
-                ))
+                return Err(ApplyError::NoMatch {
+                    chunk: k + 1,
+                    path: path.to_string(),
+                    after: cursor,
+                    old: c.old.clone(),
+                })
             }
         }
         if worst > Level::Exact {
@@ -541,7 +571,7 @@ mod tests {
                 FileOp::Update { chunks, .. } => chunks,
                 other => return Err(TestCaseError::fail(format!("{other:?}"))),
             };
-            let (out, fuzz) = apply_chunks(&a, &chunks, "f.txt").map_err(TestCaseError::fail)?;
+            let (out, fuzz) = apply_chunks(&a, &chunks, "f.txt").map_err(|e| TestCaseError::fail(e.to_string()))?;
             prop_assert_eq!(out, b);
             prop_assert!(fuzz.is_empty());
         }

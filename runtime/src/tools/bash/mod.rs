@@ -336,6 +336,7 @@ async fn finish(
             }
         }
     };
+    // the reader task ends with the pipes; it fails to join only if it panicked (then nothing was captured)
     let captured = s.reader.await.unwrap_or_default();
     let pids_limited = s.cgroup.as_ref().is_some_and(|c| c.limit_hits() > 0);
     if let Some(c) = &s.cgroup {
@@ -512,6 +513,7 @@ async fn background(ctx: &ToolContext, args: &Args, sandbox: sandbox::Plan) -> R
     let started = start(ctx, &args.command, &cwd, Sink::File(file), &sandbox)?;
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel();
     let description = args.description.clone().filter(|d| !d.trim().is_empty()).unwrap_or_else(|| args.command.clone());
+    tasks.set_log_if_absent(ctx.session_log());
     tasks.add(
         Task {
             id: id.clone(),
@@ -614,6 +616,7 @@ impl Cgroup {
         limit_hits_in(&self.dir)
     }
 
+    /// The cgroup's processes (none when its list cannot be read: the cgroup is gone, and they with it).
     fn pids(&self) -> Vec<i32> {
         std::fs::read_to_string(self.dir.join("cgroup.procs"))
             .map(|t| t.lines().filter_map(|l| l.trim().parse().ok()).collect())

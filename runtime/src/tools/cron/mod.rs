@@ -195,7 +195,7 @@ impl TypedTool for CronCreate {
                 created_by,
             });
             if durable {
-                write_durable(&st).map_err(ToolError::Runtime)?;
+                write_durable(&st)?;
             }
             id
         };
@@ -258,7 +258,7 @@ impl TypedTool for CronDelete {
         };
         let job = st.jobs.remove(k);
         if job.durable {
-            write_durable(&st).map_err(ToolError::Runtime)?;
+            write_durable(&st)?;
         }
         let text = format!("Cancelled job {}.", args.id);
         Ok(ToolOutput::Data { text, data: json!({"id": args.id}) })

@@ -9,7 +9,7 @@ use crate::tool::ToolError;
 use crate::tools::clock::{self, Clock, ClockSpec};
 use jiff::tz::TimeZone;
 use serde_json::{json, Map, Value};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 /// From Claude Code 2.1.330 recurring jobs age out after 30 days (and a durable recurring job's record
@@ -248,17 +248,46 @@ fn record(j: &Job) -> Value {
     Value::Object(m)
 }
 
+/// Why the durable jobs could not be written (the text the model gets).
+#[derive(Debug, thiserror::Error)]
+pub enum DurableError {
+    /// No durable file yet (the session has not placed it).
+    #[error("the durable file's place is not known yet")]
+    NoPlace,
+    /// The jobs could not be serialised.
+    #[error("{0}")]
+    Json(#[from] serde_json::Error),
+    /// Making its directory or writing it failed.
+    #[error("{}: {source}", path.display())]
+    Io {
+        /// The directory or the file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+}
+
+impl From<DurableError> for ToolError {
+    fn from(e: DurableError) -> Self {
+        ToolError::Runtime(e.to_string())
+    }
+}
+
 /// Writes the durable jobs (2-space JSON and a newline, like the reference).
-pub(super) fn write_durable(st: &State) -> Result<(), String> {
+pub(super) fn write_durable(st: &State) -> Result<(), DurableError> {
     let Some(path) = &st.durable_path else {
-        return Err("the durable file's place is not known yet".into());
+        return Err(DurableError::NoPlace);
+    };
+    let io = |path: &Path| {
+        let path = path.to_path_buf();
+        move |source| DurableError::Io { path, source }
     };
     let tasks: Vec<Value> = st.jobs.iter().filter(|j| j.durable).map(record).collect();
-    let text = serde_json::to_string_pretty(&json!({ "tasks": tasks })).map_err(|e| e.to_string())?;
+    let text = serde_json::to_string_pretty(&json!({ "tasks": tasks }))?;
     if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        std::fs::create_dir_all(dir).map_err(io(dir))?;
     }
-    std::fs::write(path, format!("{text}\n")).map_err(|e| format!("{}: {e}", path.display()))
+    std::fs::write(path, format!("{text}\n")).map_err(io(path))
 }
 
 /// This process's start time in clock ticks since boot (`/proc/self/stat` field 22), as the reference

@@ -22,6 +22,47 @@ pub const MAX_BODY_BYTES: usize = 33_554_432;
 /// The reference's words for non-protocol output on the server's stdout.
 pub const NON_PROTOCOL_OUTPUT: &str = "LSP server sent non-protocol output in the header block \u{2014} its stdout is desynchronized from the base protocol (logs/banners on stdout instead of stderr?)";
 
+/// Why a frame of the server's stdout could not be read (the texts are the reference's, or say as much).
+#[derive(Debug, thiserror::Error)]
+pub enum FrameError {
+    /// Reading the pipe failed.
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+    /// The output ended inside a header block.
+    #[error("LSP server closed its stdout mid-message")]
+    ClosedMidMessage,
+    /// A header line that is not `Name: value`, or an unknown header.
+    #[error("{NON_PROTOCOL_OUTPUT}")]
+    NonProtocol,
+    /// A Content-Length that is not a number.
+    #[error("LSP server sent a Content-Length that is not a number \u{2014} its stdout is desynchronized from the base protocol")]
+    BadLength,
+    /// A header block without a Content-Length.
+    #[error("LSP server sent a header block without a Content-Length \u{2014} its stdout is desynchronized from the base protocol (non-protocol output on stdout?)")]
+    NoLength,
+    /// A body over [`MAX_BODY_BYTES`].
+    #[error("LSP server declared a message larger than the size limit \u{2014} refusing to buffer it")]
+    TooLarge,
+}
+
+/// Why a server could not be started.
+#[derive(Debug, thiserror::Error)]
+pub enum SpawnError {
+    /// The process did not start.
+    #[error("LSP server {name} failed to start: spawn {command} {source}")]
+    Start {
+        /// The server's name.
+        name: String,
+        /// The command run.
+        command: String,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The process started without the pipes asked for.
+    #[error("LSP server process stdio not available")]
+    NoStdio,
+}
+
 /// Why a request failed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum RpcError {
@@ -64,15 +105,15 @@ impl Drop for Client {
 }
 
 /// Reads one frame. `Ok(None)` at a clean end of input; `Err` names a protocol violation or I/O error.
-pub async fn read_frame(r: &mut (impl AsyncBufRead + Unpin)) -> Result<Option<Vec<u8>>, String> {
+pub async fn read_frame(r: &mut (impl AsyncBufRead + Unpin)) -> Result<Option<Vec<u8>>, FrameError> {
     let mut len: Option<usize> = None;
     let mut seen_header = false;
     let mut line = Vec::new();
     loop {
         line.clear();
-        let n = r.read_until(b'\n', &mut line).await.map_err(|e| e.to_string())?;
+        let n = r.read_until(b'\n', &mut line).await?;
         if n == 0 {
-            return if seen_header { Err("LSP server closed its stdout mid-message".into()) } else { Ok(None) };
+            return if seen_header { Err(FrameError::ClosedMidMessage) } else { Ok(None) };
         }
         let text = String::from_utf8_lossy(&line);
         let l = text.trim_end_matches(['\r', '\n']);
@@ -83,31 +124,31 @@ pub async fn read_frame(r: &mut (impl AsyncBufRead + Unpin)) -> Result<Option<Ve
             break;
         }
         seen_header = true;
-        let Some((k, v)) = l.split_once(':') else { return Err(NON_PROTOCOL_OUTPUT.into()) };
+        let Some((k, v)) = l.split_once(':') else { return Err(FrameError::NonProtocol) };
         let k = k.trim().to_ascii_lowercase();
         if !k.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-') {
-            return Err(NON_PROTOCOL_OUTPUT.into());
+            return Err(FrameError::NonProtocol);
         }
         match k.as_str() {
             "content-length" => {
                 let v = v.trim();
                 if v.is_empty() || !v.bytes().all(|b| b.is_ascii_digit()) {
-                    return Err("LSP server sent a Content-Length that is not a number \u{2014} its stdout is desynchronized from the base protocol".into());
+                    return Err(FrameError::BadLength);
                 }
                 len = v.parse().ok();
             }
             "content-type" => {}
-            _ => return Err(NON_PROTOCOL_OUTPUT.into()),
+            _ => return Err(FrameError::NonProtocol),
         }
     }
     let Some(len) = len else {
-        return Err("LSP server sent a header block without a Content-Length \u{2014} its stdout is desynchronized from the base protocol (non-protocol output on stdout?)".into());
+        return Err(FrameError::NoLength);
     };
     if len > MAX_BODY_BYTES {
-        return Err("LSP server declared a message larger than the size limit \u{2014} refusing to buffer it".into());
+        return Err(FrameError::TooLarge);
     }
     let mut body = vec![0; len];
-    r.read_exact(&mut body).await.map_err(|e| e.to_string())?;
+    r.read_exact(&mut body).await?;
     Ok(Some(body))
 }
 
@@ -135,7 +176,7 @@ impl Client {
         cwd: &Path,
         settings: Option<Value>,
         confine: Option<&crate::confine::Confinement>,
-    ) -> Result<Client, String> {
+    ) -> Result<Client, SpawnError> {
         let mut child = crate::confine::command(confine, command, args, cwd)
             .envs(env)
             .stdin(std::process::Stdio::piped())
@@ -144,10 +185,10 @@ impl Client {
             .process_group(0)
             .kill_on_drop(true)
             .spawn()
-            .map_err(|e| format!("LSP server {name} failed to start: spawn {command} {e}"))?;
+            .map_err(|source| SpawnError::Start { name: name.to_string(), command: command.to_string(), source })?;
         let group = crate::process::Group::led_by(child.id());
         let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
-            return Err("LSP server process stdio not available".into());
+            return Err(SpawnError::NoStdio);
         };
         let pending: Pending = Arc::default();
         let dead: Arc<Mutex<Option<String>>> = Arc::default();
@@ -161,7 +202,7 @@ impl Client {
                     let body = match read_frame(&mut r).await {
                         Ok(Some(b)) => b,
                         Ok(None) => break format!("LSP server {name} closed the connection"),
-                        Err(e) => break e,
+                        Err(e) => break e.to_string(),
                     };
                     let Ok(msg) = serde_json::from_slice::<Value>(&body) else { continue };
                     let id = msg.get("id").cloned();
@@ -317,7 +358,7 @@ mod tests {
         let mut r = BufReader::new(data);
         let mut out = Vec::new();
         loop {
-            let f = read_frame(&mut r).await;
+            let f = read_frame(&mut r).await.map_err(|e| e.to_string());
             let end = !matches!(f, Ok(Some(_)));
             out.push(f);
             if end {

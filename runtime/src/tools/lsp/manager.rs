@@ -13,7 +13,7 @@
 //! - the LSP tool shows from the session's second request on (the reference loads its servers in the
 //!   background while the first request goes out), see [`LspManager::tool_visible`].
 
-use super::client::{Client, RpcError};
+use super::client::{Client, RpcError, SpawnError};
 use super::config::ServerConfig;
 use serde_json::{json, Value};
 use std::collections::HashMap;
@@ -38,6 +38,59 @@ pub const MAX_RESTARTS: u32 = 3;
 pub const DISPOSED: &str = "Pending response rejected since connection got disposed";
 /// Documents kept open per session; past it the least recently used gets `didClose` (the reference's 50).
 pub const MAX_OPEN_DOCUMENTS: usize = 50;
+
+/// Why a request got no answer: the texts the tool shows after `Error performing <operation>: `.
+#[derive(Debug, thiserror::Error)]
+pub enum LspError {
+    /// A server index out of range.
+    #[error("no such LSP server")]
+    NoSuchServer,
+    /// The server crashed before and `restartOnCrash` is false.
+    #[error("LSP server '{name}' crashed (restartOnCrash is false): {why}")]
+    CrashedNoRestart {
+        /// The server.
+        name: String,
+        /// Its last error.
+        why: String,
+    },
+    /// The server crashed more than `maxRestarts` times in a row.
+    #[error("LSP server '{name}' exceeded max crash recovery attempts ({max})")]
+    TooManyCrashes {
+        /// The server.
+        name: String,
+        /// Its `maxRestarts`.
+        max: u32,
+    },
+    /// The process did not start.
+    #[error(transparent)]
+    Spawn(#[from] SpawnError),
+    /// The process started but `initialize` failed (timed out, crashed, answered an error).
+    #[error("Failed to start LSP server '{name}': {why}")]
+    Init {
+        /// The server.
+        name: String,
+        /// Why.
+        why: String,
+    },
+    /// The file to open on the server could not be read.
+    #[error("cannot read {}: {source}", path.display())]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The request failed (an error answer, a hang, a crash).
+    #[error("LSP request '{method}' failed for server '{name}': {shown}")]
+    Request {
+        /// Its method.
+        method: String,
+        /// The server.
+        name: String,
+        /// What the tool shows of the failure.
+        shown: String,
+    },
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 enum State {
@@ -156,9 +209,9 @@ impl LspManager {
     }
 
     /// The running client of server `i`, started (or restarted) when needed.
-    async fn client(&self, i: usize) -> Result<Arc<Client>, String> {
+    async fn client(&self, i: usize) -> Result<Arc<Client>, LspError> {
         let (Some(cfg), Some(slot)) = (self.servers.get(i), self.slots.get(i)) else {
-            return Err("no such LSP server".into());
+            return Err(LspError::NoSuchServer);
         };
         let mut slot = slot.lock().await;
         if let Some(c) = &slot.client {
@@ -173,11 +226,12 @@ impl LspManager {
         let max = cfg.spec.max_restarts.unwrap_or(MAX_RESTARTS);
         if slot.state == State::Error {
             if cfg.spec.restart_on_crash == Some(false) && slot.crashes > 0 {
+                // a server in the error state after a crash has its error recorded (`mark_failed`)
                 let why = slot.error.clone().unwrap_or_default();
-                return Err(format!("LSP server '{}' crashed (restartOnCrash is false): {why}", cfg.name));
+                return Err(LspError::CrashedNoRestart { name: cfg.name.clone(), why });
             }
             if slot.crashes > max {
-                return Err(format!("LSP server '{}' exceeded max crash recovery attempts ({max})", cfg.name));
+                return Err(LspError::TooManyCrashes { name: cfg.name.clone(), max });
             }
         }
         match self.start(cfg).await {
@@ -191,7 +245,7 @@ impl LspManager {
             Err(e) => {
                 slot.state = State::Error;
                 slot.crashes += 1;
-                slot.error = Some(e.clone());
+                slot.error = Some(e.to_string());
                 Err(e)
             }
         }
@@ -207,7 +261,7 @@ impl LspManager {
         }
     }
 
-    async fn start(&self, cfg: &ServerConfig) -> Result<Arc<Client>, String> {
+    async fn start(&self, cfg: &ServerConfig) -> Result<Arc<Client>, LspError> {
         let spec = &cfg.spec;
         let folder = spec.workspace_folder.as_ref().map(PathBuf::from).unwrap_or_else(|| self.cwd.clone());
         let client = Arc::new(Client::spawn(
@@ -266,7 +320,7 @@ impl LspManager {
                     RpcError::Server { message, .. } => message,
                 };
                 client.kill().await;
-                Err(format!("Failed to start LSP server '{}': {why}", cfg.name))
+                Err(LspError::Init { name: cfg.name.clone(), why })
             }
         }
     }
@@ -327,16 +381,16 @@ impl LspManager {
     pub async fn request(
         &self,
         path: &Path,
-        read: impl FnOnce() -> Result<String, String>,
+        read: impl FnOnce() -> std::io::Result<String>,
         method: &str,
         params: Value,
-    ) -> Result<Option<Value>, String> {
+    ) -> Result<Option<Value>, LspError> {
         let Some(i) = self.server_for(path) else { return Ok(None) };
         let client = self.client(i).await?;
         let uri = file_uri(path);
         let opening = self.opening.lock().await;
         if !self.is_open(&uri, i) {
-            let text = read()?;
+            let text = read().map_err(|source| LspError::Read { path: path.to_path_buf(), source })?;
             if let Err(e) = self.open(&client, i, path, &uri, &text).await {
                 return Err(self.failed(i, &client, method, e).await);
             }
@@ -351,7 +405,7 @@ impl LspManager {
     }
 
     /// Sends a follow-up request to the server already serving `path` (call hierarchy's second step).
-    pub async fn follow_up(&self, path: &Path, method: &str, params: Value) -> Result<Value, String> {
+    pub async fn follow_up(&self, path: &Path, method: &str, params: Value) -> Result<Value, LspError> {
         let Some(i) = self.server_for(path) else { return Ok(Value::Null) };
         let client = self.client(i).await?;
         match client.request(method, params, self.request_timeout).await {
@@ -363,12 +417,11 @@ impl LspManager {
     /// Words a failed request; a crash, hang or protocol break takes the server down (restarted at the
     /// next call). A connection that died mid-request is worded as the reference's JSON-RPC library
     /// words it ([`DISPOSED`]); the cause is kept as the server's last error.
-    async fn failed(&self, i: usize, client: &Arc<Client>, method: &str, e: RpcError) -> String {
+    async fn failed(&self, i: usize, client: &Arc<Client>, method: &str, e: RpcError) -> LspError {
         let name = self.server_name(i).to_string();
+        let method = method.to_string();
         let (shown, why) = match e {
-            RpcError::Server { message, .. } => {
-                return format!("LSP request '{method}' failed for server '{name}': {message}")
-            }
+            RpcError::Server { message, .. } => return LspError::Request { method, name, shown: message },
             RpcError::Timeout(w) => {
                 client.kill().await;
                 (w.clone(), w)
@@ -382,7 +435,7 @@ impl LspManager {
             }
         }
         client.kill().await;
-        format!("LSP request '{method}' failed for server '{name}': {shown}")
+        LspError::Request { method, name, shown }
     }
 
     /// Ends every running server: `shutdown` (within its `shutdownTimeout`), `exit`, then the process.

@@ -375,11 +375,7 @@ impl TypedTool for Lsp {
                 return out(format!("File too large for LSP analysis ({mb}MB exceeds 10MB limit)"), None);
             }
         }
-        let read = || {
-            std::fs::read(&path)
-                .map(|b| String::from_utf8_lossy(&b).into_owned())
-                .map_err(|e| format!("cannot read {}: {e}", path.display()))
-        };
+        let read = || std::fs::read(&path).map(|b| String::from_utf8_lossy(&b).into_owned());
         let mut result = match lsp.request(&path, read, method, params).await {
             Ok(None) => {
                 return out(format!("No LSP server available for file type: {}", manager::extname(&path)), None)

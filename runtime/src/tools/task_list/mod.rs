@@ -106,7 +106,7 @@ impl TypedTool for TaskCreate {
         }
         let id = {
             let _guard = lock();
-            create_task(&list_dir(ctx), fields).map_err(ToolError::Runtime)?
+            create_task(&list_dir(ctx), fields)?
         };
         Ok(ToolOutput::Data {
             text: format!("Task #{id} created successfully: {}", a.subject),
@@ -141,7 +141,7 @@ impl TypedTool for TaskGet {
         let (task, done) = {
             let _guard = lock();
             let dir = list_dir(ctx);
-            let task = read_task(&dir, &a.task_id).map_err(ToolError::Runtime)?;
+            let task = read_task(&dir, &a.task_id)?;
             let done: Vec<String> = if ctx.profile().has(&GET_HIDES_DONE_BLOCKERS) {
                 list_tasks(&dir)
                     .iter()
@@ -245,7 +245,7 @@ impl TaskUpdate {
         // 1. the old task
         let old = {
             let _guard = lock();
-            read_task(&dir, &id).map_err(ToolError::Runtime)?
+            read_task(&dir, &id)?
         };
         let Some(old) = old else { return Ok(not_found()) };
         // 2. the main-field patch, in the reference's field order
@@ -277,7 +277,7 @@ impl TaskUpdate {
         if status.as_deref() == Some(DELETED) {
             let deleted = {
                 let _guard = lock();
-                delete_task(&dir, &id).map_err(ToolError::Runtime)?
+                delete_task(&dir, &id)?
             };
             if !deleted {
                 let data =
@@ -332,7 +332,7 @@ impl TaskUpdate {
         if !patch.is_empty() {
             if let Err(e) = patch_task(&dir, &id, patch) {
                 let not: Vec<String> = fields.iter().cloned().chain(edges.iter().map(|e| e.label.clone())).collect();
-                return Err(ToolError::Runtime(partial_text(&id, &[], &not, &id, &e)));
+                return Err(ToolError::Runtime(partial_text(&id, &[], &not, &id, &e.to_string())));
             }
         }
         // 4. each edge
@@ -350,7 +350,7 @@ impl TaskUpdate {
                         not.push(e.label.clone());
                     }
                     not.extend(edges[i + 1..].iter().map(|e| e.label.clone()));
-                    return Err(ToolError::Runtime(partial_text(&id, &written, &not, &f.task, &f.error)));
+                    return Err(ToolError::Runtime(partial_text(&id, &written, &not, &f.task, &f.error.to_string())));
                 }
             }
         }

@@ -72,6 +72,42 @@ pub fn node_error(e: &std::io::Error, syscall: &str, path: &Path) -> String {
     }
 }
 
+/// A failure of the task-list store, worded as the reference's Node runtime words it (the text the
+/// model gets).
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// A file operation failed; `syscall` is Node's name for it.
+    #[error("{}", node_error(source, syscall, path))]
+    Io { syscall: &'static str, path: PathBuf, source: std::io::Error },
+    /// A task could not be serialised.
+    #[error("{0}")]
+    Json(#[from] serde_json::Error),
+    /// A deleted task's id could not be taken out of another task's edges.
+    #[error("{source}\nTask #{id} was deleted, but task #{other} still names it")]
+    EdgeKept {
+        /// The deleted task.
+        id: String,
+        /// The task still naming it.
+        other: String,
+        /// Why its edges could not be written.
+        source: Box<StoreError>,
+    },
+}
+
+/// A store failure reaches the model as the tool's error, its text as is.
+impl From<StoreError> for crate::tool::ToolError {
+    fn from(e: StoreError) -> Self {
+        crate::tool::ToolError::Runtime(e.to_string())
+    }
+}
+
+impl StoreError {
+    fn io(syscall: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> StoreError {
+        let path = path.to_path_buf();
+        move |source| StoreError::Io { syscall, path, source }
+    }
+}
+
 /// A JSON value as a task, fields in [`FIELD_ORDER`]; `None` when it is not one (wrong or missing
 /// fields, a status outside [`STATUSES`]). Unknown fields are dropped, as the reference's schema does.
 pub fn normalize(v: Value) -> Option<Task> {
@@ -101,22 +137,22 @@ pub fn normalize(v: Value) -> Option<Task> {
     Some(out)
 }
 
-/// Reads a task: `Ok(None)` when the file is missing or holds no valid task, `Err` (Node-style text)
-/// when it exists but cannot be read.
-pub fn read_task(dir: &Path, id: &str) -> Result<Option<Task>, String> {
+/// Reads a task: `Ok(None)` when the file is missing or holds no valid task, `Err` when it exists but
+/// cannot be read.
+pub fn read_task(dir: &Path, id: &str) -> Result<Option<Task>, StoreError> {
     let path = task_path(dir, id);
     match std::fs::read(&path) {
         Ok(bytes) => Ok(serde_json::from_slice::<Value>(&bytes).ok().and_then(normalize)),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) if e.raw_os_error() == Some(nix::libc::EISDIR) => Err(node_error(&e, "read", &path)),
-        Err(e) => Err(node_error(&e, "open", &path)),
+        Err(e) if e.raw_os_error() == Some(nix::libc::EISDIR) => Err(StoreError::io("read", &path)(e)),
+        Err(e) => Err(StoreError::io("open", &path)(e)),
     }
 }
 
-fn write_task(dir: &Path, id: &str, task: &Task) -> Result<(), String> {
+fn write_task(dir: &Path, id: &str, task: &Task) -> Result<(), StoreError> {
     let path = task_path(dir, id);
-    let text = serde_json::to_string_pretty(task).map_err(|e| e.to_string())?;
-    std::fs::write(&path, text).map_err(|e| node_error(&e, "open", &path))
+    let text = serde_json::to_string_pretty(task)?;
+    std::fs::write(&path, text).map_err(StoreError::io("open", &path))
 }
 
 /// `{...task, ...patch, id}`: fields already there keep their place, new ones go last.
@@ -130,7 +166,7 @@ pub fn merge(task: &Task, patch: Task, id: &str) -> Task {
 }
 
 /// One write of a patch into the task as it is on disk now; `Ok(false)` when the task is gone.
-pub fn patch_task(dir: &Path, id: &str, patch: Task) -> Result<bool, String> {
+pub fn patch_task(dir: &Path, id: &str, patch: Task) -> Result<bool, StoreError> {
     let Some(current) = read_task(dir, id)? else { return Ok(false) };
     write_task(dir, id, &merge(&current, patch, id))?;
     Ok(true)
@@ -154,8 +190,8 @@ fn highest_id(dir: &Path) -> u64 {
 }
 
 /// Creates a task with the next id (TASK-1): `.lock` first, then `<id>.json`.
-pub fn create_task(dir: &Path, fields: Task) -> Result<String, String> {
-    std::fs::create_dir_all(dir).map_err(|e| node_error(&e, "mkdir", dir))?;
+pub fn create_task(dir: &Path, fields: Task) -> Result<String, StoreError> {
+    std::fs::create_dir_all(dir).map_err(StoreError::io("mkdir", dir))?;
     let _ = std::fs::OpenOptions::new().write(true).create_new(true).open(dir.join(LOCK_FILE));
     let id = (highest_id(dir).max(high_water_mark(dir)) + 1).to_string();
     let mut task = Task::new();
@@ -183,18 +219,18 @@ pub fn list_tasks(dir: &Path) -> Vec<Task> {
 
 /// Deletes a task (TASK-4): the high-water mark first, the file, then the id from every other task's
 /// edges. `Ok(false)` when there was no file.
-pub fn delete_task(dir: &Path, id: &str) -> Result<bool, String> {
+pub fn delete_task(dir: &Path, id: &str) -> Result<bool, StoreError> {
     if let Some(n) = id.parse::<u64>().ok().or_else(|| leading_int(id)) {
         if n > high_water_mark(dir) {
             let path = dir.join(HIGH_WATER_MARK_FILE);
-            std::fs::write(&path, n.to_string()).map_err(|e| node_error(&e, "open", &path))?;
+            std::fs::write(&path, n.to_string()).map_err(StoreError::io("open", &path))?;
         }
     }
     let path = task_path(dir, id);
     match std::fs::remove_file(&path) {
         Ok(()) => {}
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
-        Err(e) => return Err(node_error(&e, "unlink", &path)),
+        Err(e) => return Err(StoreError::io("unlink", &path)(e)),
     }
     for t in list_tasks(dir) {
         let Some(other) = t.get("id").and_then(Value::as_str).map(str::to_string) else { continue };
@@ -207,8 +243,11 @@ pub fn delete_task(dir: &Path, id: &str) -> Result<bool, String> {
         if ids(&patch, "blocks").len() != ids(&t, "blocks").len()
             || ids(&patch, "blockedBy").len() != ids(&t, "blockedBy").len()
         {
-            patch_task(dir, &other, patch)
-                .map_err(|e| format!("{e}\nTask #{id} was deleted, but task #{other} still names it"))?;
+            patch_task(dir, &other, patch).map_err(|e| StoreError::EdgeKept {
+                id: id.to_string(),
+                other: other.clone(),
+                source: Box::new(e),
+            })?;
         }
     }
     Ok(true)
@@ -240,8 +279,8 @@ pub struct Edge {
 /// Where an edge failed: the OS error, the task whose read or write failed, and whether the blocker's
 /// side was already on disk (a one-sided edge).
 pub struct EdgeFailure {
-    /// The OS error, Node-style.
-    pub error: String,
+    /// The OS error.
+    pub error: StoreError,
     /// The task whose read or write failed.
     pub task: String,
     /// The blocker's side was written before the failure.
@@ -253,7 +292,7 @@ pub struct EdgeFailure {
 pub fn add_edge(dir: &Path, e: &Edge) -> Result<bool, EdgeFailure> {
     let fail = |task: &str, blocker_side: bool| {
         let task = task.to_string();
-        move |error: String| EdgeFailure { error, task, blocker_side }
+        move |error: StoreError| EdgeFailure { error, task, blocker_side }
     };
     let a = read_task(dir, &e.blocker).map_err(fail(&e.blocker, false))?;
     let b = read_task(dir, &e.blocked).map_err(fail(&e.blocked, false))?;
@@ -302,5 +341,22 @@ mod tests {
         );
         assert_eq!(normalize(json!({"id": 1})), None);
         assert_eq!(sanitize("../a b"), "---a-b");
+    }
+
+    #[test]
+    fn store_errors_are_worded_as_node_words_them() {
+        let d = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        std::fs::create_dir(d.path().join("1.json")).unwrap_or_else(|e| panic!("{e}"));
+        let read = read_task(d.path(), "1").err().unwrap_or_else(|| panic!("a directory is not a task"));
+        assert_eq!(read.to_string(), "EISDIR: illegal operation on a directory, read");
+        let file = d.path().join("list");
+        std::fs::write(&file, "").unwrap_or_else(|e| panic!("{e}"));
+        let made = create_task(&file, Task::new()).err().unwrap_or_else(|| panic!("a file is not a list dir"));
+        assert_eq!(made.to_string(), format!("EEXIST: file already exists, mkdir '{}'", file.display()));
+        let kept = StoreError::EdgeKept { id: "1".into(), other: "2".into(), source: Box::new(read) };
+        assert_eq!(
+            kept.to_string(),
+            "EISDIR: illegal operation on a directory, read\nTask #1 was deleted, but task #2 still names it"
+        );
     }
 }

@@ -54,31 +54,72 @@ pub struct Parsed {
     pub body: String,
 }
 
-fn parse_tree(src: &str) -> Result<Tree, String> {
-    let mut parser = Parser::new();
-    parser
-        .set_language(&tree_sitter_javascript::LANGUAGE.into())
-        .map_err(|e| format!("the JavaScript grammar cannot be loaded: {e}"))?;
-    parser.parse(src, None).ok_or_else(|| "the parser gave up on the script".to_string())
+/// Why a script is refused: the text after `Invalid workflow script: ` (the reference's words where
+/// it has them).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ScriptError {
+    /// Over [`MAX_SCRIPT_BYTES`].
+    #[error("Script exceeds {MAX_SCRIPT_BYTES} bytes")]
+    TooLarge,
+    /// The grammar did not load (a build fault, not the script's).
+    #[error("the JavaScript grammar cannot be loaded: {0}")]
+    Grammar(String),
+    /// The parser returned no tree.
+    #[error("the parser gave up on the script")]
+    ParserGaveUp,
+    /// A syntax error: `Script parse error: …` with its code frame.
+    #[error("{0}")]
+    Syntax(String),
+    /// The first statement is not the `meta` export.
+    #[error("`export const meta = {{ name, description, phases }}` must be the FIRST statement in the script")]
+    NoMeta,
+    /// The `meta` object is not a plain literal: what is not.
+    #[error("meta must be a pure literal: {0}")]
+    NotLiteral(String),
+    /// `meta.name` is missing or empty.
+    #[error("meta.name must be a non-empty string")]
+    NoName,
+    /// `meta.description` is missing or empty.
+    #[error("meta.description must be a non-empty string")]
+    NoDescription,
 }
 
-/// Parses `src` and checks its header; the error is the text after `Invalid workflow script: `.
-pub fn parse(src: &str) -> Result<Parsed, String> {
+/// What makes a `meta` value not a plain literal ([`ScriptError::NotLiteral`]).
+struct NotLiteral(String);
+
+impl From<&str> for NotLiteral {
+    fn from(s: &str) -> Self {
+        NotLiteral(s.to_string())
+    }
+}
+
+impl From<String> for NotLiteral {
+    fn from(s: String) -> Self {
+        NotLiteral(s)
+    }
+}
+
+fn parse_tree(src: &str) -> Result<Tree, ScriptError> {
+    let mut parser = Parser::new();
+    parser.set_language(&tree_sitter_javascript::LANGUAGE.into()).map_err(|e| ScriptError::Grammar(e.to_string()))?;
+    parser.parse(src, None).ok_or(ScriptError::ParserGaveUp)
+}
+
+/// Parses `src` and checks its header.
+pub fn parse(src: &str) -> Result<Parsed, ScriptError> {
     if src.len() > MAX_SCRIPT_BYTES {
-        return Err(format!("Script exceeds {MAX_SCRIPT_BYTES} bytes"));
+        return Err(ScriptError::TooLarge);
     }
     let tree = parse_tree(src)?;
     let root = tree.root_node();
     if root.has_error() {
-        return Err(parse_error(src, root));
+        return Err(ScriptError::Syntax(parse_error(src, root)));
     }
     let first = named_children(root).into_iter().find(|n| n.kind() != "comment" && n.kind() != "hash_bang_line");
     let Some(object) = first.and_then(|n| meta_object(n, src)) else {
-        return Err(
-            "`export const meta = { name, description, phases }` must be the FIRST statement in the script".into()
-        );
+        return Err(ScriptError::NoMeta);
     };
-    let value = literal_object(object, src).map_err(|e| format!("meta must be a pure literal: {e}"))?;
+    let value = literal_object(object, src).map_err(|e| ScriptError::NotLiteral(e.0))?;
     let meta = meta_fields(value)?;
     let end = first.map(|n| n.end_byte()).unwrap_or(0);
     Ok(Parsed { meta, body: body_after(&src[end..]) })
@@ -166,7 +207,7 @@ fn body_after(rest: &str) -> String {
     trimmed.to_string()
 }
 
-fn literal_object(node: Node<'_>, src: &str) -> Result<Value, String> {
+fn literal_object(node: Node<'_>, src: &str) -> Result<Value, NotLiteral> {
     let mut out = Map::new();
     for prop in named_children(node) {
         match prop.kind() {
@@ -178,10 +219,10 @@ fn literal_object(node: Node<'_>, src: &str) -> Result<Value, String> {
                     "string" => string_value(key, src),
                     "number" => number_key(text(key, src)),
                     "computed_property_name" => return Err("computed keys not allowed in meta".into()),
-                    other => return Err(format!("unsupported key type in meta: {}", estree_type(other))),
+                    other => return Err(format!("unsupported key type in meta: {}", estree_type(other)).into()),
                 };
                 if RESERVED_KEYS.contains(&name.as_str()) {
-                    return Err(format!("reserved key name not allowed in meta: {name}"));
+                    return Err(format!("reserved key name not allowed in meta: {name}").into());
                 }
                 let value = prop.child_by_field_name("value").ok_or("only plain properties allowed in meta")?;
                 out.insert(name, literal(value, src)?);
@@ -194,7 +235,7 @@ fn literal_object(node: Node<'_>, src: &str) -> Result<Value, String> {
     Ok(Value::Object(out))
 }
 
-fn literal(node: Node<'_>, src: &str) -> Result<Value, String> {
+fn literal(node: Node<'_>, src: &str) -> Result<Value, NotLiteral> {
     let node = unparen(node);
     match node.kind() {
         "string" => Ok(Value::String(string_value(node, src))),
@@ -253,7 +294,7 @@ fn literal(node: Node<'_>, src: &str) -> Result<Value, String> {
                 _ => Err("only negative-number unary allowed in meta".into()),
             }
         }
-        other => Err(format!("non-literal node type in meta: {}", estree_type(other))),
+        other => Err(format!("non-literal node type in meta: {}", estree_type(other)).into()),
     }
 }
 
@@ -347,14 +388,14 @@ fn estree_type(kind: &str) -> String {
         .unwrap_or_else(|| kind.split('_').map(|w| w[..1].to_ascii_uppercase() + &w[1..]).collect::<String>())
 }
 
-fn meta_fields(value: Value) -> Result<Meta, String> {
+fn meta_fields(value: Value) -> Result<Meta, ScriptError> {
     let name = value.get("name").and_then(Value::as_str).filter(|s| !s.is_empty());
     let Some(name) = name.map(str::to_string) else {
-        return Err("meta.name must be a non-empty string".into());
+        return Err(ScriptError::NoName);
     };
     let description = value.get("description").and_then(Value::as_str).filter(|s| !s.is_empty());
     let Some(description) = description.map(str::to_string) else {
-        return Err("meta.description must be a non-empty string".into());
+        return Err(ScriptError::NoDescription);
     };
     let phases = value
         .get("phases")
@@ -437,7 +478,7 @@ mod tests {
     use super::*;
 
     fn err(src: &str) -> String {
-        parse(src).err().unwrap_or_else(|| panic!("accepted: {src}"))
+        parse(src).err().map(|e| e.to_string()).unwrap_or_else(|| panic!("accepted: {src}"))
     }
 
     #[test]

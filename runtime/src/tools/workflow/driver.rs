@@ -65,7 +65,7 @@ pub(super) struct Job {
 struct Request {
     prompt: String,
     opts: Value,
-    reply: std::sync::mpsc::Sender<Result<Value, String>>,
+    reply: std::sync::mpsc::Sender<Result<Value, engine::Rejection>>,
 }
 
 fn label(prompt: &str, opts: &Value) -> String {
@@ -117,13 +117,14 @@ fn is_empty_result(v: &Value) -> bool {
 }
 
 /// The tool calls an agent made: the `tool_use` blocks of its transcript.
-fn tool_calls(transcript: &Path) -> u64 {
-    let text = std::fs::read_to_string(transcript).unwrap_or_default();
-    text.lines()
+fn tool_calls(transcript: &Path) -> std::io::Result<u64> {
+    let text = std::fs::read_to_string(transcript)?;
+    Ok(text
+        .lines()
         .filter_map(|l| serde_json::from_str::<Value>(l).ok())
         .filter(|v| v["role"] == "assistant")
         .filter_map(|v| v["content"].as_array().map(|c| c.iter().filter(|b| b["type"] == "tool_use").count() as u64))
-        .sum()
+        .sum())
 }
 
 /// From Claude Code 2.1.265 a live agent's progress entry (TaskOutput's `workflowProgress`) says
@@ -147,12 +148,12 @@ fn live_entry(ctx: &crate::context::ToolContext, mut head: Value, rest: Value) -
     head
 }
 
-async fn answer(job: &Job, p: &mut Progress, prompt: &str, opts: &Value) -> Result<Value, String> {
+async fn answer(job: &Job, p: &mut Progress, prompt: &str, opts: &Value) -> Result<Value, engine::Rejection> {
     p.index += 1;
     if p.index > MAX_AGENT_CALLS {
-        return Err(format!(
+        return Err(engine::Rejection(format!(
             "agent() was called more than {MAX_AGENT_CALLS} times in one workflow run: the run's agent cap is reached."
-        ));
+        )));
     }
     let key = journal_key(&p.journal.previous, prompt, &canonical_opts(opts));
     p.journal.previous = key.clone();
@@ -191,7 +192,15 @@ async fn answer(job: &Job, p: &mut Progress, prompt: &str, opts: &Value) -> Resu
             } else {
                 p.journal.append(&json!({"type": "result", "key": key, "agentId": run.id, "result": result}));
             }
-            let calls = tool_calls(&dir.join(format!("agent-{}.jsonl", run.id)));
+            let transcript = dir.join(format!("agent-{}.jsonl", run.id));
+            // the count is a progress figure: a transcript that cannot be read counts none, and says so
+            let calls = tool_calls(&transcript).unwrap_or_else(|e| {
+                p.failures.push(format!(
+                    "[{label}] the agent's transcript {} could not be read ({e}): its tool calls are not counted",
+                    transcript.display()
+                ));
+                0
+            });
             p.tool_calls += calls;
             p.tokens += run.tokens;
             p.done += 1;
@@ -210,6 +219,18 @@ async fn answer(job: &Job, p: &mut Progress, prompt: &str, opts: &Value) -> Resu
     }
 }
 
+/// The run's journal, and the failure to report when there is one that cannot be read: the run goes on
+/// with every call live (as a first run would).
+fn journal_of(dir: &Path) -> (Journal, Option<String>) {
+    match Journal::load(dir) {
+        Ok(j) => (j, None),
+        Err(e) => (
+            Journal::empty(dir),
+            Some(format!("the journal in {} could not be read ({e}): every agent() call ran live", dir.display())),
+        ),
+    }
+}
+
 /// Runs a launched job to its end: the script on its own thread, its agent() calls one by one here.
 pub(super) async fn drive(mut job: Job, stop_rx: tokio::sync::oneshot::Receiver<()>) {
     let (req_tx, mut req_rx) = tokio::sync::mpsc::unbounded_channel::<Request>();
@@ -223,14 +244,16 @@ pub(super) async fn drive(mut job: Job, stop_rx: tokio::sync::oneshot::Receiver<
             script_args.as_ref(),
             move |prompt, opts| {
                 let (reply, rx) = std::sync::mpsc::channel();
-                req_tx.send(Request { prompt, opts, reply }).map_err(|_| "Workflow aborted".to_string())?;
-                rx.recv().map_err(|_| "Workflow aborted".to_string())?
+                let aborted = || engine::Rejection("Workflow aborted".into());
+                req_tx.send(Request { prompt, opts, reply }).map_err(|_| aborted())?;
+                rx.recv().map_err(|_| aborted())?
             },
             script_stop,
         )
     });
+    let (journal, unread) = journal_of(&job.paths.transcript_dir);
     let mut progress = Progress {
-        journal: Journal::load(&job.paths.transcript_dir),
+        journal,
         index: 0,
         entries: Vec::new(),
         failures: Vec::new(),
@@ -240,6 +263,7 @@ pub(super) async fn drive(mut job: Job, stop_rx: tokio::sync::oneshot::Receiver<
         tool_calls: 0,
         tokens: 0,
     };
+    progress.failures.extend(unread);
     let work = async {
         while let Some(req) = req_rx.recv().await {
             let r = answer(&job, &mut progress, &req.prompt, &req.opts).await;
@@ -373,5 +397,33 @@ mod tests {
         };
         assert_eq!(entry("2.1.263"), ["label", "promptPreview", "tokens"]);
         assert_eq!(entry("2.1.265"), ["label", "promptPreview", "promptFramed", "tokens"]);
+    }
+
+    #[test]
+    fn a_journal_that_cannot_be_read_is_reported_and_the_run_goes_on_live() {
+        let d = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let (journal, unread) = journal_of(d.path());
+        assert!(journal.results.is_empty() && unread.is_none(), "no journal yet: nothing to report");
+        std::fs::create_dir(d.path().join("journal.jsonl")).unwrap_or_else(|e| panic!("{e}"));
+        let (journal, unread) = journal_of(d.path());
+        assert!(journal.results.is_empty());
+        let unread = unread.unwrap_or_default();
+        assert!(unread.starts_with(&format!("the journal in {} could not be read (", d.path().display())), "{unread}");
+        assert!(unread.ends_with("): every agent() call ran live"), "{unread}");
+    }
+
+    #[test]
+    fn tool_calls_are_counted_from_a_transcript_and_an_unreadable_one_is_an_error() {
+        let d = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let t = d.path().join("agent-a1.jsonl");
+        let turn =
+            json!({"role": "assistant", "content": [{"type": "tool_use"}, {"type": "text"}, {"type": "tool_use"}]});
+        std::fs::write(&t, format!("{turn}\n{}\n", json!({"role": "user", "content": [{"type": "tool_use"}]})))
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(tool_calls(&t).ok(), Some(2));
+        // once counted as none without a word
+        std::fs::remove_file(&t).unwrap_or_else(|e| panic!("{e}"));
+        std::os::unix::fs::symlink(d.path().join("gone"), &t).unwrap_or_else(|e| panic!("{e}"));
+        assert!(tool_calls(&t).is_err(), "a dangling link is an error");
     }
 }

@@ -120,12 +120,23 @@ const PRELUDE: &str = r#"
 })();
 "#;
 
+/// Why an `agent()` call rejects: the message of the error its promise rejects with.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct Rejection(pub String);
+
+/// An exception raised while the script was being set up: its message (with the line for a syntax
+/// error), what the run ends with.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+struct Thrown(String);
+
 /// Runs `body` with `args` as the global `args`. `agent(prompt, opts)` is answered by `agent`: `Ok(value)`
-/// resolves the script's promise with it, `Err(text)` rejects it. `stop` set interrupts the script.
+/// resolves the script's promise with it, a [`Rejection`] rejects it. `stop` set interrupts the script.
 pub fn run(
     body: &str,
     args: Option<&Value>,
-    agent: impl FnMut(String, Value) -> Result<Value, String> + 'static,
+    agent: impl FnMut(String, Value) -> Result<Value, Rejection> + 'static,
     stop: Arc<AtomicBool>,
 ) -> Outcome {
     let logs = Rc::new(RefCell::new(Vec::new()));
@@ -140,7 +151,7 @@ pub fn run(
 fn run_inner(
     body: &str,
     args: Option<&Value>,
-    agent: impl FnMut(String, Value) -> Result<Value, String> + 'static,
+    agent: impl FnMut(String, Value) -> Result<Value, Rejection> + 'static,
     stop: Arc<AtomicBool>,
     logs: Rc<RefCell<Vec<String>>>,
     phases: Rc<RefCell<Vec<String>>>,
@@ -158,18 +169,18 @@ fn run_inner(
     };
     let done: Rc<RefCell<Option<String>>> = Rc::default();
     let agent = Rc::new(RefCell::new(agent));
-    let started = ctx.with(|ctx| -> Result<(), String> {
+    let started = ctx.with(|ctx| -> Result<(), Thrown> {
         let g = ctx.globals();
         let a = agent.clone();
         let f = Function::new(ctx.clone(), move |prompt: String, opts: String| -> String {
             let opts: Value = serde_json::from_str(&opts).unwrap_or(Value::Null);
             let answer = match a.try_borrow_mut() {
                 Ok(mut call) => (*call)(prompt, opts),
-                Err(_) => Err("agent() cannot be called from inside an agent() call".into()),
+                Err(_) => Err(Rejection("agent() cannot be called from inside an agent() call".into())),
             };
             match answer {
                 Ok(v) => serde_json::json!({ "ok": v }).to_string(),
-                Err(e) => serde_json::json!({ "error": e }).to_string(),
+                Err(e) => serde_json::json!({ "error": e.0 }).to_string(),
             }
         });
         set(&ctx, &g, "__wf_agent", f)?;
@@ -189,7 +200,7 @@ fn run_inner(
         Ok(())
     });
     if let Err(e) = started {
-        return End::Threw(e);
+        return End::Threw(e.0);
     }
     loop {
         match rt.execute_pending_job() {
@@ -219,13 +230,17 @@ fn set<'js>(
     g: &rquickjs::Object<'js>,
     name: &str,
     f: rquickjs::Result<Function<'js>>,
-) -> Result<(), String> {
+) -> Result<(), Thrown> {
     let f = f.map_err(|e| exception(ctx, e))?;
     g.set(name, f).map_err(|e| exception(ctx, e))
 }
 
 /// The text of a failed engine call: the pending exception's message (with the line for syntax errors).
-fn exception(ctx: &Ctx<'_>, e: rquickjs::Error) -> String {
+fn exception(ctx: &Ctx<'_>, e: rquickjs::Error) -> Thrown {
+    Thrown(exception_text(ctx, e))
+}
+
+fn exception_text(ctx: &Ctx<'_>, e: rquickjs::Error) -> String {
     if !matches!(e, rquickjs::Error::Exception) {
         return e.to_string();
     }

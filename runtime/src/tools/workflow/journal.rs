@@ -23,11 +23,26 @@ pub struct Journal {
 }
 
 impl Journal {
-    /// The journal of the run whose transcript dir is `dir` (empty when there is none).
-    pub fn load(dir: &Path) -> Journal {
+    /// The journal of the run whose transcript dir is `dir`: empty when there is none yet (a first run),
+    /// an error when there is one that cannot be read (its results would be lost without a word).
+    pub fn load(dir: &Path) -> std::io::Result<Journal> {
         let path = dir.join("journal.jsonl");
+        let text = match std::fs::read_to_string(&path) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+            read => read?,
+        };
+        Ok(Journal::parse(path, &text))
+    }
+
+    /// A journal of no results that appends to `dir`'s `journal.jsonl` (a run whose journal could not be
+    /// read: every call runs live).
+    pub fn empty(dir: &Path) -> Journal {
+        Journal::parse(dir.join("journal.jsonl"), "")
+    }
+
+    fn parse(path: PathBuf, text: &str) -> Journal {
         let mut results = HashMap::new();
-        for line in std::fs::read_to_string(&path).unwrap_or_default().lines() {
+        for line in text.lines() {
             let Ok(v) = serde_json::from_str::<Value>(line) else { continue };
             if v["type"] == "result" {
                 if let Some(key) = v["key"].as_str() {
@@ -102,5 +117,25 @@ mod tests {
         let o = json!({"label": "x", "model": "sonnet", "schema": {"b": 1, "a": [{"d": 1, "c": 2}]}});
         assert_eq!(canonical_opts(&o), r#"{"schema":{"a":[{"c":2,"d":1}],"b":1},"model":"sonnet"}"#);
         assert_eq!(canonical_opts(&json!({"label": "only"})), "{}");
+    }
+
+    #[test]
+    fn a_missing_journal_is_empty_and_an_unreadable_one_is_an_error() {
+        let d = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let loaded = Journal::load(d.path()).unwrap_or_else(|e| panic!("{e}"));
+        assert!(loaded.results.is_empty(), "a first run has no journal yet");
+        let line = json!({"type": "result", "key": "k1", "agentId": "a1", "result": "r"});
+        loaded.append(&line);
+        let again = Journal::load(d.path()).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(again.results.get("k1"), Some(&("a1".to_string(), json!("r"))));
+        // not text: once read as no journal at all, its results lost without a word
+        std::fs::write(d.path().join("journal.jsonl"), b"{\"type\": \"result\", \"key\": \"\xff\"}\n")
+            .unwrap_or_else(|e| panic!("{e}"));
+        let err = Journal::load(d.path()).err().unwrap_or_else(|| panic!("invalid UTF-8 is an error"));
+        assert_eq!(err.kind(), std::io::ErrorKind::InvalidData);
+        // a directory where the file should be
+        std::fs::remove_file(d.path().join("journal.jsonl")).unwrap_or_else(|e| panic!("{e}"));
+        std::fs::create_dir(d.path().join("journal.jsonl")).unwrap_or_else(|e| panic!("{e}"));
+        assert!(Journal::load(d.path()).is_err(), "a directory is an error");
     }
 }
