@@ -151,6 +151,13 @@ fn tool_use_id(ctx: &ToolContext) -> String {
     ctx.call_id.clone().unwrap_or_default()
 }
 
+/// The shell's cwd as the command's trailer wrote it (`pwd -P`). A shell stopped between `>|` truncating
+/// the file and pwd writing it (the fork-bomb guard, a kill) leaves it empty: no final cwd then, never ""
+/// (which is outside the project, and reset the shell's cwd with a note under load).
+fn final_cwd(written: Option<String>) -> Option<PathBuf> {
+    written.map(|t| PathBuf::from(t.trim_end_matches('\n'))).filter(|p| p.is_absolute())
+}
+
 fn shell_cwd(ctx: &ToolContext) -> PathBuf {
     let g = ctx.shell.cwd.lock().unwrap_or_else(|p| p.into_inner());
     g.clone().filter(|p| p.is_dir()).unwrap_or_else(|| ctx.cwd.clone())
@@ -352,7 +359,7 @@ async fn finish(
             })
             .unwrap_or(-1)
     };
-    let final_cwd = std::fs::read_to_string(&s.cwd_file).ok().map(|t| PathBuf::from(t.trim_end_matches('\n')));
+    let final_cwd = final_cwd(std::fs::read_to_string(&s.cwd_file).ok());
     let _ = std::fs::remove_file(&s.cwd_file);
     Ended { code, timed_out, stopped, captured, final_cwd, started, pids_limited, guard_stopped }
 }
@@ -654,6 +661,14 @@ impl Cgroup {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_cwd_file_the_shell_did_not_finish_is_no_final_cwd() {
+        assert_eq!(final_cwd(Some("/w/sub\n".into())), Some(PathBuf::from("/w/sub")));
+        assert_eq!(final_cwd(None), None, "no trailer ran");
+        assert_eq!(final_cwd(Some(String::new())), None, "truncated by >|, stopped before pwd wrote");
+        assert_eq!(final_cwd(Some("\n".into())), None);
+    }
 
     #[test]
     fn seconds_are_worded_like_the_reference() {
