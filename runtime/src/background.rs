@@ -258,22 +258,8 @@ impl TaskRegistry {
     fn log_queued(&self, t: &Task) {
         use std::io::Write;
         let Some(path) = self.log.lock().unwrap_or_else(|p| p.into_inner()).clone() else { return };
-        let content = if let Some(end) = self.workflow_end(&t.id) {
-            workflow_notification(t, &end.unwrap_or_default())
-        } else if let Some(result) = self.agent_result(&t.id) {
-            let usage = self.agent_usage.lock().unwrap_or_else(|p| p.into_inner()).get(&t.id).cloned();
-            agent_notification(t, result.as_deref().unwrap_or(""), usage.as_deref())
-        } else {
-            // the reference's fields: the output stays in the file
-            format!(
-                "<task-notification>\n<task-id>{}</task-id>\n<tool-use-id>{}</tool-use-id>\n<output-file>{}</output-file>\n<status>{}</status>\n<summary>{}</summary>\n</task-notification>",
-                t.id,
-                t.tool_use_id,
-                t.output_file.display(),
-                t.status.word(),
-                summary(t),
-            )
-        };
+        // the reference's fields; a command's output stays in the file
+        let content = self.result_notification(t).unwrap_or_else(|| command_notification(t, None));
         let line = serde_json::json!({"type": "queue-operation", "operation": "enqueue", "content": content})
             .to_string()
             + "\n";
@@ -389,13 +375,8 @@ impl TaskRegistry {
         let mut parts = Vec::new();
         for t in tasks.iter_mut().filter(|t| t.status != Status::Running && !t.notified) {
             t.notified = true;
-            if let Some(end) = self.workflow_end(&t.id) {
-                parts.push(workflow_notification(t, &end.unwrap_or_default()));
-                continue;
-            }
-            if let Some(result) = self.agent_result(&t.id) {
-                let usage = self.agent_usage.lock().unwrap_or_else(|p| p.into_inner()).get(&t.id).cloned();
-                parts.push(agent_notification(t, result.as_deref().unwrap_or(""), usage.as_deref()));
+            if let Some(n) = self.result_notification(t) {
+                parts.push(n);
                 continue;
             }
             // a command whose end reached the model is forgotten, as the reference forgets it
@@ -407,18 +388,35 @@ impl TaskRegistry {
             if total > BACKGROUND_RESULT_CHARS {
                 shown.push_str(&format!("\n… [{total} chars in all; the whole output is in the output file]"));
             }
-            parts.push(format!(
-                "<task-notification>\n<task-id>{}</task-id>\n<tool-use-id>{}</tool-use-id>\n<output-file>{}</output-file>\n<status>{}</status>\n<summary>{}</summary>\n<output>\n{}\n</output>\n</task-notification>",
-                t.id,
-                t.tool_use_id,
-                t.output_file.display(),
-                t.status.word(),
-                summary(t),
-                shown.trim_end_matches('\n'),
-            ));
+            parts.push(command_notification(t, Some(shown.trim_end_matches('\n'))));
         }
         (!parts.is_empty()).then(|| format!("<background-results>\n{}\n</background-results>", parts.join("\n")))
     }
+
+    /// The notification of a workflow run or a sub-agent that ended (None for a command): what
+    /// [`TaskRegistry::drain_tasks`] delivers and [`TaskRegistry::log_queued`] records.
+    fn result_notification(&self, t: &Task) -> Option<String> {
+        if let Some(end) = self.workflow_end(&t.id) {
+            return Some(workflow_notification(t, &end.unwrap_or_default()));
+        }
+        let result = self.agent_result(&t.id)?;
+        let usage = self.agent_usage.lock().unwrap_or_else(|p| p.into_inner()).get(&t.id).cloned();
+        Some(agent_notification(t, result.as_deref().unwrap_or(""), usage.as_deref()))
+    }
+}
+
+/// A command's notification: the reference's `<task-notification>` fields, with its output (as delivered
+/// to the model) or without (as queued in the session log, the output staying in the file).
+fn command_notification(t: &Task, output: Option<&str>) -> String {
+    format!(
+        "<task-notification>\n<task-id>{}</task-id>\n<tool-use-id>{}</tool-use-id>\n<output-file>{}</output-file>\n<status>{}</status>\n<summary>{}</summary>\n{}</task-notification>",
+        t.id,
+        t.tool_use_id,
+        t.output_file.display(),
+        t.status.word(),
+        summary(t),
+        output.map(|o| format!("<output>\n{o}\n</output>\n")).unwrap_or_default(),
+    )
 }
 
 /// A finished sub-agent's notification: the reference's `<task-notification>` fields, its final text
