@@ -261,33 +261,30 @@ impl Tap {
         if bytes.is_empty() {
             return;
         }
-        if let Ok(mut s) = self.0.lock() {
-            if s.read_total == 0 {
-                s.first_byte = Some(Instant::now());
-            }
-            s.read_total += bytes.len();
-            let room = MAX_REFUSED_BYTES.saturating_sub(s.read.len());
-            s.read.extend_from_slice(&bytes[..bytes.len().min(room)]);
+        let mut s = crate::locked(&self.0);
+        if s.read_total == 0 {
+            s.first_byte = Some(Instant::now());
         }
+        s.read_total += bytes.len();
+        let room = MAX_REFUSED_BYTES.saturating_sub(s.read.len());
+        s.read.extend_from_slice(&bytes[..bytes.len().min(room)]);
     }
 
     fn on_write(&self, bytes: &[u8]) {
-        if let Ok(mut s) = self.0.lock() {
-            let room = MAX_WRITTEN_BYTES.saturating_sub(s.written.len());
-            s.written.extend_from_slice(&bytes[..bytes.len().min(room)]);
-        }
+        let mut s = crate::locked(&self.0);
+        let room = MAX_WRITTEN_BYTES.saturating_sub(s.written.len());
+        s.written.extend_from_slice(&bytes[..bytes.len().min(room)]);
     }
 
     /// A request head reached the service, or a body ended: what was read belongs to a request.
     fn mark(&self, new_request: bool) {
-        if let Ok(mut s) = self.0.lock() {
-            s.read.clear();
-            s.read_total = 0;
-            s.first_byte = None;
-            s.written.clear();
-            if new_request {
-                s.requests += 1;
-            }
+        let mut s = crate::locked(&self.0);
+        s.read.clear();
+        s.read_total = 0;
+        s.first_byte = None;
+        s.written.clear();
+        if new_request {
+            s.requests += 1;
         }
     }
 
@@ -295,7 +292,7 @@ impl Tap {
     /// request: any bytes on a fresh connection or when hyper refused them (`refused`), else bytes that
     /// start like a request line.
     fn pending(&self, refused: bool) -> Option<Pending> {
-        let s = self.0.lock().ok()?;
+        let s = crate::locked(&self.0);
         let plausible = !s.read.is_empty() && (refused || s.requests == 0 || looks_like_request(&s.read));
         plausible.then(|| Pending {
             bytes: s.read.clone(),

@@ -32,6 +32,14 @@ pub mod stored;
 pub mod validate;
 pub mod wire;
 
+/// A mutex's guard, poisoned or not: a thread that panicked while holding one of the stub's locks (a
+/// recorder, the play's cursors, a connection's tap) leaves its data as far as it got, and the stub goes
+/// on with it — a poisoned lock read as empty lost every exchange recorded before it (the record is
+/// the lab's evidence) and served no further turn.
+pub(crate) fn locked<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 pub use record::{read_record, Exchange, ExchangeKind, ReadExchange, Recorder, Requests};
 pub use script::{Script, Turn};
 pub use server::{app, serve, serve_router, Running, Stub};

@@ -261,7 +261,7 @@ impl Default for Recorder {
 
 impl std::fmt::Debug for Recorder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let n = self.inner.lock().map(|i| i.exchanges.len()).unwrap_or(0);
+        let n = crate::locked(&self.inner).exchanges.len();
         f.debug_struct("Recorder").field("exchanges", &n).finish()
     }
 }
@@ -315,9 +315,7 @@ impl Recorder {
         // the line is made in a buffer this thread keeps (a 60 KB request per turn: its allocation was
         // most of the record's cost, `benches/lab/benches/turn.rs`); redacted only when it holds a key
         let raw = ex.request_bytes.take().filter(|r| ex.request.is_some() && splice_ok(r));
-        let Ok(mut inner) = self.inner.lock() else {
-            return;
-        };
+        let mut inner = crate::locked(&self.inner);
         // the messages of a request the stub keeps for the next to extend: the kept ones moved out of the
         // value, the new ones copied (`crate::reuse`)
         let wanted = ex.request.is_some() && inner.parsed.wants(ex.seq);
@@ -363,7 +361,7 @@ impl Recorder {
     /// Every exchange recorded so far, in the order they completed, each request whole (rebuilt from the
     /// stored form: a copy of every request, for tests and tools; a run reads [`Recorder::take`]).
     pub fn exchanges(&self) -> Vec<Exchange> {
-        let stored = self.inner.lock().map(|i| i.exchanges.clone()).unwrap_or_default();
+        let stored = crate::locked(&self.inner).exchanges.clone();
         let requests = Requests::new(&stored);
         let wholes: Vec<Option<Value>> =
             (0..stored.len()).map(|i| stored[i].request_base.as_ref().and_then(|_| requests.whole(i))).collect();
@@ -381,31 +379,25 @@ impl Recorder {
     /// stored by reference holds its new part; [`Requests`] answers for the whole): the log is empty
     /// after (what comes later is kept as before, its bases forgotten).
     pub fn take(&self) -> Vec<Exchange> {
-        self.inner
-            .lock()
-            .map(|mut i| {
-                i.bases.clear();
-                i.parsed.clear();
-                std::mem::take(&mut i.exchanges)
-            })
-            .unwrap_or_default()
+        let mut i = crate::locked(&self.inner);
+        i.bases.clear();
+        i.parsed.clear();
+        std::mem::take(&mut i.exchanges)
     }
 
     /// The earlier request accepted that `raw` extends, taken out with its messages ([`crate::reuse`]).
     pub(crate) fn reuse(&self, raw: &[u8]) -> Option<crate::reuse::Taken> {
-        self.inner.lock().ok()?.parsed.take(raw)
+        crate::locked(&self.inner).parsed.take(raw)
     }
 
     /// Keeps request `seq`, accepted, for a later one to extend: its messages come when it is recorded.
     pub(crate) fn accepted(&self, seq: u64, raw: bytes::Bytes, layout: Layout, checked: crate::validate::Checked) {
-        if let Ok(mut i) = self.inner.lock() {
-            i.parsed.insert(seq, raw, layout, checked);
-        }
+        crate::locked(&self.inner).parsed.insert(seq, raw, layout, checked);
     }
 
     /// The first write error of the sink, if any (the in-memory log is still complete).
     pub fn sink_error(&self) -> Option<String> {
-        self.inner.lock().ok().and_then(|i| i.sink_error.clone())
+        crate::locked(&self.inner).sink_error.clone()
     }
 }
 
@@ -636,6 +628,30 @@ mod tests {
         assert_eq!(taken.len(), 1);
         assert_eq!(taken[0].request, kept[0].request);
         assert!(r.exchanges().is_empty() && r.take().is_empty());
+    }
+
+    #[test]
+    fn a_thread_that_panicked_holding_the_log_loses_no_exchange() {
+        let ex = |seq: u64| -> Exchange {
+            serde_json::from_value(serde_json::json!({
+                "seq": seq, "offset_ms": 0, "method": "POST", "path": "/v1/messages", "headers": {},
+                "kind": "turn", "status": 200
+            }))
+            .unwrap_or_else(|e| panic!("{e}"))
+        };
+        let r = Arc::new(Recorder::new(None));
+        r.record(ex(1));
+        let held = r.clone();
+        let panicked = std::thread::spawn(move || {
+            let _guard = held.inner.lock();
+            panic!("a panic while the log is held");
+        })
+        .join();
+        assert!(panicked.is_err() && r.inner.is_poisoned());
+        // recorded before and after the poisoning, all read back (a poisoned lock read as empty lost them)
+        r.record(ex(2));
+        assert_eq!(r.exchanges().iter().map(|e| e.seq).collect::<Vec<_>>(), [1, 2]);
+        assert_eq!(r.take().len(), 2);
     }
 
     #[test]

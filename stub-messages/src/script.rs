@@ -108,12 +108,17 @@ pub const MAX_WAIT_TIMEOUT_MS: u64 = 120_000;
 /// wait = { conversation = "main", arrived = 2 }
 /// [[turn]]                                  # held until a file exists and holds a text
 /// wait = { file = "{cwd}/out.log", contains = "ready", timeout_ms = 5000 }
+/// [[turn]]                                  # held until a file is gone
+/// wait = { file = "{cwd}/.bashrc", exists = false }
 /// ```
 ///
 /// - `file` (+ `contains`): the file exists (and its text contains `contains`); the harness resolves
 ///   `{cwd}` `{home}` `{sandbox}` …, the stub puts captured values in place of `{{name}}`
 ///   ([`Turn::capture`]), so a background task's output file can be named. Files are looked at every
 ///   [`crate::server::WAIT_POLL_MS`] ms.
+/// - `file` + `exists = false`: the file is not there (no entry at the path: a dangling symlink is
+///   there). For what the subject removes once something happened (its own scratch files after a
+///   command ended): a file that never existed holds at once.
 /// - `conversation` + `served = N`: N turns of that conversation (`main` or a named one) have been served
 ///   (the stub began answering them). Waiting on what was *served* also orders the record: the waiting
 ///   turn is answered after the one it waits for.
@@ -137,6 +142,9 @@ pub struct Wait {
     /// A text the file must contain.
     #[serde(default)]
     pub contains: Option<String>,
+    /// `false`: the file must not be there instead (default: true).
+    #[serde(default)]
+    pub exists: Option<bool>,
     /// The conversation `served` / `arrived` count in (`main` or a `[[conversation]]` name).
     #[serde(default)]
     pub conversation: Option<String>,
@@ -162,9 +170,12 @@ impl Wait {
     pub fn describe(&self) -> String {
         let mut parts = Vec::new();
         if let Some(f) = &self.file {
-            match &self.contains {
-                Some(c) => parts.push(format!("file {f} contains {}", serde_json::to_string(c).unwrap_or_default())),
-                None => parts.push(format!("file {f} exists")),
+            match (&self.contains, self.exists) {
+                (_, Some(false)) => parts.push(format!("file {f} is gone")),
+                (Some(c), _) => {
+                    parts.push(format!("file {f} contains {}", serde_json::to_string(c).unwrap_or_default()))
+                }
+                (None, _) => parts.push(format!("file {f} exists")),
             }
         }
         if let Some(c) = &self.conversation {
@@ -182,6 +193,14 @@ impl Wait {
         let counts = self.served.is_some() || self.arrived.is_some();
         if self.contains.is_some() && self.file.is_none() {
             return Some("wait: contains needs a file".into());
+        }
+        if self.exists.is_some() && self.file.is_none() {
+            return Some("wait: exists needs a file".into());
+        }
+        if self.exists == Some(false) && self.contains.is_some() {
+            return Some(
+                "wait: exists = false and contains exclude each other (a file that is gone holds no text)".into(),
+            );
         }
         if self.file.is_none() && !counts {
             return Some("wait needs a condition: file (+ contains), or conversation + served / arrived".into());

@@ -203,7 +203,7 @@ impl Stub {
 
     /// Turns served so far per conversation (`main` first).
     pub fn progress(&self) -> Vec<(String, usize, usize)> {
-        let play = self.play.lock().map(|p| p.cursors.iter().map(|c| c.next).collect::<Vec<_>>()).unwrap_or_default();
+        let play: Vec<usize> = crate::locked(&self.play).cursors.iter().map(|c| c.next).collect();
         let mut out =
             vec![(crate::script::MAIN.to_string(), play.first().copied().unwrap_or(0), self.script.turns.len())];
         for (i, c) in self.script.conversations.iter().enumerate() {
@@ -220,7 +220,7 @@ impl Stub {
     fn give_back(&self, slot: usize, turn: usize) -> bool {
         let route = if slot == 0 { Route::Main } else { Route::Named(slot - 1) };
         let faults = self.script.conversation(route).and_then(|(_, t)| t.get(turn)).map_or(0, |t| t.fault.len());
-        let Ok(mut play) = self.play.lock() else { return false };
+        let mut play = crate::locked(&self.play);
         match play.cursors.get_mut(slot) {
             Some(c) if c.next == turn + 1 => {
                 c.next = turn;
@@ -233,9 +233,7 @@ impl Stub {
 
     fn decide(&self, route: Route, req: &MessagesRequest<'_>, request: &Value) -> Decision {
         let model = req.model();
-        let Ok(mut play) = self.play.lock() else {
-            return Decision::Exhausted { conversation: "?".into(), turn: 0, turns: 0 };
-        };
+        let mut play = crate::locked(&self.play);
         let slot = match route {
             Route::Side => {
                 play.side_requests += 1;
@@ -296,7 +294,8 @@ impl Stub {
             Route::Main => 0,
             Route::Named(i) => i + 1,
         };
-        if let Ok(mut play) = self.play.lock() {
+        {
+            let mut play = crate::locked(&self.play);
             if let Some(c) = play.cursors.get_mut(slot) {
                 c.arrived += 1;
             }
@@ -332,17 +331,22 @@ impl Stub {
             rx.borrow_and_update();
             let file = match wait.and_then(|w| w.file.as_deref()) {
                 Some(f) => {
-                    let captures = self.play.lock().map(|p| p.captures.clone()).unwrap_or_default();
+                    let captures = crate::locked(&self.play).captures.clone();
                     let path = crate::script::with_captures(f, &captures);
                     let needle = wait.and_then(|w| w.contains.as_deref());
-                    match std::fs::read(&path) {
-                        Ok(bytes) => needle.is_none_or(|n| String::from_utf8_lossy(&bytes).contains(n)),
-                        Err(_) => false,
+                    if wait.is_some_and(|w| w.exists == Some(false)) {
+                        std::fs::symlink_metadata(&path).is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound)
+                    } else {
+                        match std::fs::read(&path) {
+                            Ok(bytes) => needle.is_none_or(|n| String::from_utf8_lossy(&bytes).contains(n)),
+                            Err(_) => false,
+                        }
                     }
                 }
                 None => true,
             };
-            if let Ok(mut play) = self.play.lock() {
+            {
+                let mut play = crate::locked(&self.play);
                 let ready = play.cursors[slot].released == ticket && wait.is_none_or(|w| self.counts_hold(w, &play));
                 if file && ready {
                     play.cursors[slot].pass(ticket);
@@ -748,7 +752,8 @@ struct Held {
 impl Held {
     /// The ticket will not be served: skip it and give the turn back.
     fn skip(&mut self) {
-        if let Ok(mut play) = self.stub.play.lock() {
+        {
+            let mut play = crate::locked(&self.stub.play);
             if let Some(c) = play.cursors.get_mut(self.slot) {
                 c.pass(self.ticket);
             }

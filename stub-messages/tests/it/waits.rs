@@ -75,6 +75,34 @@ async fn a_turn_waits_for_a_file_with_a_captured_name() {
 }
 
 #[tokio::test]
+async fn a_turn_waits_for_a_file_to_be_gone() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let path = dir.path().join(".bashrc");
+    std::fs::write(&path, "").unwrap_or_else(|e| panic!("{e}"));
+    let toml = format!(
+        "[[turn]]\nwait = {{ file = \"{}\", exists = false, timeout_ms = 5000 }}\ntext = \"gone\"\n",
+        path.display()
+    );
+    let f = start(&toml).await;
+    let req = tokio::spawn({
+        let url = f.url("/v1/messages");
+        async move { client().post(url).json(&body(hello(), false)).send().await.map(|r| r.status().as_u16()).unwrap_or(0) }
+    });
+    tokio::time::sleep(Duration::from_millis(30)).await;
+    assert!(!req.is_finished(), "the file is still there");
+    std::fs::remove_file(&path).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(req.await.unwrap_or(0), 200);
+    let ex = f.stub.recorder().exchanges();
+    let waited = ex.iter().find_map(|e| e.waited.clone()).unwrap_or_default();
+    assert!(waited.ends_with("/.bashrc is gone"), "{waited}");
+    // a file that never was there: served at once
+    let f = start("[[turn]]\nwait = { file = \"/nonexistent/probelab-never\", exists = false, timeout_ms = 50 }\ntext = \"at once\"\n").await;
+    let (status, _, text) = post(&f, &body(hello(), false)).await;
+    assert_eq!(status, 200, "{text}");
+    assert!(text.contains("at once"), "{text}");
+}
+
+#[tokio::test]
 async fn the_turn_hook_runs_before_the_turns_wait_so_a_turn_can_wait_for_what_it_set_off() {
     // the harness's at_turn faults: a gate file written for turn 1 lets a background job end, and
     // turn 1 waits for the job's mark; were the hook run after the wait, the turn would time out
@@ -181,4 +209,7 @@ fn a_wait_is_checked_when_the_script_loads() {
     assert!(err("[[turn]]\ntext = \"a\"\nwait = { timeout_ms = 5 }\n").contains("wait needs a condition"));
     assert!(err("[[turn]]\ntext = \"a\"\nwait = { contains = \"x\" }\n").contains("contains needs a file"));
     assert!(err("[[turn]]\ntext = \"a\"\nwait = { file = \"f\", sleep = 1 }\n").contains("unknown field `sleep`"));
+    assert!(err("[[turn]]\ntext = \"a\"\nwait = { exists = false }\n").contains("exists needs a file"));
+    assert!(err("[[turn]]\ntext = \"a\"\nwait = { file = \"f\", exists = false, contains = \"x\" }\n")
+        .contains("exclude each other"));
 }
