@@ -409,14 +409,32 @@ impl TaskRegistry {
 /// to the model) or without (as queued in the session log, the output staying in the file).
 fn command_notification(t: &Task, output: Option<&str>) -> String {
     format!(
-        "<task-notification>\n<task-id>{}</task-id>\n<tool-use-id>{}</tool-use-id>\n<output-file>{}</output-file>\n<status>{}</status>\n<summary>{}</summary>\n{}</task-notification>",
+        "{}\n{}</task-notification>",
+        notification_head(t, &summary(t)),
+        output.map(|o| format!("<output>\n{o}\n</output>\n")).unwrap_or_default(),
+    )
+}
+
+/// The fields every `<task-notification>` opens with, through its `<summary>` (no line break after).
+fn notification_head(t: &Task, summary: &str) -> String {
+    format!(
+        "<task-notification>\n<task-id>{}</task-id>\n<tool-use-id>{}</tool-use-id>\n<output-file>{}</output-file>\n<status>{}</status>\n<summary>{summary}</summary>",
         t.id,
         t.tool_use_id,
         t.output_file.display(),
         t.status.word(),
-        summary(t),
-        output.map(|o| format!("<output>\n{o}\n</output>\n")).unwrap_or_default(),
     )
+}
+
+/// A sub-agent's or workflow run's final text as its `<result>` shows it: cut to
+/// [`BACKGROUND_RESULT_CHARS`] (BG-1), the count of all its characters after the cut.
+fn shown_result(result: &str) -> String {
+    let total = result.chars().count();
+    let mut shown: String = result.chars().take(BACKGROUND_RESULT_CHARS).collect();
+    if total > BACKGROUND_RESULT_CHARS {
+        shown.push_str(&format!("\n… [{total} chars in all]"));
+    }
+    shown
 }
 
 /// A finished sub-agent's notification: the reference's `<task-notification>` fields, its final text
@@ -424,22 +442,15 @@ fn command_notification(t: &Task, output: Option<&str>) -> String {
 /// completed (the reference's: `<subagent_tokens>`, `<tool_uses>`, `<duration_ms>`,
 /// `probes/claude-code/agent-background.toml`).
 fn agent_notification(t: &Task, result: &str, usage: Option<&str>) -> String {
-    let total = result.chars().count();
-    let mut shown: String = result.chars().take(BACKGROUND_RESULT_CHARS).collect();
-    if total > BACKGROUND_RESULT_CHARS {
-        shown.push_str(&format!("\n… [{total} chars in all]"));
-    }
     let summary = match t.status {
         Status::Completed => format!("Agent \"{}\" finished", t.description),
         Status::Killed => format!("Agent \"{}\" was stopped", t.description),
         _ => format!("Agent \"{}\" failed", t.description),
     };
     format!(
-        "<task-notification>\n<task-id>{}</task-id>\n<tool-use-id>{}</tool-use-id>\n<output-file>{}</output-file>\n<status>{}</status>\n<summary>{summary}</summary>\n<result>{shown}</result>\n{}</task-notification>",
-        t.id,
-        t.tool_use_id,
-        t.output_file.display(),
-        t.status.word(),
+        "{}\n<result>{}</result>\n{}</task-notification>",
+        notification_head(t, &summary),
+        shown_result(result),
         usage.filter(|_| t.status == Status::Completed).map(|u| format!("{u}\n")).unwrap_or_default(),
     )
 }
@@ -463,20 +474,9 @@ fn workflow_notification(t: &Task, end: &WorkflowEnd) -> String {
             xml_text(end.error.as_deref().unwrap_or("unknown error"))
         ),
     };
-    let mut out = format!(
-        "<task-notification>\n<task-id>{}</task-id>\n<tool-use-id>{}</tool-use-id>\n<output-file>{}</output-file>\n<status>{}</status>\n<summary>{summary}</summary>",
-        t.id,
-        t.tool_use_id,
-        t.output_file.display(),
-        t.status.word(),
-    );
+    let mut out = notification_head(t, &summary);
     if let (Status::Completed, Some(result)) = (t.status, &end.result) {
-        let total = result.chars().count();
-        let mut shown: String = result.chars().take(BACKGROUND_RESULT_CHARS).collect();
-        if total > BACKGROUND_RESULT_CHARS {
-            shown.push_str(&format!("\n… [{total} chars in all]"));
-        }
-        out.push_str(&format!("\n<result>{shown}</result>"));
+        out.push_str(&format!("\n<result>{}</result>", shown_result(result)));
     }
     for b in &end.blocks {
         out.push('\n');

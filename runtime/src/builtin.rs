@@ -44,6 +44,14 @@ pub const CRON_TOOLS: &[&str] = &["CronCreate", "CronDelete", "CronList"];
 pub const DISABLED_NOTICE_TOOLS: &[&str] =
     &["Agent", "AskUserQuestion", "CronCreate", "CronDelete", "CronList", "EnterPlanMode", "ExitPlanMode", "LSP"];
 
+/// [`DISABLED_NOTICE_TOOLS`] of a session with this env at this profile: without LSP where the release
+/// withholds the tool ([`lsp::withheld`]: 2.1.242 answers a call with the plain `Error: No such tool
+/// available: LSP`, `lsp.no-server` and `claude-code.lsp-roundtrip`).
+pub fn disabled_notice_tools(env: &BTreeMap<String, String>, profile: Profile) -> Vec<&'static str> {
+    let lsp_withheld = lsp::withheld(env, profile);
+    DISABLED_NOTICE_TOOLS.iter().copied().filter(|t| !(lsp_withheld && *t == lsp::LSP_TOOL)).collect()
+}
+
 /// Every built-in tool of the runtime.
 pub fn registry() -> Registry {
     Registry::from_tools(vec![
@@ -84,7 +92,8 @@ pub fn registry() -> Registry {
 
 /// The pool of a session with this env at this profile: [`registry`] less what the env switches off and
 /// what the profile's release does not offer (TaskOutput from 2.1.277: [`task_output::TASK_OUTPUT_LEAVES`];
-/// ToolSearch is on by default from 2.1.304: [`tool_search::TOOL_SEARCH_BY_DEFAULT`]). The Task* family
+/// LSP on 2.1.242 without `ENABLE_LSP_TOOL`: [`lsp::withheld`]; ToolSearch is on by default from 2.1.304:
+/// [`tool_search::TOOL_SEARCH_BY_DEFAULT`]). The Task* family
 /// appears with [`ENV_ENABLE_TODO_TOOLS`]; with [`ENV_ENABLE_TASKS`]`=0` as well, TodoWrite appears
 /// instead (never both: TODO-1); [`ENV_DISABLE_CRON`] removes the cron tools; ToolSearch is there only
 /// with `ENABLE_TOOL_SEARCH` or the profile's default (TS-1); Artifact only with `PROBELAB_ENABLE_ARTIFACT` (ART-1) and
@@ -96,6 +105,7 @@ pub fn pool(env: &BTreeMap<String, String>, profile: Profile) -> Registry {
     let cron_off = env_flag(env, ENV_DISABLE_CRON) == Some(true);
     let tool_search = tool_search::enabled(env, profile);
     let task_output = !profile.has(&task_output::TASK_OUTPUT_LEAVES);
+    let lsp_withheld = lsp::withheld(env, profile);
     r.retain(|name| {
         if TASK_TOOLS.contains(&name) {
             todo_flag && !tasks_off
@@ -105,6 +115,8 @@ pub fn pool(env: &BTreeMap<String, String>, profile: Profile) -> Registry {
             !cron_off
         } else if name == task_output::TASK_OUTPUT {
             task_output
+        } else if name == lsp::LSP_TOOL {
+            !lsp_withheld
         } else if name == tool_search::TOOL_SEARCH {
             tool_search
         } else if name == artifact::ARTIFACT {
@@ -253,8 +265,8 @@ pub async fn start(mut config: SessionConfig) -> Result<Runtime, RuleError> {
         session: Arc::new(session),
     };
     let extensions = extensions(&pool);
-    Ok(Runtime::new(pool, &config.settings, config.ask, ctx)
-        .with_extensions(extensions, DISABLED_NOTICE_TOOLS.to_vec()))
+    let notice = disabled_notice_tools(&ctx.env, config.profile);
+    Ok(Runtime::new(pool, &config.settings, config.ask, ctx).with_extensions(extensions, notice))
 }
 
 /// The MCP servers of a session that could not be started, with why.
@@ -273,16 +285,17 @@ pub async fn shutdown(ctx: &ToolContext) {
 }
 
 /// The tools a sub-agent of `kind` at `depth` explains as "disabled for this session" and those it
-/// explains as "not among the tools available here" (from 2.1.295,
+/// explains as "not among the tools available here" (from 2.1.293,
 /// [`crate::pipeline::SUBAGENT_NOT_HERE_NOTICE`]: what its type takes away, and Agent past the nesting
 /// cap). A general-purpose child's TaskOutput is not measured: it stays plain "not available".
 pub fn child_notices(
+    env: &BTreeMap<String, String>,
     profile: Profile,
     kind: &agent_tool::AgentType,
     depth: usize,
 ) -> (Vec<&'static str>, Vec<&'static str>) {
     let not_here = profile.has(&crate::pipeline::SUBAGENT_NOT_HERE_NOTICE);
-    let mut notice = DISABLED_NOTICE_TOOLS.to_vec();
+    let mut notice = disabled_notice_tools(env, profile);
     let mut taken: Vec<&'static str> = Vec::new();
     if not_here && depth >= agent_tool::MAX_AGENT_DEPTH {
         taken.push(agent_tool::AGENT);
@@ -333,10 +346,10 @@ impl agent_tool::Composer for Builtin {
         let extensions = extensions(&pool);
         // the tools the agent's type takes away are "disabled" too: measured on 2.1.235, an Explore
         // child's Edit call is answered `Error: No such tool available: Edit. Edit is disabled for this
-        // session, in subagents as well as here.` (`probes/agent/checks-shared.toml`); from 2.1.295 they,
+        // session, in subagents as well as here.` (`probes/agent/checks-shared.toml`); from 2.1.293 they,
         // and Agent past the nesting cap, are "not among the tools available here" instead
         // (`pipeline::SUBAGENT_NOT_HERE_NOTICE`)
-        let (notice, taken) = child_notices(profile, spec.kind, depth);
+        let (notice, taken) = child_notices(&parent.env, profile, spec.kind, depth);
         Ok(Runtime::new(pool, &ps.settings, ps.ask_answer, ctx)
             .with_extensions(extensions, notice)
             .with_not_here(taken))
@@ -408,20 +421,49 @@ mod tests {
     }
 
     #[test]
-    fn a_sub_agents_missing_tool_is_not_here_from_2_1_295() {
+    fn lsp_is_withheld_on_2_1_242_only_unless_enable_lsp_tool() {
+        // docs/version-facts.md row 6c: no LSP tool on 2.1.242, a call the plain "No such tool available"
+        for v in ["2.1.235", "2.1.241", "2.1.243", "2.1.333"] {
+            assert!(names_at(v, &[]).contains(&"LSP"), "{v}");
+            let notice = disabled_notice_tools(&BTreeMap::new(), Profile::at(v).unwrap_or_else(|e| panic!("{e}")));
+            assert!(notice.contains(&"LSP"), "{v}: {notice:?}");
+        }
+        let at_242 = Profile::at("2.1.242").unwrap_or_else(|e| panic!("{e}"));
+        assert!(!names_at("2.1.242", &[]).contains(&"LSP"));
+        assert!(!names_at("2.1.242", &[("ENABLE_LSP_TOOL", "0")]).contains(&"LSP"));
+        assert!(names_at("2.1.242", &[("ENABLE_LSP_TOOL", "1")]).contains(&"LSP"));
+        let none = disabled_notice_tools(&BTreeMap::new(), at_242);
+        assert!(!none.contains(&"LSP") && none.contains(&"CronList"), "{none:?}");
+        let on = BTreeMap::from([("ENABLE_LSP_TOOL".to_string(), "1".to_string())]);
+        assert!(disabled_notice_tools(&on, at_242).contains(&"LSP"));
+        // a sub-agent's notices follow the session's
+        let gp = agent_tool::agent_type("general-purpose").unwrap_or_else(|| panic!("no general-purpose"));
+        assert!(!child_notices(&BTreeMap::new(), at_242, gp, 1).0.contains(&"LSP"));
+        // the text a call gets: plain where LSP is not among the disabled-notice tools
+        let sb = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let ctx = ToolContext::for_sandbox(sb.path(), Arc::new(crate::model::EstimateTokens))
+            .unwrap_or_else(|e| panic!("{e}"));
+        let rt = Runtime::new(Registry::default(), &Settings::default(), AskAnswer::default(), ctx)
+            .with_extensions(Vec::new(), none);
+        assert_eq!(rt.no_such_tool("LSP"), "Error: No such tool available: LSP");
+    }
+
+    #[test]
+    fn a_sub_agents_missing_tool_is_not_here_from_2_1_293() {
         let explore = agent_tool::agent_type("Explore").unwrap_or_else(|| panic!("no Explore"));
         let gp = agent_tool::agent_type("general-purpose").unwrap_or_else(|| panic!("no general-purpose"));
         let at = |v: &str| Profile::at(v).unwrap_or_else(|e| panic!("{e}"));
         // before: every missing tool of the child is "disabled"
-        let (disabled, not_here) = child_notices(at("2.1.285"), explore, agent_tool::MAX_AGENT_DEPTH);
+        let (disabled, not_here) = child_notices(&BTreeMap::new(), at("2.1.292"), explore, agent_tool::MAX_AGENT_DEPTH);
         assert!(not_here.is_empty());
         assert!(disabled.contains(&"Edit") && disabled.contains(&"Agent") && disabled.contains(&"CronList"));
-        // from 2.1.295: what the type takes away and Agent past the cap are "not here"
-        let (disabled, not_here) = child_notices(at("2.1.295"), explore, agent_tool::MAX_AGENT_DEPTH);
+        // from 2.1.293 (agent.nesting's goldens: 2.1.292 old, 2.1.293 new): what the type takes away and
+        // Agent past the cap are "not here"
+        let (disabled, not_here) = child_notices(&BTreeMap::new(), at("2.1.293"), explore, agent_tool::MAX_AGENT_DEPTH);
         assert!(not_here.contains(&"Edit") && not_here.contains(&"Agent"), "{not_here:?}");
         assert!(!disabled.contains(&"Edit") && !disabled.contains(&"Agent") && disabled.contains(&"CronList"));
         // a general-purpose child below the cap keeps Agent "disabled" (the session's own notice)
-        let (disabled, not_here) = child_notices(at("2.1.333"), gp, 1);
+        let (disabled, not_here) = child_notices(&BTreeMap::new(), at("2.1.333"), gp, 1);
         assert!(disabled.contains(&"Agent") && !not_here.contains(&"Agent"));
         assert!(!not_here.contains(&"TaskOutput"));
         // the texts

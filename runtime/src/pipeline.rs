@@ -93,15 +93,15 @@ pub trait Extension: Send + Sync {
     }
 }
 
-/// From 2.1.295 a sub-agent's call of a tool its type takes away, or of Agent past the nesting cap, is
+/// From 2.1.293 a sub-agent's call of a tool its type takes away, or of Agent past the nesting cap, is
 /// answered `… X is not among the tools available here. Continue with the tools you have.` (was: "X is
 /// disabled for this session, in subagents as well as here."; the session's own disabled tools keep
 /// that text). Measured by `agent.checks-shared` and `agent.nesting`; the timeline has no entry of its
-/// own for it (the probes' other changes hide it), the committed goldens bisect it to 2.1.285 (old)
-/// → 2.1.295 (new), no cell in between has the probes.
+/// own for it (the probes' other changes hide it), the committed goldens have it at 2.1.292 (old) →
+/// 2.1.293 (new) (first placed at 2.1.295 when no cell between 2.1.285 and 2.1.295 had the probes).
 pub const SUBAGENT_NOT_HERE_NOTICE: Switch = Switch {
     name: "a sub-agent's missing tool is not among the tools available here",
-    since: "2.1.295",
+    since: "2.1.293",
     probe: "agent.nesting",
 };
 
@@ -124,7 +124,7 @@ pub struct Runtime {
     pub extensions: Vec<Arc<dyn Extension>>,
     /// Tools whose absence the reference explains as "disabled for this session" (PIPE-3).
     pub disabled_notice: Vec<&'static str>,
-    /// Tools a sub-agent's type (or the nesting cap) takes away, explained from 2.1.295 as "not among
+    /// Tools a sub-agent's type (or the nesting cap) takes away, explained from 2.1.293 as "not among
     /// the tools available here" ([`SUBAGENT_NOT_HERE_NOTICE`]).
     pub not_here_notice: Vec<&'static str>,
     /// Tools of the pool a bare deny rule removed (PIPE-6).
@@ -346,7 +346,7 @@ impl Runtime {
     /// `probes/pipeline/deny-hides-tool.toml`) the reference adds that the tool is disabled for the
     /// session; any other name (a switched-off Task* tool, ToolSearch with tool search off, an unknown or
     /// MCP name) is just not available.
-    /// From 2.1.295 a tool a sub-agent's type takes away (an Explore child's Edit) and Agent past the
+    /// From 2.1.293 a tool a sub-agent's type takes away (an Explore child's Edit) and Agent past the
     /// nesting cap are [`NOT_HERE`] instead ([`Runtime::not_here_notice`], [`SUBAGENT_NOT_HERE_NOTICE`]).
     pub(crate) fn no_such_tool(&self, name: &str) -> String {
         if self.not_here_notice.contains(&name) {

@@ -11,11 +11,14 @@ pub const SWITCHES: &[&Switch] = &[
     &crate::tools::lsp::LSP_IN_THE_FIRST_REQUEST,
     &crate::tools::workflow::RUN_ID_NAMED,
     &crate::tools::read::PDF_DOCUMENT_IN_RESULT,
+    &crate::tools::lsp::LSP_TOOL_WITHHELD,
+    &crate::tools::lsp::LSP_TOOL_BACK,
     &crate::tools::workflow::SCRIPT_REFUSAL_HINT,
     &crate::tools::send_message::UNREACHABLE_NAMES_LIST_AGENTS,
     &crate::tools::grep::CONTENT_FROM_JSON,
     &crate::fs::SYMLINK_REFUSAL_REWORDED,
     &crate::tools::glob::PATTERN_FROM_PATH,
+    &crate::tools::tool_search::REQUIRED_DESCRIBED_LAST,
     &crate::validation::DETAIL_LOST,
     &crate::fs::MISSING_SEARCH_PATH_UNWRAPPED,
     &crate::tools::workflow::RESUME_NEEDS_JOURNAL,
@@ -32,6 +35,7 @@ pub const SWITCHES: &[&Switch] = &[
     &crate::hooks::JSON_DENY_PREFIXED,
     &crate::tools::edit::NOTE_ONLY_WHEN_SEEN,
     &crate::validation::DETAIL_BACK,
+    &crate::tools::tool_search::REQUIRED_DESCRIBED_FIRST_AGAIN,
     &crate::tools::read::BINARY_REFUSAL_SUGGESTS_SKILL,
     &crate::pipeline::SUBAGENT_NOT_HERE_NOTICE,
     &crate::tools::edit::NOTE_NEEDS_RECORDED_TEXT,
@@ -56,6 +60,7 @@ pub const SWITCHES: &[&Switch] = &[
     &crate::tools::cron::MAX_AGE_30_DAYS,
     &crate::tools::task_list::GET_HIDES_DONE_BLOCKERS,
     &crate::tools::notebook_edit::CELL_SHAPED_BY_TYPE,
+    &crate::tools::lsp::format::ONE_FILE_SINGULAR,
 ];
 
 #[cfg(test)]

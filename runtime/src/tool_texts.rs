@@ -1,8 +1,9 @@
 //! The tools' descriptions and input schemas as each measured Claude Code release sends them: data, not
 //! code. `runtime/data/tool-texts.json` is generated from the committed real goldens
-//! (`golden/claude-code@V/*.snap`, every `tools:` line, and the tool blobs of `golden/blobs/`) by this
-//! module's test, which fails when the file is stale: `PROBELAB_BLESS_TOOL_TEXTS=1 cargo test -p
-//! probelab-runtime tool_texts` writes it again.
+//! (`golden/claude-code@V/*.snap`, every `tools:` line, and the tool blobs of `golden/blobs/`) by
+//! [`generate`]: every `--publish` of the lab (matrix, report, watch) writes it again when it is there,
+//! and this module's test fails when it is stale (`PROBELAB_BLESS_TOOL_TEXTS=1 cargo test -p
+//! probelab-runtime tool_texts` writes it too).
 //!
 //! For each sampled version and tool the text is the one most of that version's probes were sent (a
 //! text a probe's own settings shape — a sandbox note, a custom agent — is the less common one; ties go
@@ -27,6 +28,7 @@ use futures_util::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 /// The generated data (see the module's docs).
@@ -112,86 +114,92 @@ impl Tool for Offered {
     }
 }
 
+/// Placeholders of the lab's normaliser: a text holding one is not what the release sent.
+const PLACEHOLDERS: &[&str] = &["<home>", "<cwd>", "<sandbox>", "<tmp>", "<uuid>", "<id-", "<cwd-slug>"];
+
+/// What `runtime/data/tool-texts.json` holds for the goldens under `golden` (see the module's docs):
+/// every `golden/claude-code@V/` in release order, the tool blobs of `golden/blobs/`. A golden
+/// directory or its blobs that cannot be listed is an error; an unreadable snapshot or blob counts as
+/// holding no text.
+pub fn generate(golden: &Path) -> std::io::Result<Texts> {
+    let mut versions: Vec<(Release, PathBuf)> = std::fs::read_dir(golden)?
+        .flatten()
+        .filter_map(|e| {
+            let name = e.file_name().to_str()?.to_string();
+            Some((Release::parse(name.strip_prefix("claude-code@")?)?, e.path()))
+        })
+        .collect();
+    versions.sort();
+    let blobs: BTreeMap<String, PathBuf> = std::fs::read_dir(golden.join("blobs"))?
+        .flatten()
+        .filter_map(|e| Some((e.file_name().to_str()?.get(..12)?.to_string(), e.path())))
+        .collect();
+    let mut out = Texts::new();
+    for (release, dir) in versions {
+        // tool → short hash → in how many probes
+        let mut seen: BTreeMap<String, BTreeMap<String, usize>> = BTreeMap::new();
+        let mut snaps: Vec<PathBuf> =
+            std::fs::read_dir(&dir).into_iter().flatten().flatten().map(|e| e.path()).collect();
+        snaps.sort();
+        for snap in snaps.iter().filter(|p| p.extension().is_some_and(|x| x == "snap")) {
+            let text = std::fs::read_to_string(snap).unwrap_or_default();
+            let mut here: BTreeMap<String, String> = BTreeMap::new();
+            for line in text.lines().filter_map(|l| l.strip_prefix("tools: ")) {
+                let tokens: Vec<&str> = line.split(' ').collect();
+                for (i, tok) in tokens.iter().enumerate() {
+                    let Some((name, hash)) = tok.split_once('@') else { continue };
+                    if tokens.get(i + 1) == Some(&"(deferred)") || name.starts_with("mcp__") {
+                        continue;
+                    }
+                    here.entry(name.to_string()).or_insert_with(|| hash.to_string());
+                }
+            }
+            for (name, hash) in here {
+                *seen.entry(name).or_default().entry(hash).or_default() += 1;
+            }
+        }
+        for (name, hashes) in seen {
+            // the most common; ties to the smaller hash (BTreeMap order, max_by keeps the last max)
+            let best = hashes.iter().rev().max_by_key(|(_, n)| **n).map(|(h, _)| h.clone()).unwrap_or_default();
+            let Some(path) = blobs.get(&best) else { continue };
+            let raw = std::fs::read_to_string(path).unwrap_or_default();
+            if PLACEHOLDERS.iter().any(|p| raw.contains(p)) {
+                continue;
+            }
+            let Ok(Value::Object(blob)) = serde_json::from_str::<Value>(&raw) else { continue };
+            if blob.keys().any(|k| !matches!(k.as_str(), "name" | "description" | "input_schema")) {
+                continue;
+            }
+            let text = Text {
+                from: release.to_string(),
+                description: blob.get("description").and_then(Value::as_str).unwrap_or_default().to_string(),
+                input_schema: blob.get("input_schema").cloned().unwrap_or(Value::Null),
+            };
+            let entries = out.entry(name).or_default();
+            let same = entries
+                .last()
+                .is_some_and(|l: &Text| l.description == text.description && l.input_schema == text.input_schema);
+            if !same {
+                entries.push(text);
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The file's text for `texts`: pretty JSON with a final newline.
+pub fn to_json(texts: &Texts) -> String {
+    serde_json::to_string_pretty(texts).unwrap_or_default() + "\n"
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::path::{Path, PathBuf};
-
-    /// Placeholders of the lab's normaliser: a text holding one is not what the release sent.
-    const PLACEHOLDERS: &[&str] = &["<home>", "<cwd>", "<sandbox>", "<tmp>", "<uuid>", "<id-", "<cwd-slug>"];
-
-    fn generate(golden: &Path) -> Texts {
-        let mut versions: Vec<(Release, PathBuf)> = std::fs::read_dir(golden)
-            .unwrap_or_else(|e| panic!("{}: {e}", golden.display()))
-            .flatten()
-            .filter_map(|e| {
-                let name = e.file_name().to_str()?.to_string();
-                Some((Release::parse(name.strip_prefix("claude-code@")?)?, e.path()))
-            })
-            .collect();
-        versions.sort();
-        let blobs: BTreeMap<String, PathBuf> = std::fs::read_dir(golden.join("blobs"))
-            .unwrap_or_else(|e| panic!("blobs: {e}"))
-            .flatten()
-            .filter_map(|e| Some((e.file_name().to_str()?.get(..12)?.to_string(), e.path())))
-            .collect();
-        let mut out = Texts::new();
-        for (release, dir) in versions {
-            // tool → short hash → in how many probes
-            let mut seen: BTreeMap<String, BTreeMap<String, usize>> = BTreeMap::new();
-            let mut snaps: Vec<PathBuf> =
-                std::fs::read_dir(&dir).into_iter().flatten().flatten().map(|e| e.path()).collect();
-            snaps.sort();
-            for snap in snaps.iter().filter(|p| p.extension().is_some_and(|x| x == "snap")) {
-                let text = std::fs::read_to_string(snap).unwrap_or_default();
-                let mut here: BTreeMap<String, String> = BTreeMap::new();
-                for line in text.lines().filter_map(|l| l.strip_prefix("tools: ")) {
-                    let tokens: Vec<&str> = line.split(' ').collect();
-                    for (i, tok) in tokens.iter().enumerate() {
-                        let Some((name, hash)) = tok.split_once('@') else { continue };
-                        if tokens.get(i + 1) == Some(&"(deferred)") || name.starts_with("mcp__") {
-                            continue;
-                        }
-                        here.entry(name.to_string()).or_insert_with(|| hash.to_string());
-                    }
-                }
-                for (name, hash) in here {
-                    *seen.entry(name).or_default().entry(hash).or_default() += 1;
-                }
-            }
-            for (name, hashes) in seen {
-                // the most common; ties to the smaller hash (BTreeMap order, max_by keeps the last max)
-                let best = hashes.iter().rev().max_by_key(|(_, n)| **n).map(|(h, _)| h.clone()).unwrap_or_default();
-                let Some(path) = blobs.get(&best) else { continue };
-                let raw = std::fs::read_to_string(path).unwrap_or_default();
-                if PLACEHOLDERS.iter().any(|p| raw.contains(p)) {
-                    continue;
-                }
-                let Ok(Value::Object(blob)) = serde_json::from_str::<Value>(&raw) else { continue };
-                if blob.keys().any(|k| !matches!(k.as_str(), "name" | "description" | "input_schema")) {
-                    continue;
-                }
-                let text = Text {
-                    from: release.to_string(),
-                    description: blob.get("description").and_then(Value::as_str).unwrap_or_default().to_string(),
-                    input_schema: blob.get("input_schema").cloned().unwrap_or(Value::Null),
-                };
-                let entries = out.entry(name).or_default();
-                let same = entries
-                    .last()
-                    .is_some_and(|l: &Text| l.description == text.description && l.input_schema == text.input_schema);
-                if !same {
-                    entries.push(text);
-                }
-            }
-        }
-        out
-    }
 
     #[test]
     fn the_committed_tool_texts_are_what_the_goldens_hold() {
         let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-        let made = serde_json::to_string_pretty(&generate(&root.join("golden"))).unwrap_or_default() + "\n";
+        let made = to_json(&generate(&root.join("golden")).unwrap_or_else(|e| panic!("{e}")));
         let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("data/tool-texts.json");
         if std::env::var_os("PROBELAB_BLESS_TOOL_TEXTS").is_some_and(|v| v == "1") {
             std::fs::write(&file, &made).unwrap_or_else(|e| panic!("{}: {e}", file.display()));

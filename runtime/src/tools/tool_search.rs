@@ -212,25 +212,48 @@ pub fn announcement(names: &[&str]) -> Option<String> {
     Some(format!("{ANNOUNCEMENT}\n{}", names.join("\n")))
 }
 
+/// From Claude Code 2.1.257 the schema [`unloaded_hint`] quotes has a required property's `description`
+/// after its other keys (`"notebook_path":{"type":"string","description":…}`; an optional one keeps it
+/// first): measured by `tool-search.select` on NotebookEdit, the same in every committed golden from
+/// 2.1.257 to 2.1.284 (2.1.252 and 2.1.285 have it first throughout). [`REQUIRED_DESCRIBED_FIRST_AGAIN`]
+/// reverts it.
+pub const REQUIRED_DESCRIBED_LAST: Switch = Switch {
+    name: "ToolSearch: the quoted schema has a required property's description last",
+    since: "2.1.257",
+    probe: "tool-search.select",
+};
+
+/// From 2.1.285 every property's `description` is first again in the quoted schema (reverts
+/// [`REQUIRED_DESCRIBED_LAST`]).
+pub const REQUIRED_DESCRIBED_FIRST_AGAIN: Switch = Switch {
+    name: "ToolSearch: the quoted schema has every description first again (reverts the 2.1.257 order)",
+    since: "2.1.285",
+    probe: "tool-search.select",
+};
+
 /// The paragraph the reference adds to a schema error of a deferred tool that was not loaded (measured).
 /// The schema it quotes is not the one the API gets but its validator's JSON Schema form
-/// ([`validator_schema`]).
-pub fn unloaded_hint(name: &str, schema: &Value) -> String {
+/// ([`validator_schema`], in the key order of the session's release: [`REQUIRED_DESCRIBED_LAST`]).
+pub fn unloaded_hint(name: &str, schema: &Value, profile: Profile) -> String {
+    let required_last = profile.has(&REQUIRED_DESCRIBED_LAST) && !profile.has(&REQUIRED_DESCRIBED_FIRST_AGAIN);
     format!(
         "\n\nThis tool's schema was not sent to the API — it was not in the discovered-tool set derived from message history. Without the schema in your prompt, typed parameters (arrays, numbers, booleans) get emitted as strings and the client-side parser rejects them. Load the tool first: call ToolSearch with query \"select:{name}\", then retry this call. For reference, this tool's input schema is: {}",
         // a JSON value always serialises
-        serde_json::to_string(&validator_schema(schema)).unwrap_or_default()
+        serde_json::to_string(&validator_schema(schema, required_last)).unwrap_or_default()
     )
 }
 
 /// A tool's API schema as the reference prints it in [`unloaded_hint`] (measured on 2.1.235 for
 /// NotebookEdit, `probes/tool-search/select.toml`): `"$schema":
 /// "https://json-schema.org/draft/2020-12/schema"` first (the API's has draft-07 last), and in every
-/// sub-schema `description` before the other keys, which keep their order.
-pub fn validator_schema(schema: &Value) -> Value {
+/// sub-schema `description` before the other keys, which keep their order; with `required_last`
+/// ([`REQUIRED_DESCRIBED_LAST`]) a property an object's `required` names has its `description` after
+/// them instead (measured on properties of `type` and `description` alone: where it goes among more
+/// keys is zod's order, `{...schema, ...meta}`).
+pub fn validator_schema(schema: &Value, required_last: bool) -> Value {
     let mut top = serde_json::Map::new();
     top.insert("$schema".into(), json!("https://json-schema.org/draft/2020-12/schema"));
-    if let Value::Object(m) = description_first(schema) {
+    if let Value::Object(m) = described(schema, required_last, false) {
         for (k, v) in m {
             if k != "$schema" {
                 top.insert(k, v);
@@ -241,30 +264,47 @@ pub fn validator_schema(schema: &Value) -> Value {
     schema.clone()
 }
 
-/// `v` with `description` first in each schema object, recursively (properties, items, any-/all-/oneOf).
-fn description_first(v: &Value) -> Value {
+/// `v` with `description` first in each schema object, recursively (properties, items, any-/all-/oneOf);
+/// last in `v` itself when `last`, and in a property its object requires when `required_last`.
+fn described(v: &Value, required_last: bool, last: bool) -> Value {
     let Value::Object(m) = v else { return v.clone() };
+    let required: Vec<&str> = match m.get("required") {
+        Some(Value::Array(names)) if required_last => names.iter().filter_map(Value::as_str).collect(),
+        _ => Vec::new(),
+    };
+    let inner = |x: &Value| described(x, required_last, false);
     let mut out = serde_json::Map::new();
-    if let Some(d) = m.get("description") {
+    let description = m.get("description");
+    if let (Some(d), false) = (description, last) {
         out.insert("description".into(), d.clone());
     }
     for (k, x) in m {
         let x = match k.as_str() {
             "description" => continue,
-            "properties" | "$defs" | "definitions" => match x {
-                Value::Object(props) => {
-                    Value::Object(props.iter().map(|(n, s)| (n.clone(), description_first(s))).collect())
-                }
+            "properties" => match x {
+                Value::Object(props) => Value::Object(
+                    props
+                        .iter()
+                        .map(|(n, s)| (n.clone(), described(s, required_last, required.contains(&n.as_str()))))
+                        .collect(),
+                ),
                 _ => x.clone(),
             },
-            "items" | "additionalProperties" | "not" => description_first(x),
+            "$defs" | "definitions" => match x {
+                Value::Object(defs) => Value::Object(defs.iter().map(|(n, s)| (n.clone(), inner(s))).collect()),
+                _ => x.clone(),
+            },
+            "items" | "additionalProperties" | "not" => inner(x),
             "anyOf" | "allOf" | "oneOf" => match x {
-                Value::Array(xs) => Value::Array(xs.iter().map(description_first).collect()),
+                Value::Array(xs) => Value::Array(xs.iter().map(inner).collect()),
                 _ => x.clone(),
             },
             _ => x.clone(),
         };
         out.insert(k.clone(), x);
+    }
+    if let (Some(d), true) = (description, last) {
+        out.insert("description".into(), d.clone());
     }
     Value::Object(out)
 }
@@ -434,7 +474,7 @@ impl crate::pipeline::Extension for Deferral {
     fn on_invalid_input(&self, rt: &crate::pipeline::Runtime, tool: &dyn Tool, message: &mut String) {
         if Deferral::deferred(rt, tool.name()) && !rt.ctx.session.state::<ToolSearchState>().is_loaded(tool.name()) {
             // the schema as this session's pool sends it (a version profile's text of the tool)
-            message.push_str(&unloaded_hint(tool.name(), &rt.registry.sent_schema(tool)));
+            message.push_str(&unloaded_hint(tool.name(), &rt.registry.sent_schema(tool), rt.ctx.profile()));
         }
     }
 
@@ -519,6 +559,30 @@ mod tests {
         assert_eq!(search(&c, "+github issue", 5), ["mcp__github__create_issue"]);
         assert!(search(&c, "+jira issue", 5).is_empty(), "a required term must be in the name");
         assert_eq!(search(&c, "+web fetch", 5), ["WebFetch", "WebSearch"]);
+    }
+
+    /// The quoted schema's key order: `description` first everywhere before REQUIRED_DESCRIBED_LAST
+    /// (2.1.252), last in a required property from it (2.1.257: `tool-search.select`'s NotebookEdit), first
+    /// again from REQUIRED_DESCRIBED_FIRST_AGAIN (2.1.285).
+    #[test]
+    fn the_quoted_schema_orders_a_required_propertys_description_by_release() {
+        let schema = json!({"type": "object", "properties": {
+            "path": {"type": "string", "description": "p"},
+            "mode": {"type": "string", "enum": ["a"], "description": "m"},
+            "list": {"type": "array", "items": {"type": "string", "description": "i"}, "description": "l"}},
+            "required": ["path", "list"], "additionalProperties": false});
+        let quoted = |v: &str| {
+            let hint = unloaded_hint("T", &schema, Profile::at(v).unwrap_or_else(|e| panic!("{e}")));
+            hint.rsplit_once("input schema is: ").map(|(_, s)| s.to_string()).unwrap_or_else(|| panic!("{hint}"))
+        };
+        let first = r#"{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object","properties":{"path":{"description":"p","type":"string"},"mode":{"description":"m","type":"string","enum":["a"]},"list":{"description":"l","type":"array","items":{"description":"i","type":"string"}}},"required":["path","list"],"additionalProperties":false}"#;
+        let last = r#"{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object","properties":{"path":{"type":"string","description":"p"},"mode":{"description":"m","type":"string","enum":["a"]},"list":{"type":"array","items":{"description":"i","type":"string"},"description":"l"}},"required":["path","list"],"additionalProperties":false}"#;
+        assert_eq!(quoted("2.1.235"), first);
+        assert_eq!(quoted("2.1.252"), first);
+        assert_eq!(quoted("2.1.257"), last);
+        assert_eq!(quoted("2.1.284"), last);
+        assert_eq!(quoted("2.1.285"), first);
+        assert_eq!(quoted("2.1.333"), first);
     }
 
     #[test]

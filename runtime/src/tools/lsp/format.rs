@@ -8,8 +8,15 @@
 //! answers (a location without `uri`, a symbol without `location`) the way the reference does — drop
 //! the bad part, keep the rest — where a typed parse would refuse the whole answer.
 
+use crate::profile::{Profile, Switch};
 use serde_json::Value;
 use std::path::{Component, Path, PathBuf};
+
+/// From Claude Code 2.1.334 findReferences says `across 1 file` (was `across 1 files`; more files keep
+/// `files`): measured by `claude-code.lsp-inputs` (result 6, `docs/changes/2.1.334.md`; 2.1.333 and
+/// every release before it say `1 files`).
+pub const ONE_FILE_SINGULAR: Switch =
+    Switch { name: "LSP findReferences says across 1 file", since: "2.1.334", probe: "claude-code.lsp-inputs" };
 
 /// The text, the number of results and the number of files they are in.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -183,7 +190,7 @@ fn definitions(result: &Value, cwd: &Path) -> Formatted {
     Formatted { text, result_count, file_count }
 }
 
-fn references(result: &Value, cwd: &Path) -> Formatted {
+fn references(result: &Value, cwd: &Path, one_file_singular: bool) -> Formatted {
     let list: Vec<Value> = result.as_array().cloned().unwrap_or_default();
     let good: Vec<&Value> = list.iter().filter(|l| has_uri(l)).collect();
     let (result_count, file_count) = (good.len(), files(good.iter().map(|l| l["uri"].to_string())));
@@ -193,7 +200,8 @@ fn references(result: &Value, cwd: &Path) -> Formatted {
         format!("Found 1 reference:\n  {}", loc_text(good[0], cwd))
     } else {
         let groups = group(&good, |v| v["uri"].as_str(), cwd);
-        let mut out = vec![format!("Found {} references across {} files:", good.len(), groups.len())];
+        let files = if groups.len() == 1 && one_file_singular { "file" } else { "files" };
+        let mut out = vec![format!("Found {} references across {} {files}:", good.len(), groups.len())];
         for (file, items) in groups {
             out.push(format!("\n{file}:"));
             for it in items {
@@ -386,11 +394,11 @@ fn calls(result: &Value, cwd: &Path, incoming: bool) -> Formatted {
     Formatted { text: out.join("\n"), result_count: list.len(), file_count }
 }
 
-/// Formats the answer to `operation` (one of LSP-1's nine).
-pub fn format(operation: &str, result: &Value, cwd: &Path) -> Formatted {
+/// Formats the answer to `operation` (one of LSP-1's nine) as Claude Code at `profile` words it.
+pub fn format(operation: &str, result: &Value, cwd: &Path, profile: Profile) -> Formatted {
     match operation {
         "goToDefinition" | "goToImplementation" => definitions(result, cwd),
-        "findReferences" => references(result, cwd),
+        "findReferences" => references(result, cwd, profile.has(&ONE_FILE_SINGULAR)),
         "hover" => hover(result),
         "documentSymbol" => document_symbols(result, cwd),
         "workspaceSymbol" => workspace_symbols(result, cwd),
@@ -414,16 +422,26 @@ mod tests {
 
     #[test]
     fn definitions_are_one_based_and_relative() {
-        let f = format("goToDefinition", &json!([loc("file:///sb/work/a.probe", 2, 4)]), Path::new(CWD));
+        let f = format(
+            "goToDefinition",
+            &json!([loc("file:///sb/work/a.probe", 2, 4)]),
+            Path::new(CWD),
+            Profile::reference(),
+        );
         assert_eq!(f, Formatted { text: "Defined in a.probe:3:5".into(), result_count: 1, file_count: 1 });
         let two = json!([loc("file:///sb/work/a.probe", 0, 0), loc("file:///other/b%20c.probe", 1, 1), {"range": {}}]);
-        let f = format("goToDefinition", &two, Path::new(CWD));
+        let f = format("goToDefinition", &two, Path::new(CWD), Profile::reference());
         assert_eq!(f.text, "Found 2 definitions:\n  a.probe:1:1\n  /other/b c.probe:2:2");
         assert_eq!((f.result_count, f.file_count), (2, 2));
-        assert!(format("goToDefinition", &Value::Null, Path::new(CWD)).text.starts_with("No definition found."));
+        assert!(format("goToDefinition", &Value::Null, Path::new(CWD), Profile::reference())
+            .text
+            .starts_with("No definition found."));
         let link = json!({"targetUri": "file:///sb/work/x.probe", "targetRange": loc("", 5, 0)["range"],
             "targetSelectionRange": loc("", 5, 6)["range"]});
-        assert_eq!(format("goToImplementation", &link, Path::new(CWD)).text, "Defined in x.probe:6:7");
+        assert_eq!(
+            format("goToImplementation", &link, Path::new(CWD), Profile::reference()).text,
+            "Defined in x.probe:6:7"
+        );
     }
 
     #[test]
@@ -434,43 +452,62 @@ mod tests {
             loc("file:///sb/work/other.probe", 1, 2),
             {"uri": null}
         ]);
-        let f = format("findReferences", &r, Path::new(CWD));
+        let f = format("findReferences", &r, Path::new(CWD), Profile::reference());
         assert_eq!(
             f.text,
             "Found 3 references across 2 files:\n\na.probe:\n  Line 1:1\n  Line 3:5\n\nother.probe:\n  Line 2:3"
         );
         assert_eq!((f.result_count, f.file_count), (3, 2));
-        let one = format("findReferences", &json!([loc("file:///sb/work/a.probe", 0, 0)]), Path::new(CWD));
+        let one = format(
+            "findReferences",
+            &json!([loc("file:///sb/work/a.probe", 0, 0)]),
+            Path::new(CWD),
+            Profile::reference(),
+        );
         assert_eq!(one.text, "Found 1 reference:\n  a.probe:1:1");
+        // two references in one file: `1 files` before ONE_FILE_SINGULAR (2.1.333), `1 file` from it
+        let same = json!([loc("file:///sb/work/a.probe", 0, 0), loc("file:///sb/work/a.probe", 2, 4)]);
+        let at = |v: &str| {
+            let p = Profile::at(v).unwrap_or_else(|e| panic!("{e}"));
+            format("findReferences", &same, Path::new(CWD), p).text
+        };
+        assert_eq!(at("2.1.333"), "Found 2 references across 1 files:\n\na.probe:\n  Line 1:1\n  Line 3:5");
+        assert_eq!(at("2.1.334"), "Found 2 references across 1 file:\n\na.probe:\n  Line 1:1\n  Line 3:5");
+        assert!(format("findReferences", &r, Path::new(CWD), Profile::at("2.1.334").unwrap_or_else(|e| panic!("{e}")))
+            .text
+            .starts_with("Found 3 references across 2 files:"));
     }
 
     #[test]
     fn hover_symbols_and_calls() {
         let h = json!({"contents": {"kind": "markdown", "value": "**x**"}, "range": loc("", 0, 0)["range"]});
-        assert_eq!(format("hover", &h, Path::new(CWD)).text, "Hover info at 1:1:\n\n**x**");
-        assert_eq!(format("hover", &json!({"contents": ["a", {"value": "b"}]}), Path::new(CWD)).text, "a\n\nb");
+        assert_eq!(format("hover", &h, Path::new(CWD), Profile::reference()).text, "Hover info at 1:1:\n\n**x**");
+        assert_eq!(
+            format("hover", &json!({"contents": ["a", {"value": "b"}]}), Path::new(CWD), Profile::reference()).text,
+            "a\n\nb"
+        );
         let syms = json!([{"name": "Probe", "kind": 5, "range": loc("", 0, 0)["range"], "children": [
             {"name": "run", "kind": 6, "detail": "()", "range": loc("", 1, 2)["range"]}]}]);
-        let f = format("documentSymbol", &syms, Path::new(CWD));
+        let f = format("documentSymbol", &syms, Path::new(CWD), Profile::reference());
         assert_eq!(f.text, "Document symbols:\nProbe (Class) - Line 1\n  run (Method) () - Line 2");
         assert_eq!((f.result_count, f.file_count), (2, 1));
         let ws = json!([{"name": "A", "kind": 12, "location": loc("file:///sb/work/a.probe", 3, 0), "containerName": "M"},
             {"name": "B", "kind": 99, "location": {}}]);
-        let f = format("workspaceSymbol", &ws, Path::new(CWD));
+        let f = format("workspaceSymbol", &ws, Path::new(CWD), Profile::reference());
         assert_eq!(f.text, "Found 1 symbol in workspace:\n\na.probe:\n  A (Function) - Line 4 in M");
         let item =
             |n: &str| json!({"name": n, "kind": 12, "uri": "file:///sb/work/a.probe", "range": loc("", 4, 0)["range"]});
         let inc = json!([{"from": item("main"), "fromRanges": [loc("", 4, 4)["range"]]}]);
         assert_eq!(
-            format("incomingCalls", &inc, Path::new(CWD)).text,
+            format("incomingCalls", &inc, Path::new(CWD), Profile::reference()).text,
             "Found 1 incoming call:\n\na.probe:\n  main (Function) - Line 5 [calls at: 5:5]"
         );
         assert_eq!(
-            format("prepareCallHierarchy", &json!([item("run")]), Path::new(CWD)).text,
+            format("prepareCallHierarchy", &json!([item("run")]), Path::new(CWD), Profile::reference()).text,
             "Call hierarchy item: run (Function) - a.probe:5"
         );
         assert_eq!(
-            format("outgoingCalls", &json!([]), Path::new(CWD)).text,
+            format("outgoingCalls", &json!([]), Path::new(CWD), Profile::reference()).text,
             "No outgoing calls found (this function calls nothing)"
         );
     }

@@ -93,6 +93,38 @@ pub const LSP_SHUTDOWN_WITHOUT_PARAMS: crate::profile::Switch = crate::profile::
     probe: "claude-code.lsp-roundtrip",
 };
 
+/// Claude Code 2.1.242 (that release only) offers no LSP tool at all: with a plugin's server configured
+/// the tool is in no request, the server is never started, and a call is the plain `Error: No such tool
+/// available: LSP` (not the "disabled for this session" notice); [`ENV_ENABLE_LSP_TOOL`] brings it back.
+/// Measured by `claude-code.lsp-roundtrip`, `claude-code.lsp-inputs`, `claude-code.lsp-failures` and
+/// `lsp.no-server` (`docs/version-facts.md` row 6c: 2.1.241 / 2.1.242 / 2.1.243, three runs each).
+/// [`LSP_TOOL_BACK`] reverts it.
+pub const LSP_TOOL_WITHHELD: crate::profile::Switch = crate::profile::Switch {
+    name: "LSP tool offered only with ENABLE_LSP_TOOL",
+    since: "2.1.242",
+    probe: "claude-code.lsp-roundtrip",
+};
+
+/// From 2.1.243 the LSP tool is offered again without [`ENV_ENABLE_LSP_TOOL`] (reverts
+/// [`LSP_TOOL_WITHHELD`]; `docs/version-facts.md` row 6c).
+pub const LSP_TOOL_BACK: crate::profile::Switch = crate::profile::Switch {
+    name: "LSP tool offered again without ENABLE_LSP_TOOL (reverts the 2.1.242 one)",
+    since: "2.1.243",
+    probe: "claude-code.lsp-roundtrip",
+};
+
+/// Offers the LSP tool where the release withholds it ([`LSP_TOOL_WITHHELD`]): `1` on 2.1.242 gives the
+/// tool and its results (`Defined in a.probe:3:5`, `docs/version-facts.md` §6).
+pub const ENV_ENABLE_LSP_TOOL: &str = "ENABLE_LSP_TOOL";
+
+/// Whether a session with this env at this profile has no LSP tool whatever its plugins configure
+/// ([`LSP_TOOL_WITHHELD`] and not [`LSP_TOOL_BACK`], unless [`ENV_ENABLE_LSP_TOOL`] is on).
+pub fn withheld(env: &std::collections::BTreeMap<String, String>, profile: crate::profile::Profile) -> bool {
+    profile.has(&LSP_TOOL_WITHHELD)
+        && !profile.has(&LSP_TOOL_BACK)
+        && crate::settings::env_flag(env, ENV_ENABLE_LSP_TOOL) != Some(true)
+}
+
 /// The request the LSP tool is first offered in, at the session's profile.
 fn first_request(ctx: &ToolContext) -> usize {
     if ctx.profile().has(&LSP_IN_THE_FIRST_REQUEST) {
@@ -396,7 +428,7 @@ impl TypedTool for Lsp {
         if matches!(op, "findReferences" | "goToDefinition" | "goToImplementation" | "workspaceSymbol") {
             result = drop_ignored(op, result, &ctx.cwd).await;
         }
-        let f = format::format(op, &result, &ctx.cwd);
+        let f = format::format(op, &result, &ctx.cwd, ctx.profile());
         out(f.text, Some((f.result_count, f.file_count)))
     }
 }
