@@ -395,7 +395,7 @@ pub fn load_durations(path: &std::path::Path) -> Result<std::collections::BTreeM
     }
 }
 
-fn save_durations(path: &std::path::Path, d: &std::collections::BTreeMap<String, f64>) {
+pub(crate) fn save_durations(path: &std::path::Path, d: &std::collections::BTreeMap<String, f64>) {
     let rounded: std::collections::BTreeMap<&str, f64> =
         d.iter().map(|(k, v)| (k.as_str(), (v * 10.0).round() / 10.0)).collect();
     // a link in its place (a cloned repository may ship one) is replaced, never written through

@@ -2,14 +2,17 @@
 //!
 //! Not criterion: a cell is a real binary run of about a second, and the figure that matters is the
 //! throughput of the whole matrix. `cargo bench -p probelab-lab-benches --bench claude_code_matrix` runs
-//! every probe that applies to Claude Code on each version of `$PROBELAB_BENCH_VERSIONS` (comma list;
-//! default `2.1.235,2.1.333`, the versions scripts/setup installs) that is already installed in the
-//! cache (this bench installs nothing), at `-j` = the cores like `probelab run`, and prints per version the wall time and cells per minute, then
-//! the matrix rate and what the whole cache's versions would take at it. Verdicts and golden
-//! comparisons are counted, not required: versions other than the reference have few goldens.
+//! `probelab matrix`'s own loop ([`harness::observatory::matrix`], fresh: every cell, no cell kept) on
+//! each version of `$PROBELAB_BENCH_VERSIONS` (comma list; default `2.1.235,2.1.333`, the versions
+//! scripts/setup installs) that is already installed in the cache (this bench installs nothing), at the
+//! matrix's default `-j` (`$PROBELAB_BENCH_JOBS` overrides), and prints per version the wall time and
+//! cells per minute, then the matrix rate and what the whole cache's versions would take at it. The
+//! first version's cell durations order the next one's cells, longest first, as in a pass. Outcomes
+//! are counted, not required.
 
 use harness::lab::Layout;
-use harness::suite::{default_jobs, run_suite, Options, Status};
+use harness::observatory::{matrix, Goldens, MatrixOptions};
+use harness::observe::Outcome;
 use std::path::Path;
 use std::time::Instant;
 
@@ -37,35 +40,30 @@ fn main() {
         engine: harness::probe::sandbox::probelab_binary(),
         subjects: Default::default(),
     };
-    let jobs = default_jobs();
+    let jobs = std::env::var("PROBELAB_BENCH_JOBS")
+        .ok()
+        .and_then(|j| j.parse().ok())
+        .unwrap_or_else(harness::observatory::default_jobs);
     let rt = harness::suite::runtime(jobs).unwrap_or_else(|e| panic!("{e}"));
+    let out = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let opts =
+        MatrixOptions { out: out.path().to_path_buf(), fresh: true, goldens: Goldens::Compare, jobs, bless_only: None };
     println!("claude_code_matrix: -j {jobs}, versions {}", versions.join(", "));
-    println!("{:>10} {:>6} {:>8} {:>8} {:>7} {:>10}", "version", "cells", "passed", "golden", "wall s", "cells/min");
+    println!("{:>10} {:>6} {:>8} {:>8} {:>7} {:>10}", "version", "cells", "passed", "error", "wall s", "cells/min");
     let (mut cells, mut secs) = (0usize, 0f64);
     for v in &versions {
-        let opts = Options {
-            subject: harness::subject::SubjectId::claude_code(v),
-            jobs,
-            bless: false,
-            keep: false,
-            durations: None,
-        };
-        let (mut n, mut passed, mut same) = (0usize, 0usize, 0usize);
+        let (mut n, mut passed, mut errors) = (0usize, 0usize, 0usize);
         let t0 = Instant::now();
-        rt.block_on(run_suite(probes.clone(), &layout, &opts, |o| {
-            if matches!(o.status, Status::Skipped(_)) {
-                return;
-            }
+        let ran = rt.block_on(matrix(&probes, std::slice::from_ref(v), &layout, &opts, &mut |c| {
             n += 1;
-            if o.report.as_ref().is_some_and(|r| r.passed()) {
-                passed += 1;
-            }
-            if o.status == Status::Pass {
-                same += 1;
-            }
+            passed += usize::from(c.observation.outcome == Outcome::Pass);
+            errors += usize::from(c.observation.outcome == Outcome::Error);
         }));
+        if let Err(e) = ran {
+            panic!("the matrix on {v}: {e}");
+        }
         let wall = t0.elapsed().as_secs_f64();
-        println!("{v:>10} {n:>6} {passed:>8} {same:>8} {wall:>7.1} {:>10.1}", n as f64 * 60.0 / wall);
+        println!("{v:>10} {n:>6} {passed:>8} {errors:>8} {wall:>7.1} {:>10.1}", n as f64 * 60.0 / wall);
         cells += n;
         secs += wall;
     }

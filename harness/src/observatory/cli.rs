@@ -54,7 +54,7 @@ pub enum Command {
         /// Run every cell again, even those kept from an earlier run.
         #[arg(long)]
         fresh: bool,
-        /// Cells of one version run side by side, at most this many (default: the cores).
+        /// Cells of one version run side by side, at most this many (default: twice the cores).
         #[arg(short = 'j', long)]
         jobs: Option<usize>,
         /// The report as JSON instead of text.
@@ -79,7 +79,7 @@ pub enum Command {
         /// A JSON summary on stdout.
         #[arg(long)]
         json: bool,
-        /// Cells of one version run side by side, at most this many (default: the cores).
+        /// Cells of one version run side by side, at most this many (default: twice the cores).
         #[arg(short = 'j', long)]
         jobs: Option<usize>,
     },
@@ -293,7 +293,7 @@ impl At<'_> {
     /// `probelab watch [--json] [-j N]`: 0 nothing new (or no change), 1 changes found, 2 error.
     fn watch(&self, json: bool, jobs: Option<usize>) -> Outcome {
         let probes = self.probes(&[])?;
-        let jobs = jobs.unwrap_or_else(default_jobs);
+        let jobs = jobs.unwrap_or_else(super::default_jobs);
         let mut progress = Progress::new(0);
         let mut print = |d: &super::CellDone| print_cell(d, &mut progress);
         let mut say = |l: &str| eprintln!("watch: {l}");
@@ -326,7 +326,7 @@ impl At<'_> {
             out: a.out.unwrap_or_else(|| self.default_out()),
             fresh: a.fresh,
             goldens: if a.bless { Goldens::Bless } else { Goldens::Compare },
-            jobs: a.jobs.unwrap_or_else(default_jobs),
+            jobs: a.jobs.unwrap_or_else(super::default_jobs),
             bless_only: None,
         };
         let reference = crate::subject::id::SubjectId::claude_code(crate::subject::id::REFERENCE_VERSION);
@@ -460,11 +460,6 @@ impl At<'_> {
         print_bisection(&found, &cost);
         Ok(if found.iter().any(|f| f.boundary.is_some()) { ExitCode::SUCCESS } else { ExitCode::from(1) })
     }
-}
-
-/// Cells of one version side by side by default: the cores.
-fn default_jobs() -> usize {
-    std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2)
 }
 
 /// What `probelab watch` found, as text.
@@ -625,6 +620,10 @@ impl Progress {
 fn print_cell(d: &super::CellDone, progress: &mut Progress) {
     let o = &d.observation;
     let again = !d.resumed && (o.reproduced > 0 || !o.unstable.is_empty());
+    // `probelab watch` learns how many cells it runs from the matrix (npm is asked first)
+    if progress.total == 0 {
+        progress.total = d.total;
+    }
     let count = if again { "[again]".to_string() } else { progress.tick() };
     eprintln!(
         "{count:<22} {:<8} {:<10} {:<45} {}{}",
@@ -773,6 +772,11 @@ mod tests {
         p.tick();
         assert_eq!(p.tick(), "[4/4 ETA 0m00s]");
         assert_eq!(Progress::new(0).tick(), "[1]");
+        // a watch starts without a total: the matrix's first cell brings it
+        let mut p = Progress::new(0);
+        let obs = crate::observe::Observation::for_test("a", "2.1.1", crate::observe::Outcome::Pass, "f");
+        print_cell(&super::super::CellDone { observation: obs, resumed: false, total: 228 }, &mut p);
+        assert!(p.tick().starts_with("[2/228 ETA "));
     }
 
     #[test]

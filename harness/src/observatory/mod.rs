@@ -139,6 +139,18 @@ pub async fn run_cell(probe: &Probe, version: &str, layout: &Layout, goldens: Go
     }
 }
 
+/// Cells of one version side by side by default: twice the cores. A Claude Code cell is about a second
+/// of the binary's start-up CPU plus waits (its exit, a Bash timeout, a background task), so with one
+/// cell a core the cores idle ~20 % of a version: measured on 2 cores, 2.1.333's 114 cells took 69 s at
+/// -j 2 and 60 s at -j 4, and 342 cells of 2.1.235, 2.1.300 and 2.1.333 at -j 4 on a loaded machine
+/// had the outcome and fingerprint of their -j 2 cells, every one (stop 35).
+pub const JOBS_PER_CORE: usize = 2;
+
+/// The matrix's default `-j`: [`JOBS_PER_CORE`] × the cores.
+pub fn default_jobs() -> usize {
+    crate::suite::default_jobs() * JOBS_PER_CORE
+}
+
 /// How a matrix run goes.
 #[derive(Debug, Clone)]
 pub struct MatrixOptions {
@@ -172,6 +184,9 @@ pub struct CellDone {
     pub observation: Observation,
     /// Read from a previous run (resumed), not run now.
     pub resumed: bool,
+    /// The cells the matrix makes in all (probes × versions; the re-runs that confirm a change are not
+    /// counted): what a progress line counts towards.
+    pub total: usize,
 }
 
 /// Runs `probes` (those that apply to claude-code) on each version, in order, keeping each cell in
@@ -192,17 +207,26 @@ pub async fn matrix(
     // a cell is kept only when it ran the probe file as it is now
     let shas: Vec<String> = probes.iter().map(|p| crate::observe::probe_sha256(p)).collect();
     let mut out = Vec::new();
+    // longest first (as `probelab run` does): each cell's last duration, kept beside the cells, orders the
+    // next version's cells so the few that wait on the clock start first and no slot ends the version alone
+    let durations_file = opts.out.join("durations.json");
+    let mut last = crate::suite::load_durations(&durations_file).unwrap_or_default();
+    let total = probes.len() * versions.len();
+    // the returned cells stay in probe order, however the runs ended
+    let order: std::collections::HashMap<&str, usize> =
+        probes.iter().enumerate().map(|(i, p)| (p.id.as_str(), i)).collect();
     for (i, version) in versions.iter().enumerate() {
         // each version's changes are confirmed once it has run, against the version before it, while
         // both are still installed (under a small cache cap no version is downloaded twice)
         if i >= 2 {
             confirm_changes(&probes, &versions[i - 2..i], layout, opts, &mut out, done).await?;
         }
+        let from = out.len();
         let mut todo = Vec::new();
         for (p, sha) in probes.iter().zip(&shas) {
             match reusable_cell(&opts.out, version, &p.id, sha).filter(|_| !opts.fresh) {
                 Some(obs) => {
-                    done(&CellDone { observation: obs.clone(), resumed: true });
+                    done(&CellDone { observation: obs.clone(), resumed: true, total });
                     out.push(obs);
                 }
                 None => todo.push(*p),
@@ -221,21 +245,33 @@ pub async fn matrix(
                     &format!("cannot install claude-code@{version}: {e}"),
                 );
                 write_cell(&opts.out, &obs)?;
-                done(&CellDone { observation: obs.clone(), resumed: false });
+                done(&CellDone { observation: obs.clone(), resumed: false, total });
                 out.push(obs);
             }
             continue;
         }
-        let runs = futures_util::stream::iter(
-            todo.into_iter().map(|p| run_cell(p, version, layout, opts.goldens_of(version))),
-        )
-        .buffered(opts.jobs.max(1));
+        // cells are taken up as slots free, whatever order they end in: in probe order (`buffered`), one
+        // cell that waits on the clock (a Bash timeout, a background task's 7 s) held every slot that had
+        // ended behind it idle (2.1.333, -j 2: 80 s a version before, see the closing note of stop 35)
+        let ms = |p: &Probe| last.get(&p.id).copied().unwrap_or(0.0);
+        todo.sort_by(|a, b| ms(b).total_cmp(&ms(a)));
+        let runs = futures_util::stream::iter(todo.into_iter().map(|p| async move {
+            let t0 = std::time::Instant::now();
+            let obs = run_cell(p, version, layout, opts.goldens_of(version)).await;
+            (obs, t0.elapsed().as_secs_f64() * 1000.0)
+        }))
+        .buffer_unordered(opts.jobs.max(1));
         futures_util::pin_mut!(runs);
-        while let Some(obs) = runs.next().await {
+        while let Some((obs, took)) = runs.next().await {
+            if obs.outcome != Outcome::Error {
+                last.insert(obs.probe.clone(), took);
+            }
             write_cell(&opts.out, &obs)?;
-            done(&CellDone { observation: obs.clone(), resumed: false });
+            done(&CellDone { observation: obs.clone(), resumed: false, total });
             out.push(obs);
         }
+        out[from..].sort_by_key(|o| order.get(o.probe.as_str()).copied().unwrap_or(usize::MAX));
+        crate::suite::save_durations(&durations_file, &last);
     }
     let last = versions.len().saturating_sub(2);
     confirm_changes(&probes, &versions[last..], layout, opts, &mut out, done).await?;
@@ -255,13 +291,39 @@ async fn confirm_changes(
     out: &mut [Observation],
     done: &mut dyn FnMut(&CellDone),
 ) -> Result<(), DataError> {
-    use std::collections::BTreeMap;
-    let mut at: BTreeMap<(String, String), usize> = BTreeMap::new();
-    for (i, o) in out.iter().enumerate() {
-        at.insert((o.probe.clone(), o.version.clone().unwrap_or_default()), i);
+    use futures_util::stream::StreamExt;
+    let again = to_confirm(probes, versions, out);
+    let runs = futures_util::stream::iter(
+        again
+            .into_iter()
+            .map(|(i, p, version)| async move { (i, run_cell(p, &version, layout, Goldens::Compare).await) }),
+    )
+    .buffer_unordered(opts.jobs.max(1));
+    futures_util::pin_mut!(runs);
+    while let Some((i, again)) = runs.next().await {
+        if again.outcome == Outcome::Error {
+            continue;
+        }
+        let cell = &mut out[i];
+        judge_again(cell, &again);
+        write_cell(&opts.out, cell)?;
+        done(&CellDone { observation: cell.clone(), resumed: false, total: 0 });
     }
+    Ok(())
+}
+
+/// The cells [`confirm_changes`] runs again (index in `out`, probe, version): both sides of every pair
+/// of neighbouring `versions` whose outcome or fingerprint differ (neither an error), each cell once
+/// even when it is the side of two pairs, none already run again. They run side by side.
+fn to_confirm<'p>(probes: &[&'p Probe], versions: &[String], out: &[Observation]) -> Vec<(usize, &'p Probe, String)> {
+    use std::collections::BTreeMap;
+    let mut at: BTreeMap<(&str, &str), usize> = BTreeMap::new();
+    for (i, o) in out.iter().enumerate() {
+        at.insert((o.probe.as_str(), o.version.as_deref().unwrap_or_default()), i);
+    }
+    let mut again: Vec<(usize, &Probe, String)> = Vec::new();
     for p in probes {
-        let row: Vec<usize> = versions.iter().filter_map(|v| at.get(&(p.id.clone(), v.clone())).copied()).collect();
+        let row: Vec<usize> = versions.iter().filter_map(|v| at.get(&(p.id.as_str(), v.as_str())).copied()).collect();
         for pair in row.windows(2) {
             let (a, b) = (&out[pair[0]], &out[pair[1]]);
             let errored = a.outcome == Outcome::Error || b.outcome == Outcome::Error;
@@ -269,30 +331,28 @@ async fn confirm_changes(
                 continue;
             }
             for &i in pair {
-                if out[i].reproduced > 0 || !out[i].unstable.is_empty() {
-                    continue;
+                let ran = out[i].reproduced > 0 || !out[i].unstable.is_empty();
+                if !ran && !again.iter().any(|&(j, ..)| j == i) {
+                    again.push((i, *p, out[i].version.clone().unwrap_or_default()));
                 }
-                let version = out[i].version.clone().unwrap_or_default();
-                let again = run_cell(p, &version, layout, Goldens::Compare).await;
-                if again.outcome == Outcome::Error {
-                    continue;
-                }
-                let cell = &mut out[i];
-                if again.outcome == cell.outcome && again.fingerprint == cell.fingerprint {
-                    cell.reproduced += 1;
-                } else {
-                    let mut varies = cell.behaviour.differences(&again.behaviour);
-                    if again.outcome != cell.outcome {
-                        varies.insert(0, format!("outcome {} / {}", cell.outcome.word(), again.outcome.word()));
-                    }
-                    cell.unstable = varies.join("; ");
-                }
-                write_cell(&opts.out, cell)?;
-                done(&CellDone { observation: cell.clone(), resumed: false });
             }
         }
     }
-    Ok(())
+    again
+}
+
+/// A cell's second run (no error) judged: the same outcome and fingerprint reproduce it, anything else
+/// makes it unstable with what varied.
+fn judge_again(cell: &mut Observation, again: &Observation) {
+    if again.outcome == cell.outcome && again.fingerprint == cell.fingerprint {
+        cell.reproduced += 1;
+    } else {
+        let mut varies = cell.behaviour.differences(&again.behaviour);
+        if again.outcome != cell.outcome {
+            varies.insert(0, format!("outcome {} / {}", cell.outcome.word(), again.outcome.word()));
+        }
+        cell.unstable = varies.join("; ");
+    }
 }
 
 /// Every cell under these directories (each `<dir>/<version>/<probe>.json`), in no particular order;
@@ -366,6 +426,42 @@ mod tests {
             .unwrap_or_else(|e| panic!("{e}"));
             assert!(reusable_cell(out, "2.1.235", "d", "sha-now").is_none(), "normaliser {stamp:?}");
         }
+    }
+
+    #[test]
+    fn both_sides_of_each_differing_pair_run_again_once_and_are_judged() {
+        let probes: Vec<Probe> = ["a", "b"]
+            .iter()
+            .map(|id| {
+                let text = format!("id = \"{id}\"\nclaims = [\"READ-1\"]\nabout = \"x\"\n[[turn]]\ntext = \"done\"\n");
+                crate::probe::parse(Path::new("t.toml"), &text).unwrap_or_else(|e| panic!("{e}"))
+            })
+            .collect();
+        let refs: Vec<&Probe> = probes.iter().collect();
+        let versions: Vec<String> = ["2.1.1", "2.1.2", "2.1.3"].iter().map(|v| v.to_string()).collect();
+        let c = |p: &str, v: &str, o: Outcome, f: &str| Observation::for_test(p, v, o, f);
+        let mut out = vec![
+            // a: 1 → 2 differs, 2 → 3 differs again (a flip-flop): 2.1.2 is the side of both pairs
+            c("a", "2.1.1", Outcome::Pass, "x"),
+            c("a", "2.1.2", Outcome::Changed, "y"),
+            c("a", "2.1.3", Outcome::Pass, "x"),
+            // b: the same throughout, then an error (no verdict): nothing runs again
+            c("b", "2.1.1", Outcome::Pass, "x"),
+            c("b", "2.1.2", Outcome::Pass, "x"),
+            c("b", "2.1.3", Outcome::Error, "e"),
+        ];
+        let again: Vec<(usize, String)> =
+            to_confirm(&refs, &versions, &out).into_iter().map(|(i, p, v)| (i, format!("{}@{v}", p.id))).collect();
+        assert_eq!(again, [(0, "a@2.1.1".into()), (1, "a@2.1.2".into()), (2, "a@2.1.3".into())]);
+        // a cell already run again is not run a third time
+        out[1].reproduced = 1;
+        assert_eq!(to_confirm(&refs, &versions, &out).iter().map(|a| a.0).collect::<Vec<_>>(), [0, 2]);
+        // the same again reproduces; another outcome is unstable, saying so
+        let mut cell = c("a", "2.1.1", Outcome::Pass, "x");
+        judge_again(&mut cell, &c("a", "2.1.1", Outcome::Pass, "x"));
+        assert_eq!((cell.reproduced, cell.unstable.as_str()), (1, ""));
+        judge_again(&mut cell, &c("a", "2.1.1", Outcome::Changed, "z"));
+        assert!(cell.unstable.starts_with("outcome pass / changed"), "{}", cell.unstable);
     }
 
     #[test]

@@ -185,13 +185,12 @@ pub fn never_published(r: &Releases) -> Vec<String> {
 /// The timeline's "Releases" section (Markdown), from the matrix and the releases; empty when no
 /// releases are known.
 pub fn section(m: &Matrix, r: &Releases) -> String {
-    let (Some(first), Some(last)) = (m.versions.first(), m.versions.last()) else { return String::new() };
-    let (Ok(lo), Ok(hi)) = (Version::parse(first), Version::parse(last)) else { return String::new() };
-    let span: Vec<&Release> =
-        r.releases.iter().filter(|x| Version::parse(&x.version).is_ok_and(|v| v >= lo && v <= hi)).collect();
-    if span.is_empty() {
-        return String::new();
-    }
+    let Some(first) = m.versions.first() else { return String::new() };
+    let Ok(lo) = Version::parse(first) else { return String::new() };
+    // from the oldest measured release to the newest npm has: releases newer than the matrix are "not run
+    // yet" (what `probelab watch` runs), never left out of the count
+    let span: Vec<&Release> = r.releases.iter().filter(|x| Version::parse(&x.version).is_ok_and(|v| v >= lo)).collect();
+    let Some(last) = span.last().map(|x| x.version.clone()) else { return String::new() };
     let mut measured = 0;
     let (mut partial, mut no_binary, mut not_installed, mut not_run) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for rel in &span {
@@ -216,7 +215,13 @@ pub fn section(m: &Matrix, r: &Releases) -> String {
     ));
     out.push_str(&format!("- measured, a cell of every probe: **{measured} of {}**\n", span.len()));
     out.push_str(&format!("- measured in part: {}\n", list(&partial)));
-    out.push_str(&format!("- not run yet: {}\n", list(&not_run)));
+    let newest = m.versions.last().and_then(|v| Version::parse(v).ok());
+    let newer = not_run.iter().filter(|v| Version::parse(v).ok() > newest).count();
+    out.push_str(&format!(
+        "- not run yet: {}{}\n",
+        list(&not_run),
+        if newer > 0 { format!(" ({newer} newer than the matrix: `probelab watch` runs them)") } else { String::new() }
+    ));
     out.push_str(&format!("- skipped, no linux-x64 binary on npm: {}\n", list(&no_binary)));
     out.push_str(&format!("- skipped, could not be installed: {}\n", list(&not_installed)));
     out.push_str(&format!(
@@ -275,16 +280,20 @@ mod tests {
         let m = Matrix::from_cells(&cells).unwrap_or_else(|e| panic!("{e}"));
         let r = Releases {
             asked: "2026-12-02T10:00:00Z".into(),
-            releases: ["2.1.1", "2.1.2", "2.1.3", "2.1.5", "2.1.6", "2.1.7"]
+            releases: ["2.1.1", "2.1.2", "2.1.3", "2.1.5", "2.1.6", "2.1.7", "2.1.8"]
                 .iter()
                 .map(|v| rel(v, *v != "2.1.2"))
                 .collect(),
         };
         let s = section(&m, &r);
-        assert!(s.contains("npm published 6 releases of Claude Code from 2.1.1 to 2.1.7 (asked 2026-12-02)"), "{s}");
-        assert!(s.contains("- measured, a cell of every probe: **2 of 6**\n"), "{s}");
+        // 2.1.8, newer than every cell, counts too: not run yet
+        assert!(s.contains("npm published 7 releases of Claude Code from 2.1.1 to 2.1.8 (asked 2026-12-02)"), "{s}");
+        assert!(s.contains("- measured, a cell of every probe: **2 of 7**\n"), "{s}");
         assert!(s.contains("- measured in part: 2.1.7 (1 of 2)\n"), "{s}");
-        assert!(s.contains("- not run yet: 2.1.6\n"), "{s}");
+        assert!(
+            s.contains("- not run yet: 2.1.6, 2.1.8 (1 newer than the matrix: `probelab watch` runs them)\n"),
+            "{s}"
+        );
         assert!(s.contains("- skipped, no linux-x64 binary on npm: 2.1.2\n"), "{s}");
         assert!(
             s.contains("- skipped, could not be installed: 2.1.3 (cannot install claude-code@2.1.3: npm failed)\n"),
