@@ -767,10 +767,26 @@ fn mtime_ns(stat: &std::fs::Metadata) -> u128 {
 }
 
 /// `claude --version` prints `<V> (Claude Code)`, or the install is not that version.
+///
+/// The program is a subject (a third-party agent's above all), so even this one call runs confined to
+/// what it needs: the lab's PATH (pi is a node script) and `LANG`, and a HOME and TMPDIR of its own,
+/// removed after — never the host's HOME, TMPDIR or keys (opencode's first start writes its state under
+/// HOME and `$TMPDIR/opencode`, which an adoption in the middle of a run left in the run's temp dir).
 fn check_version_output(binary: &Path, version: &Version, kind: &Kind) -> Result<(), VersionError> {
     let cwd = binary.parent().unwrap_or(Path::new("/"));
     let bad = |reason: String| VersionError::BadInstall { version: version.to_string(), reason };
-    let ran = run_captured(binary.as_os_str(), &["--version".as_ref()], cwd, VERSION_DEADLINE)
+    let scratch = tempfile::Builder::new()
+        .prefix(".probelab-version-")
+        .tempdir()
+        .map_err(|e| bad(format!("cannot make a HOME for {} --version: {e}", binary.display())))?;
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let env: [(&str, &std::ffi::OsStr); 4] = [
+        ("PATH", &path),
+        ("LANG", "C.UTF-8".as_ref()),
+        ("HOME", scratch.path().as_os_str()),
+        ("TMPDIR", scratch.path().as_os_str()),
+    ];
+    let ran = run_captured(binary.as_os_str(), &["--version".as_ref()], cwd, VERSION_DEADLINE, Some(&env))
         .map_err(|e| bad(format!("cannot run {} --version: {e}", binary.display())))?;
     let want = kind.version_line.replace("{v}", &version.to_string());
     // pi prints its version on stderr

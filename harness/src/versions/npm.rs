@@ -47,7 +47,7 @@ impl Npm {
 
     /// Runs `npm ARGS` in `cwd`, stdin closed, within `deadline`; `what` names the job in errors.
     pub fn run(&self, args: &[&OsStr], cwd: &Path, deadline: Duration, what: &str) -> Result<Output, VersionError> {
-        let ran = run_captured(&self.program, args, cwd, deadline).map_err(|e| VersionError::NpmMissing {
+        let ran = run_captured(&self.program, args, cwd, deadline, None).map_err(|e| VersionError::NpmMissing {
             program: self.program.to_string_lossy().into_owned(),
             what: what.to_string(),
             error: e.to_string(),
@@ -72,18 +72,23 @@ pub(crate) struct Captured {
 }
 
 /// Runs a program in its own process group, stdin closed, stdout and stderr captured; killed (the
-/// whole group) at the deadline. Err only when it cannot be started; an output that cannot be read
-/// fails its status.
+/// whole group) at the deadline. `env`: `None` inherits the lab's environment (npm needs its own
+/// settings), `Some` gives exactly these variables. Err only when it cannot be started; an output that
+/// cannot be read fails its status.
 pub(crate) fn run_captured(
     program: &OsStr,
     args: &[&OsStr],
     cwd: &Path,
     deadline: Duration,
+    env: Option<&[(&str, &OsStr)]>,
 ) -> std::io::Result<Captured> {
     use std::os::unix::process::CommandExt;
     let spawn = || {
-        Command::new(program)
-            .args(args)
+        let mut cmd = Command::new(program);
+        if let Some(env) = env {
+            cmd.env_clear().envs(env.iter().copied());
+        }
+        cmd.args(args)
             .current_dir(cwd)
             .process_group(0)
             .stdin(Stdio::null())
