@@ -475,7 +475,8 @@ pub fn evaluate_exec(
 ) -> Verdict {
     let (c, line, _) = &probe.checks[index];
     let mut fails = Fails::default();
-    let Target::Exec { n, exit, stderr_equals, stderr_contains, max_duration_ms, max_rss_mib } = &c.target else {
+    let Target::Exec { n, exit, stderr_equals, stderr_contains, max_duration_ms, max_cpu_ms, max_rss_mib } = &c.target
+    else {
         fails.push(format!("{}: an exec probe checks its commands only", c.target));
         return Verdict::of_check(probe, index, *line, &c.target.to_string(), c.about.as_deref(), fails);
     };
@@ -507,6 +508,14 @@ pub fn evaluate_exec(
                     fails.push(format!(
                         "expected at most {max} ms, took {} ms (timed out: {})",
                         r.measured.duration_ms, r.timed_out
+                    ));
+                }
+            }
+            if let Some(max) = *max_cpu_ms {
+                if r.timed_out || r.measured.cpu_ms > max {
+                    fails.push(format!(
+                        "expected at most {max} ms of CPU, spent {} ms (timed out: {})",
+                        r.measured.cpu_ms, r.timed_out
                     ));
                 }
             }
@@ -606,6 +615,26 @@ pub fn invariants(run: &RunOutput, view: &View<'_>) -> Vec<Verdict> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_exec_check_bounds_the_command_s_cpu_time_not_the_host_s_wall_time() {
+        use crate::subject::exec::{ExecRecord, Measured};
+        let text = "id = \"p.cpu\"\nclaims = [\"GREP-6\"]\nsubjects = [\"builtin\"]\nabout = \"a\"\n\n[[exec]]\nargv = [\"true\"]\n\n[[check]]\nexec = 1\nmax_cpu_ms = 3000\n";
+        let probe = crate::probe::parse(std::path::Path::new("p.toml"), text).expect("parses");
+        let fixtures = tempfile::tempdir().expect("tempdir");
+        let sb = Sandbox::create(&probe, fixtures.path()).expect("sandbox");
+        let record = |duration_ms, cpu_ms| ExecRecord {
+            argv: vec!["true".into()],
+            measured: Measured { exit: Some(0), signal: None, duration_ms, max_rss_kib: 1024, cpu_ms },
+            timed_out: false,
+            stdout: String::new(),
+            stderr: String::new(),
+        };
+        // a slow start on a busy host (9 s of wall, 40 ms of CPU) holds; 3,001 ms of CPU does not
+        assert!(evaluate_exec(&probe, 0, &[record(9_000, 40)], &sb).pass);
+        let v = evaluate_exec(&probe, 0, &[record(3_100, 3_001)], &sb);
+        assert!(!v.pass && v.detail.contains("expected at most 3000 ms of CPU, spent 3001 ms"), "{}", v.detail);
+    }
 
     #[test]
     fn equals_fails_with_a_unified_diff_that_shows_a_missing_final_newline_too() {

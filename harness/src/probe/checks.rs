@@ -108,9 +108,13 @@ pub struct RawCheck {
     /// exec: stderr contains each.
     #[serde(default)]
     pub stderr_contains: Option<OneOrMany>,
-    /// exec: wall time at most (a generous bound, never a benchmark).
+    /// exec: wall time at most (a generous bound, never a benchmark; it depends on the host's load:
+    /// prefer `max_cpu_ms`).
     #[serde(default)]
     pub max_duration_ms: Option<u64>,
+    /// exec: CPU time (user + system) at most: what the command spent, whatever the host's load.
+    #[serde(default)]
+    pub max_cpu_ms: Option<u64>,
     /// exec: peak resident memory at most.
     #[serde(default)]
     pub max_rss_mib: Option<u64>,
@@ -190,7 +194,7 @@ pub const TARGETS: &[TargetKind] = &[
     TargetKind {
         key: "exec",
         form: "exec = N",
-        takes: &["exit", "stderr_equals", "stderr_contains", "max_duration_ms", "max_rss_mib"],
+        takes: &["exit", "stderr_equals", "stderr_contains", "max_duration_ms", "max_cpu_ms", "max_rss_mib"],
     },
     TargetKind { key: "lsp", form: "lsp = \"trace\"", takes: &["json"] },
     TargetKind { key: "dir", form: "dir = \"path\"", takes: &[] },
@@ -290,6 +294,8 @@ pub enum Target {
         stderr_contains: Vec<String>,
         /// Wall time at most.
         max_duration_ms: Option<u64>,
+        /// CPU time at most.
+        max_cpu_ms: Option<u64>,
         /// Peak resident memory at most.
         max_rss_mib: Option<u64>,
     },
@@ -541,6 +547,7 @@ impl RawCheck {
             stderr_equals: self.stderr_equals.clone(),
             stderr_contains: self.stderr_contains.iter().flat_map(OneOrMany::items).map(str::to_string).collect(),
             max_duration_ms: self.max_duration_ms,
+            max_cpu_ms: self.max_cpu_ms,
             max_rss_mib: self.max_rss_mib,
         })
     }

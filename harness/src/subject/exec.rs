@@ -1,6 +1,6 @@
 //! Exec probes: each `[[exec]]` command runs in the probe's sandbox (cwd `work/`, HOME `home/`, stdin
-//! closed) under `probelab measure`, which records the exit status, wall time and peak RSS of exactly
-//! that process tree's child (getrusage of its only child). `{rg}` names the subject's engine started
+//! closed) under `probelab measure`, which records the exit status, wall time, CPU time and peak RSS of
+//! exactly that process tree's child (getrusage of its only child). `{rg}` names the subject's engine started
 //! with argv0 `rg`: for the built-in subject a symlink named `rg` to the probelab binary.
 
 use crate::probe::sandbox::Sandbox;
@@ -23,6 +23,10 @@ pub struct Measured {
     pub duration_ms: u64,
     /// Peak resident set size of the child, KiB.
     pub max_rss_kib: u64,
+    /// CPU time (user + system) of the child and the processes it waited for, ms: what the command
+    /// itself spent, whatever else the host was doing (a report without it reads 0).
+    #[serde(default)]
+    pub cpu_ms: u64,
 }
 
 /// One command's evidence.
@@ -140,10 +144,11 @@ pub fn measure(out: &Path, argv: &[std::ffi::OsString]) -> std::process::ExitCod
         }
     };
     use std::os::unix::process::ExitStatusExt;
-    let max_rss_kib = nix::sys::resource::getrusage(nix::sys::resource::UsageWho::RUSAGE_CHILDREN)
-        .map(|u| u.max_rss().max(0) as u64)
-        .unwrap_or(0);
-    let m = Measured { exit: status.code(), signal: status.signal(), duration_ms, max_rss_kib };
+    let usage = nix::sys::resource::getrusage(nix::sys::resource::UsageWho::RUSAGE_CHILDREN).ok();
+    let max_rss_kib = usage.map(|u| u.max_rss().max(0) as u64).unwrap_or(0);
+    let ms = |t: nix::sys::time::TimeVal| (t.tv_sec().max(0) as u64) * 1000 + (t.tv_usec().max(0) as u64) / 1000;
+    let cpu_ms = usage.map(|u| ms(u.user_time()) + ms(u.system_time())).unwrap_or(0);
+    let m = Measured { exit: status.code(), signal: status.signal(), duration_ms, max_rss_kib, cpu_ms };
     if let Err(e) = std::fs::write(out, serde_json::to_vec(&m).unwrap_or_default()) {
         eprintln!("probelab measure: cannot write {}: {e}", out.display());
     }

@@ -235,3 +235,22 @@ fn a_diff_that_cannot_write_its_page_says_where_and_exits_2() {
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert_eq!(err, format!("probelab diff: {}: No such file or directory (os error 2)\n", page.display()));
 }
+
+#[test]
+fn measure_reports_a_command_s_cpu_time_apart_from_its_wall_time() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let run = |script: &str| {
+        let out = dir.path().join("m.json");
+        let st = probelab().arg("measure").arg("--out").arg(&out).args(["--", "sh", "-c", script]).status();
+        assert_eq!(st.map(|s| s.code()).ok().flatten(), Some(0), "{script}");
+        let text = std::fs::read_to_string(&out).unwrap_or_else(|e| panic!("{e}"));
+        serde_json::from_str::<serde_json::Value>(&text).unwrap_or_else(|e| panic!("{e}: {text}"))
+    };
+    let ms = |v: &serde_json::Value, k: &str| v[k].as_u64().unwrap_or_else(|| panic!("{k} in {v}"));
+    // a sleep takes wall time and next to no CPU; a busy loop spends CPU (the child's own: measure is a
+    // process of its own, so RUSAGE_CHILDREN is that one command)
+    let asleep = run("sleep 0.3");
+    assert!(ms(&asleep, "duration_ms") >= 300 && ms(&asleep, "cpu_ms") < 150, "{asleep}");
+    let busy = run("i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done");
+    assert!(ms(&busy, "cpu_ms") > 0, "{busy}");
+}
