@@ -142,6 +142,10 @@ pub struct Wait {
     /// A text the file must contain.
     #[serde(default)]
     pub contains: Option<String>,
+    /// Texts of which the file must contain one (whichever comes: a notification queued, or the call
+    /// that would have started it refused).
+    #[serde(default)]
+    pub contains_any: Option<Vec<String>>,
     /// `false`: the file must not be there instead (default: true).
     #[serde(default)]
     pub exists: Option<bool>,
@@ -165,17 +169,25 @@ impl Wait {
         std::time::Duration::from_millis(self.timeout_ms.unwrap_or(WAIT_TIMEOUT_MS))
     }
 
+    /// The texts the file is waited for to contain, one of them (none: the file alone).
+    pub fn needles(&self) -> Vec<&str> {
+        self.contains.iter().chain(self.contains_any.iter().flatten()).map(String::as_str).collect()
+    }
+
     /// What is waited for, in words (as the record and the transcript show it; captured values appear
     /// as their `{{name}}`, so the words do not vary from run to run).
     pub fn describe(&self) -> String {
         let mut parts = Vec::new();
         if let Some(f) = &self.file {
-            match (&self.contains, self.exists) {
-                (_, Some(false)) => parts.push(format!("file {f} is gone")),
-                (Some(c), _) => {
+            match (&self.contains, &self.contains_any, self.exists) {
+                (_, _, Some(false)) => parts.push(format!("file {f} is gone")),
+                (Some(c), _, _) => {
                     parts.push(format!("file {f} contains {}", serde_json::to_string(c).unwrap_or_default()))
                 }
-                (None, _) => parts.push(format!("file {f} exists")),
+                (None, Some(any), _) => {
+                    parts.push(format!("file {f} contains one of {}", serde_json::to_string(any).unwrap_or_default()))
+                }
+                (None, None, _) => parts.push(format!("file {f} exists")),
             }
         }
         if let Some(c) = &self.conversation {
@@ -194,10 +206,21 @@ impl Wait {
         if self.contains.is_some() && self.file.is_none() {
             return Some("wait: contains needs a file".into());
         }
+        if self.contains_any.is_some() && self.file.is_none() {
+            return Some("wait: contains_any needs a file".into());
+        }
+        if self.contains_any.is_some() && self.contains.is_some() {
+            return Some(
+                "wait: contains and contains_any exclude each other (put the one text in contains_any)".into(),
+            );
+        }
+        if self.contains_any.as_ref().is_some_and(|a| a.is_empty() || a.iter().any(String::is_empty)) {
+            return Some("wait: contains_any needs texts, none of them empty (an empty one holds at once)".into());
+        }
         if self.exists.is_some() && self.file.is_none() {
             return Some("wait: exists needs a file".into());
         }
-        if self.exists == Some(false) && self.contains.is_some() {
+        if self.exists == Some(false) && (self.contains.is_some() || self.contains_any.is_some()) {
             return Some(
                 "wait: exists = false and contains exclude each other (a file that is gone holds no text)".into(),
             );

@@ -333,12 +333,15 @@ impl Stub {
                 Some(f) => {
                     let captures = crate::locked(&self.play).captures.clone();
                     let path = crate::script::with_captures(f, &captures);
-                    let needle = wait.and_then(|w| w.contains.as_deref());
+                    let needles = wait.map(Wait::needles).unwrap_or_default();
                     if wait.is_some_and(|w| w.exists == Some(false)) {
                         std::fs::symlink_metadata(&path).is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound)
                     } else {
                         match std::fs::read(&path) {
-                            Ok(bytes) => needle.is_none_or(|n| String::from_utf8_lossy(&bytes).contains(n)),
+                            Ok(bytes) => {
+                                let text = String::from_utf8_lossy(&bytes);
+                                needles.is_empty() || needles.iter().any(|n| text.contains(n))
+                            }
                             Err(_) => false,
                         }
                     }

@@ -1130,7 +1130,7 @@ fn placeholder_problems(raw: &ProbeFile, text: &str) -> Result<(), values::Probl
         }
         if let Some(w) = &t.wait {
             inputs.extend(w.file.as_deref());
-            inputs.extend(w.contains.as_deref());
+            inputs.extend(w.needles());
         }
     }
     inputs.extend(raw.fixture.files.keys().map(String::as_str));

@@ -222,6 +222,7 @@ impl Sandbox {
             if let Some(w) = &mut t.wait {
                 w.file = w.file.as_deref().map(|f| self.resolve(f));
                 w.contains = w.contains.as_deref().map(|c| self.resolve(c));
+                w.contains_any = w.contains_any.take().map(|a| a.iter().map(|c| self.resolve(c)).collect());
             }
         }
         s

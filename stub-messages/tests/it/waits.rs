@@ -103,6 +103,36 @@ async fn a_turn_waits_for_a_file_to_be_gone() {
 }
 
 #[tokio::test]
+async fn a_turn_waits_for_a_file_to_contain_one_of_several_texts() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let path = dir.path().join("session.jsonl");
+    std::fs::write(&path, "launched\n").unwrap_or_else(|e| panic!("{e}"));
+    let toml = format!(
+        "[[turn]]\nwait = {{ file = \"{}\", contains_any = [\"queued\", \"refused\"], timeout_ms = 5000 }}\ntext = \"on\"\n",
+        path.display()
+    );
+    let f = start(&toml).await;
+    let req = tokio::spawn({
+        let url = f.url("/v1/messages");
+        async move { client().post(url).json(&body(hello(), false)).send().await.map(|r| r.status().as_u16()).unwrap_or(0) }
+    });
+    tokio::time::sleep(Duration::from_millis(30)).await;
+    assert!(!req.is_finished(), "neither text is there yet");
+    // the second of the two
+    std::fs::write(&path, "launched\nrefused\n").unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(req.await.unwrap_or(0), 200);
+    let ex = f.stub.recorder().exchanges();
+    let waited = ex.iter().find_map(|e| e.waited.clone()).unwrap_or_default();
+    assert!(waited.ends_with("/session.jsonl contains one of [\"queued\",\"refused\"]"), "{waited}");
+    // an empty list, or one beside contains, is refused when the script is read
+    for bad in ["contains_any = []", "contains_any = [\"\"]", "contains = \"a\", contains_any = [\"b\"]"] {
+        let toml = format!("[[turn]]\nwait = {{ file = \"f\", {bad} }}\ntext = \"t\"\n");
+        let e = Script::from_toml("test.toml", &toml).map(|_| ()).map_err(|e| e.to_string());
+        assert!(e.as_ref().is_err_and(|e| e.contains("contains_any")), "{bad}: {e:?}");
+    }
+}
+
+#[tokio::test]
 async fn the_turn_hook_runs_before_the_turns_wait_so_a_turn_can_wait_for_what_it_set_off() {
     // the harness's at_turn faults: a gate file written for turn 1 lets a background job end, and
     // turn 1 waits for the job's mark; were the hook run after the wait, the turn would time out
