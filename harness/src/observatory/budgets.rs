@@ -5,9 +5,13 @@
 //! from documentation or source:
 //! - [`How::Captured`]: a regex over the golden whose one group is the value the subject itself printed
 //!   (`exceeds maximum allowed size (256KB)` → `256KB`);
-//! - [`How::Boundary`]: a limit the probe pins from both sides (20,000 chars inline, 20,001 persisted):
-//!   the stated value holds on a version where every check of the probe passed there, and the table says
-//!   `changed` where one failed (the probe's own reason says how).
+//! - [`How::Boundary`]: a limit the probe pins from both sides (20,000 chars inline, 20,001 persisted)
+//!   with named checks: the stated value holds on a version where those checks passed, and the table says
+//!   `changed` where one of them failed (the probe's own reason says how). Only the checks that pin the
+//!   limit count: another check of the same probe failing (a changed text around the same result) is a
+//!   behaviour change of the timeline, not a budget change. A budget whose measure changed form across
+//!   versions lists one regime per form (checks gated by `versions`); where every check of every regime
+//!   was skipped, the version printed no such value.
 //!
 //! A budget whose value differs from the version before it is a change, listed under the table with
 //! both versions (neighbours in the matrix; exact when the matrix holds every release between).
@@ -20,8 +24,9 @@ use std::path::Path;
 pub enum How {
     /// A regex over the golden transcript; its first group is the value.
     Captured(&'static str),
-    /// The probe pins this value from both sides; it holds where the probe's checks all pass.
-    Boundary(&'static str),
+    /// The probe pins the value from both sides: regimes of (value, the checks that pin it, numbered as
+    /// the golden's verdicts number them); the first regime whose checks all passed is the value.
+    Boundary(&'static [(&'static str, &'static [usize])]),
 }
 
 /// One budget.
@@ -48,23 +53,55 @@ pub const BUDGETS: &[Budget] = &[
         how: How::Captured(r"exceeds maximum allowed tokens \((\d+)\)"),
     },
     Budget {
+        name: "Read: default line window",
+        probe: "read.budget",
+        how: How::Boundary(&[("none: 2,100 lines come back whole", &[1])]),
+    },
+    Budget {
+        name: "Read: line cut",
+        probe: "read.budget",
+        how: How::Boundary(&[("none: a 12,000-char line comes back whole", &[2])]),
+    },
+    Budget {
+        name: "Glob: files listed at most",
+        probe: "glob.budget",
+        how: How::Captured(r"\(Showing (\d+) of \d+ matching files"),
+    },
+    Budget {
         name: "Grep: default head_limit",
         probe: "grep.budget",
         how: How::Captured(r"pagination = limit: (\d+)\]"),
     },
-    Budget { name: "Grep: inline result, at most", probe: "grep.budget", how: How::Boundary("20,000 chars") },
+    Budget {
+        name: "Grep: inline result, at most",
+        probe: "grep.budget",
+        how: How::Boundary(&[("20,000 chars", &[1, 2])]),
+    },
     Budget {
         name: "Grep / Bash: persisted output preview",
         probe: "grep.budget",
         how: How::Captured(r"Preview \(first ([^)]+)\)"),
     },
-    Budget { name: "Grep: output buffer", probe: "grep.output-buffer", how: How::Boundary("20,000,000 bytes") },
-    Budget { name: "Grep: max columns", probe: "grep.max-columns", how: How::Boundary("500") },
-    Budget { name: "Bash: inline output, at most", probe: "bash.output-budget", how: How::Boundary("30,000 chars") },
+    Budget {
+        name: "Grep: output buffer",
+        probe: "grep.output-buffer",
+        how: How::Boundary(&[
+            ("20,000,000 bytes of rg's text", &[1]),
+            // from 2.1.251 the buffer holds rg's JSON (`CONTENT_FROM_JSON` of the runtime): the probe pins
+            // only that far fewer lines fit, not the byte count (a JSON line names the absolute path)
+            ("rg's JSON: under 346,740 lines", &[2]),
+        ]),
+    },
+    Budget { name: "Grep: max columns", probe: "grep.max-columns", how: How::Boundary(&[("500", &[1, 2])]) },
+    Budget {
+        name: "Bash: inline output, at most",
+        probe: "bash.output-budget",
+        how: How::Boundary(&[("30,000 chars", &[1, 2, 4])]),
+    },
     Budget {
         name: "Bash: failing output kept",
         probe: "bash.output-budget",
-        how: How::Boundary("first and last 5,000 chars"),
+        how: How::Boundary(&[("first and last 5,000 chars", &[3])]),
     },
     Budget {
         name: "Bash: background auto-stop",
@@ -79,7 +116,7 @@ pub const BUDGETS: &[Budget] = &[
     Budget {
         name: "Tool result persisted over (maxResultSizeChars)",
         probe: "pipeline.result-budget",
-        how: How::Boundary("100,000 chars"),
+        how: How::Boundary(&[("100,000 chars", &[1, 2])]),
     },
     Budget {
         name: "Auto-compact: first reported input tokens that compact (default model and settings)",
@@ -151,12 +188,28 @@ pub fn measure(b: &Budget, golden: Option<&str>) -> Value {
                 .unwrap_or(Value::NotShown),
             Err(_) => Value::NotShown,
         },
-        How::Boundary(stated) => {
+        How::Boundary(regimes) => {
             let verdicts = text.split("\n## verdicts\n").nth(1).unwrap_or("");
-            if verdicts.lines().any(|l| l.starts_with("FAIL ")) || verdicts.is_empty() {
-                Value::Changed
+            // check N's verdict word: `pass`, `FAIL` or `skip` (none where the golden has no such check)
+            let word = |n: usize| {
+                let tail = format!(" check {n}: ");
+                verdicts.lines().find(|l| l.contains(&tail)).and_then(|l| l.split(' ').next())
+            };
+            let mut skipped = true;
+            for (value, checks) in regimes {
+                let words: Vec<Option<&str>> = checks.iter().map(|&n| word(n)).collect();
+                if words.iter().any(|w| matches!(w, Some("FAIL") | None)) {
+                    return Value::Changed;
+                }
+                if words.iter().all(|w| *w == Some("pass")) {
+                    return Value::Measured(value.to_string());
+                }
+                skipped &= words.iter().all(|w| *w == Some("skip"));
+            }
+            if skipped {
+                Value::NotShown
             } else {
-                Value::Measured(stated.to_string())
+                Value::Changed
             }
         }
     }
@@ -211,7 +264,7 @@ pub fn to_markdown(golden_root: &Path, versions: &[String]) -> String {
     out.push_str(
         "Each value is measured by the probe named beside it, read from that version's golden transcript \
          (golden/claude-code@<version>/): printed by the subject itself, or a boundary the probe pins from both \
-         sides (it holds where every check of the probe passed; `changed` where one failed). `—`: the subject \
+         sides (it holds where the checks that pin it passed; `changed` where one of them failed). `—`: the subject \
          printed no such value (no such limit on that version); `·`: not measured on that version. Generated with the matrix (`probelab matrix --publish`, `probelab watch`); do not \
          edit by hand.\n\n",
     );
@@ -249,10 +302,27 @@ mod tests {
         assert_eq!(measure(&read, Some(golden)), Value::Measured("256KB".into()));
         assert_eq!(measure(&read, Some("tool_result t_1:\n  | other words\n## verdicts\n")), Value::NotShown);
         assert_eq!(measure(&read, None), Value::Missing);
-        let bound = Budget { name: "b", probe: "p", how: How::Boundary("30,000 chars") };
+        let bound = Budget { name: "b", probe: "p", how: How::Boundary(&[("30,000 chars", &[1])]) };
         assert_eq!(measure(&bound, Some(golden)), Value::Measured("30,000 chars".into()));
         let failed = golden.replace("pass check 1", "FAIL check 1");
         assert_eq!(measure(&bound, Some(&failed)), Value::Changed);
+        // only the checks that pin the limit count: check 2 failing around the same result is no budget change
+        let other = format!("{golden}FAIL check 2: result 1\n");
+        assert_eq!(measure(&bound, Some(&other)), Value::Measured("30,000 chars".into()));
+        // a pinning check the golden lacks is no measure
+        let two = Budget { name: "b", probe: "p", how: How::Boundary(&[("30,000 chars", &[1, 3])]) };
+        assert_eq!(measure(&two, Some(golden)), Value::Changed);
+        // regimes gated by versions: the one whose checks ran and passed; all skipped is no such value
+        let regimes = Budget { name: "b", probe: "p", how: How::Boundary(&[("text", &[1]), ("json", &[2])]) };
+        let old = "## verdicts\npass check 1: result 1\nskip check 2: result 1 (versions >=2.1.251)\n";
+        let new = "## verdicts\nskip check 1: result 1 (versions <2.1.251)\npass check 2: result 1\n";
+        let neither =
+            "## verdicts\nskip check 1: result 1 (versions <2.1.251)\nskip check 2: result 1 (versions >=2.1.251)\n";
+        assert_eq!(measure(&regimes, Some(&format!("x\n{old}"))), Value::Measured("text".into()));
+        assert_eq!(measure(&regimes, Some(&format!("x\n{new}"))), Value::Measured("json".into()));
+        assert_eq!(measure(&regimes, Some(&format!("x\n{neither}"))), Value::NotShown);
+        let broke = new.replace("pass check 2", "FAIL check 2");
+        assert_eq!(measure(&regimes, Some(&format!("x\n{broke}"))), Value::Changed);
     }
 
     #[test]
