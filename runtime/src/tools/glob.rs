@@ -18,8 +18,18 @@ fn env_on(ctx: &ToolContext, name: &str) -> bool {
     ctx.env.get(name).is_none_or(|v| matches!(v.trim().to_ascii_lowercase().as_str(), "1" | "true" | "yes" | "on"))
 }
 
-/// Files listed at most; more are cut with a note (the reference's Glob budget, GLOB-1).
+/// Files listed at most; more are cut with a note saying how many were left out (the reference's Glob
+/// budget, GLOB-1: `probes/glob/budget.toml`, 100 listed whole and 101 cut to 100 on every release).
 pub const MAX_FILES: usize = 100;
+
+/// The note after a cut list: the reference's words (`probes/glob/budget.toml`, measured on 2.1.235 and
+/// 2.1.333).
+fn cut_note(shown: usize, all: usize) -> String {
+    format!(
+        "(Showing {shown} of {all} matching files; {} more are not listed. Narrow the pattern or path to see the rest.)",
+        all - shown
+    )
+}
 
 /// From 2.1.251 Glob's pattern is matched relative to its `path`: `sub/**` with path `tree` lists
 /// `tree/sub/…` (it found nothing before; measured by `harness/tests/fidelity.rs` and
@@ -135,10 +145,10 @@ impl TypedTool for Glob {
             if files.is_empty() {
                 return Ok(ToolOutput::Text("No files found".into()));
             }
-            let truncated = files.len() > MAX_FILES;
+            let all = files.len();
             let mut shown: Vec<String> = files.into_iter().take(MAX_FILES).map(|(_, p)| p).collect();
-            if truncated {
-                shown.push("(Results are truncated. Consider using a more specific path or pattern.)".into());
+            if all > MAX_FILES {
+                shown.push(cut_note(MAX_FILES, all));
             }
             Ok(ToolOutput::Text(shown.join("\n")))
         }
