@@ -224,8 +224,17 @@ impl Runtime {
         crate::validation::as_released(text, self.ctx.profile(), &tool.input_schema())
     }
 
-    /// One call through the whole pipeline.
+    /// One call through the whole pipeline; its result goes into the session log ([`Runtime::log_result`]).
     pub async fn run_call(&self, call: &ToolCall) -> ToolResult {
+        let mut record = None;
+        let result = self.call_through(call, &mut record).await;
+        self.log_result(&call.name, &result, record.as_ref());
+        result
+    }
+
+    /// The pipeline of one call: the result, and in `record` the tool's structured record where it
+    /// made one.
+    async fn call_through(&self, call: &ToolCall, record: &mut Option<Value>) -> ToolResult {
         let id = call.id.as_str();
         // a call to a tool that is not callable yet (LSP-3) is a call to a tool the session does not have
         let Some(tool) = self.registry.get(&call.name).filter(|t| t.is_available(&self.ctx)) else {
@@ -304,7 +313,7 @@ impl Runtime {
         let empty = format!("({} completed with no output)", tool.name());
         let text = match &output {
             ToolOutput::Data { text, data } => {
-                self.log_structured(id, tool.name(), data);
+                *record = Some(data.clone());
                 text
             }
             ToolOutput::Text(t) => t,
@@ -374,14 +383,22 @@ impl Runtime {
         }
     }
 
-    /// Appends a tool's structured record to the session log, as the reference keeps `toolUseResult`
-    /// beside each result in its session transcript (`<project dir>/<session id>.jsonl`). A log that cannot be written is no reason to fail
-    /// the call: the model's result does not depend on it.
-    fn log_structured(&self, id: &str, tool: &str, data: &Value) {
+    /// Appends a call's result to the session log (`<project dir>/<session id>.jsonl`), as the
+    /// reference's session transcript holds every result: one line per call, `{"type":"tool_result",
+    /// "tool_use_id","tool"`, the tool's structured record where it made one (`toolUseResult`, as the
+    /// reference keeps it beside the result), then `message`: the user message with the `tool_result`
+    /// block the model got — refusals and errors too, so a probe can wait for a refused call there
+    /// (`probes/claude-code/workflow-texts.toml`). A log that cannot be written is no reason to fail the
+    /// call: the model's result does not depend on it.
+    fn log_result(&self, tool: &str, result: &ToolResult, record: Option<&Value>) {
         use std::io::Write;
         let dir = self.ctx.project_dir();
-        let line =
-            json!({"type": "tool_result", "tool_use_id": id, "tool": tool, "toolUseResult": data}).to_string() + "\n";
+        let mut line = json!({"type": "tool_result", "tool_use_id": result.tool_use_id, "tool": tool});
+        if let Some(data) = record {
+            line["toolUseResult"] = data.clone();
+        }
+        line["message"] = json!({"role": "user", "content": [result.to_block()]});
+        let line = line.to_string() + "\n";
         let _ = std::fs::create_dir_all(&dir).and_then(|_| {
             std::fs::OpenOptions::new()
                 .create(true)
