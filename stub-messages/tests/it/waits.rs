@@ -8,6 +8,14 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use stub_messages::{serve, ExchangeKind, Recorder, Script, Stub};
 
+/// Posts `request` to the stub on a task of its own: the status it gets, once the stub answers.
+fn in_background(f: &Fixture, request: Value) -> tokio::task::JoinHandle<u16> {
+    let url = f.url("/v1/messages");
+    tokio::spawn(
+        async move { client().post(url).json(&request).send().await.map(|r| r.status().as_u16()).unwrap_or(0) },
+    )
+}
+
 fn named(first: &str) -> Value {
     json!({"model": "m", "max_tokens": 10, "stream": false, "tools": tools(),
         "messages": [{"role": "user", "content": first}]})
@@ -20,10 +28,7 @@ async fn a_turn_waits_for_another_conversation_to_be_served_and_is_answered_afte
          [[conversation]]\nname = \"sub\"\nselect = { first_user_contains = \"SUB:\" }\n[[conversation.turn]]\ntext = \"sub done\"\n",
     )
     .await;
-    let main = tokio::spawn({
-        let url = f.url("/v1/messages");
-        async move { client().post(url).json(&body(hello(), false)).send().await.map(|r| r.status().as_u16()).unwrap_or(0) }
-    });
+    let main = in_background(&f, body(hello(), false));
     // the main request arrives first and is held
     let t0 = Instant::now();
     while f.stub.recorder().exchanges().is_empty() && !main.is_finished() && t0.elapsed() < Duration::from_secs(2) {
@@ -60,10 +65,7 @@ async fn a_turn_waits_for_a_file_with_a_captured_name() {
                {"role": "user", "content": [{"type": "tool_result", "tool_use_id": id, "content": "started task 7"}]}]),
         false,
     );
-    let req = tokio::spawn({
-        let url = f.url("/v1/messages");
-        async move { client().post(url).json(&second).send().await.map(|r| r.status().as_u16()).unwrap_or(0) }
-    });
+    let req = in_background(&f, second);
     std::fs::write(&path, "not yet\n").unwrap_or_else(|e| panic!("{e}"));
     tokio::time::sleep(Duration::from_millis(30)).await;
     assert!(!req.is_finished(), "the file does not hold the text yet");
@@ -84,10 +86,7 @@ async fn a_turn_waits_for_a_file_to_be_gone() {
         path.display()
     );
     let f = start(&toml).await;
-    let req = tokio::spawn({
-        let url = f.url("/v1/messages");
-        async move { client().post(url).json(&body(hello(), false)).send().await.map(|r| r.status().as_u16()).unwrap_or(0) }
-    });
+    let req = in_background(&f, body(hello(), false));
     tokio::time::sleep(Duration::from_millis(30)).await;
     assert!(!req.is_finished(), "the file is still there");
     std::fs::remove_file(&path).unwrap_or_else(|e| panic!("{e}"));
@@ -112,10 +111,7 @@ async fn a_turn_waits_for_a_file_to_contain_one_of_several_texts() {
         path.display()
     );
     let f = start(&toml).await;
-    let req = tokio::spawn({
-        let url = f.url("/v1/messages");
-        async move { client().post(url).json(&body(hello(), false)).send().await.map(|r| r.status().as_u16()).unwrap_or(0) }
-    });
+    let req = in_background(&f, body(hello(), false));
     tokio::time::sleep(Duration::from_millis(30)).await;
     assert!(!req.is_finished(), "neither text is there yet");
     // the second of the two
