@@ -311,18 +311,18 @@ impl Runtime {
         // empty, as Claude Code 2.1.235 says it for every tool: `(<tool> completed with no output)`
         // (measured by harness/tests/fidelity.rs: a Read of a notebook with no cells)
         let empty = format!("({} completed with no output)", tool.name());
-        let text = match &output {
+        let text = match output {
             ToolOutput::Data { text, data } => {
-                *record = Some(data.clone());
+                *record = Some(data);
                 text
             }
             ToolOutput::Text(t) => t,
-            ToolOutput::Blocks(b) if blank_blocks(b) => &empty,
+            ToolOutput::Blocks(b) if blank_blocks(&b) => empty.clone(),
             ToolOutput::Blocks(b) => {
-                return ToolResult { tool_use_id: id.to_string(), content: Value::Array(b.clone()), is_error: false }
+                return ToolResult { tool_use_id: id.to_string(), content: Value::Array(b), is_error: false }
             }
         };
-        let text = if text.trim().is_empty() { &empty } else { text };
+        let text = if text.trim().is_empty() { &empty } else { &text };
         let max = tool.max_result_size_chars();
         // named only when it is persisted (the Bash tool's name is a fresh shell id)
         let name = max.filter(|m| text.chars().count() > *m).and_then(|_| tool.persisted_name(&self.ctx));
