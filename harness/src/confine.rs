@@ -5,9 +5,11 @@
 //! get it through [`probelab_runtime::builtin::SessionConfig::confine`]; the Claude Code binary is
 //! started under it whole ([`crate::subject::claude_code::run`]).
 //!
-//! Where bubblewrap is missing or cannot make namespaces the probe is skipped by its `requires`
-//! ([`crate::probe::Probe::requires_on`] adds `bwrap`), and a run that gets here anyway refuses: a
-//! subject never runs unconfined silently.
+//! Two backends make it, with the same guarantees ([`probelab_runtime::confine::Backend`]): probelab's
+//! own launcher where the kernel lets this user make namespaces (no host package), else bubblewrap;
+//! `PROBELAB_CONFINE=namespaces|bwrap` picks one ([`probelab_runtime::confine::backend`]). Where
+//! neither can, the probe is skipped by its `requires` ([`crate::probe::Probe::requires_on`] adds
+//! `confinement`), and a run that gets here anyway refuses: a subject never runs unconfined silently.
 
 pub use probelab_runtime::confine::{Confinement, Network, Served};
 use std::path::Path;
@@ -35,20 +37,19 @@ pub fn for_run(
     if probe.unconfined_on(subject).is_some() {
         return Ok(None);
     }
-    if let Some(why) = crate::probe::host::lookup("bwrap") {
-        return Err(format!(
+    let launcher = crate::probe::placeholders::probelab_binary();
+    let backend = probelab_runtime::confine::backend(&launcher).map_err(|why| {
+        format!(
             "{}: the subject cannot be confined: {why}; it is not run unconfined (`[subject] unconfined = \"why\"` opts a probe out)",
             probe.path.display()
-        ));
-    }
-    let bwrap = probelab_runtime::confine::bwrap_on_path().ok_or("bwrap is not on PATH")?;
+        )
+    })?;
     let (network, served) = if ports.is_empty() {
         (Network::Off, None)
     } else {
         let served = probelab_runtime::confine::serve_ports(&sandbox.join(".net"), ports)
             .map_err(|e| format!("cannot serve the confined subject's ports: {e}"))?;
-        let relay = crate::probe::placeholders::probelab_binary();
-        (Network::Relayed(served.ports(&relay)), Some(served))
+        (Network::Relayed(served.ports(&launcher)), Some(served))
     };
-    Ok(Some(RunConfinement { confinement: Confinement::lab(bwrap, sandbox, network, whole), _served: served }))
+    Ok(Some(RunConfinement { confinement: Confinement::lab(backend, sandbox, network, whole), _served: served }))
 }

@@ -101,7 +101,7 @@ pub struct Table {
 /// The cell of a run's outcome.
 pub fn cell_of(o: &Outcome) -> Cell {
     match (&o.status, &o.report) {
-        (Status::Skipped(why), _) => Cell { mark: Mark::NA, why: why.clone() },
+        (Status::Skipped(why), _) => Cell { mark: Mark::NA, why: why.why.clone() },
         (_, Some(r)) => {
             let failed = r.verdicts.iter().find(|v| !v.pass).map(|v| v.name.clone()).unwrap_or_default();
             let mark = match standing(&r.verdicts) {

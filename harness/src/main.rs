@@ -65,6 +65,9 @@ enum Command {
         /// Probes run side by side (default: the machine's cores); output stays in probe order.
         #[arg(short = 'j', long)]
         jobs: Option<usize>,
+        /// A subject on which no probe ran (all skipped, or none selected) passes instead of exiting 5.
+        #[arg(long)]
+        allow_empty: bool,
     },
     /// Semantic diff of two golden sets: directories, or subject names (their golden/<subject>).
     Diff {
@@ -187,6 +190,11 @@ fn main() -> ExitCode {
         }
         return harness::subject::exec::measure(std::path::Path::new(out), &argv[5..]);
     }
+    if argv.get(1).is_some_and(|a| a == probelab_runtime::confine::ns::SUBCOMMAND) {
+        // the namespaces backend's launcher: first, while this process has one thread (a user
+        // namespace is refused to a process with more)
+        return ExitCode::from(probelab_runtime::confine::ns::main(&argv[2..]));
+    }
     if argv.get(1).is_some_and(|a| a == probelab_runtime::confine::RELAY_SUBCOMMAND) {
         // inside a confined subject's namespace: its loopback ports, relayed to the lab
         let code = probelab_runtime::confine::relay_main(&argv[2..]);
@@ -214,13 +222,14 @@ fn main() -> ExitCode {
     };
     let p = &project;
     match cli.command {
-        Command::Run { paths, subject, bless, json, keep, jobs } => supervised(|| {
+        Command::Run { paths, subject, bless, json, keep, jobs, allow_empty } => supervised(|| {
             let subjects = subject.map_or_else(|| harness::suite::default_subjects(&p.golden), |s| vec![s]);
+            let how = RunHow { bless, json, keep, jobs, allow_empty };
             // each subject in turn, against its goldens; the worst exit code is the run's
             subjects
                 .iter()
-                .map(|s| finish("probelab run", run_probes(p, paths.clone(), s, bless, json, keep, jobs)))
-                .fold(ExitCode::SUCCESS, |worst, code| if code == ExitCode::SUCCESS { worst } else { code })
+                .map(|s| finish("probelab run", run_probes(p, paths.clone(), s, &how)))
+                .fold(ExitCode::SUCCESS, worse)
         }),
         Command::List => finish("probelab list", list(p)),
         Command::GcBlobs => finish("probelab gc-blobs", gc_blobs(p)),
@@ -276,17 +285,45 @@ fn supervised(f: impl FnOnce() -> ExitCode) -> ExitCode {
     code
 }
 
-/// `probelab run` on one subject: exit 1 on any failure, 2 on a usage or probe-file error.
-fn run_probes(
-    project: &Project,
-    paths: Vec<PathBuf>,
-    subject: &str,
+/// `probelab run`'s exit code when a subject ran no probe: every selected probe skipped, or none
+/// selected (pytest's 5: "no tests were collected"). `--allow-empty` makes it 0.
+const EXIT_NOTHING_RAN: u8 = 5;
+
+/// The worse of two subjects' exit codes: a usage error (2, or any other), then a failure (1), then
+/// a run that ran nothing (5), then success.
+fn worse(a: ExitCode, b: ExitCode) -> ExitCode {
+    let rank = |c: &ExitCode| {
+        if *c == ExitCode::SUCCESS {
+            0
+        } else if *c == ExitCode::from(EXIT_NOTHING_RAN) {
+            1
+        } else if *c == ExitCode::from(1) {
+            2
+        } else {
+            3
+        }
+    };
+    if rank(&b) > rank(&a) {
+        b
+    } else {
+        a
+    }
+}
+
+/// How `probelab run` runs each subject.
+struct RunHow {
     bless: bool,
     json: bool,
     keep: bool,
     jobs: Option<usize>,
-) -> Outcome {
-    use harness::suite::Status;
+    allow_empty: bool,
+}
+
+/// `probelab run` on one subject: exit 1 on any failure, 2 on a usage or probe-file error, 5 when no
+/// probe ran ([`EXIT_NOTHING_RAN`]) unless `--allow-empty`.
+fn run_probes(project: &Project, paths: Vec<PathBuf>, subject: &str, how: &RunHow) -> Outcome {
+    use harness::suite::{Skip, SkipKind, Status};
+    let RunHow { bless, json, keep, jobs, allow_empty } = *how;
     let registry = project.registry();
     // an unknown subject is a usage error, before anything runs (a typo in CI must not pass by skipping)
     let id = registry.parse(subject).usage()?;
@@ -305,10 +342,14 @@ fn run_probes(
     let opts = harness::suite::Options { subject: id, jobs, bless, keep, durations };
     let total = probes.len();
     let (mut passed, mut failed, mut skipped) = (0usize, 0usize, 0usize);
+    let mut skips: std::collections::BTreeMap<SkipKind, (usize, String)> = Default::default();
     let began = std::time::Instant::now();
+    let id = opts.subject.clone();
     rt.block_on(harness::suite::run_suite(probes, &layout, &opts, |o| {
         if let Status::Skipped(why) = &o.status {
             skipped += 1;
+            skips.entry(why.kind.clone()).or_insert((0, why.why.clone())).0 += 1;
+            let why = &why.why;
             if json {
                 let id = &o.probe.id;
                 println!(
@@ -335,16 +376,62 @@ fn run_probes(
         }
     }));
     let wall = began.elapsed().as_secs_f64();
+    let by_reason: Vec<String> = skips.iter().map(|(k, (n, _))| Skip::counted(k, *n, &id)).collect();
+    let ran_nothing = passed + failed == 0;
     if json {
+        let by: serde_json::Map<String, serde_json::Value> = skips
+            .iter()
+            .map(|(k, (n, _))| {
+                let key = match k {
+                    SkipKind::NotFor => "not-for".to_string(),
+                    SkipKind::NotApplicable => "n/a".to_string(),
+                    SkipKind::MissingPart(p) => format!("missing:{p}"),
+                };
+                (key, serde_json::json!(n))
+            })
+            .collect();
         println!(
             "{}",
             serde_json::json!({"summary": {"passed": passed, "failed": failed, "skipped": skipped, "subject": subject,
-                "jobs": jobs, "wall_ms": (wall * 1000.0).round()}})
+                "skipped_by": by, "ran_nothing": ran_nothing, "jobs": jobs, "wall_ms": (wall * 1000.0).round()}})
         );
     } else {
-        println!("\n{passed} passed, {failed} failed, {skipped} skipped ({total} probes on {subject}, {wall:.1} s, -j {jobs})");
+        let reasons = if by_reason.is_empty() { String::new() } else { format!(": {}", by_reason.join(", ")) };
+        println!(
+            "\n{passed} passed, {failed} failed, {skipped} skipped{reasons} ({total} probes on {subject}, {wall:.1} s, -j {jobs})"
+        );
+        // what a missing part is and how to get it, once per part
+        for (k, (n, why)) in &skips {
+            if let SkipKind::MissingPart(part) = k {
+                println!("  {n} skipped for a missing host part, {part}: {why}");
+            }
+        }
     }
-    Ok(if failed > 0 { ExitCode::from(1) } else { ExitCode::SUCCESS })
+    if failed > 0 {
+        return Ok(ExitCode::from(1));
+    }
+    if ran_nothing && !allow_empty {
+        let what = if total == 0 {
+            format!("no probe was selected ({})", paths_words(&paths))
+        } else {
+            format!("all {total} probes were skipped ({})", by_reason.join(", "))
+        };
+        let fix = if skips.keys().any(|k| matches!(k, SkipKind::MissingPart(_))) {
+            "install the missing host parts above (scripts/setup installs them)"
+        } else {
+            "select probes written for this subject"
+        };
+        eprintln!(
+            "probelab run: nothing ran on {subject}: {what}; {fix}, or pass --allow-empty to accept a run that runs nothing (exit {EXIT_NOTHING_RAN})"
+        );
+        return Ok(ExitCode::from(EXIT_NOTHING_RAN));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The probe paths of a run, in words.
+fn paths_words(paths: &[PathBuf]) -> String {
+    paths.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")
 }
 
 /// An exec probe's evidence, `out/<subject>/<probe>.json`; one that cannot be written is said (the run's

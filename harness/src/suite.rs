@@ -48,8 +48,50 @@ pub enum Status {
     GoldenMissing,
     /// The run could not be made (sandbox, stub, subject install…).
     Error,
-    /// Not run: the reason (`not for builtin`, `needs bubblewrap (scripts/setup installs it)`).
-    Skipped(String),
+    /// Not run: why ([`Skip`]).
+    Skipped(Skip),
+}
+
+/// Why a probe did not run on a subject.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Skip {
+    /// The kind of reason, what the summary counts.
+    pub kind: SkipKind,
+    /// In words (`not for builtin`, `needs bubblewrap (scripts/setup installs it)`).
+    pub why: String,
+}
+
+/// The kinds of [`Skip`].
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum SkipKind {
+    /// The probe's `subjects` do not name the subject.
+    NotFor,
+    /// The subject cannot run it (a dialect without its calls, a profile without its tools, an exec
+    /// probe on a subject with no search engine).
+    NotApplicable,
+    /// A host part it needs is missing: the part's name (`confinement`, `curl`, `python3:pylsp`).
+    MissingPart(String),
+}
+
+impl Skip {
+    fn new(kind: SkipKind, why: impl Into<String>) -> Skip {
+        Skip { kind, why: why.into() }
+    }
+
+    /// The summary's words for `n` probes skipped for this kind of reason (`17 not for builtin`).
+    pub fn counted(kind: &SkipKind, n: usize, subject: &SubjectId) -> String {
+        match kind {
+            SkipKind::NotFor => format!("{n} not for {subject}"),
+            SkipKind::NotApplicable => format!("{n} n/a on {subject}"),
+            SkipKind::MissingPart(part) => format!("{n} missing {part}"),
+        }
+    }
+}
+
+impl std::fmt::Display for Skip {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.why)
+    }
 }
 
 impl Status {
@@ -182,7 +224,7 @@ pub async fn run_one(
     opts: &Options,
 ) -> Outcome {
     let started = Instant::now();
-    let skip = |why: String| Outcome {
+    let skip = |why: Skip| Outcome {
         index,
         probe: probe.clone(),
         status: Status::Skipped(why),
@@ -191,18 +233,19 @@ pub async fn run_one(
         duration: Duration::ZERO,
     };
     if !probe.applies_to(&opts.subject) {
-        return skip(format!("not for {}", opts.subject));
+        return skip(Skip::new(SkipKind::NotFor, format!("not for {}", opts.subject)));
     }
     if let Some(why) = subject.unsupported(&probe) {
-        return skip(format!("n/a on {}: {why}", opts.subject));
+        return skip(Skip::new(SkipKind::NotApplicable, format!("n/a on {}: {why}", opts.subject)));
     }
     let mut needs = probe.requires_on(&opts.subject);
     needs.extend(subject.requires());
-    if let Some(why) = crate::probe::host::missing(&needs) {
-        return skip(why);
+    if let Some((part, why)) = crate::probe::host::missing_part(&needs) {
+        return skip(Skip::new(SkipKind::MissingPart(part), why));
     }
     if !probe.execs.is_empty() && subject.rg_engine(&layout.engine).is_none() {
-        return skip(format!("an exec probe: {} has no search engine to start as rg", opts.subject));
+        let why = format!("an exec probe: {} has no search engine to start as rg", opts.subject);
+        return skip(Skip::new(SkipKind::NotApplicable, why));
     }
     let report = match run_probe_on(&probe, subject, layout, opts.keep).await {
         Ok(r) => r,
@@ -234,7 +277,7 @@ pub async fn run_one(
     };
     let verdict = crate::lab::verdict(&report, measured.as_ref(), &opts.subject);
     if let (Ok(note), true) = (&verdict, crate::lab::not_applicable(&report, &opts.subject)) {
-        let why = note.clone().unwrap_or_default();
+        let why = Skip::new(SkipKind::NotApplicable, note.clone().unwrap_or_default());
         return Outcome {
             index,
             probe,
@@ -268,7 +311,7 @@ pub async fn run_one(
 
 /// The outcome of a probe that does not run on `subject`.
 async fn skipped(index: usize, probe: Arc<Probe>, subject: &SubjectId) -> Outcome {
-    let why = format!("not for {subject}");
+    let why = Skip::new(SkipKind::NotFor, format!("not for {subject}"));
     Outcome {
         index,
         probe,

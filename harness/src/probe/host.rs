@@ -24,8 +24,18 @@ pub struct Part {
     pub how: &'static str,
 }
 
+/// The part every confined loop probe needs ([`crate::probe::Probe::requires_on`] adds it): a way
+/// to confine the subject — the kernel's unprivileged namespaces (probelab's own launcher) or a
+/// working bubblewrap ([`probelab_runtime::confine::backend`]).
+pub const CONFINEMENT: &str = "confinement";
+
 /// The named host parts.
 pub const PARTS: &[Part] = &[
+    Part {
+        name: CONFINEMENT,
+        what: "a way to confine the subject",
+        how: "a kernel that lets users make namespaces (sysctl kernel.unprivileged_userns_clone=1, or an AppArmor profile that allows probelab), or bubblewrap (scripts/setup installs it)",
+    },
     Part { name: "bwrap", what: "bubblewrap", how: "scripts/setup installs it" },
     Part { name: "socat", what: "socat", how: "scripts/setup installs it" },
     Part { name: "curl", what: "curl", how: "scripts/setup installs it" },
@@ -52,7 +62,12 @@ pub fn valid_name(name: &str) -> bool {
 
 /// The first of `names` the host lacks, as the reason a probe is skipped; `None` when all are there.
 pub fn missing(names: &[String]) -> Option<String> {
-    names.iter().find_map(|n| lookup(n))
+    missing_part(names).map(|(_, why)| why)
+}
+
+/// [`missing`] with the part's name: (`confinement`, `needs a way to confine the subject: …`).
+pub fn missing_part(names: &[String]) -> Option<(String, String)> {
+    names.iter().find_map(|n| lookup(n).map(|why| (n.clone(), why)))
 }
 
 /// Whether `name` is there: `None` when it is, else what is missing and how to get it (cached per process).
@@ -85,6 +100,13 @@ fn check(name: &str) -> Option<String> {
         return if ok { None } else { needs("") };
     }
     match name {
+        CONFINEMENT => {
+            let launcher = crate::probe::placeholders::probelab_binary();
+            match probelab_runtime::confine::backend(&launcher) {
+                Ok(_) => None,
+                Err(why) => needs(&format!(": {why}")),
+            }
+        }
         "bwrap" => {
             let Some(bwrap) = on_path("bwrap") else { return needs("") };
             // what the Bash tool asks of it (tools/bwrap.rs): new namespaces, a read-only root

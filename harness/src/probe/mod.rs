@@ -89,6 +89,7 @@ pub use checks::{Check, JsonCheck, OneOrMany, RawCheck, ResultRef, Target};
 pub use files::FileSpec;
 
 use crate::subject::id::SubjectId;
+use host::CONFINEMENT;
 use probelab_runtime::config::ClockSpec;
 use probelab_runtime::config::HostScript;
 use probelab_runtime::settings::{AskAnswer, Settings};
@@ -462,8 +463,9 @@ impl Probe {
         self.subject.unconfined.as_deref().or(own.as_deref())
     }
 
-    /// The host parts the probe needs on a subject: its `requires`, the subject's own, and `bwrap` for a
-    /// loop probe whose subject runs confined (every one without `[subject] unconfined`).
+    /// The host parts the probe needs on a subject: its `requires`, the subject's own, and
+    /// `confinement` (the kernel's namespaces or bubblewrap, [`crate::confine`]) for a loop probe whose
+    /// subject runs confined (every one without `[subject] unconfined`).
     pub fn requires_on(&self, subject: &SubjectId) -> Vec<String> {
         let own: &[String] = match subject.kind {
             crate::subject::id::BUILTIN => &self.subject.builtin.requires,
@@ -472,8 +474,8 @@ impl Probe {
         };
         let mut all: Vec<String> = self.requires.iter().chain(own).cloned().collect();
         // every loop probe's subject runs confined unless the probe says why not ([`crate::confine`])
-        if self.execs.is_empty() && self.unconfined_on(subject).is_none() && !all.iter().any(|r| r == "bwrap") {
-            all.push("bwrap".into());
+        if self.execs.is_empty() && self.unconfined_on(subject).is_none() && !all.iter().any(|r| r == CONFINEMENT) {
+            all.push(CONFINEMENT.into());
         }
         all
     }
@@ -1558,7 +1560,10 @@ mod tests {
         assert!(err(&sandboxed).contains("does not require bubblewrap"), "{}", err(&sandboxed));
         let declared = sandboxed.replace("about", "requires = [\"bwrap\"]\nabout");
         let p = parse(Path::new("p.toml"), &declared).map_err(|e| e.to_string());
-        assert_eq!(p.map(|p| p.requires_on(&SubjectId::builtin())), Ok(vec!["bwrap".to_string()]));
+        assert_eq!(
+            p.map(|p| p.requires_on(&SubjectId::builtin())),
+            Ok(vec!["bwrap".to_string(), CONFINEMENT.to_string()])
+        );
         assert!(err(&OK.replace("about", "requires = [\"a b\"]\nabout")).contains("is not a host part"));
     }
 
@@ -1568,13 +1573,13 @@ mod tests {
             let id = SubjectId::parse_registered(subject).unwrap_or_else(|| panic!("{subject}"));
             parse(Path::new("p.toml"), text).map(|p| p.requires_on(&id)).map_err(|e| e.to_string())
         };
-        assert_eq!(requires(OK, "builtin"), Ok(vec!["bwrap".to_string()]));
-        assert_eq!(requires(OK, "claude-code@2.1.235"), Ok(vec!["bwrap".to_string()]));
+        assert_eq!(requires(OK, "builtin"), Ok(vec![CONFINEMENT.to_string()]));
+        assert_eq!(requires(OK, "claude-code@2.1.235"), Ok(vec![CONFINEMENT.to_string()]));
         let all = format!("{OK}[subject]\nunconfined = \"measures the host's /tmp\"\n");
         assert_eq!(requires(&all, "builtin"), Ok(vec![]));
         assert_eq!(requires(&all, "claude-code@2.1.235"), Ok(vec![]));
         let one = format!("{OK}[subject.claude-code]\nunconfined = \"chattr +i\"\n");
-        assert_eq!(requires(&one, "builtin"), Ok(vec!["bwrap".to_string()]));
+        assert_eq!(requires(&one, "builtin"), Ok(vec![CONFINEMENT.to_string()]));
         assert_eq!(requires(&one, "claude-code@2.1.235"), Ok(vec![]));
         // a reason, never an empty one; placed on its key
         let blank = format!("{OK}[subject.builtin]\nunconfined = \" \"\n");

@@ -4,7 +4,6 @@
 //! arrives — on the built-in subject, and on Claude Code 2.1.235 where it is installed; an imported
 //! session replays the same way. Only loopback addresses.
 
-use harness::lab::{run_probe, Layout};
 use std::path::{Path, PathBuf};
 
 /// The probe, with the names of the files it tries to write and the port it tries.
@@ -36,9 +35,16 @@ equals = "ran\n"
     )
 }
 
-/// Runs the probe on `subject`; asserts that the host saw nothing of it.
+/// Runs the probe on `subject`, confined by each backend the machine has; asserts that the host saw
+/// nothing of it.
 fn untouched(subject: &str) {
-    let name = format!("probelab-confine-{}-{}", std::process::id(), subject.replace(['@', '.'], "-"));
+    for backend in backends() {
+        untouched_on(subject, backend);
+    }
+}
+
+fn untouched_on(subject: &str, backend: &str) {
+    let name = format!("probelab-confine-{}-{}-{backend}", std::process::id(), subject.replace(['@', '.'], "-"));
     let outside = [
         PathBuf::from("/var/tmp").join(&name),
         PathBuf::from("/var/tmp").join(format!("{name}-hook")),
@@ -48,24 +54,27 @@ fn untouched(subject: &str) {
     listener.set_nonblocking(true).unwrap_or_else(|e| panic!("{e}"));
     let port = listener.local_addr().unwrap_or_else(|e| panic!("{e}")).port();
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-    let path = dir.path().join("host-untouched.toml");
-    let text = probe(&name, port);
-    std::fs::write(&path, &text).unwrap_or_else(|e| panic!("{e}"));
-    let probe = harness::probe::parse(&path, &text).unwrap_or_else(|e| panic!("{e}"));
-    let mut layout = Layout::repo();
-    layout.golden = dir.path().join("golden");
-    layout.engine = PathBuf::from(env!("CARGO_BIN_EXE_probelab"));
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap_or_else(|e| panic!("{e}"));
-    let report = rt.block_on(run_probe(&probe, subject, &layout, false));
+    let lab = dir.path();
+    assert!(probelab(lab, &["init"]).0);
+    std::fs::write(lab.join("probes/host-untouched.toml"), probe(&name, port)).unwrap_or_else(|e| panic!("{e}"));
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_probelab"))
+        .args(["run", "--bless", "-j", "1", "--subject", subject])
+        .env(probelab_runtime::confine::BACKEND_ENV, backend)
+        .current_dir(lab)
+        .output()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let said = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
     let landed: Vec<&Path> = outside.iter().map(PathBuf::as_path).filter(|p| p.exists()).collect();
     for p in &landed {
         let _ = std::fs::remove_file(p);
     }
     let connected = listener.accept().is_ok();
-    let report = report.unwrap_or_else(|e| panic!("{subject}: {e}"));
-    assert!(landed.is_empty(), "{subject}: the subject wrote outside its sandbox: {landed:?}");
-    assert!(!connected, "{subject}: the subject reached 127.0.0.1:{port}, which is no service of the probe");
-    assert!(report.passed(), "{subject}: {:?}\n{}", report.failures(), report.transcript);
+    assert!(landed.is_empty(), "{subject} on {backend}: the subject wrote outside its sandbox: {landed:?}");
+    assert!(
+        !connected,
+        "{subject} on {backend}: the subject reached 127.0.0.1:{port}, which is no service of the probe"
+    );
+    assert!(out.status.success() && said.contains("1 passed, 0 failed"), "{subject} on {backend}:\n{said}");
 }
 
 #[test]
@@ -115,19 +124,40 @@ fn an_imported_session_replays_without_touching_the_host() {
     let version = harness::subject::claude_code::REFERENCE_VERSION;
     let cc = format!("claude-code@{version}");
     let installed = harness::versions::cache_root().join("claude-code").join(version).is_dir();
-    for subject in ["builtin"].into_iter().chain(installed.then_some(cc.as_str())) {
-        // the recorded result (the file's text) no longer comes back: the run fails its check, the host
-        // is what counts
-        let (_, said) = probelab(lab, &["run", "-j", "1", "--subject", subject]);
-        let landed = outside.exists();
-        let _ = std::fs::remove_file(&outside);
-        assert!(!landed, "{subject}: the replay wrote {}:\n{said}", outside.display());
-        assert!(said.contains("Read-only file system"), "{subject}: {said}");
+    for backend in backends() {
+        for subject in ["builtin"].into_iter().chain(installed.then_some(cc.as_str())) {
+            // the recorded result (the file's text) no longer comes back: the run fails its check, the
+            // host is what counts
+            let out = std::process::Command::new(env!("CARGO_BIN_EXE_probelab"))
+                .args(["run", "-j", "1", "--subject", subject])
+                .env(probelab_runtime::confine::BACKEND_ENV, backend)
+                .current_dir(lab)
+                .output()
+                .unwrap_or_else(|e| panic!("{e}"));
+            let said = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+            let landed = outside.exists();
+            let _ = std::fs::remove_file(&outside);
+            assert!(!landed, "{subject} on {backend}: the replay wrote {}:\n{said}", outside.display());
+            assert!(said.contains("Read-only file system"), "{subject} on {backend}: {said}");
+        }
     }
 }
 
+/// `probelab run --golden GOLDEN PROBES…` in the repository with `env`: (exit code, what it said).
+fn run_in_repo(golden: &Path, probes: &[&Path], extra: &[&str], env: &[(&str, &std::ffi::OsStr)]) -> (i32, String) {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_probelab"));
+    cmd.args(["run", "--bless", "-j", "1", "--golden"]).arg(golden).args(extra).args(probes).current_dir(&repo);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().unwrap_or_else(|e| panic!("{e}"));
+    let said = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    (out.status.code().unwrap_or(-1), said)
+}
+
 #[test]
-fn without_bubblewrap_a_probe_is_skipped_unless_it_says_why_it_runs_unconfined() {
+fn without_any_confinement_a_probe_is_skipped_unless_it_says_why_it_runs_unconfined() {
     let tmp = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
     let empty = tmp.path().join("bin");
     std::fs::create_dir(&empty).unwrap_or_else(|e| panic!("{e}"));
@@ -136,20 +166,198 @@ fn without_bubblewrap_a_probe_is_skipped_unless_it_says_why_it_runs_unconfined()
                 [fixture]\nfiles.\"f.txt\" = \"a\\n\"\n[[turn]]\ntool_use = [{ name = \"Read\", input = { file_path = \"{cwd}/f.txt\" } }]\n\
                 [[turn]]\ntext = \"done\"\n";
     std::fs::write(&probe, text).unwrap_or_else(|e| panic!("{e}"));
-    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let golden = tmp.path().join("golden");
-    // no bwrap on PATH: the confined probe is skipped, saying what it needs; the one that opted out runs
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_probelab"))
-        .args(["run", "--bless", "-j", "1", "--golden"])
-        .arg(&golden)
-        .arg(&probe)
-        .arg("probes/read/window.toml")
-        .current_dir(&repo)
-        .env("PATH", &empty)
-        .output()
-        .unwrap_or_else(|e| panic!("{e}"));
-    let said = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-    assert!(said.contains("skip  read.window (needs bubblewrap"), "{said}");
+    let window = Path::new("probes/read/window.toml");
+    // bubblewrap asked for and missing (no bwrap on PATH): the confined probe is skipped, saying what it
+    // needs; the one that opted out runs
+    let no_bwrap: [(&str, &std::ffi::OsStr); 2] =
+        [("PATH", empty.as_os_str()), (probelab_runtime::confine::BACKEND_ENV, "bwrap".as_ref())];
+    let (code, said) = run_in_repo(&golden, &[&probe, window], &[], &no_bwrap);
+    assert!(said.contains("skip  read.window (needs a way to confine the subject: PROBELAB_CONFINE=bwrap, and bubblewrap (bwrap) is not on PATH"), "{said}");
     assert!(said.contains("bless x.unconfined"), "{said}");
-    assert!(out.status.success(), "{said}");
+    assert!(said.contains("1 passed, 0 failed, 1 skipped: 1 missing confinement ("), "{said}");
+    assert_eq!(code, 0, "{said}");
+    // a run that ran nothing: exit 5 and why, unless --allow-empty
+    let (code, said) = run_in_repo(&golden, &[window], &[], &no_bwrap);
+    assert_eq!(code, 5, "{said}");
+    assert!(said.contains("probelab run: nothing ran on builtin: all 1 probes were skipped (1 missing confinement); install the missing host parts above"), "{said}");
+    let (code, said) = run_in_repo(&golden, &[window], &["--allow-empty"], &no_bwrap);
+    assert_eq!(code, 0, "{said}");
+    // no bwrap on PATH, nothing asked: probelab's own namespaces confine it (where the kernel allows)
+    if backends().contains(&"namespaces") {
+        let (code, said) = run_in_repo(&golden, &[window], &[], &[("PATH", empty.as_os_str())]);
+        assert!(said.contains("bless read.window"), "{said}");
+        assert_eq!(code, 0, "{said}");
+    }
+}
+
+#[test]
+fn a_subject_no_probe_is_for_ran_nothing_and_exits_5() {
+    let tmp = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let golden = tmp.path().join("golden");
+    let only_cc = Path::new("probes/claude-code/agent-message.toml");
+    let (code, said) = run_in_repo(&golden, &[only_cc], &["--subject", "builtin"], &[]);
+    assert_eq!(code, 5, "{said}");
+    assert!(said.contains("0 passed, 0 failed, 1 skipped: 1 not for builtin ("), "{said}");
+    assert!(said.contains("nothing ran on builtin: all 1 probes were skipped (1 not for builtin); select probes written for this subject"), "{said}");
+}
+
+/// The backends this machine confines with (`namespaces`, `bwrap`): every confinement test runs on each.
+/// A backend that cannot run here is said, never silently dropped; none at all fails.
+fn backends() -> Vec<&'static str> {
+    let launcher = Path::new(env!("CARGO_BIN_EXE_probelab"));
+    let mut here = Vec::new();
+    for b in ["namespaces", "bwrap"] {
+        match probelab_runtime::confine::backend_chosen(b, launcher) {
+            Ok(_) => here.push(b),
+            Err(e) => eprintln!("NOT RUN on {b}: {e}"),
+        }
+    }
+    assert!(!here.is_empty(), "no confinement backend works on this machine");
+    here
+}
+
+/// What a confined process sees of its confinement, in words that do not depend on the run (no
+/// times, ids or mount numbers): its ids and capabilities, its namespaces' contents (processes,
+/// interfaces), the mounts with their options, `/dev`, what it can write and reach.
+const OBSERVE: &str = r#"
+id; grep -E '^(Cap|NoNewPrivs|Seccomp:)' /proc/self/status
+[ "$OWN_PIDS" = true ] && { echo "pid $$"; ls /proc | grep -c '^[0-9]'; }
+awk '{print $5, $6, $9, $10}' /proc/self/mountinfo | grep -vE '^/(proc|sys)/' | sed 's/,relatime//'
+for f in /dev/* /dev/pts/*; do stat -c '%n %F %a %t:%T' "$f"; done
+stat -c '%n %F %a' /tmp; ls -A /tmp
+awk 'NR > 2 {print "interface", $1}' /proc/self/net/dev
+for p in /etc/probelab-x /tmp/x /dev/shm/x "$SB/x" /proc/sys/kernel/core_pattern; do (echo x > "$p") 2>&1 | sed 's/^.*: //' ; [ -e "$p" ] && echo "wrote $p"; done
+(exec 3<>/dev/tcp/127.0.0.1/"$PORT") 2>&1 | sed 's/^.*: //'
+unshare -U true && echo nested-userns-ok; hostname >/dev/null && echo has-hostname
+"#;
+
+#[test]
+fn every_backend_makes_the_same_confinement() {
+    use probelab_runtime::confine::{backend_chosen, Confinement, Network};
+    let here = backends();
+    if here.len() < 2 {
+        eprintln!("NOT RUN: one backend here ({here:?}); the comparison needs both");
+        return;
+    }
+    let launcher = Path::new(env!("CARGO_BIN_EXE_probelab"));
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap_or_else(|e| panic!("{e}"));
+    let port = listener.local_addr().unwrap_or_else(|e| panic!("{e}")).port().to_string();
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap_or_else(|e| panic!("{e}"));
+    for own_pids in [false, true] {
+        let mut seen = Vec::new();
+        for b in &here {
+            let sb = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+            let backend = backend_chosen(b, launcher).unwrap_or_else(|e| panic!("{e}"));
+            let c = Confinement::lab(backend, sb.path(), Network::Off, own_pids);
+            let mut cmd = c.wrap("bash", ["-c", OBSERVE], sb.path());
+            cmd.env("SB", sb.path()).env("PORT", &port).env("OWN_PIDS", own_pids.to_string());
+            cmd.stdin(std::process::Stdio::null());
+            let out = rt.block_on(async { cmd.output().await }).unwrap_or_else(|e| panic!("{b}: {e}"));
+            let name = sb.path().file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+            let text = String::from_utf8_lossy(&out.stdout)
+                .replace(&sb.path().display().to_string(), "<sandbox>")
+                .replace(&name, "<sandbox name>");
+            assert!(out.status.success(), "{b}: {}\n{text}", String::from_utf8_lossy(&out.stderr));
+            assert!(!sb.path().join("../x").exists());
+            seen.push((b, text));
+        }
+        let (first, rest) = seen.split_first().unwrap_or_else(|| panic!("no backend"));
+        for other in rest {
+            let d =
+                similar::TextDiff::from_lines(&first.1, &other.1).unified_diff().header(first.0, other.0).to_string();
+            assert!(d.is_empty(), "own pids {own_pids}: the backends differ:\n{d}");
+        }
+        for must in [
+            "CapEff:\t0000000000000000",
+            "CapBnd:\t0000000000000000",
+            "NoNewPrivs:\t1",
+            "Read-only file system",
+            "Connection refused",
+            "interface lo:\n",
+            "wrote /tmp/x",
+            "wrote <sandbox>/x",
+        ] {
+            assert!(first.1.contains(must), "own pids {own_pids}: {must:?} not in\n{}", first.1);
+        }
+    }
+}
+
+/// The probes `probelab run --json` ran on `subject` (by id), and those it skipped with the reason's key.
+fn ran_and_skipped(said: &str) -> (std::collections::BTreeSet<String>, std::collections::BTreeMap<String, String>) {
+    let (mut ran, mut skipped) = (std::collections::BTreeSet::new(), std::collections::BTreeMap::new());
+    for line in said.lines().filter(|l| l.starts_with('{')) {
+        let v: serde_json::Value = serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}"));
+        let (Some(id), Some(status)) = (v["probe"].as_str(), v["status"].as_str()) else { continue };
+        if status == "skipped" {
+            skipped.insert(id.to_string(), v["reason"].as_str().unwrap_or_default().to_string());
+        } else {
+            ran.insert(id.to_string());
+        }
+    }
+    (ran, skipped)
+}
+
+/// Issue 39: the README's main command on a machine without bubblewrap runs what a full set-up runs,
+/// minus only the probes that name bubblewrap themselves (the Bash tool's own sandbox): confinement
+/// itself needs no host package. (Where the kernel refuses namespaces, the check is not made: the
+/// machine then needs bubblewrap for every loop probe, and says so.)
+#[test]
+fn without_bubblewrap_the_main_command_runs_all_but_the_probes_that_name_it() {
+    if !backends().contains(&"namespaces") {
+        eprintln!("NOT RUN: this kernel refuses namespaces to probelab");
+        return;
+    }
+    if probelab_runtime::confine::bwrap_on_path().is_none() {
+        eprintln!(
+            "NOT RUN: bwrap is not installed, so there is no full set-up to compare with (scripts/setup installs it)"
+        );
+        return;
+    }
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    // scripts/without hides bwrap from PATH (its link farm outside /tmp: a confined subject's /tmp is its own)
+    let run = |hide: bool| {
+        let probelab = env!("CARGO_BIN_EXE_probelab");
+        let mut cmd = std::process::Command::new(if hide { "scripts/without" } else { probelab });
+        if hide {
+            cmd.args(["bwrap", "--", probelab]);
+        }
+        cmd.args(["run", "--json", "--subject", "builtin@2.1.235"]).current_dir(&repo);
+        let out = cmd.output().unwrap_or_else(|e| panic!("{e}"));
+        (out.status.code(), String::from_utf8_lossy(&out.stdout).into_owned())
+    };
+    let (full_code, full) = run(false);
+    let (code, bare) = run(true);
+    let ((ran_full, _), (ran, skipped)) = (ran_and_skipped(&full), ran_and_skipped(&bare));
+    assert_eq!(full_code, Some(0), "{full}");
+    assert_eq!(code, Some(0), "{bare}");
+    assert!(ran.is_subset(&ran_full), "ran without bwrap only: {:?}", ran.difference(&ran_full).collect::<Vec<_>>());
+    let lost: Vec<&String> = ran_full.difference(&ran).collect();
+    assert!(!lost.is_empty(), "the sandbox probes need bubblewrap: some probe should be lost without it");
+    for id in &lost {
+        let why = skipped.get(*id).map(String::as_str).unwrap_or("ran");
+        assert!(why.starts_with("needs bubblewrap"), "{id} did not run without bwrap, but not for bubblewrap: {why}");
+    }
+    // and a probe that names bubblewrap is the only kind lost: every other loop probe ran
+    assert!(ran.len() > 100, "only {} probes ran without bwrap", ran.len());
+}
+
+#[test]
+fn scripts_without_hides_what_it_is_told_and_refuses_a_bad_command_line() {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let without = |args: &[&str]| {
+        let out = std::process::Command::new("scripts/without")
+            .args(args)
+            .current_dir(&repo)
+            .output()
+            .unwrap_or_else(|e| panic!("{e}"));
+        (out.status.code(), String::from_utf8_lossy(&out.stdout).into_owned())
+    };
+    // sh is on every PATH: hidden, `command -v` fails; another program stays
+    assert_eq!(without(&["sh", "--", "/bin/bash", "-c", "command -v sh"]).0, Some(1));
+    let (code, said) = without(&["sh", "--", "/bin/bash", "-c", "command -v ls"]);
+    assert_eq!(code, Some(0), "{said}");
+    assert!(said.contains("/target/without-"), "ls comes from the link farm under target/: {said}");
+    assert_eq!(without(&["sh"]).0, Some(2));
+    assert_eq!(without(&["--", "true"]).0, Some(2));
 }

@@ -107,7 +107,7 @@ pub fn plan(ctx: &ToolContext, disable: bool) -> Result<Plan, ToolError> {
     // (`.` and `$TMPDIR`); HOME and the rest of the probe's sandbox stay read-only (and visible when
     // they live under /tmp)
     let confine = Confinement {
-        bwrap,
+        backend: crate::confine::Backend::Bwrap(bwrap),
         visible: ctx.roots.clone(),
         writable: vec![ctx.cwd.clone(), ctx.tmp_base()],
         network,
@@ -188,13 +188,12 @@ impl Plan {
             // the lab's confinement: a shell joins the cgroup, then execs bubblewrap (same pid), so
             // everything inside starts in it, as unconfined
             Some(procs) => {
+                let (launcher, args) = confine.invocation("bash", shell, cwd);
                 let mut c = tokio::process::Command::new("bash");
                 c.args(["-c", r#"echo $$ >| "$1" 2>/dev/null; shift; exec "$@""#, "bash"])
                     .arg(procs)
-                    .arg(&confine.bwrap)
-                    .args(confine.args(cwd))
-                    .arg("bash")
-                    .args(shell);
+                    .arg(launcher)
+                    .args(args);
                 c
             }
             None => confine.wrap("bash", shell, cwd),
@@ -204,9 +203,10 @@ impl Plan {
     /// The error when the process could not be started at all (confined: the bubblewrap binary).
     pub fn spawn_failure(&self, e: &std::io::Error) -> String {
         if let Some(c) = &self.confine {
+            let (launcher, _) = c.invocation("bash", [""; 0], Path::new("/"));
             format!(
                 "Sandbox unavailable (cannot start {}: {e}); the command did not run, and it is not run unconfined.",
-                c.bwrap.display()
+                Path::new(&launcher).display()
             )
         } else {
             format!("cannot start bash: {e}")
@@ -217,7 +217,8 @@ impl Plan {
     /// the confined script's first line (its marker file) ran — then the output is the command's own.
     pub fn setup_failure(&self, code: i32, output: &str, started: bool) -> Option<String> {
         let first = output.lines().next().unwrap_or_default();
-        (self.confined() && !started && code != 0 && first.starts_with("bwrap: "))
+        let setup = first.starts_with("bwrap: ") || first.starts_with(crate::confine::ns::FAILURE_PREFIX);
+        (self.confined() && !started && code != 0 && setup)
             .then(|| format!("Sandbox unavailable ({first}); the command did not run, and it is not run unconfined."))
     }
 
@@ -268,7 +269,7 @@ mod tests {
 
     fn confined(network: bool) -> Plan {
         let confine = Confinement {
-            bwrap: PathBuf::from("/usr/bin/bwrap"),
+            backend: crate::confine::Backend::Bwrap(PathBuf::from("/usr/bin/bwrap")),
             visible: Vec::new(),
             writable: Vec::new(),
             network: if network { Network::Host } else { Network::Off },

@@ -29,6 +29,8 @@
 use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
 
+pub mod ns;
+
 /// What of `/proc` acts on the whole host (sysctls, the SysRq trigger, IRQ affinities, bus devices)
 /// and is guarded by its owner's mode bits alone: bound read-only over a writable `/proc`.
 const PROC_HOST_WIDE: &[&str] = &["/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus"];
@@ -59,11 +61,32 @@ pub struct Ports {
     pub sockets: Vec<(u16, PathBuf)>,
 }
 
+/// What makes the confinement: the one interface ([`Confinement`]) has two backends, with the same
+/// guarantees (`harness/tests/it/confine.rs` runs its cases on each backend the machine has).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Backend {
+    /// bubblewrap, this binary.
+    Bwrap(PathBuf),
+    /// probelab's own launcher ([`ns`]): the kernel's namespaces made by the probelab binary given
+    /// here (its `confine-ns` subcommand), no host package.
+    Namespaces(PathBuf),
+}
+
+impl Backend {
+    /// Its name in messages and in `PROBELAB_CONFINE`: `bwrap`, `namespaces`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Backend::Bwrap(_) => "bwrap",
+            Backend::Namespaces(_) => "namespaces",
+        }
+    }
+}
+
 /// How one process is confined.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Confinement {
-    /// The bubblewrap binary.
-    pub bwrap: PathBuf,
+    /// What makes it.
+    pub backend: Backend,
     /// Directories visible read-only although under the private `/tmp` (the probe's sandbox, for a
     /// confinement that writes only part of it).
     pub visible: Vec<PathBuf>,
@@ -88,9 +111,9 @@ pub struct Confinement {
 impl Confinement {
     /// The lab's confinement of a subject whose writable directory is `sandbox` (the probe's sandbox
     /// root), with `bwrap`, `network`, and `own_pids` ([`Confinement::own_pids`]).
-    pub fn lab(bwrap: PathBuf, sandbox: &Path, network: Network, own_pids: bool) -> Confinement {
+    pub fn lab(backend: Backend, sandbox: &Path, network: Network, own_pids: bool) -> Confinement {
         Confinement {
-            bwrap,
+            backend,
             visible: Vec::new(),
             writable: vec![sandbox.to_path_buf()],
             network,
@@ -195,17 +218,62 @@ impl Confinement {
         a
     }
 
-    /// `program args` started in `cwd`, confined: the command to spawn (bubblewrap with `program` as
-    /// its command, argv0 `bwrap`). The caller adds the environment and stdio (bubblewrap passes its
-    /// environment on).
+    /// `program args` started in `cwd`, confined: the program to start and its arguments — bubblewrap
+    /// with its options then `program args`, or the probelab launcher with [`ns::Spec`]'s.
+    pub fn invocation<I, S>(&self, program: impl AsRef<OsStr>, args: I, cwd: &Path) -> (OsString, Vec<OsString>)
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<OsStr>,
+    {
+        let program = program.as_ref();
+        match &self.backend {
+            Backend::Bwrap(bwrap) => {
+                let mut a = self.args_running(cwd, Some(Path::new(program)));
+                a.push(program.to_os_string());
+                a.extend(args.into_iter().map(|x| x.as_ref().to_os_string()));
+                (bwrap.clone().into_os_string(), a)
+            }
+            Backend::Namespaces(launcher) => {
+                let exe = Path::new(program);
+                let under_tmp =
+                    (exe.is_absolute() && exe.starts_with("/tmp") && exe.exists()).then(|| exe.to_path_buf());
+                let relayed = match &self.network {
+                    Network::Relayed(p) => p.sockets.clone(),
+                    _ => Vec::new(),
+                };
+                let spec = ns::Spec {
+                    visible: self.visible.iter().cloned().chain(under_tmp).collect(),
+                    writable: self.writable.iter().filter(|w| w.is_dir()).cloned().collect(),
+                    host_network: self.network == Network::Host,
+                    relayed,
+                    own_pids: self.own_pids,
+                    strict: self.strict,
+                    no_nested: !self.nested,
+                    cwd: cwd.to_path_buf(),
+                    argv: std::iter::once(program.to_os_string())
+                        .chain(args.into_iter().map(|x| x.as_ref().to_os_string()))
+                        .collect(),
+                    init: false,
+                };
+                ns::command_line(launcher, &spec)
+            }
+        }
+    }
+
+    /// `program args` started in `cwd`, confined ([`Confinement::invocation`]): the command to spawn
+    /// (argv0 `bwrap` under bubblewrap). The caller adds the environment and stdio (both backends pass
+    /// their environment on).
     pub fn wrap<I, S>(&self, program: impl AsRef<OsStr>, args: I, cwd: &Path) -> tokio::process::Command
     where
         I: IntoIterator<Item = S>,
         S: AsRef<OsStr>,
     {
-        let mut c = tokio::process::Command::new(&self.bwrap);
-        let confined = self.args_running(cwd, Some(Path::new(program.as_ref())));
-        c.arg0("bwrap").args(confined).arg(program).args(args).current_dir(cwd);
+        let (launcher, a) = self.invocation(program, args, cwd);
+        let mut c = tokio::process::Command::new(&launcher);
+        if matches!(self.backend, Backend::Bwrap(_)) {
+            c.arg0("bwrap");
+        }
+        c.args(a).current_dir(cwd);
         c
     }
 }
@@ -215,6 +283,67 @@ impl Confinement {
 /// opted out).
 #[derive(Debug, Clone, Default)]
 pub struct SessionConfinement(pub Option<Confinement>);
+
+/// The environment variable that picks the backend: `namespaces`, `bwrap`, or `auto` (the default).
+pub const BACKEND_ENV: &str = "PROBELAB_CONFINE";
+
+/// The backend this host confines with ([`BACKEND_ENV`]); `launcher` is the probelab binary.
+///
+/// The decision (issue 39): `auto` takes probelab's own namespaces ([`ns`]) where the kernel lets this
+/// user make them — no host package, the same on every machine — and bubblewrap where it does not but
+/// a working `bwrap` is on PATH (a host that restricts unprivileged user namespaces while allowing its
+/// packaged bubblewrap, as Ubuntu 24.04's AppArmor does). `namespaces` and `bwrap` take only that one.
+/// `Err`: why neither confines here, in words a skipped probe can print. Each answer is checked for
+/// real (the launcher or bubblewrap confines `true` once) and cached per process and choice.
+pub fn backend(launcher: &Path) -> Result<Backend, String> {
+    backend_chosen(&std::env::var(BACKEND_ENV).unwrap_or_default(), launcher)
+}
+
+/// [`backend`] for the choice `choice` (`namespaces`, `bwrap`, `auto` or empty) rather than the
+/// environment's: the tests that run every backend the machine has.
+pub fn backend_chosen(choice: &str, launcher: &Path) -> Result<Backend, String> {
+    use std::collections::HashMap;
+    use std::sync::{Mutex, OnceLock};
+    type Answers = HashMap<(String, PathBuf), Result<Backend, String>>;
+    static SEEN: OnceLock<Mutex<Answers>> = OnceLock::new();
+    let choice = choice.to_string();
+    let key = (choice.clone(), launcher.to_path_buf());
+    let seen = SEEN.get_or_init(Mutex::default);
+    if let Some(known) = seen.lock().ok().and_then(|m| m.get(&key).cloned()) {
+        return known;
+    }
+    let namespaces = || ns::check(launcher).map(|()| Backend::Namespaces(launcher.to_path_buf()));
+    let answer = match choice.as_str() {
+        "namespaces" => namespaces().map_err(|e| format!("{BACKEND_ENV}=namespaces, and this host refuses: {e}")),
+        "bwrap" => bwrap_check().map(Backend::Bwrap).map_err(|e| format!("{BACKEND_ENV}=bwrap, and {e}")),
+        "" | "auto" => namespaces().or_else(|own| {
+            bwrap_check().map(Backend::Bwrap).map_err(|b| {
+                format!("neither the kernel's namespaces ({own}) nor bubblewrap ({b}) can confine a subject here")
+            })
+        }),
+        other => Err(format!("{BACKEND_ENV}={other:?} is not a backend: write namespaces, bwrap or auto")),
+    };
+    if let Ok(mut m) = seen.lock() {
+        m.insert(key, answer.clone());
+    }
+    answer
+}
+
+/// A bubblewrap on PATH that makes the lab's namespaces (it confines `true` once).
+fn bwrap_check() -> Result<PathBuf, String> {
+    let bwrap = bwrap_on_path().ok_or("bubblewrap (bwrap) is not on PATH")?;
+    let out = std::process::Command::new(&bwrap)
+        .args(["--unshare-user", "--die-with-parent", "--unshare-pid", "--unshare-net"])
+        .args(["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "--", "true"])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .map_err(|e| format!("{} does not run: {e}", bwrap.display()))?;
+    if out.status.success() {
+        return Ok(bwrap);
+    }
+    let said = String::from_utf8_lossy(&out.stderr);
+    Err(format!("{} cannot make namespaces: {}", bwrap.display(), said.lines().next().unwrap_or("").trim()))
+}
 
 /// `bwrap` on the PATH.
 pub fn bwrap_on_path() -> Option<PathBuf> {
@@ -296,12 +425,7 @@ pub fn relay_main(args: &[OsString]) -> i32 {
                 return 2;
             }
         };
-        std::thread::spawn(move || {
-            for conn in listener.incoming().flatten() {
-                let sock = sock.clone();
-                std::thread::spawn(move || forward(conn, &sock));
-            }
-        });
+        std::thread::spawn(move || relay_accept(listener, std::path::Path::new(&sock)));
     }
     let status = match std::process::Command::new(program).args(rest).status() {
         Ok(s) => s,
@@ -314,7 +438,15 @@ pub fn relay_main(args: &[OsString]) -> i32 {
     status.code().or_else(|| status.signal().map(|s| 128 + s)).unwrap_or(1)
 }
 
-fn forward(conn: std::net::TcpStream, sock: &str) {
+/// Forwards every connection `listener` accepts to the unix socket `sock` (a thread each).
+pub(crate) fn relay_accept(listener: std::net::TcpListener, sock: &Path) {
+    for conn in listener.incoming().flatten() {
+        let sock = sock.to_path_buf();
+        std::thread::spawn(move || forward(conn, &sock));
+    }
+}
+
+fn forward(conn: std::net::TcpStream, sock: &Path) {
     let Ok(out) = std::os::unix::net::UnixStream::connect(sock) else { return };
     let (Ok(mut conn2), Ok(mut out2)) = (conn.try_clone(), out.try_clone()) else { return };
     let up = std::thread::spawn(move || {
@@ -366,7 +498,7 @@ mod tests {
         let exe = d.path().join("probelab");
         std::fs::write(&exe, "#!/bin/sh\n").unwrap_or_else(|e| panic!("{e}"));
         let ports = Ports { relay: exe.clone(), dir: d.path().join(".net"), sockets: Vec::new() };
-        let c = Confinement::lab("/usr/bin/bwrap".into(), d.path(), Network::Relayed(ports), true);
+        let c = Confinement::lab(Backend::Bwrap("/usr/bin/bwrap".into()), d.path(), Network::Relayed(ports), true);
         let a: Vec<String> = c.args(Path::new("/")).iter().map(|x| x.to_string_lossy().into_owned()).collect();
         let e = exe.to_string_lossy().into_owned();
         let bound = a.windows(3).position(|w| w[0] == "--ro-bind" && w[1] == e && w[2] == e);
@@ -396,7 +528,7 @@ mod tests {
             dir: sb.join(".net"),
             sockets: vec![(4242, sb.join(".net/4242.sock"))],
         };
-        let c = Confinement::lab("/usr/bin/bwrap".into(), sb, Network::Relayed(ports), false);
+        let c = Confinement::lab(Backend::Bwrap("/usr/bin/bwrap".into()), sb, Network::Relayed(ports), false);
         let a = args(&c);
         let s = sb.display().to_string();
         let pos = |x: &str| a.iter().position(|y| y == x).unwrap_or_else(|| panic!("no {x} in {a:?}"));
@@ -420,6 +552,36 @@ mod tests {
         assert!(whole.windows(2).any(|w| w[0] == "--ro-bind" && w[1] == "/proc/sys"));
         assert!(!whole.contains(&"--remount-ro".to_string()));
         assert_eq!(whole.last().map(String::as_str), Some("--"));
+    }
+
+    #[test]
+    fn the_namespaces_backend_is_given_what_bubblewrap_is() {
+        let d = tempfile::Builder::new().prefix("confine-ns-").tempdir_in("/tmp").unwrap_or_else(|e| panic!("{e}"));
+        let exe = d.path().join("agent");
+        std::fs::write(&exe, "").unwrap_or_else(|e| panic!("{e}"));
+        let ports = Ports {
+            relay: "/bin/probelab".into(),
+            dir: d.path().join(".net"),
+            sockets: vec![(4242, d.path().join(".net/4242.sock"))],
+        };
+        let mut c =
+            Confinement::lab(Backend::Namespaces("/bin/probelab".into()), d.path(), Network::Relayed(ports), true);
+        c.writable.push(d.path().join("missing"));
+        let (launcher, args) = c.invocation(&exe, ["--flag"], Path::new("/w"));
+        assert_eq!(launcher, OsString::from("/bin/probelab"));
+        assert_eq!(args[0], OsString::from(ns::SUBCOMMAND));
+        let spec = ns::Spec::parse(&args[1..]).unwrap_or_else(|e| panic!("{e}"));
+        // the program under /tmp shown, only existing writable directories, the relayed ports, own pids
+        assert_eq!(spec.visible, vec![exe.clone()]);
+        assert_eq!(spec.writable, vec![d.path().to_path_buf()]);
+        assert_eq!(spec.relayed, vec![(4242, d.path().join(".net/4242.sock"))]);
+        assert!(spec.own_pids && !spec.host_network && !spec.strict && !spec.no_nested);
+        assert_eq!(spec.argv, vec![exe.into_os_string(), OsString::from("--flag")]);
+        assert_eq!(spec.cwd, Path::new("/w"));
+        let host = Confinement { network: Network::Host, own_pids: false, nested: false, ..c };
+        let (_, args) = host.invocation("bash", ["-c", "x"], Path::new("/"));
+        let spec = ns::Spec::parse(&args[1..]).unwrap_or_else(|e| panic!("{e}"));
+        assert!(spec.host_network && spec.relayed.is_empty() && !spec.own_pids && spec.no_nested);
     }
 
     #[test]

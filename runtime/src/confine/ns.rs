@@ -1,0 +1,615 @@
+//! The namespaces backend of [`super::Confinement`]: confinement made by probelab itself, with the
+//! kernel's namespaces and no host package (issue 39). The probelab binary is its own launcher — its
+//! hidden `confine-ns` subcommand ([`main`]), started fresh (one thread: a multi-threaded process may
+//! not enter a user namespace) — so the lab spawns it as it spawns bubblewrap and gets an ordinary child
+//! to wait for, kill and read.
+//!
+//! What it makes, as bubblewrap makes it for [`super::Confinement::args`] (a test runs the same
+//! observation on both backends and compares: `harness/tests/it/confine.rs`):
+//! - a user namespace of its own, the caller's uid and gid mapped to themselves, `setgroups` denied;
+//!   every capability dropped (bounding, inheritable, ambient, permitted, effective) and `no_new_privs`
+//!   set before the subject starts;
+//! - a mount namespace whose root is a new tree: the host's `/` bound read-only, every mount under it
+//!   too (each remounted read-only, keeping the flags the kernel locks), a minimal `/dev` (a tmpfs with
+//!   `null zero full random urandom tty` bound from the host, `pts` a new devpts instance, `shm`, the
+//!   `fd stdin stdout stderr core ptmx` links), a private `/tmp` (tmpfs), the confinement's visible
+//!   directories read-only and its writable ones writable over it — every bind `nosuid,nodev`, as
+//!   bubblewrap's; the host's tree is detached after `pivot_root`, so nothing of it is reachable by `..`;
+//! - a network namespace of its own (unless [`super::Network::Host`]) with its loopback interface up
+//!   (one `RTM_NEWLINK` netlink request, as bubblewrap sends it) and the relayed ports bound on
+//!   `127.0.0.1` before the subject starts ([`super::relay_main`]'s relay, in this process);
+//! - with [`super::Confinement::own_pids`]: a pid namespace whose init is this launcher's second
+//!   stage (it reaps what the subject leaves, and the kernel kills everything in the namespace when it
+//!   ends), its own session, and a `/proc` of its own; without, the host's pids and `/proc`
+//!   (read-only), and the process stays in the caller's process group;
+//! - with [`super::Confinement::strict`]: ipc and uts namespaces too;
+//! - it dies with the lab (`PR_SET_PDEATHSIG`), the pid namespace's init with the first stage.
+//!
+//! Decisions: system calls through `nix` and `caps` (safe wrappers; the workspace forbids `unsafe`),
+//! no fork — a stage that must create a process in the new pid namespace starts the probelab binary
+//! again (`/proc/self/exe`). [`super::Confinement::nested`] false (bubblewrap's `--disable-userns`) is
+//! not made here: only the Bash tool's own sandbox asks for it, and that sandbox is bubblewrap's by
+//! design (Claude Code's is); a launcher asked for it refuses.
+//!
+//! Where the kernel refuses (unprivileged user namespaces off, or restricted by AppArmor as on Ubuntu
+//! 24.04), the launcher exits [`SETUP_FAILED`] with one line saying which step failed;
+//! [`available`] runs it once to know.
+
+use std::ffi::{OsStr, OsString};
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+
+use nix::mount::{mount, umount2, MntFlags, MsFlags};
+use nix::sched::CloneFlags;
+
+/// The probelab subcommand that is the launcher ([`main`]).
+pub const SUBCOMMAND: &str = "confine-ns";
+
+/// The launcher's exit code when it could not confine (the subject did not start); its one line on
+/// stderr starts with [`FAILURE_PREFIX`].
+pub const SETUP_FAILED: u8 = 125;
+
+/// How the launcher's own failures start on stderr (`probelab confine-ns: cannot …`).
+pub const FAILURE_PREFIX: &str = "probelab confine-ns: ";
+
+/// Host devices bound into the minimal `/dev` (bubblewrap's `--dev` set).
+const DEVICES: &[&str] = &["null", "zero", "full", "random", "urandom", "tty"];
+
+/// What the launcher is asked to make ([`Spec::args`] writes it, [`Spec::parse`] reads it).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Spec {
+    /// Bound read-only (over the private `/tmp` when they live there).
+    pub visible: Vec<PathBuf>,
+    /// Bound writable.
+    pub writable: Vec<PathBuf>,
+    /// Keep the host's network.
+    pub host_network: bool,
+    /// Loopback ports relayed to the lab's sockets (port, socket).
+    pub relayed: Vec<(u16, PathBuf)>,
+    /// A pid namespace (and session, and `/proc`) of its own.
+    pub own_pids: bool,
+    /// ipc and uts namespaces too.
+    pub strict: bool,
+    /// No nested user namespace asked for ([`super::Confinement::nested`] false): refused here.
+    pub no_nested: bool,
+    /// Where the subject starts.
+    pub cwd: PathBuf,
+    /// The subject's program and arguments.
+    pub argv: Vec<OsString>,
+    /// The second stage: the init of the pid namespace the first made.
+    pub(crate) init: bool,
+}
+
+impl Spec {
+    /// The launcher's arguments after the subcommand.
+    pub fn args(&self) -> Vec<OsString> {
+        let mut a: Vec<OsString> = Vec::new();
+        if self.init {
+            a.push("--init".into());
+        }
+        if self.own_pids {
+            a.push("--own-pids".into());
+        }
+        if self.strict {
+            a.push("--strict".into());
+        }
+        if self.no_nested {
+            a.push("--no-nested".into());
+        }
+        if self.host_network {
+            a.push("--host-network".into());
+        }
+        for (port, sock) in &self.relayed {
+            let mut s = OsString::from(format!("{port}="));
+            s.push(sock);
+            a.push("--relay".into());
+            a.push(s);
+        }
+        for v in &self.visible {
+            a.push("--ro".into());
+            a.push(v.into());
+        }
+        for w in &self.writable {
+            a.push("--rw".into());
+            a.push(w.into());
+        }
+        a.push("--cwd".into());
+        a.push(self.cwd.clone().into());
+        a.push("--".into());
+        a.extend(self.argv.iter().cloned());
+        a
+    }
+
+    /// Reads [`Spec::args`]'s form.
+    pub fn parse(args: &[OsString]) -> Result<Spec, String> {
+        let mut s = Spec::default();
+        let mut it = args.iter();
+        let mut cwd = None;
+        while let Some(a) = it.next() {
+            let mut value = |name: &str| it.next().cloned().ok_or_else(|| format!("{name} needs a value"));
+            match a.to_str() {
+                Some("--") => {
+                    s.argv = it.cloned().collect();
+                    break;
+                }
+                Some("--init") => s.init = true,
+                Some("--own-pids") => s.own_pids = true,
+                Some("--strict") => s.strict = true,
+                Some("--no-nested") => s.no_nested = true,
+                Some("--host-network") => s.host_network = true,
+                Some("--ro") => s.visible.push(value("--ro")?.into()),
+                Some("--rw") => s.writable.push(value("--rw")?.into()),
+                Some("--cwd") => cwd = Some(PathBuf::from(value("--cwd")?)),
+                Some("--relay") => {
+                    let v = value("--relay")?;
+                    let text = v.to_string_lossy();
+                    let (port, sock) = text
+                        .split_once('=')
+                        .and_then(|(p, s)| Some((p.parse::<u16>().ok()?, PathBuf::from(s))))
+                        .ok_or_else(|| format!("--relay {text:?} is not PORT=SOCKET"))?;
+                    s.relayed.push((port, sock));
+                }
+                _ => return Err(format!("unknown argument {a:?}")),
+            }
+        }
+        s.cwd = cwd.ok_or("--cwd is missing")?;
+        if s.argv.is_empty() {
+            return Err("no command after --".into());
+        }
+        for p in s.visible.iter().chain(&s.writable).chain(std::iter::once(&s.cwd)) {
+            if !p.is_absolute() {
+                return Err(format!("{} is not an absolute path", p.display()));
+            }
+        }
+        if s.host_network && !s.relayed.is_empty() {
+            return Err("--relay is for a network of its own, not with --host-network".into());
+        }
+        Ok(s)
+    }
+}
+
+/// The launcher: `confine-ns SPEC -- ARGV…` ([`Spec::args`]). Returns the exit code: the subject's
+/// (128 + the signal that ended it), or [`SETUP_FAILED`] with one line on stderr. Runs in a process
+/// of its own that has started no thread (the probelab binary's `main` calls it first).
+pub fn main(args: &[OsString]) -> u8 {
+    let spec = match Spec::parse(args) {
+        Ok(s) => s,
+        Err(e) => return failed(&format!("usage: {e}")),
+    };
+    if spec.no_nested {
+        return failed("nested user namespaces cannot be refused by this backend (bubblewrap's --disable-userns); the Bash sandbox uses bubblewrap");
+    }
+    let run = if spec.init { init(&spec) } else { first(&spec) };
+    match run {
+        Ok(code) => code,
+        Err(e) => failed(&e),
+    }
+}
+
+fn failed(why: &str) -> u8 {
+    let _ = writeln!(std::io::stderr(), "{FAILURE_PREFIX}{why}");
+    SETUP_FAILED
+}
+
+fn sys(step: &str) -> impl Fn(nix::Error) -> String + '_ {
+    move |e| format!("cannot {step}: {}", e.desc())
+}
+
+/// The first stage: the namespaces, the id maps; then the confinement made here, or (own pids) by the
+/// second stage, the init of the new pid namespace.
+fn first(spec: &Spec) -> Result<u8, String> {
+    nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL).map_err(sys("die with the lab"))?;
+    let (uid, gid) = (nix::unistd::getuid(), nix::unistd::getgid());
+    let mut flags = CloneFlags::CLONE_NEWUSER | CloneFlags::CLONE_NEWNS;
+    if spec.own_pids {
+        flags |= CloneFlags::CLONE_NEWPID;
+    }
+    if !spec.host_network {
+        flags |= CloneFlags::CLONE_NEWNET;
+    }
+    if spec.strict {
+        flags |= CloneFlags::CLONE_NEWIPC | CloneFlags::CLONE_NEWUTS;
+    }
+    nix::sched::unshare(flags).map_err(sys("make namespaces (unshare)"))?;
+    let write = |file: &str, text: String| {
+        std::fs::write(Path::new("/proc/self").join(file), text)
+            .map_err(|e| format!("cannot write /proc/self/{file}: {e}"))
+    };
+    write("setgroups", "deny".into())?;
+    write("uid_map", format!("{uid} {uid} 1"))?;
+    write("gid_map", format!("{gid} {gid} 1"))?;
+    if !spec.own_pids {
+        confine(spec)?;
+        return start(spec);
+    }
+    // the second stage is the first process of the new pid namespace: its init
+    let exe = std::env::current_exe().map_err(|e| format!("cannot find the probelab binary: {e}"))?;
+    let mut next = spec.clone();
+    next.init = true;
+    let status = std::process::Command::new(exe)
+        .arg(SUBCOMMAND)
+        .args(next.args())
+        .status()
+        .map_err(|e| format!("cannot start the pid namespace's init: {e}"))?;
+    Ok(code_of(status))
+}
+
+/// The second stage, pid 1 of its namespace: the confinement, then the subject, reaping every orphan
+/// until the subject ends (then the kernel ends the rest).
+fn init(spec: &Spec) -> Result<u8, String> {
+    nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL).map_err(sys("die with the launcher"))?;
+    nix::unistd::setsid().map_err(sys("start a session"))?;
+    confine(spec)?;
+    start(spec)
+}
+
+/// Exit code of a child's status: its code, or 128 + the signal that ended it.
+fn code_of(status: std::process::ExitStatus) -> u8 {
+    use std::os::unix::process::ExitStatusExt;
+    let code = status.code().or_else(|| status.signal().map(|s| 128 + s)).unwrap_or(1);
+    code.clamp(0, 255) as u8
+}
+
+/// Mounts, network, privileges: everything before the subject starts.
+fn confine(spec: &Spec) -> Result<(), String> {
+    mounts(spec)?;
+    if !spec.host_network {
+        loopback_up()?;
+    }
+    drop_privileges()?;
+    std::env::set_current_dir(&spec.cwd).map_err(|e| format!("cannot enter {}: {e}", spec.cwd.display()))
+}
+
+/// Starts the subject: exec'd in place when nothing else is needed here, else spawned (the relay
+/// listens; the init reaps) and waited for.
+fn start(spec: &Spec) -> Result<u8, String> {
+    let (program, rest) = spec.argv.split_first().ok_or("no command")?;
+    let mut cmd = std::process::Command::new(program);
+    cmd.args(rest);
+    for (port, sock) in &spec.relayed {
+        let listener = std::net::TcpListener::bind(("127.0.0.1", *port))
+            .map_err(|e| format!("cannot listen on 127.0.0.1:{port}: {e}"))?;
+        let sock = sock.clone();
+        std::thread::spawn(move || super::relay_accept(listener, &sock));
+    }
+    if !spec.own_pids && spec.relayed.is_empty() {
+        use std::os::unix::process::CommandExt;
+        let e = cmd.exec();
+        return Err(format!("cannot start {}: {e}", program.to_string_lossy()));
+    }
+    let child = cmd.spawn().map_err(|e| format!("cannot start {}: {e}", program.to_string_lossy()))?;
+    if !spec.own_pids {
+        let mut child = child;
+        return Ok(code_of(child.wait().map_err(|e| format!("cannot wait for the subject: {e}"))?));
+    }
+    // pid 1: every orphan of the namespace comes here; the subject's end is the namespace's
+    let main = nix::unistd::Pid::from_raw(child.id() as i32);
+    loop {
+        use nix::sys::wait::WaitStatus;
+        match nix::sys::wait::waitpid(None, None) {
+            Ok(WaitStatus::Exited(pid, code)) if pid == main => return Ok(code.clamp(0, 255) as u8),
+            Ok(WaitStatus::Signaled(pid, sig, _)) if pid == main => return Ok((128 + sig as i32).clamp(0, 255) as u8),
+            Ok(_) | Err(nix::Error::EINTR) => {}
+            Err(e) => return Err(format!("cannot wait for the subject: {}", e.desc())),
+        }
+    }
+}
+
+/// The new root, built in a tmpfs over `/tmp` and entered with `pivot_root` (bubblewrap's way): the
+/// host's tree stays reachable under `/oldroot` while the new one is made, then is detached.
+fn mounts(spec: &Spec) -> Result<(), String> {
+    let none: Option<&str> = None;
+    // nothing made here propagates back to the host
+    mount(none, "/", none, MsFlags::MS_SLAVE | MsFlags::MS_REC, none).map_err(sys("make / a slave mount"))?;
+    mount(Some("tmpfs"), "/tmp", Some("tmpfs"), MsFlags::MS_NODEV | MsFlags::MS_NOSUID, Some("mode=0755"))
+        .map_err(sys("mount the launcher's tmpfs"))?;
+    std::env::set_current_dir("/tmp").map_err(|e| format!("cannot enter /tmp: {e}"))?;
+    for d in ["newroot", "oldroot"] {
+        std::fs::create_dir(d).map_err(|e| format!("cannot create /tmp/{d}: {e}"))?;
+    }
+    nix::unistd::pivot_root(".", "oldroot").map_err(sys("pivot_root into the launcher's tmpfs"))?;
+    std::env::set_current_dir("/").map_err(|e| format!("cannot enter /: {e}"))?;
+    let new = Path::new("/newroot");
+    let old = Path::new("/oldroot");
+    // the host, read-only, every mount under it too
+    bind(old, new, true, false)?;
+    // /dev: a tmpfs with the host's harmless devices, pts, shm and the usual links
+    let dev = new.join("dev");
+    mount(Some("tmpfs"), &dev, Some("tmpfs"), MsFlags::MS_NOSUID | MsFlags::MS_NODEV, Some("mode=0755"))
+        .map_err(sys("mount /dev"))?;
+    for d in DEVICES {
+        let (host, inside) = (old.join("dev").join(d), dev.join(d));
+        if host.exists() {
+            std::fs::File::create(&inside).map_err(|e| format!("cannot create /dev/{d}: {e}"))?;
+            bind(&host, &inside, false, true)?;
+        }
+    }
+    for (link, to) in [
+        ("fd", "/proc/self/fd"),
+        ("stdin", "/proc/self/fd/0"),
+        ("stdout", "/proc/self/fd/1"),
+        ("stderr", "/proc/self/fd/2"),
+        ("core", "/proc/kcore"),
+        ("ptmx", "pts/ptmx"),
+    ] {
+        std::os::unix::fs::symlink(to, dev.join(link)).map_err(|e| format!("cannot link /dev/{link}: {e}"))?;
+    }
+    for d in ["shm", "pts"] {
+        std::fs::create_dir(dev.join(d)).map_err(|e| format!("cannot create /dev/{d}: {e}"))?;
+    }
+    mount(
+        Some("devpts"),
+        &dev.join("pts"),
+        Some("devpts"),
+        MsFlags::MS_NOSUID | MsFlags::MS_NOEXEC,
+        Some("newinstance,ptmxmode=0666,mode=620"),
+    )
+    .map_err(sys("mount /dev/pts"))?;
+    // /proc: the namespace's own when it has its own pids (what acts on the whole host covered), else
+    // the host's as bound above, read-only
+    if spec.own_pids {
+        let proc_ = new.join("proc");
+        let flags = MsFlags::MS_NOSUID | MsFlags::MS_NOEXEC | MsFlags::MS_NODEV;
+        mount(Some("proc"), &proc_, Some("proc"), flags, none).map_err(sys("mount /proc"))?;
+        for p in super::PROC_HOST_WIDE {
+            let inside = new.join(p.trim_start_matches('/'));
+            if inside.exists() {
+                bind(&inside, &inside, true, false)?;
+            }
+        }
+    }
+    // the private /tmp, then what the confinement shows or writes (made in the tmpfs when it lives there)
+    let tmp = new.join("tmp");
+    mount(Some("tmpfs"), &tmp, Some("tmpfs"), MsFlags::MS_NOSUID | MsFlags::MS_NODEV, Some("mode=0755"))
+        .map_err(sys("mount /tmp"))?;
+    let relay_dirs: Vec<PathBuf> = spec.relayed.iter().filter_map(|(_, s)| s.parent().map(Path::to_path_buf)).collect();
+    let binds = spec
+        .visible
+        .iter()
+        .map(|p| (p, true))
+        .chain(spec.writable.iter().map(|p| (p, false)))
+        .chain(relay_dirs.iter().map(|p| (p, true)));
+    for (p, read_only) in binds {
+        let host = old.join(p.strip_prefix("/").unwrap_or(p));
+        let Ok(meta) = std::fs::metadata(&host) else { continue };
+        let inside = new.join(p.strip_prefix("/").unwrap_or(p));
+        if meta.is_dir() {
+            std::fs::create_dir_all(&inside).map_err(|e| format!("cannot create {}: {e}", p.display()))?;
+        } else if !inside.exists() {
+            if let Some(parent) = inside.parent() {
+                std::fs::create_dir_all(parent).map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
+            }
+            std::fs::File::create(&inside).map_err(|e| format!("cannot create {}: {e}", p.display()))?;
+        }
+        bind(&host, &inside, read_only, false)?;
+    }
+    // enter the new root; the host's tree goes
+    mount(none, old, none, MsFlags::MS_REC | MsFlags::MS_PRIVATE, none).map_err(sys("make the old root private"))?;
+    umount2(old, MntFlags::MNT_DETACH).map_err(sys("detach the old root"))?;
+    std::env::set_current_dir(new).map_err(|e| format!("cannot enter the new root: {e}"))?;
+    nix::unistd::pivot_root(".", ".").map_err(sys("pivot_root into the new root"))?;
+    umount2(".", MntFlags::MNT_DETACH).map_err(sys("detach the launcher's tmpfs"))?;
+    std::env::set_current_dir("/").map_err(|e| format!("cannot enter /: {e}"))
+}
+
+/// Binds `from` on `to` (recursively), `nosuid` and — unless `device` — `nodev`, as bubblewrap's
+/// binds are; `read_only` remounts it and every mount under it read-only, keeping the flags the
+/// kernel locks in a user namespace (a remount that drops one is refused).
+fn bind(from: &Path, to: &Path, read_only: bool, device: bool) -> Result<(), String> {
+    let none: Option<&str> = None;
+    mount(Some(from), to, none, MsFlags::MS_BIND | MsFlags::MS_REC, none)
+        .map_err(|e| format!("cannot bind {} on {}: {}", from.display(), to.display(), e.desc()))?;
+    let mut extra = MsFlags::MS_NOSUID;
+    if !device {
+        extra |= MsFlags::MS_NODEV;
+    }
+    if read_only {
+        extra |= MsFlags::MS_RDONLY;
+    }
+    let mut points = vec![to.to_path_buf()];
+    if read_only {
+        points.extend(submounts(to)?);
+    }
+    for point in points {
+        let flags = MsFlags::MS_BIND | MsFlags::MS_REMOUNT | extra | locked(&point);
+        match mount(none, &point, none, flags, none) {
+            Ok(()) => {}
+            // a mount hidden under another one made later (its point is no longer reachable)
+            Err(nix::Error::ENOENT) if point != to => {}
+            Err(e) => return Err(format!("cannot make {} read-only: {}", point.display(), e.desc())),
+        }
+    }
+    Ok(())
+}
+
+/// The flags of the mount at `point` that a remount must keep.
+fn locked(point: &Path) -> MsFlags {
+    use nix::sys::statvfs::FsFlags;
+    let Ok(st) = nix::sys::statvfs::statvfs(point) else { return MsFlags::empty() };
+    let f = st.flags();
+    let mut m = MsFlags::empty();
+    for (fs, ms) in [
+        (FsFlags::ST_NOSUID, MsFlags::MS_NOSUID),
+        (FsFlags::ST_NODEV, MsFlags::MS_NODEV),
+        (FsFlags::ST_NOEXEC, MsFlags::MS_NOEXEC),
+        (FsFlags::ST_NOATIME, MsFlags::MS_NOATIME),
+        (FsFlags::ST_NODIRATIME, MsFlags::MS_NODIRATIME),
+        (FsFlags::ST_RELATIME, MsFlags::MS_RELATIME),
+        (FsFlags::ST_RDONLY, MsFlags::MS_RDONLY),
+    ] {
+        if f.contains(fs) {
+            m |= ms;
+        }
+    }
+    m
+}
+
+/// The mount points strictly under `dir`, in the order they were mounted (the host's `/proc`, under
+/// the old root while the new one is made: the paths it gives are this process's, under the new root).
+fn submounts(dir: &Path) -> Result<Vec<PathBuf>, String> {
+    let text =
+        std::fs::read_to_string("/oldroot/proc/self/mountinfo").map_err(|e| format!("cannot read mountinfo: {e}"))?;
+    let mut out = Vec::new();
+    for line in text.lines() {
+        let Some(field) = line.split(' ').nth(4) else { continue };
+        let point = PathBuf::from(unescape(field));
+        if point != dir && point.starts_with(dir) && !out.contains(&point) {
+            out.push(point);
+        }
+    }
+    Ok(out)
+}
+
+/// A mountinfo field: `\040`-style octal escapes (space, tab, newline, backslash) back to bytes.
+fn unescape(field: &str) -> OsString {
+    use std::os::unix::ffi::OsStringExt;
+    let b = field.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        let octal = b.get(i + 1..i + 4).filter(|d| b[i] == b'\\' && d.iter().all(|c| (b'0'..=b'7').contains(c)));
+        match octal {
+            Some(d) => {
+                out.push((d[0] - b'0') * 64 + (d[1] - b'0') * 8 + (d[2] - b'0'));
+                i += 4;
+            }
+            None => {
+                out.push(b[i]);
+                i += 1;
+            }
+        }
+    }
+    OsString::from_vec(out)
+}
+
+/// Brings the namespace's loopback interface up: one `RTM_NEWLINK` request (`IFF_UP` on `lo`) on a
+/// netlink route socket, and its acknowledgement.
+fn loopback_up() -> Result<(), String> {
+    use nix::sys::socket::{
+        recv, sendto, socket, AddressFamily, MsgFlags, NetlinkAddr, SockFlag, SockProtocol, SockType,
+    };
+    const RTM_NEWLINK: u16 = 16;
+    const NLM_F_REQUEST: u16 = 1;
+    const NLM_F_ACK: u16 = 4;
+    const NLMSG_ERROR: u16 = 2;
+    const IFF_UP: u32 = 1;
+    let index = nix::net::if_::if_nametoindex("lo").map_err(sys("find the loopback interface"))?;
+    let fd = socket(AddressFamily::Netlink, SockType::Raw, SockFlag::SOCK_CLOEXEC, SockProtocol::NetlinkRoute)
+        .map_err(sys("open a netlink socket"))?;
+    // struct nlmsghdr (16 bytes) then struct ifinfomsg (16 bytes), native endian
+    let mut msg = Vec::with_capacity(32);
+    msg.extend_from_slice(&32u32.to_ne_bytes());
+    msg.extend_from_slice(&RTM_NEWLINK.to_ne_bytes());
+    msg.extend_from_slice(&(NLM_F_REQUEST | NLM_F_ACK).to_ne_bytes());
+    msg.extend_from_slice(&1u32.to_ne_bytes()); // seq
+    msg.extend_from_slice(&0u32.to_ne_bytes()); // pid: the kernel's
+    msg.extend_from_slice(&[0u8, 0u8]); // family AF_UNSPEC, pad
+    msg.extend_from_slice(&0u16.to_ne_bytes()); // type
+    msg.extend_from_slice(&(index as i32).to_ne_bytes());
+    msg.extend_from_slice(&IFF_UP.to_ne_bytes()); // flags
+    msg.extend_from_slice(&IFF_UP.to_ne_bytes()); // change
+    use std::os::fd::AsRawFd;
+    sendto(fd.as_raw_fd(), &msg, &NetlinkAddr::new(0, 0), MsgFlags::empty()).map_err(sys("send to netlink"))?;
+    let mut buf = [0u8; 1024];
+    let n = recv(fd.as_raw_fd(), &mut buf, MsgFlags::empty()).map_err(sys("read netlink's answer"))?;
+    let kind = buf.get(4..6).map(|b| u16::from_ne_bytes([b[0], b[1]]));
+    let error = buf.get(16..20).map(|b| i32::from_ne_bytes([b[0], b[1], b[2], b[3]]));
+    match (n >= 20, kind, error) {
+        (true, Some(NLMSG_ERROR), Some(0)) => Ok(()),
+        (true, Some(NLMSG_ERROR), Some(e)) => {
+            Err(format!("cannot bring the loopback interface up: {}", nix::Error::from_raw(-e).desc()))
+        }
+        _ => Err("cannot bring the loopback interface up: netlink's answer is not an acknowledgement".into()),
+    }
+}
+
+/// Every capability gone from every set, and no way back (`no_new_privs`): what bubblewrap's
+/// `--cap-drop ALL` leaves.
+fn drop_privileges() -> Result<(), String> {
+    use caps::CapSet;
+    let all = caps::all();
+    for c in &all {
+        caps::drop(None, CapSet::Bounding, *c).map_err(|e| format!("cannot drop {c} from the bounding set: {e}"))?;
+    }
+    for set in [CapSet::Ambient, CapSet::Inheritable, CapSet::Effective, CapSet::Permitted] {
+        caps::clear(None, set).map_err(|e| format!("cannot clear the {set:?} capabilities: {e}"))?;
+    }
+    nix::sys::prctl::set_no_new_privs().map_err(sys("set no_new_privs"))
+}
+
+/// Whether this host lets `launcher` (the probelab binary) confine: it confines `true` once, as a
+/// subject with its own pids, relayed ports' network and a writable directory would be. `Err`: the
+/// launcher's line saying why not.
+pub fn check(launcher: &Path) -> Result<(), String> {
+    let dir = tempfile::Builder::new()
+        .prefix("probelab-confine-check-")
+        .tempdir()
+        .map_err(|e| format!("cannot make a temp dir: {e}"))?;
+    let spec = Spec {
+        writable: vec![dir.path().to_path_buf()],
+        own_pids: true,
+        cwd: dir.path().to_path_buf(),
+        argv: vec!["/bin/sh".into(), "-c".into(), ": > confined".into()],
+        ..Spec::default()
+    };
+    let out = std::process::Command::new(launcher)
+        .arg(SUBCOMMAND)
+        .args(spec.args())
+        .env_clear()
+        .stdin(std::process::Stdio::null())
+        .output()
+        .map_err(|e| format!("cannot start {}: {e}", launcher.display()))?;
+    let said = String::from_utf8_lossy(&out.stderr);
+    let line = said.lines().find(|l| l.starts_with(FAILURE_PREFIX)).unwrap_or(said.trim());
+    if out.status.success() && dir.path().join("confined").is_file() {
+        Ok(())
+    } else {
+        Err(line.strip_prefix(FAILURE_PREFIX).unwrap_or(line).to_string())
+    }
+}
+
+/// The launcher's command line for `spec` (with `launcher` the probelab binary).
+pub fn command_line(launcher: &Path, spec: &Spec) -> (OsString, Vec<OsString>) {
+    let mut a: Vec<OsString> = vec![OsStr::new(SUBCOMMAND).to_os_string()];
+    a.extend(spec.args());
+    (launcher.as_os_str().to_os_string(), a)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_spec_reads_back_what_it_writes() {
+        let s = Spec {
+            visible: vec!["/a b".into()],
+            writable: vec!["/w".into()],
+            relayed: vec![(4242, "/s/4242.sock".into())],
+            own_pids: true,
+            strict: true,
+            cwd: "/w".into(),
+            argv: vec!["prog".into(), "--".into(), "x".into()],
+            ..Spec::default()
+        };
+        assert_eq!(Spec::parse(&s.args()), Ok(s));
+    }
+
+    #[test]
+    fn a_bad_spec_is_refused_with_the_reason() {
+        let a = |v: &[&str]| v.iter().map(OsString::from).collect::<Vec<_>>();
+        assert_eq!(Spec::parse(&a(&["--", "x"])), Err("--cwd is missing".into()));
+        assert_eq!(Spec::parse(&a(&["--cwd", "/"])), Err("no command after --".into()));
+        assert_eq!(Spec::parse(&a(&["--cwd", "rel", "--", "x"])), Err("rel is not an absolute path".into()));
+        assert!(
+            Spec::parse(&a(&["--relay", "x=/s", "--cwd", "/", "--", "x"])).is_err_and(|e| e.contains("PORT=SOCKET"))
+        );
+        assert!(Spec::parse(&a(&["--bogus"])).is_err_and(|e| e.contains("unknown argument")));
+        assert_eq!(main(&a(&["--cwd", "/"])), SETUP_FAILED);
+    }
+
+    #[test]
+    fn mountinfo_escapes_are_read_back() {
+        assert_eq!(unescape(r"/a\040b\134c"), OsString::from("/a b\\c"));
+        assert_eq!(unescape(r"/x\04"), OsString::from(r"/x\04"));
+    }
+}
