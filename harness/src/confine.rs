@@ -21,13 +21,17 @@ pub struct RunConfinement {
     /// The wrapper.
     pub confinement: Confinement,
     _served: Option<Served>,
+    /// The built-in subject's session: its holder, killed with everything left in it at the run's end.
+    _session: Option<probelab_runtime::confine::SessionHolder>,
 }
 
 /// The confinement of `probe`'s `subject` (`builtin`, `claude-code@V`) writing only `sandbox`, reaching the loopback `ports` (the stub,
 /// the probe's services): `Ok(None)` when the probe opted out; an error when the host cannot confine.
-/// `whole`: the confinement wraps the whole subject (Claude Code: a pid namespace of its own), not
-/// each process the built-in runtime starts.
-pub fn for_run(
+/// `whole`: the confinement wraps the whole subject (Claude Code: its namespaces its own); else each
+/// process the built-in runtime starts joins one session made for the run
+/// ([`probelab_runtime::confine::Session`]: one pid, ipc, uts, network and mount namespace for all of
+/// them, the lab's processes outside it).
+pub async fn for_run(
     probe: &crate::probe::Probe,
     subject: &crate::subject::id::SubjectId,
     sandbox: &Path,
@@ -51,5 +55,15 @@ pub fn for_run(
             .map_err(|e| format!("cannot serve the confined subject's ports: {e}"))?;
         (Network::Relayed(served.ports(&launcher)), Some(served))
     };
-    Ok(Some(RunConfinement { confinement: Confinement::lab(backend, sandbox, network, whole), _served: served }))
+    let mut confinement = Confinement::lab(backend, sandbox, network, true);
+    let session = if whole {
+        None
+    } else {
+        let holder = probelab_runtime::confine::start_session(&confinement, &launcher)
+            .await
+            .map_err(|e| format!("{}: cannot confine the subject: {e}", probe.path.display()))?;
+        confinement.session = Some(holder.session.clone());
+        Some(holder)
+    };
+    Ok(Some(RunConfinement { confinement, _served: served, _session: session }))
 }

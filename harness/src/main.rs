@@ -195,6 +195,10 @@ fn main() -> ExitCode {
         // namespace is refused to a process with more)
         return ExitCode::from(probelab_runtime::confine::ns::main(&argv[2..]));
     }
+    if argv.get(1).is_some_and(|a| a == probelab_runtime::confine::ns::HOLD_SUBCOMMAND) {
+        // a confined session's holder (runtime confine::start_session)
+        return ExitCode::from(probelab_runtime::confine::ns::hold_main());
+    }
     if argv.get(1).is_some_and(|a| a == probelab_runtime::confine::RELAY_SUBCOMMAND) {
         // inside a confined subject's namespace: its loopback ports, relayed to the lab
         let code = probelab_runtime::confine::relay_main(&argv[2..]);

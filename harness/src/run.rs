@@ -240,7 +240,7 @@ pub async fn run_conversation(
     let stub_port = whole.then(|| running.addr.port());
     let ports: Vec<u16> = stub_port.into_iter().chain(services.web.as_ref().map(|s| s.addr.port())).collect();
     let confined =
-        crate::confine::for_run(probe, subject.id(), &sandbox.root, &ports, whole).map_err(RunError::Confine)?;
+        crate::confine::for_run(probe, subject.id(), &sandbox.root, &ports, whole).await.map_err(RunError::Confine)?;
     let confinement = confined.as_ref().map(|c| c.confinement.clone());
     let start = Instant::now();
     let url = running.url();

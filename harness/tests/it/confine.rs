@@ -361,3 +361,65 @@ fn scripts_without_hides_what_it_is_told_and_refuses_a_bad_command_line() {
     assert_eq!(without(&["sh"]).0, Some(2));
     assert_eq!(without(&["--", "true"]).0, Some(2));
 }
+
+/// Issue 41, item 1: every process of a confined subject lives in namespaces of the session's own (pid,
+/// ipc, uts, network, mount): a host process of the same user — here one of the test's, and the test
+/// itself, an ancestor of the lab — cannot be signalled (it is not even visible), and a SysV
+/// shared-memory segment of the host cannot be removed. On the built-in subject (its Bash commands
+/// join the run's session) and on every backend.
+#[test]
+fn a_confined_subject_reaches_no_host_process_and_no_host_ipc() {
+    let mut victim = std::process::Command::new("sleep").arg("60").spawn().unwrap_or_else(|e| panic!("{e}"));
+    let shm = std::process::Command::new("ipcmk").args(["-M", "4096"]).output().ok().filter(|o| o.status.success());
+    let shmid = shm
+        .as_ref()
+        .and_then(|o| String::from_utf8_lossy(&o.stdout).split_whitespace().last().map(str::to_string))
+        .unwrap_or_else(|| "0".into());
+    for backend in backends() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let lab = dir.path();
+        assert!(probelab(lab, &["init"]).0);
+        let text = format!(
+            r#"id = "hostile.processes"
+claims = ["BASH-3"]
+about = "signals to host processes and the host's SysV IPC, from a confined Bash"
+subjects = ["builtin"]
+[[turn]]
+tool_use = [{{ name = "Bash", input = {{ command = "kill -9 {victim} 2>/dev/null; echo kill=$?; kill -STOP {me} 2>/dev/null; echo stop=$?; ipcrm -m {shmid} 2>/dev/null; echo ipcrm=$?; echo procs=$(ls /proc | grep -c '^[0-9]*$')", description = "reach the host" }} }}]
+[[turn]]
+text = "done"
+[[check]]
+result = 1
+contains = ["kill=1", "stop=1", "ipcrm=1"]
+"#,
+            victim = victim.id(),
+            me = std::process::id(),
+        );
+        std::fs::write(lab.join("probes/processes.toml"), text).unwrap_or_else(|e| panic!("{e}"));
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_probelab"))
+            .args(["run", "--bless", "-j", "1", "--subject", "builtin"])
+            .env(probelab_runtime::confine::BACKEND_ENV, backend)
+            .current_dir(lab)
+            .output()
+            .unwrap_or_else(|e| panic!("{e}"));
+        let said = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        assert!(matches!(victim.try_wait(), Ok(None)), "{backend}: the host's process was killed:\n{said}");
+        if shm.is_some() {
+            let there = std::process::Command::new("ipcs").args(["-m", "-i", &shmid]).output();
+            assert!(there.is_ok_and(|o| o.status.success()), "{backend}: the host's segment {shmid} is gone:\n{said}");
+        }
+        assert!(out.status.success() && said.contains("1 passed, 0 failed"), "{backend}:\n{said}");
+        let golden = std::fs::read_to_string(lab.join("golden/builtin/hostile.processes.snap")).unwrap_or_default();
+        let procs: usize = golden
+            .split("| procs=")
+            .nth(1)
+            .and_then(|t| t.split(|c: char| !c.is_ascii_digit()).next()?.parse().ok())
+            .unwrap_or(999);
+        assert!(procs < 10, "{backend}: the session sees {procs} processes: the host's are visible\n{golden}");
+    }
+    let _ = victim.kill();
+    let _ = victim.wait();
+    if shm.is_some() {
+        let _ = std::process::Command::new("ipcrm").args(["-m", &shmid]).status();
+    }
+}

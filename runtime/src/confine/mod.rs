@@ -106,6 +106,78 @@ pub struct Confinement {
     /// read-only, and the process stays in the caller's process group, so the runtime's group and
     /// tree kills reach it as they reach an unconfined one.
     pub own_pids: bool,
+    /// The session every process joins ([`Session`]): set, the process does not get namespaces of its
+    /// own but enters the holder's (the fields above describe the holder's confinement).
+    pub session: Option<Session>,
+}
+
+/// A confined session: one set of namespaces (user, mount, pid, network, ipc, uts) made once by a
+/// holder process ([`start_session`]) and joined by every process the subject starts, so that they
+/// see each other as they would unconfined — a later Bash command sees an earlier one's processes —
+/// and nothing of the host's: no host process is visible or can be signalled from inside, and what
+/// outlives its command goes with the holder at the session's end.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Session {
+    /// The host pid of a process in the holder's namespaces (the namespace's init).
+    pub holder: u32,
+    /// The probelab binary that joins them ([`ns`]'s `--join`).
+    pub launcher: PathBuf,
+}
+
+/// A running session's holder: killed (and with it every process left in its pid namespace) when
+/// dropped.
+#[derive(Debug)]
+pub struct SessionHolder {
+    /// What joins it.
+    pub session: Session,
+    _child: tokio::process::Child,
+}
+
+/// How long a session's holder may take to say it is ready (its confinement made) before the run
+/// fails: an event waited for, with a bound.
+pub const SESSION_READY_SECS: u64 = 20;
+
+/// Starts the holder of a session confined as `c` (with `launcher`, the probelab binary, as the
+/// program it holds with and the one that joins it): returns once the holder says it is ready.
+pub async fn start_session(c: &Confinement, launcher: &Path) -> Result<SessionHolder, String> {
+    use tokio::io::AsyncBufReadExt;
+    let cwd = c.writable.iter().find(|w| w.is_dir()).cloned().unwrap_or_else(|| PathBuf::from("/"));
+    let mut cmd = c.wrap(launcher, [ns::HOLD_SUBCOMMAND], &cwd);
+    cmd.env_clear()
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true);
+    let mut child = cmd.spawn().map_err(|e| format!("cannot start the session's holder: {e}"))?;
+    let pid = child.id().ok_or("the session's holder ended at once")?;
+    let stdout = child.stdout.take().ok_or("the session's holder has no stdout")?;
+    let mut line = String::new();
+    let mut reader = tokio::io::BufReader::new(stdout);
+    let read = tokio::time::timeout(std::time::Duration::from_secs(SESSION_READY_SECS), reader.read_line(&mut line));
+    let ready = matches!(read.await, Ok(Ok(_))) && line == "ready\n";
+    if !ready {
+        let _ = child.start_kill();
+        let mut err = String::new();
+        if let Some(mut e) = child.stderr.take() {
+            use tokio::io::AsyncReadExt;
+            let _ = tokio::time::timeout(std::time::Duration::from_secs(2), e.read_to_string(&mut err)).await;
+        }
+        let why = err.lines().next().unwrap_or("it said nothing");
+        return Err(format!("the session's holder did not get ready within {SESSION_READY_SECS} s: {why}"));
+    }
+    let holder = child_of(pid).ok_or("the session's holder has no process inside its namespaces")?;
+    Ok(SessionHolder { session: Session { holder, launcher: launcher.to_path_buf() }, _child: child })
+}
+
+/// A child of `pid` (from `/proc/*/stat`: the first one found).
+fn child_of(pid: u32) -> Option<u32> {
+    std::fs::read_dir("/proc").ok()?.flatten().find_map(|e| {
+        let p: u32 = e.file_name().to_str()?.parse().ok()?;
+        let stat = std::fs::read_to_string(e.path().join("stat")).ok()?;
+        // pid (comm) state ppid …: the comm may hold spaces and parentheses, so read after the last ')'
+        let ppid: u32 = stat.rsplit_once(')')?.1.split_whitespace().nth(1)?.parse().ok()?;
+        (ppid == pid).then_some(p)
+    })
 }
 
 impl Confinement {
@@ -118,8 +190,9 @@ impl Confinement {
             writable: vec![sandbox.to_path_buf()],
             network,
             nested: true,
-            strict: false,
+            strict: true,
             own_pids,
+            session: None,
         }
     }
 
@@ -226,6 +299,17 @@ impl Confinement {
         S: AsRef<OsStr>,
     {
         let program = program.as_ref();
+        if let Some(session) = &self.session {
+            let spec = ns::Spec {
+                cwd: cwd.to_path_buf(),
+                argv: std::iter::once(program.to_os_string())
+                    .chain(args.into_iter().map(|x| x.as_ref().to_os_string()))
+                    .collect(),
+                join: Some(session.holder),
+                ..ns::Spec::default()
+            };
+            return ns::command_line(&session.launcher, &spec);
+        }
         match &self.backend {
             Backend::Bwrap(bwrap) => {
                 let mut a = self.args_running(cwd, Some(Path::new(program)));
@@ -253,6 +337,7 @@ impl Confinement {
                     argv: std::iter::once(program.to_os_string())
                         .chain(args.into_iter().map(|x| x.as_ref().to_os_string()))
                         .collect(),
+                    join: None,
                     init: false,
                 };
                 ns::command_line(launcher, &spec)
@@ -270,7 +355,7 @@ impl Confinement {
     {
         let (launcher, a) = self.invocation(program, args, cwd);
         let mut c = tokio::process::Command::new(&launcher);
-        if matches!(self.backend, Backend::Bwrap(_)) {
+        if matches!(self.backend, Backend::Bwrap(_)) && self.session.is_none() {
             c.arg0("bwrap");
         }
         c.args(a).current_dir(cwd);
@@ -575,13 +660,24 @@ mod tests {
         assert_eq!(spec.visible, vec![exe.clone()]);
         assert_eq!(spec.writable, vec![d.path().to_path_buf()]);
         assert_eq!(spec.relayed, vec![(4242, d.path().join(".net/4242.sock"))]);
-        assert!(spec.own_pids && !spec.host_network && !spec.strict && !spec.no_nested);
+        assert!(spec.own_pids && !spec.host_network && spec.strict && !spec.no_nested);
         assert_eq!(spec.argv, vec![exe.into_os_string(), OsString::from("--flag")]);
         assert_eq!(spec.cwd, Path::new("/w"));
-        let host = Confinement { network: Network::Host, own_pids: false, nested: false, ..c };
+        let host = Confinement { network: Network::Host, own_pids: false, nested: false, ..c.clone() };
         let (_, args) = host.invocation("bash", ["-c", "x"], Path::new("/"));
         let spec = ns::Spec::parse(&args[1..]).unwrap_or_else(|e| panic!("{e}"));
         assert!(spec.host_network && spec.relayed.is_empty() && !spec.own_pids && spec.no_nested);
+        // in a session, whatever the backend: the launcher joins the holder's namespaces, nothing else
+        for backend in [Backend::Bwrap("/usr/bin/bwrap".into()), Backend::Namespaces("/x".into())] {
+            let session = Session { holder: 4321, launcher: "/bin/probelab".into() };
+            let joined = Confinement { backend, session: Some(session), ..c.clone() };
+            let (launcher, args) = joined.invocation("bash", ["-c", "x"], Path::new("/w"));
+            assert_eq!(launcher, OsString::from("/bin/probelab"));
+            let spec = ns::Spec::parse(&args[1..]).unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(spec.join, Some(4321));
+            assert!(spec.visible.is_empty() && spec.writable.is_empty() && spec.relayed.is_empty());
+            assert_eq!(spec.argv, ["bash", "-c", "x"].map(OsString::from).to_vec());
+        }
     }
 
     #[test]

@@ -76,6 +76,9 @@ pub struct Spec {
     pub cwd: PathBuf,
     /// The subject's program and arguments.
     pub argv: Vec<OsString>,
+    /// Join the namespaces of this process (host pid: a session's holder, [`super::Session`]) instead
+    /// of making new ones.
+    pub join: Option<u32>,
     /// The second stage: the init of the pid namespace the first made.
     pub(crate) init: bool,
 }
@@ -98,6 +101,10 @@ impl Spec {
         }
         if self.host_network {
             a.push("--host-network".into());
+        }
+        if let Some(pid) = self.join {
+            a.push("--join".into());
+            a.push(pid.to_string().into());
         }
         for (port, sock) in &self.relayed {
             let mut s = OsString::from(format!("{port}="));
@@ -140,6 +147,11 @@ impl Spec {
                 Some("--ro") => s.visible.push(value("--ro")?.into()),
                 Some("--rw") => s.writable.push(value("--rw")?.into()),
                 Some("--cwd") => cwd = Some(PathBuf::from(value("--cwd")?)),
+                Some("--join") => {
+                    let v = value("--join")?;
+                    let pid = v.to_str().and_then(|p| p.parse::<u32>().ok()).filter(|p| *p > 1);
+                    s.join = Some(pid.ok_or_else(|| format!("--join {v:?} is not a process id"))?);
+                }
                 Some("--relay") => {
                     let v = value("--relay")?;
                     let text = v.to_string_lossy();
@@ -179,7 +191,13 @@ pub fn main(args: &[OsString]) -> u8 {
     if spec.no_nested {
         return failed("nested user namespaces cannot be refused by this backend (bubblewrap's --disable-userns); the Bash sandbox uses bubblewrap");
     }
-    let run = if spec.init { init(&spec) } else { first(&spec) };
+    let run = if let Some(pid) = spec.join {
+        join(&spec, pid)
+    } else if spec.init {
+        init(&spec)
+    } else {
+        first(&spec)
+    };
     match run {
         Ok(code) => code,
         Err(e) => failed(&e),
@@ -242,6 +260,59 @@ fn init(spec: &Spec) -> Result<u8, String> {
     confine(spec)?;
     start(spec)
 }
+
+/// Joins the namespaces of `pid` (a session's holder: user first, then ipc, uts, network, pid and
+/// mount — which also puts this process at the holder's root), drops every privilege, and starts the
+/// subject in them: its child, the first of its processes in the holder's pid namespace (this launcher
+/// stays outside it, in the caller's process group, so the caller's group and tree kills reach
+/// everything; what outlives them goes with the holder).
+fn join(spec: &Spec, pid: u32) -> Result<u8, String> {
+    use std::os::fd::AsFd;
+    nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL).map_err(sys("die with the lab"))?;
+    let dir = PathBuf::from(format!("/proc/{pid}/ns"));
+    // every namespace opened before the first is entered (the host's /proc is gone after the mount one)
+    let mut open = Vec::new();
+    for (name, flag) in [
+        ("user", CloneFlags::CLONE_NEWUSER),
+        ("ipc", CloneFlags::CLONE_NEWIPC),
+        ("uts", CloneFlags::CLONE_NEWUTS),
+        ("net", CloneFlags::CLONE_NEWNET),
+        ("pid", CloneFlags::CLONE_NEWPID),
+        ("mnt", CloneFlags::CLONE_NEWNS),
+    ] {
+        let f = std::fs::File::open(dir.join(name))
+            .map_err(|e| format!("cannot open the session's {name} namespace ({}): {e}", dir.display()))?;
+        open.push((name, flag, f));
+    }
+    for (name, flag, f) in &open {
+        nix::sched::setns(f.as_fd(), *flag)
+            .map_err(|e| format!("cannot join the session's {name} namespace: {}", e.desc()))?;
+    }
+    drop(open);
+    drop_privileges()?;
+    std::env::set_current_dir(&spec.cwd).map_err(|e| format!("cannot enter {}: {e}", spec.cwd.display()))?;
+    let (program, rest) = spec.argv.split_first().ok_or("no command")?;
+    let mut child = std::process::Command::new(program)
+        .args(rest)
+        .spawn()
+        .map_err(|e| format!("cannot start {}: {e}", program.to_string_lossy()))?;
+    Ok(code_of(child.wait().map_err(|e| format!("cannot wait for the subject: {e}"))?))
+}
+
+/// The program a session's holder runs ([`HOLD_SUBCOMMAND`]): says `ready` on stdout once it runs —
+/// inside the confinement, so everything is made — then waits to be killed with the session.
+pub fn hold_main() -> u8 {
+    let mut out = std::io::stdout();
+    if writeln!(out, "ready").and_then(|()| out.flush()).is_err() {
+        return SETUP_FAILED;
+    }
+    loop {
+        std::thread::park();
+    }
+}
+
+/// The probelab subcommand a session's holder runs ([`hold_main`]).
+pub const HOLD_SUBCOMMAND: &str = "confine-hold";
 
 /// Exit code of a child's status: its code, or 128 + the signal that ended it.
 fn code_of(status: std::process::ExitStatus) -> u8 {

@@ -114,6 +114,10 @@ pub fn plan(ctx: &ToolContext, disable: bool) -> Result<Plan, ToolError> {
         nested: false,
         strict: true,
         own_pids: true,
+        // started from the lab's process, not in its session: the kernel refuses a user namespace of
+        // the sandbox's own under the session's for the host's root (mapping the parent's uid 0 needs
+        // CAP_SETFCAP there, which the session drops), and the sandbox is the stricter of the two
+        session: None,
     };
     Ok(Plan { confine: Some(confine), sandboxed: true, note })
 }
@@ -276,6 +280,7 @@ mod tests {
             nested: false,
             strict: true,
             own_pids: true,
+            session: None,
         };
         Plan { confine: Some(confine), sandboxed: true, note: None }
     }
