@@ -12,7 +12,7 @@
 //! `confinement`), and a run that gets here anyway refuses: a subject never runs unconfined silently.
 
 pub use probelab_runtime::confine::{Confinement, Network, Served};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// A run's confinement: what wraps the subject, and the lab's end of its relayed ports (kept alive for
 /// the run).
@@ -56,6 +56,10 @@ pub async fn for_run(
         (Network::Relayed(served.ports(&launcher)), Some(served))
     };
     let mut confinement = Confinement::lab(backend, sandbox, network, true);
+    let view = host_view(probe, &launcher);
+    confinement.hidden = view.hidden;
+    confinement.skeleton = view.skeleton;
+    confinement.visible = view.shown;
     let session = if whole {
         None
     } else {
@@ -66,4 +70,105 @@ pub async fn for_run(
         Some(holder)
     };
     Ok(Some(RunConfinement { confinement, _served: served, _session: session }))
+}
+
+/// Directories of the host a subject never sees (issue 41, item 4): the homes (the lab's user's keys,
+/// tokens, shell history), `/var` and `/run` (services' state and their path sockets, which a network
+/// namespace does not cover), and the rest that holds no program. Each becomes an empty read-only
+/// directory; what the lab must show under them (its cache, its binary, the project, the programs on
+/// PATH) is shown again, read-only.
+pub const HIDDEN_DIRS: &[&str] = &["/root", "/home", "/var", "/run", "/srv", "/mnt", "/media", "/boot"];
+
+/// Files and directories of `/etc` that hold secrets: hidden as well.
+pub const HIDDEN_ETC: &[&str] = &[
+    "/etc/shadow",
+    "/etc/shadow-",
+    "/etc/gshadow",
+    "/etc/gshadow-",
+    "/etc/sudoers",
+    "/etc/sudoers.d",
+    "/etc/ssl/private",
+    "/etc/security/opasswd",
+];
+
+/// Files under a shown tool directory that hold credentials: hidden inside it.
+pub const HIDDEN_CREDENTIALS: &[&str] =
+    &[".cargo/credentials", ".cargo/credentials.toml", ".npmrc", ".pypirc", ".netrc", ".git-credentials"];
+
+/// What a confined subject sees of the host.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct HostView {
+    /// Hidden (directories: an empty tmpfs; files: /dev/null).
+    pub hidden: Vec<PathBuf>,
+    /// Empty directories inside the hidden ones.
+    pub skeleton: Vec<PathBuf>,
+    /// Shown again under the hidden ones, read-only.
+    pub shown: Vec<PathBuf>,
+}
+
+/// The host as `probe`'s subject sees it, `launcher` being the probelab binary: [`HIDDEN_DIRS`] and
+/// [`HIDDEN_ETC`] hidden; shown again under them: the install cache (Claude Code versions, agents, the
+/// venv), the probelab binary's directory, the project (the directory probelab runs in, and the probe
+/// file's), and the programs on PATH — a PATH directory under a home is shown with the tool it
+/// belongs to (`~/.pyenv/shims` → `~/.pyenv`, `~/.cargo/bin` → `~/.cargo`, but `~/.local/bin` alone),
+/// its credential files ([`HIDDEN_CREDENTIALS`]) hidden.
+pub fn host_view(probe: &crate::probe::Probe, launcher: &Path) -> HostView {
+    let hidden_dirs: Vec<PathBuf> = HIDDEN_DIRS.iter().map(PathBuf::from).filter(|p| p.is_dir()).collect();
+    let under_hidden = |p: &Path| hidden_dirs.iter().any(|h| p.starts_with(h) && p != h);
+    let mut shown: Vec<PathBuf> = Vec::new();
+    let mut show = |p: PathBuf| {
+        if let Ok(p) = p.canonicalize() {
+            if under_hidden(&p) && !shown.iter().any(|s| p.starts_with(s)) {
+                shown.retain(|s| !s.starts_with(&p));
+                shown.push(p);
+            }
+        }
+    };
+    show(crate::versions::cache_root());
+    if let Some(dir) = launcher.parent() {
+        show(dir.to_path_buf());
+    }
+    if let Ok(cwd) = std::env::current_dir() {
+        show(cwd);
+    }
+    if let Some(dir) = probe.path.parent() {
+        show(std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf()));
+    }
+    for dir in std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()) {
+        let Some(home) = home_of(&dir) else {
+            show(dir);
+            continue;
+        };
+        let tool: PathBuf = dir.components().take(home.components().count() + 1).collect();
+        let tool_name = tool.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        show(if tool_name == ".local" || tool == dir { dir } else { tool });
+    }
+    let mut hidden: Vec<PathBuf> = hidden_dirs.clone();
+    hidden.extend(HIDDEN_ETC.iter().map(PathBuf::from).filter(|p| p.exists()));
+    if let Ok(entries) = std::fs::read_dir("/etc/ssh") {
+        hidden.extend(
+            entries
+                .flatten()
+                .map(|e| e.path())
+                .filter(|p| p.file_name().is_some_and(|n| n.to_string_lossy().ends_with("_key"))),
+        );
+    }
+    for s in &shown {
+        if let Some(home) = home_of(s) {
+            hidden.extend(HIDDEN_CREDENTIALS.iter().map(|c| home.join(c)).filter(|c| c.starts_with(s) && c.exists()));
+        }
+    }
+    let skeleton = ["/var/tmp"].iter().map(PathBuf::from).filter(|p| p.is_dir() && under_hidden(p)).collect();
+    HostView { hidden, skeleton, shown }
+}
+
+/// The home directory `p` lies in: `/root`, or `/home/NAME`.
+fn home_of(p: &Path) -> Option<PathBuf> {
+    let mut c = p.components();
+    c.next()?; // the root
+    let first = c.next()?.as_os_str();
+    if first == "root" {
+        return Some(PathBuf::from("/root"));
+    }
+    (first == "home").then(|| c.next().map(|n| Path::new("/home").join(n.as_os_str()))).flatten()
 }

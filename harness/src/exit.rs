@@ -80,7 +80,7 @@ pub fn finish(prefix: &str, outcome: Outcome) -> ExitCode {
     match outcome {
         Ok(code) => code,
         Err(f) => {
-            eprintln!("{prefix}: {}", said(&f.error));
+            eprintln!("{prefix}: {}", terminal_safe(&said(&f.error)));
             ExitCode::from(f.code)
         }
     }
@@ -105,8 +105,38 @@ pub fn said(error: &anyhow::Error) -> String {
     out
 }
 
+/// `text` as it may reach a terminal (issue 41, item 7): what a subject sent — a request line, a tool's
+/// output in a failure's diff — can hold escape sequences that clear the screen or set the window's
+/// title. Every control character but newline and tab (C0, DEL and C1) is written as a visible escape
+/// (`\x1b`, `\x7f`, `\u{9b}`); the rest is unchanged (borrowed when there is nothing to escape).
+pub fn terminal_safe(text: &str) -> std::borrow::Cow<'_, str> {
+    let unsafe_char = |c: char| (c.is_control() && c != '\n' && c != '\t') || c == '\u{7f}';
+    if !text.chars().any(unsafe_char) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        if !unsafe_char(c) {
+            out.push(c);
+        } else if (c as u32) < 0x80 {
+            out.push_str(&format!("\\x{:02x}", c as u32));
+        } else {
+            out.push_str(&format!("\\u{{{:x}}}", c as u32));
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn escape_sequences_never_reach_the_terminal() {
+        use super::terminal_safe;
+        assert_eq!(terminal_safe("a\nb\tc"), "a\nb\tc");
+        assert_eq!(terminal_safe("\u{1b}]0;pwned\u{7}\u{1b}[2J"), "\\x1b]0;pwned\\x07\\x1b[2J");
+        assert_eq!(terminal_safe("\r\u{7f}\u{9b}x"), "\\x0d\\x7f\\u{9b}x");
+    }
+
     use super::*;
     use anyhow::Context as _;
 

@@ -303,7 +303,13 @@ async fn run_exec_probe(
     description: String,
 ) -> Result<Report, RunError> {
     let mut sandbox = crate::probe::sandbox::Sandbox::create(probe, &layout.fixtures).map_err(RunError::Sandbox)?;
-    let records = crate::subject::exec::run_exec(probe, &sandbox, &layout.engine, rg).await.map_err(RunError::Exec)?;
+    // confined like a subject (issue 41): its own namespaces, the host read-only, no network
+    let confined =
+        crate::confine::for_run(probe, subject, &sandbox.root, &[], true).await.map_err(RunError::Confine)?;
+    let confine = confined.as_ref().map(|c| &c.confinement);
+    let records =
+        crate::subject::exec::run_exec(probe, &sandbox, &layout.engine, rg, confine).await.map_err(RunError::Exec)?;
+    drop(confined);
     let mut verdicts: Vec<Verdict> = (0..probe.checks.len())
         .map(|i| evaluate_on(probe, i, subject, || crate::check::evaluate_exec(probe, i, &records, &sandbox)))
         .collect();
@@ -391,14 +397,31 @@ pub enum GoldenOutcome {
 }
 
 /// Compares with (or blesses) the golden file.
+///
+/// Secrets never reach a golden ([`crate::transcript::secrets`]): known secret shapes are redacted from
+/// the transcript before it is compared or written, and a transcript or blob that holds the value of
+/// one of the lab's secret variables is refused, never blessed.
 pub fn golden_step(report: &Report, layout: &Layout, bless: bool) -> Result<GoldenOutcome, String> {
+    use crate::transcript::secrets;
     let file = golden::path(&layout.golden, &report.subject, &report.probe);
+    let transcript = secrets::redact(&report.transcript);
     if bless {
-        golden::bless(&layout.golden, &file, &report.description, &report.transcript, &layout.blobs(), &report.blobs)
+        let lab = secrets::lab_secrets();
+        let texts = std::iter::once(("the transcript".to_string(), transcript.as_ref()))
+            .chain(report.blobs.iter().map(|(h, t)| (format!("blob {h}"), t.as_str())));
+        for (what, text) in texts {
+            if let Some((name, line)) = secrets::leaked(text, &lab) {
+                return Err(format!(
+                    "{}: not blessed: {what} holds the value of the lab's ${name} (line {line}); a subject must never see the lab's environment",
+                    file.display()
+                ));
+            }
+        }
+        golden::bless(&layout.golden, &file, &report.description, &transcript, &layout.blobs(), &report.blobs)
             .map_err(|e| format!("{}: {e}", file.display()))?;
         return Ok(GoldenOutcome::Blessed);
     }
-    Ok(match golden::compare(&file, &report.transcript) {
+    Ok(match golden::compare(&file, &transcript) {
         Compare::Same => {
             let missing = golden::missing_blobs(&layout.blobs(), &report.blobs);
             if missing.is_empty() {

@@ -361,7 +361,7 @@ fn run_probes(project: &Project, paths: Vec<PathBuf>, subject: &str, how: &RunHo
                     serde_json::json!({"probe": id, "subject": subject, "status": "skipped", "reason": why})
                 );
             } else {
-                println!("skip  {} ({why})", o.probe.id);
+                println!("skip  {} ({})", o.probe.id, harness::exit::terminal_safe(why));
             }
             return;
         }
@@ -487,10 +487,11 @@ fn verdict_json(v: &harness::check::Verdict) -> serde_json::Value {
 
 /// A probe's lines of `probelab run`: its status and claims, the detail, what diverges, where it was kept.
 fn print_outcome(o: &harness::suite::Outcome) {
+    use harness::exit::terminal_safe;
     use harness::suite::Status;
     let probe = &o.probe;
     if o.status == Status::Error && o.report.is_none() {
-        println!("ERROR {}: {}", probe.id, o.detail);
+        println!("ERROR {}: {}", probe.id, terminal_safe(&o.detail));
         return;
     }
     let label = match o.status {
@@ -502,12 +503,12 @@ fn print_outcome(o: &harness::suite::Outcome) {
         _ => "ERROR",
     };
     println!("{label} {} [{}]", probe.id, probe.claims.join(", "));
-    for l in o.detail.lines() {
+    for l in terminal_safe(&o.detail).lines() {
         println!("      {l}");
     }
     if let Some(report) = &o.report {
         for d in &report.diverges {
-            println!("      diverges from claim {d}");
+            println!("      diverges from claim {}", terminal_safe(&d.to_string()));
         }
         if let Some(k) = &report.kept {
             let failed = if report.verdicts.iter().any(|v| !v.compared.is_empty()) { ", failures.json" } else { "" };

@@ -178,15 +178,27 @@ pub fn parse(file: &Path, text: &str) -> Result<Project, ProjectError> {
     let root = if root.as_os_str().is_empty() { PathBuf::from(".") } else { root };
     let mut project = Project::default_at(&root);
     project.file = Some(file.to_path_buf());
-    for (value, slot) in [
-        (&raw.probes, &mut project.probes),
-        (&raw.golden, &mut project.golden),
-        (&raw.fixtures, &mut project.fixtures),
-        (&raw.out, &mut project.out),
+    for (value, slot, written) in [
+        (&raw.probes, &mut project.probes, false),
+        (&raw.golden, &mut project.golden, true),
+        (&raw.fixtures, &mut project.fixtures, false),
+        (&raw.out, &mut project.out, true),
     ] {
         if let Some(v) = value {
             if v.get_ref().trim().is_empty() {
                 return Err(at(v.span().start, "an empty path".into(), Some("a directory, relative to this file")));
+            }
+            // what probelab writes stays inside the project (issue 41): a cloned project's file never
+            // makes it write goldens or output elsewhere (`--golden DIR` on the command line still can);
+            // probes and fixtures it only reads may be anywhere (another project's catalogue)
+            let rel = Path::new(v.get_ref());
+            let climbs = rel.components().any(|c| matches!(c, std::path::Component::ParentDir));
+            if written && (rel.is_absolute() || climbs) {
+                return Err(at(
+                    v.span().start,
+                    format!("{:?} is outside the project", v.get_ref()),
+                    Some("a directory inside the project, relative to this file (`--golden DIR` names another place for a run)"),
+                ));
             }
             *slot = root.join(v.get_ref());
         }
@@ -277,12 +289,12 @@ mod tests {
 
     #[test]
     fn paths_are_relative_to_the_file() {
-        let p = parse(Path::new("/p/probelab.toml"), "golden = \"g/one\"\nout = \"/abs\"\n")
+        let p = parse(Path::new("/p/probelab.toml"), "golden = \"g/one\"\nout = \"o\"\nprobes = \"/other/probes\"\n")
             .unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(p.root, PathBuf::from("/p"));
         assert_eq!(p.golden, PathBuf::from("/p/g/one"));
-        assert_eq!(p.probes, PathBuf::from("/p/probes"));
-        assert_eq!(p.out, PathBuf::from("/abs"));
+        assert_eq!(p.probes, PathBuf::from("/other/probes"));
+        assert_eq!(p.out, PathBuf::from("/p/o"));
         assert_eq!(parse(Path::new("/p/probelab.toml"), "").map(|p| p.fixtures), Ok(PathBuf::from("/p/fixtures")));
     }
 
@@ -295,6 +307,11 @@ mod tests {
         assert!(e.starts_with("/p/probelab.toml:1:10: invalid type"), "{e}");
         let e = err("probes = \"probes\"\nfixtures = \"\"\n");
         assert!(e.starts_with("/p/probelab.toml:2:12: an empty path"), "{e}");
+        // what probelab writes stays in the project (issue 41)
+        let e = err("out = \"/abs\"\n");
+        assert!(e.starts_with("/p/probelab.toml:1:7: \"/abs\" is outside the project"), "{e}");
+        let e = err("golden = \"g/../../x\"\n");
+        assert!(e.starts_with("/p/probelab.toml:1:10: \"g/../../x\" is outside the project"), "{e}");
         let e = err("probes = [\n");
         assert!(e.starts_with("/p/probelab.toml:"), "{e}");
     }

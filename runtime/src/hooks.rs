@@ -171,9 +171,12 @@ async fn run_with_stdin(
     // `/bin/sh -c`, as the reference runs hook commands: a bash-ism fails there with dash's
     // `/bin/sh: 1: Syntax error: redirection unexpected` (`probes/pipeline/refusals-have-no-side-effect.toml`
     // on 2.1.235)
-    let child = crate::confine::command(env.confine.as_ref(), "/bin/sh", ["-c", command], &env.cwd)
-        .env("HOME", &env.home)
-        .env("CLAUDE_PROJECT_DIR", &env.cwd)
+    // the lab's passed variables, HOME and the project: nothing else of the lab's environment
+    let vars = crate::confine::with_env(
+        crate::confine::passed_env(),
+        [("HOME", env.home.as_os_str()), ("CLAUDE_PROJECT_DIR", env.cwd.as_os_str())],
+    );
+    let child = crate::confine::command(env.confine.as_ref(), "/bin/sh", ["-c", command], &env.cwd, &vars)
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())

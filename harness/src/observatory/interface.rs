@@ -176,7 +176,11 @@ mod tests {
         for (v, probe) in [("2.1.1", "a"), ("2.1.2", "b")] {
             let dir = d.path().join(super::super::subject(v));
             std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{e}"));
-            std::fs::write(dir.join(format!("{probe}.snap")), "---\n---\nprobe: x\n").unwrap_or_else(|e| panic!("{e}"));
+            std::fs::write(
+                dir.join(format!("{probe}.snap")),
+                "---\nsource: x\n---\nprobe: x\n## verdicts\npass invariant: i\n",
+            )
+            .unwrap_or_else(|e| panic!("{e}"));
         }
         let md = to_markdown(d.path(), &["2.1.1".to_string(), "2.1.2".to_string()]);
         assert!(md.contains("(not compared: golden/claude-code@2.1.1 and golden/claude-code@2.1.2"), "{md}");

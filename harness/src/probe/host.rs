@@ -91,13 +91,7 @@ fn check(name: &str) -> Option<String> {
         Some(format!("needs {what}{detail} ({how})"))
     };
     if let Some(module) = name.strip_prefix("python3:") {
-        let ok = std::process::Command::new(python())
-            .args(["-c", &format!("import {module}")])
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success());
-        return if ok { None } else { needs("") };
+        return if module_found(module) { None } else { needs("") };
     }
     match name {
         CONFINEMENT => {
@@ -163,6 +157,27 @@ fn check(name: &str) -> Option<String> {
             }
         }
     }
+}
+
+/// Whether the lab's Python has `module`, looked up without running any of it (issue 41: a check of
+/// the host runs no project code): `importlib.util.find_spec` in an isolated interpreter (`-I`: no
+/// current or script directory on `sys.path`, no `PYTHON*` variables, no user site), started in `/`
+/// with PATH alone. A dotted name is refused (its parent package would be imported to find it).
+pub fn module_found(module: &str) -> bool {
+    if module.contains('.') || !valid_name(&format!("python3:{module}")) {
+        return false;
+    }
+    let script = "import importlib.util, sys; sys.exit(0 if importlib.util.find_spec(sys.argv[1]) else 1)";
+    std::process::Command::new(python())
+        .args(["-I", "-c", script, module])
+        .current_dir("/")
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
 }
 
 /// The lab's Python: `$PROBELAB_PYTHON`, else the venv of `scripts/setup`, else `python3`.

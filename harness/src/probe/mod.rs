@@ -464,8 +464,8 @@ impl Probe {
     }
 
     /// The host parts the probe needs on a subject: its `requires`, the subject's own, and
-    /// `confinement` (the kernel's namespaces or bubblewrap, [`crate::confine`]) for a loop probe whose
-    /// subject runs confined (every one without `[subject] unconfined`).
+    /// `confinement` (the kernel's namespaces or bubblewrap, [`crate::confine`]) for a probe whose
+    /// subject — or exec command — runs confined (every one without `[subject] unconfined`).
     pub fn requires_on(&self, subject: &SubjectId) -> Vec<String> {
         let own: &[String] = match subject.kind {
             crate::subject::id::BUILTIN => &self.subject.builtin.requires,
@@ -474,7 +474,7 @@ impl Probe {
         };
         let mut all: Vec<String> = self.requires.iter().chain(own).cloned().collect();
         // every loop probe's subject runs confined unless the probe says why not ([`crate::confine`])
-        if self.execs.is_empty() && self.unconfined_on(subject).is_none() && !all.iter().any(|r| r == CONFINEMENT) {
+        if self.unconfined_on(subject).is_none() && !all.iter().any(|r| r == CONFINEMENT) {
             all.push(CONFINEMENT.into());
         }
         all

@@ -152,15 +152,17 @@ impl Subject for Agent {
             let path =
                 std::env::join_paths(dirs.chain(std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())))
                     .map_err(|e| format!("PATH: {e}"))?;
-            let mut cmd = probelab_runtime::confine::command(c.confine.as_ref(), &self.program, &args, &sb.cwd);
-            cmd.env_clear()
-                .env("PATH", path)
-                .env("HOME", &sb.home)
-                .env("LANG", "C.UTF-8")
-                .env("TMPDIR", &tmp)
-                .env("ANTHROPIC_API_KEY", DUMMY_KEY)
-                .envs(env)
-                .envs(&c.probe.env);
+            use std::ffi::OsString;
+            let base: probelab_runtime::confine::Env = vec![
+                ("PATH".into(), path),
+                ("HOME".into(), sb.home.clone().into()),
+                ("LANG".into(), "C.UTF-8".into()),
+                ("TMPDIR".into(), tmp.clone().into()),
+                ("ANTHROPIC_API_KEY".into(), OsString::from(DUMMY_KEY)),
+            ];
+            let vars =
+                probelab_runtime::confine::with_env(probelab_runtime::confine::with_env(base, env), &c.probe.env);
+            let cmd = probelab_runtime::confine::command(c.confine.as_ref(), &self.program, &args, &sb.cwd, &vars);
             let name = self.id.to_string();
             let ended = super::process::run(cmd, &name, c.until, c.stop).await?;
             Ok(ended.ended(&name, c.probe.deadline_secs, serde_json::Map::new()))

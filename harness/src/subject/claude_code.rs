@@ -196,19 +196,21 @@ pub fn command(
         .chain(probe.subject.session_id.iter().flat_map(|id| ["--session-id", id.as_str()]).map(Into::into))
         .chain(probe.subject.claude_code.args.iter().map(Into::into));
     // confined by the lab unless the probe opted out (crate::confine): bubblewrap, then the binary
-    let mut cmd = probelab_runtime::confine::command(confine, &cc.binary, args, cwd);
-    cmd.env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", home)
-        .env("IS_SANDBOX", "1")
-        .env("ANTHROPIC_BASE_URL", url)
-        .env("ANTHROPIC_API_KEY", FAKE_API_KEY)
-        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
-        .env("LANG", "C.UTF-8")
-        .env("TMPDIR", &tmp)
-        .envs(&probe.env)
-        .envs(&probe.subject.claude_code.env);
-    Ok(cmd)
+    let base: probelab_runtime::confine::Env = vec![
+        ("PATH".into(), std::env::var_os("PATH").unwrap_or_default()),
+        ("HOME".into(), home.clone().into()),
+        ("IS_SANDBOX".into(), "1".into()),
+        ("ANTHROPIC_BASE_URL".into(), url.into()),
+        ("ANTHROPIC_API_KEY".into(), FAKE_API_KEY.into()),
+        ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC".into(), "1".into()),
+        ("LANG".into(), "C.UTF-8".into()),
+        ("TMPDIR".into(), tmp.clone().into()),
+    ];
+    let vars = probelab_runtime::confine::with_env(
+        probelab_runtime::confine::with_env(base, &probe.env),
+        &probe.subject.claude_code.env,
+    );
+    Ok(probelab_runtime::confine::command(confine, &cc.binary, args, cwd, &vars))
 }
 
 #[cfg(test)]

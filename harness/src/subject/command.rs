@@ -251,15 +251,15 @@ impl Command {
             cf.visible.push(self.spec.project.clone());
             cf
         });
-        let mut cmd = probelab_runtime::confine::command(confine.as_ref(), &program, &argv[1..], &sb.cwd);
-        cmd.env_clear()
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .env("HOME", &sb.home)
-            .env("LANG", "C.UTF-8")
-            .env("TMPDIR", &tmp)
-            .envs(self.spec.env.iter().map(|(k, v)| (k, resolve(v, &values))))
-            .envs(&c.probe.env);
-        Ok(cmd)
+        let base: probelab_runtime::confine::Env = vec![
+            ("PATH".into(), std::env::var_os("PATH").unwrap_or_default()),
+            ("HOME".into(), sb.home.clone().into()),
+            ("LANG".into(), "C.UTF-8".into()),
+            ("TMPDIR".into(), tmp.clone().into()),
+        ];
+        let own = self.spec.env.iter().map(|(k, v)| (k.clone(), resolve(v, &values)));
+        let vars = probelab_runtime::confine::with_env(probelab_runtime::confine::with_env(base, own), &c.probe.env);
+        Ok(probelab_runtime::confine::command(confine.as_ref(), &program, &argv[1..], &sb.cwd, &vars))
     }
 }
 

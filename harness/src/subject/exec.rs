@@ -47,11 +47,16 @@ pub struct ExecRecord {
 /// Runs every command of an exec probe. `engine` is the probelab binary (it runs `measure`); `rg_engine`
 /// is what `{rg}` starts as `rg` (the probelab binary for the built-in subject, the Claude Code binary for
 /// that subject).
+///
+/// `confine`: the probe's confinement (every exec probe runs confined like a subject, unless it opts
+/// out with a reason): `measure` and the command start inside it, with the lab's passed variables and
+/// the sandbox's HOME as their whole environment.
 pub async fn run_exec(
     probe: &Probe,
     sandbox: &Sandbox,
     engine: &Path,
     rg_engine: &Path,
+    confine: Option<&probelab_runtime::confine::Confinement>,
 ) -> Result<Vec<ExecRecord>, String> {
     let bin = sandbox.root.join("bin");
     std::fs::create_dir_all(&bin).map_err(|e| e.to_string())?;
@@ -78,14 +83,14 @@ pub async fn run_exec(
         }
         let report = sandbox.root.join(format!("measure-{}.json", i + 1));
         let deadline = spec.deadline_ms.map(Duration::from_millis).unwrap_or(DEFAULT_DEADLINE).min(left);
-        let child = tokio::process::Command::new(engine)
-            .arg("measure")
-            .arg("--out")
-            .arg(&report)
-            .arg("--")
-            .args(&argv)
-            .current_dir(&sandbox.cwd)
-            .env("HOME", &sandbox.home)
+        let vars = probelab_runtime::confine::with_env(
+            probelab_runtime::confine::passed_env(),
+            [("HOME", sandbox.home.as_os_str())],
+        );
+        let args = ["measure".into(), "--out".into(), report.clone().into_os_string(), "--".into()]
+            .into_iter()
+            .chain(argv.iter().map(std::ffi::OsString::from));
+        let child = probelab_runtime::confine::command(confine, engine, args, &sandbox.cwd, &vars)
             .stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped())

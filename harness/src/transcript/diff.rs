@@ -188,6 +188,10 @@ fn read_set(dir: &Path) -> Result<BTreeMap<String, String>, String> {
         let p = e.map_err(|e| e.to_string())?.path();
         if let Some(id) = p.file_name().and_then(|n| n.to_str()).and_then(|n| n.strip_suffix(".snap")) {
             let text = crate::safe_fs::read_text(&p).map_err(|e| format!("{}: {e}", p.display()))?;
+            // an empty or cut golden is an error, never read as a transcript that did nothing
+            if let Some(why) = super::golden::body_problem(super::golden::body(&text)) {
+                return Err(format!("{}: not a whole golden transcript: {why}", p.display()));
+            }
             // an inserted notebook cell's id is made up (Claude Code: at random; the built-in runtime
             // derives it, and its goldens keep it): numbered alike on both sides before comparing
             out.insert(id.to_string(), super::normalise::cell_ids(super::golden::body(&text)).into_owned());
@@ -845,7 +849,7 @@ mod tests {
         for p in [&l, &r, &b] {
             std::fs::create_dir_all(p).unwrap_or_else(|e| panic!("{e}"));
         }
-        let left = "tool_result t_1:\n  | a:1\n  | b:1\ntool_result t_2:\n  | x\n  | y\n## verdicts\n";
+        let left = "probe: p\ntool_result t_1:\n  | a:1\n  | b:1\ntool_result t_2:\n  | x\n  | y\n## verdicts\npass invariant: i\n";
         std::fs::write(l.join("p.snap"), left).unwrap_or_else(|e| panic!("{e}"));
         std::fs::write(r.join("p.snap"), left.replace("  | a:1\n  | b:1", "  | b:1\n  | a:1"))
             .unwrap_or_else(|e| panic!("{e}"));
@@ -864,8 +868,8 @@ mod tests {
 
     #[test]
     fn appended_reminders_are_not_results() {
-        let plain = "tool_result t1:\n  | 1\tone\n  | 2\t\ntool_result t2 is_error:\n  | <tool_use_error>x</tool_use_error>\n## verdicts\n";
-        let reminded = "tool_result t1:\n  | 1\tone\n  | 2\n  |\n  | <system-reminder>\n  | <total_tokens>14999874 tokens left</total_tokens>\n  | </system-reminder>\ntool_result t2 is_error:\n  | <tool_use_error>x</tool_use_error>\n  |\n  | <system-reminder>\n  | <total_tokens>1 tokens left</total_tokens>\n  | </system-reminder>\n## verdicts\n";
+        let plain = "tool_result t1:\n  | 1\tone\n  | 2\t\ntool_result t2 is_error:\n  | <tool_use_error>x</tool_use_error>\n## verdicts\npass invariant: i\n";
+        let reminded = "tool_result t1:\n  | 1\tone\n  | 2\n  |\n  | <system-reminder>\n  | <total_tokens>14999874 tokens left</total_tokens>\n  | </system-reminder>\ntool_result t2 is_error:\n  | <tool_use_error>x</tool_use_error>\n  |\n  | <system-reminder>\n  | <total_tokens>1 tokens left</total_tokens>\n  | </system-reminder>\n## verdicts\npass invariant: i\n";
         assert_eq!(result_lines(plain, &BTreeSet::new()), result_lines(reminded, &BTreeSet::new()));
         assert_eq!(
             result_lines(plain, &BTreeSet::new()),
@@ -888,13 +892,14 @@ mod tests {
         std::fs::write(b.join(format!("{ha}.json")), old).unwrap_or_else(|e| panic!("{e}"));
         std::fs::write(b.join(format!("{hb}.json")), new).unwrap_or_else(|e| panic!("{e}"));
         let (a12, b12) = (&ha[..12], &hb[..12]);
-        let left = format!("tools: Read@{a12} Grep@cccccccccccc\nsystem: s1\ntool_result t1:\n  | one\n## verdicts\n");
+        let left = format!("probe: p\ntools: Read@{a12} Grep@cccccccccccc\nsystem: s1\ntool_result t1:\n  | one\n## verdicts\npass invariant: i\n");
         let right = format!(
-            "tools: Read@{b12} Bash@dddddddddddd\nsystem: s1\ntool_result t1 is_error:\n  | one\n## verdicts\n"
+            "probe: p\ntools: Read@{b12} Bash@dddddddddddd\nsystem: s1\ntool_result t1 is_error:\n  | one\n## verdicts\npass invariant: i\n"
         );
         std::fs::write(l.join("p.snap"), &left).unwrap_or_else(|e| panic!("{e}"));
         std::fs::write(r.join("p.snap"), &right).unwrap_or_else(|e| panic!("{e}"));
-        std::fs::write(l.join("gone.snap"), "x\n").unwrap_or_else(|e| panic!("{e}"));
+        std::fs::write(l.join("gone.snap"), "probe: gone\n## verdicts\npass invariant: i\n")
+            .unwrap_or_else(|e| panic!("{e}"));
         // a second probe with the same tool change: its diff is kept and printed once
         std::fs::write(l.join("q.snap"), &left).unwrap_or_else(|e| panic!("{e}"));
         std::fs::write(r.join("q.snap"), &right).unwrap_or_else(|e| panic!("{e}"));
@@ -953,8 +958,8 @@ mod tests {
         for p in [&l, &r, &b] {
             std::fs::create_dir_all(p).unwrap_or_else(|e| panic!("{e}"));
         }
-        let left = "tools: Read@aaaaaaaaaaaa WebFetch@bbbbbbbbbbbb TaskOutput@cccccccccccc Monitor@dddddddddddd (deferred)\ntool_result t1:\n  | Auto-expires after 7 days.\n## verdicts\n";
-        let right = "tools: Read@aaaaaaaaaaaa ToolSearch@eeeeeeeeeeee Monitor@dddddddddddd\ntext: \"The following deferred tools are now available via ToolSearch. Use it to load them:\\nWebFetch\\n\\nAfter\"\ntool_result t1:\n  | Auto-expires after 30 days.\n## verdicts\n";
+        let left = "probe: p\ntools: Read@aaaaaaaaaaaa WebFetch@bbbbbbbbbbbb TaskOutput@cccccccccccc Monitor@dddddddddddd (deferred)\ntool_result t1:\n  | Auto-expires after 7 days.\n## verdicts\npass invariant: i\n";
+        let right = "probe: p\ntools: Read@aaaaaaaaaaaa ToolSearch@eeeeeeeeeeee Monitor@dddddddddddd\ntext: \"The following deferred tools are now available via ToolSearch. Use it to load them:\\nWebFetch\\n\\nAfter\"\ntool_result t1:\n  | Auto-expires after 30 days.\n## verdicts\npass invariant: i\n";
         std::fs::write(l.join("p.snap"), left).unwrap_or_else(|e| panic!("{e}"));
         std::fs::write(r.join("p.snap"), right).unwrap_or_else(|e| panic!("{e}"));
         let s = diff_dirs(&l, &r, &b).unwrap_or_else(|e| panic!("{e}"));
@@ -988,11 +993,14 @@ mod tests {
         }
         let e = diff_dirs(&l, &r, &b).err().unwrap_or_default();
         assert!(e.ends_with("holds no golden transcripts (<probe-id>.snap): name a golden set such as golden/builtin or golden/claude-code@2.1.235"), "{e}");
-        std::fs::write(l.join("p.snap"), "tool_result t1:\n  | one\n## verdicts\n").unwrap_or_else(|e| panic!("{e}"));
-        std::fs::write(r.join("q.snap"), "tool_result t1:\n  | one\n## verdicts\n").unwrap_or_else(|e| panic!("{e}"));
+        std::fs::write(l.join("p.snap"), "probe: p\ntool_result t1:\n  | one\n## verdicts\npass invariant: i\n")
+            .unwrap_or_else(|e| panic!("{e}"));
+        std::fs::write(r.join("q.snap"), "probe: p\ntool_result t1:\n  | one\n## verdicts\npass invariant: i\n")
+            .unwrap_or_else(|e| panic!("{e}"));
         let e = diff_dirs(&l, &r, &b).err().unwrap_or_default();
         assert!(e.ends_with("have no probe in common: nothing to compare"), "{e}");
-        std::fs::write(r.join("p.snap"), "tool_result t1:\n  | one\n## verdicts\n").unwrap_or_else(|e| panic!("{e}"));
+        std::fs::write(r.join("p.snap"), "probe: p\ntool_result t1:\n  | one\n## verdicts\npass invariant: i\n")
+            .unwrap_or_else(|e| panic!("{e}"));
         assert!(diff_dirs(&l, &r, &b).is_ok_and(|s| s.probes.len() == 1));
     }
 }

@@ -10,6 +10,7 @@ pub mod diff;
 pub mod golden;
 pub mod normalise;
 pub mod review;
+pub mod secrets;
 
 use serde_json::Value;
 use sha2::{Digest, Sha256};

@@ -227,6 +227,7 @@ awk '{print $5, $6, $9, $10}' /proc/self/mountinfo | grep -vE '^/(proc|sys)/' | 
 for f in /dev/* /dev/pts/*; do stat -c '%n %F %a %t:%T' "$f"; done
 stat -c '%n %F %a' /tmp; ls -A /tmp
 awk 'NR > 2 {print "interface", $1}' /proc/self/net/dev
+ls -A /var /run; wc -c < /etc/shadow; (echo x > /var/tmp/x) 2>&1 | sed 's/^.*: //' 
 for p in /etc/probelab-x /tmp/x /dev/shm/x "$SB/x" /proc/sys/kernel/core_pattern; do (echo x > "$p") 2>&1 | sed 's/^.*: //' ; [ -e "$p" ] && echo "wrote $p"; done
 (exec 3<>/dev/tcp/127.0.0.1/"$PORT") 2>&1 | sed 's/^.*: //'
 unshare -U true && echo nested-userns-ok; hostname >/dev/null && echo has-hostname
@@ -249,9 +250,14 @@ fn every_backend_makes_the_same_confinement() {
         for b in &here {
             let sb = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
             let backend = backend_chosen(b, launcher).unwrap_or_else(|e| panic!("{e}"));
-            let c = Confinement::lab(backend, sb.path(), Network::Off, own_pids);
-            let mut cmd = c.wrap("bash", ["-c", OBSERVE], sb.path());
-            cmd.env("SB", sb.path()).env("PORT", &port).env("OWN_PIDS", own_pids.to_string());
+            let mut c = Confinement::lab(backend, sb.path(), Network::Off, own_pids);
+            c.hidden = vec![PathBuf::from("/var"), PathBuf::from("/run"), PathBuf::from("/etc/shadow")];
+            c.skeleton = vec![PathBuf::from("/var/tmp")];
+            let env = probelab_runtime::confine::with_env(
+                probelab_runtime::confine::passed_env(),
+                [("SB", sb.path().as_os_str()), ("PORT", port.as_ref()), ("OWN_PIDS", own_pids.to_string().as_ref())],
+            );
+            let mut cmd = c.wrap("bash", ["-c", OBSERVE], sb.path(), &env);
             cmd.stdin(std::process::Stdio::null());
             let out = rt.block_on(async { cmd.output().await }).unwrap_or_else(|e| panic!("{b}: {e}"));
             let name = sb.path().file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
@@ -421,5 +427,184 @@ contains = ["kill=1", "stop=1", "ipcrm=1"]
     let _ = victim.wait();
     if shm.is_some() {
         let _ = std::process::Command::new("ipcrm").args(["-m", &shmid]).status();
+    }
+}
+
+/// Issue 41, item 4: canaries in the lab's environment and in the host's HOME never reach a golden —
+/// the subject sees neither (an explicit list of variables passes; the homes, /var and /run are
+/// hidden) — on the built-in subject and Claude Code 2.1.235 where installed, on every backend.
+#[test]
+fn host_and_lab_canaries_never_reach_a_golden() {
+    let unique = format!(
+        "{}x{}",
+        std::process::id(),
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0)
+    );
+    let token = format!("canary{unique}");
+    let home = PathBuf::from(std::env::var_os("HOME").unwrap_or_else(|| "/root".into()));
+    let canary_file = home.join(format!("probelab-canary-{}", std::process::id()));
+    let file_text = format!("hostcanary{unique}");
+    std::fs::write(&canary_file, &file_text).unwrap_or_else(|e| panic!("{e}"));
+    let version = harness::subject::claude_code::REFERENCE_VERSION;
+    let cc = format!("claude-code@{version}");
+    let installed = harness::versions::cache_root().join("claude-code").join(version).is_dir();
+    for backend in backends() {
+        for subject in ["builtin"].into_iter().chain(installed.then_some(cc.as_str())) {
+            let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+            let lab = dir.path();
+            assert!(probelab(lab, &["init"]).0);
+            let text = format!(
+                r#"id = "hostile.canaries"
+claims = ["BASH-3"]
+about = "what a confined Bash sees of the lab's environment and the host's files"
+subjects = ["builtin", "claude-code"]
+[[turn]]
+tool_use = [{{ name = "Bash", input = {{ command = "env | sort; cat {file} 2>&1; ls -A {home} /run /var 2>&1; cat /etc/shadow 2>&1 | wc -c; echo end", description = "look" }} }}]
+[[turn]]
+text = "done"
+[[check]]
+result = 1
+contains = ["end"]
+"#,
+                file = canary_file.display(),
+                home = home.display(),
+            );
+            std::fs::write(lab.join("probes/canaries.toml"), text).unwrap_or_else(|e| panic!("{e}"));
+            let out = std::process::Command::new(env!("CARGO_BIN_EXE_probelab"))
+                .args(["run", "--bless", "-j", "1", "--subject", subject])
+                .env(probelab_runtime::confine::BACKEND_ENV, backend)
+                .env("PROBELAB_CANARY_TOKEN", &token)
+                .current_dir(lab)
+                .output()
+                .unwrap_or_else(|e| panic!("{e}"));
+            let said = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+            let golden = std::fs::read_to_string(lab.join(format!("golden/{subject}/hostile.canaries.snap")))
+                .unwrap_or_default();
+            assert!(out.status.success() && said.contains("1 passed, 0 failed"), "{subject} on {backend}:\n{said}");
+            assert!(
+                !golden.contains(&token),
+                "{subject} on {backend}: the lab's variable reached the golden:\n{golden}"
+            );
+            assert!(
+                !golden.contains(&file_text),
+                "{subject} on {backend}: the host's file reached the golden:\n{golden}"
+            );
+            assert!(
+                golden.contains("No such file or directory"),
+                "{subject} on {backend}: the canary file is not hidden:\n{golden}"
+            );
+        }
+    }
+    let _ = std::fs::remove_file(&canary_file);
+}
+
+/// The golden writer's own guard: a transcript holding the value of one of the lab's secret variables
+/// (here given to the subject on purpose, through the probe's `[env]`) is not blessed, and the error
+/// names the variable, never the value.
+#[test]
+fn a_transcript_holding_a_lab_secret_is_not_blessed() {
+    let token = format!("tok{}abcdefghijklmnop", std::process::id());
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let lab = dir.path();
+    assert!(probelab(lab, &["init"]).0);
+    let text = format!(
+        "id = \"hostile.given\"\nclaims = [\"BASH-3\"]\nabout = \"a secret handed over\"\nsubjects = [\"builtin\"]\n[env]\nX = \"{token}\"\n\
+         [[turn]]\ntool_use = [{{ name = \"Bash\", input = {{ command = \"echo $X\", description = \"say it\" }} }}]\n[[turn]]\ntext = \"done\"\n"
+    );
+    std::fs::write(lab.join("probes/given.toml"), text).unwrap_or_else(|e| panic!("{e}"));
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_probelab"))
+        .args(["run", "--bless", "-j", "1", "--subject", "builtin"])
+        .env("PROBELAB_TEST_API_TOKEN", &token)
+        .current_dir(lab)
+        .output()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let said = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(!out.status.success(), "{said}");
+    assert!(said.contains("holds the value of the lab's $PROBELAB_TEST_API_TOKEN (line "), "{said}");
+    assert!(!lab.join("golden/builtin/hostile.given.snap").exists(), "{said}");
+    assert_eq!(
+        said.matches(&token).count(),
+        said.matches(&format!("echo {token}")).count() + said.matches(&format!("X = \"{token}")).count(),
+        "the error shows the value:\n{said}"
+    );
+}
+
+/// Issue 41, item 2: nothing of a probe's environment acts on the host before the confinement exists —
+/// an `LD_PRELOAD` library named by the probe's `[env]` would run in the launcher (bubblewrap, or
+/// probelab's own) if the environment reached it; it is applied inside only. The library, built here,
+/// writes a marker into the test's directory on the host when it loads.
+#[test]
+fn a_probes_ld_preload_never_runs_on_the_host() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let marker = dir.path().join("loaded-on-the-host");
+    let src = dir.path().join("evil.c");
+    let lib = dir.path().join("evil.so");
+    std::fs::write(
+        &src,
+        format!(
+            "#include <stdio.h>\n__attribute__((constructor)) static void f(void) {{ FILE *o = fopen(\"{}\", \"a\"); if (o) {{ fputs(\"x\\n\", o); fclose(o); }} }}\n",
+            marker.display()
+        ),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let built = std::process::Command::new("gcc").args(["-shared", "-fPIC", "-o"]).arg(&lib).arg(&src).status();
+    if !built.is_ok_and(|s| s.success()) {
+        eprintln!("NOT RUN: gcc cannot build the preload library here");
+        return;
+    }
+    // the library works: loaded into a program of the host, it writes the marker
+    let _ = std::process::Command::new("true").env("LD_PRELOAD", &lib).status();
+    assert!(marker.exists(), "the test's library does not write its marker");
+    std::fs::remove_file(&marker).unwrap_or_else(|e| panic!("{e}"));
+    for backend in backends() {
+        let lab = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        assert!(probelab(lab.path(), &["init"]).0);
+        let text = format!(
+            "id = \"hostile.preload\"\nclaims = [\"BASH-3\"]\nabout = \"LD_PRELOAD in the probe's env\"\nsubjects = [\"builtin\"]\n[env]\nLD_PRELOAD = \"{}\"\n\
+             [[turn]]\ntool_use = [{{ name = \"Bash\", input = {{ command = \"echo ran\", description = \"run\" }} }}]\n[[turn]]\ntext = \"done\"\n\
+             [[check]]\nresult = 1\ncontains = \"ran\"\n",
+            lib.display()
+        );
+        std::fs::write(lab.path().join("probes/preload.toml"), text).unwrap_or_else(|e| panic!("{e}"));
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_probelab"))
+            .args(["run", "--bless", "-j", "1", "--subject", "builtin"])
+            .env(probelab_runtime::confine::BACKEND_ENV, backend)
+            .current_dir(lab.path())
+            .output()
+            .unwrap_or_else(|e| panic!("{e}"));
+        let said = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        assert!(!marker.exists(), "{backend}: the probe's LD_PRELOAD ran on the host:\n{said}");
+        assert!(said.contains("1 passed, 0 failed"), "{backend}:\n{said}");
+    }
+}
+
+/// Issue 41, item 2: `[[exec]]` commands run confined like subjects (they ran on the host, with the
+/// lab's whole environment): a write outside the sandbox is refused and the lab's variables are not
+/// there, on every backend.
+#[test]
+fn an_exec_probe_runs_confined_with_none_of_the_labs_environment() {
+    let name = format!("probelab-exec-{}", std::process::id());
+    for backend in backends() {
+        let lab = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        assert!(probelab(lab.path(), &["init"]).0);
+        let text = format!(
+            "id = \"hostile.exec\"\nclaims = [\"GREP-4\"]\nabout = \"an exec command that reaches out\"\nsubjects = [\"builtin\"]\n\
+             [[exec]]\nargv = [\"sh\", \"-c\", \"(echo x > /var/tmp/{name}) 2>&1; echo \\\"[$PROBELAB_EXEC_CANARY]\\\"; echo end\"]\n\
+             [[check]]\nexec = 1\nexit = 0\ncontains = [\"Read-only file system\", \"[]\", \"end\"]\n"
+        );
+        std::fs::write(lab.path().join("probes/exec.toml"), text).unwrap_or_else(|e| panic!("{e}"));
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_probelab"))
+            .args(["run", "--bless", "-j", "1", "--subject", "builtin"])
+            .env(probelab_runtime::confine::BACKEND_ENV, backend)
+            .env("PROBELAB_EXEC_CANARY", "visible")
+            .current_dir(lab.path())
+            .output()
+            .unwrap_or_else(|e| panic!("{e}"));
+        let said = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        let landed = Path::new("/var/tmp").join(&name);
+        let wrote = landed.exists();
+        let _ = std::fs::remove_file(&landed);
+        assert!(!wrote, "{backend}: the exec command wrote {}:\n{said}", landed.display());
+        assert!(said.contains("1 passed, 0 failed"), "{backend}:\n{said}");
     }
 }

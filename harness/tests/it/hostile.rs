@@ -362,3 +362,62 @@ fn a_fifo_the_subject_leaves_in_place_of_a_checked_file_is_a_failure_not_a_hang(
     assert_ne!(out.status.code(), Some(0), "{}", said(&out));
     assert!(said(&out).contains("is not a regular file"), "{}", said(&out));
 }
+
+/// Issue 41, item 7: what a subject sends never reaches the terminal raw — a tool result holding
+/// escape sequences (set the window's title, clear the screen), shown in a failed check's diff, is
+/// printed with its control characters escaped.
+#[test]
+fn a_subjects_escape_sequences_are_printed_escaped() {
+    let d = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    assert!(probelab(d.path(), &["init"]).status.success());
+    let text = "id = \"hostile.terminal\"\nclaims = [\"BASH-1\"]\nabout = \"escape sequences in a result\"\nsubjects = [\"builtin\"]\n\
+                [[turn]]\ntool_use = [{ name = \"Bash\", input = { command = \"printf '\\\\033]0;pwned\\\\007\\\\033[2Jtext'\", description = \"esc\" } }]\n\
+                [[turn]]\ntext = \"done\"\n[[check]]\nresult = 1\nequals = \"something else\"\n";
+    write(&d.path().join("probes/terminal.toml"), text);
+    let out = probelab(d.path(), &["run", "-j", "1", "--subject", "builtin"]);
+    let all = said(&out);
+    assert!(all.contains("\\x1b]0;pwned\\x07\\x1b[2Jtext"), "the result is shown, escaped:\n{all}");
+    assert!(
+        !all.contains('\u{1b}') && !all.contains('\u{7}'),
+        "a raw control character reached the terminal:\n{all:?}"
+    );
+    assert_eq!(out.status.code(), Some(1), "{all}");
+}
+
+/// Issue 41, item 2: a `python3:MODULE` requirement is looked up without running the module — a module
+/// of that name in the project (which a plain `python3 -c "import M"` run there would import) never
+/// runs on the host.
+#[test]
+fn a_python_requirement_never_imports_project_code() {
+    let d = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    assert!(probelab(d.path(), &["init"]).status.success());
+    let marker = d.path().join("imported");
+    write(&d.path().join("plantedmod.py"), &format!("open({:?}, 'w').write('x')\n", marker.display().to_string()));
+    let text = "id = \"hostile.requires\"\nclaims = [\"READ-1\"]\nabout = \"a requirement named after project code\"\nsubjects = [\"builtin\"]\n\
+                requires = [\"python3:plantedmod\"]\n[[turn]]\ntext = \"done\"\n";
+    write(&d.path().join("probes/requires.toml"), text);
+    let out = probelab(d.path(), &["run", "-j", "1", "--subject", "builtin", "--allow-empty"]);
+    let all = said(&out);
+    assert!(!marker.exists(), "the project's module ran on the host:\n{all}");
+    assert!(all.contains("skip  hostile.requires (needs python3:plantedmod"), "{all}");
+    // and a module the lab's Python has is found
+    assert!(harness::probe::host::module_found("json"));
+    assert!(!harness::probe::host::module_found("os.path"), "a dotted name is refused");
+}
+
+/// Issue 41, item 6: an empty or cut golden is an error of `diff`, never read as a transcript in which
+/// nothing happened (it read as behaviour differences, exit 0).
+#[test]
+fn diff_refuses_an_empty_or_cut_golden() {
+    let d = lab();
+    let whole =
+        std::fs::read_to_string(repo().join("golden/builtin/read.window.snap")).unwrap_or_else(|e| panic!("{e}"));
+    for (name, bad) in [("empty", String::new()), ("cut", whole[..whole.len() / 2].to_string())] {
+        write(&d.path().join("left/read.window.snap"), &whole);
+        write(&d.path().join("right/read.window.snap"), &bad);
+        let out = probelab(d.path(), &["diff", "left", "right"]);
+        let all = said(&out);
+        assert!(!out.status.success(), "{name}: {all}");
+        assert!(all.contains("read.window.snap: not a whole golden transcript: it is"), "{name}: {all}");
+    }
+}

@@ -35,6 +35,35 @@ pub mod ns;
 /// and is guarded by its owner's mode bits alone: bound read-only over a writable `/proc`.
 const PROC_HOST_WIDE: &[&str] = &["/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus"];
 
+/// A process's whole environment, in order (later values of a name win).
+pub type Env = Vec<(OsString, OsString)>;
+
+/// The lab's variables that reach a subject's processes (issue 41: an explicit list; the rest of the
+/// lab's environment — its keys and tokens above all — never does): where programs are, the language
+/// and the terminal. Each subject adds its own (HOME and TMPDIR of its sandbox, the probe's `[env]`).
+pub const PASSED_ENV: &[&str] = &["PATH", "LANG", "LC_ALL", "LC_CTYPE", "TERM", "TZ"];
+
+/// The lab's [`PASSED_ENV`] variables that are set.
+pub fn passed_env() -> Env {
+    PASSED_ENV.iter().filter_map(|k| std::env::var_os(k).map(|v| (OsString::from(k), v))).collect()
+}
+
+/// `env` with `more` added, a name given again replacing the earlier value in place.
+pub fn with_env<K, V>(mut env: Env, more: impl IntoIterator<Item = (K, V)>) -> Env
+where
+    K: AsRef<OsStr>,
+    V: AsRef<OsStr>,
+{
+    for (k, v) in more {
+        let (k, v) = (k.as_ref().to_os_string(), v.as_ref().to_os_string());
+        match env.iter_mut().find(|(n, _)| *n == k) {
+            Some(slot) => slot.1 = v,
+            None => env.push((k, v)),
+        }
+    }
+    env
+}
+
 /// The probelab subcommand that is the relay ([`relay_main`]).
 pub const RELAY_SUBCOMMAND: &str = "confine-relay";
 
@@ -92,6 +121,13 @@ pub struct Confinement {
     pub visible: Vec<PathBuf>,
     /// The writable directories (the probe's sandbox; those that do not exist are left out).
     pub writable: Vec<PathBuf>,
+    /// What of the host is hidden (issue 41: the host's homes, `/var`, `/run`, secret files of `/etc`):
+    /// a directory becomes an empty read-only tmpfs, a file `/dev/null`; [`Confinement::visible`] and
+    /// [`Confinement::writable`] paths under them are bound back.
+    pub hidden: Vec<PathBuf>,
+    /// Empty directories made inside the hidden ones, as the host has them (`/var/tmp`: a write there
+    /// is refused as read-only, not as missing).
+    pub skeleton: Vec<PathBuf>,
     /// The network.
     pub network: Network,
     /// Nested user namespaces allowed (a subject's own bubblewrap inside); false adds
@@ -142,9 +178,8 @@ pub const SESSION_READY_SECS: u64 = 20;
 pub async fn start_session(c: &Confinement, launcher: &Path) -> Result<SessionHolder, String> {
     use tokio::io::AsyncBufReadExt;
     let cwd = c.writable.iter().find(|w| w.is_dir()).cloned().unwrap_or_else(|| PathBuf::from("/"));
-    let mut cmd = c.wrap(launcher, [ns::HOLD_SUBCOMMAND], &cwd);
-    cmd.env_clear()
-        .stdin(std::process::Stdio::null())
+    let mut cmd = c.wrap(launcher, [ns::HOLD_SUBCOMMAND], &cwd, &[]);
+    cmd.stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .kill_on_drop(true);
@@ -188,6 +223,8 @@ impl Confinement {
             backend,
             visible: Vec::new(),
             writable: vec![sandbox.to_path_buf()],
+            hidden: Vec::new(),
+            skeleton: Vec::new(),
             network,
             nested: true,
             strict: true,
@@ -251,7 +288,17 @@ impl Confinement {
                 push(&["--ro-bind", p, p]);
             }
         }
-        push(&["--tmpfs", "/tmp"]);
+        for h in &self.hidden {
+            match std::fs::symlink_metadata(h) {
+                Ok(m) if m.is_dir() => a.extend(["--tmpfs".into(), h.clone().into_os_string()]),
+                Ok(m) if m.is_file() => a.extend(["--ro-bind".into(), "/dev/null".into(), h.clone().into_os_string()]),
+                _ => {}
+            }
+        }
+        for d in &self.skeleton {
+            a.extend(["--dir".into(), d.clone().into_os_string()]);
+        }
+        a.extend(["--tmpfs".into(), "/tmp".into()]);
         let mut bind = |how: &str, p: &Path| {
             a.push(how.into());
             a.push(p.into());
@@ -275,6 +322,9 @@ impl Confinement {
                 bind("--ro-bind", exe);
             }
         }
+        for h in self.hidden.iter().filter(|h| h.is_dir()) {
+            a.extend(["--remount-ro".into(), h.clone().into_os_string()]);
+        }
         a.push("--chdir".into());
         a.push(cwd.into());
         a.push("--".into());
@@ -291,9 +341,19 @@ impl Confinement {
         a
     }
 
-    /// `program args` started in `cwd`, confined: the program to start and its arguments — bubblewrap
-    /// with its options then `program args`, or the probelab launcher with [`ns::Spec`]'s.
-    pub fn invocation<I, S>(&self, program: impl AsRef<OsStr>, args: I, cwd: &Path) -> (OsString, Vec<OsString>)
+    /// `program args` started in `cwd` with exactly the environment `env`, confined: the program to
+    /// start and its arguments — bubblewrap with its options then `program args`, or the probelab
+    /// launcher with [`ns::Spec`]'s. The environment is an argument of the confinement, applied inside
+    /// it (bubblewrap's `--clearenv --setenv`, the launcher's `--env`): the launcher itself starts with
+    /// none, so nothing of it (`LD_PRELOAD` of a fixture's library) runs on the host before the
+    /// confinement is made.
+    pub fn invocation<I, S>(
+        &self,
+        program: impl AsRef<OsStr>,
+        args: I,
+        cwd: &Path,
+        env: &[(OsString, OsString)],
+    ) -> (OsString, Vec<OsString>)
     where
         I: IntoIterator<Item = S>,
         S: AsRef<OsStr>,
@@ -301,6 +361,7 @@ impl Confinement {
         let program = program.as_ref();
         if let Some(session) = &self.session {
             let spec = ns::Spec {
+                env: env.to_vec(),
                 cwd: cwd.to_path_buf(),
                 argv: std::iter::once(program.to_os_string())
                     .chain(args.into_iter().map(|x| x.as_ref().to_os_string()))
@@ -312,7 +373,11 @@ impl Confinement {
         }
         match &self.backend {
             Backend::Bwrap(bwrap) => {
-                let mut a = self.args_running(cwd, Some(Path::new(program)));
+                let mut a: Vec<OsString> = vec!["--clearenv".into()];
+                for (k, v) in env {
+                    a.extend([OsString::from("--setenv"), k.clone(), v.clone()]);
+                }
+                a.extend(self.args_running(cwd, Some(Path::new(program))));
                 a.push(program.to_os_string());
                 a.extend(args.into_iter().map(|x| x.as_ref().to_os_string()));
                 (bwrap.clone().into_os_string(), a)
@@ -326,6 +391,9 @@ impl Confinement {
                     _ => Vec::new(),
                 };
                 let spec = ns::Spec {
+                    env: env.to_vec(),
+                    hidden: self.hidden.clone(),
+                    skeleton: self.skeleton.clone(),
                     visible: self.visible.iter().cloned().chain(under_tmp).collect(),
                     writable: self.writable.iter().filter(|w| w.is_dir()).cloned().collect(),
                     host_network: self.network == Network::Host,
@@ -345,16 +413,24 @@ impl Confinement {
         }
     }
 
-    /// `program args` started in `cwd`, confined ([`Confinement::invocation`]): the command to spawn
-    /// (argv0 `bwrap` under bubblewrap). The caller adds the environment and stdio (both backends pass
-    /// their environment on).
-    pub fn wrap<I, S>(&self, program: impl AsRef<OsStr>, args: I, cwd: &Path) -> tokio::process::Command
+    /// `program args` started in `cwd` with exactly the environment `env`, confined
+    /// ([`Confinement::invocation`]): the command to spawn (argv0 `bwrap` under bubblewrap), with an
+    /// empty environment of its own. The caller adds stdio; an environment it adds would reach the
+    /// launcher on the host, not the subject.
+    pub fn wrap<I, S>(
+        &self,
+        program: impl AsRef<OsStr>,
+        args: I,
+        cwd: &Path,
+        env: &[(OsString, OsString)],
+    ) -> tokio::process::Command
     where
         I: IntoIterator<Item = S>,
         S: AsRef<OsStr>,
     {
-        let (launcher, a) = self.invocation(program, args, cwd);
+        let (launcher, a) = self.invocation(program, args, cwd, env);
         let mut c = tokio::process::Command::new(&launcher);
+        c.env_clear();
         if matches!(self.backend, Backend::Bwrap(_)) && self.session.is_none() {
             c.arg0("bwrap");
         }
@@ -545,23 +621,24 @@ fn forward(conn: std::net::TcpStream, sock: &Path) {
     let _ = up.join();
 }
 
-/// `program args` started in `cwd`: under `confine` when there is one ([`Confinement::wrap`]), else as
-/// is. The caller adds the environment and stdio.
+/// `program args` started in `cwd` with exactly the environment `env`: under `confine` when there is
+/// one ([`Confinement::wrap`]: the environment applied inside), else as is. The caller adds stdio.
 pub fn command<I, S>(
     confine: Option<&Confinement>,
     program: impl AsRef<OsStr>,
     args: I,
     cwd: &Path,
+    env: &[(OsString, OsString)],
 ) -> tokio::process::Command
 where
     I: IntoIterator<Item = S>,
     S: AsRef<OsStr>,
 {
     let mut c = match confine {
-        Some(c) => c.wrap(program, args, cwd),
+        Some(c) => c.wrap(program, args, cwd, env),
         None => {
             let mut c = tokio::process::Command::new(program);
-            c.args(args);
+            c.args(args).env_clear().envs(env.iter().map(|(k, v)| (k, v)));
             c
         }
     };
@@ -652,7 +729,8 @@ mod tests {
         let mut c =
             Confinement::lab(Backend::Namespaces("/bin/probelab".into()), d.path(), Network::Relayed(ports), true);
         c.writable.push(d.path().join("missing"));
-        let (launcher, args) = c.invocation(&exe, ["--flag"], Path::new("/w"));
+        let env: Env = vec![("LD_PRELOAD".into(), "/x.so".into()), ("A".into(), "b=c".into())];
+        let (launcher, args) = c.invocation(&exe, ["--flag"], Path::new("/w"), &env);
         assert_eq!(launcher, OsString::from("/bin/probelab"));
         assert_eq!(args[0], OsString::from(ns::SUBCOMMAND));
         let spec = ns::Spec::parse(&args[1..]).unwrap_or_else(|e| panic!("{e}"));
@@ -661,21 +739,29 @@ mod tests {
         assert_eq!(spec.writable, vec![d.path().to_path_buf()]);
         assert_eq!(spec.relayed, vec![(4242, d.path().join(".net/4242.sock"))]);
         assert!(spec.own_pids && !spec.host_network && spec.strict && !spec.no_nested);
-        assert_eq!(spec.argv, vec![exe.into_os_string(), OsString::from("--flag")]);
+        assert_eq!(spec.argv, vec![exe.clone().into_os_string(), OsString::from("--flag")]);
         assert_eq!(spec.cwd, Path::new("/w"));
+        // the environment is the launcher's argument, applied inside: the launcher starts with none
+        assert_eq!(spec.env, env);
+        assert!(c.wrap(&exe, ["--flag"], Path::new("/w"), &env).as_std().get_envs().next().is_none());
+        let bwrap = Confinement { backend: Backend::Bwrap("/usr/bin/bwrap".into()), ..c.clone() };
+        let (_, a) = bwrap.invocation("bash", ["-c", "x"], Path::new("/"), &env);
+        let a: Vec<String> = a.iter().map(|x| x.to_string_lossy().into_owned()).collect();
+        assert_eq!(a[..4], ["--clearenv", "--setenv", "LD_PRELOAD", "/x.so"]);
         let host = Confinement { network: Network::Host, own_pids: false, nested: false, ..c.clone() };
-        let (_, args) = host.invocation("bash", ["-c", "x"], Path::new("/"));
+        let (_, args) = host.invocation("bash", ["-c", "x"], Path::new("/"), &[]);
         let spec = ns::Spec::parse(&args[1..]).unwrap_or_else(|e| panic!("{e}"));
         assert!(spec.host_network && spec.relayed.is_empty() && !spec.own_pids && spec.no_nested);
         // in a session, whatever the backend: the launcher joins the holder's namespaces, nothing else
         for backend in [Backend::Bwrap("/usr/bin/bwrap".into()), Backend::Namespaces("/x".into())] {
             let session = Session { holder: 4321, launcher: "/bin/probelab".into() };
             let joined = Confinement { backend, session: Some(session), ..c.clone() };
-            let (launcher, args) = joined.invocation("bash", ["-c", "x"], Path::new("/w"));
+            let (launcher, args) = joined.invocation("bash", ["-c", "x"], Path::new("/w"), &env);
             assert_eq!(launcher, OsString::from("/bin/probelab"));
             let spec = ns::Spec::parse(&args[1..]).unwrap_or_else(|e| panic!("{e}"));
             assert_eq!(spec.join, Some(4321));
             assert!(spec.visible.is_empty() && spec.writable.is_empty() && spec.relayed.is_empty());
+            assert_eq!(spec.env, env);
             assert_eq!(spec.argv, ["bash", "-c", "x"].map(OsString::from).to_vec());
         }
     }

@@ -62,6 +62,11 @@ pub struct Spec {
     pub visible: Vec<PathBuf>,
     /// Bound writable.
     pub writable: Vec<PathBuf>,
+    /// Hidden: a directory becomes an empty read-only tmpfs, a file `/dev/null` (before the visible and
+    /// writable binds, which may lie under them).
+    pub hidden: Vec<PathBuf>,
+    /// Empty directories made inside the hidden ones (`/var/tmp`).
+    pub skeleton: Vec<PathBuf>,
     /// Keep the host's network.
     pub host_network: bool,
     /// Loopback ports relayed to the lab's sockets (port, socket).
@@ -76,6 +81,9 @@ pub struct Spec {
     pub cwd: PathBuf,
     /// The subject's program and arguments.
     pub argv: Vec<OsString>,
+    /// The subject's whole environment (the launcher's own is empty: nothing of it acts before the
+    /// confinement is made).
+    pub env: Vec<(OsString, OsString)>,
     /// Join the namespaces of this process (host pid: a session's holder, [`super::Session`]) instead
     /// of making new ones.
     pub join: Option<u32>,
@@ -120,6 +128,21 @@ impl Spec {
             a.push("--rw".into());
             a.push(w.into());
         }
+        for h in &self.hidden {
+            a.push("--hide".into());
+            a.push(h.into());
+        }
+        for d in &self.skeleton {
+            a.push("--mkdir".into());
+            a.push(d.into());
+        }
+        for (k, v) in &self.env {
+            let mut kv = k.clone();
+            kv.push("=");
+            kv.push(v);
+            a.push("--env".into());
+            a.push(kv);
+        }
         a.push("--cwd".into());
         a.push(self.cwd.clone().into());
         a.push("--".into());
@@ -146,6 +169,17 @@ impl Spec {
                 Some("--host-network") => s.host_network = true,
                 Some("--ro") => s.visible.push(value("--ro")?.into()),
                 Some("--rw") => s.writable.push(value("--rw")?.into()),
+                Some("--hide") => s.hidden.push(value("--hide")?.into()),
+                Some("--mkdir") => s.skeleton.push(value("--mkdir")?.into()),
+                Some("--env") => {
+                    use std::os::unix::ffi::{OsStrExt, OsStringExt};
+                    let kv = value("--env")?;
+                    let b = kv.as_bytes();
+                    let eq = b.iter().position(|c| *c == b'=').filter(|i| *i > 0);
+                    let eq = eq.ok_or_else(|| format!("--env {kv:?} is not NAME=VALUE"))?;
+                    let (k, v) = (b[..eq].to_vec(), b[eq + 1..].to_vec());
+                    s.env.push((OsString::from_vec(k), OsString::from_vec(v)));
+                }
                 Some("--cwd") => cwd = Some(PathBuf::from(value("--cwd")?)),
                 Some("--join") => {
                     let v = value("--join")?;
@@ -168,7 +202,8 @@ impl Spec {
         if s.argv.is_empty() {
             return Err("no command after --".into());
         }
-        for p in s.visible.iter().chain(&s.writable).chain(std::iter::once(&s.cwd)) {
+        for p in s.visible.iter().chain(&s.writable).chain(&s.hidden).chain(&s.skeleton).chain(std::iter::once(&s.cwd))
+        {
             if !p.is_absolute() {
                 return Err(format!("{} is not an absolute path", p.display()));
             }
@@ -294,6 +329,8 @@ fn join(spec: &Spec, pid: u32) -> Result<u8, String> {
     let (program, rest) = spec.argv.split_first().ok_or("no command")?;
     let mut child = std::process::Command::new(program)
         .args(rest)
+        .env_clear()
+        .envs(spec.env.iter().map(|(k, v)| (k, v)))
         .spawn()
         .map_err(|e| format!("cannot start {}: {e}", program.to_string_lossy()))?;
     Ok(code_of(child.wait().map_err(|e| format!("cannot wait for the subject: {e}"))?))
@@ -336,7 +373,7 @@ fn confine(spec: &Spec) -> Result<(), String> {
 fn start(spec: &Spec) -> Result<u8, String> {
     let (program, rest) = spec.argv.split_first().ok_or("no command")?;
     let mut cmd = std::process::Command::new(program);
-    cmd.args(rest);
+    cmd.args(rest).env_clear().envs(spec.env.iter().map(|(k, v)| (k, v)));
     for (port, sock) in &spec.relayed {
         let listener = std::net::TcpListener::bind(("127.0.0.1", *port))
             .map_err(|e| format!("cannot listen on 127.0.0.1:{port}: {e}"))?;
@@ -429,6 +466,27 @@ fn mounts(spec: &Spec) -> Result<(), String> {
             }
         }
     }
+    // what the host keeps to itself: an empty tmpfs over each hidden directory (read-only once what lies
+    // under it is bound), /dev/null over each hidden file
+    let mut hidden_dirs = Vec::new();
+    for p in &spec.hidden {
+        let host = old.join(p.strip_prefix("/").unwrap_or(p));
+        let inside = new.join(p.strip_prefix("/").unwrap_or(p));
+        match std::fs::symlink_metadata(&host) {
+            Ok(m) if m.is_dir() => {
+                let flags = MsFlags::MS_NOSUID | MsFlags::MS_NODEV;
+                mount(Some("tmpfs"), &inside, Some("tmpfs"), flags, Some("mode=0755"))
+                    .map_err(|e| format!("cannot hide {}: {}", p.display(), e.desc()))?;
+                hidden_dirs.push(inside);
+            }
+            Ok(m) if m.is_file() => bind(&old.join("dev/null"), &inside, true, false)?,
+            _ => {}
+        }
+    }
+    for d in &spec.skeleton {
+        let inside = new.join(d.strip_prefix("/").unwrap_or(d));
+        std::fs::create_dir_all(&inside).map_err(|e| format!("cannot create {}: {e}", d.display()))?;
+    }
     // the private /tmp, then what the confinement shows or writes (made in the tmpfs when it lives there)
     let tmp = new.join("tmp");
     mount(Some("tmpfs"), &tmp, Some("tmpfs"), MsFlags::MS_NOSUID | MsFlags::MS_NODEV, Some("mode=0755"))
@@ -453,6 +511,11 @@ fn mounts(spec: &Spec) -> Result<(), String> {
             std::fs::File::create(&inside).map_err(|e| format!("cannot create {}: {e}", p.display()))?;
         }
         bind(&host, &inside, read_only, false)?;
+    }
+    for inside in &hidden_dirs {
+        let flags =
+            MsFlags::MS_BIND | MsFlags::MS_REMOUNT | MsFlags::MS_RDONLY | MsFlags::MS_NOSUID | MsFlags::MS_NODEV;
+        mount(none, inside, none, flags, none).map_err(sys("make a hidden directory read-only"))?;
     }
     // enter the new root; the host's tree goes
     mount(none, old, none, MsFlags::MS_REC | MsFlags::MS_PRIVATE, none).map_err(sys("make the old root private"))?;
@@ -660,6 +723,10 @@ mod tests {
             strict: true,
             cwd: "/w".into(),
             argv: vec!["prog".into(), "--".into(), "x".into()],
+            env: vec![("A".into(), "b=c".into()), ("E".into(), "".into())],
+            hidden: vec!["/root".into()],
+            skeleton: vec!["/var/tmp".into()],
+            join: Some(42),
             ..Spec::default()
         };
         assert_eq!(Spec::parse(&s.args()), Ok(s));

@@ -267,11 +267,13 @@ async fn connect_one(
     home: &Path,
     confine: Option<&crate::confine::Confinement>,
 ) -> Result<McpServer, McpError> {
-    let mut child = crate::confine::command(confine, &spec.command, &spec.args, cwd)
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", home)
-        .envs(&spec.env)
+    // PATH and HOME of the lab's, the server's own `env` on top: nothing else of the lab's environment
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let vars = crate::confine::with_env(
+        vec![("PATH".into(), path), ("HOME".into(), home.as_os_str().to_os_string())],
+        &spec.env,
+    );
+    let mut child = crate::confine::command(confine, &spec.command, &spec.args, cwd, &vars)
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())

@@ -106,10 +106,16 @@ pub fn plan(ctx: &ToolContext, disable: bool) -> Result<Plan, ToolError> {
     // writable: the project and the session's temp root, like the reference's `allowOnly` list
     // (`.` and `$TMPDIR`); HOME and the rest of the probe's sandbox stay read-only (and visible when
     // they live under /tmp)
+    // the host as the lab's confinement shows it (what it hides stays hidden, what it shows again
+    // under those is shown again)
+    let (hidden, skeleton, shown) =
+        lab.0.as_ref().map_or_else(Default::default, |l| (l.hidden.clone(), l.skeleton.clone(), l.visible.clone()));
     let confine = Confinement {
         backend: crate::confine::Backend::Bwrap(bwrap),
-        visible: ctx.roots.clone(),
+        visible: shown.into_iter().chain(ctx.roots.iter().cloned()).collect(),
         writable: vec![ctx.cwd.clone(), ctx.tmp_base()],
+        hidden,
+        skeleton,
         network,
         nested: false,
         strict: true,
@@ -164,18 +170,29 @@ impl Plan {
     /// The shell is named [`SHELL_NAME`] (its `$0`, which prefixes its own messages), confined or not.
     ///
     /// Its environment is the session's, as the reference's shell gets the one the lab starts it with:
-    /// HOME is the session's (`~` is `<sandbox>/home`, never the host's), TMPDIR its temp root, and the
-    /// probe's `[env]` on top (`probes/claude-code/tasks-partial-write.toml` runs `chattr +i
-    /// ~/.claude/tasks/…` on both subjects).
+    /// the lab's [`crate::confine::PASSED_ENV`] only (never its keys and tokens), HOME the session's
+    /// (`~` is `<sandbox>/home`, never the host's), TMPDIR its temp root, and the probe's `[env]` on
+    /// top (`probes/claude-code/tasks-partial-write.toml` runs `chattr +i ~/.claude/tasks/…` on both
+    /// subjects). Confined, it is applied inside the confinement.
     pub fn command(&self, ctx: &ToolContext, cwd: &Path, script: &str, join: Option<&Path>) -> tokio::process::Command {
-        let mut c = self.program(cwd, script, join);
-        c.env("HOME", &ctx.home).env("TMPDIR", ctx.tmp_base()).envs(&ctx.env);
-        c
+        let env = crate::confine::with_env(
+            crate::confine::passed_env(),
+            [("HOME", ctx.home.as_os_str()), ("TMPDIR", ctx.tmp_base().as_os_str())],
+        );
+        let env = crate::confine::with_env(env, ctx.env.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+        self.program(cwd, script, join, &env)
     }
 
-    fn program(&self, cwd: &Path, script: &str, join: Option<&Path>) -> tokio::process::Command {
+    fn program(
+        &self,
+        cwd: &Path,
+        script: &str,
+        join: Option<&Path>,
+        env: &crate::confine::Env,
+    ) -> tokio::process::Command {
         let Some(confine) = &self.confine else {
             let mut c = tokio::process::Command::new("bash");
+            c.env_clear().envs(env.iter().map(|(k, v)| (k, v)));
             match join {
                 Some(procs) => c
                     .args(["-c", r#"echo $$ >| "$1" 2>/dev/null; exec -a "$3" bash -c "$2""#, "bash"])
@@ -191,23 +208,25 @@ impl Plan {
         match join.filter(|_| !self.sandboxed) {
             // the lab's confinement: a shell joins the cgroup, then execs bubblewrap (same pid), so
             // everything inside starts in it, as unconfined
+            // (a shell of the host with no environment: the subject's is applied inside)
             Some(procs) => {
-                let (launcher, args) = confine.invocation("bash", shell, cwd);
+                let (launcher, args) = confine.invocation("bash", shell, cwd, env);
                 let mut c = tokio::process::Command::new("bash");
-                c.args(["-c", r#"echo $$ >| "$1" 2>/dev/null; shift; exec "$@""#, "bash"])
+                c.env_clear()
+                    .args(["-c", r#"echo $$ >| "$1" 2>/dev/null; shift; exec "$@""#, "bash"])
                     .arg(procs)
                     .arg(launcher)
                     .args(args);
                 c
             }
-            None => confine.wrap("bash", shell, cwd),
+            None => confine.wrap("bash", shell, cwd, env),
         }
     }
 
     /// The error when the process could not be started at all (confined: the bubblewrap binary).
     pub fn spawn_failure(&self, e: &std::io::Error) -> String {
         if let Some(c) = &self.confine {
-            let (launcher, _) = c.invocation("bash", [""; 0], Path::new("/"));
+            let (launcher, _) = c.invocation("bash", [""; 0], Path::new("/"), &[]);
             format!(
                 "Sandbox unavailable (cannot start {}: {e}); the command did not run, and it is not run unconfined.",
                 Path::new(&launcher).display()
@@ -276,6 +295,8 @@ mod tests {
             backend: crate::confine::Backend::Bwrap(PathBuf::from("/usr/bin/bwrap")),
             visible: Vec::new(),
             writable: Vec::new(),
+            hidden: Vec::new(),
+            skeleton: Vec::new(),
             network: if network { Network::Host } else { Network::Off },
             nested: false,
             strict: true,

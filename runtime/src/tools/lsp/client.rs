@@ -177,8 +177,8 @@ impl Client {
         settings: Option<Value>,
         confine: Option<&crate::confine::Confinement>,
     ) -> Result<Client, SpawnError> {
-        let mut child = crate::confine::command(confine, command, args, cwd)
-            .envs(env)
+        let vars = crate::confine::with_env(crate::confine::passed_env(), env);
+        let mut child = crate::confine::command(confine, command, args, cwd, &vars)
             .stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::null())
