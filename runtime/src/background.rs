@@ -92,7 +92,8 @@ pub struct TaskRegistry {
     exiting: Mutex<std::collections::HashSet<String>>,
     /// The session log (`<project dir>/<session id>.jsonl`) where the end of a task is recorded as the
     /// reference records it: a `queue-operation` enqueue of its notification ([`TaskRegistry::finish`]).
-    log: Mutex<Option<PathBuf>>,
+    /// The session log and the roots it is written under with no link followed ([`crate::nofollow`]).
+    log: Mutex<Option<(Vec<PathBuf>, PathBuf)>>,
 }
 
 /// What a Workflow run (task type `local_workflow`, WF-1) leaves for TaskOutput and its notification,
@@ -228,8 +229,8 @@ impl TaskRegistry {
     }
 
     /// Sets the session log the ends of tasks are recorded in, unless one is set ([`TaskRegistry::finish`]).
-    pub fn set_log_if_absent(&self, path: PathBuf) {
-        self.log.lock().unwrap_or_else(|p| p.into_inner()).get_or_insert(path);
+    pub fn set_log_if_absent(&self, roots: &[PathBuf], path: PathBuf) {
+        self.log.lock().unwrap_or_else(|p| p.into_inner()).get_or_insert((roots.to_vec(), path));
     }
 
     /// Records the end of a task. One that is to be notified (not stopped) is also recorded in the
@@ -256,16 +257,13 @@ impl TaskRegistry {
 
     /// Appends the queue-operation line of an ended task's notification to the session log, if one is set.
     fn log_queued(&self, t: &Task) {
-        use std::io::Write;
-        let Some(path) = self.log.lock().unwrap_or_else(|p| p.into_inner()).clone() else { return };
+        let Some((roots, path)) = self.log.lock().unwrap_or_else(|p| p.into_inner()).clone() else { return };
         // the reference's fields; a command's output stays in the file
         let content = self.result_notification(t).unwrap_or_else(|| command_notification(t, None));
         let line = serde_json::json!({"type": "queue-operation", "operation": "enqueue", "content": content})
             .to_string()
             + "\n";
-        let _ = path.parent().map_or(Ok(()), std::fs::create_dir_all).and_then(|_| {
-            std::fs::OpenOptions::new().create(true).append(true).open(&path)?.write_all(line.as_bytes())
-        });
+        let _ = crate::nofollow::append(&roots, &path, line.as_bytes());
     }
 
     /// Forgets a background command for TaskOutput and TaskStop (its notification, if still due, is
@@ -637,8 +635,8 @@ mod tests {
         r.add(Task { tool_use_id: "toolu_2".into(), ..task("b2", d.path(), "") }, b);
         r.finish("b2", Status::Killed, None);
         assert!(!log.exists(), "no log set yet, and a stopped task is not queued");
-        r.set_log_if_absent(log.clone());
-        r.set_log_if_absent(d.path().join("other.jsonl"));
+        r.set_log_if_absent(&[], log.clone());
+        r.set_log_if_absent(&[], d.path().join("other.jsonl"));
         r.finish("b2", Status::Completed, Some(0));
         assert!(!log.exists(), "an end is recorded once, and a stopped task is never queued");
         r.finish("b1", Status::Completed, Some(0));

@@ -482,14 +482,16 @@ pub fn check_overwrite_gates(ctx: &ToolContext, path: &Path, current: &[u8]) -> 
 /// prompt's turns adds no version (a session of the lab's has one prompt, so one backup per file).
 pub fn checkpoint(ctx: &ToolContext, path: &Path, current: &[u8]) -> Result<PathBuf, ToolError> {
     let dir = ctx.home.join(".claude").join("file-history").join(&ctx.session_id);
-    std::fs::create_dir_all(&dir).map_err(|e| ToolError::Runtime(format!("cannot create file history: {e}")))?;
+    crate::nofollow::create_dir_all(&ctx.roots, &dir)
+        .map_err(|e| ToolError::Runtime(format!("cannot create file history: {e}")))?;
     let key = hex(&Sha256::digest(path.to_string_lossy().as_bytes()))[..16].to_string();
     let first = dir.join(format!("{key}@v1"));
     if first.exists() {
         return Ok(first);
     }
     let backup = first;
-    std::fs::write(&backup, current).map_err(|e| ToolError::Runtime(format!("cannot write file history: {e}")))?;
+    crate::nofollow::write(&ctx.roots, &backup, current)
+        .map_err(|e| ToolError::Runtime(format!("cannot write file history: {e}")))?;
     Ok(backup)
 }
 

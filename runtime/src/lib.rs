@@ -68,6 +68,7 @@ pub mod encoding;
 pub mod fs;
 pub mod hooks;
 pub mod model;
+pub mod nofollow;
 pub mod paths;
 pub mod permissions;
 pub mod pipeline;

@@ -391,30 +391,22 @@ impl Runtime {
     /// (`probes/claude-code/workflow-texts.toml`). A log that cannot be written is no reason to fail the
     /// call: the model's result does not depend on it.
     fn log_result(&self, tool: &str, result: &ToolResult, record: Option<&Value>) {
-        use std::io::Write;
-        let dir = self.ctx.project_dir();
         let mut line = json!({"type": "tool_result", "tool_use_id": result.tool_use_id, "tool": tool});
         if let Some(data) = record {
             line["toolUseResult"] = data.clone();
         }
         line["message"] = json!({"role": "user", "content": [result.to_block()]});
         let line = line.to_string() + "\n";
-        let _ = std::fs::create_dir_all(&dir).and_then(|_| {
-            std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(self.ctx.session_log())?
-                .write_all(line.as_bytes())
-        });
+        let _ = crate::nofollow::append(&self.ctx.roots, &self.ctx.session_log(), line.as_bytes());
     }
 
     /// PIPE-5: writes the whole result under the session dir and returns the `<persisted-output>` block
     /// the model gets instead: the path, the size, and a preview.
     fn persist(&self, id: &str, text: &str, file: Option<&str>) -> Result<String, PersistError> {
         let dir = self.ctx.session_dir().join("tool-results");
-        std::fs::create_dir_all(&dir).map_err(PersistError)?;
         let path = dir.join(format!("{id}.txt"));
-        std::fs::write(&path, file.unwrap_or(text)).map_err(PersistError)?;
+        // a link a command planted at the path (or on the way) is refused, never written through
+        crate::nofollow::write(&self.ctx.roots, &path, file.unwrap_or(text).as_bytes()).map_err(PersistError)?;
         Ok(format!(
             "<persisted-output>\nOutput too large ({}). Full output saved to: {}\n\nPreview (first {}):\n{}\n...\n</persisted-output>",
             // the size as the reference takes it: the text's length in UTF-16 units

@@ -105,12 +105,11 @@ impl Sandbox {
             }
             copy_tree(&src, &sb.cwd).map_err(|e| format!("copying {}: {e}", src.display()))?;
         }
+        // no link the fixture dir shipped is followed (issue 41): each component opened without
         for (rel, spec) in &probe.fixture.files {
             let path = sb.inside(rel)?;
-            if let Some(parent) = path.parent() {
-                std::fs::create_dir_all(parent).map_err(|e| e.to_string())?;
-            }
-            std::fs::write(&path, file_bytes(spec)?).map_err(|e| format!("{}: {e}", path.display()))?;
+            probelab_runtime::nofollow::write(std::slice::from_ref(&sb.root), &path, &file_bytes(spec)?)
+                .map_err(|e| format!("{}: {e}", path.display()))?;
         }
         stamp_mtimes(&sb.cwd).map_err(|e| format!("cannot set the fixture's mtimes: {e}"))?;
         // a file's own mtime overrides its stamp

@@ -161,10 +161,11 @@ pub fn write_claude_settings(probe: &Probe, sandbox: &Sandbox) -> Result<(), Str
     if probe.settings == probelab_runtime::settings::Settings::default() {
         return Ok(());
     }
-    let dir = sandbox.cwd.join(".claude");
-    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    let path = sandbox.cwd.join(".claude").join("settings.json");
     let json = serde_json::to_vec_pretty(&probe.settings).map_err(|e| e.to_string())?;
-    std::fs::write(dir.join("settings.json"), json).map_err(|e| e.to_string())
+    // no link a fixture or a fault put on the way is followed (issue 41)
+    probelab_runtime::nofollow::write(std::slice::from_ref(&sandbox.root), &path, &json)
+        .map_err(|e| format!("{}: {e}", path.display()))
 }
 
 /// The SHA-256 of the engine binary at `path`, read and hashed once per process (a 30 MB release

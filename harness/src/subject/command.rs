@@ -226,10 +226,9 @@ impl Command {
         for (dir, files) in [(&sb.home, &self.spec.home_files), (&sb.cwd, &self.spec.cwd_files)] {
             for (rel, template) in files {
                 let path = dir.join(rel);
-                if let Some(parent) = path.parent() {
-                    std::fs::create_dir_all(parent).map_err(|e| format!("{}: {e}", parent.display()))?;
-                }
-                std::fs::write(&path, resolve(template, &values)).map_err(|e| format!("{}: {e}", path.display()))?;
+                let text = resolve(template, &values);
+                probelab_runtime::nofollow::write(std::slice::from_ref(&sb.root), &path, text.as_bytes())
+                    .map_err(|e| format!("{}: {e}", path.display()))?;
             }
         }
         if self.spec.dialect.as_deref() == Some(super::id::CLAUDE_CODE) {

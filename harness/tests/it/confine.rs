@@ -608,3 +608,101 @@ fn an_exec_probe_runs_confined_with_none_of_the_labs_environment() {
         assert!(said.contains("1 passed, 0 failed"), "{backend}:\n{said}");
     }
 }
+
+/// A launcher whose parent is gone before it could arrange to die with it does not go on (a holder
+/// started by a shell that exited at once ran on, orphaned, for half an hour): it checks once the
+/// signal is set, and says why it stops.
+#[test]
+fn a_launcher_whose_parent_is_already_gone_stops() {
+    let mut gone = std::process::Command::new("true").spawn().unwrap_or_else(|e| panic!("{e}"));
+    let pid = gone.id();
+    let _ = gone.wait();
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_probelab"))
+        .args(["confine-ns", "--own-pids", "--parent", &pid.to_string(), "--cwd"])
+        .arg(dir.path())
+        .args(["--", "/bin/sh", "-c", "echo ran"])
+        .output()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let said = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert_eq!(out.status.code(), Some(i32::from(probelab_runtime::confine::ns::SETUP_FAILED)), "{said}");
+    assert!(
+        said.contains(&format!("the process it was to die with ({pid}) is gone")) && !said.contains("ran"),
+        "{said}"
+    );
+    // with its real parent named, it runs
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_probelab"))
+        .args(["confine-ns", "--own-pids", "--parent", &std::process::id().to_string(), "--rw"])
+        .arg(dir.path())
+        .arg("--cwd")
+        .arg(dir.path())
+        .args(["--", "/bin/sh", "-c", "echo ran"])
+        .output()
+        .unwrap_or_else(|e| panic!("{e}"));
+    if backends().contains(&"namespaces") {
+        assert_eq!(String::from_utf8_lossy(&out.stdout), "ran\n", "{}", String::from_utf8_lossy(&out.stderr));
+    }
+}
+
+/// Issue 41, item 3: the lab never writes through a link it did not make. A confined Bash command
+/// replaces `~/.claude` with a link to a directory of the host; the built-in runtime, which runs in
+/// the lab's process, then persists a large result and appends its session log under `~/.claude` —
+/// and must write nothing through the link. And a fixture directory that ships a link: the probe's
+/// `files` are not written through it. On every backend.
+#[test]
+fn the_lab_never_writes_through_a_link_a_subject_or_fixture_planted() {
+    for backend in backends() {
+        let host = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let lab = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        assert!(probelab(lab.path(), &["init"]).0);
+        let text = format!(
+            r#"id = "hostile.links"
+claims = ["PIPE-5"]
+about = "links planted where the lab writes"
+subjects = ["builtin"]
+[[turn]]
+tool_use = [{{ name = "Bash", input = {{ command = "rm -rf ~/.claude && ln -s {host} ~/.claude && echo planted", description = "plant" }} }}]
+[[turn]]
+tool_use = [{{ name = "Bash", input = {{ command = "head -c 120000 /dev/zero | tr '\\0' a", description = "a large output" }} }}]
+[[turn]]
+text = "done"
+[[check]]
+result = 1
+contains = "planted"
+"#,
+            host = host.path().display()
+        );
+        std::fs::write(lab.path().join("probes/links.toml"), text).unwrap_or_else(|e| panic!("{e}"));
+        // a fixture dir that ships a link out of the sandbox, and files written under it
+        let fx = lab.path().join("fixtures/evil");
+        std::fs::create_dir_all(&fx).unwrap_or_else(|e| panic!("{e}"));
+        std::os::unix::fs::symlink(host.path(), fx.join("out")).unwrap_or_else(|e| panic!("{e}"));
+        let shipped = "id = \"hostile.fixture-link\"\nclaims = [\"READ-1\"]\nabout = \"a fixture's link\"\nsubjects = [\"builtin\"]\n\
+                       [fixture]\ndir = \"evil\"\nfiles.\"out/planted.txt\" = \"x\\n\"\n[[turn]]\ntext = \"done\"\n";
+        std::fs::write(lab.path().join("probes/fixture-link.toml"), shipped).unwrap_or_else(|e| panic!("{e}"));
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_probelab"))
+            .args(["run", "-j", "1", "--subject", "builtin"])
+            .env(probelab_runtime::confine::BACKEND_ENV, backend)
+            .current_dir(lab.path())
+            .output()
+            .unwrap_or_else(|e| panic!("{e}"));
+        let said = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        let written: Vec<_> = walk(host.path());
+        assert!(written.is_empty(), "{backend}: the lab wrote through a planted link: {written:?}\n{said}");
+        assert!(said.contains("hostile.links"), "{backend}: {said}");
+    }
+}
+
+/// Every file under `dir`.
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(walk(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
+}

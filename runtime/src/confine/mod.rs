@@ -367,6 +367,7 @@ impl Confinement {
                     .chain(args.into_iter().map(|x| x.as_ref().to_os_string()))
                     .collect(),
                 join: Some(session.holder),
+                parent: Some(std::process::id()),
                 ..ns::Spec::default()
             };
             return ns::command_line(&session.launcher, &spec);
@@ -406,6 +407,7 @@ impl Confinement {
                         .chain(args.into_iter().map(|x| x.as_ref().to_os_string()))
                         .collect(),
                     join: None,
+                    parent: Some(std::process::id()),
                     init: false,
                 };
                 ns::command_line(launcher, &spec)

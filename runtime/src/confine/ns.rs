@@ -81,6 +81,11 @@ pub struct Spec {
     pub cwd: PathBuf,
     /// The subject's program and arguments.
     pub argv: Vec<OsString>,
+    /// The process this launcher must die with (`PR_SET_PDEATHSIG`), checked once the signal is set
+    /// so that a parent gone before it misses nothing: the lab for the first stage and a join (its
+    /// parent), the first stage for the second (which, in a pid namespace of its own, cannot see its
+    /// parent's pid: it looks the process up in the host's /proc before leaving it).
+    pub parent: Option<u32>,
     /// The subject's whole environment (the launcher's own is empty: nothing of it acts before the
     /// confinement is made).
     pub env: Vec<(OsString, OsString)>,
@@ -112,6 +117,10 @@ impl Spec {
         }
         if let Some(pid) = self.join {
             a.push("--join".into());
+            a.push(pid.to_string().into());
+        }
+        if let Some(pid) = self.parent {
+            a.push("--parent".into());
             a.push(pid.to_string().into());
         }
         for (port, sock) in &self.relayed {
@@ -181,6 +190,11 @@ impl Spec {
                     s.env.push((OsString::from_vec(k), OsString::from_vec(v)));
                 }
                 Some("--cwd") => cwd = Some(PathBuf::from(value("--cwd")?)),
+                Some("--parent") => {
+                    let v = value("--parent")?;
+                    let pid = v.to_str().and_then(|p| p.parse::<u32>().ok()).filter(|p| *p > 0);
+                    s.parent = Some(pid.ok_or_else(|| format!("--parent {v:?} is not a process id"))?);
+                }
                 Some("--join") => {
                     let v = value("--join")?;
                     let pid = v.to_str().and_then(|p| p.parse::<u32>().ok()).filter(|p| *p > 1);
@@ -250,8 +264,24 @@ fn sys(step: &str) -> impl Fn(nix::Error) -> String + '_ {
 
 /// The first stage: the namespaces, the id maps; then the confinement made here, or (own pids) by the
 /// second stage, the init of the new pid namespace.
-fn first(spec: &Spec) -> Result<u8, String> {
+/// `PR_SET_PDEATHSIG` (SIGKILL), then the check that the parent was not gone before it was set.
+fn die_with_parent(spec: &Spec) -> Result<(), String> {
     nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL).map_err(sys("die with the lab"))?;
+    let Some(parent) = spec.parent else { return Ok(()) };
+    let alive = if spec.init {
+        Path::new(&format!("/proc/{parent}")).exists()
+    } else {
+        nix::unistd::getppid().as_raw() as u32 == parent
+    };
+    if alive {
+        Ok(())
+    } else {
+        Err(format!("the process it was to die with ({parent}) is gone"))
+    }
+}
+
+fn first(spec: &Spec) -> Result<u8, String> {
+    die_with_parent(spec)?;
     let (uid, gid) = (nix::unistd::getuid(), nix::unistd::getgid());
     let mut flags = CloneFlags::CLONE_NEWUSER | CloneFlags::CLONE_NEWNS;
     if spec.own_pids {
@@ -279,6 +309,7 @@ fn first(spec: &Spec) -> Result<u8, String> {
     let exe = std::env::current_exe().map_err(|e| format!("cannot find the probelab binary: {e}"))?;
     let mut next = spec.clone();
     next.init = true;
+    next.parent = Some(std::process::id());
     let status = std::process::Command::new(exe)
         .arg(SUBCOMMAND)
         .args(next.args())
@@ -290,7 +321,7 @@ fn first(spec: &Spec) -> Result<u8, String> {
 /// The second stage, pid 1 of its namespace: the confinement, then the subject, reaping every orphan
 /// until the subject ends (then the kernel ends the rest).
 fn init(spec: &Spec) -> Result<u8, String> {
-    nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL).map_err(sys("die with the launcher"))?;
+    die_with_parent(spec)?;
     nix::unistd::setsid().map_err(sys("start a session"))?;
     confine(spec)?;
     start(spec)
@@ -303,7 +334,7 @@ fn init(spec: &Spec) -> Result<u8, String> {
 /// everything; what outlives them goes with the holder).
 fn join(spec: &Spec, pid: u32) -> Result<u8, String> {
     use std::os::fd::AsFd;
-    nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL).map_err(sys("die with the lab"))?;
+    die_with_parent(spec)?;
     let dir = PathBuf::from(format!("/proc/{pid}/ns"));
     // every namespace opened before the first is entered (the host's /proc is gone after the mount one)
     let mut open = Vec::new();

@@ -694,17 +694,14 @@ async fn run_child(child: &Child, prompt: &str) -> LoopOutcome {
     // nothing the child started outlives it
     child.runtime.ctx.shell.tasks.stop_all();
     child.runtime.ctx.shell.tasks.wait_idle(10_000).await;
-    write_transcript(&child.transcript, &outcome);
+    write_transcript(&child.runtime.ctx.roots, &child.transcript, &outcome);
     outcome
 }
 
 /// The child's conversation as JSONL (one message a line): the agent's output file.
-fn write_transcript(path: &Path, outcome: &LoopOutcome) {
+fn write_transcript(roots: &[std::path::PathBuf], path: &Path, outcome: &LoopOutcome) {
     let text: String = outcome.messages.iter().map(|m| m.to_string() + "\n").collect();
-    if let Some(dir) = path.parent() {
-        let _ = std::fs::create_dir_all(dir);
-    }
-    let _ = std::fs::write(path, text);
+    let _ = crate::nofollow::write(roots, path, text.as_bytes());
 }
 
 /// The final text, or the error the parent gets.
@@ -745,12 +742,9 @@ fn count_tool_uses(outcome: &LoopOutcome) -> usize {
 fn background(args: Args, ctx: &ToolContext, child: Child, guard: RunningGuard) -> Result<ToolOutput, ToolError> {
     let id = child.who.id.clone().unwrap_or_default();
     let dir = tasks_dir(ctx);
-    std::fs::create_dir_all(&dir).map_err(|e| ToolError::Runtime(format!("cannot create {}: {e}", dir.display())))?;
-    if let Some(parent) = child.transcript.parent() {
-        std::fs::create_dir_all(parent)
-            .map_err(|e| ToolError::Runtime(format!("cannot create {}: {e}", parent.display())))?;
-    }
-    std::fs::write(&child.transcript, "")
+    crate::nofollow::create_dir_all(&ctx.roots, &dir)
+        .map_err(|e| ToolError::Runtime(format!("cannot create {}: {e}", dir.display())))?;
+    crate::nofollow::write(&ctx.roots, &child.transcript, b"")
         .map_err(|e| ToolError::Runtime(format!("cannot create {}: {e}", child.transcript.display())))?;
     let output_file = dir.join(format!("{id}.output"));
     let _ = std::fs::remove_file(&output_file);
@@ -767,7 +761,7 @@ fn background(args: Args, ctx: &ToolContext, child: Child, guard: RunningGuard) 
         exit_code: None,
         notified: false,
     };
-    ctx.shell.tasks.set_log_if_absent(ctx.session_log());
+    ctx.shell.tasks.set_log_if_absent(&ctx.roots, ctx.session_log());
     ctx.shell.tasks.add_agent(task, stop_tx);
     let shell = ctx.shell.clone();
     let session = ctx.session.clone();

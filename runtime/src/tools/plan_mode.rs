@@ -292,8 +292,7 @@ impl TypedTool for ExitPlanMode {
         match reply {
             Some(r) if r.approve => {
                 if let Some(p) = plan.as_deref().filter(|p| !p.trim().is_empty()) {
-                    std::fs::create_dir_all(file.parent().unwrap_or(&ctx.home))
-                        .and_then(|_| std::fs::write(&file, p))
+                    crate::nofollow::write(&ctx.roots, &file, p.as_bytes())
                         .map_err(|e| ToolError::Runtime(format!("Cannot save the plan to {}: {e}", file.display())))?;
                 }
                 ctx.session.state::<ModeState>().set(Mode::Default);

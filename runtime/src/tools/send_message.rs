@@ -24,7 +24,6 @@ use crate::profile::Switch;
 use crate::tool::{ToolError, ToolOutput, TypedTool};
 use serde::Deserialize;
 use serde_json::{json, Value};
-use std::io::Write;
 
 /// Longest `summary` (MSG-1; the reference's schema: `maxLength` 200).
 pub const MAX_SUMMARY_CHARS: usize = 200;
@@ -213,16 +212,8 @@ fn pin_ref(id: &str) -> String {
 /// Appends one line to the mailbox of `to` in `team`.
 fn append(ctx: &ToolContext, team: &str, to: &str, from: &str, summary: &str, message: &str) -> Result<(), ToolError> {
     let path = mailbox(&ctx.home, team, to);
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)
-            .map_err(|e| ToolError::Runtime(format!("cannot create {}: {e}", dir.display())))?;
-    }
     let line = json!({"from": from, "to": to, "summary": summary, "message": message}).to_string() + "\n";
-    std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(&path)
-        .and_then(|mut f| f.write_all(line.as_bytes()))
+    crate::nofollow::append(&ctx.roots, &path, line.as_bytes())
         .map_err(|e| ToolError::Runtime(format!("cannot write the mailbox {}: {e}", path.display())))
 }
 

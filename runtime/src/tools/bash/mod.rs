@@ -513,14 +513,14 @@ async fn background(ctx: &ToolContext, args: &Args, sandbox: sandbox::Plan) -> R
     let tasks = &ctx.shell.tasks;
     let id = tasks.next_id();
     let dir = ctx.session_tmp().join("tasks");
-    std::fs::create_dir_all(&dir).map_err(|e| ToolError::Runtime(format!("cannot create {}: {e}", dir.display())))?;
     let output_file = dir.join(format!("{id}.output"));
-    let file = std::fs::File::create(&output_file)
+    // no link a command planted there is followed (crate::nofollow)
+    let file = crate::nofollow::open(&ctx.roots, &output_file, false)
         .map_err(|e| ToolError::Runtime(format!("cannot create {}: {e}", output_file.display())))?;
     let started = start(ctx, &args.command, &cwd, Sink::File(file), &sandbox)?;
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel();
     let description = args.description.clone().filter(|d| !d.trim().is_empty()).unwrap_or_else(|| args.command.clone());
-    tasks.set_log_if_absent(ctx.session_log());
+    tasks.set_log_if_absent(&ctx.roots, ctx.session_log());
     tasks.add(
         Task {
             id: id.clone(),

@@ -437,7 +437,7 @@ fn launch(args: Args, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
         exit_code: None,
         notified: false,
     };
-    ctx.shell.tasks.set_log_if_absent(ctx.session_log());
+    ctx.shell.tasks.set_log_if_absent(&ctx.roots, ctx.session_log());
     ctx.shell.tasks.add_workflow(task, stop_tx);
     let job = Job {
         ctx: ctx.clone(),
