@@ -293,7 +293,10 @@ pub fn evaluate(probe: &Probe, index: usize, view: &View<'_>, sb: &Sandbox) -> V
                 json_assertions(json, block.get("content"), sb, &mut fails);
             }
         },
-        Target::Request { n, .. } => request_check(&c.target, *n, text, view, sb, &mut fails),
+        Target::Request { n, .. } => {
+            let shape = c.kind.as_deref() == Some(crate::probe::checks::REQUEST_SHAPE);
+            request_check((&c.target, shape), *n, text, view, sb, &mut fails)
+        }
         Target::Lsp { trace, json } => {
             // LSP-2, LSP-3: what a fake LSP server received, from its trace; read as the lab reads: a
             // FIFO the subject left in place of the file is an error, not a hang
@@ -328,7 +331,8 @@ pub fn evaluate(probe: &Probe, index: usize, view: &View<'_>, sb: &Sandbox) -> V
 /// request check); its `is_error` stays semantic.
 pub fn is_wording(c: &Check) -> bool {
     match c.kind.as_deref() {
-        Some(k) => k == "wording",
+        // a request's shape is not what happened either
+        Some(k) => k == "wording" || k == crate::probe::checks::REQUEST_SHAPE,
         // a result's text assertions: `equals`, `contains`, `not_contains`, `matches`, `json`
         None => match &c.target {
             Target::Request { .. } => true,
@@ -365,7 +369,14 @@ pub fn standing(verdicts: &[Verdict]) -> Standing {
 
 /// A request check: `tools[]` as listed, then the text and `json` assertions on the body (or on the
 /// definition of its `tool`).
-fn request_check(target: &Target, n: usize, text: &TextAssertions, view: &View<'_>, sb: &Sandbox, fails: &mut Fails) {
+fn request_check(
+    (target, shape): (&Target, bool),
+    n: usize,
+    text: &TextAssertions,
+    view: &View<'_>,
+    sb: &Sandbox,
+    fails: &mut Fails,
+) {
     let Target::Request { tools_include, tools_exclude, tools_equal, tool, json, .. } = target else { return };
     let whole = view.request_index(n).and_then(|i| view.requests().whole(i));
     let Some(req) = whole.as_ref() else {
@@ -395,8 +406,25 @@ fn request_check(target: &Target, n: usize, text: &TextAssertions, view: &View<'
         }
     };
     if let Some(v) = looked_at {
+        // a cache marker is no content: only a check of the request's shape sees where they sit (where
+        // Claude Code puts `cache_control` moved at 2.1.237 and back at 2.1.248, with the default model)
+        let v = if shape { v.clone() } else { without_cache_markers(v) };
         text_assertions(text, &v.to_string(), sb, fails);
-        json_assertions(json, Some(v), sb, fails);
+        json_assertions(json, Some(&v), sb, fails);
+    }
+}
+
+/// A request (or a part of one) without its `cache_control` members, wherever they are.
+pub fn without_cache_markers(v: &Value) -> Value {
+    match v {
+        Value::Object(o) => Value::Object(
+            o.iter()
+                .filter(|(k, _)| k.as_str() != "cache_control")
+                .map(|(k, x)| (k.clone(), without_cache_markers(x)))
+                .collect(),
+        ),
+        Value::Array(a) => Value::Array(a.iter().map(without_cache_markers).collect()),
+        _ => v.clone(),
     }
 }
 
@@ -432,6 +460,63 @@ fn file_check(
         }
         Err(e) => fails.push(format!("cannot read {f}: {e}")),
     }
+}
+
+/// Files a check's text shows in full up to this many characters; beyond, its size and hash.
+pub const SHOWN_FILE_CHARS: usize = crate::transcript::INLINE_RESULT_CHARS;
+
+/// The section of a transcript that keeps what each file a check reads held after the run (each path
+/// once, in check order): its text in full up to [`SHOWN_FILE_CHARS`], beyond (or not UTF-8) its size
+/// and the SHA-256 of its text normalised by `norm` (the bytes' for a file that is not text); a file that
+/// is not there says so. The evidence of a change a file check sees (the TaskCompleted hook's payload):
+/// without it a golden had only the verdict.
+pub fn files_read(probe: &Probe, sb: &Sandbox, norm: &dyn Fn(&str) -> String) -> Vec<String> {
+    let mut seen: Vec<&str> = Vec::new();
+    let mut out = Vec::new();
+    for (c, _, _) in &probe.checks {
+        let Some(f) = c.file() else { continue };
+        if seen.contains(&f) {
+            continue;
+        }
+        seen.push(f);
+        let named = match find_file(sb, f) {
+            Err(e) => {
+                out.push(format!("file {f}: {e}"));
+                continue;
+            }
+            Ok(p) => p,
+        };
+        // a glob names the file it found
+        let name = if f.contains('*') { format!("{f} = {}", named.display()) } else { f.to_string() };
+        if !named.exists() {
+            out.push(format!("file {name}: absent"));
+            continue;
+        }
+        match crate::safe_fs::read_capped(&named, crate::safe_fs::MAX_DATA_BYTES) {
+            Err(e) => out.push(format!("file {name}: cannot be read ({e})")),
+            Ok(bytes) => match String::from_utf8(bytes) {
+                Ok(text) if text.chars().count() <= SHOWN_FILE_CHARS => {
+                    // the text as it is (the transcript's normalisation comes over it, with the results')
+                    out.push(format!("file {name}:"));
+                    out.push(crate::transcript::indent(&text));
+                }
+                Ok(text) => {
+                    let text = norm(&text);
+                    let hash = crate::transcript::sha256(text.as_bytes());
+                    out.push(format!(
+                        "file {name}: {} chars, over {SHOWN_FILE_CHARS}: sha256 {} of its text",
+                        text.chars().count(),
+                        &hash[..16]
+                    ));
+                }
+                Err(e) => {
+                    let hash = crate::transcript::sha256(e.as_bytes());
+                    out.push(format!("file {name}: {} bytes, not text: sha256 {}", e.as_bytes().len(), &hash[..16]));
+                }
+            },
+        }
+    }
+    out
 }
 
 /// The tree under `dir` as a dir check sees it: one line per entry below it, its path relative to `dir`

@@ -225,7 +225,8 @@ pub async fn run_probe_on(
     };
     let normaliser = Normaliser::new(&places);
     let norm = |t: &str| normaliser.apply(t);
-    let raw = render(&header(probe, subject, &name), &view, &lines, &mut blobs, &norm);
+    let files = crate::check::files_read(probe, &run.sandbox, &norm);
+    let raw = render(&header(probe, subject, &name), &view, (&files, &lines), &mut blobs, &norm);
     let transcript = normaliser.apply(&raw);
     let observation = {
         let (outcome, reason) = observe::outcome_of(&verdicts, &observe::not_offered(&view));
@@ -324,8 +325,9 @@ async fn run_exec_probe(
         web: None,
     };
     let name = subject.to_string();
-    let raw = crate::transcript::render_exec(&header(probe, subject, &name), &records, &lines);
     let normaliser = Normaliser::new(&places);
+    let files = crate::check::files_read(probe, &sandbox, &|t: &str| normaliser.apply(t));
+    let raw = crate::transcript::render_exec(&header(probe, subject, &name), &records, (&files, &lines));
     let transcript = normaliser.apply(&raw);
     let norm = |t: &str| normaliser.apply(t);
     let behaviour = observe::exec_behaviour(&records, &sandbox.cwd, &observe::known_files(probe), &norm);

@@ -2,8 +2,9 @@
 //! version) run.
 //!
 //! - **behaviour**: what the tools did — each scripted call's tool name, its result text and `is_error`
-//!   (normalised, and with the reminders a subject appends to results taken off:
-//!   [`crate::transcript::normalise::strip_reminders`]), the files in the working directory after the
+//!   (normalised, every byte the model sees — trailing white space, where one block ends — but what
+//!   [`crate::transcript::normalise::FINGERPRINT_STEPS`] name: the reminders a subject appends to
+//!   results), the files in the working directory after the
 //!   run (a SHA-256 each, text normalised first), and for exec probes the exit, stdout and stderr. Its
 //!   SHA-256 is the run's *behaviour fingerprint*: two versions whose fingerprints are equal behaved the
 //!   same on the probe.
@@ -21,8 +22,8 @@
 use crate::check::Verdict;
 use crate::probe::Probe;
 use crate::subject::exec::ExecRecord;
-use crate::transcript::normalise::strip_reminders;
-use crate::transcript::{result_text, sha256, View};
+use crate::transcript::normalise::{fingerprint_text, BLOCK_SEPARATOR};
+use crate::transcript::{sha256, View};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -100,6 +101,12 @@ pub enum Outcome {
     NotApplicable,
     /// The lab could not run the probe (an install, a set-up failure): no verdict.
     Error,
+    /// The run broke an invariant of every run (a request refused by the stub, a scripted turn not
+    /// served, the deadline, a script exhausted, the subject gone before the model ended the run): the
+    /// probe's script did not fit this version, so what the run shows is no behaviour of the subject —
+    /// never a change, never the source of an interface, budget, claim or timeline fact. The probe needs
+    /// repair on this version (the reason says which invariant and why).
+    Broken,
 }
 
 impl Outcome {
@@ -110,7 +117,13 @@ impl Outcome {
             Outcome::Changed => "changed",
             Outcome::NotApplicable => "n/a",
             Outcome::Error => "error",
+            Outcome::Broken => "broken",
         }
+    }
+
+    /// A verdict about the subject (pass, changed, n/a): neither an error of the lab nor a broken run.
+    pub fn is_verdict(self) -> bool {
+        !matches!(self, Outcome::Error | Outcome::Broken)
     }
 }
 
@@ -128,6 +141,8 @@ pub enum ClaimVerdict {
     NotApplicable,
     /// No verdict (the run failed to start).
     Error,
+    /// No verdict: the run broke an invariant ([`Outcome::Broken`]), the probe needs repair here.
+    Broken,
 }
 
 impl ClaimVerdict {
@@ -139,17 +154,19 @@ impl ClaimVerdict {
             ClaimVerdict::Changed => "changed",
             ClaimVerdict::NotApplicable => "n/a",
             ClaimVerdict::Error => "error",
+            ClaimVerdict::Broken => "broken",
         }
     }
 
     /// Several probes' verdicts on one claim: the most telling wins (changed over diverges over holds
-    /// over n/a), an error only when nothing else is known.
+    /// over n/a), a broken run or an error only when nothing else is known.
     pub fn combine(verdicts: impl IntoIterator<Item = ClaimVerdict>) -> Option<ClaimVerdict> {
         let rank = |v: &ClaimVerdict| match v {
-            ClaimVerdict::Changed => 4,
-            ClaimVerdict::Diverges => 3,
-            ClaimVerdict::Holds => 2,
-            ClaimVerdict::NotApplicable => 1,
+            ClaimVerdict::Changed => 5,
+            ClaimVerdict::Diverges => 4,
+            ClaimVerdict::Holds => 3,
+            ClaimVerdict::NotApplicable => 2,
+            ClaimVerdict::Broken => 1,
             ClaimVerdict::Error => 0,
         };
         verdicts.into_iter().max_by_key(rank)
@@ -420,8 +437,11 @@ pub fn fingerprint(b: &Behaviour) -> String {
 }
 
 /// The outcome of a run from its verdicts, and the tools the probe called that the subject did not
-/// offer: a failure with a tool not offered is n/a (the probe cannot run here), any other failure is a
-/// change. A probe that passes although a tool was not offered (it expects the tool's absence) passes.
+/// offer: a failure with a tool not offered is n/a (the probe cannot run here: what breaks after a call
+/// to a missing tool follows from it); otherwise a failed invariant makes the run broken (the probe
+/// needs repair on this version: its reason names each invariant and why, then the checks that failed
+/// with it), and any other failure is a change. A probe that passes although a tool was not offered
+/// (it expects the tool's absence) passes.
 pub fn outcome_of(verdicts: &[Verdict], not_offered: &[String]) -> (Outcome, String) {
     let failed: Vec<&Verdict> = verdicts.iter().filter(|v| !v.pass).collect();
     if failed.is_empty() {
@@ -430,8 +450,49 @@ pub fn outcome_of(verdicts: &[Verdict], not_offered: &[String]) -> (Outcome, Str
     if !not_offered.is_empty() {
         return (Outcome::NotApplicable, not_offered.join("; "));
     }
+    let (invariants, checks): (Vec<&Verdict>, Vec<&Verdict>) =
+        failed.iter().partition(|v| v.name.starts_with(INVARIANT));
+    if !invariants.is_empty() {
+        let mut why: Vec<String> = invariants.iter().map(|v| invariant_why(v)).collect();
+        if !checks.is_empty() {
+            let names: Vec<&str> = checks.iter().map(|v| v.name.as_str()).collect();
+            why.push(format!("failed with it: {}", names.join(", ")));
+        }
+        return (Outcome::Broken, format!("needs repair: {}", why.join("; ")));
+    }
     let names: Vec<&str> = failed.iter().map(|v| v.name.as_str()).collect();
     (Outcome::Changed, format!("failed: {}", names.join(", ")))
+}
+
+/// How the verdict of an invariant is named (`invariant: no request refused by the stub`).
+pub const INVARIANT: &str = "invariant: ";
+
+/// A failed invariant in a few words: its name, then what broke it — the stub's refusals counted by
+/// kind (`20 refused: script_exhausted`), else the first line of its detail.
+fn invariant_why(v: &Verdict) -> String {
+    let lines: Vec<&str> = v.detail.lines().filter(|l| !l.trim().is_empty()).collect();
+    // a refusal's line: `exchange N (POST /v1/messages): KIND — message`
+    let mut kinds: BTreeMap<&str, usize> = BTreeMap::new();
+    for l in &lines {
+        if let Some(kind) = l.split_once("): ").and_then(|(_, rest)| rest.split(" — ").next()) {
+            *kinds.entry(kind).or_default() += 1;
+        }
+    }
+    let detail = if !kinds.is_empty() && kinds.values().sum::<usize>() == lines.len() {
+        let counted: Vec<String> = match kinds.len() {
+            1 => kinds.keys().map(|k| k.to_string()).collect(),
+            _ => kinds.iter().map(|(k, n)| format!("{n} {k}")).collect(),
+        };
+        let s = if lines.len() == 1 { "" } else { "s" };
+        format!("{} request{s} refused: {}", lines.len(), counted.join(", "))
+    } else {
+        lines.first().map(|l| l.to_string()).unwrap_or_default()
+    };
+    if detail.is_empty() {
+        v.name.clone()
+    } else {
+        format!("{} ({detail})", v.name)
+    }
 }
 
 /// The verdict of each claim a probe cites, from the run's outcome and the divergences it states on the
@@ -452,6 +513,7 @@ pub fn claim_verdicts(
                 Outcome::Changed => ClaimVerdict::Changed,
                 Outcome::NotApplicable => ClaimVerdict::NotApplicable,
                 Outcome::Error => ClaimVerdict::Error,
+                Outcome::Broken => ClaimVerdict::Broken,
             };
             (c.clone(), v)
         })
@@ -510,6 +572,20 @@ fn normalise_together(texts: &[String], norm: &dyn Fn(&str) -> String) -> Vec<St
     }
 }
 
+/// A tool_result's content as the model reads it, for the fingerprint: a string as it is; a list of
+/// blocks with [`BLOCK_SEPARATOR`] where one ends and the next begins (a text split in two is not the
+/// text whole), each block as [`crate::transcript::result_text`] shows it.
+pub fn seen_text(block: &Value) -> String {
+    match block.get("content") {
+        Some(Value::Array(parts)) => parts
+            .iter()
+            .map(|p| crate::transcript::result_text(&serde_json::json!({ "content": [p] })))
+            .collect::<Vec<_>>()
+            .join(&BLOCK_SEPARATOR.to_string()),
+        _ => crate::transcript::result_text(block),
+    }
+}
+
 /// The behaviour of a loop run: each scripted call's result, and the files of `cwd` after it (see
 /// [`files`]; `known` are the paths whose content counts: the fixture's and those the probe checks).
 pub fn behaviour(
@@ -522,7 +598,7 @@ pub fn behaviour(
     let names: Vec<String> = view.script.turns.iter().flat_map(|t| t.tool_use.iter().map(|u| u.name.clone())).collect();
     let mut blocks: Vec<Option<Value>> = view.results_of(&view.tool_use_ids());
     blocks.resize(names.len(), None);
-    let mut texts: Vec<String> = blocks.iter().map(|b| b.as_ref().map(result_text).unwrap_or_default()).collect();
+    let mut texts: Vec<String> = blocks.iter().map(|b| b.as_ref().map(seen_text).unwrap_or_default()).collect();
     let files = file_hashes(files_after(cwd, known), &mut texts, norm);
     let results = blocks
         .iter()
@@ -530,7 +606,7 @@ pub fn behaviour(
         .zip(names)
         .enumerate()
         .map(|(i, ((b, text), tool))| {
-            let mut text = strip_reminders(&text);
+            let mut text = fingerprint_text(&text);
             if unordered.contains(&(i + 1)) {
                 let mut lines: Vec<&str> = text.lines().collect();
                 lines.sort_unstable();
@@ -797,6 +873,54 @@ mod tests {
             outcome_of(&[v("check 1", false)], &["Grep not offered in request 1".into()]),
             (Outcome::NotApplicable, "Grep not offered in request 1".into())
         );
+    }
+
+    #[test]
+    fn a_failed_invariant_makes_the_run_broken_never_a_change() {
+        let refused = |n: usize| Verdict {
+            detail: (0..n)
+                .map(|i| {
+                    format!("exchange {i} (POST /v1/messages): script_exhausted — stub-messages: script exhausted: …")
+                })
+                .collect::<Vec<_>>()
+                .join("\n"),
+            ..v("invariant: no request refused by the stub", false)
+        };
+        let (o, why) =
+            outcome_of(&[v("check 2", false), refused(20), v("invariant: every scripted turn served", true)], &[]);
+        assert_eq!(o, Outcome::Broken);
+        assert_eq!(
+            why,
+            "needs repair: invariant: no request refused by the stub (20 requests refused: script_exhausted); failed \
+             with it: check 2"
+        );
+        let late = Verdict {
+            detail: "the run ended with Deadline".into(),
+            ..v("invariant: the run ended by the model within its deadline", false)
+        };
+        assert_eq!(
+            outcome_of(&[v("check 1", true), late], &[]),
+            (
+                Outcome::Broken,
+                "needs repair: invariant: the run ended by the model within its deadline (the run ended with Deadline)"
+                    .into()
+            )
+        );
+        // a tool not offered decides: what broke after a call to it follows from its absence
+        assert_eq!(
+            outcome_of(&[refused(1)], &["TaskOutput not offered in request 2".into()]).0,
+            Outcome::NotApplicable
+        );
+        let probe = crate::probe::parse(
+            Path::new("t.toml"),
+            "id = \"p\"\nclaims = [\"READ-1\"]\nabout = \"x\"\n[[turn]]\ntext = \"done\"\n",
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        let cc = crate::subject::id::SubjectId::claude_code("2.1.1");
+        assert_eq!(claim_verdicts(&probe, &cc, Outcome::Broken)["READ-1"], ClaimVerdict::Broken);
+        assert!(!Outcome::Broken.is_verdict() && !Outcome::Error.is_verdict() && Outcome::Changed.is_verdict());
+        assert_eq!(ClaimVerdict::combine([ClaimVerdict::Broken, ClaimVerdict::Holds]), Some(ClaimVerdict::Holds));
+        assert_eq!(ClaimVerdict::combine([ClaimVerdict::Broken, ClaimVerdict::Error]), Some(ClaimVerdict::Broken));
     }
 
     #[test]

@@ -497,6 +497,11 @@ impl<'a> Requests<'a> {
             .unwrap_or_default()
     }
 
+    /// The exchange whose request exchange `i`'s is stored against (None when stored whole).
+    pub fn base_of(&self, i: usize) -> Option<usize> {
+        self.base(i).map(|(j, _)| j)
+    }
+
     /// How many of exchange `i`'s messages are its base's (0 when stored whole).
     pub fn kept(&self, i: usize) -> usize {
         self.base(i).map_or(0, |(_, rb)| rb.messages)

@@ -340,6 +340,11 @@ pub struct Conversation {
     /// what a subject does only on some versions (Claude Code's compaction request).
     #[serde(default)]
     pub optional: bool,
+    /// Its turns start over when they run out, instead of "script exhausted": for what a subject may do
+    /// any number of times on some versions (Claude Code compacting again after each figure over its
+    /// threshold). Its progress counts each round's turns once.
+    #[serde(default)]
+    pub repeat: bool,
 }
 
 /// `[stub]`: answers that are not turns.

@@ -257,8 +257,12 @@ impl Stub {
                 return Decision::Prelude(m);
             }
         }
+        let repeats = match route {
+            Route::Named(i) => self.script.conversations.get(i).is_some_and(|c| c.repeat),
+            _ => false,
+        };
         let cursor = &mut play.cursors[slot];
-        if self.script.stub.cycle && cursor.next >= turns.len() {
+        if (self.script.stub.cycle || repeats) && cursor.next >= turns.len() {
             cursor.next = 0;
             cursor.lap += 1;
         }

@@ -46,7 +46,8 @@ pub struct Cost {
 }
 
 fn key(o: &Observation) -> Option<(Outcome, String)> {
-    (o.outcome != Outcome::Error).then(|| (o.outcome, o.fingerprint.clone()))
+    // an error or a broken run is no verdict: a bisection steps over it
+    o.outcome.is_verdict().then(|| (o.outcome, o.fingerprint.clone()))
 }
 
 struct Ctx<'a> {

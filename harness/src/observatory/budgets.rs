@@ -163,6 +163,9 @@ pub enum Value {
     Changed,
     /// No golden of the probe on this version.
     Missing,
+    /// The probe's run on this version broke an invariant ([`crate::observe::Outcome::Broken`]): its
+    /// golden is no measure; the probe needs repair there.
+    Broken,
 }
 
 impl Value {
@@ -172,6 +175,7 @@ impl Value {
             Value::NotShown => "—".into(),
             Value::Changed => "changed".into(),
             Value::Missing => "·".into(),
+            Value::Broken => "broken".into(),
         }
     }
 }
@@ -215,14 +219,25 @@ pub fn measure(b: &Budget, golden: Option<&str>) -> Value {
     }
 }
 
-/// The budgets of these versions, from `golden/claude-code@<version>/`: version → budget name → value.
-pub fn table(golden_root: &Path, versions: &[String]) -> BTreeMap<String, BTreeMap<&'static str, Value>> {
+/// Whether the run of a probe on a version broke an invariant (probe, version): its golden is no fact.
+pub type IsBroken<'a> = &'a dyn Fn(&str, &str) -> bool;
+
+/// The budgets of these versions, from `golden/claude-code@<version>/`: version → budget name → value
+/// ([`Value::Broken`] where the probe's run there broke an invariant: its golden is not read).
+pub fn table(
+    golden_root: &Path,
+    versions: &[String],
+    broken: IsBroken<'_>,
+) -> BTreeMap<String, BTreeMap<&'static str, Value>> {
     let mut out = BTreeMap::new();
     for v in versions {
         let dir = golden_root.join(super::subject(v));
         let row = BUDGETS
             .iter()
             .map(|b| {
+                if broken(b.probe, v) {
+                    return (b.name, Value::Broken);
+                }
                 let text = std::fs::read_to_string(dir.join(format!("{}.snap", b.probe))).ok();
                 (b.name, measure(b, text.as_deref()))
             })
@@ -243,7 +258,8 @@ pub fn changes(
         let mut prev: Option<(&String, &Value)> = None;
         for v in versions {
             let Some(value) = t.get(v).and_then(|r| r.get(b.name)) else { continue };
-            if *value == Value::Missing {
+            // neither a version not measured nor a broken run is a value: stepped over
+            if matches!(value, Value::Missing | Value::Broken) {
                 continue;
             }
             if let Some((pv, pval)) = prev {
@@ -258,14 +274,16 @@ pub fn changes(
 }
 
 /// `docs/matrix/budgets.md`: a row per budget, a column per version, then the changes.
-pub fn to_markdown(golden_root: &Path, versions: &[String]) -> String {
-    let t = table(golden_root, versions);
+pub fn to_markdown(golden_root: &Path, versions: &[String], broken: IsBroken<'_>) -> String {
+    let t = table(golden_root, versions, broken);
     let mut out = String::from("# Budgets of Claude Code's tools, per version\n\n");
     out.push_str(
         "Each value is measured by the probe named beside it, read from that version's golden transcript \
          (golden/claude-code@<version>/): printed by the subject itself, or a boundary the probe pins from both \
          sides (it holds where the checks that pin it passed; `changed` where one of them failed). `—`: the subject \
-         printed no such value (no such limit on that version); `·`: not measured on that version. Generated with the matrix (`probelab matrix --publish`, `probelab watch`); do not \
+         printed no such value (no such limit on that version); `·`: not measured on that version; `broken`: the \
+         probe's run there broke an invariant (it needs repair; its golden is no measure, and no change is read \
+         across it). Generated with the matrix (`probelab matrix --publish`, `probelab watch`); do not \
          edit by hand.\n\n",
     );
     out.push_str(&format!(
@@ -326,10 +344,33 @@ mod tests {
     }
 
     #[test]
+    fn a_broken_run_is_no_measure_and_no_change_is_read_across_it() {
+        let d = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let b = BUDGETS.iter().find(|b| b.probe == "claude-code.compaction-default").copied().unwrap_or(BUDGETS[0]);
+        let golden = |n: &str| {
+            format!("## request 4\ntool_use t Bash {{\"command\":\"echo reported {n}\",\"x\":1}}\nstop_reason: tool_use\n\n## request 1 (conversation compact)\n")
+        };
+        for (v, n) in [("2.1.1", "967000"), ("2.1.2", "500000"), ("2.1.3", "967000")] {
+            let dir = d.path().join(super::super::subject(v));
+            std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{e}"));
+            std::fs::write(dir.join(format!("{}.snap", b.probe)), golden(n)).unwrap_or_else(|e| panic!("{e}"));
+        }
+        let versions: Vec<String> = ["2.1.1", "2.1.2", "2.1.3"].map(String::from).to_vec();
+        let all = table(d.path(), &versions, &|_, _| false);
+        assert_eq!(all["2.1.2"][b.name], Value::Measured("500000".into()));
+        assert_eq!(changes(&all, &versions).len(), 2, "as measured, 967000 → 500000 → 967000");
+        let broken = |p: &str, v: &str| p == b.probe && v == "2.1.2";
+        let t = table(d.path(), &versions, &broken);
+        assert_eq!(t["2.1.2"][b.name], Value::Broken);
+        assert!(changes(&t, &versions).iter().all(|c| c.0 != b.name), "no change read from a broken run");
+        assert!(to_markdown(d.path(), &versions, &broken).contains("| 967000 | broken | 967000 |"));
+    }
+
+    #[test]
     fn the_committed_versions_budgets_are_measured_and_their_changes_listed() {
         let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join("golden");
         let versions: Vec<String> = ["2.1.235", "2.1.332"].map(String::from).to_vec();
-        let t = table(&root, &versions);
+        let t = table(&root, &versions, &|_, _| false);
         assert_eq!(t["2.1.235"]["Read: whole-file byte limit"], Value::Measured("256KB".into()));
         assert_eq!(t["2.1.235"]["Read: token ceiling"], Value::Measured("25000".into()));
         assert_eq!(t["2.1.235"]["Grep: default head_limit"], Value::Measured("250".into()));
@@ -338,7 +379,7 @@ mod tests {
                 assert_ne!(t[v][b.name], Value::Missing, "{} on {v}: the probe's golden is committed", b.name);
             }
         }
-        let md = to_markdown(&root, &versions);
+        let md = to_markdown(&root, &versions, &|_, _| false);
         assert!(md.contains("| Read: token ceiling | `read.token-limit` | 25000 |"), "{md}");
     }
 }

@@ -290,7 +290,8 @@ impl At<'_> {
         Ok(ExitCode::SUCCESS)
     }
 
-    /// `probelab watch [--json] [-j N]`: 0 nothing new (or no change), 1 changes found, 2 error.
+    /// `probelab watch [--json] [-j N]`: 0 nothing new (or no change), 1 changes found, 2 error, 3 a probe
+    /// needs repair on a new release (a broken run; over 1: the repair comes first).
     fn watch(&self, json: bool, jobs: Option<usize>) -> Outcome {
         let probes = self.probes(&[])?;
         let jobs = jobs.unwrap_or_else(super::default_jobs);
@@ -315,7 +316,7 @@ impl At<'_> {
         } else {
             print_watch(&w);
         }
-        Ok(if w.changes.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(1) })
+        Ok(watch_status(&w))
     }
 
     /// `probelab matrix`: 1 when a cell errored.
@@ -462,10 +463,25 @@ impl At<'_> {
     }
 }
 
+/// `probelab watch`'s exit status for what it found: 3 a probe needs repair on a new release (a broken
+/// run), else 1 changes found, else 0.
+pub fn watch_status(w: &super::watch::Watched) -> ExitCode {
+    if !w.broken.is_empty() {
+        ExitCode::from(super::watch::EXIT_NEEDS_REPAIR)
+    } else if !w.changes.is_empty() {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
 /// What `probelab watch` found, as text.
 fn print_watch(w: &super::watch::Watched) {
     for (v, prev, probe, what) in &w.changes {
         println!("{v} (after {prev}): {probe}: {what}");
+    }
+    for (v, probe, why) in &w.broken {
+        println!("{v}: the probe {probe} needs repair on {v}: {why}");
     }
     for (v, probe, what) in &w.unstable {
         println!("{v}: {probe} unstable, varies in {what}");
@@ -480,12 +496,13 @@ fn print_watch(w: &super::watch::Watched) {
         );
     }
     println!(
-        "watch: {} new after {} ({}), {} changes, {} unstable",
+        "watch: {} new after {} ({}), {} changes, {} unstable, {} need repair",
         w.new.len(),
         w.previous,
         if w.new.is_empty() { "-".to_string() } else { w.new.join(", ") },
         w.changes.len(),
-        w.unstable.len()
+        w.unstable.len(),
+        w.broken.len()
     );
 }
 

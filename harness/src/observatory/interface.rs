@@ -8,6 +8,7 @@
 //! The tools of the lab's fixture MCP server (`mcp__fixture__…`) are the probes' own, not the subject's
 //! interface, and are left out.
 
+use super::budgets::IsBroken;
 use crate::transcript::diff::{blob_text, diff_dirs};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -59,29 +60,37 @@ pub fn tool_change(old_blob: &str, new_blob: &str) -> Vec<String> {
     out
 }
 
-/// The distinct `model: …` lines of a golden directory's transcripts.
-fn model_lines(dir: &Path) -> BTreeSet<String> {
+/// The distinct `model: …` lines of a golden directory's transcripts (those of the probes `skip` names
+/// left out).
+fn model_lines(dir: &Path, skip: &dyn Fn(&str) -> bool) -> BTreeSet<String> {
     std::fs::read_dir(dir)
         .into_iter()
         .flatten()
         .flatten()
-        .filter(|e| e.file_name().to_string_lossy().ends_with(".snap"))
+        .filter(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            name.strip_suffix(".snap").is_some_and(|probe| !skip(probe))
+        })
         .filter_map(|e| std::fs::read_to_string(e.path()).ok())
         .flat_map(|t| t.lines().filter_map(|l| l.strip_prefix("model: ").map(str::to_string)).collect::<Vec<_>>())
         .collect()
 }
 
-/// The changes between two versions' goldens, a line each.
-pub fn between(golden_root: &Path, old: &str, new: &str) -> Result<Vec<String>, String> {
+/// The changes between two versions' goldens, a line each. The goldens of a probe whose run broke an
+/// invariant on either version (`broken(probe, version)`) are left out: a broken run's requests are no
+/// interface of the subject's (a script that ran out made Claude Code retry without tool search, and its
+/// tools read as no longer deferred).
+pub fn between(golden_root: &Path, old: &str, new: &str, broken: IsBroken<'_>) -> Result<Vec<String>, String> {
     let (l, r) = (golden_root.join(super::subject(old)), golden_root.join(super::subject(new)));
     let blobs = golden_root.join("blobs");
     let d = diff_dirs(&l, &r, &blobs)?;
     let ours = |t: &String| !t.starts_with("mcp__fixture__");
     let mut lines: BTreeSet<String> = BTreeSet::new();
     let mut changed: BTreeMap<String, (String, String)> = BTreeMap::new();
+    let skip = |p: &str| broken(p, old) || broken(p, new);
     // the requests' `model: …, max_tokens: …` lines of each whole side
-    let (was, now) = (model_lines(&l), model_lines(&r));
-    for p in &d.probes {
+    let (was, now) = (model_lines(&l, &skip), model_lines(&r, &skip));
+    for p in d.probes.iter().filter(|p| !skip(&p.probe)) {
         lines.extend(p.tools_added.iter().filter(|t| ours(t)).map(|t| format!("+ tool {t}")));
         lines.extend(p.tools_removed.iter().filter(|t| ours(t)).map(|t| format!("- tool {t}")));
         lines.extend(p.tools_deferred.iter().filter(|t| ours(t)).map(|t| format!("> tool {t} deferred (ToolSearch)")));
@@ -114,8 +123,8 @@ pub fn between(golden_root: &Path, old: &str, new: &str) -> Result<Vec<String>, 
 }
 
 /// `docs/matrix/interface.md`: per pair of neighbouring versions (oldest first) that both have goldens,
-/// the changes of [`between`].
-pub fn to_markdown(golden_root: &Path, versions: &[String]) -> String {
+/// the changes of [`between`] (the goldens of broken runs left out).
+pub fn to_markdown(golden_root: &Path, versions: &[String], broken: IsBroken<'_>) -> String {
     let mut out = String::from("# Interface of Claude Code's tools, per version\n\n");
     out.push_str(
         "What the first request offers the model, compared between neighbouring versions of the matrix from \
@@ -128,7 +137,7 @@ pub fn to_markdown(golden_root: &Path, versions: &[String]) -> String {
     let present: Vec<&String> = versions.iter().filter(|v| golden_root.join(super::subject(v)).is_dir()).collect();
     for w in present.windows(2) {
         out.push_str(&format!("\n## {} → {}\n\n", w[0], w[1]));
-        match between(golden_root, w[0], w[1]) {
+        match between(golden_root, w[0], w[1], broken) {
             Ok(lines) if lines.is_empty() => out.push_str("No interface change.\n"),
             Ok(lines) => {
                 for l in lines {
@@ -182,7 +191,7 @@ mod tests {
             )
             .unwrap_or_else(|e| panic!("{e}"));
         }
-        let md = to_markdown(d.path(), &["2.1.1".to_string(), "2.1.2".to_string()]);
+        let md = to_markdown(d.path(), &["2.1.1".to_string(), "2.1.2".to_string()], &|_, _| false);
         assert!(md.contains("(not compared: golden/claude-code@2.1.1 and golden/claude-code@2.1.2"), "{md}");
         assert!(!md.contains(&d.path().display().to_string()), "{md}");
     }
@@ -190,7 +199,7 @@ mod tests {
     #[test]
     fn the_committed_goldens_show_2_1_332_s_deferred_tools_as_deferred_not_removed() {
         let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join("golden");
-        let lines = between(&root, "2.1.235", "2.1.332").unwrap_or_else(|e| panic!("{e}"));
+        let lines = between(&root, "2.1.235", "2.1.332", &|_, _| false).unwrap_or_else(|e| panic!("{e}"));
         for l in
             ["+ tool ListAgents", "+ tool ToolSearch", "- tool TaskOutput", "> tool WebFetch deferred (ToolSearch)"]
         {

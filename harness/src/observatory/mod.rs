@@ -326,7 +326,8 @@ fn to_confirm<'p>(probes: &[&'p Probe], versions: &[String], out: &[Observation]
         let row: Vec<usize> = versions.iter().filter_map(|v| at.get(&(p.id.as_str(), v.as_str())).copied()).collect();
         for pair in row.windows(2) {
             let (a, b) = (&out[pair[0]], &out[pair[1]]);
-            let errored = a.outcome == Outcome::Error || b.outcome == Outcome::Error;
+            // an error or a broken run is no verdict: nothing to confirm
+            let errored = !a.outcome.is_verdict() || !b.outcome.is_verdict();
             if errored || (a.outcome == b.outcome && a.fingerprint == b.fingerprint) {
                 continue;
             }

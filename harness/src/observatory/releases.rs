@@ -129,7 +129,9 @@ pub fn status(m: &Matrix, release: &Release) -> Status {
     if errors.len() == cells.len() && errors.iter().any(|c| c.reason.contains("cannot install")) {
         return Status::NotInstalled(errors[0].reason.clone());
     }
-    let good = cells.len() - errors.len();
+    // a broken run (the probe needs repair there) measured nothing either
+    let broken = cells.iter().filter(|c| c.outcome == Outcome::Broken).count();
+    let good = cells.len() - errors.len() - broken;
     if good == m.probes.len() {
         Status::Measured
     } else {

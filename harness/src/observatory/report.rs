@@ -92,6 +92,11 @@ pub struct Matrix {
     /// twice): listed as noise beside the unstable probes, never in a timeline.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub noise: BTreeMap<String, BTreeMap<String, Noise>>,
+    /// Runs that broke an invariant ([`Outcome::Broken`]): probe → version → why. The probe needs repair
+    /// there; such a cell is never a change nor the source of any fact (the timelines step over it, the
+    /// interface and budgets leave its golden out).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub broken: BTreeMap<String, BTreeMap<String, String>>,
     /// Claim → the probes citing it (in any cell): where the HTML's claim cells find their evidence.
     #[serde(skip)]
     pub claim_probes: BTreeMap<String, BTreeSet<String>>,
@@ -157,6 +162,9 @@ impl Matrix {
             if !o.unstable.is_empty() {
                 m.unstable.entry(probe.clone()).or_default().insert(version.clone(), o.unstable.clone());
             }
+            if o.outcome == Outcome::Broken {
+                m.broken.entry(probe.clone()).or_default().insert(version.clone(), o.reason.clone());
+            }
             m.probes.entry(probe.clone()).or_default().insert(version.clone(), cell);
             for (claim, verdict) in &o.claims {
                 claim_probes.entry(claim.clone()).or_default().insert(probe.clone());
@@ -197,6 +205,22 @@ impl Matrix {
         for p in &mut d.probes {
             let Some(row) = self.probes.get(&p.probe) else { continue };
             let (Some(x), Some(y)) = (row.get(a), row.get(b)) else { continue };
+            // a broken run is no behaviour: nothing is compared, the probe needs repair there
+            let broken: Vec<String> = [(a, x), (b, y)]
+                .iter()
+                .filter(|(_, c)| c.outcome == Outcome::Broken)
+                .map(|(v, c)| format!("the probe needs repair on {v} ({})", c.reason))
+                .collect();
+            if !broken.is_empty() {
+                p.fingerprints = Some(Fingerprints {
+                    left: format!("{} {}", x.outcome.word(), x.fingerprint),
+                    right: format!("{} {}", y.outcome.word(), y.fingerprint),
+                    same: true,
+                    broken: broken.join("; "),
+                    ..Fingerprints::default()
+                });
+                continue;
+            }
             let mut unstable: Vec<String> = [(a, x), (b, y)]
                 .iter()
                 .filter(|(_, c)| !c.unstable.is_empty())
@@ -220,8 +244,14 @@ impl Matrix {
                 same: !moved || !unstable.is_empty(),
                 unstable: unstable.join("; "),
                 parts,
+                broken: String::new(),
             });
         }
+    }
+
+    /// Whether the run of `probe` on `version` broke an invariant ([`Matrix::broken`]).
+    pub fn is_broken(&self, probe: &str, version: &str) -> bool {
+        self.broken.get(probe).is_some_and(|r| r.contains_key(version))
     }
 
     /// The matrix as pretty JSON (deterministic: maps are sorted).
@@ -239,9 +269,12 @@ impl Matrix {
             ClaimVerdict::Changed => 'C',
             ClaimVerdict::NotApplicable => '-',
             ClaimVerdict::Error => 'E',
+            ClaimVerdict::Broken => 'B',
         };
         out.push_str(&format!("claims × versions ({} versions: {})\n", self.versions.len(), self.versions.join(" ")));
-        out.push_str("H holds · D diverges (documented) · C changed · - n/a · E error · . not run\n\n");
+        out.push_str(
+            "H holds · D diverges (documented) · C changed · - n/a · E error · B broken run (no verdict) · . not run\n\n",
+        );
         for (probe, n) in &self.mixed_probe_files {
             out.push_str(&format!(
                 "warning: the cells of {probe} ran {n} different versions of its probe file: run the matrix again\n"
@@ -263,7 +296,7 @@ impl Matrix {
             let cells: String = self.versions.iter().map(|v| row.get(v).map(|x| letter(*x)).unwrap_or('.')).collect();
             out.push_str(&format!("{claim:<width$} {cells}\n"));
         }
-        out.push_str("\nprobes × versions (p pass · c changed · - n/a · E error; the letter is upper-case where the behaviour differs from the version before)\n\n");
+        out.push_str("\nprobes × versions (p pass · c changed · - n/a · E error · b broken run, the probe needs repair; the letter is upper-case where the behaviour differs from the version before)\n\n");
         let pwidth = self.probes.keys().map(String::len).max().unwrap_or(5).max(5);
         for (probe, row) in &self.probes {
             let mut prev: Option<&Cell> = None;
@@ -278,7 +311,12 @@ impl Matrix {
                             Outcome::Changed => 'c',
                             Outcome::NotApplicable => '-',
                             Outcome::Error => 'E',
+                            Outcome::Broken => 'b',
                         };
+                        // a broken run is never a move, and is stepped over
+                        if c.outcome == Outcome::Broken {
+                            return ch;
+                        }
                         let moved = prev.is_some_and(|p| p.fingerprint != c.fingerprint || p.outcome != c.outcome);
                         prev = Some(c);
                         if moved {
@@ -313,9 +351,30 @@ impl Matrix {
             out.push_str("\nerrors\n");
             out.push_str(&(errors.join("\n") + "\n"));
         }
+        out.push_str(&self.broken_text(
+            "\nbroken runs (a failed invariant: the probe needs repair there; never a change, never a fact)\n",
+            "  ",
+        ));
         out.push_str(
             &self.unstable_text("\nunstable (run again on one version, the behaviour varied: not a change)\n", "  "),
         );
+        out
+    }
+
+    /// The broken runs, a line each (`PROBE needs repair on V: why`), under a heading (nothing when there
+    /// are none).
+    pub fn broken_text(&self, heading: &str, bullet: &str) -> String {
+        if self.broken.is_empty() {
+            return String::new();
+        }
+        let mut out = heading.to_string();
+        for (probe, row) in &self.broken {
+            let mut row: Vec<(&String, &String)> = row.iter().collect();
+            row.sort_by_key(|(v, _)| version_key(v));
+            for (version, why) in row {
+                out.push_str(&format!("{bullet}{probe} needs repair on {version}: {why}\n"));
+            }
+        }
         out
     }
 
@@ -383,6 +442,10 @@ impl Matrix {
             "\n## Unstable probes\n\nRun again on one version, these did not agree with themselves: their fingerprints there are noise, never a change.\n\n",
             "- ",
         ));
+        out.push_str(&self.broken_text(
+            "\n## Broken runs\n\nThese runs failed an invariant of every run (a request refused by the stub, a scripted turn not served, the deadline, the subject gone): the probe's script did not fit the version and needs repair there. A broken run is never a change, and no interface, budget, claim or timeline fact comes from it.\n\n",
+            "- ",
+        ));
         out
     }
 
@@ -400,7 +463,7 @@ impl Matrix {
     pub fn to_html(&self, title: &str, evidence: Option<&Evidence>) -> String {
         let mut h = String::new();
         h.push_str(&format!(
-            "<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>{}</title>\n<style>\nbody{{font-family:sans-serif;margin:1em}} table{{border-collapse:collapse;font-size:12px}} td,th{{border:1px solid #ccc;padding:2px 4px;text-align:center}} th.v{{writing-mode:vertical-rl}} td.l{{text-align:left}} .holds{{background:#cfc}} .diverges{{background:#ffd27f}} .changed{{background:#f99}} .na{{background:#ddd}} .error{{background:#f0f}} .pass{{background:#cfc}} .moved{{font-weight:bold;outline:2px solid #333}}\n</style></head><body>\n<h1>{}</h1>\n",
+            "<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>{}</title>\n<style>\nbody{{font-family:sans-serif;margin:1em}} table{{border-collapse:collapse;font-size:12px}} td,th{{border:1px solid #ccc;padding:2px 4px;text-align:center}} th.v{{writing-mode:vertical-rl}} td.l{{text-align:left}} .holds{{background:#cfc}} .diverges{{background:#ffd27f}} .changed{{background:#f99}} .na{{background:#ddd}} .error{{background:#f0f}} .broken{{background:#fff;outline:2px dashed #c00}} .pass{{background:#cfc}} .moved{{font-weight:bold;outline:2px solid #333}}\n</style></head><body>\n<h1>{}</h1>\n",
             esc(title),
             esc(title)
         ));
@@ -421,6 +484,13 @@ impl Matrix {
         self.html_timeline(&mut h, evidence);
         h.push_str("</ul>\n");
         self.html_unstable(&mut h);
+        if !self.broken.is_empty() {
+            h.push_str("<h2>Broken runs</h2>\n<p>A failed invariant: the probe needs repair there; never a change, never a fact.</p>\n<ul id=\"broken\">\n");
+            for line in self.broken_text("", "").lines() {
+                h.push_str(&format!("<li>{}</li>\n", esc(line)));
+            }
+            h.push_str("</ul>\n");
+        }
         h.push_str("</body></html>\n");
         h
     }
@@ -432,7 +502,10 @@ impl Matrix {
             for v in &self.versions {
                 match row.get(v) {
                     Some(x) => {
-                        let class = if *x == ClaimVerdict::NotApplicable { "na" } else { x.word() };
+                        let class = match x {
+                            ClaimVerdict::NotApplicable => "na",
+                            _ => x.word(),
+                        };
                         let href = evidence.and_then(|e| {
                             if changed_at(self.claim_timeline.get(claim), v) {
                                 return Some(format!("{}/{}.md", e.changes, esc(v)));
@@ -488,12 +561,15 @@ impl Matrix {
             for v in &self.versions {
                 match row.get(v) {
                     Some(c) => {
-                        let moved = prev.is_some_and(|p| p.fingerprint != c.fingerprint || p.outcome != c.outcome);
+                        let broken = c.outcome == Outcome::Broken;
+                        let moved =
+                            !broken && prev.is_some_and(|p| p.fingerprint != c.fingerprint || p.outcome != c.outcome);
                         let class = match c.outcome {
                             Outcome::Pass => "pass",
                             Outcome::Changed => "changed",
                             Outcome::NotApplicable => "na",
                             Outcome::Error => "error",
+                            Outcome::Broken => "broken",
                         };
                         let href = evidence.map(|e| {
                             if changed_at(self.probe_timeline.get(probe), v) {
@@ -509,7 +585,9 @@ impl Matrix {
                             esc(&c.reason),
                             link(c.outcome.word().to_string(), href)
                         ));
-                        prev = Some(c);
+                        if !broken {
+                            prev = Some(c);
+                        }
                     }
                     None => h.push_str("<td></td>"),
                 }
@@ -628,7 +706,8 @@ fn probe_changes(
     let mut changes = Vec::new();
     let mut prev: Option<(&String, &Cell)> = None;
     for v in versions {
-        let Some(cell) = row.get(v) else { continue };
+        // a broken run says nothing of the behaviour: stepped over, as a version not run
+        let Some(cell) = row.get(v).filter(|c| c.outcome != Outcome::Broken) else { continue };
         if let Some((pv, pc)) = prev {
             // a side that did not reproduce itself says nothing of a change
             let noise = !pc.unstable.is_empty() || !cell.unstable.is_empty();
@@ -681,7 +760,9 @@ fn claim_changes<'a>(
     for p in probes {
         let mut prev: Option<(&String, ClaimVerdict, bool)> = None;
         for v in versions {
-            let Some(o) = by_key.get(&(p.clone(), v.clone())) else { continue };
+            let Some(o) = by_key.get(&(p.clone(), v.clone())).filter(|o| o.outcome != Outcome::Broken) else {
+                continue;
+            };
             let Some(verdict) = o.claims.get(claim).copied() else { continue };
             let unstable = !o.unstable.is_empty();
             if let Some((pv, pverdict, punstable)) = prev {

@@ -16,7 +16,8 @@
 //! exact release. A version without the linux-x64 binary is skipped and said.
 //!
 //! Exit status: 0 nothing new (or new releases without a change), 1 changes found, 2 an error (npm
-//! unreachable: never "nothing new").
+//! unreachable: never "nothing new"), 3 a probe needs repair on a new release (its run broke an
+//! invariant: [`crate::observe::Outcome::Broken`]; whatever else was found is published, and said).
 
 use super::releases::Releases;
 use super::report::Matrix;
@@ -26,6 +27,10 @@ use crate::observe::{Observation, Outcome};
 use crate::probe::Probe;
 use crate::versions::{Catalogue, Freshness, Npm, Refresh};
 use std::path::{Path, PathBuf};
+
+/// `probelab watch`'s exit status when a probe needs repair on a new release (its run broke an
+/// invariant).
+pub const EXIT_NEEDS_REPAIR: u8 = 3;
 
 /// The title of the committed reports.
 pub const TITLE: &str = "probelab: claims × versions of Claude Code";
@@ -79,8 +84,8 @@ pub fn reports(
         ("matrix.txt", m.to_text()),
         ("matrix.html", html),
         ("timeline.md", m.to_markdown(TITLE) + &section),
-        ("budgets.md", super::budgets::to_markdown(golden, &m.versions)),
-        ("interface.md", super::interface::to_markdown(golden, &m.versions)),
+        ("budgets.md", super::budgets::to_markdown(golden, &m.versions, &|p, v| m.is_broken(p, v))),
+        ("interface.md", super::interface::to_markdown(golden, &m.versions, &|p, v| m.is_broken(p, v))),
     ];
     Ok((m, files))
 }
@@ -195,16 +200,21 @@ pub fn publish(
 }
 
 /// Every release page the matrix makes: (version, page) for each version with a change in the probes'
-/// timeline, against the version before it in the matrix ([`release_page`]; the publication date from
-/// the committed releases).
+/// timeline or a probe that needs repair there (a broken run), against the version before it in the
+/// matrix ([`release_page`]; the publication date from the committed releases).
 pub fn pages(
     probes: &[Probe],
     layout: &Layout,
     m: &Matrix,
     releases: &Releases,
 ) -> Result<Vec<(String, String)>, String> {
-    let changed: std::collections::BTreeSet<&str> =
-        m.probe_timeline.values().flatten().map(|c| c.version.as_str()).collect();
+    let changed: std::collections::BTreeSet<&str> = m
+        .probe_timeline
+        .values()
+        .flatten()
+        .map(|c| c.version.as_str())
+        .chain(m.broken.values().flat_map(|r| r.keys().map(String::as_str)))
+        .collect();
     let mut out = Vec::new();
     for w in m.versions.windows(2) {
         let (previous, version) = (&w[0], &w[1]);
@@ -276,6 +286,20 @@ pub fn changes_page(version: &str, previous: &str, published: Option<&str>, m: &
         );
         out.push_str(&unstable.concat());
     }
+    let broken: Vec<String> = m
+        .broken
+        .iter()
+        .filter_map(|(p, row)| {
+            row.get(version).map(|w| format!("- `{p}`: the probe needs repair on {version} ({w})\n"))
+        })
+        .collect();
+    if !broken.is_empty() {
+        out.push_str(
+            "\n## Needs repair\n\nThese runs broke an invariant of every run: what they show is no behaviour of \
+             Claude Code, and nothing on this page comes from them (not compared, no interface, no budget).\n\n",
+        );
+        out.push_str(&broken.concat());
+    }
     out.push_str(&format!(
         "\n## Evidence: `probelab diff claude-code@{previous} claude-code@{version}`\n\n```\n{}```\n",
         diff_summary
@@ -323,9 +347,10 @@ pub fn release_page(
             )
         }
     };
+    let broken = |p: &str, v: &str| m.is_broken(p, v);
     Ok(changes_page(version, previous, published, m, &evidence)
-        + &budget_lines(golden, version, previous)
-        + &interface_lines(golden, version, previous))
+        + &budget_lines(golden, version, previous, &broken)
+        + &interface_lines(golden, version, previous, &broken))
 }
 
 /// The versions of these without a committed golden set, as the repository names it
@@ -339,22 +364,23 @@ fn missing_goldens(golden: &Path, versions: &[&str]) -> Option<String> {
     (!missing.is_empty()).then(|| missing.join("; "))
 }
 
-/// The interface lines of a release's page ([`super::interface::between`]).
-pub fn interface_lines(golden: &Path, version: &str, previous: &str) -> String {
+/// The interface lines of a release's page ([`super::interface::between`]; broken runs left out).
+pub fn interface_lines(golden: &Path, version: &str, previous: &str, broken: super::budgets::IsBroken<'_>) -> String {
     if let Some(m) = missing_goldens(golden, &[previous, version]) {
         return format!("\n## Interface\n\n(not compared: {m})\n");
     }
-    match super::interface::between(golden, previous, version) {
+    match super::interface::between(golden, previous, version, broken) {
         Ok(lines) if lines.is_empty() => "\n## Interface\n\nNo interface change.\n".into(),
         Ok(lines) => format!("\n## Interface\n\n{}", lines.iter().map(|l| format!("- {l}\n")).collect::<String>()),
         Err(e) => format!("\n## Interface\n\n(not compared: {e})\n"),
     }
 }
 
-/// The budget lines of a release's page: each budget whose value differs from the release before it.
-pub fn budget_lines(golden: &Path, version: &str, previous: &str) -> String {
+/// The budget lines of a release's page: each budget whose value differs from the release before it
+/// (none read from a broken run).
+pub fn budget_lines(golden: &Path, version: &str, previous: &str, broken: super::budgets::IsBroken<'_>) -> String {
     let versions = [previous.to_string(), version.to_string()];
-    let t = super::budgets::table(golden, &versions);
+    let t = super::budgets::table(golden, &versions, broken);
     let ch = super::budgets::changes(&t, &versions);
     if ch.is_empty() {
         return "\n## Budgets\n\nNo budget of docs/matrix/budgets.md changed.\n".into();
@@ -381,6 +407,10 @@ pub struct Watched {
     pub unstable: Vec<(String, String, String)>,
     /// Cells that errored (no verdict): (version, probe, why).
     pub errors: Vec<(String, String, String)>,
+    /// Probes whose run on a new release broke an invariant: (version, probe, why). The probe needs
+    /// repair on that release; nothing of the run is published as a change or a fact.
+    #[serde(default)]
+    pub broken: Vec<(String, String, String)>,
     /// Probes whose run on the newest committed version did not give back its committed golden: their
     /// transcript varies between runs (a race, an order) even where the fingerprint agrees — worth a look.
     pub golden_differs: Vec<String>,
@@ -503,7 +533,12 @@ pub async fn watch(
                 w.unstable.push((v.clone(), probe.clone(), what.clone()));
             }
         }
-        if w.changes.iter().any(|c| &c.0 == v) {
+        for (probe, row) in &m.broken {
+            if let Some(why) = row.get(v) {
+                w.broken.push((v.clone(), probe.clone(), why.clone()));
+            }
+        }
+        if w.changes.iter().any(|c| &c.0 == v) || w.broken.iter().any(|b| &b.0 == v) {
             w.pages.push(docs.changes.join(format!("{v}.md")));
         }
     }

@@ -361,6 +361,16 @@ impl Check {
     }
 }
 
+/// The kinds of check: `semantic` (what happened), `wording` (Claude Code's exact texts), and
+/// [`REQUEST_SHAPE`].
+pub const CHECK_KINDS: &[&str] = &["semantic", "wording", REQUEST_SHAPE];
+
+/// The kind of a request check that reads the request's shape — where the cache markers sit, the
+/// reminders, the system blocks, how the messages are laid out — not what a tool did: it sees the
+/// request whole (`cache_control` too), and its failure is a request-shape change, never a claim's
+/// behaviour (the claims it cites keep their verdict).
+pub const REQUEST_SHAPE: &str = "request-shape";
+
 /// What a check may name in the probe's script: its main conversation's turns and tool_uses, its
 /// commands.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -450,9 +460,13 @@ impl RawCheck {
                 return Err(CheckError::at(None, msg, Some(hint.into())));
             }
         }
-        if let Some(k) = self.kind.as_ref().filter(|k| *k != "semantic" && *k != "wording") {
+        if let Some(k) = self.kind.as_ref().filter(|k| !CHECK_KINDS.contains(&k.as_str())) {
             let msg = format!("kind {k:?} is not a check kind");
-            return Err(CheckError::at(None, msg, Some("\"semantic\" or \"wording\"".into())));
+            return Err(CheckError::at(None, msg, Some("\"semantic\", \"wording\" or \"request-shape\"".into())));
+        }
+        if self.kind.as_deref() == Some(REQUEST_SHAPE) && !matches!(target, Target::Request { .. }) {
+            let msg = "kind \"request-shape\" is a check of a request (`request = N`)".to_string();
+            return Err(CheckError::at(None, msg, None));
         }
         let matches = self.matches.as_deref().map(super::placeholders::old_spelling_read);
         if let Some(re) = &matches {

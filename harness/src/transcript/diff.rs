@@ -14,7 +14,7 @@
 //! same in every probe, so its text diff is kept once per set and the probes name it. The claims matrix
 //! of the HTML report speaks of behaviour only: a prompt-only change never shows as a claim that differs.
 
-use super::normalise::strip_reminders;
+use super::normalise::fingerprint_text;
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -36,6 +36,13 @@ pub struct ProbeDiff {
     pub results: Option<String>,
     /// Unified diff of the verdict lines, when they differ.
     pub verdicts: Option<String>,
+    /// Unified diff of the files the checks read (the transcripts' `## files the checks read`), when
+    /// they differ.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub files: Option<String>,
+    /// Each verdict that moved, in words (`check 5: file hook.log pass → FAIL`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub verdict_changes: Vec<String>,
     /// Unified diff of the request-shape lines (model, max_tokens, stream; deferred tools), when they differ.
     pub shape: Option<String>,
     /// Unified diff of everything else, when it differs.
@@ -74,6 +81,10 @@ pub struct Fingerprints {
     /// text`): the parts the goldens may not show (files are in the cells, not in the transcripts).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub parts: Vec<String>,
+    /// A side's run broke an invariant (`the probe needs repair on 2.1.334 (…)`): nothing of the probe is
+    /// compared — no behaviour, no interface — until it is repaired.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub broken: String,
 }
 
 /// One tool result that differs between the sides, in words.
@@ -92,6 +103,12 @@ pub struct ResultChange {
 }
 
 impl ProbeDiff {
+    /// A side of the probe broke an invariant (the observatory's cells say so: [`Fingerprints::broken`]):
+    /// nothing of it is compared, neither its behaviour nor the interface its requests show.
+    pub fn is_broken(&self) -> bool {
+        self.fingerprints.as_ref().is_some_and(|f| !f.broken.is_empty())
+    }
+
     /// No difference at all.
     pub fn is_same(&self) -> bool {
         self.tools_added.is_empty()
@@ -102,6 +119,7 @@ impl ProbeDiff {
             && self.system.is_none()
             && self.results.is_none()
             && self.verdicts.is_none()
+            && self.files.is_none()
             && self.shape.is_none()
             && self.rest.is_none()
             && self.fingerprints.as_ref().is_none_or(|f| f.same)
@@ -113,7 +131,7 @@ impl ProbeDiff {
     pub fn same_behaviour(&self) -> bool {
         match &self.fingerprints {
             Some(f) => f.same,
-            None => self.results.is_none() && self.verdicts.is_none(),
+            None => self.results.is_none() && self.verdicts.is_none() && self.files.is_none(),
         }
     }
 
@@ -121,12 +139,15 @@ impl ProbeDiff {
     /// goldens that differ where the measured runs agree.
     fn fingerprint_notes(&self) -> Vec<String> {
         let Some(f) = &self.fingerprints else { return Vec::new() };
+        if !f.broken.is_empty() {
+            return vec![format!("not compared: {}", f.broken)];
+        }
         let mut out = Vec::new();
         if !f.same {
-            if self.changes.is_empty() && self.verdicts.is_none() {
+            if self.changes.is_empty() && self.verdicts.is_none() && self.files.is_none() {
                 out.push(format!("cells {} → {}: {}", f.left, f.right, f.parts.join("; ")));
             }
-        } else if self.results.is_some() || self.verdicts.is_some() {
+        } else if self.results.is_some() || self.verdicts.is_some() || self.files.is_some() {
             let why = if f.unstable.is_empty() {
                 "the measured runs of both versions agree: these goldens come from runs that varied".to_string()
             } else {
@@ -221,12 +242,21 @@ fn system(t: &str) -> Option<String> {
     t.lines().find_map(|l| l.strip_prefix("system: ")).map(str::to_string)
 }
 
-/// The request-shape lines: the model line, and per `tools:` line the deferred tools.
+/// The request-shape lines: the model line, where each request's cache markers sit (`cache_control:`,
+/// after the request's heading), and per `tools:` line the deferred tools.
 fn shape_lines(t: &str) -> String {
+    let mut heading = "";
     t.lines()
         .filter_map(|l| {
+            if l.starts_with("## request ") {
+                heading = l;
+                return None;
+            }
             if l.starts_with("model: ") {
                 return Some(l.to_string());
+            }
+            if l.starts_with("cache_control: ") {
+                return Some(format!("{} {l}", heading.trim_start_matches("## ")));
             }
             let tools = l.strip_prefix("tools: ")?;
             let deferred: Vec<&str> = tools
@@ -250,9 +280,8 @@ fn verdict_lines(t: &str) -> String {
 /// Lines of tool_result sections (a result line and its indented content), each result's text without
 /// the `<system-reminder>` blocks a subject appends to it (Claude Code does with some models, e.g.
 /// `--model claude-sonnet-4-5`: `<total_tokens>N tokens left</total_tokens>`, a count that moves with
-/// the prompt's size) and the trailing white space that subject trims before them — the step
-/// [`strip_reminders`] of the behaviour fingerprints: the reminders are context for the model, not what
-/// the tool answered. The content of a result whose tool_use id is in `unordered` (the probe's
+/// the prompt's size) — the fingerprint's own step ([`fingerprint_text`]: every other byte kept, trailing
+/// white space too): the reminders are context for the model, not what the tool answered. The content of a result whose tool_use id is in `unordered` (the probe's
 /// `unordered`: a subject's parallel search prints its lines in any order) is sorted, as the behaviour
 /// fingerprint counts those lines as a set ([`crate::observe::behaviour`]).
 fn result_lines(t: &str, unordered: &BTreeSet<String>) -> String {
@@ -264,7 +293,7 @@ fn result_lines(t: &str, unordered: &BTreeSet<String>) -> String {
         if let Some(lines) = text.take() {
             let raw = lines.iter().map(|l| l.strip_prefix("  | ").unwrap_or("")).collect::<Vec<_>>().join("\n");
             let mut shown: Vec<String> =
-                super::indent(&strip_reminders(&raw)).split('\n').map(str::to_string).collect();
+                super::indent(&fingerprint_text(&raw)).split('\n').map(str::to_string).collect();
             if as_set {
                 shown.sort_unstable();
             }
@@ -340,6 +369,87 @@ fn deferred(t: &str) -> BTreeSet<String> {
     out
 }
 
+/// The section of the files the checks read (empty when the transcript has none).
+fn files_part(t: &str) -> &str {
+    let heading = format!("\n{}\n", super::FILES_HEADING);
+    let Some(at) = t.find(&heading) else { return "" };
+    let rest = &t[at + heading.len()..];
+    rest.split("\n## verdicts\n").next().unwrap_or(rest).trim_end()
+}
+
+/// The files of [`files_part`]: (the path the check names, what the transcript shows of it: its text,
+/// or the line that stands for it — absent, its size and hash).
+fn file_blocks(part: &str) -> Vec<(String, String)> {
+    let mut out: Vec<(String, Vec<&str>)> = Vec::new();
+    for l in part.lines() {
+        if let Some(rest) = l.strip_prefix("file ") {
+            // `file NAME:` then its lines, or `file NAME: what` on one line; a glob's `PATTERN = PATH`
+            let (name, text) = match rest.strip_suffix(':') {
+                Some(name) => (name, Vec::new()),
+                None => rest.split_once(": ").map(|(n, t)| (n, vec![t])).unwrap_or((rest, Vec::new())),
+            };
+            out.push((name.split(" = ").next().unwrap_or(name).to_string(), text));
+        } else if let Some((_, text)) = out.last_mut() {
+            text.push(l.strip_prefix("  | ").or_else(|| l.strip_prefix("  |")).unwrap_or(l));
+        }
+    }
+    out.into_iter().map(|(name, lines)| (name, lines.join("\n"))).collect()
+}
+
+/// Each file whose content differs between the sides, in words, paired by the path its check names.
+fn file_changes(left: &str, right: &str) -> Vec<ResultChange> {
+    let (a, b) = (file_blocks(left), file_blocks(right));
+    let mut out = Vec::new();
+    for (name, ta) in &a {
+        let call = format!("file {name}");
+        match b.iter().find(|(n, _)| n == name) {
+            Some((_, tb)) if ta != tb => out.push(ResultChange {
+                call,
+                is_error: None,
+                words: word_diff(ta, tb),
+                segments: word_segments(ta, tb),
+            }),
+            Some(_) => {}
+            None => out.push(one_side(call, ta, '-')),
+        }
+    }
+    for (name, tb) in b.iter().filter(|(n, _)| !a.iter().any(|(m, _)| m == n)) {
+        out.push(one_side(format!("file {name}"), tb, '+'));
+    }
+    out
+}
+
+/// A result or file on one side only.
+fn one_side(call: String, text: &str, side: char) -> ResultChange {
+    let shown = cut(text, WORD_CONTEXT * 2);
+    let words = match side {
+        '-' => format!("[-{shown}-] (not on the right)"),
+        _ => format!("{{+{shown}+}} (not on the left)"),
+    };
+    ResultChange { call, is_error: None, words, segments: vec![(side, shown)] }
+}
+
+/// Each verdict that moved, in words: `check 5: file hook.log pass → FAIL`, paired by the check's name
+/// (a check on one side only said so).
+fn verdict_changes(left: &str, right: &str) -> Vec<String> {
+    let parse = |t: &str| -> Vec<(String, String)> {
+        t.lines().filter_map(|l| l.split_once(' ').map(|(w, name)| (name.to_string(), w.to_string()))).collect()
+    };
+    let (a, b) = (parse(left), parse(right));
+    let mut out = Vec::new();
+    for (name, wa) in &a {
+        match b.iter().find(|(n, _)| n == name) {
+            Some((_, wb)) if wa != wb => out.push(format!("{name}: {wa} → {wb}")),
+            Some(_) => {}
+            None => out.push(format!("{name}: {wa} → (no such check)")),
+        }
+    }
+    for (name, wb) in b.iter().filter(|(n, _)| !a.iter().any(|(m, _)| m == n)) {
+        out.push(format!("{name}: (no such check) → {wb}"));
+    }
+    out
+}
+
 /// The result blocks of [`result_lines`], by header id: (header, text).
 fn result_blocks(lines: &str) -> Vec<(String, String, String)> {
     let mut out: Vec<(String, String, String)> = Vec::new();
@@ -357,13 +467,25 @@ fn result_blocks(lines: &str) -> Vec<(String, String, String)> {
     out
 }
 
-/// Each result whose text or `is_error` differs, with its words.
+/// Each result whose text or `is_error` differs, with its words — paired by tool_use id, never by
+/// position: each call's first answer on one side with its first answer on the other (a compaction
+/// request repeats earlier results in its history: those copies are not the answers), every call
+/// answered on both sides compared; a call answered on one side only said so.
 fn result_changes(left: &str, right: &str) -> Vec<ResultChange> {
-    let (a, b) = (result_blocks(left), result_blocks(right));
+    let first = |lines: &str| {
+        let mut seen: Vec<(String, String, String)> = Vec::new();
+        for b in result_blocks(lines) {
+            if !seen.iter().any(|s| s.0 == b.0) {
+                seen.push(b);
+            }
+        }
+        seen
+    };
+    let (a, b) = (first(left), first(right));
     let mut out = Vec::new();
-    for i in 0..a.len().max(b.len()) {
-        match (a.get(i), b.get(i)) {
-            (Some((_, ha, ta)), Some((_, hb, tb))) if ha != hb || ta != tb => {
+    for (id, ha, ta) in &a {
+        match b.iter().find(|(j, _, _)| j == id) {
+            Some((_, hb, tb)) if ha != hb || ta != tb => {
                 let (ea, eb) = (ha.ends_with(" is_error"), hb.ends_with(" is_error"));
                 out.push(ResultChange {
                     call: ha.trim_end_matches(" is_error").to_string(),
@@ -372,20 +494,12 @@ fn result_changes(left: &str, right: &str) -> Vec<ResultChange> {
                     segments: if ta == tb { Vec::new() } else { word_segments(ta, tb) },
                 });
             }
-            (Some((_, h, t)), None) => out.push(ResultChange {
-                call: h.clone(),
-                is_error: None,
-                words: format!("[-{}-] (no such result on the right)", cut(t, WORD_CONTEXT * 2)),
-                segments: vec![('-', cut(t, WORD_CONTEXT * 2))],
-            }),
-            (None, Some((_, h, t))) => out.push(ResultChange {
-                call: h.clone(),
-                is_error: None,
-                words: format!("{{+{}+}} (no such result on the left)", cut(t, WORD_CONTEXT * 2)),
-                segments: vec![('+', cut(t, WORD_CONTEXT * 2))],
-            }),
-            _ => {}
+            Some(_) => {}
+            None => out.push(one_side(ha.clone(), ta, '-')),
         }
+    }
+    for (_, hb, tb) in b.iter().filter(|(j, _, _)| !a.iter().any(|(i, _, _)| i == j)) {
+        out.push(one_side(hb.clone(), tb, '+'));
     }
     out
 }
@@ -591,18 +705,29 @@ pub fn diff_dirs_with(
         if d.results.is_some() {
             d.changes = result_changes(&rx, &ry);
         }
+        let (fx, fy) = (files_part(x), files_part(y));
+        d.files = udiff(fx, fy, &ln, &rn);
+        if d.files.is_some() {
+            d.changes.extend(file_changes(fx, fy));
+        }
         d.verdicts = udiff(&verdict_lines(x), &verdict_lines(y), &ln, &rn);
+        if d.verdicts.is_some() {
+            d.verdict_changes = verdict_changes(&verdict_lines(x), &verdict_lines(y));
+        }
         d.shape = udiff(&shape_lines(x), &shape_lines(y), &ln, &rn);
         let results: BTreeSet<String> =
             result_lines(x, &none).lines().chain(result_lines(y, &none).lines()).map(str::to_string).collect();
         let strip = |t: &str| {
             let body = t.split("\n## verdicts\n").next().unwrap_or(t);
+            let files = format!("\n{}\n", super::FILES_HEADING);
+            let body = body.split(files.as_str()).next().unwrap_or(body);
             body.lines()
                 .filter(|l| {
                     !l.starts_with("subject: ")
                         && !l.starts_with("tools: ")
                         && !l.starts_with("system: ")
                         && !l.starts_with("model: ")
+                        && !l.starts_with("cache_control: ")
                         && !results.contains(*l)
                 })
                 .collect::<Vec<_>>()
@@ -630,6 +755,9 @@ fn render_probe(p: &ProbeDiff, o: &mut Vec<String>) {
     o.extend(p.fingerprint_notes().into_iter().map(|n| format!("  behaviour: {n}")));
     if let Some(r) = &p.results {
         indented(o, "  behaviour: tool results:".into(), r);
+    }
+    if let Some(r) = &p.files {
+        indented(o, "  behaviour: files the checks read:".into(), r);
     }
     if let Some(r) = &p.verdicts {
         indented(o, "  behaviour: verdicts:".into(), r);
@@ -665,7 +793,9 @@ pub fn render_summary(d: &SetDiff) -> String {
         d.only_right.len()
     ));
     let mut interface: BTreeMap<String, usize> = BTreeMap::new();
-    for p in &d.probes {
+    // a broken run's requests are no interface of the subject's (a script that ran out makes it retry
+    // without tool search: its tools would read as no longer deferred)
+    for p in d.probes.iter().filter(|p| !p.is_broken()) {
         let lines = p
             .tools_added
             .iter()
@@ -700,8 +830,9 @@ pub fn render_summary(d: &SetDiff) -> String {
                 o.push(format!("    {}{err}: {}", c.call, c.words));
             }
         }
-        if p.changes.is_empty() && p.verdicts.is_some() {
-            o.push("    verdicts only (--full shows them)".into());
+        // what the checks saw move, when no result or file shows it (a request's text, a wait)
+        if p.changes.is_empty() {
+            o.extend(p.verdict_changes.iter().map(|v| format!("    {v}")));
         }
         o.extend(p.fingerprint_notes().into_iter().map(|n| format!("    {n}")));
     }
@@ -870,10 +1001,15 @@ mod tests {
     fn appended_reminders_are_not_results() {
         let plain = "tool_result t1:\n  | 1\tone\n  | 2\t\ntool_result t2 is_error:\n  | <tool_use_error>x</tool_use_error>\n## verdicts\npass invariant: i\n";
         let reminded = "tool_result t1:\n  | 1\tone\n  | 2\n  |\n  | <system-reminder>\n  | <total_tokens>14999874 tokens left</total_tokens>\n  | </system-reminder>\ntool_result t2 is_error:\n  | <tool_use_error>x</tool_use_error>\n  |\n  | <system-reminder>\n  | <total_tokens>1 tokens left</total_tokens>\n  | </system-reminder>\n## verdicts\npass invariant: i\n";
-        assert_eq!(result_lines(plain, &BTreeSet::new()), result_lines(reminded, &BTreeSet::new()));
+        // the reminders come off with the separator before them; every other byte stays: Claude Code trims
+        // the text it appends them to (`2` where it would send `2\t`), and that is what the model sees
+        assert_eq!(
+            result_lines(reminded, &BTreeSet::new()),
+            "tool_result t1:\n  | 1\tone\n  | 2\ntool_result t2 is_error:\n  | <tool_use_error>x</tool_use_error>"
+        );
         assert_eq!(
             result_lines(plain, &BTreeSet::new()),
-            "tool_result t1:\n  | 1\tone\n  | 2\ntool_result t2 is_error:\n  | <tool_use_error>x</tool_use_error>"
+            "tool_result t1:\n  | 1\tone\n  | 2\t\ntool_result t2 is_error:\n  | <tool_use_error>x</tool_use_error>"
         );
         // a text that differs still differs
         assert_ne!(result_lines(plain, &BTreeSet::new()), result_lines(&plain.replace("one", "two"), &BTreeSet::new()));

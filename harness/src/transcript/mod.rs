@@ -167,7 +167,8 @@ fn quote(s: &str) -> String {
     serde_json::to_string(s).unwrap_or_default()
 }
 
-fn indent(text: &str) -> String {
+/// A text as a transcript shows it: each line after `  | ` (an empty line as `  |`).
+pub fn indent(text: &str) -> String {
     if text.is_empty() {
         return "  |".into();
     }
@@ -192,8 +193,14 @@ fn render_block(b: &Value, out: &mut Vec<String>, blobs: &mut Blobs, norm: Norm<
             out.push(format!("tool_result {id}{err}:"));
             match b.get("content") {
                 Some(Value::Array(parts)) => {
-                    for p in parts {
+                    for (k, p) in parts.iter().enumerate() {
                         match p.get("type").and_then(Value::as_str) {
+                            // where a text block ends is a byte the model sees (and the fingerprint
+                            // counts): a text that follows another block says so
+                            Some("text") if k > 0 => {
+                                out.push(format!("  [text block {}]", k + 1));
+                                out.push(indent(p.get("text").and_then(Value::as_str).unwrap_or_default()))
+                            }
                             Some("text") => out.push(indent(p.get("text").and_then(Value::as_str).unwrap_or_default())),
                             // TS-1: ToolSearch answers with references to the tools it loaded
                             Some("tool_reference") => out.push(format!(
@@ -324,7 +331,13 @@ impl Header<'_> {
 }
 
 /// Renders a run as text (not yet normalised); fills `blobs` with what it references.
-pub fn render(h: &Header<'_>, view: &View<'_>, verdicts: &[String], blobs: &mut Blobs, norm: Norm<'_>) -> String {
+pub fn render(
+    h: &Header<'_>,
+    view: &View<'_>,
+    (files, verdicts): (&[String], &[String]),
+    blobs: &mut Blobs,
+    norm: Norm<'_>,
+) -> String {
     let mut out = h.lines();
     let mut shown = Shown::default();
     let mut side: Vec<String> = Vec::new();
@@ -344,10 +357,22 @@ pub fn render(h: &Header<'_>, view: &View<'_>, verdicts: &[String], blobs: &mut 
         out.push("## other exchanges".into());
         out.extend(side);
     }
+    files_section(&mut out, files);
     out.push(String::new());
     out.push("## verdicts".into());
     out.extend(verdicts.iter().cloned());
     out.join("\n") + "\n"
+}
+
+/// The heading of the files the checks read ([`crate::check::files_read`]).
+pub const FILES_HEADING: &str = "## files the checks read";
+
+fn files_section(out: &mut Vec<String>, files: &[String]) {
+    if !files.is_empty() {
+        out.push(String::new());
+        out.push(FILES_HEADING.into());
+        out.extend(files.iter().cloned());
+    }
 }
 
 /// What the turns rendered so far showed, per conversation: how many of its messages, its last tools
@@ -358,6 +383,8 @@ struct Shown<'v> {
     tools: BTreeMap<String, String>,
     system: BTreeMap<String, String>,
     blobs: Vec<(&'v Value, String)>,
+    /// Per request rendered, where its messages carry cache markers ([`cache_places`]).
+    cache: BTreeMap<usize, Vec<(usize, String)>>,
 }
 
 /// A turn's request (what is new in it: the tools and system prompt when they changed, the first
@@ -404,6 +431,12 @@ fn render_turn<'v>(
             out.push(format!("system: {h}"));
             shown.system.insert(conv.clone(), h);
         }
+    }
+    // where the request's cache markers sit: the request's shape, which moves between releases (and
+    // with the model) where nothing else does — kept so a page can show it
+    let places = cache_places(requests, i, &mut shown.cache);
+    if !places.is_empty() {
+        out.push(format!("cache_control: {}", places.join(" ")));
     }
     if turn == 1 {
         out.push(format!(
@@ -459,6 +492,51 @@ fn render_turn<'v>(
     shown.messages.insert(conv, count + 1);
 }
 
+/// Where request `i` carries `cache_control`: `tools[NAME]`, `system[K]`, `message M block B` (1-based
+/// message and block; `message M` for the message itself), in request order. A request stored against
+/// an earlier one shares its first messages byte for byte, so their places are the earlier request's
+/// (kept in `memo`): each message is looked at once.
+fn cache_places(requests: &Requests<'_>, i: usize, memo: &mut BTreeMap<usize, Vec<(usize, String)>>) -> Vec<String> {
+    let marked = |v: &Value| v.get("cache_control").is_some();
+    let mut out = Vec::new();
+    for t in requests.field(i, "tools").and_then(Value::as_array).into_iter().flatten().filter(|t| marked(t)) {
+        out.push(format!("tools[{}]", t.get("name").and_then(Value::as_str).unwrap_or("?")));
+    }
+    if let Some(Value::Array(blocks)) = requests.field(i, "system") {
+        out.extend(blocks.iter().enumerate().filter(|(_, b)| marked(b)).map(|(k, _)| format!("system[{}]", k + 1)));
+    }
+    let kept = requests.kept(i);
+    let mut places: Vec<(usize, String)> = match requests.base_of(i) {
+        Some(j) if kept > 0 => {
+            let before = match memo.get(&j) {
+                Some(p) => p.clone(),
+                None => message_places(requests, j, 0),
+            };
+            before.into_iter().filter(|(m, _)| *m < kept).collect()
+        }
+        _ => Vec::new(),
+    };
+    places.extend(message_places(requests, i, kept));
+    out.extend(places.iter().map(|(_, p)| p.clone()));
+    memo.insert(i, places);
+    out
+}
+
+/// The cache markers of request `i`'s messages from message `from` (0-based) on: (message, place).
+fn message_places(requests: &Requests<'_>, i: usize, from: usize) -> Vec<(usize, String)> {
+    let mut out = Vec::new();
+    for m in from..requests.message_count(i) {
+        let Some(msg) = requests.message(i, m) else { continue };
+        if msg.get("cache_control").is_some() {
+            out.push((m, format!("message {}", m + 1)));
+        }
+        for (k, _) in content_blocks_of(msg).iter().enumerate().filter(|(_, b)| b.get("cache_control").is_some()) {
+            out.push((m, format!("message {} block {}", m + 1, k + 1)));
+        }
+    }
+    out
+}
+
 /// An exchange that is no turn of a conversation (a count_tokens, a fault's answer, a refused request),
 /// on one line of the transcript's "other exchanges".
 fn side_line(e: &Exchange) -> String {
@@ -479,7 +557,11 @@ fn side_line(e: &Exchange) -> String {
 
 /// Renders an exec probe: each command (argv as written), its exit, stdout and stderr verbatim;
 /// durations and memory are evidence, never golden.
-pub fn render_exec(h: &Header<'_>, records: &[crate::subject::exec::ExecRecord], verdicts: &[String]) -> String {
+pub fn render_exec(
+    h: &Header<'_>,
+    records: &[crate::subject::exec::ExecRecord],
+    (files, verdicts): (&[String], &[String]),
+) -> String {
     let mut out = h.lines();
     for (i, r) in records.iter().enumerate() {
         out.push(String::new());
@@ -494,6 +576,7 @@ pub fn render_exec(h: &Header<'_>, records: &[crate::subject::exec::ExecRecord],
         out.push("stderr:".into());
         out.push(indent(r.stderr.strip_suffix('\n').unwrap_or(&r.stderr)));
     }
+    files_section(&mut out, files);
     out.push(String::new());
     out.push("## verdicts".into());
     out.extend(verdicts.iter().cloned());
@@ -550,7 +633,7 @@ mod tests {
         let script = Script::new("t", Vec::new()).unwrap_or_else(|e| panic!("{e}"));
         let view = View { exchanges: &exchanges, script: &script };
         let h = Header { probe: "p", claims: &[], subject: "s", diverges: Vec::new() };
-        let out = render(&h, &view, &[], &mut Blobs::new(), &|t: &str| t.to_string());
+        let out = render(&h, &view, (&[], &[]), &mut Blobs::new(), &|t: &str| t.to_string());
         let third = out.split("## request 3").nth(1).unwrap_or_default();
         assert!(third.contains("history rewritten: 3 messages, 0 of them the previous request's"), "{out}");
         assert!(third.contains("SUMMARY of first and second"), "{out}");

@@ -194,6 +194,14 @@ const CANARY: &str = concat!(
     "Today's date is 2026-11-30. The current month is November 2026.",
 );
 
+/// A tool result [`FINGERPRINT_STEPS`] act on ([`stamp`]): trailing white space, blocks, a reminder
+/// alone, reminders appended in the text and as a block.
+const FINGERPRINT_CANARY: &str = concat!(
+    "<system-reminder>alone</system-reminder>\u{1d}own text \n\n\u{1d}more\n",
+    "\n\n<system-reminder>\n<total_tokens>1 tokens left</total_tokens>\n</system-reminder>",
+    "\u{1d}\n\n<system-reminder>fresh</system-reminder>",
+);
+
 /// The normaliser's stamp (12 hex): a hash of every step's name and of what the steps do to
 /// [`CANARY`]. A matrix cell records the stamp it was normalised with: a fingerprint made by another
 /// normaliser is not comparable, so a resumed matrix runs such a cell again and a report says when its
@@ -218,6 +226,12 @@ pub fn stamp() -> &'static str {
             text.push('\n');
         }
         text.push_str(&Normaliser { steps }.apply(CANARY));
+        // the fingerprint's own steps, by name and by what they do to a result of their own
+        for (name, _) in FINGERPRINT_STEPS {
+            text.push_str(&format!("\nfingerprint step {name}"));
+        }
+        text.push_str(&format!("\nblock separator {:?}\n", BLOCK_SEPARATOR));
+        text.push_str(&fingerprint_text(FINGERPRINT_CANARY));
         super::sha256(text.as_bytes())[..12].to_string()
     });
     &STAMP
@@ -329,11 +343,68 @@ pub fn appended_reminders_off(text: &str) -> &str {
     APPENDED.captures(text).and_then(|c| c.get(1)).map_or(text, |own| own.as_str())
 }
 
-/// A tool result as the tool gave it: the `<system-reminder>` blocks a subject appends to results (Claude
-/// Code does with some models) taken off, and trailing whitespace (which the same subject trims) with
-/// them. For behaviour fingerprints only: goldens keep the reminders — they are what the model saw.
+/// A result's text with every `<system-reminder>` block and the white space around it taken off, trimmed
+/// at the end: for `probelab import`, which writes a probe's checks from a session (what a check should
+/// expect of the tool). Never for a fingerprint: it drops bytes the model sees (trailing white space,
+/// a reminder inside the text) — the behaviour fingerprint takes off only what [`FINGERPRINT_STEPS`] name.
 pub fn strip_reminders(text: &str) -> String {
     REMINDER.replace_all(text, "").trim_end().to_string()
+}
+
+/// Between the blocks of a tool_result whose content is a list, in the text a behaviour fingerprint
+/// reads (`"a"` + `"b"` as two blocks is `a\u{1d}b`, never the `a\nb` of one block): where one block
+/// ends is a byte the model sees.
+pub const BLOCK_SEPARATOR: char = '\u{1d}';
+
+/// What a behaviour fingerprint leaves out of a tool result beyond the normaliser's [`steps`] (which
+/// replace dates, ids and paths), each by name — nothing else of what the model sees is left out:
+/// - `appended-reminders`: the `<system-reminder>` blocks the subject appends after a tool's own text
+///   (Claude Code does with some models: the tokens left, a file's freshness — context of the harness,
+///   a count that moves with the prompt's size, not what the tool answered), each with exactly the
+///   separator that joins it (`\n\n` inside a block, or a block of its own). The tool's own text keeps
+///   every byte, its trailing white space too; a result that is a reminder and nothing else (Read's
+///   empty-file warning) is the tool's own and stays.
+pub const FINGERPRINT_STEPS: &[(&str, fn(&str) -> Cow<'_, str>)] = &[("appended-reminders", appended_reminders)];
+
+/// The text a behaviour fingerprint keeps of a tool result: [`FINGERPRINT_STEPS`] applied in order.
+pub fn fingerprint_text(text: &str) -> String {
+    let mut cur: Cow<'_, str> = Cow::Borrowed(text);
+    for (_, step) in FINGERPRINT_STEPS {
+        if let Cow::Owned(changed) = step(&cur) {
+            cur = Cow::Owned(changed);
+        }
+    }
+    cur.into_owned()
+}
+
+/// The step `appended-reminders` ([`FINGERPRINT_STEPS`]): from the end, each `<system-reminder>` block
+/// with the separator before it (`\n\n`, or a block boundary with or without one), while there is a
+/// tool's own text before it; borrowed when there is none.
+pub fn appended_reminders(text: &str) -> Cow<'_, str> {
+    const OPEN: &str = "<system-reminder>";
+    const CLOSE: &str = "</system-reminder>";
+    let block = BLOCK_SEPARATOR.to_string();
+    let separators = [format!("{block}\n\n"), format!("{block}\n"), block, "\n\n".to_string()];
+    let mut end = text.len();
+    loop {
+        let head = &text[..end];
+        let Some(open) = head.strip_suffix(CLOSE).and_then(|h| h.rfind(OPEN)) else { break };
+        // one block: no other reminder closes inside it
+        if head[open + OPEN.len()..end - CLOSE.len()].contains(CLOSE) {
+            break;
+        }
+        let before = &head[..open];
+        match separators.iter().find(|s| before.ends_with(s.as_str())) {
+            Some(s) => end = open - s.len(),
+            // nothing joins it to a text before it: the tool's own text (or not appended)
+            None => break,
+        }
+    }
+    if end == text.len() {
+        Cow::Borrowed(text)
+    } else {
+        Cow::Owned(text[..end].to_string())
+    }
 }
 
 /// Applies every step in order (making them for this one text: a run's many texts take a
@@ -415,6 +486,27 @@ mod tests {
         // a step that matched differently would give another text, so another stamp
         let changed = Normaliser { steps: steps(&p).into_iter().skip(1).collect() }.apply(CANARY);
         assert_ne!(changed, Normaliser::new(&p).apply(CANARY));
+    }
+
+    #[test]
+    fn a_fingerprint_keeps_every_byte_but_the_reminders_appended_after_the_tool_s_text() {
+        let r = "<system-reminder>\n<total_tokens>1 tokens left</total_tokens>\n</system-reminder>";
+        // trailing white space of the tool's own text is kept, with or without a reminder after it
+        assert_eq!(fingerprint_text("done\n"), "done\n");
+        assert_ne!(fingerprint_text("done\n"), fingerprint_text("done"));
+        assert_eq!(fingerprint_text(&format!("done\n\n\n{r}")), "done\n");
+        assert_eq!(fingerprint_text(&format!("done\n\n{r}\n\n{r}")), "done");
+        // a reminder as a block of its own, with or without a separator
+        assert_eq!(fingerprint_text(&format!("done \u{1d}{r}")), "done ");
+        assert_eq!(fingerprint_text(&format!("done\u{1d}\n\n{r}")), "done");
+        // a reminder alone, or inside the text, is what the tool said
+        assert_eq!(fingerprint_text(r), r);
+        assert_eq!(fingerprint_text(&format!("a {r} b")), format!("a {r} b"));
+        assert_eq!(fingerprint_text(&format!("a\n{r}")), format!("a\n{r}"), "not the separator the subject uses");
+        // a block boundary is kept
+        assert_ne!(fingerprint_text("a\u{1d}b"), fingerprint_text("a\nb"));
+        assert!(matches!(appended_reminders("nothing appended"), Cow::Borrowed(_)));
+        assert_ne!(fingerprint_text(FINGERPRINT_CANARY), FINGERPRINT_CANARY, "the canary is acted on");
     }
 
     #[test]

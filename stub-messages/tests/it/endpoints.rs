@@ -233,6 +233,31 @@ text = "s2"
     assert_eq!(g.stub.progress(), [("main".to_string(), 0, 1), ("compact".to_string(), 1, 2)]);
 }
 
+/// A conversation that repeats answers each of its requests, its turns over again, where one that does
+/// not says "script exhausted"; the main conversation still runs out.
+#[tokio::test]
+async fn a_repeating_conversation_starts_its_turns_over_the_others_run_out() {
+    let script = |repeat: bool| {
+        format!(
+            "[[turn]]\ntext = \"main\"\n[[conversation]]\nname = \"compact\"\noptional = true\nrepeat = {repeat}\n\
+             select = {{ last_user_contains = \"summary\" }}\n[[conversation.turn]]\ntext = \"s1\"\n"
+        )
+    };
+    let summary = body(json!([{"role": "user", "content": "a summary please"}]), false);
+    let f = start(&script(true)).await;
+    for _ in 0..3 {
+        let (status, _, text) = post(&f, &summary).await;
+        assert_eq!(status, 200, "{text}");
+        assert_eq!(parse(&text)["content"][0]["text"], "s1");
+    }
+    assert_eq!(f.stub.progress()[1], ("compact".to_string(), 1, 1));
+    let g = start(&script(false)).await;
+    post(&g, &summary).await;
+    let (status, _, text) = post(&g, &summary).await;
+    assert_eq!(status, 400, "{text}");
+    assert!(text.contains("script exhausted"), "{text}");
+}
+
 #[tokio::test]
 async fn count_tokens_is_settable_and_otherwise_estimated() {
     let req = json!({"model": "m", "messages": hello()});
