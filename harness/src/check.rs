@@ -486,27 +486,30 @@ pub fn files_read(probe: &Probe, sb: &Sandbox, norm: &dyn Fn(&str) -> String) ->
             }
             Ok(p) => p,
         };
-        // a glob names the file it found
-        let name = if f.contains('*') { format!("{f} = {}", named.display()) } else { f.to_string() };
+        // a glob's match is named by the pattern alone: the name it found may be made up at random (a
+        // file-history entry's hash) and is no behaviour
+        let name = f.to_string();
         if !named.exists() {
             out.push(format!("file {name}: absent"));
             continue;
         }
+        let log = is_log(f);
         match crate::safe_fs::read_capped(&named, crate::safe_fs::MAX_DATA_BYTES) {
             Err(e) => out.push(format!("file {name}: cannot be read ({e})")),
-            Ok(bytes) => match String::from_utf8(bytes) {
+            Ok(bytes) => match String::from_utf8(bytes).map(|t| if log { sorted_lines(&t) } else { t }) {
                 Ok(text) if text.chars().count() <= SHOWN_FILE_CHARS => {
                     // the text as it is (the transcript's normalisation comes over it, with the results')
-                    out.push(format!("file {name}:"));
+                    out.push(format!("file {name}{}:", if log { " (lines sorted)" } else { "" }));
                     out.push(crate::transcript::indent(&text));
                 }
                 Ok(text) => {
                     let text = norm(&text);
                     let hash = crate::transcript::sha256(text.as_bytes());
                     out.push(format!(
-                        "file {name}: {} chars, over {SHOWN_FILE_CHARS}: sha256 {} of its text",
+                        "file {name}: {} chars, over {SHOWN_FILE_CHARS}: sha256 {} of its text{}",
                         text.chars().count(),
-                        &hash[..16]
+                        &hash[..16],
+                        if log { " (lines sorted)" } else { "" }
                     ));
                 }
                 Err(e) => {
@@ -517,6 +520,24 @@ pub fn files_read(probe: &Probe, sb: &Sandbox, norm: &dyn Fn(&str) -> String) ->
         }
     }
     out
+}
+
+/// A file appended to line by line by whatever runs at once (a session log, a hook's log, a service's
+/// request log: `.jsonl`, `.log`, `log.txt`): the order of its lines is the order parallel calls ended
+/// in, no decision of the subject's, so a transcript shows its lines sorted.
+fn is_log(path: &str) -> bool {
+    path.ends_with(".jsonl") || path.ends_with(".log") || path.ends_with("log.txt")
+}
+
+/// The lines of a text sorted (a final newline kept where there was one).
+fn sorted_lines(text: &str) -> String {
+    let (body, nl) = match text.strip_suffix('\n') {
+        Some(b) => (b, "\n"),
+        None => (text, ""),
+    };
+    let mut lines: Vec<&str> = body.split('\n').collect();
+    lines.sort_unstable();
+    lines.join("\n") + nl
 }
 
 /// The tree under `dir` as a dir check sees it: one line per entry below it, its path relative to `dir`

@@ -534,19 +534,55 @@ pub fn word_diff(old: &str, new: &str) -> String {
     out
 }
 
+/// A text as the word diff's tokens: runs of letters, digits and `_`, runs of white space, and every
+/// other character alone.
+fn tokens(s: &str) -> Vec<&str> {
+    let class = |c: char| {
+        if c.is_alphanumeric() || c == '_' {
+            1
+        } else if c.is_whitespace() {
+            2
+        } else {
+            3
+        }
+    };
+    let mut out = Vec::new();
+    let mut start = 0;
+    let mut prev: Option<u8> = None;
+    for (i, c) in s.char_indices() {
+        let k = class(c);
+        if prev.is_some_and(|p| p != k || k == 3) {
+            out.push(&s[start..i]);
+            start = i;
+        }
+        prev = Some(k);
+    }
+    if start < s.len() {
+        out.push(&s[start..]);
+    }
+    out
+}
+
 /// The segments of a word diff: `=` unchanged (shortened to [`WORD_CONTEXT`] characters each side of a
 /// change, `…` where cut), `-` removed, `+` added; line breaks as `⏎`.
 pub fn word_segments(old: &str, new: &str) -> Vec<(char, String)> {
     use similar::ChangeTag;
-    let d = similar::TextDiff::from_words(old, new);
+    // words of letters and digits, each other character on its own (a JSON payload's `"First"` is the
+    // quote, the word, the quote: the word is what changed, not the whole line), white space in runs
+    let (a, b) = (tokens(old), tokens(new));
+    let ops = similar::capture_diff_slices(similar::Algorithm::Myers, &a, &b);
     let mut runs: Vec<(char, String)> = Vec::new();
-    for c in d.iter_all_changes() {
-        let tag = match c.tag() {
-            ChangeTag::Equal => '=',
-            ChangeTag::Delete => '-',
-            ChangeTag::Insert => '+',
-        };
-        let v = c.value().replace('\n', "⏎");
+    for (tag, v) in ops.iter().flat_map(|op| {
+        op.iter_changes(&a, &b).map(|c| {
+            let tag = match c.tag() {
+                ChangeTag::Equal => '=',
+                ChangeTag::Delete => '-',
+                ChangeTag::Insert => '+',
+            };
+            (tag, c.value())
+        })
+    }) {
+        let v = v.replace('\n', "⏎");
         match runs.last_mut() {
             Some((t, s)) if *t == tag => s.push_str(&v),
             _ => runs.push((tag, v)),
@@ -995,6 +1031,71 @@ mod tests {
         assert!(diff_dirs_with(&l, &r, &b, &set).unwrap_or_else(|e| panic!("{e}")).probes[0].results.is_some());
         std::fs::write(r.join("p.snap"), left.replace("  | b:1", "  | c:1")).unwrap_or_else(|e| panic!("{e}"));
         assert!(diff_dirs_with(&l, &r, &b, &set).unwrap_or_else(|e| panic!("{e}")).probes[0].results.is_some());
+    }
+
+    /// Two golden sets of one probe each, diffed.
+    fn diff_of(left: &str, right: &str) -> SetDiff {
+        let d = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let (l, r, b) = (d.path().join("l"), d.path().join("r"), d.path().join("blobs"));
+        for (p, text) in [(&l, left), (&r, right)] {
+            std::fs::create_dir_all(p).unwrap_or_else(|e| panic!("{e}"));
+            std::fs::write(p.join("p.snap"), format!("probe: p\n{text}")).unwrap_or_else(|e| panic!("{e}"));
+        }
+        diff_dirs(&l, &r, &b).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    #[test]
+    fn results_are_paired_by_tool_use_id_never_by_position() {
+        // the right compacts earlier: its compaction request repeats result 1 in its history first, and
+        // result 2 comes only after it — by position every pair would be shifted
+        let left = "## request 2\ntool_result t_1:\n  | reported 190000\n## request 3\ntool_result t_2:\n  | reported 500000\n\
+                    ## request 4\ntool_result t_3:\n  | \"preTokens\":967005\n## verdicts\npass invariant: i\n";
+        let right = "## request 2\ntool_result t_1:\n  | reported 190000\n## request 1 (conversation compact)\n\
+                     tool_result t_1:\n  | reported 190000\n## request 3\ntool_result t_2:\n  | reported 500000\n\
+                     ## request 4\ntool_result t_3:\n  | \"preTokens\":500005\n## verdicts\npass invariant: i\n";
+        let s = diff_of(left, right);
+        let changes = &s.probes[0].changes;
+        assert_eq!(changes.len(), 1, "{changes:#?}");
+        assert_eq!(changes[0].call, "tool_result t_3");
+        assert_eq!(changes[0].words, "\"preTokens\":[-967005-]{+500005+}");
+        // a call answered on one side only is said, with the others still compared
+        let s = diff_of(left, &right.replace("## request 3\ntool_result t_2:\n  | reported 500000\n", ""));
+        let words: Vec<&str> = s.probes[0].changes.iter().map(|c| c.words.as_str()).collect();
+        assert_eq!(words, ["[-reported 500000-] (not on the right)", "\"preTokens\":[-967005-]{+500005+}"]);
+        assert!(!render_summary(&s).contains("no such result"), "{}", render_summary(&s));
+    }
+
+    #[test]
+    fn a_file_a_check_reads_and_a_verdict_are_said_in_words_never_verdicts_only() {
+        let golden = |subject: &str, verdict: &str| {
+            format!(
+                "## request 1\ntool_result t_1:\n  | ok\n\n## files the checks read\nfile hook.log:\n  | {{\"task_subject\":\"{subject}\"}}\n  |\n\
+                 file gone.txt: absent\n\n## verdicts\npass check 1: result 1\n{verdict} check 2: file hook.log\npass invariant: i\n"
+            )
+        };
+        let s = diff_of(&golden("First", "pass"), &golden("Done one", "FAIL"));
+        let p = &s.probes[0];
+        assert!(p.results.is_none() && p.files.is_some() && p.rest.is_none(), "{p:#?}");
+        assert_eq!(p.changes.len(), 1);
+        assert_eq!(p.changes[0].call, "file hook.log");
+        assert_eq!(p.changes[0].words, "{\"task_subject\":\"[-First-]{+Done one+}\"}⏎");
+        assert_eq!(p.verdict_changes, ["check 2: file hook.log: pass → FAIL"]);
+        let text = render_summary(&s);
+        assert!(text.contains("    file hook.log: {\"task_subject\":\"[-First-]{+Done one+}\"}⏎"), "{text}");
+        assert!(!text.contains("verdicts only"), "{text}");
+        // only a verdict moved (a request check): the verdict in words
+        let only = golden("First", "pass").replace("pass check 1", "FAIL check 1");
+        let text = render_summary(&diff_of(&golden("First", "pass"), &only));
+        assert!(text.contains("    check 1: result 1: pass → FAIL"), "{text}");
+        assert!(!text.contains("verdicts only"), "{text}");
+        // a cache marker that moved is the request's shape, not the rest
+        let marked = |place: &str| format!("## request 1\ncache_control: {place}\n## verdicts\npass invariant: i\n");
+        let s = diff_of(&marked("system[3]"), &marked("message 1 block 2"));
+        assert!(s.probes[0]
+            .shape
+            .as_deref()
+            .is_some_and(|d| d.contains("+request 1 cache_control: message 1 block 2")));
+        assert!(s.probes[0].rest.is_none() && s.probes[0].same_behaviour());
     }
 
     #[test]
