@@ -133,7 +133,7 @@ enum Command {
     /// written as text, JSON and HTML (harness::conformance).
     Conformance {
         /// Where table.txt, table.json and table.html go.
-        #[arg(long, default_value = "docs/conformance")]
+        #[arg(long, default_value = "target/probelab/conformance")]
         out: PathBuf,
         /// The subjects run (default: builtin and every registered agent at its pinned version).
         #[arg(long = "subject")]

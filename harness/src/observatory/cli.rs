@@ -16,8 +16,7 @@
 //! - `probelab profiles [--versions A,B] [--publish]`: built-in conformance per version — `builtin@V`
 //!   run now against the committed goldens of the real V (`golden/claude-code@V/`, every version that
 //!   has them by default), the share of probes with the same tool results; `--publish` keeps the
-//!   figures in `docs/matrix/conformance.json` and regenerates `docs/matrix` (the matrix HTML's
-//!   "built-in conformance" row).
+//!   figures in `<out>/conformance.json` (runs of the built-in runtime: not committed).
 //!
 //! Exit status: 0 done, 1 a cell errored (matrix) or nothing was found to differ (bisect finds no
 //! boundary for any probe), 2 bad input (an unknown version, a range with no versions, a probe that is
@@ -159,8 +158,9 @@ pub enum Command {
         /// Versions, `2.1.235,2.1.333` (default: every version with committed goldens).
         #[arg(long)]
         versions: Option<String>,
-        /// Keep the figures in docs/matrix/conformance.json and regenerate docs/matrix (the matrix's
-        /// "built-in conformance" row).
+        /// Keep the figures in `<out>/conformance.json` (target/probelab: they come from runs of the
+        /// built-in runtime, so they are not committed — nothing in docs/ is what the committed cells and
+        /// goldens cannot make again).
         #[arg(long)]
         publish: bool,
     },
@@ -407,8 +407,7 @@ impl At<'_> {
             Some(v) => v.split(',').map(|v| v.trim().to_string()).filter(|v| !v.is_empty()).collect(),
             None => committed_versions(&self.layout.golden),
         };
-        let docs = super::watch::Docs::under(&self.project.root);
-        let mut table = super::conformance::read(&docs.matrix).usage()?;
+        let mut table = super::conformance::read(&self.project.out).usage()?;
         for v in &versions {
             let m = self.rt.block_on(super::conformance::measure(&probes, self.layout, v));
             let m = m.text().with_context(|| v.clone()).usage()?;
@@ -420,12 +419,15 @@ impl At<'_> {
             table.insert(v.clone(), m.figure);
         }
         if publish {
-            let file = docs.matrix.join(super::conformance::FILE);
+            let file = self.project.out.join(super::conformance::FILE);
             let text = super::conformance::to_json(&table);
+            std::fs::create_dir_all(&self.project.out)
+                .with_context(|| self.project.out.display().to_string())
+                .usage()?;
             crate::versions::write_file_atomic(&file, text.as_bytes())
                 .with_context(|| file.display().to_string())
                 .usage()?;
-            publish_all(&docs, self.layout, &self.project.probes, &[]).text().usage()?;
+            println!("profiles: wrote {}", file.display());
         }
         Ok(ExitCode::SUCCESS)
     }

@@ -113,6 +113,7 @@ pub fn between(golden_root: &Path, old: &str, new: &str, broken: IsBroken<'_>) -
     if d.blob_changes.keys().any(|k| k.starts_with("system ")) {
         out.push("~ system prompt changed".into());
     }
+    out.extend(cache_moves(&d, &r, &skip));
     for x in was.difference(&now) {
         out.push(format!("request: model line was `{x}`"));
     }
@@ -120,6 +121,65 @@ pub fn between(golden_root: &Path, old: &str, new: &str, broken: IsBroken<'_>) -
         out.push(format!("request: model line now `{x}`"));
     }
     Ok(out)
+}
+
+/// The request-shape lines of a comparison: where the cache markers (`cache_control`) sit moved in these
+/// probes — a change of the request's shape only, never of what a tool did (a check that read it
+/// broke skill.basics at 2.1.237 and mended it at 2.1.248) — with the model the requests named, on which
+/// it depends (`claude-sonnet-4-5` sends the same on both releases): `request shape: cache_control moved
+/// (model claude-opus-…): skill.basics request 2 system[2] system[3] → system[2] message 4 block 2; …`.
+fn cache_moves(d: &crate::transcript::diff::SetDiff, newer: &Path, skip: &dyn Fn(&str) -> bool) -> Vec<String> {
+    // per model: each probe's first request whose markers moved
+    let mut by_model: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for p in d.probes.iter().filter(|p| !skip(&p.probe)) {
+        let Some(shape) = &p.shape else { continue };
+        let side = |sign: char| -> Vec<&str> {
+            shape
+                .lines()
+                .filter(|l| l.starts_with(sign) && !l.starts_with("+++") && !l.starts_with("---"))
+                .map(|l| &l[1..])
+                .collect()
+        };
+        let (old, new) = (side('-'), side('+'));
+        let cache = |ls: &[&str]| -> Vec<String> {
+            ls.iter().filter(|l| l.contains(" cache_control: ")).map(|l| l.to_string()).collect()
+        };
+        let (co, cn) = (cache(&old), cache(&new));
+        if co.is_empty() && cn.is_empty() {
+            continue;
+        }
+        // the model of the probe's first request on the newer side
+        let golden = std::fs::read_to_string(newer.join(format!("{}.snap", p.probe))).unwrap_or_default();
+        let model = golden
+            .lines()
+            .find_map(|l| l.strip_prefix("model: "))
+            .and_then(|m| m.split(',').next())
+            .unwrap_or("?")
+            .to_string();
+        let first = match (co.first(), cn.first()) {
+            (Some(a), Some(b)) => {
+                let (ra, pa) = a.split_once(" cache_control: ").unwrap_or((a, ""));
+                let pb = b.split_once(" cache_control: ").map_or(b.as_str(), |(_, p)| p);
+                format!("{} {ra}: {pa} → {pb}", p.probe)
+            }
+            (Some(a), None) => format!("{} {a} → none", p.probe),
+            (None, Some(b)) => format!("{} none → {b}", p.probe),
+            (None, None) => continue,
+        };
+        by_model.entry(model).or_default().push(first);
+    }
+    by_model
+        .into_iter()
+        .map(|(model, probes)| {
+            let shown: Vec<&String> = probes.iter().take(3).collect();
+            let more = if probes.len() > 3 { format!("; and {} more", probes.len() - 3) } else { String::new() };
+            format!(
+                "request shape: cache_control moved in {} probes (model {model}), e.g. {}{more}",
+                probes.len(),
+                shown.iter().map(|s| s.as_str()).collect::<Vec<_>>().join("; ")
+            )
+        })
+        .collect()
 }
 
 /// `docs/matrix/interface.md`: per pair of neighbouring versions (oldest first) that both have goldens,
@@ -131,7 +191,9 @@ pub fn to_markdown(golden_root: &Path, versions: &[String], broken: IsBroken<'_>
          their goldens (golden/claude-code@<version>/, the claude-code probes): `+` / `-` a tool added / \
          removed, `>` deferred (moved behind ToolSearch, not removed), `<` no longer deferred, `~` a tool's \
          input-schema properties (added, removed, retyped) or description; the system prompt; the model and \
-         max_tokens of the first request. Generated with the matrix (`probelab matrix --publish`, `probelab \
+         max_tokens of the first request; `request shape:` where the requests' cache markers (`cache_control`) \
+         sit, with the model they were sent for — a change of the request's shape, never of a tool's behaviour. \
+         The goldens of a run that broke an invariant are left out. Generated with the matrix (`probelab matrix --publish`, `probelab \
          watch`); do not edit by hand.\n",
     );
     let present: Vec<&String> = versions.iter().filter(|v| golden_root.join(super::subject(v)).is_dir()).collect();
@@ -194,6 +256,20 @@ mod tests {
         let md = to_markdown(d.path(), &["2.1.1".to_string(), "2.1.2".to_string()], &|_, _| false);
         assert!(md.contains("(not compared: golden/claude-code@2.1.1 and golden/claude-code@2.1.2"), "{md}");
         assert!(!md.contains(&d.path().display().to_string()), "{md}");
+    }
+
+    #[test]
+    fn where_the_cache_markers_moved_is_a_request_shape_line_with_its_model() {
+        // skill.basics "changed" at 2.1.237 only because cache_control moved onto the skill body block
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join("golden");
+        let lines = between(&root, "2.1.236", "2.1.237", &|_, _| false).unwrap_or_else(|e| panic!("{e}"));
+        let shape = lines
+            .iter()
+            .find(|l| l.starts_with("request shape: cache_control moved"))
+            .unwrap_or_else(|| panic!("{lines:#?}"));
+        assert!(shape.contains(" probes (model claude-opus-5), e.g. ") && shape.contains(" → "), "{shape}");
+        let back = between(&root, "2.1.247", "2.1.248", &|_, _| false).unwrap_or_else(|e| panic!("{e}"));
+        assert!(back.iter().any(|l| l.starts_with("request shape: cache_control moved")), "{back:#?}");
     }
 
     #[test]

@@ -170,8 +170,9 @@ pub fn publish(
             }
         }
     }
-    let conformance = super::conformance::read(&docs.matrix).map_err(|e| e.to_string())?;
-    let (m, files) = reports(&all, &layout.golden, &conformance, &releases)?;
+    // the built-in conformance comes from runs (`probelab profiles`), never from the committed data: the
+    // committed reports carry none
+    let (m, files) = reports(&all, &layout.golden, &super::conformance::Table::new(), &releases)?;
     for (name, text) in files {
         let path = docs.matrix.join(name);
         crate::versions::write_file_atomic(&path, text.as_bytes()).map_err(|e| e.to_string())?;
@@ -183,6 +184,15 @@ pub fn publish(
         let text = probelab_runtime::tool_texts::to_json(&texts);
         if std::fs::read_to_string(&docs.tool_texts).ok().as_deref() != Some(text.as_str()) {
             crate::versions::write_file_atomic(&docs.tool_texts, text.as_bytes()).map_err(|e| e.to_string())?;
+        }
+    }
+    // the committed `probelab diff` report, beside the pages (docs/)
+    if let (Some(files), Some(dir)) = (diff_report(probes, layout, &m)?, docs.changes.parent()) {
+        for (name, text) in files {
+            let path = dir.join(name);
+            if std::fs::read_to_string(&path).ok().as_deref() != Some(text.as_str()) {
+                crate::versions::write_file_atomic(&path, text.as_bytes()).map_err(|e| e.to_string())?;
+            }
         }
     }
     let made = pages(probes, layout, &m, &releases)?;
@@ -197,6 +207,65 @@ pub fn publish(
         std::fs::remove_file(&stale).map_err(|e| format!("{}: {e}", stale.display()))?;
     }
     Ok(m)
+}
+
+/// The pair of releases whose `probelab diff` report is committed (`docs/diff-claude-code-A-to-B.txt`,
+/// its summary, and `.html`): the reference against the last release of the main npm package.
+pub const DIFF_REPORT: (&str, &str) = ("2.1.235", "2.1.332");
+
+/// The committed diff report's files under `docs/`: (name, content) — `probelab diff claude-code@A
+/// claude-code@B` (its summary) and `--html`, made of the committed goldens and judged by the committed
+/// cells as the command does; None where either golden set is not there.
+pub fn diff_report(probes: &[Probe], layout: &Layout, m: &Matrix) -> Result<Option<[(String, String); 2]>, String> {
+    use crate::transcript::diff::{diff_dirs_with, render_html, render_summary, unordered_ids};
+    let (a, b) = DIFF_REPORT;
+    let golden = &layout.golden;
+    if missing_goldens(golden, &[a, b]).is_some() {
+        return Ok(None);
+    }
+    let unordered =
+        probes.iter().filter(|p| !p.unordered.is_empty()).map(|p| (p.id.clone(), unordered_ids(p))).collect();
+    let (l, r) = (golden.join(super::subject(a)), golden.join(super::subject(b)));
+    let mut d = diff_dirs_with(&l, &r, &layout.blobs(), &unordered)?;
+    m.judge(&mut d, a, b);
+    // the files are committed: the golden sets by their place in the repository, never this machine's path
+    let here = |t: String| {
+        t.replace(&l.display().to_string(), &format!("golden/{}", super::subject(a)))
+            .replace(&r.display().to_string(), &format!("golden/{}", super::subject(b)))
+    };
+    let claims = probes.iter().map(|p| (p.id.clone(), p.claims.clone())).collect();
+    let name = format!("diff-claude-code-{a}-to-{b}");
+    Ok(Some([
+        (format!("{name}.txt"), here(render_summary(&d))),
+        (format!("{name}.html"), here(render_html(&d, &claims))),
+    ]))
+}
+
+/// The derived files under `root` (docs/matrix's reports, docs/changes' pages, the committed diff
+/// report) that are not what the committed cells and goldens make, each by its path under the root
+/// (`docs/matrix/timeline.md`), a page of a release without a change too; `read` reads a committed file
+/// (None: not there). Empty: nothing derived is stale.
+pub fn stale_derived(root: &Path, read: &dyn Fn(&Path) -> Option<String>) -> Result<Vec<String>, String> {
+    let docs = Docs::under(root);
+    let layout = Layout { golden: root.join("golden"), ..Layout::repo() };
+    let cells = read_cells(std::slice::from_ref(&docs.cells)).map_err(|e| e.to_string())?;
+    let releases = Releases::read(&docs.matrix).map_err(|e| e.to_string())?;
+    let (m, files) = reports(&cells, &layout.golden, &super::conformance::Table::new(), &releases)?;
+    let probes = crate::probe::load_all(&[root.join("probes")]).map_err(|e| e.to_string())?;
+    let mut made: Vec<(String, String)> =
+        files.into_iter().map(|(name, text)| (format!("docs/matrix/{name}"), text)).collect();
+    let pages = pages(&probes, &layout, &m, &releases)?;
+    made.extend(pages.iter().map(|(v, page)| (format!("docs/changes/{v}.md"), page.clone())));
+    made.extend(diff_report(&probes, &layout, &m)?.into_iter().flatten().map(|(name, t)| (format!("docs/{name}"), t)));
+    let mut out: Vec<String> = made
+        .into_iter()
+        .filter(|(path, text)| read(&root.join(path)).as_deref() != Some(text))
+        .map(|(p, _)| p)
+        .collect();
+    for extra in stale_pages(&docs.changes, &pages)? {
+        out.push(extra.strip_prefix(root).unwrap_or(&extra).display().to_string());
+    }
+    Ok(out)
 }
 
 /// Every release page the matrix makes: (version, page) for each version with a change in the probes'
@@ -638,36 +707,37 @@ mod tests {
     #[test]
     fn the_committed_reports_are_what_the_committed_cells_make() {
         let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-        let docs = Docs::under(&root);
-        let cells = read_cells(std::slice::from_ref(&docs.cells)).unwrap_or_else(|e| panic!("{e}"));
-        let conformance = super::super::conformance::read(&docs.matrix).unwrap_or_else(|e| panic!("{e}"));
-        let releases = Releases::read(&docs.matrix).unwrap_or_else(|e| panic!("{e}"));
-        let (m, files) =
-            reports(&cells, &root.join("golden"), &conformance, &releases).unwrap_or_else(|e| panic!("{e}"));
-        for (name, made) in files {
-            let kept = std::fs::read_to_string(docs.matrix.join(name)).unwrap_or_else(|e| panic!("{name}: {e}"));
-            assert!(
-                kept == made,
-                "docs/matrix/{name} is not what docs/matrix/cells make: run `probelab matrix --publish` (or \
-                 `probelab watch`) instead of editing either by hand"
-            );
+        let read = |p: &Path| std::fs::read_to_string(p).ok();
+        let stale = stale_derived(&root, &read).unwrap_or_else(|e| panic!("{e}"));
+        assert!(
+            stale.is_empty(),
+            "derived files that are not what the committed cells and goldens make (run `probelab report \
+             docs/matrix/cells --publish`, never edit them by hand):\n{}",
+            stale.join("\n")
+        );
+        // no page says less than what changed: never "verdicts only"
+        for e in std::fs::read_dir(root.join("docs/changes")).unwrap_or_else(|e| panic!("{e}")).flatten() {
+            let text = std::fs::read_to_string(e.path()).unwrap_or_default();
+            assert!(!text.contains("verdicts only"), "{} says 'verdicts only'", e.path().display());
         }
-        // docs/changes: a page per release with a change, each what publish makes of the committed data,
-        // and no page of a release without one
-        let probes = crate::probe::load_all(&[root.join("probes")]).unwrap_or_else(|e| panic!("{e}"));
-        let made = pages(&probes, &Layout::repo(), &m, &releases).unwrap_or_else(|e| panic!("{e}"));
-        assert!(!made.is_empty(), "the committed matrix has changes, so pages");
-        for (version, page) in &made {
-            let path = docs.changes.join(format!("{version}.md"));
-            let kept = std::fs::read_to_string(&path).unwrap_or_default();
-            assert!(
-                kept == *page,
-                "docs/changes/{version}.md is not what the committed cells and goldens make: run `probelab report \
-                 docs/matrix/cells --publish`"
-            );
+    }
+
+    #[test]
+    fn a_planted_edit_of_any_derived_file_is_found() {
+        // each kind of derived file, edited by one character where it is read: the check names it
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        let planted = |which: &'static str| {
+            move |p: &Path| {
+                let text = std::fs::read_to_string(p).ok()?;
+                Some(if p.ends_with(which) { text.replacen(' ', "  ", 1) } else { text })
+            }
+        };
+        for which in
+            ["docs/matrix/timeline.md", "docs/changes/2.1.334.md", "docs/diff-claude-code-2.1.235-to-2.1.332.txt"]
+        {
+            let stale = stale_derived(&root, &planted(which)).unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(stale, [which.to_string()], "a planted edit of {which}");
         }
-        let stale = stale_pages(&docs.changes, &made).unwrap_or_else(|e| panic!("{e}"));
-        assert!(stale.is_empty(), "pages of releases without a change: {stale:?}");
     }
 
     #[test]

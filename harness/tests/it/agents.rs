@@ -2,11 +2,12 @@
 //! cache (scripts/setup installs the pinned versions; `PROBELAB_SKIP_AGENTS=1` skips these tests where
 //! they are not installed), run a probe written in Claude Code's tools through their dialects, confined,
 //! against the real stub — what happens is Claude Code's, its texts are not (`semantic-only`) — and an
-//! agent whose model never answers is killed at the deadline with everything it started. The committed
-//! conformance table (docs/conformance/) agrees with itself and renders in headless Chromium.
+//! agent whose model never answers is killed at the deadline with everything it started. The conformance
+//! table's page renders in headless Chromium (the table itself is made by `probelab conformance`, not
+//! committed).
 
 use crate::common::said;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Output};
 
 /// The pinned agents.
@@ -186,26 +187,27 @@ fn chromium() -> Option<PathBuf> {
 }
 
 #[test]
-fn the_committed_conformance_table_agrees_with_itself_and_renders_in_headless_chromium() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/conformance");
-    let read = |name: &str| std::fs::read_to_string(dir.join(name)).unwrap_or_else(|e| panic!("{name}: {e}"));
-    let t: harness::conformance::Table = serde_json::from_str(&read("table.json")).unwrap_or_else(|e| panic!("{e}"));
-    // the three forms are one table
-    assert_eq!(read("table.txt"), t.text(), "docs/conformance/table.txt is not table.json's text");
-    assert_eq!(read("table.html"), t.html(), "docs/conformance/table.html is not table.json's page");
-    let subjects: Vec<&str> = t.columns.iter().map(|c| c.subject.as_str()).collect();
-    assert_eq!(subjects[0], "builtin");
-    assert!(subjects[1].starts_with("claude-code@"), "{subjects:?}");
-    for agent in AGENTS {
-        let c = t.columns.iter().find(|c| c.subject == *agent).unwrap_or_else(|| panic!("no column {agent}"));
-        let s = &c.summary;
-        assert_eq!(s.pass + s.semantic_only + s.differs + s.na, t.probes.len(), "{agent}");
-        assert!(
-            s.pass + s.semantic_only + s.differs >= 10,
-            "{agent} ran only {} probes",
-            s.pass + s.semantic_only + s.differs
-        );
-    }
+fn the_conformance_table_renders_in_headless_chromium() {
+    // the table is made by running the agents (`probelab conformance`), never committed (it cannot be made
+    // again from the committed cells and goldens: issue 37, item 7): a table of every mark, rendered
+    use harness::conformance::{Cell, Column, Mark, Summary, Table};
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let dir = dir.path();
+    let marks = [Mark::Pass, Mark::SemanticOnly, Mark::Differs, Mark::NA];
+    let subjects = ["builtin", "claude-code@2.1.334"].iter().chain(AGENTS);
+    let columns: Vec<Column> = subjects
+        .map(|s| Column {
+            subject: s.to_string(),
+            source: "run".into(),
+            cells: marks.iter().map(|m| Cell { mark: *m, why: format!("{} why", m.word()) }).collect(),
+            summary: Summary { pass: 1, semantic_only: 1, differs: 1, na: 1, semantic_share: 2.0 / 3.0, wall_ms: 0 },
+        })
+        .collect();
+    let t = Table { probes: ["p.a", "p.b", "p.c", "p.d"].map(String::from).to_vec(), columns };
+    std::fs::write(dir.join("table.html"), t.html()).unwrap_or_else(|e| panic!("{e}"));
+    let back: Table =
+        serde_json::from_str(&serde_json::to_string(&t).unwrap_or_default()).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(back, t, "the table's JSON reads back");
     let Some(browser) = chromium() else {
         panic!("no headless Chromium found (chromium-headless-shell); run scripts/setup, or set PROBELAB_CHROMIUM")
     };
