@@ -18,6 +18,7 @@ pub mod fake_lsp;
 pub mod fake_mcp;
 pub mod import;
 pub mod lab;
+pub mod limits;
 pub mod observatory;
 pub mod observe;
 pub mod probe;

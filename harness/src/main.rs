@@ -373,10 +373,19 @@ fn run_probes(project: &Project, paths: Vec<PathBuf>, subject: &str, how: &RunHo
         } else {
             failed += 1;
         }
+        let unconfined = o.probe.unconfined_on(&id);
         if json {
-            println!("{}", outcome_json(&o, subject));
+            let mut line = outcome_json(&o, subject);
+            if let Some(why) = unconfined {
+                line["unconfined"] = serde_json::json!(why);
+            }
+            println!("{line}");
         } else {
             print_outcome(&o);
+            // a probe that opted out of confinement says so on every run
+            if let Some(why) = unconfined {
+                println!("      ran unconfined: {}", harness::exit::terminal_safe(why));
+            }
         }
     }));
     let wall = began.elapsed().as_secs_f64();

@@ -145,6 +145,20 @@ pub struct Confinement {
     /// The session every process joins ([`Session`]): set, the process does not get namespaces of its
     /// own but enters the holder's (the fields above describe the holder's confinement).
     pub session: Option<Session>,
+    /// The run's limits ([`Limits`]): the cgroups its launcher joins first.
+    pub limits: Option<Limits>,
+}
+
+/// The `cgroup.procs` files of a run's limits, and the probelab binary that joins them (the launcher
+/// itself, or a step before bubblewrap).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Limits {
+    /// The probelab binary.
+    pub launcher: PathBuf,
+    /// `cgroup.procs` files joined by a process that holds the subject (its launcher).
+    pub whole: Vec<PathBuf>,
+    /// Those joined by a process that joins a session (it may be in the Bash tool's guard group).
+    pub joining: Vec<PathBuf>,
 }
 
 /// A confined session: one set of namespaces (user, mount, pid, network, ipc, uts) made once by a
@@ -230,6 +244,7 @@ impl Confinement {
             strict: true,
             own_pids,
             session: None,
+            limits: None,
         }
     }
 
@@ -368,6 +383,7 @@ impl Confinement {
                     .collect(),
                 join: Some(session.holder),
                 parent: Some(std::process::id()),
+                cgroups: self.limits.as_ref().map(|l| l.joining.clone()).unwrap_or_default(),
                 ..ns::Spec::default()
             };
             return ns::command_line(&session.launcher, &spec);
@@ -381,7 +397,17 @@ impl Confinement {
                 a.extend(self.args_running(cwd, Some(Path::new(program))));
                 a.push(program.to_os_string());
                 a.extend(args.into_iter().map(|x| x.as_ref().to_os_string()));
-                (bwrap.clone().into_os_string(), a)
+                let Some(limits) = &self.limits else { return (bwrap.clone().into_os_string(), a) };
+                // the run's limits: the probelab binary joins its groups, then execs bubblewrap
+                let step = ns::Spec {
+                    cgroups: limits.whole.clone(),
+                    passthrough: true,
+                    parent: Some(std::process::id()),
+                    cwd: cwd.to_path_buf(),
+                    argv: std::iter::once(bwrap.clone().into_os_string()).chain(a).collect(),
+                    ..ns::Spec::default()
+                };
+                ns::command_line(&limits.launcher, &step)
             }
             Backend::Namespaces(launcher) => {
                 let exe = Path::new(program);
@@ -408,6 +434,8 @@ impl Confinement {
                         .collect(),
                     join: None,
                     parent: Some(std::process::id()),
+                    cgroups: self.limits.as_ref().map(|l| l.whole.clone()).unwrap_or_default(),
+                    passthrough: false,
                     init: false,
                 };
                 ns::command_line(launcher, &spec)

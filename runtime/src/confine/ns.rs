@@ -92,6 +92,12 @@ pub struct Spec {
     /// Join the namespaces of this process (host pid: a session's holder, [`super::Session`]) instead
     /// of making new ones.
     pub join: Option<u32>,
+    /// `cgroup.procs` files the launcher joins first thing (the run's limits): everything it starts is
+    /// counted there.
+    pub cgroups: Vec<PathBuf>,
+    /// Join the cgroups, then start the program as it is (no namespace made): the step before
+    /// bubblewrap when the run has limits.
+    pub passthrough: bool,
     /// The second stage: the init of the pid namespace the first made.
     pub(crate) init: bool,
 }
@@ -114,6 +120,13 @@ impl Spec {
         }
         if self.host_network {
             a.push("--host-network".into());
+        }
+        if self.passthrough {
+            a.push("--passthrough".into());
+        }
+        for c in &self.cgroups {
+            a.push("--cgroup".into());
+            a.push(c.into());
         }
         if let Some(pid) = self.join {
             a.push("--join".into());
@@ -179,6 +192,8 @@ impl Spec {
                 Some("--ro") => s.visible.push(value("--ro")?.into()),
                 Some("--rw") => s.writable.push(value("--rw")?.into()),
                 Some("--hide") => s.hidden.push(value("--hide")?.into()),
+                Some("--cgroup") => s.cgroups.push(value("--cgroup")?.into()),
+                Some("--passthrough") => s.passthrough = true,
                 Some("--mkdir") => s.skeleton.push(value("--mkdir")?.into()),
                 Some("--env") => {
                     use std::os::unix::ffi::{OsStrExt, OsStringExt};
@@ -240,7 +255,17 @@ pub fn main(args: &[OsString]) -> u8 {
     if spec.no_nested {
         return failed("nested user namespaces cannot be refused by this backend (bubblewrap's --disable-userns); the Bash sandbox uses bubblewrap");
     }
-    let run = if let Some(pid) = spec.join {
+    // the run's limits first, before any process is started: everything after is counted
+    if !spec.init {
+        for procs in &spec.cgroups {
+            if let Err(e) = std::fs::write(procs, std::process::id().to_string()) {
+                return failed(&format!("cannot join the run's cgroup {}: {e}", procs.display()));
+            }
+        }
+    }
+    let run = if spec.passthrough {
+        passthrough(&spec)
+    } else if let Some(pid) = spec.join {
         join(&spec, pid)
     } else if spec.init {
         init(&spec)
@@ -365,6 +390,20 @@ fn join(spec: &Spec, pid: u32) -> Result<u8, String> {
         .spawn()
         .map_err(|e| format!("cannot start {}: {e}", program.to_string_lossy()))?;
     Ok(code_of(child.wait().map_err(|e| format!("cannot wait for the subject: {e}"))?))
+}
+
+/// Starts the program in place (its environment the spec's), nothing confined: the cgroups joined.
+fn passthrough(spec: &Spec) -> Result<u8, String> {
+    use std::os::unix::process::CommandExt;
+    die_with_parent(spec)?;
+    let (program, rest) = spec.argv.split_first().ok_or("no command")?;
+    let e = std::process::Command::new(program)
+        .args(rest)
+        .env_clear()
+        .envs(spec.env.iter().map(|(k, v)| (k, v)))
+        .current_dir(&spec.cwd)
+        .exec();
+    Err(format!("cannot start {}: {e}", program.to_string_lossy()))
 }
 
 /// The program a session's holder runs ([`HOLD_SUBCOMMAND`]): says `ready` on stdout once it runs —
