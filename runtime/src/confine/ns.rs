@@ -52,6 +52,11 @@ pub const SETUP_FAILED: u8 = 125;
 /// How the launcher's own failures start on stderr (`probelab confine-ns: cannot …`).
 pub const FAILURE_PREFIX: &str = "probelab confine-ns: ";
 
+/// What of `/proc` acts on the whole host (sysctls, the SysRq trigger, IRQ affinities, bus devices)
+/// and is guarded by its owner's mode bits alone: bound read-only over a writable `/proc` (by this
+/// launcher, and by bubblewrap's arguments in [`super::Confinement::args`]).
+pub(crate) const PROC_HOST_WIDE: &[&str] = &["/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus"];
+
 /// Host devices bound into the minimal `/dev` (bubblewrap's `--dev` set).
 const DEVICES: &[&str] = &["null", "zero", "full", "random", "urandom", "tty"];
 
@@ -448,7 +453,7 @@ fn start(spec: &Spec) -> Result<u8, String> {
         let listener = std::net::TcpListener::bind(("127.0.0.1", *port))
             .map_err(|e| format!("cannot listen on 127.0.0.1:{port}: {e}"))?;
         let sock = sock.clone();
-        std::thread::spawn(move || super::relay_accept(listener, &sock));
+        std::thread::spawn(move || super::relay::relay_accept(listener, &sock));
     }
     if !spec.own_pids && spec.relayed.is_empty() {
         use std::os::unix::process::CommandExt;
@@ -529,7 +534,7 @@ fn mounts(spec: &Spec) -> Result<(), String> {
         let proc_ = new.join("proc");
         let flags = MsFlags::MS_NOSUID | MsFlags::MS_NOEXEC | MsFlags::MS_NODEV;
         mount(Some("proc"), &proc_, Some("proc"), flags, none).map_err(sys("mount /proc"))?;
-        for p in super::PROC_HOST_WIDE {
+        for p in PROC_HOST_WIDE {
             let inside = new.join(p.trim_start_matches('/'));
             if inside.exists() {
                 bind(&inside, &inside, true, false)?;
