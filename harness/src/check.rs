@@ -714,6 +714,17 @@ pub fn invariants(run: &RunOutput, view: &View<'_>) -> Vec<Verdict> {
         compared: Vec::new(),
         semantic: None,
     });
+    // only where a limit was reached: a run within them keeps the transcript it always had
+    if !run.limits_reached.is_empty() {
+        out.push(Verdict {
+            name: "invariant: the subject stayed within its limits".into(),
+            pass: false,
+            detail: run.limits_reached.join("\n"),
+            skipped: false,
+            compared: Vec::new(),
+            semantic: None,
+        });
+    }
     let _ = view;
     out
 }

@@ -23,6 +23,15 @@ pub struct RunConfinement {
     _served: Option<Served>,
     /// The built-in subject's session: its holder, killed with everything left in it at the run's end.
     _session: Option<probelab_runtime::confine::SessionHolder>,
+    /// The run's limits (dropped last: removed once the processes are gone).
+    limits: crate::limits::RunLimits,
+}
+
+impl RunConfinement {
+    /// The limits the subject reached, in words ([`crate::limits::RunLimits::reached`]).
+    pub fn limits_reached(&self) -> Vec<String> {
+        self.limits.reached()
+    }
 }
 
 /// The confinement of `probe`'s `subject` (`builtin`, `claude-code@V`) writing only `sandbox`, reaching the loopback `ports` (the stub,
@@ -56,6 +65,12 @@ pub async fn for_run(
         (Network::Relayed(served.ports(&launcher)), Some(served))
     };
     let mut confinement = Confinement::lab(backend, sandbox, network, true);
+    let limits = crate::limits::RunLimits::create();
+    confinement.limits = Some(probelab_runtime::confine::Limits {
+        launcher: launcher.clone(),
+        whole: limits.procs_files(true),
+        joining: limits.procs_files(false),
+    });
     let view = host_view(probe, &launcher);
     confinement.hidden = view.hidden;
     confinement.skeleton = view.skeleton;
@@ -69,7 +84,7 @@ pub async fn for_run(
         confinement.session = Some(holder.session.clone());
         Some(holder)
     };
-    Ok(Some(RunConfinement { confinement, _served: served, _session: session }))
+    Ok(Some(RunConfinement { confinement, _served: served, _session: session, limits }))
 }
 
 /// Directories of the host a subject never sees (issue 41, item 4): the homes (the lab's user's keys,

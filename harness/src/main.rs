@@ -69,6 +69,30 @@ enum Command {
         #[arg(long)]
         allow_empty: bool,
     },
+    /// Explore two Claude Code releases with the same generated sessions (each side twice) and report
+    /// what differs: stable differences by kind (tool results, files, the first request), noise, and
+    /// candidate probes for the result differences, minimised (issue 38).
+    Discover {
+        /// The older release (`2.1.238`).
+        a: String,
+        /// The newer release (`2.1.239`).
+        b: String,
+        /// The generator's seed (default 0x38d15c).
+        #[arg(long)]
+        seed: Option<String>,
+        /// Sessions to run (default 3).
+        #[arg(long)]
+        sessions: Option<usize>,
+        /// Where the report and candidate probes go (default target/probelab/discover/A-B).
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Report the differences without minimising them.
+        #[arg(long)]
+        no_minimise: bool,
+        /// The report as JSON on stdout.
+        #[arg(long)]
+        json: bool,
+    },
     /// Semantic diff of two golden sets: directories, or subject names (their golden/<subject>).
     Diff {
         /// Left: a golden directory or a subject (`builtin`, `claude-code@2.1.235`).
@@ -249,8 +273,92 @@ fn main() -> ExitCode {
             supervised(|| finish("probelab conformance", conformance(p, &out, subjects, claude_code, jobs)))
         }
         Command::Versions(c) => c.run(),
+        Command::Discover { a, b, seed, sessions, out, no_minimise, json } => {
+            supervised(|| finish("probelab discover", discover(p, &a, &b, seed, sessions, out, !no_minimise, json)))
+        }
         Command::Observatory(c) => c.run(p, &p.layout(engine())),
     }
+}
+
+/// `probelab discover A B`: exit 0 when the releases were compared (whatever differs: the report says),
+/// 1 when no session could be compared (every run broke) or a release cannot be installed, 2 on a usage
+/// error.
+#[allow(clippy::too_many_arguments)]
+fn discover(
+    project: &Project,
+    a: &str,
+    b: &str,
+    seed: Option<String>,
+    sessions: Option<usize>,
+    out: Option<PathBuf>,
+    minimise: bool,
+    json: bool,
+) -> Outcome {
+    use harness::discover;
+    let seed = match seed {
+        None => discover::DEFAULT_SEED,
+        Some(s) => {
+            let t = s.trim();
+            t.strip_prefix("0x")
+                .map_or_else(|| t.parse().ok(), |h| u64::from_str_radix(h, 16).ok())
+                .ok_or_else(|| Failure::msg(2, format!("--seed {s:?} is not a number (decimal, or hex with 0x)")))?
+        }
+    };
+    let (va, vb) = (semver::Version::parse(a), semver::Version::parse(b));
+    let (va, vb) = match (va, vb) {
+        (Ok(x), Ok(y)) => (x, y),
+        _ => return Err(Failure::msg(2, format!("{a} and {b} must be versions, e.g. 2.1.238 2.1.239"))),
+    };
+    if va >= vb {
+        return Err(Failure::msg(2, format!("{a} is not older than {b}: write the older release first")));
+    }
+    let out = out.unwrap_or_else(|| project.out.join("discover").join(format!("{a}-{b}")));
+    let opts =
+        discover::Options { seed, sessions: sessions.unwrap_or(discover::DEFAULT_SESSIONS).max(1), out, minimise };
+    let ca = harness::subject::claude_code::install(a).failed()?;
+    let cb = harness::subject::claude_code::install(b).failed()?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the runtime")
+        .failed()?;
+    let layout = project.layout(engine());
+    let mut report = rt.block_on(discover::explore(&ca, &cb, &opts, &layout, &|m| eprintln!("discover: {m}")));
+    let known = project.root.join("docs/discover/known-changes.toml");
+    if known.is_file() {
+        report.recall = discover::recall(&report, &discover::known_changes(&known).map_err(|e| Failure::msg(2, e))?);
+    }
+    std::fs::create_dir_all(&opts.out).with_context(|| opts.out.display().to_string()).failed()?;
+    let text = discover::render(&report);
+    let as_json = serde_json::to_string_pretty(&report).context("the report as JSON").failed()?;
+    std::fs::write(opts.out.join("report.md"), &text).with_context(|| opts.out.display().to_string()).failed()?;
+    std::fs::write(opts.out.join("report.json"), &as_json).with_context(|| opts.out.display().to_string()).failed()?;
+    if json {
+        println!("{as_json}");
+    } else {
+        print!("{text}");
+        println!(
+            "
+(report.md, report.json and the candidates in {})",
+            opts.out.display()
+        );
+    }
+    let compared = report.sessions.saturating_sub(
+        report
+            .broken
+            .iter()
+            .filter(|b| b.starts_with("session "))
+            .map(|b| b.split(' ').nth(1).unwrap_or(""))
+            .collect::<std::collections::BTreeSet<_>>()
+            .len(),
+    );
+    if compared == 0 {
+        return Err(Failure::msg(
+            1,
+            format!("no session could be compared: every one broke ({})", report.broken.join("; ")),
+        ));
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 fn init(dir: Option<PathBuf>) -> Outcome {
@@ -373,10 +481,19 @@ fn run_probes(project: &Project, paths: Vec<PathBuf>, subject: &str, how: &RunHo
         } else {
             failed += 1;
         }
+        let unconfined = o.probe.unconfined_on(&id);
         if json {
-            println!("{}", outcome_json(&o, subject));
+            let mut line = outcome_json(&o, subject);
+            if let Some(why) = unconfined {
+                line["unconfined"] = serde_json::json!(why);
+            }
+            println!("{line}");
         } else {
             print_outcome(&o);
+            // a probe that opted out of confinement says so on every run
+            if let Some(why) = unconfined {
+                println!("      ran unconfined: {}", harness::exit::terminal_safe(why));
+            }
         }
     }));
     let wall = began.elapsed().as_secs_f64();

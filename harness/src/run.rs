@@ -126,6 +126,8 @@ pub struct RunOutput {
     /// The base URL of the probe's web service (`{web}`) when it had one: the transcript shows it as
     /// `<web>`.
     pub web: Option<String>,
+    /// The limits of [`crate::limits`] the subject reached, in words (an invariant fails on each).
+    pub limits_reached: Vec<String>,
 }
 
 /// Where a run's time went.
@@ -257,6 +259,7 @@ pub async fn run_conversation(
     let ended = subject.converse(conversation).await;
     let web = services.web.as_ref().map(|s| s.url());
     let duration = start.elapsed();
+    let limits_reached = confined.as_ref().map(|c| c.limits_reached()).unwrap_or_default();
     drop(confined);
     running.stop().await;
     services.stop().await;
@@ -288,5 +291,6 @@ pub async fn run_conversation(
         timing,
         script: resolved,
         web,
+        limits_reached,
     })
 }

@@ -45,11 +45,19 @@ pub fn read_text(path: &Path) -> std::io::Result<String> {
 /// empty name — what `probelab new` and `import` accept for a probe under `probes/`.
 pub fn confined_name(name: &str) -> Result<PathBuf, String> {
     let p = Path::new(name);
-    let ok = !name.is_empty() && p.components().all(|c| matches!(c, Component::Normal(_)));
+    // a name that ends in `/` names a directory, not a probe (`x/` became `probes/x/.toml`), and a
+    // hidden name is skipped by discovery
+    let last_hidden = p.file_name().is_some_and(|n| n.to_string_lossy().starts_with('.'));
+    let ok = !name.is_empty()
+        && !name.ends_with('/')
+        && !last_hidden
+        && p.components().all(|c| matches!(c, Component::Normal(_)));
     if ok {
         Ok(p.to_path_buf())
     } else {
-        Err(format!("{name:?} is not a relative name under probes/ (no absolute path, no `..`, no `.`)"))
+        Err(format!(
+            "{name:?} is not a relative name under probes/ (no absolute path, no `..`, no `.`, no final `/`, no hidden name)"
+        ))
     }
 }
 
@@ -183,7 +191,7 @@ mod tests {
     #[test]
     fn names_stay_under_probes() {
         assert_eq!(confined_name("read/window"), Ok(PathBuf::from("read/window")));
-        for bad in ["../../x", "/etc/x", "a/../../b", "", "./a", "a/./b/.."] {
+        for bad in ["../../x", "/etc/x", "a/../../b", "", "./a", "a/./b/..", "x/", "a/.hidden"] {
             assert!(confined_name(bad).is_err(), "{bad}");
         }
     }

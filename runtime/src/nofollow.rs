@@ -53,6 +53,14 @@ fn open_dirs(root: &Path, rel: &Path) -> std::io::Result<OwnedFd> {
                 }
                 openat(&fd, name, dir_flags, Mode::empty()).map_err(io)?
             }
+            // something that is no directory there: a link is refused (ELOOP), anything else is in the
+            // way as `mkdir -p` says it (EEXIST), the error the stores word as node does
+            Err(nix::Error::ENOTDIR | nix::Error::ELOOP) => {
+                let st = nix::sys::stat::fstatat(&fd, name, nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW).map_err(io)?;
+                let link = nix::sys::stat::SFlag::from_bits_truncate(st.st_mode) & nix::sys::stat::SFlag::S_IFMT
+                    == nix::sys::stat::SFlag::S_IFLNK;
+                return Err(io(if link { nix::Error::ELOOP } else { nix::Error::EEXIST }));
+            }
             other => other.map_err(io)?,
         };
         fd = next;

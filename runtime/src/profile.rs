@@ -26,6 +26,25 @@ pub const REFERENCE: &str = "2.1.235";
 /// `golden/builtin/` and makes scripts/setup and CI install the new release.
 pub const NEWEST: &str = "2.1.333";
 
+/// The newest release the observatory measured (`docs/matrix/cells/<V>/`): `builtin@V` is a profile of
+/// a release from [`REFERENCE`] to this one, and refused for any other (a release nobody measured has no
+/// profile to imitate). `probelab watch --publish` of a newer release moves it (a test holds it to the
+/// committed cells).
+pub const LAST_MEASURED: &str = "2.1.334";
+
+/// Whether `version` is a release a profile can imitate ([`REFERENCE`]..=[`LAST_MEASURED`]); the reason
+/// when not.
+pub fn known(version: &str) -> Result<Profile, String> {
+    let p = Profile::at(version).map_err(|e| e.to_string())?;
+    let (lo, hi) = (REFERENCE_RELEASE, Release::parse(LAST_MEASURED).unwrap_or(NEWEST_RELEASE));
+    if p.release < lo || p.release > hi {
+        return Err(format!(
+            "no profile for {version}: the built-in runtime imitates the releases the observatory measured, {REFERENCE} to {LAST_MEASURED}"
+        ));
+    }
+    Ok(p)
+}
+
 /// A version-gated behaviour of the reference: from `since` on, Claude Code does the new thing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Switch {

@@ -258,9 +258,7 @@ impl At<'_> {
         let cells = super::read_cells(std::slice::from_ref(&docs.cells)).usage()?;
         let m = Matrix::from_cells(&cells).text().usage()?;
         let Some(i) = m.versions.iter().position(|v| *v == version) else {
-            let there = m.versions.join(", ");
-            let why = format!("{version} has no cells in {} (versions there: {there})", docs.cells.display());
-            return Err(Failure::msg(2, why));
+            return Err(Failure::msg(2, unmeasured(version, &m.versions)));
         };
         let Some(previous) = i.checked_sub(1).map(|j| m.versions[j].clone()) else {
             return Err(Failure::msg(2, format!("{version} is the oldest version of the matrix: nothing before it")));
@@ -720,6 +718,28 @@ fn no_probe(id: &str) -> String {
     format!("no probe {id:?} under probes/ (`probelab list` names them)")
 }
 
+/// Why `changes V` has nothing to say of a release the matrix has no cells of, in words: a release
+/// published and not measured yet (with its date and how to measure it), one with no linux-x64 binary,
+/// or no release at all (the measured range given, not every version).
+fn unmeasured(version: &str, measured: &[String]) -> String {
+    let range = match (measured.first(), measured.last()) {
+        (Some(a), Some(b)) => format!("the matrix measured {a} to {b}"),
+        _ => "the matrix measured no release yet".to_string(),
+    };
+    let published = semver::Version::parse(version).ok().and_then(|v| {
+        let c = catalogue().ok()?;
+        c.get(&v).map(|p| (p.published.clone(), p.linux_x64))
+    });
+    match published {
+        Some((date, true)) => format!(
+            "{version} was published {} and is not measured yet ({range}): `probelab watch` measures it",
+            date.as_deref().map(|d| d.get(..10).unwrap_or(d)).unwrap_or("on an unknown date")
+        ),
+        Some((_, false)) => format!("{version} has no linux-x64 binary: the observatory cannot run it ({range})"),
+        None => format!("{version} is not a published Claude Code release ({range}; `probelab versions` lists them)"),
+    }
+}
+
 fn catalogue() -> Result<Catalogue, String> {
     let root = crate::subject::claude_code::cache_root();
     let (c, fresh) = Catalogue::load(&root, &Npm::from_env(), Refresh::default()).map_err(|e| e.to_string())?;
@@ -807,5 +827,14 @@ mod tests {
         assert!(e.contains("is not older than"), "{e}");
         let e = between("2.1", "2.1.235").err().unwrap_or_default();
         assert!(e.contains("is not a version"), "{e}");
+    }
+
+    #[test]
+    fn a_release_the_matrix_has_no_cells_of_is_answered_in_words_not_with_every_version() {
+        let measured: Vec<String> = ["2.1.235", "2.1.236", "2.1.334"].map(String::from).to_vec();
+        let e = unmeasured("2.1.999", &measured);
+        assert_eq!(e, "2.1.999 is not a published Claude Code release (the matrix measured 2.1.235 to 2.1.334; `probelab versions` lists them)");
+        assert!(!unmeasured("x", &[]).contains("2.1.236"));
+        assert!(unmeasured("x", &[]).contains("the matrix measured no release yet"));
     }
 }

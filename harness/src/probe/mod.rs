@@ -807,7 +807,9 @@ impl At<'_> {
     fn subject_options(&self, raw: &ProbeFile) -> Result<(), ProbeError> {
         let text = self.text;
         let reasons = [&raw.subject.unconfined, &raw.subject.builtin.unconfined, &raw.subject.claude_code.unconfined];
-        if reasons.iter().any(|r| r.as_ref().is_some_and(|why| why.trim().is_empty())) {
+        // a reason is words: blanks, zero-width and other invisible characters alone say nothing
+        let says_nothing = |why: &String| why.chars().filter(|c| c.is_alphanumeric()).count() < 2;
+        if reasons.iter().any(|r| r.as_ref().is_some_and(says_nothing)) {
             let blank = regex::Regex::new(r#"(?m)^[ \t]*unconfined[ \t]*=[ \t]*("\s*"|'\s*')"#).ok();
             let key =
                 blank.filter(|b| b.is_match(text)).or_else(|| regex::Regex::new(r"(?m)^[ \t]*unconfined[ \t]*=").ok());
@@ -1586,6 +1588,11 @@ mod tests {
         let e = err(&blank);
         let line = blank.lines().position(|l| l.starts_with("unconfined")).map(|i| i + 1).unwrap_or(0);
         assert!(e.contains("unconfined needs a reason") && e.contains(&format!(":{line}:1")), "{e}");
+        // invisible characters are no reason either (issue 41)
+        for nothing in ["\\u200b", "\\u200b\\u200b ", "-", "\\t"] {
+            let e = err(&format!("{OK}[subject]\nunconfined = \"{nothing}\"\n"));
+            assert!(e.contains("unconfined needs a reason"), "{nothing:?}: {e}");
+        }
     }
 
     #[test]

@@ -162,6 +162,28 @@ impl Sandbox {
         self.resolve_as(s, |v| v.to_string())
     }
 
+    /// The probe's `[env]` with its placeholders resolved (`{cwd}`, `{home}`…), as the format says they
+    /// are there (they reached subjects literally).
+    pub fn env(&self, probe: &crate::probe::Probe) -> std::collections::BTreeMap<String, String> {
+        probe.env.iter().map(|(k, v)| (k.clone(), self.resolve(v))).collect()
+    }
+
+    /// The probe's `[settings]` with the placeholders of every text resolved (a hook's command, a
+    /// permission rule's path); settings that do not read back after it are kept as written.
+    pub fn settings(&self, probe: &crate::probe::Probe) -> probelab_runtime::settings::Settings {
+        fn walk(v: &mut serde_json::Value, f: &dyn Fn(&str) -> String) {
+            match v {
+                serde_json::Value::String(s) => *s = f(s),
+                serde_json::Value::Array(a) => a.iter_mut().for_each(|x| walk(x, f)),
+                serde_json::Value::Object(o) => o.values_mut().for_each(|x| walk(x, f)),
+                _ => {}
+            }
+        }
+        let Ok(mut v) = serde_json::to_value(&probe.settings) else { return probe.settings.clone() };
+        walk(&mut v, &|s| self.resolve(s));
+        serde_json::from_value(v).unwrap_or_else(|_| probe.settings.clone())
+    }
+
     /// [`Sandbox::resolve`] for a regex (a check's `matches`): each placeholder becomes its value as an
     /// escaped literal, so `'^{cwd}/a\.txt$'` matches the cwd whatever characters its path has.
     pub fn resolve_regex(&self, re: &str) -> String {

@@ -161,7 +161,7 @@ impl Subject for Agent {
                 ("ANTHROPIC_API_KEY".into(), OsString::from(DUMMY_KEY)),
             ];
             let vars =
-                probelab_runtime::confine::with_env(probelab_runtime::confine::with_env(base, env), &c.probe.env);
+                probelab_runtime::confine::with_env(probelab_runtime::confine::with_env(base, env), sb.env(c.probe));
             let cmd = probelab_runtime::confine::command(c.confine.as_ref(), &self.program, &args, &sb.cwd, &vars);
             let name = self.id.to_string();
             let ended = super::process::run(cmd, &name, c.until, c.stop).await?;

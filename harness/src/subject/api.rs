@@ -162,7 +162,7 @@ pub fn write_claude_settings(probe: &Probe, sandbox: &Sandbox) -> Result<(), Str
         return Ok(());
     }
     let path = sandbox.cwd.join(".claude").join("settings.json");
-    let json = serde_json::to_vec_pretty(&probe.settings).map_err(|e| e.to_string())?;
+    let json = serde_json::to_vec_pretty(&sandbox.settings(probe)).map_err(|e| e.to_string())?;
     // no link a fixture or a fault put on the way is followed (issue 41)
     probelab_runtime::nofollow::write(std::slice::from_ref(&sandbox.root), &path, &json)
         .map_err(|e| format!("{}: {e}", path.display()))

@@ -19,7 +19,7 @@ pub const DEFAULT_MAX_TURNS: usize = 50;
 /// Its registration ([`super::REGISTERED`]).
 pub const REGISTRATION: Registration = Registration {
     kind: super::id::BUILTIN,
-    versioned: super::api::Versioned::Optional { check: |v| Profile::at(v).map(drop).map_err(|e| e.to_string()) },
+    versioned: super::api::Versioned::Optional { check: |v| probelab_runtime::profile::known(v).map(drop) },
     usage: "builtin[@V]",
     about: "the embedded Rust runtime (default), behaving as the newest Claude Code the matrix measured; @V: as Claude Code V (version profiles)",
     speaks: None,
@@ -111,8 +111,8 @@ async fn converse(c: Conversation<'_>, profile: Profile) -> Result<Ended, String
         home: sandbox.home.clone(),
         roots: vec![sandbox.root.clone()],
         session_id: probe.subject.session_id.clone().unwrap_or_else(|| builtin::SESSION_ID.into()),
-        env: probe.env.clone(),
-        settings: probe.settings.clone(),
+        env: sandbox.env(probe),
+        settings: sandbox.settings(probe),
         ask: probe.ask,
         model: Some(client.clone()),
         host: probe.host.clone(),

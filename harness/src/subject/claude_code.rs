@@ -207,7 +207,7 @@ pub fn command(
         ("TMPDIR".into(), tmp.clone().into()),
     ];
     let vars = probelab_runtime::confine::with_env(
-        probelab_runtime::confine::with_env(base, &probe.env),
+        probelab_runtime::confine::with_env(base, sandbox.env(probe)),
         &probe.subject.claude_code.env,
     );
     Ok(probelab_runtime::confine::command(confine, &cc.binary, args, cwd, &vars))

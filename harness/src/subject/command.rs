@@ -257,7 +257,7 @@ impl Command {
             ("TMPDIR".into(), tmp.clone().into()),
         ];
         let own = self.spec.env.iter().map(|(k, v)| (k.clone(), resolve(v, &values)));
-        let vars = probelab_runtime::confine::with_env(probelab_runtime::confine::with_env(base, own), &c.probe.env);
+        let vars = probelab_runtime::confine::with_env(probelab_runtime::confine::with_env(base, own), sb.env(c.probe));
         Ok(probelab_runtime::confine::command(confine.as_ref(), &program, &argv[1..], &sb.cwd, &vars))
     }
 }

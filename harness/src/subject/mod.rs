@@ -177,6 +177,25 @@ impl Registry {
 
 #[cfg(test)]
 mod tests {
+    /// LAST_MEASURED is the newest release with committed cells: publishing a newer one moves it.
+    #[test]
+    fn the_last_measured_release_is_the_newest_with_cells() {
+        let cells = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/matrix/cells");
+        let newest = std::fs::read_dir(&cells)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter_map(|e| semver::Version::parse(e.file_name().to_str()?).ok())
+            .max();
+        let last = semver::Version::parse(probelab_runtime::profile::LAST_MEASURED).ok();
+        assert_eq!(
+            newest,
+            last,
+            "runtime/src/profile.rs LAST_MEASURED must name the newest release of {}",
+            cells.display()
+        );
+    }
+
     use super::{Registry, SubjectError};
 
     #[test]
@@ -195,6 +214,15 @@ mod tests {
         );
         let e = r.parse("builtin@banana").unwrap_err();
         assert!(matches!(&e, SubjectError::VersionRefused { subject, .. } if subject == "builtin@banana"), "{e:?}");
+        // a release no profile or cell knows: refused with the known range (issue 42)
+        for unknown in ["builtin@9.9.9", "builtin@2.1.100", "builtin@2.1.999"] {
+            let e = r.parse(unknown).unwrap_err();
+            assert!(e.to_string().contains("the observatory measured, 2.1.235 to"), "{unknown}: {e}");
+        }
+        assert!(
+            r.parse("builtin@2.1.300").is_ok()
+                && r.parse(&format!("builtin@{}", probelab_runtime::profile::LAST_MEASURED)).is_ok()
+        );
         let id = super::SubjectId::command("mine", None);
         assert_eq!(r.prepare(&id).err(), Some(SubjectError::UnknownCommand("mine".into())));
     }

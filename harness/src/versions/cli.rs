@@ -53,7 +53,14 @@ impl Command {
         let stdout = std::io::stdout();
         let mut out = stdout.lock();
         let done = match self {
-            Command::Versions { spec, refresh, json } => versions(&cache, &spec.join(" "), refresh, json, &mut out),
+            Command::Versions { spec, refresh, json } => {
+                // which releases the project's observatory measured (its committed cells), if in a project
+                let cells = std::env::current_dir()
+                    .ok()
+                    .and_then(|d| crate::project::Project::find(&d).ok())
+                    .map(|p| p.golden.parent().unwrap_or(std::path::Path::new(".")).join("docs/matrix/cells"));
+                versions(&cache, &spec.join(" "), refresh, json, cells.as_deref(), &mut out)
+            }
             Command::Cache { action } => match action.unwrap_or(CacheAction::List) {
                 CacheAction::List => list(&cache, &mut out),
                 CacheAction::Gc => gc(&cache, &mut out),
@@ -89,8 +96,19 @@ fn io(e: std::io::Error) -> VersionError {
     VersionError::io("write", "stdout", e)
 }
 
-/// `probelab versions [SPEC] [--refresh] [--json]`.
-pub fn versions(cache: &Cache, spec: &str, refresh: bool, json: bool, out: &mut dyn Write) -> Result<(), VersionError> {
+/// `probelab versions [SPEC] [--refresh] [--json]`; `cells`: the project's committed cells
+/// (`docs/matrix/cells/<V>/`), which say whether the observatory measured a release.
+pub fn versions(
+    cache: &Cache,
+    spec: &str,
+    refresh: bool,
+    json: bool,
+    cells: Option<&std::path::Path>,
+    out: &mut dyn Write,
+) -> Result<(), VersionError> {
+    let measured = |v: &semver::Version| {
+        cells.is_some_and(|c| std::fs::read_dir(c.join(v.to_string())).is_ok_and(|mut d| d.next().is_some()))
+    };
     let spec: Spec = if spec.trim().is_empty() { Spec::All } else { spec.parse()? };
     let policy = if refresh { Refresh::Always } else { Refresh::default() };
     let (catalogue, freshness) = Catalogue::load(cache.root(), cache.npm(), policy)?;
@@ -113,6 +131,7 @@ pub fn versions(cache: &Cache, spec: &str, refresh: bool, json: bool, out: &mut 
                     "linux_x64": p.is_some_and(|p| p.linux_x64),
                     "platform_only": p.is_some_and(|p| p.platform_only),
                     "installed": inst(v).map(entry_json),
+                    "measured": measured(v),
                 })
             })
             .collect();
@@ -139,7 +158,8 @@ pub fn versions(cache: &Cache, spec: &str, refresh: bool, json: bool, out: &mut 
         return Ok(());
     }
     eprintln!("claude-code: {}", freshness.describe(&catalogue));
-    writeln!(out, "{:<10} {:<11} {:<18} INSTALLED", "VERSION", "PUBLISHED", "LINUX-X64").map_err(io)?;
+    writeln!(out, "{:<10} {:<11} {:<18} {:<13} INSTALLED", "VERSION", "PUBLISHED", "LINUX-X64", "MEASURED")
+        .map_err(io)?;
     for v in &shown {
         let p = catalogue.get(v);
         let published = p.and_then(|p| p.published.as_deref()).map(|t| t.get(..10).unwrap_or(t)).unwrap_or("-");
@@ -152,7 +172,13 @@ pub fn versions(cache: &Cache, spec: &str, refresh: bool, json: bool, out: &mut 
             None => "-".to_string(),
             Some(e) => installed_text(e),
         };
-        writeln!(out, "{:<10} {:<11} {:<18} {installed}", v.to_string(), published, binary).map_err(io)?;
+        let observed = match p {
+            Some(p) if !p.linux_x64 => "-",
+            _ if measured(v) => "yes",
+            _ => "not yet",
+        };
+        writeln!(out, "{:<10} {:<11} {:<18} {observed:<13} {installed}", v.to_string(), published, binary)
+            .map_err(io)?;
     }
     if let Some(note) = selection.skipped_note() {
         eprintln!("{note}");

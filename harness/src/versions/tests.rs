@@ -608,16 +608,22 @@ fn probelab_versions_prints_binary_and_install_state() {
     let cache = f.cache();
     drop(ok(cache.ensure(&v("2.1.200"))));
     let mut out = Vec::new();
-    ok(cli::versions(&cache, ">=2.1.100", false, false, &mut out));
+    // a project whose observatory measured 2.1.200 (a cell committed), not 2.1.201
+    let cells = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    std::fs::create_dir_all(cells.path().join("2.1.200")).unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(cells.path().join("2.1.200/p.json"), "{}").unwrap_or_else(|e| panic!("{e}"));
+    std::fs::create_dir_all(cells.path().join("2.1.201")).unwrap_or_else(|e| panic!("{e}"));
+    ok(cli::versions(&cache, ">=2.1.100", false, false, Some(cells.path()), &mut out));
     let text = String::from_utf8_lossy(&out);
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(lines.len(), 5, "{text}");
-    assert!(lines[0].starts_with("VERSION"), "{text}");
+    assert!(lines[0].starts_with("VERSION") && lines[0].contains("MEASURED"), "{text}");
     assert!(lines[1].starts_with("2.1.112") && lines[1].contains("no (not run)"), "{text}");
     assert!(lines[3].starts_with("2.1.200") && lines[3].contains(" yes ") && lines[3].contains("last used"), "{text}");
-    assert!(lines[4].starts_with("2.1.201") && lines[4].ends_with(" -"), "{text}");
+    assert!(lines[3].split_whitespace().nth(3) == Some("yes"), "measured: {text}");
+    assert!(lines[4].starts_with("2.1.201") && lines[4].contains("not yet") && lines[4].ends_with(" -"), "{text}");
     let mut out = Vec::new();
-    ok(cli::versions(&cache, "2.1.200,newest", false, true, &mut out));
+    ok(cli::versions(&cache, "2.1.200,newest", false, true, Some(cells.path()), &mut out));
     let j: serde_json::Value = serde_json::from_slice(&out).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(j["catalogue"]["first_linux_x64"], "2.1.113");
     assert_eq!(j["catalogue"]["source"]["kind"], "cached");
@@ -625,7 +631,11 @@ fn probelab_versions_prints_binary_and_install_state() {
     assert!(j["versions"][0]["installed"]["disk_size"].as_u64().is_some_and(|n| n > 0), "{j}");
     assert_eq!(j["versions"][1]["version"], "2.1.201");
     assert_eq!(j["versions"][1]["installed"], serde_json::Value::Null);
-    let e = cli::versions(&cache, "2.1.112", false, false, &mut Vec::new()).failing("no binary");
+    assert_eq!(
+        (j["versions"][0]["measured"].as_bool(), j["versions"][1]["measured"].as_bool()),
+        (Some(true), Some(false))
+    );
+    let e = cli::versions(&cache, "2.1.112", false, false, None, &mut Vec::new()).failing("no binary");
     assert!(e.to_string().starts_with("2.1.112 has no linux-x64 binary"), "{e}");
     // cache list and rm
     let mut out = Vec::new();
@@ -677,7 +687,7 @@ fn a_version_published_as_the_platform_package_only_is_listed_and_installed_from
     assert_eq!(installs.len(), 1, "{installs:?}");
     assert!(installs[0].ends_with(" @anthropic-ai/claude-code-linux-x64@2.1.202"), "{installs:?}");
     let mut out = Vec::new();
-    ok(cli::versions(&cache, ">=2.1.201", false, false, &mut out));
+    ok(cli::versions(&cache, ">=2.1.201", false, false, None, &mut out));
     let text = String::from_utf8_lossy(&out);
     assert!(text.lines().any(|l| l.starts_with("2.1.202") && l.contains("yes (platform pkg)")), "{text}");
     assert!(text.lines().any(|l| l.starts_with("2.1.201") && l.contains("yes ") && !l.contains("platform")), "{text}");

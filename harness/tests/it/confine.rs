@@ -706,3 +706,60 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
     }
     out
 }
+
+/// Issue 41, item 5: a subject that starts more processes at once, or takes more memory, than the
+/// run's limits is stopped there by the kernel and the run fails an invariant that says which limit it
+/// reached; the host feels nothing. (Limits need a cgroup hierarchy the lab can write: not run where
+/// there is none.) The limits are lowered for the test through the lab's environment.
+#[test]
+fn a_subject_past_its_process_or_memory_limit_gets_a_verdict_that_says_so() {
+    let writable = ["/sys/fs/cgroup/pids/cgroup.procs", "/sys/fs/cgroup/memory/cgroup.procs"]
+        .iter()
+        .all(|p| std::fs::OpenOptions::new().write(true).open(p).is_ok());
+    if !writable {
+        eprintln!("NOT RUN: no writable cgroup-v1 pids and memory hierarchies here");
+        return;
+    }
+    for backend in backends() {
+        let lab = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        assert!(probelab(lab.path(), &["init"]).0);
+        let toml = "[subjects.forks]\ncommand = [\"sh\", \"-c\", \"i=0; while [ $i -lt 60 ]; do sleep 2 & i=$((i+1)); done; wait\"]\n\
+                    [subjects.eats]\ncommand = [\"python3\", \"-c\", \"b = bytearray(400 << 20); print(len(b))\"]\n";
+        std::fs::write(lab.path().join("probelab.toml"), toml).unwrap_or_else(|e| panic!("{e}"));
+        let probe = "id = \"hostile.limits\"\nclaims = [\"BASH-5\"]\nabout = \"past the run's limits\"\nsubjects = [\"forks\", \"eats\"]\n\
+                     deadline_secs = 20\n[[turn]]\ntext = \"done\"\n";
+        std::fs::write(lab.path().join("probes/limits.toml"), probe).unwrap_or_else(|e| panic!("{e}"));
+        for (subject, expect) in [
+            ("forks", "the subject reached its limit of 20 processes at once ("),
+            ("eats", "the subject reached its memory limit of 64 MiB ("),
+        ] {
+            let out = std::process::Command::new(env!("CARGO_BIN_EXE_probelab"))
+                .args(["run", "-j", "1", "--subject", subject])
+                .env(probelab_runtime::confine::BACKEND_ENV, backend)
+                .env(harness::limits::PROCESSES_ENV, "20")
+                .env(harness::limits::MEMORY_ENV, "64")
+                .current_dir(lab.path())
+                .output()
+                .unwrap_or_else(|e| panic!("{e}"));
+            let said = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+            assert!(
+                said.contains("FAIL invariant: the subject stayed within its limits") || said.contains(expect),
+                "{subject} on {backend}:\n{said}"
+            );
+            assert!(said.contains(expect), "{subject} on {backend}:\n{said}");
+            assert_eq!(out.status.code(), Some(1), "{subject} on {backend}:\n{said}");
+        }
+    }
+    let left: Vec<_> = std::fs::read_dir("/sys/fs/cgroup/memory")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| {
+            // a run's group whose probelab is gone was left behind
+            let pid = n.strip_prefix("probelab-run-").and_then(|r| r.split('-').next());
+            pid.is_some_and(|p| !Path::new("/proc").join(p).exists())
+        })
+        .collect();
+    assert!(left.is_empty(), "groups left: {left:?}");
+}

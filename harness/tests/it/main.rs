@@ -13,6 +13,7 @@ mod cli;
 mod command_subject;
 mod confine;
 mod determinism;
+mod discover;
 mod hang;
 mod hostile;
 mod html_report;

@@ -30,10 +30,9 @@ use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
 
 pub mod ns;
+mod relay;
 
-/// What of `/proc` acts on the whole host (sysctls, the SysRq trigger, IRQ affinities, bus devices)
-/// and is guarded by its owner's mode bits alone: bound read-only over a writable `/proc`.
-const PROC_HOST_WIDE: &[&str] = &["/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus"];
+pub use relay::{relay_main, RELAY_SUBCOMMAND};
 
 /// A process's whole environment, in order (later values of a name win).
 pub type Env = Vec<(OsString, OsString)>;
@@ -63,9 +62,6 @@ where
     }
     env
 }
-
-/// The probelab subcommand that is the relay ([`relay_main`]).
-pub const RELAY_SUBCOMMAND: &str = "confine-relay";
 
 /// How a confined process reaches the network.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -145,6 +141,20 @@ pub struct Confinement {
     /// The session every process joins ([`Session`]): set, the process does not get namespaces of its
     /// own but enters the holder's (the fields above describe the holder's confinement).
     pub session: Option<Session>,
+    /// The run's limits ([`Limits`]): the cgroups its launcher joins first.
+    pub limits: Option<Limits>,
+}
+
+/// The `cgroup.procs` files of a run's limits, and the probelab binary that joins them (the launcher
+/// itself, or a step before bubblewrap).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Limits {
+    /// The probelab binary.
+    pub launcher: PathBuf,
+    /// `cgroup.procs` files joined by a process that holds the subject (its launcher).
+    pub whole: Vec<PathBuf>,
+    /// Those joined by a process that joins a session (it may be in the Bash tool's guard group).
+    pub joining: Vec<PathBuf>,
 }
 
 /// A confined session: one set of namespaces (user, mount, pid, network, ipc, uts) made once by a
@@ -230,6 +240,7 @@ impl Confinement {
             strict: true,
             own_pids,
             session: None,
+            limits: None,
         }
     }
 
@@ -284,7 +295,7 @@ impl Confinement {
             // a nested sandbox writes its uid map under /proc/self: /proc stays writable, and what a
             // process that is the host's uid 0 could write without capabilities is covered read-only
             push(&["--proc", "/proc"]);
-            for p in PROC_HOST_WIDE.iter().filter(|p| Path::new(p).exists()) {
+            for p in ns::PROC_HOST_WIDE.iter().filter(|p| Path::new(p).exists()) {
                 push(&["--ro-bind", p, p]);
             }
         }
@@ -368,6 +379,7 @@ impl Confinement {
                     .collect(),
                 join: Some(session.holder),
                 parent: Some(std::process::id()),
+                cgroups: self.limits.as_ref().map(|l| l.joining.clone()).unwrap_or_default(),
                 ..ns::Spec::default()
             };
             return ns::command_line(&session.launcher, &spec);
@@ -381,7 +393,17 @@ impl Confinement {
                 a.extend(self.args_running(cwd, Some(Path::new(program))));
                 a.push(program.to_os_string());
                 a.extend(args.into_iter().map(|x| x.as_ref().to_os_string()));
-                (bwrap.clone().into_os_string(), a)
+                let Some(limits) = &self.limits else { return (bwrap.clone().into_os_string(), a) };
+                // the run's limits: the probelab binary joins its groups, then execs bubblewrap
+                let step = ns::Spec {
+                    cgroups: limits.whole.clone(),
+                    passthrough: true,
+                    parent: Some(std::process::id()),
+                    cwd: cwd.to_path_buf(),
+                    argv: std::iter::once(bwrap.clone().into_os_string()).chain(a).collect(),
+                    ..ns::Spec::default()
+                };
+                ns::command_line(&limits.launcher, &step)
             }
             Backend::Namespaces(launcher) => {
                 let exe = Path::new(program);
@@ -408,6 +430,8 @@ impl Confinement {
                         .collect(),
                     join: None,
                     parent: Some(std::process::id()),
+                    cgroups: self.limits.as_ref().map(|l| l.whole.clone()).unwrap_or_default(),
+                    passthrough: false,
                     init: false,
                 };
                 ns::command_line(launcher, &spec)
@@ -559,68 +583,6 @@ pub fn serve_ports(dir: &Path, ports: &[u16]) -> std::io::Result<Served> {
         }));
     }
     Ok(served)
-}
-
-/// The relay inside a confined process's namespace: `PORT=SOCKET… -- ARGV…`. Binds `127.0.0.1:PORT`
-/// for each, starts ARGV (its stdio, env and cwd inherited), forwards every connection to its socket,
-/// and exits with ARGV's status (128 + the signal that ended it). Returns the exit code.
-pub fn relay_main(args: &[OsString]) -> i32 {
-    let Some(split) = args.iter().position(|a| a == "--") else {
-        eprintln!("probelab confine-relay: usage: PORT=SOCKET... -- ARGV...");
-        return 2;
-    };
-    let (pairs, argv) = (&args[..split], &args[split + 1..]);
-    let Some((program, rest)) = argv.split_first() else {
-        eprintln!("probelab confine-relay: no command after --");
-        return 2;
-    };
-    for pair in pairs {
-        let s = pair.to_string_lossy();
-        let Some((port, sock)) = s.split_once('=').and_then(|(p, s)| Some((p.parse::<u16>().ok()?, s.to_string())))
-        else {
-            eprintln!("probelab confine-relay: {s:?} is not PORT=SOCKET");
-            return 2;
-        };
-        let listener = match std::net::TcpListener::bind(("127.0.0.1", port)) {
-            Ok(l) => l,
-            Err(e) => {
-                eprintln!("probelab confine-relay: cannot listen on 127.0.0.1:{port}: {e}");
-                return 2;
-            }
-        };
-        std::thread::spawn(move || relay_accept(listener, std::path::Path::new(&sock)));
-    }
-    let status = match std::process::Command::new(program).args(rest).status() {
-        Ok(s) => s,
-        Err(e) => {
-            eprintln!("probelab confine-relay: cannot start {}: {e}", program.to_string_lossy());
-            return 127;
-        }
-    };
-    use std::os::unix::process::ExitStatusExt;
-    status.code().or_else(|| status.signal().map(|s| 128 + s)).unwrap_or(1)
-}
-
-/// Forwards every connection `listener` accepts to the unix socket `sock` (a thread each).
-pub(crate) fn relay_accept(listener: std::net::TcpListener, sock: &Path) {
-    for conn in listener.incoming().flatten() {
-        let sock = sock.to_path_buf();
-        std::thread::spawn(move || forward(conn, &sock));
-    }
-}
-
-fn forward(conn: std::net::TcpStream, sock: &Path) {
-    let Ok(out) = std::os::unix::net::UnixStream::connect(sock) else { return };
-    let (Ok(mut conn2), Ok(mut out2)) = (conn.try_clone(), out.try_clone()) else { return };
-    let up = std::thread::spawn(move || {
-        let mut conn = conn;
-        let mut out = out;
-        let _ = std::io::copy(&mut conn, &mut out);
-        let _ = out.shutdown(std::net::Shutdown::Write);
-    });
-    let _ = std::io::copy(&mut out2, &mut conn2);
-    let _ = conn2.shutdown(std::net::Shutdown::Write);
-    let _ = up.join();
 }
 
 /// `program args` started in `cwd` with exactly the environment `env`: under `confine` when there is

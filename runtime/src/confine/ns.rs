@@ -52,6 +52,11 @@ pub const SETUP_FAILED: u8 = 125;
 /// How the launcher's own failures start on stderr (`probelab confine-ns: cannot …`).
 pub const FAILURE_PREFIX: &str = "probelab confine-ns: ";
 
+/// What of `/proc` acts on the whole host (sysctls, the SysRq trigger, IRQ affinities, bus devices)
+/// and is guarded by its owner's mode bits alone: bound read-only over a writable `/proc` (by this
+/// launcher, and by bubblewrap's arguments in [`super::Confinement::args`]).
+pub(crate) const PROC_HOST_WIDE: &[&str] = &["/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus"];
+
 /// Host devices bound into the minimal `/dev` (bubblewrap's `--dev` set).
 const DEVICES: &[&str] = &["null", "zero", "full", "random", "urandom", "tty"];
 
@@ -92,6 +97,12 @@ pub struct Spec {
     /// Join the namespaces of this process (host pid: a session's holder, [`super::Session`]) instead
     /// of making new ones.
     pub join: Option<u32>,
+    /// `cgroup.procs` files the launcher joins first thing (the run's limits): everything it starts is
+    /// counted there.
+    pub cgroups: Vec<PathBuf>,
+    /// Join the cgroups, then start the program as it is (no namespace made): the step before
+    /// bubblewrap when the run has limits.
+    pub passthrough: bool,
     /// The second stage: the init of the pid namespace the first made.
     pub(crate) init: bool,
 }
@@ -114,6 +125,13 @@ impl Spec {
         }
         if self.host_network {
             a.push("--host-network".into());
+        }
+        if self.passthrough {
+            a.push("--passthrough".into());
+        }
+        for c in &self.cgroups {
+            a.push("--cgroup".into());
+            a.push(c.into());
         }
         if let Some(pid) = self.join {
             a.push("--join".into());
@@ -179,6 +197,8 @@ impl Spec {
                 Some("--ro") => s.visible.push(value("--ro")?.into()),
                 Some("--rw") => s.writable.push(value("--rw")?.into()),
                 Some("--hide") => s.hidden.push(value("--hide")?.into()),
+                Some("--cgroup") => s.cgroups.push(value("--cgroup")?.into()),
+                Some("--passthrough") => s.passthrough = true,
                 Some("--mkdir") => s.skeleton.push(value("--mkdir")?.into()),
                 Some("--env") => {
                     use std::os::unix::ffi::{OsStrExt, OsStringExt};
@@ -240,7 +260,17 @@ pub fn main(args: &[OsString]) -> u8 {
     if spec.no_nested {
         return failed("nested user namespaces cannot be refused by this backend (bubblewrap's --disable-userns); the Bash sandbox uses bubblewrap");
     }
-    let run = if let Some(pid) = spec.join {
+    // the run's limits first, before any process is started: everything after is counted
+    if !spec.init {
+        for procs in &spec.cgroups {
+            if let Err(e) = std::fs::write(procs, std::process::id().to_string()) {
+                return failed(&format!("cannot join the run's cgroup {}: {e}", procs.display()));
+            }
+        }
+    }
+    let run = if spec.passthrough {
+        passthrough(&spec)
+    } else if let Some(pid) = spec.join {
         join(&spec, pid)
     } else if spec.init {
         init(&spec)
@@ -367,6 +397,20 @@ fn join(spec: &Spec, pid: u32) -> Result<u8, String> {
     Ok(code_of(child.wait().map_err(|e| format!("cannot wait for the subject: {e}"))?))
 }
 
+/// Starts the program in place (its environment the spec's), nothing confined: the cgroups joined.
+fn passthrough(spec: &Spec) -> Result<u8, String> {
+    use std::os::unix::process::CommandExt;
+    die_with_parent(spec)?;
+    let (program, rest) = spec.argv.split_first().ok_or("no command")?;
+    let e = std::process::Command::new(program)
+        .args(rest)
+        .env_clear()
+        .envs(spec.env.iter().map(|(k, v)| (k, v)))
+        .current_dir(&spec.cwd)
+        .exec();
+    Err(format!("cannot start {}: {e}", program.to_string_lossy()))
+}
+
 /// The program a session's holder runs ([`HOLD_SUBCOMMAND`]): says `ready` on stdout once it runs —
 /// inside the confinement, so everything is made — then waits to be killed with the session.
 pub fn hold_main() -> u8 {
@@ -409,7 +453,7 @@ fn start(spec: &Spec) -> Result<u8, String> {
         let listener = std::net::TcpListener::bind(("127.0.0.1", *port))
             .map_err(|e| format!("cannot listen on 127.0.0.1:{port}: {e}"))?;
         let sock = sock.clone();
-        std::thread::spawn(move || super::relay_accept(listener, &sock));
+        std::thread::spawn(move || super::relay::relay_accept(listener, &sock));
     }
     if !spec.own_pids && spec.relayed.is_empty() {
         use std::os::unix::process::CommandExt;
@@ -490,7 +534,7 @@ fn mounts(spec: &Spec) -> Result<(), String> {
         let proc_ = new.join("proc");
         let flags = MsFlags::MS_NOSUID | MsFlags::MS_NOEXEC | MsFlags::MS_NODEV;
         mount(Some("proc"), &proc_, Some("proc"), flags, none).map_err(sys("mount /proc"))?;
-        for p in super::PROC_HOST_WIDE {
+        for p in PROC_HOST_WIDE {
             let inside = new.join(p.trim_start_matches('/'));
             if inside.exists() {
                 bind(&inside, &inside, true, false)?;

@@ -124,6 +124,7 @@ pub fn plan(ctx: &ToolContext, disable: bool) -> Result<Plan, ToolError> {
         // the sandbox's own under the session's for the host's root (mapping the parent's uid 0 needs
         // CAP_SETFCAP there, which the session drops), and the sandbox is the stricter of the two
         session: None,
+        limits: None,
     };
     Ok(Plan { confine: Some(confine), sandboxed: true, note })
 }
@@ -302,6 +303,7 @@ mod tests {
             strict: true,
             own_pids: true,
             session: None,
+            limits: None,
         };
         Plan { confine: Some(confine), sandboxed: true, note: None }
     }

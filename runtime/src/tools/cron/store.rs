@@ -284,10 +284,9 @@ pub(super) fn write_durable(st: &State) -> Result<(), DurableError> {
     };
     let tasks: Vec<Value> = st.jobs.iter().filter(|j| j.durable).map(record).collect();
     let text = serde_json::to_string_pretty(&json!({ "tasks": tasks }))?;
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir).map_err(io(dir))?;
-    }
-    std::fs::write(path, format!("{text}\n")).map_err(io(path))
+    // from the cwd down (`<cwd>/.claude/scheduled_tasks.json`), no link followed (crate::nofollow)
+    let home: Vec<std::path::PathBuf> = path.ancestors().nth(2).map(Path::to_path_buf).into_iter().collect();
+    crate::nofollow::write(&home, path, format!("{text}\n").as_bytes()).map_err(io(path))
 }
 
 /// This process's start time in clock ticks since boot (`/proc/self/stat` field 22), as the reference

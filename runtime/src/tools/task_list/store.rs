@@ -42,6 +42,12 @@ pub fn list_dir(ctx: &ToolContext) -> PathBuf {
     ctx.home.join(".claude").join("tasks").join(sanitize(id))
 }
 
+/// The HOME a list's directory lies in (`<home>/.claude/tasks/<list>`): what the store's writes open
+/// from with no link followed ([`crate::nofollow`]; a confined command may plant one in the list).
+fn home_of(dir: &Path) -> Vec<PathBuf> {
+    dir.ancestors().nth(3).map(Path::to_path_buf).into_iter().collect()
+}
+
 fn task_path(dir: &Path, id: &str) -> PathBuf {
     dir.join(format!("{}.json", sanitize(id)))
 }
@@ -152,7 +158,7 @@ pub fn read_task(dir: &Path, id: &str) -> Result<Option<Task>, StoreError> {
 fn write_task(dir: &Path, id: &str, task: &Task) -> Result<(), StoreError> {
     let path = task_path(dir, id);
     let text = serde_json::to_string_pretty(task)?;
-    std::fs::write(&path, text).map_err(StoreError::io("open", &path))
+    crate::nofollow::write(&home_of(dir), &path, text.as_bytes()).map_err(StoreError::io("open", &path))
 }
 
 /// `{...task, ...patch, id}`: fields already there keep their place, new ones go last.
@@ -191,7 +197,7 @@ fn highest_id(dir: &Path) -> u64 {
 
 /// Creates a task with the next id (TASK-1): `.lock` first, then `<id>.json`.
 pub fn create_task(dir: &Path, fields: Task) -> Result<String, StoreError> {
-    std::fs::create_dir_all(dir).map_err(StoreError::io("mkdir", dir))?;
+    crate::nofollow::create_dir_all(&home_of(dir), dir).map_err(StoreError::io("mkdir", dir))?;
     let _ = std::fs::OpenOptions::new().write(true).create_new(true).open(dir.join(LOCK_FILE));
     let id = (highest_id(dir).max(high_water_mark(dir)) + 1).to_string();
     let mut task = Task::new();
@@ -223,7 +229,8 @@ pub fn delete_task(dir: &Path, id: &str) -> Result<bool, StoreError> {
     if let Some(n) = id.parse::<u64>().ok().or_else(|| leading_int(id)) {
         if n > high_water_mark(dir) {
             let path = dir.join(HIGH_WATER_MARK_FILE);
-            std::fs::write(&path, n.to_string()).map_err(StoreError::io("open", &path))?;
+            crate::nofollow::write(&home_of(dir), &path, n.to_string().as_bytes())
+                .map_err(StoreError::io("open", &path))?;
         }
     }
     let path = task_path(dir, id);

@@ -1,0 +1,951 @@
+//! `probelab discover A B` (issue 38): differential exploration of two Claude Code releases. The same
+//! generated sessions ([`crate::sessions`], extended here: Bash commands, `.claude/` skills, agents and
+//! commands with and without a byte-order mark, hooks that log their payloads) run on both releases,
+//! each side twice; what differs between the sides while each side agrees with itself is a **stable
+//! difference**, what differs between two runs of one side is **noise** (reported as such, never as
+//! a change). A difference is of one of three kinds, kept apart as the observatory keeps its layers: a
+//! tool **result** (its text, normalised, and `is_error`), the **files** of the working directory after
+//! the session (hook payload logs among them), or the **request** (the tools the first request offers,
+//! and the texts of its first user message: the skill listing, reminders).
+//!
+//! Each stable result difference is then minimised (the differing call with only the earlier calls on
+//! its file, each in a turn of its own, in a fresh session with only the files those calls touch; then
+//! earlier calls dropped one by one while the difference stays) and written as a candidate probe under
+//! the output directory (`<tool>-<n>.toml`, its `about` the one-line statement of what differs), ready
+//! to move into `probes/` — promotion into the catalogue is a person's decision (a probe there runs on
+//! every release of the observatory).
+//!
+//! Decisions: the default model (what a user of the release gets; the fidelity test pins another for its
+//! own reasons), `--allowedTools Grep,Glob` as the catalogue's file probes give it; a run that broke (a
+//! request the stub refused, a turn not served, the deadline) is no evidence of anything: its session
+//! is reported as broken and compared no further. What the generator covers is said beside what the
+//! release offers: tools it never calls are listed as not explored.
+
+use crate::lab::Layout;
+use crate::run::run_conversation;
+use crate::sessions::{self, Call, File, Outcome, Ran, Rng, Session};
+use crate::subject::claude_code::ClaudeCode;
+use serde::Serialize;
+use serde_json::{json, Value};
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+/// Sessions of a default exploration of one release pair.
+pub const DEFAULT_SESSIONS: usize = 3;
+/// The default seed.
+pub const DEFAULT_SEED: u64 = 0x38_d15c;
+/// At most this many differences are minimised per pair (each costs a few runs of both sides).
+pub const MAX_MINIMISED: usize = 6;
+/// At most this many runs of both sides to minimise one difference.
+pub const MINIMISE_RUNS: usize = 5;
+
+/// The tools the generator calls.
+pub const EXPLORED_TOOLS: &[&str] = &["Read", "Edit", "Write", "NotebookEdit", "Grep", "Glob", "Bash"];
+
+/// How to explore.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// The generator's seed.
+    pub seed: u64,
+    /// Sessions to run.
+    pub sessions: usize,
+    /// Where candidate probes and the report go.
+    pub out: PathBuf,
+    /// Minimise the stable result differences into candidate probes.
+    pub minimise: bool,
+}
+
+/// The kind of a difference.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Kind {
+    /// A tool result (text or `is_error`).
+    Result,
+    /// A file of the working directory after the session.
+    File,
+    /// The first request (tools offered, texts of its first user message).
+    Request,
+}
+
+/// One difference found.
+#[derive(Debug, Clone, Serialize)]
+pub struct Finding {
+    /// Its kind.
+    pub kind: Kind,
+    /// The session (0-based).
+    pub session: usize,
+    /// The call (1-based), for a result.
+    pub call: Option<usize>,
+    /// The tool, or the file's path, or the request's part.
+    pub what: String,
+    /// The generator's input class.
+    pub class: String,
+    /// The call's input.
+    pub input: Option<Value>,
+    /// What the older release gave (for noise: the first run of the side that varied).
+    pub left: String,
+    /// What the newer release gave (for noise: the second run).
+    pub right: String,
+    /// For noise: the side whose two runs differed.
+    pub side: Option<String>,
+}
+
+/// A minimised difference, written as a candidate probe.
+#[derive(Debug, Clone, Serialize)]
+pub struct Candidate {
+    /// The probe file written.
+    pub file: PathBuf,
+    /// The one-line statement of what differs.
+    pub statement: String,
+    /// Calls in the minimal session.
+    pub calls: usize,
+}
+
+/// A change known from outside the exploration (`docs/discover/known-changes.toml`).
+#[derive(Debug, Clone, serde::Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct KnownChange {
+    /// The first release with it.
+    pub release: String,
+    /// What changed.
+    pub what: String,
+    /// Where it is known from.
+    pub source: String,
+    /// `result`, `file` or `request`.
+    pub kind: String,
+    /// A text on the newer side of a stable difference only.
+    #[serde(default)]
+    pub added: Option<String>,
+    /// A text on the older side only.
+    #[serde(default)]
+    pub removed: Option<String>,
+    /// Why the sessions cannot show it, when they cannot.
+    #[serde(default)]
+    pub reach: Option<String>,
+}
+
+#[derive(Debug, serde::Deserialize)]
+struct KnownFile {
+    change: Vec<KnownChange>,
+}
+
+/// The known changes of a file in `known-changes.toml`'s form.
+pub fn known_changes(path: &Path) -> Result<Vec<KnownChange>, String> {
+    let text = crate::safe_fs::read_text(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    toml::from_str::<KnownFile>(&text).map(|f| f.change).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// Whether an exploration found a known change.
+#[derive(Debug, Clone, Serialize)]
+pub struct Recall {
+    /// The change.
+    pub change: KnownChange,
+    /// Found: a stable difference shows it.
+    pub found: bool,
+    /// The finding that shows it, or why not.
+    pub note: String,
+}
+
+/// For each known change of release `r.b`, whether `r` found it.
+pub fn recall(r: &Report, known: &[KnownChange]) -> Vec<Recall> {
+    known
+        .iter()
+        .filter(|k| k.release == r.b)
+        .map(|k| {
+            let shows = |f: &&Finding| match (&k.added, &k.removed) {
+                (Some(t), _) => f.right.contains(t.as_str()) && !f.left.contains(t.as_str()),
+                (None, Some(t)) => f.left.contains(t.as_str()) && !f.right.contains(t.as_str()),
+                (None, None) => false,
+            };
+            match r.stable.iter().find(shows) {
+                Some(f) => Recall { change: k.clone(), found: true, note: format!("{:?} {}", f.kind, f.what) },
+                None => {
+                    let why = k.reach.clone().unwrap_or_else(|| "no stable difference shows it".into());
+                    Recall { change: k.clone(), found: false, note: why }
+                }
+            }
+        })
+        .collect()
+}
+
+/// What an exploration found.
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    /// The older release.
+    pub a: String,
+    /// The newer release.
+    pub b: String,
+    /// The seed.
+    pub seed: u64,
+    /// Sessions run (each on both sides, twice).
+    pub sessions: usize,
+    /// Calls in them.
+    pub calls: usize,
+    /// Calls by tool.
+    pub by_tool: BTreeMap<String, usize>,
+    /// Calls by input class (its first part).
+    pub by_class: BTreeMap<String, usize>,
+    /// Fixture files in them.
+    pub files: usize,
+    /// The tools A's first request offers.
+    pub offered: Vec<String>,
+    /// Offered tools the generator never calls.
+    pub not_explored: Vec<String>,
+    /// Stable differences.
+    pub stable: Vec<Finding>,
+    /// Differences between two runs of one side.
+    pub noise: Vec<Finding>,
+    /// Sessions that broke on a side (no evidence).
+    pub broken: Vec<String>,
+    /// Candidate probes written.
+    pub candidates: Vec<Candidate>,
+    /// The known changes of the newer release, found or not ([`recall`]).
+    pub recall: Vec<Recall>,
+    /// Runs of a subject made.
+    pub runs: usize,
+    /// Wall time.
+    pub seconds: f64,
+}
+
+/// A run of one side: its calls' outcomes, files (normalised), the first request's parts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Seen {
+    outcomes: Vec<Option<Outcome>>,
+    files: BTreeMap<String, String>,
+    tools: Vec<String>,
+    /// Each offered tool's description and input schema (the skill listing lives in Skill's at some
+    /// releases, the Bash sandbox's path lists in Bash's).
+    descriptions: BTreeMap<String, String>,
+    /// The first request's model and max_tokens.
+    model: String,
+    first_texts: String,
+    problem: Option<String>,
+}
+
+/// The session explored: the fidelity generator's, with Bash commands on the same files, `.claude/`
+/// skills, agents and commands (byte-order marks, CRLF, front matter or none), and two hooks that log
+/// every payload they get into `hook-payloads.jsonl`.
+pub fn session(rng: &mut Rng) -> Session {
+    let mut s = sessions::session(rng);
+    let bom = |t: &str| [&[0xEF, 0xBB, 0xBF][..], t.as_bytes()].concat();
+    let claude_files: Vec<(&str, Vec<u8>)> = vec![
+        (".claude/skills/plain/SKILL.md", b"---\nname: plain\ndescription: A plain skill\n---\nSay plain.\n".to_vec()),
+        (
+            ".claude/skills/bom/SKILL.md",
+            bom("---\nname: bom\ndescription: A skill whose file starts with a BOM\n---\nSay bom.\n"),
+        ),
+        (
+            ".claude/skills/crlf/SKILL.md",
+            b"---\r\nname: crlf\r\ndescription: A CRLF skill\r\n---\r\nSay crlf.\r\n".to_vec(),
+        ),
+        (".claude/skills/bare/SKILL.md", b"No front matter at all.\n".to_vec()),
+        (".claude/commands/hello.md", bom("---\ndescription: A command with a BOM\n---\nSay hello.\n")),
+        (".claude/agents/helper.md", bom("---\nname: helper\ndescription: An agent with a BOM\n---\nYou help.\n")),
+    ];
+    for (path, bytes) in claude_files {
+        s.files.push(File { path: path.into(), class: "claude-config", bytes, cell_ids: Vec::new() });
+    }
+    // one byte past Read's size limit (256 KB), read whole
+    let big: Vec<u8> = b"a line of the big file\n".iter().copied().cycle().take(262_145).collect();
+    s.files.push(File { path: "big.txt".into(), class: "over-size-limit", bytes: big, cell_ids: Vec::new() });
+    if let Some(first) = s.turns.first_mut() {
+        first.push(Call {
+            tool: "Read",
+            input: json!({"file_path": "{cwd}/big.txt"}),
+            target: Some("big.txt".into()),
+            class: "over-size-limit/read".into(),
+        });
+    }
+    let texts: Vec<String> = s.files.iter().filter(|f| f.class != "claude-config").map(|f| f.path.clone()).collect();
+    for turn in s.turns.iter_mut().skip(1) {
+        for _ in 0..1 + rng.below(2) {
+            turn.push(bash_call(rng, &texts));
+        }
+    }
+    s
+}
+
+/// A Bash command over the session's files: output of many shapes (stdout, stderr, both, none, an
+/// exit code, a long output that is persisted, a missing command, a cd).
+fn bash_call(rng: &mut Rng, files: &[String]) -> Call {
+    let f = files.get(rng.below(files.len())).cloned().unwrap_or_else(|| "missing.txt".into());
+    let q = format!("'{}'", f.replace('\'', "'\\''"));
+    let (class, command) = match rng.below(11) {
+        0 => ("cat", format!("cat {q}")),
+        1 => ("wc", format!("wc -c -l {q}")),
+        2 => ("head", format!("head -n 3 {q}")),
+        3 => ("exit-code", "echo out; echo err >&2; exit 3".to_string()),
+        4 => ("stderr", "echo only-err >&2".to_string()),
+        5 => ("silent", "true".to_string()),
+        6 => ("long-output", "head -c 40000 /dev/zero | tr '\\0' x; echo".to_string()),
+        7 => ("missing-command", "probelab-no-such-command --flag".to_string()),
+        8 => ("cd", "cd dir && pwd && ls".to_string()),
+        9 => ("many-lines", "seq 1 3000".to_string()),
+        _ => ("sort", format!("sort {q} | uniq -c | head -n 5")),
+    };
+    Call {
+        tool: "Bash",
+        input: json!({"command": command, "description": format!("bash {class}")}),
+        target: None,
+        class: format!("bash/{class}"),
+    }
+}
+
+/// The probe of an explored session, on Claude Code at the default model.
+fn probe(s: &Session, id: &str, about: &str) -> Result<crate::probe::Probe, String> {
+    sessions::probe_shaped(s, &shape(id, about, s))
+}
+
+fn shape(id: &str, about: &str, s: &Session) -> sessions::Shape {
+    let log = "cat >> hook-payloads.jsonl; echo >> hook-payloads.jsonl";
+    let extra = json!({
+        "deadline_secs": 180,
+        "subject": {"claude-code": {"args": ["--allowedTools", "Grep,Glob"]}},
+        "settings": {
+            "permissions": {"deny": ["Read(secret/**)", "Edit(locked.txt)"]},
+            "hooks": {
+                "PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": log}]}],
+                "PostToolUse": [{"matcher": "Write", "hooks": [{"type": "command", "command": log}]}],
+            },
+        },
+    });
+    let mut claims: BTreeSet<String> = BTreeSet::new();
+    for c in s.turns.iter().flatten() {
+        claims.insert(claim_of(c.tool).to_string());
+    }
+    if claims.is_empty() {
+        claims.insert("PIPE-1".into());
+    }
+    sessions::Shape {
+        id: id.into(),
+        about: about.into(),
+        subjects: vec!["claude-code".into()],
+        claims: claims.into_iter().collect(),
+        extra: extra.as_object().cloned().unwrap_or_default(),
+    }
+}
+
+/// The claim a tool's behaviour belongs to (docs/claims.md).
+pub fn claim_of(tool: &str) -> &'static str {
+    match tool {
+        "Read" => "READ-1",
+        "Edit" | "Write" => "EDIT-1",
+        "NotebookEdit" => "NB-1",
+        "Grep" => "GREP-1",
+        "Glob" => "GLOB-1",
+        "Bash" => "BASH-1",
+        _ => "PIPE-1",
+    }
+}
+
+/// What one run of `probe` on `cc` came to.
+async fn run_one(probe: &crate::probe::Probe, cc: &ClaudeCode, layout: &Layout) -> Seen {
+    let calls: usize = probe.script.turns.iter().map(|t| t.tool_use.len()).sum();
+    let run = run_conversation(probe, cc, &layout.fixtures).await;
+    let first = run.as_ref().ok().and_then(|r| {
+        let view = crate::transcript::View { exchanges: &r.exchanges, script: &r.script };
+        view.request(1).and_then(|e| e.request.clone())
+    });
+    let refused: Option<String> = run.as_ref().ok().and_then(|r| {
+        r.exchanges.iter().find_map(|e| e.violation.as_ref().map(|v| format!("the stub refused a request: {}", v.kind)))
+    });
+    let places_norm = run.as_ref().ok().map(|r| {
+        let root = r.sandbox.root.display().to_string();
+        let cwd = r.sandbox.cwd.display().to_string();
+        let home = r.sandbox.home.display().to_string();
+        // the project's directory under ~/.claude/projects is named after the cwd's path
+        let slug = cwd.replace(['/', '.'], "-");
+        move |t: &str| {
+            let t = t
+                .replace(&cwd, "<cwd>")
+                .replace(&home, "<home>")
+                .replace(&root, "<sandbox>")
+                .replace(&slug, "<cwd-slug>");
+            volatile(&t)
+        }
+    });
+    let ran: Ran = sessions::collect(run, calls, &format!("claude-code@{}", cc.version));
+    let files = ran
+        .files
+        .iter()
+        .map(|(k, v)| {
+            let text = String::from_utf8_lossy(v).into_owned();
+            let mut text = places_norm.as_ref().map_or(text.clone(), |n| n(&text));
+            // hooks of one turn's calls run side by side: their payloads are compared as a set
+            if k.ends_with("hook-payloads.jsonl") {
+                let mut lines: Vec<&str> = text.lines().collect();
+                lines.sort_unstable();
+                text = lines.join("\n");
+            }
+            (k.clone(), text)
+        })
+        .collect();
+    let tools = first
+        .as_ref()
+        .and_then(|r| r["tools"].as_array())
+        .map(|a| {
+            a.iter()
+                .filter_map(|t| {
+                    let name = t["name"].as_str()?;
+                    Some(if t.get("defer_loading") == Some(&Value::Bool(true)) {
+                        format!("{name} (deferred)")
+                    } else {
+                        name.to_string()
+                    })
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let descriptions = first
+        .as_ref()
+        .and_then(|r| r["tools"].as_array())
+        .map(|a| {
+            a.iter()
+                .filter_map(|t| {
+                    let text = format!(
+                        "{}\ninput_schema: {}",
+                        t["description"].as_str().unwrap_or_default(),
+                        serde_json::to_string_pretty(&t["input_schema"]).unwrap_or_default()
+                    );
+                    Some((t["name"].as_str()?.to_string(), places_norm.as_ref().map_or(text.clone(), |n| n(&text))))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    // the first request's messages (the prompt, reminders, the skill and agent listings): strings, or
+    // text blocks
+    let first_texts = first
+        .as_ref()
+        .map(|r| {
+            let messages = r["messages"].as_array().cloned().unwrap_or_default();
+            let texts: Vec<&str> = messages
+                .iter()
+                .flat_map(|m| match m["content"].as_array() {
+                    Some(blocks) => blocks.iter().filter_map(|b| b["text"].as_str()).collect::<Vec<_>>(),
+                    None => m["content"].as_str().into_iter().collect(),
+                })
+                .collect();
+            texts
+                .iter()
+                .map(|t| places_norm.as_ref().map_or(t.to_string(), |n| n(t)))
+                .collect::<Vec<_>>()
+                .join("\n---\n")
+        })
+        .unwrap_or_default();
+    let model = first.as_ref().map(|r| format!("{} max_tokens {}", r["model"], r["max_tokens"])).unwrap_or_default();
+    Seen { outcomes: ran.outcomes, files, tools, descriptions, model, first_texts, problem: ran.problem.or(refused) }
+}
+
+/// Values that change from run to run in what the lab does not normalise itself: UUIDs (a session's
+/// id), dates and times, durations.
+fn volatile(t: &str) -> String {
+    static RES: std::sync::LazyLock<Vec<(regex::Regex, &'static str)>> = std::sync::LazyLock::new(|| {
+        [
+            (r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", "<uuid>"),
+            (r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z?", "<time>"),
+            (r#""duration_ms":\d+"#, r#""duration_ms":<n>"#),
+            (r"toolu_[A-Za-z0-9_-]+", "<tool-use-id>"),
+        ]
+        .into_iter()
+        .filter_map(|(r, w)| regex::Regex::new(r).ok().map(|r| (r, w)))
+        .collect()
+    });
+    let mut out = t.to_string();
+    for (re, with) in RES.iter() {
+        out = re.replace_all(&out, *with).into_owned();
+    }
+    out
+}
+
+fn show(o: &Option<Outcome>) -> String {
+    match o {
+        None => "(no result)".into(),
+        Some(o) if o.is_error => format!("[is_error] {}", o.text),
+        Some(o) => o.text.clone(),
+    }
+}
+
+/// The differences of one session between the two sides (each run twice): stable ones, and noise.
+fn compare(session: usize, calls: &[Call], a: [&Seen; 2], b: [&Seen; 2]) -> (Vec<Finding>, Vec<Finding>) {
+    let (mut stable, mut noise) = (Vec::new(), Vec::new());
+    let mut push = |kind: Kind,
+                    call: Option<usize>,
+                    what: String,
+                    class: String,
+                    input: Option<Value>,
+                    four: [String; 4]| {
+        let [a1, a2, b1, b2] = four;
+        let base =
+            Finding { kind, session, call, what, class, input, left: String::new(), right: String::new(), side: None };
+        if a1 != a2 {
+            noise.push(Finding { left: a1, right: a2, side: Some("a".into()), ..base.clone() });
+        } else if b1 != b2 {
+            noise.push(Finding { left: b1, right: b2, side: Some("b".into()), ..base });
+        } else if a1 != b1 {
+            stable.push(Finding { left: a1, right: b1, ..base });
+        }
+    };
+    for (i, c) in calls.iter().enumerate() {
+        let four = [a[0], a[1], b[0], b[1]].map(|s| show(&s.outcomes.get(i).cloned().flatten()));
+        push(Kind::Result, Some(i + 1), c.tool.to_string(), c.class.clone(), Some(c.input.clone()), four);
+    }
+    let paths: BTreeSet<&String> = [a[0], a[1], b[0], b[1]].iter().flat_map(|s| s.files.keys()).collect();
+    for p in paths {
+        let four = [a[0], a[1], b[0], b[1]].map(|s| s.files.get(p).cloned().unwrap_or_else(|| "(absent)".into()));
+        push(Kind::File, None, p.clone(), "files".into(), None, four);
+    }
+    let four = [a[0], a[1], b[0], b[1]].map(|s| s.tools.join(" "));
+    push(Kind::Request, None, "tools offered".into(), "request".into(), None, four);
+    let named: BTreeSet<&String> = [a[0], a[1], b[0], b[1]].iter().flat_map(|s| s.descriptions.keys()).collect();
+    for t in named {
+        let four =
+            [a[0], a[1], b[0], b[1]].map(|s| s.descriptions.get(t).cloned().unwrap_or_else(|| "(not offered)".into()));
+        push(Kind::Request, None, format!("interface of {t}"), "request".into(), None, four);
+    }
+    let four = [a[0], a[1], b[0], b[1]].map(|s| s.model.clone());
+    push(Kind::Request, None, "model".into(), "request".into(), None, four);
+    let four = [a[0], a[1], b[0], b[1]].map(|s| s.first_texts.clone());
+    push(Kind::Request, None, "first request's messages".into(), "request".into(), None, four);
+    (stable, noise)
+}
+
+/// Explores `a` → `b` (installed releases) with `opts`, on `layout`'s fixtures; `progress` hears each
+/// step.
+pub async fn explore(
+    a: &ClaudeCode,
+    b: &ClaudeCode,
+    opts: &Options,
+    layout: &Layout,
+    progress: &dyn Fn(&str),
+) -> Report {
+    let started = Instant::now();
+    let mut rng = Rng(opts.seed);
+    let mut report = Report {
+        a: a.version.clone(),
+        b: b.version.clone(),
+        seed: opts.seed,
+        sessions: opts.sessions,
+        calls: 0,
+        by_tool: BTreeMap::new(),
+        by_class: BTreeMap::new(),
+        files: 0,
+        offered: Vec::new(),
+        not_explored: Vec::new(),
+        stable: Vec::new(),
+        noise: Vec::new(),
+        broken: Vec::new(),
+        candidates: Vec::new(),
+        recall: Vec::new(),
+        runs: 0,
+        seconds: 0.0,
+    };
+    let mut kept: Vec<(Session, Vec<Call>, Finding)> = Vec::new();
+    let mut requests: Vec<(Session, Finding)> = Vec::new();
+    for i in 0..opts.sessions {
+        let s = session(&mut rng);
+        let calls: Vec<Call> = s.turns.iter().flatten().cloned().collect();
+        report.calls += calls.len();
+        report.files += s.files.len();
+        for c in &calls {
+            *report.by_tool.entry(c.tool.to_string()).or_default() += 1;
+            *report.by_class.entry(c.class.split('/').next().unwrap_or("").to_string()).or_default() += 1;
+        }
+        let id = format!("discover.s{i}");
+        let probe = match probe(&s, &id, "a generated session of probelab discover") {
+            Ok(p) => p,
+            Err(e) => {
+                report.broken.push(format!("session {i}: {e}"));
+                continue;
+            }
+        };
+        progress(&format!("session {}/{}: {} calls, {} files", i + 1, opts.sessions, calls.len(), s.files.len()));
+        let (a1, b1) = tokio::join!(run_one(&probe, a, layout), run_one(&probe, b, layout));
+        let (a2, b2) = tokio::join!(run_one(&probe, a, layout), run_one(&probe, b, layout));
+        report.runs += 4;
+        if report.offered.is_empty() {
+            report.offered = a1.tools.clone();
+        }
+        let problems: Vec<String> = [(&a1, &a.version), (&a2, &a.version), (&b1, &b.version), (&b2, &b.version)]
+            .iter()
+            .filter_map(|(s, v)| s.problem.as_ref().map(|p| format!("session {i} on {v}: {p}")))
+            .collect();
+        if !problems.is_empty() {
+            report.broken.extend(problems);
+            continue;
+        }
+        let (stable, noise) = compare(i, &calls, [&a1, &a2], [&b1, &b2]);
+        for f in &stable {
+            match f.kind {
+                Kind::Result => kept.push((s.clone(), calls.clone(), f.clone())),
+                Kind::Request => requests.push((s.clone(), f.clone())),
+                Kind::File => {}
+            }
+        }
+        report.stable.extend(stable);
+        report.noise.extend(noise);
+    }
+    report.not_explored = report
+        .offered
+        .iter()
+        .map(|t| t.trim_end_matches(" (deferred)").to_string())
+        .filter(|t| !EXPLORED_TOOLS.contains(&t.as_str()))
+        .collect();
+    if opts.minimise {
+        // one of each distinct difference (the same texts in another session are the same finding)
+        let mut seen: BTreeSet<(String, String, String)> = BTreeSet::new();
+        let mut n = 0;
+        for (s, calls, f) in kept {
+            if n >= MAX_MINIMISED || !seen.insert((f.what.clone(), f.left.clone(), f.right.clone())) {
+                continue;
+            }
+            n += 1;
+            progress(&format!(
+                "minimising {} {} (session {}, call {})",
+                f.what,
+                f.class,
+                f.session,
+                f.call.unwrap_or(0)
+            ));
+            match minimise(&s, &calls, &f, a, b, layout, &mut report.runs).await {
+                Some(mini) => match write_candidate(&mini, &f, &report.a, &report.b, &opts.out, n) {
+                    Ok(c) => report.candidates.push(c),
+                    Err(e) => report.broken.push(format!("candidate {n}: {e}")),
+                },
+                None => progress("  not reproduced alone (it depends on other calls of its session)"),
+            }
+        }
+    }
+    if opts.minimise {
+        // a difference of the request: the smallest session is the `.claude/` files and one Read, run
+        // once more on both sides to see it stays
+        let mut seen: BTreeSet<String> = BTreeSet::new();
+        for (s, f) in requests {
+            if !seen.insert(f.what.clone()) {
+                continue;
+            }
+            let read = Call {
+                tool: "Read",
+                input: json!({"file_path": "{cwd}/.claude/skills/plain/SKILL.md"}),
+                target: Some(".claude/skills/plain/SKILL.md".into()),
+                class: "claude-config/read".into(),
+            };
+            let files = s.files.iter().filter(|x| x.class == "claude-config").cloned().collect();
+            let mini = Session { files, empty_dirs: Vec::new(), turns: vec![vec![read]] };
+            let Ok(p) = probe(&mini, "discover.minimal", "minimising") else { continue };
+            let (x, y) = tokio::join!(run_one(&p, a, layout), run_one(&p, b, layout));
+            report.runs += 2;
+            let (four, _) = compare(0, &[], [&x, &x], [&y, &y]);
+            if !four.iter().any(|g| g.what == f.what) {
+                progress(&format!("  {}: not reproduced by the minimal session", f.what));
+                continue;
+            }
+            let n = report.candidates.len() + 1;
+            match write_candidate(&mini, &f, &report.a, &report.b, &opts.out, n) {
+                Ok(c) => report.candidates.push(c),
+                Err(e) => report.broken.push(format!("candidate {n}: {e}")),
+            }
+        }
+    }
+    report.seconds = started.elapsed().as_secs_f64();
+    report
+}
+
+/// The smallest session found that still shows `f` (the differing call last), or `None` when the call
+/// with its file's history does not show it alone.
+async fn minimise(
+    s: &Session,
+    calls: &[Call],
+    f: &Finding,
+    a: &ClaudeCode,
+    b: &ClaudeCode,
+    layout: &Layout,
+    runs: &mut usize,
+) -> Option<Session> {
+    let n = f.call?;
+    let call = calls.get(n - 1)?.clone();
+    let build = |prior: &[Call]| {
+        let mut all: Vec<Call> = prior.to_vec();
+        all.push(call.clone());
+        let searches = all.iter().any(|c| c.target.is_none());
+        let targets: BTreeSet<&String> = all.iter().filter_map(|c| c.target.as_ref()).collect();
+        let files: Vec<File> = s
+            .files
+            .iter()
+            .filter(|file| searches || file.class == "claude-config" || targets.contains(&file.path))
+            .cloned()
+            .collect();
+        Session { files, empty_dirs: s.empty_dirs.clone(), turns: all.into_iter().map(|c| vec![c]).collect() }
+    };
+    let mut prior: Vec<Call> =
+        calls[..n - 1].iter().filter(|c| c.target.is_some() && c.target == call.target).cloned().collect();
+    let mut best: Option<Session> = None;
+    let mut drop_at: Option<usize> = None;
+    for _ in 0..MINIMISE_RUNS {
+        let candidate: Vec<Call> = match drop_at {
+            None => prior.clone(),
+            Some(i) if i < prior.len() => {
+                let mut p = prior.clone();
+                p.remove(i);
+                p
+            }
+            Some(_) => break,
+        };
+        let mini = build(&candidate);
+        let probe = probe(&mini, "discover.minimal", "minimising").ok()?;
+        let (x, y) = tokio::join!(run_one(&probe, a, layout), run_one(&probe, b, layout));
+        *runs += 2;
+        let last = candidate.len();
+        let still = x.problem.is_none()
+            && y.problem.is_none()
+            && show(&x.outcomes.get(last).cloned().flatten()) != show(&y.outcomes.get(last).cloned().flatten());
+        if still {
+            best = Some(mini);
+        }
+        drop_at = match (drop_at, still) {
+            (None, false) => return None,
+            (None, true) => Some(0),
+            (Some(i), true) => {
+                prior = candidate;
+                Some(i)
+            }
+            (Some(i), false) => Some(i + 1),
+        };
+    }
+    best
+}
+
+/// The one-line statement of a result difference: the tool, the input class, and the first line
+/// where the two texts part.
+pub fn statement(f: &Finding, a: &str, b: &str) -> String {
+    let (l, r) = (f.left.lines().collect::<Vec<_>>(), f.right.lines().collect::<Vec<_>>());
+    if l == r {
+        // the same lines: what differs is line ends or the end of the text
+        return format!(
+            "{} ({}) differs from {a} to {b} in line ends or trailing text only ({} vs {} bytes)",
+            f.what,
+            f.class,
+            f.left.len(),
+            f.right.len()
+        );
+    }
+    if f.kind != Kind::Result {
+        // a listing or a file: the lines that came and went, whatever moved around them
+        let (lset, rset): (BTreeSet<&str>, BTreeSet<&str>) = (l.iter().copied().collect(), r.iter().copied().collect());
+        let cut = |s: &str| s.chars().take(100).collect::<String>();
+        let added: Vec<String> =
+            r.iter().filter(|x| !lset.contains(*x)).take(4).map(|x| format!("+ {:?}", cut(x))).collect();
+        let removed: Vec<String> =
+            l.iter().filter(|x| !rset.contains(*x)).take(4).map(|x| format!("- {:?}", cut(x))).collect();
+        if !added.is_empty() || !removed.is_empty() {
+            return format!(
+                "{} ({}) from {a} to {b}: {}",
+                f.what,
+                f.class,
+                removed.into_iter().chain(added).collect::<Vec<_>>().join("; ")
+            );
+        }
+    }
+    let at = l.iter().zip(&r).position(|(x, y)| x != y).unwrap_or(l.len().min(r.len()));
+    let cut = |s: Option<&&str>| s.map_or("(nothing)".to_string(), |s| s.chars().take(120).collect());
+    format!(
+        "{} ({}) differs from {a} to {b}: line {} {a}: {:?}; {b}: {:?}",
+        f.what,
+        f.class,
+        at + 1,
+        cut(l.get(at)),
+        cut(r.get(at))
+    )
+}
+
+fn write_candidate(mini: &Session, f: &Finding, a: &str, b: &str, out: &Path, n: usize) -> Result<Candidate, String> {
+    let statement = statement(f, a, b);
+    let slug: String = f
+        .what
+        .to_lowercase()
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect::<String>()
+        .split('-')
+        .filter(|p| !p.is_empty())
+        .collect::<Vec<_>>()
+        .join("-");
+    let id = format!("discovered.{}-{}.{slug}-{n}", a.replace('.', "-"), b.replace('.', "-"));
+    let mut shaped = shape(&id, &statement, mini);
+    if f.kind == Kind::Request {
+        // what the first request offers: the tool pool (PIPE-7), the skill and agent listings (SKILL-1)
+        shaped.claims = vec!["PIPE-7".into(), "SKILL-1".into()];
+    }
+    let text = sessions::probe_text(mini, &shaped)?;
+    crate::probe::parse(Path::new("candidate.toml"), &text)
+        .map_err(|e| format!("the candidate does not parse: {e}"))?;
+    std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
+    let file = out.join(format!("{slug}-{n}.toml"));
+    let head = if f.kind == Kind::Result {
+        format!(
+            "# Found by `probelab discover {a} {b}`: {statement}\n# {a} gave:\n{}\n# {b} gave:\n{}\n",
+            comment(&f.left),
+            comment(&f.right)
+        )
+    } else {
+        format!("# Found by `probelab discover {a} {b}`: {statement}\n")
+    };
+    crate::safe_fs::write_inside(out, &file, format!("{head}{text}").as_bytes())
+        .map_err(|e| format!("{}: {e}", file.display()))?;
+    let calls = mini.turns.iter().map(Vec::len).sum();
+    Ok(Candidate { file, statement, calls })
+}
+
+fn comment(text: &str) -> String {
+    text.lines()
+        .take(12)
+        .map(|l| format!("#   {}", l.chars().take(160).collect::<String>()))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The report in words.
+pub fn render(r: &Report) -> String {
+    use std::fmt::Write as _;
+    let mut o = String::new();
+    let _ = writeln!(o, "# probelab discover {} {}", r.a, r.b);
+    let _ = writeln!(
+        o,
+        "\n{} sessions (seed {:#x}), {} calls, {} fixture files, {} runs, {:.0} s",
+        r.sessions, r.seed, r.calls, r.files, r.runs, r.seconds
+    );
+    let tools: Vec<String> = r.by_tool.iter().map(|(t, n)| format!("{t} {n}")).collect();
+    let _ = writeln!(o, "calls by tool: {}", tools.join(", "));
+    let classes: Vec<String> = r.by_class.iter().map(|(t, n)| format!("{t} {n}")).collect();
+    let _ = writeln!(o, "calls by input class: {}", classes.join(", "));
+    if !r.not_explored.is_empty() {
+        let _ = writeln!(o, "offered by {} and not explored: {}", r.a, r.not_explored.join(", "));
+    }
+    for b in &r.broken {
+        let _ = writeln!(o, "broken (no evidence): {b}");
+    }
+    let distinct: BTreeSet<(Kind, &str, &str, &str)> =
+        r.stable.iter().map(|f| (f.kind, f.what.as_str(), f.left.as_str(), f.right.as_str())).collect();
+    let _ = writeln!(o, "\n## Stable differences: {} ({} distinct)", r.stable.len(), distinct.len());
+    let mut shown = BTreeSet::new();
+    for f in &r.stable {
+        if !shown.insert((f.kind, f.what.clone(), f.left.clone(), f.right.clone())) {
+            continue;
+        }
+        let _ = writeln!(
+            o,
+            "\n- {:?} {} [{}]{}",
+            f.kind,
+            f.what,
+            f.class,
+            f.call.map(|c| format!(" session {} call {c}", f.session)).unwrap_or_default()
+        );
+        if let Some(i) = &f.input {
+            let _ = writeln!(o, "  input: {}", i.to_string().chars().take(300).collect::<String>());
+        }
+        let _ = writeln!(o, "  {}", statement(f, &r.a, &r.b));
+    }
+    let _ = writeln!(o, "\n## Noise (a side that varied between its own runs): {}", r.noise.len());
+    for f in r.noise.iter().take(20) {
+        let _ = writeln!(
+            o,
+            "- {:?} {} [{}] on {}",
+            f.kind,
+            f.what,
+            f.class,
+            if f.side.as_deref() == Some("a") { &r.a } else { &r.b }
+        );
+    }
+    if !r.recall.is_empty() {
+        let found = r.recall.iter().filter(|k| k.found).count();
+        let _ = writeln!(o, "\n## Known changes of {}: {found} of {} found", r.b, r.recall.len());
+        for k in &r.recall {
+            let _ = writeln!(
+                o,
+                "- {} {} ({}): {}",
+                if k.found { "found" } else { "NOT found" },
+                k.change.what,
+                k.change.source,
+                k.note
+            );
+        }
+    }
+    let _ = writeln!(o, "\n## Candidate probes: {}", r.candidates.len());
+    for c in &r.candidates {
+        let _ = writeln!(o, "- {} ({} calls): {}", c.file.display(), c.calls, c.statement);
+    }
+    o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn seen(text: &str, file: &str, tools: &str) -> Seen {
+        Seen {
+            outcomes: vec![Some(Outcome { text: text.into(), is_error: false })],
+            files: [("f.txt".to_string(), file.to_string())].into_iter().collect(),
+            tools: tools.split(' ').map(str::to_string).collect(),
+            descriptions: BTreeMap::new(),
+            model: String::new(),
+            first_texts: String::new(),
+            problem: None,
+        }
+    }
+
+    #[test]
+    fn a_difference_is_stable_only_when_each_side_agrees_with_itself() {
+        let call = Call { tool: "Read", input: json!({}), target: Some("f.txt".into()), class: "lf/read".into() };
+        let calls = vec![call];
+        let (x, y, z) = (seen("one", "a", "Read"), seen("two", "a", "Read Bash"), seen("three", "b", "Read"));
+        // A says one, B says two, each twice: a stable result difference, and the tools offered differ
+        let (stable, noise) = compare(0, &calls, [&x, &x], [&y, &y]);
+        assert!(noise.is_empty());
+        assert_eq!(
+            stable.iter().map(|f| (f.kind, f.left.as_str(), f.right.as_str())).collect::<Vec<_>>(),
+            vec![(Kind::Result, "one", "two"), (Kind::Request, "Read", "Read Bash")]
+        );
+        // B varies between its runs: noise, never a difference
+        let (stable, noise) = compare(0, &calls, [&x, &x], [&y, &z]);
+        assert!(stable.iter().all(|f| f.kind != Kind::Result && f.kind != Kind::File), "{stable:?}");
+        assert!(noise.iter().any(|f| f.kind == Kind::Result && f.side.as_deref() == Some("b")));
+        assert!(noise.iter().any(|f| f.kind == Kind::File));
+        // the same on both sides: nothing
+        let (stable, noise) = compare(0, &calls, [&x, &x], [&x, &x]);
+        assert!(stable.is_empty() && noise.is_empty());
+    }
+
+    #[test]
+    fn the_statement_names_the_first_line_that_differs() {
+        let f = Finding {
+            kind: Kind::Result,
+            session: 0,
+            call: Some(1),
+            what: "Read".into(),
+            class: "bom/read".into(),
+            input: None,
+            left: "a\nb\nc".into(),
+            right: "a\nB\nc".into(),
+            side: None,
+        };
+        assert_eq!(
+            statement(&f, "2.1.1", "2.1.2"),
+            "Read (bom/read) differs from 2.1.1 to 2.1.2: line 2 2.1.1: \"b\"; 2.1.2: \"B\""
+        );
+        assert!(volatile("id 123e4567-e89b-12d3-a456-426614174000 at 2026-12-05T01:02:03.456Z").contains("<uuid>"));
+    }
+
+    #[test]
+    fn an_explored_session_makes_a_probe_that_parses_with_its_skills_and_hooks() {
+        let mut rng = Rng(7);
+        let s = session(&mut rng);
+        assert!(s
+            .files
+            .iter()
+            .any(|f| f.path == ".claude/skills/bom/SKILL.md" && f.bytes.starts_with(&[0xEF, 0xBB, 0xBF])));
+        assert!(s.turns.iter().flatten().any(|c| c.tool == "Bash"));
+        let p = probe(&s, "discover.t", "t").unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(p.subjects, vec!["claude-code".to_string()]);
+        assert!(p.claims.iter().any(|c| c == "BASH-1"));
+    }
+}
