@@ -486,6 +486,9 @@ fn print_watch(w: &super::watch::Watched) {
     for (v, probe, what) in &w.unstable {
         println!("{v}: {probe} unstable, varies in {what}");
     }
+    for (v, claim, why) in &w.unobserved {
+        println!("{v}: claim {claim} no longer observed ({why})");
+    }
     for p in &w.pages {
         println!("wrote {}", p.display());
     }
@@ -496,13 +499,14 @@ fn print_watch(w: &super::watch::Watched) {
         );
     }
     println!(
-        "watch: {} new after {} ({}), {} changes, {} unstable, {} need repair",
+        "watch: {} new after {} ({}), {} changes, {} unstable, {} need repair, {} claims no longer observed",
         w.new.len(),
         w.previous,
         if w.new.is_empty() { "-".to_string() } else { w.new.join(", ") },
         w.changes.len(),
         w.unstable.len(),
-        w.broken.len()
+        w.broken.len(),
+        w.unobserved.len()
     );
 }
 

@@ -124,6 +124,15 @@ impl Evidence {
     }
 }
 
+/// One part of an n/a reason, said once per tool: `LSP not offered in request 3` is `LSP not offered`
+/// (the request it was missing from varies with the probe).
+fn unoffered_tool(reason: &str) -> String {
+    match reason.split_once(" not offered in request ") {
+        Some((tool, n)) if n.chars().all(|c| c.is_ascii_digit()) => format!("{tool} not offered"),
+        _ => reason.to_string(),
+    }
+}
+
 fn version_key(v: &str) -> (Option<semver::Version>, String) {
     (semver::Version::parse(v).ok(), v.to_string())
 }
@@ -397,6 +406,102 @@ impl Matrix {
         out
     }
 
+    /// Whether a claim's verdict is an observation of the subject (holds, diverges, changed): n/a (every
+    /// probe citing it could not run its tool there), an error or a broken run observe nothing.
+    fn observed(v: ClaimVerdict) -> bool {
+        matches!(v, ClaimVerdict::Holds | ClaimVerdict::Diverges | ClaimVerdict::Changed)
+    }
+
+    /// Where each claim is observed: claim → the ranges of neighbouring versions of the matrix where its
+    /// verdict is an observation ([`Matrix::observed`]), oldest first, as (first, last) — the claims
+    /// whose probes stop running on a release (a tool gone or deferred) show where they went dark.
+    pub fn coverage(&self) -> BTreeMap<String, Vec<(String, String)>> {
+        let mut out = BTreeMap::new();
+        for (claim, row) in &self.claims {
+            let mut ranges: Vec<(String, String)> = Vec::new();
+            let mut open = false;
+            for v in &self.versions {
+                let seen = row.get(v).is_some_and(|x| Self::observed(*x));
+                match (seen, open) {
+                    (true, false) => ranges.push((v.clone(), v.clone())),
+                    (true, true) => {
+                        if let Some(r) = ranges.last_mut() {
+                            r.1 = v.clone();
+                        }
+                    }
+                    _ => {}
+                }
+                open = seen;
+            }
+            out.insert(claim.clone(), ranges);
+        }
+        out
+    }
+
+    /// The claims observed on `previous` that no probe observes on `version` (claim → why, from the
+    /// reasons of the probes citing it there: `TaskOutput not offered in request 1`), and those observed
+    /// again on `version` after a gap (claim → empty).
+    pub fn coverage_moves(&self, previous: &str, version: &str) -> (BTreeMap<String, String>, BTreeSet<String>) {
+        let mut lost = BTreeMap::new();
+        let mut back = BTreeSet::new();
+        for (claim, row) in &self.claims {
+            let (before, now) = (row.get(previous).copied(), row.get(version).copied());
+            match (before.map(Self::observed), now.map(Self::observed)) {
+                (Some(true), Some(false)) => {
+                    let why: BTreeSet<String> = self
+                        .claim_probes
+                        .get(claim)
+                        .into_iter()
+                        .flatten()
+                        .filter_map(|p| self.probes.get(p)?.get(version))
+                        .flat_map(|c| c.reason.split("; ").map(unoffered_tool).collect::<Vec<_>>())
+                        .filter(|r| !r.is_empty())
+                        .collect();
+                    let word = now.map(|v| v.word()).unwrap_or("n/a");
+                    let why = if why.is_empty() {
+                        word.to_string()
+                    } else {
+                        format!("{word}: {}", why.into_iter().collect::<Vec<_>>().join("; "))
+                    };
+                    lost.insert(claim.clone(), why);
+                }
+                (Some(false), Some(true)) => {
+                    back.insert(claim.clone());
+                }
+                _ => {}
+            }
+        }
+        (lost, back)
+    }
+
+    /// The coverage section of the Markdown: how many claims are observed on every version, then each
+    /// other claim with the versions it is observed on (or none).
+    fn coverage_markdown(&self) -> String {
+        let cov = self.coverage();
+        let (Some(first), Some(last)) = (self.versions.first(), self.versions.last()) else { return String::new() };
+        let whole = |r: &Vec<(String, String)>| r.len() == 1 && &r[0].0 == first && &r[0].1 == last;
+        let every = cov.values().filter(|r| whole(r)).count();
+        let mut out = format!(
+            "\n## Coverage of the claims\n\n{every} of {} claims are observed on every version ({first} to {last}): \
+             holds, diverges or changed. The others, with the versions they are observed on (a claim is not \
+             observed where every probe citing it is n/a, broken or an error):\n\n",
+            cov.len()
+        );
+        for (claim, ranges) in cov.iter().filter(|(_, r)| !whole(r)) {
+            let said: Vec<String> =
+                ranges.iter().map(|(a, b)| if a == b { a.clone() } else { format!("{a} to {b}") }).collect();
+            out.push_str(&format!(
+                "- **{claim}**: {}\n",
+                if said.is_empty() {
+                    "observed on no version".to_string()
+                } else {
+                    format!("observed on {}", said.join(", "))
+                }
+            ));
+        }
+        out
+    }
+
     /// The matrix as Markdown (docs/matrix/timeline.md): the versions, the claims × versions table, then
     /// each claim's and each probe's timeline. `P → V` reads "first seen at V; the version before it in
     /// the matrix is P" — exact when the two are adjacent in npm's order (the matrix of docs/ runs the
@@ -442,6 +547,7 @@ impl Matrix {
             "\n## Unstable probes\n\nRun again on one version, these did not agree with themselves: their fingerprints there are noise, never a change.\n\n",
             "- ",
         ));
+        out.push_str(&self.coverage_markdown());
         out.push_str(&self.broken_text(
             "\n## Broken runs\n\nThese runs failed an invariant of every run (a request refused by the stub, a scripted turn not served, the deadline, the subject gone): the probe's script did not fit the version and needs repair there. A broken run is never a change, and no interface, budget, claim or timeline fact comes from it.\n\n",
             "- ",
@@ -795,6 +901,43 @@ mod tests {
     fn cell(probe: &str, version: &str, outcome: Outcome, fp: &str, claim: (&str, ClaimVerdict)) -> Observation {
         let claims = BTreeMap::from([(claim.0.to_string(), claim.1)]);
         Observation { claims, ..Observation::for_test(probe, version, outcome, fp) }
+    }
+
+    #[test]
+    fn a_claim_whose_probes_become_n_a_is_no_longer_observed_and_its_range_is_shown() {
+        use ClaimVerdict::*;
+        let gone = |v: &str| Observation {
+            reason: "TaskOutput not offered in request 1".into(),
+            ..cell("bg", v, Outcome::NotApplicable, "", ("BG-1", NotApplicable))
+        };
+        let cells = vec![
+            cell("bg", "2.1.1", Outcome::Pass, "aaaa", ("BG-1", Holds)),
+            gone("2.1.2"),
+            cell("bg", "2.1.3", Outcome::Pass, "aaaa", ("BG-1", Holds)),
+            cell("read", "2.1.1", Outcome::Pass, "cccc", ("READ-1", Holds)),
+            cell("read", "2.1.2", Outcome::Changed, "dddd", ("READ-1", Changed)),
+            cell("read", "2.1.3", Outcome::Changed, "dddd", ("READ-1", Changed)),
+        ];
+        let m = Matrix::from_cells(&cells).unwrap_or_else(|e| panic!("{e}"));
+        let cov = m.coverage();
+        assert_eq!(cov["BG-1"], vec![("2.1.1".to_string(), "2.1.1".to_string()), ("2.1.3".into(), "2.1.3".into())]);
+        assert_eq!(cov["READ-1"], vec![("2.1.1".to_string(), "2.1.3".to_string())], "a change is an observation");
+        let (lost, back) = m.coverage_moves("2.1.1", "2.1.2");
+        assert_eq!(lost.get("BG-1").map(String::as_str), Some("n/a: TaskOutput not offered"));
+        assert!(back.is_empty() && !lost.contains_key("READ-1"));
+        let (lost, back) = m.coverage_moves("2.1.2", "2.1.3");
+        assert!(lost.is_empty() && back.contains("BG-1"));
+        let md = m.to_markdown("t");
+        assert!(md.contains("1 of 2 claims are observed on every version (2.1.1 to 2.1.3)"), "{md}");
+        assert!(md.contains("- **BG-1**: observed on 2.1.1, 2.1.3\n"), "{md}");
+        assert!(!md.contains("- **READ-1**: observed"), "{md}");
+        let page = crate::observatory::watch::changes_page("2.1.2", "2.1.1", None, &m, "");
+        assert!(
+            page.contains("## Claims no longer observed") && page.contains("- BG-1 (n/a: TaskOutput not offered"),
+            "{page}"
+        );
+        let page = crate::observatory::watch::changes_page("2.1.3", "2.1.2", None, &m, "");
+        assert!(page.contains("Observed again on 2.1.3, after 2.1.2 where no probe observed them: BG-1."), "{page}");
     }
 
     #[test]

@@ -287,7 +287,8 @@ pub fn pages(
     let mut out = Vec::new();
     for w in m.versions.windows(2) {
         let (previous, version) = (&w[0], &w[1]);
-        if changed.contains(version.as_str()) {
+        let (lost, back) = m.coverage_moves(previous, version);
+        if changed.contains(version.as_str()) || !lost.is_empty() || !back.is_empty() {
             out.push((
                 version.clone(),
                 release_page(probes, layout, m, version, previous, releases.published(version))?,
@@ -362,6 +363,22 @@ pub fn changes_page(version: &str, previous: &str, published: Option<&str>, m: &
             row.get(version).map(|w| format!("- `{p}`: the probe needs repair on {version} ({w})\n"))
         })
         .collect();
+    let (lost, back) = m.coverage_moves(previous, version);
+    if !lost.is_empty() {
+        out.push_str(&format!(
+            "\n## Claims no longer observed\n\nObserved on {previous}, observed by no probe on {version} (every probe \
+             citing them could not run here: what they say of {version} is unknown, not changed):\n\n"
+        ));
+        for (claim, why) in &lost {
+            out.push_str(&format!("- {claim} ({why})\n"));
+        }
+    }
+    if !back.is_empty() {
+        out.push_str(&format!(
+            "\nObserved again on {version}, after {previous} where no probe observed them: {}.\n",
+            back.iter().cloned().collect::<Vec<_>>().join(", ")
+        ));
+    }
     if !broken.is_empty() {
         out.push_str(
             "\n## Needs repair\n\nThese runs broke an invariant of every run: what they show is no behaviour of \
@@ -480,6 +497,10 @@ pub struct Watched {
     /// repair on that release; nothing of the run is published as a change or a fact.
     #[serde(default)]
     pub broken: Vec<(String, String, String)>,
+    /// Claims observed on the release before a new one that no probe observes on it: (version, claim,
+    /// why) — its probes became n/a there (a tool gone or deferred): "claims no longer observed".
+    #[serde(default)]
+    pub unobserved: Vec<(String, String, String)>,
     /// Probes whose run on the newest committed version did not give back its committed golden: their
     /// transcript varies between runs (a race, an order) even where the fingerprint agrees — worth a look.
     pub golden_differs: Vec<String>,
@@ -607,8 +628,15 @@ pub async fn watch(
                 w.broken.push((v.clone(), probe.clone(), why.clone()));
             }
         }
-        if w.changes.iter().any(|c| &c.0 == v) || w.broken.iter().any(|b| &b.0 == v) {
-            w.pages.push(docs.changes.join(format!("{v}.md")));
+        if let Some(i) = m.versions.iter().position(|x| x == v).filter(|&i| i > 0) {
+            let (lost, _) = m.coverage_moves(&m.versions[i - 1], v);
+            w.unobserved.extend(lost.into_iter().map(|(claim, why)| (v.clone(), claim, why)));
+        }
+        // publish wrote the page of each release with something to say (a change, a broken run, a claim
+        // observed no longer or again) and removed the others
+        let page = docs.changes.join(format!("{v}.md"));
+        if page.is_file() {
+            w.pages.push(page);
         }
     }
     Ok(w)
