@@ -167,6 +167,9 @@ pub struct Report {
     /// The run layer by layer (behaviour, interface, prompt, request shape) and its outcome, for
     /// comparing versions.
     pub observation: Observation,
+    /// The tool_use ids of the results the probe marks `unordered`
+    /// ([`crate::transcript::diff::unordered_ids`]): their lines are compared with the golden as a set.
+    pub unordered: std::collections::BTreeSet<String>,
 }
 
 impl Report {
@@ -262,6 +265,7 @@ pub async fn run_probe_on(
         evidence,
         timing: Some(run.timing),
         observation,
+        unordered: crate::transcript::diff::unordered_ids(probe),
     })
 }
 
@@ -352,6 +356,7 @@ async fn run_exec_probe(
         evidence: Some(evidence),
         timing: None,
         observation,
+        unordered: Default::default(),
     })
 }
 
@@ -423,7 +428,10 @@ pub fn golden_step(report: &Report, layout: &Layout, bless: bool) -> Result<Gold
             .map_err(|e| format!("{}: {e}", file.display()))?;
         return Ok(GoldenOutcome::Blessed);
     }
-    Ok(match golden::compare(&file, &transcript) {
+    let unordered = &report.unordered;
+    let in_any_order = |t: &str| crate::transcript::diff::unordered_sorted(t, unordered);
+    let canon: Option<&dyn Fn(&str) -> String> = if unordered.is_empty() { None } else { Some(&in_any_order) };
+    Ok(match golden::compare_with(&file, &transcript, canon) {
         Compare::Same => {
             let missing = golden::missing_blobs(&layout.blobs(), &report.blobs);
             if missing.is_empty() {
@@ -440,6 +448,37 @@ pub fn golden_step(report: &Report, layout: &Layout, bless: bool) -> Result<Gold
 #[cfg(test)]
 mod tests {
     use crate::subject::engine_sha256;
+
+    #[test]
+    fn an_unordered_result_in_another_order_is_the_golden_and_any_other_difference_is_not() {
+        let d = tempfile::tempdir().unwrap();
+        let layout = super::Layout { golden: d.path().join("golden"), ..super::Layout::repo() };
+        let body = |a: &str, b: &str| {
+            format!("probe: p\ntool_result toolu_p_1:\n  | {a}\n  | {b}\n## verdicts\npass check 1: result 1\n")
+        };
+        let report = |t: String, ids: &[&str]| super::Report {
+            probe: "p".into(),
+            subject: "builtin".into(),
+            verdicts: Vec::new(),
+            transcript: t,
+            blobs: Default::default(),
+            description: "d".into(),
+            kept: None,
+            diverges: Vec::new(),
+            evidence: None,
+            timing: None,
+            observation: crate::observe::Observation::for_test("p", "builtin", crate::observe::Outcome::Pass, "f"),
+            unordered: ids.iter().map(|s| s.to_string()).collect(),
+        };
+        let step = |r: &super::Report| super::golden_step(r, &layout, false).unwrap();
+        super::golden_step(&report(body("a.rs", "b.rs"), &[]), &layout, true).unwrap();
+        assert!(matches!(step(&report(body("b.rs", "a.rs"), &["toolu_p_1"])), super::GoldenOutcome::Same));
+        assert!(matches!(step(&report(body("b.rs", "a.rs"), &[])), super::GoldenOutcome::Differs(_)), "ordered");
+        assert!(
+            matches!(step(&report(body("c.rs", "a.rs"), &["toolu_p_1"])), super::GoldenOutcome::Differs(_)),
+            "a line that differs is a difference as a set too"
+        );
+    }
 
     #[test]
     fn a_committed_cell_that_does_not_parse_is_an_error_not_a_version_profile_judged_by_its_checks() {

@@ -326,6 +326,34 @@ fn result_lines(t: &str, unordered: &BTreeSet<String>) -> String {
     out.join("\n")
 }
 
+/// A transcript with the content lines (`  | `) of each tool_result whose id is in `ids` sorted, every
+/// other line as it is: two transcripts equal after it differ at most in the order of those results'
+/// lines (a probe's `unordered`: a subject's parallel search prints them in any order). `run`'s golden
+/// comparison uses it, as `diff` ([`result_lines`]) and the fingerprint do.
+pub fn unordered_sorted(t: &str, ids: &BTreeSet<String>) -> String {
+    let mut out: Vec<&str> = Vec::new();
+    let mut run: Vec<&str> = Vec::new();
+    let mut as_set = false;
+    for l in t.split('\n') {
+        if as_set && l.starts_with("  | ") {
+            run.push(l);
+            continue;
+        }
+        run.sort_unstable();
+        out.append(&mut run);
+        if l.starts_with("tool_result ") {
+            let id = l.split(' ').nth(1).unwrap_or_default().trim_end_matches(':');
+            as_set = ids.contains(id);
+        } else if !l.starts_with("  ") {
+            as_set = false;
+        }
+        out.push(l);
+    }
+    run.sort_unstable();
+    out.append(&mut run);
+    out.join("\n")
+}
+
 /// A blob's text by the short hash a golden names (`(blob … not in the store)` when it is missing).
 pub fn blob_text(blobs: &Path, short: &str) -> String {
     std::fs::read_dir(blobs)
@@ -1008,6 +1036,24 @@ del{{background:#fcc}} ins{{background:#cfc;text-decoration:none}} .words{{white
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_unordered_result_s_lines_are_sorted_and_nothing_else_moves() {
+        let t = "tool_result t_1:\n  | b.rs\n  | a.rs\ntool_result t_2:\n  | z\n  | y\n## verdicts\npass x\n";
+        let ids: BTreeSet<String> = ["t_1".to_string()].into();
+        let sorted = unordered_sorted(t, &ids);
+        assert_eq!(
+            sorted,
+            "tool_result t_1:\n  | a.rs\n  | b.rs\ntool_result t_2:\n  | z\n  | y\n## verdicts\npass x\n"
+        );
+        let other = t.replace("  | b.rs\n  | a.rs", "  | a.rs\n  | b.rs");
+        assert_eq!(unordered_sorted(&other, &ids), sorted, "the other order of t_1 is the same");
+        let t2_moved = t.replace("  | z\n  | y", "  | y\n  | z");
+        assert_ne!(unordered_sorted(&t2_moved, &ids), sorted, "t_2 is ordered");
+        let changed = t.replace("a.rs", "c.rs");
+        assert_ne!(unordered_sorted(&changed, &ids), sorted, "a line changed is a difference");
+        assert_eq!(unordered_sorted(t, &BTreeSet::new()), t);
+    }
 
     #[test]
     fn unordered_results_compare_as_sets_of_lines() {

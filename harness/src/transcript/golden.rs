@@ -64,11 +64,20 @@ pub enum Compare {
 
 /// Compares a body with the golden file (trailing newlines ignored, as insta does).
 pub fn compare(file: &Path, new_body: &str) -> Compare {
+    compare_with(file, new_body, None)
+}
+
+/// [`compare`], where two bodies that `canon` makes equal are the same (a probe's `unordered` results:
+/// their lines in any order, [`super::diff::unordered_sorted`]); a difference is shown as it is.
+pub fn compare_with(file: &Path, new_body: &str, canon: Option<&dyn Fn(&str) -> String>) -> Compare {
     let Ok(old) = crate::safe_fs::read_text(file) else {
         return Compare::Missing;
     };
     let old = body(&old);
     if old.trim_end() == new_body.trim_end() {
+        return Compare::Same;
+    }
+    if canon.is_some_and(|c| c(old).trim_end() == c(new_body).trim_end()) {
         return Compare::Same;
     }
     let diff = similar::TextDiff::from_lines(old, new_body)
