@@ -60,11 +60,35 @@ fn parents() -> Option<(PathBuf, PathBuf, bool)> {
     (controllers.contains("pids") || controllers.contains("memory")).then(|| (v2.to_path_buf(), v2.to_path_buf(), true))
 }
 
+/// Removes the groups of runs whose probelab is gone (`probelab-run-PID-N` where no process PID is
+/// alive: a lab killed with SIGKILL never dropped its [`RunLimits`]), once empty; the first run of a
+/// later probelab does it, so a killed run leaves no group for long. A group that still holds a
+/// process is left alone.
+pub fn sweep(parent: &Path) -> Vec<String> {
+    let mut removed = Vec::new();
+    for e in std::fs::read_dir(parent).into_iter().flatten().flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let Some(pid) = name.strip_prefix("probelab-run-").and_then(|r| r.split('-').next()) else { continue };
+        if pid.parse::<u32>().is_err() || Path::new("/proc").join(pid).exists() {
+            continue;
+        }
+        if std::fs::remove_dir(e.path()).is_ok() {
+            removed.push(name);
+        }
+    }
+    removed
+}
+
 impl RunLimits {
     /// Makes the run's groups with the default limits; a hierarchy that cannot be written is left out.
     pub fn create() -> RunLimits {
         static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
         let Some((pids_parent, memory_parent, unified)) = parents() else { return RunLimits::default() };
+        static SWEPT: std::sync::Once = std::sync::Once::new();
+        SWEPT.call_once(|| {
+            sweep(&pids_parent);
+            sweep(&memory_parent);
+        });
         let (processes, memory) = in_force();
         let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         let name = format!("probelab-run-{}-{n}", std::process::id());
@@ -154,6 +178,25 @@ impl Drop for RunLimits {
                 let _ = std::fs::write(dir.join("cgroup.kill"), "1");
                 std::thread::sleep(std::time::Duration::from_millis(1));
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_groups_of_a_probelab_that_is_gone_are_swept_and_no_other() {
+        let d = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let mine = format!("probelab-run-{}-1", std::process::id());
+        // a pid above the kernel's pid_max (4194304 at most) is nobody's
+        for name in ["probelab-run-4999999-1", "probelab-run-4999999-2", mine.as_str(), "probelab-run-x-1", "other"] {
+            std::fs::create_dir(d.path().join(name)).unwrap_or_else(|e| panic!("{e}"));
+        }
+        // a group that still holds something stays (the kernel refuses to remove it; here: a file)
+        std::fs::write(d.path().join("probelab-run-4999999-2").join("x"), "").unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(super::sweep(d.path()), vec!["probelab-run-4999999-1".to_string()]);
+        for name in ["probelab-run-4999999-2", mine.as_str(), "probelab-run-x-1", "other"] {
+            assert!(d.path().join(name).is_dir(), "{name} kept");
         }
     }
 }
