@@ -113,7 +113,7 @@ pub fn between(golden_root: &Path, old: &str, new: &str, broken: IsBroken<'_>) -
     if d.blob_changes.keys().any(|k| k.starts_with("system ")) {
         out.push("~ system prompt changed".into());
     }
-    out.extend(cache_moves(&d, &r, &skip));
+    out.extend(cache_moves(&d, &l, &r, &skip));
     for x in was.difference(&now) {
         out.push(format!("request: model line was `{x}`"));
     }
@@ -128,44 +128,32 @@ pub fn between(golden_root: &Path, old: &str, new: &str, broken: IsBroken<'_>) -
 /// broke skill.basics at 2.1.237 and mended it at 2.1.248) — with the model the requests named, on which
 /// it depends (`claude-sonnet-4-5` sends the same on both releases): `request shape: cache_control moved
 /// (model claude-opus-…): skill.basics request 2 system[2] system[3] → system[2] message 4 block 2; …`.
-fn cache_moves(d: &crate::transcript::diff::SetDiff, newer: &Path, skip: &dyn Fn(&str) -> bool) -> Vec<String> {
+fn cache_moves(
+    d: &crate::transcript::diff::SetDiff,
+    older: &Path,
+    newer: &Path,
+    skip: &dyn Fn(&str) -> bool,
+) -> Vec<String> {
     // per model: each probe's first request whose markers moved
     let mut by_model: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for p in d.probes.iter().filter(|p| !skip(&p.probe)) {
-        let Some(shape) = &p.shape else { continue };
-        let side = |sign: char| -> Vec<&str> {
-            shape
-                .lines()
-                .filter(|l| l.starts_with(sign) && !l.starts_with("+++") && !l.starts_with("---"))
-                .map(|l| &l[1..])
-                .collect()
-        };
-        let (old, new) = (side('-'), side('+'));
-        let cache = |ls: &[&str]| -> Vec<String> {
-            ls.iter().filter(|l| l.contains(" cache_control: ")).map(|l| l.to_string()).collect()
-        };
-        let (co, cn) = (cache(&old), cache(&new));
-        if co.is_empty() && cn.is_empty() {
+        if p.shape.as_deref().is_none_or(|s| !s.contains(" cache_control: ")) {
             continue;
         }
-        // the model of the probe's first request on the newer side
-        let golden = std::fs::read_to_string(newer.join(format!("{}.snap", p.probe))).unwrap_or_default();
-        let model = golden
+        let read = |dir: &Path| std::fs::read_to_string(dir.join(format!("{}.snap", p.probe))).unwrap_or_default();
+        let (was, now) = (read(older), read(newer));
+        let (mo, mn) = (cache_markers(&was), cache_markers(&now));
+        // paired by request (`request 3 (conversation named)`): a request on one side only is the
+        // conversation's change (a tool gone, a turn more), never a marker that moved
+        let moved = mo.iter().find_map(|(r, a)| mn.get(r).filter(|b| *b != a).map(|b| (r, a, b)));
+        let Some((r, a, b)) = moved else { continue };
+        let model = now
             .lines()
             .find_map(|l| l.strip_prefix("model: "))
             .and_then(|m| m.split(',').next())
             .unwrap_or("?")
             .to_string();
-        let first = match (co.first(), cn.first()) {
-            (Some(a), Some(b)) => {
-                let (ra, pa) = a.split_once(" cache_control: ").unwrap_or((a, ""));
-                let pb = b.split_once(" cache_control: ").map_or(b.as_str(), |(_, p)| p);
-                format!("{} {ra}: {pa} → {pb}", p.probe)
-            }
-            (Some(a), None) => format!("{} {a} → none", p.probe),
-            (None, Some(b)) => format!("{} none → {b}", p.probe),
-            (None, None) => continue,
-        };
+        let first = format!("{} {r}: {a} → {b}", p.probe);
         by_model.entry(model).or_default().push(first);
     }
     by_model
@@ -180,6 +168,24 @@ fn cache_moves(d: &crate::transcript::diff::SetDiff, newer: &Path, skip: &dyn Fn
             )
         })
         .collect()
+}
+
+/// Each request of a golden (`request 3 (conversation named)`, its heading) → where its cache markers
+/// sit (`system[2] message 4 block 2`, or `none`).
+fn cache_markers(golden: &str) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    let mut heading: Option<String> = None;
+    for l in golden.lines() {
+        if let Some(h) = l.strip_prefix("## request ") {
+            heading = Some(format!("request {h}"));
+            out.insert(format!("request {h}"), "none".to_string());
+        } else if l.starts_with("## ") {
+            heading = None;
+        } else if let (Some(h), Some(m)) = (&heading, l.strip_prefix("cache_control: ")) {
+            out.insert(h.clone(), m.to_string());
+        }
+    }
+    out
 }
 
 /// `docs/matrix/interface.md`: per pair of neighbouring versions (oldest first) that both have goldens,
@@ -270,6 +276,18 @@ mod tests {
         assert!(shape.contains(" probes (model claude-opus-5), e.g. ") && shape.contains(" → "), "{shape}");
         let back = between(&root, "2.1.247", "2.1.248", &|_, _| false).unwrap_or_else(|e| panic!("{e}"));
         assert!(back.iter().any(|l| l.starts_with("request shape: cache_control moved")), "{back:#?}");
+        // 2.1.277's agent-background sends one request more (TaskOutput gone): no marker of a request
+        // both sides sent moved, so no request-shape line (it read `request 3: message 8 block 1 → message 8
+        // block 1`, the first lines of the two sides paired whatever their request)
+        let more = between(&root, "2.1.276", "2.1.277", &|_, _| false).unwrap_or_else(|e| panic!("{e}"));
+        assert!(!more.iter().any(|l| l.contains("agent-background")), "{more:#?}");
+        assert!(
+            cache_markers("## request 1\ncache_control: system[2]\n## request 2\n## response 2\ncache_control: x\n")
+                == BTreeMap::from([
+                    ("request 1".to_string(), "system[2]".to_string()),
+                    ("request 2".into(), "none".into())
+                ])
+        );
     }
 
     #[test]
