@@ -263,12 +263,72 @@ impl Table {
     }
 }
 
+/// The Claude Code version whose goldens make the table's reference column, from `--claude-code`:
+/// `none` leaves it out, a version needs its goldens (`golden/claude-code@V/`), and without the option
+/// the newest version with goldens is taken (none when there are none).
+pub fn reference_version(arg: Option<&str>, golden: &Path) -> Result<Option<String>, String> {
+    let with_goldens = || -> Vec<semver::Version> {
+        let mut vs: Vec<semver::Version> = std::fs::read_dir(golden)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter_map(|e| e.file_name().to_str()?.strip_prefix("claude-code@").map(str::to_string))
+            .filter_map(|v| semver::Version::parse(&v).ok())
+            .collect();
+        vs.sort();
+        vs
+    };
+    match arg {
+        Some("none") => Ok(None),
+        Some(v) if golden.join(format!("claude-code@{v}")).is_dir() => Ok(Some(v.to_string())),
+        Some(v) => {
+            let vs = with_goldens();
+            let range = match (vs.first(), vs.last()) {
+                (Some(a), Some(b)) => format!("the versions with goldens run from {a} to {b} ({} in all)", vs.len()),
+                _ => "no version has goldens".to_string(),
+            };
+            Err(format!(
+                "--claude-code {v}: no goldens of claude-code@{v} in {} ({range}; `none` leaves the column out)",
+                golden.display()
+            ))
+        }
+        None => Ok(with_goldens().last().map(|v| v.to_string())),
+    }
+}
+
+/// Where the reference column goes among the columns run: first, or after the built-in runtime's when
+/// the table starts with it — never between two agents.
+pub fn reference_place(columns: &[Column]) -> usize {
+    usize::from(columns.first().is_some_and(|c| c.subject == "builtin" || c.subject.starts_with("builtin@")))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn cell(mark: Mark) -> Cell {
         Cell { mark, why: String::new() }
+    }
+
+    #[test]
+    fn the_reference_column_is_left_out_with_none_refused_without_goldens_and_never_between_agents() {
+        let d = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        for v in ["2.1.235", "2.1.334", "2.1.40"] {
+            std::fs::create_dir(d.path().join(format!("claude-code@{v}"))).unwrap_or_else(|e| panic!("{e}"));
+        }
+        assert_eq!(reference_version(Some("none"), d.path()), Ok(None));
+        assert_eq!(reference_version(None, d.path()), Ok(Some("2.1.334".into())), "the newest by semver");
+        assert_eq!(reference_version(Some("2.1.235"), d.path()), Ok(Some("2.1.235".into())));
+        let e = reference_version(Some("9.9.9"), d.path()).unwrap_err();
+        assert!(
+            e.contains("no goldens of claude-code@9.9.9") && e.contains("from 2.1.40 to 2.1.334 (3 in all)"),
+            "{e}"
+        );
+        assert_eq!(reference_version(None, &d.path().join("absent")), Ok(None));
+        let col = |s: &str| Column::new(s, "run", Vec::new(), 0);
+        assert_eq!(reference_place(&[col("opencode@1.18.33"), col("pi@0.73.1")]), 0);
+        assert_eq!(reference_place(&[col("builtin"), col("pi@0.73.1")]), 1);
+        assert_eq!(reference_place(&[]), 0);
     }
 
     #[test]

@@ -652,6 +652,9 @@ fn conformance(
         subjects
     };
     let ids = names.iter().map(|n| registry.parse(n)).collect::<Result<Vec<_>, _>>().usage()?;
+    // checked before any column runs (minutes each)
+    let reference_goldens = harness::conformance::reference_version(claude_code.as_deref(), &project.golden)
+        .map_err(|e| Failure::msg(2, e))?;
     let probes = load_probes(project, std::slice::from_ref(&project.probes)).usage()?;
     // Claude Code's probes: the catalogue the table is about
     let reference = harness::subject::SubjectId::claude_code(harness::subject::id::REFERENCE_VERSION);
@@ -673,29 +676,22 @@ fn conformance(
         columns.push(col);
     }
     // Claude Code's column from its goldens
-    if let Some(v) = claude_code.filter(|v| v != "none").or_else(|| newest_claude_code(&project.golden)) {
+    if let Some(v) = reference_goldens {
         let dir = project.golden.join(format!("claude-code@{v}"));
         let cells = probes
             .iter()
             .map(|p| cell_of_golden(p, std::fs::read_to_string(dir.join(format!("{}.snap", p.id))).ok().as_deref()))
             .collect();
-        columns.insert(columns.len().min(1), Column::new(&format!("claude-code@{v}"), "goldens", cells, 0));
+        columns.insert(
+            harness::conformance::reference_place(&columns),
+            Column::new(&format!("claude-code@{v}"), "goldens", cells, 0),
+        );
     }
     let table = Table { probes: probes.iter().map(|p| p.id.clone()).collect(), columns };
     print!("{}", table.text());
     table.write(out).map_err(|e| Failure::msg(1, e))?;
     eprintln!("conformance: wrote {}/table.{{txt,json,html}}", out.display());
     Ok(ExitCode::SUCCESS)
-}
-
-/// The newest Claude Code version with goldens (`golden/claude-code@V/`), if any.
-fn newest_claude_code(golden: &std::path::Path) -> Option<String> {
-    let dirs = std::fs::read_dir(golden).ok()?;
-    dirs.flatten()
-        .filter_map(|e| e.file_name().to_str()?.strip_prefix("claude-code@").map(str::to_string))
-        .filter_map(|v| semver::Version::parse(&v).ok())
-        .max()
-        .map(|v| v.to_string())
 }
 
 /// The probes under `paths`, whose `subjects` may name the project's subjects.
