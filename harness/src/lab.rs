@@ -385,7 +385,13 @@ fn keep_file(dir: &Path, name: &str, bytes: &[u8]) {
 
 fn header<'a>(probe: &'a Probe, subject: &SubjectId, name: &'a str) -> Header<'a> {
     let diverges = probe.divergences_on(subject).iter().map(|d| format!("{}: {}", d.claim, d.fact)).collect();
-    Header { probe: &probe.id, claims: &probe.claims, subject: name, diverges }
+    Header {
+        probe: &probe.id,
+        claims: &probe.claims,
+        subject: name,
+        diverges,
+        cache_markers: probe.shape_varies.is_none(),
+    }
 }
 
 /// What happened to a probe's golden.

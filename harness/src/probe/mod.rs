@@ -10,6 +10,7 @@
 //! prompt = "Read the file."                  # first user message (default: "Run the probe.")
 //! ask = "deny"                               # how the host answers a permission ask (default deny)
 //! deadline_secs = 60                         # the run must end within it
+//! shape_varies = "why"                       # the requests' layout follows timing: no cache_control lines
 //! requires = ["bwrap", "curl"]               # host parts it needs: skipped where missing (see host)
 //!
 //! [fixture]
@@ -323,6 +324,8 @@ struct ProbeFile {
     #[serde(default)]
     unordered: Option<Spanned<Vec<usize>>>,
     #[serde(default)]
+    shape_varies: Option<Spanned<String>>,
+    #[serde(default)]
     deadline_secs: Option<u64>,
     #[serde(default)]
     requires: Vec<Spanned<String>>,
@@ -418,6 +421,11 @@ pub struct Probe {
     /// behaviour fingerprint and in `probelab diff` (and `diff --run`): conformance. Checks still see
     /// the text as it came.
     pub unordered: Vec<usize>,
+    /// Why the shape of this probe's requests (where the cache markers sit) is not the subject's
+    /// decision but the order in which concurrent events reached it (`shape_varies = "why"`): its
+    /// transcripts leave the `cache_control:` lines out, so a golden and the interface's request-shape
+    /// lines never depend on timing. None: they are kept.
+    pub shape_varies: Option<String>,
     /// Deadline.
     pub deadline_secs: u64,
     /// Host parts every subject needs for this probe (`requires`; see [`host`]).
@@ -542,6 +550,15 @@ pub fn parse_with(path: &Path, text: &str, known: &Known) -> Result<Probe, Probe
             Some("results are numbered from 1 in script order, across turns"),
         ));
     }
+    if let Some(why) = &raw.shape_varies {
+        if why.get_ref().chars().filter(|c| c.is_alphanumeric()).count() < 2 {
+            return Err(at.err(
+                why.span().start,
+                "shape_varies needs a reason in words".to_string(),
+                Some("say what makes the requests' layout vary between runs, e.g. shape_varies = \"a message joins the tool result or comes alone, as it arrives\""),
+            ));
+        }
+    }
     at.fixture_dir(&raw)?;
     let mut faults = Vec::new();
     for f in &raw.fixture.fault {
@@ -572,6 +589,7 @@ pub fn parse_with(path: &Path, text: &str, known: &Known) -> Result<Probe, Probe
         ask: raw.ask,
         diverges,
         unordered: unordered.0,
+        shape_varies: raw.shape_varies.as_ref().map(|w| w.get_ref().clone()),
         deadline_secs: raw.deadline_secs.unwrap_or(DEFAULT_DEADLINE_SECS),
         requires,
         fixture: Fixture { dir: raw.fixture.dir.map(Spanned::into_inner), files: raw.fixture.files, fault: faults },
@@ -1501,6 +1519,19 @@ mod tests {
     }
 
     const OK: &str = "id = \"x.y\"\nclaims = [\"READ-1\"]\nabout = \"a\"\n[[turn]]\ntool_use = [{ name = \"Read\", input = { file_path = \"{cwd}/f\" } }]\n[[turn]]\ntext = \"done\"\n";
+
+    #[test]
+    fn shape_varies_needs_words_and_is_kept() {
+        let text = |why: &str| {
+            format!(
+                "id = \"p\"\nclaims = [\"READ-1\"]\nabout = \"a\"\nshape_varies = \"{why}\"\n[[turn]]\ntext = \"done\"\n"
+            )
+        };
+        let p = parse(Path::new("p.toml"), &text("the message arrives when it does")).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(p.shape_varies.as_deref(), Some("the message arrives when it does"));
+        let e = parse(Path::new("p.toml"), &text(" \u{200b} ")).map(|_| ()).unwrap_err().to_string();
+        assert!(e.starts_with("p.toml:4:") && e.contains("shape_varies needs a reason in words"), "{e}");
+    }
 
     #[test]
     fn a_good_probe_parses() {

@@ -316,6 +316,9 @@ pub struct Header<'a> {
     pub subject: &'a str,
     /// "claim: fact" lines of the divergences from claims this probe shows on the subject.
     pub diverges: Vec<String>,
+    /// Whether requests say where their cache markers sit (`cache_control:`): not for a probe whose
+    /// request layout follows the timing of concurrent events ([`crate::probe::Probe::shape_varies`]).
+    pub cache_markers: bool,
 }
 
 impl Header<'_> {
@@ -339,7 +342,7 @@ pub fn render(
     norm: Norm<'_>,
 ) -> String {
     let mut out = h.lines();
-    let mut shown = Shown::default();
+    let mut shown = Shown { cache_markers: h.cache_markers, ..Shown::default() };
     let mut side: Vec<String> = Vec::new();
     // each request's fields and messages through the requests it is stored by reference to: only its new
     // part is looked at, so a run's render costs the same per turn however long the conversation
@@ -385,6 +388,8 @@ struct Shown<'v> {
     blobs: Vec<(&'v Value, String)>,
     /// Per request rendered, where its messages carry cache markers ([`cache_places`]).
     cache: BTreeMap<usize, Vec<(usize, String)>>,
+    /// Whether to say where they sit ([`Header::cache_markers`]).
+    cache_markers: bool,
 }
 
 /// A turn's request (what is new in it: the tools and system prompt when they changed, the first
@@ -434,7 +439,7 @@ fn render_turn<'v>(
     }
     // where the request's cache markers sit: the request's shape, which moves between releases (and
     // with the model) where nothing else does — kept so a page can show it
-    let places = cache_places(requests, i, &mut shown.cache);
+    let places = if shown.cache_markers { cache_places(requests, i, &mut shown.cache) } else { Vec::new() };
     if !places.is_empty() {
         out.push(format!("cache_control: {}", places.join(" ")));
     }
@@ -632,7 +637,7 @@ mod tests {
         ];
         let script = Script::new("t", Vec::new()).unwrap_or_else(|e| panic!("{e}"));
         let view = View { exchanges: &exchanges, script: &script };
-        let h = Header { probe: "p", claims: &[], subject: "s", diverges: Vec::new() };
+        let h = Header { probe: "p", claims: &[], subject: "s", diverges: Vec::new(), cache_markers: true };
         let out = render(&h, &view, (&[], &[]), &mut Blobs::new(), &|t: &str| t.to_string());
         let third = out.split("## request 3").nth(1).unwrap_or_default();
         assert!(third.contains("history rewritten: 3 messages, 0 of them the previous request's"), "{out}");
