@@ -162,11 +162,11 @@ fn bench(c: &mut Criterion) {
     g.bench_function("render_transcript", |b| {
         b.iter(|| {
             let view = View { exchanges: &first_loop, script: &script };
-            let header = Header { probe: "bench", claims: &[], subject: "builtin", diverges: Vec::new() };
+            let header = Header { probe: "bench", claims: &[], subject: "builtin", diverges: Vec::new(), cache_markers: true };
             let mut blobs = Blobs::new();
             let normaliser = Normaliser::new(&places);
             let norm = |t: &str| normaliser.apply(t);
-            let raw = render(&header, &view, &[], &mut blobs, &norm);
+            let raw = render(&header, &view, (&[], &[]), &mut blobs, &norm);
             normaliser.apply(&raw)
         })
     });
