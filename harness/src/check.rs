@@ -22,10 +22,26 @@ pub struct Verdict {
     pub skipped: bool,
     /// The failed text assertions with the whole texts compared (`detail` shows them cut).
     pub compared: Vec<Compared>,
-    /// For a check of Claude Code's wording (a result's texts, a request), whether its semantic part
-    /// (a result's `is_error`) held; None: the check is semantic as a whole (its `pass` says). The
+    /// What the verdict says of what happened, apart from Claude Code's wording ([`Semantic`]). The
     /// conformance table tells a subject that does the same in other words from one that does not.
-    pub semantic: Option<bool>,
+    pub semantic: Semantic,
+}
+
+/// What a verdict measures of what happened (the conformance table's marks rest on it): a check of
+/// files, trees, searches or an LSP trace is semantic as a whole; a check of Claude Code's wording (a
+/// result's texts, a request) has a semantic part only where it asserts `is_error` or needs the result
+/// to be there; an invariant is the run's, not the probe's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Semantic {
+    /// An invariant of every run (not one of the probe's checks).
+    Invariant,
+    /// A check that is semantic as a whole: its `pass` says.
+    Whole,
+    /// A check of wording with a semantic part: whether that part held.
+    Part(bool),
+    /// A check of wording and nothing else: it asserts texts only, so it says nothing of what happened.
+    WordingOnly,
 }
 
 /// A failed text assertion of a check, with the whole texts: `--json` gives them as fields and `--keep`
@@ -79,7 +95,7 @@ impl Verdict {
             },
             skipped: false,
             compared: fails.compared,
-            semantic: None,
+            semantic: Semantic::Whole,
         }
     }
 
@@ -92,7 +108,7 @@ impl Verdict {
             detail: String::new(),
             skipped: true,
             compared: Vec::new(),
-            semantic: None,
+            semantic: Semantic::Whole,
         }
     }
 
@@ -265,25 +281,53 @@ pub fn evaluate_on(
     }
 }
 
+/// How a verdict's detail begins where a result's is_error was read from the agent's words.
+pub const READ_FROM_WORDS: &str = "is_error read from words";
+
 /// Evaluates one check of a loop probe (an exec target is refused when the probe is parsed: a loop
-/// probe has no command).
-pub fn evaluate(probe: &Probe, index: usize, view: &View<'_>, sb: &Sandbox) -> Verdict {
+/// probe has no command). `dialect`: the subject's, whose refusals in words count as `is_error`
+/// ([`crate::subject::dialect::Dialect::refusal`]; the verdict's detail says so even when it passes).
+pub fn evaluate(
+    probe: &Probe,
+    index: usize,
+    view: &View<'_>,
+    sb: &Sandbox,
+    dialect: Option<&crate::subject::dialect::Dialect>,
+) -> Verdict {
     let (c, line, _) = &probe.checks[index];
     let mut fails = Fails::default();
     let text = &c.text;
-    // the check's semantic part, when it is a check of wording (see `Verdict::semantic`)
-    let mut semantic = is_wording(c).then_some(true);
+    // the check's semantic part, when it is a check of wording (see `Verdict::semantic`): a result's
+    // is_error when the check asserts it, the result being there; a request's texts have none
+    let wording = is_wording(c);
+    let mut semantic = semantic_of(c);
+    let mut read_from_words: Option<String> = None;
+    let mut semantic_failed = || {
+        if wording {
+            semantic = Semantic::Part(false);
+        }
+    };
     match &c.target {
         Target::Result { n, is_error, json, .. } => match view.result(*n) {
             None => {
-                semantic = semantic.map(|_| false);
+                semantic_failed();
                 fails.push(format!("no tool_result answers scripted tool_use {n} in any request"))
             }
             Some(block) => {
-                let got = block.get("is_error") == Some(&Value::Bool(true));
+                let mut got = block.get("is_error") == Some(&Value::Bool(true));
+                if let (false, Some(d), Some(_)) = (got, dialect, is_error) {
+                    let tool = view.tool_use_names().into_iter().nth(n - 1).unwrap_or_default();
+                    if let Some(p) = d.refusal(&tool, &result_text(&block)) {
+                        got = true;
+                        read_from_words = Some(format!(
+                            "{READ_FROM_WORDS}: {}'s result to {tool} matches its dialect's refusal {p:?}",
+                            d.agent
+                        ));
+                    }
+                }
                 if let Some(want) = *is_error {
                     if want != got {
-                        semantic = semantic.map(|_| false);
+                        semantic_failed();
                         let content = result_text(&block);
                         fails.push(format!("expected is_error = {want}, got {got}\ncontent:\n{content}"));
                     }
@@ -324,7 +368,20 @@ pub fn evaluate(probe: &Probe, index: usize, view: &View<'_>, sb: &Sandbox) -> V
     }
     let mut v = Verdict::of_check(probe, index, *line, &c.target.to_string(), c.about.as_deref(), fails);
     v.semantic = semantic;
+    if let Some(note) = read_from_words {
+        v.detail = if v.detail.is_empty() { note } else { format!("{}\n{note}", v.detail) };
+    }
     v
+}
+
+/// What a check measures before it is evaluated ([`Semantic`]): a wording check's semantic part held
+/// until it fails.
+pub fn semantic_of(c: &Check) -> Semantic {
+    match (&c.target, is_wording(c)) {
+        (_, false) => Semantic::Whole,
+        (Target::Result { is_error: Some(_), .. }, true) => Semantic::Part(true),
+        (_, true) => Semantic::WordingOnly,
+    }
 }
 
 /// Whether a check is one of Claude Code's wording (its `kind`, else: a result's text assertions, a
@@ -343,8 +400,10 @@ pub fn is_wording(c: &Check) -> bool {
 }
 
 /// A run's standing on the semantic checks and on all of them (the conformance table's cell): every
-/// check passed; every semantic check (and the semantic part of every wording check) passed but some
-/// wording did not; or a semantic check failed.
+/// check passed; a semantic check (a semantic part of a wording check) or an invariant failed; only
+/// wording failed and at least one semantic check was evaluated and held; or only wording failed and
+/// the probe has no semantic check to say what happened (an agent that answered with an error where
+/// Claude Code read a file fails every text assertion of such a probe: that is no semantic match).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Standing {
@@ -352,6 +411,8 @@ pub enum Standing {
     Pass,
     /// What happened is Claude Code's; some of its texts are not.
     SemanticOnly,
+    /// Texts differ and the probe checks nothing else: what happened is not measured.
+    WordingOnly,
     /// What happened differs.
     Differs,
 }
@@ -359,11 +420,18 @@ pub enum Standing {
 /// The standing of a run's verdicts (checks and invariants).
 pub fn standing(verdicts: &[Verdict]) -> Standing {
     if verdicts.iter().all(|v| v.pass) {
-        Standing::Pass
-    } else if verdicts.iter().all(|v| v.pass || v.semantic == Some(true)) {
+        return Standing::Pass;
+    }
+    let semantic_failed =
+        |v: &Verdict| !v.pass && matches!(v.semantic, Semantic::Invariant | Semantic::Whole | Semantic::Part(false));
+    if verdicts.iter().any(semantic_failed) {
+        return Standing::Differs;
+    }
+    let measured = verdicts.iter().any(|v| !v.skipped && matches!(v.semantic, Semantic::Whole | Semantic::Part(_)));
+    if measured {
         Standing::SemanticOnly
     } else {
-        Standing::Differs
+        Standing::WordingOnly
     }
 }
 
@@ -680,7 +748,7 @@ pub fn exec_invariant(probe: &Probe, records: &[crate::subject::exec::ExecRecord
         detail: late.join("\n"),
         skipped: false,
         compared: Vec::new(),
-        semantic: None,
+        semantic: Semantic::Invariant,
     }
 }
 
@@ -703,7 +771,7 @@ pub fn invariants(run: &RunOutput, view: &View<'_>) -> Vec<Verdict> {
         detail: pairing.iter().map(|s| s.as_str()).collect::<Vec<_>>().join("\n"),
         skipped: false,
         compared: Vec::new(),
-        semantic: None,
+        semantic: Semantic::Invariant,
     });
     out.push(Verdict {
         name: "invariant: no request refused by the stub".into(),
@@ -711,7 +779,7 @@ pub fn invariants(run: &RunOutput, view: &View<'_>) -> Vec<Verdict> {
         detail: violations.join("\n"),
         skipped: false,
         compared: Vec::new(),
-        semantic: None,
+        semantic: Semantic::Invariant,
     });
     let mut unserved: Vec<String> = run
         .progress
@@ -728,7 +796,7 @@ pub fn invariants(run: &RunOutput, view: &View<'_>) -> Vec<Verdict> {
         detail: unserved.join("\n"),
         skipped: false,
         compared: Vec::new(),
-        semantic: None,
+        semantic: Semantic::Invariant,
     });
     let ended = matches!(run.end, crate::run::RunEnd::Finished) && run.within_deadline;
     out.push(Verdict {
@@ -737,7 +805,7 @@ pub fn invariants(run: &RunOutput, view: &View<'_>) -> Vec<Verdict> {
         detail: if ended { String::new() } else { format!("the run ended with {:?}", run.end) },
         skipped: false,
         compared: Vec::new(),
-        semantic: None,
+        semantic: Semantic::Invariant,
     });
     // only where a limit was reached: a run within them keeps the transcript it always had
     if !run.limits_reached.is_empty() {
@@ -747,7 +815,7 @@ pub fn invariants(run: &RunOutput, view: &View<'_>) -> Vec<Verdict> {
             detail: run.limits_reached.join("\n"),
             skipped: false,
             compared: Vec::new(),
-            semantic: None,
+            semantic: Semantic::Invariant,
         });
     }
     let _ = view;

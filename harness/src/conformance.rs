@@ -6,16 +6,25 @@
 //! - `semantic-only`: what happened is Claude Code's (files on disk, is_error, the content returned,
 //!   what a search found: the *semantic* checks, [`crate::check::Standing`]) but some of its exact texts
 //!   are not (the *wording* checks);
+//!   are not (the *wording* checks) — only where the probe has a semantic check that was evaluated;
+//! - `wording-only`: some texts differ and the probe checks nothing but texts, so nothing says whether
+//!   what happened is Claude Code's (an agent that answered a Read with an error fails every text
+//!   assertion of such a probe; it is not counted as a semantic match);
 //! - `differs`: a semantic check or an invariant failed (or the run could not be made);
 //! - `n-a`: the probe cannot be put to the subject (a tool its dialect lacks, Claude Code's settings),
 //!   or is not for it, with the reason.
 //!
-//! Per subject: the counts and the share of semantic matches, (pass + semantic-only) / (pass +
-//! semantic-only + differs). Claude Code's column is read from its goldens (`golden/claude-code@V/`,
-//! the verdict lines each golden records) rather than run (minutes per probe on a shared machine): a
-//! golden without a failed verdict is `pass`; one whose only failures are wording checks without an
-//! `is_error` is `semantic-only`; any other failure is `differs`; no golden is `n-a`. Written as text,
-//! JSON and HTML under `docs/conformance/`.
+//! Every cell but a pass carries its reason (the first failed verdict that decided it, or why n-a) in
+//! the text table's "Reasons" and in the HTML cell, not only in the JSON. Per subject: the counts, the
+//! share of semantic matches, (pass + semantic-only) / (pass + semantic-only + differs) — wording-only
+//! cells measured nothing semantic and stay out of it —, and the n-a reasons counted; per Claude Code
+//! tool (the tools a probe's script calls) and subject: semantic matches / cells measured. Claude
+//! Code's column is read from its goldens (`golden/claude-code@V/`, the verdict lines each golden
+//! records) rather than run (minutes per probe on a shared machine), by the same rule: a golden without
+//! a failed verdict is `pass`; one whose only failures are wording checks without an `is_error` is
+//! `semantic-only` when the probe has another check that is semantic, else `wording-only`; any other
+//! failure is `differs`; no golden is `n-a`. Written as text, JSON and HTML
+//! (`target/probelab/conformance/` by default).
 
 use crate::check::{standing, Standing};
 use crate::probe::Probe;
@@ -31,6 +40,8 @@ pub enum Mark {
     Pass,
     /// The semantic checks held, some wording did not.
     SemanticOnly,
+    /// Some wording did not hold and the probe has no semantic check: nothing semantic measured.
+    WordingOnly,
     /// A semantic check or an invariant failed.
     Differs,
     /// Not applicable.
@@ -43,6 +54,7 @@ impl Mark {
         match self {
             Mark::Pass => "pass",
             Mark::SemanticOnly => "semantic-only",
+            Mark::WordingOnly => "wording-only",
             Mark::Differs => "differs",
             Mark::NA => "n-a",
         }
@@ -66,10 +78,16 @@ pub struct Summary {
     pub pass: usize,
     /// Semantic-only cells.
     pub semantic_only: usize,
+    /// Wording-only cells (nothing semantic measured).
+    #[serde(default)]
+    pub wording_only: usize,
     /// Cells that differ.
     pub differs: usize,
     /// Cells n-a.
     pub na: usize,
+    /// The n-a cells by reason, the most frequent first.
+    #[serde(default)]
+    pub na_reasons: Vec<(String, usize)>,
     /// (pass + semantic-only) / (pass + semantic-only + differs), 0 when nothing ran.
     pub semantic_share: f64,
     /// Wall time of its column (ms; 0 for one read from goldens).
@@ -94,6 +112,9 @@ pub struct Column {
 pub struct Table {
     /// Probe ids, in order.
     pub probes: Vec<String>,
+    /// Per probe (same order), the Claude Code tools its script calls: the per-tool roll-up's rows.
+    #[serde(default)]
+    pub tools: Vec<Vec<String>>,
     /// Columns, in order.
     pub columns: Vec<Column>,
 }
@@ -107,16 +128,35 @@ pub fn cell_of(o: &Outcome) -> Cell {
             let mark = match standing(&r.verdicts) {
                 Standing::Pass => Mark::Pass,
                 Standing::SemanticOnly => Mark::SemanticOnly,
+                Standing::WordingOnly => Mark::WordingOnly,
                 Standing::Differs => Mark::Differs,
             };
             let why = match mark {
                 Mark::Differs => r
                     .verdicts
                     .iter()
-                    .find(|v| !v.pass && v.semantic != Some(true))
+                    .find(|v| {
+                        !v.pass
+                            && !matches!(
+                                v.semantic,
+                                crate::check::Semantic::Part(true) | crate::check::Semantic::WordingOnly
+                            )
+                    })
                     .map(|v| v.name.clone())
                     .unwrap_or(failed),
                 _ => failed,
+            };
+            // checks whose is_error was read from the agent's words (its dialect's refusals), said in the cell
+            let from_words: Vec<&str> = r
+                .verdicts
+                .iter()
+                .filter(|v| v.detail.lines().any(|l| l.starts_with(crate::check::READ_FROM_WORDS)))
+                .map(|v| v.name.split(':').next().unwrap_or(&v.name))
+                .collect();
+            let why = match (from_words.is_empty(), why.is_empty()) {
+                (true, _) => why,
+                (false, true) => format!("is_error read from words in {}", from_words.join(", ")),
+                (false, false) => format!("{why} (is_error read from words in {})", from_words.join(", ")),
             };
             Cell { mark, why }
         }
@@ -143,10 +183,18 @@ pub fn cell_of_golden(probe: &Probe, golden: Option<&str>) -> Cell {
         probe.checks.get(n.wrapping_sub(1)).is_some_and(|(c, ..)| crate::check::is_wording(c) && c.is_error().is_none())
     };
     let first = failed[0].to_string();
-    match failed.iter().find(|f| !wording_only(f)) {
-        Some(f) => Cell { mark: Mark::Differs, why: f.to_string() },
-        None => Cell { mark: Mark::SemanticOnly, why: first },
+    if let Some(f) = failed.iter().find(|f| !wording_only(f)) {
+        return Cell { mark: Mark::Differs, why: f.to_string() };
     }
+    // a semantic check, or the semantic part of a wording check (its is_error), that was evaluated
+    let skipped: Vec<&str> = text.lines().filter_map(|l| l.strip_prefix("skip check ")).collect();
+    let evaluated = |n: usize| !skipped.iter().any(|s| s.split(':').next() == Some(&(n + 1).to_string()));
+    let measured = probe
+        .checks
+        .iter()
+        .enumerate()
+        .any(|(i, (c, ..))| evaluated(i) && (!crate::check::is_wording(c) || c.is_error().is_some()));
+    Cell { mark: if measured { Mark::SemanticOnly } else { Mark::WordingOnly }, why: first }
 }
 
 impl Column {
@@ -157,18 +205,78 @@ impl Column {
             match c.mark {
                 Mark::Pass => s.pass += 1,
                 Mark::SemanticOnly => s.semantic_only += 1,
+                Mark::WordingOnly => s.wording_only += 1,
                 Mark::Differs => s.differs += 1,
-                Mark::NA => s.na += 1,
+                Mark::NA => {
+                    s.na += 1;
+                    match s.na_reasons.iter_mut().find(|(why, _)| *why == c.why) {
+                        Some((_, n)) => *n += 1,
+                        None => s.na_reasons.push((c.why.clone(), 1)),
+                    }
+                }
             }
         }
+        // the most frequent first, then by reason (stable across runs)
+        s.na_reasons.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
         let ran = s.pass + s.semantic_only + s.differs;
         s.semantic_share = if ran == 0 { 0.0 } else { (s.pass + s.semantic_only) as f64 / ran as f64 };
         Column { subject: subject.into(), source: source.into(), cells, summary: s }
     }
 }
 
+/// One tool's row of the per-tool roll-up: per column, (semantic matches, cells measured, cells).
+pub type ToolRow = (String, Vec<(usize, usize, usize)>);
+
 impl Table {
-    /// The table as text: a line per probe, a column per subject, then the summaries.
+    /// Agent × tool: for each Claude Code tool the probes call, per column, the probes calling it whose
+    /// cell is a semantic match (pass, semantic-only), those measured (the same and differs) and all.
+    pub fn per_tool(&self) -> Vec<ToolRow> {
+        let mut tools: Vec<&String> = self.tools.iter().flatten().collect();
+        tools.sort();
+        tools.dedup();
+        tools
+            .into_iter()
+            .map(|tool| {
+                let rows: Vec<usize> =
+                    (0..self.probes.len()).filter(|&i| self.tools.get(i).is_some_and(|ts| ts.contains(tool))).collect();
+                let per = self
+                    .columns
+                    .iter()
+                    .map(|c| {
+                        let marks = rows.iter().filter_map(|&i| c.cells.get(i)).map(|c| c.mark);
+                        let (mut m, mut r) = (0, 0);
+                        for mark in marks {
+                            m += usize::from(matches!(mark, Mark::Pass | Mark::SemanticOnly));
+                            r += usize::from(matches!(mark, Mark::Pass | Mark::SemanticOnly | Mark::Differs));
+                        }
+                        (m, r, rows.len())
+                    })
+                    .collect();
+                (tool.clone(), per)
+            })
+            .collect()
+    }
+
+    /// A subject's summary line.
+    fn summary_line(c: &Column) -> String {
+        let s = &c.summary;
+        format!(
+            "{} ({}): {} pass, {} semantic-only, {} wording-only, {} differs, {} n-a; semantic matches {:.0}% of {} measured{}",
+            c.subject,
+            c.source,
+            s.pass,
+            s.semantic_only,
+            s.wording_only,
+            s.differs,
+            s.na,
+            s.semantic_share * 100.0,
+            s.pass + s.semantic_only + s.differs,
+            if s.wall_ms > 0 { format!(", {:.1} s", s.wall_ms as f64 / 1000.0) } else { String::new() }
+        )
+    }
+
+    /// The table as text: a line per probe, a column per subject; the summaries with the n-a reasons
+    /// counted; the per-tool roll-up; every cell's reason that is not a pass.
     pub fn text(&self) -> String {
         let w = self.probes.iter().map(|p| p.len()).max().unwrap_or(5).max(5);
         let cw = self.columns.iter().map(|c| c.subject.len().max(13)).collect::<Vec<_>>();
@@ -188,19 +296,49 @@ impl Table {
         }
         out.push('\n');
         for c in &self.columns {
-            let s = &c.summary;
-            out.push_str(&format!(
-                "{} ({}): {} pass, {} semantic-only, {} differs, {} n-a; semantic matches {:.0}% of {} run{}\n",
-                c.subject,
-                c.source,
-                s.pass,
-                s.semantic_only,
-                s.differs,
-                s.na,
-                s.semantic_share * 100.0,
-                s.pass + s.semantic_only + s.differs,
-                if s.wall_ms > 0 { format!(", {:.1} s", s.wall_ms as f64 / 1000.0) } else { String::new() }
-            ));
+            out.push_str(&Self::summary_line(c));
+            out.push('\n');
+            for (why, n) in &c.summary.na_reasons {
+                out.push_str(&format!("  n-a {n} × {why}\n"));
+            }
+        }
+        let per_tool = self.per_tool();
+        if !per_tool.is_empty() {
+            out.push_str("\nPer tool (semantic matches / cells measured, of the probes calling it):\n");
+            let tw = per_tool.iter().map(|(t, _)| t.len()).max().unwrap_or(4).max(4);
+            let mut head = format!("{:<tw$}", "tool");
+            for (c, n) in self.columns.iter().zip(&cw) {
+                head.push_str(&format!("  {:<n$}", c.subject));
+            }
+            out.push_str(head.trim_end());
+            out.push('\n');
+            for (tool, per) in &per_tool {
+                let mut line = format!("{tool:<tw$}");
+                for ((m, r, all), n) in per.iter().zip(&cw) {
+                    line.push_str(&format!("  {:<n$}", format!("{m}/{r} of {all}")));
+                }
+                out.push_str(line.trim_end());
+                out.push('\n');
+            }
+        }
+        let reasons: Vec<String> = self
+            .columns
+            .iter()
+            .flat_map(|c| {
+                let told = |cell: &&Cell| cell.mark != Mark::Pass || !cell.why.is_empty();
+                self.probes
+                    .iter()
+                    .zip(&c.cells)
+                    .filter(move |(_, cell)| told(cell))
+                    .map(move |(p, cell)| format!("{} {p}: {} — {}", c.subject, cell.mark.word(), terse(&cell.why)))
+            })
+            .collect();
+        if !reasons.is_empty() {
+            out.push_str("\nReasons:\n");
+            for r in reasons {
+                out.push_str(&r);
+                out.push('\n');
+            }
         }
         out
     }
@@ -210,26 +348,47 @@ impl Table {
         serde_json::to_string_pretty(self).unwrap_or_default() + "\n"
     }
 
-    /// The table as a self-contained HTML page (no script, no external resource).
+    /// The table as a self-contained HTML page (no script, no external resource): summaries, the
+    /// per-tool roll-up, and the cells with their reasons written in them.
     pub fn html(&self) -> String {
         let esc = |s: &str| s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;");
         let mut out = String::from(
-            "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>probelab conformance</title>\n<style>\nbody{font:14px system-ui,sans-serif;margin:1.5em}table{border-collapse:collapse}th,td{border:1px solid #ccc;padding:2px 6px;text-align:left}\n.pass{background:#d8f5d8}.semantic-only{background:#fff3c4}.differs{background:#f8d0d0}.n-a{color:#888}\n</style></head><body>\n<h1>Conformance: Claude Code's probes across subjects</h1>\n<table id=\"summary\"><tr><th>subject</th><th>source</th><th>pass</th><th>semantic-only</th><th>differs</th><th>n-a</th><th>semantic matches</th></tr>\n",
+            "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>probelab conformance</title>\n<style>\nbody{font:14px system-ui,sans-serif;margin:1.5em}table{border-collapse:collapse}th,td{border:1px solid #ccc;padding:2px 6px;text-align:left;vertical-align:top}small{color:#555}\n.pass{background:#d8f5d8}.semantic-only{background:#fff3c4}.wording-only{background:#e8e8f8}.differs{background:#f8d0d0}.n-a{color:#888}\n</style></head><body>\n<h1>Conformance: Claude Code's probes across subjects</h1>\n<table id=\"summary\"><tr><th>subject</th><th>source</th><th>pass</th><th>semantic-only</th><th>wording-only</th><th>differs</th><th>n-a</th><th>semantic matches</th><th>n-a reasons</th></tr>\n",
         );
         for c in &self.columns {
             let s = &c.summary;
+            let reasons: Vec<String> = s.na_reasons.iter().map(|(w, n)| format!("{n} × {}", esc(w))).collect();
             out.push_str(&format!(
-                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.0}%</td></tr>\n",
+                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.0}%</td><td><small>{}</small></td></tr>\n",
                 esc(&c.subject),
                 esc(&c.source),
                 s.pass,
                 s.semantic_only,
+                s.wording_only,
                 s.differs,
                 s.na,
-                s.semantic_share * 100.0
+                s.semantic_share * 100.0,
+                reasons.join("<br>")
             ));
         }
-        out.push_str("</table>\n<h2>Cells</h2>\n<table id=\"cells\"><tr><th>probe</th>");
+        out.push_str("</table>\n");
+        let per_tool = self.per_tool();
+        if !per_tool.is_empty() {
+            out.push_str("<h2>Per tool</h2>\n<p>Semantic matches / cells measured, of the probes calling the tool.</p>\n<table id=\"per-tool\"><tr><th>tool</th>");
+            for c in &self.columns {
+                out.push_str(&format!("<th>{}</th>", esc(&c.subject)));
+            }
+            out.push_str("</tr>\n");
+            for (tool, per) in &per_tool {
+                out.push_str(&format!("<tr><td>{}</td>", esc(tool)));
+                for (m, r, all) in per {
+                    out.push_str(&format!("<td>{m}/{r} of {all}</td>"));
+                }
+                out.push_str("</tr>\n");
+            }
+            out.push_str("</table>\n");
+        }
+        out.push_str("<h2>Cells</h2>\n<table id=\"cells\"><tr><th>probe</th>");
         for c in &self.columns {
             out.push_str(&format!("<th>{}</th>", esc(&c.subject)));
         }
@@ -238,9 +397,12 @@ impl Table {
             out.push_str(&format!("<tr><td>{}</td>", esc(p)));
             for c in &self.columns {
                 match c.cells.get(i) {
+                    Some(cell) if cell.why.is_empty() => {
+                        out.push_str(&format!("<td class=\"{m}\">{m}</td>", m = cell.mark.word()))
+                    }
                     Some(cell) => out.push_str(&format!(
-                        "<td class=\"{m}\" title=\"{}\">{m}</td>",
-                        esc(&cell.why),
+                        "<td class=\"{m}\">{m}<br><small>{}</small></td>",
+                        esc(&terse(&cell.why)),
                         m = cell.mark.word()
                     )),
                     None => out.push_str("<td></td>"),
@@ -260,6 +422,25 @@ impl Table {
             std::fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))?;
         }
         Ok(())
+    }
+}
+
+/// The Claude Code tools a probe's script calls (every conversation), sorted, once each.
+pub fn tools_called(probe: &Probe) -> Vec<String> {
+    let s = &probe.script;
+    let turns = s.turns.iter().chain(s.conversations.iter().flat_map(|c| c.turns.iter()));
+    let mut tools: Vec<String> = turns.flat_map(|t| t.tool_use.iter()).map(|u| u.name.clone()).collect();
+    tools.sort();
+    tools.dedup();
+    tools
+}
+
+/// A reason on one line (a run's failure may span several): its first line, cut at 200 characters.
+fn terse(why: &str) -> String {
+    let first = why.lines().next().unwrap_or("");
+    match first.char_indices().nth(200) {
+        Some((i, _)) => format!("{}…", &first[..i]),
+        None => first.to_string(),
     }
 }
 
@@ -332,34 +513,142 @@ mod tests {
     }
 
     #[test]
-    fn a_column_counts_its_cells_and_its_share_of_semantic_matches() {
+    fn a_column_counts_its_cells_its_share_of_semantic_matches_and_its_n_a_reasons() {
+        let why = |mark, why: &str| Cell { mark, why: why.into() };
         let c = Column::new(
             "pi@0.73.1",
             "run",
             vec![
                 cell(Mark::Pass),
-                cell(Mark::SemanticOnly),
-                cell(Mark::SemanticOnly),
-                cell(Mark::Differs),
-                cell(Mark::NA),
+                why(Mark::SemanticOnly, "check 2: result 1"),
+                why(Mark::SemanticOnly, "check 1: result 1"),
+                why(Mark::Differs, "check 1: file a.txt"),
+                why(Mark::NA, "Task has no counterpart among pi's tools"),
+                why(Mark::WordingOnly, "check 1: result 1"),
+                why(Mark::NA, "Task has no counterpart among pi's tools"),
+                why(Mark::NA, "the probe's plugins are Claude Code's"),
             ],
             1500,
         );
-        assert_eq!((c.summary.pass, c.summary.semantic_only, c.summary.differs, c.summary.na), (1, 2, 1, 1));
-        assert!((c.summary.semantic_share - 0.75).abs() < 1e-9);
-        let t = Table { probes: (1..=5).map(|i| format!("p.{i}")).collect(), columns: vec![c] };
+        let s = &c.summary;
+        assert_eq!((s.pass, s.semantic_only, s.wording_only, s.differs, s.na), (1, 2, 1, 1, 3));
+        assert!((s.semantic_share - 0.75).abs() < 1e-9, "wording-only is out of the share: {}", s.semantic_share);
+        assert_eq!(
+            s.na_reasons,
+            vec![
+                ("Task has no counterpart among pi's tools".to_string(), 2),
+                ("the probe's plugins are Claude Code's".to_string(), 1)
+            ]
+        );
+        let tools = |t: &[&str]| t.iter().map(|t| t.to_string()).collect::<Vec<_>>();
+        let t = Table {
+            probes: (1..=8).map(|i| format!("p.{i}")).collect(),
+            tools: vec![
+                tools(&["Read"]),
+                tools(&["Read"]),
+                tools(&["Edit", "Read"]),
+                tools(&["Edit"]),
+                tools(&["Task"]),
+                tools(&["Read"]),
+                tools(&["Task"]),
+                tools(&["Read"]),
+            ],
+            columns: vec![c],
+        };
         let text = t.text();
         assert!(
             text.contains(
-                "pi@0.73.1 (run): 1 pass, 2 semantic-only, 1 differs, 1 n-a; semantic matches 75% of 4 run, 1.5 s"
+                "pi@0.73.1 (run): 1 pass, 2 semantic-only, 1 wording-only, 1 differs, 3 n-a; semantic matches 75% of 4 measured, 1.5 s\n  n-a 2 × Task has no counterpart among pi's tools\n  n-a 1 × the probe's plugins are Claude Code's\n"
             ),
             "{text}"
         );
         assert!(text.lines().nth(2).is_some_and(|l| l.ends_with("semantic-only")), "{text}");
+        // Read: p.1 pass, p.2 and p.3 semantic-only, p.6 wording-only (not measured), p.8 n-a
+        assert_eq!(t.per_tool()[1], ("Read".to_string(), vec![(3, 3, 5)]));
+        assert_eq!(t.per_tool()[0], ("Edit".to_string(), vec![(1, 2, 2)]));
+        assert!(text.contains("\nRead  3/3 of 5\n"), "{text}");
+        assert!(text.contains("\npi@0.73.1 p.4: differs — check 1: file a.txt\n"), "{text}");
+        assert!(text.contains("\npi@0.73.1 p.6: wording-only — check 1: result 1\n"), "{text}");
+        assert!(!text.contains("p.1: pass"), "a pass needs no reason: {text}");
         let back: Table = serde_json::from_str(&t.json()).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(back, t);
-        assert!(t.html().contains("<td class=\"differs\" title=\"\">differs</td>"));
+        let html = t.html();
+        assert!(html.contains("<td class=\"differs\">differs<br><small>check 1: file a.txt</small></td>"), "{html}");
+        assert!(html.contains("<td class=\"pass\">pass</td>"), "{html}");
+        assert!(html.contains("<tr><td>Read</td><td>3/3 of 5</td></tr>"), "{html}");
+        assert!(html.contains("<small>2 × Task has no counterpart among pi's tools<br>1 × the probe"), "{html}");
         let empty = Column::new("x", "run", vec![cell(Mark::NA)], 0);
         assert_eq!(empty.summary.semantic_share, 0.0);
+    }
+
+    fn probe(checks: &str) -> Probe {
+        let text = format!(
+            "id = \"t.p\"\nclaims = [\"READ-1\"]\nabout = \"x\"\nsubjects = [\"claude-code\"]\n[[turn]]\ntool_use = [{{ name = \"Read\", input = {{ file_path = \"{{cwd}}/f\" }} }}]\n[[turn]]\ntext = \"done\"\n{checks}"
+        );
+        crate::probe::parse(std::path::Path::new("t.toml"), &text).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    #[test]
+    fn a_probe_of_wording_alone_is_wording_only_where_its_texts_fail_never_semantic_only() {
+        let texts = probe("[[check]]\nresult = 1\ncontains = \"one\"\n[[check]]\nresult = 1\nnot_contains = \"two\"\n");
+        let golden = "pass invariant: no request refused by the stub\nFAIL check 1: result 1\nFAIL check 2: result 1\n";
+        assert_eq!(
+            cell_of_golden(&texts, Some(golden)),
+            Cell { mark: Mark::WordingOnly, why: "check 1: result 1".into() }
+        );
+        // with a semantic check that held, the same failures are semantic-only
+        let with_file = probe("[[check]]\nresult = 1\ncontains = \"one\"\n[[check]]\nfile = \"f\"\nexists = true\n");
+        let golden = "FAIL check 1: result 1\npass check 2: file f\n";
+        assert_eq!(cell_of_golden(&with_file, Some(golden)).mark, Mark::SemanticOnly);
+        // ... unless that check was not evaluated (scoped to other versions)
+        let golden = "FAIL check 1: result 1\nskip check 2: file f (versions >=2.1.300)\n";
+        assert_eq!(cell_of_golden(&with_file, Some(golden)).mark, Mark::WordingOnly);
+        // a wording check asserting is_error has a semantic part
+        let c = |p: &Probe, i: usize| crate::check::semantic_of(&p.checks[i].0);
+        use crate::check::Semantic;
+        assert_eq!((c(&texts, 0), c(&with_file, 1)), (Semantic::WordingOnly, Semantic::Whole));
+        let is_error = probe("[[check]]\nresult = 1\nis_error = false\ncontains = \"one\"\n");
+        assert_eq!(c(&is_error, 0), Semantic::Part(true));
+        let declared = probe("[[check]]\nresult = 1\nkind = \"semantic\"\ncontains = \"one\"\n");
+        assert_eq!(c(&declared, 0), Semantic::Whole);
+        assert_eq!(cell_of_golden(&is_error, Some("FAIL check 1: result 1\n")).mark, Mark::Differs);
+    }
+
+    #[test]
+    fn a_run_s_cell_rests_on_what_its_verdicts_measured() {
+        use crate::check::{Semantic, Verdict};
+        let v = |name: &str, pass: bool, semantic: Semantic| Verdict {
+            name: name.into(),
+            pass,
+            detail: String::new(),
+            skipped: false,
+            compared: Vec::new(),
+            semantic,
+        };
+        let inv = v("invariant: no request refused by the stub", true, Semantic::Invariant);
+        let mark = |vs: Vec<Verdict>| standing(&vs);
+        // texts only, failed: nothing semantic was measured (the invariant is the run's, not a check)
+        assert_eq!(
+            mark(vec![inv.clone(), v("check 1: result 1", false, Semantic::WordingOnly)]),
+            Standing::WordingOnly
+        );
+        // a semantic part that held makes it semantic-only; one that failed, differs
+        let held = v("check 2: result 2", false, Semantic::Part(true));
+        assert_eq!(
+            mark(vec![inv.clone(), v("check 1: result 1", false, Semantic::WordingOnly), held]),
+            Standing::SemanticOnly
+        );
+        let failed = v("check 2: result 2", false, Semantic::Part(false));
+        assert_eq!(mark(vec![inv.clone(), failed]), Standing::Differs);
+        // a whole semantic check that passed, wording failed
+        let file = v("check 2: file f", true, Semantic::Whole);
+        assert_eq!(
+            mark(vec![inv.clone(), v("check 1: result 1", false, Semantic::WordingOnly), file.clone()]),
+            Standing::SemanticOnly
+        );
+        // a failed invariant differs whatever the checks
+        let broke = v("invariant: every scripted turn served", false, Semantic::Invariant);
+        assert_eq!(mark(vec![broke, file]), Standing::Differs);
+        assert_eq!(mark(vec![inv]), Standing::Pass);
     }
 }

@@ -209,10 +209,11 @@ pub async fn run_probe_on(
         return run_exec_probe(probe, id, layout, keep, (&rg, &sha), description).await;
     }
     let mut run = crate::run::run_conversation(probe, subject, &layout.fixtures).await?;
+    let dialect = subject.dialect();
     let subject = id;
     let view = View { exchanges: &run.exchanges, script: &run.script };
     let mut verdicts: Vec<Verdict> = (0..probe.checks.len())
-        .map(|i| evaluate_on(probe, i, subject, || evaluate(probe, i, &view, &run.sandbox)))
+        .map(|i| evaluate_on(probe, i, subject, || evaluate(probe, i, &view, &run.sandbox, dialect)))
         .collect();
     verdicts.extend(invariants(&run, &view));
     let lines: Vec<String> = verdicts.iter().map(Verdict::line).collect();

@@ -156,6 +156,8 @@ enum Command {
     /// The conformance table: Claude Code's probes × subjects (pass / semantic-only / differs / n-a),
     /// written as text, JSON and HTML (harness::conformance).
     Conformance {
+        /// Probe files or directories (default: probes/); Claude Code's probes among them make the rows.
+        paths: Vec<PathBuf>,
         /// Where table.txt, table.json and table.html go.
         #[arg(long, default_value = "target/probelab/conformance")]
         out: PathBuf,
@@ -169,6 +171,13 @@ enum Command {
         /// Probes run side by side per subject.
         #[arg(short = 'j', long)]
         jobs: Option<usize>,
+    },
+    /// A subject's tool dialect against the tools it sent: which Claude Code tools map and to what,
+    /// which the probes call that have no counterpart, which of the agent's tools nothing uses, and the
+    /// problems (exit 1 when there is one).
+    Dialect {
+        #[command(subcommand)]
+        what: DialectCommand,
     },
     /// `versions` and `cache`: the published Claude Code versions and their install cache.
     #[command(flatten)]
@@ -269,10 +278,14 @@ fn main() -> ExitCode {
         Command::New { name } => finish("probelab new", new(p, &name)),
         Command::Import { session, name } => finish("probelab import", import(p, &session, name)),
         Command::FakeMcp { trace, never_answer } => finish("probelab fake-mcp", fake_mcp(trace, never_answer)),
-        Command::Conformance { out, subjects, claude_code, jobs } => {
-            supervised(|| finish("probelab conformance", conformance(p, &out, subjects, claude_code, jobs)))
+        Command::Conformance { paths, out, subjects, claude_code, jobs } => {
+            let sel = Selection { paths, subjects, claude_code };
+            supervised(|| finish("probelab conformance", conformance(p, &out, sel, jobs)))
         }
         Command::Versions(c) => c.run(),
+        Command::Dialect { what: DialectCommand::Check { name, tools, record } } => {
+            supervised(|| finish("probelab dialect check", dialect_check(p, &name, tools, record)))
+        }
         Command::Discover { a, b, seed, sessions, out, no_minimise, json } => {
             supervised(|| finish("probelab discover", discover(p, &a, &b, seed, sessions, out, !no_minimise, json)))
         }
@@ -589,9 +602,11 @@ fn outcome_json(o: &harness::suite::Outcome, subject: &str) -> serde_json::Value
 /// A verdict in `probelab run --json`.
 fn verdict_json(v: &harness::check::Verdict) -> serde_json::Value {
     let mut j = serde_json::json!({"name": v.name, "pass": v.pass, "detail": v.detail});
-    // a check of Claude Code's wording: whether its semantic part held
-    if let Some(s) = v.semantic {
-        j["semantic"] = serde_json::json!(s);
+    // a check of Claude Code's wording: whether its semantic part held, or that it has none
+    match v.semantic {
+        harness::check::Semantic::Part(held) => j["semantic"] = serde_json::json!(held),
+        harness::check::Semantic::WordingOnly => j["wording_only"] = serde_json::json!(true),
+        harness::check::Semantic::Whole | harness::check::Semantic::Invariant => {}
     }
     // the whole texts a failed text assertion compared (detail shows them cut)
     if let Some(first) = v.compared.first() {
@@ -634,14 +649,145 @@ fn print_outcome(o: &harness::suite::Outcome) {
     }
 }
 
-/// `probelab conformance`: exit 2 on a subject or probe-file error, 1 when the table cannot be written.
-fn conformance(
-    project: &Project,
-    out: &std::path::Path,
+/// `probelab dialect ...`.
+#[derive(Subcommand, Debug)]
+enum DialectCommand {
+    /// Check NAME's dialect (a registered agent's, or a command subject's dialect file).
+    Check {
+        /// The subject (`opencode`, `pi`, or a command subject with `dialect = "dialects/NAME.toml"`).
+        name: String,
+        /// The tool list to check against (`{"tools": [...]}` or a request body); default: the one
+        /// recorded beside the dialect file (`dialects/NAME.tools.json`), the pinned version's for an agent.
+        #[arg(long)]
+        tools: Option<PathBuf>,
+        /// Run the command subject once against the stub (one turn, text only), take the tools of its
+        /// first request that has some and write them beside the dialect file, then check.
+        #[arg(long)]
+        record: bool,
+    },
+}
+
+/// `probelab dialect check NAME`: exit 1 on a problem of the dialect, 2 on a usage error.
+fn dialect_check(project: &Project, name: &str, tools: Option<PathBuf>, record: bool) -> Outcome {
+    use harness::subject::dialect::{report, Dialect};
+    let registry = project.registry();
+    let read_tools = |text: &str, origin: &str| -> Result<Vec<serde_json::Value>, Failure> {
+        let v: serde_json::Value =
+            serde_json::from_str(text).map_err(|e| Failure::msg(2, format!("{origin}: not JSON: {e}")))?;
+        v.get("tools")
+            .and_then(serde_json::Value::as_array)
+            .cloned()
+            .ok_or_else(|| Failure::msg(2, format!("{origin}: no \"tools\" array")))
+    };
+    let from_file = |p: &std::path::Path| -> Result<Vec<serde_json::Value>, Failure> {
+        let text = std::fs::read_to_string(p).map_err(|e| Failure::msg(2, format!("{}: {e}", p.display())))?;
+        read_tools(&text, &p.display().to_string())
+    };
+    let (dialect, origin, recorded): (Dialect, String, Vec<serde_json::Value>) = if let Some(spec) =
+        harness::subject::AGENTS.iter().find(|a| a.kind == name)
+    {
+        let d = Dialect::parse(spec.dialect.0, spec.dialect.1).map_err(|e| Failure::msg(2, e))?;
+        let t = match &tools {
+            Some(p) => from_file(p)?,
+            None => read_tools(spec.recorded_tools.1, spec.recorded_tools.0)?,
+        };
+        (d, spec.dialect.0.to_string(), t)
+    } else {
+        let spec = registry.command(name).ok_or_else(|| {
+                let agents: Vec<&str> = harness::subject::AGENTS.iter().map(|a| a.kind).collect();
+                Failure::msg(
+                    2,
+                    format!(
+                        "{name:?} has no dialect: the agents with one are {}, and a command subject declares one with dialect = \"dialects/{name}.toml\" in probelab.toml",
+                        agents.join(", ")
+                    ),
+                )
+            })?;
+        let Some((file, d)) = spec.translation.clone() else {
+            return Err(Failure::msg(
+                2,
+                format!("subject {name} speaks Claude Code's tools as they are: it has no dialect file to check"),
+            ));
+        };
+        let beside = project.root.join(file.trim_end_matches(".toml").to_string() + ".tools.json");
+        let t = match (&tools, record) {
+                (Some(p), _) => from_file(p)?,
+                (None, true) => {
+                    let t = record_tools(project, name)?;
+                    let body = serde_json::json!({"agent": name, "tools": t});
+                    let text = serde_json::to_string_pretty(&body).unwrap_or_default() + "\n";
+                    std::fs::write(&beside, text).map_err(|e| Failure::msg(1, format!("{}: {e}", beside.display())))?;
+                    eprintln!("dialect: recorded the {} tools {name} sent into {}", t.len(), project.show(&beside));
+                    t
+                }
+                (None, false) if beside.is_file() => from_file(&beside)?,
+                (None, false) => {
+                    return Err(Failure::msg(
+                        2,
+                        format!(
+                            "no tool list of {name} at {}: `probelab dialect check {name} --record` runs it once against the stub and writes it there (or --tools FILE)",
+                            project.show(&beside)
+                        ),
+                    ))
+                }
+            };
+        (d.as_ref().clone(), file, t)
+    };
+    let probes = load_probes(project, std::slice::from_ref(&project.probes)).usage()?;
+    let reference = harness::subject::SubjectId::claude_code(harness::subject::id::REFERENCE_VERSION);
+    let mut called: Vec<String> = probes
+        .iter()
+        .filter(|p| p.applies_to(&reference))
+        .flat_map(harness::conformance::tools_called)
+        // an MCP server's tools are the probe's own, given to Claude Code's --mcp-config
+        .filter(|t| !t.starts_with("mcp__"))
+        .collect();
+    called.sort();
+    called.dedup();
+    let (text, ok) = report(&dialect, &origin, &recorded, &called);
+    print!("{text}");
+    Ok(if ok { ExitCode::SUCCESS } else { ExitCode::from(1) })
+}
+
+/// The tools a command subject sends: it is run once, confined, against the stub playing one text turn;
+/// the tools of its first request that has any.
+fn record_tools(project: &Project, name: &str) -> Result<Vec<serde_json::Value>, Failure> {
+    let text = format!(
+        "id = \"dialect.record\"\nclaims = [\"PIPE-1\"]\nabout = \"the tools {name} sends\"\nsubjects = [\"{name}\"]\nprompt = \"Say done.\"\n[[turn]]\ntext = \"done\"\n"
+    );
+    let probe = harness::probe::parse_with(std::path::Path::new("dialect-record.toml"), &text, &project.known())
+        .map_err(|e| Failure::msg(1, e))?;
+    let registry = project.registry();
+    let id = registry.parse(name).usage()?;
+    let subject = registry.prepare(&id).usage()?;
+    let rt = harness::suite::runtime(1).context("cannot start the runtime").usage()?;
+    let run = rt
+        .block_on(harness::run::run_conversation(&probe, subject.as_ref(), &project.fixtures))
+        .map_err(|e| Failure::msg(1, format!("{name} could not be run: {e}")))?;
+    let requests = stub_messages::record::Requests::new(&run.exchanges);
+    (0..run.exchanges.len())
+        .filter_map(|i| requests.field(i, "tools").and_then(serde_json::Value::as_array))
+        .find(|t| !t.is_empty())
+        .cloned()
+        .ok_or_else(|| {
+            Failure::msg(
+                1,
+                format!("{name} sent no request with tools ({} exchanges with the stub)", run.exchanges.len()),
+            )
+        })
+}
+
+/// What `probelab conformance` runs: probe paths (empty: the project's probes), subjects (empty: builtin
+/// and every registered agent at its pinned version), the Claude Code version of the reference column.
+struct Selection {
+    paths: Vec<PathBuf>,
     subjects: Vec<String>,
     claude_code: Option<String>,
-    jobs: Option<usize>,
-) -> Outcome {
+}
+
+/// `probelab conformance`: exit 2 on a subject or probe-file error, 1 when the table cannot be written.
+fn conformance(project: &Project, out: &std::path::Path, sel: Selection, jobs: Option<usize>) -> Outcome {
+    let Selection { paths, subjects, claude_code } = sel;
     use harness::conformance::{cell_of, cell_of_golden, Column, Table};
     let registry = project.registry();
     let names: Vec<String> = if subjects.is_empty() {
@@ -655,10 +801,18 @@ fn conformance(
     // checked before any column runs (minutes each)
     let reference_goldens = harness::conformance::reference_version(claude_code.as_deref(), &project.golden)
         .map_err(|e| Failure::msg(2, e))?;
-    let probes = load_probes(project, std::slice::from_ref(&project.probes)).usage()?;
+    let paths = if paths.is_empty() { vec![project.probes.clone()] } else { paths };
+    let probes = load_probes(project, &paths).usage()?;
     // Claude Code's probes: the catalogue the table is about
     let reference = harness::subject::SubjectId::claude_code(harness::subject::id::REFERENCE_VERSION);
     let probes: Vec<_> = probes.into_iter().filter(|p| p.applies_to(&reference)).collect();
+    if probes.is_empty() {
+        let shown: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
+        return Err(Failure::msg(
+            2,
+            format!("no probe of Claude Code's under {} (the table's rows are Claude Code's probes)", shown.join(", ")),
+        ));
+    }
     let jobs = jobs.unwrap_or_else(harness::suite::default_jobs).clamp(1, harness::suite::MAX_JOBS);
     let rt = harness::suite::runtime(jobs).context("cannot start the runtime").usage()?;
     let layout = project.layout(engine());
@@ -671,7 +825,9 @@ fn conformance(
         let col = Column::new(&id.to_string(), "run", cells, began.elapsed().as_millis() as u64);
         eprintln!(
             "conformance: {}",
-            harness::conformance::Table { probes: Vec::new(), columns: vec![col.clone()] }.text().trim()
+            harness::conformance::Table { probes: Vec::new(), tools: Vec::new(), columns: vec![col.clone()] }
+                .text()
+                .trim()
         );
         columns.push(col);
     }
@@ -687,7 +843,11 @@ fn conformance(
             Column::new(&format!("claude-code@{v}"), "goldens", cells, 0),
         );
     }
-    let table = Table { probes: probes.iter().map(|p| p.id.clone()).collect(), columns };
+    let table = Table {
+        probes: probes.iter().map(|p| p.id.clone()).collect(),
+        tools: probes.iter().map(harness::conformance::tools_called).collect(),
+        columns,
+    };
     print!("{}", table.text());
     table.write(out).map_err(|e| Failure::msg(1, e))?;
     eprintln!("conformance: wrote {}/table.{{txt,json,html}}", out.display());

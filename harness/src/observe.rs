@@ -861,7 +861,14 @@ mod tests {
     use super::*;
 
     fn v(name: &str, pass: bool) -> Verdict {
-        Verdict { name: name.into(), pass, detail: String::new(), skipped: false, compared: Vec::new(), semantic: None }
+        Verdict {
+            name: name.into(),
+            pass,
+            detail: String::new(),
+            skipped: false,
+            compared: Vec::new(),
+            semantic: crate::check::Semantic::Whole,
+        }
     }
 
     #[test]

@@ -352,6 +352,39 @@ mod tests {
     }
 
     #[test]
+    fn a_command_subject_may_declare_a_dialect_file_of_the_project_checked_where_it_is_written() {
+        let d = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let file = d.path().join(FILE);
+        std::fs::create_dir(d.path().join("dialects")).unwrap_or_else(|e| panic!("{e}"));
+        let dialect = "agent = \"copilot\"\n[tools.Read]\nname = \"view\"\ninput = { file_path = \"path\" }\n";
+        std::fs::write(d.path().join("dialects/copilot.toml"), dialect).unwrap_or_else(|e| panic!("{e}"));
+        let text =
+            "[subjects.copilot]\ncommand = [\"copilot\", \"-p\", \"{prompt}\"]\ndialect = \"dialects/copilot.toml\"\n";
+        let p = parse(&file, text).unwrap_or_else(|e| panic!("{e}"));
+        let c = p.subjects.get("copilot").unwrap_or_else(|| panic!("no subject: {p:?}"));
+        assert_eq!(c.dialect.as_deref(), Some("claude-code"), "it runs Claude Code's probes, translated");
+        let (written, t) = c.translation.as_ref().unwrap_or_else(|| panic!("no dialect: {c:?}"));
+        assert_eq!(written, "dialects/copilot.toml");
+        assert_eq!(t.call("Read", &serde_json::json!({"file_path": "/s/a"})).map(|c| c.0), Ok("view".into()));
+        assert!(c.about().ends_with(", dialect dialects/copilot.toml"), "{}", c.about());
+        let id = p.registry().parse("copilot").unwrap_or_else(|e| panic!("{e}"));
+        assert!(id.answers_to("claude-code"));
+        // the dialect file's own mistake, at its own line and column, from the subject's line
+        std::fs::write(d.path().join("dialects/copilot.toml"), "agent = \"copilot\"\n[tools.Read]\nnames = \"view\"\n")
+            .unwrap_or_else(|e| panic!("{e}"));
+        let e = parse(&file, text).map(|_| ()).unwrap_err().to_string();
+        assert!(e.contains("probelab.toml:3:11: dialect file dialects/copilot.toml:3:1: unknown field `names`"), "{e}");
+        std::fs::write(d.path().join("dialects/copilot.toml"), "agent = \"qwen\"\ntools = {}\n")
+            .unwrap_or_else(|e| panic!("{e}"));
+        let e = parse(&file, text).map(|_| ()).unwrap_err().to_string();
+        assert!(e.contains("agent = \"qwen\", but it is the dialect of subject \"copilot\""), "{e}");
+        let e = parse(&file, &text.replace("dialects/copilot.toml", "dialects/none.toml")).map(|_| ()).unwrap_err();
+        assert!(e.to_string().contains("dialect file dialects/none.toml: No such file"), "{e}");
+        let e = parse(&file, &text.replace("dialects/copilot.toml", "../x.toml")).map(|_| ()).unwrap_err();
+        assert!(e.to_string().contains("must be a path inside the project"), "{e}");
+    }
+
+    #[test]
     fn the_root_is_the_nearest_ancestor_with_a_project_file_or_probes() {
         let d = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
         let top = d.path().join("top");

@@ -162,7 +162,8 @@ fn bench(c: &mut Criterion) {
     g.bench_function("render_transcript", |b| {
         b.iter(|| {
             let view = View { exchanges: &first_loop, script: &script };
-            let header = Header { probe: "bench", claims: &[], subject: "builtin", diverges: Vec::new(), cache_markers: true };
+            let header =
+                Header { probe: "bench", claims: &[], subject: "builtin", diverges: Vec::new(), cache_markers: true };
             let mut blobs = Blobs::new();
             let normaliser = Normaliser::new(&places);
             let norm = |t: &str| normaliser.apply(t);

@@ -51,8 +51,11 @@ pub struct AgentSpec {
     pub kind: &'static str,
     /// Its npm package, its program and version line.
     pub install: &'static crate::versions::Kind,
-    /// Its dialect file's text and name.
+    /// Its dialect file's name and text.
     pub dialect: (&'static str, &'static str),
+    /// The tools its pinned version sent in its first request (`{"tools": [...]}`): name and text, what
+    /// `probelab dialect check` checks the dialect against.
+    pub recorded_tools: (&'static str, &'static str),
     /// The host parts it needs (`rg`, `fd`, `node`).
     pub requires: &'static [&'static str],
     /// Starts it.
@@ -109,11 +112,12 @@ pub fn unsupported(dialect: &Dialect, probe: &Probe) -> Option<String> {
     let args = &probe.subject.claude_code.args;
     let mut i = 0;
     while i < args.len() {
-        if args[i] == "--model" {
-            i += 2;
-            continue;
+        match args[i].as_str() {
+            // the model is the stub's to play; --allowedTools only turns tools on in Claude Code (Glob in
+            // some releases): the agent has its tools, and a call its dialect lacks is n/a by itself
+            "--model" | "--allowedTools" | "--allowed-tools" => i += 2,
+            other => return Some(format!("the probe gives Claude Code the option {other}")),
         }
-        return Some(format!("the probe gives Claude Code the option {}", args[i]));
     }
     dialect.unsupported(&probe.script)
 }
@@ -133,6 +137,10 @@ impl Subject for Agent {
 
     fn unsupported(&self, probe: &Probe) -> Option<String> {
         unsupported(&self.dialect, probe)
+    }
+
+    fn dialect(&self) -> Option<&Dialect> {
+        Some(&self.dialect)
     }
 
     fn requires(&self) -> Vec<String> {
@@ -210,8 +218,11 @@ mod tests {
         assert_eq!(unsupported(&d, &probe("")), None);
         let model = probe("[subject.claude-code]\nargs = [\"--model\", \"claude-sonnet-4-5\"]");
         assert_eq!(unsupported(&d, &model), None);
-        let allowed = probe("[subject.claude-code]\nargs = [\"--allowedTools\", \"Read\"]");
-        assert_eq!(unsupported(&d, &allowed).as_deref(), Some("the probe gives Claude Code the option --allowedTools"));
+        let allowed = probe("[subject.claude-code]\nargs = [\"--allowedTools\", \"Grep,Glob\"]");
+        assert_eq!(unsupported(&d, &allowed), None, "it only turns Claude Code's tools on");
+        let plan =
+            probe("[subject.claude-code]\nargs = [\"--allowedTools\", \"Read\", \"--permission-mode\", \"plan\"]");
+        assert_eq!(unsupported(&d, &plan).as_deref(), Some("the probe gives Claude Code the option --permission-mode"));
         let settings = probe("[settings.permissions]\ndeny = [\"Read(x)\"]");
         assert_eq!(
             unsupported(&d, &settings).as_deref(),

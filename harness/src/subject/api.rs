@@ -106,6 +106,11 @@ pub trait Subject: Send + Sync {
     fn unsupported(&self, _probe: &Probe) -> Option<String> {
         None
     }
+    /// The dialect its tools are put in Claude Code's terms by (a third-party agent, a command subject
+    /// declaring a dialect file), if any: its refusals in words count as is_error for the checks.
+    fn dialect(&self) -> Option<&super::dialect::Dialect> {
+        None
+    }
     /// The host parts the subject itself needs (`rg`, `fd`, `node`: [`crate::probe::host`]); a probe is
     /// skipped where one is missing, saying which.
     fn requires(&self) -> Vec<String> {

@@ -6,6 +6,8 @@
 //! command = ["python3", "{project}/agent.py", "{prompt}"]      # run in the sandbox's cwd
 //! env = { ANTHROPIC_BASE_URL = "{base_url}", ANTHROPIC_API_KEY = "sk-test" }
 //! dialect = "claude-code"          # its tools are Claude Code's (names, inputs): it runs Claude Code's probes too
+//! # or: dialect = "dialects/my-agent.toml"  — its tools in its own names, put in Claude Code's terms by a
+//! # dialect file (super::dialect; relative to probelab.toml): Claude Code's probes run on it translated
 //! home_files.".config/agent.json" = '{ "baseURL": "{base_url_v1}" }'   # written into HOME before the run
 //! cwd_files."agent.toml" = 'url = "{base_url}"'                          # written into the cwd
 //! ```
@@ -23,6 +25,7 @@
 //! failed run with its stderr's last lines. Goldens: `golden/NAME/`.
 
 use super::api::{Conversation, Ended, Subject};
+use super::dialect::Dialect;
 use super::id::SubjectId;
 use futures_util::future::LocalBoxFuture;
 use serde::Deserialize;
@@ -46,6 +49,9 @@ pub struct CommandSpec {
     pub env: BTreeMap<String, String>,
     /// The subject whose probes it runs too (`claude-code`).
     pub dialect: Option<String>,
+    /// The dialect file that puts those probes in its tools' terms (`dialects/NAME.toml`, as written,
+    /// and what it says); None: its tools are Claude Code's own.
+    pub translation: Option<(String, Arc<Dialect>)>,
     /// Files written into HOME before the run (relative path → template).
     pub home_files: BTreeMap<String, String>,
     /// Files written into the cwd before the run.
@@ -59,7 +65,11 @@ pub struct CommandSpec {
 impl CommandSpec {
     /// One line about it (`command python3 agent.py {prompt}`).
     pub fn about(&self) -> String {
-        let dialect = self.dialect.as_ref().map(|d| format!(", dialect {d}")).unwrap_or_default();
+        let dialect = match (&self.translation, &self.dialect) {
+            (Some((file, _)), _) => format!(", dialect {file}"),
+            (None, Some(d)) => format!(", dialect {d}"),
+            (None, None) => String::new(),
+        };
         format!("command {}{dialect}", self.command.join(" "))
     }
 }
@@ -118,12 +128,20 @@ pub(crate) fn check(
     for v in raw.env.values() {
         known(v)?;
     }
+    let mut translation = None;
     if let Some(d) = &raw.dialect {
-        if !DIALECTS.contains(&d.get_ref().as_str()) {
+        if d.get_ref().ends_with(".toml") {
+            let dialect = dialect_file(name.get_ref(), d.get_ref(), project).map_err(|e| (d.span().start, e, None))?;
+            translation = Some((d.get_ref().clone(), Arc::new(dialect)));
+        } else if !DIALECTS.contains(&d.get_ref().as_str()) {
             return Err((
                 d.span().start,
                 format!("unknown dialect {:?}", d.get_ref()),
-                Some(format!("the dialects are: {}", DIALECTS.join(", "))),
+                Some(format!(
+                    "the dialects are: {}, or a dialect file of the project's (\"dialects/{}.toml\")",
+                    DIALECTS.join(", "),
+                    name.get_ref()
+                )),
             ));
         }
     }
@@ -148,12 +166,36 @@ pub(crate) fn check(
     Ok(CommandSpec {
         command: raw.command.get_ref().iter().map(|a| a.get_ref().clone()).collect(),
         env: raw.env.iter().map(|(k, v)| (k.clone(), v.get_ref().clone())).collect(),
-        dialect: raw.dialect.map(|d| d.get_ref().clone()),
+        dialect: raw.dialect.map(|d| {
+            if translation.is_some() {
+                super::id::CLAUDE_CODE.to_string()
+            } else {
+                d.get_ref().clone()
+            }
+        }),
+        translation,
         home_files,
         cwd_files,
         project: project.to_path_buf(),
         place: place(name.span().start),
     })
+}
+
+/// Reads and checks the project's dialect file `rel` (relative to the project's directory) of the
+/// subject `name`: parsed with its own file:line:col, its `agent` the subject's name.
+fn dialect_file(name: &str, rel: &str, project: &Path) -> Result<Dialect, String> {
+    let p = Path::new(rel);
+    if p.is_absolute() || p.components().any(|c| matches!(c, std::path::Component::ParentDir)) {
+        return Err(format!("dialect file {rel:?} must be a path inside the project (dialects/{name}.toml)"));
+    }
+    let path = project.join(p);
+    let bytes = crate::safe_fs::read_capped(&path, 1 << 20).map_err(|e| format!("dialect file {rel}: {e}"))?;
+    let text = String::from_utf8(bytes).map_err(|_| format!("dialect file {rel}: not UTF-8"))?;
+    let d = Dialect::parse(rel, &text).map_err(|e| format!("dialect file {e}"))?;
+    if d.agent != name {
+        return Err(format!("dialect file {rel}: agent = {:?}, but it is the dialect of subject {name:?}", d.agent));
+    }
+    Ok(d)
 }
 
 /// The first `{word}` in `s` that is not a placeholder (JSON braces, `{ "a": 1 }`, are not words).
@@ -231,7 +273,7 @@ impl Command {
                     .map_err(|e| format!("{}: {e}", path.display()))?;
             }
         }
-        if self.spec.dialect.as_deref() == Some(super::id::CLAUDE_CODE) {
+        if self.spec.dialect.as_deref() == Some(super::id::CLAUDE_CODE) && self.spec.translation.is_none() {
             super::api::write_claude_settings(c.probe, sb)?;
         }
         let tmp = sb.root.join("tmp");
@@ -269,6 +311,21 @@ impl Subject for Command {
 
     fn description(&self) -> String {
         format!("subject {}, {}", self.id.name, self.spec.about())
+    }
+
+    fn adjust_script(&self, _probe: &crate::probe::Probe, script: &mut stub_messages::Script) {
+        if let Some((_, d)) = &self.spec.translation {
+            d.translate(script);
+        }
+    }
+
+    fn unsupported(&self, probe: &crate::probe::Probe) -> Option<String> {
+        let (_, d) = self.spec.translation.as_ref()?;
+        super::agent::unsupported(d, probe)
+    }
+
+    fn dialect(&self) -> Option<&Dialect> {
+        self.spec.translation.as_ref().map(|(_, d)| d.as_ref())
     }
 
     fn converse<'a>(&'a self, c: Conversation<'a>) -> LocalBoxFuture<'a, Result<Ended, String>> {

@@ -1,5 +1,7 @@
 //! Tool dialects: how a probe written in Claude Code's tools is put to an agent whose tools have other
-//! names and inputs, declared as data — one file per agent, `harness/dialects/<agent>.toml`:
+//! names and inputs, declared as data — one file per agent: `harness/dialects/<agent>.toml` for the
+//! registered agents, any file a project names for its command subjects
+//! (`[subjects.NAME] dialect = "dialects/NAME.toml"`, relative to `probelab.toml`):
 //!
 //! ```toml
 //! agent = "pi"
@@ -7,11 +9,25 @@
 //! name = "edit"                      # the agent's tool
 //! input = { file_path = "path", old_string = "edits.0.oldText", new_string = "edits.0.newText" }
 //! drop = ["description"]             # properties left out (they change nothing a check sees)
+//! [tools.Bash]
+//! name = "bash"
+//! input = { command = "command", timeout = "timeout", description = "description" }
+//! convert = { timeout = "ms-to-s" }  # a value's unit: ms-to-s, s-to-ms; or to-string
+//! set = { description = "a command" } # a constant for a property the call did not give (the agent requires it)
+//! refuses = ["already exists"]       # regexes: a result of the tool matching one is a refusal in words
+//! [tools.TodoWrite]
+//! name = "todowrite"
+//! input = { "todos.*.content" = "todos.*.content", "todos.*.status" = "todos.*.status" }
+//! drop = ["todos.*.activeForm"]      # inside each element of an array: `*`
+//! set = { "todos.*.priority" = "medium" }
 //! ```
 //!
-//! A dotted target builds nested values (`edits.0.oldText` → `{"edits": [{"oldText": …}]}`). A call whose
-//! tool is not listed, or that sets a property neither mapped nor dropped, cannot be put to the agent:
-//! the probe is n/a there, with that reason ([`Dialect::unsupported`]). The stub serves the probe's
+//! A dotted target builds nested values (`edits.0.oldText` → `{"edits": [{"oldText": …}]}`); a `*` on
+//! both sides maps every element of an array (one level: `todos.*.content`). A call whose tool is not
+//! listed, or that sets a property neither mapped nor dropped, cannot be put to the agent: the probe is
+//! n/a there, with that reason ([`Dialect::unsupported`]). `refuses` is for agents that refuse in words
+//! without `is_error`: a result matching one of its patterns counts as `is_error = true` for the
+//! probe's checks, and the verdict says it was read from words ([`Dialect::refusal`]). The stub serves the probe's
 //! scripted turns translated ([`Dialect::translate`]); what the agent sends back is matched to the
 //! scripted calls by their ids, so a check of `result = N` reads the agent's answer to the N-th call
 //! unchanged. Each file is checked against the tool list the agent itself sent
@@ -27,12 +43,56 @@ use std::collections::BTreeMap;
 pub struct ToolMap {
     /// The agent's tool name.
     pub name: String,
-    /// Claude Code's input property → the agent's (a dotted path).
+    /// Claude Code's input property (`a`, or `a.*.b` for each element of an array) → the agent's (a
+    /// dotted path, `*` where the source has it).
     #[serde(default)]
     pub input: BTreeMap<String, String>,
-    /// Claude Code's properties left out.
+    /// Claude Code's properties left out (`a` or `a.*.b`).
     #[serde(default)]
     pub drop: Vec<String>,
+    /// Claude Code's property → the conversion of its value.
+    #[serde(default)]
+    pub convert: BTreeMap<String, Convert>,
+    /// The agent's property → a constant, set where the call gave it no value (`a.*.b`: in each element).
+    #[serde(default)]
+    pub set: BTreeMap<String, Value>,
+    /// Regexes: a result of this tool whose text matches one is the agent's refusal in words.
+    #[serde(default)]
+    pub refuses: Vec<String>,
+}
+
+/// A value's conversion between Claude Code's property and the agent's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Convert {
+    /// Milliseconds (Claude Code's timeouts) to seconds: 1500 → 1.5, 5000 → 5.
+    MsToS,
+    /// Seconds to milliseconds.
+    SToMs,
+    /// A number or boolean as a string.
+    ToString,
+}
+
+impl Convert {
+    fn apply(self, v: &Value) -> Result<Value, String> {
+        let num = || v.as_f64().ok_or_else(|| format!("{v} is not a number"));
+        let number = |x: f64| {
+            if x.fract() == 0.0 && x.abs() < 9.0e15 {
+                Value::from(x as i64)
+            } else {
+                serde_json::Number::from_f64(x).map(Value::Number).unwrap_or(Value::Null)
+            }
+        };
+        Ok(match self {
+            Convert::MsToS => number(num()? / 1000.0),
+            Convert::SToMs => number(num()? * 1000.0),
+            Convert::ToString => match v {
+                Value::String(_) => v.clone(),
+                Value::Number(_) | Value::Bool(_) => Value::String(v.to_string()),
+                _ => return Err(format!("{v} is not a number or a boolean")),
+            },
+        })
+    }
 }
 
 /// An agent's dialect.
@@ -56,9 +116,33 @@ impl Dialect {
             }
         })?;
         for (cc, t) in &d.tools {
-            for target in t.input.values() {
-                if target.is_empty() || target.split('.').any(str::is_empty) {
-                    return Err(format!("{origin}: tools.{cc}: {target:?} is not a property path (a.b.0.c)"));
+            let at = |key: &str| {
+                let (l, c) = locate(text, cc, key);
+                format!("{origin}:{l}:{c}: tools.{cc}")
+            };
+            for (source, target) in &t.input {
+                for path in [source, target] {
+                    if path.is_empty() || path.split('.').any(str::is_empty) {
+                        return Err(format!("{}: {path:?} is not a property path (a.b.0.c)", at(path)));
+                    }
+                }
+                let stars = |p: &str| p.split('.').filter(|x| *x == "*").count();
+                let one_level = stars(source) == 0 || (stars(source) == 1 && source.split('.').nth(1) == Some("*"));
+                if !one_level || stars(source) != stars(target) {
+                    return Err(format!(
+                        "{}: {source:?} → {target:?}: a `*` stands for each element of an array one level down, on both sides (\"todos.*.content\" = \"todos.*.content\")",
+                        at(source)
+                    ));
+                }
+            }
+            for pattern in &t.refuses {
+                if let Err(e) = regex::Regex::new(pattern) {
+                    return Err(format!("{}: refuses {pattern:?} is not a regex: {e}", at(pattern)));
+                }
+            }
+            for key in t.convert.keys() {
+                if !t.input.contains_key(key) {
+                    return Err(format!("{}: convert names {key:?}, which input does not map", at(key)));
                 }
             }
         }
@@ -70,19 +154,79 @@ impl Dialect {
         let Some(t) = self.tools.get(name) else {
             return Err(format!("{name} has no counterpart among {}'s tools", self.agent));
         };
+        let none = || format!("{name}'s input");
         let mut out = Value::Object(Default::default());
-        if let Some(fields) = input.as_object() {
-            for (k, v) in fields {
-                if t.drop.contains(k) {
-                    continue;
-                }
-                let Some(path) = t.input.get(k) else {
-                    return Err(format!("{name}'s input {k:?} has no counterpart in {}'s {}", self.agent, t.name));
+        let put = |out: &mut Value, source: &str, target: &str, v: &Value| -> Result<(), String> {
+            let v = match t.convert.get(source) {
+                Some(c) => c.apply(v).map_err(|e| format!("{name}'s input {source:?}: {e}"))?,
+                None => v.clone(),
+            };
+            set_path(out, target, v);
+            Ok(())
+        };
+        for (k, v) in input.as_object().into_iter().flatten() {
+            if t.drop.contains(k) {
+                continue;
+            }
+            if let Some(path) = t.input.get(k) {
+                put(&mut out, k, path, v)?;
+                continue;
+            }
+            let each = format!("{k}.*.");
+            let per_element = t.input.keys().chain(&t.drop).any(|p| p.starts_with(&each));
+            let Some(items) = v.as_array().filter(|_| per_element) else {
+                return Err(format!("{} {k:?} has no counterpart in {}'s {}", none(), self.agent, t.name));
+            };
+            for (i, item) in items.iter().enumerate() {
+                let Some(fields) = item.as_object() else {
+                    return Err(format!("{} {k:?}: element {i} is not an object", none()));
                 };
-                set_path(&mut out, path, v.clone());
+                for (f, fv) in fields {
+                    let source = format!("{k}.*.{f}");
+                    if t.drop.contains(&source) {
+                        continue;
+                    }
+                    let Some(path) = t.input.get(&source) else {
+                        return Err(format!(
+                            "{} \"{k}[].{f}\" has no counterpart in {}'s {}",
+                            none(),
+                            self.agent,
+                            t.name
+                        ));
+                    };
+                    put(&mut out, &source, &path.replacen('*', &i.to_string(), 1), fv)?;
+                }
+            }
+        }
+        for (path, constant) in &t.set {
+            match path.split_once(".*.") {
+                Some((array, rest)) => {
+                    let n = out.get(array).and_then(Value::as_array).map_or(0, Vec::len);
+                    for i in 0..n {
+                        let at = format!("{array}.{i}.{rest}");
+                        if get_path(&out, &at).is_none() {
+                            set_path(&mut out, &at, constant.clone());
+                        }
+                    }
+                }
+                None if get_path(&out, path).is_none() => set_path(&mut out, path, constant.clone()),
+                None => {}
             }
         }
         Ok((t.name.clone(), out))
+    }
+
+    /// The pattern by which a result of `tool` is a refusal in words, if its text matches one: `tool` is
+    /// the Claude Code tool the probe called (the checks read the script as written) or the agent's
+    /// name for it ([`ToolMap::refuses`] of every Claude Code tool mapped to that).
+    pub fn refusal(&self, tool: &str, text: &str) -> Option<&str> {
+        self.tools
+            .iter()
+            .filter(|(cc, t)| *cc == tool || t.name == tool)
+            .map(|(_, t)| t)
+            .flat_map(|t| t.refuses.iter())
+            .find(|p| regex::Regex::new(p).is_ok_and(|re| re.is_match(text)))
+            .map(String::as_str)
     }
 
     /// Why a script cannot be put to the agent (its first call that has no mapping), if it cannot.
@@ -120,7 +264,13 @@ impl Dialect {
                     problems.push(format!("{cc}.{from} → {}.{path}: {} has no such property", t.name, self.agent));
                 }
             }
-            let targets: Vec<&str> = t.input.values().map(|p| p.split('.').next().unwrap_or(p)).collect();
+            for path in t.set.keys() {
+                if schema_at(&schema, path).is_none() {
+                    problems.push(format!("{cc} → {}.{path}: set, but {} has no such property", t.name, self.agent));
+                }
+            }
+            let targets: Vec<&str> =
+                t.input.values().chain(t.set.keys()).map(|p| p.split('.').next().unwrap_or(p)).collect();
             for req in schema.get("required").and_then(Value::as_array).into_iter().flatten() {
                 if let Some(r) = req.as_str() {
                     if !targets.contains(&r) {
@@ -131,6 +281,47 @@ impl Dialect {
         }
         problems
     }
+}
+
+/// What `probelab dialect check` says of a dialect against the tools its agent sent and the Claude Code
+/// tools the probes call: which map (and to what), which have no counterpart, which of the agent's
+/// tools nothing uses, and the problems ([`Dialect::check_against`]). The text, and whether it has no
+/// problem.
+pub fn report(d: &Dialect, origin: &str, tools: &[Value], called: &[String]) -> (String, bool) {
+    let names: Vec<&str> = tools.iter().filter_map(|t| t.get("name").and_then(Value::as_str)).collect();
+    let mut out = format!(
+        "dialect of {} ({origin}) against the {} tools {} sent: {}\n",
+        d.agent,
+        names.len(),
+        d.agent,
+        names.join(", ")
+    );
+    let maps: Vec<String> = d.tools.iter().map(|(cc, t)| format!("{cc} → {}", t.name)).collect();
+    out.push_str(&format!("maps ({}): {}\n", maps.len(), maps.join(", ")));
+    let lacking: Vec<&str> = called.iter().filter(|c| !d.tools.contains_key(*c)).map(String::as_str).collect();
+    out.push_str(&format!(
+        "no counterpart ({} of the {} Claude Code tools the probes call): {}\n",
+        lacking.len(),
+        called.len(),
+        if lacking.is_empty() { "none".to_string() } else { lacking.join(", ") }
+    ));
+    let unused: Vec<&str> = names.iter().filter(|n| !d.tools.values().any(|t| t.name == **n)).copied().collect();
+    out.push_str(&format!(
+        "unused ({} of {}'s tools nothing maps to): {}\n",
+        unused.len(),
+        d.agent,
+        if unused.is_empty() { "none".to_string() } else { unused.join(", ") }
+    ));
+    let problems = d.check_against(tools);
+    if problems.is_empty() {
+        out.push_str("problems: none\n");
+    } else {
+        out.push_str(&format!("problems ({}):\n", problems.len()));
+        for p in &problems {
+            out.push_str(&format!("  {p}\n"));
+        }
+    }
+    (out, problems.is_empty())
 }
 
 /// Sets `path` (dot-separated; a number indexes an array) in `v`, creating objects and arrays.
@@ -171,13 +362,31 @@ fn set_path(v: &mut Value, path: &str, value: Value) {
     }
 }
 
-/// The schema of the property at `path` in an object schema (array indices step into `items`).
+/// The schema of the property at `path` in an object schema (array indices and `*` step into `items`).
 fn schema_at<'a>(schema: &'a Value, path: &str) -> Option<&'a Value> {
     let mut cur = schema;
     for part in path.split('.') {
-        cur = if part.parse::<usize>().is_ok() { cur.get("items")? } else { cur.get("properties")?.get(part)? };
+        let index = part == "*" || part.parse::<usize>().is_ok();
+        cur = if index { cur.get("items")? } else { cur.get("properties")?.get(part)? };
     }
     Some(cur)
+}
+
+/// The value at `path` (dot-separated; a number indexes an array), if there is one.
+fn get_path<'a>(v: &'a Value, path: &str) -> Option<&'a Value> {
+    path.split('.').try_fold(v, |cur, part| match part.parse::<usize>() {
+        Ok(n) => cur.get(n),
+        Err(_) => cur.get(part),
+    })
+}
+
+/// Where a key of `[tools.TOOL]` is written in the dialect file (1-based line and column; the table's
+/// header when the key is not found as written).
+fn locate(text: &str, tool: &str, key: &str) -> (usize, usize) {
+    let header = format!("[tools.{tool}]");
+    let start = text.find(&header).unwrap_or(0);
+    let rel = text[start..].find(key).map(|i| start + i).unwrap_or(start);
+    stub_messages::script::line_col(text, rel)
 }
 
 #[cfg(test)]
@@ -245,7 +454,15 @@ mod tests {
             pi.call("Edit", &json!({"file_path": "a", "old_string": "a", "new_string": "b", "replace_all": true})),
             Err("Edit's input \"replace_all\" has no counterpart in pi's edit".into())
         );
-        assert_eq!(oc.call("Task", &json!({})), Err("Task has no counterpart among opencode's tools".into()));
+        assert_eq!(oc.call("Monitor", &json!({})), Err("Monitor has no counterpart among opencode's tools".into()));
+        assert_eq!(
+            oc.call("Agent", &json!({"description": "d", "prompt": "p"})),
+            Ok(("task".into(), json!({"description": "d", "prompt": "p", "subagent_type": "general"})))
+        );
+        assert_eq!(
+            pi.call("Bash", &json!({"command": "sleep 9", "timeout": 2000, "description": "wait"})),
+            Ok(("bash".into(), json!({"command": "sleep 9", "timeout": 2})))
+        );
     }
 
     #[test]
@@ -265,5 +482,116 @@ mod tests {
         assert_eq!(pi.unsupported(&todo).as_deref(), Some("TodoWrite has no counterpart among pi's tools"));
         pi.translate(&mut todo);
         assert_eq!(todo.turns[0].tool_use[0].name, "TodoWrite");
+    }
+
+    const COPILOT_LIKE: &str = r#"agent = "copilot"
+[tools.Bash]
+name = "bash"
+input = { command = "command", timeout = "timeout", description = "description" }
+convert = { timeout = "ms-to-s" }
+set = { description = "a command" }
+[tools.TodoWrite]
+name = "todowrite"
+input = { "todos.*.content" = "todos.*.content", "todos.*.status" = "todos.*.status" }
+drop = ["todos.*.activeForm"]
+set = { "todos.*.priority" = "medium" }
+[tools.Write]
+name = "create"
+input = { file_path = "path", content = "file_text" }
+refuses = ["already exists", "^Ambiguous match"]
+"#;
+
+    #[test]
+    fn values_convert_arrays_map_per_element_and_constants_fill_what_the_call_lacks() {
+        let d = Dialect::parse("c.toml", COPILOT_LIKE).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            d.call("Bash", &json!({"command": "ls", "timeout": 1500})),
+            Ok(("bash".into(), json!({"command": "ls", "timeout": 1.5, "description": "a command"})))
+        );
+        assert_eq!(
+            d.call("Bash", &json!({"command": "ls", "timeout": 5000, "description": "list"})),
+            Ok(("bash".into(), json!({"command": "ls", "timeout": 5, "description": "list"})))
+        );
+        let todos = json!({"todos": [
+            {"content": "a", "status": "pending", "activeForm": "doing a"},
+            {"content": "b", "status": "completed", "activeForm": "doing b"}
+        ]});
+        assert_eq!(
+            d.call("TodoWrite", &todos),
+            Ok((
+                "todowrite".into(),
+                json!({"todos": [
+                    {"content": "a", "status": "pending", "priority": "medium"},
+                    {"content": "b", "status": "completed", "priority": "medium"}
+                ]})
+            ))
+        );
+        let unknown = json!({"todos": [{"content": "a", "status": "pending", "id": "1"}]});
+        assert_eq!(
+            d.call("TodoWrite", &unknown),
+            Err("TodoWrite's input \"todos[].id\" has no counterpart in copilot's todowrite".into())
+        );
+        assert_eq!(
+            d.call("Bash", &json!({"command": "ls", "timeout": "soon"})),
+            Err("Bash's input \"timeout\": \"soon\" is not a number".into())
+        );
+    }
+
+    #[test]
+    fn the_check_report_says_what_maps_what_lacks_a_counterpart_and_what_is_unused() {
+        let called: Vec<String> = ["Bash", "Edit", "Read", "TodoWrite"].iter().map(|s| s.to_string()).collect();
+        let (text, ok) = report(&load("pi"), "pi.toml", &recorded("pi"), &called);
+        assert!(ok, "{text}");
+        assert!(
+            text.contains("maps (6): Bash → bash, Edit → edit, Glob → find, Grep → grep, Read → read, Write → write\n"),
+            "{text}"
+        );
+        assert!(text.contains("no counterpart (1 of the 4 Claude Code tools the probes call): TodoWrite\n"), "{text}");
+        assert!(text.contains("unused (1 of pi's tools nothing maps to): ls\n"), "{text}");
+        let bad = Dialect::parse("x.toml", "agent = \"pi\"\n[tools.Read]\nname = \"view\"\n")
+            .unwrap_or_else(|e| panic!("{e}"));
+        let (text, ok) = report(&bad, "x.toml", &recorded("pi"), &called);
+        assert!(!ok && text.contains("problems (1):\n  Read → view: pi sends no tool \"view\""), "{text}");
+    }
+
+    #[test]
+    fn a_refusal_in_words_is_found_by_the_agent_s_tool_and_its_patterns() {
+        let d = Dialect::parse("c.toml", COPILOT_LIKE).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(d.refusal("create", "Path /s/a.txt already exists"), Some("already exists"));
+        assert_eq!(d.refusal("create", "Ambiguous match: 2 places"), Some("^Ambiguous match"));
+        assert_eq!(d.refusal("create", "Not an Ambiguous match"), None);
+        assert_eq!(d.refusal("bash", "file already exists"), None, "only the tool's own patterns");
+        assert_eq!(d.refusal("Write", "Path /s/a.txt already exists"), Some("already exists"), "by Claude Code's name");
+    }
+
+    #[test]
+    fn a_dialect_file_s_mistakes_are_told_at_their_line_and_column() {
+        let bad_star =
+            "agent = \"x\"\n[tools.TodoWrite]\nname = \"t\"\ninput = { \"todos.*.content\" = \"items.content\" }\n";
+        let e = Dialect::parse("d.toml", bad_star).unwrap_err();
+        assert!(e.starts_with("d.toml:4:12: tools.TodoWrite: \"todos.*.content\" → \"items.content\": a `*`"), "{e}");
+        let bad_regex = "agent = \"x\"\n[tools.Write]\nname = \"w\"\nrefuses = [\"(unclosed\"]\n";
+        let e = Dialect::parse("d.toml", bad_regex).unwrap_err();
+        assert!(e.starts_with("d.toml:4:13: tools.Write: refuses \"(unclosed\" is not a regex"), "{e}");
+        let bad_convert = "agent = \"x\"\n[tools.Bash]\nname = \"b\"\nconvert = { timeout = \"ms-to-s\" }\n";
+        let e = Dialect::parse("d.toml", bad_convert).unwrap_err();
+        assert!(e.contains("convert names \"timeout\", which input does not map"), "{e}");
+        let unknown_unit = "agent = \"x\"\n[tools.Bash]\nname = \"b\"\ninput = { timeout = \"t\" }\nconvert = { timeout = \"ms-to-min\" }\n";
+        let e = Dialect::parse("d.toml", unknown_unit).unwrap_err();
+        assert!(e.starts_with("d.toml:5:23: unknown variant `ms-to-min`"), "{e}");
+    }
+
+    #[test]
+    fn constants_count_for_what_the_agent_requires_and_must_name_its_properties() {
+        let d = Dialect::parse("c.toml", COPILOT_LIKE).unwrap_or_else(|e| panic!("{e}"));
+        let tools = vec![
+            json!({"name": "bash", "input_schema": {"type": "object", "properties": {"command": {}, "timeout": {}, "description": {}}, "required": ["command", "description"]}}),
+            json!({"name": "todowrite", "input_schema": {"type": "object", "properties": {"todos": {"type": "array", "items": {"type": "object", "properties": {"content": {}, "status": {}}}}}, "required": ["todos"]}}),
+            json!({"name": "create", "input_schema": {"type": "object", "properties": {"path": {}, "file_text": {}}, "required": ["path"]}}),
+        ];
+        assert_eq!(
+            d.check_against(&tools),
+            vec!["TodoWrite → todowrite.todos.*.priority: set, but copilot has no such property".to_string()]
+        );
     }
 }

@@ -88,6 +88,9 @@ impl From<SubjectError> for String {
     }
 }
 
+/// The third-party agents among the registered kinds, with their dialects and recorded tool lists.
+pub const AGENTS: &[&agent::AgentSpec] = &[&opencode::SPEC, &pi::SPEC];
+
 /// The registered kinds. Adding a subject: a module implementing [`Subject`] and a line here.
 pub const REGISTERED: &[Registration] =
     &[builtin::REGISTRATION, claude_code::REGISTRATION, opencode::REGISTRATION, pi::REGISTRATION];
@@ -99,6 +102,11 @@ pub struct Registry {
 }
 
 impl Registry {
+    /// A command subject's spec, by name.
+    pub fn command(&self, name: &str) -> Option<&Arc<command::CommandSpec>> {
+        self.commands.get(name)
+    }
+
     /// The registered kinds and `commands`.
     pub fn new(commands: BTreeMap<String, Arc<command::CommandSpec>>) -> Registry {
         Registry { commands }

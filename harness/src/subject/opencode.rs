@@ -28,6 +28,7 @@ pub static SPEC: AgentSpec = AgentSpec {
     kind: "opencode",
     install: &PACKAGE,
     dialect: ("harness/dialects/opencode.toml", include_str!("../../dialects/opencode.toml")),
+    recorded_tools: ("harness/dialects/opencode.tools.json", include_str!("../../dialects/opencode.tools.json")),
     requires: &["rg"],
     launch,
 };

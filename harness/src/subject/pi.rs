@@ -28,6 +28,7 @@ pub static SPEC: AgentSpec = AgentSpec {
     kind: "pi",
     install: &PACKAGE,
     dialect: ("harness/dialects/pi.toml", include_str!("../../dialects/pi.toml")),
+    recorded_tools: ("harness/dialects/pi.tools.json", include_str!("../../dialects/pi.tools.json")),
     requires: &["node", "rg", "fd"],
     launch,
 };

@@ -65,6 +65,11 @@ impl<'a> View<'a> {
             .collect()
     }
 
+    /// The names of the scripted tool_uses of the main conversation, in order (as the probe wrote them).
+    pub fn tool_use_names(&self) -> Vec<String> {
+        self.script.turns.iter().flat_map(|t| t.tool_use.iter()).map(|u| u.name.clone()).collect()
+    }
+
     /// The tool_result block answering the N-th scripted tool_use (1-based), from the first request
     /// that carries it.
     pub fn result(&self, n: usize) -> Option<Value> {

@@ -190,20 +190,23 @@ fn chromium() -> Option<PathBuf> {
 fn the_conformance_table_renders_in_headless_chromium() {
     // the table is made by running the agents (`probelab conformance`), never committed (it cannot be made
     // again from the committed cells and goldens: issue 37, item 7): a table of every mark, rendered
-    use harness::conformance::{Cell, Column, Mark, Summary, Table};
+    use harness::conformance::{Cell, Column, Mark, Table};
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
     let dir = dir.path();
-    let marks = [Mark::Pass, Mark::SemanticOnly, Mark::Differs, Mark::NA];
+    let marks = [Mark::Pass, Mark::SemanticOnly, Mark::WordingOnly, Mark::Differs, Mark::NA];
     let subjects = ["builtin", "claude-code@2.1.334"].iter().chain(AGENTS);
     let columns: Vec<Column> = subjects
-        .map(|s| Column {
-            subject: s.to_string(),
-            source: "run".into(),
-            cells: marks.iter().map(|m| Cell { mark: *m, why: format!("{} why", m.word()) }).collect(),
-            summary: Summary { pass: 1, semantic_only: 1, differs: 1, na: 1, semantic_share: 2.0 / 3.0, wall_ms: 0 },
+        .map(|s| {
+            let cells = marks.iter().map(|m| Cell { mark: *m, why: format!("{} why", m.word()) }).collect();
+            Column::new(s, "run", cells, 0)
         })
         .collect();
-    let t = Table { probes: ["p.a", "p.b", "p.c", "p.d"].map(String::from).to_vec(), columns };
+    let tools = [&["Read"][..], &["Read", "Write"], &["Write"], &["Bash"], &["Read"]];
+    let t = Table {
+        probes: ["p.a", "p.b", "p.c", "p.d", "p.e"].map(String::from).to_vec(),
+        tools: tools.iter().map(|ts| ts.iter().map(|t| t.to_string()).collect()).collect(),
+        columns,
+    };
     std::fs::write(dir.join("table.html"), t.html()).unwrap_or_else(|e| panic!("{e}"));
     let back: Table =
         serde_json::from_str(&serde_json::to_string(&t).unwrap_or_default()).unwrap_or_else(|e| panic!("{e}"));
@@ -220,9 +223,12 @@ fn the_conformance_table_renders_in_headless_chromium() {
     assert!(out.status.success(), "chromium failed: {}", String::from_utf8_lossy(&out.stderr));
     let dom = String::from_utf8_lossy(&out.stdout);
     assert!(dom.contains("<table id=\"summary\">") && dom.contains("<table id=\"cells\">"), "{dom}");
+    assert!(dom.contains("<table id=\"per-tool\">") && dom.contains("<td>Read</td><td>2/2 of 3</td>"), "{dom}");
+    assert!(dom.contains("wording-only<br><small>wording-only why</small>"), "the reason is in the cell: {dom}");
     for agent in AGENTS {
         assert!(dom.contains(&format!("<th>{agent}</th>")), "no column for {agent} in the page the browser built");
     }
     let rows = dom.matches("<tr><td>").count();
-    assert_eq!(rows, t.columns.len() + t.probes.len(), "the browser's table rows");
+    // summaries, the per-tool roll-up (Bash, Read, Write), the cells
+    assert_eq!(rows, t.columns.len() + 3 + t.probes.len(), "the browser's table rows");
 }

@@ -569,3 +569,101 @@ fn diff_run_skips_on_both_sides_a_probe_whose_requirements_are_missing_and_says_
     );
     assert!(text.contains("1 probes in common: 100% same behaviour"), "{text}");
 }
+
+/// An agent of the test's own with tools in its own names and shapes (`view`, `create`), which refuses
+/// to overwrite in words, without is_error — run on Claude Code's probes through a dialect file its
+/// project declares (issue 40, item 1).
+const OWN_DIALECT_AGENT: &str = r#"import os, sys
+import anthropic
+TOOLS = [
+    {"name": "view", "description": "Shows a file.", "input_schema": {"type": "object",
+     "properties": {"path": {"type": "string"}}, "required": ["path"]}},
+    {"name": "create", "description": "Creates a new file.", "input_schema": {"type": "object",
+     "properties": {"path": {"type": "string"}, "file_text": {"type": "string"}}, "required": ["path", "file_text"]}},
+]
+def run_tool(name, args):
+    if name == "view":
+        with open(args["path"], encoding="utf-8") as f:
+            return f.read()
+    if os.path.exists(args["path"]):
+        return "Path " + args["path"] + " already exists"
+    with open(args["path"], "w", encoding="utf-8") as f:
+        f.write(args["file_text"])
+    return "Created " + args["path"]
+client = anthropic.Anthropic()
+messages = [{"role": "user", "content": sys.argv[1]}]
+while True:
+    reply = client.messages.create(model="claude-sonnet-4-5", max_tokens=4096, tools=TOOLS, messages=messages)
+    messages.append({"role": "assistant", "content": reply.content})
+    calls = [b for b in reply.content if b.type == "tool_use"]
+    if reply.stop_reason != "tool_use" or not calls:
+        break
+    messages.append({"role": "user", "content": [
+        {"type": "tool_result", "tool_use_id": c.id, "content": run_tool(c.name, c.input)} for c in calls]})
+"#;
+
+#[test]
+fn a_project_declares_a_dialect_and_its_agent_runs_claude_code_s_probes_with_refusals_read_from_words() {
+    let python = harness::probe::host::python();
+    let bin = python.parent().map(Path::to_path_buf).unwrap_or_default();
+    assert!(bin.join("python3").exists(), "{} has no python3: run scripts/setup", bin.display());
+    let tmp = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let lab = tmp.path().canonicalize().unwrap_or_else(|e| panic!("{e}"));
+    assert!(probelab(&lab, &["init"]).status.success());
+    std::fs::write(lab.join("agent.py"), OWN_DIALECT_AGENT).unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(
+        lab.join("probelab.toml"),
+        "[subjects.mini]\ncommand = [\"python3\", \"{project}/agent.py\", \"{prompt}\"]\n\
+         env = { ANTHROPIC_BASE_URL = \"{base_url}\", ANTHROPIC_API_KEY = \"sk-test\" }\n\
+         dialect = \"dialects/mini.toml\"\n",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    std::fs::create_dir(lab.join("dialects")).unwrap_or_else(|e| panic!("{e}"));
+    let dialect = "agent = \"mini\"\n[tools.Read]\nname = \"view\"\ninput = { file_path = \"path\" }\n\
+                   [tools.Write]\nname = \"create\"\ninput = { file_path = \"path\", content = \"file_text\" }\n\
+                   refuses = [\"already exists$\"]\n";
+    std::fs::write(lab.join("dialects/mini.toml"), dialect).unwrap_or_else(|e| panic!("{e}"));
+    // a probe of Claude Code's: a Write over a file never read is refused with is_error (Claude Code's
+    // "File has not been read yet"); a new file is written; a Read returns the text
+    let probe = "id = \"mini.write-over\"\nclaims = [\"EDIT-1\"]\nabout = \"x\"\nsubjects = [\"claude-code\"]\n\
+                 [fixture]\nfiles = { \"old.txt\" = \"old\\n\" }\n\
+                 [[turn]]\ntool_use = [{ name = \"Write\", input = { file_path = \"{cwd}/old.txt\", content = \"new\\n\" } }]\n\
+                 [[turn]]\ntool_use = [{ name = \"Write\", input = { file_path = \"{cwd}/new.txt\", content = \"fresh\\n\" } }]\n\
+                 [[turn]]\ntext = \"done\"\n\
+                 [[check]]\nresult = 1\nis_error = true\ncontains = \"has not been read yet\"\n\
+                 [[check]]\nfile = \"old.txt\"\nequals = \"old\\n\"\n\
+                 [[check]]\nfile = \"new.txt\"\nequals = \"fresh\\n\"\n";
+    std::fs::write(lab.join("probes/write-over.toml"), probe).unwrap_or_else(|e| panic!("{e}"));
+
+    // the tool list, recorded from the agent's own first request, and the dialect checked against it
+    let out = probelab_with_path(&lab, &bin, &["dialect", "check", "mini", "--record"]);
+    assert!(out.status.success(), "{}", said(&out));
+    assert!(said(&out).contains("recorded the 2 tools mini sent into dialects/mini.tools.json"), "{}", said(&out));
+    assert!(said(&out).contains("maps (2): Read → view, Write → create\n") && said(&out).contains("problems: none"));
+    // a dialect naming a tool the agent does not send is a problem (exit 1)
+    let wrong = dialect.replace("name = \"view\"", "name = \"show\"");
+    std::fs::write(lab.join("dialects/mini.toml"), &wrong).unwrap_or_else(|e| panic!("{e}"));
+    let out = probelab_with_path(&lab, &bin, &["dialect", "check", "mini"]);
+    assert_eq!(out.status.code(), Some(1), "{}", said(&out));
+    assert!(said(&out).contains("Read → show: mini sends no tool \"show\""), "{}", said(&out));
+    std::fs::write(lab.join("dialects/mini.toml"), dialect).unwrap_or_else(|e| panic!("{e}"));
+
+    // the conformance table: files and is_error are Claude Code's (the refusal read from words), the
+    // words are not — semantic-only, and the cell says where is_error came from
+    let out_dir = lab.join("table");
+    let args = ["conformance", "--subject", "mini", "--claude-code", "none", "-j", "1", "--out"];
+    let out = probelab_with_path(&lab, &bin, &[&args[..], &[&out_dir.to_string_lossy()]].concat());
+    assert!(out.status.success(), "{}", said(&out));
+    let table = std::fs::read_to_string(out_dir.join("table.txt")).unwrap_or_else(|e| panic!("{e}"));
+    assert!(
+        table.contains("mini mini.write-over: semantic-only — check 1: result 1 (is_error read from words in check 1)"),
+        "{table}"
+    );
+    // without the refusal, the same run differs: is_error is what the agent said
+    std::fs::write(lab.join("dialects/mini.toml"), dialect.replace("refuses = [\"already exists$\"]\n", ""))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let out = probelab_with_path(&lab, &bin, &[&args[..], &[&out_dir.to_string_lossy()]].concat());
+    assert!(out.status.success(), "{}", said(&out));
+    let table = std::fs::read_to_string(out_dir.join("table.txt")).unwrap_or_else(|e| panic!("{e}"));
+    assert!(table.contains("mini mini.write-over: differs — check 1: result 1\n"), "{table}");
+}
