@@ -104,6 +104,19 @@ pub enum Command {
         #[arg(long)]
         out: Option<PathBuf>,
     },
+    /// Every change to a tool, a claim or a budget across the measured releases, oldest first: the
+    /// release, the kind (interface / behaviour / budget / coverage) and the words that changed, from the
+    /// committed cells and goldens (no run).
+    History {
+        /// A tool (`Read`), a claim id (`READ-1`) or a budget (`Read: token ceiling`, `token ceiling`).
+        topic: String,
+        /// Only the releases after this one.
+        #[arg(long)]
+        since: Option<String>,
+        /// The entries as JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// What changed in a release against the version before it in the committed matrix (the page
     /// `watch` writes as docs/changes/<version>.md); `--write` writes that page.
     Changes {
@@ -179,6 +192,7 @@ impl Command {
             Command::Explain { probe, versions } => at.explain(&probe, &versions),
             Command::Bundle { probe, a, b, out } => at.bundle(&probe, &a, &b, out),
             Command::Changes { version, write } => at.changes(&version, write),
+            Command::History { topic, since, json } => at.history(&topic, since.as_deref(), json),
             Command::Watch { json, jobs } => at.watch(json, jobs),
             Command::Matrix { versions, paths, out, bless, fresh, jobs, json, html, publish, bisect } => {
                 let m = MatrixArgs { versions, paths, out, bless, fresh, jobs, json, html, publish, bisect };
@@ -248,6 +262,33 @@ impl At<'_> {
             .block_on(super::explain::explain(&p, a, b, self.layout, scratch.path()))
             .and_then(|e| super::explain::bundle(&p, a, b, &e, &out.unwrap_or_else(|| PathBuf::from("."))));
         println!("{}", made.text().usage()?.display());
+        Ok(ExitCode::SUCCESS)
+    }
+
+    /// `probelab history TOPIC [--since V] [--json]`: exit 2 on an unknown topic or a `--since` that is
+    /// not a measured release.
+    fn history(&self, name: &str, since: Option<&str>, json: bool) -> Outcome {
+        let probes = self.probes(&[])?;
+        let docs = super::watch::Docs::under(&self.project.root);
+        let cells = super::read_cells(std::slice::from_ref(&docs.cells)).usage()?;
+        let m = Matrix::from_cells(&cells).text().usage()?;
+        if let Some(s) = since {
+            if !m.versions.iter().any(|v| v == s) {
+                return Err(Failure::msg(2, format!("--since {s}: {}", unmeasured(s, &m.versions))));
+            }
+        }
+        let newest = m.versions.last().cloned().unwrap_or_default();
+        let tools = super::history::known_tools(&self.layout.golden.join(super::subject(&newest)), &probes);
+        let claims: Vec<String> =
+            crate::claims::all().into_iter().map(|c| c.id).chain(self.project.known().claims).collect();
+        let topic = super::history::topic(name, &claims, &tools).map_err(|e| Failure::msg(2, e))?;
+        let entries = super::history::history(&probes, self.layout, &m, &topic, since).text().usage()?;
+        if json {
+            let body = serde_json::json!({"topic": topic.to_string(), "versions": m.versions, "entries": entries});
+            println!("{}", serde_json::to_string_pretty(&body).unwrap_or_default());
+        } else {
+            print!("{}", super::history::to_text(&topic, &m, &entries, since));
+        }
         Ok(ExitCode::SUCCESS)
     }
 

@@ -26,6 +26,7 @@ pub mod budgets;
 pub mod cli;
 pub mod conformance;
 pub mod explain;
+pub mod history;
 pub mod interface;
 pub mod releases;
 pub mod report;

@@ -162,3 +162,44 @@ fn a_golden_of_another_binary_is_an_error_cell_naming_both_hashes() {
     assert_eq!(obs.outcome, harness::observe::Outcome::Error);
     assert!(obs.reason.contains(&wrong) && obs.reason.contains(v), "{}", obs.reason);
 }
+
+#[test]
+fn history_answers_since_when_from_the_committed_data_in_one_command() {
+    let c = cache();
+    // since when does Read mention allow_large, and what does it say (issue 43's first question)
+    let out = probelab(c.path(), &["history", "Read"], &[]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    let at = text.find("\n2.1.296 (against 2.1.295)\n").unwrap_or_else(|| panic!("no 2.1.296 entry:\n{text}"));
+    let release = &text[at..text[at + 1..].find("\n\n").map_or(text.len(), |e| at + 1 + e)];
+    assert!(release.contains("interface  ~ tool Read: + property `allow_large` (boolean)"), "{release}");
+    assert!(release.contains("call Read again with allow_large: true"), "the words of the result: {release}");
+    assert!(!text[..at].contains("allow_large"), "allow_large before 2.1.296:\n{text}");
+    // a probe whose change was in another tool's results only is not in Read's history
+    assert!(!text.contains("edit.symlink-writes"), "{text}");
+    // the same as JSON, narrowed with --since
+    let out = probelab(c.path(), &["history", "read", "--since", "2.1.296", "--json"], &[]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(v["topic"], "tool Read");
+    let versions: Vec<&str> =
+        v["entries"].as_array().into_iter().flatten().filter_map(|e| e["version"].as_str()).collect();
+    assert!(!versions.is_empty() && versions.iter().all(|v| *v != "2.1.296"), "{versions:?}");
+    // a claim, a budget by a part of its name, a tool that came and went
+    let out = probelab(c.path(), &["history", "token ceiling"], &[]);
+    assert!(String::from_utf8_lossy(&out.stdout).starts_with("history of budget \"Read: token ceiling\""));
+    let out = probelab(c.path(), &["history", "TaskOutput"], &[]);
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("\n2.1.277 (against 2.1.276)\n  interface  - tool TaskOutput\n")
+    );
+    // what it cannot answer, said
+    for (args, said) in [
+        (&["history", "Nope"][..], "\"Nope\" is no tool a probe calls"),
+        (&["history", "Auto-compact"], "\"Auto-compact\" names 4 budgets"),
+        (&["history", "Read", "--since", "2.1.100"], "--since 2.1.100"),
+    ] {
+        let out = probelab(c.path(), args, &[]);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
+        assert!(stderr(&out).contains(said), "{args:?}: {}", stderr(&out));
+    }
+}
