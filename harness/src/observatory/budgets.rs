@@ -169,7 +169,8 @@ pub enum Value {
 }
 
 impl Value {
-    fn text(&self) -> String {
+    /// As the tables write it.
+    pub fn text(&self) -> String {
         match self {
             Value::Measured(v) => v.clone(),
             Value::NotShown => "—".into(),
@@ -217,6 +218,37 @@ pub fn measure(b: &Budget, golden: Option<&str>) -> Value {
             }
         }
     }
+}
+
+/// One release's budgets, each with its value, the probe that measured it and how: (name, value,
+/// probe, how) — `exact: Claude Code wrote it` for a value the subject wrote itself in a result or its
+/// session file ([`How::Captured`]), `a bound: …` for the compaction ladder's rung (the probe's reported
+/// counts step by a rung), `pinned by checks N, M` for one the probe's checks hold from both sides
+/// ([`How::Boundary`]).
+pub fn of_release(
+    golden_root: &Path,
+    version: &str,
+    broken: IsBroken<'_>,
+) -> Vec<(&'static str, String, &'static str, String)> {
+    let t = table(golden_root, &[version.to_string()], broken);
+    BUDGETS
+        .iter()
+        .map(|b| {
+            let value = t.get(version).and_then(|r| r.get(b.name)).map(Value::text).unwrap_or_else(|| "·".into());
+            let how = match b.how {
+                How::Captured(p) if p == COMPACTED_AFTER => {
+                    "a bound: the first reported count of the probe's ladder that compacted".to_string()
+                }
+                How::Captured(_) => "exact: Claude Code wrote it".to_string(),
+                How::Boundary(regimes) => {
+                    let checks: Vec<String> =
+                        regimes.iter().flat_map(|(_, c)| c.iter()).map(|n| n.to_string()).collect();
+                    format!("pinned by check{} {}", if checks.len() == 1 { "" } else { "s" }, checks.join(", "))
+                }
+            };
+            (b.name, value, b.probe, how)
+        })
+        .collect()
 }
 
 /// Whether the run of a probe on a version broke an invariant (probe, version): its golden is no fact.

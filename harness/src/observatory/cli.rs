@@ -164,6 +164,18 @@ pub enum Command {
         #[arg(long)]
         out: Option<PathBuf>,
     },
+    /// One release's limits (the newest measured by default): each budget's value, the probe that
+    /// measured it and how (printed by Claude Code, or pinned by the probe's checks), from the goldens.
+    Budgets {
+        /// The release (default: the newest with committed cells).
+        version: Option<String>,
+        /// Only the budgets whose name has this (`Read`, `Bash`).
+        #[arg(long)]
+        tool: Option<String>,
+        /// As JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Built-in conformance per version: builtin@V run now against the committed goldens of the real V
     /// (golden/claude-code@V), the share of probes with the same tool results. (`probelab conformance`
     /// is the table across agents.)
@@ -202,6 +214,7 @@ impl Command {
                 at.report(&dirs, json, html.as_deref(), markdown.as_deref(), bisect, publish)
             }
             Command::Profiles { versions, publish } => at.profiles(versions.as_deref(), publish),
+            Command::Budgets { version, tool, json } => at.budgets(version.as_deref(), tool.as_deref(), json),
             Command::Bisect { probes, good, bad, out } => at.bisect(&probes, &good, &bad, out),
         }
     }
@@ -288,6 +301,42 @@ impl At<'_> {
             println!("{}", serde_json::to_string_pretty(&body).unwrap_or_default());
         } else {
             print!("{}", super::history::to_text(&topic, &m, &entries, since));
+        }
+        Ok(ExitCode::SUCCESS)
+    }
+
+    /// `probelab budgets [V] [--tool T] [--json]`: exit 2 on a release that is not measured.
+    fn budgets(&self, version: Option<&str>, tool: Option<&str>, json: bool) -> Outcome {
+        let docs = super::watch::Docs::under(&self.project.root);
+        let cells = super::read_cells(std::slice::from_ref(&docs.cells)).usage()?;
+        let m = Matrix::from_cells(&cells).text().usage()?;
+        let v = match version {
+            Some(v) if m.versions.iter().any(|x| x == v) => v.to_string(),
+            Some(v) => return Err(Failure::msg(2, unmeasured(v, &m.versions))),
+            None => m.versions.last().cloned().ok_or_else(|| Failure::msg(2, "no release is measured"))?,
+        };
+        let broken = |p: &str, x: &str| m.is_broken(p, x);
+        let rows: Vec<_> = super::budgets::of_release(&self.layout.golden, &v, &broken)
+            .into_iter()
+            .filter(|(name, ..)| tool.is_none_or(|t| name.to_lowercase().contains(&t.to_lowercase())))
+            .collect();
+        if json {
+            let rows: Vec<serde_json::Value> = rows
+                .iter()
+                .map(|(name, value, probe, how)| serde_json::json!({"budget": name, "value": value, "probe": probe, "how": how}))
+                .collect();
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&serde_json::json!({"version": v, "budgets": rows})).unwrap_or_default()
+            );
+            return Ok(ExitCode::SUCCESS);
+        }
+        println!("budgets of Claude Code {v} (from golden/claude-code@{v}; — not shown, · not measured, changed: its probe's checks failed)");
+        let w = rows.iter().map(|r| r.0.chars().count()).max().unwrap_or(6);
+        let vw = rows.iter().map(|r| r.1.chars().count()).max().unwrap_or(5);
+        for (name, value, probe, how) in &rows {
+            let pad = |s: &str, n: usize| format!("{s}{}", " ".repeat(n.saturating_sub(s.chars().count())));
+            println!("{}  {}  {probe}, {how}", pad(name, w), pad(value, vw));
         }
         Ok(ExitCode::SUCCESS)
     }

@@ -13,7 +13,8 @@
 //! - **coverage** (a claim): no probe observed it on a release, or observed it again.
 //!
 //! A topic is a claim id of the catalogue (`READ-1`), a budget's name or a unique part of one
-//! (`Read: token ceiling`, `token ceiling`), or a tool's name as Claude Code offers it (`Read`, any case).
+//! (`Read: token ceiling`, `token ceiling`), a tool's name as Claude Code offers it (`Read`, any case),
+//! or `tools`: every tool that came, went, became deferred or stopped being deferred.
 //! Broken runs give no fact (their cells are quarantined by the matrix, their goldens not read).
 
 use super::report::Matrix;
@@ -31,6 +32,8 @@ pub enum Topic {
     Claim(String),
     /// A budget of docs/matrix/budgets.md.
     Budget(&'static super::budgets::Budget),
+    /// Every tool's offer: which came, went, became deferred or no longer deferred (`tools`).
+    Tools,
 }
 
 impl std::fmt::Display for Topic {
@@ -39,6 +42,7 @@ impl std::fmt::Display for Topic {
             Topic::Tool(t) => write!(f, "tool {t}"),
             Topic::Claim(c) => write!(f, "claim {c}"),
             Topic::Budget(b) => write!(f, "budget {:?}", b.name),
+            Topic::Tools => write!(f, "the tools offered"),
         }
     }
 }
@@ -63,6 +67,9 @@ pub struct Entry {
 /// tool that a probe calls or a measured release offers (`tools`), in any case. Otherwise an error
 /// listing what it could have been.
 pub fn topic(name: &str, claims: &[String], tools: &BTreeSet<String>) -> Result<Topic, String> {
+    if name == "tools" {
+        return Ok(Topic::Tools);
+    }
     if let Some(c) = claims.iter().find(|c| c.eq_ignore_ascii_case(name)) {
         return Ok(Topic::Claim(c.clone()));
     }
@@ -113,6 +120,7 @@ fn concerns(p: &Probe, topic: &Topic) -> bool {
         Topic::Tool(t) => crate::conformance::tools_called(p).contains(t),
         Topic::Claim(c) => p.claims.contains(c),
         Topic::Budget(b) => p.id == b.probe,
+        Topic::Tools => false,
     }
 }
 
@@ -133,6 +141,7 @@ fn budget_about(name: &str, topic: &Topic, probes: &[Probe]) -> bool {
             .iter()
             .filter(|b| b.name == name)
             .any(|b| probes.iter().any(|p| p.id == b.probe && p.claims.contains(c))),
+        Topic::Tools => false,
     }
 }
 
@@ -212,6 +221,14 @@ pub fn history(
                     }
                 }
                 out.push(entry("interface", line, words));
+            }
+        }
+        // the tools offered: every line of a tool that came, went, or moved in or out of deferral
+        if let (Topic::Tools, true) = (topic, both) {
+            let lines = super::interface::between(golden, previous, version, &broken)?;
+            let offer = |l: &String| ["+ tool ", "- tool ", "> tool ", "< tool "].iter().any(|p| l.starts_with(p));
+            for line in lines.into_iter().filter(offer) {
+                out.push(entry("interface", line, Vec::new()));
             }
         }
         // behaviour: the probes about the topic that changed here, with the words of their results
@@ -316,6 +333,7 @@ mod tests {
         let tools: BTreeSet<String> = ["Read", "Bash", "Monitor"].iter().map(|t| t.to_string()).collect();
         assert_eq!(topic("read-1", &claims, &tools), Ok(Topic::Claim("READ-1".into())));
         assert_eq!(topic("read", &claims, &tools), Ok(Topic::Tool("Read".into())));
+        assert_eq!(topic("tools", &claims, &tools), Ok(Topic::Tools));
         assert!(
             matches!(topic("token ceiling", &claims, &tools), Ok(Topic::Budget(b)) if b.name == "Read: token ceiling")
         );

@@ -192,6 +192,21 @@ fn history_answers_since_when_from_the_committed_data_in_one_command() {
     assert!(
         String::from_utf8_lossy(&out.stdout).contains("\n2.1.277 (against 2.1.276)\n  interface  - tool TaskOutput\n")
     );
+    // which tools came, went or became deferred, and when
+    let out = probelab(c.path(), &["history", "tools"], &[]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("\n2.1.277 (against 2.1.276)\n  interface  - tool TaskOutput\n"), "{text}");
+    assert!(text.lines().filter(|l| l.contains("interface  ")).all(|l| l.contains(" tool ")), "{text}");
+    // one release's limits, each with its probe and how it was measured
+    let out = probelab(c.path(), &["budgets", "2.1.334", "--tool", "read"], &[]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.starts_with("budgets of Claude Code 2.1.334"), "{text}");
+    let token = text.lines().find(|l| l.starts_with("Read: token ceiling")).unwrap_or_else(|| panic!("{text}"));
+    assert!(token.contains(" 25000 ") && token.ends_with("read.token-limit, exact: Claude Code wrote it"), "{token}");
+    assert!(!text.contains("Bash"), "--tool read: {text}");
+    let out = probelab(c.path(), &["budgets", "2.1.100"], &[]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     // what it cannot answer, said
     for (args, said) in [
         (&["history", "Nope"][..], "\"Nope\" is no tool a probe calls"),
