@@ -733,7 +733,11 @@ fn dialect_check(project: &Project, name: &str, tools: Option<PathBuf>, record: 
             };
         (d.as_ref().clone(), file, t)
     };
-    let probes = load_probes(project, std::slice::from_ref(&project.probes)).usage()?;
+    // the tools the project's probes call (none yet in a new project: then no such line)
+    let probes = match load_probes(project, std::slice::from_ref(&project.probes)) {
+        Err(harness::probe::LoadError::NoProbeFiles { .. }) => Vec::new(),
+        other => other.usage()?,
+    };
     let reference = harness::subject::SubjectId::claude_code(harness::subject::id::REFERENCE_VERSION);
     let mut called: Vec<String> = probes
         .iter()

@@ -167,7 +167,7 @@ pub fn parse(file: &Path, text: &str) -> Result<Project, ProjectError> {
     let raw: ProjectFile = toml::from_str(text).map_err(|e| {
         let msg = e.message().trim_end().to_string();
         let hint = if msg.contains("expected one of `command`") {
-            Some("a subject's keys are command, env, dialect, home_files and cwd_files")
+            Some("a subject's keys are command, env, dialect, install, home_files and cwd_files")
         } else {
             msg.contains("unknown field")
                 .then_some("the keys are probes, golden, fixtures and out (paths), and [subjects.NAME] tables")
@@ -347,6 +347,22 @@ mod tests {
         assert!(e.contains("\"builtin\" cannot name a subject"), "{e}");
         let e = err("[subjects.a]\ncommand = [\"x\"]\ncwd_files.\"../out\" = \"x\"\n");
         assert!(e.starts_with("/p/probelab.toml:3:11: \"../out\" is not a path inside"), "{e}");
+        // a pinned install: a package at an exact version, a program inside it; {install} needs one
+        let ok = "[subjects.a]\ninstall = { npm = \"@github/copilot@1.0.102\", program = \"node_modules/x/bin/x\" }\ncommand = [\"{program}\"]\n";
+        let p = parse(Path::new("/p/probelab.toml"), ok).unwrap_or_else(|e| panic!("{e}"));
+        let i = p.subjects.get("a").and_then(|c| c.install.clone()).unwrap_or_else(|| panic!("no install"));
+        assert_eq!(
+            (i.package.as_str(), i.version.to_string(), i.kind.dir),
+            ("@github/copilot", "1.0.102".into(), "npm/@github+copilot")
+        );
+        let e = err("[subjects.a]\ninstall = { npm = \"copilot\", program = \"x\" }\ncommand = [\"x\"]\n");
+        assert!(e.starts_with("/p/probelab.toml:2:19: \"copilot\" names no version"), "{e}");
+        let e = err("[subjects.a]\ninstall = { npm = \"copilot@1.0\", program = \"x\" }\ncommand = [\"x\"]\n");
+        assert!(e.starts_with("/p/probelab.toml:2:19: \"1.0\" is not an exact version"), "{e}");
+        let e = err("[subjects.a]\ninstall = { npm = \"c@1.0.0\", program = \"../x\" }\ncommand = [\"x\"]\n");
+        assert!(e.starts_with("/p/probelab.toml:2:40: \"../x\" is not a path inside the install"), "{e}");
+        let e = err("[subjects.a]\ncommand = [\"{program}\"]\n");
+        assert!(e.starts_with("/p/probelab.toml:2:12: {install} and {program} name a pinned install"), "{e}");
         let e = err("[subjects.a]\nenv = {}\n");
         assert!(e.starts_with("/p/probelab.toml:1:") && e.contains("missing field `command`"), "{e}");
     }

@@ -12,6 +12,21 @@
 //! cwd_files."agent.toml" = 'url = "{base_url}"'                          # written into the cwd
 //! ```
 //!
+//! An agent published on npm is pinned like Claude Code: `install` names the package at an exact
+//! version and its program; it is installed into the shared cache (`~/.cache/probelab/npm/<package>/<V>`:
+//! `npm install --ignore-scripts`, the program's SHA-256 checked at each use, locks, the cap and LRU
+//! eviction of [`crate::versions`]), `{install}` and `{program}` name it in `command` and `env`, it is
+//! visible read-only inside the sandbox, and the goldens' description records the package, version and
+//! the program's digest. `prepare` runs once per install (under a lock; a marker file says it ran), for
+//! what an agent would otherwise do in every sandbox (Copilot unpacks 235 MB into HOME on first start):
+//!
+//! ```toml
+//! [subjects.copilot]
+//! install = { npm = "@github/copilot@1.0.102", program = "node_modules/@github/copilot-linux-x64/copilot", version_line = "GitHub Copilot CLI {v}.", prepare = ["{program}"], prepare_env = { COPILOT_SEA_EXTRACT_ONLY = "1", COPILOT_PKG_CACHE_HOME = "{install}/pkg-cache" } }
+//! command = ["{program}", "-p", "{prompt}", "--allow-all"]
+//! env = { COPILOT_PKG_CACHE_HOME = "{install}/pkg-cache", COPILOT_PROVIDER_BASE_URL = "{base_url}" }
+//! ```
+//!
 //! Placeholders in `command`, `env` and the files: `{prompt}` (the probe's prompt), `{base_url}` (the
 //! stub's root, `http://127.0.0.1:PORT`, as `ANTHROPIC_BASE_URL` and the official SDKs take it),
 //! `{base_url_v1}` (the same ending in `/v1`), `{cwd}`, `{home}`, `{sandbox}` (the probe's sandbox),
@@ -34,8 +49,47 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use toml::Spanned;
 
-/// The placeholders of a command subject's command, env and files.
-pub const PLACEHOLDERS: &[&str] = &["prompt", "base_url", "base_url_v1", "cwd", "home", "sandbox", "project"];
+/// The placeholders of a command subject's command, env and files (`install` and `program` only with
+/// an `install` table).
+pub const PLACEHOLDERS: &[&str] =
+    &["prompt", "base_url", "base_url_v1", "cwd", "home", "sandbox", "project", "install", "program"];
+
+/// A `prepare` step's deadline (Copilot's unpack of 235 MB takes ~1 s).
+const PREPARE_DEADLINE: std::time::Duration = std::time::Duration::from_secs(300);
+
+/// A command subject's pinned install ([`CommandSpec::install`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Install {
+    /// The npm package (`@github/copilot`).
+    pub package: String,
+    /// Its exact version.
+    pub version: semver::Version,
+    /// The program, relative to the install directory.
+    pub program: String,
+    /// What `PROGRAM --version` prints first (`{v}`: the version).
+    pub version_line: String,
+    /// Run once per install (argv; `{install}`, `{program}`), in the install directory.
+    pub prepare: Vec<String>,
+    /// Its environment (after PATH, HOME and TMPDIR of a scratch directory, LANG).
+    pub prepare_env: BTreeMap<String, String>,
+    /// The cache's kind of install for it (made once per command subject, for the process's life, as
+    /// the registered kinds are statics).
+    pub kind: &'static crate::versions::Kind,
+}
+
+/// `install = { ... }` as written.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawInstall {
+    npm: Spanned<String>,
+    program: Spanned<String>,
+    #[serde(default)]
+    version_line: Option<String>,
+    #[serde(default)]
+    prepare: Vec<Spanned<String>>,
+    #[serde(default)]
+    prepare_env: BTreeMap<String, Spanned<String>>,
+}
 
 /// The dialects a command subject may speak (the probes of that subject run on it as well).
 pub const DIALECTS: &[&str] = &[super::id::CLAUDE_CODE];
@@ -49,6 +103,8 @@ pub struct CommandSpec {
     pub env: BTreeMap<String, String>,
     /// The subject whose probes it runs too (`claude-code`).
     pub dialect: Option<String>,
+    /// Its pinned install, if it names one.
+    pub install: Option<Install>,
     /// The dialect file that puts those probes in its tools' terms (`dialects/NAME.toml`, as written,
     /// and what it says); None: its tools are Claude Code's own.
     pub translation: Option<(String, Arc<Dialect>)>,
@@ -84,6 +140,8 @@ pub(crate) struct RawCommand {
     #[serde(default)]
     dialect: Option<Spanned<String>>,
     #[serde(default)]
+    install: Option<Spanned<RawInstall>>,
+    #[serde(default)]
     home_files: BTreeMap<Spanned<String>, Spanned<String>>,
     #[serde(default)]
     cwd_files: BTreeMap<Spanned<String>, Spanned<String>>,
@@ -109,9 +167,15 @@ pub(crate) fn check(
     let hint_placeholders = || {
         Some(format!("placeholders: {}", PLACEHOLDERS.iter().map(|p| format!("{{{p}}}")).collect::<Vec<_>>().join(" ")))
     };
+    let has_install = raw.install.is_some();
     let known = |s: &Spanned<String>| -> Result<(), Problem> {
         match unknown_placeholder(s.get_ref()) {
             Some(p) => Err((s.span().start, format!("unknown placeholder {{{p}}}"), hint_placeholders())),
+            None if !has_install && (s.get_ref().contains("{install}") || s.get_ref().contains("{program}")) => Err((
+                s.span().start,
+                "{install} and {program} name a pinned install, and this subject has none".into(),
+                Some("install = { npm = \"PACKAGE@VERSION\", program = \"node_modules/…/bin/x\" }".into()),
+            )),
             None => Ok(()),
         }
     };
@@ -163,6 +227,10 @@ pub(crate) fn check(
         }
     }
     let [home_files, cwd_files] = files;
+    let install = match raw.install {
+        None => None,
+        Some(i) => Some(install_of(i.into_inner(), &known)?),
+    };
     Ok(CommandSpec {
         command: raw.command.get_ref().iter().map(|a| a.get_ref().clone()).collect(),
         env: raw.env.iter().map(|(k, v)| (k.clone(), v.get_ref().clone())).collect(),
@@ -174,10 +242,62 @@ pub(crate) fn check(
             }
         }),
         translation,
+        install,
         home_files,
         cwd_files,
         project: project.to_path_buf(),
         place: place(name.span().start),
+    })
+}
+
+/// Checks an `install` table: `npm = "PACKAGE@VERSION"` with an exact version, a program path inside the
+/// install, placeholders of `prepare` known.
+fn install_of(raw: RawInstall, known: &dyn Fn(&Spanned<String>) -> Result<(), Problem>) -> Result<Install, Problem> {
+    let spec = raw.npm.get_ref();
+    let at = raw.npm.span().start;
+    let bad =
+        |why: String| (at, why, Some("npm = \"@github/copilot@1.0.102\": a package and its exact version".into()));
+    let (package, version) = match spec.rfind('@') {
+        Some(i) if i > 0 => (&spec[..i], &spec[i + 1..]),
+        _ => return Err(bad(format!("{spec:?} names no version"))),
+    };
+    let version =
+        semver::Version::parse(version).map_err(|e| bad(format!("{version:?} is not an exact version ({e})")))?;
+    let valid = |c: char| c.is_ascii_alphanumeric() || "@/._-".contains(c);
+    if package.is_empty() || !package.chars().all(valid) || package.contains("..") {
+        return Err(bad(format!("{package:?} is not an npm package name")));
+    }
+    let program = Path::new(raw.program.get_ref());
+    let inside =
+        !program.as_os_str().is_empty() && program.components().all(|c| matches!(c, std::path::Component::Normal(_)));
+    if !inside {
+        return Err((
+            raw.program.span().start,
+            format!("{:?} is not a path inside the install", raw.program.get_ref()),
+            Some("relative to the install directory: node_modules/PACKAGE/bin/PROGRAM".into()),
+        ));
+    }
+    for a in raw.prepare.iter().chain(raw.prepare_env.values()) {
+        known(a)?;
+    }
+    // one cache directory per package, shared by the projects that pin it
+    let dir: &'static str = Box::leak(format!("npm/{}", package.replace('/', "+")).into_boxed_str());
+    let kind: &'static crate::versions::Kind = Box::leak(Box::new(crate::versions::Kind {
+        dir,
+        package: Box::leak(package.to_string().into_boxed_str()),
+        program: Box::leak(raw.program.get_ref().clone().into_boxed_str()),
+        version_line: Box::leak(raw.version_line.clone().unwrap_or_else(|| "{v}".into()).into_boxed_str()),
+        install_size: crate::versions::DEFAULT_INSTALL_SIZE,
+        claude_code: false,
+    }));
+    Ok(Install {
+        package: package.to_string(),
+        version,
+        program: raw.program.get_ref().clone(),
+        version_line: kind.version_line.to_string(),
+        prepare: raw.prepare.iter().map(|a| a.get_ref().clone()).collect(),
+        prepare_env: raw.prepare_env.iter().map(|(k, v)| (k.clone(), v.get_ref().clone())).collect(),
+        kind,
     })
 }
 
@@ -196,6 +316,48 @@ fn dialect_file(name: &str, rel: &str, project: &Path) -> Result<Dialect, String
         return Err(format!("dialect file {rel}: agent = {:?}, but it is the dialect of subject {name:?}", d.agent));
     }
     Ok(d)
+}
+
+/// Runs an install's `prepare` step once: under an exclusive lock beside the cache's own, skipped when
+/// its marker (`.probelab-prepared` in the install) says it ran; the step runs in the install directory
+/// with a scratch HOME and TMPDIR, no key of the lab's environment, killed at [`PREPARE_DEADLINE`].
+fn prepare_once(inst: &Install, dir: &Path, program: &Path, locks: &Path) -> Result<(), String> {
+    if inst.prepare.is_empty() {
+        return Ok(());
+    }
+    let marker = dir.join(".probelab-prepared");
+    if marker.is_file() {
+        return Ok(());
+    }
+    std::fs::create_dir_all(locks).map_err(|e| format!("{}: {e}", locks.display()))?;
+    let lock_path = locks.join(format!("{}.prepare.lock", inst.version));
+    let lock = std::fs::File::create(&lock_path).map_err(|e| format!("{}: {e}", lock_path.display()))?;
+    lock.lock().map_err(|e| format!("lock {}: {e}", lock_path.display()))?;
+    if marker.is_file() {
+        return Ok(());
+    }
+    let values: BTreeMap<&str, String> =
+        [("install", dir.display().to_string()), ("program", program.display().to_string())].into_iter().collect();
+    let argv: Vec<String> = inst.prepare.iter().map(|a| resolve(a, &values)).collect();
+    let scratch = tempfile::tempdir().map_err(|e| format!("a scratch HOME for prepare: {e}"))?;
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let own: Vec<(String, std::ffi::OsString)> =
+        inst.prepare_env.iter().map(|(k, v)| (k.clone(), resolve(v, &values).into())).collect();
+    let mut env: Vec<(&str, &std::ffi::OsStr)> = vec![
+        ("PATH", &path),
+        ("LANG", "C.UTF-8".as_ref()),
+        ("HOME", scratch.path().as_os_str()),
+        ("TMPDIR", scratch.path().as_os_str()),
+    ];
+    env.extend(own.iter().map(|(k, v)| (k.as_str(), v.as_os_str())));
+    let args: Vec<&std::ffi::OsStr> = argv[1..].iter().map(|a| a.as_ref()).collect();
+    let ran = crate::versions::run_captured(argv[0].as_ref(), &args, dir, PREPARE_DEADLINE, Some(&env))
+        .map_err(|e| format!("prepare {:?} could not start: {e}", argv[0]))?;
+    if let Err(status) = ran.status {
+        let last = ran.stderr.lines().last().unwrap_or_default().to_string();
+        return Err(format!("prepare {argv:?} failed ({status}): {last}"));
+    }
+    std::fs::write(&marker, format!("{argv:?}\n")).map_err(|e| format!("{}: {e}", marker.display()))
 }
 
 /// The first `{word}` in `s` that is not a placeholder (JSON braces, `{ "a": 1 }`, are not words).
@@ -238,17 +400,44 @@ pub fn resolve(s: &str, values: &BTreeMap<&str, String>) -> String {
     out
 }
 
-/// A command subject, set up (nothing to install: the program is the user's).
-#[derive(Debug, Clone)]
+/// A command subject, set up: the user's program, or its pinned install held.
+#[derive(Debug)]
 pub struct Command {
     id: SubjectId,
     spec: Arc<CommandSpec>,
+    installed: Option<Installed>,
+}
+
+/// A command subject's install, held for its runs.
+#[derive(Debug)]
+struct Installed {
+    /// The install directory (`{install}`).
+    dir: PathBuf,
+    /// The program (`{program}`).
+    program: PathBuf,
+    /// The program's SHA-256.
+    sha256: String,
+    /// Keeps the install from eviction while the subject lives.
+    _lease: crate::versions::Lease,
 }
 
 impl Command {
-    /// The subject `id` runs `spec`.
+    /// The subject `id` runs `spec` (a spec without an install: [`Command::prepare`] installs one).
     pub fn new(id: SubjectId, spec: Arc<CommandSpec>) -> Command {
-        Command { id, spec }
+        Command { id, spec, installed: None }
+    }
+
+    /// The subject `id` runs `spec`, its pinned install (if any) installed or found in the cache and
+    /// prepared.
+    pub fn prepare(id: SubjectId, spec: Arc<CommandSpec>) -> Result<Command, String> {
+        let Some(inst) = &spec.install else { return Ok(Command::new(id, spec)) };
+        let what = format!("subject {}: npm {}@{}", id.name, inst.package, inst.version);
+        let cache = crate::versions::Cache::from_env_of(inst.kind).map_err(|e| format!("{what}: {e}"))?;
+        let got = cache.ensure(&inst.version).map_err(|e| format!("{what}: {e}"))?;
+        let dir = cache.dir().join(inst.version.to_string());
+        prepare_once(inst, &dir, &got.binary, &cache.dir().join(".locks")).map_err(|e| format!("{what}: {e}"))?;
+        let installed = Installed { dir, program: got.binary, sha256: got.sha256, _lease: got.lease };
+        Ok(Command { id, spec, installed: Some(installed) })
     }
 
     /// The command for one conversation: placeholders resolved, files written, a clean environment.
@@ -264,6 +453,11 @@ impl Command {
             ("project", self.spec.project.display().to_string()),
         ]
         .into_iter()
+        .chain(
+            self.installed
+                .iter()
+                .flat_map(|i| [("install", i.dir.display().to_string()), ("program", i.program.display().to_string())]),
+        )
         .collect();
         for (dir, files) in [(&sb.home, &self.spec.home_files), (&sb.cwd, &self.spec.cwd_files)] {
             for (rel, template) in files {
@@ -290,6 +484,7 @@ impl Command {
         // the project (its program, `{project}/agent.py`) visible read-only, wherever it is (under /tmp)
         let confine = c.confine.clone().map(|mut cf| {
             cf.visible.push(self.spec.project.clone());
+            cf.visible.extend(self.installed.iter().map(|i| i.dir.clone()));
             cf
         });
         let base: probelab_runtime::confine::Env = vec![
@@ -310,7 +505,17 @@ impl Subject for Command {
     }
 
     fn description(&self) -> String {
-        format!("subject {}, {}", self.id.name, self.spec.about())
+        match (&self.spec.install, &self.installed) {
+            (Some(inst), Some(i)) => format!(
+                "subject {}, npm {}@{} (program sha256 {}), {}",
+                self.id.name,
+                inst.package,
+                inst.version,
+                i.sha256,
+                self.spec.about()
+            ),
+            _ => format!("subject {}, {}", self.id.name, self.spec.about()),
+        }
     }
 
     fn adjust_script(&self, _probe: &crate::probe::Probe, script: &mut stub_messages::Script) {

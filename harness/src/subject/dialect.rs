@@ -299,12 +299,14 @@ pub fn report(d: &Dialect, origin: &str, tools: &[Value], called: &[String]) -> 
     let maps: Vec<String> = d.tools.iter().map(|(cc, t)| format!("{cc} → {}", t.name)).collect();
     out.push_str(&format!("maps ({}): {}\n", maps.len(), maps.join(", ")));
     let lacking: Vec<&str> = called.iter().filter(|c| !d.tools.contains_key(*c)).map(String::as_str).collect();
-    out.push_str(&format!(
-        "no counterpart ({} of the {} Claude Code tools the probes call): {}\n",
-        lacking.len(),
-        called.len(),
-        if lacking.is_empty() { "none".to_string() } else { lacking.join(", ") }
-    ));
+    if !called.is_empty() {
+        out.push_str(&format!(
+            "no counterpart ({} of the {} Claude Code tools the probes call): {}\n",
+            lacking.len(),
+            called.len(),
+            if lacking.is_empty() { "none".to_string() } else { lacking.join(", ") }
+        ));
+    }
     let unused: Vec<&str> = names.iter().filter(|n| !d.tools.values().any(|t| t.name == **n)).copied().collect();
     out.push_str(&format!(
         "unused ({} of {}'s tools nothing maps to): {}\n",
@@ -416,6 +418,28 @@ mod tests {
             assert!(tools.len() >= 6, "{agent}: {} tools recorded", tools.len());
             assert_eq!(d.check_against(&tools), Vec::<String>::new(), "{agent}");
         }
+    }
+
+    #[test]
+    fn the_copilot_example_s_dialect_fits_the_tools_copilot_sent() {
+        let dir = format!("{}/../docs/examples/copilot", env!("CARGO_MANIFEST_DIR"));
+        let text = std::fs::read_to_string(format!("{dir}/dialects/copilot.toml")).unwrap_or_else(|e| panic!("{e}"));
+        let d = Dialect::parse("copilot.toml", &text).unwrap_or_else(|e| panic!("{e}"));
+        let tools =
+            std::fs::read_to_string(format!("{dir}/dialects/copilot.tools.json")).unwrap_or_else(|e| panic!("{e}"));
+        let v: Value = serde_json::from_str(&tools).unwrap_or_else(|e| panic!("{e}"));
+        let tools = v["tools"].as_array().cloned().unwrap_or_default();
+        assert_eq!(tools.len(), 17, "Copilot 1.0.102 offline sends 17 tools");
+        assert_eq!(d.check_against(&tools), Vec::<String>::new());
+        assert_eq!(
+            d.refusal("Write", "Path /s/a already exists as a file. Use `view`"),
+            Some("already exists as a file")
+        );
+        let project = std::fs::read_to_string(format!("{dir}/probelab.toml")).unwrap_or_else(|e| panic!("{e}"));
+        let p = crate::project::parse(std::path::Path::new(&format!("{dir}/probelab.toml")), &project)
+            .unwrap_or_else(|e| panic!("{e}"));
+        let c = p.subjects.get("copilot").unwrap_or_else(|| panic!("no copilot subject"));
+        assert_eq!(c.install.as_ref().map(|i| i.version.to_string()), Some("1.0.102".into()));
     }
 
     #[test]

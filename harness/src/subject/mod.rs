@@ -173,7 +173,8 @@ impl Registry {
     pub fn prepare(&self, id: &SubjectId) -> Result<Arc<dyn Subject>, SubjectError> {
         if id.kind == id::COMMAND {
             let spec = self.commands.get(&id.name).ok_or_else(|| SubjectError::UnknownCommand(id.name.clone()))?;
-            return Ok(Arc::new(command::Command::new(id.clone(), spec.clone())));
+            let prepared = command::Command::prepare(id.clone(), spec.clone()).map_err(SubjectError::Setup)?;
+            return Ok(Arc::new(prepared));
         }
         let r = REGISTERED
             .iter()

@@ -789,10 +789,10 @@ fn check_version_output(binary: &Path, version: &Version, kind: &Kind) -> Result
     let ran = run_captured(binary.as_os_str(), &["--version".as_ref()], cwd, VERSION_DEADLINE, Some(&env))
         .map_err(|e| bad(format!("cannot run {} --version: {e}", binary.display())))?;
     let want = kind.version_line.replace("{v}", &version.to_string());
-    // pi prints its version on stderr
+    // pi prints its version on stderr; the first line is the version's (Copilot adds a second)
     let printed = if ran.stdout.trim().is_empty() { ran.stderr.trim() } else { ran.stdout.trim() };
     match ran.status {
-        Ok(()) if printed == want => Ok(()),
+        Ok(()) if printed.lines().next().map(str::trim) == Some(want.as_str()) => Ok(()),
         Ok(()) => Err(bad(format!("`{} --version` printed {printed:?}, not {want:?}", kind.dir))),
         Err(status) => Err(bad(format!(
             "`{} --version` failed ({status}): {}",

@@ -85,6 +85,7 @@ pub use cache::{
 pub use catalogue::{human_age, Catalogue, Freshness, Published, Refresh, FIRST_LINUX_X64, MAX_AGE};
 pub use error::VersionError;
 pub use files::write_atomic as write_file_atomic;
+pub(crate) use npm::run_captured;
 pub use npm::Npm;
 pub use spec::{Item, Selection, Spec};
 

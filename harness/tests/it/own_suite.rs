@@ -667,3 +667,95 @@ fn a_project_declares_a_dialect_and_its_agent_runs_claude_code_s_probes_with_ref
     let table = std::fs::read_to_string(out_dir.join("table.txt")).unwrap_or_else(|e| panic!("{e}"));
     assert!(table.contains("mini mini.write-over: differs — check 1: result 1\n"), "{table}");
 }
+
+#[test]
+fn a_command_subject_pinned_on_npm_is_installed_once_prepared_once_and_named_in_its_golden() {
+    let python = harness::probe::host::python();
+    let bin = python.parent().map(Path::to_path_buf).unwrap_or_default();
+    assert!(bin.join("python3").exists(), "{} has no python3: run scripts/setup", bin.display());
+    let tmp = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let lab = tmp.path().canonicalize().unwrap_or_else(|e| panic!("{e}"));
+    assert!(probelab(&lab, &["init"]).status.success());
+    // the agent npm lays out: its version, its prepare step (a file it needs at every run), then the
+    // agent of the dialect test, which reads that file first
+    let agent = format!(
+        "#!/usr/bin/env python3\nimport os, sys\nif sys.argv[1:] == ['--version']:\n    print('mini-agent 1.2.3'); sys.exit(0)\n\
+         if sys.argv[1:] == ['--prepare']:\n    open(os.environ['MARK'], 'w').write('prepared\\n')\n    \
+         open(os.environ['COUNT'], 'a').write('x\\n'); sys.exit(0)\n\
+         if open(os.environ['PREPARED']).read() != 'prepared\\n':\n    sys.exit(3)\n{OWN_DIALECT_AGENT}"
+    );
+    std::fs::write(lab.join("agent-src.py"), agent).unwrap_or_else(|e| panic!("{e}"));
+    let npm = format!(
+        "#!/bin/sh\necho \"$*\" >> '{lab}/npm-runs'\nprefix=\nwhile [ $# -gt 0 ]; do\n  case \"$1\" in --prefix) prefix=$2; shift;; esac\n  shift\ndone\n\
+         d=\"$prefix/node_modules/mini-agent/bin\"\nmkdir -p \"$d\" && cp '{lab}/agent-src.py' \"$d/agent\" && chmod +x \"$d/agent\"\n",
+        lab = lab.display()
+    );
+    let npm_path = lab.join("fake-npm");
+    std::fs::write(&npm_path, npm).unwrap_or_else(|e| panic!("{e}"));
+    std::process::Command::new("chmod").arg("+x").arg(&npm_path).status().unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(
+        lab.join("probelab.toml"),
+        format!(
+            "[subjects.mini]\n\
+             install = {{ npm = \"mini-agent@1.2.3\", program = \"node_modules/mini-agent/bin/agent\", version_line = \"mini-agent {{v}}\", \
+             prepare = [\"{{program}}\", \"--prepare\"], prepare_env = {{ MARK = \"{{install}}/prepared.txt\", COUNT = \"{}/prepare-runs\" }} }}\n\
+             command = [\"{{program}}\", \"{{prompt}}\"]\n\
+             env = {{ ANTHROPIC_BASE_URL = \"{{base_url}}\", ANTHROPIC_API_KEY = \"sk-test\", PREPARED = \"{{install}}/prepared.txt\" }}\n\
+             dialect = \"dialects/mini.toml\"\n",
+            lab.display()
+        ),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    std::fs::create_dir(lab.join("dialects")).unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(
+        lab.join("dialects/mini.toml"),
+        "agent = \"mini\"\n[tools.Read]\nname = \"view\"\ninput = { file_path = \"path\" }\n",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let probe = "id = \"mini.read\"\nclaims = [\"READ-1\"]\nabout = \"x\"\nsubjects = [\"claude-code\"]\n\
+                 [fixture]\nfiles = { \"a.txt\" = \"alpha\\n\" }\n\
+                 [[turn]]\ntool_use = [{ name = \"Read\", input = { file_path = \"{cwd}/a.txt\" } }]\n[[turn]]\ntext = \"done\"\n\
+                 [[check]]\nresult = 1\nkind = \"semantic\"\ncontains = \"alpha\"\n";
+    std::fs::write(lab.join("probes/read.toml"), probe).unwrap_or_else(|e| panic!("{e}"));
+    let cache = lab.join("cache");
+    // the python with the SDK first on PATH, as `python3` (the agent's `env python3`)
+    let path = std::env::join_paths(
+        std::iter::once(bin.clone()).chain(std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let run = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_probelab"))
+            .args(args)
+            .current_dir(&lab)
+            .env("PATH", &path)
+            .env("PROBELAB_CACHE", &cache)
+            .env("PROBELAB_NPM", &npm_path)
+            .output()
+            .unwrap_or_else(|e| panic!("probelab {args:?}: {e}"))
+    };
+    let out = run(&["run", "--subject", "mini", "--bless"]);
+    assert!(out.status.success(), "{}", said(&out));
+    let out = run(&["run", "--subject", "mini"]);
+    assert!(out.status.success() && said(&out).contains("pass  mini.read"), "{}", said(&out));
+    // installed once into the cache, prepared once, both runs on it
+    let count = |f: &str| std::fs::read_to_string(lab.join(f)).unwrap_or_default().lines().count();
+    assert_eq!((count("npm-runs"), count("prepare-runs")), (1, 1), "npm and prepare ran once each");
+    let install = cache.join("npm/mini-agent/1.2.3");
+    assert!(install.join(".probelab-prepared").is_file() && install.join("prepared.txt").is_file());
+    let program = install.join("node_modules/mini-agent/bin/agent");
+    let sha = {
+        use sha2::Digest;
+        let bytes = std::fs::read(&program).unwrap_or_else(|e| panic!("{e}"));
+        format!("{:x}", sha2::Sha256::digest(&bytes))
+    };
+    let golden = std::fs::read_to_string(lab.join("golden/mini/mini.read.snap")).unwrap_or_else(|e| panic!("{e}"));
+    assert!(
+        golden.contains(&format!("description: subject mini, npm mini-agent@1.2.3 (program sha256 {sha}), ")),
+        "{golden}"
+    );
+    // a program changed in the cache is found at the next use, never run as the pinned one
+    std::fs::write(&program, "#!/bin/sh\necho 'mini-agent 1.2.3'\n").unwrap_or_else(|e| panic!("{e}"));
+    let out = run(&["run", "--subject", "mini"]);
+    assert!(out.status.success(), "repaired and run again: {}", said(&out));
+    assert_eq!(count("npm-runs"), 2, "the changed install was installed again: {}", said(&out));
+}
