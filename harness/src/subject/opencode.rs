@@ -21,6 +21,7 @@ pub static PACKAGE: crate::versions::Kind = crate::versions::Kind {
     // 1.18.33 with its two linux-x64 platform packages (x64 and x64-baseline): 370 MB, measured
     install_size: 380_000_000,
     claude_code: false,
+    also: &[],
 };
 
 /// The agent.

@@ -21,6 +21,7 @@ pub static PACKAGE: crate::versions::Kind = crate::versions::Kind {
     // 0.73.1 with its 188 dependencies: 204 MB, measured
     install_size: 215_000_000,
     claude_code: false,
+    also: &[],
 };
 
 /// The agent.

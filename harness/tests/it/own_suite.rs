@@ -682,12 +682,14 @@ fn a_command_subject_pinned_on_npm_is_installed_once_prepared_once_and_named_in_
         "#!/usr/bin/env python3\nimport os, sys\nif sys.argv[1:] == ['--version']:\n    print('mini-agent 1.2.3'); sys.exit(0)\n\
          if sys.argv[1:] == ['--prepare']:\n    open(os.environ['MARK'], 'w').write('prepared\\n')\n    \
          open(os.environ['COUNT'], 'a').write('x\\n'); sys.exit(0)\n\
-         if open(os.environ['PREPARED']).read() != 'prepared\\n':\n    sys.exit(3)\n{OWN_DIALECT_AGENT}"
+         if open(os.environ['PREPARED']).read() != 'prepared\\n':\n    sys.exit(3)\n\
+         import shutil\nif not shutil.which('mini-helper'):\n    sys.exit(4)\n{OWN_DIALECT_AGENT}"
     );
     std::fs::write(lab.join("agent-src.py"), agent).unwrap_or_else(|e| panic!("{e}"));
     let npm = format!(
-        "#!/bin/sh\necho \"$*\" >> '{lab}/npm-runs'\nprefix=\nwhile [ $# -gt 0 ]; do\n  case \"$1\" in --prefix) prefix=$2; shift;; esac\n  shift\ndone\n\
-         d=\"$prefix/node_modules/mini-agent/bin\"\nmkdir -p \"$d\" && cp '{lab}/agent-src.py' \"$d/agent\" && chmod +x \"$d/agent\"\n",
+        "#!/bin/sh\necho \"$*\" >> '{lab}/npm-runs'\nall=\"$*\"\nprefix=\nwhile [ $# -gt 0 ]; do\n  case \"$1\" in --prefix) prefix=$2; shift;; esac\n  shift\ndone\n\
+         d=\"$prefix/node_modules/mini-agent/bin\"\nmkdir -p \"$d\" && cp '{lab}/agent-src.py' \"$d/agent\" && chmod +x \"$d/agent\"\n\
+         case \"$all\" in *helper-pkg@0.1.0*) mkdir -p \"$prefix/node_modules/.bin\" && printf '#!/bin/sh\\necho ok\\n' > \"$prefix/node_modules/.bin/mini-helper\" && chmod +x \"$prefix/node_modules/.bin/mini-helper\";; esac\n",
         lab = lab.display()
     );
     let npm_path = lab.join("fake-npm");
@@ -697,7 +699,7 @@ fn a_command_subject_pinned_on_npm_is_installed_once_prepared_once_and_named_in_
         lab.join("probelab.toml"),
         format!(
             "[subjects.mini]\n\
-             install = {{ npm = \"mini-agent@1.2.3\", program = \"node_modules/mini-agent/bin/agent\", version_line = \"mini-agent {{v}}\", \
+             install = {{ npm = \"mini-agent@1.2.3\", also = [\"helper-pkg@0.1.0\"], program = \"node_modules/mini-agent/bin/agent\", version_line = \"mini-agent {{v}}\", \
              prepare = [\"{{program}}\", \"--prepare\"], prepare_env = {{ MARK = \"{{install}}/prepared.txt\", COUNT = \"{}/prepare-runs\" }} }}\n\
              command = [\"{{program}}\", \"{{prompt}}\"]\n\
              env = {{ ANTHROPIC_BASE_URL = \"{{base_url}}\", ANTHROPIC_API_KEY = \"sk-test\", PREPARED = \"{{install}}/prepared.txt\" }}\n\
@@ -740,6 +742,9 @@ fn a_command_subject_pinned_on_npm_is_installed_once_prepared_once_and_named_in_
     // installed once into the cache, prepared once, both runs on it
     let count = |f: &str| std::fs::read_to_string(lab.join(f)).unwrap_or_default().lines().count();
     assert_eq!((count("npm-runs"), count("prepare-runs")), (1, 1), "npm and prepare ran once each");
+    // the package beside it in the same install, its program first on the agent's PATH (else exit 4)
+    let npm_args = std::fs::read_to_string(lab.join("npm-runs")).unwrap_or_default();
+    assert!(npm_args.contains("mini-agent@1.2.3 helper-pkg@0.1.0"), "{npm_args}");
     let install = cache.join("npm/mini-agent/1.2.3");
     assert!(install.join(".probelab-prepared").is_file() && install.join("prepared.txt").is_file());
     let program = install.join("node_modules/mini-agent/bin/agent");
