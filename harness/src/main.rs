@@ -92,6 +92,13 @@ enum Command {
         /// The report as JSON on stdout.
         #[arg(long)]
         json: bool,
+        /// Also write the record its release page shows (docs/discover/releases/B.json: the stable
+        /// differences in words) and regenerate the release pages.
+        #[arg(long)]
+        publish: bool,
+        /// Take the report an exploration already wrote in --out (report.json) instead of exploring.
+        #[arg(long)]
+        reuse: bool,
     },
     /// Semantic diff of two golden sets: directories, or subject names (their golden/<subject>).
     Diff {
@@ -286,8 +293,9 @@ fn main() -> ExitCode {
         Command::Dialect { what: DialectCommand::Check { name, tools, record } } => {
             supervised(|| finish("probelab dialect check", dialect_check(p, &name, tools, record)))
         }
-        Command::Discover { a, b, seed, sessions, out, no_minimise, json } => {
-            supervised(|| finish("probelab discover", discover(p, &a, &b, seed, sessions, out, !no_minimise, json)))
+        Command::Discover { a, b, seed, sessions, out, no_minimise, json, publish, reuse } => {
+            let args = DiscoverArgs { seed, sessions, out, minimise: !no_minimise, json, publish, reuse };
+            supervised(|| finish("probelab discover", discover(p, &a, &b, args)))
         }
         Command::Observatory(c) => c.run(p, &p.layout(engine())),
     }
@@ -297,17 +305,20 @@ fn main() -> ExitCode {
 /// 1 when no session could be compared (every run broke) or a release cannot be installed, 2 on a usage
 /// error.
 #[allow(clippy::too_many_arguments)]
-fn discover(
-    project: &Project,
-    a: &str,
-    b: &str,
+/// `probelab discover`'s options.
+struct DiscoverArgs {
     seed: Option<String>,
     sessions: Option<usize>,
     out: Option<PathBuf>,
     minimise: bool,
     json: bool,
-) -> Outcome {
+    publish: bool,
+    reuse: bool,
+}
+
+fn discover(project: &Project, a: &str, b: &str, args: DiscoverArgs) -> Outcome {
     use harness::discover;
+    let DiscoverArgs { seed, sessions, out, minimise, json, publish, reuse } = args;
     let seed = match seed {
         None => discover::DEFAULT_SEED,
         Some(s) => {
@@ -328,15 +339,56 @@ fn discover(
     let out = out.unwrap_or_else(|| project.out.join("discover").join(format!("{a}-{b}")));
     let opts =
         discover::Options { seed, sessions: sessions.unwrap_or(discover::DEFAULT_SESSIONS).max(1), out, minimise };
-    let ca = harness::subject::claude_code::install(a).failed()?;
-    let cb = harness::subject::claude_code::install(b).failed()?;
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .context("cannot start the runtime")
-        .failed()?;
     let layout = project.layout(engine());
-    let mut report = rt.block_on(discover::explore(&ca, &cb, &opts, &layout, &|m| eprintln!("discover: {m}")));
+    let docs = harness::observatory::watch::Docs::under(&project.root);
+    if publish {
+        // a page compares a release with the one before it in the matrix: only that pair is its record
+        let cells = harness::observatory::read_cells(std::slice::from_ref(&docs.cells)).usage()?;
+        let m = harness::observatory::report::Matrix::from_cells(&cells).map_err(|e| Failure::msg(2, e))?;
+        let before = m.versions.iter().position(|v| v == b).and_then(|i| i.checked_sub(1)).map(|i| &m.versions[i]);
+        if before.map(String::as_str) != Some(a) {
+            return Err(Failure::msg(
+                2,
+                format!(
+                    "--publish: {b}'s page compares it with {}; publish the exploration of that pair",
+                    before.map_or_else(
+                        || "no measured release (it is not in the committed matrix)".to_string(),
+                        |v| v.clone()
+                    )
+                ),
+            ));
+        }
+    }
+    let mut report = if reuse {
+        // an exploration already made (scripts/discover-all's pass): its report, never a run
+        let path = opts.out.join("report.json");
+        let bytes = std::fs::read(&path).with_context(|| format!("--reuse: {}", path.display())).usage()?;
+        let r: discover::Report =
+            serde_json::from_slice(&bytes).with_context(|| format!("--reuse: {}", path.display())).usage()?;
+        if (r.a.as_str(), r.b.as_str()) != (a, b) {
+            return Err(Failure::msg(
+                2,
+                format!("--reuse: {} explored {} → {}, not {a} → {b}", path.display(), r.a, r.b),
+            ));
+        }
+        r
+    } else {
+        let ca = harness::subject::claude_code::install(a).failed()?;
+        let cb = harness::subject::claude_code::install(b).failed()?;
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()
+            .context("cannot start the runtime")
+            .failed()?;
+        rt.block_on(discover::explore(&ca, &cb, &opts, &layout, &|m| eprintln!("discover: {m}")))
+    };
+    if publish {
+        let written =
+            discover::write_published(&docs.explored, &discover::published(&report)).map_err(|e| Failure::msg(1, e))?;
+        let probes = load_probes(project, std::slice::from_ref(&project.probes)).usage()?;
+        harness::observatory::watch::republish_page(&docs, &layout, &probes, b).map_err(|e| Failure::msg(1, e))?;
+        eprintln!("discover: wrote {} and docs/changes/{b}.md", project.show(&written));
+    }
     let known = project.root.join("docs/discover/known-changes.toml");
     if known.is_file() {
         report.recall = discover::recall(&report, &discover::known_changes(&known).map_err(|e| Failure::msg(2, e))?);

@@ -57,7 +57,7 @@ pub struct Options {
 }
 
 /// The kind of a difference.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Kind {
     /// A tool result (text or `is_error`).
@@ -69,7 +69,7 @@ pub enum Kind {
 }
 
 /// One difference found.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct Finding {
     /// Its kind.
     pub kind: Kind,
@@ -92,7 +92,7 @@ pub struct Finding {
 }
 
 /// A minimised difference, written as a candidate probe.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct Candidate {
     /// The probe file written.
     pub file: PathBuf,
@@ -137,7 +137,7 @@ pub fn known_changes(path: &Path) -> Result<Vec<KnownChange>, String> {
 }
 
 /// Whether an exploration found a known change.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct Recall {
     /// The change.
     pub change: KnownChange,
@@ -170,7 +170,7 @@ pub fn recall(r: &Report, known: &[KnownChange]) -> Vec<Recall> {
 }
 
 /// What an exploration found.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct Report {
     /// The older release.
     pub a: String,
@@ -206,6 +206,116 @@ pub struct Report {
     pub runs: usize,
     /// Wall time.
     pub seconds: f64,
+}
+
+/// The committed record of a release's exploration against the release before it
+/// (`docs/discover/releases/<B>.json`): what its page says under "Found by exploration" — the stable
+/// differences in words (each once), the noise and broken sessions counted, what was run. Made from a
+/// [`Report`] ([`published`]); the release pages are made from it, so it is data, not a page.
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+pub struct Published {
+    /// The older release.
+    pub a: String,
+    /// The newer release (the record's name).
+    pub b: String,
+    /// The generator's seed.
+    pub seed: u64,
+    /// Sessions run (each on both sides, twice).
+    pub sessions: usize,
+    /// Calls in them.
+    pub calls: usize,
+    /// Wall time of the exploration, whole seconds.
+    pub seconds: u64,
+    /// The stable differences, in words, each once: (kind, statement).
+    pub stable: Vec<(Kind, String)>,
+    /// Differences between two runs of one side (not counted as changes).
+    pub noise: usize,
+    /// Sessions that broke on a side.
+    pub broken: usize,
+}
+
+/// The record of an exploration ([`Published`]).
+pub fn published(r: &Report) -> Published {
+    let mut stable: Vec<(Kind, String)> = Vec::new();
+    for f in &r.stable {
+        let said = (f.kind, statement(f, &r.a, &r.b));
+        if !stable.contains(&said) {
+            stable.push(said);
+        }
+    }
+    Published {
+        a: r.a.clone(),
+        b: r.b.clone(),
+        seed: r.seed,
+        sessions: r.sessions,
+        calls: r.calls,
+        seconds: r.seconds.round() as u64,
+        stable,
+        noise: r.noise.len(),
+        broken: r.broken.len(),
+    }
+}
+
+/// Where the records are: `docs/discover/releases` under a project root.
+pub fn published_dir(root: &Path) -> PathBuf {
+    root.join("docs").join("discover").join("releases")
+}
+
+/// The records under `dir`, by the newer release (none: an empty map; a record that does not read is
+/// an error naming it).
+pub fn read_published(dir: &Path) -> Result<BTreeMap<String, Published>, String> {
+    let mut out = BTreeMap::new();
+    let Ok(entries) = std::fs::read_dir(dir) else { return Ok(out) };
+    for e in entries.flatten() {
+        let path = e.path();
+        if path.extension().and_then(|x| x.to_str()) != Some("json") {
+            continue;
+        }
+        let bytes = crate::safe_fs::read_capped(&path, 4 << 20).map_err(|e| format!("{}: {e}", path.display()))?;
+        let p: Published = serde_json::from_slice(&bytes).map_err(|e| format!("{}: {e}", path.display()))?;
+        out.insert(p.b.clone(), p);
+    }
+    Ok(out)
+}
+
+/// Writes a record as `dir/<b>.json`.
+pub fn write_published(dir: &Path, p: &Published) -> Result<PathBuf, String> {
+    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let path = dir.join(format!("{}.json", p.b));
+    let text = serde_json::to_string_pretty(p).map_err(|e| e.to_string())? + "\n";
+    crate::versions::write_file_atomic(&path, text.as_bytes()).map_err(|e| e.to_string())?;
+    Ok(path)
+}
+
+/// The "Found by exploration" section of release `version`'s page (empty without a record that found
+/// something stable).
+pub fn page_section(p: &Published) -> String {
+    if p.stable.is_empty() {
+        return String::new();
+    }
+    let mut out = format!(
+        "\n## Found by exploration\n\n`probelab discover {} {}` ran {} generated sessions ({} tool calls) on both \
+         releases, each side twice, in {} s: {} stable difference(s) on the same sessions, in words below \
+         (found without a probe: where a probe sees the same change, the sections above say it too; each \
+         is a candidate probe); {} difference(s) between two runs of one side were noise{}.\n\n",
+        p.a,
+        p.b,
+        p.sessions,
+        p.calls,
+        p.seconds,
+        p.stable.len(),
+        p.noise,
+        if p.broken > 0 { format!(", {} session(s) broke (no evidence from them)", p.broken) } else { String::new() }
+    );
+    for (kind, said) in &p.stable {
+        let kind = match kind {
+            Kind::Result => "result",
+            Kind::File => "file",
+            Kind::Request => "request",
+        };
+        out.push_str(&format!("- {kind}: {}\n", said.replace('\n', " ")));
+    }
+    out
 }
 
 /// A run of one side: its calls' outcomes, files (normalised), the first request's parts.
@@ -747,7 +857,22 @@ pub fn statement(f: &Finding, a: &str, b: &str) -> String {
         }
     }
     let at = l.iter().zip(&r).position(|(x, y)| x != y).unwrap_or(l.len().min(r.len()));
-    let cut = |s: Option<&&str>| s.map_or("(nothing)".to_string(), |s| s.chars().take(120).collect());
+    // each side from a little before where the two lines part (a long line's change is seldom in its
+    // first 120 characters: Read's added sentence comes after the whole refusal)
+    let from = match (l.get(at), r.get(at)) {
+        (Some(x), Some(y)) => x.chars().zip(y.chars()).take_while(|(p, q)| p == q).count().saturating_sub(40),
+        _ => 0,
+    };
+    let cut = |s: Option<&&str>| {
+        s.map_or("(nothing)".to_string(), |s| {
+            let shown: String = s.chars().skip(from).take(120).collect();
+            if from > 0 {
+                format!("…{shown}")
+            } else {
+                shown
+            }
+        })
+    };
     format!(
         "{} ({}) differs from {a} to {b}: line {} {a}: {:?}; {b}: {:?}",
         f.what,

@@ -81,6 +81,10 @@ pub enum Command {
         /// Cells of one version run side by side, at most this many (default: twice the cores).
         #[arg(short = 'j', long)]
         jobs: Option<usize>,
+        /// Generated sessions exploring each new release against the one before it (each side run
+        /// twice; ~25 s a session on 2 cores); what they find goes on the release's page. 0: none.
+        #[arg(long, default_value_t = 2)]
+        explore: usize,
     },
     /// One probe's change between two versions: the changed words of each tool result, then every layer
     /// (a version without a committed golden of the probe is run now).
@@ -205,7 +209,7 @@ impl Command {
             Command::Bundle { probe, a, b, out } => at.bundle(&probe, &a, &b, out),
             Command::Changes { version, write } => at.changes(&version, write),
             Command::History { topic, since, json } => at.history(&topic, since.as_deref(), json),
-            Command::Watch { json, jobs } => at.watch(json, jobs),
+            Command::Watch { json, jobs, explore } => at.watch(json, jobs, explore),
             Command::Matrix { versions, paths, out, bless, fresh, jobs, json, html, publish, bisect } => {
                 let m = MatrixArgs { versions, paths, out, bless, fresh, jobs, json, html, publish, bisect };
                 at.matrix(m)
@@ -380,7 +384,7 @@ impl At<'_> {
 
     /// `probelab watch [--json] [-j N]`: 0 nothing new (or no change), 1 changes found, 2 error, 3 a probe
     /// needs repair on a new release (a broken run; over 1: the repair comes first).
-    fn watch(&self, json: bool, jobs: Option<usize>) -> Outcome {
+    fn watch(&self, json: bool, jobs: Option<usize>, explore: usize) -> Outcome {
         let probes = self.probes(&[])?;
         let jobs = jobs.unwrap_or_else(super::default_jobs);
         let mut progress = Progress::new(0);
@@ -389,7 +393,7 @@ impl At<'_> {
         let work = self.project.out.join("watch");
         let npm = Npm::from_env();
         let (root, layout) = (&self.project.root, self.layout);
-        let setup = super::watch::Setup { root, probes: &probes, layout, work: &work, jobs, npm: &npm };
+        let setup = super::watch::Setup { root, probes: &probes, layout, work: &work, jobs, npm: &npm, explore };
         let w = match self.rt.block_on(super::watch::watch(setup, &mut print, &mut say)) {
             // CI reading `--json` gets the error as an object too (and exit 2)
             Err(e) if json => {
@@ -578,6 +582,9 @@ fn print_watch(w: &super::watch::Watched) {
     }
     for (v, claim, why) in &w.unobserved {
         println!("{v}: claim {claim} no longer observed ({why})");
+    }
+    for (v, stable, noise, secs) in &w.explored {
+        println!("{v}: exploration found {stable} stable difference(s) no probe looks at ({noise} noise, {secs} s)");
     }
     for p in &w.pages {
         println!("wrote {}", p.display());
