@@ -299,7 +299,8 @@ impl At<'_> {
         let claims: Vec<String> =
             crate::claims::all().into_iter().map(|c| c.id).chain(self.project.known().claims).collect();
         let topic = super::history::topic(name, &claims, &tools).map_err(|e| Failure::msg(2, e))?;
-        let entries = super::history::history(&probes, self.layout, &m, &topic, since).text().usage()?;
+        let explored = crate::discover::read_published(&docs.explored).text().usage()?;
+        let entries = super::history::history(&probes, self.layout, &m, &topic, since, &explored).text().usage()?;
         if json {
             let body = serde_json::json!({"topic": topic.to_string(), "versions": m.versions, "entries": entries});
             println!("{}", serde_json::to_string_pretty(&body).unwrap_or_default());

@@ -10,7 +10,9 @@
 //!   that tool's results (and the files the checks read) that changed;
 //! - **budget**: a limit of the tool (the budget itself, the budgets a claim's probes measure) took
 //!   another value ([`super::budgets::changes`]);
-//! - **coverage** (a claim): no probe observed it on a release, or observed it again.
+//! - **coverage** (a claim): no probe observed it on a release, or observed it again;
+//! - **exploration** (a tool): what `probelab discover` found in the tool's results or interface on the
+//!   generated sessions, from the published records (docs/discover/releases).
 //!
 //! A topic is a claim id of the catalogue (`READ-1`), a budget's name or a unique part of one
 //! (`Read: token ceiling`, `token ceiling`), a tool's name as Claude Code offers it (`Read`, any case),
@@ -167,6 +169,7 @@ pub fn history(
     m: &Matrix,
     topic: &Topic,
     since: Option<&str>,
+    explored: &std::collections::BTreeMap<String, crate::discover::Published>,
 ) -> Result<Vec<Entry>, String> {
     use crate::transcript::diff::{diff_dirs_with, unordered_ids, SetDiff};
     let golden = &layout.golden;
@@ -278,6 +281,16 @@ pub fn history(
             if budget_about(name, topic, probes) {
                 let probe = super::budgets::BUDGETS.iter().find(|b| b.name == *name).map(|b| b.probe).unwrap_or("");
                 out.push(entry("budget", format!("{name}: {old} → {new} (measured by {probe})"), Vec::new()));
+            }
+        }
+        // what the release's exploration found of the tool (its results, its interface)
+        if let (Topic::Tool(tool), Some(rec)) = (topic, explored.get(version).filter(|r| &r.a == previous)) {
+            let own = |said: &str| {
+                said.starts_with(&format!("{tool} (")) || said.starts_with(&format!("interface of {tool} "))
+            };
+            for (kind, said) in rec.stable.iter().filter(|(_, said)| own(said)) {
+                let kind = format!("{kind:?}").to_lowercase();
+                out.push(entry("exploration", format!("{kind}: {said}"), Vec::new()));
             }
         }
         // coverage of a claim
