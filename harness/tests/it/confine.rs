@@ -363,7 +363,16 @@ fn scripts_without_hides_what_it_is_told_and_refuses_a_bad_command_line() {
     assert_eq!(without(&["sh", "--", "/bin/bash", "-c", "command -v sh"]).0, Some(1));
     let (code, said) = without(&["sh", "--", "/bin/bash", "-c", "command -v ls"]);
     assert_eq!(code, Some(0), "{said}");
-    assert!(said.contains("/target/without-"), "ls comes from the link farm under target/: {said}");
+    let farm = harness::versions::cache_root().join("without-");
+    assert!(said.contains(&farm.display().to_string()), "ls comes from the link farm in the cache: {said}");
+    // the farm goes with the command
+    let left: Vec<_> = std::fs::read_dir(harness::versions::cache_root())
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| said.trim().starts_with(&e.path().display().to_string()))
+        .collect();
+    assert!(left.is_empty(), "the link farm was left: {left:?}");
     assert_eq!(without(&["sh"]).0, Some(2));
     assert_eq!(without(&["--", "true"]).0, Some(2));
 }
