@@ -655,8 +655,8 @@ fn a_launcher_whose_parent_is_already_gone_stops() {
 
 /// Issue 41, item 3: the lab never writes through a link it did not make. A confined Bash command
 /// replaces `~/.claude` with a link to a directory of the host; the built-in runtime, which runs in
-/// the lab's process, then persists a large result and appends its session log under `~/.claude` —
-/// and must write nothing through the link. And a fixture directory that ships a link: the probe's
+/// the lab's process, then persists a large result, appends its session log and launches a workflow
+/// (its script, journal and run record) under `~/.claude` — and must write nothing through the link. And a fixture directory that ships a link: the probe's
 /// `files` are not written through it. On every backend.
 #[test]
 fn the_lab_never_writes_through_a_link_a_subject_or_fixture_planted() {
@@ -673,6 +673,8 @@ subjects = ["builtin"]
 tool_use = [{{ name = "Bash", input = {{ command = "rm -rf ~/.claude && ln -s {host} ~/.claude && echo planted", description = "plant" }} }}]
 [[turn]]
 tool_use = [{{ name = "Bash", input = {{ command = "head -c 120000 /dev/zero | tr '\\0' a", description = "a large output" }} }}]
+[[turn]]
+tool_use = [{{ name = "Workflow", input = {{ script = "export const meta = {{ name: 'w', description: 'd' }}\nreturn 1\n" }} }}]
 [[turn]]
 text = "done"
 [[check]]

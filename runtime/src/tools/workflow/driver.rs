@@ -44,9 +44,9 @@ pub(super) struct Paths {
     pub(super) transcript_dir: PathBuf,
 }
 
-/// Writes the run record.
-pub(super) fn write_record(path: &Path, record: &Value) -> std::io::Result<()> {
-    std::fs::write(path, record.to_string())
+/// Writes the run record (under the sandbox roots, no link followed: [`crate::nofollow`]).
+pub(super) fn write_record(roots: &[PathBuf], path: &Path, record: &Value) -> std::io::Result<()> {
+    crate::nofollow::write(roots, path, record.to_string().as_bytes())
 }
 
 /// A run in progress.
@@ -177,9 +177,10 @@ async fn answer(job: &Job, p: &mut Progress, prompt: &str, opts: &Value) -> Resu
     let (started_at, clock) = (epoch_ms(), std::time::Instant::now());
     match agent_tool::run_subagent(&job.ctx, &WORKFLOW_AGENT, prompt, model, &dir).await {
         Ok(run) => {
-            let _ = std::fs::write(
-                dir.join(format!("agent-{}.meta.json", run.id)),
-                json!({"agentType": WORKFLOW_AGENT.name, "spawnDepth": 1}).to_string(),
+            let _ = crate::nofollow::write(
+                &job.ctx.roots,
+                &dir.join(format!("agent-{}.meta.json", run.id)),
+                json!({"agentType": WORKFLOW_AGENT.name, "spawnDepth": 1}).to_string().as_bytes(),
             );
             p.journal.append(&json!({"type": "started", "key": key, "agentId": run.id}));
             let result = if opts.get("schema").is_some_and(|s| s.is_object()) {
@@ -221,11 +222,11 @@ async fn answer(job: &Job, p: &mut Progress, prompt: &str, opts: &Value) -> Resu
 
 /// The run's journal, and the failure to report when there is one that cannot be read: the run goes on
 /// with every call live (as a first run would).
-fn journal_of(dir: &Path) -> (Journal, Option<String>) {
+fn journal_of(roots: &[PathBuf], dir: &Path) -> (Journal, Option<String>) {
     match Journal::load(dir) {
-        Ok(j) => (j, None),
+        Ok(j) => (j.within(roots), None),
         Err(e) => (
-            Journal::empty(dir),
+            Journal::empty(dir).within(roots),
             Some(format!("the journal in {} could not be read ({e}): every agent() call ran live", dir.display())),
         ),
     }
@@ -251,7 +252,7 @@ pub(super) async fn drive(mut job: Job, stop_rx: tokio::sync::oneshot::Receiver<
             script_stop,
         )
     });
-    let (journal, unread) = journal_of(&job.paths.transcript_dir);
+    let (journal, unread) = journal_of(&job.ctx.roots, &job.paths.transcript_dir);
     let mut progress = Progress {
         journal,
         index: 0,
@@ -326,7 +327,7 @@ pub(super) async fn drive(mut job: Job, stop_rx: tokio::sync::oneshot::Receiver<
     record["workflowProgress"] = Value::Array(timeline);
     record["totalTokens"] = json!(progress.tokens);
     record["totalToolCalls"] = json!(progress.tool_calls);
-    let _ = write_record(&job.paths.record, record);
+    let _ = write_record(&job.ctx.roots, &job.paths.record, record);
     let end = workflow_end(&job, &outcome.end, &progress);
     let tasks = &job.ctx.shell.tasks;
     tasks.set_workflow_end(&job.task_id, end);
@@ -402,10 +403,10 @@ mod tests {
     #[test]
     fn a_journal_that_cannot_be_read_is_reported_and_the_run_goes_on_live() {
         let d = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-        let (journal, unread) = journal_of(d.path());
+        let (journal, unread) = journal_of(&[], d.path());
         assert!(journal.results.is_empty() && unread.is_none(), "no journal yet: nothing to report");
         std::fs::create_dir(d.path().join("journal.jsonl")).unwrap_or_else(|e| panic!("{e}"));
-        let (journal, unread) = journal_of(d.path());
+        let (journal, unread) = journal_of(&[], d.path());
         assert!(journal.results.is_empty());
         let unread = unread.unwrap_or_default();
         assert!(unread.starts_with(&format!("the journal in {} could not be read (", d.path().display())), "{unread}");

@@ -5,7 +5,6 @@
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 /// Version tag of journal keys (WF-1, the reference's `v2`).
@@ -14,6 +13,9 @@ pub const JOURNAL_KEY_VERSION: &str = "v2";
 /// The journal of a run: the results on disk when it started, the key chain, the file to append to.
 pub struct Journal {
     path: PathBuf,
+    /// The sandbox roots its appends are confined to ([`crate::nofollow`]: never through a link the
+    /// subject planted on the way).
+    roots: Vec<PathBuf>,
     /// The results on disk when the run started, by key: (agent id, result).
     pub results: HashMap<String, (String, Value)>,
     /// The key of the last call (the chain's link).
@@ -51,15 +53,18 @@ impl Journal {
                 }
             }
         }
-        Journal { path, results, previous: String::new(), missed: false }
+        Journal { path, roots: Vec::new(), results, previous: String::new(), missed: false }
+    }
+
+    /// Its appends confined to `roots` (no link followed on the way from one of them).
+    pub fn within(mut self, roots: &[PathBuf]) -> Journal {
+        self.roots = roots.to_vec();
+        self
     }
 
     /// Appends a line (a failed write loses the line, never the run).
     pub fn append(&self, line: &Value) {
-        let file = std::fs::OpenOptions::new().create(true).append(true).open(&self.path);
-        if let Ok(mut f) = file {
-            let _ = writeln!(f, "{line}");
-        }
+        let _ = crate::nofollow::append(&self.roots, &self.path, format!("{line}\n").as_bytes());
     }
 }
 

@@ -393,14 +393,15 @@ fn launch(args: Args, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
     for dir in
         [paths.script.parent(), paths.record.parent(), Some(paths.transcript_dir.as_path())].into_iter().flatten()
     {
-        std::fs::create_dir_all(dir).map_err(|e| io(dir, e))?;
+        crate::nofollow::create_dir_all(&ctx.roots, dir).map_err(|e| io(dir, e))?;
     }
+    // the run's files lie in the sandbox the subject writes too: no link it planted is followed
     if source.path.is_none() || args.script.is_some() {
-        std::fs::write(&paths.script, &source.text).map_err(|e| io(&paths.script, e))?;
+        crate::nofollow::write(&ctx.roots, &paths.script, source.text.as_bytes()).map_err(|e| io(&paths.script, e))?;
     }
     if nonempty(&args.resume_from_run_id).is_none() && ctx.profile().has(&JOURNAL_MARKS_LAUNCH) {
         let journal = paths.transcript_dir.join("journal.jsonl");
-        std::fs::write(&journal, "{\"type\":\"launched\"}\n").map_err(|e| io(&journal, e))?;
+        crate::nofollow::write(&ctx.roots, &journal, b"{\"type\":\"launched\"}\n").map_err(|e| io(&journal, e))?;
     }
     let mut record = json!({
         "runId": run_id,
@@ -425,7 +426,7 @@ fn launch(args: Args, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
                 .collect(),
         );
     }
-    write_record(&paths.record, &record).map_err(|e| io(&paths.record, e))?;
+    write_record(&ctx.roots, &paths.record, &record).map_err(|e| io(&paths.record, e))?;
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
     let task = Task {
         id: task_id.clone(),
