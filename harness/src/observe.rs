@@ -58,6 +58,15 @@ pub enum DataError {
         /// The parser's error.
         source: serde_json::Error,
     },
+    /// A cell that does not name itself: its probe is no probe id, or it is filed under another
+    /// version or probe than it says (a cell names the files written from it).
+    #[error("{}: {why}", path.display())]
+    Misfiled {
+        /// The file.
+        path: std::path::PathBuf,
+        /// What it says against where it is.
+        why: String,
+    },
     /// A directory given as cells holds none.
     #[error(
         "{} holds no cells (<dir>/<version>/<probe>.json, as `probelab matrix --out DIR` or a matrix test shard \

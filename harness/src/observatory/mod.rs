@@ -47,10 +47,38 @@ pub fn cell_path(out: &Path, version: &str, probe: &str) -> PathBuf {
     out.join(version).join(format!("{probe}.json"))
 }
 
-/// Reads a cell written before (`None`: not there, or not a whole observation).
+/// The largest cell the lab reads (a cell is a few KB; a results-heavy one ~100 KB).
+pub const MAX_CELL_BYTES: u64 = 8 << 20;
+
+/// Reads a cell written before (`None`: not there, not a regular file under [`MAX_CELL_BYTES`], not a
+/// whole observation, or one that is not filed where it says).
 pub fn read_cell(path: &Path) -> Option<Observation> {
-    let text = std::fs::read_to_string(path).ok()?;
-    serde_json::from_str(&text).ok()
+    let bytes = crate::safe_fs::read_capped(path, MAX_CELL_BYTES).ok()?;
+    let obs: Observation = serde_json::from_slice(&bytes).ok()?;
+    misfiled(path, &obs).is_none().then_some(obs)
+}
+
+/// Why a cell at `path` is not where it says it is, if it is not: its probe must be a probe id
+/// (letters, digits, `.`, `_`, `-`, no `..`) named by the file, its version the directory's. Cells are
+/// data anyone can commit: a `probe` of `../../x` would name the files written from it.
+fn misfiled(path: &Path, obs: &Observation) -> Option<String> {
+    let id_ok = !obs.probe.is_empty()
+        && obs.probe.chars().all(|c| c.is_ascii_alphanumeric() || "._-".contains(c))
+        && !obs.probe.contains("..")
+        && !obs.probe.starts_with('.');
+    if !id_ok {
+        return Some(format!("its probe {:?} is no probe id", obs.probe));
+    }
+    let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or_default();
+    if stem != obs.probe {
+        return Some(format!("it is the cell of probe {:?}, filed as {stem:?}", obs.probe));
+    }
+    let dir = path.parent().and_then(Path::file_name).and_then(|s| s.to_str()).unwrap_or_default();
+    let version = obs.version.as_deref().unwrap_or_default();
+    if obs.version.is_some() && dir != version {
+        return Some(format!("it is a cell of version {version:?}, filed under {dir:?}"));
+    }
+    None
 }
 
 /// A cell kept from an earlier run that may stand for a run now: it ran the probe file as it is now
@@ -379,9 +407,13 @@ pub fn read_cells(dirs: &[PathBuf]) -> Result<Vec<Observation>, DataError> {
                 if path.extension().is_none_or(|x| x != "json") || f.file_name().to_string_lossy().starts_with('.') {
                     continue;
                 }
-                let text = std::fs::read_to_string(&path).map_err(read(&path))?;
-                let obs: Observation =
-                    serde_json::from_str(&text).map_err(|source| DataError::NotAnObservation { path, source })?;
+                // a FIFO or a huge file named like a cell is an error, not a hang
+                let bytes = crate::safe_fs::read_capped(&path, MAX_CELL_BYTES).map_err(read(&path))?;
+                let obs: Observation = serde_json::from_slice(&bytes)
+                    .map_err(|source| DataError::NotAnObservation { path: path.clone(), source })?;
+                if let Some(why) = misfiled(&path, &obs) {
+                    return Err(DataError::Misfiled { path, why });
+                }
                 out.push(obs);
             }
         }
@@ -404,6 +436,43 @@ mod tests {
             probe_sha256: sha.into(),
             normaliser: crate::transcript::normalise::stamp().into(),
             ..Observation::for_test(probe, version, outcome, "f")
+        }
+    }
+
+    #[test]
+    fn cells_are_untrusted_data_a_misfiled_or_odd_one_is_an_error_never_a_path_or_a_hang() {
+        let d = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let dir = d.path().join("cells");
+        let put = |version: &str, file: &str, obs: &Observation| {
+            let v = dir.join(version);
+            std::fs::create_dir_all(&v).unwrap_or_else(|e| panic!("{e}"));
+            std::fs::write(v.join(file), serde_json::to_string(obs).unwrap_or_default())
+                .unwrap_or_else(|e| panic!("{e}"));
+        };
+        let good = cell("read.basics", "2.1.1", Outcome::Pass, "s");
+        put("2.1.1", "read.basics.json", &good);
+        assert_eq!(read_cells(std::slice::from_ref(&dir)).map(|c| c.len()).ok(), Some(1));
+        assert!(read_cell(&dir.join("2.1.1/read.basics.json")).is_some());
+        // a probe that would name a path outside, a cell filed under another name or version
+        for (version, file, probe, said) in [
+            ("2.1.1", "x.json", "../../x", "is no probe id"),
+            ("2.1.1", "other.json", "read.basics", "filed as \"other\""),
+            ("2.1.2", "read.basics.json", "read.basics", "filed under \"2.1.2\""),
+        ] {
+            let bad = Observation { probe: probe.into(), ..good.clone() };
+            put(version, file, &bad);
+            let e = read_cells(std::slice::from_ref(&dir)).map(|c| c.len()).unwrap_err().to_string();
+            assert!(e.contains(said), "{e}");
+            assert!(read_cell(&dir.join(version).join(file)).is_none());
+            std::fs::remove_file(dir.join(version).join(file)).unwrap_or_else(|e| panic!("{e}"));
+        }
+        // a FIFO named like a cell: an error at once, not a read that never ends
+        let fifo = dir.join("2.1.1/stuck.json");
+        let made = std::process::Command::new("mkfifo").arg(&fifo).status().map(|s| s.success()).unwrap_or(false);
+        if made {
+            let e = read_cells(std::slice::from_ref(&dir)).map(|c| c.len()).unwrap_err().to_string();
+            assert!(e.contains("not a regular file"), "{e}");
+            assert!(read_cell(&fifo).is_none());
         }
     }
 

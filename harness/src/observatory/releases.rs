@@ -74,8 +74,9 @@ impl Releases {
     /// Reads `<dir>/releases.json`; absent: no releases known (an empty list).
     pub fn read(dir: &Path) -> Result<Releases, DataError> {
         let path = dir.join(FILE);
-        match std::fs::read_to_string(&path) {
-            Ok(text) => serde_json::from_str(&text).map_err(|source| DataError::Parse { path: path.clone(), source }),
+        // a regular file of at most 4 MB (npm's whole list is ~100 KB): a FIFO there is an error, not a hang
+        match crate::safe_fs::read_capped(&path, 4 << 20) {
+            Ok(text) => serde_json::from_slice(&text).map_err(|source| DataError::Parse { path: path.clone(), source }),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Releases::default()),
             Err(source) => Err(DataError::Read { path, source }),
         }
