@@ -351,7 +351,7 @@ impl Table {
     /// The table as a self-contained HTML page (no script, no external resource): summaries, the
     /// per-tool roll-up, and the cells with their reasons written in them.
     pub fn html(&self) -> String {
-        let esc = |s: &str| s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;");
+        let esc = crate::html::escape;
         let mut out = String::from(
             "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>probelab conformance</title>\n<style>\nbody{font:14px system-ui,sans-serif;margin:1.5em}table{border-collapse:collapse}th,td{border:1px solid #ccc;padding:2px 6px;text-align:left;vertical-align:top}small{color:#555}\n.pass{background:#d8f5d8}.semantic-only{background:#fff3c4}.wording-only{background:#e8e8f8}.differs{background:#f8d0d0}.n-a{color:#888}\n</style></head><body>\n<h1>Conformance: Claude Code's probes across subjects</h1>\n<table id=\"summary\"><tr><th>subject</th><th>source</th><th>pass</th><th>semantic-only</th><th>wording-only</th><th>differs</th><th>n-a</th><th>semantic matches</th><th>n-a reasons</th></tr>\n",
         );
@@ -576,7 +576,7 @@ mod tests {
         assert!(html.contains("<td class=\"differs\">differs<br><small>check 1: file a.txt</small></td>"), "{html}");
         assert!(html.contains("<td class=\"pass\">pass</td>"), "{html}");
         assert!(html.contains("<tr><td>Read</td><td>3/3 of 5</td></tr>"), "{html}");
-        assert!(html.contains("<small>2 × Task has no counterpart among pi's tools<br>1 × the probe"), "{html}");
+        assert!(html.contains("<small>2 × Task has no counterpart among pi&#39;s tools<br>1 × the probe"), "{html}");
         let empty = Column::new("x", "run", vec![cell(Mark::NA)], 0);
         assert_eq!(empty.summary.semantic_share, 0.0);
     }

@@ -760,7 +760,7 @@ fn link(inner: String, href: Option<String>) -> String {
 
 /// Text as HTML.
 fn esc(s: &str) -> String {
-    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
+    crate::html::escape(s)
 }
 
 fn short(fingerprint: &str) -> String {

@@ -99,7 +99,7 @@ pub fn reports(
 /// kept.
 fn section_html(markdown: &str) -> String {
     fn inline(s: &str) -> String {
-        let s = s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;");
+        let s = crate::html::escape(s);
         let mut out = String::new();
         for (i, part) in s.split("**").enumerate() {
             if i > 0 {

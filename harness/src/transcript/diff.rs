@@ -953,7 +953,7 @@ pub fn render_text(d: &SetDiff) -> String {
 }
 
 fn esc(s: &str) -> String {
-    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;")
+    crate::html::escape(s)
 }
 
 /// A static HTML page: the claims × sides matrix (which probe of which claim differs) and the diffs.
