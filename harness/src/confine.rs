@@ -122,7 +122,8 @@ pub struct HostView {
 }
 
 /// The host as `probe`'s subject sees it, `launcher` being the probelab binary: [`HIDDEN_DIRS`] and
-/// [`HIDDEN_ETC`] hidden; shown again under them: the install cache (Claude Code versions, agents, the
+/// [`HIDDEN_ETC`] hidden; shown again under them (and under the host's /tmp, which the subject's own
+/// /tmp covers): the install cache (Claude Code versions, agents, the
 /// venv), the probelab binary's directory, the project (the directory probelab runs in, and the probe
 /// file's), and the programs on PATH — a PATH directory under a home is shown with the tool it
 /// belongs to (`~/.pyenv/shims` → `~/.pyenv`, `~/.cargo/bin` → `~/.cargo`, but `~/.local/bin` alone),
@@ -130,10 +131,13 @@ pub struct HostView {
 pub fn host_view(probe: &crate::probe::Probe, launcher: &Path) -> HostView {
     let hidden_dirs: Vec<PathBuf> = HIDDEN_DIRS.iter().map(PathBuf::from).filter(|p| p.is_dir()).collect();
     let under_hidden = |p: &Path| hidden_dirs.iter().any(|h| p.starts_with(h) && p != h);
+    // a subject's /tmp is its own: what lies under the host's (a checkout or project there, the
+    // probelab binary an MCP or LSP server runs as) is shown again the same way — never /tmp itself
+    let under_tmp = |p: &Path| p.starts_with("/tmp") && p != Path::new("/tmp");
     let mut shown: Vec<PathBuf> = Vec::new();
     let mut show = |p: PathBuf| {
         if let Ok(p) = p.canonicalize() {
-            if under_hidden(&p) && !shown.iter().any(|s| p.starts_with(s)) {
+            if (under_hidden(&p) || under_tmp(&p)) && !shown.iter().any(|s| p.starts_with(s)) {
                 shown.retain(|s| !s.starts_with(&p));
                 shown.push(p);
             }
