@@ -191,3 +191,30 @@ fn home_of(p: &Path) -> Option<PathBuf> {
     }
     (first == "home").then(|| c.next().map(|n| Path::new("/home").join(n.as_os_str()))).flatten()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn what_the_subject_needs_under_the_host_tmp_is_shown_again_never_tmp_itself() {
+        // a project (and a probe file) under the host's /tmp: the subject's own /tmp would cover it
+        let d = tempfile::Builder::new().tempdir_in("/tmp").unwrap_or_else(|e| panic!("{e}"));
+        let probes = d.path().join("probes");
+        std::fs::create_dir_all(&probes).unwrap_or_else(|e| panic!("{e}"));
+        let text = "id = \"t.p\"\nclaims = [\"READ-1\"]\nabout = \"x\"\n[[turn]]\ntext = \"done\"\n";
+        let probe = crate::probe::parse(&probes.join("p.toml"), text).unwrap_or_else(|e| panic!("{e}"));
+        let launcher = d.path().join("bin/probelab");
+        std::fs::create_dir_all(d.path().join("bin")).unwrap_or_else(|e| panic!("{e}"));
+        std::fs::write(&launcher, "").unwrap_or_else(|e| panic!("{e}"));
+        let view = host_view(&probe, &launcher);
+        let canon = |p: &Path| p.canonicalize().unwrap_or_else(|e| panic!("{e}"));
+        assert!(view.shown.contains(&canon(&probes)), "{:?}", view.shown);
+        assert!(view.shown.contains(&canon(&d.path().join("bin"))), "{:?}", view.shown);
+        assert!(!view.shown.iter().any(|s| s == Path::new("/tmp")), "{:?}", view.shown);
+        // a probe right in /tmp shows nothing of /tmp
+        let loose = crate::probe::parse(Path::new("/tmp/p.toml"), text).unwrap_or_else(|e| panic!("{e}"));
+        let view = host_view(&loose, Path::new("/tmp/probelab"));
+        assert!(!view.shown.iter().any(|s| s == Path::new("/tmp")), "{:?}", view.shown);
+    }
+}
