@@ -323,11 +323,14 @@ fn replace_word<'s>(s: &'s str, id: &str, to: &str) -> Cow<'s, str> {
 }
 
 /// The ids of inserted notebook cells, numbered `<cell-N>` in order of first appearance, replaced
-/// wherever they stand as words.
+/// wherever they stand as words. `undefined` and `null` are no ids but what Claude Code printed for a
+/// cell that had none (a notebook without cell ids, before 2.1.321: "Inserted cell undefined with",
+/// "Deleted cell undefined"): they stay, so the change to "Deleted cell cell-1" is seen.
 pub(crate) fn cell_ids(s: &str) -> Cow<'_, str> {
     let mut ids: Vec<String> = Vec::new();
     for c in INSERTED_CELL.captures_iter(s) {
-        if !c[1].starts_with('<') && !ids.contains(&c[1].to_string()) {
+        let not_an_id = matches!(&c[1], "undefined" | "null");
+        if !not_an_id && !c[1].starts_with('<') && !ids.contains(&c[1].to_string()) {
             ids.push(c[1].to_string());
         }
     }
@@ -632,6 +635,13 @@ mod tests {
         assert_eq!(normalise("GET http://127.0.0.1:40123/a 200", &p), "GET <web>/a 200");
         let p = Places { web: None, ..p };
         assert_eq!(normalise("GET http://127.0.0.1:40123/a", &p), "GET http://127.0.0.1:40123/a");
+    }
+
+    #[test]
+    fn a_cell_claude_code_printed_as_undefined_is_no_random_id() {
+        let s = "Inserted cell undefined with b = 2\nDeleted cell undefined\n";
+        assert_eq!(cell_ids(s), s, "undefined is what it printed, not an id to number");
+        assert_eq!(cell_ids("Inserted cell ab12cd34 with x\nab12cd34"), "Inserted cell <cell-1> with x\n<cell-1>");
     }
 
     #[test]
