@@ -515,7 +515,8 @@ fn a_users_suite_runs_from_cargo_test_one_trial_per_probe_and_subject_with_claim
     };
     let (names, done) = run(&lab);
     assert_eq!(names, ["builtin/demo.first", "my-agent/agent.write-read"]);
-    assert_eq!((done.num_passed, done.num_failed), (2, 0), "{done:?}");
+    let logged = std::fs::read_to_string(&log).unwrap_or_default();
+    assert_eq!((done.num_passed, done.num_failed), (2, 0), "{done:?}\n{logged}");
     // a golden that no longer matches fails exactly its trial
     let golden = lab.join("golden/my-agent/agent.write-read.snap");
     let text = std::fs::read_to_string(&golden).unwrap_or_else(|e| panic!("{e}"));

@@ -315,7 +315,7 @@ impl Confinement {
             a.push(p.into());
             a.push(p.into());
         };
-        for v in &self.visible {
+        for v in &outermost(self.visible.iter().cloned()) {
             bind("--ro-bind", v);
         }
         for w in self.writable.iter().filter(|w| w.is_dir()) {
@@ -417,7 +417,7 @@ impl Confinement {
                     env: env.to_vec(),
                     hidden: self.hidden.clone(),
                     skeleton: self.skeleton.clone(),
-                    visible: self.visible.iter().cloned().chain(under_tmp).collect(),
+                    visible: outermost(self.visible.iter().cloned().chain(under_tmp)),
                     writable: self.writable.iter().filter(|w| w.is_dir()).cloned().collect(),
                     host_network: self.network == Network::Host,
                     relayed,
@@ -610,9 +610,32 @@ where
     c
 }
 
+/// The paths of `paths` that no other of them holds, in their first order, once each: a read-only
+/// bind inside another read-only bind is nothing more to show, and the kernel refuses to remount it
+/// (EINVAL: the project, and its probes directory under it, both under /tmp).
+fn outermost(paths: impl Iterator<Item = PathBuf>) -> Vec<PathBuf> {
+    let all: Vec<PathBuf> = paths.collect();
+    let mut out: Vec<PathBuf> = Vec::new();
+    for p in &all {
+        let inside_another = all.iter().any(|q| q != p && p.starts_with(q));
+        if !inside_another && !out.contains(p) {
+            out.push(p.clone());
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_visible_path_inside_another_is_not_bound_twice() {
+        let p = |s: &str| PathBuf::from(s);
+        let got =
+            outermost([p("/tmp/lab/probes"), p("/tmp/lab"), p("/opt/x"), p("/tmp/lab"), p("/tmp/labx")].into_iter());
+        assert_eq!(got, vec![p("/tmp/lab"), p("/opt/x"), p("/tmp/labx")]);
+    }
 
     fn args(c: &Confinement) -> Vec<String> {
         c.args(Path::new("/sb/work")).iter().map(|a| a.to_string_lossy().into_owned()).collect()
