@@ -254,3 +254,104 @@ fn measure_reports_a_command_s_cpu_time_apart_from_its_wall_time() {
     let busy = run("i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done");
     assert!(ms(&busy, "cpu_ms") > 0, "{busy}");
 }
+
+/// Issue 43, item 5: the scheduled job as a script, never green on a failed step. Each step replaced
+/// (WATCH_CI_SETUP, WATCH_CI_BUILD, WATCH_CI_PROBELAB) in a repository of the test's own, and once the
+/// real probelab against an unreachable registry.
+#[test]
+fn scripts_watch_ci_maps_every_outcome_to_its_exit_and_commits_only_what_watch_published() {
+    let d = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let repo_dir = d.path().join("repo");
+    for sub in ["scripts", "docs/changes", "golden", "runtime/data"] {
+        std::fs::create_dir_all(repo_dir.join(sub)).unwrap_or_else(|e| panic!("{e}"));
+    }
+    std::fs::copy(repo().join("scripts/watch-ci"), repo_dir.join("scripts/watch-ci")).unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(repo_dir.join("docs/changes/README.md"), "pages\n").unwrap_or_else(|e| panic!("{e}"));
+    let git = |args: &[&str]| {
+        let out = Command::new("git")
+            .args(["-c", "user.name=t", "-c", "user.email=t@t", "-c", "commit.gpgsign=false"])
+            .args(args)
+            .current_dir(&repo_dir)
+            .output()
+            .unwrap_or_else(|e| panic!("{e}"));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    git(&["init", "-q"]);
+    git(&["add", "."]);
+    git(&["commit", "-q", "-m", "start"]);
+    // a fake probelab: `watch --json` exits FAKE_EXIT, writing a page when FAKE_PAGE is set
+    let fake = d.path().join("fake-probelab");
+    std::fs::write(
+        &fake,
+        "#!/bin/sh\n[ \"$1 $2\" = \"watch --json\" ] || exit 9\n\
+         [ -n \"$FAKE_PAGE\" ] && echo changed > docs/changes/$FAKE_PAGE.md\n\
+         echo '{\"status\": \"x\", \"new\": [\"9.9.9\"]}'\nexit $FAKE_EXIT\n",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    Command::new("chmod").arg("+x").arg(&fake).status().unwrap_or_else(|e| panic!("{e}"));
+    let marker = d.path().join("built");
+    let run = |setup: &str, exit: &str, page: &str| {
+        let out = Command::new(repo_dir.join("scripts/watch-ci"))
+            .env("WATCH_CI_SETUP", setup)
+            .env("WATCH_CI_BUILD", format!("touch {}", marker.display()))
+            .env("WATCH_CI_PROBELAB", &fake)
+            .env("FAKE_EXIT", exit)
+            .env("FAKE_PAGE", page)
+            .env("GIT_AUTHOR_NAME", "t")
+            .env("GIT_AUTHOR_EMAIL", "t@t")
+            .env("GIT_COMMITTER_NAME", "t")
+            .env("GIT_COMMITTER_EMAIL", "t@t")
+            .output()
+            .unwrap_or_else(|e| panic!("{e}"));
+        (out.status.code(), String::from_utf8_lossy(&out.stderr).into_owned())
+    };
+    let commits = || git(&["rev-list", "--count", "HEAD"]).trim().to_string();
+    // the set-up fails: nothing after it runs
+    let (code, said) = run("false", "0", "");
+    assert_eq!(code, Some(2), "{said}");
+    assert!(!marker.exists(), "the build ran after a failed set-up");
+    // the build fails
+    let failing_build = Command::new(repo_dir.join("scripts/watch-ci"))
+        .env("WATCH_CI_SETUP", "true")
+        .env("WATCH_CI_BUILD", "exit 101")
+        .env("WATCH_CI_PROBELAB", &fake)
+        .output()
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(failing_build.status.code(), Some(3));
+    // watch fails (npm unreachable): 4, nothing committed
+    assert_eq!(run("true", "2", "").0, Some(4));
+    assert_eq!(commits(), "1");
+    // nothing new: 0, no commit
+    assert_eq!(run("true", "0", "").0, Some(0));
+    assert_eq!(commits(), "1");
+    // changes: 1, the page committed with the new releases named
+    let (code, said) = run("true", "1", "9.9.9");
+    assert_eq!(code, Some(1), "{said}");
+    assert_eq!(commits(), "2");
+    assert!(git(&["log", "-1", "--format=%s"]).contains("probelab watch: 9.9.9"));
+    // a probe needs repair: 5, what was found committed too
+    assert_eq!(run("true", "3", "9.9.10").0, Some(5));
+    assert_eq!(commits(), "3");
+    // watch says changes but published nothing: 6, never 0
+    assert_eq!(run("true", "1", "").0, Some(6));
+    // the real probelab against an unreachable registry: 4
+    if Command::new("npm").arg("--version").output().is_ok() {
+        let cache = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap_or_else(|e| panic!("{e}"));
+        let port = closed.local_addr().unwrap_or_else(|e| panic!("{e}")).port();
+        drop(closed);
+        let out = Command::new(repo().join("scripts/watch-ci"))
+            .env("WATCH_CI_SETUP", "true")
+            .env("WATCH_CI_BUILD", "true")
+            .env("WATCH_CI_PROBELAB", env!("CARGO_BIN_EXE_probelab"))
+            .env("WATCH_CI_COMMIT", "0")
+            .env("PROBELAB_CACHE", cache.path())
+            .env("npm_config_registry", format!("http://127.0.0.1:{port}/"))
+            .env("npm_config_fetch_retries", "0")
+            .output()
+            .unwrap_or_else(|e| panic!("{e}"));
+        let said = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(4), "{said}");
+        assert!(said.contains("the npm registry is unreachable"), "{said}");
+    }
+}
