@@ -235,20 +235,25 @@ pub fn of_release(
         .iter()
         .map(|b| {
             let value = t.get(version).and_then(|r| r.get(b.name)).map(Value::text).unwrap_or_else(|| "·".into());
-            let how = match b.how {
-                How::Captured(p) if p == COMPACTED_AFTER => {
-                    "a bound: the first reported count of the probe's ladder that compacted".to_string()
-                }
-                How::Captured(_) => "exact: Claude Code wrote it".to_string(),
-                How::Boundary(regimes) => {
-                    let checks: Vec<String> =
-                        regimes.iter().flat_map(|(_, c)| c.iter()).map(|n| n.to_string()).collect();
-                    format!("pinned by check{} {}", if checks.len() == 1 { "" } else { "s" }, checks.join(", "))
-                }
-            };
-            (b.name, value, b.probe, how)
+            (b.name, value, b.probe, how(b))
         })
         .collect()
+}
+
+/// How a budget is measured, in words: `exact: Claude Code wrote it` for a value the subject wrote
+/// itself, `a bound: …` for the compaction ladder's rung, `pinned by checks N, M` for one the probe's
+/// checks hold from both sides.
+pub fn how(b: &Budget) -> String {
+    match b.how {
+        How::Captured(p) if p == COMPACTED_AFTER => {
+            "a bound: the first reported count of the probe's ladder that compacted".to_string()
+        }
+        How::Captured(_) => "exact: Claude Code wrote it".to_string(),
+        How::Boundary(regimes) => {
+            let checks: Vec<String> = regimes.iter().flat_map(|(_, c)| c.iter()).map(|n| n.to_string()).collect();
+            format!("pinned by check{} {}", if checks.len() == 1 { "" } else { "s" }, checks.join(", "))
+        }
+    }
 }
 
 /// Whether the run of a probe on a version broke an invariant (probe, version): its golden is no fact.
@@ -305,30 +310,50 @@ pub fn changes(
     out
 }
 
-/// `docs/matrix/budgets.md`: a row per budget, a column per version, then the changes.
+/// A budget's values over `versions` as runs: (value, first version, last version, how many), in order
+/// (a version not measured or whose run broke is a run of its own: it says `·` or `broken`).
+pub fn runs(
+    t: &BTreeMap<String, BTreeMap<&'static str, Value>>,
+    versions: &[String],
+    name: &str,
+) -> Vec<(String, String, String, usize)> {
+    let mut out: Vec<(String, String, String, usize)> = Vec::new();
+    for v in versions {
+        let value = t.get(v).and_then(|r| r.get(name)).map(Value::text).unwrap_or_else(|| "·".into());
+        match out.last_mut() {
+            Some((last, _, to, n)) if *last == value => {
+                *to = v.clone();
+                *n += 1;
+            }
+            _ => out.push((value, v.clone(), v.clone(), 1)),
+        }
+    }
+    out
+}
+
+/// `docs/matrix/budgets.md`: per budget, its probe, how it is measured (exact, a bound, or pinned by
+/// checks), and its values as runs of releases (a value with the range it holds for); then the changes.
 pub fn to_markdown(golden_root: &Path, versions: &[String], broken: IsBroken<'_>) -> String {
     let t = table(golden_root, versions, broken);
     let mut out = String::from("# Budgets of Claude Code's tools, per version\n\n");
     out.push_str(
         "Each value is measured by the probe named beside it, read from that version's golden transcript \
-         (golden/claude-code@<version>/): printed by the subject itself, or a boundary the probe pins from both \
-         sides (it holds where the checks that pin it passed; `changed` where one of them failed). `—`: the subject \
-         printed no such value (no such limit on that version); `·`: not measured on that version; `broken`: the \
-         probe's run there broke an invariant (it needs repair; its golden is no measure, and no change is read \
-         across it). Generated with the matrix (`probelab matrix --publish`, `probelab watch`); do not \
-         edit by hand.\n\n",
+         (golden/claude-code@<version>/), and listed with the releases it holds for (first – last, how many \
+         measured releases). How: `exact` — Claude Code wrote the value itself; `a bound` — the probe \
+         brackets it (the compaction ladder's rungs); `pinned by checks` — a boundary the probe holds from \
+         both sides (it holds where those checks passed; `changed` where one of them failed). `—`: the \
+         subject printed no such value (no such limit on that version); `·`: not measured on that version; \
+         `broken`: the probe's run there broke an invariant (it needs repair; its golden is no measure, and no \
+         change is read across it). Generated with the matrix (`probelab matrix --publish`, `probelab watch`); \
+         `probelab budgets V` prints one release's; do not edit by hand.\n\n",
     );
-    out.push_str(&format!(
-        "| budget | probe | {} |\n|---|---|{}\n",
-        versions.join(" | "),
-        "---|".repeat(versions.len())
-    ));
+    out.push_str("| budget | probe | how | value | releases |\n|---|---|---|---|---|\n");
     for b in BUDGETS {
-        let cells: Vec<String> = versions
-            .iter()
-            .map(|v| t.get(v).and_then(|r| r.get(b.name)).map(Value::text).unwrap_or_default())
-            .collect();
-        out.push_str(&format!("| {} | `{}` | {} |\n", b.name, b.probe, cells.join(" | ")));
+        for (i, (value, from, to, n)) in runs(&t, versions, b.name).into_iter().enumerate() {
+            let range = if from == to { from } else { format!("{from} – {to}") };
+            let head = if i == 0 { format!("{} | `{}` | {}", b.name, b.probe, how(b)) } else { " |  | ".to_string() };
+            out.push_str(&format!("| {head} | {value} | {range} ({n}) |\n"));
+        }
     }
     let ch = changes(&t, versions);
     out.push_str(&format!("\n## Changes ({})\n\n", ch.len()));
@@ -344,6 +369,38 @@ pub fn to_markdown(golden_root: &Path, versions: &[String], broken: IsBroken<'_>
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn values_are_written_as_runs_of_releases_with_how_they_are_measured() {
+        let v = |s: &str| s.to_string();
+        let versions = vec![v("2.1.1"), v("2.1.2"), v("2.1.3"), v("2.1.4"), v("2.1.5")];
+        let name = BUDGETS[0].name;
+        let mut t: BTreeMap<String, BTreeMap<&'static str, Value>> = BTreeMap::new();
+        for (ver, val) in [
+            ("2.1.1", Value::NotShown),
+            ("2.1.2", Value::Measured("30m".into())),
+            ("2.1.3", Value::Measured("30m".into())),
+            ("2.1.4", Value::Broken),
+            ("2.1.5", Value::Measured("30m".into())),
+        ] {
+            t.entry(ver.to_string()).or_default().insert(name, val);
+        }
+        assert_eq!(
+            runs(&t, &versions, name),
+            vec![
+                (v("—"), v("2.1.1"), v("2.1.1"), 1),
+                (v("30m"), v("2.1.2"), v("2.1.3"), 2),
+                (v("broken"), v("2.1.4"), v("2.1.4"), 1),
+                (v("30m"), v("2.1.5"), v("2.1.5"), 1),
+            ]
+        );
+        let compact = BUDGETS
+            .iter()
+            .find(|b| b.name.starts_with("Auto-compact: first reported input tokens that compact (default"));
+        assert!(compact.is_some_and(|b| how(b).starts_with("a bound")));
+        assert_eq!(how(&BUDGETS[0]), "exact: Claude Code wrote it");
+        assert!(BUDGETS.iter().any(|b| how(b).starts_with("pinned by check")));
+    }
 
     #[test]
     fn budgets_are_read_from_the_subject_s_own_words_or_from_a_boundary_that_held() {
@@ -395,7 +452,8 @@ mod tests {
         let t = table(d.path(), &versions, &broken);
         assert_eq!(t["2.1.2"][b.name], Value::Broken);
         assert!(changes(&t, &versions).iter().all(|c| c.0 != b.name), "no change read from a broken run");
-        assert!(to_markdown(d.path(), &versions, &broken).contains("| 967000 | broken | 967000 |"));
+        let md = to_markdown(d.path(), &versions, &broken);
+        assert!(md.contains("| 967000 | 2.1.1 (1) |\n|  |  |  | broken | 2.1.2 (1) |\n|  |  |  | 967000 | 2.1.3 (1) |\n"), "{md}");
     }
 
     #[test]
@@ -412,6 +470,9 @@ mod tests {
             }
         }
         let md = to_markdown(&root, &versions, &|_, _| false);
-        assert!(md.contains("| Read: token ceiling | `read.token-limit` | 25000 |"), "{md}");
+        assert!(
+            md.contains("| Read: token ceiling | `read.token-limit` | exact: Claude Code wrote it | 25000 | 2.1.235 – 2.1.332 (2) |"),
+            "{md}"
+        );
     }
 }
