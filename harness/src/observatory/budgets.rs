@@ -453,7 +453,10 @@ mod tests {
         assert_eq!(t["2.1.2"][b.name], Value::Broken);
         assert!(changes(&t, &versions).iter().all(|c| c.0 != b.name), "no change read from a broken run");
         let md = to_markdown(d.path(), &versions, &broken);
-        assert!(md.contains("| 967000 | 2.1.1 (1) |\n|  |  |  | broken | 2.1.2 (1) |\n|  |  |  | 967000 | 2.1.3 (1) |\n"), "{md}");
+        assert!(
+            md.contains("| 967000 | 2.1.1 (1) |\n|  |  |  | broken | 2.1.2 (1) |\n|  |  |  | 967000 | 2.1.3 (1) |\n"),
+            "{md}"
+        );
     }
 
     #[test]
