@@ -444,6 +444,88 @@ fn terse(why: &str) -> String {
     }
 }
 
+/// What `probelab conformance` runs: probe paths (empty: the project's probes), subjects (empty: builtin
+/// and every registered agent at its pinned version), the Claude Code version of the reference column.
+pub struct Selection {
+    /// Probe files or directories (empty: the project's probes).
+    pub paths: Vec<std::path::PathBuf>,
+    /// The subjects (empty: builtin and every registered agent at its pinned version).
+    pub subjects: Vec<String>,
+    /// The Claude Code version of the reference column (`none`: no such column).
+    pub claude_code: Option<String>,
+}
+
+/// `probelab conformance`: exit 2 on a subject or probe-file error, 1 when the table cannot be written.
+pub fn run(
+    project: &crate::project::Project,
+    layout: &crate::lab::Layout,
+    out: &Path,
+    sel: Selection,
+    jobs: Option<usize>,
+) -> crate::exit::Outcome {
+    use crate::exit::{Failure, Usage as _};
+    use anyhow::Context as _;
+    use std::process::ExitCode;
+    let Selection { paths, subjects, claude_code } = sel;
+    let registry = project.registry();
+    let names: Vec<String> = if subjects.is_empty() {
+        std::iter::once("builtin".to_string())
+            .chain(crate::subject::REGISTERED.iter().filter_map(|r| r.pinned.map(|v| format!("{}@{v}", r.kind))))
+            .collect()
+    } else {
+        subjects
+    };
+    let ids = names.iter().map(|n| registry.parse(n)).collect::<Result<Vec<_>, _>>().usage()?;
+    // checked before any column runs (minutes each)
+    let reference_goldens =
+        reference_version(claude_code.as_deref(), &project.golden).map_err(|e| Failure::msg(2, e))?;
+    let paths = if paths.is_empty() { vec![project.probes.clone()] } else { paths };
+    let probes = crate::probe::load_all_with(&paths, &project.known()).usage()?;
+    // Claude Code's probes: the catalogue the table is about
+    let reference = crate::subject::SubjectId::claude_code(crate::subject::id::REFERENCE_VERSION);
+    let probes: Vec<_> = probes.into_iter().filter(|p| p.applies_to(&reference)).collect();
+    if probes.is_empty() {
+        let shown: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
+        return Err(Failure::msg(
+            2,
+            format!("no probe of Claude Code's under {} (the table's rows are Claude Code's probes)", shown.join(", ")),
+        ));
+    }
+    let jobs = jobs.unwrap_or_else(crate::suite::default_jobs).clamp(1, crate::suite::MAX_JOBS);
+    let rt = crate::suite::runtime(jobs).context("cannot start the runtime").usage()?;
+    let mut columns = Vec::new();
+    for id in ids {
+        let opts = crate::suite::Options { subject: id.clone(), jobs, bless: false, keep: false, durations: None };
+        let began = std::time::Instant::now();
+        let mut cells = Vec::new();
+        rt.block_on(crate::suite::run_suite(probes.clone(), layout, &opts, |o| cells.push(cell_of(&o))));
+        let col = Column::new(&id.to_string(), "run", cells, began.elapsed().as_millis() as u64);
+        eprintln!(
+            "conformance: {}",
+            Table { probes: Vec::new(), tools: Vec::new(), columns: vec![col.clone()] }.text().trim()
+        );
+        columns.push(col);
+    }
+    // Claude Code's column from its goldens
+    if let Some(v) = reference_goldens {
+        let dir = project.golden.join(format!("claude-code@{v}"));
+        let cells = probes
+            .iter()
+            .map(|p| cell_of_golden(p, std::fs::read_to_string(dir.join(format!("{}.snap", p.id))).ok().as_deref()))
+            .collect();
+        columns.insert(reference_place(&columns), Column::new(&format!("claude-code@{v}"), "goldens", cells, 0));
+    }
+    let table = Table {
+        probes: probes.iter().map(|p| p.id.clone()).collect(),
+        tools: probes.iter().map(tools_called).collect(),
+        columns,
+    };
+    print!("{}", table.text());
+    table.write(out).map_err(|e| Failure::msg(1, e))?;
+    eprintln!("conformance: wrote {}/table.{{txt,json,html}}", out.display());
+    Ok(ExitCode::SUCCESS)
+}
+
 /// The Claude Code version whose goldens make the table's reference column, from `--claude-code`:
 /// `none` leaves it out, a version needs its goldens (`golden/claude-code@V/`), and without the option
 /// the newest version with goldens is taken (none when there are none).

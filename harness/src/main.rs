@@ -286,13 +286,14 @@ fn main() -> ExitCode {
         Command::Import { session, name } => finish("probelab import", import(p, &session, name)),
         Command::FakeMcp { trace, never_answer } => finish("probelab fake-mcp", fake_mcp(trace, never_answer)),
         Command::Conformance { paths, out, subjects, claude_code, jobs } => {
-            let sel = Selection { paths, subjects, claude_code };
-            supervised(|| finish("probelab conformance", conformance(p, &out, sel, jobs)))
+            let sel = harness::conformance::Selection { paths, subjects, claude_code };
+            let layout = p.layout(engine());
+            supervised(|| finish("probelab conformance", harness::conformance::run(p, &layout, &out, sel, jobs)))
         }
         Command::Versions(c) => c.run(),
-        Command::Dialect { what: DialectCommand::Check { name, tools, record } } => {
-            supervised(|| finish("probelab dialect check", dialect_check(p, &name, tools, record)))
-        }
+        Command::Dialect { what: DialectCommand::Check { name, tools, record } } => supervised(|| {
+            finish("probelab dialect check", harness::subject::dialect_cli::check(p, &name, tools, record))
+        }),
         Command::Discover { a, b, seed, sessions, out, no_minimise, json, publish, reuse } => {
             let args = DiscoverArgs { seed, sessions, out, minimise: !no_minimise, json, publish, reuse };
             supervised(|| finish("probelab discover", discover(p, &a, &b, args)))
@@ -717,197 +718,6 @@ enum DialectCommand {
         #[arg(long)]
         record: bool,
     },
-}
-
-/// `probelab dialect check NAME`: exit 1 on a problem of the dialect, 2 on a usage error.
-fn dialect_check(project: &Project, name: &str, tools: Option<PathBuf>, record: bool) -> Outcome {
-    use harness::subject::dialect::{report, Dialect};
-    let registry = project.registry();
-    let read_tools = |text: &str, origin: &str| -> Result<Vec<serde_json::Value>, Failure> {
-        let v: serde_json::Value =
-            serde_json::from_str(text).map_err(|e| Failure::msg(2, format!("{origin}: not JSON: {e}")))?;
-        v.get("tools")
-            .and_then(serde_json::Value::as_array)
-            .cloned()
-            .ok_or_else(|| Failure::msg(2, format!("{origin}: no \"tools\" array")))
-    };
-    let from_file = |p: &std::path::Path| -> Result<Vec<serde_json::Value>, Failure> {
-        let text = std::fs::read_to_string(p).map_err(|e| Failure::msg(2, format!("{}: {e}", p.display())))?;
-        read_tools(&text, &p.display().to_string())
-    };
-    let (dialect, origin, recorded): (Dialect, String, Vec<serde_json::Value>) = if let Some(spec) =
-        harness::subject::AGENTS.iter().find(|a| a.kind == name)
-    {
-        let d = Dialect::parse(spec.dialect.0, spec.dialect.1).map_err(|e| Failure::msg(2, e))?;
-        let t = match &tools {
-            Some(p) => from_file(p)?,
-            None => read_tools(spec.recorded_tools.1, spec.recorded_tools.0)?,
-        };
-        (d, spec.dialect.0.to_string(), t)
-    } else {
-        let spec = registry.command(name).ok_or_else(|| {
-                let agents: Vec<&str> = harness::subject::AGENTS.iter().map(|a| a.kind).collect();
-                Failure::msg(
-                    2,
-                    format!(
-                        "{name:?} has no dialect: the agents with one are {}, and a command subject declares one with dialect = \"dialects/{name}.toml\" in probelab.toml",
-                        agents.join(", ")
-                    ),
-                )
-            })?;
-        let Some((file, d)) = spec.translation.clone() else {
-            return Err(Failure::msg(
-                2,
-                format!("subject {name} speaks Claude Code's tools as they are: it has no dialect file to check"),
-            ));
-        };
-        let beside = project.root.join(file.trim_end_matches(".toml").to_string() + ".tools.json");
-        let t = match (&tools, record) {
-                (Some(p), _) => from_file(p)?,
-                (None, true) => {
-                    let t = record_tools(project, name)?;
-                    let body = serde_json::json!({"agent": name, "tools": t});
-                    let text = serde_json::to_string_pretty(&body).unwrap_or_default() + "\n";
-                    std::fs::write(&beside, text).map_err(|e| Failure::msg(1, format!("{}: {e}", beside.display())))?;
-                    eprintln!("dialect: recorded the {} tools {name} sent into {}", t.len(), project.show(&beside));
-                    t
-                }
-                (None, false) if beside.is_file() => from_file(&beside)?,
-                (None, false) => {
-                    return Err(Failure::msg(
-                        2,
-                        format!(
-                            "no tool list of {name} at {}: `probelab dialect check {name} --record` runs it once against the stub and writes it there (or --tools FILE)",
-                            project.show(&beside)
-                        ),
-                    ))
-                }
-            };
-        (d.as_ref().clone(), file, t)
-    };
-    // the tools the project's probes call (none yet in a new project: then no such line)
-    let probes = match load_probes(project, std::slice::from_ref(&project.probes)) {
-        Err(harness::probe::LoadError::NoProbeFiles { .. }) => Vec::new(),
-        other => other.usage()?,
-    };
-    let reference = harness::subject::SubjectId::claude_code(harness::subject::id::REFERENCE_VERSION);
-    let mut called: Vec<String> = probes
-        .iter()
-        .filter(|p| p.applies_to(&reference))
-        .flat_map(harness::conformance::tools_called)
-        // an MCP server's tools are the probe's own, given to Claude Code's --mcp-config
-        .filter(|t| !t.starts_with("mcp__"))
-        .collect();
-    called.sort();
-    called.dedup();
-    let (text, ok) = report(&dialect, &origin, &recorded, &called);
-    print!("{text}");
-    Ok(if ok { ExitCode::SUCCESS } else { ExitCode::from(1) })
-}
-
-/// The tools a command subject sends: it is run once, confined, against the stub playing one text turn;
-/// the tools of its first request that has any.
-fn record_tools(project: &Project, name: &str) -> Result<Vec<serde_json::Value>, Failure> {
-    let text = format!(
-        "id = \"dialect.record\"\nclaims = [\"PIPE-1\"]\nabout = \"the tools {name} sends\"\nsubjects = [\"{name}\"]\nprompt = \"Say done.\"\n[[turn]]\ntext = \"done\"\n"
-    );
-    let probe = harness::probe::parse_with(std::path::Path::new("dialect-record.toml"), &text, &project.known())
-        .map_err(|e| Failure::msg(1, e))?;
-    let registry = project.registry();
-    let id = registry.parse(name).usage()?;
-    let subject = registry.prepare(&id).usage()?;
-    let rt = harness::suite::runtime(1).context("cannot start the runtime").usage()?;
-    let run = rt
-        .block_on(harness::run::run_conversation(&probe, subject.as_ref(), &project.fixtures))
-        .map_err(|e| Failure::msg(1, format!("{name} could not be run: {e}")))?;
-    let requests = stub_messages::record::Requests::new(&run.exchanges);
-    (0..run.exchanges.len())
-        .filter_map(|i| requests.field(i, "tools").and_then(serde_json::Value::as_array))
-        .find(|t| !t.is_empty())
-        .cloned()
-        .ok_or_else(|| {
-            Failure::msg(
-                1,
-                format!("{name} sent no request with tools ({} exchanges with the stub)", run.exchanges.len()),
-            )
-        })
-}
-
-/// What `probelab conformance` runs: probe paths (empty: the project's probes), subjects (empty: builtin
-/// and every registered agent at its pinned version), the Claude Code version of the reference column.
-struct Selection {
-    paths: Vec<PathBuf>,
-    subjects: Vec<String>,
-    claude_code: Option<String>,
-}
-
-/// `probelab conformance`: exit 2 on a subject or probe-file error, 1 when the table cannot be written.
-fn conformance(project: &Project, out: &std::path::Path, sel: Selection, jobs: Option<usize>) -> Outcome {
-    let Selection { paths, subjects, claude_code } = sel;
-    use harness::conformance::{cell_of, cell_of_golden, Column, Table};
-    let registry = project.registry();
-    let names: Vec<String> = if subjects.is_empty() {
-        std::iter::once("builtin".to_string())
-            .chain(harness::subject::REGISTERED.iter().filter_map(|r| r.pinned.map(|v| format!("{}@{v}", r.kind))))
-            .collect()
-    } else {
-        subjects
-    };
-    let ids = names.iter().map(|n| registry.parse(n)).collect::<Result<Vec<_>, _>>().usage()?;
-    // checked before any column runs (minutes each)
-    let reference_goldens = harness::conformance::reference_version(claude_code.as_deref(), &project.golden)
-        .map_err(|e| Failure::msg(2, e))?;
-    let paths = if paths.is_empty() { vec![project.probes.clone()] } else { paths };
-    let probes = load_probes(project, &paths).usage()?;
-    // Claude Code's probes: the catalogue the table is about
-    let reference = harness::subject::SubjectId::claude_code(harness::subject::id::REFERENCE_VERSION);
-    let probes: Vec<_> = probes.into_iter().filter(|p| p.applies_to(&reference)).collect();
-    if probes.is_empty() {
-        let shown: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
-        return Err(Failure::msg(
-            2,
-            format!("no probe of Claude Code's under {} (the table's rows are Claude Code's probes)", shown.join(", ")),
-        ));
-    }
-    let jobs = jobs.unwrap_or_else(harness::suite::default_jobs).clamp(1, harness::suite::MAX_JOBS);
-    let rt = harness::suite::runtime(jobs).context("cannot start the runtime").usage()?;
-    let layout = project.layout(engine());
-    let mut columns = Vec::new();
-    for id in ids {
-        let opts = harness::suite::Options { subject: id.clone(), jobs, bless: false, keep: false, durations: None };
-        let began = std::time::Instant::now();
-        let mut cells = Vec::new();
-        rt.block_on(harness::suite::run_suite(probes.clone(), &layout, &opts, |o| cells.push(cell_of(&o))));
-        let col = Column::new(&id.to_string(), "run", cells, began.elapsed().as_millis() as u64);
-        eprintln!(
-            "conformance: {}",
-            harness::conformance::Table { probes: Vec::new(), tools: Vec::new(), columns: vec![col.clone()] }
-                .text()
-                .trim()
-        );
-        columns.push(col);
-    }
-    // Claude Code's column from its goldens
-    if let Some(v) = reference_goldens {
-        let dir = project.golden.join(format!("claude-code@{v}"));
-        let cells = probes
-            .iter()
-            .map(|p| cell_of_golden(p, std::fs::read_to_string(dir.join(format!("{}.snap", p.id))).ok().as_deref()))
-            .collect();
-        columns.insert(
-            harness::conformance::reference_place(&columns),
-            Column::new(&format!("claude-code@{v}"), "goldens", cells, 0),
-        );
-    }
-    let table = Table {
-        probes: probes.iter().map(|p| p.id.clone()).collect(),
-        tools: probes.iter().map(harness::conformance::tools_called).collect(),
-        columns,
-    };
-    print!("{}", table.text());
-    table.write(out).map_err(|e| Failure::msg(1, e))?;
-    eprintln!("conformance: wrote {}/table.{{txt,json,html}}", out.display());
-    Ok(ExitCode::SUCCESS)
 }
 
 /// The probes under `paths`, whose `subjects` may name the project's subjects.

@@ -331,7 +331,7 @@ pub fn page_of(
     let (lost, back) = m.coverage_moves(previous, version);
     // an exploration against the release this page compares with, that found something stable
     let found = explored.get(version).filter(|p| p.a == *previous && !p.stable.is_empty());
-    if !(changed || !lost.is_empty() || !back.is_empty() || found.is_some()) {
+    if !changed && lost.is_empty() && back.is_empty() && found.is_none() {
         return Ok(None);
     }
     let page = release_page(probes, layout, m, version, previous, releases.published(version))?;

@@ -20,6 +20,7 @@ pub mod builtin;
 pub mod claude_code;
 pub mod command;
 pub mod dialect;
+pub mod dialect_cli;
 pub mod exec;
 pub mod id;
 pub mod opencode;

@@ -359,6 +359,9 @@ pub fn strip_reminders(text: &str) -> String {
 /// ends is a byte the model sees.
 pub const BLOCK_SEPARATOR: char = '\u{1d}';
 
+/// One step of the fingerprint's own normalisation: its name and what it does to a text.
+pub type FingerprintStep = (&'static str, fn(&str) -> Cow<'_, str>);
+
 /// What a behaviour fingerprint leaves out of a tool result beyond the normaliser's [`steps`] (which
 /// replace dates, ids and paths), each by name — nothing else of what the model sees is left out:
 /// - `appended-reminders`: the `<system-reminder>` blocks the subject appends after a tool's own text
@@ -367,7 +370,7 @@ pub const BLOCK_SEPARATOR: char = '\u{1d}';
 ///   separator that joins it (`\n\n` inside a block, or a block of its own). The tool's own text keeps
 ///   every byte, its trailing white space too; a result that is a reminder and nothing else (Read's
 ///   empty-file warning) is the tool's own and stays.
-pub const FINGERPRINT_STEPS: &[(&str, fn(&str) -> Cow<'_, str>)] = &[("appended-reminders", appended_reminders)];
+pub const FINGERPRINT_STEPS: &[FingerprintStep] = &[("appended-reminders", appended_reminders)];
 
 /// The text a behaviour fingerprint keeps of a tool result: [`FINGERPRINT_STEPS`] applied in order.
 pub fn fingerprint_text(text: &str) -> String {
