@@ -144,8 +144,10 @@ pub fn host_view(probe: &crate::probe::Probe, launcher: &Path) -> HostView {
         }
     };
     show(crate::versions::cache_root());
+    // the probelab binary's directory (MCP and LSP servers run as it), or the binary alone when it lies
+    // right in /tmp, which is never shown whole
     if let Some(dir) = launcher.parent() {
-        show(dir.to_path_buf());
+        show(if dir == Path::new("/tmp") { launcher.to_path_buf() } else { dir.to_path_buf() });
     }
     if let Ok(cwd) = std::env::current_dir() {
         show(cwd);
@@ -212,9 +214,11 @@ mod tests {
         assert!(view.shown.contains(&canon(&probes)), "{:?}", view.shown);
         assert!(view.shown.contains(&canon(&d.path().join("bin"))), "{:?}", view.shown);
         assert!(!view.shown.iter().any(|s| s == Path::new("/tmp")), "{:?}", view.shown);
-        // a probe right in /tmp shows nothing of /tmp
+        // a probe right in /tmp shows nothing of /tmp; a binary right in /tmp is shown alone
         let loose = crate::probe::parse(Path::new("/tmp/p.toml"), text).unwrap_or_else(|e| panic!("{e}"));
-        let view = host_view(&loose, Path::new("/tmp/probelab"));
+        let binary = tempfile::Builder::new().prefix("probelab-").tempfile_in("/tmp").unwrap_or_else(|e| panic!("{e}"));
+        let view = host_view(&loose, binary.path());
         assert!(!view.shown.iter().any(|s| s == Path::new("/tmp")), "{:?}", view.shown);
+        assert!(view.shown.contains(&canon(binary.path())), "{:?}", view.shown);
     }
 }
