@@ -344,8 +344,7 @@ fn discover(project: &Project, a: &str, b: &str, args: DiscoverArgs) -> Outcome 
     let docs = harness::observatory::watch::Docs::under(&project.root);
     if publish {
         // a page compares a release with the one before it in the matrix: only that pair is its record
-        let cells = harness::observatory::read_cells(std::slice::from_ref(&docs.cells)).usage()?;
-        let m = harness::observatory::report::Matrix::from_cells(&cells).map_err(|e| Failure::msg(2, e))?;
+        let m = docs.matrix_of_cells().map_err(|e| Failure::msg(2, e))?;
         let before = m.versions.iter().position(|v| v == b).and_then(|i| i.checked_sub(1)).map(|i| &m.versions[i]);
         if before.map(String::as_str) != Some(a) {
             return Err(Failure::msg(
@@ -816,10 +815,7 @@ fn diff_of(
     if let (false, Some(a), Some(b)) = (run_now, version(&l), version(&r)) {
         let docs = harness::observatory::watch::Docs::under(&project.root);
         if docs.cells.is_dir() {
-            let m = harness::observatory::read_cells(std::slice::from_ref(&docs.cells))
-                .map_err(anyhow::Error::from)
-                .and_then(|cells| harness::observatory::report::Matrix::from_cells(&cells).map_err(anyhow::Error::msg));
-            match m {
+            match docs.matrix_of_cells() {
                 Ok(m) => m.judge(&mut d, &a, &b),
                 Err(e) => {
                     eprintln!("probelab diff: the committed cells are not used ({e}): behaviour judged by the goldens")

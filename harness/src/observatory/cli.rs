@@ -287,8 +287,7 @@ impl At<'_> {
     fn history(&self, name: &str, since: Option<&str>, json: bool) -> Outcome {
         let probes = self.probes(&[])?;
         let docs = super::watch::Docs::under(&self.project.root);
-        let cells = super::read_cells(std::slice::from_ref(&docs.cells)).usage()?;
-        let m = Matrix::from_cells(&cells).text().usage()?;
+        let m = docs.matrix_of_cells().text().usage()?;
         if let Some(s) = since {
             if !m.versions.iter().any(|v| v == s) {
                 return Err(Failure::msg(2, format!("--since {s}: {}", unmeasured(s, &m.versions))));
@@ -313,8 +312,7 @@ impl At<'_> {
     /// `probelab budgets [V] [--tool T] [--json]`: exit 2 on a release that is not measured.
     fn budgets(&self, version: Option<&str>, tool: Option<&str>, json: bool) -> Outcome {
         let docs = super::watch::Docs::under(&self.project.root);
-        let cells = super::read_cells(std::slice::from_ref(&docs.cells)).usage()?;
-        let m = Matrix::from_cells(&cells).text().usage()?;
+        let m = docs.matrix_of_cells().text().usage()?;
         let v = match version {
             Some(v) if m.versions.iter().any(|x| x == v) => v.to_string(),
             Some(v) => return Err(Failure::msg(2, unmeasured(v, &m.versions))),
@@ -350,8 +348,7 @@ impl At<'_> {
     fn changes(&self, version: &str, write: bool) -> Outcome {
         let probes = self.probes(&[])?;
         let docs = super::watch::Docs::under(&self.project.root);
-        let cells = super::read_cells(std::slice::from_ref(&docs.cells)).usage()?;
-        let m = Matrix::from_cells(&cells).text().usage()?;
+        let m = docs.matrix_of_cells().text().usage()?;
         let Some(i) = m.versions.iter().position(|v| *v == version) else {
             return Err(Failure::msg(2, unmeasured(version, &m.versions)));
         };

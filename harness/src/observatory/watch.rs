@@ -62,6 +62,12 @@ impl Docs {
         let explored = crate::discover::published_dir(root);
         Docs { cells: matrix.join("cells"), changes: root.join("docs").join("changes"), matrix, tool_texts, explored }
     }
+
+    /// The matrix of the committed cells (what `history`, `budgets`, `changes` and a release page read).
+    pub fn matrix_of_cells(&self) -> Result<Matrix, String> {
+        let cells = read_cells(std::slice::from_ref(&self.cells)).map_err(|e| e.to_string())?;
+        Matrix::from_cells(&cells)
+    }
 }
 
 /// The matrix and the files made of it: (file name under docs/matrix, content).
@@ -278,9 +284,8 @@ pub fn stale_derived(root: &Path, read: &dyn Fn(&Path) -> Option<String>) -> Res
 /// The page of `version` made again from the committed cells, goldens and exploration records (after
 /// its exploration was published): written where it differs, removed when it has nothing to say.
 pub fn republish_page(docs: &Docs, layout: &Layout, probes: &[Probe], version: &str) -> Result<(), String> {
-    let cells = read_cells(std::slice::from_ref(&docs.cells)).map_err(|e| e.to_string())?;
+    let m = docs.matrix_of_cells()?;
     let releases = Releases::read(&docs.matrix).map_err(|e| e.to_string())?;
-    let m = Matrix::from_cells(&cells)?;
     let explored = crate::discover::read_published(&docs.explored)?;
     let path = docs.changes.join(format!("{version}.md"));
     match page_of(probes, layout, (&m, &releases, &explored), version)? {

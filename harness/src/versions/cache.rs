@@ -783,6 +783,31 @@ pub fn with_install_bins(program: &Path) -> std::ffi::OsString {
     }
 }
 
+/// Runs an installed `program` outside any run (its version check, a command subject's `prepare`): a
+/// cleared environment — the lab's PATH with the programs of the install holding `installed` first
+/// ([`with_install_bins`]), `LANG`, a HOME and TMPDIR of its own (a temporary directory named
+/// `prefix…`, removed after) — then `extra`; stdout and stderr captured, killed at `deadline`.
+pub(crate) fn run_scratch(
+    prefix: &str,
+    installed: &Path,
+    program: &Path,
+    args: &[&std::ffi::OsStr],
+    cwd: &Path,
+    deadline: Duration,
+    extra: &[(&str, &std::ffi::OsStr)],
+) -> std::io::Result<super::npm::Captured> {
+    let scratch = tempfile::Builder::new().prefix(prefix).tempdir()?;
+    let path = with_install_bins(installed);
+    let mut env: Vec<(&str, &std::ffi::OsStr)> = vec![
+        ("PATH", &path),
+        ("LANG", "C.UTF-8".as_ref()),
+        ("HOME", scratch.path().as_os_str()),
+        ("TMPDIR", scratch.path().as_os_str()),
+    ];
+    env.extend_from_slice(extra);
+    run_captured(program.as_os_str(), args, cwd, deadline, Some(&env))
+}
+
 /// `claude --version` prints `<V> (Claude Code)`, or the install is not that version.
 ///
 /// The program is a subject (a third-party agent's above all), so even this one call runs confined to
@@ -792,18 +817,7 @@ pub fn with_install_bins(program: &Path) -> std::ffi::OsString {
 fn check_version_output(binary: &Path, version: &Version, kind: &Kind) -> Result<(), VersionError> {
     let cwd = binary.parent().unwrap_or(Path::new("/"));
     let bad = |reason: String| VersionError::BadInstall { version: version.to_string(), reason };
-    let scratch = tempfile::Builder::new()
-        .prefix(".probelab-version-")
-        .tempdir()
-        .map_err(|e| bad(format!("cannot make a HOME for {} --version: {e}", binary.display())))?;
-    let path = with_install_bins(binary);
-    let env: [(&str, &std::ffi::OsStr); 4] = [
-        ("PATH", &path),
-        ("LANG", "C.UTF-8".as_ref()),
-        ("HOME", scratch.path().as_os_str()),
-        ("TMPDIR", scratch.path().as_os_str()),
-    ];
-    let ran = run_captured(binary.as_os_str(), &["--version".as_ref()], cwd, VERSION_DEADLINE, Some(&env))
+    let ran = run_scratch(".probelab-version-", binary, binary, &["--version".as_ref()], cwd, VERSION_DEADLINE, &[])
         .map_err(|e| bad(format!("cannot run {} --version: {e}", binary.display())))?;
     let want = kind.version_line.replace("{v}", &version.to_string());
     // pi prints its version on stderr; the first line is the version's (Copilot adds a second)

@@ -79,6 +79,7 @@ mod npm;
 pub mod size;
 mod spec;
 
+pub(crate) use cache::run_scratch;
 pub use cache::{
     read_metadata, with_install_bins, Cache, Entry, Installed, Kind, Lease, Metadata, CLAUDE_CODE,
     DEFAULT_INSTALL_SIZE, METADATA,
@@ -86,7 +87,6 @@ pub use cache::{
 pub use catalogue::{human_age, Catalogue, Freshness, Published, Refresh, FIRST_LINUX_X64, MAX_AGE};
 pub use error::VersionError;
 pub use files::write_atomic as write_file_atomic;
-pub(crate) use npm::run_captured;
 pub use npm::Npm;
 pub use spec::{Item, Selection, Spec};
 

@@ -603,14 +603,21 @@ while True:
         {"type": "tool_result", "tool_use_id": c.id, "content": run_tool(c.name, c.input)} for c in calls]})
 "#;
 
-#[test]
-fn a_project_declares_a_dialect_and_its_agent_runs_claude_code_s_probes_with_refusals_read_from_words() {
+/// A project made by `probelab init` in a temp dir (kept while the first value lives), and the directory
+/// of the python with the official SDK (scripts/setup's venv), to put first on PATH as `python3`.
+fn inited_lab_with_python() -> (tempfile::TempDir, PathBuf, PathBuf) {
     let python = harness::probe::host::python();
     let bin = python.parent().map(Path::to_path_buf).unwrap_or_default();
     assert!(bin.join("python3").exists(), "{} has no python3: run scripts/setup", bin.display());
     let tmp = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
     let lab = tmp.path().canonicalize().unwrap_or_else(|e| panic!("{e}"));
     assert!(probelab(&lab, &["init"]).status.success());
+    (tmp, lab, bin)
+}
+
+#[test]
+fn a_project_declares_a_dialect_and_its_agent_runs_claude_code_s_probes_with_refusals_read_from_words() {
+    let (_tmp, lab, bin) = inited_lab_with_python();
     std::fs::write(lab.join("agent.py"), OWN_DIALECT_AGENT).unwrap_or_else(|e| panic!("{e}"));
     std::fs::write(
         lab.join("probelab.toml"),
@@ -671,12 +678,7 @@ fn a_project_declares_a_dialect_and_its_agent_runs_claude_code_s_probes_with_ref
 
 #[test]
 fn a_command_subject_pinned_on_npm_is_installed_once_prepared_once_and_named_in_its_golden() {
-    let python = harness::probe::host::python();
-    let bin = python.parent().map(Path::to_path_buf).unwrap_or_default();
-    assert!(bin.join("python3").exists(), "{} has no python3: run scripts/setup", bin.display());
-    let tmp = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-    let lab = tmp.path().canonicalize().unwrap_or_else(|e| panic!("{e}"));
-    assert!(probelab(&lab, &["init"]).status.success());
+    let (_tmp, lab, bin) = inited_lab_with_python();
     // the agent npm lays out: its version, its prepare step (a file it needs at every run), then the
     // agent of the dialect test, which reads that file first
     let agent = format!(
