@@ -355,3 +355,79 @@ fn scripts_watch_ci_maps_every_outcome_to_its_exit_and_commits_only_what_watch_p
         assert!(said.contains("the npm registry is unreachable"), "{said}");
     }
 }
+
+/// Issue 37, item 8: scripts/under-load judges a run by what the committed matrix says of its release —
+/// a probe whose cell failed its checks or is n-a prints FAIL by design — and fails on any other FAIL, on a
+/// pass where the cell failed, on a golden that differs, and on a failed built-in run beside them. A fake
+/// probelab (PROBELAB_BIN) prints what each case needs; the cells are the test's own (PROBELAB_CELLS).
+#[test]
+fn scripts_under_load_fails_only_where_a_run_leaves_its_committed_verdicts() {
+    let d = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let repo_dir = d.path().join("repo");
+    std::fs::create_dir_all(repo_dir.join("scripts")).unwrap_or_else(|e| panic!("{e}"));
+    std::fs::copy(repo().join("scripts/under-load"), repo_dir.join("scripts/under-load"))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let cells = d.path().join("cells/9.9.9");
+    std::fs::create_dir_all(&cells).unwrap_or_else(|e| panic!("{e}"));
+    for (probe, outcome, reason) in [
+        ("a.fine", "pass", ""),
+        ("b.broken", "changed", "failed: check 2: result 1"),
+        ("c.gone", "not-applicable", "X not offered"),
+    ] {
+        let cell = serde_json::json!({"probe": probe, "outcome": outcome, "reason": reason});
+        std::fs::write(cells.join(format!("{probe}.json")), cell.to_string()).unwrap_or_else(|e| panic!("{e}"));
+    }
+    // the fake: the built-in suite exits FAKE_BUILTIN; a claude-code run waits (bounded) until the built-in
+    // loop has finished once, then prints FAKE_LINES
+    let fake = d.path().join("fake-probelab");
+    std::fs::write(
+        &fake,
+        "#!/bin/sh\nif [ $# = 1 ]; then echo '3 passed'; exit \"$FAKE_BUILTIN\"; fi\n\
+         for i in $(seq 200); do [ -e target/probelab/under-load/builtin-loops ] && break; sleep 0.05; done\n\
+         printf '%b' \"$FAKE_LINES\"; echo '1 passed, 2 failed'; exit 1\n",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    Command::new("chmod").arg("+x").arg(&fake).status().unwrap_or_else(|e| panic!("{e}"));
+    let run = |lines: &str, builtin: &str| {
+        let out = Command::new(repo_dir.join("scripts/under-load"))
+            .args(["2", "--versions", "9.9.9"])
+            .env("PROBELAB_BIN", &fake)
+            .env("PROBELAB_CELLS", d.path().join("cells"))
+            .env("FAKE_LINES", lines)
+            .env("FAKE_BUILTIN", builtin)
+            .output()
+            .unwrap_or_else(|e| panic!("{e}"));
+        (out.status.code(), String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr))
+    };
+    let expected = "pass  a.fine [X-1]\\nFAIL  b.broken [X-1]\\nFAIL  c.gone [X-2]\\n";
+    let (code, said) = run(expected, "0");
+    assert_eq!(code, Some(0), "{said}");
+    assert!(said.contains("2 runs (2 of 9.9.9), 0 failed;") && said.contains(", 0 failed\n"), "{said}");
+    // a probe whose cell passes fails under load
+    let (code, said) = run("FAIL  a.fine [X-1]\\nFAIL  b.broken [X-1]\\nFAIL  c.gone [X-2]\\n", "0");
+    assert_eq!(code, Some(1), "{said}");
+    assert!(said.contains("9.9.9: FAIL a.fine (expected to pass)"), "{said}");
+    // a probe that failed in the matrix passes: as much a change as the other way
+    let (code, said) = run("pass  a.fine [X-1]\\npass  b.broken [X-1]\\nFAIL  c.gone [X-2]\\n", "0");
+    assert_eq!(code, Some(1), "{said}");
+    assert!(said.contains("9.9.9: pass b.broken (expected FAIL)"), "{said}");
+    // a golden that moved, with the verdicts right
+    let (code, said) = run(&format!("{expected}DIFF  a.fine [X-1]\\n"), "0");
+    assert_eq!(code, Some(1), "{said}");
+    assert!(said.contains("9.9.9: DIFF  a.fine"), "{said}");
+    // the built-in suite failing beside them
+    let (code, said) = run(expected, "1");
+    assert_eq!(code, Some(1), "{said}");
+    assert!(
+        said.contains("0 failed; the built-in suite ran") && !said.contains("times beside them, 0 failed"),
+        "{said}"
+    );
+    // a release the matrix has no cells of: usage error, nothing run
+    let out = Command::new(repo_dir.join("scripts/under-load"))
+        .args(["1", "--versions", "1.0.0"])
+        .env("PROBELAB_BIN", &fake)
+        .env("PROBELAB_CELLS", d.path().join("cells"))
+        .output()
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(out.status.code(), Some(2));
+}
