@@ -129,7 +129,7 @@ fn concerns(p: &Probe, topic: &Topic) -> bool {
 /// Whether an interface line of a release page is about `tool` (`~ tool Read: …`, `+ tool LSP`,
 /// `> tool Monitor deferred`, `< tool ScheduleWakeup no longer deferred`).
 fn interface_about(line: &str, tool: &str) -> bool {
-    ["~ tool ", "+ tool ", "- tool ", "> tool ", "< tool "]
+    ["~ tool ", "+ tool ", "- tool ", "> tool ", "< tool ", "^ tool ", "v tool "]
         .iter()
         .any(|p| line.strip_prefix(p).is_some_and(|rest| rest.split([':', ' ']).next() == Some(tool)))
 }
@@ -145,15 +145,6 @@ fn budget_about(name: &str, topic: &Topic, probes: &[Probe]) -> bool {
             .any(|b| probes.iter().any(|p| p.id == b.probe && p.claims.contains(c))),
         Topic::Tools => false,
     }
-}
-
-/// A tool blob's description (the whole text when it is no tool JSON).
-fn description(blobs: &std::path::Path, short: &str) -> String {
-    let text = crate::transcript::diff::blob_text(blobs, short);
-    serde_json::from_str::<serde_json::Value>(&text)
-        .ok()
-        .and_then(|v| v.get("description").and_then(serde_json::Value::as_str).map(str::to_string))
-        .unwrap_or(text)
 }
 
 /// The tool names of a probe's main-conversation calls by tool_use id (as the stub numbers them).
@@ -205,31 +196,20 @@ pub fn history(
             }
             Ok(())
         };
-        // interface: the tool's own lines, with the words of its description that changed
+        // interface: the tool's own lines, which carry the words that changed (the description's prose as
+        // a word diff, its structured parts item by item: [`super::interface::tool_change`])
         if let (Topic::Tool(tool), true) = (topic, both) {
             let lines = super::interface::between(golden, previous, version, &broken)?;
             for line in lines.into_iter().filter(|l| interface_about(l, tool)) {
-                diffed(&mut diff)?;
-                let mut words: Vec<String> = Vec::new();
-                for key in diff.iter().flat_map(|d| d.blob_changes.keys()) {
-                    let Some((hx, hy)) = key.strip_prefix(&format!("tool {tool} ")).and_then(|r| r.split_once(" → "))
-                    else {
-                        continue;
-                    };
-                    let blobs = layout.blobs();
-                    let (old, new) = (description(&blobs, hx), description(&blobs, hy));
-                    let said = crate::transcript::diff::word_diff(&old, &new);
-                    if old != new && !words.contains(&said) {
-                        words.push(said);
-                    }
-                }
-                out.push(entry("interface", line, words));
+                out.push(entry("interface", line, Vec::new()));
             }
         }
         // the tools offered: every line of a tool that came, went, or moved in or out of deferral
         if let (Topic::Tools, true) = (topic, both) {
             let lines = super::interface::between(golden, previous, version, &broken)?;
-            let offer = |l: &String| ["+ tool ", "- tool ", "> tool ", "< tool "].iter().any(|p| l.starts_with(p));
+            let offer = |l: &String| {
+                ["+ tool ", "- tool ", "> tool ", "< tool ", "^ tool ", "v tool "].iter().any(|p| l.starts_with(p))
+            };
             for line in lines.into_iter().filter(offer) {
                 out.push(entry("interface", line, Vec::new()));
             }

@@ -9,7 +9,7 @@
 //! interface, and are left out.
 
 use super::budgets::IsBroken;
-use crate::transcript::diff::{blob_text, diff_dirs};
+use crate::transcript::diff::{blob_text, diff_dirs, word_diff, INTO_FIRST, OUT_OF_FIRST};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
@@ -31,13 +31,120 @@ fn properties(blob: &str) -> Option<(String, BTreeMap<String, String>)> {
     Some((description, props.iter().map(|(k, p)| (k.clone(), ty(p))).collect()))
 }
 
-/// What changed in one tool's blob: properties added / removed / retyped, and whether its description
+/// The structured parts of a tool description: a line `Name: {…}` or `Name: […]` whose rest is JSON (Bash's
+/// sandbox policy: `Filesystem: {"read":{"denyOnly":[…]},"write":{"allowOnly":[…]}}`, `Network:
+/// {"allowedHosts":[]}`), each flattened to its leaves: `Filesystem write.allowOnly` → the list's items (a
+/// scalar is a list of one). Returns the description without those lines — the prose, so that a part
+/// added or gone is said once, as its items — and the leaves.
+pub fn structured(description: &str) -> (String, BTreeMap<String, Vec<String>>) {
+    fn leaves(path: &str, v: &serde_json::Value, out: &mut BTreeMap<String, Vec<String>>) {
+        match v {
+            serde_json::Value::Object(m) => {
+                for (k, x) in m {
+                    leaves(&if path.is_empty() { k.clone() } else { format!("{path}.{k}") }, x, out);
+                }
+                // an empty object keeps its place (a policy emptied reads as its items removed)
+                if m.is_empty() {
+                    out.entry(path.to_string()).or_default();
+                }
+            }
+            serde_json::Value::Array(items) => {
+                let list = out.entry(path.to_string()).or_default();
+                list.extend(items.iter().map(|i| i.as_str().map_or_else(|| i.to_string(), str::to_string)));
+            }
+            other => out
+                .entry(path.to_string())
+                .or_default()
+                .push(other.as_str().map_or_else(|| other.to_string(), str::to_string)),
+        }
+    }
+    let mut parts = BTreeMap::new();
+    let mut prose = Vec::new();
+    for line in description.split('\n') {
+        let parsed = line.split_once(": ").filter(|(name, rest)| {
+            !name.is_empty()
+                && name.chars().all(|c| c.is_ascii_alphanumeric() || c == ' ' || c == '_')
+                && (rest.starts_with('{') || rest.starts_with('['))
+        });
+        match parsed.and_then(|(name, rest)| Some((name, serde_json::from_str::<serde_json::Value>(rest).ok()?))) {
+            Some((name, v)) => {
+                let mut flat = BTreeMap::new();
+                leaves("", &v, &mut flat);
+                parts.extend(
+                    flat.into_iter()
+                        .map(|(k, l)| (if k.is_empty() { name.to_string() } else { format!("{name} {k}") }, l)),
+                );
+            }
+            None => prose.push(line.to_string()),
+        }
+    }
+    (prose.join("\n"), parts)
+}
+
+/// `... and 45 more (truncated for prompt size)`: the count of a list's items the description leaves out.
+fn more_count(item: &str) -> Option<u64> {
+    item.strip_prefix("... and ")?.split(' ').next()?.parse().ok()
+}
+
+/// What changed in the structured parts of two descriptions ([`structured`]), a line per list: `sandbox
+/// policy Filesystem write.allowOnly: now listed `<home>/.claude/state`, 58 → 59 items in all (45 → 46 of them not listed …)`, or the part
+/// added or removed whole. Empty when they are the same.
+pub fn structured_change(old: &BTreeMap<String, Vec<String>>, new: &BTreeMap<String, Vec<String>>) -> Vec<String> {
+    let mut out = Vec::new();
+    let keys: BTreeSet<&String> = old.keys().chain(new.keys()).collect();
+    for k in keys {
+        let (a, b) = (old.get(k), new.get(k));
+        let items = |l: Option<&Vec<String>>| -> (BTreeSet<String>, Option<u64>) {
+            let l = l.map(Vec::as_slice).unwrap_or(&[]);
+            (l.iter().filter(|i| more_count(i).is_none()).cloned().collect(), l.iter().find_map(|i| more_count(i)))
+        };
+        let ((ia, ma), (ib, mb)) = (items(a), items(b));
+        let mut said: Vec<String> = Vec::new();
+        // a list the description truncates shows its first items only: an item may move between the
+        // listed head and the counted tail without joining or leaving the list, so it is said as listed
+        // or no longer listed, and the totals say what joined or left
+        let truncated = ma.is_some() || mb.is_some();
+        let (plus, minus) = if truncated { ("now listed", "no longer listed") } else { ("+", "-") };
+        // at most LISTED items a side, the rest counted (a policy gone whole is dozens of paths)
+        const LISTED: usize = 8;
+        for (sign, items) in [(plus, ib.difference(&ia).collect::<Vec<_>>()), (minus, ia.difference(&ib).collect())] {
+            said.extend(items.iter().take(LISTED).map(|i| format!("{sign} `{i}`")));
+            if items.len() > LISTED {
+                said.push(format!("{sign} {} more", items.len() - LISTED));
+            }
+        }
+        if truncated && (ma != mb || !said.is_empty()) {
+            let all = |listed: usize, more: Option<u64>| listed as u64 + more.unwrap_or(0);
+            let n = |m: Option<u64>| m.unwrap_or(0);
+            said.push(format!(
+                "{} → {} items in all ({} → {} of them not listed: truncated for prompt size)",
+                all(ia.len(), ma),
+                all(ib.len(), mb),
+                n(ma),
+                n(mb)
+            ));
+        }
+        match (a, b) {
+            (None, Some(_)) if said.is_empty() => out.push(format!("{k}: new (empty)")),
+            (Some(_), None) if said.is_empty() => out.push(format!("{k}: gone (was empty)")),
+            (None, Some(_)) => out.push(format!("{k} (new): {}", said.join(", "))),
+            (Some(_), None) => out.push(format!("{k} (gone): {}", said.join(", "))),
+            _ if !said.is_empty() => out.push(format!("{k}: {}", said.join(", "))),
+            _ => {}
+        }
+    }
+    out
+}
+
+/// What changed in one tool's blob: properties added / removed / retyped, the structured parts of its
+/// description list by list ([`structured_change`]), and whether the rest of its description (the prose)
 /// changed.
 pub fn tool_change(old_blob: &str, new_blob: &str) -> Vec<String> {
     let (Some((da, pa)), Some((db, pb))) = (properties(old_blob), properties(new_blob)) else {
         return vec!["schema or description changed".into()];
     };
-    let mut out = Vec::new();
+    let ((da, sa), (db, sb)) = (structured(&da), structured(&db));
+    let mut out: Vec<String> = structured_change(&sa, &sb).into_iter().map(|l| format!("description's {l}")).collect();
     for (k, t) in &pb {
         match pa.get(k) {
             None => out.push(format!("+ property `{k}` ({t})")),
@@ -51,7 +158,7 @@ pub fn tool_change(old_blob: &str, new_blob: &str) -> Vec<String> {
         }
     }
     if da != db {
-        out.push("description changed".into());
+        out.push(format!("description changed: {}", word_diff(&da, &db)));
     }
     if out.is_empty() {
         // same properties and types, another blob: a property's description, an enum, a default
@@ -87,6 +194,8 @@ pub fn between(golden_root: &Path, old: &str, new: &str, broken: IsBroken<'_>) -
     let ours = |t: &String| !t.starts_with("mcp__fixture__");
     let mut lines: BTreeSet<String> = BTreeSet::new();
     let mut changed: BTreeMap<String, (String, String)> = BTreeMap::new();
+    // per tool, the probes whose first request gained (or lost) it
+    let mut first: BTreeMap<(bool, String), Vec<String>> = BTreeMap::new();
     let skip = |p: &str| broken(p, old) || broken(p, new);
     // the requests' `model: …, max_tokens: …` lines of each whole side
     let (was, now) = (model_lines(&l, &skip), model_lines(&r, &skip));
@@ -95,6 +204,11 @@ pub fn between(golden_root: &Path, old: &str, new: &str, broken: IsBroken<'_>) -
         lines.extend(p.tools_removed.iter().filter(|t| ours(t)).map(|t| format!("- tool {t}")));
         lines.extend(p.tools_deferred.iter().filter(|t| ours(t)).map(|t| format!("> tool {t} deferred (ToolSearch)")));
         lines.extend(p.tools_undeferred.iter().filter(|t| ours(t)).map(|t| format!("< tool {t} no longer deferred")));
+        for (into, tools) in [(true, &p.tools_into_first), (false, &p.tools_out_of_first)] {
+            for t in tools.iter().filter(|t| ours(t)) {
+                first.entry((into, t.clone())).or_default().push(p.probe.clone());
+            }
+        }
         for k in &p.tools_changed {
             // `tool NAME OLD → NEW`
             let parts: Vec<&str> = k.split(' ').collect();
@@ -106,12 +220,30 @@ pub fn between(golden_root: &Path, old: &str, new: &str, broken: IsBroken<'_>) -
         }
     }
     let mut out: Vec<String> = lines.into_iter().collect();
+    for ((into, tool), probes) in first.iter().rev() {
+        let (mark, words) = if *into { ("^", INTO_FIRST) } else { ("v", OUT_OF_FIRST) };
+        let shown: Vec<&str> = probes.iter().take(3).map(String::as_str).collect();
+        let more = if probes.len() > 3 { format!(" and {} more", probes.len() - 3) } else { String::new() };
+        out.push(format!("{mark} tool {tool} {words}, in {} probe(s): {}{more}", probes.len(), shown.join(", ")));
+    }
     for (name, (old, new)) in &changed {
         let what = tool_change(&blob_text(&blobs, old), &blob_text(&blobs, new));
         out.push(format!("~ tool {name}: {}", what.join("; ")));
     }
-    if d.blob_changes.keys().any(|k| k.starts_with("system ")) {
-        out.push("~ system prompt changed".into());
+    // the system prompt's words that changed (the probes' prompts differ by their settings: each distinct
+    // change once)
+    let mut said: Vec<String> = Vec::new();
+    for k in d.blob_changes.keys().filter_map(|k| k.strip_prefix("system ")) {
+        let Some((a, b)) = k.split_once(" → ") else { continue };
+        let words = word_diff(&blob_text(&blobs, a), &blob_text(&blobs, b));
+        if !said.contains(&words) {
+            said.push(words);
+        }
+    }
+    match said.len() {
+        0 => {}
+        1 => out.push(format!("~ system prompt changed: {}", said[0])),
+        n => out.push(format!("~ system prompt changed ({n} prompts of the probes' settings), e.g.: {}", said[0])),
     }
     out.extend(cache_moves(&d, &l, &r, &skip));
     for x in was.difference(&now) {
@@ -193,11 +325,13 @@ fn cache_markers(golden: &str) -> BTreeMap<String, String> {
 pub fn to_markdown(golden_root: &Path, versions: &[String], broken: IsBroken<'_>) -> String {
     let mut out = String::from("# Interface of Claude Code's tools, per version\n\n");
     out.push_str(
-        "What the first request offers the model, compared between neighbouring versions of the matrix from \
+        "What the requests offer the model, compared between neighbouring versions of the matrix from \
          their goldens (golden/claude-code@<version>/, the claude-code probes): `+` / `-` a tool added / \
-         removed, `>` deferred (moved behind ToolSearch, not removed), `<` no longer deferred, `~` a tool's \
-         input-schema properties (added, removed, retyped) or description; the system prompt; the model and \
-         max_tokens of the first request; `request shape:` where the requests' cache markers (`cache_control`) \
+         removed, `>` deferred (moved behind ToolSearch, not removed), `<` no longer deferred, `^` / `v` a tool \
+         offered in the first request now / only from a later request on now, `~` a tool's input-schema \
+         properties (added, removed, retyped), the structured parts of its description list by list (Bash's \
+         sandbox policy: `Filesystem write.allowOnly: + …`) and whether the rest of its description changed; \
+         the system prompt; the model and max_tokens of the first request; `request shape:` where the requests' cache markers (`cache_control`) \
          sit, with the model they were sent for — a change of the request's shape, never of a tool's behaviour. \
          The goldens of a run that broke an invariant are left out. Generated with the matrix (`probelab matrix --publish`, `probelab \
          watch`); do not edit by hand.\n",
@@ -226,6 +360,35 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_policy_change_in_a_description_reads_as_its_own_items() {
+        let policy = |write: &str, more: u32, net: &str| {
+            format!(
+                "Runs a command.\n\nThe sandbox has the following restrictions:\nFilesystem: {{\"read\":{{\"denyOnly\":[\"<home>/.claude/ide\"]}},\"write\":{{\"allowOnly\":[\"/tmp/claude\",{write}\"... and {more} more (truncated for prompt size)\"]}}}}{net}\n - Be careful."
+            )
+        };
+        let blob = |d: &str| {
+            serde_json::json!({"name": "Bash", "description": d, "input_schema": {"properties": {"command": {"type": "string"}}}}).to_string()
+        };
+        let (a, b) = (policy("", 45, "\nNetwork: {\"allowedHosts\":[]}"), policy("\"<home>/.claude/state\",", 46, ""));
+        let (prose, parts) = structured(&a);
+        assert_eq!(prose, "Runs a command.\n\nThe sandbox has the following restrictions:\n - Be careful.");
+        assert_eq!(parts["Filesystem write.allowOnly"], ["/tmp/claude", "... and 45 more (truncated for prompt size)"]);
+        // the policy's items, and nothing said of the prose, which is the same
+        assert_eq!(
+            tool_change(&blob(&a), &blob(&b)),
+            [
+                "description's Filesystem write.allowOnly: now listed `<home>/.claude/state`, 46 → 48 items in all (45 → 46 of them not listed: truncated for prompt size)",
+                "description's Network allowedHosts: gone (was empty)",
+            ]
+        );
+        // the prose changing too is said apart
+        let c = b.replace("Be careful", "Be very careful");
+        assert_eq!(tool_change(&blob(&b), &blob(&c)), ["description changed: Runs a command.⏎⏎The sandbox has the following restrictions:⏎ - Be {+very +}careful."]);
+        // a line that only looks like one stays prose
+        assert_eq!(structured("Example: {not json}").1.len(), 0);
+    }
+
+    #[test]
     fn a_tool_s_schema_change_is_named_by_property() {
         let old = r#"{"name": "Read", "description": "Reads.", "input_schema": {"properties": {"file_path": {"type": "string"}, "limit": {"type": "integer"}, "gone": {"type": "boolean"}}}}"#;
         let new = r#"{"name": "Read", "description": "Reads files.", "input_schema": {"properties": {"file_path": {"type": "string"}, "limit": {"type": "number"}, "pages": {"type": "array", "items": {"type": "string"}}}}}"#;
@@ -235,7 +398,7 @@ mod tests {
                 "~ property `limit` integer → number",
                 "+ property `pages` (array<string>)",
                 "- property `gone` (boolean)",
-                "description changed"
+                "description changed: Reads{+ files+}."
             ]
         );
         assert_eq!(

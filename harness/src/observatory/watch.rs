@@ -336,7 +336,14 @@ pub fn page_of(
     let (lost, back) = m.coverage_moves(previous, version);
     // an exploration against the release this page compares with, that found something stable
     let found = explored.get(version).filter(|p| p.a == *previous && !p.stable.is_empty());
-    if !changed && lost.is_empty() && back.is_empty() && found.is_none() {
+    // a change of the interface alone (Bash's sandbox policy gaining a path, a tool offered from the first
+    // request) is Claude Code's as much as a result's: its release has a page too
+    let interface_changed = || {
+        let broken = |p: &str, v: &str| m.is_broken(p, v);
+        missing_goldens(&layout.golden, &[previous, version]).is_none()
+            && super::interface::between(&layout.golden, previous, version, &broken).is_ok_and(|l| !l.is_empty())
+    };
+    if !changed && lost.is_empty() && back.is_empty() && found.is_none() && !interface_changed() {
         return Ok(None);
     }
     let page = release_page(probes, layout, m, version, previous, releases.published(version))?;

@@ -19,6 +19,11 @@ use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
+/// A tool offered from the first request now, only from a later one before ([`ProbeDiff::tools_into_first`]).
+pub const INTO_FIRST: &str = "now offered in the first request (before: only from a later request on)";
+/// A tool offered only from a later request now ([`ProbeDiff::tools_out_of_first`]).
+pub const OUT_OF_FIRST: &str = "now offered only from a later request on (before: in the first request)";
+
 /// One probe's differences.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct ProbeDiff {
@@ -54,6 +59,14 @@ pub struct ProbeDiff {
     /// Tools the left deferred that the right lists in full. Not in [`ProbeDiff::tools_added`].
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tools_undeferred: Vec<String>,
+    /// Tools both sides offer, deferred on neither, that the right offers in its first request and the
+    /// left only from a later one (LSP at 2.1.239: offered once its server had started, then from the
+    /// start).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tools_into_first: Vec<String>,
+    /// Tools both sides offer that the left offers in its first request and the right only later.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tools_out_of_first: Vec<String>,
     /// Each tool result that differs, as the words that changed ([`word_diff`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub changes: Vec<ResultChange>,
@@ -116,6 +129,8 @@ impl ProbeDiff {
             && self.tools_changed.is_empty()
             && self.tools_deferred.is_empty()
             && self.tools_undeferred.is_empty()
+            && self.tools_into_first.is_empty()
+            && self.tools_out_of_first.is_empty()
             && self.system.is_none()
             && self.results.is_none()
             && self.verdicts.is_none()
@@ -235,6 +250,16 @@ fn tools(t: &str) -> BTreeMap<String, String> {
         .filter_map(|l| l.strip_prefix("tools: "))
         .flat_map(|l| l.split(' '))
         .filter_map(|t| t.split_once('@').map(|(n, h)| (n.to_string(), h.split(' ').next().unwrap_or(h).to_string())))
+        .collect()
+}
+
+/// The tools of the first request (its `tools:` line), deferred ones included.
+fn first_request_tools(t: &str) -> BTreeSet<String> {
+    t.lines()
+        .find_map(|l| l.strip_prefix("tools: "))
+        .into_iter()
+        .flat_map(|l| l.split(' '))
+        .filter_map(|t| t.split_once('@').map(|(n, _)| n.to_string()))
         .collect()
 }
 
@@ -739,11 +764,21 @@ pub fn diff_dirs_with(
                 d.tools_removed.push(k.clone());
             }
         }
-        // listed on both sides, deferred on one only
+        // listed on both sides, deferred on one only; offered from the first request on one only
+        let (fx, fy) = (first_request_tools(x), first_request_tools(y));
         for (k, _) in tx.iter().filter(|(k, _)| ty.contains_key(*k)) {
             match (dx.contains(k), dy.contains(k)) {
                 (false, true) => d.tools_deferred.push(k.clone()),
                 (true, false) => d.tools_undeferred.push(k.clone()),
+                _ => {}
+            }
+            // a deferred tool comes in a later request once ToolSearch loaded it: said as deferred
+            if dx.contains(k) || dy.contains(k) {
+                continue;
+            }
+            match (fx.contains(k), fy.contains(k)) {
+                (false, true) => d.tools_into_first.push(k.clone()),
+                (true, false) => d.tools_out_of_first.push(k.clone()),
                 _ => {}
             }
         }
@@ -830,6 +865,8 @@ fn render_probe(p: &ProbeDiff, o: &mut Vec<String>) {
     o.extend(p.tools_removed.iter().map(|t| format!("  interface: - tool {t}")));
     o.extend(p.tools_deferred.iter().map(|t| format!("  interface: > tool {t} deferred (loaded through ToolSearch)")));
     o.extend(p.tools_undeferred.iter().map(|t| format!("  interface: < tool {t} no longer deferred")));
+    o.extend(p.tools_into_first.iter().map(|t| format!("  interface: ^ tool {t} {INTO_FIRST}")));
+    o.extend(p.tools_out_of_first.iter().map(|t| format!("  interface: v tool {t} {OUT_OF_FIRST}")));
     o.extend(p.tools_changed.iter().map(|k| format!("  interface: ~ {k} (schema or description, see blob changes)")));
     if let Some(k) = &p.system {
         o.push(format!("  prompt: ~ {k} (see blob changes)"));
@@ -867,6 +904,8 @@ pub fn render_summary(d: &SetDiff) -> String {
             .chain(p.tools_removed.iter().map(|t| format!("- {t}")))
             .chain(p.tools_deferred.iter().map(|t| format!("> {t} deferred")))
             .chain(p.tools_undeferred.iter().map(|t| format!("< {t} no longer deferred")))
+            .chain(p.tools_into_first.iter().map(|t| format!("^ {t} {INTO_FIRST}")))
+            .chain(p.tools_out_of_first.iter().map(|t| format!("v {t} {OUT_OF_FIRST}")))
             .chain(p.tools_changed.iter().map(|k| {
                 let name = k.strip_prefix("tool ").and_then(|r| r.split(' ').next()).unwrap_or(k);
                 format!("~ {name} schema or description")
@@ -876,7 +915,7 @@ pub fn render_summary(d: &SetDiff) -> String {
         }
     }
     if !interface.is_empty() {
-        o.push("interface (tools as the first request offers them; in how many probes):".into());
+        o.push("interface (the tools the requests offer; in how many probes):".into());
         o.extend(interface.iter().map(|(l, n)| format!("  {l} ({n})")));
     }
     if let Some(k) = d.blob_changes.keys().find(|k| k.starts_with("system ")) {
@@ -1232,6 +1271,25 @@ mod tests {
         let w = word_diff(&format!("{long}old tail"), &format!("{long}new tail"));
         assert!(w.starts_with('…') && w.ends_with("[-old-]{+new+} tail"), "{w}");
         assert_eq!(word_diff("a\nb", "a\nc"), "a⏎[-b-]{+c+}");
+    }
+
+    #[test]
+    fn a_tool_that_moves_into_the_first_request_is_said_so_and_not_added() {
+        let d = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let (l, r, b) = (d.path().join("l"), d.path().join("r"), d.path().join("blobs"));
+        for p in [&l, &r, &b] {
+            std::fs::create_dir_all(p).unwrap_or_else(|e| panic!("{e}"));
+        }
+        let later = "probe: p\n## request 1\ntools: Read@aaaaaaaaaaaa\n## request 2\ntools: Read@aaaaaaaaaaaa LSP@bbbbbbbbbbbb\n## verdicts\npass invariant: i\n";
+        let first = "probe: p\n## request 1\ntools: Read@aaaaaaaaaaaa LSP@bbbbbbbbbbbb\n## request 2\n## verdicts\npass invariant: i\n";
+        std::fs::write(l.join("p.snap"), later).unwrap_or_else(|e| panic!("{e}"));
+        std::fs::write(r.join("p.snap"), first).unwrap_or_else(|e| panic!("{e}"));
+        let p = diff_dirs(&l, &r, &b).unwrap_or_else(|e| panic!("{e}")).probes.remove(0);
+        assert_eq!((p.tools_into_first.as_slice(), p.tools_added.as_slice()), (&["LSP".to_string()][..], &[][..]));
+        assert!(!p.is_same());
+        let back = diff_dirs(&r, &l, &b).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(back.probes[0].tools_out_of_first, ["LSP"]);
+        assert!(render_summary(&back).contains(&format!("v LSP {OUT_OF_FIRST} (1)")), "{}", render_summary(&back));
     }
 
     #[test]
