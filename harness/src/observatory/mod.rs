@@ -28,6 +28,7 @@ pub mod conformance;
 pub mod explain;
 pub mod history;
 pub mod interface;
+pub mod readable;
 pub mod releases;
 pub mod report;
 pub mod watch;

@@ -82,10 +82,19 @@ pub fn reports(
     golden: &Path,
     conformance: &super::conformance::Table,
     releases: &Releases,
+    probes: &[Probe],
 ) -> Result<Reports, String> {
     let m = Matrix::from_cells(cells)?.with_conformance(conformance);
     let section = super::releases::section(&m, releases);
-    let html = m.to_html("probelab: claims × versions", Some(&super::report::Evidence::committed()));
+    // every change in words, from the goldens (results a probe marks `unordered` compared as sets)
+    let unordered: BTreeMap<String, std::collections::BTreeSet<String>> = probes
+        .iter()
+        .filter(|p| !p.unordered.is_empty())
+        .map(|p| (p.id.clone(), crate::transcript::diff::unordered_ids(p)))
+        .collect();
+    let said = super::readable::said(&m, golden, &unordered);
+    let evidence = super::report::Evidence::committed();
+    let html = m.to_html_with("probelab: claims × versions", Some(&evidence), &said);
     let html = match html.rfind("</body>") {
         Some(at) if !section.is_empty() => format!("{}{}{}", &html[..at], section_html(&section), &html[at..]),
         _ => html,
@@ -94,7 +103,7 @@ pub fn reports(
         ("matrix.json", m.to_json()),
         ("matrix.txt", m.to_text()),
         ("matrix.html", html),
-        ("timeline.md", m.to_markdown(TITLE) + &section),
+        ("timeline.md", m.to_markdown_with(TITLE, Some((&said, &evidence.changes))) + &section),
         ("budgets.md", super::budgets::to_markdown(golden, &m.versions, &|p, v| m.is_broken(p, v))),
         ("interface.md", super::interface::to_markdown(golden, &m.versions, &|p, v| m.is_broken(p, v))),
     ];
@@ -183,7 +192,7 @@ pub fn publish(
     }
     // the built-in conformance comes from runs (`probelab profiles`), never from the committed data: the
     // committed reports carry none
-    let (m, files) = reports(&all, &layout.golden, &super::conformance::Table::new(), &releases)?;
+    let (m, files) = reports(&all, &layout.golden, &super::conformance::Table::new(), &releases, probes)?;
     for (name, text) in files {
         let path = docs.matrix.join(name);
         crate::versions::write_file_atomic(&path, text.as_bytes()).map_err(|e| e.to_string())?;
@@ -262,8 +271,8 @@ pub fn stale_derived(root: &Path, read: &dyn Fn(&Path) -> Option<String>) -> Res
     let layout = Layout { golden: root.join("golden"), ..Layout::repo() };
     let cells = read_cells(std::slice::from_ref(&docs.cells)).map_err(|e| e.to_string())?;
     let releases = Releases::read(&docs.matrix).map_err(|e| e.to_string())?;
-    let (m, files) = reports(&cells, &layout.golden, &super::conformance::Table::new(), &releases)?;
     let probes = crate::probe::load_all(&[root.join("probes")]).map_err(|e| e.to_string())?;
+    let (m, files) = reports(&cells, &layout.golden, &super::conformance::Table::new(), &releases, &probes)?;
     let mut made: Vec<(String, String)> =
         files.into_iter().map(|(name, text)| (format!("docs/matrix/{name}"), text)).collect();
     let explored = crate::discover::read_published(&docs.explored)?;
@@ -439,8 +448,8 @@ pub fn changes_page(version: &str, previous: &str, published: Option<&str>, m: &
         out.push_str(&broken.concat());
     }
     out.push_str(&format!(
-        "\n## Evidence: `probelab diff claude-code@{previous} claude-code@{version}`\n\n```\n{}```\n",
-        diff_summary
+        "\n## Evidence: `probelab diff claude-code@{previous} claude-code@{version}`\n\n{}",
+        super::readable::as_list(diff_summary)
     ));
     out
 }
@@ -804,14 +813,17 @@ mod tests {
         assert!(!kept.contains("a long text") && !kept.contains("pass check 1"), "slim: {kept}");
         assert!(kept.contains("\"fingerprint\": \"bbbb\"") && kept.contains("\"reproduced\": 1"), "{kept}");
         let md = std::fs::read_to_string(docs.matrix.join("timeline.md")).unwrap_or_else(|e| panic!("{e}"));
-        assert!(md.contains("- `p` 2.1.1 → **2.1.2**: pass → changed (failed: check 1: result 1)"), "{md}");
+        assert!(
+            md.contains("- [2.1.2](../changes/2.1.2.md) (after 2.1.1) `p`: pass → changed (failed: check 1: result 1)"),
+            "{md}"
+        );
         for f in ["matrix.json", "matrix.txt", "matrix.html", "budgets.md"] {
             assert!(docs.matrix.join(f).is_file(), "{f}");
         }
         let page = changes_page("2.1.2", "2.1.1", Some("2026-11-30T00:00:00Z"), &m, "diff a → b\n");
         assert!(page.starts_with("# What changed in Claude Code 2.1.2\n\nAgainst 2.1.1, the release before it in npm's order; 2.1.2 was published 2026-11-30."), "{page}");
         assert!(page.contains("- `p` 2.1.1 → **2.1.2**: pass → changed (failed: check 1: result 1)\n"), "{page}");
-        assert!(page.ends_with("```\ndiff a → b\n```\n"), "{page}");
+        assert!(page.ends_with("`\n\n- `diff a → b`\n"), "{page}");
         let quiet = changes_page("2.1.1", "2.1.0", None, &m, "");
         assert!(quiet.contains("No probe's outcome or behaviour changed."), "{quiet}");
     }

@@ -298,6 +298,37 @@ fn shape_lines(t: &str) -> String {
 }
 
 /// The verdict lines.
+/// One probe's change between two of its transcripts, in words: each tool result that differs (paired
+/// by tool_use id, [`ResultChange`]) with the tool that made it (the transcripts' `tool_use <id> <Tool>`
+/// lines), and each verdict that moved (`check 5: file hook.log: pass → FAIL`). `unordered`: the tool_use
+/// ids whose result lines come in any order (compared as sets).
+pub fn transcript_changes(
+    left: &str,
+    right: &str,
+    unordered: &BTreeSet<String>,
+) -> (Vec<(Option<String>, ResultChange)>, Vec<String>) {
+    let (rx, ry) = (result_lines(left, unordered), result_lines(right, unordered));
+    let calls: BTreeMap<&str, &str> = left
+        .lines()
+        .chain(right.lines())
+        .filter_map(|l| l.strip_prefix("tool_use "))
+        .filter_map(|l| {
+            let mut it = l.split(' ');
+            Some((it.next()?, it.next()?))
+        })
+        .collect();
+    let changes = if rx == ry { Vec::new() } else { result_changes(&rx, &ry) };
+    let named = changes
+        .into_iter()
+        .map(|c| {
+            // `tool_result <id>` or `tool_result <id> is_error`
+            let id = c.call.split(' ').nth(1).unwrap_or("").trim_end_matches(':');
+            (calls.get(id).map(|t| t.to_string()), c)
+        })
+        .collect();
+    (named, verdict_changes(&verdict_lines(left), &verdict_lines(right)))
+}
+
 fn verdict_lines(t: &str) -> String {
     t.split("\n## verdicts\n").nth(1).unwrap_or_default().trim_end().to_string()
 }
