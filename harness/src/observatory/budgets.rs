@@ -11,7 +11,10 @@
 //!   limit count: another check of the same probe failing (a changed text around the same result) is a
 //!   behaviour change of the timeline, not a budget change. A budget whose measure changed form across
 //!   versions lists one regime per form (checks gated by `versions`); where every check of every regime
-//!   was skipped, the version printed no such value.
+//!   was skipped, the version printed no such value;
+//! - [`How::Stated`]: what the release tells the model of a limit in a tool's description (Bash's default
+//!   and maximum timeouts, 2 and 10 minutes: not run out on each of 87 releases), read from the tool's
+//!   blob in the probe's first request and always shown as stated, never as timed.
 //!
 //! A budget whose value differs from the version before it is a change, listed under the table with
 //! both versions (neighbours in the matrix; exact when the matrix holds every release between).
@@ -27,6 +30,16 @@ pub enum How {
     /// The probe pins the value from both sides: regimes of (value, the checks that pin it, numbered as
     /// the golden's verdicts number them); the first regime whose checks all passed is the value.
     Boundary(&'static [(&'static str, &'static [usize])]),
+    /// What the release tells the model of a limit: a regex over a tool's description as the probe's
+    /// first request offered it (the tool's blob in `golden/blobs/`), its first group the value. Said so
+    /// wherever it is shown — stated, not timed: a limit of minutes (Bash's default timeout) is not run
+    /// out on each release.
+    Stated {
+        /// The tool whose description states it.
+        tool: &'static str,
+        /// The regex.
+        pattern: &'static str,
+    },
 }
 
 /// One budget.
@@ -138,6 +151,26 @@ pub const BUDGETS: &[Budget] = &[
         probe: "claude-code.compaction-threshold",
         how: How::Captured(PRE_TOKENS),
     },
+    Budget {
+        name: "Bash: default timeout (ms), as stated",
+        probe: "bash.schema",
+        how: How::Stated { tool: "Bash", pattern: r"`timeout` is in milliseconds: default (\d+)" },
+    },
+    Budget {
+        name: "Bash: maximum timeout (ms), as stated",
+        probe: "bash.schema",
+        how: How::Stated { tool: "Bash", pattern: r"`timeout` is in milliseconds: default \d+, max (\d+)" },
+    },
+    Budget {
+        name: "Bash: a background command's default timeout (ms), as stated",
+        probe: "bash.schema",
+        how: How::Stated { tool: "Bash", pattern: r"in the background \(default (\d+), max \d+\)" },
+    },
+    Budget {
+        name: "Bash: a background command's maximum timeout (ms), as stated",
+        probe: "bash.schema",
+        how: How::Stated { tool: "Bash", pattern: r"in the background \(default \d+, max (\d+)\)" },
+    },
 ];
 
 /// The compaction probes' ladder (CTX-1): each turn runs `echo reported N` and its response reports N
@@ -181,10 +214,37 @@ impl Value {
     }
 }
 
-/// Measures one budget in a golden transcript's text.
+/// Measures one budget in a golden transcript's text ([`measure_with`] without the blobs: a stated
+/// budget reads as not shown).
 pub fn measure(b: &Budget, golden: Option<&str>) -> Value {
+    measure_with(b, golden, None)
+}
+
+/// Measures one budget in a golden transcript's text, a stated one in the blob of the tool its first
+/// request offered (`blobs`: `golden/blobs`).
+pub fn measure_with(b: &Budget, golden: Option<&str>, blobs: Option<&Path>) -> Value {
     let Some(text) = golden else { return Value::Missing };
     match b.how {
+        How::Stated { tool, pattern } => {
+            let Some(blobs) = blobs else { return Value::NotShown };
+            // the tool's blob in the first request's `tools:` line (`Bash@74538981774d`)
+            let hash = text
+                .lines()
+                .find_map(|l| l.strip_prefix("tools: "))
+                .and_then(|l| l.split(' ').find_map(|t| t.strip_prefix(tool)?.strip_prefix('@')));
+            let description = hash
+                .map(|h| crate::transcript::diff::blob_text(blobs, h))
+                .and_then(|blob| serde_json::from_str::<serde_json::Value>(&blob).ok())
+                .and_then(|v| v.get("description").and_then(serde_json::Value::as_str).map(str::to_string));
+            match (description, regex::Regex::new(pattern)) {
+                (Some(d), Ok(re)) => re
+                    .captures(&d)
+                    .and_then(|c| c.get(1))
+                    .map(|m| Value::Measured(m.as_str().to_string()))
+                    .unwrap_or(Value::NotShown),
+                _ => Value::NotShown,
+            }
+        }
         How::Captured(pattern) => match regex::Regex::new(pattern) {
             Ok(re) => re
                 .captures(text)
@@ -249,6 +309,7 @@ pub fn how(b: &Budget) -> String {
             "a bound: the first reported count of the probe's ladder that compacted".to_string()
         }
         How::Captured(_) => "exact: Claude Code wrote it".to_string(),
+        How::Stated { tool, .. } => format!("stated: {tool}'s description says it to the model (not timed)"),
         How::Boundary(regimes) => {
             let checks: Vec<String> = regimes.iter().flat_map(|(_, c)| c.iter()).map(|n| n.to_string()).collect();
             format!("pinned by check{} {}", if checks.len() == 1 { "" } else { "s" }, checks.join(", "))
@@ -276,7 +337,7 @@ pub fn table(
                     return (b.name, Value::Broken);
                 }
                 let text = std::fs::read_to_string(dir.join(format!("{}.snap", b.probe))).ok();
-                (b.name, measure(b, text.as_deref()))
+                (b.name, measure_with(b, text.as_deref(), Some(&golden_root.join("blobs"))))
             })
             .collect();
         out.insert(v.clone(), row);
@@ -409,6 +470,20 @@ mod tests {
         assert_eq!(measure(&read, Some(golden)), Value::Measured("256KB".into()));
         assert_eq!(measure(&read, Some("tool_result t_1:\n  | other words\n## verdicts\n")), Value::NotShown);
         assert_eq!(measure(&read, None), Value::Missing);
+        // stated: read from the tool's blob that the first request offered, never from the transcript
+        let blobs = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let blob = serde_json::json!({"name": "Bash", "description": "Runs.\n- `timeout` is in milliseconds: default 120000, max 600000."});
+        let hash = crate::transcript::sha256(blob.to_string().as_bytes());
+        std::fs::write(blobs.path().join(format!("{hash}.json")), blob.to_string()).unwrap_or_else(|e| panic!("{e}"));
+        let stated =
+            BUDGETS.iter().find(|b| b.name == "Bash: maximum timeout (ms), as stated").copied().unwrap_or(read);
+        let transcript =
+            format!("probe: bash.schema\n## request 1\ntools: Bashful@cdcdcdcdcdcd Bash@{}\n", &hash[..12]);
+        assert_eq!(measure_with(&stated, Some(&transcript), Some(blobs.path())), Value::Measured("600000".into()));
+        assert_eq!(measure(&stated, Some(&transcript)), Value::NotShown, "no blobs, nothing stated");
+        let other = transcript.replace("Bash@", "Read@");
+        assert_eq!(measure_with(&stated, Some(&other), Some(blobs.path())), Value::NotShown);
+        assert!(how(&stated).starts_with("stated: Bash's description"));
         let bound = Budget { name: "b", probe: "p", how: How::Boundary(&[("30,000 chars", &[1])]) };
         assert_eq!(measure(&bound, Some(golden)), Value::Measured("30,000 chars".into()));
         let failed = golden.replace("pass check 1", "FAIL check 1");
