@@ -515,7 +515,7 @@ impl Matrix {
     }
 
     /// [`Matrix::to_markdown`]; with `published` — the words of every change
-    /// ([`super::readable::said`]) and the pages' directory relative to the file (`../changes`) — each
+    /// ([`Matrix::said`]) and the pages' directory relative to the file (`../changes`) — each
     /// release in the claims' timeline links to its page and the probes' timeline is "Changes by tool" in
     /// words ([`super::readable::by_tool`]) instead of a line per change with its fingerprints.
     pub fn to_markdown_with(&self, title: &str, published: Option<(&[super::readable::Said], &str)>) -> String {
@@ -573,6 +573,67 @@ impl Matrix {
         out
     }
 
+    /// Every change of the matrix's probe timeline in words, oldest release first (then by probe).
+    /// `unordered`: per probe, the tool_use ids whose result lines come in any order.
+    pub fn said(
+        &self,
+        golden: &std::path::Path,
+        unordered: &BTreeMap<String, BTreeSet<String>>,
+    ) -> Vec<super::readable::Said> {
+        let m = self;
+        let none = BTreeSet::new();
+        let mut out = Vec::new();
+        for (probe, changes) in &m.probe_timeline {
+            for Change { previous, version, what } in changes {
+                let read = |v: &str| {
+                    std::fs::read_to_string(golden.join(super::subject(v)).join(format!("{probe}.snap"))).ok()
+                };
+                let reason = m
+                    .probes
+                    .get(probe)
+                    .and_then(|r| r.get(version))
+                    .map(|c| c.reason.as_str())
+                    .filter(|r| !r.is_empty() && !what.contains(*r))
+                    .map(|r| format!(" ({r})"))
+                    .unwrap_or_default();
+                let mut s = super::readable::Said {
+                    probe: probe.clone(),
+                    previous: previous.clone(),
+                    version: version.clone(),
+                    what: super::readable::plain(what) + &reason,
+                    words: Vec::new(),
+                    tools: Vec::new(),
+                };
+                if let (Some(a), Some(b)) = (read(previous), read(version)) {
+                    let (results, verdicts) =
+                        crate::transcript::diff::transcript_changes(&a, &b, unordered.get(probe).unwrap_or(&none));
+                    for (tool, c) in &results {
+                        let named = tool.as_ref().map(|t| format!(" ({t})")).unwrap_or_default();
+                        let err = c.is_error.as_deref().map(|e| format!(" is_error {e}")).unwrap_or_default();
+                        let call = c.call.trim_end_matches(':').trim_end_matches(" is_error");
+                        s.words.push(format!("{call}{named}{err}: {}", c.words).trim_end_matches(": ").to_string());
+                        if let Some(t) = tool.as_ref().filter(|t| !s.tools.contains(t)) {
+                            s.tools.push(t.clone());
+                        }
+                    }
+                    if results.is_empty() {
+                        s.words.extend(verdicts);
+                    }
+                    if s.tools.is_empty() {
+                        let first = b.lines().chain(a.lines()).find_map(|l| l.strip_prefix("tool_use "));
+                        s.tools.extend(first.and_then(|l| l.split(' ').nth(1)).map(str::to_string));
+                    }
+                }
+                if s.tools.is_empty() {
+                    s.tools.push(super::readable::NO_TOOL.into());
+                }
+                out.push(s);
+            }
+        }
+        out.sort_by(|a, b| (version_key(&a.version), &a.probe).cmp(&(version_key(&b.version), &b.probe)));
+        out
+    }
+
     /// The matrix with the built-in conformance figures of its versions (the others are left out).
     pub fn with_conformance(mut self, table: &super::conformance::Table) -> Matrix {
         self.conformance =
@@ -621,7 +682,7 @@ impl Matrix {
     /// releases in which nothing moves ([`Matrix::ranges`]), each cell a colour and a mark, what moved
     /// on the release a range starts with marked (outlined); each cell's title says in words what it is
     /// and — on the release it happened — what changed, with the words of the results from `said`
-    /// ([`super::readable::said`]); then the timelines. With `evidence`, each cell links to what it is
+    /// ([`Matrix::said`]); then the timelines. With `evidence`, each cell links to what it is
     /// made of: a change to its release's page (its words in full), any other cell to its cell file (a
     /// claim's: the first citing probe's there).
     pub fn to_html_with(&self, title: &str, evidence: Option<&Evidence>, said: &[super::readable::Said]) -> String {
@@ -1226,5 +1287,40 @@ mod tests {
             "{}",
             m.to_text()
         );
+    }
+    #[test]
+    fn a_change_says_its_words_under_the_tool_whose_result_changed() {
+        let d = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let golden = d.path();
+        let snap = |v: &str, result: &str| {
+            let dir = golden.join(format!("claude-code@{v}"));
+            std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{e}"));
+            let t = format!(
+                "probe: p\n## request 1\ntool_use toolu_p_1 Glob {{}}\ntool_use toolu_p_2 Grep {{}}\n## request 2\ntool_result toolu_p_1:\n  | a.txt\ntool_result toolu_p_2:\n  | {result}\n## verdicts\npass invariant: i\n"
+            );
+            std::fs::write(dir.join("p.snap"), t).unwrap_or_else(|e| panic!("{e}"));
+        };
+        snap("1.0.0", "found 2 lines");
+        snap("1.0.1", "found 3 lines");
+        let mut m = Matrix { versions: vec!["1.0.0".into(), "1.0.1".into()], ..Matrix::default() };
+        m.probe_timeline.insert(
+            "p".into(),
+            vec![Change {
+                previous: "1.0.0".into(),
+                version: "1.0.1".into(),
+                what: "behaviour aaaaaaaaaaaa → bbbbbbbbbbbb (result 2 (Grep) text)".into(),
+            }],
+        );
+        let s = m.said(golden, &BTreeMap::new());
+        assert_eq!(s.len(), 1);
+        assert_eq!(s[0].tools, ["Grep"], "the Glob result did not change");
+        assert_eq!(s[0].words, ["tool_result toolu_p_2 (Grep): found [-2-]{+3+} lines"]);
+        let md = super::super::readable::by_tool(&s, "../changes");
+        assert!(md.contains("### Grep\n\n1 change(s) at 1 release(s).\n\n- [1.0.1](../changes/1.0.1.md) (after 1.0.0) `p`: behaviour changed in result 2 (Grep) text\n  - `tool_result toolu_p_2 (Grep): found [-2-]{+3+} lines`\n"), "{md}");
+        assert!(!md.contains("### Glob"), "{md}");
+        // a side without goldens: the change is still listed, without words
+        std::fs::remove_dir_all(golden.join("claude-code@1.0.0")).unwrap_or_else(|e| panic!("{e}"));
+        let s = m.said(golden, &BTreeMap::new());
+        assert_eq!((s[0].words.len(), s[0].tools.as_slice()), (0, &[super::super::readable::NO_TOOL.to_string()][..]));
     }
 }

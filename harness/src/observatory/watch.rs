@@ -92,7 +92,7 @@ pub fn reports(
         .filter(|p| !p.unordered.is_empty())
         .map(|p| (p.id.clone(), crate::transcript::diff::unordered_ids(p)))
         .collect();
-    let said = super::readable::said(&m, golden, &unordered);
+    let said = m.said(golden, &unordered);
     let evidence = super::report::Evidence::committed();
     let html = m.to_html_with("probelab: claims × versions", Some(&evidence), &said);
     let html = match html.rfind("</body>") {
