@@ -5,6 +5,7 @@ use super::id::SubjectId;
 use crate::probe::sandbox::Sandbox;
 use crate::probe::Probe;
 use futures_util::future::LocalBoxFuture;
+use sha2::Digest;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -181,7 +182,7 @@ pub fn engine_sha256(path: &Path) -> std::io::Result<String> {
     if let Some(h) = KNOWN.lock().ok().and_then(|k| k.get(path).cloned()) {
         return Ok(h);
     }
-    let h = crate::transcript::sha256(&std::fs::read(path)?);
+    let h = probelab_runtime::fs::hex(&sha2::Sha256::digest(std::fs::read(path)?));
     if let Ok(mut k) = KNOWN.lock() {
         k.insert(path.to_path_buf(), h.clone());
     }

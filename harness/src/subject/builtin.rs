@@ -66,7 +66,7 @@ impl Subject for Builtin {
     }
 
     fn description(&self) -> String {
-        crate::transcript::golden::description(&self.id.name, env!("CARGO_PKG_VERSION"), None)
+        super::id::describe(&self.id.name, env!("CARGO_PKG_VERSION"), None)
     }
 
     fn rg_engine(&self, lab_engine: &Path) -> Option<Result<(PathBuf, String), String>> {

@@ -119,7 +119,7 @@ impl super::api::Subject for ClaudeCode {
     }
 
     fn description(&self) -> String {
-        crate::transcript::golden::description(super::id::CLAUDE_CODE, &self.version, Some(&self.sha256))
+        super::id::describe(super::id::CLAUDE_CODE, &self.version, Some(&self.sha256))
     }
 
     fn rg_engine(&self, _lab_engine: &std::path::Path) -> Option<Result<(PathBuf, String), String>> {

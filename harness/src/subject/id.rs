@@ -8,6 +8,17 @@
 pub const BUILTIN: &str = "builtin";
 /// The kind of the Claude Code binary (also its name; its ids carry a version).
 pub const CLAUDE_CODE: &str = "claude-code";
+
+/// How a golden file's header names the subject it was made with (insta's `description`): `subject
+/// claude-code 2.1.235, binary sha256 <hex>` for a binary, `subject builtin 0.1.0, embedded` for the
+/// lab's own runtime. A subject describes itself with it ([`super::api::Subject::description`]); the
+/// golden writer only records what it is given (`crate::transcript::golden::description` is this).
+pub fn describe(subject: &str, version: &str, sha256: Option<&str>) -> String {
+    match sha256 {
+        Some(h) => format!("subject {subject} {version}, binary sha256 {h}"),
+        None => format!("subject {subject} {version}, embedded"),
+    }
+}
 /// The kind of a command subject declared in `probelab.toml` (`[subjects.NAME]`).
 pub const COMMAND: &str = "command";
 

@@ -13,13 +13,9 @@ pub fn path(golden_root: &Path, subject: &str, probe_id: &str) -> PathBuf {
     golden_root.join(subject).join(format!("{probe_id}.snap"))
 }
 
-/// The header line naming the subject (insta's `description`).
-pub fn description(subject: &str, version: &str, sha256: Option<&str>) -> String {
-    match sha256 {
-        Some(h) => format!("subject {subject} {version}, binary sha256 {h}"),
-        None => format!("subject {subject} {version}, embedded"),
-    }
-}
+/// The header line naming the subject (insta's `description`): the subject's own words
+/// ([`crate::subject::id::describe`]; the subject module never reaches into this one).
+pub use crate::subject::id::describe as description;
 
 /// The whole file text: insta's header, then the body.
 pub fn file_text(description: &str, body: &str) -> String {

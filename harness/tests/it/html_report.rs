@@ -92,7 +92,7 @@ fn the_version_matrix_renders_its_claims_table_and_timeline_in_headless_chromium
     let d = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
     let html = d.path().join("matrix.html");
     // the words of each change, from the committed goldens
-    let said = harness::observatory::readable::said(&m, &repo.join("golden"), &Default::default());
+    let said = m.said(&repo.join("golden"), &Default::default());
     std::fs::write(&html, m.to_html_with("probelab: claims × versions", None, &said)).unwrap_or_else(|e| panic!("{e}"));
     let url = format!("file://{}", html.display());
     let dom = String::from_utf8_lossy(&browse(&["--dump-dom"], &url).stdout).to_string();
