@@ -380,7 +380,17 @@ fn discover(project: &Project, a: &str, b: &str, args: DiscoverArgs) -> Outcome 
             .build()
             .context("cannot start the runtime")
             .failed()?;
-        rt.block_on(discover::explore(&ca, &cb, &opts, &layout, &|m| eprintln!("discover: {m}")))
+        let mut report = rt.block_on(discover::explore(&ca, &cb, &opts, &layout, &|m| eprintln!("discover: {m}")));
+        // A and B not neighbours: each candidate bisected to the first release that shows it
+        if !report.candidates.is_empty() {
+            let releases = harness::observatory::cli::between(a, b).map_err(|e| Failure::msg(1, e))?;
+            let cells = opts.out.join("bisect");
+            rt.block_on(discover::bisect_candidates(&mut report, &releases, &layout, &cells, &|m| {
+                eprintln!("discover: {m}")
+            }))
+            .map_err(|e| Failure::msg(1, e))?;
+        }
+        report
     };
     if publish {
         let written =

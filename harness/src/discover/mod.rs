@@ -100,6 +100,71 @@ pub struct Candidate {
     pub statement: String,
     /// Calls in the minimal session.
     pub calls: usize,
+    /// The kind of the difference it shows.
+    #[serde(default = "result_kind")]
+    pub kind: Kind,
+    /// Where A and B are not neighbours, what bisecting the candidate over the releases between them
+    /// found ([`bisect_candidates`]): the last release that behaves like A and the first that does not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub boundary: Option<(String, String)>,
+    /// Why a bisected candidate has no boundary (its ends agree when run as a probe, a release could not
+    /// be installed, …); empty when it was not bisected or has one.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub bisect_note: String,
+}
+
+fn result_kind() -> Kind {
+    Kind::Result
+}
+
+/// Bisects each candidate probe of `report` over `releases` (A, the releases npm lists between A and B
+/// that carry the binary, B, in order: [`crate::observatory::cli::between`]) with the observatory's
+/// bisection ([`crate::observatory::bisect::bisect`]; its cells under `out`), and records on each
+/// candidate the first release where it behaves as on B. Nothing to do where A and B are neighbours
+/// (`releases` of two) or no candidate was written. Returns the releases installed and run.
+pub async fn bisect_candidates(
+    report: &mut Report,
+    releases: &[String],
+    layout: &Layout,
+    out: &Path,
+    progress: &dyn Fn(&str),
+) -> Result<usize, String> {
+    if releases.len() <= 2 || report.candidates.is_empty() {
+        return Ok(0);
+    }
+    let mut probes = Vec::new();
+    for c in &report.candidates {
+        let text = std::fs::read_to_string(&c.file).map_err(|e| format!("{}: {e}", c.file.display()))?;
+        probes.push(crate::probe::parse(&c.file, &text).map_err(|e| format!("{}: {e}", c.file.display()))?);
+    }
+    progress(&format!(
+        "bisecting {} candidate(s) over the {} release(s) between {} and {}",
+        probes.len(),
+        releases.len() - 2,
+        report.a,
+        report.b
+    ));
+    let mut said = |m: &str| progress(m);
+    let (found, cost) = crate::observatory::bisect::bisect(&probes, releases, layout, out, &mut said).await?;
+    for (c, p) in report.candidates.iter_mut().zip(&probes) {
+        match found.iter().find(|f| f.probe == p.id) {
+            Some(f) => {
+                c.boundary = f.boundary.clone();
+                c.bisect_note = match (&f.boundary, c.kind) {
+                    (Some(_), _) => String::new(),
+                    // the bisection compares behaviour fingerprints: what the tools did, never the request
+                    (None, Kind::Request) => format!(
+                        "{} (a request difference: the bisection compares what the tools did, and the \
+                         candidate's tools do the same on both; `probelab diff` of its goldens shows the request)",
+                        f.note
+                    ),
+                    (None, _) => f.note.clone(),
+                };
+            }
+            None => c.bisect_note = "no answer from the bisection".into(),
+        }
+    }
+    Ok(cost.versions.len())
 }
 
 /// A change known from outside the exploration (`docs/discover/known-changes.toml`).
@@ -918,7 +983,7 @@ fn write_candidate(mini: &Session, f: &Finding, a: &str, b: &str, out: &Path, n:
     crate::safe_fs::write_inside(out, &file, format!("{head}{text}").as_bytes())
         .map_err(|e| format!("{}: {e}", file.display()))?;
     let calls = mini.turns.iter().map(Vec::len).sum();
-    Ok(Candidate { file, statement, calls })
+    Ok(Candidate { file, statement, calls, kind: f.kind, boundary: None, bisect_note: String::new() })
 }
 
 fn comment(text: &str) -> String {
@@ -997,7 +1062,14 @@ pub fn render(r: &Report) -> String {
     }
     let _ = writeln!(o, "\n## Candidate probes: {}", r.candidates.len());
     for c in &r.candidates {
-        let _ = writeln!(o, "- {} ({} calls): {}", c.file.display(), c.calls, c.statement);
+        let first = match (&c.boundary, c.bisect_note.is_empty()) {
+            (Some((last, first)), _) => {
+                format!("; first on {first} (bisected over the releases between; the last as on {}: {last})", r.a)
+            }
+            (None, false) => format!("; not bisected to a release: {}", c.bisect_note),
+            (None, true) => String::new(),
+        };
+        let _ = writeln!(o, "- {} ({} calls): {}{first}", c.file.display(), c.calls, c.statement);
     }
     o
 }
@@ -1005,6 +1077,48 @@ pub fn render(r: &Report) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_bisected_candidate_names_its_first_release_and_one_that_was_not_says_why() {
+        let mut r = Report {
+            a: "2.1.319".into(),
+            b: "2.1.322".into(),
+            seed: 1,
+            sessions: 1,
+            calls: 2,
+            by_tool: BTreeMap::new(),
+            by_class: BTreeMap::new(),
+            files: 1,
+            offered: Vec::new(),
+            not_explored: Vec::new(),
+            stable: Vec::new(),
+            noise: Vec::new(),
+            broken: Vec::new(),
+            candidates: Vec::new(),
+            recall: Vec::new(),
+            runs: 4,
+            seconds: 1.0,
+        };
+        let c = |name: &str, kind: Kind, boundary: Option<(&str, &str)>, note: &str| Candidate {
+            file: PathBuf::from(name),
+            statement: format!("{name} differs"),
+            calls: 2,
+            kind,
+            boundary: boundary.map(|(a, b)| (a.to_string(), b.to_string())),
+            bisect_note: note.into(),
+        };
+        r.candidates.push(c("nb.toml", Kind::Result, Some(("2.1.319", "2.1.321")), ""));
+        r.candidates.push(c("req.toml", Kind::Request, None, "2.1.319 and 2.1.322 behave the same"));
+        r.candidates.push(c("plain.toml", Kind::Result, None, ""));
+        let text = render(&r);
+        assert!(text.contains("- nb.toml (2 calls): nb.toml differs; first on 2.1.321 (bisected over the releases between; the last as on 2.1.319: 2.1.319)\n"), "{text}");
+        assert!(text.contains("- req.toml (2 calls): req.toml differs; not bisected to a release: 2.1.319 and 2.1.322 behave the same\n"), "{text}");
+        assert!(text.contains("- plain.toml (2 calls): plain.toml differs\n"), "{text}");
+        // a report written before candidates had a kind reads as a result's
+        let old: Candidate = serde_json::from_str(r#"{"file": "x.toml", "statement": "s", "calls": 1}"#)
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!((old.kind, old.boundary), (Kind::Result, None));
+    }
 
     fn seen(text: &str, file: &str, tools: &str) -> Seen {
         Seen {
