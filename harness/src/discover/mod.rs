@@ -19,7 +19,14 @@
 //! own reasons), `--allowedTools Grep,Glob` as the catalogue's file probes give it; a run that broke (a
 //! request the stub refused, a turn not served, the deadline) is no evidence of anything: its session
 //! is reported as broken and compared no further. What the generator covers is said beside what the
-//! release offers: tools it never calls are listed as not explored.
+//! release offers: tools it never calls are listed as not explored, each with why.
+//!
+//! The offered tools the sessions do not call (cron, worktrees, tasks, skills, …: both sides' first
+//! requests, deferred ones included) get a session of their own ([`schema_session`]): each called with
+//! inputs drawn from its input schema ([`schema_inputs`]: typical values, every property, the edges of
+//! the types, none of the required), a deferred one loaded with ToolSearch first. Its result
+//! differences are reported like the others' and not minimised; a tool that needs what a script cannot
+//! give (a sub-agent's conversation, a person, the clock: [`NOT_FROM_SCHEMAS`]) is left out and said so.
 
 use crate::lab::Layout;
 use crate::run::run_conversation;
@@ -42,6 +49,133 @@ pub const MINIMISE_RUNS: usize = 5;
 
 /// The tools the generator calls.
 pub const EXPLORED_TOOLS: &[&str] = &["Read", "Edit", "Write", "NotebookEdit", "Grep", "Glob", "Bash"];
+
+/// Offered tools the schema-drawn session does not call, and why: each would need what a scripted
+/// session cannot give (a model's answer to a sub-agent or a fetched page, a person, the clock).
+pub const NOT_FROM_SCHEMAS: &[(&str, &str)] = &[
+    ("Agent", "starts a sub-agent, whose conversation the script does not serve"),
+    ("Task", "starts a sub-agent, whose conversation the script does not serve"),
+    ("Workflow", "runs agents of a script"),
+    ("WebFetch", "asks a model about a fetched page"),
+    ("WebSearch", "a model's search"),
+    ("AskUserQuestion", "waits for a person"),
+    ("EnterPlanMode", "changes the session's mode"),
+    ("ExitPlanMode", "waits for a person's approval"),
+    ("ScheduleWakeup", "waits on the clock"),
+    ("Monitor", "waits on the clock"),
+    ("SendMessage", "talks to agents the session does not have"),
+    ("ToolSearch", "called only to load a deferred tool before it is called"),
+    ("DeferredToolPlaceholder", "a placeholder the release says never to call"),
+];
+
+/// A value for one schema property: typical (a path under the cwd for a path, a URL for a URL, …) or,
+/// with `edge`, the edge of its type (empty, negative, false, an empty list).
+fn schema_value(name: &str, prop: &Value, edge: bool) -> Value {
+    if let Some(options) = prop["enum"].as_array().filter(|o| !o.is_empty()) {
+        return if edge { options[options.len() - 1].clone() } else { options[0].clone() };
+    }
+    if let Some(first) = prop["anyOf"].as_array().or(prop["oneOf"].as_array()).and_then(|v| v.first()) {
+        return schema_value(name, first, edge);
+    }
+    let ty = match &prop["type"] {
+        Value::String(t) => t.clone(),
+        Value::Array(ts) => ts.iter().filter_map(Value::as_str).find(|t| *t != "null").unwrap_or("string").to_string(),
+        _ => "string".into(),
+    };
+    let lower = name.to_lowercase();
+    match ty.as_str() {
+        "integer" | "number" => {
+            if edge {
+                json!(-1)
+            } else {
+                prop["minimum"].as_i64().map_or(json!(1), |m| json!(m.max(1)))
+            }
+        }
+        "boolean" => json!(!edge),
+        "array" => {
+            if edge {
+                json!([])
+            } else {
+                json!([schema_value(name, &prop["items"], false)])
+            }
+        }
+        "object" => {
+            let mut o = serde_json::Map::new();
+            for r in prop["required"].as_array().into_iter().flatten().filter_map(Value::as_str) {
+                o.insert(r.to_string(), schema_value(r, &prop["properties"][r], edge));
+            }
+            Value::Object(o)
+        }
+        _ if edge => json!(""),
+        _ if lower.contains("path") || lower.contains("file") || lower == "cwd" => json!("{cwd}/notes.txt"),
+        _ if lower.contains("url") => json!("https://example.test/a"),
+        _ if lower.contains("cron") => json!("*/5 * * * *"),
+        _ if lower.contains("id") => json!("1"),
+        _ => json!("probe text"),
+    }
+}
+
+/// The inputs drawn from a tool's input schema, each with its class: the required properties with
+/// typical values; every property; the required ones at the edges of their types; and none at all
+/// when some are required (the validation's refusal).
+pub fn schema_inputs(schema: &Value) -> Vec<(&'static str, Value)> {
+    let props = schema["properties"].as_object().cloned().unwrap_or_default();
+    let required: Vec<String> =
+        schema["required"].as_array().into_iter().flatten().filter_map(Value::as_str).map(str::to_string).collect();
+    let with = |names: &mut dyn Iterator<Item = &String>, edge: bool| -> Value {
+        let mut o = serde_json::Map::new();
+        for n in names {
+            o.insert(n.clone(), schema_value(n, props.get(n).unwrap_or(&Value::Null), edge));
+        }
+        Value::Object(o)
+    };
+    let mut out = vec![("required", with(&mut required.iter(), false))];
+    if props.len() > required.len() {
+        out.push(("every-property", with(&mut props.keys(), false)));
+    }
+    if !required.is_empty() {
+        out.push(("edges", with(&mut required.iter(), true)));
+        out.push(("none-of-the-required", json!({})));
+    }
+    out
+}
+
+/// The session of the offered tools the generator does not otherwise call (`offered`: name → (input
+/// schema, deferred on either side)), minus [`NOT_FROM_SCHEMAS`]: each tool called with each of its
+/// [`schema_inputs`], a call a turn, a deferred tool loaded first with ToolSearch (`select:NAME`). Tool
+/// names are leaked once per tool (a handful per exploration) to live as long as the session's calls.
+pub fn schema_session(offered: &BTreeMap<String, (Value, bool)>) -> (Session, Vec<String>) {
+    let mut turns: Vec<Vec<Call>> = Vec::new();
+    let mut called = Vec::new();
+    for (name, (schema, deferred)) in offered {
+        if EXPLORED_TOOLS.contains(&name.as_str())
+            || NOT_FROM_SCHEMAS.iter().any(|(n, _)| n == name)
+            || name.starts_with("mcp__")
+        {
+            continue;
+        }
+        let tool: &'static str = Box::leak(name.clone().into_boxed_str());
+        if *deferred {
+            turns.push(vec![Call {
+                tool: "ToolSearch",
+                input: json!({"query": format!("select:{name}")}),
+                target: None,
+                class: format!("schema/{name}/load"),
+            }]);
+        }
+        for (class, input) in schema_inputs(schema) {
+            turns.push(vec![Call { tool, input, target: None, class: format!("schema/{name}/{class}") }]);
+        }
+        called.push(name.clone());
+    }
+    let notes = File {
+        path: "notes.txt".into(),
+        class: "schema-fixture",
+        bytes: b"a note\nsecond line\n".to_vec(),
+        cell_ids: Vec::new(),
+    };
+    (Session { files: vec![notes], empty_dirs: Vec::new(), turns }, called)
+}
 
 /// How to explore.
 #[derive(Debug, Clone)]
@@ -255,8 +389,11 @@ pub struct Report {
     pub files: usize,
     /// The tools A's first request offers.
     pub offered: Vec<String>,
-    /// Offered tools the generator never calls.
+    /// Offered tools the generator never calls, each with why (`Agent (starts a sub-agent: …)`).
     pub not_explored: Vec<String>,
+    /// Offered tools called only with inputs drawn from their schemas ([`schema_session`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub from_schemas: Vec<String>,
     /// Stable differences.
     pub stable: Vec<Finding>,
     /// Differences between two runs of one side.
@@ -396,6 +533,8 @@ struct Seen {
     model: String,
     first_texts: String,
     problem: Option<String>,
+    /// Each offered tool's input schema, and whether it is deferred (offered for ToolSearch).
+    schemas: BTreeMap<String, (Value, bool)>,
 }
 
 /// The session explored: the fidelity generator's, with Bash commands on the same files, `.claude/`
@@ -609,7 +748,28 @@ async fn run_one(probe: &crate::probe::Probe, cc: &ClaudeCode, layout: &Layout) 
         })
         .unwrap_or_default();
     let model = first.as_ref().map(|r| format!("{} max_tokens {}", r["model"], r["max_tokens"])).unwrap_or_default();
-    Seen { outcomes: ran.outcomes, files, tools, descriptions, model, first_texts, problem: ran.problem.or(refused) }
+    let schemas = first
+        .as_ref()
+        .and_then(|r| r["tools"].as_array())
+        .map(|a| {
+            a.iter()
+                .filter_map(|t| {
+                    let deferred = t.get("defer_loading") == Some(&Value::Bool(true));
+                    Some((t["name"].as_str()?.to_string(), (t["input_schema"].clone(), deferred)))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    Seen {
+        outcomes: ran.outcomes,
+        files,
+        tools,
+        descriptions,
+        model,
+        first_texts,
+        problem: ran.problem.or(refused),
+        schemas,
+    }
 }
 
 /// Values that change from run to run in what the lab does not normalise itself: UUIDs (a session's
@@ -707,6 +867,7 @@ pub async fn explore(
         files: 0,
         offered: Vec::new(),
         not_explored: Vec::new(),
+        from_schemas: Vec::new(),
         stable: Vec::new(),
         noise: Vec::new(),
         broken: Vec::new(),
@@ -717,6 +878,8 @@ pub async fn explore(
     };
     let mut kept: Vec<(Session, Vec<Call>, Finding)> = Vec::new();
     let mut requests: Vec<(Session, Finding)> = Vec::new();
+    // what both sides' first requests offer: name → (input schema, deferred on either side)
+    let mut offered: BTreeMap<String, (Value, bool)> = BTreeMap::new();
     for i in 0..opts.sessions {
         let s = session(&mut rng);
         let calls: Vec<Call> = s.turns.iter().flatten().cloned().collect();
@@ -741,6 +904,10 @@ pub async fn explore(
         if report.offered.is_empty() {
             report.offered = a1.tools.clone();
         }
+        for (name, (schema, deferred)) in a1.schemas.iter().chain(b1.schemas.iter()) {
+            let e = offered.entry(name.clone()).or_insert_with(|| (schema.clone(), false));
+            e.1 |= *deferred;
+        }
         let problems: Vec<String> = [(&a1, &a.version), (&a2, &a.version), (&b1, &b.version), (&b2, &b.version)]
             .iter()
             .filter_map(|(s, v)| s.problem.as_ref().map(|p| format!("session {i} on {v}: {p}")))
@@ -760,11 +927,52 @@ pub async fn explore(
         report.stable.extend(stable);
         report.noise.extend(noise);
     }
-    report.not_explored = report
-        .offered
-        .iter()
-        .map(|t| t.trim_end_matches(" (deferred)").to_string())
-        .filter(|t| !EXPLORED_TOOLS.contains(&t.as_str()))
+    // the offered tools the sessions do not call, with inputs drawn from their schemas (the union of
+    // both sides' first requests: a tool on one side only is called on both)
+    if !offered.is_empty() {
+        let (s, called) = schema_session(&offered);
+        let i = opts.sessions;
+        let calls: Vec<Call> = s.turns.iter().flatten().cloned().collect();
+        if !calls.is_empty() {
+            report.calls += calls.len();
+            report.files += s.files.len();
+            for c in &calls {
+                *report.by_tool.entry(c.tool.to_string()).or_default() += 1;
+                *report.by_class.entry("schema".to_string()).or_default() += 1;
+            }
+            progress(&format!("session {} (from the schemas of {} tools): {} calls", i + 1, called.len(), calls.len()));
+            match probe(&s, &format!("discover.schemas{i}"), "the offered tools, with inputs drawn from their schemas")
+            {
+                Ok(p) => {
+                    let (a1, b1) = tokio::join!(run_one(&p, a, layout), run_one(&p, b, layout));
+                    let (a2, b2) = tokio::join!(run_one(&p, a, layout), run_one(&p, b, layout));
+                    report.runs += 4;
+                    let problems: Vec<String> =
+                        [(&a1, &a.version), (&a2, &a.version), (&b1, &b.version), (&b2, &b.version)]
+                            .iter()
+                            .filter_map(|(s, v)| s.problem.as_ref().map(|p| format!("session {i} on {v}: {p}")))
+                            .collect();
+                    if problems.is_empty() {
+                        // its results only: the request's parts are the other sessions' to compare
+                        let (stable, noise) = compare(i, &calls, [&a1, &a2], [&b1, &b2]);
+                        report.stable.extend(stable.into_iter().filter(|f| f.kind == Kind::Result));
+                        report.noise.extend(noise.into_iter().filter(|f| f.kind == Kind::Result));
+                    } else {
+                        report.broken.extend(problems);
+                    }
+                    report.from_schemas = called;
+                }
+                Err(e) => report.broken.push(format!("session {i}: {e}")),
+            }
+        }
+    }
+    report.not_explored = offered
+        .keys()
+        .filter(|t| !EXPLORED_TOOLS.contains(&t.as_str()) && !report.from_schemas.contains(t))
+        .map(|t| match NOT_FROM_SCHEMAS.iter().find(|(n, _)| n == t) {
+            Some((_, why)) => format!("{t} ({why})"),
+            None => t.clone(),
+        })
         .collect();
     if opts.minimise {
         // one of each distinct difference (the same texts in another session are the same finding)
@@ -1008,8 +1216,11 @@ pub fn render(r: &Report) -> String {
     let _ = writeln!(o, "calls by tool: {}", tools.join(", "));
     let classes: Vec<String> = r.by_class.iter().map(|(t, n)| format!("{t} {n}")).collect();
     let _ = writeln!(o, "calls by input class: {}", classes.join(", "));
+    if !r.from_schemas.is_empty() {
+        let _ = writeln!(o, "called with inputs drawn from their schemas: {}", r.from_schemas.join(", "));
+    }
     if !r.not_explored.is_empty() {
-        let _ = writeln!(o, "offered by {} and not explored: {}", r.a, r.not_explored.join(", "));
+        let _ = writeln!(o, "offered and not explored: {}", r.not_explored.join(", "));
     }
     for b in &r.broken {
         let _ = writeln!(o, "broken (no evidence): {b}");
@@ -1079,6 +1290,48 @@ mod tests {
     use super::*;
 
     #[test]
+    fn inputs_are_drawn_from_a_tool_s_schema_and_a_deferred_tool_is_loaded_first() {
+        let schema = json!({
+            "type": "object",
+            "properties": {
+                "cron": {"type": "string"},
+                "prompt": {"type": "string"},
+                "recurring": {"type": "boolean"},
+                "durable": {"type": "boolean"},
+                "kind": {"enum": ["a", "b"]},
+                "limit": {"type": "integer", "minimum": 5},
+            },
+            "required": ["cron", "prompt"],
+        });
+        let inputs = schema_inputs(&schema);
+        let classes: Vec<&str> = inputs.iter().map(|(c, _)| *c).collect();
+        assert_eq!(classes, ["required", "every-property", "edges", "none-of-the-required"]);
+        assert_eq!(inputs[0].1, json!({"cron": "*/5 * * * *", "prompt": "probe text"}));
+        assert_eq!(inputs[1].1["limit"], json!(5));
+        assert_eq!(inputs[1].1["kind"], json!("a"));
+        assert_eq!(inputs[2].1, json!({"cron": "", "prompt": ""}));
+        // nothing required: the empty input alone
+        assert_eq!(schema_inputs(&json!({"type": "object", "properties": {}})), [("required", json!({}))]);
+        let offered: BTreeMap<String, (Value, bool)> = [
+            ("CronCreate".to_string(), (schema.clone(), true)),
+            ("Agent".to_string(), (schema.clone(), false)),
+            ("Read".to_string(), (schema.clone(), false)),
+            ("mcp__fixture__echo".to_string(), (schema, false)),
+        ]
+        .into_iter()
+        .collect();
+        let (s, called) = schema_session(&offered);
+        assert_eq!(called, ["CronCreate"], "Agent needs a sub-conversation, Read is explored, MCP is the probe's own");
+        let calls: Vec<&Call> = s.turns.iter().flatten().collect();
+        assert_eq!(calls[0].tool, "ToolSearch");
+        assert_eq!(calls[0].input, json!({"query": "select:CronCreate"}));
+        assert_eq!(calls.len(), 5);
+        assert!(calls[1..].iter().all(|c| c.tool == "CronCreate"));
+        // the session is a probe that parses
+        assert!(probe(&s, "discover.schemas0", "t").is_ok());
+    }
+
+    #[test]
     fn a_bisected_candidate_names_its_first_release_and_one_that_was_not_says_why() {
         let mut r = Report {
             a: "2.1.319".into(),
@@ -1091,6 +1344,7 @@ mod tests {
             files: 1,
             offered: Vec::new(),
             not_explored: Vec::new(),
+            from_schemas: Vec::new(),
             stable: Vec::new(),
             noise: Vec::new(),
             broken: Vec::new(),
@@ -1129,6 +1383,7 @@ mod tests {
             model: String::new(),
             first_texts: String::new(),
             problem: None,
+            schemas: BTreeMap::new(),
         }
     }
 
