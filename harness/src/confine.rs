@@ -28,9 +28,14 @@ pub struct RunConfinement {
 }
 
 impl RunConfinement {
-    /// The limits the subject reached, in words ([`crate::limits::RunLimits::reached`]).
-    pub fn limits_reached(&self) -> Vec<String> {
-        self.limits.reached()
+    /// The limits the subject reached, in words ([`crate::limits::RunLimits::reached`], and a file of
+    /// `sandbox` at the largest-file limit: [`crate::limits::files_at_limit`]).
+    pub fn limits_reached(&self, sandbox: &Path) -> Vec<String> {
+        let mut out = self.limits.reached();
+        if let Some(n) = self.confinement.limits.as_ref().and_then(|l| l.max_file_bytes) {
+            out.extend(crate::limits::files_at_limit(sandbox, n));
+        }
+        out
     }
 }
 
@@ -70,6 +75,7 @@ pub async fn for_run(
         launcher: launcher.clone(),
         whole: limits.procs_files(true),
         joining: limits.procs_files(false),
+        max_file_bytes: Some(crate::limits::file_limit()),
     });
     let view = host_view(probe, &launcher);
     confinement.hidden = view.hidden;

@@ -9,6 +9,11 @@
 //! limit it reached ([`RunLimits::reached`]); the host never feels it. Where no hierarchy can be
 //! written, no limit applies, and nothing says otherwise: the Bash tool keeps its own guard.
 //!
+//! The largest file the subject may write is a limit of its processes ([`MAX_FILE_BYTES`],
+//! `RLIMIT_FSIZE`, needing no cgroup): a file of the sandbox that reached it is the verdict
+//! ([`files_at_limit`]). The sandbox's disk as a whole is not bounded: a subject writing many files,
+//! each under the limit, fills what the host's disk holds.
+//!
 //! Decisions: defaults ([`MAX_PROCESSES`], [`MAX_MEMORY_BYTES`]), far above what any probe of the
 //! catalogue takes (Claude Code at its busiest: ~40 processes, ~700 MB), which the lab's environment
 //! may change for a run ([`PROCESSES_ENV`], [`MEMORY_ENV`]); a probe cannot raise them yet.
@@ -24,11 +29,55 @@ pub const MAX_PROCESSES: u64 = 2048;
 /// The most memory a run's subject may use (RSS and page cache charged to its group): 6 GiB.
 pub const MAX_MEMORY_BYTES: u64 = 6 << 30;
 
+/// The largest file a run's subject may write: 1 GiB (`RLIMIT_FSIZE`, set by the confinement's launcher
+/// and inherited by everything the subject starts; a write past it is refused and the writer gets
+/// `SIGXFSZ`). A disk filled with one file is the usual way; what it does not bound — many files, each
+/// under it — is said in the module's docs.
+pub const MAX_FILE_BYTES: u64 = 1 << 30;
+
 /// The lab's environment may lower or raise the defaults for a whole run of probelab (the limits'
 /// own tests; a host with less memory): processes at once.
 pub const PROCESSES_ENV: &str = "PROBELAB_LIMIT_PROCESSES";
 /// The same for memory, in MiB.
 pub const MEMORY_ENV: &str = "PROBELAB_LIMIT_MEMORY_MB";
+/// The same for the largest file, in MiB.
+pub const FILE_ENV: &str = "PROBELAB_LIMIT_FILE_MB";
+
+/// The largest file in force: [`MAX_FILE_BYTES`], or the environment's ([`FILE_ENV`]).
+pub fn file_limit() -> u64 {
+    std::env::var(FILE_ENV)
+        .ok()
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .filter(|n| *n > 0)
+        .map_or(MAX_FILE_BYTES, |m| m << 20)
+}
+
+/// The files under `sandbox` that reached the largest-file limit `limit` (a write past it was
+/// refused), in words; each path relative to the sandbox. Links are not followed.
+pub fn files_at_limit(sandbox: &Path, limit: u64) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut todo = vec![sandbox.to_path_buf()];
+    while let Some(dir) = todo.pop() {
+        for e in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+            let Ok(meta) = std::fs::symlink_metadata(e.path()) else { continue };
+            if meta.is_dir() {
+                todo.push(e.path());
+            } else if meta.is_file() && meta.len() >= limit {
+                let rel = e.path().strip_prefix(sandbox).map(Path::to_path_buf).unwrap_or_else(|_| e.path());
+                out.push(rel.display().to_string());
+            }
+        }
+    }
+    out.sort();
+    if out.is_empty() {
+        return out;
+    }
+    vec![format!(
+        "the subject reached its largest-file limit of {} MiB (writes past it refused): {}",
+        limit >> 20,
+        out.join(", ")
+    )]
+}
 
 /// The limits in force: the defaults, or the environment's ([`PROCESSES_ENV`], [`MEMORY_ENV`]).
 pub fn in_force() -> (u64, u64) {

@@ -259,7 +259,7 @@ pub async fn run_conversation(
     let ended = subject.converse(conversation).await;
     let web = services.web.as_ref().map(|s| s.url());
     let duration = start.elapsed();
-    let limits_reached = confined.as_ref().map(|c| c.limits_reached()).unwrap_or_default();
+    let limits_reached = confined.as_ref().map(|c| c.limits_reached(&sandbox.root)).unwrap_or_default();
     drop(confined);
     running.stop().await;
     services.stop().await;

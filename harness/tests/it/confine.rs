@@ -718,6 +718,39 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
     out
 }
 
+/// Issue 41, item 5: a subject that writes a file past the run's largest-file limit (`RLIMIT_FSIZE`,
+/// lowered to 1 MiB through the lab's environment) is refused the write — its writer killed by
+/// `SIGXFSZ`, the file stopping at the limit — and the run fails an invariant that names the file. No
+/// cgroup needed: run on every backend.
+#[test]
+fn a_subject_writing_past_its_largest_file_limit_is_refused_and_told() {
+    for backend in backends() {
+        let lab = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        assert!(probelab(lab.path(), &["init"]).0);
+        // the size the file reached, written where the checks cannot miss it
+        let toml = "[subjects.fills]\ncommand = [\"sh\", \"-c\", \"head -c 3145728 /dev/zero > big; wc -c < big > size.txt\"]\n";
+        std::fs::write(lab.path().join("probelab.toml"), toml).unwrap_or_else(|e| panic!("{e}"));
+        let probe = "id = \"hostile.disk\"\nclaims = [\"BASH-5\"]\nabout = \"past the largest file\"\nsubjects = [\"fills\"]\n\
+                     deadline_secs = 20\n[[turn]]\ntext = \"done\"\n[[check]]\nfile = \"size.txt\"\nequals = \"1048576\\n\"\n";
+        std::fs::write(lab.path().join("probes/disk.toml"), probe).unwrap_or_else(|e| panic!("{e}"));
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_probelab"))
+            .args(["run", "-j", "1", "--subject", "fills"])
+            .env(probelab_runtime::confine::BACKEND_ENV, backend)
+            .env(harness::limits::FILE_ENV, "1")
+            .current_dir(lab.path())
+            .output()
+            .unwrap_or_else(|e| panic!("{e}"));
+        let said = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        assert!(
+            said.contains("the subject reached its largest-file limit of 1 MiB (writes past it refused): "),
+            "{backend}:\n{said}"
+        );
+        assert!(said.contains("big"), "{backend}: the file is named:\n{said}");
+        assert!(!said.contains("FAIL check 1"), "{backend}: the file stopped at 1 MiB:\n{said}");
+        assert_eq!(out.status.code(), Some(1), "{backend}:\n{said}");
+    }
+}
+
 /// Issue 41, item 5: a subject that starts more processes at once, or takes more memory, than the
 /// run's limits is stopped there by the kernel and the run fails an invariant that says which limit it
 /// reached; the host feels nothing. (Limits need a cgroup hierarchy the lab can write: not run where

@@ -155,6 +155,10 @@ pub struct Limits {
     pub whole: Vec<PathBuf>,
     /// Those joined by a process that joins a session (it may be in the Bash tool's guard group).
     pub joining: Vec<PathBuf>,
+    /// The largest file any process of the subject may write (`RLIMIT_FSIZE`, set by its launcher and
+    /// inherited by everything it starts): a write past it is refused (the writer gets `SIGXFSZ`).
+    /// None: no such limit.
+    pub max_file_bytes: Option<u64>,
 }
 
 /// A confined session: one set of namespaces (user, mount, pid, network, ipc, uts) made once by a
@@ -380,6 +384,7 @@ impl Confinement {
                 join: Some(session.holder),
                 parent: Some(std::process::id()),
                 cgroups: self.limits.as_ref().map(|l| l.joining.clone()).unwrap_or_default(),
+                max_file_bytes: self.limits.as_ref().and_then(|l| l.max_file_bytes),
                 ..ns::Spec::default()
             };
             return ns::command_line(&session.launcher, &spec);
@@ -397,6 +402,7 @@ impl Confinement {
                 // the run's limits: the probelab binary joins its groups, then execs bubblewrap
                 let step = ns::Spec {
                     cgroups: limits.whole.clone(),
+                    max_file_bytes: limits.max_file_bytes,
                     passthrough: true,
                     parent: Some(std::process::id()),
                     cwd: cwd.to_path_buf(),
@@ -431,6 +437,7 @@ impl Confinement {
                     join: None,
                     parent: Some(std::process::id()),
                     cgroups: self.limits.as_ref().map(|l| l.whole.clone()).unwrap_or_default(),
+                    max_file_bytes: self.limits.as_ref().and_then(|l| l.max_file_bytes),
                     passthrough: false,
                     init: false,
                 };

@@ -100,6 +100,9 @@ pub struct Spec {
     /// `cgroup.procs` files the launcher joins first thing (the run's limits): everything it starts is
     /// counted there.
     pub cgroups: Vec<PathBuf>,
+    /// The largest file the program and everything it starts may write (`RLIMIT_FSIZE`, set before
+    /// anything is started).
+    pub max_file_bytes: Option<u64>,
     /// Join the cgroups, then start the program as it is (no namespace made): the step before
     /// bubblewrap when the run has limits.
     pub passthrough: bool,
@@ -132,6 +135,10 @@ impl Spec {
         for c in &self.cgroups {
             a.push("--cgroup".into());
             a.push(c.into());
+        }
+        if let Some(n) = self.max_file_bytes {
+            a.push("--max-file-bytes".into());
+            a.push(n.to_string().into());
         }
         if let Some(pid) = self.join {
             a.push("--join".into());
@@ -198,6 +205,11 @@ impl Spec {
                 Some("--rw") => s.writable.push(value("--rw")?.into()),
                 Some("--hide") => s.hidden.push(value("--hide")?.into()),
                 Some("--cgroup") => s.cgroups.push(value("--cgroup")?.into()),
+                Some("--max-file-bytes") => {
+                    let v = value("--max-file-bytes")?;
+                    let n = v.to_str().and_then(|n| n.parse::<u64>().ok()).filter(|n| *n > 0);
+                    s.max_file_bytes = Some(n.ok_or_else(|| format!("--max-file-bytes {v:?} is not a size in bytes"))?);
+                }
                 Some("--passthrough") => s.passthrough = true,
                 Some("--mkdir") => s.skeleton.push(value("--mkdir")?.into()),
                 Some("--env") => {
@@ -266,6 +278,12 @@ pub fn main(args: &[OsString]) -> u8 {
             if let Err(e) = std::fs::write(procs, std::process::id().to_string()) {
                 return failed(&format!("cannot join the run's cgroup {}: {e}", procs.display()));
             }
+        }
+    }
+    // the largest file: a limit of the process, inherited by all it starts (a write past it is refused)
+    if let Some(n) = spec.max_file_bytes {
+        if let Err(e) = nix::sys::resource::setrlimit(nix::sys::resource::Resource::RLIMIT_FSIZE, n, n) {
+            return failed(&format!("cannot set the largest file a subject may write ({n} bytes): {e}"));
         }
     }
     let run = if spec.passthrough {
