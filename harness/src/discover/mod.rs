@@ -151,6 +151,7 @@ pub fn schema_session(offered: &BTreeMap<String, (Value, bool)>) -> (Session, Ve
         if EXPLORED_TOOLS.contains(&name.as_str())
             || NOT_FROM_SCHEMAS.iter().any(|(n, _)| n == name)
             || name.starts_with("mcp__")
+            || schema.is_null()
         {
             continue;
         }
@@ -661,6 +662,20 @@ async fn run_one(probe: &crate::probe::Probe, cc: &ClaudeCode, layout: &Layout) 
         let view = crate::transcript::View { exchanges: &r.exchanges, script: &r.script };
         view.request(1).and_then(|e| e.request.clone())
     });
+    // every tool any request offered, with its schema: a deferred tool's definition comes in the
+    // requests after ToolSearch loaded it
+    let mut schemas: BTreeMap<String, (Value, bool)> = BTreeMap::new();
+    for req in run.as_ref().ok().into_iter().flat_map(|r| r.exchanges.iter()).filter_map(|e| e.request.as_ref()) {
+        for t in req["tools"].as_array().into_iter().flatten() {
+            let Some(name) = t["name"].as_str() else { continue };
+            let deferred = t.get("defer_loading") == Some(&Value::Bool(true));
+            let e = schemas.entry(name.to_string()).or_insert_with(|| (Value::Null, deferred));
+            e.1 |= deferred;
+            if e.0.is_null() {
+                e.0 = t["input_schema"].clone();
+            }
+        }
+    }
     let refused: Option<String> = run.as_ref().ok().and_then(|r| {
         r.exchanges.iter().find_map(|e| e.violation.as_ref().map(|v| format!("the stub refused a request: {}", v.kind)))
     });
@@ -748,18 +763,10 @@ async fn run_one(probe: &crate::probe::Probe, cc: &ClaudeCode, layout: &Layout) 
         })
         .unwrap_or_default();
     let model = first.as_ref().map(|r| format!("{} max_tokens {}", r["model"], r["max_tokens"])).unwrap_or_default();
-    let schemas = first
-        .as_ref()
-        .and_then(|r| r["tools"].as_array())
-        .map(|a| {
-            a.iter()
-                .filter_map(|t| {
-                    let deferred = t.get("defer_loading") == Some(&Value::Bool(true));
-                    Some((t["name"].as_str()?.to_string(), (t["input_schema"].clone(), deferred)))
-                })
-                .collect()
-        })
-        .unwrap_or_default();
+    // the tools the first request only names, deferred (announced for ToolSearch, no schema yet)
+    for name in announced_deferred(&first_texts) {
+        schemas.entry(name).or_insert((Value::Null, true)).1 = true;
+    }
     Seen {
         outcomes: ran.outcomes,
         files,
@@ -770,6 +777,26 @@ async fn run_one(probe: &crate::probe::Probe, cc: &ClaudeCode, layout: &Layout) 
         problem: ran.problem.or(refused),
         schemas,
     }
+}
+
+/// The tools a message announces as deferred ("The following deferred tools are now available via
+/// ToolSearch … :" then a name a line), in order.
+fn announced_deferred(texts: &str) -> Vec<String> {
+    const ANNOUNCE: &str = "The following deferred tools are now available via ToolSearch";
+    let mut out = Vec::new();
+    for (i, _) in texts.match_indices(ANNOUNCE) {
+        let rest = &texts[i..];
+        let Some(colon) = rest.find(":\n") else { continue };
+        for name in rest[colon + 2..].lines() {
+            if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-') {
+                break;
+            }
+            if !out.iter().any(|n| n == name) {
+                out.push(name.to_string());
+            }
+        }
+    }
+    out
 }
 
 /// Values that change from run to run in what the lab does not normalise itself: UUIDs (a session's
@@ -929,6 +956,36 @@ pub async fn explore(
     }
     // the offered tools the sessions do not call, with inputs drawn from their schemas (the union of
     // both sides' first requests: a tool on one side only is called on both)
+    // a deferred tool only named (from 2.1.304: announced in a message, its schema not sent): loaded
+    // with one ToolSearch on each side, its definition read from the request after it
+    let unknown: Vec<String> = offered
+        .iter()
+        .filter(|(n, (schema, _))| schema.is_null() && !EXPLORED_TOOLS.contains(&n.as_str()))
+        .filter(|(n, _)| !NOT_FROM_SCHEMAS.iter().any(|(x, _)| x == *n))
+        .map(|(n, _)| n.clone())
+        .collect();
+    if !unknown.is_empty() {
+        let load = Session {
+            files: Vec::new(),
+            empty_dirs: Vec::new(),
+            turns: vec![vec![Call {
+                tool: "ToolSearch",
+                input: json!({"query": format!("select:{}", unknown.join(","))}),
+                target: None,
+                class: "schema/load".into(),
+            }]],
+        };
+        if let Ok(p) = probe(&load, "discover.load", "load the deferred tools' schemas") {
+            progress(&format!("loading the schemas of {} deferred tool(s) with ToolSearch", unknown.len()));
+            let (la, lb) = tokio::join!(run_one(&p, a, layout), run_one(&p, b, layout));
+            report.runs += 2;
+            for (name, (schema, _)) in la.schemas.iter().chain(lb.schemas.iter()) {
+                if let Some(e) = offered.get_mut(name).filter(|e| e.0.is_null()) {
+                    e.0 = schema.clone();
+                }
+            }
+        }
+    }
     if !offered.is_empty() {
         let (s, called) = schema_session(&offered);
         let i = opts.sessions;
@@ -971,6 +1028,9 @@ pub async fn explore(
         .filter(|t| !EXPLORED_TOOLS.contains(&t.as_str()) && !report.from_schemas.contains(t))
         .map(|t| match NOT_FROM_SCHEMAS.iter().find(|(n, _)| n == t) {
             Some((_, why)) => format!("{t} ({why})"),
+            None if offered.get(t).is_some_and(|(schema, _)| schema.is_null()) => {
+                format!("{t} (deferred, and its schema did not load through ToolSearch)")
+            }
             None => t.clone(),
         })
         .collect();
@@ -1288,6 +1348,13 @@ pub fn render(r: &Report) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_tools_a_message_announces_as_deferred_are_read_by_name() {
+        let text = "<system-reminder>\nThe following deferred tools are now available via ToolSearch. Their schemas are NOT loaded — use ToolSearch with query \"select:<name>\":\nCronCreate\nTaskGet\nmcp__x__y\n\nAfter the list.\n---\nThe following deferred tools are now available via ToolSearch:\nCronCreate\nMonitor\n";
+        assert_eq!(announced_deferred(text), ["CronCreate", "TaskGet", "mcp__x__y", "Monitor"]);
+        assert!(announced_deferred("no such message").is_empty());
+    }
 
     #[test]
     fn inputs_are_drawn_from_a_tool_s_schema_and_a_deferred_tool_is_loaded_first() {
