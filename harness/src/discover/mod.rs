@@ -370,7 +370,7 @@ pub fn recall(r: &Report, known: &[KnownChange]) -> Vec<Recall> {
 }
 
 /// What an exploration found.
-#[derive(Debug, Clone, Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, serde::Deserialize)]
 pub struct Report {
     /// The older release.
     pub a: String,
@@ -764,7 +764,7 @@ async fn run_one(probe: &crate::probe::Probe, cc: &ClaudeCode, layout: &Layout) 
         .unwrap_or_default();
     let model = first.as_ref().map(|r| format!("{} max_tokens {}", r["model"], r["max_tokens"])).unwrap_or_default();
     // the tools the first request only names, deferred (announced for ToolSearch, no schema yet)
-    for name in announced_deferred(&first_texts) {
+    for name in crate::transcript::diff::announced_deferred(&first_texts, "\n") {
         schemas.entry(name).or_insert((Value::Null, true)).1 = true;
     }
     Seen {
@@ -777,26 +777,6 @@ async fn run_one(probe: &crate::probe::Probe, cc: &ClaudeCode, layout: &Layout) 
         problem: ran.problem.or(refused),
         schemas,
     }
-}
-
-/// The tools a message announces as deferred ("The following deferred tools are now available via
-/// ToolSearch … :" then a name a line), in order.
-fn announced_deferred(texts: &str) -> Vec<String> {
-    const ANNOUNCE: &str = "The following deferred tools are now available via ToolSearch";
-    let mut out = Vec::new();
-    for (i, _) in texts.match_indices(ANNOUNCE) {
-        let rest = &texts[i..];
-        let Some(colon) = rest.find(":\n") else { continue };
-        for name in rest[colon + 2..].lines() {
-            if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-') {
-                break;
-            }
-            if !out.iter().any(|n| n == name) {
-                out.push(name.to_string());
-            }
-        }
-    }
-    out
 }
 
 /// Values that change from run to run in what the lab does not normalise itself: UUIDs (a session's
@@ -888,20 +868,7 @@ pub async fn explore(
         b: b.version.clone(),
         seed: opts.seed,
         sessions: opts.sessions,
-        calls: 0,
-        by_tool: BTreeMap::new(),
-        by_class: BTreeMap::new(),
-        files: 0,
-        offered: Vec::new(),
-        not_explored: Vec::new(),
-        from_schemas: Vec::new(),
-        stable: Vec::new(),
-        noise: Vec::new(),
-        broken: Vec::new(),
-        candidates: Vec::new(),
-        recall: Vec::new(),
-        runs: 0,
-        seconds: 0.0,
+        ..Report::default()
     };
     let mut kept: Vec<(Session, Vec<Call>, Finding)> = Vec::new();
     let mut requests: Vec<(Session, Finding)> = Vec::new();
@@ -1351,9 +1318,12 @@ mod tests {
 
     #[test]
     fn the_tools_a_message_announces_as_deferred_are_read_by_name() {
-        let text = "<system-reminder>\nThe following deferred tools are now available via ToolSearch. Their schemas are NOT loaded — use ToolSearch with query \"select:<name>\":\nCronCreate\nTaskGet\nmcp__x__y\n\nAfter the list.\n---\nThe following deferred tools are now available via ToolSearch:\nCronCreate\nMonitor\n";
-        assert_eq!(announced_deferred(text), ["CronCreate", "TaskGet", "mcp__x__y", "Monitor"]);
-        assert!(announced_deferred("no such message").is_empty());
+        let text = "<system-reminder>\nThe following deferred tools are now available via ToolSearch. Their schemas are NOT loaded — use ToolSearch with query \"select:<name>\":\nCronCreate\nTaskGet\nmcp__x__y\n\nAfter the list.\n---\nThe following deferred tools are now available via ToolSearch. Load them:\nCronCreate\nMonitor\n";
+        assert_eq!(
+            crate::transcript::diff::announced_deferred(text, "\n"),
+            ["CronCreate", "TaskGet", "mcp__x__y", "Monitor"]
+        );
+        assert!(crate::transcript::diff::announced_deferred("no such message", "\n").is_empty());
     }
 
     #[test]
@@ -1406,19 +1376,10 @@ mod tests {
             seed: 1,
             sessions: 1,
             calls: 2,
-            by_tool: BTreeMap::new(),
-            by_class: BTreeMap::new(),
             files: 1,
-            offered: Vec::new(),
-            not_explored: Vec::new(),
-            from_schemas: Vec::new(),
-            stable: Vec::new(),
-            noise: Vec::new(),
-            broken: Vec::new(),
-            candidates: Vec::new(),
-            recall: Vec::new(),
             runs: 4,
             seconds: 1.0,
+            ..Report::default()
         };
         let c = |name: &str, kind: Kind, boundary: Option<(&str, &str)>, note: &str| Candidate {
             file: PathBuf::from(name),

@@ -438,16 +438,28 @@ fn deferred(t: &str) -> BTreeSet<String> {
             }
         }
     }
+    // a golden writes a message's line breaks escaped
+    out.extend(announced_deferred(t, "\\n"));
+    out
+}
+
+/// The tools a message announces as deferred ("The following deferred tools are now available via
+/// ToolSearch. …:" then a name a line, up to an empty line), in order; `line_break` is how the text
+/// writes one (`\n`, or `\\n` in a golden, which escapes them).
+pub fn announced_deferred(text: &str, line_break: &str) -> Vec<String> {
     const ANNOUNCE: &str = "The following deferred tools are now available via ToolSearch.";
-    for (i, _) in t.match_indices(ANNOUNCE) {
-        let rest = &t[i..];
-        // the names follow the sentence's colon, one per (escaped) line, up to an empty line
-        let Some(colon) = rest.find(":\\n") else { continue };
-        for name in rest[colon + 3..].split("\\n") {
+    let mut out: Vec<String> = Vec::new();
+    let after_colon = format!(":{line_break}");
+    for (i, _) in text.match_indices(ANNOUNCE) {
+        let rest = &text[i..];
+        let Some(colon) = rest.find(&after_colon) else { continue };
+        for name in rest[colon + after_colon.len()..].split(line_break) {
             if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-') {
                 break;
             }
-            out.insert(name.to_string());
+            if !out.iter().any(|n| n == name) {
+                out.push(name.to_string());
+            }
         }
     }
     out
@@ -1107,6 +1119,17 @@ del{{background:#fcc}} ins{{background:#cfc;text-decoration:none}} .words{{white
 mod tests {
     use super::*;
 
+    /// The two sides' golden directories and a blob store, made in a temporary directory that lives as
+    /// long as the returned `TempDir`.
+    fn sides() -> (tempfile::TempDir, std::path::PathBuf, std::path::PathBuf, std::path::PathBuf) {
+        let d = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let (l, r, b) = (d.path().join("l"), d.path().join("r"), d.path().join("blobs"));
+        for p in [&l, &r, &b] {
+            std::fs::create_dir_all(p).unwrap_or_else(|e| panic!("{e}"));
+        }
+        (d, l, r, b)
+    }
+
     #[test]
     fn an_unordered_result_s_lines_are_sorted_and_nothing_else_moves() {
         let t = "tool_result t_1:\n  | b.rs\n  | a.rs\ntool_result t_2:\n  | z\n  | y\n## verdicts\npass x\n";
@@ -1127,11 +1150,7 @@ mod tests {
 
     #[test]
     fn unordered_results_compare_as_sets_of_lines() {
-        let d = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-        let (l, r, b) = (d.path().join("l"), d.path().join("r"), d.path().join("blobs"));
-        for p in [&l, &r, &b] {
-            std::fs::create_dir_all(p).unwrap_or_else(|e| panic!("{e}"));
-        }
+        let (_d, l, r, b) = sides();
         let left = "probe: p\ntool_result t_1:\n  | a:1\n  | b:1\ntool_result t_2:\n  | x\n  | y\n## verdicts\npass invariant: i\n";
         std::fs::write(l.join("p.snap"), left).unwrap_or_else(|e| panic!("{e}"));
         std::fs::write(r.join("p.snap"), left.replace("  | a:1\n  | b:1", "  | b:1\n  | a:1"))
@@ -1151,10 +1170,8 @@ mod tests {
 
     /// Two golden sets of one probe each, diffed.
     fn diff_of(left: &str, right: &str) -> SetDiff {
-        let d = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-        let (l, r, b) = (d.path().join("l"), d.path().join("r"), d.path().join("blobs"));
+        let (_d, l, r, b) = sides();
         for (p, text) in [(&l, left), (&r, right)] {
-            std::fs::create_dir_all(p).unwrap_or_else(|e| panic!("{e}"));
             std::fs::write(p.join("p.snap"), format!("probe: p\n{text}")).unwrap_or_else(|e| panic!("{e}"));
         }
         diff_dirs(&l, &r, &b).unwrap_or_else(|e| panic!("{e}"))
@@ -1234,11 +1251,7 @@ mod tests {
 
     #[test]
     fn tools_systems_and_results_are_told_apart() {
-        let d = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-        let (l, r, b) = (d.path().join("l"), d.path().join("r"), d.path().join("blobs"));
-        for p in [&l, &r, &b] {
-            std::fs::create_dir_all(p).unwrap_or_else(|e| panic!("{e}"));
-        }
+        let (_d, l, r, b) = sides();
         // blobs are named by the SHA-256 of their bytes (and checked against it when read)
         let (old, new) = ("{\"d\": \"old\"}\n", "{\"d\": \"new\"}\n");
         let (ha, hb) = (crate::transcript::sha256(old.as_bytes()), crate::transcript::sha256(new.as_bytes()));
@@ -1306,11 +1319,7 @@ mod tests {
 
     #[test]
     fn a_tool_that_moves_into_the_first_request_is_said_so_and_not_added() {
-        let d = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-        let (l, r, b) = (d.path().join("l"), d.path().join("r"), d.path().join("blobs"));
-        for p in [&l, &r, &b] {
-            std::fs::create_dir_all(p).unwrap_or_else(|e| panic!("{e}"));
-        }
+        let (_d, l, r, b) = sides();
         let later = "probe: p\n## request 1\ntools: Read@aaaaaaaaaaaa\n## request 2\ntools: Read@aaaaaaaaaaaa LSP@bbbbbbbbbbbb\n## verdicts\npass invariant: i\n";
         let first = "probe: p\n## request 1\ntools: Read@aaaaaaaaaaaa LSP@bbbbbbbbbbbb\n## request 2\n## verdicts\npass invariant: i\n";
         std::fs::write(l.join("p.snap"), later).unwrap_or_else(|e| panic!("{e}"));
@@ -1325,11 +1334,7 @@ mod tests {
 
     #[test]
     fn tools_that_became_deferred_are_not_removed_and_the_summary_names_what_changed() {
-        let d = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-        let (l, r, b) = (d.path().join("l"), d.path().join("r"), d.path().join("blobs"));
-        for p in [&l, &r, &b] {
-            std::fs::create_dir_all(p).unwrap_or_else(|e| panic!("{e}"));
-        }
+        let (_d, l, r, b) = sides();
         let left = "probe: p\ntools: Read@aaaaaaaaaaaa WebFetch@bbbbbbbbbbbb TaskOutput@cccccccccccc Monitor@dddddddddddd (deferred)\ntool_result t1:\n  | Auto-expires after 7 days.\n## verdicts\npass invariant: i\n";
         let right = "probe: p\ntools: Read@aaaaaaaaaaaa ToolSearch@eeeeeeeeeeee Monitor@dddddddddddd\ntext: \"The following deferred tools are now available via ToolSearch. Use it to load them:\\nWebFetch\\n\\nAfter\"\ntool_result t1:\n  | Auto-expires after 30 days.\n## verdicts\npass invariant: i\n";
         std::fs::write(l.join("p.snap"), left).unwrap_or_else(|e| panic!("{e}"));
@@ -1358,11 +1363,7 @@ mod tests {
 
     #[test]
     fn sets_without_goldens_or_without_a_probe_in_common_are_errors() {
-        let d = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-        let (l, r, b) = (d.path().join("l"), d.path().join("r"), d.path().join("blobs"));
-        for p in [&l, &r, &b] {
-            std::fs::create_dir_all(p).unwrap_or_else(|e| panic!("{e}"));
-        }
+        let (_d, l, r, b) = sides();
         let e = diff_dirs(&l, &r, &b).err().unwrap_or_default();
         assert!(e.ends_with("holds no golden transcripts (<probe-id>.snap): name a golden set such as golden/builtin or golden/claude-code@2.1.235"), "{e}");
         std::fs::write(l.join("p.snap"), "probe: p\ntool_result t1:\n  | one\n## verdicts\npass invariant: i\n")
