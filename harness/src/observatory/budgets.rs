@@ -214,15 +214,9 @@ impl Value {
     }
 }
 
-/// Measures one budget in a golden transcript's text ([`measure_with`] without the blobs: a stated
-/// budget reads as not shown).
-pub fn measure(b: &Budget, golden: Option<&str>) -> Value {
-    measure_with(b, golden, None)
-}
-
 /// Measures one budget in a golden transcript's text, a stated one in the blob of the tool its first
-/// request offered (`blobs`: `golden/blobs`).
-pub fn measure_with(b: &Budget, golden: Option<&str>, blobs: Option<&Path>) -> Value {
+/// request offered (`blobs`: `golden/blobs`; without them a stated budget reads as not shown).
+pub fn measure(b: &Budget, golden: Option<&str>, blobs: Option<&Path>) -> Value {
     let Some(text) = golden else { return Value::Missing };
     match b.how {
         How::Stated { tool, pattern } => {
@@ -337,7 +331,7 @@ pub fn table(
                     return (b.name, Value::Broken);
                 }
                 let text = std::fs::read_to_string(dir.join(format!("{}.snap", b.probe))).ok();
-                (b.name, measure_with(b, text.as_deref(), Some(&golden_root.join("blobs"))))
+                (b.name, measure(b, text.as_deref(), Some(&golden_root.join("blobs"))))
             })
             .collect();
         out.insert(v.clone(), row);
@@ -378,18 +372,7 @@ pub fn runs(
     versions: &[String],
     name: &str,
 ) -> Vec<(String, String, String, usize)> {
-    let mut out: Vec<(String, String, String, usize)> = Vec::new();
-    for v in versions {
-        let value = t.get(v).and_then(|r| r.get(name)).map(Value::text).unwrap_or_else(|| "·".into());
-        match out.last_mut() {
-            Some((last, _, to, n)) if *last == value => {
-                *to = v.clone();
-                *n += 1;
-            }
-            _ => out.push((value, v.clone(), v.clone(), 1)),
-        }
-    }
-    out
+    super::readable::runs(versions, &|v| t.get(v).and_then(|r| r.get(name)).map(Value::text))
 }
 
 /// `docs/matrix/budgets.md`: per budget, its probe, how it is measured (exact, a bound, or pinned by
@@ -467,9 +450,9 @@ mod tests {
     fn budgets_are_read_from_the_subject_s_own_words_or_from_a_boundary_that_held() {
         let read = BUDGETS.iter().find(|b| b.probe == "read.size-limit").copied().unwrap_or(BUDGETS[0]);
         let golden = "tool_result t_1 is_error:\n  | File content (300KB) exceeds maximum allowed size (256KB). Use\n## verdicts\npass check 1: result 1\n";
-        assert_eq!(measure(&read, Some(golden)), Value::Measured("256KB".into()));
-        assert_eq!(measure(&read, Some("tool_result t_1:\n  | other words\n## verdicts\n")), Value::NotShown);
-        assert_eq!(measure(&read, None), Value::Missing);
+        assert_eq!(measure(&read, Some(golden), None), Value::Measured("256KB".into()));
+        assert_eq!(measure(&read, Some("tool_result t_1:\n  | other words\n## verdicts\n"), None), Value::NotShown);
+        assert_eq!(measure(&read, None, None), Value::Missing);
         // stated: read from the tool's blob that the first request offered, never from the transcript
         let blobs = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
         let blob = serde_json::json!({"name": "Bash", "description": "Runs.\n- `timeout` is in milliseconds: default 120000, max 600000."});
@@ -479,32 +462,32 @@ mod tests {
             BUDGETS.iter().find(|b| b.name == "Bash: maximum timeout (ms), as stated").copied().unwrap_or(read);
         let transcript =
             format!("probe: bash.schema\n## request 1\ntools: Bashful@cdcdcdcdcdcd Bash@{}\n", &hash[..12]);
-        assert_eq!(measure_with(&stated, Some(&transcript), Some(blobs.path())), Value::Measured("600000".into()));
-        assert_eq!(measure(&stated, Some(&transcript)), Value::NotShown, "no blobs, nothing stated");
+        assert_eq!(measure(&stated, Some(&transcript), Some(blobs.path())), Value::Measured("600000".into()));
+        assert_eq!(measure(&stated, Some(&transcript), None), Value::NotShown, "no blobs, nothing stated");
         let other = transcript.replace("Bash@", "Read@");
-        assert_eq!(measure_with(&stated, Some(&other), Some(blobs.path())), Value::NotShown);
+        assert_eq!(measure(&stated, Some(&other), Some(blobs.path())), Value::NotShown);
         assert!(how(&stated).starts_with("stated: Bash's description"));
         let bound = Budget { name: "b", probe: "p", how: How::Boundary(&[("30,000 chars", &[1])]) };
-        assert_eq!(measure(&bound, Some(golden)), Value::Measured("30,000 chars".into()));
+        assert_eq!(measure(&bound, Some(golden), None), Value::Measured("30,000 chars".into()));
         let failed = golden.replace("pass check 1", "FAIL check 1");
-        assert_eq!(measure(&bound, Some(&failed)), Value::Changed);
+        assert_eq!(measure(&bound, Some(&failed), None), Value::Changed);
         // only the checks that pin the limit count: check 2 failing around the same result is no budget change
         let other = format!("{golden}FAIL check 2: result 1\n");
-        assert_eq!(measure(&bound, Some(&other)), Value::Measured("30,000 chars".into()));
+        assert_eq!(measure(&bound, Some(&other), None), Value::Measured("30,000 chars".into()));
         // a pinning check the golden lacks is no measure
         let two = Budget { name: "b", probe: "p", how: How::Boundary(&[("30,000 chars", &[1, 3])]) };
-        assert_eq!(measure(&two, Some(golden)), Value::Changed);
+        assert_eq!(measure(&two, Some(golden), None), Value::Changed);
         // regimes gated by versions: the one whose checks ran and passed; all skipped is no such value
         let regimes = Budget { name: "b", probe: "p", how: How::Boundary(&[("text", &[1]), ("json", &[2])]) };
         let old = "## verdicts\npass check 1: result 1\nskip check 2: result 1 (versions >=2.1.251)\n";
         let new = "## verdicts\nskip check 1: result 1 (versions <2.1.251)\npass check 2: result 1\n";
         let neither =
             "## verdicts\nskip check 1: result 1 (versions <2.1.251)\nskip check 2: result 1 (versions >=2.1.251)\n";
-        assert_eq!(measure(&regimes, Some(&format!("x\n{old}"))), Value::Measured("text".into()));
-        assert_eq!(measure(&regimes, Some(&format!("x\n{new}"))), Value::Measured("json".into()));
-        assert_eq!(measure(&regimes, Some(&format!("x\n{neither}"))), Value::NotShown);
+        assert_eq!(measure(&regimes, Some(&format!("x\n{old}")), None), Value::Measured("text".into()));
+        assert_eq!(measure(&regimes, Some(&format!("x\n{new}")), None), Value::Measured("json".into()));
+        assert_eq!(measure(&regimes, Some(&format!("x\n{neither}")), None), Value::NotShown);
         let broke = new.replace("pass check 2", "FAIL check 2");
-        assert_eq!(measure(&regimes, Some(&format!("x\n{broke}"))), Value::Changed);
+        assert_eq!(measure(&regimes, Some(&format!("x\n{broke}")), None), Value::Changed);
     }
 
     #[test]

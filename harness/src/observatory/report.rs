@@ -844,13 +844,15 @@ impl Matrix {
                         let reason = if c.reason.is_empty() { String::new() } else { format!(" ({})", c.reason) };
                         let mut title = format!("{probe} {} on {}{reason}", c.outcome.word(), self.range_words((a, b)));
                         if moved {
-                            for s in said.iter().filter(|s| &s.probe == probe && &s.version == v) {
+                            let here: Vec<&super::readable::Said> =
+                                said.iter().filter(|s| &s.probe == probe && &s.version == v).collect();
+                            for s in &here {
                                 title.push_str(&format!("\nchanged on {v} (after {}): {}", s.previous, s.what));
                                 for w in &s.words {
                                     title.push_str(&format!("\n{w}"));
                                 }
                             }
-                            if !said.iter().any(|s| &s.probe == probe && &s.version == v) {
+                            if here.is_empty() {
                                 for ch in
                                     self.probe_timeline.get(probe).into_iter().flatten().filter(|ch| &ch.version == v)
                                 {
