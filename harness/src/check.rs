@@ -341,6 +341,13 @@ pub fn evaluate(
             let shape = c.kind.as_deref() == Some(crate::probe::checks::REQUEST_SHAPE);
             request_check((&c.target, shape), *n, text, view, sb, &mut fails)
         }
+        Target::Side { select, json } => match side_request(view, &sb.resolve(select)) {
+            None => fails.push(format!("no side request's last user message contains {:?}", sb.resolve(select))),
+            Some((body, last)) => {
+                text_assertions(text, &last, sb, &mut fails);
+                json_assertions(json, Some(&body), sb, &mut fails);
+            }
+        },
         Target::Lsp { trace, json } => {
             // LSP-2, LSP-3: what a fake LSP server received, from its trace; read as the lab reads: a
             // FIFO the subject left in place of the file is an error, not a hang
@@ -433,6 +440,25 @@ pub fn standing(verdicts: &[Verdict]) -> Standing {
     } else {
         Standing::WordingOnly
     }
+}
+
+/// The first side request whose last user message's text contains `select`: its whole body and that
+/// text (its text blocks, joined by newlines).
+fn side_request(view: &View<'_>, select: &str) -> Option<(Value, String)> {
+    let requests = view.requests();
+    view.exchanges.iter().enumerate().filter(|(_, e)| e.kind == stub_messages::ExchangeKind::Side).find_map(|(i, _)| {
+        let body = requests.whole(i)?;
+        let last =
+            body.get("messages")?.as_array()?.iter().rev().find(|m| m.get("role") == Some(&Value::from("user")))?;
+        let text = match last.get("content")? {
+            Value::String(s) => s.clone(),
+            Value::Array(blocks) => {
+                blocks.iter().filter_map(|b| b.get("text").and_then(Value::as_str)).collect::<Vec<_>>().join("\n")
+            }
+            _ => return None,
+        };
+        text.contains(select).then_some((body, text))
+    })
 }
 
 /// A request check: `tools[]` as listed, then the text and `json` assertions on the body (or on the

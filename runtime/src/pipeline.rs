@@ -241,7 +241,7 @@ impl Runtime {
             return ToolResult::error(id, wrap(&self.no_such_tool(&call.name)));
         };
         let invalid = match tool.validates_input() {
-            true => crate::schema::validate(tool.name(), &tool.input_schema(), &call.input),
+            true => crate::schema::validate(tool.name(), &tool.validation_schema(self.ctx.profile()), &call.input),
             false => None, // MCP-1: the server checks its own input
         };
         if let Some(msg) = invalid {
@@ -256,7 +256,9 @@ impl Runtime {
         {
             HookOutcome::Deny { message } => return ToolResult::error(id, message),
             HookOutcome::Continue { input: Some(new), allowed, ask } => {
-                if let Some(msg) = crate::schema::validate(tool.name(), &tool.input_schema(), &new) {
+                if let Some(msg) =
+                    crate::schema::validate(tool.name(), &tool.validation_schema(self.ctx.profile()), &new)
+                {
                     let msg = self.as_released(tool.as_ref(), &msg);
                     return ToolResult::error(
                         id,

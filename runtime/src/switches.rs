@@ -37,6 +37,7 @@ pub const SWITCHES: &[&Switch] = &[
     &crate::validation::DETAIL_BACK,
     &crate::tools::tool_search::REQUIRED_DESCRIBED_FIRST_AGAIN,
     &crate::tools::read::BINARY_REFUSAL_SUGGESTS_SKILL,
+    &crate::tools::web_fetch::PAGED_TEXT,
     &crate::pipeline::SUBAGENT_NOT_HERE_NOTICE,
     &crate::tools::edit::NOTE_NEEDS_RECORDED_TEXT,
     &crate::tools::read::ALLOW_LARGE_HINT,

@@ -178,6 +178,12 @@ pub trait Tool: Send + Sync {
     fn description(&self) -> String;
     /// JSON Schema of the input (draft-07 object); like the description, the tool's alone.
     fn input_schema(&self) -> Value;
+    /// The schema the pipeline checks a call's input against in a session of `profile` (PIPE-1):
+    /// [`Tool::input_schema`] unless the tool's releases gained a property from a switch on (WebFetch's
+    /// `offset`, 2.1.290), which the runtime's own schema — the one the oldest profile offers — lacks.
+    fn validation_schema(&self, _profile: crate::profile::Profile) -> Value {
+        self.input_schema()
+    }
     /// Read-only for this input (PIPE-4; default false).
     fn is_read_only(&self, _input: &Value) -> bool {
         false
@@ -247,6 +253,10 @@ pub trait TypedTool: Send + Sync + 'static {
     }
     /// [`Tool::input_schema`].
     fn input_schema(&self) -> Value;
+    /// [`Tool::validation_schema`]; default [`TypedTool::input_schema`].
+    fn validation_schema(&self, _profile: crate::profile::Profile) -> Value {
+        TypedTool::input_schema(self)
+    }
     /// [`Tool::is_read_only`]; default [`TypedTool::READ_ONLY`].
     fn is_read_only(&self, _input: &Value) -> bool {
         Self::READ_ONLY
@@ -275,6 +285,9 @@ impl<T: TypedTool> Tool for T {
     }
     fn input_schema(&self) -> Value {
         TypedTool::input_schema(self)
+    }
+    fn validation_schema(&self, profile: crate::profile::Profile) -> Value {
+        TypedTool::validation_schema(self, profile)
     }
     fn is_read_only(&self, input: &Value) -> bool {
         TypedTool::is_read_only(self, input)

@@ -81,6 +81,25 @@ pub struct ServeOptions {
     pub shutdown_grace: Duration,
     /// Told about refusals and cuts (the stub records them); `None` for a plain server.
     pub hooks: Option<Arc<dyn ConnectionHooks>>,
+    /// Turns each accepted TCP stream into the stream HTTP is read from (a TLS handshake: the harness's
+    /// web service); `None` serves plain HTTP on the stream as accepted. A stream whose handshake fails
+    /// or takes longer than [`ServeOptions::header_timeout`] is closed unserved (not a refusal: nothing of
+    /// a request was read).
+    pub accept: Option<Arc<dyn Accept>>,
+}
+
+/// A byte stream HTTP can be served on.
+pub trait Io: AsyncRead + AsyncWrite + Unpin + Send + 'static {}
+
+impl<T: AsyncRead + AsyncWrite + Unpin + Send + 'static> Io for T {}
+
+/// What [`Accept::accept`] gives back.
+pub type Accepting = Pin<Box<dyn Future<Output = std::io::Result<Box<dyn Io>>> + Send>>;
+
+/// A step between `accept` and HTTP ([`ServeOptions::accept`]).
+pub trait Accept: Send + Sync {
+    /// The stream to serve HTTP on, made from the accepted TCP stream.
+    fn accept(&self, tcp: tokio::net::TcpStream) -> Accepting;
 }
 
 impl std::fmt::Debug for ServeOptions {
@@ -90,6 +109,7 @@ impl std::fmt::Debug for ServeOptions {
             .field("body_timeout", &self.body_timeout)
             .field("shutdown_grace", &self.shutdown_grace)
             .field("hooks", &self.hooks.is_some())
+            .field("accept", &self.accept.is_some())
             .finish()
     }
 }
@@ -101,6 +121,7 @@ impl Default for ServeOptions {
             body_timeout: Duration::from_millis(BODY_READ_TIMEOUT_MS),
             shutdown_grace: Duration::from_millis(SHUTDOWN_GRACE_MS),
             hooks: None,
+            accept: None,
         }
     }
 }
@@ -210,7 +231,18 @@ async fn accept_loop(
                 Ok((tcp, peer)) => {
                     // Without TCP_NODELAY each SSE event waits on the peer's delayed ACK (~40 ms per request).
                     let _ = tcp.set_nodelay(true);
-                    conns.spawn(connection(tcp, peer, router.clone(), options.clone(), phase_rx.clone()));
+                    let (router, options, phase) = (router.clone(), options.clone(), phase_rx.clone());
+                    conns.spawn(async move {
+                        let io: Box<dyn Io> = match &options.accept {
+                            None => Box::new(tcp),
+                            Some(a) => match tokio::time::timeout(options.header_timeout, a.accept(tcp)).await {
+                                Ok(Ok(io)) => io,
+                                // a failed or stalled handshake: nothing of a request to record
+                                _ => return,
+                            },
+                        };
+                        connection(io, peer, router, options, phase).await
+                    });
                 }
                 Err(_) => tokio::time::sleep(ACCEPT_BACKOFF).await,
             },
@@ -325,9 +357,9 @@ fn written_status(written: &[u8]) -> Option<u16> {
     text[at..].split(' ').nth(1).and_then(|s| s.get(..3)).and_then(|s| s.parse().ok())
 }
 
-/// The TCP stream with both directions copied into the tap.
+/// The connection's stream with both directions copied into the tap.
 struct TapIo {
-    inner: tokio::net::TcpStream,
+    inner: Box<dyn Io>,
     tap: Arc<Tap>,
 }
 
@@ -424,7 +456,7 @@ impl HttpBody for TimedBody {
 }
 
 async fn connection(
-    tcp: tokio::net::TcpStream,
+    tcp: Box<dyn Io>,
     peer: SocketAddr,
     router: axum::Router,
     options: ServeOptions,

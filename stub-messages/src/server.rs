@@ -411,6 +411,7 @@ pub async fn serve(stub: Arc<Stub>, addr: SocketAddr) -> std::io::Result<Running
         body_timeout: Duration::from_millis(settings.body_timeout_ms),
         shutdown_grace: Duration::from_millis(settings.shutdown_grace_ms),
         hooks: Some(Arc::new(StubHooks(stub.clone()))),
+        accept: None,
     };
     crate::http::serve(app(stub), addr, options).await
 }

@@ -152,6 +152,16 @@ pub const BUDGETS: &[Budget] = &[
         how: How::Captured(PRE_TOKENS),
     },
     Budget {
+        name: "WebFetch: page text the reading model gets, at most",
+        probe: "claude-code.web-fetch-size",
+        how: How::Boundary(&[("100,000 chars", &[1, 2])]),
+    },
+    Budget {
+        name: "WebFetch: largest response body read",
+        probe: "claude-code.web-fetch-size",
+        how: How::Boundary(&[("10,485,760 bytes (10 MiB)", &[3, 4])]),
+    },
+    Budget {
         name: "Bash: default timeout (ms), as stated",
         probe: "bash.schema",
         how: How::Stated { tool: "Bash", pattern: r"`timeout` is in milliseconds: default (\d+)" },

@@ -84,6 +84,11 @@ pub struct RawCheck {
     /// The N-th main-conversation request (1-based).
     #[serde(default)]
     pub request: Option<usize>,
+    /// The first side request (one the subject makes besides the main conversation: WebFetch's reading
+    /// of a page, a title) whose last user message contains this text: text assertions apply to that
+    /// message's text, `json` pointers to the request's body.
+    #[serde(default)]
+    pub side: Option<String>,
     /// A file in the sandbox after the run (relative to the cwd, or `{home}/…`; `*` globs).
     #[serde(default)]
     pub file: Option<String>,
@@ -190,6 +195,7 @@ pub const TARGETS: &[TargetKind] = &[
         form: "request = N",
         takes: &["tools_include", "tools_exclude", "tools_equal", "tool", "json"],
     },
+    TargetKind { key: "side", form: "side = \"text\"", takes: &["json"] },
     TargetKind { key: "file", form: "file = \"path\"", takes: &["exists", "json"] },
     TargetKind {
         key: "exec",
@@ -273,6 +279,13 @@ pub enum Target {
         /// Pointers into the body (or the tool's definition).
         json: Vec<JsonCheck>,
     },
+    /// `side = "text"`: the first side request whose last user message contains the text.
+    Side {
+        /// The text that picks it (placeholders resolved at the run).
+        select: String,
+        /// Pointers into its body.
+        json: Vec<JsonCheck>,
+    },
     /// `file = "path"`: a file in the sandbox after the run.
     File {
         /// As written (relative to the cwd, `{home}/…`; `*` globs).
@@ -320,6 +333,7 @@ impl std::fmt::Display for Target {
         match self {
             Target::Result { written, .. } => write!(f, "result {written}"),
             Target::Request { n, .. } => write!(f, "request {n}"),
+            Target::Side { select, .. } => write!(f, "side request with {select:?}"),
             Target::File { path, .. } => write!(f, "file {path}"),
             Target::Exec { n, .. } => write!(f, "exec {n}"),
             Target::Lsp { trace, .. } => write!(f, "lsp {trace}"),
@@ -541,6 +555,17 @@ impl RawCheck {
                 json,
             });
         }
+        if let Some(select) = &self.side {
+            if select.is_empty() {
+                let hint = "a text of the one side request meant, e.g. the prompt a WebFetch call gave";
+                return Err(CheckError::at(
+                    Some("side"),
+                    "side = \"\" picks every side request".into(),
+                    Some(hint.into()),
+                ));
+            }
+            return Ok(Target::Side { select: select.clone(), json });
+        }
         if let Some(path) = &self.file {
             return Ok(Target::File { path: path.clone(), exists: self.exists, json });
         }
@@ -639,7 +664,7 @@ mod tests {
         let e =
             raw("exec = 1\njson = [{ pointer = \"/a\", exists = true }]").typed(&Names { execs: 1, ..names.clone() });
         let e = e.err().unwrap_or_else(|| panic!("typed"));
-        assert_eq!(e.message, "`json` applies to result, request, file and lsp checks only");
+        assert_eq!(e.message, "`json` applies to result, request, side, file and lsp checks only");
         let e = raw("file = \"f\"\ncontains = \"x\"").typed(&Names { execs: 1, ..names.clone() });
         assert_eq!(e.err().map(|e| e.message), Some("a file check in an exec probe".to_string()));
         let c = raw("request = 2\ntool = \"Read\"\nequals = \"x\"").typed(&names).unwrap_or_else(|e| panic!("{e:?}"));

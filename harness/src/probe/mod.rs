@@ -1746,7 +1746,7 @@ mod validation_tests {
         assert!(e.starts_with("p.toml:10:3: `tools_include` applies to request checks only"), "{e}");
         let exec = "id = \"x.y\"\nclaims = [\"GREP-1\"]\nabout = \"a\"\n[[exec]]\nargv = [\"{rg}\", \"x\"]\n[[check]]\nexec = 1\n";
         let e = err(&format!("{exec}json = [{{ pointer = \"/a\", exists = true }}]\n"));
-        assert!(e.starts_with("p.toml:8:1: `json` applies to result, request, file and lsp checks only"), "{e}");
+        assert!(e.starts_with("p.toml:8:1: `json` applies to result, request, side, file and lsp checks only"), "{e}");
         let e = err(&format!("{exec}exit = 0\n[[check]]\nfile = \"f\"\nexists = true\n"));
         assert!(e.starts_with("p.toml:9:1: a file check in an exec probe\n  hint: an exec probe runs commands"), "{e}");
         assert_eq!(err(&format!("{exec}exit = 0\n")), "parsed");

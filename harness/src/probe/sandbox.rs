@@ -165,7 +165,12 @@ impl Sandbox {
     /// The probe's `[env]` with its placeholders resolved (`{cwd}`, `{home}`…), as the format says they
     /// are there (they reached subjects literally).
     pub fn env(&self, probe: &crate::probe::Probe) -> std::collections::BTreeMap<String, String> {
-        probe.env.iter().map(|(k, v)| (k.clone(), self.resolve(v))).collect()
+        // a web service that speaks https names its run's CA first: the probe's own `[env]` may override it
+        let ca = probe.web.tls.then(|| {
+            let file = self.root.join(crate::probe::web::SERVICE_DIR).join(crate::services::tls::CA_FILE);
+            (crate::services::tls::CA_ENV.to_string(), file.to_string_lossy().into_owned())
+        });
+        ca.into_iter().chain(probe.env.iter().map(|(k, v)| (k.clone(), self.resolve(v)))).collect()
     }
 
     /// The probe's `[settings]` with the placeholders of every text resolved (a hook's command, a

@@ -6,6 +6,10 @@ use axum::http::{HeaderName, HeaderValue, StatusCode};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 
+/// The web service's directory under the sandbox root (its log and, with `tls`, its CA's certificate:
+/// `{sandbox}/web-service/log.txt` in a probe's checks).
+pub const SERVICE_DIR: &str = "web-service";
+
 /// The probe's `[web]` table.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -13,6 +17,11 @@ pub struct WebSpec {
     /// Pages by `host/path` (or `/path` for any host).
     #[serde(default)]
     pub pages: BTreeMap<String, Page>,
+    /// The service speaks https too, by a certificate of the run's own CA that subjects are told to
+    /// trust (`NODE_EXTRA_CA_CERTS`; [`crate::services::tls`]): what Claude Code, which upgrades
+    /// `http:` to `https:`, needs to fetch a page at all.
+    #[serde(default)]
+    pub tls: bool,
 }
 
 /// One page of the `[web]` table.

@@ -2,4 +2,5 @@
 //! network, never mocks inside the tools. Each module owns one service and its files in the sandbox.
 
 pub mod artifact;
+pub mod tls;
 pub mod web;

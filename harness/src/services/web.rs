@@ -41,7 +41,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 /// The service's directory under the sandbox root.
-pub const SERVICE_DIR: &str = "web-service";
+pub use crate::probe::web::SERVICE_DIR;
 /// The log file's name in [`SERVICE_DIR`].
 pub const LOG_FILE: &str = "log.txt";
 
@@ -79,10 +79,22 @@ pub async fn start(spec: &WebSpec, dir: &Path) -> Result<Running, String> {
     }
     let shared: Shared = Arc::new(Inner { spec: spec.clone(), bodies, log, lines: Mutex::new(()) });
     let app = Router::new().fallback(serve_page).with_state(shared);
-    let running = stub_messages::serve_router(app, ([127, 0, 0, 1], 0).into())
+    let mut options = stub_messages::http::ServeOptions::default();
+    if spec.tls {
+        let tls = crate::services::tls::Tls::new()?;
+        let ca = dir.join(crate::services::tls::CA_FILE);
+        std::fs::write(&ca, &tls.ca_pem).map_err(|e| format!("{}: {e}", ca.display()))?;
+        options.accept = Some(tls.sniff());
+    }
+    let running = stub_messages::http::serve(app, ([127, 0, 0, 1], 0).into(), options)
         .await
         .map_err(|e| format!("cannot start the web service: {e}"))?;
     Ok(running)
+}
+
+/// The CA file a subject is told to trust (`NODE_EXTRA_CA_CERTS`) when the probe's service speaks https.
+pub fn ca_file(spec: &WebSpec, sandbox_root: &Path) -> Option<PathBuf> {
+    spec.tls.then(|| dir_for(sandbox_root).join(crate::services::tls::CA_FILE))
 }
 
 /// The host a request names (its `Host` header without the port; `?` when it has none).
@@ -196,6 +208,57 @@ mod tests {
         assert!(text.starts_with("probelab web service: cannot log the request in "), "{text}");
         assert!(!text.contains("secret"), "{text}");
         running.stop().await;
+    }
+
+    /// One GET over `io`, HTTP/1.1 with `Connection: close`: the response's bytes.
+    async fn get_over<S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin>(mut io: S, path: &str) -> String {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let req = format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
+        io.write_all(req.as_bytes()).await.unwrap();
+        let mut out = Vec::new();
+        let _ = io.read_to_end(&mut out).await;
+        String::from_utf8_lossy(&out).into_owned()
+    }
+
+    #[tokio::test]
+    async fn with_tls_one_port_serves_https_by_the_runs_ca_and_plain_http_alike() {
+        use rustls::pki_types::pem::PemObject;
+        let d = tempfile::tempdir().unwrap();
+        let spec: WebSpec = toml::from_str("tls = true\npages.\"/x\" = { body = \"secret page\" }\n").unwrap();
+        let running = start(&spec, d.path()).await.unwrap();
+        let ca = std::fs::read(d.path().join(crate::services::tls::CA_FILE)).unwrap();
+        assert_eq!(ca_file(&spec, Path::new("/s")), Some(PathBuf::from("/s/web-service/ca.pem")));
+        #[allow(deprecated)]
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let client = |roots: rustls::RootCertStore| {
+            let config = rustls::ClientConfig::builder_with_provider(provider.clone())
+                .with_safe_default_protocol_versions()
+                .unwrap()
+                .with_root_certificates(roots)
+                .with_no_client_auth();
+            tokio_rustls::TlsConnector::from(Arc::new(config))
+        };
+        let mut trusted = rustls::RootCertStore::empty();
+        trusted.add(rustls::pki_types::CertificateDer::from_pem_slice(&ca).unwrap()).unwrap();
+        let name = rustls::pki_types::ServerName::try_from("127.0.0.1").unwrap();
+        // https, by a client that trusts the run's CA (what NODE_EXTRA_CA_CERTS gives a subject)
+        let tcp = tokio::net::TcpStream::connect(running.addr).await.unwrap();
+        let tls = client(trusted).connect(name.clone(), tcp).await.unwrap();
+        let got = get_over(tls, "/x").await;
+        assert!(got.starts_with("HTTP/1.1 200 OK") && got.ends_with("secret page"), "{got}");
+        // plain HTTP on the same port (the built-in runtime's way)
+        let got = get_over(tokio::net::TcpStream::connect(running.addr).await.unwrap(), "/x").await;
+        assert!(got.starts_with("HTTP/1.1 200 OK") && got.ends_with("secret page"), "{got}");
+        // a client that trusts only the system's roots: the handshake fails, no page is served
+        let tcp = tokio::net::TcpStream::connect(running.addr).await.unwrap();
+        let refused = client(rustls::RootCertStore::empty()).connect(name, tcp).await;
+        assert!(refused.is_err(), "a client without the run's CA completed the handshake");
+        running.stop().await;
+        let log = std::fs::read_to_string(d.path().join(LOG_FILE)).unwrap();
+        assert_eq!(log, "GET 127.0.0.1/x 200\nGET 127.0.0.1/x 200\n");
+        // without tls no CA is named to subjects
+        let plain: WebSpec = toml::from_str("pages.\"/x\" = { body = \"p\" }\n").unwrap();
+        assert_eq!(ca_file(&plain, d.path()), None);
     }
 
     #[test]

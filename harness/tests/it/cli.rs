@@ -222,6 +222,41 @@ fn a_dir_check_sees_the_tree_a_run_left_and_fails_with_it() {
 }
 
 #[test]
+fn a_side_check_reads_the_side_request_its_text_picks_and_fails_on_another() {
+    // WEB-1: WebFetch reads a page by a side request; `side = "text"` checks what that request gave the
+    // reading model, here over the https-speaking web service (the built-in talks plain HTTP to it)
+    let d = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let lab = d.path();
+    std::fs::create_dir_all(lab.join("probes")).unwrap_or_else(|e| panic!("{e}"));
+    std::fs::create_dir_all(lab.join("golden")).unwrap_or_else(|e| panic!("{e}"));
+    let probe = |select: &str, contains: &str| {
+        format!(
+            "id = \"side.read\"\nclaims = [\"WEB-1\"]\nabout = \"a\"\n[web]\ntls = true\n\
+             pages.\"/p\" = {{ body = \"<h1>Title P</h1>\" }}\n[stub]\nside_reply = \"ok\"\nload_deferred = true\n[[turn]]\n\
+             tool_use = [{{ name = \"WebFetch\", input = {{ url = \"{{web}}/p\", prompt = \"ASK one\" }} }}]\n\
+             [[turn]]\ntext = \"done\"\n[[check]]\nside = \"{select}\"\ncontains = \"{contains}\"\n\
+             [[check]]\nfile = \"{{sandbox}}/web-service/ca.pem\"\ncontains = \"BEGIN CERTIFICATE\"\n"
+        )
+    };
+    write(&lab.join("probes"), "side.toml", &probe("ASK one", "Title P\\n=======\\n---\\n\\nASK one"));
+    let run = |args: &[&str]| probelab().args(args).current_dir(lab).output().unwrap_or_else(|e| panic!("{e}"));
+    let out = run(&["run", "-j", "1", "--bless"]);
+    assert!(out.status.success(), "{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    let golden = std::fs::read_to_string(lab.join("golden/builtin/side.read.snap")).unwrap_or_else(|e| panic!("{e}"));
+    assert!(golden.contains("pass check 1: side request with \"ASK one\"\n"), "{golden}");
+    write(&lab.join("probes"), "side.toml", &probe("ASK two", "Title P"));
+    let out = run(&["run", "-j", "1"]);
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{said}");
+    assert!(said.contains("no side request's last user message contains \"ASK two\""), "{said}");
+    write(&lab.join("probes"), "side.toml", &probe("", "Title P"));
+    let out = run(&["run", "-j", "1"]);
+    let said = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert_eq!(out.status.code(), Some(2), "{said}");
+    assert!(said.contains("side = \"\" picks every side request"), "{said}");
+}
+
+#[test]
 fn a_diff_that_cannot_write_its_page_says_where_and_exits_2() {
     let d = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
     let page = d.path().join("no-such-dir/diff.html");

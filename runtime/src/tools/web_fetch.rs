@@ -49,7 +49,9 @@ use std::time::{Duration, Instant};
 
 /// Longest URL accepted (WEB-1; the reference's `validateURL`).
 pub const MAX_URL_LENGTH: usize = 2000;
-/// Largest response body read (WEB-1; the reference's axios `maxContentLength`, 10 MiB).
+/// Largest response body read (WEB-1; the reference's axios `maxContentLength`, 10 MiB: a body of
+/// 10,485,760 bytes is read, one byte more refused, on every release from 2.1.235 —
+/// `probes/claude-code/web-fetch-size.toml`).
 pub const MAX_CONTENT_LENGTH: usize = 10 * 1024 * 1024;
 /// Deadline of one HTTP request (WEB-1; the reference's 60 s).
 pub const FETCH_TIMEOUT: Duration = Duration::from_secs(60);
@@ -58,7 +60,8 @@ pub const MAX_REDIRECTS: usize = 10;
 /// HTML longer than this (chars) is cut before the Markdown conversion (WEB-1; the reference's 1 MiB).
 pub const MAX_HTML_CHARS: usize = 1_048_576;
 /// Markdown longer than this (chars) is cut before the side request (WEB-1; the reference's
-/// `MAX_MARKDOWN_LENGTH`).
+/// `MAX_MARKDOWN_LENGTH`: 100,000 chars reach its reading model whole, the 100,001st is cut, on every
+/// release from 2.1.235 — `probes/claude-code/web-fetch-size.toml`).
 pub const MAX_MARKDOWN_LENGTH: usize = 100_000;
 /// How long a fetched page is reused for the same URL (WEB-1; "cached for 15 minutes per URL").
 pub const CACHE_TTL: Duration = Duration::from_secs(15 * 60);
@@ -254,6 +257,33 @@ pub struct WebFetch;
 pub struct Args {
     url: String,
     prompt: String,
+    /// From [`PAGED_TEXT`]: the char of the page text the window starts at (the schema offers it then;
+    /// before, validation refuses it as an unexpected parameter).
+    #[serde(default)]
+    offset: Option<u64>,
+}
+
+/// From 2.1.290 WebFetch reads a page's text in windows of [`MAX_MARKDOWN_LENGTH`] chars: the schema
+/// gains `offset`, the reading model gets the text from there (cut as before), and a result whose
+/// window ends before the text does says so ([`window_note`]) — measured by
+/// `probes/claude-code/web-fetch-size.toml` (timeline WEB-1, 2.1.289 → 2.1.290: windows from 0,
+/// 10,300,000 and 10,400,000 of a 10,485,760-char page).
+pub const PAGED_TEXT: Switch = Switch {
+    name: "WebFetch reads a long page in windows (offset)",
+    since: "2.1.290",
+    probe: "claude-code.web-fetch-size",
+};
+
+/// The note after the answer when the page's text goes on past the window `[from, from + max)` (the
+/// reference's words, [`PAGED_TEXT`]); none when the window reaches the end.
+pub fn window_note(total: usize, from: usize) -> Option<String> {
+    let to = from.checked_add(MAX_MARKDOWN_LENGTH)?;
+    (total > to).then(|| {
+        format!(
+            "\n\n[WebFetch note: this page's text is {total} characters long and the answer above covers only characters {from} to {to}; the final {} were not read \u{2014} to read on, call WebFetch again with the same url and offset: {to}.]",
+            total - to
+        )
+    })
 }
 
 /// The reason phrase Node gives a status (`Unknown Status` when it has none).
@@ -616,6 +646,21 @@ impl TypedTool for WebFetch {
         })
     }
 
+    fn validation_schema(&self, profile: crate::profile::Profile) -> Value {
+        let mut schema = self.input_schema();
+        // PAGED_TEXT's property, as the releases from 2.1.290 define it (their schema is what the request
+        // offers then, `tool_texts`); before, validation refuses it as an unexpected parameter
+        if profile.has(&PAGED_TEXT) {
+            schema["properties"]["offset"] = json!({
+                "description": "Character position in the page text to start reading from. Use it to read on through a page too long for one call, with the value the previous result gave.",
+                "type": "integer",
+                "minimum": 0,
+                "maximum": 9007199254740991_u64
+            });
+        }
+        schema
+    }
+
     fn permission_subject(&self, _input: &Value, _ctx: &ToolContext) -> PermissionSubject {
         // domain rules are matched by the tool itself, for the URL and for every redirect hop
         PermissionSubject::None
@@ -663,11 +708,19 @@ impl TypedTool for WebFetch {
                 }
                 let host = url.host_str().unwrap_or_default();
                 let preapproved = is_preapproved(host, url.path());
+                let paged = ctx.profile().has(&PAGED_TEXT);
                 let text = if preapproved
                     && f.content_type.contains("text/markdown")
                     && f.content.chars().count() < MAX_MARKDOWN_LENGTH
                 {
                     f.content.clone()
+                } else if paged {
+                    // the window from `offset` (an offset past the end reads an empty window: not measured)
+                    let from = usize::try_from(args.offset.unwrap_or(0)).unwrap_or(usize::MAX);
+                    let window = f.content.char_indices().nth(from).map_or("", |(i, _)| &f.content[i..]);
+                    let answer = apply_prompt(ctx, window, &args.prompt, preapproved).await?;
+                    let total = f.content.chars().count();
+                    answer + &window_note(total, from).unwrap_or_default()
                 } else {
                     apply_prompt(ctx, &f.content, &args.prompt, preapproved).await?
                 };
@@ -692,6 +745,20 @@ mod tests {
 
     fn u(s: &str) -> Url {
         Url::parse(s).unwrap_or_else(|e| panic!("{s}: {e}"))
+    }
+
+    #[test]
+    fn a_window_that_ends_before_the_text_says_where_to_read_on() {
+        // the reference's notes, read off claude-code@2.1.290's golden of claude-code.web-fetch-size
+        assert_eq!(
+            window_note(100_001, 0).as_deref(),
+            Some("\n\n[WebFetch note: this page's text is 100001 characters long and the answer above covers only characters 0 to 100000; the final 1 were not read \u{2014} to read on, call WebFetch again with the same url and offset: 100000.]")
+        );
+        assert!(window_note(10_485_760, 10_300_000)
+            .is_some_and(|n| n.contains("covers only characters 10300000 to 10400000; the final 85760 were not read")));
+        assert_eq!(window_note(100_000, 0), None);
+        assert_eq!(window_note(10_485_760, 10_400_000), None);
+        assert_eq!(window_note(5, usize::MAX), None);
     }
 
     #[test]
