@@ -70,12 +70,13 @@ pub async fn for_run(
         (Network::Relayed(served.ports(&launcher)), Some(served))
     };
     let mut confinement = Confinement::lab(backend, sandbox, network, true);
-    let limits = crate::limits::RunLimits::create();
+    let set = crate::limits::Limits::of(&probe.limits);
+    let limits = crate::limits::RunLimits::create(&set);
     confinement.limits = Some(probelab_runtime::confine::Limits {
         launcher: launcher.clone(),
         whole: limits.procs_files(true),
         joining: limits.procs_files(false),
-        max_file_bytes: Some(crate::limits::file_limit()),
+        max_file_bytes: Some(set.file_bytes),
     });
     let view = host_view(probe, &launcher);
     confinement.hidden = view.hidden;
@@ -135,7 +136,9 @@ pub struct HostView {
 /// belongs to (`~/.pyenv/shims` → `~/.pyenv`, `~/.cargo/bin` → `~/.cargo`, but `~/.local/bin` alone),
 /// its credential files ([`HIDDEN_CREDENTIALS`]) hidden.
 pub fn host_view(probe: &crate::probe::Probe, launcher: &Path) -> HostView {
-    let hidden_dirs: Vec<PathBuf> = HIDDEN_DIRS.iter().map(PathBuf::from).filter(|p| p.is_dir()).collect();
+    let private = std::env::current_dir().map(|cwd| project_private(&cwd)).unwrap_or_default();
+    let mut hidden_dirs: Vec<PathBuf> = HIDDEN_DIRS.iter().map(PathBuf::from).filter(|p| p.is_dir()).collect();
+    hidden_dirs.extend(private.iter().filter(|p| p.is_dir() && !p.is_symlink()).cloned());
     let under_hidden = |p: &Path| hidden_dirs.iter().any(|h| p.starts_with(h) && p != h);
     // a subject's /tmp is its own: what lies under the host's (a checkout or project there, the
     // probelab binary an MCP or LSP server runs as) is shown again the same way — never /tmp itself
@@ -171,6 +174,7 @@ pub fn host_view(probe: &crate::probe::Probe, launcher: &Path) -> HostView {
         show(if tool_name == ".local" || tool == dir { dir } else { tool });
     }
     let mut hidden: Vec<PathBuf> = hidden_dirs.clone();
+    hidden.extend(private.iter().filter(|p| p.is_file() && !p.is_symlink()).cloned());
     hidden.extend(HIDDEN_ETC.iter().map(PathBuf::from).filter(|p| p.exists()));
     if let Ok(entries) = std::fs::read_dir("/etc/ssh") {
         hidden.extend(
@@ -187,6 +191,51 @@ pub fn host_view(probe: &crate::probe::Probe, launcher: &Path) -> HostView {
     }
     let skeleton = ["/var/tmp"].iter().map(PathBuf::from).filter(|p| p.is_dir() && under_hidden(p)).collect();
     HostView { hidden, skeleton, shown }
+}
+
+/// What of the project in `start` (the git work tree it lies in) a subject never sees (issue 41, item 4):
+/// its `.git` (history, remote URLs with tokens, hooks) and every entry its ignore rules leave out —
+/// build output, `.env` files, local caches: what the project says is not its source (`.gitignore`,
+/// `.git/info/exclude`, the user's global excludes, read by the ripgrep family's `ignore` crate; no git
+/// command runs, so nothing of the project's git configuration executes). A whole ignored directory is
+/// one entry. Decision: untracked files that no rule ignores stay visible — a probe and the helper
+/// script it starts, written and not yet committed, must run. None outside a git work tree. Read once
+/// per process.
+pub fn project_private(start: &Path) -> Vec<PathBuf> {
+    /// Each work tree read, with what it keeps to itself.
+    type Seen = std::sync::Mutex<Vec<(PathBuf, Vec<PathBuf>)>>;
+    static SEEN: std::sync::OnceLock<Seen> = std::sync::OnceLock::new();
+    let seen = SEEN.get_or_init(Default::default);
+    let Some(top) = start.ancestors().find(|d| d.join(".git").exists()).map(Path::to_path_buf) else {
+        return Vec::new();
+    };
+    if let Some((_, v)) = seen.lock().ok().and_then(|s| s.iter().find(|(t, _)| *t == top).cloned()) {
+        return v;
+    }
+    let mut kept = std::collections::HashSet::new();
+    let walk = ignore::WalkBuilder::new(&top)
+        .hidden(false)
+        .parents(false)
+        .follow_links(false)
+        .filter_entry(|e| e.file_name() != ".git")
+        .build();
+    for e in walk.flatten() {
+        kept.insert(e.path().to_path_buf());
+    }
+    let mut out = vec![top.join(".git")];
+    for dir in kept.iter().filter(|p| p.is_dir() && !p.is_symlink()) {
+        for child in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+            let p = child.path();
+            if !kept.contains(&p) && child.file_name() != ".git" {
+                out.push(p);
+            }
+        }
+    }
+    out.sort();
+    if let Ok(mut s) = seen.lock() {
+        s.push((top, out.clone()));
+    }
+    out
 }
 
 /// The home directory `p` lies in: `/root`, or `/home/NAME`.

@@ -11,12 +11,19 @@
 //!
 //! The largest file the subject may write is a limit of its processes ([`MAX_FILE_BYTES`],
 //! `RLIMIT_FSIZE`, needing no cgroup): a file of the sandbox that reached it is the verdict
-//! ([`files_at_limit`]). The sandbox's disk as a whole is not bounded: a subject writing many files,
-//! each under the limit, fills what the host's disk holds.
+//! ([`files_at_limit`]). The sandbox's disk as a whole ([`MAX_DISK_BYTES`]) is watched while the subject
+//! runs ([`watch_disk`]): the space its files take (allocated blocks, each inode once, links not
+//! followed) is measured every [`DISK_POLL`] at least; past the limit the subject is stopped and the run
+//! fails the same invariant. A watch, not a quota (an unprivileged lab cannot mount a sized
+//! filesystem the host sees): the sandbox may pass the limit by what the subject writes within one
+//! interval, each file of it bounded by the largest-file limit.
 //!
-//! Decisions: defaults ([`MAX_PROCESSES`], [`MAX_MEMORY_BYTES`]), far above what any probe of the
-//! catalogue takes (Claude Code at its busiest: ~40 processes, ~700 MB), which the lab's environment
-//! may change for a run ([`PROCESSES_ENV`], [`MEMORY_ENV`]); a probe cannot raise them yet.
+//! Decisions: defaults ([`MAX_PROCESSES`], [`MAX_MEMORY_BYTES`], [`MAX_FILE_BYTES`], [`MAX_DISK_BYTES`]),
+//! far above what any probe of the catalogue takes (Claude Code at its busiest: ~40 processes, ~700 MB,
+//! a sandbox of ~25 MB), which the lab's environment may change for a run ([`PROCESSES_ENV`],
+//! [`MEMORY_ENV`], [`FILE_ENV`], [`DISK_ENV`]). A probe sets its own (`[limits]`, [`LimitsSpec`]),
+//! higher or lower, up to the project's caps (`probelab.toml`'s `[limits]`, by default [`DEFAULT_CAPS`]);
+//! a probe over a cap is an error at its key when the probe is read.
 //! The built-in runtime's Bash commands join the fork-bomb guard's group of their own instead of the
 //! run's pids group (a process is in one group per hierarchy), so for them the guard's 256 is the
 //! limit; the memory group holds every process of the run.
@@ -35,6 +42,13 @@ pub const MAX_MEMORY_BYTES: u64 = 6 << 30;
 /// under it — is said in the module's docs.
 pub const MAX_FILE_BYTES: u64 = 1 << 30;
 
+/// The most disk a run's sandbox may take: 4 GiB ([`watch_disk`]).
+pub const MAX_DISK_BYTES: u64 = 4 << 30;
+
+/// How often the sandbox's disk is measured, at least (a measure that takes long spaces the next by ten
+/// times its own duration, so a large tree does not keep a core busy).
+pub const DISK_POLL: std::time::Duration = std::time::Duration::from_millis(200);
+
 /// The lab's environment may lower or raise the defaults for a whole run of probelab (the limits'
 /// own tests; a host with less memory): processes at once.
 pub const PROCESSES_ENV: &str = "PROBELAB_LIMIT_PROCESSES";
@@ -42,14 +56,130 @@ pub const PROCESSES_ENV: &str = "PROBELAB_LIMIT_PROCESSES";
 pub const MEMORY_ENV: &str = "PROBELAB_LIMIT_MEMORY_MB";
 /// The same for the largest file, in MiB.
 pub const FILE_ENV: &str = "PROBELAB_LIMIT_FILE_MB";
+/// The same for the sandbox's disk, in MiB.
+pub const DISK_ENV: &str = "PROBELAB_LIMIT_DISK_MB";
 
-/// The largest file in force: [`MAX_FILE_BYTES`], or the environment's ([`FILE_ENV`]).
-pub fn file_limit() -> u64 {
-    std::env::var(FILE_ENV)
-        .ok()
-        .and_then(|v| v.trim().parse::<u64>().ok())
-        .filter(|n| *n > 0)
-        .map_or(MAX_FILE_BYTES, |m| m << 20)
+/// Limits as a probe (`[limits]`: its own, higher or lower than the defaults) or a project
+/// (`probelab.toml`'s `[limits]`: the most a probe may set) writes them; absent: the default.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LimitsSpec {
+    /// Processes at once.
+    #[serde(default)]
+    pub processes: Option<u64>,
+    /// Memory, MiB.
+    #[serde(default)]
+    pub memory_mb: Option<u64>,
+    /// The largest file, MiB.
+    #[serde(default)]
+    pub file_mb: Option<u64>,
+    /// The sandbox's disk, MiB.
+    #[serde(default)]
+    pub disk_mb: Option<u64>,
+}
+
+/// The caps of a project that sets none: what a probe may set at most (four times each default).
+pub const DEFAULT_CAPS: LimitsSpec = LimitsSpec {
+    processes: Some(4 * MAX_PROCESSES),
+    memory_mb: Some(4 * (MAX_MEMORY_BYTES >> 20)),
+    file_mb: Some(4 * (MAX_FILE_BYTES >> 20)),
+    disk_mb: Some(4 * (MAX_DISK_BYTES >> 20)),
+};
+
+impl LimitsSpec {
+    /// Each key with its value, in the table's order.
+    pub fn entries(&self) -> [(&'static str, Option<u64>); 4] {
+        [
+            ("processes", self.processes),
+            ("memory_mb", self.memory_mb),
+            ("file_mb", self.file_mb),
+            ("disk_mb", self.disk_mb),
+        ]
+    }
+
+    /// The first limit that is 0, or over its cap in `caps` (a cap the project left out: [`DEFAULT_CAPS`]'s):
+    /// (key, value, cap; the cap 0 for a zero).
+    pub fn refused(&self, caps: &LimitsSpec) -> Option<(&'static str, u64, u64)> {
+        let caps = caps.entries();
+        let defaults = DEFAULT_CAPS.entries();
+        self.entries().into_iter().zip(caps).zip(defaults).find_map(|(((key, v), (_, cap)), (_, default))| {
+            let v = v?;
+            let cap = cap.or(default).unwrap_or(u64::MAX);
+            (v == 0 || v > cap).then_some((key, v, if v == 0 { 0 } else { cap }))
+        })
+    }
+}
+
+/// The limits of one run, in bytes where sizes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Processes at once.
+    pub processes: u64,
+    /// Memory.
+    pub memory_bytes: u64,
+    /// The largest file.
+    pub file_bytes: u64,
+    /// The sandbox's disk.
+    pub disk_bytes: u64,
+}
+
+impl Limits {
+    /// The limits of a run of a probe that sets `spec`: its own where it sets them, else the lab's
+    /// environment's ([`PROCESSES_ENV`]…), else the defaults.
+    pub fn of(spec: &LimitsSpec) -> Limits {
+        let env = |k: &str| std::env::var(k).ok().and_then(|v| v.trim().parse::<u64>().ok()).filter(|n| *n > 0);
+        let mb = |own: Option<u64>, k: &str, default: u64| own.or_else(|| env(k)).map_or(default, |m| m << 20);
+        Limits {
+            processes: spec.processes.or_else(|| env(PROCESSES_ENV)).unwrap_or(MAX_PROCESSES),
+            memory_bytes: mb(spec.memory_mb, MEMORY_ENV, MAX_MEMORY_BYTES),
+            file_bytes: mb(spec.file_mb, FILE_ENV, MAX_FILE_BYTES),
+            disk_bytes: mb(spec.disk_mb, DISK_ENV, MAX_DISK_BYTES),
+        }
+    }
+}
+
+/// The disk the tree under `root` takes: allocated blocks of every entry, each inode once, links not
+/// followed; what vanishes while it is walked is not counted.
+pub fn disk_used(root: &Path) -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    let mut seen = std::collections::HashSet::new();
+    let mut total = 0u64;
+    let mut todo = vec![root.to_path_buf()];
+    while let Some(dir) = todo.pop() {
+        for e in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+            let Ok(meta) = std::fs::symlink_metadata(e.path()) else { continue };
+            if meta.is_dir() {
+                todo.push(e.path());
+            }
+            if seen.insert((meta.dev(), meta.ino())) {
+                total = total.saturating_add(meta.blocks().saturating_mul(512));
+            }
+        }
+    }
+    total
+}
+
+/// Watches the disk the sandbox at `root` takes and resolves, with what it took, once that passes
+/// `limit` (never, while it stays within); each measure runs off the async threads.
+pub async fn watch_disk(root: PathBuf, limit: u64) -> u64 {
+    loop {
+        let started = std::time::Instant::now();
+        let dir = root.clone();
+        let used = tokio::task::spawn_blocking(move || disk_used(&dir)).await.unwrap_or(0);
+        if used > limit {
+            return used;
+        }
+        tokio::time::sleep(DISK_POLL.max(started.elapsed() * 10)).await;
+    }
+}
+
+/// The verdict of a sandbox that passed its disk limit: what it took when the subject was stopped.
+pub fn disk_reached(limit: u64, used: u64) -> String {
+    format!(
+        "the subject reached its disk limit of {} MiB: its sandbox took {} MiB, and the subject was stopped",
+        limit >> 20,
+        used.div_ceil(1 << 20)
+    )
 }
 
 /// The files under `sandbox` that reached the largest-file limit `limit` (a write past it was
@@ -77,12 +207,6 @@ pub fn files_at_limit(sandbox: &Path, limit: u64) -> Vec<String> {
         limit >> 20,
         out.join(", ")
     )]
-}
-
-/// The limits in force: the defaults, or the environment's ([`PROCESSES_ENV`], [`MEMORY_ENV`]).
-pub fn in_force() -> (u64, u64) {
-    let read = |k: &str| std::env::var(k).ok().and_then(|v| v.trim().parse::<u64>().ok()).filter(|n| *n > 0);
-    (read(PROCESSES_ENV).unwrap_or(MAX_PROCESSES), read(MEMORY_ENV).map(|m| m << 20).unwrap_or(MAX_MEMORY_BYTES))
 }
 
 /// A run's cgroups: removed (once empty) when dropped.
@@ -129,8 +253,9 @@ pub fn sweep(parent: &Path) -> Vec<String> {
 }
 
 impl RunLimits {
-    /// Makes the run's groups with the default limits; a hierarchy that cannot be written is left out.
-    pub fn create() -> RunLimits {
+    /// Makes the run's groups with `limits`' processes and memory; a hierarchy that cannot be written is
+    /// left out.
+    pub fn create(limits: &Limits) -> RunLimits {
         static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
         let Some((pids_parent, memory_parent, unified)) = parents() else { return RunLimits::default() };
         static SWEPT: std::sync::Once = std::sync::Once::new();
@@ -138,7 +263,7 @@ impl RunLimits {
             sweep(&pids_parent);
             sweep(&memory_parent);
         });
-        let (processes, memory) = in_force();
+        let (processes, memory) = (limits.processes, limits.memory_bytes);
         let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         let name = format!("probelab-run-{}-{n}", std::process::id());
         let make = |parent: &Path, file: &str, value: u64| {

@@ -57,6 +57,8 @@ pub(crate) struct ProjectFile {
     claims: Option<Spanned<String>>,
     #[serde(default)]
     subjects: std::collections::BTreeMap<Spanned<String>, crate::subject::command::RawCommand>,
+    #[serde(default)]
+    limits: Option<Spanned<crate::limits::LimitsSpec>>,
 }
 
 /// Where a suite's parts live (absolute or relative to the current directory, as the root was found).
@@ -79,6 +81,9 @@ pub struct Project {
     pub claims: Vec<crate::claims::Claim>,
     /// Its command subjects (`[subjects.NAME]`).
     pub subjects: std::collections::BTreeMap<String, std::sync::Arc<crate::subject::command::CommandSpec>>,
+    /// The most a probe's `[limits]` may set (`[limits]`: processes, memory_mb, file_mb, disk_mb; a key
+    /// left out: [`crate::limits::DEFAULT_CAPS`]'s).
+    pub caps: crate::limits::LimitsSpec,
 }
 
 impl Project {
@@ -93,6 +98,7 @@ impl Project {
             out: root.join("target").join("probelab"),
             claims: Vec::new(),
             subjects: Default::default(),
+            caps: Default::default(),
         }
     }
 
@@ -144,6 +150,7 @@ impl Project {
         crate::probe::Known {
             subjects: self.registry().names(),
             claims: self.claims.iter().map(|c| c.id.clone()).collect(),
+            caps: self.caps,
         }
     }
 
@@ -169,8 +176,9 @@ pub fn parse(file: &Path, text: &str) -> Result<Project, ProjectError> {
         let hint = if msg.contains("expected one of `command`") {
             Some("a subject's keys are command, env, dialect, install, home_files and cwd_files")
         } else {
-            msg.contains("unknown field")
-                .then_some("the keys are probes, golden, fixtures and out (paths), and [subjects.NAME] tables")
+            msg.contains("unknown field").then_some(
+                "the keys are probes, golden, fixtures and out (paths), claims, [subjects.NAME] tables and [limits]",
+            )
         };
         at(e.span().map(|s| s.start).unwrap_or(0), msg, hint)
     })?;
@@ -225,6 +233,13 @@ pub fn parse(file: &Path, text: &str) -> Result<Project, ProjectError> {
             }
         }
     }
+    if let Some(l) = &raw.limits {
+        if let Some((key, _)) = l.get_ref().entries().into_iter().find(|(_, v)| *v == Some(0)) {
+            let hint = "a cap is at least 1; leave the key out for the default (four times the default limit)";
+            return Err(at(l.span().start, format!("[limits] {key} = 0 lets no probe run"), Some(hint)));
+        }
+        project.caps = *l.get_ref();
+    }
     for (name, raw) in raw.subjects {
         let place = |offset: usize| {
             let (line, col) = stub_messages::script::line_col(text, offset);
@@ -245,6 +260,8 @@ golden = "golden"          # golden/<subject>/<probe-id>.snap and golden/blobs/;
 fixtures = "fixtures"      # trees a probe copies with [fixture] dir = "NAME"
 out = "target/probelab"    # evidence, durations of the last run, matrix shards
 # claims = "claims.md"     # a catalogue of its own (`- FAMILY-N text` lines), cited by its probes
+# [limits]                 # the most a probe's own [limits] may set (default: four times each default)
+# disk_mb = 16384          # also processes, memory_mb, file_mb
 # [subjects.my-agent]      # a command subject: the user's own runtime (docs/probe-format.md)
 # command = ["python3", "{project}/agent.py", "{prompt}"]
 # env = { ANTHROPIC_BASE_URL = "{base_url}", ANTHROPIC_API_KEY = "sk-test" }
@@ -314,6 +331,16 @@ mod tests {
         assert!(e.starts_with("/p/probelab.toml:1:10: \"g/../../x\" is outside the project"), "{e}");
         let e = err("probes = [\n");
         assert!(e.starts_with("/p/probelab.toml:"), "{e}");
+    }
+
+    #[test]
+    fn the_caps_of_a_probe_s_limits_are_read_and_a_zero_refused() {
+        let p = parse(Path::new("/p/probelab.toml"), "[limits]\ndisk_mb = 32\n").unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(p.known().caps, crate::limits::LimitsSpec { disk_mb: Some(32), ..Default::default() });
+        let e = err("[limits]\nprocesses = 0\n");
+        assert!(e.contains("[limits] processes = 0 lets no probe run"), "{e}");
+        let e = err("[limits]\nthreads = 4\n");
+        assert!(e.contains("unknown field `threads`"), "{e}");
     }
 
     #[test]

@@ -256,14 +256,32 @@ pub async fn run_conversation(
         web: services.web.as_ref().map(|s| crate::services::web::WebAccess { addr: s.addr }),
         confine: confinement,
     };
-    let ended = subject.converse(conversation).await;
+    // the sandbox's disk is watched while the subject runs (crate::limits::watch_disk): past the limit
+    // the subject is stopped as at the record's cap, and the verdict says why
+    let disk_limit = crate::limits::Limits::of(&probe.limits).disk_bytes;
+    let (ended, disk_used) = {
+        let converse = subject.converse(conversation);
+        tokio::pin!(converse);
+        tokio::select! {
+            ended = &mut converse => (ended, None),
+            used = crate::limits::watch_disk(sandbox.root.clone(), disk_limit) => {
+                record_full.notify_one();
+                (converse.await, Some(used))
+            }
+        }
+    };
     let web = services.web.as_ref().map(|s| s.url());
     let duration = start.elapsed();
-    let limits_reached = confined.as_ref().map(|c| c.limits_reached(&sandbox.root)).unwrap_or_default();
+    let mut limits_reached = confined.as_ref().map(|c| c.limits_reached(&sandbox.root)).unwrap_or_default();
+    limits_reached.extend(disk_used.map(|used| crate::limits::disk_reached(disk_limit, used)));
     drop(confined);
     running.stop().await;
     services.stop().await;
     let Ended { end, within_deadline, artefact, lifetime } = ended.map_err(RunError::Conversation)?;
+    let end = match disk_used {
+        Some(_) => RunEnd::Failed(format!("stopped at its disk limit of {} MiB", disk_limit >> 20)),
+        None => end,
+    };
     if let Some(why) = hook_errors.lock().ok().and_then(|v| v.first().cloned()) {
         return Err(RunError::Fault { probe: probe.path.clone(), why });
     }

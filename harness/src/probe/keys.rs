@@ -53,6 +53,7 @@ pub fn tables() -> Vec<Table> {
         t("lspServers.NAME = { … }", fields_of::<rc::LspServerSpec>()),
         t("[web]", fields_of::<super::web::WebSpec>()),
         t("[web.pages.\"KEY\"]", fields_of::<super::web::Page>()),
+        t("[limits]", fields_of::<crate::limits::LimitsSpec>()),
         t("[[turn]]", fields_of::<ss::Turn>()),
         t("tool_use = [{ … }]", fields_of::<ss::ToolUseSpec>()),
         t("usage = { … }", fields_of::<ss::UsageSpec>()),

@@ -347,6 +347,8 @@ struct ProbeFile {
     plugins: Vec<Spanned<probelab_runtime::config::PluginSpec>>,
     #[serde(default)]
     web: web::WebSpec,
+    #[serde(default)]
+    limits: Option<Spanned<crate::limits::LimitsSpec>>,
     // Parsed here, once: errors in them carry this file's place, and the stub's Script is made of them.
     #[serde(default, rename = "turn")]
     turns: Vec<Turn>,
@@ -371,12 +373,19 @@ pub struct Known {
     pub subjects: Vec<String>,
     /// Claim ids of the project's own catalogue.
     pub claims: Vec<String>,
+    /// The most a probe's `[limits]` may set (`probelab.toml`'s `[limits]`; a key left out:
+    /// [`crate::limits::DEFAULT_CAPS`]'s).
+    pub caps: crate::limits::LimitsSpec,
 }
 
 impl Default for Known {
     /// What every project has: [`SUBJECT_KINDS`], no claims of its own.
     fn default() -> Known {
-        Known { subjects: SUBJECT_KINDS.iter().map(|s| s.to_string()).collect(), claims: Vec::new() }
+        Known {
+            subjects: SUBJECT_KINDS.iter().map(|s| s.to_string()).collect(),
+            claims: Vec::new(),
+            caps: Default::default(),
+        }
     }
 }
 
@@ -451,6 +460,9 @@ pub struct Probe {
     /// The probe's web (`[web] pages."host/path" = { status, body, content_type, location, headers }`,
     /// WEB-1): served by the lab's web service; `{web}` in turns is its base URL.
     pub web: web::WebSpec,
+    /// The limits of its runs where it sets its own (`[limits]`: processes, memory_mb, file_mb,
+    /// disk_mb), within the project's caps ([`crate::limits`]).
+    pub limits: crate::limits::LimitsSpec,
     /// The stub script (turns, conversations, stub settings) with placeholders unresolved.
     pub script: stub_messages::Script,
     /// Exec commands (an exec probe has these instead of turns).
@@ -535,6 +547,7 @@ pub fn parse_with(path: &Path, text: &str, known: &Known) -> Result<Probe, Probe
     let claims = at.claims(&raw, known)?;
     let diverges = at.diverges(&raw, &claims, &subjects_known)?;
     let requires = at.requires(&raw)?;
+    let limits = at.limits(&raw, known)?;
     at.permissions(&raw)?;
     let subjects = at.subjects(&raw, path, &subjects_known)?;
     at.unique_tool_use_ids(&raw)?;
@@ -601,6 +614,7 @@ pub fn parse_with(path: &Path, text: &str, known: &Known) -> Result<Probe, Probe
         mcp_servers: raw.mcp_servers,
         plugins,
         web: raw.web,
+        limits,
         script,
         execs: raw.execs.into_iter().map(Spanned::into_inner).collect(),
         checks,
@@ -619,6 +633,26 @@ impl At<'_> {
     fn err(&self, offset: usize, message: String, hint: Option<&str>) -> ProbeError {
         let (line, col) = line_col(self.text, offset);
         ProbeError { file: self.file.clone(), line, col, message, hint: hint.map(str::to_string) }
+    }
+
+    /// The probe's `[limits]`: each at least 1 and within the project's caps.
+    fn limits(&self, raw: &ProbeFile, known: &Known) -> Result<crate::limits::LimitsSpec, ProbeError> {
+        let Some(l) = &raw.limits else { return Ok(Default::default()) };
+        let Some((key, v, cap)) = l.get_ref().refused(&known.caps) else { return Ok(*l.get_ref()) };
+        let at = key_offset(self.text, table_region(self.text, l.span()), key).unwrap_or(l.span().start);
+        Err(if cap == 0 {
+            self.err(
+                at,
+                format!("[limits] {key} = 0 leaves the subject nothing"),
+                Some("a limit is at least 1; leave the key out for the default"),
+            )
+        } else {
+            self.err(
+                at,
+                format!("[limits] {key} = {v} is over the project's cap of {cap}"),
+                Some("probelab.toml's [limits] sets the caps (by default four times each default limit)"),
+            )
+        })
     }
 
     /// The TOML parser's error, on the key it is about, with a hint for the usual mistakes.
@@ -1564,6 +1598,7 @@ mod tests {
             &Known {
                 subjects: vec!["builtin".into(), "claude-code".into(), "my-agent".into()],
                 claims: vec!["OWN-1".into()],
+                caps: Default::default(),
             },
         );
         assert_eq!(
@@ -1733,6 +1768,34 @@ mod validation_tests {
         let e = err(&format!("{OK}[[check]]\nresult = 1\n  json = [{{ pointer = \"/0\" }}]\n"));
         assert!(e.starts_with("p.toml:10:3: json check \"/0\" has neither equals nor exists"), "{e}");
         assert_eq!(err(&format!("{OK}[[check]]\nresult = 1\ncontains = [\"x\"]\n")), "parsed");
+    }
+
+    #[test]
+    fn a_probe_s_limits_are_its_own_within_the_project_s_caps() {
+        let with = |limits: &str| OK.replace("[[turn]]\ntool_use", &format!("[limits]\n{limits}\n[[turn]]\ntool_use"));
+        let parse = |text: &str, caps: crate::limits::LimitsSpec| {
+            parse_with(Path::new("p.toml"), text, &Known { caps, ..Known::default() }).map_err(|e| e.to_string())
+        };
+        let set = parse(&with("disk_mb = 64\nprocesses = 3000"), Default::default()).map(|p| p.limits);
+        assert_eq!(
+            set,
+            Ok(crate::limits::LimitsSpec { disk_mb: Some(64), processes: Some(3000), ..Default::default() })
+        );
+        let limits = crate::limits::Limits::of(&set.unwrap_or_default());
+        assert_eq!(
+            (limits.disk_bytes, limits.processes, limits.file_bytes),
+            (64 << 20, 3000, crate::limits::MAX_FILE_BYTES)
+        );
+        // over the default cap (four times 2048), over a project's own, zero: each refused at its key
+        let e = parse(&with("processes = 8193"), Default::default()).err().unwrap_or_default();
+        assert!(e.contains("[limits] processes = 8193 is over the project's cap of 8192"), "{e}");
+        let caps = crate::limits::LimitsSpec { disk_mb: Some(32), ..Default::default() };
+        let e = parse(&with("disk_mb = 64"), caps).err().unwrap_or_default();
+        assert!(e.contains("[limits] disk_mb = 64 is over the project's cap of 32"), "{e}");
+        let e = parse(&with("file_mb = 0"), Default::default()).err().unwrap_or_default();
+        assert!(e.contains("[limits] file_mb = 0 leaves the subject nothing"), "{e}");
+        let e = parse(&with("disk = 1"), Default::default()).err().unwrap_or_default();
+        assert!(e.contains("unknown field `disk`"), "{e}");
     }
 
     #[test]

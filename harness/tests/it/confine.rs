@@ -730,13 +730,13 @@ fn a_subject_writing_past_its_largest_file_limit_is_refused_and_told() {
         // the size the file reached, written where the checks cannot miss it
         let toml = "[subjects.fills]\ncommand = [\"sh\", \"-c\", \"head -c 3145728 /dev/zero > big; wc -c < big > size.txt\"]\n";
         std::fs::write(lab.path().join("probelab.toml"), toml).unwrap_or_else(|e| panic!("{e}"));
+        // the probe lowers its own limit ([limits] file_mb), as one may raise it
         let probe = "id = \"hostile.disk\"\nclaims = [\"BASH-5\"]\nabout = \"past the largest file\"\nsubjects = [\"fills\"]\n\
-                     deadline_secs = 20\n[[turn]]\ntext = \"done\"\n[[check]]\nfile = \"size.txt\"\nequals = \"1048576\\n\"\n";
+                     deadline_secs = 20\n[limits]\nfile_mb = 1\n[[turn]]\ntext = \"done\"\n[[check]]\nfile = \"size.txt\"\nequals = \"1048576\\n\"\n";
         std::fs::write(lab.path().join("probes/disk.toml"), probe).unwrap_or_else(|e| panic!("{e}"));
         let out = std::process::Command::new(env!("CARGO_BIN_EXE_probelab"))
             .args(["run", "-j", "1", "--subject", "fills"])
             .env(probelab_runtime::confine::BACKEND_ENV, backend)
-            .env(harness::limits::FILE_ENV, "1")
             .current_dir(lab.path())
             .output()
             .unwrap_or_else(|e| panic!("{e}"));
@@ -749,6 +749,159 @@ fn a_subject_writing_past_its_largest_file_limit_is_refused_and_told() {
         assert!(!said.contains("FAIL check 1"), "{backend}: the file stopped at 1 MiB:\n{said}");
         assert_eq!(out.status.code(), Some(1), "{backend}:\n{said}");
     }
+}
+
+/// Issue 41, item 4: what the project keeps out of its source — the entries its ignore rules leave out
+/// (a `.env`, build output) and its `.git` — is hidden from a subject, on every backend, also where the
+/// project itself is shown over the private /tmp (a project under /tmp: the hide comes after the show);
+/// its tracked and untracked-but-not-ignored files stay readable.
+#[test]
+fn a_subject_never_sees_what_the_project_ignores_nor_its_git_directory() {
+    for backend in backends() {
+        let lab = tempfile::Builder::new().tempdir_in("/tmp").unwrap_or_else(|e| panic!("{e}"));
+        let root = lab.path().canonicalize().unwrap_or_else(|e| panic!("{e}"));
+        assert!(probelab(&root, &["init"]).0);
+        // a git work tree as the ignore rules see one (no git command needed)
+        std::fs::create_dir_all(root.join(".git")).unwrap_or_else(|e| panic!("{e}"));
+        std::fs::write(root.join(".git/config"), "url = https://token-CANARY@example.test/r\n")
+            .unwrap_or_else(|e| panic!("{e}"));
+        std::fs::write(root.join(".gitignore"), ".env\nsecret/\n").unwrap_or_else(|e| panic!("{e}"));
+        std::fs::write(root.join(".env"), "API_KEY=CANARY\n").unwrap_or_else(|e| panic!("{e}"));
+        std::fs::create_dir_all(root.join("secret")).unwrap_or_else(|e| panic!("{e}"));
+        std::fs::write(root.join("secret/key"), "CANARY\n").unwrap_or_else(|e| panic!("{e}"));
+        std::fs::write(root.join("notes.txt"), "new work\n").unwrap_or_else(|e| panic!("{e}"));
+        let paths = [".env", "secret/key", ".git/config", "notes.txt", "probelab.toml"];
+        let script = paths
+            .iter()
+            .map(|p| {
+                format!("if cat {r}/{p} >/dev/null 2>&1; then echo read {p}; else echo not {p}; fi", r = root.display())
+            })
+            .collect::<Vec<_>>()
+            .join("; ");
+        let toml = format!("[subjects.peek]\ncommand = [\"sh\", \"-c\", \"({script}) > seen.txt\"]\n");
+        std::fs::write(root.join("probelab.toml"), toml).unwrap_or_else(|e| panic!("{e}"));
+        let probe = "id = \"hostile.project\"\nclaims = [\"BASH-5\"]\nabout = \"the project's private files\"\nsubjects = [\"peek\"]\n\
+                     [[turn]]\ntext = \"done\"\n[[check]]\nfile = \"seen.txt\"\n\
+                     equals = \"not .env\\nnot secret/key\\nnot .git/config\\nread notes.txt\\nread probelab.toml\\n\"\n";
+        std::fs::write(root.join("probes/peek.toml"), probe).unwrap_or_else(|e| panic!("{e}"));
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_probelab"))
+            .args(["run", "-j", "1", "--subject", "peek", "--json"])
+            .env(probelab_runtime::confine::BACKEND_ENV, backend)
+            .current_dir(&root)
+            .output()
+            .unwrap_or_else(|e| panic!("{e}"));
+        // the subject never calls the stub (that invariant fails); the check of what it saw is the test
+        let said = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        let check = said
+            .lines()
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+            .flat_map(|v| v["verdicts"].as_array().cloned().unwrap_or_default())
+            .find(|v| v["name"] == "check 1: file seen.txt");
+        assert_eq!(check.map(|c| c["pass"].clone()), Some(serde_json::Value::Bool(true)), "{backend}:\n{said}");
+        assert!(!said.contains("CANARY"), "{backend}:\n{said}");
+    }
+}
+
+/// Issue 41, item 5: a command the built-in runs in the Bash tool's own sandbox (settings.sandbox,
+/// bubblewrap started from the lab's process) keeps the run's limits: a write past the largest file is
+/// refused there too, and the verdict names the file. (Needs bubblewrap, as that sandbox does.)
+#[test]
+fn a_command_in_the_bash_tool_s_own_sandbox_keeps_the_run_s_file_limit() {
+    if probelab_runtime::confine::bwrap_on_path().is_none() {
+        eprintln!("NOT RUN: no bubblewrap on PATH (the Bash tool's sandbox needs it)");
+        return;
+    }
+    for backend in backends() {
+        let lab = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        assert!(probelab(lab.path(), &["init"]).0);
+        let probe = "id = \"hostile.sandboxed-file\"\nclaims = [\"BASH-3\"]\nabout = \"past the largest file, sandboxed\"\nrequires = [\"bwrap\"]\n\
+                     [limits]\nfile_mb = 1\n[settings.sandbox]\nenabled = true\nallowUnsandboxedCommands = false\n[[turn]]\n\
+                     tool_use = [{ name = \"Bash\", input = { command = \"head -c 3145728 /dev/zero > big; wc -c < big\", description = \"fill\" } }]\n\
+                     [[turn]]\ntext = \"done\"\n[[check]]\nresult = 1\ncontains = \"1048576\"\n";
+        std::fs::write(lab.path().join("probes/fill.toml"), probe).unwrap_or_else(|e| panic!("{e}"));
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_probelab"))
+            .args(["run", "-j", "1", "--subject", "builtin"])
+            .env(probelab_runtime::confine::BACKEND_ENV, backend)
+            .current_dir(lab.path())
+            .output()
+            .unwrap_or_else(|e| panic!("{e}"));
+        let said = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        assert!(
+            said.contains("the subject reached its largest-file limit of 1 MiB (writes past it refused): "),
+            "{backend}:\n{said}"
+        );
+        assert!(!said.contains("check of result 1"), "{backend}: the file stopped at 1 MiB:\n{said}");
+        assert_eq!(out.status.code(), Some(1), "{backend}:\n{said}");
+    }
+}
+
+/// Issue 41, item 5: a subject that fills its sandbox with many files, each under the largest-file
+/// limit, is stopped once the sandbox passes its disk limit (the probe's `[limits] disk_mb`), and the
+/// verdict says so; a probe over the project's cap is refused at its key before anything runs.
+#[test]
+fn a_subject_filling_its_sandbox_past_the_disk_limit_is_stopped_and_told() {
+    for backend in backends() {
+        let lab = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        assert!(probelab(lab.path(), &["init"]).0);
+        // 200 files of 1 MiB, one every 50 ms: 10 s unless it is stopped
+        let toml = "[subjects.fills]\ncommand = [\"sh\", \"-c\", \"i=0; while [ $i -lt 200 ]; do head -c 1048576 /dev/zero > f$i; i=$((i+1)); sleep 0.05; done\"]\n";
+        std::fs::write(lab.path().join("probelab.toml"), toml).unwrap_or_else(|e| panic!("{e}"));
+        let probe = |disk: u64| {
+            format!(
+                "id = \"hostile.fill\"\nclaims = [\"BASH-5\"]\nabout = \"past the sandbox's disk\"\nsubjects = [\"fills\"]\n\
+                 deadline_secs = 60\n[limits]\ndisk_mb = {disk}\n[[turn]]\ntext = \"done\"\n"
+            )
+        };
+        std::fs::write(lab.path().join("probes/fill.toml"), probe(8)).unwrap_or_else(|e| panic!("{e}"));
+        let run = || {
+            std::process::Command::new(env!("CARGO_BIN_EXE_probelab"))
+                .args(["run", "-j", "1", "--keep", "--subject", "fills"])
+                .env(probelab_runtime::confine::BACKEND_ENV, backend)
+                .current_dir(lab.path())
+                .output()
+                .unwrap_or_else(|e| panic!("{e}"))
+        };
+        let out = run();
+        let said = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        assert_eq!(out.status.code(), Some(1), "{backend}:\n{said}");
+        assert!(said.contains("the subject reached its disk limit of 8 MiB: its sandbox took "), "{backend}:\n{said}");
+        assert!(said.contains("stopped at its disk limit of 8 MiB"), "{backend}:\n{said}");
+        // stopped well before its 200 files
+        let kept = said
+            .lines()
+            .find_map(|l| l.trim().strip_prefix("sandbox kept at "))
+            .map(|l| l.split(' ').next().unwrap_or_default().to_string());
+        let kept = std::path::PathBuf::from(kept.unwrap_or_else(|| panic!("{backend}: no kept sandbox:\n{said}")));
+        let written = walk_count(&kept, "f");
+        assert!((8..100).contains(&written), "{backend}: {written} files of 1 MiB written:\n{said}");
+        let _ = std::fs::remove_dir_all(&kept);
+        // over the project's cap (default: four times 4 GiB): refused at the key, nothing runs
+        std::fs::write(lab.path().join("probes/fill.toml"), probe(16385)).unwrap_or_else(|e| panic!("{e}"));
+        let out = run();
+        let said = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        assert_eq!(out.status.code(), Some(2), "{backend}:\n{said}");
+        assert!(
+            said.contains("fill.toml:7:1: [limits] disk_mb = 16385 is over the project's cap of 16384"),
+            "{backend}:\n{said}"
+        );
+    }
+}
+
+/// How many files under `dir` (any depth) have a name starting with `prefix` and digits after it.
+fn walk_count(dir: &Path, prefix: &str) -> usize {
+    let mut n = 0;
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let p = e.path();
+            if p.is_dir() && !p.is_symlink() {
+                todo.push(p);
+            } else if let Some(rest) = e.file_name().to_str().and_then(|f| f.strip_prefix(prefix)) {
+                n += usize::from(!rest.is_empty() && rest.chars().all(|c| c.is_ascii_digit()));
+            }
+        }
+    }
+    n
 }
 
 /// Issue 41, item 5: a subject that starts more processes at once, or takes more memory, than the

@@ -303,28 +303,34 @@ impl Confinement {
                 push(&["--ro-bind", p, p]);
             }
         }
-        for h in &self.hidden {
-            match std::fs::symlink_metadata(h) {
-                Ok(m) if m.is_dir() => a.extend(["--tmpfs".into(), h.clone().into_os_string()]),
-                Ok(m) if m.is_file() => a.extend(["--ro-bind".into(), "/dev/null".into(), h.clone().into_os_string()]),
-                _ => {}
-            }
+        let writable: Vec<PathBuf> = self.writable.iter().filter(|w| w.is_dir()).cloned().collect();
+        for step in ns::view_steps(&self.hidden, &self.visible, &writable) {
+            let (how, from, to): (&str, &Path, &Path) = match step {
+                ns::ViewStep::Hide(h) => match std::fs::symlink_metadata(h) {
+                    Ok(m) if m.is_dir() => {
+                        a.extend(["--tmpfs".into(), h.as_os_str().to_os_string()]);
+                        continue;
+                    }
+                    Ok(m) if m.is_file() => ("--ro-bind", Path::new("/dev/null"), h),
+                    _ => continue,
+                },
+                ns::ViewStep::Tmp => {
+                    a.extend(["--tmpfs".into(), "/tmp".into()]);
+                    continue;
+                }
+                ns::ViewStep::Show(v) => ("--ro-bind", v, v),
+                ns::ViewStep::Write(w) => ("--bind", w, w),
+            };
+            a.extend([how.into(), from.as_os_str().to_os_string(), to.as_os_str().to_os_string()]);
         }
         for d in &self.skeleton {
             a.extend(["--dir".into(), d.clone().into_os_string()]);
         }
-        a.extend(["--tmpfs".into(), "/tmp".into()]);
         let mut bind = |how: &str, p: &Path| {
             a.push(how.into());
             a.push(p.into());
             a.push(p.into());
         };
-        for v in &outermost(self.visible.iter().cloned()) {
-            bind("--ro-bind", v);
-        }
-        for w in self.writable.iter().filter(|w| w.is_dir()) {
-            bind("--bind", w);
-        }
         if let Network::Relayed(p) = &self.network {
             bind("--ro-bind", &p.dir);
         }
@@ -423,7 +429,7 @@ impl Confinement {
                     env: env.to_vec(),
                     hidden: self.hidden.clone(),
                     skeleton: self.skeleton.clone(),
-                    visible: outermost(self.visible.iter().cloned().chain(under_tmp)),
+                    visible: self.visible.iter().cloned().chain(under_tmp).collect(),
                     writable: self.writable.iter().filter(|w| w.is_dir()).cloned().collect(),
                     host_network: self.network == Network::Host,
                     relayed,
@@ -620,28 +626,44 @@ where
 /// The paths of `paths` that no other of them holds, in their first order, once each: a read-only
 /// bind inside another read-only bind is nothing more to show, and the kernel refuses to remount it
 /// (EINVAL: the project, and its probes directory under it, both under /tmp).
-fn outermost(paths: impl Iterator<Item = PathBuf>) -> Vec<PathBuf> {
-    let all: Vec<PathBuf> = paths.collect();
-    let mut out: Vec<PathBuf> = Vec::new();
-    for p in &all {
-        let inside_another = all.iter().any(|q| q != p && p.starts_with(q));
-        if !inside_another && !out.contains(p) {
-            out.push(p.clone());
-        }
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    use ns::{view_steps, ViewStep};
+
     #[test]
     fn a_visible_path_inside_another_is_not_bound_twice() {
         let p = |s: &str| PathBuf::from(s);
-        let got =
-            outermost([p("/tmp/lab/probes"), p("/tmp/lab"), p("/opt/x"), p("/tmp/lab"), p("/tmp/labx")].into_iter());
-        assert_eq!(got, vec![p("/tmp/lab"), p("/opt/x"), p("/tmp/labx")]);
+        let visible = [p("/tmp/lab/probes"), p("/tmp/lab"), p("/opt/x"), p("/tmp/lab"), p("/tmp/labx")];
+        let got = view_steps(&[], &visible, &[]);
+        use ViewStep::*;
+        // one depth: the private /tmp first, then the shown paths in the order given
+        let want = [Tmp, Show(Path::new("/tmp/lab")), Show(Path::new("/opt/x")), Show(Path::new("/tmp/labx"))];
+        assert_eq!(got, want);
+    }
+
+    #[test]
+    fn each_path_is_made_after_every_path_it_lies_under() {
+        // the order that makes a hidden file inside a shown directory stay hidden, and a directory
+        // shown inside a hidden one visible: by depth, whatever order they were given in
+        let p = |s: &str| PathBuf::from(s);
+        let hidden = [p("/tmp/proj/target"), p("/root/.cargo/credentials.toml"), p("/root")];
+        let visible = [p("/tmp/proj/target/debug"), p("/root/.cargo"), p("/tmp/proj"), p("/tmp/proj/src")];
+        let writable = [p("/tmp/probelab-1")];
+        use ViewStep::*;
+        let got = view_steps(&hidden, &visible, &writable);
+        let want = [
+            Hide(Path::new("/root")),
+            Tmp,
+            Show(Path::new("/root/.cargo")),
+            Show(Path::new("/tmp/proj")),
+            Write(Path::new("/tmp/probelab-1")),
+            Hide(Path::new("/tmp/proj/target")),
+            Hide(Path::new("/root/.cargo/credentials.toml")),
+            Show(Path::new("/tmp/proj/target/debug")),
+        ];
+        assert_eq!(got, want, "/tmp/proj/src adds nothing to /tmp/proj; target/debug, under a hidden path, does");
     }
 
     fn args(c: &Confinement) -> Vec<String> {

@@ -67,8 +67,8 @@ pub struct Spec {
     pub visible: Vec<PathBuf>,
     /// Bound writable.
     pub writable: Vec<PathBuf>,
-    /// Hidden: a directory becomes an empty read-only tmpfs, a file `/dev/null` (before the visible and
-    /// writable binds, which may lie under them).
+    /// Hidden: a directory becomes an empty read-only tmpfs, a file `/dev/null` (each path after every
+    /// path it lies under: [`view_steps`]).
     pub hidden: Vec<PathBuf>,
     /// Empty directories made inside the hidden ones (`/var/tmp`).
     pub skeleton: Vec<PathBuf>,
@@ -559,51 +559,51 @@ fn mounts(spec: &Spec) -> Result<(), String> {
             }
         }
     }
-    // what the host keeps to itself: an empty tmpfs over each hidden directory (read-only once what lies
-    // under it is bound), /dev/null over each hidden file
+    // the view, each path after every path it lies under ([`view_steps`]): what the host keeps to
+    // itself (an empty tmpfs over a hidden directory, read-only once what lies under it is bound;
+    // /dev/null over a hidden file), the private /tmp, what the confinement shows or writes (made in a
+    // tmpfs when it lives there)
     let mut hidden_dirs = Vec::new();
-    for p in &spec.hidden {
-        let host = old.join(p.strip_prefix("/").unwrap_or(p));
-        let inside = new.join(p.strip_prefix("/").unwrap_or(p));
-        match std::fs::symlink_metadata(&host) {
-            Ok(m) if m.is_dir() => {
-                let flags = MsFlags::MS_NOSUID | MsFlags::MS_NODEV;
-                mount(Some("tmpfs"), &inside, Some("tmpfs"), flags, Some("mode=0755"))
-                    .map_err(|e| format!("cannot hide {}: {}", p.display(), e.desc()))?;
-                hidden_dirs.push(inside);
+    let place = |p: &Path| (old.join(p.strip_prefix("/").unwrap_or(p)), new.join(p.strip_prefix("/").unwrap_or(p)));
+    for step in view_steps(&spec.hidden, &spec.visible, &spec.writable) {
+        let (p, read_only) = match step {
+            ViewStep::Hide(p) => {
+                let (host, inside) = place(p);
+                // a path the subject would not see anyway (under a hidden directory, nothing shown on the
+                // way) has nothing to cover
+                if !inside.exists() {
+                    continue;
+                }
+                match std::fs::symlink_metadata(&host) {
+                    Ok(m) if m.is_dir() => {
+                        let flags = MsFlags::MS_NOSUID | MsFlags::MS_NODEV;
+                        mount(Some("tmpfs"), &inside, Some("tmpfs"), flags, Some("mode=0755"))
+                            .map_err(|e| format!("cannot hide {}: {}", p.display(), e.desc()))?;
+                        hidden_dirs.push(inside);
+                    }
+                    Ok(m) if m.is_file() => bind(&old.join("dev/null"), &inside, true, false)?,
+                    _ => {}
+                }
+                continue;
             }
-            Ok(m) if m.is_file() => bind(&old.join("dev/null"), &inside, true, false)?,
-            _ => {}
-        }
+            ViewStep::Tmp => {
+                let flags = MsFlags::MS_NOSUID | MsFlags::MS_NODEV;
+                mount(Some("tmpfs"), &new.join("tmp"), Some("tmpfs"), flags, Some("mode=0755"))
+                    .map_err(sys("mount /tmp"))?;
+                continue;
+            }
+            ViewStep::Show(p) => (p, true),
+            ViewStep::Write(p) => (p, false),
+        };
+        show(old, new, p, read_only)?;
     }
     for d in &spec.skeleton {
         let inside = new.join(d.strip_prefix("/").unwrap_or(d));
         std::fs::create_dir_all(&inside).map_err(|e| format!("cannot create {}: {e}", d.display()))?;
     }
-    // the private /tmp, then what the confinement shows or writes (made in the tmpfs when it lives there)
-    let tmp = new.join("tmp");
-    mount(Some("tmpfs"), &tmp, Some("tmpfs"), MsFlags::MS_NOSUID | MsFlags::MS_NODEV, Some("mode=0755"))
-        .map_err(sys("mount /tmp"))?;
     let relay_dirs: Vec<PathBuf> = spec.relayed.iter().filter_map(|(_, s)| s.parent().map(Path::to_path_buf)).collect();
-    let binds = spec
-        .visible
-        .iter()
-        .map(|p| (p, true))
-        .chain(spec.writable.iter().map(|p| (p, false)))
-        .chain(relay_dirs.iter().map(|p| (p, true)));
-    for (p, read_only) in binds {
-        let host = old.join(p.strip_prefix("/").unwrap_or(p));
-        let Ok(meta) = std::fs::metadata(&host) else { continue };
-        let inside = new.join(p.strip_prefix("/").unwrap_or(p));
-        if meta.is_dir() {
-            std::fs::create_dir_all(&inside).map_err(|e| format!("cannot create {}: {e}", p.display()))?;
-        } else if !inside.exists() {
-            if let Some(parent) = inside.parent() {
-                std::fs::create_dir_all(parent).map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
-            }
-            std::fs::File::create(&inside).map_err(|e| format!("cannot create {}: {e}", p.display()))?;
-        }
-        bind(&host, &inside, read_only, false)?;
+    for p in &relay_dirs {
+        show(old, new, p, true)?;
     }
     for inside in &hidden_dirs {
         let flags =
@@ -617,6 +617,68 @@ fn mounts(spec: &Spec) -> Result<(), String> {
     nix::unistd::pivot_root(".", ".").map_err(sys("pivot_root into the new root"))?;
     umount2(".", MntFlags::MNT_DETACH).map_err(sys("detach the launcher's tmpfs"))?;
     std::env::set_current_dir("/").map_err(|e| format!("cannot enter /: {e}"))
+}
+
+/// One step of making the subject's view of the host ([`view_steps`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ViewStep<'a> {
+    /// An empty tmpfs over a directory (read-only at the end), `/dev/null` over a file.
+    Hide(&'a Path),
+    /// The private, writable `/tmp`.
+    Tmp,
+    /// The host's path bound read-only.
+    Show(&'a Path),
+    /// The host's directory bound writable.
+    Write(&'a Path),
+}
+
+/// The steps that make the view, each path after every path it lies under (by depth; at one depth a
+/// hide before a show, so a path both hidden and shown is shown): a file hidden inside a shown
+/// directory (a credential under `~/.cargo`, an ignored `.env` in a project under `/tmp`) is hidden
+/// after the directory is shown, and a directory shown inside a hidden one (the cache under `/root`,
+/// the probelab binary's directory under a project's ignored `target/`) after it is hidden. Applied in
+/// another order, a bind of the host's tree uncovers what was hidden under it, or a hide covers what
+/// was to be shown. A shown path inside another shown one with no hidden path between them adds
+/// nothing and is left out.
+pub fn view_steps<'a>(hidden: &'a [PathBuf], visible: &'a [PathBuf], writable: &'a [PathBuf]) -> Vec<ViewStep<'a>> {
+    let tmp = Path::new("/tmp");
+    let between =
+        |outer: &Path, inner: &Path| hidden.iter().any(|h| h != outer && h.starts_with(outer) && inner.starts_with(h));
+    let mut steps: Vec<(usize, u8, ViewStep<'a>)> = Vec::new();
+    let depth = |p: &Path| p.components().count();
+    steps.extend(hidden.iter().map(|h| (depth(h), 0, ViewStep::Hide(h.as_path()))));
+    steps.push((depth(tmp), 0, ViewStep::Tmp));
+    for (i, v) in visible.iter().enumerate() {
+        let redundant = visible
+            .iter()
+            .enumerate()
+            .any(|(j, u)| (u != v && v.starts_with(u) || (u == v && j < i)) && !between(u, v));
+        if !redundant {
+            steps.push((depth(v), 1, ViewStep::Show(v.as_path())));
+        }
+    }
+    steps.extend(writable.iter().map(|w| (depth(w), 2, ViewStep::Write(w.as_path()))));
+    // stable: paths of one depth and kind keep the order they were given in
+    steps.sort_by_key(|(d, k, _)| (*d, *k));
+    steps.into_iter().map(|(_, _, s)| s).collect()
+}
+
+/// Binds the host's `p` (under `old`) at its place in the new root (`new`), read-only or writable; the
+/// mount point is made first (in a tmpfs where it lives in one). A path the host does not have is left
+/// out.
+fn show(old: &Path, new: &Path, p: &Path, read_only: bool) -> Result<(), String> {
+    let host = old.join(p.strip_prefix("/").unwrap_or(p));
+    let Ok(meta) = std::fs::metadata(&host) else { return Ok(()) };
+    let inside = new.join(p.strip_prefix("/").unwrap_or(p));
+    if meta.is_dir() {
+        std::fs::create_dir_all(&inside).map_err(|e| format!("cannot create {}: {e}", p.display()))?;
+    } else if !inside.exists() {
+        if let Some(parent) = inside.parent() {
+            std::fs::create_dir_all(parent).map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
+        }
+        std::fs::File::create(&inside).map_err(|e| format!("cannot create {}: {e}", p.display()))?;
+    }
+    bind(&host, &inside, read_only, false)
 }
 
 /// Binds `from` on `to` (recursively), `nosuid` and — unless `device` — `nodev`, as bubblewrap's

@@ -124,7 +124,13 @@ pub fn plan(ctx: &ToolContext, disable: bool) -> Result<Plan, ToolError> {
         // the sandbox's own under the session's for the host's root (mapping the parent's uid 0 needs
         // CAP_SETFCAP there, which the session drops), and the sandbox is the stricter of the two
         session: None,
-        limits: None,
+        // the run's limits all the same (issue 41): the largest file, and the memory group a process
+        // joining the session joins (its pids group is the Bash tool's guard's, as for every command)
+        limits: lab
+            .0
+            .as_ref()
+            .and_then(|l| l.limits.as_ref())
+            .map(|l| crate::confine::Limits { whole: l.joining.clone(), ..l.clone() }),
     };
     Ok(Plan { confine: Some(confine), sandboxed: true, note })
 }
@@ -241,9 +247,13 @@ impl Plan {
     /// the confined script's first line (its marker file) ran — then the output is the command's own.
     pub fn setup_failure(&self, code: i32, output: &str, started: bool) -> Option<String> {
         let first = output.lines().next().unwrap_or_default();
-        let setup = first.starts_with("bwrap: ") || first.starts_with(crate::confine::ns::FAILURE_PREFIX);
+        // the launcher's own words (it starts bubblewrap under the run's limits) without its name: the
+        // same reason as a bubblewrap that could not be started directly (`spawn_failure`)
+        let launcher = first.strip_prefix(crate::confine::ns::FAILURE_PREFIX);
+        let setup = first.starts_with("bwrap: ") || launcher.is_some();
+        let reason = launcher.unwrap_or(first);
         (self.confined() && !started && code != 0 && setup)
-            .then(|| format!("Sandbox unavailable ({first}); the command did not run, and it is not run unconfined."))
+            .then(|| format!("Sandbox unavailable ({reason}); the command did not run, and it is not run unconfined."))
     }
 
     /// The violations the output shows, as one line for the structured record (BASH-3), not the model's text.
