@@ -471,7 +471,7 @@ fn request_check(
     sb: &Sandbox,
     fails: &mut Fails,
 ) {
-    let Target::Request { tools_include, tools_exclude, tools_equal, tool, json, .. } = target else { return };
+    let Target::Request { tools_include, tools_exclude, tools_equal, tool, part, json, .. } = target else { return };
     let whole = view.request_index(n).and_then(|i| view.requests().whole(i));
     let Some(req) = whole.as_ref() else {
         fails.push(format!("main request {n} never arrived"));
@@ -489,9 +489,17 @@ fn request_check(
     if let Some(order) = tools_equal.as_ref().filter(|order| **order != names) {
         fails.push(format!("expected tools[] = {order:?}, got {names:?}"));
     }
-    let looked_at = match tool {
-        None => Some(req),
-        Some(name) => {
+    let looked_at = match (tool, part) {
+        (None, Some(member)) => {
+            let got = req.get(member);
+            if got.is_none() {
+                let members: Vec<&String> = req.as_object().map(|o| o.keys().collect()).unwrap_or_default();
+                fails.push(format!("request {n} has no member {member:?}, got {members:?}"));
+            }
+            got
+        }
+        (None, None) => Some(req),
+        (Some(name), _) => {
             let def = tools().find(|t| t.get("name").and_then(Value::as_str) == Some(name));
             if def.is_none() {
                 fails.push(format!("no tool {name} in tools[] of request {n}, got {names:?}"));

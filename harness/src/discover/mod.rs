@@ -287,10 +287,12 @@ pub async fn bisect_candidates(
                 c.boundary = f.boundary.clone();
                 c.bisect_note = match (&f.boundary, c.kind) {
                     (Some(_), _) => String::new(),
-                    // the bisection compares behaviour fingerprints: what the tools did, never the request
+                    // the bisection follows what the tools did and the checks' outcome: a request candidate
+                    // is followed by its check of the newer side's request (`request_check`), when it has one
                     (None, Kind::Request) => format!(
-                        "{} (a request difference: the bisection compares what the tools did, and the \
-                         candidate's tools do the same on both; `probelab diff` of its goldens shows the request)",
+                        "{} (a request difference: the bisection follows what the tools did and the candidate's \
+                         check of the newer request, which holds on both ends or could not be written; \
+                         `probelab diff` of its goldens shows the request)",
                         f.note
                     ),
                     (None, _) => f.note.clone(),
@@ -1200,6 +1202,11 @@ fn write_candidate(mini: &Session, f: &Finding, a: &str, b: &str, out: &Path, n:
     if f.kind == Kind::Request {
         // what the first request offers: the tool pool (PIPE-7), the skill and agent listings (SKILL-1)
         shaped.claims = vec!["PIPE-7".into(), "SKILL-1".into()];
+        // a check that holds on B's side only: the candidate then comes out otherwise on A, and its
+        // bisection has an outcome to follow where the tools do the same on both
+        if let Some(check) = request_check(f) {
+            shaped.extra.insert("check".into(), json!([check]));
+        }
     }
     let text = sessions::probe_text(mini, &shaped)?;
     crate::probe::parse(Path::new("candidate.toml"), &text)
@@ -1219,6 +1226,77 @@ fn write_candidate(mini: &Session, f: &Finding, a: &str, b: &str, out: &Path, n:
         .map_err(|e| format!("{}: {e}", file.display()))?;
     let calls = mini.turns.iter().map(Vec::len).sum();
     Ok(Candidate { file, statement, calls, kind: f.kind, boundary: None, bisect_note: String::new() })
+}
+
+/// A check of the first request that holds on the newer side of a request difference and not on the
+/// older: the tools it adds or drops, the model it names, or a piece of text only one side's tool
+/// definition (or messages) holds — a piece the request's JSON carries verbatim (no quote, backslash
+/// or placeholder of the normaliser in it), at least [`MIN_PIECE`] chars. None where nothing tells the
+/// sides apart so (the candidate is then not bisected: its note says why).
+pub fn request_check(f: &Finding) -> Option<Value> {
+    let about = format!("holds on the newer side of: {}", f.what);
+    if f.what == "tools offered" {
+        let l: BTreeSet<&str> = f.left.split_whitespace().collect();
+        let r: BTreeSet<&str> = f.right.split_whitespace().collect();
+        let added: Vec<&str> = r.difference(&l).copied().collect();
+        let dropped: Vec<&str> = l.difference(&r).copied().collect();
+        if added.is_empty() && dropped.is_empty() {
+            return None;
+        }
+        let mut c = json!({"about": about, "request": 1});
+        if !added.is_empty() {
+            c["tools_include"] = json!(added);
+        }
+        if !dropped.is_empty() {
+            c["tools_exclude"] = json!(dropped);
+        }
+        return Some(c);
+    }
+    if f.what == "model" {
+        return Some(json!({"about": about, "request": 1, "json": [{"pointer": "/model", "equals": f.right}]}));
+    }
+    let mut c = json!({"about": about, "request": 1});
+    if f.what == "first request's messages" {
+        // the messages only: a text the older release sent in its system prompt is no match
+        c["part"] = json!("messages");
+    }
+    if let Some(tool) = f.what.strip_prefix("interface of ") {
+        const NOT_OFFERED: &str = "(not offered)";
+        match (f.left.as_str(), f.right.as_str()) {
+            (NOT_OFFERED, _) => return Some(json!({"about": about, "request": 1, "tools_include": [tool]})),
+            (_, NOT_OFFERED) => return Some(json!({"about": about, "request": 1, "tools_exclude": [tool]})),
+            _ => c["tool"] = json!(tool),
+        }
+    }
+    match (piece_only_in(&f.right, &f.left), piece_only_in(&f.left, &f.right)) {
+        (Some(p), _) => c["contains"] = json!(p),
+        (None, Some(p)) => c["not_contains"] = json!(p),
+        (None, None) => return None,
+    }
+    Some(c)
+}
+
+/// The shortest piece of text [`request_check`] takes.
+pub const MIN_PIECE: usize = 16;
+
+/// The longest piece of a line of `this` that `other` does not hold, cut at what a request's JSON
+/// would not carry as written (quotes, backslashes, control characters) and at the normaliser's
+/// placeholders (`<cwd>`, `<id-1>`).
+fn piece_only_in(this: &str, other: &str) -> Option<String> {
+    let placeholder = regex::Regex::new(r"<[a-z][a-z0-9-]*>").ok()?;
+    let mut best: Option<&str> = None;
+    for line in this.lines().filter(|l| !other.contains(*l)) {
+        for part in placeholder.split(line) {
+            for piece in part.split(|c: char| c == '"' || c == '\\' || c.is_control()) {
+                let piece = piece.trim();
+                let fits = piece.chars().count() >= MIN_PIECE && !other.contains(piece);
+                if fits && best.is_none_or(|b| piece.len() > b.len()) {
+                    best = Some(piece);
+                }
+            }
+        }
+    }
+    best.map(str::to_string)
 }
 
 fn comment(text: &str) -> String {
@@ -1366,6 +1444,51 @@ mod tests {
         assert!(calls[1..].iter().all(|c| c.tool == "CronCreate"));
         // the session is a probe that parses
         assert!(probe(&s, "discover.schemas0", "t").is_ok());
+    }
+
+    #[test]
+    fn a_request_difference_gets_a_check_that_holds_on_the_newer_side_only() {
+        let f = |what: &str, left: &str, right: &str| Finding {
+            kind: Kind::Request,
+            session: 0,
+            call: None,
+            what: what.into(),
+            class: "request".into(),
+            input: None,
+            left: left.into(),
+            right: right.into(),
+            side: None,
+        };
+        let c = request_check(&f("tools offered", "Bash Read", "Bash NotebookEdit")).unwrap_or_default();
+        assert_eq!(
+            (c["tools_include"].clone(), c["tools_exclude"].clone()),
+            (json!(["NotebookEdit"]), json!(["Read"]))
+        );
+        let c = request_check(&f("interface of Skill", "(not offered)", "Skill: runs")).unwrap_or_default();
+        assert_eq!(c["tools_include"], json!(["Skill"]));
+        // a piece only the newer side has, cut at quotes and at the normaliser's placeholders
+        let left = "Lists skills.\nRead <cwd>/a first";
+        let right = "Lists skills.\n- bom-skill: a skill whose file starts with a BOM \"x\" at <cwd>/s";
+        let c = request_check(&f("interface of Skill", left, right)).unwrap_or_default();
+        assert_eq!(
+            (c["tool"].clone(), c["contains"].clone()),
+            (json!("Skill"), json!("- bom-skill: a skill whose file starts with a BOM"))
+        );
+        // only the older side has one: the check says it is gone
+        let c =
+            request_check(&f("first request's messages", "hello\nan older reminder line", "hello")).unwrap_or_default();
+        assert_eq!(c["not_contains"], json!("an older reminder line"));
+        assert_eq!(request_check(&f("model", "a", "b")).map(|c| c["json"][0]["equals"].clone()), Some(json!("b")));
+        // nothing long enough to tell them apart: no check
+        assert_eq!(request_check(&f("first request's messages", "a b", "a c")), None);
+        // the check is one a probe takes: the candidate parses with it
+        let mini = Session { turns: vec![vec![]], files: vec![], empty_dirs: vec![] };
+        let mut shaped = shape("discovered.x", "s", &mini);
+        shaped
+            .extra
+            .insert("check".into(), json!([request_check(&f("tools offered", "A", "A B")).unwrap_or_default()]));
+        let text = sessions::probe_text(&mini, &shaped).unwrap_or_default();
+        assert!(crate::probe::parse(Path::new("c.toml"), &text).is_ok(), "{text}");
     }
 
     #[test]

@@ -166,6 +166,10 @@ pub struct RawCheck {
     /// apply to (`/input_schema/required`), wherever the tool sits in the pool.
     #[serde(default)]
     pub tool: Option<String>,
+    /// request: this top-level member of the body (`messages`, `system`) is what `json` pointers and
+    /// text assertions apply to — a text the request carries in one place and not another.
+    #[serde(default)]
+    pub part: Option<String>,
     /// request: `tools[]` names in exactly this order.
     #[serde(default)]
     pub tools_equal: Option<Vec<String>>,
@@ -193,7 +197,7 @@ pub const TARGETS: &[TargetKind] = &[
     TargetKind {
         key: "request",
         form: "request = N",
-        takes: &["tools_include", "tools_exclude", "tools_equal", "tool", "json"],
+        takes: &["tools_include", "tools_exclude", "tools_equal", "tool", "part", "json"],
     },
     TargetKind { key: "side", form: "side = \"text\"", takes: &["json"] },
     TargetKind { key: "file", form: "file = \"path\"", takes: &["exists", "json"] },
@@ -276,6 +280,8 @@ pub enum Target {
         tools_equal: Option<Vec<String>>,
         /// The text and `json` assertions apply to this tool's definition, not the whole body.
         tool: Option<String>,
+        /// Or to this top-level member of the body.
+        part: Option<String>,
         /// Pointers into the body (or the tool's definition).
         json: Vec<JsonCheck>,
     },
@@ -546,12 +552,21 @@ impl RawCheck {
                     Some("request N is the request the N-th [[turn]] answers".into()),
                 ));
             }
+            if self.tool.is_some() && self.part.is_some() {
+                let hint = "tool = \"NAME\" looks at one tool's definition, part = \"messages\" at one member of the body: one of them";
+                return Err(CheckError::at(
+                    Some("part"),
+                    "a request check takes tool or part, not both".into(),
+                    Some(hint.into()),
+                ));
+            }
             return Ok(Target::Request {
                 n,
                 tools_include: self.tools_include.clone(),
                 tools_exclude: self.tools_exclude.clone(),
                 tools_equal: self.tools_equal.clone(),
                 tool: self.tool.clone(),
+                part: self.part.clone(),
                 json,
             });
         }

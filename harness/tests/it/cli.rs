@@ -257,6 +257,40 @@ fn a_side_check_reads_the_side_request_its_text_picks_and_fails_on_another() {
 }
 
 #[test]
+fn a_request_check_of_one_part_sees_only_that_member_of_the_body() {
+    let d = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let lab = d.path();
+    std::fs::create_dir_all(lab.join("probes")).unwrap_or_else(|e| panic!("{e}"));
+    std::fs::create_dir_all(lab.join("golden")).unwrap_or_else(|e| panic!("{e}"));
+    let probe = |part: &str| {
+        format!(
+            "id = \"req.part\"\nclaims = [\"PIPE-7\"]\nabout = \"a\"\n[[turn]]\ntext = \"done\"\n\
+             [[check]]\nrequest = 1\npart = \"{part}\"\ncontains = \"Run the probe.\"\n"
+        )
+    };
+    let run = |args: &[&str]| probelab().args(args).current_dir(lab).output().unwrap_or_else(|e| panic!("{e}"));
+    // the prompt is a message, not the system prompt
+    write(&lab.join("probes"), "p.toml", &probe("messages"));
+    let out = run(&["run", "-j", "1", "--bless"]);
+    assert!(out.status.success(), "{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    for (part, said_part) in
+        [("system", "expected text to contain \"Run the probe.\""), ("nope", "request 1 has no member \"nope\"")]
+    {
+        write(&lab.join("probes"), "p.toml", &probe(part));
+        let out = run(&["run", "-j", "1", "--bless"]);
+        let said = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(out.status.code(), Some(1), "{part}: {said}");
+        assert!(said.contains(said_part), "{part}: {said}");
+    }
+    // one part of the body or one tool's definition, not both
+    write(&lab.join("probes"), "p.toml", &probe("messages").replace("part =", "tool = \"Read\"\npart ="));
+    let out = run(&["run", "-j", "1"]);
+    let said = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert_eq!(out.status.code(), Some(2), "{said}");
+    assert!(said.contains("p.toml:9:1: a request check takes tool or part, not both"), "{said}");
+}
+
+#[test]
 fn a_diff_that_cannot_write_its_page_says_where_and_exits_2() {
     let d = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
     let page = d.path().join("no-such-dir/diff.html");
