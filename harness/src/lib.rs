@@ -17,6 +17,7 @@ pub mod discover;
 pub mod exit;
 pub mod fake_lsp;
 pub mod fake_mcp;
+pub mod host_view;
 pub mod html;
 pub mod import;
 pub mod lab;

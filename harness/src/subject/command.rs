@@ -18,7 +18,9 @@
 //! eviction of [`crate::versions`]), `{install}` and `{program}` name it in `command` and `env`, it is
 //! visible read-only inside the sandbox (its `node_modules/.bin` first on PATH), and the goldens' description records the package, version and
 //! the program's digest. `prepare` runs once per install (under a lock; a marker file says it ran), for
-//! what an agent would otherwise do in every sandbox (Copilot unpacks 235 MB into HOME on first start):
+//! what an agent would otherwise do in every sandbox (Copilot unpacks 235 MB into HOME on first start),
+//! confined as a subject is, the install its only writable directory besides a scratch HOME (issue 41:
+//! nothing of a subject runs on the host unconfined, its `--version` check included):
 //!
 //! ```toml
 //! [subjects.copilot]
@@ -347,7 +349,9 @@ fn dialect_file(name: &str, rel: &str, project: &Path) -> Result<Dialect, String
 
 /// Runs an install's `prepare` step once: under an exclusive lock beside the cache's own, skipped when
 /// its marker (`.probelab-prepared` in the install) says it ran; the step runs in the install directory
-/// with a scratch HOME and TMPDIR, no key of the lab's environment, killed at [`PREPARE_DEADLINE`].
+/// with a scratch HOME and TMPDIR, no key of the lab's environment, killed at [`PREPARE_DEADLINE`],
+/// confined as a subject is with the install its only writable directory besides its scratch
+/// ([`crate::versions::run_scratch`]).
 fn prepare_once(inst: &Install, dir: &Path, program: &Path, locks: &Path) -> Result<(), String> {
     if inst.prepare.is_empty() {
         return Ok(());
@@ -378,6 +382,7 @@ fn prepare_once(inst: &Install, dir: &Path, program: &Path, locks: &Path) -> Res
         dir,
         PREPARE_DEADLINE,
         &extra,
+        Some(dir),
     )
     .map_err(|e| format!("prepare {:?} could not start: {e}", argv[0]))?;
     if let Err(status) = ran.status {

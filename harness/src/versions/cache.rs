@@ -786,7 +786,12 @@ pub fn with_install_bins(program: &Path) -> std::ffi::OsString {
 /// Runs an installed `program` outside any run (its version check, a command subject's `prepare`): a
 /// cleared environment — the lab's PATH with the programs of the install holding `installed` first
 /// ([`with_install_bins`]), `LANG`, a HOME and TMPDIR of its own (a temporary directory named
-/// `prefix…`, removed after) — then `extra`; stdout and stderr captured, killed at `deadline`.
+/// `prefix…`, removed after) — then `extra`; stdout and stderr captured, killed at `deadline`. It runs
+/// confined as a subject does (the program is one: a third-party agent above all): the host as
+/// [`crate::host_view::host_view_showing`] shows it with the install shown again, no network, and only
+/// its scratch directory and `writable` (an install's `prepare` fills the install) writable. Where the
+/// host cannot confine it, it is not run.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn run_scratch(
     prefix: &str,
     installed: &Path,
@@ -795,17 +800,35 @@ pub(crate) fn run_scratch(
     cwd: &Path,
     deadline: Duration,
     extra: &[(&str, &std::ffi::OsStr)],
+    writable: Option<&Path>,
 ) -> std::io::Result<super::npm::Captured> {
     let scratch = tempfile::Builder::new().prefix(prefix).tempdir()?;
     let path = with_install_bins(installed);
-    let mut env: Vec<(&str, &std::ffi::OsStr)> = vec![
-        ("PATH", &path),
-        ("LANG", "C.UTF-8".as_ref()),
-        ("HOME", scratch.path().as_os_str()),
-        ("TMPDIR", scratch.path().as_os_str()),
+    let mut env: Vec<(std::ffi::OsString, std::ffi::OsString)> = vec![
+        ("PATH".into(), path),
+        ("LANG".into(), "C.UTF-8".into()),
+        ("HOME".into(), scratch.path().into()),
+        ("TMPDIR".into(), scratch.path().into()),
     ];
-    env.extend_from_slice(extra);
-    run_captured(program.as_os_str(), args, cwd, deadline, Some(&env))
+    env.extend(extra.iter().map(|(k, v)| (std::ffi::OsString::from(k), v.to_os_string())));
+    // confined like a subject (issue 41): the lab's view of the host, no network, only the scratch
+    // directory (and `writable`) writable; the environment applies inside the confinement
+    let launcher = crate::probe::placeholders::probelab_binary();
+    let backend = probelab_runtime::confine::backend(&launcher).map_err(|why| {
+        std::io::Error::other(format!("{} cannot be confined ({why}); it is not run unconfined", program.display()))
+    })?;
+    let mut confinement = probelab_runtime::confine::Confinement::lab(
+        backend,
+        scratch.path(),
+        probelab_runtime::confine::Network::Off,
+        true,
+    );
+    confinement.writable.extend(writable.map(Path::to_path_buf));
+    let view = crate::host_view::host_view_showing(&[installed.to_path_buf()], &launcher);
+    (confinement.hidden, confinement.skeleton, confinement.visible) = (view.hidden, view.skeleton, view.shown);
+    let (prog, argv) = confinement.invocation(program, args, cwd, &env);
+    let argv: Vec<&std::ffi::OsStr> = argv.iter().map(|a| a.as_os_str()).collect();
+    run_captured(&prog, &argv, cwd, deadline, Some(&[]))
 }
 
 /// `claude --version` prints `<V> (Claude Code)`, or the install is not that version.
@@ -817,8 +840,9 @@ pub(crate) fn run_scratch(
 fn check_version_output(binary: &Path, version: &Version, kind: &Kind) -> Result<(), VersionError> {
     let cwd = binary.parent().unwrap_or(Path::new("/"));
     let bad = |reason: String| VersionError::BadInstall { version: version.to_string(), reason };
-    let ran = run_scratch(".probelab-version-", binary, binary, &["--version".as_ref()], cwd, VERSION_DEADLINE, &[])
-        .map_err(|e| bad(format!("cannot run {} --version: {e}", binary.display())))?;
+    let ran =
+        run_scratch(".probelab-version-", binary, binary, &["--version".as_ref()], cwd, VERSION_DEADLINE, &[], None)
+            .map_err(|e| bad(format!("cannot run {} --version: {e}", binary.display())))?;
     let want = kind.version_line.replace("{v}", &version.to_string());
     // pi prints its version on stderr; the first line is the version's (Copilot adds a second)
     let printed = if ran.stdout.trim().is_empty() { ran.stderr.trim() } else { ran.stdout.trim() };

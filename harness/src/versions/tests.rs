@@ -773,11 +773,25 @@ fn another_kind_is_installed_in_its_own_directory_by_the_same_rules() {
     let d = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
     let script = format!(
         "#!/bin/sh\necho \"$*\" >> '{runs}'\nprefix=\nwhile [ $# -gt 0 ]; do [ \"$1\" = --prefix ] && prefix=$2; shift; done\n\
-         mkdir -p \"$prefix/node_modules/@x/agent/bin\"\nprintf '#!/bin/sh\\nenv > %s\\necho 1.2.3 >&2\\n' '{env}' > \"$prefix/node_modules/@x/agent/bin/agent\"\n\
+         mkdir -p \"$prefix/node_modules/@x/agent/bin\"\ncp '{agent}' \"$prefix/node_modules/@x/agent/bin/agent\"\n\
          chmod +x \"$prefix/node_modules/@x/agent/bin/agent\"\n",
         runs = d.path().join("runs").display(),
-        env = d.path().join("agent-env").display()
+        agent = d.path().join("agent-src").display()
     );
+    // the agent prints its version only where its `--version` runs with a HOME and TMPDIR of its own and
+    // none of the lab's other variables (the test's CARGO_*, a key the host may hold), else the install
+    // fails its version check; it writes its environment to the host's test directory, which its
+    // confinement keeps from reaching the host (a private /tmp: the write lands there, or is refused)
+    let escaped = d.path().join("agent-env");
+    let agent = format!(
+        "#!/bin/sh\nenv > '{}' 2>/dev/null\n\
+         case \"$HOME\" in *.probelab-version-*) ;; *) echo \"home $HOME\" >&2; exit 0;; esac\n\
+         [ \"$TMPDIR\" = \"$HOME\" ] || {{ echo tmpdir >&2; exit 0; }}\n\
+         for k in $(env | cut -d= -f1); do case $k in PATH|LANG|HOME|TMPDIR|PWD|SHLVL|_|OLDPWD) ;; *) echo \"var $k\" >&2; exit 0;; esac; done\n\
+         echo 1.2.3 >&2\n",
+        escaped.display()
+    );
+    std::fs::write(d.path().join("agent-src"), agent).unwrap_or_else(|e| panic!("{e}"));
     let npm = d.path().join("npm");
     let tmp = d.path().join("npm.tmp");
     std::fs::write(&tmp, script).unwrap_or_else(|e| panic!("{e}"));
@@ -793,16 +807,9 @@ fn another_kind_is_installed_in_its_own_directory_by_the_same_rules() {
     assert_eq!(first.sha256, crate::transcript::sha256(&bytes));
     let meta = std::fs::read_to_string(root.join("agent-x/1.2.3").join(METADATA)).unwrap_or_default();
     assert!(meta.contains("\"package\": \"@x/agent\""), "{meta}");
-    // its `--version` ran with a HOME and TMPDIR of its own, since removed, and none of the lab's other
-    // variables (the test's CARGO_*, a key the host may hold)
-    let env = std::fs::read_to_string(d.path().join("agent-env")).unwrap_or_default();
-    let var = |k: &str| env.lines().find_map(|l| l.strip_prefix(&format!("{k}="))).map(str::to_string);
-    let home = var("HOME").unwrap_or_default();
-    assert!(home.contains(".probelab-version-") && var("TMPDIR") == Some(home.clone()), "{env}");
-    assert!(!Path::new(&home).exists(), "its HOME {home} is removed after");
-    let names: Vec<&str> = env.lines().filter_map(|l| l.split_once('=').map(|(k, _)| k)).collect();
-    let expected = ["PATH", "LANG", "HOME", "TMPDIR", "PWD", "SHLVL", "_", "OLDPWD"];
-    assert!(names.iter().all(|k| expected.contains(k)), "{names:?}");
+    // its `--version` passed: it ran confined, with a HOME and TMPDIR of its own and no other variable
+    // of the lab's (the agent says otherwise in place of its version); its write out was refused
+    assert!(!escaped.exists(), "the agent's --version wrote {} on the host", escaped.display());
     drop(first);
     let again = ok(cache.ensure(&v("1.2.3")));
     assert!(!again.installed_now);

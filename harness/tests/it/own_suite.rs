@@ -700,15 +700,12 @@ fn a_command_subject_pinned_on_npm_is_installed_once_prepared_once_and_named_in_
     std::process::Command::new("chmod").arg("+x").arg(&npm_path).status().unwrap_or_else(|e| panic!("{e}"));
     std::fs::write(
         lab.join("probelab.toml"),
-        format!(
-            "[subjects.mini]\n\
-             install = {{ npm = \"mini-agent@1.2.3\", also = [\"helper-pkg@0.1.0\"], program = \"node_modules/mini-agent/bin/agent\", version_line = \"mini-agent {{v}}\", \
-             prepare = [\"{{program}}\", \"--prepare\"], prepare_env = {{ MARK = \"{{install}}/prepared.txt\", COUNT = \"{}/prepare-runs\" }} }}\n\
-             command = [\"{{program}}\", \"{{prompt}}\"]\n\
-             env = {{ ANTHROPIC_BASE_URL = \"{{base_url}}\", ANTHROPIC_API_KEY = \"sk-test\", PREPARED = \"{{install}}/prepared.txt\" }}\n\
-             dialect = \"dialects/mini.toml\"\n",
-            lab.display()
-        ),
+        "[subjects.mini]\n\
+         install = { npm = \"mini-agent@1.2.3\", also = [\"helper-pkg@0.1.0\"], program = \"node_modules/mini-agent/bin/agent\", version_line = \"mini-agent {v}\", \
+         prepare = [\"{program}\", \"--prepare\"], prepare_env = { MARK = \"{install}/prepared.txt\", COUNT = \"{install}/prepare-runs\" } }\n\
+         command = [\"{program}\", \"{prompt}\"]\n\
+         env = { ANTHROPIC_BASE_URL = \"{base_url}\", ANTHROPIC_API_KEY = \"sk-test\", PREPARED = \"{install}/prepared.txt\" }\n\
+         dialect = \"dialects/mini.toml\"\n"
     )
     .unwrap_or_else(|e| panic!("{e}"));
     std::fs::create_dir(lab.join("dialects")).unwrap_or_else(|e| panic!("{e}"));
@@ -742,13 +739,18 @@ fn a_command_subject_pinned_on_npm_is_installed_once_prepared_once_and_named_in_
     assert!(out.status.success(), "{}", said(&out));
     let out = run(&["run", "--subject", "mini"]);
     assert!(out.status.success() && said(&out).contains("pass  mini.read"), "{}", said(&out));
-    // installed once into the cache, prepared once, both runs on it
-    let count = |f: &str| std::fs::read_to_string(lab.join(f)).unwrap_or_default().lines().count();
-    assert_eq!((count("npm-runs"), count("prepare-runs")), (1, 1), "npm and prepare ran once each");
+    // installed once into the cache, prepared once (confined: the install is all it may write), both
+    // runs on it
+    let count = |f: &Path| std::fs::read_to_string(f).unwrap_or_default().lines().count();
+    let install = cache.join("npm/mini-agent/1.2.3");
+    assert_eq!(
+        (count(&lab.join("npm-runs")), count(&install.join("prepare-runs"))),
+        (1, 1),
+        "npm and prepare ran once each"
+    );
     // the package beside it in the same install, its program first on the agent's PATH (else exit 4)
     let npm_args = std::fs::read_to_string(lab.join("npm-runs")).unwrap_or_default();
     assert!(npm_args.contains("mini-agent@1.2.3 helper-pkg@0.1.0"), "{npm_args}");
-    let install = cache.join("npm/mini-agent/1.2.3");
     assert!(install.join(".probelab-prepared").is_file() && install.join("prepared.txt").is_file());
     let program = install.join("node_modules/mini-agent/bin/agent");
     let sha = {
@@ -765,5 +767,5 @@ fn a_command_subject_pinned_on_npm_is_installed_once_prepared_once_and_named_in_
     std::fs::write(&program, "#!/bin/sh\necho 'mini-agent 1.2.3'\n").unwrap_or_else(|e| panic!("{e}"));
     let out = run(&["run", "--subject", "mini"]);
     assert!(out.status.success(), "repaired and run again: {}", said(&out));
-    assert_eq!(count("npm-runs"), 2, "the changed install was installed again: {}", said(&out));
+    assert_eq!(count(&lab.join("npm-runs")), 2, "the changed install was installed again: {}", said(&out));
 }
