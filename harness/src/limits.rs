@@ -144,19 +144,28 @@ pub fn disk_used(root: &Path) -> u64 {
     use std::os::unix::fs::MetadataExt;
     let mut seen = std::collections::HashSet::new();
     let mut total = 0u64;
+    each_entry(root, |_, meta| {
+        if seen.insert((meta.dev(), meta.ino())) {
+            total = total.saturating_add(meta.blocks().saturating_mul(512));
+        }
+    });
+    total
+}
+
+/// Calls `f` with every entry under `root` and its own metadata (links not followed, directories
+/// walked); an entry that vanishes or cannot be read is left out.
+fn each_entry(root: &Path, mut f: impl FnMut(&Path, &std::fs::Metadata)) {
     let mut todo = vec![root.to_path_buf()];
     while let Some(dir) = todo.pop() {
         for e in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
-            let Ok(meta) = std::fs::symlink_metadata(e.path()) else { continue };
+            let path = e.path();
+            let Ok(meta) = std::fs::symlink_metadata(&path) else { continue };
+            f(&path, &meta);
             if meta.is_dir() {
-                todo.push(e.path());
-            }
-            if seen.insert((meta.dev(), meta.ino())) {
-                total = total.saturating_add(meta.blocks().saturating_mul(512));
+                todo.push(path);
             }
         }
     }
-    total
 }
 
 /// Watches the disk the sandbox at `root` takes and resolves, with what it took, once that passes
@@ -186,18 +195,11 @@ pub fn disk_reached(limit: u64, used: u64) -> String {
 /// refused), in words; each path relative to the sandbox. Links are not followed.
 pub fn files_at_limit(sandbox: &Path, limit: u64) -> Vec<String> {
     let mut out = Vec::new();
-    let mut todo = vec![sandbox.to_path_buf()];
-    while let Some(dir) = todo.pop() {
-        for e in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
-            let Ok(meta) = std::fs::symlink_metadata(e.path()) else { continue };
-            if meta.is_dir() {
-                todo.push(e.path());
-            } else if meta.is_file() && meta.len() >= limit {
-                let rel = e.path().strip_prefix(sandbox).map(Path::to_path_buf).unwrap_or_else(|_| e.path());
-                out.push(rel.display().to_string());
-            }
+    each_entry(sandbox, |path, meta| {
+        if meta.is_file() && meta.len() >= limit {
+            out.push(path.strip_prefix(sandbox).unwrap_or(path).display().to_string());
         }
-    }
+    });
     out.sort();
     if out.is_empty() {
         return out;

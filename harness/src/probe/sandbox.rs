@@ -166,10 +166,10 @@ impl Sandbox {
     /// are there (they reached subjects literally).
     pub fn env(&self, probe: &crate::probe::Probe) -> std::collections::BTreeMap<String, String> {
         // a web service that speaks https names its run's CA first: the probe's own `[env]` may override it
-        let ca = probe.web.tls.then(|| {
-            let file = self.root.join(crate::probe::web::SERVICE_DIR).join(crate::services::tls::CA_FILE);
-            (crate::services::tls::CA_ENV.to_string(), file.to_string_lossy().into_owned())
-        });
+        let ca = probe
+            .web
+            .ca_file(&self.root)
+            .map(|file| (crate::services::tls::CA_ENV.to_string(), file.to_string_lossy().into_owned()));
         ca.into_iter().chain(probe.env.iter().map(|(k, v)| (k.clone(), self.resolve(v)))).collect()
     }
 

@@ -49,6 +49,12 @@ pub struct Page {
 }
 
 impl WebSpec {
+    /// The file a subject is told to trust (`NODE_EXTRA_CA_CERTS`) when the service speaks https: the
+    /// run's CA certificate in the service's directory of the sandbox at `sandbox_root`.
+    pub fn ca_file(&self, sandbox_root: &std::path::Path) -> Option<std::path::PathBuf> {
+        self.tls.then(|| sandbox_root.join(SERVICE_DIR).join(crate::services::tls::CA_FILE))
+    }
+
     /// Checks what the server would only find at run time: statuses, header names and values, bodies.
     pub fn validate(&self) -> Result<(), String> {
         for (key, p) in &self.pages {

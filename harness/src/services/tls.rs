@@ -27,6 +27,13 @@ pub const CA_ENV: &str = "NODE_EXTRA_CA_CERTS";
 /// The first byte of a TLS connection: a handshake record.
 const TLS_HANDSHAKE: u8 = 0x16;
 
+/// The TLS implementation: ring's, not aws-lc-rs's (a cmake build on every fresh machine). rustls marks
+/// it deprecated for lacking post-quantum key exchange, which a loopback service of one run does not need.
+pub fn provider() -> Arc<rustls::crypto::CryptoProvider> {
+    #[allow(deprecated)]
+    Arc::new(rustls::crypto::ring::default_provider())
+}
+
 /// A run's certificate authority and the acceptor of its server certificate.
 pub struct Tls {
     /// The CA's certificate, PEM.
@@ -54,11 +61,7 @@ impl Tls {
         params.extended_key_usages = vec![rcgen::ExtendedKeyUsagePurpose::ServerAuth];
         let cert = params.signed_by(&key, &issuer).map_err(e("server certificate"))?;
         let der_key = rustls::pki_types::PrivateKeyDer::Pkcs8(key.serialize_der().into());
-        // ring, not aws-lc-rs (a cmake build on every fresh machine): rustls marks its provider deprecated
-        // for lacking post-quantum key exchange, which a loopback service of one run does not need
-        #[allow(deprecated)]
-        let provider = rustls::crypto::ring::default_provider();
-        let config = rustls::ServerConfig::builder_with_provider(Arc::new(provider))
+        let config = rustls::ServerConfig::builder_with_provider(provider())
             .with_safe_default_protocol_versions()
             .map_err(|err| format!("cannot set up TLS: {err}"))?
             .with_no_client_auth()

@@ -92,11 +92,6 @@ pub async fn start(spec: &WebSpec, dir: &Path) -> Result<Running, String> {
     Ok(running)
 }
 
-/// The CA file a subject is told to trust (`NODE_EXTRA_CA_CERTS`) when the probe's service speaks https.
-pub fn ca_file(spec: &WebSpec, sandbox_root: &Path) -> Option<PathBuf> {
-    spec.tls.then(|| dir_for(sandbox_root).join(crate::services::tls::CA_FILE))
-}
-
 /// The host a request names (its `Host` header without the port; `?` when it has none).
 fn host_of(headers: &HeaderMap) -> String {
     let h = headers.get("host").and_then(|v| v.to_str().ok()).unwrap_or("?");
@@ -227,11 +222,9 @@ mod tests {
         let spec: WebSpec = toml::from_str("tls = true\npages.\"/x\" = { body = \"secret page\" }\n").unwrap();
         let running = start(&spec, d.path()).await.unwrap();
         let ca = std::fs::read(d.path().join(crate::services::tls::CA_FILE)).unwrap();
-        assert_eq!(ca_file(&spec, Path::new("/s")), Some(PathBuf::from("/s/web-service/ca.pem")));
-        #[allow(deprecated)]
-        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        assert_eq!(spec.ca_file(Path::new("/s")), Some(PathBuf::from("/s/web-service/ca.pem")));
         let client = |roots: rustls::RootCertStore| {
-            let config = rustls::ClientConfig::builder_with_provider(provider.clone())
+            let config = rustls::ClientConfig::builder_with_provider(crate::services::tls::provider())
                 .with_safe_default_protocol_versions()
                 .unwrap()
                 .with_root_certificates(roots)
@@ -258,7 +251,7 @@ mod tests {
         assert_eq!(log, "GET 127.0.0.1/x 200\nGET 127.0.0.1/x 200\n");
         // without tls no CA is named to subjects
         let plain: WebSpec = toml::from_str("pages.\"/x\" = { body = \"p\" }\n").unwrap();
-        assert_eq!(ca_file(&plain, d.path()), None);
+        assert_eq!(plain.ca_file(d.path()), None);
     }
 
     #[test]

@@ -17,6 +17,20 @@ fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
     p
 }
 
+/// A project in a temporary directory: `probes/` and `golden/`, empty.
+fn empty_lab() -> tempfile::TempDir {
+    let d = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    for dir in ["probes", "golden"] {
+        std::fs::create_dir_all(d.path().join(dir)).unwrap_or_else(|e| panic!("{e}"));
+    }
+    d
+}
+
+/// `probelab ARGS` run in `dir`.
+fn run_in(dir: &Path, args: &[&str]) -> std::process::Output {
+    probelab().args(args).current_dir(dir).output().unwrap_or_else(|e| panic!("probelab {args:?}: {e}"))
+}
+
 #[test]
 fn a_malformed_probe_prints_file_line_col_and_exits_2() {
     let d = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
@@ -195,10 +209,8 @@ fn watch_with_npm_unreachable_and_no_cached_list_is_an_error_exit_2_also_in_json
 
 #[test]
 fn a_dir_check_sees_the_tree_a_run_left_and_fails_with_it() {
-    let d = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let d = empty_lab();
     let lab = d.path();
-    std::fs::create_dir_all(lab.join("probes")).unwrap_or_else(|e| panic!("{e}"));
-    std::fs::create_dir_all(lab.join("golden")).unwrap_or_else(|e| panic!("{e}"));
     let probe = |tree: &str| {
         format!(
             "id = \"dir.tree\"\nclaims = [\"EDIT-1\"]\nabout = \"a\"\n[fixture]\nfiles.\"a.txt\" = \"a\\n\"\n\
@@ -209,7 +221,7 @@ fn a_dir_check_sees_the_tree_a_run_left_and_fails_with_it() {
         )
     };
     write(&lab.join("probes"), "tree.toml", &probe("link -> ../a.txt\\nsub/\\nsub/new.txt\\n"));
-    let run = |args: &[&str]| probelab().args(args).current_dir(lab).output().unwrap_or_else(|e| panic!("{e}"));
+    let run = |args: &[&str]| run_in(lab, args);
     let out = run(&["run", "-j", "1", "--bless"]);
     assert!(out.status.success(), "{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
     let golden = std::fs::read_to_string(lab.join("golden/builtin/dir.tree.snap")).unwrap_or_else(|e| panic!("{e}"));
@@ -225,10 +237,8 @@ fn a_dir_check_sees_the_tree_a_run_left_and_fails_with_it() {
 fn a_side_check_reads_the_side_request_its_text_picks_and_fails_on_another() {
     // WEB-1: WebFetch reads a page by a side request; `side = "text"` checks what that request gave the
     // reading model, here over the https-speaking web service (the built-in talks plain HTTP to it)
-    let d = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let d = empty_lab();
     let lab = d.path();
-    std::fs::create_dir_all(lab.join("probes")).unwrap_or_else(|e| panic!("{e}"));
-    std::fs::create_dir_all(lab.join("golden")).unwrap_or_else(|e| panic!("{e}"));
     let probe = |select: &str, contains: &str| {
         format!(
             "id = \"side.read\"\nclaims = [\"WEB-1\"]\nabout = \"a\"\n[web]\ntls = true\n\
@@ -239,7 +249,7 @@ fn a_side_check_reads_the_side_request_its_text_picks_and_fails_on_another() {
         )
     };
     write(&lab.join("probes"), "side.toml", &probe("ASK one", "Title P\\n=======\\n---\\n\\nASK one"));
-    let run = |args: &[&str]| probelab().args(args).current_dir(lab).output().unwrap_or_else(|e| panic!("{e}"));
+    let run = |args: &[&str]| run_in(lab, args);
     let out = run(&["run", "-j", "1", "--bless"]);
     assert!(out.status.success(), "{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
     let golden = std::fs::read_to_string(lab.join("golden/builtin/side.read.snap")).unwrap_or_else(|e| panic!("{e}"));
@@ -258,17 +268,15 @@ fn a_side_check_reads_the_side_request_its_text_picks_and_fails_on_another() {
 
 #[test]
 fn a_request_check_of_one_part_sees_only_that_member_of_the_body() {
-    let d = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let d = empty_lab();
     let lab = d.path();
-    std::fs::create_dir_all(lab.join("probes")).unwrap_or_else(|e| panic!("{e}"));
-    std::fs::create_dir_all(lab.join("golden")).unwrap_or_else(|e| panic!("{e}"));
     let probe = |part: &str| {
         format!(
             "id = \"req.part\"\nclaims = [\"PIPE-7\"]\nabout = \"a\"\n[[turn]]\ntext = \"done\"\n\
              [[check]]\nrequest = 1\npart = \"{part}\"\ncontains = \"Run the probe.\"\n"
         )
     };
-    let run = |args: &[&str]| probelab().args(args).current_dir(lab).output().unwrap_or_else(|e| panic!("{e}"));
+    let run = |args: &[&str]| run_in(lab, args);
     // the prompt is a message, not the system prompt
     write(&lab.join("probes"), "p.toml", &probe("messages"));
     let out = run(&["run", "-j", "1", "--bless"]);

@@ -204,6 +204,17 @@ fn a_subject_no_probe_is_for_ran_nothing_and_exits_5() {
 
 /// The backends this machine confines with (`namespaces`, `bwrap`): every confinement test runs on each.
 /// A backend that cannot run here is said, never silently dropped; none at all fails.
+/// `probelab ARGS` in `dir` on the confinement `backend`: its exit code and all it said.
+fn run_on(backend: &str, dir: &Path, args: &[&str]) -> (Option<i32>, String) {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_probelab"))
+        .args(args)
+        .env(probelab_runtime::confine::BACKEND_ENV, backend)
+        .current_dir(dir)
+        .output()
+        .unwrap_or_else(|e| panic!("probelab {args:?}: {e}"));
+    (out.status.code(), format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr)))
+}
+
 fn backends() -> Vec<&'static str> {
     let launcher = Path::new(env!("CARGO_BIN_EXE_probelab"));
     let mut here = Vec::new();
@@ -411,19 +422,13 @@ contains = ["kill=1", "stop=1", "ipcrm=1"]
             me = std::process::id(),
         );
         std::fs::write(lab.join("probes/processes.toml"), text).unwrap_or_else(|e| panic!("{e}"));
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_probelab"))
-            .args(["run", "--bless", "-j", "1", "--subject", "builtin"])
-            .env(probelab_runtime::confine::BACKEND_ENV, backend)
-            .current_dir(lab)
-            .output()
-            .unwrap_or_else(|e| panic!("{e}"));
-        let said = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        let (code, said) = run_on(backend, lab, &["run", "--bless", "-j", "1", "--subject", "builtin"]);
         assert!(matches!(victim.try_wait(), Ok(None)), "{backend}: the host's process was killed:\n{said}");
         if shm.is_some() {
             let there = std::process::Command::new("ipcs").args(["-m", "-i", &shmid]).output();
             assert!(there.is_ok_and(|o| o.status.success()), "{backend}: the host's segment {shmid} is gone:\n{said}");
         }
-        assert!(out.status.success() && said.contains("1 passed, 0 failed"), "{backend}:\n{said}");
+        assert!(code == Some(0) && said.contains("1 passed, 0 failed"), "{backend}:\n{said}");
         let golden = std::fs::read_to_string(lab.join("golden/builtin/hostile.processes.snap")).unwrap_or_default();
         let procs: usize = golden
             .split("| procs=")
@@ -734,20 +739,14 @@ fn a_subject_writing_past_its_largest_file_limit_is_refused_and_told() {
         let probe = "id = \"hostile.disk\"\nclaims = [\"BASH-5\"]\nabout = \"past the largest file\"\nsubjects = [\"fills\"]\n\
                      deadline_secs = 20\n[limits]\nfile_mb = 1\n[[turn]]\ntext = \"done\"\n[[check]]\nfile = \"size.txt\"\nequals = \"1048576\\n\"\n";
         std::fs::write(lab.path().join("probes/disk.toml"), probe).unwrap_or_else(|e| panic!("{e}"));
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_probelab"))
-            .args(["run", "-j", "1", "--subject", "fills"])
-            .env(probelab_runtime::confine::BACKEND_ENV, backend)
-            .current_dir(lab.path())
-            .output()
-            .unwrap_or_else(|e| panic!("{e}"));
-        let said = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        let (code, said) = run_on(backend, lab.path(), &["run", "-j", "1", "--subject", "fills"]);
         assert!(
             said.contains("the subject reached its largest-file limit of 1 MiB (writes past it refused): "),
             "{backend}:\n{said}"
         );
         assert!(said.contains("big"), "{backend}: the file is named:\n{said}");
         assert!(!said.contains("FAIL check 1"), "{backend}: the file stopped at 1 MiB:\n{said}");
-        assert_eq!(out.status.code(), Some(1), "{backend}:\n{said}");
+        assert_eq!(code, Some(1), "{backend}:\n{said}");
     }
 }
 
@@ -784,14 +783,8 @@ fn a_subject_never_sees_what_the_project_ignores_nor_its_git_directory() {
                      [[turn]]\ntext = \"done\"\n[[check]]\nfile = \"seen.txt\"\n\
                      equals = \"not .env\\nnot secret/key\\nnot .git/config\\nread notes.txt\\nread probelab.toml\\n\"\n";
         std::fs::write(root.join("probes/peek.toml"), probe).unwrap_or_else(|e| panic!("{e}"));
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_probelab"))
-            .args(["run", "-j", "1", "--subject", "peek", "--json"])
-            .env(probelab_runtime::confine::BACKEND_ENV, backend)
-            .current_dir(&root)
-            .output()
-            .unwrap_or_else(|e| panic!("{e}"));
         // the subject never calls the stub (that invariant fails); the check of what it saw is the test
-        let said = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        let (_, said) = run_on(backend, &root, &["run", "-j", "1", "--subject", "peek", "--json"]);
         let check = said
             .lines()
             .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
@@ -819,19 +812,13 @@ fn a_command_in_the_bash_tool_s_own_sandbox_keeps_the_run_s_file_limit() {
                      tool_use = [{ name = \"Bash\", input = { command = \"head -c 3145728 /dev/zero > big; wc -c < big\", description = \"fill\" } }]\n\
                      [[turn]]\ntext = \"done\"\n[[check]]\nresult = 1\ncontains = \"1048576\"\n";
         std::fs::write(lab.path().join("probes/fill.toml"), probe).unwrap_or_else(|e| panic!("{e}"));
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_probelab"))
-            .args(["run", "-j", "1", "--subject", "builtin"])
-            .env(probelab_runtime::confine::BACKEND_ENV, backend)
-            .current_dir(lab.path())
-            .output()
-            .unwrap_or_else(|e| panic!("{e}"));
-        let said = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        let (code, said) = run_on(backend, lab.path(), &["run", "-j", "1", "--subject", "builtin"]);
         assert!(
             said.contains("the subject reached its largest-file limit of 1 MiB (writes past it refused): "),
             "{backend}:\n{said}"
         );
         assert!(!said.contains("check of result 1"), "{backend}: the file stopped at 1 MiB:\n{said}");
-        assert_eq!(out.status.code(), Some(1), "{backend}:\n{said}");
+        assert_eq!(code, Some(1), "{backend}:\n{said}");
     }
 }
 
@@ -853,17 +840,9 @@ fn a_subject_filling_its_sandbox_past_the_disk_limit_is_stopped_and_told() {
             )
         };
         std::fs::write(lab.path().join("probes/fill.toml"), probe(8)).unwrap_or_else(|e| panic!("{e}"));
-        let run = || {
-            std::process::Command::new(env!("CARGO_BIN_EXE_probelab"))
-                .args(["run", "-j", "1", "--keep", "--subject", "fills"])
-                .env(probelab_runtime::confine::BACKEND_ENV, backend)
-                .current_dir(lab.path())
-                .output()
-                .unwrap_or_else(|e| panic!("{e}"))
-        };
-        let out = run();
-        let said = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-        assert_eq!(out.status.code(), Some(1), "{backend}:\n{said}");
+        let run = || run_on(backend, lab.path(), &["run", "-j", "1", "--keep", "--subject", "fills"]);
+        let (code, said) = run();
+        assert_eq!(code, Some(1), "{backend}:\n{said}");
         assert!(said.contains("the subject reached its disk limit of 8 MiB: its sandbox took "), "{backend}:\n{said}");
         assert!(said.contains("stopped at its disk limit of 8 MiB"), "{backend}:\n{said}");
         // stopped well before its 200 files
@@ -877,9 +856,8 @@ fn a_subject_filling_its_sandbox_past_the_disk_limit_is_stopped_and_told() {
         let _ = std::fs::remove_dir_all(&kept);
         // over the project's cap (default: four times 4 GiB): refused at the key, nothing runs
         std::fs::write(lab.path().join("probes/fill.toml"), probe(16385)).unwrap_or_else(|e| panic!("{e}"));
-        let out = run();
-        let said = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-        assert_eq!(out.status.code(), Some(2), "{backend}:\n{said}");
+        let (code, said) = run();
+        assert_eq!(code, Some(2), "{backend}:\n{said}");
         assert!(
             said.contains("fill.toml:7:1: [limits] disk_mb = 16385 is over the project's cap of 16384"),
             "{backend}:\n{said}"

@@ -623,9 +623,6 @@ where
     c
 }
 
-/// The paths of `paths` that no other of them holds, in their first order, once each: a read-only
-/// bind inside another read-only bind is nothing more to show, and the kernel refuses to remount it
-/// (EINVAL: the project, and its probes directory under it, both under /tmp).
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -639,7 +639,8 @@ pub enum ViewStep<'a> {
 /// the probelab binary's directory under a project's ignored `target/`) after it is hidden. Applied in
 /// another order, a bind of the host's tree uncovers what was hidden under it, or a hide covers what
 /// was to be shown. A shown path inside another shown one with no hidden path between them adds
-/// nothing and is left out.
+/// nothing and is left out: the kernel refuses to remount a read-only bind inside another read-only
+/// one (EINVAL: the project, and its probes directory under it, both under /tmp).
 pub fn view_steps<'a>(hidden: &'a [PathBuf], visible: &'a [PathBuf], writable: &'a [PathBuf]) -> Vec<ViewStep<'a>> {
     let tmp = Path::new("/tmp");
     let between =
