@@ -20,6 +20,8 @@
 //!   (`harness::fake_mcp`).
 //! - `probelab fake-lsp --trace FILE [--mode normal|crash|hang|garbage] [--once]`: the recording fake LSP
 //!   server on stdio (`harness::fake_lsp`).
+//! - `probelab install SUBJECT...`: the pinned subjects installed (or found in the cache) and prepared,
+//!   as their first run would (scripts/setup installs the repository's command subjects so).
 //! - `probelab versions [SPEC] [--refresh] [--json]`, `probelab cache [list | gc | rm V]`: the published
 //!   Claude Code versions and the install cache (`harness::versions`).
 //! - `probelab rg [FLAGS] PATTERN [PATH...]`: the search engine with ripgrep's flags, output and exit
@@ -178,6 +180,17 @@ enum Command {
         /// Probes run side by side per subject.
         #[arg(short = 'j', long)]
         jobs: Option<usize>,
+        /// Also keep the agents' cells in the committed table (docs/conformance/columns/, default
+        /// subjects: every pinned agent) and make docs/conformance/table.* again from the committed data.
+        #[arg(long)]
+        publish: bool,
+    },
+    /// Install (or find in the cache) the pinned subjects named, and prepare them: what their first run
+    /// would do (`claude-code@V`, `opencode@V`, `pi@V`, a command subject with an `install`).
+    Install {
+        /// The subjects (`copilot`, `opencode@1.18.33`).
+        #[arg(required = true)]
+        subjects: Vec<String>,
     },
     /// A subject's tool dialect against the tools it sent: which Claude Code tools map and to what,
     /// which the probes call that have no counterpart, which of the agent's tools nothing uses, and the
@@ -285,8 +298,9 @@ fn main() -> ExitCode {
         Command::New { name } => finish("probelab new", new(p, &name)),
         Command::Import { session, name } => finish("probelab import", import(p, &session, name)),
         Command::FakeMcp { trace, never_answer } => finish("probelab fake-mcp", fake_mcp(trace, never_answer)),
-        Command::Conformance { paths, out, subjects, claude_code, jobs } => {
-            let sel = harness::conformance::Selection { paths, subjects, claude_code };
+        Command::Install { subjects } => finish("probelab install", install(p, &subjects)),
+        Command::Conformance { paths, out, subjects, claude_code, jobs, publish } => {
+            let sel = harness::conformance::Selection { paths, subjects, claude_code, publish };
             let layout = p.layout(engine());
             supervised(|| finish("probelab conformance", harness::conformance::run(p, &layout, &out, sel, jobs)))
         }
@@ -300,6 +314,18 @@ fn main() -> ExitCode {
         }
         Command::Observatory(c) => c.run(p, &p.layout(engine())),
     }
+}
+
+/// `probelab install SUBJECT...`: each subject installed (or found) and prepared, a line each saying
+/// what it is; exit 2 on a subject that is not one, 1 when one cannot be installed.
+fn install(project: &Project, subjects: &[String]) -> Outcome {
+    let registry = project.registry();
+    let ids = subjects.iter().map(|s| registry.parse(s)).collect::<Result<Vec<_>, _>>().usage()?;
+    for id in &ids {
+        let subject = registry.prepare(id).map_err(|e| Failure::msg(1, format!("{id}: {e}")))?;
+        println!("{id}: {}", subject.description());
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 /// `probelab discover A B`: exit 0 when the releases were compared (whatever differs: the report says),

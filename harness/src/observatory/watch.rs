@@ -263,9 +263,11 @@ pub fn diff_report(probes: &[Probe], layout: &Layout, m: &Matrix) -> Result<Opti
 }
 
 /// The derived files under `root` (docs/matrix's reports, docs/changes' pages, the committed diff
-/// report) that are not what the committed cells and goldens make, each by its path under the root
-/// (`docs/matrix/timeline.md`), a page of a release without a change too; `read` reads a committed file
-/// (None: not there). Empty: nothing derived is stale.
+/// report, docs/conformance's table) that are not what the committed cells, columns and goldens make,
+/// each by its path under the root (`docs/matrix/timeline.md`), a page of a release without a change
+/// too, and each gap of the committed conformance columns (a probe without a cell, a cell of an older
+/// probe file: [`crate::conformance::published::problems`]); `read` reads a committed file (None: not
+/// there). Empty: nothing derived is stale.
 pub fn stale_derived(root: &Path, read: &dyn Fn(&Path) -> Option<String>) -> Result<Vec<String>, String> {
     let docs = Docs::under(root);
     let layout = Layout { golden: root.join("golden"), ..Layout::repo() };
@@ -279,6 +281,18 @@ pub fn stale_derived(root: &Path, read: &dyn Fn(&Path) -> Option<String>) -> Res
     let pages = pages(&probes, &layout, &m, &releases, &explored)?;
     made.extend(pages.iter().map(|(v, page)| (format!("docs/changes/{v}.md"), page.clone())));
     made.extend(diff_report(&probes, &layout, &m)?.into_iter().flatten().map(|(name, t)| (format!("docs/{name}"), t)));
+    // the committed conformance table: made from its committed columns and Claude Code's goldens, each
+    // column measuring the catalogue as it is (crate::conformance::published)
+    let pinned =
+        crate::conformance::pinned_agents(&crate::project::Project::find(root).map_err(|e| e.to_string())?.registry());
+    let columns = crate::conformance::published::read_columns(root)?;
+    made.extend(crate::conformance::published::files(&crate::conformance::published::table(
+        &probes,
+        &layout.golden,
+        &columns,
+        &pinned,
+    )));
+    let gaps = crate::conformance::published::problems(root, &probes, &columns, &pinned);
     let mut out: Vec<String> = made
         .into_iter()
         .filter(|(path, text)| read(&root.join(path)).as_deref() != Some(text))
@@ -287,6 +301,7 @@ pub fn stale_derived(root: &Path, read: &dyn Fn(&Path) -> Option<String>) -> Res
     for extra in stale_pages(&docs.changes, &pages)? {
         out.push(extra.strip_prefix(root).unwrap_or(&extra).display().to_string());
     }
+    out.extend(gaps);
     Ok(out)
 }
 
@@ -856,9 +871,12 @@ mod tests {
                 Some(if p.ends_with(which) { text.replacen(' ', "  ", 1) } else { text })
             }
         };
-        for which in
-            ["docs/matrix/timeline.md", "docs/changes/2.1.334.md", "docs/diff-claude-code-2.1.235-to-2.1.332.txt"]
-        {
+        for which in [
+            "docs/matrix/timeline.md",
+            "docs/changes/2.1.334.md",
+            "docs/diff-claude-code-2.1.235-to-2.1.332.txt",
+            "docs/conformance/table.txt",
+        ] {
             let stale = stale_derived(&root, &planted(which)).unwrap_or_else(|e| panic!("{e}"));
             assert_eq!(stale, [which.to_string()], "a planted edit of {which}");
         }

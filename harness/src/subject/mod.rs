@@ -165,7 +165,8 @@ impl Registry {
             out.push_str(&format!("  {:<16} {}\n", r.usage, r.about));
         }
         for (name, c) in &self.commands {
-            out.push_str(&format!("  {name:<16} {} ({})\n", c.about(), c.place));
+            let pin = c.install.as_ref().map(|i| format!("npm {}@{}, ", i.package, i.version)).unwrap_or_default();
+            out.push_str(&format!("  {name:<16} {pin}{} ({})\n", c.about(), c.place));
         }
         out
     }

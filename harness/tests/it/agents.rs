@@ -1,17 +1,27 @@
-//! Third-party agents as subjects (issue 26): OpenCode and pi, installed by version from npm into the
-//! cache (scripts/setup installs the pinned versions; `PROBELAB_SKIP_AGENTS=1` skips these tests where
-//! they are not installed), run a probe written in Claude Code's tools through their dialects, confined,
-//! against the real stub — what happens is Claude Code's, its texts are not (`semantic-only`) — and an
-//! agent whose model never answers is killed at the deadline with everything it started. The conformance
-//! table's page renders in headless Chromium (the table itself is made by `probelab conformance`, not
-//! committed).
+//! Third-party agents as subjects (issues 26 and 40): OpenCode and pi (registered kinds) and GitHub
+//! Copilot CLI and Qwen Code (command subjects the repository's probelab.toml pins, as their example
+//! projects do), installed by version from npm into the cache (scripts/setup installs the pinned
+//! versions; `PROBELAB_SKIP_AGENTS=1` skips these tests where they are not installed), run a probe
+//! written in Claude Code's tools through their dialects, confined, against the real stub — what happens
+//! is Claude Code's, its texts are not (`semantic-only`) — and an agent whose model never answers is
+//! killed at the deadline with everything it started. The conformance table's page renders in headless
+//! Chromium, the committed one (docs/conformance/table.html) too.
 
 use crate::common::said;
 use std::path::PathBuf;
 use std::process::{Command, Output};
 
-/// The pinned agents.
-const AGENTS: &[&str] = &["opencode@1.18.33", "pi@0.73.1"];
+/// The pinned agents: the registered kinds at their versions, then the command subjects probelab.toml pins.
+const AGENTS: &[&str] = &["opencode@1.18.33", "pi@0.73.1", "copilot", "qwen-code"];
+
+/// The repository's root.
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// The command subjects' dialect files, as the repository's probelab.toml names them.
+const DIALECT_FILES: &[&str] =
+    &["docs/examples/copilot/dialects/copilot.toml", "docs/examples/qwen-code/dialects/qwen-code.toml"];
 
 fn skip_agents() -> bool {
     if std::env::var("PROBELAB_SKIP_AGENTS").as_deref() == Ok("1") {
@@ -35,7 +45,13 @@ fn project(probe: &str) -> Project {
     for d in [root.join("probes"), tmp.clone()] {
         std::fs::create_dir_all(d).unwrap_or_else(|e| panic!("{e}"));
     }
-    std::fs::write(root.join("probelab.toml"), "").unwrap_or_else(|e| panic!("{e}"));
+    // the repository's command subjects, with their dialect files where its probelab.toml names them
+    let config = std::fs::read_to_string(repo().join("probelab.toml")).unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(root.join("probelab.toml"), config).unwrap_or_else(|e| panic!("{e}"));
+    for f in DIALECT_FILES {
+        std::fs::create_dir_all(root.join(f).parent().unwrap_or(&root)).unwrap_or_else(|e| panic!("{e}"));
+        std::fs::copy(repo().join(f), root.join(f)).unwrap_or_else(|e| panic!("{f}: {e}"));
+    }
     std::fs::write(root.join("probes/p.toml"), probe).unwrap_or_else(|e| panic!("{e}"));
     Project { _dir: dir, root, tmp }
 }
@@ -133,6 +149,30 @@ fn each_agent_does_what_claude_code_does_in_its_own_tools_and_words() {
     }
 }
 
+#[test]
+fn the_repository_pins_copilot_and_qwen_code_as_their_example_projects_do() {
+    // one registration, two files: the example projects are what a user copies, the root's what this
+    // repository runs; they may differ only in where the dialect file is
+    let table = |path: PathBuf| -> toml::Table {
+        let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        toml::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+    };
+    let root = table(repo().join("probelab.toml"));
+    let subjects = root["subjects"].as_table().unwrap_or_else(|| panic!("no [subjects] in probelab.toml"));
+    assert_eq!(subjects.keys().collect::<Vec<_>>(), ["copilot", "qwen-code"]);
+    for (name, dialect) in [("copilot", DIALECT_FILES[0]), ("qwen-code", DIALECT_FILES[1])] {
+        let example = table(repo().join(format!("docs/examples/{name}/probelab.toml")));
+        let mut theirs = example["subjects"][name].as_table().cloned().unwrap_or_else(|| panic!("{name}"));
+        let mut ours = subjects[name].as_table().cloned().unwrap_or_else(|| panic!("{name}"));
+        assert_eq!(ours.remove("dialect").and_then(|d| d.as_str().map(String::from)).as_deref(), Some(dialect));
+        assert_eq!(
+            theirs.remove("dialect").and_then(|d| d.as_str().map(String::from)),
+            Some(format!("dialects/{name}.toml"))
+        );
+        assert_eq!(ours, theirs, "[subjects.{name}] of probelab.toml and of docs/examples/{name}/probelab.toml");
+    }
+}
+
 const SILENT_MODEL: &str = r#"
 id = "agents.silent-model"
 claims = ["READ-1"]
@@ -188,8 +228,8 @@ fn chromium() -> Option<PathBuf> {
 
 #[test]
 fn the_conformance_table_renders_in_headless_chromium() {
-    // the table is made by running the agents (`probelab conformance`), never committed (it cannot be made
-    // again from the committed cells and goldens: issue 37, item 7): a table of every mark, rendered
+    // a table of every mark, rendered; then the committed one (docs/conformance/, made from the agents'
+    // committed columns and Claude Code's goldens: conformance::published)
     use harness::conformance::{Cell, Column, Mark, Table};
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
     let dir = dir.path();
@@ -231,4 +271,26 @@ fn the_conformance_table_renders_in_headless_chromium() {
     let rows = dom.matches("<tr><td>").count();
     // summaries, the per-tool roll-up (Bash, Read, Write), the cells
     assert_eq!(rows, t.columns.len() + 3 + t.probes.len(), "the browser's table rows");
+    // the committed table: Claude Code's column and every pinned agent's, a row per probe of the catalogue
+    let committed = repo().join("docs/conformance/table.json");
+    let json = std::fs::read_to_string(&committed).unwrap_or_else(|e| panic!("{}: {e}", committed.display()));
+    let t: Table = serde_json::from_str(&json).unwrap_or_else(|e| panic!("{e}"));
+    let url = format!(
+        "file://{}",
+        committed.with_extension("html").canonicalize().unwrap_or_else(|e| panic!("{e}")).display()
+    );
+    let out = Command::new(&browser)
+        .args(["--headless", "--no-sandbox", "--disable-gpu", "--dump-dom"])
+        .arg(&url)
+        .output()
+        .unwrap_or_else(|e| panic!("cannot start {}: {e}", browser.display()));
+    assert!(out.status.success(), "chromium failed: {}", String::from_utf8_lossy(&out.stderr));
+    let dom = String::from_utf8_lossy(&out.stdout);
+    assert!(dom.contains("<th>claude-code@"), "no Claude Code column in the committed page");
+    for agent in AGENTS {
+        assert!(dom.contains(&format!("<th>{agent}</th>")), "no column for {agent} in the committed page");
+    }
+    let rows = dom.matches("<tr><td>").count();
+    assert_eq!(rows, t.columns.len() + t.per_tool().len() + t.probes.len(), "the committed page's rows");
+    assert!(t.probes.len() > 100, "the committed table covers the catalogue: {} rows", t.probes.len());
 }

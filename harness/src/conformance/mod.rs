@@ -24,7 +24,14 @@
 //! a failed verdict is `pass`; one whose only failures are wording checks without an `is_error` is
 //! `semantic-only` when the probe has another check that is semantic, else `wording-only`; any other
 //! failure is `differs`; no golden is `n-a`. Written as text, JSON and HTML
-//! (`target/probelab/conformance/` by default).
+//! (`target/probelab/conformance/` by default). `--publish` also keeps the agents' columns in the
+//! committed table, `docs/conformance/` ([`published`]), which the observatory's stale-file rule holds.
+//!
+//! The agents it runs by default ([`pinned_agents`]): OpenCode and pi (registered kinds, at their pinned
+//! versions) and the command subjects the project pins with an `install` (this repository's
+//! probelab.toml: GitHub Copilot CLI and Qwen Code).
+
+pub mod published;
 
 use crate::check::{standing, Standing};
 use crate::probe::Probe;
@@ -453,6 +460,17 @@ pub struct Selection {
     pub subjects: Vec<String>,
     /// The Claude Code version of the reference column (`none`: no such column).
     pub claude_code: Option<String>,
+    /// Also merge the agents' columns into the committed table (`docs/conformance/`, [`published`])
+    /// and make its files again.
+    pub publish: bool,
+}
+
+/// The third-party agents the project pins, as `--subject` names them: the registered kinds at their
+/// pinned versions (`opencode@1.18.33`), then the command subjects with an `install`, by name.
+pub fn pinned_agents(registry: &crate::subject::Registry) -> Vec<String> {
+    let registered = crate::subject::REGISTERED.iter().filter_map(|r| r.pinned.map(|v| format!("{}@{v}", r.kind)));
+    let commands = registry.commands().iter().filter(|(_, c)| c.install.is_some()).map(|(n, _)| n.clone());
+    registered.chain(commands).collect()
 }
 
 /// `probelab conformance`: exit 2 on a subject or probe-file error, 1 when the table cannot be written.
@@ -466,15 +484,24 @@ pub fn run(
     use crate::exit::{Failure, Usage as _};
     use anyhow::Context as _;
     use std::process::ExitCode;
-    let Selection { paths, subjects, claude_code } = sel;
+    let Selection { paths, subjects, claude_code, publish } = sel;
     let registry = project.registry();
-    let names: Vec<String> = if subjects.is_empty() {
-        std::iter::once("builtin".to_string())
-            .chain(crate::subject::REGISTERED.iter().filter_map(|r| r.pinned.map(|v| format!("{}@{v}", r.kind))))
-            .collect()
-    } else {
-        subjects
+    let pinned = pinned_agents(&registry);
+    let names: Vec<String> = match (subjects.is_empty(), publish) {
+        (true, false) => std::iter::once("builtin".to_string()).chain(pinned.iter().cloned()).collect(),
+        (true, true) => pinned.clone(),
+        (false, _) => subjects,
     };
+    if let Some(other) = names.iter().find(|n| publish && !pinned.contains(n)) {
+        return Err(Failure::msg(
+            2,
+            format!(
+                "--publish --subject {other}: the committed table keeps the columns of the agents the project pins ({}); \
+                 the built-in runtime's follows the code",
+                pinned.join(", ")
+            ),
+        ));
+    }
     let ids = names.iter().map(|n| registry.parse(n)).collect::<Result<Vec<_>, _>>().usage()?;
     // checked before any column runs (minutes each)
     let reference_goldens =
@@ -494,11 +521,30 @@ pub fn run(
     let jobs = jobs.unwrap_or_else(crate::suite::default_jobs).clamp(1, crate::suite::MAX_JOBS);
     let rt = crate::suite::runtime(jobs).context("cannot start the runtime").usage()?;
     let mut columns = Vec::new();
+    let mut unpublished = Vec::new();
     for id in ids {
         let opts = crate::suite::Options { subject: id.clone(), jobs, bless: false, keep: false, durations: None };
         let began = std::time::Instant::now();
         let mut cells = Vec::new();
-        rt.block_on(crate::suite::run_suite(probes.clone(), layout, &opts, |o| cells.push(cell_of(&o))));
+        let mut described = String::new();
+        let mut made = Vec::new();
+        rt.block_on(crate::suite::run_suite(probes.clone(), layout, &opts, |o| {
+            if let Some(r) = &o.report {
+                described.clone_from(&r.description);
+            }
+            // a run that could not be made measured nothing of the subject; a skip (n-a) is a fact
+            made.push(o.report.is_some() || matches!(o.status, crate::suite::Status::Skipped(_)));
+            cells.push(cell_of(&o));
+        }));
+        if publish {
+            let ran = published::Ran {
+                subject: id.to_string(),
+                described,
+                cells: probes.iter().zip(&cells).zip(&made).map(|((p, c), m)| (p, c.clone(), *m)).collect(),
+            };
+            let broken = published::merge(&project.root, &probes, &ran).map_err(|e| Failure::msg(1, e))?;
+            unpublished.extend(broken.into_iter().map(|b| format!("{id} {b}")));
+        }
         let col = Column::new(&id.to_string(), "run", cells, began.elapsed().as_millis() as u64);
         eprintln!(
             "conformance: {}",
@@ -523,6 +569,17 @@ pub fn run(
     print!("{}", table.text());
     table.write(out).map_err(|e| Failure::msg(1, e))?;
     eprintln!("conformance: wrote {}/table.{{txt,json,html}}", out.display());
+    if publish {
+        let all = crate::probe::load_all_with(std::slice::from_ref(&project.probes), &project.known()).usage()?;
+        published::write_table(&project.root, &all, &project.golden, &pinned).map_err(|e| Failure::msg(1, e))?;
+        eprintln!("conformance: published into {}", published::dir(&project.root).display());
+        if !unpublished.is_empty() {
+            return Err(Failure::msg(
+                1,
+                format!("not published, the run could not be made:\n  {}", unpublished.join("\n  ")),
+            ));
+        }
+    }
     Ok(ExitCode::SUCCESS)
 }
 
