@@ -69,6 +69,7 @@ pub struct Agent {
     version: String,
     program: PathBuf,
     sha256: String,
+    tree_sha256: Option<String>,
     dialect: Dialect,
     _lease: crate::versions::Lease,
 }
@@ -87,6 +88,7 @@ impl Agent {
             version: v.to_string(),
             program: installed.binary,
             sha256: installed.sha256,
+            tree_sha256: installed.tree_sha256,
             dialect,
             _lease: installed.lease,
         }))
@@ -128,7 +130,8 @@ impl Subject for Agent {
     }
 
     fn description(&self) -> String {
-        format!("subject {} {}, program sha256 {}", self.spec.kind, self.version, self.sha256)
+        let tree = self.tree_sha256.as_ref().map(|t| format!(", package tree sha256 {t}")).unwrap_or_default();
+        format!("subject {} {}, program sha256 {}{tree}", self.spec.kind, self.version, self.sha256)
     }
 
     fn adjust_script(&self, _probe: &crate::probe::Probe, script: &mut stub_messages::Script) {

@@ -17,7 +17,7 @@
 //! `npm install --ignore-scripts`, the program's SHA-256 checked at each use, locks, the cap and LRU
 //! eviction of [`crate::versions`]), `{install}` and `{program}` name it in `command` and `env`, it is
 //! visible read-only inside the sandbox (its `node_modules/.bin` first on PATH), and the goldens' description records the package, version and
-//! the program's digest. `prepare` runs once per install (under a lock; a marker file says it ran), for
+//! the program's digest and that of npm's record of the whole package tree (`node_modules/.package-lock.json`: every package's version and integrity). `prepare` runs once per install (under a lock; a marker file says it ran), for
 //! what an agent would otherwise do in every sandbox (Copilot unpacks 235 MB into HOME on first start),
 //! confined as a subject is, the install its only writable directory besides a scratch HOME (issue 41:
 //! nothing of a subject runs on the host unconfined, its `--version` check included):
@@ -449,6 +449,8 @@ struct Installed {
     program: PathBuf,
     /// The program's SHA-256.
     sha256: String,
+    /// npm's record of the package tree's SHA-256 ([`crate::versions::Installed::tree_sha256`]).
+    tree_sha256: Option<String>,
     /// Keeps the install from eviction while the subject lives.
     _lease: crate::versions::Lease,
 }
@@ -468,7 +470,8 @@ impl Command {
         let got = cache.ensure(&inst.version).map_err(|e| format!("{what}: {e}"))?;
         let dir = cache.dir().join(inst.version.to_string());
         prepare_once(inst, &dir, &got.binary, &cache.dir().join(".locks")).map_err(|e| format!("{what}: {e}"))?;
-        let installed = Installed { dir, program: got.binary, sha256: got.sha256, _lease: got.lease };
+        let installed =
+            Installed { dir, program: got.binary, sha256: got.sha256, tree_sha256: got.tree_sha256, _lease: got.lease };
         Ok(Command { id, spec, installed: Some(installed) })
     }
 
@@ -544,11 +547,12 @@ impl Subject for Command {
     fn description(&self) -> String {
         match (&self.spec.install, &self.installed) {
             (Some(inst), Some(i)) => format!(
-                "subject {}, npm {}@{} (program sha256 {}), {}",
+                "subject {}, npm {}@{} (program sha256 {}{}), {}",
                 self.id.name,
                 inst.package,
                 inst.version,
                 i.sha256,
+                i.tree_sha256.as_ref().map(|t| format!(", package tree sha256 {t}")).unwrap_or_default(),
                 self.spec.about()
             ),
             _ => format!("subject {}, {}", self.id.name, self.spec.about()),

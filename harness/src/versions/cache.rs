@@ -162,6 +162,11 @@ pub struct Installed {
     pub sha256: String,
     /// Its size.
     pub binary_size: u64,
+    /// The digest of the whole package tree npm installed (every package's path, version and integrity
+    /// hash in `node_modules/.package-lock.json`: [`super::npm::package_tree_sha256`]), None without
+    /// one: what pins a package whose program is a script (`cli.js`) and whose code is mostly its
+    /// dependencies.
+    pub tree_sha256: Option<String>,
     /// Installed by this call (false: it was in the cache).
     pub installed_now: bool,
     /// Versions evicted to make room for it.
@@ -433,6 +438,7 @@ impl Cache {
             binary: self.binary_in(&dir),
             sha256: meta.sha256,
             binary_size: meta.binary_size,
+            tree_sha256: super::npm::package_tree_sha256(&dir),
             installed_now,
             evicted,
             repaired: None,

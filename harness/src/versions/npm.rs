@@ -192,8 +192,59 @@ pub(crate) fn says_no_such_version(e: &VersionError) -> bool {
     }
 }
 
+/// The digest of the package tree npm installed in `dir`: the SHA-256 of one line per package of its
+/// hidden lockfile (`node_modules/.package-lock.json`), `PATH VERSION INTEGRITY`, sorted by path — what
+/// was installed, and not where it was fetched from (a mirror's URLs differ) nor how npm laid the file
+/// out. None when there is no such file or it is not npm's.
+pub(crate) fn package_tree_sha256(dir: &Path) -> Option<String> {
+    use sha2::{Digest, Sha256};
+    let text = std::fs::read(dir.join("node_modules/.package-lock.json")).ok()?;
+    let lock: serde_json::Value = serde_json::from_slice(&text).ok()?;
+    let packages = lock.get("packages")?.as_object()?;
+    let mut lines: Vec<String> = packages
+        .iter()
+        .map(|(path, p)| {
+            let field = |k: &str| p.get(k).and_then(|v| v.as_str()).unwrap_or("-");
+            format!("{path} {} {}\n", field("version"), field("integrity"))
+        })
+        .collect();
+    lines.sort();
+    let mut h = Sha256::new();
+    for l in &lines {
+        h.update(l.as_bytes());
+    }
+    Some(h.finalize().iter().map(|b| format!("{b:02x}")).collect())
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_package_tree_s_digest_is_what_was_installed_not_where_from_nor_in_which_order() {
+        let d = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        std::fs::create_dir(d.path().join("node_modules")).unwrap_or_else(|e| panic!("{e}"));
+        let write = |text: &str| {
+            std::fs::write(d.path().join("node_modules/.package-lock.json"), text).unwrap_or_else(|e| panic!("{e}"))
+        };
+        let digest = || super::package_tree_sha256(d.path());
+        assert_eq!(digest(), None, "no lockfile");
+        let (a, b) = (
+            r#""node_modules/a": { "version": "1.0.0", "resolved": "https://registry.npmjs.org/a/-/a-1.0.0.tgz", "integrity": "sha512-AAA" }"#,
+            r#""node_modules/b": { "version": "2.0.0", "resolved": "https://registry.npmjs.org/b/-/b-2.0.0.tgz", "integrity": "sha512-BBB" }"#,
+        );
+        write(&format!(r#"{{ "lockfileVersion": 3, "packages": {{ {a}, {b} }} }}"#));
+        let first = digest().unwrap_or_else(|| panic!("a digest"));
+        // another mirror, another order, another lockfile version: the same tree
+        let mirrored = format!(r#"{{ "lockfileVersion": 2, "packages": {{ {b}, {a} }} }}"#)
+            .replace("registry.npmjs.org", "mirror.example");
+        write(&mirrored);
+        assert_eq!(digest().as_deref(), Some(first.as_str()));
+        // one package's content changed: another tree
+        write(&mirrored.replace("sha512-BBB", "sha512-BBC"));
+        assert!(digest().is_some_and(|d| d != first));
+        write("not json");
+        assert_eq!(digest(), None);
+    }
+
     use super::*;
     use crate::versions::Failing;
 
