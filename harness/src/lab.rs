@@ -59,7 +59,7 @@ pub fn measured(
     probe: &crate::probe::Probe,
 ) -> Result<Option<(String, String)>, crate::observe::DataError> {
     use crate::observe::DataError;
-    if subject.kind != crate::subject::id::BUILTIN {
+    if subject.kind != crate::subject::id::SubjectKind::Builtin {
         return Ok(None);
     }
     let version = subject.reference_version();

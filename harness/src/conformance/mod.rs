@@ -468,7 +468,8 @@ pub struct Selection {
 /// The third-party agents the project pins, as `--subject` names them: the registered kinds at their
 /// pinned versions (`opencode@1.18.33`), then the command subjects with an `install`, by name.
 pub fn pinned_agents(registry: &crate::subject::Registry) -> Vec<String> {
-    let registered = crate::subject::REGISTERED.iter().filter_map(|r| r.pinned.map(|v| format!("{}@{v}", r.kind)));
+    let registered =
+        crate::subject::REGISTERED.iter().filter_map(|r| r.pinned.map(|v| format!("{}@{v}", r.kind.name())));
     let commands = registry.commands().iter().filter(|(_, c)| c.install.is_some()).map(|(n, _)| n.clone());
     registered.chain(commands).collect()
 }
@@ -554,12 +555,12 @@ pub fn run(
     }
     // Claude Code's column from its goldens
     if let Some(v) = reference_goldens {
-        let dir = project.golden.join(format!("claude-code@{v}"));
+        let dir = crate::transcript::golden::claude_code_dir(&project.golden, &v);
         let cells = probes
             .iter()
             .map(|p| cell_of_golden(p, std::fs::read_to_string(dir.join(format!("{}.snap", p.id))).ok().as_deref()))
             .collect();
-        columns.insert(reference_place(&columns), Column::new(&format!("claude-code@{v}"), "goldens", cells, 0));
+        columns.insert(reference_place(&columns), Column::new(&crate::observatory::subject(&v), "goldens", cells, 0));
     }
     let table = Table {
         probes: probes.iter().map(|p| p.id.clone()).collect(),
@@ -600,7 +601,7 @@ pub fn reference_version(arg: Option<&str>, golden: &Path) -> Result<Option<Stri
     };
     match arg {
         Some("none") => Ok(None),
-        Some(v) if golden.join(format!("claude-code@{v}")).is_dir() => Ok(Some(v.to_string())),
+        Some(v) if crate::transcript::golden::claude_code_dir(golden, v).is_dir() => Ok(Some(v.to_string())),
         Some(v) => {
             let vs = with_goldens();
             let range = match (vs.first(), vs.last()) {

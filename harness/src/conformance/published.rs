@@ -97,12 +97,12 @@ pub fn table(probes: &[Probe], golden: &Path, columns: &BTreeMap<String, Publish
     let rows = rows(probes);
     let mut out = Vec::new();
     if let Ok(Some(v)) = super::reference_version(None, golden) {
-        let dir = golden.join(format!("claude-code@{v}"));
+        let dir = crate::transcript::golden::claude_code_dir(golden, &v);
         let cells = rows
             .iter()
             .map(|p| cell_of_golden(p, std::fs::read_to_string(dir.join(format!("{}.snap", p.id))).ok().as_deref()))
             .collect();
-        out.push(Column::new(&format!("claude-code@{v}"), "goldens", cells, 0));
+        out.push(Column::new(&crate::observatory::subject(&v), "goldens", cells, 0));
     }
     let mut subjects: Vec<&String> = order.iter().filter(|s| columns.contains_key(*s)).collect();
     subjects.extend(columns.keys().filter(|s| !order.contains(s)));

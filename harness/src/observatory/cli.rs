@@ -294,7 +294,10 @@ impl At<'_> {
             }
         }
         let newest = m.versions.last().cloned().unwrap_or_default();
-        let tools = super::history::known_tools(&self.layout.golden.join(super::subject(&newest)), &probes);
+        let tools = super::history::known_tools(
+            &crate::transcript::golden::claude_code_dir(&self.layout.golden, &newest),
+            &probes,
+        );
         let claims: Vec<String> =
             crate::claims::all().into_iter().map(|c| c.id).chain(self.project.known().claims).collect();
         let topic = super::history::topic(name, &claims, &tools).map_err(|e| Failure::msg(2, e))?;

@@ -71,7 +71,7 @@ pub struct Measured {
 /// of no probe when none is shared (a version whose goldens are of real-only probes). A probe whose
 /// committed cell on the real version is unstable is left out ([`Measured::unstable`]).
 pub async fn measure(probes: &[Probe], layout: &Layout, version: &str) -> Result<Measured, String> {
-    let real = layout.golden.join(format!("claude-code@{version}"));
+    let real = crate::transcript::golden::claude_code_dir(&layout.golden, version);
     if !real.is_dir() {
         return Err(format!("no committed goldens of claude-code@{version} ({})", real.display()));
     }

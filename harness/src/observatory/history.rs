@@ -187,11 +187,14 @@ pub fn history(
             what,
             evidence,
         };
-        let both = [previous, version].iter().all(|v| golden.join(super::subject(v)).is_dir());
+        let both = [previous, version].iter().all(|v| crate::transcript::golden::claude_code_dir(golden, v).is_dir());
         let mut diff: Option<SetDiff> = None;
         let diffed = |diff: &mut Option<SetDiff>| -> Result<(), String> {
             if diff.is_none() && both {
-                let (l, r) = (golden.join(super::subject(previous)), golden.join(super::subject(version)));
+                let (l, r) = (
+                    crate::transcript::golden::claude_code_dir(golden, previous),
+                    crate::transcript::golden::claude_code_dir(golden, version),
+                );
                 *diff = Some(diff_dirs_with(&l, &r, &layout.blobs(), &unordered).map_err(|e| e.to_string())?);
             }
             Ok(())

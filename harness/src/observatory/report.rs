@@ -586,7 +586,10 @@ impl Matrix {
         for (probe, changes) in &m.probe_timeline {
             for Change { previous, version, what } in changes {
                 let read = |v: &str| {
-                    std::fs::read_to_string(golden.join(super::subject(v)).join(format!("{probe}.snap"))).ok()
+                    std::fs::read_to_string(
+                        crate::transcript::golden::claude_code_dir(golden, v).join(format!("{probe}.snap")),
+                    )
+                    .ok()
                 };
                 let reason = m
                     .probes

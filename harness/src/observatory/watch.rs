@@ -246,7 +246,8 @@ pub fn diff_report(probes: &[Probe], layout: &Layout, m: &Matrix) -> Result<Opti
     }
     let unordered =
         probes.iter().filter(|p| !p.unordered.is_empty()).map(|p| (p.id.clone(), unordered_ids(p))).collect();
-    let (l, r) = (golden.join(super::subject(a)), golden.join(super::subject(b)));
+    let (l, r) =
+        (crate::transcript::golden::claude_code_dir(golden, a), crate::transcript::golden::claude_code_dir(golden, b));
     let mut d = diff_dirs_with(&l, &r, &layout.blobs(), &unordered)?;
     m.judge(&mut d, a, b);
     // the files are committed: the golden sets by their place in the repository, never this machine's path
@@ -482,7 +483,10 @@ pub fn release_page(
 ) -> Result<String, String> {
     use crate::transcript::diff::{diff_dirs_with, render_summary, unordered_ids};
     let golden = &layout.golden;
-    let (l, r) = (golden.join(super::subject(previous)), golden.join(super::subject(version)));
+    let (l, r) = (
+        crate::transcript::golden::claude_code_dir(golden, previous),
+        crate::transcript::golden::claude_code_dir(golden, version),
+    );
     let unordered =
         probes.iter().filter(|p| !p.unordered.is_empty()).map(|p| (p.id.clone(), unordered_ids(p))).collect();
     // the versions a bisection added to the matrix keep cells, not goldens: their evidence is a command
@@ -520,7 +524,7 @@ pub fn release_page(
 fn missing_goldens(golden: &Path, versions: &[&str]) -> Option<String> {
     let missing: Vec<String> = versions
         .iter()
-        .filter(|v| !golden.join(super::subject(v)).is_dir())
+        .filter(|v| !crate::transcript::golden::claude_code_dir(golden, v).is_dir())
         .map(|v| format!("golden/{} is not committed", super::subject(v)))
         .collect();
     (!missing.is_empty()).then(|| missing.join("; "))
@@ -960,7 +964,10 @@ mod tests {
         let (mut pairs, mut probes) = (0, 0);
         for w in m.versions.windows(2) {
             let (a, b) = (&w[0], &w[1]);
-            let (l, r) = (golden.join(format!("claude-code@{a}")), golden.join(format!("claude-code@{b}")));
+            let (l, r) = (
+                crate::transcript::golden::claude_code_dir(&golden, a),
+                crate::transcript::golden::claude_code_dir(&golden, b),
+            );
             if !l.is_dir() || !r.is_dir() {
                 continue;
             }

@@ -471,13 +471,15 @@ pub struct Probe {
     pub checks: Vec<(Check, usize, usize)>,
 }
 
+use crate::subject::id::SubjectKind;
+
 impl Probe {
     /// Why the probe runs `subject` unconfined, if it does: `[subject] unconfined`, else the subject's
     /// own table's.
     pub fn unconfined_on(&self, subject: &SubjectId) -> Option<&str> {
         let own = match subject.kind {
-            crate::subject::id::BUILTIN => &self.subject.builtin.unconfined,
-            crate::subject::id::CLAUDE_CODE => &self.subject.claude_code.unconfined,
+            SubjectKind::Builtin => &self.subject.builtin.unconfined,
+            SubjectKind::ClaudeCode => &self.subject.claude_code.unconfined,
             _ => &None,
         };
         self.subject.unconfined.as_deref().or(own.as_deref())
@@ -488,8 +490,8 @@ impl Probe {
     /// subject — or exec command — runs confined (every one without `[subject] unconfined`).
     pub fn requires_on(&self, subject: &SubjectId) -> Vec<String> {
         let own: &[String] = match subject.kind {
-            crate::subject::id::BUILTIN => &self.subject.builtin.requires,
-            crate::subject::id::CLAUDE_CODE => &self.subject.claude_code.requires,
+            SubjectKind::Builtin => &self.subject.builtin.requires,
+            SubjectKind::ClaudeCode => &self.subject.claude_code.requires,
             _ => &[],
         };
         let mut all: Vec<String> = self.requires.iter().chain(own).cloned().collect();

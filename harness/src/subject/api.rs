@@ -145,8 +145,8 @@ pub enum Versioned {
 
 /// A kind of subject every project has, registered once here.
 pub struct Registration {
-    /// Its kind, also its name (`builtin`, `claude-code`).
-    pub kind: &'static str,
+    /// Its kind, whose name is the subject's (`builtin`, `claude-code`).
+    pub kind: super::id::SubjectKind,
     /// Whether it is named with a version (`claude-code@2.1.235`, `builtin@2.1.280`).
     pub versioned: Versioned,
     /// How `probelab list` and errors show it (`claude-code@V`).

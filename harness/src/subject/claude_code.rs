@@ -101,7 +101,7 @@ pub fn mcp_config(servers: &BTreeMap<String, ServerSpec>) -> serde_json::Value {
 
 /// Its registration ([`super::REGISTERED`]): installed by version at set-up.
 pub const REGISTRATION: super::api::Registration = super::api::Registration {
-    kind: super::id::CLAUDE_CODE,
+    kind: super::id::SubjectKind::ClaudeCode,
     versioned: super::api::Versioned::Required,
     usage: "claude-code@V",
     about: "the Claude Code CLI at version V, installed from npm into the cache (`probelab versions`)",

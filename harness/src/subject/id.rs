@@ -19,8 +19,39 @@ pub fn describe(subject: &str, version: &str, sha256: Option<&str>) -> String {
         None => format!("subject {subject} {version}, embedded"),
     }
 }
-/// The kind of a command subject declared in `probelab.toml` (`[subjects.NAME]`).
-pub const COMMAND: &str = "command";
+/// The kinds of subject: which module runs one. A string becomes a kind only by parsing a subject
+/// ([`crate::subject::Registry::parse`]); after that, code asks the kind, never the name again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum SubjectKind {
+    /// The built-in runtime (`builtin`, `builtin@V`: [`super::builtin`]).
+    Builtin,
+    /// The Claude Code binary, by version ([`super::claude_code`]).
+    ClaudeCode,
+    /// A third-party agent registered by version (`opencode@V`, `pi@V`): [`super::agent`], named by its
+    /// spec (a registered agent is a module and a line in [`super::REGISTERED`], no variant of its own).
+    Agent(&'static str),
+    /// A command subject declared in `probelab.toml` (`[subjects.NAME]`: [`super::command`]).
+    Command,
+}
+
+impl SubjectKind {
+    /// How probes, goldens and the command line name the kind (`builtin`, `claude-code`, `opencode`;
+    /// `command` for the project's command subjects, which go by their own names).
+    pub const fn name(self) -> &'static str {
+        match self {
+            SubjectKind::Builtin => BUILTIN,
+            SubjectKind::ClaudeCode => CLAUDE_CODE,
+            SubjectKind::Agent(name) => name,
+            SubjectKind::Command => "command",
+        }
+    }
+}
+
+impl std::fmt::Display for SubjectKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
 
 /// The version measured in the reference notes, which the built-in runtime was first written after: the
 /// texts command subjects of Claude Code's dialect are held to, and the real binary `cargo test` runs
@@ -30,8 +61,8 @@ pub const REFERENCE_VERSION: &str = "2.1.235";
 /// One subject, parsed.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct SubjectId {
-    /// The module that runs it: [`BUILTIN`], [`CLAUDE_CODE`], [`COMMAND`].
-    pub kind: &'static str,
+    /// The module that runs it.
+    pub kind: SubjectKind,
     /// What probes name it by (`builtin`, `claude-code`, `my-agent`).
     pub name: String,
     /// Its version, for a kind installed by version (`2.1.235`).
@@ -44,17 +75,22 @@ pub struct SubjectId {
 impl SubjectId {
     /// The built-in runtime.
     pub fn builtin() -> SubjectId {
-        SubjectId { kind: BUILTIN, name: BUILTIN.into(), version: None, dialect: None }
+        SubjectId { kind: SubjectKind::Builtin, name: BUILTIN.into(), version: None, dialect: None }
     }
 
     /// Claude Code at `version` (not checked here: see [`valid_version`]).
     pub fn claude_code(version: &str) -> SubjectId {
-        SubjectId { kind: CLAUDE_CODE, name: CLAUDE_CODE.into(), version: Some(version.into()), dialect: None }
+        SubjectId {
+            kind: SubjectKind::ClaudeCode,
+            name: CLAUDE_CODE.into(),
+            version: Some(version.into()),
+            dialect: None,
+        }
     }
 
     /// A command subject.
     pub fn command(name: &str, dialect: Option<&str>) -> SubjectId {
-        SubjectId { kind: COMMAND, name: name.into(), version: None, dialect: dialect.map(str::to_string) }
+        SubjectId { kind: SubjectKind::Command, name: name.into(), version: None, dialect: dialect.map(str::to_string) }
     }
 
     /// Parses `builtin` or `claude-code@VERSION` (the kinds every project has); None for any other.
@@ -71,7 +107,7 @@ impl SubjectId {
 
     /// The built-in runtime?
     pub fn is_builtin(&self) -> bool {
-        self.kind == BUILTIN
+        self.kind == SubjectKind::Builtin
     }
 
     /// Whether a probe's `subjects` entry `name` reaches this subject: its own name, or its dialect's.
@@ -85,8 +121,8 @@ impl SubjectId {
     /// runs at), the reference for every other subject.
     pub fn reference_version(&self) -> &str {
         match (&self.version, self.kind) {
-            (Some(v), CLAUDE_CODE | BUILTIN) => v,
-            (None, BUILTIN) => probelab_runtime::profile::NEWEST,
+            (Some(v), SubjectKind::ClaudeCode | SubjectKind::Builtin) => v,
+            (None, SubjectKind::Builtin) => probelab_runtime::profile::NEWEST,
             _ => REFERENCE_VERSION,
         }
     }

@@ -120,7 +120,7 @@ impl Registry {
 
     /// The names a probe's `subjects` may use: every registered kind's and every command subject's.
     pub fn names(&self) -> Vec<String> {
-        REGISTERED.iter().map(|r| r.kind.to_string()).chain(self.commands.keys().cloned()).collect()
+        REGISTERED.iter().map(|r| r.kind.name().to_string()).chain(self.commands.keys().cloned()).collect()
     }
 
     /// Parses a subject as the command line names it; an unknown one is an error listing the subjects
@@ -128,22 +128,23 @@ impl Registry {
     pub fn parse(&self, s: &str) -> Result<SubjectId, SubjectError> {
         use api::Versioned;
         for r in REGISTERED {
-            if !matches!(r.versioned, Versioned::Required) && s == r.kind {
-                return Ok(SubjectId { kind: r.kind, name: r.kind.into(), version: None, dialect: None });
+            let name = r.kind.name();
+            if !matches!(r.versioned, Versioned::Required) && s == name {
+                return Ok(SubjectId { kind: r.kind, name: name.into(), version: None, dialect: None });
             }
-            if let Some(v) = s.strip_prefix(r.kind).and_then(|rest| rest.strip_prefix('@')) {
+            if let Some(v) = s.strip_prefix(name).and_then(|rest| rest.strip_prefix('@')) {
                 if let Versioned::Optional { check } = r.versioned {
                     check(v).map_err(|why| SubjectError::VersionRefused { subject: s.into(), why })?;
                 }
                 if !matches!(r.versioned, Versioned::No) && id::valid_version(v) {
                     let dialect = r.speaks.map(str::to_string);
-                    return Ok(SubjectId { kind: r.kind, name: r.kind.into(), version: Some(v.into()), dialect });
+                    return Ok(SubjectId { kind: r.kind, name: name.into(), version: Some(v.into()), dialect });
                 }
                 if !matches!(r.versioned, Versioned::No) {
                     return Err(SubjectError::NotAVersion {
                         subject: s.into(),
                         version: v.into(),
-                        example: format!("{}@{}", r.kind, r.pinned.unwrap_or(id::REFERENCE_VERSION)),
+                        example: format!("{name}@{}", r.pinned.unwrap_or(id::REFERENCE_VERSION)),
                     });
                 }
             }
@@ -153,7 +154,7 @@ impl Registry {
         }
         let needs_version = REGISTERED
             .iter()
-            .find(|r| matches!(r.versioned, api::Versioned::Required) && s == r.kind)
+            .find(|r| matches!(r.versioned, api::Versioned::Required) && s == r.kind.name())
             .map(|r| format!("{s}@{}", r.pinned.unwrap_or("VERSION")));
         Err(SubjectError::Unknown { name: s.into(), needs_version, listing: self.listing() })
     }
@@ -173,7 +174,7 @@ impl Registry {
 
     /// Sets a subject up (installs it if it must be): what runs its conversations.
     pub fn prepare(&self, id: &SubjectId) -> Result<Arc<dyn Subject>, SubjectError> {
-        if id.kind == id::COMMAND {
+        if id.kind == id::SubjectKind::Command {
             let spec = self.commands.get(&id.name).ok_or_else(|| SubjectError::UnknownCommand(id.name.clone()))?;
             let prepared = command::Command::prepare(id.clone(), spec.clone()).map_err(SubjectError::Setup)?;
             return Ok(Arc::new(prepared));

@@ -59,7 +59,7 @@ fn launch(s: &Start<'_>) -> Result<Launched, String> {
 
 /// Its registration ([`super::REGISTERED`]).
 pub const REGISTRATION: super::api::Registration = super::api::Registration {
-    kind: "opencode",
+    kind: super::id::SubjectKind::Agent(SPEC.kind),
     versioned: super::api::Versioned::Required,
     usage: "opencode@V",
     about: "OpenCode at version V (npm opencode-ai), installed into the cache; Claude Code's probes in its dialect",

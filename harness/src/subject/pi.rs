@@ -48,7 +48,7 @@ fn launch(s: &Start<'_>) -> Result<Launched, String> {
 
 /// Its registration ([`super::REGISTERED`]).
 pub const REGISTRATION: super::api::Registration = super::api::Registration {
-    kind: "pi",
+    kind: super::id::SubjectKind::Agent(SPEC.kind),
     versioned: super::api::Versioned::Required,
     usage: "pi@V",
     about: "pi at version V (npm @mariozechner/pi-coding-agent), installed into the cache; Claude Code's probes in its dialect",

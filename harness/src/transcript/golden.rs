@@ -8,6 +8,13 @@ use std::path::{Path, PathBuf};
 /// The `source` insta records for snapshots asserted by the probe test binary.
 pub const SNAPSHOT_SOURCE: &str = "harness/tests/probes.rs";
 
+/// The golden directory of Claude Code at `version`: `<golden>/claude-code@<version>` — the one place
+/// the layout's directory name is made from a version (the subject's own name,
+/// [`crate::subject::SubjectId`]'s `Display`).
+pub fn claude_code_dir(golden_root: &Path, version: &str) -> PathBuf {
+    golden_root.join(crate::subject::SubjectId::claude_code(version).to_string())
+}
+
 /// The golden file of a probe on a subject.
 pub fn path(golden_root: &Path, subject: &str, probe_id: &str) -> PathBuf {
     golden_root.join(subject).join(format!("{probe_id}.snap"))
