@@ -230,7 +230,7 @@ pub async fn run_probe_on(
     let normaliser = Normaliser::new(&places);
     let norm = |t: &str| normaliser.apply(t);
     let files = crate::check::files_read(probe, &run.sandbox, &norm);
-    let raw = render(&header(probe, subject, &name), &view, (&files, &lines), &mut blobs, &norm);
+    let raw = render(&header(probe, subject, &name), &view, (&files, &lines), &mut blobs, &norm)?;
     let transcript = normaliser.apply(&raw);
     let observation = {
         let (outcome, reason) = observe::outcome_of(&verdicts, &observe::not_offered(&view));

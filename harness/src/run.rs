@@ -86,6 +86,9 @@ pub enum RunError {
     /// An exec probe's commands could not be run.
     #[error("{0}")]
     Exec(String),
+    /// The stub's record holds a content block the transcript cannot read (its place and what is wrong).
+    #[error(transparent)]
+    Record(#[from] crate::transcript::Malformed),
 }
 
 /// The message, for the callers whose errors are still text.

@@ -11,6 +11,7 @@ pub mod golden;
 pub mod normalise;
 pub mod review;
 pub mod secrets;
+pub mod wire;
 
 use serde_json::Value;
 use sha2::{Digest, Sha256};
@@ -190,48 +191,59 @@ pub const INLINE_RESULT_CHARS: usize = 8192;
 /// Tool inputs longer than this go to the blob store (a readable transcript; the hash still pins them).
 pub const INLINE_INPUT_CHARS: usize = 4096;
 
-fn render_block(b: &Value, out: &mut Vec<String>, blobs: &mut Blobs, norm: Norm<'_>) {
-    match b.get("type").and_then(Value::as_str) {
-        Some("tool_result") => {
-            let id = b.get("tool_use_id").and_then(Value::as_str).unwrap_or("?");
-            let err = if b.get("is_error") == Some(&Value::Bool(true)) { " is_error" } else { "" };
-            out.push(format!("tool_result {id}{err}:"));
-            match b.get("content") {
-                Some(Value::Array(parts)) => {
+/// A record the renderer cannot read: where it is in the stub's record and what is wrong with it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("the stub's record, exchange {seq}, {place}: {what}")]
+pub struct Malformed {
+    /// The exchange's sequence number in the record.
+    pub seq: u64,
+    /// Where in it (`request 2, message 3, block 1`; `response 2, block 1`).
+    pub place: String,
+    /// What is wrong ([`wire::Malformed`]'s words).
+    pub what: String,
+}
+
+fn render_block(b: &Value, out: &mut Vec<String>, blobs: &mut Blobs, norm: Norm<'_>) -> Result<(), wire::Malformed> {
+    use wire::{Block, Content, Part};
+    match Block::read(b)? {
+        Block::ToolResult(r) => {
+            let err = if r.is_error { " is_error" } else { "" };
+            out.push(format!("tool_result {}{err}:", r.tool_use_id));
+            match &r.content {
+                Content::Parts(parts) => {
                     for (k, p) in parts.iter().enumerate() {
-                        match p.get("type").and_then(Value::as_str) {
+                        match p {
                             // where a text block ends is a byte the model sees (and the fingerprint
                             // counts): a text that follows another block says so
-                            Some("text") if k > 0 => {
+                            Part::Text(t) if k > 0 => {
                                 out.push(format!("  [text block {}]", k + 1));
-                                out.push(indent(p.get("text").and_then(Value::as_str).unwrap_or_default()))
+                                out.push(indent(t))
                             }
-                            Some("text") => out.push(indent(p.get("text").and_then(Value::as_str).unwrap_or_default())),
+                            Part::Text(t) => out.push(indent(t)),
                             // TS-1: ToolSearch answers with references to the tools it loaded
-                            Some("tool_reference") => out.push(format!(
-                                "  [tool_reference {}]",
-                                p.get("tool_name").and_then(Value::as_str).unwrap_or("?")
-                            )),
-                            Some(kind) => {
-                                let data = p.pointer("/source/data").and_then(Value::as_str).unwrap_or_default();
-                                let media = p.pointer("/source/media_type").and_then(Value::as_str).unwrap_or("?");
+                            Part::ToolReference(name) => out.push(format!("  [tool_reference {name}]")),
+                            Part::Media { kind, media_type, data } => {
+                                let data = data.unwrap_or_default();
                                 out.push(format!(
-                                    "  [{kind} {media}, {} base64 chars, sha256 {}]",
+                                    "  [{kind} {}, {} base64 chars, sha256 {}]",
+                                    media_type.unwrap_or("?"),
                                     data.len(),
                                     &sha256(data.as_bytes())[..12]
                                 ));
                             }
-                            None => out.push(indent(&p.to_string())),
                         }
                     }
                 }
-                _ => {
-                    let text = result_text(b);
+                Content::Text(_) | Content::Empty => {
+                    let text = match r.content {
+                        Content::Text(t) => t,
+                        _ => "",
+                    };
                     if text.chars().count() > INLINE_RESULT_CHARS {
                         let lines: Vec<&str> = text.split('\n').collect();
                         let (head, tail) = (lines.len().min(10), lines.len().saturating_sub(10).min(3));
                         out.push(indent(&lines[..head].join("\n")));
-                        let h = blob(blobs, norm, &Value::String(text.clone()));
+                        let h = blob(blobs, norm, &Value::String(text.to_string()));
                         out.push(format!(
                             "  [… {} chars, {} lines in all; whole text in blob {h} …]",
                             text.chars().count(),
@@ -241,28 +253,22 @@ fn render_block(b: &Value, out: &mut Vec<String>, blobs: &mut Blobs, norm: Norm<
                             out.push(indent(&lines[lines.len() - tail..].join("\n")));
                         }
                     } else {
-                        out.push(indent(&text));
+                        out.push(indent(text));
                     }
                 }
             }
         }
-        Some("text") => out.push(format!("text: {}", quote(b.get("text").and_then(Value::as_str).unwrap_or_default()))),
-        Some("thinking") => {
-            out.push(format!("thinking: {}", quote(b.get("thinking").and_then(Value::as_str).unwrap_or_default())))
-        }
-        Some("tool_use") => {
-            let input = b.get("input").cloned().unwrap_or_default();
+        Block::Text(t) => out.push(format!("text: {}", quote(t))),
+        Block::Thinking(t) => out.push(format!("thinking: {}", quote(t))),
+        Block::ToolUse { id, name, input } => {
             let shown = input.to_string();
             let shown =
-                if shown.len() > INLINE_INPUT_CHARS { format!("input@{}", blob(blobs, norm, &input)) } else { shown };
-            out.push(format!(
-                "tool_use {} {} {shown}",
-                b.get("id").and_then(Value::as_str).unwrap_or("?"),
-                b.get("name").and_then(Value::as_str).unwrap_or("?"),
-            ))
+                if shown.len() > INLINE_INPUT_CHARS { format!("input@{}", blob(blobs, norm, input)) } else { shown };
+            out.push(format!("tool_use {id} {name} {shown}"))
         }
-        _ => out.push(b.to_string()),
+        Block::Other(v) => out.push(v.to_string()),
     }
+    Ok(())
 }
 
 fn content_blocks_of(m: &Value) -> &[Value] {
@@ -294,20 +300,25 @@ pub fn in_call_order(m: &Value, calls: &[String]) -> Value {
     out
 }
 
-fn render_message(m: &Value, out: &mut Vec<String>, blobs: &mut Blobs, norm: Norm<'_>) {
-    let role = m.get("role").and_then(Value::as_str).unwrap_or("?");
+/// Renders a message; a malformed one is an error naming the block (`block 2: …`) or the message.
+fn render_message(m: &Value, out: &mut Vec<String>, blobs: &mut Blobs, norm: Norm<'_>) -> Result<(), wire::Malformed> {
+    let role = match m.get("role") {
+        Some(Value::String(r)) => r.as_str(),
+        _ => return Err(wire::Malformed("a message without a role".into())),
+    };
     match m.get("content") {
         Some(Value::String(s)) => out.push(format!("{role}: {}", quote(s))),
         Some(Value::Array(blocks)) => {
             if role != "user" {
                 out.push(format!("{role}:"));
             }
-            for b in blocks {
-                render_block(b, out, blobs, norm);
+            for (k, b) in blocks.iter().enumerate() {
+                render_block(b, out, blobs, norm).map_err(|e| wire::Malformed(format!("block {}: {}", k + 1, e.0)))?;
             }
         }
-        _ => out.push(format!("{role}: {m}")),
+        _ => return Err(wire::Malformed("a message whose content is neither a string nor blocks".into())),
     }
+    Ok(())
 }
 
 /// Header facts of a transcript.
@@ -338,14 +349,15 @@ impl Header<'_> {
     }
 }
 
-/// Renders a run as text (not yet normalised); fills `blobs` with what it references.
+/// Renders a run as text (not yet normalised); fills `blobs` with what it references. A content block
+/// of a turn that is not what its type says is an error with its place ([`wire`]).
 pub fn render(
     h: &Header<'_>,
     view: &View<'_>,
     (files, verdicts): (&[String], &[String]),
     blobs: &mut Blobs,
     norm: Norm<'_>,
-) -> String {
+) -> Result<String, Malformed> {
     let mut out = h.lines();
     let mut shown = Shown { cache_markers: h.cache_markers, ..Shown::default() };
     let mut side: Vec<String> = Vec::new();
@@ -355,7 +367,7 @@ pub fn render(
     for (i, e) in view.exchanges.iter().enumerate() {
         match e.kind {
             ExchangeKind::Turn if e.fault.is_none() && e.status == 200 => {
-                render_turn(&mut out, &mut shown, &requests, (i, e), blobs, norm)
+                render_turn(&mut out, &mut shown, &requests, (i, e), blobs, norm)?
             }
             _ => side.push(side_line(e)),
         }
@@ -369,7 +381,7 @@ pub fn render(
     out.push(String::new());
     out.push("## verdicts".into());
     out.extend(verdicts.iter().cloned());
-    out.join("\n") + "\n"
+    Ok(out.join("\n") + "\n")
 }
 
 /// The heading of the files the checks read ([`crate::check::files_read`]).
@@ -406,7 +418,8 @@ fn render_turn<'v>(
     (i, e): (usize, &Exchange),
     blobs: &mut Blobs,
     norm: Norm<'_>,
-) {
+) -> Result<(), Malformed> {
+    let at = |place: String, what: wire::Malformed| Malformed { seq: e.seq, place, what: what.0 };
     let conv = e.conversation.clone().unwrap_or_default();
     let turn = e.turn.map(|t| t + 1).unwrap_or(0);
     out.push(String::new());
@@ -482,16 +495,17 @@ fn render_turn<'v>(
                 .collect()
         })
         .unwrap_or_default();
-    for m in (from..count).filter_map(|m| requests.message(i, m)) {
-        render_message(&in_call_order(m, &calls), out, blobs, norm);
+    for (k, m) in (from..count).filter_map(|k| Some((k, requests.message(i, k)?))) {
+        render_message(&in_call_order(m, &calls), out, blobs, norm)
+            .map_err(|w| at(format!("request {turn}, message {}", k + 1), w))?;
     }
     out.push(if e.prelude { "## response 0 (prelude)".to_string() } else { format!("## response {turn}") });
     if let Some(w) = &e.waited {
         out.push(format!("waited for: {w}"));
     }
     if let Some(resp) = &e.response {
-        for b in resp.get("content").and_then(Value::as_array).into_iter().flatten() {
-            render_block(b, out, blobs, norm);
+        for (k, b) in resp.get("content").and_then(Value::as_array).into_iter().flatten().enumerate() {
+            render_block(b, out, blobs, norm).map_err(|w| at(format!("response {turn}, block {}", k + 1), w))?;
         }
         out.push(format!("stop_reason: {}", resp.get("stop_reason").and_then(Value::as_str).unwrap_or("?")));
     }
@@ -500,6 +514,7 @@ fn render_turn<'v>(
     }
     // the assistant message answering this request is already shown as the response
     shown.messages.insert(conv, count + 1);
+    Ok(())
 }
 
 /// Where request `i` carries `cache_control`: `tools[NAME]`, `system[K]`, `message M block B` (1-based
@@ -643,7 +658,8 @@ mod tests {
         let script = Script::new("t", Vec::new()).unwrap_or_else(|e| panic!("{e}"));
         let view = View { exchanges: &exchanges, script: &script };
         let h = Header { probe: "p", claims: &[], subject: "s", diverges: Vec::new(), cache_markers: true };
-        let out = render(&h, &view, (&[], &[]), &mut Blobs::new(), &|t: &str| t.to_string());
+        let out = render(&h, &view, (&[], &[]), &mut Blobs::new(), &|t: &str| t.to_string())
+            .unwrap_or_else(|e| panic!("{e}"));
         let third = out.split("## request 3").nth(1).unwrap_or_default();
         assert!(third.contains("history rewritten: 3 messages, 0 of them the previous request's"), "{out}");
         assert!(third.contains("SUMMARY of first and second"), "{out}");
@@ -654,5 +670,46 @@ mod tests {
             !fourth.contains("rewritten") && !fourth.contains("another sub-agent"),
             "one message: no rewrite {out}"
         );
+    }
+
+    #[test]
+    fn a_malformed_block_in_a_turn_is_an_error_with_its_place_never_an_empty_line() {
+        let user = |content: Value| json!({"role": "user", "content": content});
+        let render_of = |exchanges: Vec<Exchange>| {
+            let script = Script::new("t", Vec::new()).unwrap_or_else(|e| panic!("{e}"));
+            let view = View { exchanges: &exchanges, script: &script };
+            let h = Header { probe: "p", claims: &[], subject: "s", diverges: Vec::new(), cache_markers: true };
+            render(&h, &view, (&[], &[]), &mut Blobs::new(), &|t: &str| t.to_string())
+        };
+        let good = json!([{"type": "tool_result", "tool_use_id": "t1", "content": "ok"}, {"type": "server_tool_use", "id": "s"}]);
+        let out = render_of(vec![
+            turn(1, 0, json!([user(json!("hi"))])),
+            turn(2, 1, json!([user(json!("hi")), json!({"role": "assistant", "content": "a"}), user(good)])),
+        ])
+        .unwrap_or_else(|e| panic!("{e}"));
+        assert!(
+            out.contains("tool_result t1:\n  | ok\n{\"type\":\"server_tool_use\",\"id\":\"s\"}"),
+            "an unknown block stays raw: {out}"
+        );
+        let bad = json!([{"type": "tool_result", "content": "no id"}]);
+        let e = render_of(vec![
+            turn(1, 0, json!([user(json!("hi"))])),
+            turn(7, 1, json!([user(json!("hi")), json!({"role": "assistant", "content": "a"}), user(bad)])),
+        ])
+        .unwrap_err();
+        assert_eq!(
+            e,
+            Malformed {
+                seq: 7,
+                place: "request 2, message 3".into(),
+                what: "block 1: a tool_result block without tool_use_id".into()
+            }
+        );
+        assert_eq!(
+            e.to_string(),
+            "the stub's record, exchange 7, request 2, message 3: block 1: a tool_result block without tool_use_id"
+        );
+        let e = render_of(vec![turn(3, 0, json!([{"content": "no role"}]))]).unwrap_err();
+        assert_eq!((e.seq, e.what.as_str()), (3, "a message without a role"));
     }
 }
