@@ -11,6 +11,7 @@
 pub mod check;
 pub mod claims;
 pub mod cleanup;
+pub mod commands;
 pub mod confine;
 pub mod conformance;
 pub mod discover;
