@@ -351,21 +351,21 @@ fn dialect_file(name: &str, rel: &str, project: &Path) -> Result<Dialect, String
 /// its marker (`.probelab-prepared` in the install) says it ran; the step runs in the install directory
 /// with a scratch HOME and TMPDIR, no key of the lab's environment, killed at [`PREPARE_DEADLINE`],
 /// confined as a subject is with the install its only writable directory besides its scratch
-/// ([`crate::versions::run_scratch`]).
-fn prepare_once(inst: &Install, dir: &Path, program: &Path, locks: &Path) -> Result<(), String> {
+/// ([`crate::versions::run_scratch`]). Returns whether it ran now.
+fn prepare_once(inst: &Install, dir: &Path, program: &Path, locks: &Path) -> Result<bool, String> {
     if inst.prepare.is_empty() {
-        return Ok(());
+        return Ok(false);
     }
     let marker = dir.join(".probelab-prepared");
     if marker.is_file() {
-        return Ok(());
+        return Ok(false);
     }
     std::fs::create_dir_all(locks).map_err(|e| format!("{}: {e}", locks.display()))?;
     let lock_path = locks.join(format!("{}.prepare.lock", inst.version));
     let lock = std::fs::File::create(&lock_path).map_err(|e| format!("{}: {e}", lock_path.display()))?;
     lock.lock().map_err(|e| format!("lock {}: {e}", lock_path.display()))?;
     if marker.is_file() {
-        return Ok(());
+        return Ok(false);
     }
     let values: BTreeMap<&str, String> =
         [("install", dir.display().to_string()), ("program", program.display().to_string())].into_iter().collect();
@@ -389,7 +389,8 @@ fn prepare_once(inst: &Install, dir: &Path, program: &Path, locks: &Path) -> Res
         let last = ran.stderr.lines().last().unwrap_or_default().to_string();
         return Err(format!("prepare {argv:?} failed ({status}): {last}"));
     }
-    std::fs::write(&marker, format!("{argv:?}\n")).map_err(|e| format!("{}: {e}", marker.display()))
+    std::fs::write(&marker, format!("{argv:?}\n")).map_err(|e| format!("{}: {e}", marker.display()))?;
+    Ok(true)
 }
 
 /// The first `{word}` in `s` that is not a placeholder (JSON braces, `{ "a": 1 }`, are not words).
@@ -469,7 +470,10 @@ impl Command {
         let cache = crate::versions::Cache::from_env_of(inst.kind).map_err(|e| format!("{what}: {e}"))?;
         let got = cache.ensure(&inst.version).map_err(|e| format!("{what}: {e}"))?;
         let dir = cache.dir().join(inst.version.to_string());
-        prepare_once(inst, &dir, &got.binary, &cache.dir().join(".locks")).map_err(|e| format!("{what}: {e}"))?;
+        if prepare_once(inst, &dir, &got.binary, &cache.dir().join(".locks")).map_err(|e| format!("{what}: {e}"))? {
+            // what the step added counts against the cache's cap like the install
+            cache.remeasure(&inst.version).map_err(|e| format!("{what}: {e}"))?;
+        }
         let installed =
             Installed { dir, program: got.binary, sha256: got.sha256, tree_sha256: got.tree_sha256, _lease: got.lease };
         Ok(Command { id, spec, installed: Some(installed) })

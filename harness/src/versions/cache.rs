@@ -330,6 +330,19 @@ impl Cache {
         })
     }
 
+    /// Measures the install of `version` again and records its size in its metadata: what a step run in
+    /// it after the install (a command subject's `prepare`, which unpacks Copilot's 235 MB) counts
+    /// against the cap and in the eviction's order like the install itself. Returns the size.
+    pub fn remeasure(&self, version: &Version) -> Result<u64, VersionError> {
+        let dir = self.dir.join(version.to_string());
+        let size = files::dir_size(&dir);
+        if let Some(mut meta) = read_metadata(&dir) {
+            meta.disk_size = size;
+            write_metadata(&dir, &meta, self.package())?;
+        }
+        Ok(size)
+    }
+
     /// The installed versions, oldest version first.
     pub fn list(&self) -> Result<Vec<Entry>, VersionError> {
         let mut out = Vec::new();

@@ -684,6 +684,7 @@ fn a_command_subject_pinned_on_npm_is_installed_once_prepared_once_and_named_in_
     let agent = format!(
         "#!/usr/bin/env python3\nimport os, sys\nif sys.argv[1:] == ['--version']:\n    print('mini-agent 1.2.3'); sys.exit(0)\n\
          if sys.argv[1:] == ['--prepare']:\n    open(os.environ['MARK'], 'w').write('prepared\\n')\n    \
+         open(os.environ['MARK'] + '.blob', 'wb').write(b'0' * (1 << 20))\n    \
          open(os.environ['COUNT'], 'a').write('x\\n'); sys.exit(0)\n\
          if open(os.environ['PREPARED']).read() != 'prepared\\n':\n    sys.exit(3)\n\
          import shutil\nif not shutil.which('mini-helper'):\n    sys.exit(4)\n{OWN_DIALECT_AGENT}"
@@ -752,6 +753,12 @@ fn a_command_subject_pinned_on_npm_is_installed_once_prepared_once_and_named_in_
     let npm_args = std::fs::read_to_string(lab.join("npm-runs")).unwrap_or_default();
     assert!(npm_args.contains("mini-agent@1.2.3 helper-pkg@0.1.0"), "{npm_args}");
     assert!(install.join(".probelab-prepared").is_file() && install.join("prepared.txt").is_file());
+    // what prepare added (a 1 MiB file) counts in the install's size, against the cache's cap
+    let meta: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(install.join("probelab-install.json")).unwrap_or_else(|e| panic!("{e}")),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert!(meta["disk_size"].as_u64().is_some_and(|n| n > 1 << 20), "the prepared install's size: {meta}");
     let program = install.join("node_modules/mini-agent/bin/agent");
     let sha = {
         use sha2::Digest;
