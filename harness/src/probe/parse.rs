@@ -1,0 +1,879 @@
+//! A probe file's text parsed and checked: the file read as written, then each kind of mistake found
+//! at its file:line:col (the `At` pipeline and the `*_problems` passes), then the [`Probe`].
+
+use super::*;
+use std::path::Path;
+use stub_messages::script::line_col;
+use toml::Spanned;
+
+/// Parses a probe file's text (it may name what every project has: [`Known::default`]).
+pub fn parse(path: &Path, text: &str) -> Result<Probe, ProbeError> {
+    parse_with(path, text, &Known::default())
+}
+
+/// Parses a probe file's text; its `subjects` and `diverges` may name `known.subjects`, its `claims`
+/// the catalogue's and `known.claims`.
+pub fn parse_with(path: &Path, text: &str, known: &Known) -> Result<Probe, ProbeError> {
+    let subjects_known: Vec<&str> = known.subjects.iter().map(String::as_str).collect();
+    let at = At { file: path.display().to_string(), text };
+    let raw: ProbeFile = toml::from_str(text).map_err(|e| at.toml_error(&e))?;
+    let id = at.id(&raw)?;
+    let claims = at.claims(&raw, known)?;
+    let diverges = at.diverges(&raw, &claims, &subjects_known)?;
+    let requires = at.requires(&raw)?;
+    let limits = at.limits(&raw, known)?;
+    at.permissions(&raw)?;
+    let subjects = at.subjects(&raw, path, &subjects_known)?;
+    at.unique_tool_use_ids(&raw)?;
+    let script = at.script(&raw, &id)?;
+    let main_turns = script.turns.len();
+    let tool_uses: usize = script.turns.iter().map(|t| t.tool_use.len()).sum();
+    let main_ids: Vec<Option<&str>> = script.turns.iter().flat_map(|t| &t.tool_use).map(|u| u.id.as_deref()).collect();
+    let unordered = raw.unordered.as_ref().map(|u| (u.get_ref().clone(), u.span().start)).unwrap_or_default();
+    if let Some(n) = unordered.0.iter().find(|n| **n == 0 || **n > tool_uses) {
+        return Err(at.err(
+            unordered.1,
+            format!("unordered names result {n}, but the main conversation scripts {tool_uses} tool_use block(s)"),
+            Some("results are numbered from 1 in script order, across turns"),
+        ));
+    }
+    if let Some(why) = &raw.shape_varies {
+        if why.get_ref().chars().filter(|c| c.is_alphanumeric()).count() < 2 {
+            return Err(at.err(
+                why.span().start,
+                "shape_varies needs a reason in words".to_string(),
+                Some("say what makes the requests' layout vary between runs, e.g. shape_varies = \"a message joins the tool result or comes alone, as it arrives\""),
+            ));
+        }
+    }
+    at.fixture_dir(&raw)?;
+    let mut faults = Vec::new();
+    for f in &raw.fixture.fault {
+        faults.push(fault(f.get_ref(), main_turns).map_err(|(o, msg, hint)| at.err(o, msg, hint))?);
+    }
+    value_problems(&raw, text).map_err(|(o, msg, hint)| at.err(o, msg, hint))?;
+    if raw.execs.is_empty() == script.turns.is_empty() {
+        let msg = if raw.execs.is_empty() {
+            "the probe has no [[turn]] and no [[exec]]"
+        } else {
+            "a probe has [[turn]]s or [[exec]]s, not both"
+        };
+        let hint = "a loop probe scripts the model with [[turn]]; an exec probe runs [[exec]] commands";
+        return Err(at.err(0, msg.into(), Some(hint)));
+    }
+    at.subject_options(&raw)?;
+    at.fixture_mtimes(&raw)?;
+    let plugins = at.plugins(&raw)?;
+    let checks = at.checks(&raw, &checks::Names { main_turns, main_ids, execs: raw.execs.len() })?;
+    Ok(Probe {
+        path: path.to_path_buf(),
+        source: text.to_string(),
+        id,
+        claims,
+        about: raw.about,
+        subjects,
+        prompt: raw.prompt.unwrap_or_else(|| "Run the probe.".into()),
+        ask: raw.ask,
+        diverges,
+        unordered: unordered.0,
+        shape_varies: raw.shape_varies.as_ref().map(|w| w.get_ref().clone()),
+        deadline_secs: raw.deadline_secs.unwrap_or(DEFAULT_DEADLINE_SECS),
+        requires,
+        fixture: Fixture { dir: raw.fixture.dir.map(Spanned::into_inner), files: raw.fixture.files, fault: faults },
+        settings: raw.settings,
+        env: raw.env,
+        subject: raw.subject,
+        host: raw.host,
+        clock: raw.clock,
+        mcp_servers: raw.mcp_servers,
+        plugins,
+        web: raw.web,
+        limits,
+        script,
+        execs: raw.execs.into_iter().map(Spanned::into_inner).collect(),
+        checks,
+    })
+}
+
+/// A probe file being parsed: where its errors point (offsets in its text become line:col), and the
+/// steps of [`parse_with`], each a rule of the format checked in the order the errors are reported.
+struct At<'a> {
+    file: String,
+    text: &'a str,
+}
+
+impl At<'_> {
+    /// An error at `offset` of the text.
+    fn err(&self, offset: usize, message: String, hint: Option<&str>) -> ProbeError {
+        let (line, col) = line_col(self.text, offset);
+        ProbeError { file: self.file.clone(), line, col, message, hint: hint.map(str::to_string) }
+    }
+
+    /// The probe's `[limits]`: each at least 1 and within the project's caps.
+    fn limits(&self, raw: &ProbeFile, known: &Known) -> Result<crate::limits::LimitsSpec, ProbeError> {
+        let Some(l) = &raw.limits else { return Ok(Default::default()) };
+        let Some((key, v, cap)) = l.get_ref().refused(&known.caps) else { return Ok(*l.get_ref()) };
+        let at = key_offset(self.text, table_region(self.text, l.span()), key).unwrap_or(l.span().start);
+        Err(if cap == 0 {
+            self.err(
+                at,
+                format!("[limits] {key} = 0 leaves the subject nothing"),
+                Some("a limit is at least 1; leave the key out for the default"),
+            )
+        } else {
+            self.err(
+                at,
+                format!("[limits] {key} = {v} is over the project's cap of {cap}"),
+                Some("probelab.toml's [limits] sets the caps (by default four times each default limit)"),
+            )
+        })
+    }
+
+    /// The TOML parser's error, on the key it is about, with a hint for the usual mistakes.
+    fn toml_error(&self, e: &toml::de::Error) -> ProbeError {
+        let text = self.text;
+        let msg = for_users(e.message().trim_end());
+        let span = e.span().unwrap_or(0..0);
+        // an unknown field's error spans its whole table (the document, at the top level): on the key
+        let unknown = msg.strip_prefix("unknown field `").and_then(|r| r.split('`').next());
+        let region = if span.start == 0 { 0..first_header(text).unwrap_or(text.len()) } else { span.clone() };
+        let offset = unknown.and_then(|k| key_offset(text, region, k)).unwrap_or(span.start);
+        let hint = if msg.contains("unknown field") {
+            Some("see the probe format in harness/src/probe/mod.rs (or `probelab new NAME` for a commented skeleton)")
+        } else if let Some(field) = msg.strip_prefix("missing field `").and_then(|r| r.split('`').next()) {
+            // the top level's own fields, or a table's (whose error spans that table)
+            let top = ["id", "claims", "about"].contains(&field) && (span.start == 0 || first_header(text) == Some(0));
+            Some(if top {
+                "every probe needs id, claims and about"
+            } else {
+                "the table needs this key: see its keys in docs/probe-format.md"
+            })
+        } else {
+            None
+        };
+        self.err(offset, msg, hint)
+    }
+
+    /// The id: path-safe (it names golden files).
+    fn id(&self, raw: &ProbeFile) -> Result<String, ProbeError> {
+        let id = raw.id.get_ref().clone();
+        if id.is_empty() || !id.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_')) {
+            return Err(self.err(
+                raw.id.span().start,
+                format!("probe id {id:?} must be non-empty [A-Za-z0-9._-]"),
+                Some("ids name golden files: keep them path-safe"),
+            ));
+        }
+        Ok(id)
+    }
+
+    /// The claims: at least one, each in the catalogue or the project's own.
+    fn claims(&self, raw: &ProbeFile, known: &Known) -> Result<Vec<String>, ProbeError> {
+        if raw.claims.get_ref().is_empty() {
+            return Err(self.err(
+                raw.claims.span().start,
+                "claims is empty".into(),
+                Some("name the claim ids this probe checks (docs/claims.md)"),
+            ));
+        }
+        let mut claims = Vec::new();
+        for c in raw.claims.get_ref() {
+            if !crate::claims::exists(c.get_ref()) && !known.claims.contains(c.get_ref()) {
+                return Err(self.err(
+                    c.span().start,
+                    format!("claim {:?} is not in the catalogue", c.get_ref()),
+                    Some("claim ids are listed in docs/claims.md and the project's own `claims` file (`probelab list` prints them)"),
+                ));
+            }
+            claims.push(c.get_ref().clone());
+        }
+        Ok(claims)
+    }
+
+    /// The divergences: each of a cited claim, on a subject there is.
+    fn diverges(
+        &self,
+        raw: &ProbeFile,
+        claims: &[String],
+        subjects_known: &[&str],
+    ) -> Result<Vec<Divergence>, ProbeError> {
+        let mut diverges = Vec::new();
+        for d in &raw.diverges {
+            let v = d.get_ref();
+            if !claims.contains(&v.claim) {
+                let msg = format!("diverges names claim {:?}, which this probe does not cite", v.claim);
+                return Err(self.err(d.span().start, msg, Some("add it to claims, or name a cited claim")));
+            }
+            if !subjects_known.contains(&v.subject.as_str()) {
+                return Err(self.err(
+                    d.span().start,
+                    format!("unknown subject {:?}", v.subject),
+                    Some(&format!("the subjects are {}", subjects_known.join(", "))),
+                ));
+            }
+            diverges.push(v.clone());
+        }
+        Ok(diverges)
+    }
+
+    /// The host parts required (the probe's and its subjects'): each a part there can be; a probe that
+    /// turns the Bash sandbox on requires bubblewrap.
+    fn requires(&self, raw: &ProbeFile) -> Result<Vec<String>, ProbeError> {
+        let text = self.text;
+        let subject_requires = raw.subject.builtin.requires.iter().chain(&raw.subject.claude_code.requires);
+        for r in raw.requires.iter().map(|r| (r.get_ref(), r.span().start)).chain(subject_requires.map(|r| (r, 0))) {
+            if !host::valid_name(r.0) {
+                return Err(self.err(
+                    r.1,
+                    format!("requires names {:?}, which is not a host part", r.0),
+                    Some(
+                        "a command on PATH (`curl`), a known part (`bwrap`, `socat`, `chromium`…) or `python3:MODULE`",
+                    ),
+                ));
+            }
+        }
+        let requires = raw.requires.iter().map(|r| r.get_ref().clone()).collect();
+        let needs_bwrap = raw.settings.sandbox.enabled;
+        let declares_bwrap =
+            raw.requires.iter().map(|r| r.get_ref()).chain(&raw.subject.builtin.requires).any(|r| r == "bwrap");
+        if needs_bwrap && !declares_bwrap {
+            let at = key_offset(text, 0..text.len(), "enabled").unwrap_or(0);
+            return Err(self.err(
+                at,
+                "the probe turns the Bash sandbox on ([settings.sandbox] enabled) but does not require bubblewrap"
+                    .into(),
+                Some("add requires = [\"bwrap\"]: where bubblewrap is missing the probe is skipped, not failed"),
+            ));
+        }
+        Ok(requires)
+    }
+
+    /// The permission rules of `[settings]`: each one a rule Claude Code reads.
+    fn permissions(&self, raw: &ProbeFile) -> Result<(), ProbeError> {
+        let text = self.text;
+        let perms = &raw.settings.permissions;
+        for (list, rules) in [("allow", &perms.allow), ("ask", &perms.ask), ("deny", &perms.deny)] {
+            for r in rules {
+                if let Err(why) = rule_problem(r) {
+                    let at =
+                        string_offset(text, r).unwrap_or_else(|| key_offset(text, 0..text.len(), list).unwrap_or(0));
+                    let hint = "`Tool` or `Tool(pattern)`: a tool of the pool or of Claude Code, mcp__server__tool; \
+                         path patterns are gitignore globs, Bash(cmd:*) / Bash(cmd *), WebFetch(domain:HOST)";
+                    return Err(self.err(at, format!("permissions.{list}: {why}"), Some(hint)));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The subjects the probe runs on: those it names, each one there is, or the default of its place.
+    fn subjects(&self, raw: &ProbeFile, path: &Path, subjects_known: &[&str]) -> Result<Vec<String>, ProbeError> {
+        let Some(named) = &raw.subjects else { return Ok(default_subjects(path)) };
+        let mut subjects = Vec::new();
+        for s in named {
+            if !subjects_known.contains(&s.get_ref().as_str()) {
+                return Err(self.err(
+                    s.span().start,
+                    format!("unknown subject {:?}", s.get_ref()),
+                    Some(&format!(
+                        "the subjects are {} (a project's own: [subjects.NAME] in probelab.toml)",
+                        subjects_known.join(", ")
+                    )),
+                ));
+            }
+            subjects.push(s.get_ref().clone());
+        }
+        Ok(subjects)
+    }
+
+    /// The ids probes give tool_uses name them for checks: unique across the whole script.
+    fn unique_tool_use_ids(&self, raw: &ProbeFile) -> Result<(), ProbeError> {
+        let mut seen = std::collections::BTreeSet::new();
+        let every_turn = raw.turns.iter().chain(raw.conversations.iter().flat_map(|c| &c.turns));
+        for id in every_turn.flat_map(|t| &t.tool_use).filter_map(|u| u.id.as_deref()) {
+            if !seen.insert(id) {
+                let at = self.text.match_indices(&format!("\"{id}\"")).nth(1).map(|(i, _)| i).unwrap_or(0);
+                let hint = "an id names one tool_use (checks say result = \"ID\"), and the API refuses repeated ids";
+                return Err(self.err(at, format!("tool_use id {id:?} is given twice"), Some(hint)));
+            }
+        }
+        Ok(())
+    }
+
+    /// The stub's script of the probe's turns and conversations (its errors on the turn they are about).
+    fn script(&self, raw: &ProbeFile, id: &str) -> Result<stub_messages::Script, ProbeError> {
+        let (file, turns, conversations) = (&self.file, raw.turns.clone(), raw.conversations.clone());
+        stub_messages::Script::from_parts(file, id, turns, conversations, raw.stub.clone()).map_err(|e| {
+            let msg = e.0.strip_prefix(&format!("{file}: ")).unwrap_or(&e.0).to_string();
+            self.err(
+                turn_offset(self.text, &msg).unwrap_or(0),
+                msg,
+                Some("see the turn format in stub-messages/src/script.rs"),
+            )
+        })
+    }
+
+    /// `[fixture] dir`: a relative path under fixtures/.
+    fn fixture_dir(&self, raw: &ProbeFile) -> Result<(), ProbeError> {
+        let Some(d) = &raw.fixture.dir else { return Ok(()) };
+        let p = Path::new(d.get_ref());
+        let escapes = d.get_ref().is_empty()
+            || p.components().any(|c| !matches!(c, std::path::Component::Normal(_) | std::path::Component::CurDir));
+        if escapes {
+            return Err(self.err(
+                d.span().start,
+                format!("fixture dir {:?} is not a relative path under fixtures/", d.get_ref()),
+                Some("name a directory under fixtures/, e.g. dir = \"lsp/pyproj\" (no absolute path, no `..`)"),
+            ));
+        }
+        Ok(())
+    }
+
+    /// `[subject]`'s options: an `unconfined` says why, a `session_id` is a UUID.
+    fn subject_options(&self, raw: &ProbeFile) -> Result<(), ProbeError> {
+        let text = self.text;
+        let reasons = [&raw.subject.unconfined, &raw.subject.builtin.unconfined, &raw.subject.claude_code.unconfined];
+        // a reason is words: blanks, zero-width and other invisible characters alone say nothing
+        let says_nothing = |why: &String| why.chars().filter(|c| c.is_alphanumeric()).count() < 2;
+        if reasons.iter().any(|r| r.as_ref().is_some_and(says_nothing)) {
+            let blank = regex::Regex::new(r#"(?m)^[ \t]*unconfined[ \t]*=[ \t]*("\s*"|'\s*')"#).ok();
+            let key =
+                blank.filter(|b| b.is_match(text)).or_else(|| regex::Regex::new(r"(?m)^[ \t]*unconfined[ \t]*=").ok());
+            let at = key.and_then(|k| k.find(text)).map(|m| m.start()).unwrap_or(0);
+            let hint =
+                "say why the subject must run with the host writable, e.g. unconfined = \"measures the host's own /tmp\"";
+            return Err(self.err(at, "unconfined needs a reason".into(), Some(hint)));
+        }
+        if let Some(id) = &raw.subject.session_id {
+            if !is_uuid(id) {
+                let key = regex::Regex::new(r"(?m)^[ \t]*session_id[ \t]*=").ok();
+                let at = key.and_then(|k| k.find(text)).map(|m| m.start()).unwrap_or(0);
+                let hint = "Claude Code's --session-id takes a UUID, e.g. \"11111111-2222-4333-8444-555555555555\"";
+                return Err(self.err(at, format!("session_id {id:?} is not a UUID"), Some(hint)));
+            }
+        }
+        Ok(())
+    }
+
+    /// The fixture files' mtimes: each a time on the fixture's clock.
+    fn fixture_mtimes(&self, raw: &ProbeFile) -> Result<(), ProbeError> {
+        for (rel, spec) in &raw.fixture.files {
+            if let Some(Err(e)) = spec.mtime().map(files::Mtime::time) {
+                let at = self.text.find(&format!("\"{rel}\"")).unwrap_or(0);
+                let hint = "seconds on the fixture's clock (0 = 2026-01-01T00:00:00Z) or an RFC 3339 time";
+                return Err(self.err(at, format!("fixture file {rel:?}: {e}"), Some(hint)));
+            }
+        }
+        Ok(())
+    }
+
+    /// The plugins: each one Claude Code would load.
+    fn plugins(&self, raw: &ProbeFile) -> Result<Vec<probelab_runtime::config::PluginSpec>, ProbeError> {
+        let mut plugins = Vec::new();
+        for p in &raw.plugins {
+            if let Some(problem) = p.get_ref().problem() {
+                let hint = "see `lspServers.NAME` in docs/probe-format.md";
+                return Err(self.err(p.span().start, format!("plugin: {problem}"), Some(hint)));
+            }
+            plugins.push(p.get_ref().clone());
+        }
+        Ok(plugins)
+    }
+
+    /// The checks, typed against what the script names (turns, tool_use ids, execs), each with its line
+    /// and column; an error on the key it is about.
+    fn checks(&self, raw: &ProbeFile, names: &checks::Names<'_>) -> Result<Vec<(Check, usize, usize)>, ProbeError> {
+        let text = self.text;
+        let mut out = Vec::new();
+        for c in &raw.checks {
+            let at = c.span().start;
+            let region = table_region(text, c.span());
+            let check = c.get_ref().typed(names).map_err(|e| {
+                let key_at = |k: &str| key_offset(text, region.clone(), k);
+                // a check that asserts nothing: an empty list (`json = []`) reads as absent, and is to blame
+                let empty_list = checks::EMPTY_LIST_KEYS.iter().find_map(|k| key_at(k).map(|o| (*k, o)));
+                let (at, message) = match (e.key, empty_list) {
+                    (Some(k), _) => (key_at(k).unwrap_or(at), e.message),
+                    (None, Some((k, o))) if e.asserts_nothing => (o, format!("`{k}` is empty: it asserts nothing")),
+                    _ => (at, e.message),
+                };
+                self.err(at, message, e.hint.as_deref())
+            })?;
+            let (line, col) = line_col(text, at);
+            out.push((check, line, col));
+        }
+        Ok(out)
+    }
+}
+
+/// A deserializer's message as a probe's author reads it: the forms a value may take instead of serde's
+/// "data did not match any variant of untagged enum X", numbers without the width they were read at.
+fn for_users(msg: &str) -> String {
+    const FORMS: &[(&str, &str)] = &[
+        (
+            "ResultRef",
+            "a result is a number (result = 2: the 2nd scripted tool_use) or a tool_use's id (result = \"edit\")",
+        ),
+        ("OneOrMany", "the value is a string or a list of strings"),
+        (
+            "FileSpec",
+            "a file is a string, { text = … }, { repeat = …, bytes = N } or { base64 = … } (each table may add mtime)",
+        ),
+        ("Mtime", "an mtime is seconds on the fixture's clock (a number) or an RFC 3339 time (a string)"),
+    ];
+    let mut out = msg.to_string();
+    if let Some(i) = out.find("data did not match any variant of untagged enum ") {
+        let rest = &out[i + "data did not match any variant of untagged enum ".len()..];
+        let name: String = rest.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
+        let forms = FORMS.iter().find(|(n, _)| *n == name).map(|(_, f)| f.to_string());
+        let forms = forms.unwrap_or_else(|| "the value has none of the forms this key takes".to_string());
+        out = format!("{}{forms}{}", &out[..i], &rest[name.len()..]);
+    }
+    for width in [" as i128", " as u128", " as i64", " as u64", " as f64"] {
+        out = out.replace(width, "");
+    }
+    // TOML's integers are 64-bit: a longer one is read as a number of no type at all
+    if let Some(n) = out.strip_prefix("invalid type: integer `").and_then(|r| r.strip_suffix("`, expected any value")) {
+        out = format!("integer {n} is out of range (at most 9223372036854775807)");
+    }
+    out
+}
+
+/// Every value problem of a parsed probe file, the first one found.
+fn value_problems(raw: &ProbeFile, text: &str) -> Result<(), values::Problem> {
+    let top = 0..first_header(text).unwrap_or(text.len());
+    let deadline = raw.deadline_secs.unwrap_or(DEFAULT_DEADLINE_SECS);
+    if !(1..=values::MAX_DEADLINE_SECS).contains(&deadline) {
+        let at = key_offset(text, top.clone(), "deadline_secs").unwrap_or(0);
+        return Err((
+            at,
+            format!("deadline_secs = {deadline} is out of range"),
+            Some("a deadline is 1 to 86400 seconds (a day)"),
+        ));
+    }
+    time_problems(raw, text, deadline)?;
+    fixture_problems(raw, text)?;
+    web_problems(raw, text)?;
+    settings_problems(raw, text)?;
+    placeholder_problems(raw, text)
+}
+
+/// The times a probe gives within their ranges, and within its deadline: its execs' (and their argv
+/// not empty), the built-in's turn limit, the clock's, its checks' durations, the script's waits and
+/// delays and its web's (a wait of u64::MAX ms overflowed the stub's clock).
+fn time_problems(raw: &ProbeFile, text: &str, deadline: u64) -> Result<(), values::Problem> {
+    for e in &raw.execs {
+        let at = e.span().start;
+        let region = table_region(text, e.span());
+        if e.get_ref().argv.is_empty() {
+            let at = key_offset(text, region, "argv").unwrap_or(at);
+            return Err((
+                at,
+                "exec argv is empty".into(),
+                Some("argv = [\"{rg}\", \"-n\", \"x\"]: a program and its arguments"),
+            ));
+        }
+        if let Some(ms) = e.get_ref().deadline_ms {
+            if ms == 0 || ms > deadline * 1000 {
+                let at = key_offset(text, region, "deadline_ms").unwrap_or(at);
+                let msg = format!("exec deadline_ms = {ms} is out of range: 1 to the probe's deadline ({deadline} s)");
+                return Err((at, msg, Some("raise deadline_secs for a longer command")));
+            }
+        }
+    }
+    if let Some(n) = raw.subject.builtin.max_turns {
+        if !(1..=values::MAX_TURNS).contains(&n) {
+            let at = key_offset(text, 0..text.len(), "max_turns").unwrap_or(0);
+            return Err((at, format!("max_turns = {n} is out of range"), Some("max_turns is 1 to 100000")));
+        }
+    }
+    if let Some(clock) = &raw.clock {
+        if !(0..=values::MAX_PER_REQUEST_MS).contains(&clock.per_request_ms) {
+            let at = key_offset(text, 0..text.len(), "per_request").unwrap_or(0);
+            let msg = format!("per_request = {} ms is out of range", clock.per_request_ms);
+            return Err((at, msg, Some("a request takes 0 to a day of the probe's clock")));
+        }
+        if clock.max_idle_fires > values::MAX_IDLE_FIRES {
+            let at = key_offset(text, 0..text.len(), "max_idle_fires").unwrap_or(0);
+            let msg = format!("max_idle_fires = {} is out of range", clock.max_idle_fires);
+            return Err((at, msg, Some("max_idle_fires is at most 10000")));
+        }
+    }
+    for c in &raw.checks {
+        if let Some(ms) = c.get_ref().max_duration_ms {
+            if ms > deadline * 1000 {
+                let at = key_offset(text, table_region(text, c.span()), "max_duration_ms").unwrap_or(c.span().start);
+                let msg =
+                    format!("max_duration_ms = {ms} is out of range: at most the probe's deadline ({deadline} s)");
+                return Err((at, msg, Some("a command cannot take longer than the probe's deadline")));
+            }
+        }
+    }
+    // the script's times: within the deadline (a wait of u64::MAX ms overflowed the stub's clock)
+    let bound_ms = deadline * 1000;
+    let turns = raw.turns.iter().chain(raw.conversations.iter().flat_map(|c| &c.turns));
+    let mut times = Vec::new();
+    for t in turns {
+        times.push(("delay_ms", t.delay_ms));
+        times.extend(t.wait.as_ref().and_then(|w| w.timeout_ms).map(|ms| ("timeout_ms", ms)));
+    }
+    times.extend(raw.web.pages.values().map(|p| ("delay_ms", p.delay_ms)));
+    if let Some((key, ms)) = times.into_iter().find(|(_, ms)| *ms > bound_ms) {
+        let at = key_offset(text, 0..text.len(), key).unwrap_or(0);
+        let msg = format!("{key} = {ms} is out of range: at most the probe's deadline ({deadline} s)");
+        return Err((at, msg, Some("raise deadline_secs (at most 86400) for a longer wait")));
+    }
+    Ok(())
+}
+
+/// The fixture's files and faults: paths inside the sandbox, file specs that say one thing.
+fn fixture_problems(raw: &ProbeFile, text: &str) -> Result<(), values::Problem> {
+    for (rel, spec) in &raw.fixture.files {
+        let at = string_offset(text, rel).unwrap_or(0);
+        if let Some(why) = values::sandbox_path_problem(rel) {
+            return Err((at, format!("fixture file {why}"), Some("fixture files are written inside the sandbox")));
+        }
+        if let Some(why) = files::spec_problem(spec) {
+            return Err((at, format!("fixture file {rel:?}: {why}"), None));
+        }
+    }
+    for f in &raw.fixture.fault {
+        let f = f.get_ref();
+        if let Some(why) = values::sandbox_path_problem(&f.path) {
+            let at = string_offset(text, &f.path).unwrap_or(f.kind.span().start);
+            return Err((at, format!("fixture fault path {why}"), Some("faults change the sandbox only")));
+        }
+    }
+    Ok(())
+}
+
+/// The probe's web: HTTP statuses, body specs, the pages' own rules.
+fn web_problems(raw: &ProbeFile, text: &str) -> Result<(), values::Problem> {
+    for (key, page) in &raw.web.pages {
+        let at = string_offset(text, key).unwrap_or(0);
+        if let Some(s) = page.status {
+            if !(100..=999).contains(&s) {
+                return Err((
+                    at,
+                    format!("[web] page {key:?}: status {s} is not an HTTP status"),
+                    Some("100 to 999, e.g. 404"),
+                ));
+            }
+        }
+        if let Some(why) = page.body.as_ref().and_then(files::spec_problem) {
+            return Err((at, format!("[web] page {key:?}: {why}"), None));
+        }
+    }
+    if let Err(e) = raw.web.validate() {
+        let at = key_offset(text, 0..text.len(), "pages").unwrap_or(0);
+        return Err((at, e, None));
+    }
+    Ok(())
+}
+
+/// `[settings]`: a permission mode there is, hook events there are.
+fn settings_problems(raw: &ProbeFile, text: &str) -> Result<(), values::Problem> {
+    if let Some(mode) = &raw.settings.permissions.default_mode {
+        if !values::PERMISSION_MODES.contains(&mode.as_str()) {
+            let at = string_offset(text, mode).unwrap_or(0);
+            return Err((
+                at,
+                format!("permissions.defaultMode {mode:?} is not a permission mode"),
+                Some("default, acceptEdits, bypassPermissions, dontAsk or plan"),
+            ));
+        }
+    }
+    for event in raw.settings.hooks.keys() {
+        if !values::HOOK_EVENTS.contains(&event.as_str()) {
+            let at =
+                text.find(&format!("hooks.{event}")).map(|i| i + 6).or_else(|| string_offset(text, event)).unwrap_or(0);
+            let near = values::HOOK_EVENTS.iter().find(|e| e.eq_ignore_ascii_case(event));
+            let msg = match near {
+                Some(n) => format!("hook event {event:?} is not an event (did you mean {n:?}?)"),
+                None => format!("hook event {event:?} is not an event"),
+            };
+            return Err((at, msg, Some("events: PreToolUse, PostToolUse, UserPromptSubmit, Stop, SubagentStop, …")));
+        }
+    }
+    Ok(())
+}
+
+/// Every placeholder a probe writes is one a run defines ([`placeholders::PLACEHOLDERS`], `{rg}` as
+/// an exec's program): in waits, fixture and fault paths, link targets, exec argv, server commands and
+/// check targets any other `{word}` is an error, in tool inputs one that starts a path or stands beside a
+/// `/` (`{bogus}/f.txt`); in every other text (a tool's code, the texts a check expects, which may hold
+/// the subject's own braces, `EnterWorktree({path})`) a word one edit from a placeholder (`{cdw}`).
+fn placeholder_problems(raw: &ProbeFile, text: &str) -> Result<(), values::Problem> {
+    const HINT: Option<&str> =
+        Some("placeholders are {cwd} {home} {sandbox} {probelab} {web} {artifact} ({rg}: an exec's program)");
+    let defined = |n: &str| placeholders::PLACEHOLDERS.contains(&n);
+    let place = |name: &str| text.find(&format!("{{{name}}}")).unwrap_or(0);
+    let strict = |s: &str, rg: bool| -> Result<(), values::Problem> {
+        for (_, name) in values::placeholder_names(s) {
+            if !(defined(name) || rg && name == "rg") {
+                let msg = match values::near(name) {
+                    Some(p) => format!("{{{name}}} is not a placeholder (did you mean {{{p}}}?)"),
+                    None => format!("{{{name}}} is not a placeholder"),
+                };
+                return Err((place(name), msg, HINT));
+            }
+        }
+        Ok(())
+    };
+    let loose = |s: &str| -> Result<(), values::Problem> {
+        for (_, name) in values::placeholder_names(s) {
+            if let Some(p) = values::near(name).filter(|_| !defined(name)) {
+                return Err((place(name), format!("{{{name}}} is not a placeholder (did you mean {{{p}}}?)"), HINT));
+            }
+        }
+        Ok(())
+    };
+    // a tool input's text may hold braces of its own (code a Write writes, `f"{name}"`): there a `{word}`
+    // is a placeholder where a path starts with it or it stands beside a `/`
+    let in_input = |s: &str| -> Result<(), values::Problem> {
+        for (at, name) in values::placeholder_names(s) {
+            let end = at + name.len() + 2;
+            let path_like = at == 0 || s[..at].ends_with('/') || s[end..].starts_with('/');
+            if path_like {
+                strict(&s[at..end], false)?;
+            }
+        }
+        loose(s)
+    };
+    fn strings<'v>(v: &'v serde_json::Value, out: &mut Vec<&'v str>) {
+        match v {
+            serde_json::Value::String(s) => out.push(s),
+            serde_json::Value::Array(a) => a.iter().for_each(|x| strings(x, out)),
+            serde_json::Value::Object(o) => o.iter().for_each(|(k, x)| {
+                out.push(k);
+                strings(x, out)
+            }),
+            _ => {}
+        }
+    }
+    let mut tool_inputs = Vec::new();
+    let mut inputs = Vec::new();
+    let turns = raw.turns.iter().chain(raw.conversations.iter().flat_map(|c| &c.turns));
+    for t in turns {
+        for u in &t.tool_use {
+            strings(&u.input, &mut tool_inputs);
+        }
+        if let Some(w) = &t.wait {
+            inputs.extend(w.file.as_deref());
+            inputs.extend(w.needles());
+        }
+    }
+    inputs.extend(raw.fixture.files.keys().map(String::as_str));
+    for f in &raw.fixture.fault {
+        inputs.push(&f.get_ref().path);
+        inputs.extend(f.get_ref().target.as_ref().map(|t| t.get_ref().as_str()));
+    }
+    let servers: Vec<serde_json::Value> = raw
+        .mcp_servers
+        .values()
+        .filter_map(|s| serde_json::to_value(s).ok())
+        .chain(raw.plugins.iter().filter_map(|p| serde_json::to_value(p.get_ref()).ok()))
+        .collect();
+    for v in &servers {
+        strings(v, &mut inputs);
+    }
+    inputs.extend(raw.checks.iter().flat_map(|c| c.get_ref().paths()));
+    for s in tool_inputs {
+        in_input(s)?;
+    }
+    for s in inputs {
+        strict(s, false)?;
+    }
+    for e in &raw.execs {
+        for a in &e.get_ref().argv {
+            strict(a, true)?;
+        }
+    }
+    for c in raw.checks.iter().map(Spanned::get_ref) {
+        let mut texts = c.expected_texts();
+        c.json.iter().filter_map(|j| j.equals.as_ref()).for_each(|v| strings(v, &mut texts));
+        texts.into_iter().try_for_each(loose)?;
+    }
+    Ok(())
+}
+
+/// `8-4-4-4-12` hex digits.
+fn is_uuid(s: &str) -> bool {
+    let parts: Vec<&str> = s.split('-').collect();
+    parts.len() == 5
+        && parts.iter().zip([8, 4, 4, 4, 12]).all(|(p, n)| p.len() == n && p.chars().all(|c| c.is_ascii_hexdigit()))
+}
+
+/// Tools a permission rule may name besides the built-in pool's: Claude Code's that the built-in runtime
+/// lacks or names otherwise.
+pub const REFERENCE_ONLY_TOOLS: &[&str] = &[
+    "Task",
+    "Agent",
+    "MultiEdit",
+    "LS",
+    "NotebookRead",
+    "WebSearch",
+    "BashOutput",
+    "KillShell",
+    "KillBash",
+    "SlashCommand",
+];
+
+/// Why a permission rule cannot be used, read as the runtime reads it: not `Tool` / `Tool(pattern)`, a
+/// tool no subject has (a rule that would never match), or a pattern that does not compile.
+fn rule_problem(text: &str) -> Result<(), String> {
+    let rule = probelab_runtime::permissions::parse_rule(text).map_err(|e| e.to_string())?;
+    let tool = rule.tool.as_str();
+    static POOL: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
+    let pool =
+        POOL.get_or_init(|| probelab_runtime::builtin::registry().names().into_iter().map(str::to_string).collect());
+    let known = pool.iter().any(|n| n == tool) || REFERENCE_ONLY_TOOLS.contains(&tool) || tool.starts_with("mcp__");
+    if !known {
+        return Err(format!("rule {text:?} names {tool:?}, which is not a tool (the rule would never match)"));
+    }
+    let Some(pattern) = rule.pattern.as_deref() else { return Ok(()) };
+    let glob = |p: &str| globset::Glob::new(p).map(|_| ()).map_err(|e| format!("rule {text:?}: {e}"));
+    match tool {
+        "Bash" => glob(pattern.strip_suffix(":*").unwrap_or(pattern)),
+        "WebFetch" => match pattern.strip_prefix("domain:") {
+            Some(host) if !host.is_empty() => glob(host),
+            _ => Err(format!("rule {text:?}: a WebFetch pattern is domain:HOST")),
+        },
+        t if ["Read", "Edit", "Write", "NotebookEdit", "MultiEdit", "Grep", "Glob", "LS", "NotebookRead"]
+            .contains(&t) =>
+        {
+            let at = probelab_runtime::permissions::Anchors { home: "/h".into(), project_root: "/p".into() };
+            probelab_runtime::permissions::path_glob(pattern, &at)
+                .map(|_| ())
+                .ok_or_else(|| format!("rule {text:?}: {pattern:?} is not a valid glob"))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// The offset of `s` written as a TOML basic or literal string (`"s"`, `'s'`).
+pub(crate) fn string_offset(text: &str, s: &str) -> Option<usize> {
+    let basic = toml::Value::String(s.to_string()).to_string();
+    text.find(&basic).or_else(|| text.find(&format!("'{s}'")))
+}
+
+/// The offset of the first table header (`[x]`, `[[x]]` at a line's start).
+fn first_header(text: &str) -> Option<usize> {
+    let mut at = 0;
+    for line in text.split_inclusive('\n') {
+        if line.starts_with('[') {
+            return Some(at);
+        }
+        at += line.len();
+    }
+    None
+}
+
+/// Where the turn a script error names (`conversation "main", turn 3: …`) is written: the N-th
+/// `[[turn]]` of the main conversation, or the N-th `[[conversation.turn]]` after the conversation's
+/// `name`; else its conversation's name.
+fn turn_offset(text: &str, msg: &str) -> Option<usize> {
+    let rest = msg.strip_prefix("conversation ")?;
+    let (name, rest) = rest.split_once(", turn ")?;
+    let name: String = serde_json::from_str(name).ok()?;
+    let n: usize = rest.split(|c: char| !c.is_ascii_digit()).next()?.parse().ok()?;
+    let (from, header) = if name == stub_messages::script::MAIN {
+        (0, "[[turn]]")
+    } else {
+        (string_offset(text, &name)?, "[[conversation.turn]]")
+    };
+    let mut at = from;
+    let mut seen = 0;
+    for line in text[from..].split_inclusive('\n') {
+        if line.trim_end() == header {
+            seen += 1;
+            if seen == n {
+                return Some(at);
+            }
+        }
+        at += line.len();
+    }
+    (from > 0).then_some(from)
+}
+
+/// The text of the table that starts at `span` (a `[[check]]` entry's span is its header): up to the
+/// next line that opens a table, or the end.
+fn table_region(text: &str, span: std::ops::Range<usize>) -> std::ops::Range<usize> {
+    let start = span.start.min(text.len());
+    let body = text[start..].find('\n').map(|i| start + i + 1).unwrap_or(text.len());
+    let mut end = text.len();
+    let mut at = body;
+    for line in text[body..].split_inclusive('\n') {
+        if line.trim_start().starts_with('[') && !line.trim_start().starts_with("[ ") {
+            end = at;
+            break;
+        }
+        at += line.len();
+    }
+    start..end.max(span.end.min(text.len()))
+}
+
+/// The offset of `key` as a TOML key (`key =`, at a line's start or after `{` / `,`) within `span`.
+fn key_offset(text: &str, span: std::ops::Range<usize>, key: &str) -> Option<usize> {
+    let end = span.end.min(text.len());
+    let start = span.start.min(end);
+    let slice = text.get(start..end)?;
+    let mut from = 0;
+    while let Some(i) = slice.get(from..).and_then(|s| s.find(key)) {
+        let at = from + i;
+        let before = slice[..at].trim_end_matches([' ', '\t']);
+        let after = slice[at + key.len()..].trim_start_matches([' ', '\t']);
+        let starts = before.is_empty() || before.ends_with(['\n', '{', ',', '[', ']']);
+        if starts && after.starts_with('=') {
+            return Some(start + at);
+        }
+        from = at + key.len();
+    }
+    None
+}
+
+/// A `[[fixture.fault]]` checked against its kind: the keys it takes, its turn, its mode. Errors are
+/// (offset, message, hint), placed on the offending key.
+fn fault(f: &RawFault, main_turns: usize) -> Result<FsFault, (usize, String, Option<&'static str>)> {
+    let kinds_hint = Some("kind is write (content) | delete | mkdir | chmod (mode) | symlink (target) | touch (mtime)");
+    let kind = f.kind.get_ref().as_str();
+    let Some((_, takes)) = FAULT_KINDS.iter().find(|(k, _)| *k == kind) else {
+        return Err((f.kind.span().start, format!("fixture fault kind {kind:?} is unknown"), kinds_hint));
+    };
+    let given = [("content", f.content.as_ref()), ("mode", f.mode.as_ref()), ("target", f.target.as_ref())];
+    for (key, v) in given {
+        if let Some(v) = v.filter(|_| !takes.contains(&key)) {
+            return Err((v.span().start, format!("`{key}` does not apply to a {kind:?} fault"), kinds_hint));
+        }
+    }
+    if let Some(m) = &f.mtime {
+        if kind != "touch" {
+            return Err((m.span().start, format!("`mtime` does not apply to a {kind:?} fault"), kinds_hint));
+        }
+        m.get_ref().time().map_err(|e| (m.span().start, format!("fixture fault touch {:?}: {e}", f.path), None))?;
+    }
+    if let Some(t) = f.at_turn.as_ref().filter(|t| *t.get_ref() == 0 || *t.get_ref() > main_turns) {
+        let msg = format!("fixture fault at_turn {} names no main turn (there are {main_turns})", t.get_ref());
+        return Err((t.span().start, msg, Some("at_turn N: before the N-th [[turn]] is served (1-based)")));
+    }
+    let op = match kind {
+        "write" => FaultOp::Write { content: f.content.as_ref().map(|c| c.get_ref().clone()).unwrap_or_default() },
+        "delete" => FaultOp::Delete,
+        "mkdir" => FaultOp::Mkdir,
+        "chmod" => {
+            let text = f.mode.as_ref().map(|m| m.get_ref().as_str()).unwrap_or("0644");
+            let mode = u32::from_str_radix(text.trim_start_matches("0o"), 8).ok().filter(|m| *m <= 0o7777);
+            let Some(mode) = mode else {
+                let at = f.mode.as_ref().map(|m| m.span().start).unwrap_or(f.kind.span().start);
+                return Err((at, format!("chmod mode {text:?} is not an octal mode"), Some("e.g. mode = \"0444\"")));
+            };
+            FaultOp::Chmod { mode }
+        }
+        "touch" => FaultOp::Touch { mtime: f.mtime.as_ref().map(|m| m.get_ref().clone()) },
+        _ => match &f.target {
+            Some(t) => FaultOp::Symlink { target: t.get_ref().clone() },
+            None => return Err((f.kind.span().start, "a symlink fault needs a target".into(), kinds_hint)),
+        },
+    };
+    Ok(FsFault { at_turn: f.at_turn.as_ref().map(|t| *t.get_ref()), path: f.path.clone(), op })
+}
