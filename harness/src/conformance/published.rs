@@ -15,7 +15,7 @@
 //! it in seconds), and its figure per release is `docs/matrix/conformance.json`. Wall times are left
 //! out of the committed table: they are the machine's, not the agent's.
 
-use super::{cell_of_golden, tools_called, Cell, Column, Mark, Table};
+use super::table::{cell_of_golden, reference_version, tools_called, Cell, Column, Mark, Table};
 use crate::probe::Probe;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -96,7 +96,7 @@ pub fn rows(probes: &[Probe]) -> Vec<&Probe> {
 pub fn table(probes: &[Probe], golden: &Path, columns: &BTreeMap<String, Published>, order: &[String]) -> Table {
     let rows = rows(probes);
     let mut out = Vec::new();
-    if let Ok(Some(v)) = super::reference_version(None, golden) {
+    if let Ok(Some(v)) = reference_version(None, golden) {
         let dir = crate::transcript::golden::claude_code_dir(golden, &v);
         let cells = rows
             .iter()
