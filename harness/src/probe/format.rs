@@ -429,3 +429,18 @@ impl Probe {
         format!("{}:{line}", self.path.display())
     }
 }
+
+/// Tools a permission rule may name besides the built-in pool's: Claude Code's that the built-in runtime
+/// lacks or names otherwise.
+pub const REFERENCE_ONLY_TOOLS: &[&str] = &[
+    "Task",
+    "Agent",
+    "MultiEdit",
+    "LS",
+    "NotebookRead",
+    "WebSearch",
+    "BashOutput",
+    "KillShell",
+    "KillBash",
+    "SlashCommand",
+];

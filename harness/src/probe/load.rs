@@ -1,6 +1,7 @@
 //! Probe files found under paths, read and parsed, and checked together (unique ids, fixture
 //! directories).
 
+use super::problems::string_offset;
 use super::*;
 use std::path::{Path, PathBuf};
 use stub_messages::script::line_col;

@@ -85,6 +85,7 @@ pub mod keys;
 mod load;
 mod parse;
 pub mod placeholders;
+mod problems;
 pub mod sandbox;
 pub mod values;
 pub mod web;
