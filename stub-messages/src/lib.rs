@@ -23,6 +23,7 @@
 
 pub mod fault;
 pub mod http;
+mod play;
 pub mod record;
 mod reuse;
 pub mod script;

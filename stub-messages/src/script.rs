@@ -518,6 +518,26 @@ pub enum Route {
     Side,
 }
 
+impl Route {
+    /// The play's cursor of a routed conversation (the one mapping of routes to cursors): 0 for the main
+    /// conversation, i + 1 for the i-th named one, None for a side request.
+    pub fn slot(self) -> Option<usize> {
+        match self {
+            Route::Main => Some(0),
+            Route::Named(i) => Some(i + 1),
+            Route::Side => None,
+        }
+    }
+
+    /// The route of cursor `slot` ([`Route::slot`]'s inverse).
+    pub fn of_slot(slot: usize) -> Route {
+        match slot {
+            0 => Route::Main,
+            n => Route::Named(n - 1),
+        }
+    }
+}
+
 impl Script {
     /// A script of main turns only.
     pub fn new(id: &str, turns: Vec<Turn>) -> Result<Script, ScriptError> {
@@ -645,9 +665,9 @@ impl Script {
     /// The cursor slot of a conversation by name: 0 for `main`, 1.. for the named ones in order.
     pub fn slot_of(&self, name: &str) -> Option<usize> {
         if name == MAIN {
-            return Some(0);
+            return Route::Main.slot();
         }
-        self.conversations.iter().position(|c| c.name == name).map(|i| i + 1)
+        self.conversations.iter().position(|c| c.name == name).and_then(|i| Route::Named(i).slot())
     }
 
     /// Name and turns of a routed conversation (`None` for side requests).

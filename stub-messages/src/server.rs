@@ -25,6 +25,7 @@
 
 use crate::fault::{error_for_status, Fault};
 use crate::http::{RefusalReason, Refused};
+use crate::play::{Decision, Play};
 use crate::record::{Exchange, ExchangeKind, Recorder, Violation};
 use crate::script::{Route, Script, Wait};
 use crate::sse::check_stream;
@@ -57,49 +58,8 @@ pub const MODELS: &[(&str, &str)] = &[
     ("claude-haiku-4-5", "Claude Haiku 4.5"),
 ];
 
-#[derive(Debug, Default)]
-struct Cursor {
-    next: usize,
-    faults_used: usize,
-    /// Laps of a `[stub] cycle` script started over.
-    lap: usize,
-    /// Requests routed to the conversation (spoiled attempts and retries included).
-    arrived: usize,
-    /// Turns handed out to be served, in order: the n-th gets ticket n (from 0).
-    tickets: usize,
-    /// Tickets served (or skipped) so far: ticket n is served when `released == n`.
-    released: usize,
-    /// Tickets whose request will never be served (timed out, client gone), skipped when reached.
-    skipped: std::collections::BTreeSet<usize>,
-}
-
-impl Cursor {
-    /// Ticket `n` is done (served or skipped): move past it and past the skipped ones after it.
-    fn pass(&mut self, n: usize) {
-        if self.released == n {
-            self.released += 1;
-            while self.skipped.remove(&self.released) {
-                self.released += 1;
-            }
-        } else {
-            self.skipped.insert(n);
-        }
-    }
-}
-
 /// How often a turn waiting on a file looks at it ([`crate::script::Wait::file`]).
 pub const WAIT_POLL_MS: u64 = 5;
-
-#[derive(Debug, Default)]
-struct Play {
-    /// Index 0: main; 1..: named conversations.
-    cursors: Vec<Cursor>,
-    side_requests: u64,
-    /// Values captured from requests so far ([`crate::script::Turn::capture`]).
-    captures: BTreeMap<String, String>,
-    /// The prelude was served (or was not due).
-    prelude_done: bool,
-}
 
 /// Called with (conversation, 0-based turn) when a request is given its turn, before the turn's `wait`
 /// (not for spoiled attempts): the harness uses it to change the subject's world between turns (a file
@@ -129,37 +89,10 @@ impl std::fmt::Debug for Stub {
     }
 }
 
-/// What the play state decided for one request.
-enum Decision {
-    Spoil {
-        conversation: String,
-        turn: usize,
-        fault: Fault,
-        message: Message,
-    },
-    Serve {
-        conversation: String,
-        slot: usize,
-        turn: usize,
-        message: Message,
-        delay_ms: u64,
-        ticket: usize,
-        wait: Option<Wait>,
-    },
-    Prelude(Message),
-    Side(Message),
-    Exhausted {
-        conversation: String,
-        turn: usize,
-        turns: usize,
-    },
-}
-
 impl Stub {
     /// A stub playing `script` into `recorder`.
     pub fn new(script: Script, recorder: Recorder) -> Stub {
-        let n = script.conversations.len() + 1;
-        let play = Play { cursors: (0..n).map(|_| Cursor::default()).collect(), ..Play::default() };
+        let play = Play::new(&script);
         Stub {
             script,
             recorder,
@@ -203,88 +136,18 @@ impl Stub {
 
     /// Turns served so far per conversation (`main` first).
     pub fn progress(&self) -> Vec<(String, usize, usize)> {
-        let play: Vec<usize> = crate::locked(&self.play).cursors.iter().map(|c| c.next).collect();
-        let mut out =
-            vec![(crate::script::MAIN.to_string(), play.first().copied().unwrap_or(0), self.script.turns.len())];
-        for (i, c) in self.script.conversations.iter().enumerate() {
-            let served = play.get(i + 1).copied().unwrap_or(0);
-            let total = if c.optional && served == 0 { 0 } else { c.turns.len() };
-            out.push((c.name.clone(), served, total));
-        }
-        out
+        crate::locked(&self.play).progress(&self.script)
     }
 
     /// Turn `turn` of the conversation at cursor `slot` was not delivered (its client left mid-stream):
     /// the cursor steps back to it, its faults counted as spent, so the next request gets it whole. Not
     /// when a later turn of that conversation was served meanwhile; true when it stepped back.
     fn give_back(&self, slot: usize, turn: usize) -> bool {
-        let route = if slot == 0 { Route::Main } else { Route::Named(slot - 1) };
-        let faults = self.script.conversation(route).and_then(|(_, t)| t.get(turn)).map_or(0, |t| t.fault.len());
-        let mut play = crate::locked(&self.play);
-        match play.cursors.get_mut(slot) {
-            Some(c) if c.next == turn + 1 => {
-                c.next = turn;
-                c.faults_used = faults;
-                true
-            }
-            _ => false,
-        }
+        crate::locked(&self.play).give_back(&self.script, slot, turn)
     }
 
     fn decide(&self, route: Route, req: &MessagesRequest<'_>, request: &Value) -> Decision {
-        let model = req.model();
-        let mut play = crate::locked(&self.play);
-        let slot = match route {
-            Route::Side => {
-                play.side_requests += 1;
-                return Decision::Side(self.script.side_answer(play.side_requests, req));
-            }
-            Route::Main => 0,
-            Route::Named(i) => i + 1,
-        };
-        let Some((name, turns)) = self.script.conversation(route) else {
-            return Decision::Exhausted { conversation: "?".into(), turn: 0, turns: 0 };
-        };
-        let conversation = name.to_string();
-        if slot == 0 && !play.prelude_done && play.cursors[0].next == 0 {
-            play.prelude_done = true;
-            let offered: Vec<&str> = request
-                .get("tools")
-                .and_then(Value::as_array)
-                .map(|ts| ts.iter().filter_map(|t| t.get("name").and_then(Value::as_str)).collect())
-                .unwrap_or_default();
-            if let Some(m) = self.script.prelude(&offered, model) {
-                return Decision::Prelude(m);
-            }
-        }
-        let repeats = match route {
-            Route::Named(i) => self.script.conversations.get(i).is_some_and(|c| c.repeat),
-            _ => false,
-        };
-        let cursor = &mut play.cursors[slot];
-        if (self.script.stub.cycle || repeats) && cursor.next >= turns.len() {
-            cursor.next = 0;
-            cursor.lap += 1;
-        }
-        let (turn, lap) = (cursor.next, cursor.lap);
-        let Some(t) = turns.get(turn) else {
-            return Decision::Exhausted { conversation, turn, turns: turns.len() };
-        };
-        let captured = crate::script::capture_values(t, request);
-        play.captures.extend(captured);
-        let Some(message) = self.script.message_in_lap(route, turn, lap, model, &play.captures) else {
-            return Decision::Exhausted { conversation, turn, turns: turns.len() };
-        };
-        let cursor = &mut play.cursors[slot];
-        if let Some(fault) = t.fault.get(cursor.faults_used) {
-            cursor.faults_used += 1;
-            return Decision::Spoil { conversation, turn, fault: fault.clone(), message };
-        }
-        cursor.next += 1;
-        cursor.faults_used = 0;
-        let ticket = cursor.tickets;
-        cursor.tickets += 1;
-        Decision::Serve { conversation, slot, turn, message, delay_ms: t.delay_ms, ticket, wait: t.wait.clone() }
+        crate::locked(&self.play).decide(&self.script, route, req, request)
     }
 
     fn bump(&self) {
@@ -293,25 +156,8 @@ impl Stub {
 
     /// A request was routed to `route`: counted for `arrived` waits.
     fn arrive(&self, route: Route) {
-        let slot = match route {
-            Route::Side => return,
-            Route::Main => 0,
-            Route::Named(i) => i + 1,
-        };
-        {
-            let mut play = crate::locked(&self.play);
-            if let Some(c) = play.cursors.get_mut(slot) {
-                c.arrived += 1;
-            }
-        }
+        crate::locked(&self.play).arrive(route);
         self.bump();
-    }
-
-    /// The counts of a wait hold (its file part is looked at outside the lock).
-    fn counts_hold(&self, w: &Wait, play: &Play) -> bool {
-        let Some(slot) = w.conversation.as_deref().and_then(|c| self.script.slot_of(c)) else { return true };
-        let Some(c) = play.cursors.get(slot) else { return false };
-        w.served.is_none_or(|n| c.released >= n) && w.arrived.is_none_or(|n| c.arrived >= n)
     }
 
     /// Holds the request until its ticket is next in its conversation and its wait holds, then marks it
@@ -354,7 +200,8 @@ impl Stub {
             };
             {
                 let mut play = crate::locked(&self.play);
-                let ready = play.cursors[slot].released == ticket && wait.is_none_or(|w| self.counts_hold(w, &play));
+                let ready =
+                    play.cursors[slot].released == ticket && wait.is_none_or(|w| play.counts_hold(&self.script, w));
                 if file && ready {
                     play.cursors[slot].pass(ticket);
                     let mut a = guard.ex.take().unwrap_or_else(|| unreachable!("the guard holds the arrival"));
