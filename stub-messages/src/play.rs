@@ -222,7 +222,7 @@ mod tests {
             Decision::Prelude(_) => "prelude".into(),
             Decision::Side(_) => "side".into(),
         };
-        let mut next = |play: &mut Play| turn_of(play.decide(&script, Route::Main, &req, &body));
+        let next = |play: &mut Play| turn_of(play.decide(&script, Route::Main, &req, &body));
         assert_eq!(next(&mut play), "spoil 0");
         assert_eq!(next(&mut play), "serve 0");
         assert!(play.give_back(&script, 0, 0), "the client left: turn 1 again");
