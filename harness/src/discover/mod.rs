@@ -660,9 +660,11 @@ pub fn claim_of(tool: &str) -> &'static str {
 async fn run_one(probe: &crate::probe::Probe, cc: &ClaudeCode, layout: &Layout) -> Seen {
     let calls: usize = probe.script.turns.iter().map(|t| t.tool_use.len()).sum();
     let run = run_conversation(probe, cc, &layout.fixtures).await;
+    // the first turn's request whole: after a prelude (request 0, the deferred tools loaded) the record
+    // keeps it by reference to the prelude's, its model and tools left out as the same
     let first = run.as_ref().ok().and_then(|r| {
         let view = crate::transcript::View { exchanges: &r.exchanges, script: &r.script };
-        view.request(1).and_then(|e| e.request.clone())
+        view.request_index(1).and_then(|i| view.requests().whole(i))
     });
     // every tool any request offered, with its schema: a deferred tool's definition comes in the
     // requests after ToolSearch loaded it
