@@ -91,13 +91,6 @@ pub enum RunError {
     Record(#[from] crate::transcript::Malformed),
 }
 
-/// The message, for the callers whose errors are still text.
-impl From<RunError> for String {
-    fn from(e: RunError) -> String {
-        e.to_string()
-    }
-}
-
 /// What a run left behind.
 #[derive(Debug)]
 pub struct RunOutput {

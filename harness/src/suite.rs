@@ -328,7 +328,7 @@ pub async fn run_suite(probes: Vec<Probe>, layout: &Layout, opts: &Options, mut 
     let (registry, id) = (layout.subjects.clone(), opts.subject.clone());
     let prepared: Result<Arc<dyn Subject>, String> =
         match tokio::task::spawn_blocking(move || registry.prepare(&id)).await {
-            Ok(p) => p.map_err(String::from),
+            Ok(p) => p.map_err(|e| e.to_string()),
             Err(e) => Err(format!("setting up {}: {e}", opts.subject)),
         };
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Outcome>();

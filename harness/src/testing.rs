@@ -41,8 +41,8 @@ pub fn trials(dir: &Path, subjects: &[&str]) -> Result<Vec<Trial>, String> {
         .map_err(|e| e.to_string())?;
     let mut trials = Vec::new();
     for s in subjects {
-        let id = layout.subjects.parse(s)?;
-        let subject = layout.subjects.prepare(&id)?;
+        let id = layout.subjects.parse(s).map_err(|e| e.to_string())?;
+        let subject = layout.subjects.prepare(&id).map_err(|e| e.to_string())?;
         for p in probes.iter().filter(|p| p.applies_to(&id)) {
             let name = format!("{id}/{}", p.id);
             // n/a on the subject (a tool its dialect lacks), or a host part missing: an ignored trial

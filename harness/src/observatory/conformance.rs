@@ -76,8 +76,8 @@ pub async fn measure(probes: &[Probe], layout: &Layout, version: &str) -> Result
         return Err(format!("no committed goldens of claude-code@{version} ({})", real.display()));
     }
     let subject = format!("builtin@{version}");
-    let id = layout.subjects.parse(&subject)?;
-    let cc = layout.subjects.parse(&format!("claude-code@{version}"))?;
+    let id = layout.subjects.parse(&subject).map_err(|e| e.to_string())?;
+    let cc = layout.subjects.parse(&format!("claude-code@{version}")).map_err(|e| e.to_string())?;
     let tmp = tempfile::tempdir().map_err(|e| format!("a temp dir: {e}"))?;
     let run_layout = Layout { golden: tmp.path().to_path_buf(), ..layout.clone() };
     let mut out = Measured::default();
@@ -94,7 +94,7 @@ pub async fn measure(probes: &[Probe], layout: &Layout, version: &str) -> Result
             out.unstable.push(format!("{} (varies in {varies})", p.id));
             continue;
         }
-        let report = run_probe(p, &subject, &run_layout, false).await?;
+        let report = run_probe(p, &subject, &run_layout, false).await.map_err(|e| e.to_string())?;
         golden_step(&report, &run_layout, true)?;
     }
     let unordered = probes

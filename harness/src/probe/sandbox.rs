@@ -62,13 +62,6 @@ pub enum PathError {
     },
 }
 
-/// The message, for the callers whose errors are still text.
-impl From<PathError> for String {
-    fn from(e: PathError) -> String {
-        e.to_string()
-    }
-}
-
 impl Sandbox {
     /// Creates the dirs and the fixture. `fixtures_root` is where `[fixture] dir` is looked up.
     pub fn create(probe: &Probe, fixtures_root: &Path) -> Result<Sandbox, String> {
@@ -107,7 +100,7 @@ impl Sandbox {
         }
         // no link the fixture dir shipped is followed (issue 41): each component opened without
         for (rel, spec) in &probe.fixture.files {
-            let path = sb.inside(rel)?;
+            let path = sb.inside(rel).map_err(|e| e.to_string())?;
             probelab_runtime::nofollow::write(std::slice::from_ref(&sb.root), &path, &file_bytes(spec)?)
                 .map_err(|e| format!("{}: {e}", path.display()))?;
         }
@@ -116,7 +109,8 @@ impl Sandbox {
         for (rel, spec) in &probe.fixture.files {
             if let Some(m) = spec.mtime() {
                 let t = m.time().map_err(|e| format!("{}: fixture file {rel:?}: {e}", probe.path.display()))?;
-                set_mtime(&sb.inside(rel)?, t).map_err(|e| format!("fixture file {rel:?}: mtime: {e}"))?;
+                set_mtime(&sb.inside(rel).map_err(|e| e.to_string())?, t)
+                    .map_err(|e| format!("fixture file {rel:?}: mtime: {e}"))?;
             }
         }
         for f in probe.fixture.fault.iter().filter(|f| f.at_turn.is_none()) {
@@ -541,7 +535,7 @@ mod path_error_tests {
         };
         let e = sb.inside("../x").err();
         assert!(matches!(&e, Some(PathError::Leaves(p)) if p == "../x"), "{e:?}");
-        assert_eq!(e.map(String::from).as_deref(), Some("fixture path \"../x\" leaves the sandbox"));
+        assert_eq!(e.map(|e| e.to_string()).as_deref(), Some("fixture path \"../x\" leaves the sandbox"));
         let e = sb.inside("out/passwd").and_then(|p| sb.confine(&p, true)).err();
         let Some(PathError::LinkLeadsOut { link, target }) = &e else { panic!("{e:?}") };
         assert_eq!((link.as_path(), target.as_path()), (Path::new("work/out"), Path::new("/etc")));

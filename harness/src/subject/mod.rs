@@ -82,13 +82,6 @@ pub enum SubjectError {
     Setup(String),
 }
 
-/// The message, for the callers whose errors are still text.
-impl From<SubjectError> for String {
-    fn from(e: SubjectError) -> String {
-        e.to_string()
-    }
-}
-
 /// The third-party agents among the registered kinds, with their dialects and recorded tool lists.
 pub const AGENTS: &[&agent::AgentSpec] = &[&opencode::SPEC, &pi::SPEC];
 
