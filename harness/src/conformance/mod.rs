@@ -69,7 +69,7 @@ pub fn run(
     sel: Selection,
     jobs: Option<usize>,
 ) -> crate::exit::Outcome {
-    use crate::exit::{Failure, Usage as _};
+    use crate::exit::{Failed as _, Failure, Usage as _};
     use anyhow::Context as _;
     use std::process::ExitCode;
     let Selection { paths, subjects, claude_code, publish } = sel;
@@ -111,29 +111,11 @@ pub fn run(
     let mut columns = Vec::new();
     let mut unpublished = Vec::new();
     for id in ids {
-        let opts = crate::suite::Options { subject: id.clone(), jobs, bless: false, keep: false, durations: None };
-        let began = std::time::Instant::now();
-        let mut cells = Vec::new();
-        let mut described = String::new();
-        let mut made = Vec::new();
-        rt.block_on(crate::suite::run_suite(probes.clone(), layout, &opts, |o| {
-            if let Some(r) = &o.report {
-                described.clone_from(&r.description);
-            }
-            // a run that could not be made measured nothing of the subject; a skip (n-a) is a fact
-            made.push(o.report.is_some() || matches!(o.status, crate::suite::Status::Skipped(_)));
-            cells.push(cell_of(&o));
-        }));
+        let (col, ran) = run_column(&rt, &probes, layout, &id, jobs);
         if publish {
-            let ran = published::Ran {
-                subject: id.to_string(),
-                described,
-                cells: probes.iter().zip(&cells).zip(&made).map(|((p, c), m)| (p, c.clone(), *m)).collect(),
-            };
-            let broken = published::merge(&project.root, &probes, &ran).map_err(|e| Failure::msg(1, e))?;
+            let broken = published::merge(&project.root, &probes, &ran).failed()?;
             unpublished.extend(broken.into_iter().map(|b| format!("{id} {b}")));
         }
-        let col = Column::new(&id.to_string(), "run", cells, began.elapsed().as_millis() as u64);
         eprintln!(
             "conformance: {}",
             Table { probes: Vec::new(), tools: Vec::new(), columns: vec![col.clone()] }.text().trim()
@@ -159,7 +141,7 @@ pub fn run(
     eprintln!("conformance: wrote {}/table.{{txt,json,html}}", out.display());
     if publish {
         let all = crate::probe::load_all_with(std::slice::from_ref(&project.probes), &project.known()).usage()?;
-        published::write_table(&project.root, &all, &project.golden, &pinned).map_err(|e| Failure::msg(1, e))?;
+        published::write_table(&project.root, &all, &project.golden, &pinned).failed()?;
         eprintln!("conformance: published into {}", published::dir(&project.root).display());
         if !unpublished.is_empty() {
             return Err(Failure::msg(
@@ -169,6 +151,34 @@ pub fn run(
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// One subject's column run over `probes`, and what publishing it would take: each cell with whether
+/// its run was made (a run that could not be made measured nothing of the subject; a skip, n-a, is a
+/// fact) and how the runs describe the subject.
+fn run_column<'p>(
+    rt: &tokio::runtime::Runtime,
+    probes: &'p [crate::probe::Probe],
+    layout: &crate::lab::Layout,
+    id: &crate::subject::SubjectId,
+    jobs: usize,
+) -> (Column, published::Ran<'p>) {
+    let opts = crate::suite::Options { subject: id.clone(), jobs, bless: false, keep: false, durations: None };
+    let began = std::time::Instant::now();
+    let (mut cells, mut described, mut made) = (Vec::new(), String::new(), Vec::new());
+    rt.block_on(crate::suite::run_suite(probes.to_vec(), layout, &opts, |o| {
+        if let Some(r) = &o.report {
+            described.clone_from(&r.description);
+        }
+        made.push(o.report.is_some() || matches!(o.status, crate::suite::Status::Skipped(_)));
+        cells.push(cell_of(&o));
+    }));
+    let ran = published::Ran {
+        subject: id.to_string(),
+        described,
+        cells: probes.iter().zip(&cells).zip(&made).map(|((p, c), m)| (p, c.clone(), *m)).collect(),
+    };
+    (Column::new(&id.to_string(), "run", cells, began.elapsed().as_millis() as u64), ran)
 }
 
 /// Where the reference column goes among the columns run: first, or after the built-in runtime's when

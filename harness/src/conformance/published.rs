@@ -50,6 +50,51 @@ pub struct PublishedCell {
     pub probe_sha256: String,
 }
 
+/// Why the committed columns cannot be read or written (its message says what and where; the cause is
+/// its source, never repeated in the message).
+#[derive(Debug, thiserror::Error)]
+pub enum ColumnError {
+    /// A file or directory could not be read or made.
+    #[error("cannot {what} {}", path.display())]
+    Io {
+        /// `read`, `list`, `create`.
+        what: &'static str,
+        /// Where.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A column's file is not a column.
+    #[error("{} is not a committed column", path.display())]
+    Parse {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: serde_json::Error,
+    },
+    /// A column in the file named for another subject.
+    #[error("{}: the column of {subject:?} in the file of {named:?}", path.display())]
+    Misnamed {
+        /// The file.
+        path: PathBuf,
+        /// The subject the column is of.
+        subject: String,
+        /// The subject the file is named for.
+        named: String,
+    },
+    /// A file could not be written.
+    #[error(transparent)]
+    Write(#[from] crate::versions::VersionError),
+}
+
+/// An I/O error of `what` (`read`, `list`, `create`) on `path`, as a [`ColumnError`].
+fn io(what: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> ColumnError {
+    let path = path.to_path_buf();
+    move |source| ColumnError::Io { what, path, source }
+}
+
 /// The committed table's directory of the project rooted at `root`.
 pub fn dir(root: &Path) -> PathBuf {
     root.join(DIR)
@@ -60,24 +105,25 @@ fn column_path(root: &Path, subject: &str) -> PathBuf {
 }
 
 /// The committed columns, by subject.
-pub fn read_columns(root: &Path) -> Result<BTreeMap<String, Published>, String> {
+pub fn read_columns(root: &Path) -> Result<BTreeMap<String, Published>, ColumnError> {
     let d = dir(root).join(COLUMNS);
     let entries = match std::fs::read_dir(&d) {
         Ok(e) => e,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(BTreeMap::new()),
-        Err(e) => return Err(format!("{}: {e}", d.display())),
+        Err(e) => return Err(io("list", &d)(e)),
     };
     let mut out = BTreeMap::new();
     for e in entries {
-        let path = e.map_err(|e| format!("{}: {e}", d.display()))?.path();
+        let path = e.map_err(io("list", &d))?.path();
         if path.extension().is_none_or(|x| x != "json") {
             continue;
         }
-        let text = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-        let col: Published = serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+        let text = std::fs::read_to_string(&path).map_err(io("read", &path))?;
+        let col: Published =
+            serde_json::from_str(&text).map_err(|source| ColumnError::Parse { path: path.clone(), source })?;
         let named = path.file_stem().and_then(|s| s.to_str()).unwrap_or_default();
         if named != col.subject {
-            return Err(format!("{}: the column of {:?} in the file of {named:?}", path.display(), col.subject));
+            return Err(ColumnError::Misnamed { path: path.clone(), subject: col.subject, named: named.to_string() });
         }
         out.insert(col.subject.clone(), col);
     }
@@ -200,14 +246,15 @@ pub struct Ran<'a> {
 /// Merges `ran` into the committed column of its subject (the probes it ran replace their cells; a
 /// cell of a probe that is no longer Claude Code's is dropped) and returns the probes not published
 /// because their run could not be made. A column whose every run broke is not written.
-pub fn merge(root: &Path, probes: &[Probe], ran: &Ran<'_>) -> Result<Vec<String>, String> {
+pub fn merge(root: &Path, probes: &[Probe], ran: &Ran<'_>) -> Result<Vec<String>, ColumnError> {
     let path = column_path(root, &ran.subject);
     let mut col = match std::fs::read_to_string(&path) {
-        Ok(text) => serde_json::from_str::<Published>(&text).map_err(|e| format!("{}: {e}", path.display()))?,
+        Ok(text) => serde_json::from_str::<Published>(&text)
+            .map_err(|source| ColumnError::Parse { path: path.clone(), source })?,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             Published { subject: ran.subject.clone(), described: String::new(), cells: BTreeMap::new() }
         }
-        Err(e) => return Err(format!("{}: {e}", path.display())),
+        Err(e) => return Err(io("read", &path)(e)),
     };
     let mut broken = Vec::new();
     for (p, cell, made) in &ran.cells {
@@ -230,20 +277,21 @@ pub fn merge(root: &Path, probes: &[Probe], ran: &Ran<'_>) -> Result<Vec<String>
     }
     let rows = rows(probes);
     col.cells.retain(|id, _| rows.iter().any(|p| &p.id == id));
-    let text = serde_json::to_string_pretty(&col).map_err(|e| e.to_string())? + "\n";
-    std::fs::create_dir_all(path.parent().unwrap_or(root)).map_err(|e| format!("{}: {e}", path.display()))?;
-    crate::versions::write_file_atomic(&path, text.as_bytes()).map_err(|e| e.to_string())?;
+    // a column is strings, numbers and maps of them: always JSON
+    let text = serde_json::to_string_pretty(&col).unwrap_or_default() + "\n";
+    std::fs::create_dir_all(path.parent().unwrap_or(root)).map_err(io("create", &path))?;
+    crate::versions::write_file_atomic(&path, text.as_bytes())?;
     Ok(broken)
 }
 
 /// Writes the committed table's files made from the committed columns (only those that differ).
-pub fn write_table(root: &Path, probes: &[Probe], golden: &Path, pinned: &[String]) -> Result<(), String> {
+pub fn write_table(root: &Path, probes: &[Probe], golden: &Path, pinned: &[String]) -> Result<(), ColumnError> {
     let columns = read_columns(root)?;
     for (rel, text) in files(&table(probes, golden, &columns, pinned)) {
         let path = root.join(&rel);
         if std::fs::read_to_string(&path).ok().as_deref() != Some(text.as_str()) {
-            std::fs::create_dir_all(path.parent().unwrap_or(root)).map_err(|e| format!("{}: {e}", path.display()))?;
-            crate::versions::write_file_atomic(&path, text.as_bytes()).map_err(|e| e.to_string())?;
+            std::fs::create_dir_all(path.parent().unwrap_or(root)).map_err(io("create", &path))?;
+            crate::versions::write_file_atomic(&path, text.as_bytes())?;
         }
     }
     Ok(())
@@ -275,7 +323,7 @@ mod tests {
             described: "subject agent 1, program sha256 aa".into(),
             cells: vec![(&a, cell(Mark::Pass, ""), true), (&b, cell(Mark::Differs, "install failed"), false)],
         };
-        assert_eq!(merge(root, &probes, &ran), Ok(vec!["t.b (install failed)".to_string()]));
+        assert_eq!(merge(root, &probes, &ran).ok(), Some(vec!["t.b (install failed)".to_string()]));
         let cols = read_columns(root).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(cols["agent@1"].cells.keys().collect::<Vec<_>>(), ["t.a"], "a broken run is not published");
         let found = problems(root, &probes, &cols, &pinned);
@@ -297,7 +345,7 @@ mod tests {
             described: ran.described.clone(),
             cells: vec![(&b, cell(Mark::SemanticOnly, "check 1: result 1"), true)],
         };
-        assert_eq!(merge(root, &probes, &ran), Ok(vec![]));
+        assert_eq!(merge(root, &probes, &ran).ok(), Some(vec![]));
         let cols = read_columns(root).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(cols["agent@1"].cells.len(), 2, "merged: {cols:?}");
         let mut changed = probes.clone();
@@ -322,14 +370,14 @@ mod tests {
             described: "subject agent 1, program sha256 bb".into(),
             cells: vec![(&a, cell(Mark::Differs, "check 1: result 1"), true)],
         };
-        assert_eq!(merge(root, &probes, &ran), Ok(vec![]));
+        assert_eq!(merge(root, &probes, &ran).ok(), Some(vec![]));
         let cols = read_columns(root).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(cols["agent@1"].cells.keys().collect::<Vec<_>>(), ["t.a"]);
         assert_eq!(cols["agent@1"].described, "subject agent 1, program sha256 bb");
         // a file whose name is not its subject's is refused
         std::fs::write(column_path(root, "renamed"), serde_json::to_string(&cols["agent@1"]).unwrap_or_default())
             .unwrap_or_else(|e| panic!("{e}"));
-        let e = read_columns(root).unwrap_err();
+        let e = read_columns(root).unwrap_err().to_string();
         assert!(e.contains("the column of \"agent@1\" in the file of \"renamed\""), "{e}");
     }
 }

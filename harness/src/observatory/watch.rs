@@ -286,7 +286,7 @@ pub fn stale_derived(root: &Path, read: &dyn Fn(&Path) -> Option<String>) -> Res
     // column measuring the catalogue as it is (crate::conformance::published)
     let pinned =
         crate::conformance::pinned_agents(&crate::project::Project::find(root).map_err(|e| e.to_string())?.registry());
-    let columns = crate::conformance::published::read_columns(root)?;
+    let columns = crate::conformance::published::read_columns(root).map_err(|e| crate::exit::said(&e.into()))?;
     made.extend(crate::conformance::published::files(&crate::conformance::published::table(
         &probes,
         &layout.golden,

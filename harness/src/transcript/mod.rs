@@ -430,45 +430,7 @@ fn render_turn<'v>(
     } else {
         format!("## request {turn} (conversation {conv})")
     });
-    let field = |k: &str| requests.field(i, k);
-    let tools: Vec<String> = field("tools")
-        .and_then(Value::as_array)
-        .map(|ts| {
-            ts.iter()
-                .map(|t| {
-                    let name = t.get("name").and_then(Value::as_str).unwrap_or("?").to_string();
-                    let defer = if t.get("defer_loading") == Some(&Value::Bool(true)) { " (deferred)" } else { "" };
-                    format!("{name}@{}{defer}", blob_once(blobs, norm, &mut shown.blobs, t))
-                })
-                .collect()
-        })
-        .unwrap_or_default();
-    let tools_line = tools.join(" ");
-    if shown.tools.get(&conv) != Some(&tools_line) {
-        out.push(format!("tools: {tools_line}"));
-        shown.tools.insert(conv.clone(), tools_line);
-    }
-    if let Some(sys) = field("system") {
-        let h = blob_once(blobs, norm, &mut shown.blobs, sys);
-        if shown.system.get(&conv) != Some(&h) {
-            out.push(format!("system: {h}"));
-            shown.system.insert(conv.clone(), h);
-        }
-    }
-    // where the request's cache markers sit: the request's shape, which moves between releases (and
-    // with the model) where nothing else does — kept so a page can show it
-    let places = if shown.cache_markers { cache_places(requests, i, &mut shown.cache) } else { Vec::new() };
-    if !places.is_empty() {
-        out.push(format!("cache_control: {}", places.join(" ")));
-    }
-    if turn == 1 {
-        out.push(format!(
-            "model: {}, max_tokens: {}, stream: {}",
-            field("model").and_then(Value::as_str).unwrap_or("?"),
-            field("max_tokens").cloned().unwrap_or_default(),
-            field("stream").cloned().unwrap_or(Value::Bool(false))
-        ));
-    }
+    request_head(out, shown, requests, (i, turn, &conv), blobs, norm);
     let count = requests.message_count(i);
     let seen = shown.messages.get(&conv).copied().unwrap_or(0);
     // a conversation that got shorter and shares no first message with the request it is
@@ -515,6 +477,57 @@ fn render_turn<'v>(
     // the assistant message answering this request is already shown as the response
     shown.messages.insert(conv, count + 1);
     Ok(())
+}
+
+/// A turn's request head: its tools and system prompt when they changed for its conversation, where
+/// its cache markers sit, and the first request's model line.
+fn request_head<'v>(
+    out: &mut Vec<String>,
+    shown: &mut Shown<'v>,
+    requests: &Requests<'v>,
+    (i, turn, conv): (usize, usize, &str),
+    blobs: &mut Blobs,
+    norm: Norm<'_>,
+) {
+    let field = |k: &str| requests.field(i, k);
+    let tools: Vec<String> = field("tools")
+        .and_then(Value::as_array)
+        .map(|ts| {
+            ts.iter()
+                .map(|t| {
+                    let name = t.get("name").and_then(Value::as_str).unwrap_or("?").to_string();
+                    let defer = if t.get("defer_loading") == Some(&Value::Bool(true)) { " (deferred)" } else { "" };
+                    format!("{name}@{}{defer}", blob_once(blobs, norm, &mut shown.blobs, t))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let tools_line = tools.join(" ");
+    if shown.tools.get(conv) != Some(&tools_line) {
+        out.push(format!("tools: {tools_line}"));
+        shown.tools.insert(conv.to_string(), tools_line);
+    }
+    if let Some(sys) = field("system") {
+        let h = blob_once(blobs, norm, &mut shown.blobs, sys);
+        if shown.system.get(conv) != Some(&h) {
+            out.push(format!("system: {h}"));
+            shown.system.insert(conv.to_string(), h);
+        }
+    }
+    // where the request's cache markers sit: the request's shape, which moves between releases (and
+    // with the model) where nothing else does — kept so a page can show it
+    let places = if shown.cache_markers { cache_places(requests, i, &mut shown.cache) } else { Vec::new() };
+    if !places.is_empty() {
+        out.push(format!("cache_control: {}", places.join(" ")));
+    }
+    if turn == 1 {
+        out.push(format!(
+            "model: {}, max_tokens: {}, stream: {}",
+            field("model").and_then(Value::as_str).unwrap_or("?"),
+            field("max_tokens").cloned().unwrap_or_default(),
+            field("stream").cloned().unwrap_or(Value::Bool(false))
+        ));
+    }
 }
 
 /// Where request `i` carries `cache_control`: `tools[NAME]`, `system[K]`, `message M block B` (1-based
