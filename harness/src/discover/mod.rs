@@ -730,7 +730,7 @@ async fn run_one(probe: &crate::probe::Probe, cc: &ClaudeCode, layout: &Layout) 
                 .collect()
         })
         .unwrap_or_default();
-    let descriptions = first
+    let descriptions: BTreeMap<String, String> = first
         .as_ref()
         .and_then(|r| r["tools"].as_array())
         .map(|a| {
@@ -767,8 +767,11 @@ async fn run_one(probe: &crate::probe::Probe, cc: &ClaudeCode, layout: &Layout) 
         })
         .unwrap_or_default();
     let model = first.as_ref().map(|r| format!("{} max_tokens {}", r["model"], r["max_tokens"])).unwrap_or_default();
-    // the tools the first request only names, deferred (announced for ToolSearch, no schema yet)
+    // the tools the first request only names, deferred (announced for ToolSearch, no schema yet): their
+    // interface there is that they are deferred, not that they are gone
+    let mut descriptions = descriptions;
     for name in crate::transcript::diff::announced_deferred(&first_texts, "\n") {
+        descriptions.entry(name.clone()).or_insert_with(|| DEFERRED.to_string());
         schemas.entry(name).or_insert((Value::Null, true)).1 = true;
     }
     Seen {
@@ -782,6 +785,12 @@ async fn run_one(probe: &crate::probe::Probe, cc: &ClaudeCode, layout: &Layout) 
         schemas,
     }
 }
+
+/// The interface of a tool the first request announces by name for ToolSearch without defining it.
+pub const DEFERRED: &str = "(deferred: named for ToolSearch, not defined in the first request)";
+
+/// The interface of a tool the first request neither defines nor announces.
+pub const NOT_OFFERED: &str = "(not offered)";
 
 /// Values that change from run to run in what the lab does not normalise itself: UUIDs (a session's
 /// id), dates and times, durations.
@@ -846,7 +855,7 @@ fn compare(session: usize, calls: &[Call], a: [&Seen; 2], b: [&Seen; 2]) -> (Vec
     let named: BTreeSet<&String> = [a[0], a[1], b[0], b[1]].iter().flat_map(|s| s.descriptions.keys()).collect();
     for t in named {
         let four =
-            [a[0], a[1], b[0], b[1]].map(|s| s.descriptions.get(t).cloned().unwrap_or_else(|| "(not offered)".into()));
+            [a[0], a[1], b[0], b[1]].map(|s| s.descriptions.get(t).cloned().unwrap_or_else(|| NOT_OFFERED.into()));
         push(Kind::Request, None, format!("interface of {t}"), "request".into(), None, four);
     }
     let four = [a[0], a[1], b[0], b[1]].map(|s| s.model.clone());
@@ -1263,10 +1272,11 @@ pub fn request_check(f: &Finding) -> Option<Value> {
         c["part"] = json!("messages");
     }
     if let Some(tool) = f.what.strip_prefix("interface of ") {
-        const NOT_OFFERED: &str = "(not offered)";
+        // not defined in the first request: not offered, or deferred (named for ToolSearch only)
+        let undefined = |s: &str| s == NOT_OFFERED || s == DEFERRED;
         match (f.left.as_str(), f.right.as_str()) {
-            (NOT_OFFERED, _) => return Some(json!({"about": about, "request": 1, "tools_include": [tool]})),
-            (_, NOT_OFFERED) => return Some(json!({"about": about, "request": 1, "tools_exclude": [tool]})),
+            (l, _) if undefined(l) => return Some(json!({"about": about, "request": 1, "tools_include": [tool]})),
+            (_, r) if undefined(r) => return Some(json!({"about": about, "request": 1, "tools_exclude": [tool]})),
             _ => c["tool"] = json!(tool),
         }
     }
@@ -1468,6 +1478,10 @@ mod tests {
         );
         let c = request_check(&f("interface of Skill", "(not offered)", "Skill: runs")).unwrap_or_default();
         assert_eq!(c["tools_include"], json!(["Skill"]));
+        // a tool the newer release defers (named for ToolSearch, not defined in its first request) is not
+        // defined there: the check is that its first request lacks it, never a text of its definition
+        let c = request_check(&f("interface of CronCreate", "Schedules a prompt", DEFERRED)).unwrap_or_default();
+        assert_eq!((c["tools_exclude"].clone(), c.get("tool")), (json!(["CronCreate"]), None));
         // a piece only the newer side has, cut at quotes and at the normaliser's placeholders
         let left = "Lists skills.\nRead <cwd>/a first";
         let right = "Lists skills.\n- bom-skill: a skill whose file starts with a BOM \"x\" at <cwd>/s";
