@@ -10,7 +10,7 @@
 use crate::probe::Probe;
 use crate::run::RunOutput;
 use crate::transcript::normalise::{normalise, Places};
-use crate::transcript::{result_text, View};
+use crate::transcript::{result_words, View};
 use base64::Engine;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
@@ -703,7 +703,7 @@ pub fn collect(run: Result<RunOutput, crate::run::RunError>, calls: usize, subje
     let outcomes = (1..=calls)
         .map(|n| {
             view.result(n).map(|b| Outcome {
-                text: own_text(&normalise(&result_text(&b), &places)),
+                text: own_text(&normalise(&result_words(&b), &places)),
                 is_error: b.get("is_error") == Some(&Value::Bool(true)),
             })
         })

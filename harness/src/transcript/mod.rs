@@ -114,6 +114,24 @@ impl<'a> View<'a> {
     }
 }
 
+/// The words of a tool_result's content for a reader: [`result_text`], except that a tool reference
+/// names its tool (`[tool_reference CronCreate]`, where `result_text` keeps the `[tool_reference ?]`
+/// the committed fingerprints were made with). What exploration compares and publishes.
+pub fn result_words(block: &Value) -> String {
+    match wire::ToolResult::read(block).map(|r| r.content) {
+        Ok(wire::Content::Parts(parts)) if parts.iter().any(|p| matches!(p, wire::Part::ToolReference(_))) => parts
+            .iter()
+            .map(|p| match p {
+                wire::Part::Text(t) => t.to_string(),
+                wire::Part::ToolReference(name) => format!("[tool_reference {name}]"),
+                wire::Part::Media { kind, media_type, .. } => format!("[{kind} {}]", media_type.unwrap_or("?")),
+            })
+            .collect::<Vec<_>>()
+            .join("\n"),
+        _ => result_text(block),
+    }
+}
+
 /// The text of a tool_result's content: the string, or its blocks (text as is, others as
 /// `[image image/png]` / `[document application/pdf]`) joined by newlines.
 pub fn result_text(block: &Value) -> String {
@@ -683,6 +701,16 @@ mod tests {
             !fourth.contains("rewritten") && !fourth.contains("another sub-agent"),
             "one message: no rewrite {out}"
         );
+    }
+
+    #[test]
+    fn a_tool_reference_is_named_in_words_and_kept_as_it_was_in_the_fingerprints_text() {
+        let b = json!({"type": "tool_result", "tool_use_id": "t", "content": [
+            {"type": "tool_reference", "tool_name": "CronCreate"}, {"type": "text", "text": "loaded"}]});
+        assert_eq!(result_words(&b), "[tool_reference CronCreate]\nloaded");
+        assert_eq!(result_text(&b), "[tool_reference ?]\nloaded", "the committed fingerprints' text");
+        let plain = json!({"type": "tool_result", "tool_use_id": "t", "content": "ok"});
+        assert_eq!(result_words(&plain), result_text(&plain));
     }
 
     #[test]
