@@ -254,7 +254,10 @@ fn walker(a: &RgArgs, paths: &[PathBuf], cwd: &Path) -> Result<ignore::WalkBuild
     }
     // Single-threaded and deterministic: always in path order (ripgrep does this for --sort path).
     if !matches!(a.sort, Some((_, true)) | Some((SortKind::Modified | SortKind::Accessed | SortKind::Created, _))) {
-        b.sort_by_file_name(|x, y| x.cmp(y));
+        // by file name: siblings' paths are their parent's path joined to their names, so comparing the
+        // whole paths' bytes orders them as their names, without taking each name out of its path at
+        // every comparison (sort_by_file_name's cost, a tenth of the walk)
+        b.sort_by_file_path(|x, y| x.as_os_str().cmp(y.as_os_str()));
     }
     Ok(b)
 }
