@@ -7,8 +7,8 @@
 //!
 //! Decisions where ripgrep is not deterministic: the walk is always single-threaded in path order
 //! (ripgrep orders results only with `--sort path`; with it the two agree byte for byte). Where ripgrep
-//! would search in parallel (no sort, not one file, more than one core) the walking thread hands
-//! numbered batches of consecutive files to one search thread per core (at most 12, as ripgrep), while
+//! would search in parallel (no sort, not one file, more than one thread: `-j`, else one per core, at
+//! most 12) the walking thread hands numbered batches of consecutive files to as many search threads, while
 //! the calling thread prints each batch once all before it are printed: the search overlaps the walk as
 //! in ripgrep, and the output never depends on thread timing — the same bytes as one thread's, except
 //! ripgrep's parallel-only details, kept: the file separator goes between any two non-empty outputs, and
@@ -545,10 +545,12 @@ pub fn run(a: &RgArgs, io: &mut Io<'_>) -> u8 {
     let (paths, implicit) =
         if a.paths.is_empty() { (vec![PathBuf::from("./")], true) } else { (a.paths.clone(), false) };
     let is_one_file = !implicit && paths.len() == 1 && (paths[0] == Path::new("-") || !paths[0].is_dir());
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    // ripgrep walks in parallel unless it sorts or searches one file, and its parallel walker words a
-    // missing root as `PATH: ERROR`; this engine walks sequentially, so it reports those roots itself.
-    let parallel = a.sort.is_none() && !is_one_file && cores > 1;
+    // ripgrep's thread count: -j, else one per core (at most 12)
+    let rg_threads = a.threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()).min(12));
+    // ripgrep walks in parallel unless it sorts, searches one file or has one thread, and its parallel
+    // walker words a missing root as `PATH: ERROR`; this engine walks sequentially, so it reports those
+    // roots itself.
+    let parallel = a.sort.is_none() && !is_one_file && rg_threads > 1;
     let paths = if parallel { existing_roots(paths, &mut msgs) } else { paths };
     if paths.is_empty() {
         return exit_code(false, a.quiet, msgs.errored);
@@ -597,9 +599,9 @@ pub fn run(a: &RgArgs, io: &mut Io<'_>) -> u8 {
         && paths.iter().all(|p| p.metadata().is_ok_and(|m| m.is_file() && m.len() <= MAX_SLURP_BYTES));
     let kind = printer(mode, a.quiet, heading);
     let plan = Plan { a, matcher: &matcher, kind, with_filename, mmap_like, cancel, max_output };
-    // ripgrep searches on as many threads as there are cores unless it sorts, stops at the first match
-    // (-q) or searches one file; the output is the same either way (printed here in path order)
-    let threads = if a.quiet || !parallel { 1 } else { cores.min(12) };
+    // ripgrep searches on as many threads as it walks with; this engine on as many, except with -q (it
+    // stops at the first match); the output is the same either way (printed here in path order)
+    let threads = if a.quiet || !parallel { 1 } else { rg_threads };
     let mut out = Output::new(stdout, if threads > 1 { file_separator.clone() } else { None });
     out.room = max_output.unwrap_or(usize::MAX);
     let searcher = searcher(a, line_number);
@@ -1322,6 +1324,11 @@ mod tests {
             let one = rg(d.path(), &sorted);
             assert_eq!((first.0, norm(&first.1), &first.2), (one.0, norm(&one.1), &one.2), "{argv:?} vs --sort path");
             assert_eq!(norm(&first.3), norm(&one.3), "{argv:?} vs --sort path, together");
+            // more search threads than cores: the same again
+            let three: Vec<&str> = ["-j3"].iter().chain(argv.iter()).copied().collect();
+            let three = rg(d.path(), &three);
+            assert_eq!((first.0, norm(&first.1), &first.2), (three.0, norm(&three.1), &three.2), "{argv:?} vs -j3");
+            assert_eq!(norm(&first.3), norm(&three.3), "{argv:?} vs -j3, together");
         }
     }
 
@@ -1377,13 +1384,23 @@ mod tests {
                 format!("rg: {}: No such file or directory (os error 2)\n", b.display())
             );
         }
-        let (_, _, err, _) = rg(d.path(), &["--sort", "path", "-L", "needle"]);
+        // -j2: ripgrep's parallel walker's wording on any number of cores
+        let (_, _, err, _) = rg(d.path(), &["-j2", "-L", "needle"]);
         assert_eq!(
             String::from_utf8_lossy(&err),
-            format!(
-                "rg: {b}: IO error for operation on {b}: No such file or directory (os error 2)\n",
-                b = b.display()
-            )
+            format!("rg: {}: No such file or directory (os error 2)\n", b.display())
         );
+        // one thread (sorted, or -j1): ripgrep's sequential walker, which words it otherwise
+        for one in [&["--sort", "path", "-L", "needle"][..], &["-j1", "-L", "needle"]] {
+            let (_, _, err, _) = rg(d.path(), one);
+            assert_eq!(
+                String::from_utf8_lossy(&err),
+                format!(
+                    "rg: {b}: IO error for operation on {b}: No such file or directory (os error 2)\n",
+                    b = b.display()
+                ),
+                "{one:?}"
+            );
+        }
     }
 }
