@@ -126,6 +126,8 @@ pub struct RgArgs {
     pub follow: bool,
     /// `-d`.
     pub max_depth: Option<usize>,
+    /// `-j` (None, or 0 given: one per core, at most 12).
+    pub threads: Option<usize>,
     /// `--no-messages`.
     pub no_messages: bool,
     /// `--include-zero`.
@@ -168,6 +170,7 @@ impl Default for RgArgs {
             text: false,
             follow: false,
             max_depth: None,
+            threads: None,
             no_messages: false,
             include_zero: false,
         }
@@ -320,7 +323,8 @@ fn apply(a: &mut RgArgs, name: &str, typed: &str, value: Option<String>, unrestr
             };
             a.sort = kind.map(|k| (k, name == "sortr"));
         }
-        "threads" | "color" | "colors" => {
+        "threads" => a.threads = Some(number::<usize>(typed, &v()?)?).filter(|&n| n > 0),
+        "color" | "colors" => {
             let _ = v()?;
         }
         "max-depth" => a.max_depth = Some(number(typed, &v()?)?),
@@ -485,6 +489,14 @@ mod tests {
         assert_eq!(p(&["--files", "-l", "x"]).mode, Mode::FilesWithMatches);
         assert_eq!(p(&["-l", "--json", "x"]).mode, Mode::Json);
         assert_eq!(parse_size("1K"), Ok(1024));
+    }
+
+    #[test]
+    fn threads_zero_is_the_default() {
+        assert_eq!(p(&["-j3", "x"]).threads, Some(3));
+        assert_eq!(p(&["--threads=1", "x"]).threads, Some(1));
+        assert_eq!(p(&["-j", "0", "x"]).threads, None);
+        assert_eq!(p(&["x"]).threads, None);
     }
 
     #[test]

@@ -746,6 +746,10 @@ fn table() -> Vec<Fixed> {
         c(B, &["--files"]).sorted(),
         c(B, &["-c", "foo"]).sorted(),
         c(G, &["-l", "foo"]).sorted(),
+        // -j: one thread walks and searches as ripgrep -j1 does (its order is the directory's)
+        c(B, &["-j1", "foo"]).sorted(),
+        c(B, &["-j", "2", "-c", "foo"]).sorted(),
+        c(B, &["-j", "x", "foo"]).code(2),
         // --sort path with several paths
         s(B, &["foo", "src", "notes.txt"]),
         s(B, &["foo", "notes.txt", "src/main.rs", "crlf.txt"]),
