@@ -167,7 +167,7 @@ fn bench(c: &mut Criterion) {
             let mut blobs = Blobs::new();
             let normaliser = Normaliser::new(&places);
             let norm = |t: &str| normaliser.apply(t);
-            let raw = render(&header, &view, (&[], &[]), &mut blobs, &norm);
+            let raw = render(&header, &view, (&[], &[]), &mut blobs, &norm).unwrap_or_else(|e| panic!("{e}"));
             normaliser.apply(&raw)
         })
     });
