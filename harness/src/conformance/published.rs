@@ -8,8 +8,8 @@
 //! matrix's reports, and [`problems`] holds the columns to the catalogue: a column for every pinned
 //! agent and none for another, a cell of every probe of Claude Code's, made from the probe file as it
 //! is today. Publishing never takes a cell from a run that could not be made (the install or the
-//! set-up failed: nothing of the agent was measured); such a probe keeps its committed cell only when
-//! that was measured on the same probe file.
+//! set-up failed: nothing of the agent was measured); such a probe keeps its committed cell, which
+//! [`problems`] refuses when it was made from another version of the probe file.
 //!
 //! The built-in runtime's column is not committed: it follows the code (`probelab conformance` runs
 //! it in seconds), and its figure per release is `docs/matrix/conformance.json`. Wall times are left
