@@ -459,7 +459,11 @@ fn render_turn<'v>(
     // from an earlier point of its history, whose timing against the coordinator varies
     // between runs: claude-code.agent-message on 2.1.235) — those show nothing new, as before.
     let kept = requests.kept(i).min(count);
-    let from = if count < seen && kept == 0 && count > 1 {
+    // Only the main conversation's history is rewritten so (a compaction): a sub-agent's conversation
+    // that comes back shorter with another first message was started again, the coordinator's message
+    // folded into its first turn when that message arrived while it worked — a race against the
+    // coordinator (claude-code.agent-message on 2.1.235 and 2.1.276), which a golden must not follow.
+    let from = if conv == MAIN && count < seen && kept == 0 && count > 1 {
         out.push(format!("history rewritten: {count} messages, {kept} of them the previous request's"));
         kept
     } else {
@@ -701,6 +705,20 @@ mod tests {
             !fourth.contains("rewritten") && !fourth.contains("another sub-agent"),
             "one message: no rewrite {out}"
         );
+        // a sub-agent's conversation started again shorter is no rewrite (a race against its coordinator)
+        let named = |mut e: Exchange| {
+            e.conversation = Some("named".into());
+            e
+        };
+        let exchanges = vec![
+            named(turn(1, 0, json!([user("work")]))),
+            named(turn(2, 1, json!([user("work"), said("answer 1"), user("more")]))),
+            named(turn(3, 2, json!([user("work, and the coordinator's message"), said("x")]))),
+        ];
+        let view = View { exchanges: &exchanges, script: &script };
+        let out = render(&h, &view, (&[], &[]), &mut Blobs::new(), &|t: &str| t.to_string())
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert!(!out.contains("rewritten") && !out.contains("coordinator's message"), "{out}");
     }
 
     #[test]
