@@ -17,12 +17,11 @@
 mod common;
 
 use common::{criterion_dir, row, Estimate};
-use criterion::Criterion;
 use probelab_search::{args, run, Io};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::{Duration, SystemTime};
+use std::time::SystemTime;
 
 const FILES: usize = 20_000;
 const BYTES_PER_FILE: usize = 10_500;
@@ -132,11 +131,7 @@ fn main() {
     let rg = real_rg();
     let out = criterion_dir();
     let since = SystemTime::now();
-    let mut c = Criterion::default()
-        .sample_size(10)
-        .measurement_time(Duration::from_secs(5))
-        .output_directory(&out)
-        .configure_from_args();
+    let mut c = common::criterion(&out);
     for (name, argv) in CASES {
         let sorted: Vec<&str> = ["--sort", "path"].iter().chain(argv.iter()).copied().collect();
         let mut g = c.benchmark_group(format!("grep/{name}"));

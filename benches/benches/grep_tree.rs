@@ -16,10 +16,9 @@
 mod common;
 
 use common::{criterion_dir, row, Estimate};
-use criterion::Criterion;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::{Duration, SystemTime};
+use std::time::SystemTime;
 
 const CASES: &[(&str, &[&str])] = &[
     ("regex", &["-n", r"fn\s+main"]),
@@ -190,11 +189,7 @@ fn main() {
     }
     let out = criterion_dir();
     let since = SystemTime::now();
-    let mut c = Criterion::default()
-        .sample_size(10)
-        .measurement_time(Duration::from_secs(5))
-        .output_directory(&out)
-        .configure_from_args();
+    let mut c = common::criterion(&out);
     for (name, argv) in CASES {
         let mut g = c.benchmark_group(format!("grep_tree/{name}"));
         for (threads, j) in THREADS {

@@ -85,3 +85,13 @@ pub fn row(name: &str, pairs: &[(Option<Estimate>, Option<Estimate>)]) {
     }
     println!("{line}");
 }
+
+/// Criterion as the grep benches run it: 10 samples of 5 s each, written under `out`, then the
+/// command line's own options.
+pub fn criterion(out: &Path) -> criterion::Criterion {
+    criterion::Criterion::default()
+        .sample_size(10)
+        .measurement_time(std::time::Duration::from_secs(5))
+        .output_directory(out)
+        .configure_from_args()
+}

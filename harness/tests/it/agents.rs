@@ -226,6 +226,18 @@ fn chromium() -> Option<PathBuf> {
     })
 }
 
+/// The DOM headless Chromium builds of the page at `page`.
+fn dump_dom(browser: &std::path::Path, page: &std::path::Path) -> String {
+    let url = format!("file://{}", page.canonicalize().unwrap_or_else(|e| panic!("{}: {e}", page.display())).display());
+    let out = Command::new(browser)
+        .args(["--headless", "--no-sandbox", "--disable-gpu", "--dump-dom"])
+        .arg(&url)
+        .output()
+        .unwrap_or_else(|e| panic!("cannot start {}: {e}", browser.display()));
+    assert!(out.status.success(), "chromium failed: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
 #[test]
 fn the_conformance_table_renders_in_headless_chromium() {
     // a table of every mark, rendered; then the committed one (docs/conformance/, made from the agents'
@@ -254,14 +266,7 @@ fn the_conformance_table_renders_in_headless_chromium() {
     let Some(browser) = chromium() else {
         panic!("no headless Chromium found (chromium-headless-shell); run scripts/setup, or set PROBELAB_CHROMIUM")
     };
-    let url = format!("file://{}", dir.join("table.html").canonicalize().unwrap_or_else(|e| panic!("{e}")).display());
-    let out = Command::new(&browser)
-        .args(["--headless", "--no-sandbox", "--disable-gpu", "--dump-dom"])
-        .arg(&url)
-        .output()
-        .unwrap_or_else(|e| panic!("cannot start {}: {e}", browser.display()));
-    assert!(out.status.success(), "chromium failed: {}", String::from_utf8_lossy(&out.stderr));
-    let dom = String::from_utf8_lossy(&out.stdout);
+    let dom = dump_dom(&browser, &dir.join("table.html"));
     assert!(dom.contains("<table id=\"summary\">") && dom.contains("<table id=\"cells\">"), "{dom}");
     assert!(dom.contains("<table id=\"per-tool\">") && dom.contains("<td>Read</td><td>2/2 of 3</td>"), "{dom}");
     assert!(dom.contains("wording-only<br><small>wording-only why</small>"), "the reason is in the cell: {dom}");
@@ -275,17 +280,7 @@ fn the_conformance_table_renders_in_headless_chromium() {
     let committed = repo().join("docs/conformance/table.json");
     let json = std::fs::read_to_string(&committed).unwrap_or_else(|e| panic!("{}: {e}", committed.display()));
     let t: Table = serde_json::from_str(&json).unwrap_or_else(|e| panic!("{e}"));
-    let url = format!(
-        "file://{}",
-        committed.with_extension("html").canonicalize().unwrap_or_else(|e| panic!("{e}")).display()
-    );
-    let out = Command::new(&browser)
-        .args(["--headless", "--no-sandbox", "--disable-gpu", "--dump-dom"])
-        .arg(&url)
-        .output()
-        .unwrap_or_else(|e| panic!("cannot start {}: {e}", browser.display()));
-    assert!(out.status.success(), "chromium failed: {}", String::from_utf8_lossy(&out.stderr));
-    let dom = String::from_utf8_lossy(&out.stdout);
+    let dom = dump_dom(&browser, &committed.with_extension("html"));
     assert!(dom.contains("<th>claude-code@"), "no Claude Code column in the committed page");
     for agent in AGENTS {
         assert!(dom.contains(&format!("<th>{agent}</th>")), "no column for {agent} in the committed page");
