@@ -28,6 +28,8 @@
 //! differences are reported like the others' and not minimised; a tool that needs what a script cannot
 //! give (a sub-agent's conversation, a person, the clock: [`NOT_FROM_SCHEMAS`]) is left out and said so.
 
+pub mod seen;
+
 use crate::lab::Layout;
 use crate::run::run_conversation;
 use crate::sessions::{self, Call, File, Outcome, Ran, Rng, Session};
@@ -431,21 +433,45 @@ pub struct Published {
     pub calls: usize,
     /// Wall time of the exploration, whole seconds.
     pub seconds: u64,
-    /// The stable differences, in words, each once: (kind, statement).
-    pub stable: Vec<(Kind, String)>,
+    /// The stable differences, in words, each once, with the probes that show them too.
+    pub stable: Vec<Stable>,
     /// Differences between two runs of one side (not counted as changes).
     pub noise: usize,
     /// Sessions that broke on a side.
     pub broken: usize,
 }
 
-/// The record of an exploration ([`Published`]).
-pub fn published(r: &Report) -> Published {
-    let mut stable: Vec<(Kind, String)> = Vec::new();
+/// One stable difference of a record ([`Published`]), in words.
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+pub struct Stable {
+    /// Its kind.
+    pub kind: Kind,
+    /// The statement ([`statement`]).
+    pub said: String,
+    /// The probes of the catalogue whose goldens show the same change between the two releases
+    /// ([`seen::shown_by`]), sorted; empty: no probe shows it. None: not compared (the goldens of a
+    /// side were not there).
+    pub shown_by: Option<Vec<String>>,
+}
+
+/// The record of an exploration ([`Published`]); `probes`, the diff of the catalogue's goldens of the
+/// two releases judged by the committed cells, tells which findings a probe shows too (None: the
+/// goldens of a side are not there, nothing is said of it).
+pub fn published(r: &Report, probes: Option<&crate::transcript::diff::SetDiff>) -> Published {
+    let mut stable: Vec<Stable> = Vec::new();
     for f in &r.stable {
-        let said = (f.kind, statement(f, &r.a, &r.b));
-        if !stable.contains(&said) {
-            stable.push(said);
+        let said = statement(f, &r.a, &r.b);
+        let shown = probes.map(|d| seen::shown_by(f, d));
+        match stable.iter_mut().find(|s| s.kind == f.kind && s.said == said) {
+            // the same words from another session: the probes that show either
+            Some(s) => {
+                if let (Some(have), Some(more)) = (s.shown_by.as_mut(), shown) {
+                    have.extend(more);
+                    have.sort();
+                    have.dedup();
+                }
+            }
+            None => stable.push(Stable { kind: f.kind, said, shown_by: shown }),
         }
     }
     Published {
@@ -459,6 +485,29 @@ pub fn published(r: &Report) -> Published {
         noise: r.noise.len(),
         broken: r.broken.len(),
     }
+}
+
+/// The diff of the catalogue's goldens of releases `a` and `b` (under `layout`'s golden root), judged
+/// by the committed cells `m` as the release pages are: what [`published`] tells the findings of the
+/// probes by. None where the goldens of either release are not there.
+pub fn probe_diff(
+    layout: &Layout,
+    probes: &[crate::probe::Probe],
+    m: &crate::observatory::report::Matrix,
+    a: &str,
+    b: &str,
+) -> Result<Option<crate::transcript::diff::SetDiff>, String> {
+    use crate::transcript::diff::{diff_dirs_with, unordered_ids};
+    use crate::transcript::golden::claude_code_dir;
+    let (l, r) = (claude_code_dir(&layout.golden, a), claude_code_dir(&layout.golden, b));
+    if !l.is_dir() || !r.is_dir() {
+        return Ok(None);
+    }
+    let unordered =
+        probes.iter().filter(|p| !p.unordered.is_empty()).map(|p| (p.id.clone(), unordered_ids(p))).collect();
+    let mut d = diff_dirs_with(&l, &r, &layout.blobs(), &unordered)?;
+    m.judge(&mut d, a, b);
+    Ok(Some(d))
 }
 
 /// Where the records are: `docs/discover/releases` under a project root.
@@ -492,17 +541,36 @@ pub fn write_published(dir: &Path, p: &Published) -> Result<PathBuf, String> {
     Ok(path)
 }
 
+/// The probes a release page names of those that show a finding too (the record has them all).
+pub const SHOWN_NAMED: usize = 3;
+
 /// The "Found by exploration" section of release `version`'s page (empty without a record that found
 /// something stable).
 pub fn page_section(p: &Published) -> String {
     if p.stable.is_empty() {
         return String::new();
     }
+    let compared: Vec<&Stable> = p.stable.iter().filter(|s| s.shown_by.is_some()).collect();
+    let unseen = compared.iter().filter(|s| s.shown_by.as_ref().is_some_and(Vec::is_empty)).count();
+    let against = if compared.len() == p.stable.len() {
+        format!(
+            "{unseen} of them shown by no probe of the catalogue, {} by a probe too (named; the goldens of \
+             both releases compared)",
+            compared.len() - unseen
+        )
+    } else if compared.is_empty() {
+        "not compared with the probes (the goldens of a side were not there)".to_string()
+    } else {
+        format!(
+            "{unseen} of the {} compared with the probes shown by none, {} not compared",
+            compared.len(),
+            p.stable.len() - compared.len()
+        )
+    };
     let mut out = format!(
         "\n## Found by exploration\n\n`probelab discover {} {}` ran {} generated sessions ({} tool calls) on both \
-         releases, each side twice, in {} s: {} stable difference(s) on the same sessions, in words below \
-         (found without a probe: where a probe sees the same change, the sections above say it too; each \
-         is a candidate probe); {} difference(s) between two runs of one side were noise{}.\n\n",
+         releases, each side twice, in {} s: {} stable difference(s) on the same sessions, in words below; \
+         {against}. {} difference(s) between two runs of one side were noise{}.\n\n",
         p.a,
         p.b,
         p.sessions,
@@ -512,13 +580,24 @@ pub fn page_section(p: &Published) -> String {
         p.noise,
         if p.broken > 0 { format!(", {} session(s) broke (no evidence from them)", p.broken) } else { String::new() }
     );
-    for (kind, said) in &p.stable {
-        let kind = match kind {
+    for s in &p.stable {
+        let kind = match s.kind {
             Kind::Result => "result",
             Kind::File => "file",
             Kind::Request => "request",
         };
-        out.push_str(&format!("- {kind}: {}\n", said.replace('\n', " ")));
+        let seen = match &s.shown_by {
+            None => " — not compared with the probes".to_string(),
+            Some(v) if v.is_empty() => " — shown by no probe".to_string(),
+            Some(v) => {
+                let named: Vec<String> = v.iter().take(SHOWN_NAMED).map(|p| format!("`{p}`")).collect();
+                match v.len() - named.len() {
+                    0 => format!(" — shown by {} too", named.join(", ")),
+                    more => format!(" — shown by {} probes too ({} and {more} more)", v.len(), named.join(", ")),
+                }
+            }
+        };
+        out.push_str(&format!("- {kind}: {}{seen}\n", s.said.replace('\n', " ")));
     }
     out
 }

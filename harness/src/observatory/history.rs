@@ -271,9 +271,9 @@ pub fn history(
             let own = |said: &str| {
                 said.starts_with(&format!("{tool} (")) || said.starts_with(&format!("interface of {tool} "))
             };
-            for (kind, said) in rec.stable.iter().filter(|(_, said)| own(said)) {
-                let kind = format!("{kind:?}").to_lowercase();
-                out.push(entry("exploration", format!("{kind}: {said}"), Vec::new()));
+            for s in rec.stable.iter().filter(|s| own(&s.said)) {
+                let kind = format!("{:?}", s.kind).to_lowercase();
+                out.push(entry("exploration", format!("{kind}: {}", s.said), Vec::new()));
             }
         }
         // coverage of a claim

@@ -737,7 +737,9 @@ pub async fn watch(
                 minimise: false,
             };
             let r = crate::discover::explore(&ca, &cb, &opts, layout, &|_| {}).await;
-            let record = crate::discover::published(&r);
+            // the findings told from what the probes' goldens of the pair show (blessed above)
+            let shown = crate::discover::probe_diff(layout, probes, &m, a, b)?;
+            let record = crate::discover::published(&r, shown.as_ref());
             w.explored.push((b.clone(), record.stable.len(), record.noise, record.seconds));
             crate::discover::write_published(&docs.explored, &record)?;
             republish_page(&docs, layout, probes, b)?;
@@ -921,7 +923,18 @@ mod tests {
             sessions: 2,
             calls: 200,
             seconds: 40,
-            stable: vec![(crate::discover::Kind::Result, "Edit (x) differs from 2.1.1 to 2.1.2: …".into())],
+            stable: vec![
+                crate::discover::Stable {
+                    kind: crate::discover::Kind::Result,
+                    said: "Edit (x) differs from 2.1.1 to 2.1.2: …".into(),
+                    shown_by: Some(Vec::new()),
+                },
+                crate::discover::Stable {
+                    kind: crate::discover::Kind::Result,
+                    said: "Read (y) differs from 2.1.1 to 2.1.2: …".into(),
+                    shown_by: Some(vec!["read.a".into(), "read.b".into(), "read.c".into(), "read.d".into()]),
+                },
+            ],
             noise: 1,
             broken: 0,
         };
@@ -936,7 +949,12 @@ mod tests {
         assert!(page.contains("\n## Found by exploration\n\n`probelab discover 2.1.1 2.1.2` ran 2 generated sessions (200 tool calls)"), "{page}");
         assert!(
             page.contains("1 difference(s) between two runs of one side were noise")
-                && page.ends_with("- result: Edit (x) differs from 2.1.1 to 2.1.2: …\n"),
+                && page.contains("1 of them shown by no probe of the catalogue, 1 by a probe too")
+                && page.contains("- result: Edit (x) differs from 2.1.1 to 2.1.2: … — shown by no probe\n")
+                && page.ends_with(
+                    "- result: Read (y) differs from 2.1.1 to 2.1.2: … — shown by 4 probes too (`read.a`, \
+                     `read.b`, `read.c` and 1 more)\n"
+                ),
             "{page}"
         );
         // publish makes the same page from the same data (nothing derived goes stale)

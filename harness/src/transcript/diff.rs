@@ -113,6 +113,10 @@ pub struct ResultChange {
     /// The same as segments ([`word_segments`]), for the HTML report.
     #[serde(skip)]
     pub segments: Vec<(char, String)>,
+    /// The tool whose call the result answers (the transcripts' `tool_use <id> <Tool>` line), where a
+    /// side has it; None for a file.
+    #[serde(skip)]
+    pub tool: Option<String>,
 }
 
 impl ProbeDiff {
@@ -308,6 +312,13 @@ pub fn transcript_changes(
     unordered: &BTreeSet<String>,
 ) -> (Vec<(Option<String>, ResultChange)>, Vec<String>) {
     let (rx, ry) = (result_lines(left, unordered), result_lines(right, unordered));
+    let changes = if rx == ry { Vec::new() } else { named(result_changes(&rx, &ry), left, right) };
+    let named = changes.into_iter().map(|c| (c.tool.clone(), c)).collect();
+    (named, verdict_changes(&verdict_lines(left), &verdict_lines(right)))
+}
+
+/// `changes` with the tool of each result's call, from the `tool_use <id> <Tool>` lines of either side.
+fn named(mut changes: Vec<ResultChange>, left: &str, right: &str) -> Vec<ResultChange> {
     let calls: BTreeMap<&str, &str> = left
         .lines()
         .chain(right.lines())
@@ -317,16 +328,12 @@ pub fn transcript_changes(
             Some((it.next()?, it.next()?))
         })
         .collect();
-    let changes = if rx == ry { Vec::new() } else { result_changes(&rx, &ry) };
-    let named = changes
-        .into_iter()
-        .map(|c| {
-            // `tool_result <id>` or `tool_result <id> is_error`
-            let id = c.call.split(' ').nth(1).unwrap_or("").trim_end_matches(':');
-            (calls.get(id).map(|t| t.to_string()), c)
-        })
-        .collect();
-    (named, verdict_changes(&verdict_lines(left), &verdict_lines(right)))
+    for c in &mut changes {
+        // `tool_result <id>` or `tool_result <id> is_error`
+        let id = c.call.split(' ').nth(1).unwrap_or("").trim_end_matches(':');
+        c.tool = calls.get(id).map(|t| t.to_string());
+    }
+    changes
 }
 
 fn verdict_lines(t: &str) -> String {
@@ -504,6 +511,7 @@ fn file_changes(left: &str, right: &str) -> Vec<ResultChange> {
                 is_error: None,
                 words: word_diff(ta, tb),
                 segments: word_segments(ta, tb),
+                tool: None,
             }),
             Some(_) => {}
             None => out.push(one_side(call, ta, '-')),
@@ -522,7 +530,7 @@ fn one_side(call: String, text: &str, side: char) -> ResultChange {
         '-' => format!("[-{shown}-] (not on the right)"),
         _ => format!("{{+{shown}+}} (not on the left)"),
     };
-    ResultChange { call, is_error: None, words, segments: vec![(side, shown)] }
+    ResultChange { call, is_error: None, words, segments: vec![(side, shown)], tool: None }
 }
 
 /// Each verdict that moved, in words: `check 5: file hook.log pass → FAIL`, paired by the check's name
@@ -588,6 +596,7 @@ fn result_changes(left: &str, right: &str) -> Vec<ResultChange> {
                     is_error: (ea != eb).then(|| format!("{ea} → {eb}")),
                     words: if ta == tb { String::new() } else { word_diff(ta, tb) },
                     segments: if ta == tb { Vec::new() } else { word_segments(ta, tb) },
+                    tool: None,
                 });
             }
             Some(_) => {}
@@ -845,7 +854,7 @@ pub fn diff_dirs_with(
         let (rx, ry) = (result_lines(x, set), result_lines(y, set));
         d.results = udiff(&rx, &ry, &ln, &rn);
         if d.results.is_some() {
-            d.changes = result_changes(&rx, &ry);
+            d.changes = named(result_changes(&rx, &ry), x, y);
         }
         let (fx, fy) = (files_part(x), files_part(y));
         d.files = udiff(fx, fy, &ln, &rn);
