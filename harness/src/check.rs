@@ -237,9 +237,9 @@ fn json_assertions(json: &[JsonCheck], v: Option<&Value>, sb: &Sandbox, fails: &
 /// The file a check names, with the sandbox's symlinks followed inside it only: what a subject left (a
 /// link to a host file) never makes the lab read, list or show anything outside the sandbox.
 fn find_file(sb: &Sandbox, f: &str) -> Result<std::path::PathBuf, String> {
-    let p = sb.inside(f).map_err(|e| e.to_string())?;
+    let p = sb.inside(f).map_err(|e| crate::exit::chain(&e))?;
     let p = if f.contains('*') { find_glob(sb, &p)? } else { p };
-    sb.confine(&p, true).map_err(|e| format!("file {f}: {e}"))
+    sb.confine(&p, true).map_err(|e| format!("file {f}: {}", crate::exit::chain(&e)))
 }
 
 /// The first path under the sandbox matching the glob `p` (or `p` itself); the walk does not enter
@@ -356,7 +356,8 @@ pub fn evaluate(
                     .map(|b| String::from_utf8_lossy(&b).into_owned())
                     .map_err(|e| format!("cannot read {trace}: {e}"))
             };
-            match sb.inside(trace).and_then(|p| sb.confine(&p, true)).map_err(|e| e.to_string()).and_then(read) {
+            match sb.inside(trace).and_then(|p| sb.confine(&p, true)).map_err(|e| crate::exit::chain(&e)).and_then(read)
+            {
                 Err(e) => fails.push(e),
                 Ok(t) => {
                     text_assertions(text, &crate::fake_lsp::trace_text(&t), sb, &mut fails);
@@ -366,7 +367,12 @@ pub fn evaluate(
         }
         Target::File { path, exists, json } => file_check(path, *exists, json, text, sb, &mut fails),
         Target::Dir { path } => {
-            match sb.inside(path).and_then(|p| sb.confine(&p, true)).map_err(|e| e.to_string()).and_then(|p| tree(&p)) {
+            match sb
+                .inside(path)
+                .and_then(|p| sb.confine(&p, true))
+                .map_err(|e| crate::exit::chain(&e))
+                .and_then(|p| tree(&p))
+            {
                 Err(e) => fails.push(format!("dir {path}: {e}")),
                 Ok(listing) => text_assertions(text, &listing, sb, &mut fails),
             }

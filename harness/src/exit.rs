@@ -62,18 +62,6 @@ impl<T, E: Into<anyhow::Error>> Failed<T> for Result<T, E> {
     }
 }
 
-/// The errors of the layers whose errors are still text: as an [`anyhow::Error`], for `.context(...)`.
-pub trait Text<T> {
-    /// The message as an error.
-    fn text(self) -> anyhow::Result<T>;
-}
-
-impl<T> Text<T> for Result<T, String> {
-    fn text(self) -> anyhow::Result<T> {
-        self.map_err(anyhow::Error::msg)
-    }
-}
-
 /// The exit status of a command: its own, or its failure's after printing it on stderr as
 /// `PREFIX: what it was doing: why` ([`said`]).
 pub fn finish(prefix: &str, outcome: Outcome) -> ExitCode {
@@ -87,20 +75,21 @@ pub fn finish(prefix: &str, outcome: Outcome) -> ExitCode {
 }
 
 /// An error as the CLI says it: each context, outermost first, then the error and its causes, joined by
-/// `: ` — a cause the message before it already says is not said twice (the lab's typed errors write
-/// their source into their message: `docs/matrix/conformance.json: No such file or directory`, whose
-/// source is the I/O error).
+/// `: ` ([`chain`]). No error of the lab writes its source into its own message, so each cause is said
+/// once.
 pub fn said(error: &anyhow::Error) -> String {
-    let mut out = String::new();
-    for cause in error.chain() {
-        let s = cause.to_string();
-        if out.contains(&s) {
-            continue;
-        }
-        if !out.is_empty() {
-            out.push_str(": ");
-        }
-        out.push_str(&s);
+    chain(error.as_ref())
+}
+
+/// An error and its causes (its [`std::error::Error::source`] chain), outermost first, joined by `: `:
+/// how an error that is kept as text (an error cell, a report's detail) is written.
+pub fn chain(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut out = error.to_string();
+    let mut cause = error.source();
+    while let Some(c) = cause {
+        out.push_str(": ");
+        out.push_str(&c.to_string());
+        cause = c.source();
     }
     out
 }
@@ -146,16 +135,58 @@ mod tests {
         let f = io.context("reading /x/y").usage().unwrap_err();
         assert_eq!((f.code, said(&f.error)), (2, "reading /x/y: gone".to_string()));
         let text: Result<(), String> = Err("no cells".into());
-        let f = text.text().context("the matrix").failed().unwrap_err();
+        let f = text.map_err(anyhow::Error::msg).context("the matrix").failed().unwrap_err();
         assert_eq!((f.code, said(&f.error)), (1, "the matrix: no cells".to_string()));
-        // a typed error that writes its source into its message: the source is not said twice
-        let data = crate::observe::DataError::Read {
-            path: "docs/x.json".into(),
-            source: std::io::Error::new(std::io::ErrorKind::NotFound, "gone"),
-        };
-        let f = Err::<(), _>(data).context("the table").usage().unwrap_err();
-        assert_eq!(said(&f.error), "the table: docs/x.json: gone");
         assert_eq!(finish("probelab", Err(Failure::msg(2, "bad"))), ExitCode::from(2));
         assert_eq!(finish("probelab", Ok(ExitCode::SUCCESS)), ExitCode::SUCCESS);
+    }
+
+    /// Every cause of a typed error is said once, in order: a message that wrote its source into itself
+    /// would show here twice (and one that dropped its source, not at all).
+    #[test]
+    fn each_cause_of_a_typed_error_is_said_once() {
+        let gone = || std::io::Error::new(std::io::ErrorKind::NotFound, "gone");
+        let data = crate::observe::DataError::Read { path: "docs/x.json".into(), source: gone() };
+        let f = Err::<(), _>(data).context("the table").usage().unwrap_err();
+        assert_eq!(said(&f.error), "the table: docs/x.json: gone");
+        // three layers: the run, the subject's conversation, the OS
+        let spawn = crate::subject::ConverseError::Spawn { what: "subject x (prog)".into(), source: gone() };
+        let run = crate::run::RunError::from(spawn);
+        assert_eq!(chain(&run), "cannot start subject x (prog): gone");
+        let f = Err::<(), _>(run).context("probe p").failed().unwrap_err();
+        assert_eq!(said(&f.error), "probe p: cannot start subject x (prog): gone");
+        assert_eq!(said(&f.error).matches("gone").count(), 1);
+        let stub = crate::run::RunError::Stub(gone());
+        assert_eq!(chain(&stub), "cannot start the stub: gone");
+    }
+
+    /// No error type of the lab says its source in its own message: each one's text is checked against
+    /// its source's.
+    #[test]
+    fn no_message_repeats_its_source() {
+        let gone = || std::io::Error::new(std::io::ErrorKind::NotFound, "gone away");
+        let json = || serde_json::from_str::<u8>("x").unwrap_err();
+        let errors: Vec<Box<dyn std::error::Error + 'static>> = vec![
+            Box::new(crate::observe::DataError::Read { path: "a".into(), source: gone() }),
+            Box::new(crate::observe::DataError::NotAnObservation { path: "a".into(), source: json() }),
+            Box::new(crate::observe::DataError::Parse { path: "a".into(), source: json() }),
+            Box::new(crate::observe::DataError::Create { path: "a".into(), source: gone() }),
+            Box::new(crate::observe::DataError::Write { path: "a".into(), source: gone() }),
+            Box::new(crate::observe::DataError::Json(json())),
+            Box::new(crate::suite::DurationsError::Read { path: "a".into(), source: gone() }),
+            Box::new(crate::suite::DurationsError::Parse { path: "a".into(), source: json() }),
+            Box::new(crate::probe::sandbox::PathError::ReadLink { path: "a".into(), source: gone() }),
+            Box::new(crate::probe::LoadError::Walk { path: "a".into(), source: gone() }),
+            Box::new(crate::run::RunError::Stub(gone())),
+            Box::new(crate::subject::ConverseError::Spawn { what: "x".into(), source: gone() }),
+            Box::new(crate::subject::claude_code::install("2.1").err().unwrap()),
+        ];
+        for e in errors {
+            let source = e.source().map(|s| s.to_string());
+            assert!(source.is_some(), "{e:?} has no source");
+            let source = source.unwrap_or_default();
+            assert!(!e.to_string().contains(&source), "{e} says its source {source:?}");
+            assert_eq!(chain(e.as_ref()).matches(&source).count(), 1, "{}", chain(e.as_ref()));
+        }
     }
 }

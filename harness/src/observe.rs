@@ -31,11 +31,12 @@ use std::path::Path;
 use stub_messages::script::MAIN;
 use stub_messages::ExchangeKind;
 
-/// Why the observatory's files (its cells, the conformance table) could not be read or written.
+/// Why the observatory's files (its cells, the conformance table) could not be read or written (the
+/// message names the file; the cause is its source, never repeated in the message).
 #[derive(Debug, thiserror::Error)]
 pub enum DataError {
     /// A file or directory could not be read.
-    #[error("{}: {source}", path.display())]
+    #[error("{}", path.display())]
     Read {
         /// The file or directory.
         path: std::path::PathBuf,
@@ -43,7 +44,7 @@ pub enum DataError {
         source: std::io::Error,
     },
     /// A cell file does not parse as an observation.
-    #[error("{}: not an observation of probelab matrix: {source}", path.display())]
+    #[error("{}: not an observation of probelab matrix", path.display())]
     NotAnObservation {
         /// The file.
         path: std::path::PathBuf,
@@ -51,7 +52,7 @@ pub enum DataError {
         source: serde_json::Error,
     },
     /// A file that does not parse as what it should hold (the conformance table).
-    #[error("{}: {source}", path.display())]
+    #[error("{}", path.display())]
     Parse {
         /// The file.
         path: std::path::PathBuf,
@@ -78,7 +79,7 @@ pub enum DataError {
         dir: std::path::PathBuf,
     },
     /// A directory could not be created.
-    #[error("cannot create {}: {source}", path.display())]
+    #[error("cannot create {}", path.display())]
     Create {
         /// The directory.
         path: std::path::PathBuf,
@@ -86,7 +87,7 @@ pub enum DataError {
         source: std::io::Error,
     },
     /// A file could not be written.
-    #[error("cannot write {}: {source}", path.display())]
+    #[error("cannot write {}", path.display())]
     Write {
         /// The file.
         path: std::path::PathBuf,
@@ -94,8 +95,8 @@ pub enum DataError {
         source: std::io::Error,
     },
     /// A value could not be made into JSON.
-    #[error("{0}")]
-    Json(serde_json::Error),
+    #[error("cannot make JSON")]
+    Json(#[source] serde_json::Error),
 }
 
 /// How a (probe, version) run came out.

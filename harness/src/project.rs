@@ -353,7 +353,7 @@ mod tests {
         assert_eq!(c.command, ["python3", "{project}/a.py", "{prompt}"]);
         assert_eq!((c.dialect.as_deref(), c.project.as_path()), (Some("claude-code"), Path::new("/p")));
         assert_eq!(c.place, "/p/probelab.toml:1:11");
-        assert_eq!(p.registry().parse("my-agent").map(|id| id.to_string()), Ok("my-agent".to_string()));
+        assert_eq!(p.registry().parse("my-agent").map(|id| id.to_string()).ok(), Some("my-agent".to_string()));
         let e = err("[subjects.a]\ncommand = []\n");
         assert!(e.starts_with("/p/probelab.toml:2:11: an empty command"), "{e}");
         let e = err("[subjects.a]\ncommand = [\"x\", \"{bse_url}\"]\n");

@@ -42,8 +42,9 @@ impl std::io::Write for RecordMeter {
 }
 
 /// Why a probe could not be run (its checks failing is no error: the lab's report says so). The steps of
-/// a run, each with what went wrong; the inner layers (the services, the subjects' conversations) still
-/// speak in messages, which name their paths.
+/// a run, each with what went wrong; the cause is the source, never repeated in the message (the chain is
+/// said once: [`crate::exit::chain`]). The sandbox, the services and confinement still speak in
+/// messages, which name their paths.
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
     /// The subject cannot be named or set up.
@@ -58,8 +59,8 @@ pub enum RunError {
         subject: String,
     },
     /// The subject's search engine cannot be read (its evidence would name the hash of nothing).
-    #[error("{0}")]
-    Engine(String),
+    #[error(transparent)]
+    Engine(#[from] crate::subject::EngineError),
     /// The sandbox or its fixture cannot be made.
     #[error("{0}")]
     Sandbox(String),
@@ -67,14 +68,14 @@ pub enum RunError {
     #[error("{0}")]
     Service(String),
     /// The stub did not start.
-    #[error("cannot start the stub: {0}")]
-    Stub(std::io::Error),
+    #[error("cannot start the stub")]
+    Stub(#[source] std::io::Error),
     /// The subject's processes cannot be confined as the probe asks.
     #[error("{0}")]
     Confine(String),
     /// The subject failed to hold the conversation (not a verdict: it could not be started or watched).
-    #[error("{0}")]
-    Conversation(String),
+    #[error(transparent)]
+    Conversation(#[from] crate::subject::ConverseError),
     /// A fault the probe times to a turn (`[[fixture.fault]] at_turn`) could not be applied.
     #[error("{}: {why}", probe.display())]
     Fault {
@@ -84,8 +85,8 @@ pub enum RunError {
         why: String,
     },
     /// An exec probe's commands could not be run.
-    #[error("{0}")]
-    Exec(String),
+    #[error(transparent)]
+    Exec(#[from] crate::subject::exec::ExecError),
     /// The stub's record holds a content block the transcript cannot read (its place and what is wrong).
     #[error(transparent)]
     Record(#[from] crate::transcript::Malformed),

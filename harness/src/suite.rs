@@ -254,7 +254,7 @@ pub async fn run_one(
                 index,
                 probe: probe.clone(),
                 status: Status::Error,
-                detail: e.to_string(),
+                detail: crate::exit::chain(&e),
                 report: None,
                 duration: started.elapsed(),
             }
@@ -264,7 +264,7 @@ pub async fn run_one(
     let measured = match crate::lab::measured(layout, &opts.subject, &probe) {
         Ok(m) => m,
         Err(e) => {
-            let detail = format!("the committed cell {} is held to: {e}", opts.subject);
+            let detail = format!("the committed cell {} is held to: {}", opts.subject, crate::exit::chain(&e));
             return Outcome {
                 index,
                 probe: probe.clone(),
@@ -328,7 +328,7 @@ pub async fn run_suite(probes: Vec<Probe>, layout: &Layout, opts: &Options, mut 
     let (registry, id) = (layout.subjects.clone(), opts.subject.clone());
     let prepared: Result<Arc<dyn Subject>, String> =
         match tokio::task::spawn_blocking(move || registry.prepare(&id)).await {
-            Ok(p) => p.map_err(|e| e.to_string()),
+            Ok(p) => p.map_err(|e| crate::exit::chain(&e)),
             Err(e) => Err(format!("setting up {}: {e}", opts.subject)),
         };
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Outcome>();
@@ -339,7 +339,7 @@ pub async fn run_suite(probes: Vec<Probe>, layout: &Layout, opts: &Options, mut 
         None => Default::default(),
         Some(Ok(d)) => d,
         Some(Err(e)) => {
-            eprintln!("probelab: {e}; probes start in file order");
+            eprintln!("probelab: {}; probes start in file order", crate::exit::chain(&e));
             Default::default()
         }
     };
@@ -410,7 +410,7 @@ pub async fn run_suite(probes: Vec<Probe>, layout: &Layout, opts: &Options, mut 
 #[derive(Debug, thiserror::Error)]
 pub enum DurationsError {
     /// It is there but cannot be read (not a regular file, too large, no permission).
-    #[error("cannot read {}: {source}", path.display())]
+    #[error("cannot read {}", path.display())]
     Read {
         /// The file.
         path: std::path::PathBuf,
@@ -418,7 +418,7 @@ pub enum DurationsError {
         source: std::io::Error,
     },
     /// It is not a JSON map of probe ids to milliseconds.
-    #[error("{}: not a map of durations: {source}", path.display())]
+    #[error("{}: not a map of durations", path.display())]
     Parse {
         /// The file.
         path: std::path::PathBuf,
@@ -474,11 +474,11 @@ mod tests {
         std::fs::write(&f, "{\"a.b\": ").unwrap_or_else(|e| panic!("{e}"));
         let e = load_durations(&f).err();
         assert!(matches!(&e, Some(DurationsError::Parse { path, .. }) if *path == f), "{e:?}");
-        let e = e.map(|e| e.to_string()).unwrap_or_default();
+        let e = e.map(|e| crate::exit::chain(&e)).unwrap_or_default();
         assert!(e.starts_with(&format!("{}: not a map of durations: EOF", f.display())), "{e}");
         let e = load_durations(d.path()).err();
         assert!(matches!(&e, Some(DurationsError::Read { .. })), "{e:?}");
-        let e = e.map(|e| e.to_string()).unwrap_or_default();
+        let e = e.map(|e| crate::exit::chain(&e)).unwrap_or_default();
         assert!(e.starts_with("cannot read ") && e.ends_with("not a regular file"), "{e}");
     }
 

@@ -42,7 +42,7 @@ pub fn trials(dir: &Path, subjects: &[&str]) -> Result<Vec<Trial>, String> {
     let mut trials = Vec::new();
     for s in subjects {
         let id = layout.subjects.parse(s).map_err(|e| e.to_string())?;
-        let subject = layout.subjects.prepare(&id).map_err(|e| e.to_string())?;
+        let subject = layout.subjects.prepare(&id).map_err(|e| crate::exit::chain(&e))?;
         for p in probes.iter().filter(|p| p.applies_to(&id)) {
             let name = format!("{id}/{}", p.id);
             // n/a on the subject (a tool its dialect lacks), or a host part missing: an ignored trial
@@ -52,7 +52,7 @@ pub fn trials(dir: &Path, subjects: &[&str]) -> Result<Vec<Trial>, String> {
             let (probe, layout, subject) = (Arc::new(p.clone()), layout.clone(), subject.clone());
             let trial = Trial::test(name, move || {
                 let report = crate::suite::run_isolated(run_probe_on(&probe, subject.as_ref(), &layout, false))?
-                    .map_err(Failed::from)?;
+                    .map_err(|e| Failed::from(crate::exit::chain(&e)))?;
                 if !report.passed() {
                     return Err(report.failures().join("\n").into());
                 }

@@ -66,7 +66,7 @@ pub fn diff_of(
             let layout = Layout { golden: dir.clone(), ..project.layout(super::engine()) };
             let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().map_err(|e| e.to_string())?;
             for p in &shared {
-                let report = rt.block_on(run_probe(p, name, &layout, false)).map_err(|e| e.to_string())?;
+                let report = rt.block_on(run_probe(p, name, &layout, false)).map_err(|e| crate::exit::chain(&e))?;
                 golden_step(&report, &Layout { golden: tmp.path().to_path_buf(), ..layout.clone() }, true)?;
             }
             Ok(tmp.path().join(name))

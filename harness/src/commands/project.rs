@@ -13,7 +13,7 @@ pub fn install(project: &Project, subjects: &[String]) -> Outcome {
     let registry = project.registry();
     let ids = subjects.iter().map(|s| registry.parse(s)).collect::<Result<Vec<_>, _>>().usage()?;
     for id in &ids {
-        let subject = registry.prepare(id).map_err(|e| Failure::msg(1, format!("{id}: {e}")))?;
+        let subject = registry.prepare(id).map_err(|e| Failure::msg(1, format!("{id}: {}", crate::exit::chain(&e))))?;
         println!("{id}: {}", subject.description());
     }
     Ok(ExitCode::SUCCESS)

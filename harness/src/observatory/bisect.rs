@@ -87,7 +87,7 @@ async fn run_at(
         for p in todo {
             let o = run_cell(p, &version, ctx.layout, Goldens::Compare).await;
             if let Err(e) = write_cell(ctx.out, &o) {
-                progress(&format!("{version}: {e}"));
+                progress(&format!("{version}: {}", crate::exit::chain(&e)));
             }
             seen.insert((i, p.id.clone()), o);
         }

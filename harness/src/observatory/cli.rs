@@ -25,7 +25,7 @@
 use super::bisect::bisect;
 use super::report::Matrix;
 use super::{matrix, Goldens, MatrixOptions};
-use crate::exit::{finish, Failed as _, Failure, Outcome, Text as _, Usage as _};
+use crate::exit::{finish, Failed as _, Failure, Outcome, Usage as _};
 use crate::lab::Layout;
 use crate::probe::{load_all, Probe};
 use crate::project::Project;
@@ -261,10 +261,10 @@ impl At<'_> {
         let Some((a, b)) = versions.split_once(',') else {
             return Err(Failure::msg(2, "--versions takes two versions: A,B (e.g. 2.1.332,2.1.333)"));
         };
-        let p = one_probe(&self.project.probes, probe).text().usage()?;
+        let p = one_probe(&self.project.probes, probe).map_err(anyhow::Error::msg).usage()?;
         let scratch = tempfile::tempdir().context("a scratch directory for the runs").usage()?;
         let e = self.rt.block_on(super::explain::explain(&p, a.trim(), b.trim(), self.layout, scratch.path()));
-        let e = e.text().usage()?;
+        let e = e.map_err(anyhow::Error::msg).usage()?;
         eprintln!("{}: {}; {}", p.id, e.sources[0], e.sources[1]);
         print!("{}", e.diff);
         Ok(ExitCode::SUCCESS)
@@ -272,13 +272,13 @@ impl At<'_> {
 
     /// `probelab bundle PROBE A B [--out DIR]`.
     fn bundle(&self, probe: &str, a: &str, b: &str, out: Option<PathBuf>) -> Outcome {
-        let p = one_probe(&self.project.probes, probe).text().usage()?;
+        let p = one_probe(&self.project.probes, probe).map_err(anyhow::Error::msg).usage()?;
         let scratch = tempfile::tempdir().context("a scratch directory for the runs").usage()?;
         let made = self
             .rt
             .block_on(super::explain::explain(&p, a, b, self.layout, scratch.path()))
             .and_then(|e| super::explain::bundle(&p, a, b, &e, &out.unwrap_or_else(|| PathBuf::from("."))));
-        println!("{}", made.text().usage()?.display());
+        println!("{}", made.map_err(anyhow::Error::msg).usage()?.display());
         Ok(ExitCode::SUCCESS)
     }
 
@@ -287,7 +287,7 @@ impl At<'_> {
     fn history(&self, name: &str, since: Option<&str>, json: bool) -> Outcome {
         let probes = self.probes(&[])?;
         let docs = super::watch::Docs::under(&self.project.root);
-        let m = docs.matrix_of_cells().text().usage()?;
+        let m = docs.matrix_of_cells().map_err(anyhow::Error::msg).usage()?;
         if let Some(s) = since {
             if !m.versions.iter().any(|v| v == s) {
                 return Err(Failure::msg(2, format!("--since {s}: {}", unmeasured(s, &m.versions))));
@@ -301,8 +301,10 @@ impl At<'_> {
         let claims: Vec<String> =
             crate::claims::all().into_iter().map(|c| c.id).chain(self.project.known().claims).collect();
         let topic = super::history::topic(name, &claims, &tools).map_err(|e| Failure::msg(2, e))?;
-        let explored = crate::discover::read_published(&docs.explored).text().usage()?;
-        let entries = super::history::history(&probes, self.layout, &m, &topic, since, &explored).text().usage()?;
+        let explored = crate::discover::read_published(&docs.explored).map_err(anyhow::Error::msg).usage()?;
+        let entries = super::history::history(&probes, self.layout, &m, &topic, since, &explored)
+            .map_err(anyhow::Error::msg)
+            .usage()?;
         if json {
             let body = serde_json::json!({"topic": topic.to_string(), "versions": m.versions, "entries": entries});
             println!("{}", serde_json::to_string_pretty(&body).unwrap_or_default());
@@ -315,7 +317,7 @@ impl At<'_> {
     /// `probelab budgets [V] [--tool T] [--json]`: exit 2 on a release that is not measured.
     fn budgets(&self, version: Option<&str>, tool: Option<&str>, json: bool) -> Outcome {
         let docs = super::watch::Docs::under(&self.project.root);
-        let m = docs.matrix_of_cells().text().usage()?;
+        let m = docs.matrix_of_cells().map_err(anyhow::Error::msg).usage()?;
         let v = match version {
             Some(v) if m.versions.iter().any(|x| x == v) => v.to_string(),
             Some(v) => return Err(Failure::msg(2, unmeasured(v, &m.versions))),
@@ -351,7 +353,7 @@ impl At<'_> {
     fn changes(&self, version: &str, write: bool) -> Outcome {
         let probes = self.probes(&[])?;
         let docs = super::watch::Docs::under(&self.project.root);
-        let m = docs.matrix_of_cells().text().usage()?;
+        let m = docs.matrix_of_cells().map_err(anyhow::Error::msg).usage()?;
         let Some(i) = m.versions.iter().position(|v| *v == version) else {
             return Err(Failure::msg(2, unmeasured(version, &m.versions)));
         };
@@ -366,7 +368,7 @@ impl At<'_> {
             })
         });
         let page = super::watch::release_page(&probes, self.layout, &m, version, &previous, published.as_deref());
-        let page = page.text().usage()?;
+        let page = page.map_err(anyhow::Error::msg).usage()?;
         if !write {
             print!("{page}");
             return Ok(ExitCode::SUCCESS);
@@ -415,7 +417,7 @@ impl At<'_> {
     /// `probelab matrix`: 1 when a cell errored.
     fn matrix(&self, a: MatrixArgs) -> Outcome {
         let probes = self.probes(&a.paths)?;
-        let versions = select(&a.versions).text().usage()?;
+        let versions = select(&a.versions).map_err(anyhow::Error::msg).usage()?;
         let opts = MatrixOptions {
             out: a.out.unwrap_or_else(|| self.default_out()),
             fresh: a.fresh,
@@ -431,7 +433,7 @@ impl At<'_> {
         if a.bisect {
             let mut each = |_: &[crate::observe::Observation]| Ok(());
             let more = self.rt.block_on(pin_changes(&probes, &cells, self.layout, &opts.out, &mut each));
-            cells.extend(more.text().failed()?);
+            cells.extend(more.map_err(anyhow::Error::msg).failed()?);
         }
         let errored = cells.iter().any(|c| c.outcome == crate::observe::Outcome::Error);
         if a.publish {
@@ -439,7 +441,7 @@ impl At<'_> {
                 return Err(Failure::msg(1, "cells errored (no verdict): nothing published; run the matrix again"));
             }
             let docs = super::watch::Docs::under(&self.project.root);
-            publish_all(&docs, self.layout, &self.project.probes, &cells).text().usage()?;
+            publish_all(&docs, self.layout, &self.project.probes, &cells).map_err(anyhow::Error::msg).usage()?;
             let (n, into, matrix) = (cells.len(), docs.cells.display(), docs.matrix.display());
             eprintln!("published {n} cells into {into} and regenerated {matrix}");
         }
@@ -469,7 +471,11 @@ impl At<'_> {
                     Ok(())
                 }
             };
-            let more = self.rt.block_on(pin_changes(&probes, &cells, self.layout, &out, &mut each)).text().failed()?;
+            let more = self
+                .rt
+                .block_on(pin_changes(&probes, &cells, self.layout, &out, &mut each))
+                .map_err(anyhow::Error::msg)
+                .failed()?;
             // the cells run now stand for their (probe, version), in place of older ones
             let newer: std::collections::BTreeSet<(String, Option<String>)> =
                 more.iter().map(|c| (c.probe.clone(), c.version.clone())).collect();
@@ -477,7 +483,7 @@ impl At<'_> {
             cells.extend(more);
         }
         if publish && !pin {
-            publish_all(&docs, self.layout, &self.project.probes, &cells).text().usage()?;
+            publish_all(&docs, self.layout, &self.project.probes, &cells).map_err(anyhow::Error::msg).usage()?;
         }
         let reported = report(&cells, json, html);
         if let (Some(md), Ok(m)) = (markdown, Matrix::from_cells(&cells)) {
@@ -503,7 +509,7 @@ impl At<'_> {
         let mut table = super::conformance::read(&self.project.out).usage()?;
         for v in &versions {
             let m = self.rt.block_on(super::conformance::measure(&probes, self.layout, v));
-            let m = m.text().with_context(|| v.clone()).usage()?;
+            let m = m.map_err(anyhow::Error::msg).with_context(|| v.clone()).usage()?;
             if m.figure.common == 0 {
                 println!("{v}: no probe in common with its committed goldens (left out)");
                 continue;
@@ -540,7 +546,7 @@ impl At<'_> {
                 None => return Err(Failure::msg(2, no_probe(id))),
             }
         }
-        let candidates = between(good, bad).text().usage()?;
+        let candidates = between(good, bad).map_err(anyhow::Error::msg).usage()?;
         eprintln!(
             "bisect {} over {} versions ({}..{}): at most {} installs per probe",
             chosen.iter().map(|p| p.id.as_str()).collect::<Vec<_>>().join(" "),
@@ -552,7 +558,7 @@ impl At<'_> {
         let out = out.unwrap_or_else(|| self.default_out());
         let mut progress = |l: &str| eprintln!("  {l}");
         let ran = self.rt.block_on(bisect(&chosen, &candidates, self.layout, &out, &mut progress));
-        let (found, cost) = ran.text().failed()?;
+        let (found, cost) = ran.map_err(anyhow::Error::msg).failed()?;
         print_bisection(&found, &cost);
         Ok(if found.iter().any(|f| f.boundary.is_some()) { ExitCode::SUCCESS } else { ExitCode::from(1) })
     }
@@ -888,7 +894,7 @@ pub fn between(good: &str, bad: &str) -> Result<Vec<String>, String> {
 
 /// The matrix of `cells` on stdout (text or JSON), and as HTML in `html`.
 fn report(cells: &[crate::observe::Observation], json: bool, html: Option<&Path>) -> Result<(), Failure> {
-    let m = Matrix::from_cells(cells).text().usage()?;
+    let m = Matrix::from_cells(cells).map_err(anyhow::Error::msg).usage()?;
     if json {
         print!("{}", m.to_json());
     } else {

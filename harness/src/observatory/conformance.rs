@@ -94,7 +94,7 @@ pub async fn measure(probes: &[Probe], layout: &Layout, version: &str) -> Result
             out.unstable.push(format!("{} (varies in {varies})", p.id));
             continue;
         }
-        let report = run_probe(p, &subject, &run_layout, false).await.map_err(|e| e.to_string())?;
+        let report = run_probe(p, &subject, &run_layout, false).await.map_err(|e| crate::exit::chain(&e))?;
         golden_step(&report, &run_layout, true)?;
     }
     let unordered = probes
@@ -130,6 +130,6 @@ mod tests {
         std::fs::write(d.path().join(FILE), "[").unwrap_or_else(|e| panic!("{e}"));
         let e = read(d.path()).unwrap_err();
         assert!(matches!(&e, super::super::DataError::Parse { path, .. } if path.ends_with(FILE)), "{e:?}");
-        assert!(e.to_string().starts_with(&format!("{}: ", d.path().join(FILE).display())), "{e}");
+        assert!(crate::exit::chain(&e).starts_with(&format!("{}: ", d.path().join(FILE).display())), "{e}");
     }
 }

@@ -45,7 +45,7 @@ pub async fn explain(probe: &Probe, a: &str, b: &str, layout: &Layout, scratch: 
             std::fs::copy(&committed, &dest).map_err(|e| format!("{}: {e}", committed.display()))?;
             sources[i] = format!("golden/{subject}/{}.snap", probe.id);
         } else {
-            let report = run_probe(probe, &subject, layout, false).await.map_err(|e| e.to_string())?;
+            let report = run_probe(probe, &subject, layout, false).await.map_err(|e| crate::exit::chain(&e))?;
             golden_step(&report, &Layout { golden: tmp_golden.clone(), ..layout.clone() }, true)?;
             sources[i] = format!("run now on {subject} (no committed golden)");
         }

@@ -136,7 +136,7 @@ pub async fn run_cell(probe: &Probe, version: &str, layout: &Layout, goldens: Go
                             probe,
                             "claude-code",
                             Some(version),
-                            &format!("{}: {e}", file.display()),
+                            &format!("{}: {}", file.display(), crate::exit::chain(&e)),
                         );
                     }
                 }
@@ -145,14 +145,14 @@ pub async fn run_cell(probe: &Probe, version: &str, layout: &Layout, goldens: Go
                         probe,
                         "claude-code",
                         Some(version),
-                        &format!("cannot install claude-code@{version}: {e}"),
+                        &format!("cannot install claude-code@{version}: {}", crate::exit::chain(&e)),
                     )
                 }
             }
         }
     }
     match run_probe(probe, &subject, layout, false).await {
-        Err(e) => Observation::error(probe, "claude-code", Some(version), &e.to_string()),
+        Err(e) => Observation::error(probe, "claude-code", Some(version), &crate::exit::chain(&e)),
         Ok(report) => {
             let mut obs = report.observation.clone();
             let bless = goldens == Goldens::Bless;
@@ -272,7 +272,7 @@ pub async fn matrix(
                     p,
                     "claude-code",
                     Some(version),
-                    &format!("cannot install claude-code@{version}: {e}"),
+                    &format!("cannot install claude-code@{version}: {}", crate::exit::chain(&e)),
                 );
                 write_cell(&opts.out, &obs)?;
                 done(&CellDone { observation: obs.clone(), resumed: false, total });
@@ -462,7 +462,7 @@ mod tests {
         ] {
             let bad = Observation { probe: probe.into(), ..good.clone() };
             put(version, file, &bad);
-            let e = read_cells(std::slice::from_ref(&dir)).map(|c| c.len()).unwrap_err().to_string();
+            let e = crate::exit::chain(&read_cells(std::slice::from_ref(&dir)).map(|c| c.len()).unwrap_err());
             assert!(e.contains(said), "{e}");
             assert!(read_cell(&dir.join(version).join(file)).is_none());
             std::fs::remove_file(dir.join(version).join(file)).unwrap_or_else(|e| panic!("{e}"));
@@ -471,7 +471,7 @@ mod tests {
         let fifo = dir.join("2.1.1/stuck.json");
         let made = std::process::Command::new("mkfifo").arg(&fifo).status().map(|s| s.success()).unwrap_or(false);
         if made {
-            let e = read_cells(std::slice::from_ref(&dir)).map(|c| c.len()).unwrap_err().to_string();
+            let e = crate::exit::chain(&read_cells(std::slice::from_ref(&dir)).map(|c| c.len()).unwrap_err());
             assert!(e.contains("not a regular file"), "{e}");
             assert!(read_cell(&fifo).is_none());
         }
@@ -557,6 +557,6 @@ mod tests {
         std::fs::write(full.join("2.1.235/b.json"), "{\"probe\": 1}").unwrap();
         let e = read_cells(std::slice::from_ref(&full)).unwrap_err();
         assert!(matches!(&e, DataError::NotAnObservation { path, .. } if path.ends_with("2.1.235/b.json")), "{e:?}");
-        assert!(e.to_string().contains("b.json: not an observation of probelab matrix: "), "{e}");
+        assert!(crate::exit::chain(&e).contains("b.json: not an observation of probelab matrix: "), "{e}");
     }
 }

@@ -65,7 +65,7 @@ impl Docs {
 
     /// The matrix of the committed cells (what `history`, `budgets`, `changes` and a release page read).
     pub fn matrix_of_cells(&self) -> Result<Matrix, String> {
-        let cells = read_cells(std::slice::from_ref(&self.cells)).map_err(|e| e.to_string())?;
+        let cells = read_cells(std::slice::from_ref(&self.cells)).map_err(|e| crate::exit::chain(&e))?;
         Matrix::from_cells(&cells)
     }
 }
@@ -171,12 +171,12 @@ pub fn publish(
 ) -> Result<Matrix, String> {
     for c in cells.iter().map(Observation::slim) {
         if !same_but_golden(&docs.cells, &c) {
-            super::write_cell(&docs.cells, &c).map_err(|e| e.to_string())?;
+            super::write_cell(&docs.cells, &c).map_err(|e| crate::exit::chain(&e))?;
         }
     }
     std::fs::create_dir_all(&docs.matrix).map_err(|e| format!("{}: {e}", docs.matrix.display()))?;
-    let all = read_cells(std::slice::from_ref(&docs.cells)).map_err(|e| e.to_string())?;
-    let mut releases = Releases::read(&docs.matrix).map_err(|e| e.to_string())?;
+    let all = read_cells(std::slice::from_ref(&docs.cells)).map_err(|e| crate::exit::chain(&e))?;
+    let mut releases = Releases::read(&docs.matrix).map_err(|e| crate::exit::chain(&e))?;
     let oldest = all.iter().filter_map(|c| c.version.as_deref().and_then(|v| semver::Version::parse(v).ok())).min();
     if let (Some(c), Some(oldest)) = (catalogue, oldest) {
         let asked = releases.asked.parse::<jiff::Timestamp>().ok();
@@ -272,9 +272,9 @@ pub fn diff_report(probes: &[Probe], layout: &Layout, m: &Matrix) -> Result<Opti
 pub fn stale_derived(root: &Path, read: &dyn Fn(&Path) -> Option<String>) -> Result<Vec<String>, String> {
     let docs = Docs::under(root);
     let layout = Layout { golden: root.join("golden"), ..Layout::repo() };
-    let cells = read_cells(std::slice::from_ref(&docs.cells)).map_err(|e| e.to_string())?;
-    let releases = Releases::read(&docs.matrix).map_err(|e| e.to_string())?;
-    let probes = crate::probe::load_all(&[root.join("probes")]).map_err(|e| e.to_string())?;
+    let cells = read_cells(std::slice::from_ref(&docs.cells)).map_err(|e| crate::exit::chain(&e))?;
+    let releases = Releases::read(&docs.matrix).map_err(|e| crate::exit::chain(&e))?;
+    let probes = crate::probe::load_all(&[root.join("probes")]).map_err(|e| crate::exit::chain(&e))?;
     let (m, files) = reports(&cells, &layout.golden, &super::conformance::Table::new(), &releases, &probes)?;
     let mut made: Vec<(String, String)> =
         files.into_iter().map(|(name, text)| (format!("docs/matrix/{name}"), text)).collect();
@@ -286,7 +286,7 @@ pub fn stale_derived(root: &Path, read: &dyn Fn(&Path) -> Option<String>) -> Res
     // column measuring the catalogue as it is (crate::conformance::published)
     let pinned =
         crate::conformance::pinned_agents(&crate::project::Project::find(root).map_err(|e| e.to_string())?.registry());
-    let columns = crate::conformance::published::read_columns(root).map_err(|e| crate::exit::said(&e.into()))?;
+    let columns = crate::conformance::published::read_columns(root).map_err(|e| crate::exit::chain(&e))?;
     made.extend(crate::conformance::published::files(&crate::conformance::published::table(
         &probes,
         &layout.golden,
@@ -310,7 +310,7 @@ pub fn stale_derived(root: &Path, read: &dyn Fn(&Path) -> Option<String>) -> Res
 /// its exploration was published): written where it differs, removed when it has nothing to say.
 pub fn republish_page(docs: &Docs, layout: &Layout, probes: &[Probe], version: &str) -> Result<(), String> {
     let m = docs.matrix_of_cells()?;
-    let releases = Releases::read(&docs.matrix).map_err(|e| e.to_string())?;
+    let releases = Releases::read(&docs.matrix).map_err(|e| crate::exit::chain(&e))?;
     let explored = crate::discover::read_published(&docs.explored)?;
     let path = docs.changes.join(format!("{version}.md"));
     match page_of(probes, layout, (&m, &releases, &explored), version)? {

@@ -49,7 +49,7 @@ pub enum LoadError {
     #[error("{}: no such probe file or directory", .0.display())]
     NoSuchPath(PathBuf),
     /// A directory could not be walked.
-    #[error("{}: {source}", path.display())]
+    #[error("{}", path.display())]
     Walk {
         /// The directory given.
         path: PathBuf,

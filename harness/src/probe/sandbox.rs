@@ -45,7 +45,7 @@ pub enum PathError {
     #[error("more than {MAX_SYMLINK_HOPS} symlinks to follow at {}", .0.display())]
     TooManyLinks(PathBuf),
     /// A symlink on the way that could not be read.
-    #[error("{}: {source}", path.display())]
+    #[error("cannot read the symlink {}", path.display())]
     ReadLink {
         /// The link.
         path: PathBuf,
@@ -100,7 +100,7 @@ impl Sandbox {
         }
         // no link the fixture dir shipped is followed (issue 41): each component opened without
         for (rel, spec) in &probe.fixture.files {
-            let path = sb.inside(rel).map_err(|e| e.to_string())?;
+            let path = sb.inside(rel).map_err(|e| crate::exit::chain(&e))?;
             probelab_runtime::nofollow::write(std::slice::from_ref(&sb.root), &path, &file_bytes(spec)?)
                 .map_err(|e| format!("{}: {e}", path.display()))?;
         }
@@ -109,7 +109,7 @@ impl Sandbox {
         for (rel, spec) in &probe.fixture.files {
             if let Some(m) = spec.mtime() {
                 let t = m.time().map_err(|e| format!("{}: fixture file {rel:?}: {e}", probe.path.display()))?;
-                set_mtime(&sb.inside(rel).map_err(|e| e.to_string())?, t)
+                set_mtime(&sb.inside(rel).map_err(|e| crate::exit::chain(&e))?, t)
                     .map_err(|e| format!("fixture file {rel:?}: mtime: {e}"))?;
             }
         }
@@ -255,9 +255,9 @@ impl Sandbox {
         use std::os::unix::fs::PermissionsExt;
         let kind = f.op.kind();
         let fail = |e: String| format!("fixture fault {kind} {:?}: {e}", f.path);
-        let lexical = self.inside(&f.path).map_err(|e| fail(e.to_string()))?;
+        let lexical = self.inside(&f.path).map_err(|e| fail(crate::exit::chain(&e)))?;
         let follow_last = !matches!(f.op, FaultOp::Delete | FaultOp::Symlink { .. });
-        let p = self.confine(&lexical, follow_last).map_err(|e| fail(e.to_string()))?;
+        let p = self.confine(&lexical, follow_last).map_err(|e| fail(crate::exit::chain(&e)))?;
         let res = match &f.op {
             FaultOp::Write { content } => {
                 if let Some(parent) = p.parent() {

@@ -688,7 +688,9 @@ pub fn files_of(dir: &Path) -> BTreeMap<String, Vec<u8>> {
 pub fn collect(run: Result<RunOutput, crate::run::RunError>, calls: usize, subject: &str) -> Ran {
     let run = match run {
         Ok(r) => r,
-        Err(e) => return Ran { outcomes: vec![None; calls], files: BTreeMap::new(), problem: Some(e.to_string()) },
+        Err(e) => {
+            return Ran { outcomes: vec![None; calls], files: BTreeMap::new(), problem: Some(crate::exit::chain(&e)) }
+        }
     };
     let view = View { exchanges: &run.exchanges, script: &run.script };
     let places = Places {

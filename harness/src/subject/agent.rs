@@ -19,6 +19,7 @@
 
 use super::api::{Conversation, Ended, Subject};
 use super::dialect::Dialect;
+use super::error::{ConverseError, SubjectError};
 use super::id::SubjectId;
 use crate::probe::Probe;
 use futures_util::future::LocalBoxFuture;
@@ -43,7 +44,7 @@ pub type Launched = (Vec<String>, Vec<(String, String)>);
 
 /// How an agent's module starts it ([`Launched`]); it writes its configuration files into the sandbox
 /// itself.
-pub type Launch = fn(&Start<'_>) -> Result<Launched, String>;
+pub type Launch = fn(&Start<'_>) -> Result<Launched, ConverseError>;
 
 /// One third-party agent.
 pub struct AgentSpec {
@@ -76,12 +77,19 @@ pub struct Agent {
 
 impl Agent {
     /// Installs (or finds in the cache) the agent at the id's version.
-    pub fn prepare(spec: &'static AgentSpec, id: &SubjectId) -> Result<Arc<dyn Subject>, String> {
-        let v = id.version.as_deref().ok_or_else(|| format!("{id}: {} needs a version", spec.kind))?;
-        let version = semver::Version::parse(v).map_err(|e| format!("{id}: not a version ({e})"))?;
-        let dialect = Dialect::parse(spec.dialect.0, spec.dialect.1)?;
-        let cache = crate::versions::Cache::from_env_of(spec.install).map_err(|e| e.to_string())?;
-        let installed = cache.ensure(&version).map_err(|e| format!("{}@{v}: {e}", spec.kind))?;
+    pub fn prepare(spec: &'static AgentSpec, id: &SubjectId) -> Result<Arc<dyn Subject>, SubjectError> {
+        let v = id
+            .version
+            .as_deref()
+            .ok_or_else(|| SubjectError::NoVersion { subject: id.to_string(), kind: spec.kind })?;
+        let version =
+            semver::Version::parse(v).map_err(|source| SubjectError::BadVersion { subject: id.to_string(), source })?;
+        let dialect = Dialect::parse(spec.dialect.0, spec.dialect.1).map_err(SubjectError::Dialect)?;
+        let cache = crate::versions::Cache::from_env_of(spec.install)
+            .map_err(|e| SubjectError::Cache { subject: format!("{}@{v}", spec.kind), source: Box::new(e) })?;
+        let installed = cache
+            .ensure(&version)
+            .map_err(|e| SubjectError::Cache { subject: format!("{}@{v}", spec.kind), source: Box::new(e) })?;
         Ok(Arc::new(Agent {
             id: id.clone(),
             spec,
@@ -150,11 +158,11 @@ impl Subject for Agent {
         self.spec.requires.iter().map(|r| r.to_string()).collect()
     }
 
-    fn converse<'a>(&'a self, c: Conversation<'a>) -> LocalBoxFuture<'a, Result<Ended, String>> {
+    fn converse<'a>(&'a self, c: Conversation<'a>) -> LocalBoxFuture<'a, Result<Ended, ConverseError>> {
         Box::pin(async move {
             let sb = c.sandbox;
             let tmp = sb.root.join("tmp");
-            std::fs::create_dir_all(&tmp).map_err(|e| format!("cannot create {}: {e}", tmp.display()))?;
+            std::fs::create_dir_all(&tmp).map_err(|source| ConverseError::CreateDir { path: tmp.clone(), source })?;
             let start = Start { c: &c, program: &self.program, base_url: c.base_url.trim_end_matches('/').to_string() };
             let (args, env) = (self.spec.launch)(&start)?;
             // the programs it needs first on its PATH (the cache's rg and fd, node), then the lab's
@@ -162,7 +170,7 @@ impl Subject for Agent {
                 self.spec.requires.iter().filter_map(|r| crate::probe::host::locate(r)?.parent().map(PathBuf::from));
             let path =
                 std::env::join_paths(dirs.chain(std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())))
-                    .map_err(|e| format!("PATH: {e}"))?;
+                    .map_err(ConverseError::Path)?;
             use std::ffi::OsString;
             let base: probelab_runtime::confine::Env = vec![
                 ("PATH".into(), path),
@@ -182,12 +190,13 @@ impl Subject for Agent {
 }
 
 /// Writes `text` at `dir/rel` (its directories made).
-pub fn write_config(dir: &std::path::Path, rel: &str, text: &str) -> Result<(), String> {
+pub fn write_config(dir: &std::path::Path, rel: &str, text: &str) -> Result<(), ConverseError> {
     let path = dir.join(rel);
     if let Some(parent) = path.parent() {
-        std::fs::create_dir_all(parent).map_err(|e| format!("{}: {e}", parent.display()))?;
+        std::fs::create_dir_all(parent)
+            .map_err(|source| ConverseError::CreateDir { path: parent.to_path_buf(), source })?;
     }
-    std::fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))
+    std::fs::write(&path, text).map_err(|source| ConverseError::WriteFile { path, source })
 }
 
 #[cfg(test)]

@@ -91,7 +91,7 @@ pub trait Subject: Send + Sync {
     fn description(&self) -> String;
     /// What an exec probe's `{rg}` starts (argv0 `rg`) and its SHA-256, given the lab's own engine;
     /// None: the subject has no search engine, its exec probes are skipped.
-    fn rg_engine(&self, _lab_engine: &Path) -> Option<Result<(PathBuf, String), String>> {
+    fn rg_engine(&self, _lab_engine: &Path) -> Option<Result<(PathBuf, String), super::error::EngineError>> {
         None
     }
     /// Changes to the stub's script this subject needs (a real binary's deferred tools loaded first).
@@ -124,7 +124,7 @@ pub trait Subject: Send + Sync {
     /// Holds one conversation to its end: the model (the stub) ends it, the subject fails, the deadline
     /// passes or the record's cap is reached; nothing the subject started outlives the returned future
     /// (also when it is dropped).
-    fn converse<'a>(&'a self, c: Conversation<'a>) -> LocalBoxFuture<'a, Result<Ended, String>>;
+    fn converse<'a>(&'a self, c: Conversation<'a>) -> LocalBoxFuture<'a, Result<Ended, super::error::ConverseError>>;
 }
 
 /// Whether a registered kind is named with a version.
@@ -158,20 +158,21 @@ pub struct Registration {
     /// The version the conformance table runs it at (`probelab conformance`).
     pub pinned: Option<&'static str>,
     /// Set-up: an install, a lease on it.
-    pub prepare: fn(&SubjectId) -> Result<Arc<dyn Subject>, String>,
+    pub prepare: fn(&SubjectId) -> Result<Arc<dyn Subject>, super::error::SubjectError>,
 }
 
 /// Writes the probe's `[settings]` as the project's `.claude/settings.json` (Claude Code's place for them),
 /// unless they are the defaults.
-pub fn write_claude_settings(probe: &Probe, sandbox: &Sandbox) -> Result<(), String> {
+pub fn write_claude_settings(probe: &Probe, sandbox: &Sandbox) -> Result<(), super::error::ConverseError> {
     if probe.settings == probelab_runtime::settings::Settings::default() {
         return Ok(());
     }
     let path = sandbox.cwd.join(".claude").join("settings.json");
-    let json = serde_json::to_vec_pretty(&sandbox.settings(probe)).map_err(|e| e.to_string())?;
+    let json = serde_json::to_vec_pretty(&sandbox.settings(probe))
+        .map_err(|source| super::error::ConverseError::Json { what: "the settings", source })?;
     // no link a fixture or a fault put on the way is followed (issue 41)
     probelab_runtime::nofollow::write(std::slice::from_ref(&sandbox.root), &path, &json)
-        .map_err(|e| format!("{}: {e}", path.display()))
+        .map_err(|source| super::error::ConverseError::WriteFile { path, source })
 }
 
 /// The SHA-256 of the engine binary at `path`, read and hashed once per process (a 30 MB release

@@ -2,6 +2,7 @@
 //! runtime (its requests and the stub's answers take turns on one thread).
 
 use super::api::{Conversation, Ended, Registration, RunEnd, Subject};
+use super::error::{ConverseError, EngineError, SubjectError};
 use super::id::SubjectId;
 use futures_util::future::LocalBoxFuture;
 use probelab_runtime::agent::{run_loop, Client};
@@ -38,16 +39,16 @@ pub struct Builtin {
 
 /// The release a built-in subject id behaves as: its version, else (a bare `builtin`) the newest release
 /// the matrix has measured (`profile::NEWEST`).
-pub fn profile_of(id: &SubjectId) -> Result<Profile, String> {
+pub fn profile_of(id: &SubjectId) -> Result<Profile, SubjectError> {
     match &id.version {
         None => Ok(Profile::newest()),
-        Some(v) => Profile::at(v).map_err(|e| format!("subject {id}: {e}")),
+        Some(v) => Profile::at(v).map_err(|source| SubjectError::Profile { subject: id.to_string(), source }),
     }
 }
 
 impl Builtin {
     /// The built-in subject at the version profile of `version` (`builtin@V`).
-    pub fn at(version: &str) -> Result<Builtin, String> {
+    pub fn at(version: &str) -> Result<Builtin, SubjectError> {
         let id = SubjectId { version: Some(version.to_string()), ..SubjectId::builtin() };
         profile_of(&id)?;
         Ok(Builtin { id })
@@ -69,9 +70,9 @@ impl Subject for Builtin {
         super::id::describe(&self.id.name, env!("CARGO_PKG_VERSION"), None)
     }
 
-    fn rg_engine(&self, lab_engine: &Path) -> Option<Result<(PathBuf, String), String>> {
+    fn rg_engine(&self, lab_engine: &Path) -> Option<Result<(PathBuf, String), EngineError>> {
         let sha = super::api::engine_sha256(lab_engine)
-            .map_err(|e| format!("cannot read the engine binary {}: {e}", lab_engine.display()));
+            .map_err(|source| EngineError { path: lab_engine.to_path_buf(), source });
         Some(sha.map(|h| (lab_engine.to_path_buf(), h)))
     }
 
@@ -94,13 +95,13 @@ impl Subject for Builtin {
         }
     }
 
-    fn converse<'a>(&'a self, c: Conversation<'a>) -> LocalBoxFuture<'a, Result<Ended, String>> {
+    fn converse<'a>(&'a self, c: Conversation<'a>) -> LocalBoxFuture<'a, Result<Ended, ConverseError>> {
         let profile = profile_of(&self.id);
         Box::pin(async move { converse(c, profile?).await })
     }
 }
 
-async fn converse(c: Conversation<'_>, profile: Profile) -> Result<Ended, String> {
+async fn converse(c: Conversation<'_>, profile: Profile) -> Result<Ended, ConverseError> {
     let (probe, sandbox, until) = (c.probe, c.sandbox, c.until);
     let passed = |what: &str| format!("the run passed its deadline of {}s{what}", probe.deadline_secs);
     let model = probe.subject.builtin.model.clone().unwrap_or_else(|| DEFAULT_MODEL.into());
@@ -133,7 +134,7 @@ async fn converse(c: Conversation<'_>, profile: Profile) -> Result<Ended, String
             let end = RunEnd::Failed(passed(" while starting its MCP servers"));
             return Ok(Ended { end, within_deadline: false, artefact: None, lifetime: (began, Instant::now()) });
         }
-        Ok(Err(e)) => return Err(format!("{}: settings: {e}", probe.path.display())),
+        Ok(Err(source)) => return Err(ConverseError::Settings { probe: probe.path.clone(), source }),
         Ok(Ok(runtime)) => runtime,
     };
     for (name, why) in builtin::mcp_failures(&runtime) {

@@ -53,21 +53,8 @@ impl ClaudeCode {
     }
 }
 
-/// Why a version could not be installed ([`install`]).
-#[derive(Debug, thiserror::Error)]
-pub enum InstallError {
-    /// The version is not a semver version.
-    #[error("claude-code@{version}: not a version ({source}); write e.g. claude-code@{REFERENCE_VERSION}")]
-    NotAVersion {
-        /// As given.
-        version: String,
-        /// The parser's reason.
-        source: semver::Error,
-    },
-    /// The cache or npm failed: unknown version, npm missing, cache full, a SHA-256 mismatch…
-    #[error(transparent)]
-    Versions(#[from] crate::versions::VersionError),
-}
+pub use super::error::InstallError;
+use super::error::{ConverseError, SubjectError};
 
 /// Installs (or finds in the cache) a version, through the install cache ([`crate::versions::Cache`]
 /// as the environment sets it: `PROBELAB_CACHE`, `PROBELAB_CACHE_MAX`, `PROBELAB_NPM`); a clear error
@@ -108,8 +95,11 @@ pub const REGISTRATION: super::api::Registration = super::api::Registration {
     speaks: None,
     pinned: None,
     prepare: |id| {
-        let v = id.version.as_deref().ok_or_else(|| format!("{id}: Claude Code needs a version"))?;
-        Ok(std::sync::Arc::new(install(v).map_err(|e| e.to_string())?))
+        let v = id
+            .version
+            .as_deref()
+            .ok_or_else(|| SubjectError::NoVersion { subject: id.to_string(), kind: "Claude Code" })?;
+        Ok(std::sync::Arc::new(install(v)?))
     },
 };
 
@@ -122,7 +112,7 @@ impl super::api::Subject for ClaudeCode {
         super::id::describe(super::id::CLAUDE_CODE, &self.version, Some(&self.sha256))
     }
 
-    fn rg_engine(&self, _lab_engine: &std::path::Path) -> Option<Result<(PathBuf, String), String>> {
+    fn rg_engine(&self, _lab_engine: &std::path::Path) -> Option<Result<(PathBuf, String), super::error::EngineError>> {
         Some(Ok((self.binary.clone(), self.sha256.clone())))
     }
 
@@ -135,7 +125,7 @@ impl super::api::Subject for ClaudeCode {
     fn converse<'a>(
         &'a self,
         c: super::api::Conversation<'a>,
-    ) -> futures_util::future::LocalBoxFuture<'a, Result<super::api::Ended, String>> {
+    ) -> futures_util::future::LocalBoxFuture<'a, Result<super::api::Ended, ConverseError>> {
         Box::pin(async move {
             let cmd = command(self, c.probe, c.base_url, c.sandbox, c.confine.as_ref())?;
             let ended = super::process::run(cmd, &format!("{}", self.binary.display()), c.until, c.stop).await?;
@@ -166,25 +156,28 @@ pub fn command(
     url: &str,
     sandbox: &Sandbox,
     confine: Option<&probelab_runtime::confine::Confinement>,
-) -> Result<tokio::process::Command, String> {
+) -> Result<tokio::process::Command, ConverseError> {
     let (cwd, home, root) = (&sandbox.cwd, &sandbox.home, &sandbox.root);
     super::api::write_claude_settings(probe, sandbox)?;
     // the binary's temp files (background task output, …) stay in the sandbox and go with it
     let tmp = root.join("tmp");
-    std::fs::create_dir_all(&tmp).map_err(|e| format!("cannot create {}: {e}", tmp.display()))?;
+    std::fs::create_dir_all(&tmp).map_err(|source| ConverseError::CreateDir { path: tmp.clone(), source })?;
     // MCP servers of the probe: a config file beside the cwd, given with --mcp-config
     let mut mcp_args: Vec<std::ffi::OsString> = Vec::new();
     if !probe.mcp_servers.is_empty() {
         let path = root.join("mcp-config.json");
-        let json = serde_json::to_vec_pretty(&mcp_config(&sandbox.mcp_servers(probe))).map_err(|e| e.to_string())?;
-        std::fs::write(&path, json).map_err(|e| format!("{}: {e}", path.display()))?;
+        let json = serde_json::to_vec_pretty(&mcp_config(&sandbox.mcp_servers(probe)))
+            .map_err(|source| ConverseError::Json { what: "the MCP config", source })?;
+        std::fs::write(&path, json).map_err(|source| ConverseError::WriteFile { path: path.clone(), source })?;
         mcp_args.push("--mcp-config".into());
         mcp_args.push(path.into());
     }
     // LSP-3: the probe's plugins (LSP servers) as plugin dirs beside the cwd, given with --plugin-dir
     let mut plugin_args: Vec<std::ffi::OsString> = Vec::new();
     for p in sandbox.plugins(probe) {
-        let dir = p.write_dir(&root.join("plugins")).map_err(|e| format!("cannot write plugin {}: {e}", p.name))?;
+        let dir = p
+            .write_dir(&root.join("plugins"))
+            .map_err(|source| ConverseError::Plugin { name: p.name.clone(), source })?;
         plugin_args.push("--plugin-dir".into());
         plugin_args.push(dir.into_os_string());
     }
@@ -221,7 +214,8 @@ mod tests {
     fn a_version_that_does_not_parse_is_refused_before_the_cache_is_touched() {
         let e = install("2.1").err().unwrap();
         assert!(matches!(&e, InstallError::NotAVersion { version, .. } if version == "2.1"), "{e:?}");
-        assert!(e.to_string().starts_with("claude-code@2.1: not a version ("), "{e}");
-        assert!(e.to_string().ends_with(&format!("); write e.g. claude-code@{REFERENCE_VERSION}")), "{e}");
+        let said = crate::exit::chain(&e);
+        let head = format!("claude-code@2.1: not a version (write e.g. claude-code@{REFERENCE_VERSION}): ");
+        assert!(said.starts_with(&head) && said.len() > head.len(), "{said}");
     }
 }

@@ -44,6 +44,7 @@
 
 use super::api::{Conversation, Ended, Subject};
 use super::dialect::Dialect;
+use super::error::{ConverseError, PrepareError, SubjectError};
 use super::id::SubjectId;
 use futures_util::future::LocalBoxFuture;
 use serde::Deserialize;
@@ -352,7 +353,7 @@ fn dialect_file(name: &str, rel: &str, project: &Path) -> Result<Dialect, String
 /// with a scratch HOME and TMPDIR, no key of the lab's environment, killed at [`PREPARE_DEADLINE`],
 /// confined as a subject is with the install its only writable directory besides its scratch
 /// ([`crate::versions::run_scratch`]). Returns whether it ran now.
-fn prepare_once(inst: &Install, dir: &Path, program: &Path, locks: &Path) -> Result<bool, String> {
+fn prepare_once(inst: &Install, dir: &Path, program: &Path, locks: &Path) -> Result<bool, PrepareError> {
     if inst.prepare.is_empty() {
         return Ok(false);
     }
@@ -360,10 +361,14 @@ fn prepare_once(inst: &Install, dir: &Path, program: &Path, locks: &Path) -> Res
     if marker.is_file() {
         return Ok(false);
     }
-    std::fs::create_dir_all(locks).map_err(|e| format!("{}: {e}", locks.display()))?;
+    let io = |action: &'static str, path: &Path| {
+        let path = path.to_path_buf();
+        move |source| PrepareError::Io { action, path, source }
+    };
+    std::fs::create_dir_all(locks).map_err(io("create", locks))?;
     let lock_path = locks.join(format!("{}.prepare.lock", inst.version));
-    let lock = std::fs::File::create(&lock_path).map_err(|e| format!("{}: {e}", lock_path.display()))?;
-    lock.lock().map_err(|e| format!("lock {}: {e}", lock_path.display()))?;
+    let lock = std::fs::File::create(&lock_path).map_err(io("create", &lock_path))?;
+    lock.lock().map_err(io("lock", &lock_path))?;
     if marker.is_file() {
         return Ok(false);
     }
@@ -384,12 +389,12 @@ fn prepare_once(inst: &Install, dir: &Path, program: &Path, locks: &Path) -> Res
         &extra,
         Some(dir),
     )
-    .map_err(|e| format!("prepare {:?} could not start: {e}", argv[0]))?;
+    .map_err(|source| PrepareError::Start { program: argv[0].clone(), source })?;
     if let Err(status) = ran.status {
         let last = ran.stderr.lines().last().unwrap_or_default().to_string();
-        return Err(format!("prepare {argv:?} failed ({status}): {last}"));
+        return Err(PrepareError::Failed { argv, status, last });
     }
-    std::fs::write(&marker, format!("{argv:?}\n")).map_err(|e| format!("{}: {e}", marker.display()))?;
+    std::fs::write(&marker, format!("{argv:?}\n")).map_err(io("write", &marker))?;
     Ok(true)
 }
 
@@ -464,15 +469,18 @@ impl Command {
 
     /// The subject `id` runs `spec`, its pinned install (if any) installed or found in the cache and
     /// prepared.
-    pub fn prepare(id: SubjectId, spec: Arc<CommandSpec>) -> Result<Command, String> {
+    pub fn prepare(id: SubjectId, spec: Arc<CommandSpec>) -> Result<Command, SubjectError> {
         let Some(inst) = &spec.install else { return Ok(Command::new(id, spec)) };
-        let what = format!("subject {}: npm {}@{}", id.name, inst.package, inst.version);
-        let cache = crate::versions::Cache::from_env_of(inst.kind).map_err(|e| format!("{what}: {e}"))?;
-        let got = cache.ensure(&inst.version).map_err(|e| format!("{what}: {e}"))?;
-        let dir = cache.dir().join(inst.version.to_string());
-        if prepare_once(inst, &dir, &got.binary, &cache.dir().join(".locks")).map_err(|e| format!("{what}: {e}"))? {
+        let what = || format!("subject {}: npm {}@{}", id.name, inst.package, inst.version);
+        let cache = |e| SubjectError::Cache { subject: what(), source: Box::new(e) };
+        let got_cache = crate::versions::Cache::from_env_of(inst.kind).map_err(cache)?;
+        let got = got_cache.ensure(&inst.version).map_err(cache)?;
+        let dir = got_cache.dir().join(inst.version.to_string());
+        let prepared = prepare_once(inst, &dir, &got.binary, &got_cache.dir().join(".locks"))
+            .map_err(|source| SubjectError::Prepare { subject: what(), source })?;
+        if prepared {
             // what the step added counts against the cache's cap like the install
-            cache.remeasure(&inst.version).map_err(|e| format!("{what}: {e}"))?;
+            got_cache.remeasure(&inst.version).map_err(cache)?;
         }
         let installed =
             Installed { dir, program: got.binary, sha256: got.sha256, tree_sha256: got.tree_sha256, _lease: got.lease };
@@ -480,7 +488,7 @@ impl Command {
     }
 
     /// The command for one conversation: placeholders resolved, files written, a clean environment.
-    fn command(&self, c: &Conversation<'_>) -> Result<tokio::process::Command, String> {
+    fn command(&self, c: &Conversation<'_>) -> Result<tokio::process::Command, ConverseError> {
         let sb = c.sandbox;
         let values: BTreeMap<&str, String> = [
             ("prompt", c.probe.prompt.clone()),
@@ -503,14 +511,14 @@ impl Command {
                 let path = dir.join(rel);
                 let text = resolve(template, &values);
                 probelab_runtime::nofollow::write(std::slice::from_ref(&sb.root), &path, text.as_bytes())
-                    .map_err(|e| format!("{}: {e}", path.display()))?;
+                    .map_err(|source| ConverseError::WriteFile { path, source })?;
             }
         }
         if self.spec.dialect.as_deref() == Some(super::id::CLAUDE_CODE) && self.spec.translation.is_none() {
             super::api::write_claude_settings(c.probe, sb)?;
         }
         let tmp = sb.root.join("tmp");
-        std::fs::create_dir_all(&tmp).map_err(|e| format!("cannot create {}: {e}", tmp.display()))?;
+        std::fs::create_dir_all(&tmp).map_err(|source| ConverseError::CreateDir { path: tmp.clone(), source })?;
         let argv: Vec<String> = self.spec.command.iter().map(|a| resolve(a, &values)).collect();
         let program = PathBuf::from(&argv[0]);
         // a relative path with a directory part is the project's (`bin/agent`); a bare name is looked up on PATH
@@ -578,7 +586,7 @@ impl Subject for Command {
         self.spec.translation.as_ref().map(|(_, d)| d.as_ref())
     }
 
-    fn converse<'a>(&'a self, c: Conversation<'a>) -> LocalBoxFuture<'a, Result<Ended, String>> {
+    fn converse<'a>(&'a self, c: Conversation<'a>) -> LocalBoxFuture<'a, Result<Ended, ConverseError>> {
         Box::pin(async move {
             let name = &self.id.name;
             let cmd = self.command(&c)?;

@@ -3,7 +3,7 @@
 //! subject's dialect file (the tools recorded beside it, or recorded now with `--record`).
 
 use super::dialect::{report, Dialect};
-use crate::exit::{Failure, Outcome, Usage as _};
+use crate::exit::{Failed as _, Failure, Outcome, Usage as _};
 use crate::project::Project;
 use anyhow::Context as _;
 use std::path::PathBuf;
@@ -108,7 +108,8 @@ fn record_tools(project: &Project, name: &str) -> Result<Vec<serde_json::Value>,
     let rt = crate::suite::runtime(1).context("cannot start the runtime").usage()?;
     let run = rt
         .block_on(crate::run::run_conversation(&probe, subject.as_ref(), &project.fixtures))
-        .map_err(|e| Failure::msg(1, format!("{name} could not be run: {e}")))?;
+        .with_context(|| format!("{name} could not be run"))
+        .failed()?;
     let requests = stub_messages::record::Requests::new(&run.exchanges);
     (0..run.exchanges.len())
         .filter_map(|i| requests.field(i, "tools").and_then(serde_json::Value::as_array))

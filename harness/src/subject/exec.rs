@@ -9,6 +9,67 @@ use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+/// Why an exec probe's commands could not be run (the message says which step and where; the cause is
+/// its source).
+#[derive(Debug, thiserror::Error)]
+pub enum ExecError {
+    /// The sandbox's `bin/` could not be made.
+    #[error("cannot create {}", path.display())]
+    CreateDir {
+        /// The directory.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The engine could not be linked as `rg`.
+    #[error("cannot link {} as rg", engine.display())]
+    Link {
+        /// The engine.
+        engine: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// An exec whose argv is empty.
+    #[error("{}: exec {n} has an empty argv", probe.display())]
+    EmptyArgv {
+        /// The probe file.
+        probe: PathBuf,
+        /// The exec (1-based).
+        n: usize,
+    },
+    /// `probelab measure` could not be started.
+    #[error("cannot start {}", engine.display())]
+    Spawn {
+        /// The probelab binary.
+        engine: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// Waiting for exec `n` failed.
+    #[error("exec {n}")]
+    Wait {
+        /// The exec (1-based).
+        n: usize,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// `probelab measure` left no report that reads (the command could not be started): what it said
+    /// on stderr, if anything.
+    #[error("exec {n}: probelab measure left {why}{}", said.as_ref().map(|l| format!(" ({l})")).unwrap_or_default())]
+    Measure {
+        /// The exec (1-based).
+        n: usize,
+        /// What it left: no report, or one that does not parse (and why).
+        why: String,
+        /// Its last `probelab measure: ` line.
+        said: Option<String>,
+    },
+}
+
 /// Default deadline of one command.
 pub const DEFAULT_DEADLINE: Duration = Duration::from_secs(10);
 
@@ -57,13 +118,13 @@ pub async fn run_exec(
     engine: &Path,
     rg_engine: &Path,
     confine: Option<&probelab_runtime::confine::Confinement>,
-) -> Result<Vec<ExecRecord>, String> {
+) -> Result<Vec<ExecRecord>, ExecError> {
     let bin = sandbox.root.join("bin");
-    std::fs::create_dir_all(&bin).map_err(|e| e.to_string())?;
+    std::fs::create_dir_all(&bin).map_err(|source| ExecError::CreateDir { path: bin.clone(), source })?;
     let rg = bin.join("rg");
     if !rg.exists() {
         std::os::unix::fs::symlink(rg_engine, &rg)
-            .map_err(|e| format!("cannot link {} as rg: {e}", rg_engine.display()))?;
+            .map_err(|source| ExecError::Link { engine: rg_engine.to_path_buf(), source })?;
     }
     let mut out = Vec::new();
     // the probe's deadline bounds the commands together: each is killed at its own deadline or at the
@@ -79,7 +140,7 @@ pub async fn run_exec(
             argv[0] = rg.display().to_string();
         }
         if argv.is_empty() {
-            return Err(format!("{}: exec {} has an empty argv", probe.path.display(), i + 1));
+            return Err(ExecError::EmptyArgv { probe: probe.path.clone(), n: i + 1 });
         }
         let report = sandbox.root.join(format!("measure-{}.json", i + 1));
         let deadline = spec.deadline_ms.map(Duration::from_millis).unwrap_or(DEFAULT_DEADLINE).min(left);
@@ -97,12 +158,12 @@ pub async fn run_exec(
             .process_group(0)
             .kill_on_drop(true)
             .spawn()
-            .map_err(|e| format!("cannot start {}: {e}", engine.display()))?;
+            .map_err(|source| ExecError::Spawn { engine: engine.to_path_buf(), source })?;
         // the measured command runs in measure's group: both go when this exec ends, however it ends
         let _group = probelab_runtime::process::Group::led_by(child.id());
         let (timed_out, output) = match tokio::time::timeout(deadline, child.wait_with_output()).await {
             Ok(Ok(o)) => (false, Some(o)),
-            Ok(Err(e)) => return Err(format!("exec {}: {e}", i + 1)),
+            Ok(Err(source)) => return Err(ExecError::Wait { n: i + 1, source }),
             Err(_) => (true, None),
         };
         let (stdout, stderr) = output
@@ -119,7 +180,7 @@ pub async fn run_exec(
 
 /// The report `probelab measure` wrote for exec `n` (1-based); `stderr` is what measure and the command
 /// printed there (measure says there why it could not run the command).
-fn read_measured(report: &Path, stderr: &str, n: usize) -> Result<Measured, String> {
+fn read_measured(report: &Path, stderr: &str, n: usize) -> Result<Measured, ExecError> {
     let why = match std::fs::read(report) {
         Ok(b) => match serde_json::from_slice(&b) {
             Ok(m) => return Ok(m),
@@ -127,8 +188,8 @@ fn read_measured(report: &Path, stderr: &str, n: usize) -> Result<Measured, Stri
         },
         Err(e) => format!("no report {}: {e}", report.display()),
     };
-    let said = stderr.lines().rfind(|l| l.starts_with("probelab measure: "));
-    Err(format!("exec {n}: probelab measure left {why}{}", said.map(|l| format!(" ({l})")).unwrap_or_default()))
+    let said = stderr.lines().rfind(|l| l.starts_with("probelab measure: ")).map(str::to_string);
+    Err(ExecError::Measure { n, why, said })
 }
 
 /// `probelab measure --out FILE -- ARGV…`: runs ARGV with the inherited stdio, then writes

@@ -9,6 +9,7 @@
 //! - [`opencode`], [`pi`]: third-party agents by version from npm ([`agent`]: what they share), their
 //!   tools put in Claude Code's terms by a [`dialect`] (`harness/dialects/<agent>.toml`);
 //! - [`process`]: what every process subject shares — one spawn hook, the deadline, the kill of its tree;
+//! - [`error`]: how the seam fails (typed: what failed, its cause as the source);
 //! - [`exec`]: exec probes, which run a command (the subject's search engine as `rg`) and record it.
 //!
 //! A subject is named by a [`SubjectId`] ([`id`]), parsed once from the command line by [`Registry::parse`]:
@@ -21,6 +22,7 @@ pub mod claude_code;
 pub mod command;
 pub mod dialect;
 pub mod dialect_cli;
+pub mod error;
 pub mod exec;
 pub mod id;
 pub mod opencode;
@@ -30,57 +32,11 @@ pub mod process;
 pub use api::{
     engine_sha256, write_claude_settings, Conversation, Ended, Registration, RunEnd, Subject, RECORD_CAP_BYTES,
 };
+pub use error::{ConverseError, EngineError, InstallError, PrepareError, SubjectError};
 pub use id::SubjectId;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-
-/// Why a subject named on the command line (or by a probe) cannot be had: [`Registry::parse`] and
-/// [`Registry::prepare`]. The messages name the subject as it was written and say what to write instead.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum SubjectError {
-    /// A version the kind refuses (`builtin@2.1.1`: no profile that old), with the kind's reason.
-    #[error("subject {subject:?}: {why}")]
-    VersionRefused {
-        /// The subject as written.
-        subject: String,
-        /// The kind's reason.
-        why: String,
-    },
-    /// A kind named with something that is not a version (`claude-code@2_1`).
-    #[error("subject {subject:?}: {version:?} is not a version (write e.g. {example})")]
-    NotAVersion {
-        /// The subject as written.
-        subject: String,
-        /// What followed the `@`.
-        version: String,
-        /// A subject that is (`claude-code@2.1.235`).
-        example: String,
-    },
-    /// No registered kind and no command subject of this name.
-    #[error(
-        "unknown subject {name:?}{}; the subjects are:\n{}",
-        needs_version.as_ref().map(|e| format!(" (it needs a version: {e})")).unwrap_or_default(),
-        listing.trim_end()
-    )]
-    Unknown {
-        /// The name as written.
-        name: String,
-        /// A kind that takes a version, named without one: how to name it (`claude-code@2.1.235`).
-        needs_version: Option<String>,
-        /// The subjects there are ([`Registry::listing`]).
-        listing: String,
-    },
-    /// An id of a command subject the project does not declare.
-    #[error("unknown command subject {0:?}")]
-    UnknownCommand(String),
-    /// An id of a kind that is not registered.
-    #[error("unknown subject kind {0:?}")]
-    UnknownKind(String),
-    /// The kind's set-up failed (an install, a config): its message, which names the subject.
-    #[error("{0}")]
-    Setup(String),
-}
 
 /// The third-party agents among the registered kinds, with their dialects and recorded tool lists.
 pub const AGENTS: &[&agent::AgentSpec] = &[&opencode::SPEC, &pi::SPEC];
@@ -169,14 +125,13 @@ impl Registry {
     pub fn prepare(&self, id: &SubjectId) -> Result<Arc<dyn Subject>, SubjectError> {
         if id.kind == id::SubjectKind::Command {
             let spec = self.commands.get(&id.name).ok_or_else(|| SubjectError::UnknownCommand(id.name.clone()))?;
-            let prepared = command::Command::prepare(id.clone(), spec.clone()).map_err(SubjectError::Setup)?;
-            return Ok(Arc::new(prepared));
+            return Ok(Arc::new(command::Command::prepare(id.clone(), spec.clone())?));
         }
         let r = REGISTERED
             .iter()
             .find(|r| r.kind == id.kind)
             .ok_or_else(|| SubjectError::UnknownKind(id.kind.to_string()))?;
-        (r.prepare)(id).map_err(SubjectError::Setup)
+        (r.prepare)(id)
     }
 }
 
@@ -229,6 +184,6 @@ mod tests {
                 && r.parse(&format!("builtin@{}", probelab_runtime::profile::LAST_MEASURED)).is_ok()
         );
         let id = super::SubjectId::command("mine", None);
-        assert_eq!(r.prepare(&id).err(), Some(SubjectError::UnknownCommand("mine".into())));
+        assert!(matches!(r.prepare(&id).err(), Some(SubjectError::UnknownCommand(c)) if c == "mine"));
     }
 }

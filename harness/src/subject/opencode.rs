@@ -8,6 +8,7 @@
 //! without tools) before the conversation; its grep and glob run `rg`. Its tools: `dialects/opencode.toml`.
 
 use super::agent::{write_config, AgentSpec, Launched, Start, DUMMY_KEY};
+use super::error::ConverseError;
 
 /// The version the conformance table runs.
 pub const PINNED: &str = "1.18.33";
@@ -34,7 +35,7 @@ pub static SPEC: AgentSpec = AgentSpec {
     launch,
 };
 
-fn launch(s: &Start<'_>) -> Result<Launched, String> {
+fn launch(s: &Start<'_>) -> Result<Launched, ConverseError> {
     let config = serde_json::json!({
         "$schema": "https://opencode.ai/config.json",
         "provider": {"anthropic": {"options": {"baseURL": format!("{}/v1", s.base_url), "apiKey": DUMMY_KEY}}},
@@ -43,7 +44,8 @@ fn launch(s: &Start<'_>) -> Result<Launched, String> {
         "autoupdate": false,
         "share": "disabled",
     });
-    let text = serde_json::to_string_pretty(&config).map_err(|e| e.to_string())?;
+    let text = serde_json::to_string_pretty(&config)
+        .map_err(|source| ConverseError::Json { what: "opencode.json", source })?;
     write_config(&s.c.sandbox.home, ".config/opencode/opencode.json", &text)?;
     let off = [
         "OPENCODE_DISABLE_AUTOUPDATE",

@@ -8,6 +8,7 @@
 //! install scripts). Its tools: `dialects/pi.toml`.
 
 use super::agent::{write_config, AgentSpec, Launched, Start};
+use super::error::ConverseError;
 
 /// The version the conformance table runs.
 pub const PINNED: &str = "0.73.1";
@@ -34,9 +35,10 @@ pub static SPEC: AgentSpec = AgentSpec {
     launch,
 };
 
-fn launch(s: &Start<'_>) -> Result<Launched, String> {
+fn launch(s: &Start<'_>) -> Result<Launched, ConverseError> {
     let models = serde_json::json!({"providers": {"anthropic": {"baseUrl": s.base_url}}});
-    let text = serde_json::to_string_pretty(&models).map_err(|e| e.to_string())?;
+    let text =
+        serde_json::to_string_pretty(&models).map_err(|source| ConverseError::Json { what: "models.json", source })?;
     write_config(&s.c.sandbox.home, ".pi/agent/models.json", &text)?;
     let args = ["-p", "--provider", "anthropic", "--model", "claude-sonnet-4-5", "--tools"]
         .iter()

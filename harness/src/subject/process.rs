@@ -4,6 +4,7 @@
 //! cap, kills its whole tree (its group and whatever it started in sessions of its own,
 //! [`probelab_runtime::process::Group`]) and collects its exit, stdout and stderr.
 
+use super::error::ConverseError;
 use std::time::Instant;
 
 /// Spawns a subject's process: every process subject's spawn goes through here.
@@ -97,9 +98,9 @@ pub async fn run(
     what: &str,
     until: Instant,
     stop: &tokio::sync::Notify,
-) -> Result<Exited, String> {
+) -> Result<Exited, ConverseError> {
     let spawned = Instant::now();
-    let mut child = spawn(&mut cmd).map_err(|e| format!("cannot start {what}: {e}"))?;
+    let mut child = spawn(&mut cmd).map_err(|source| ConverseError::Spawn { what: what.to_string(), source })?;
     // the process, what it starts in its group and in sessions of its own: killed as a tree at the end,
     // while it still holds them; its group goes when this call ends anyway (also when it is dropped)
     let group = probelab_runtime::process::Group::led_by(child.id());
@@ -114,10 +115,9 @@ pub async fn run(
         })
     };
     // a pipe that fails to read (or a reader that panicked) is an error of the run, not an empty output
-    let collect = |r: Result<std::io::Result<String>, tokio::task::JoinError>, name: &str| {
-        r.map_err(|e| e.to_string())
-            .and_then(|r| r.map_err(|e| e.to_string()))
-            .map_err(|e| format!("reading {what}'s {name}: {e}"))
+    let collect = |r: Result<std::io::Result<String>, tokio::task::JoinError>, stream: &'static str| match r {
+        Err(source) => Err(ConverseError::Reader { what: what.to_string(), stream, source }),
+        Ok(r) => r.map_err(|source| ConverseError::Output { what: what.to_string(), stream, source }),
     };
     let stdout = read(child.stdout.take().map(|s| Box::new(s) as Reader));
     let stderr = read(child.stderr.take().map(|s| Box::new(s) as Reader));
@@ -132,7 +132,7 @@ pub async fn run(
     }
     let status = match waited {
         Some(Ok(Ok(st))) => Some(st),
-        Some(Ok(Err(e))) => return Err(format!("waiting for {what}: {e}")),
+        Some(Ok(Err(source))) => return Err(ConverseError::Wait { what: what.to_string(), source }),
         _ => {
             let _ = child.start_kill();
             child.wait().await.ok()

@@ -75,8 +75,8 @@ impl Command {
 }
 
 fn fail(e: &VersionError) -> ExitCode {
-    if let VersionError::Io { source, .. } = e {
-        if source.kind() == std::io::ErrorKind::BrokenPipe {
+    if let VersionError::Io { error, .. } = e {
+        if error.kind() == std::io::ErrorKind::BrokenPipe {
             // `probelab versions | head`: the reader has what it wanted
             return ExitCode::SUCCESS;
         }

@@ -183,14 +183,15 @@ pub enum VersionError {
         path: PathBuf,
     },
     /// Any other I/O failure on the cache.
-    #[error("cannot {action} {}: {source}; check the permissions and free space there, or move the cache (PROBELAB_CACHE)", path.display())]
+    #[error("cannot {action} {}: {error}; check the permissions and free space there, or move the cache (PROBELAB_CACHE)", path.display())]
     Io {
         /// What was being done (`create`, `write`, `lock`, …).
         action: &'static str,
         /// The path.
         path: PathBuf,
-        /// The OS error.
-        source: std::io::Error,
+        /// The OS error: said in the message, before the hint (so not its source, which would be said
+        /// again after it).
+        error: std::io::Error,
     },
 }
 
@@ -208,7 +209,7 @@ impl VersionError {
         if is_disk_full(&source) {
             VersionError::DiskFull { path }
         } else {
-            VersionError::Io { action, path, source }
+            VersionError::Io { action, path, error: source }
         }
     }
 }
