@@ -210,8 +210,11 @@ enum Kind {
     /// A flag with a value (`--flag VALUE`, `--flag=VALUE`, `-fVALUE`, `-f VALUE`): the value's name in
     /// the help, and what the value does (given the flag as written, `-m` or `--max-count`, for the
     /// messages).
-    Value(&'static str, fn(&mut Parsed, &str, String) -> Result<(), String>),
+    Value(&'static str, ApplyValue),
 }
+
+/// What a flag's value does to the arguments (given the flag as written, for the messages).
+type ApplyValue = fn(&mut Parsed, &str, String) -> Result<(), String>;
 
 impl Flag {
     /// Whether the flag takes a value.
@@ -249,13 +252,7 @@ const fn switch(long: &'static str, short: Option<char>, help: &'static str, f: 
     Flag { long, short, help, kind: Kind::Switch(f) }
 }
 
-const fn value(
-    long: &'static str,
-    short: Option<char>,
-    name: &'static str,
-    help: &'static str,
-    f: fn(&mut Parsed, &str, String) -> Result<(), String>,
-) -> Flag {
+const fn value(long: &'static str, short: Option<char>, name: &'static str, help: &'static str, f: ApplyValue) -> Flag {
     Flag { long, short, help, kind: Kind::Value(name, f) }
 }
 
@@ -275,11 +272,6 @@ fn sort_kind(typed: &str, v: &str) -> Result<Option<SortKind>, String> {
         "none" => None,
         other => return Err(format!("error parsing flag {typed}: choice '{other}' is unrecognized")),
     })
-}
-
-/// A size flag's value (`--regex-size-limit 1M`).
-fn size(typed: &str, v: &str) -> Result<usize, String> {
-    parse_size(v).map_err(|e| format!("error parsing flag {typed}: {e}"))
 }
 
 /// Every flag the engine reads, each declared once (a test checks that no long or short name is
@@ -308,11 +300,11 @@ pub static FLAGS: &[Flag] = &[
         p.a.multiline_dotall = false
     }),
     value("regex-size-limit", None, "NUM+SUFFIX?", "Size limit of the compiled regex.", |p, t, v| {
-        p.a.regex_size_limit = Some(size(t, &v)?);
+        p.a.regex_size_limit = Some(parse_size(&v).map_err(|e| format!("error parsing flag {t}: {e}"))?);
         Ok(())
     }),
     value("dfa-size-limit", None, "NUM+SUFFIX?", "Size limit of the regex DFA's cache.", |p, t, v| {
-        p.a.dfa_size_limit = Some(size(t, &v)?);
+        p.a.dfa_size_limit = Some(parse_size(&v).map_err(|e| format!("error parsing flag {t}: {e}"))?);
         Ok(())
     }),
     // what is searched

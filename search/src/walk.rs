@@ -6,23 +6,11 @@
 use crate::args::{Mode, RgArgs, SortKind, TypeChange};
 use std::path::{Path, PathBuf};
 
-/// A predicate on paths for `Io::skip`: the files a caller's access rules leave out.
+/// A predicate on paths for [`crate::Io::skip`].
 pub type Skip = std::sync::Arc<dyn Fn(&Path) -> bool + Send + Sync>;
 
 /// The walk's events, in order.
 pub(crate) type Walk = Box<dyn Iterator<Item = Event> + Send>;
-
-/// The walk of the roots ([`events`]) without the haystacks `skip` leaves out (given the path joined
-/// to `cwd`).
-pub(crate) fn walk(
-    a: &RgArgs,
-    paths: &[PathBuf],
-    strip_dot: bool,
-    (cwd, skip): (&Path, Option<Skip>),
-    parallel: bool,
-) -> Result<Walk, String> {
-    Ok(without_skipped(events(a, paths, strip_dot, cwd, parallel)?, skip, cwd))
-}
 
 /// The walk without the haystacks `skip` leaves out.
 fn without_skipped(walk: Walk, skip: Option<Skip>, cwd: &Path) -> Walk {
@@ -35,6 +23,8 @@ fn without_skipped(walk: Walk, skip: Option<Skip>, cwd: &Path) -> Walk {
     }
 }
 
+/// ripgrep's walker of the roots for these arguments (always in path order, unless the sort needs
+/// every path first).
 fn walker(a: &RgArgs, paths: &[PathBuf], cwd: &Path) -> Result<ignore::WalkBuilder, String> {
     let mut b = ignore::WalkBuilder::new(&paths[0]);
     for p in &paths[1..] {
@@ -106,14 +96,21 @@ pub(crate) enum Event {
 /// The walk's events in the order they are searched and reported: streamed in path order, or, for the
 /// sorts that need every path first (times, reversed path), collected, sorted and handed out with the
 /// walk's errors first (ripgrep reports them while it collects).
-/// `parallel`: word errors as ripgrep's parallel walker does.
-fn events(a: &RgArgs, paths: &[PathBuf], strip_dot: bool, cwd: &Path, parallel: bool) -> Result<Walk, String> {
+/// `parallel`: word errors as ripgrep's parallel walker does. The haystacks `skip` leaves out (given the
+/// path joined to `cwd`) are not there.
+pub(crate) fn events(
+    a: &RgArgs,
+    paths: &[PathBuf],
+    strip_dot: bool,
+    (cwd, skip): (&Path, Option<Skip>),
+    parallel: bool,
+) -> Result<Walk, String> {
     let walk =
         walker(a, paths, cwd)?.build().flat_map(move |result| event(result, strip_dot, parallel).into_iter().flatten());
-    let Some((kind, reverse)) = a.sort else { return Ok(Box::new(walk)) };
+    let Some((kind, reverse)) = a.sort else { return Ok(without_skipped(Box::new(walk), skip, cwd)) };
     if kind == SortKind::Path && !reverse {
         // the walk itself is in path order
-        return Ok(Box::new(walk));
+        return Ok(without_skipped(Box::new(walk), skip, cwd));
     }
     let mut errors = Vec::new();
     let mut out = Vec::new();
@@ -152,7 +149,7 @@ fn events(a: &RgArgs, paths: &[PathBuf], strip_dot: bool, cwd: &Path, parallel: 
             out = keyed.into_iter().map(|(_, h)| h).collect();
         }
     }
-    Ok(Box::new(errors.into_iter().chain(out.into_iter().map(Event::Hay))))
+    Ok(without_skipped(Box::new(errors.into_iter().chain(out.into_iter().map(Event::Hay))), skip, cwd))
 }
 
 /// One walk result as events: the entry's own problem (ripgrep's "ignore message", e.g. a bad glob in the

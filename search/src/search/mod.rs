@@ -152,7 +152,7 @@ fn haystacks(
     parallel: bool,
     msgs: &mut Messages<'_>,
 ) -> Option<Walk> {
-    match walk::walk(a, paths, implicit, (cwd, skip), parallel) {
+    match walk::events(a, paths, implicit, (cwd, skip), parallel) {
         Ok(w) => Some(w),
         Err(e) => {
             msgs.error(e);
