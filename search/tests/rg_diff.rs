@@ -984,6 +984,19 @@ const FLAGS: &[&[&str]] = &[
     &["--no-heading"],
     &["-H"],
 ];
+/// The random cases' flags are flags the engine declares (`probelab_search::args::FLAGS`, where each
+/// flag is declared once): a name here that is not one is a typo, or a flag the engine lost.
+#[test]
+fn random_cases_flags_are_declared_flags() {
+    for set in FLAGS {
+        let name = set[0].split_once('=').map_or(set[0], |(n, _)| n);
+        let flag = probelab_search::args::flag(name).unwrap_or_else(|| panic!("{name}: not a declared flag"));
+        // a flag that takes a value has it (inline or next), one that does not has none
+        let has_value = set.len() == 2 || set[0].contains('=');
+        assert_eq!(flag.takes_value(), has_value, "{set:?}");
+    }
+}
+
 const PATTERNS: &[&str] = &[
     "foo",
     "Foo",

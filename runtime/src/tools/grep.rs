@@ -612,6 +612,33 @@ fn relative_count_line(cwd: &Path, line: &str) -> String {
 mod tests {
     use super::*;
 
+    /// The rg flags the tool stands for — its `-X` parameters and the flags its descriptions name (`rg -A`,
+    /// `rg -U --multiline-dotall`) — and the flags it always passes are flags the search engine declares
+    /// (`probelab_search::args::FLAGS`, each flag declared once there).
+    #[test]
+    fn the_flags_the_tool_names_are_declared_flags() {
+        let schema = Grep.input_schema();
+        let props = schema["properties"].as_object().map(|m| m.iter().collect::<Vec<_>>()).unwrap_or_default();
+        assert!(!props.is_empty());
+        let mut named = vec!["--hidden".to_string(), "--max-columns".into(), "--glob".into()];
+        for (key, prop) in props {
+            if key.starts_with('-') {
+                named.push(key.clone());
+            }
+            let description = prop["description"].as_str().unwrap_or_default();
+            for (_, after) in description.match_indices("rg ").map(|(i, _)| description.split_at(i + 3)) {
+                let flags = after.split_whitespace().take_while(|w| w.starts_with('-'));
+                named.extend(flags.map(|w| w.trim_end_matches(|c: char| !c.is_ascii_alphanumeric()).to_string()));
+            }
+        }
+        for name in ["-A", "-B", "-C", "-n", "-i", "--glob", "--type", "-U", "--multiline-dotall"] {
+            assert!(named.iter().any(|n| n == name), "{name} is no longer named: {named:?}");
+        }
+        for name in &named {
+            assert!(probelab_search::args::flag(name).is_some(), "{name}: not a flag the engine declares");
+        }
+    }
+
     #[test]
     fn globs_split_outside_braces() {
         assert_eq!(split_globs("*.rs, *.{ts,tsx} src/**"), ["*.rs", "*.{ts,tsx}", "src/**"]);
