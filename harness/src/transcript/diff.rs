@@ -268,7 +268,8 @@ fn first_request_tools(t: &str) -> BTreeSet<String> {
 }
 
 fn system(t: &str) -> Option<String> {
-    t.lines().find_map(|l| l.strip_prefix("system: ")).map(str::to_string)
+    // the prompt's blob, not a system-role message's quoted text
+    t.lines().find_map(|l| l.strip_prefix("system: ").filter(|r| !r.starts_with('"'))).map(str::to_string)
 }
 
 /// The request-shape lines: the model line, where each request's cache markers sit (`cache_control:`,
@@ -876,7 +877,9 @@ pub fn diff_dirs_with(
                 .filter(|l| {
                     !l.starts_with("subject: ")
                         && !l.starts_with("tools: ")
-                        && !l.starts_with("system: ")
+                        // the system prompt's blob (`system: 5f96ca5215c0`, its own layer); a system-role
+                        // message's text (`system: "Available agent types…"`) is the rest's
+                        && (!l.starts_with("system: ") || l.starts_with("system: \""))
                         && !l.starts_with("model: ")
                         && !l.starts_with("cache_control: ")
                         && !results.contains(*l)
@@ -1238,6 +1241,23 @@ mod tests {
             .as_deref()
             .is_some_and(|d| d.contains("+request 1 cache_control: message 1 block 2")));
         assert!(s.probes[0].rest.is_none() && s.probes[0].same_behaviour());
+    }
+
+    #[test]
+    fn a_system_role_message_is_the_rest_and_the_prompt_blob_is_not() {
+        // `system: <blob>` is the prompt's layer; `system: "…"` a system-role message (the agent types
+        // listed, which 2.1.239 extended with an agent file that starts with a byte-order mark)
+        let golden = |prompt: &str, types: &str| {
+            format!("## request 1\nsystem: {prompt}\nsystem: \"Available agent types:\\n{types}\"\n## verdicts\npass invariant: i\n")
+        };
+        let s = diff_of(&golden("5f96ca5215c0", "- claude"), &golden("5f96ca5215c0", "- claude\\n- helper"));
+        let p = &s.probes[0];
+        assert!(p.system.is_none(), "{p:#?}");
+        assert!(p.rest.as_deref().is_some_and(|r| r.contains("- helper")), "{p:#?}");
+        let s = diff_of(&golden("5f96ca5215c0", "- claude"), &golden("0123456789ab", "- claude"));
+        let p = &s.probes[0];
+        assert!(p.system.as_deref().is_some_and(|k| k.starts_with("system 5f96ca5215c0 → 0123456789ab")), "{p:#?}");
+        assert!(p.rest.is_none(), "{p:#?}");
     }
 
     #[test]
