@@ -110,10 +110,12 @@ pub fn run(
     let rt = crate::suite::runtime(jobs).context("cannot start the runtime").usage()?;
     let mut columns = Vec::new();
     let mut unpublished = Vec::new();
+    // the whole catalogue, not the probes run: a column keeps the cells of every probe it did not run now
+    let all = crate::probe::load_all_with(std::slice::from_ref(&project.probes), &project.known()).usage()?;
     for id in ids {
         let (col, ran) = run_column(&rt, &probes, layout, &id, jobs);
         if publish {
-            let broken = published::merge(&project.root, &probes, &ran).failed()?;
+            let broken = published::merge(&project.root, &all, &ran).failed()?;
             unpublished.extend(broken.into_iter().map(|b| format!("{id} {b}")));
         }
         eprintln!(
@@ -140,7 +142,6 @@ pub fn run(
     table.write(out).map_err(|e| Failure::msg(1, e))?;
     eprintln!("conformance: wrote {}/table.{{txt,json,html}}", out.display());
     if publish {
-        let all = crate::probe::load_all_with(std::slice::from_ref(&project.probes), &project.known()).usage()?;
         published::write_table(&project.root, &all, &project.golden, &pinned).failed()?;
         eprintln!("conformance: published into {}", published::dir(&project.root).display());
         if !unpublished.is_empty() {

@@ -245,7 +245,8 @@ pub struct Ran<'a> {
 
 /// Merges `ran` into the committed column of its subject (the probes it ran replace their cells; a
 /// cell of a probe that is no longer Claude Code's is dropped) and returns the probes not published
-/// because their run could not be made. A column whose every run broke is not written.
+/// because their run could not be made. A column whose every run broke is not written. `probes` is the
+/// whole catalogue, never only the probes run (a run of some probes keeps the other cells).
 pub fn merge(root: &Path, probes: &[Probe], ran: &Ran<'_>) -> Result<Vec<String>, ColumnError> {
     let path = column_path(root, &ran.subject);
     let mut col = match std::fs::read_to_string(&path) {
