@@ -28,7 +28,10 @@
 //! differences are reported like the others' and not minimised; a tool that needs what a script cannot
 //! give (a sub-agent's conversation, a person, the clock: [`NOT_FROM_SCHEMAS`]) is left out and said so.
 
+mod finding;
 pub mod seen;
+
+pub use finding::{Finding, Kind};
 
 use crate::lab::Layout;
 use crate::run::run_conversation;
@@ -191,41 +194,6 @@ pub struct Options {
     pub out: PathBuf,
     /// Minimise the stable result differences into candidate probes.
     pub minimise: bool,
-}
-
-/// The kind of a difference.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, serde::Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Kind {
-    /// A tool result (text or `is_error`).
-    Result,
-    /// A file of the working directory after the session.
-    File,
-    /// The first request (tools offered, texts of its first user message).
-    Request,
-}
-
-/// One difference found.
-#[derive(Debug, Clone, Serialize, serde::Deserialize)]
-pub struct Finding {
-    /// Its kind.
-    pub kind: Kind,
-    /// The session (0-based).
-    pub session: usize,
-    /// The call (1-based), for a result.
-    pub call: Option<usize>,
-    /// The tool, or the file's path, or the request's part.
-    pub what: String,
-    /// The generator's input class.
-    pub class: String,
-    /// The call's input.
-    pub input: Option<Value>,
-    /// What the older release gave (for noise: the first run of the side that varied).
-    pub left: String,
-    /// What the newer release gave (for noise: the second run).
-    pub right: String,
-    /// For noise: the side whose two runs differed.
-    pub side: Option<String>,
 }
 
 /// A minimised difference, written as a candidate probe.
@@ -620,7 +588,8 @@ struct Seen {
 }
 
 /// The session explored: the fidelity generator's, with Bash commands on the same files, `.claude/`
-/// skills, agents and commands (byte-order marks, CRLF, front matter or none), and two hooks that log
+/// skills, agents and commands (byte-order marks, CRLF, front matter or none, a name apart from the
+/// directory's), and two hooks that log
 /// every payload they get into `hook-payloads.jsonl`.
 pub fn session(rng: &mut Rng) -> Session {
     let mut s = sessions::session(rng);
@@ -636,6 +605,12 @@ pub fn session(rng: &mut Rng) -> Session {
             b"---\r\nname: crlf\r\ndescription: A CRLF skill\r\n---\r\nSay crlf.\r\n".to_vec(),
         ),
         (".claude/skills/bare/SKILL.md", b"No front matter at all.\n".to_vec()),
+        // named apart from its directory: the listing showed only the directory's name, from 2.1.290 both
+        // (found by the matrix of `skill.bom`, which exploration had missed for want of such a skill)
+        (
+            ".claude/skills/dir-named/SKILL.md",
+            b"---\nname: other-name\ndescription: A skill named apart from its directory\n---\nSay other.\n".to_vec(),
+        ),
         (".claude/commands/hello.md", bom("---\ndescription: A command with a BOM\n---\nSay hello.\n")),
         (".claude/agents/helper.md", bom("---\nname: helper\ndescription: An agent with a BOM\n---\nYou help.\n")),
     ];

@@ -25,7 +25,7 @@
 //! prefix that came and went, cron's `7` → `30` days — is held only where the very same piece moved. A
 //! probe whose run broke on either side is never said to show anything.
 
-use super::{Finding, Kind};
+use super::finding::{Finding, Kind};
 use crate::transcript::diff::{word_segments, ProbeDiff, SetDiff};
 use std::collections::BTreeSet;
 
