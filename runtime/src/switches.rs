@@ -9,6 +9,7 @@ use crate::profile::Switch;
 /// well-formed entries (a version after the reference, a probe file that exists).
 pub const SWITCHES: &[&Switch] = &[
     &crate::tools::lsp::LSP_IN_THE_FIRST_REQUEST,
+    &crate::tools::skill::BOM_READ,
     &crate::tools::workflow::RUN_ID_NAMED,
     &crate::tools::read::PDF_DOCUMENT_IN_RESULT,
     &crate::tools::lsp::LSP_TOOL_WITHHELD,
@@ -37,6 +38,7 @@ pub const SWITCHES: &[&Switch] = &[
     &crate::validation::DETAIL_BACK,
     &crate::tools::tool_search::REQUIRED_DESCRIBED_FIRST_AGAIN,
     &crate::tools::read::BINARY_REFUSAL_SUGGESTS_SKILL,
+    &crate::tools::skill::NAME_BESIDE_DIR,
     &crate::tools::web_fetch::PAGED_TEXT,
     &crate::pipeline::SUBAGENT_NOT_HERE_NOTICE,
     &crate::tools::edit::NOTE_NEEDS_RECORDED_TEXT,

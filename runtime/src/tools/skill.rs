@@ -22,6 +22,14 @@
 //! - Unknown name: `Unknown skill: <name>`, with `. Did you mean <x>?` when a name is close (the
 //!   reference suggested its built-in `copy` for `nope`); empty name: `Invalid skill format: `.
 //!
+//! - A `SKILL.md` whose text starts with a UTF-8 byte-order mark ([`BOM_READ`], `probes/skill/bom.toml`,
+//!   found by `probelab discover 2.1.238 2.1.239`): up to 2.1.238 the mark hides the front matter — the
+//!   listing describes the skill by its first line trimmed as JavaScript trims (the mark goes: `---`) and
+//!   the body is the whole text, mark and front matter included; from 2.1.239 the mark is dropped first
+//!   and the file reads as one without it.
+//! - From 2.1.290 ([`NAME_BESIDE_DIR`]) a skill whose front matter names it otherwise than its directory
+//!   is listed as `- <dir> (<name>): <description>` (measured by the same probe's marked skill).
+//!
 //! Decisions: the built-in runtime has no built-in skills (the reference lists a dozen: dataviz, init…),
 //! so its listing holds the file skills only, and there is none when no SKILL.md exists. A name is
 //! "close" at an edit distance of at most [`SUGGEST_MAX_DISTANCE`]. The body's trailing newline is kept;
@@ -32,6 +40,7 @@
 //! parent's conversation.
 
 use crate::context::ToolContext;
+use crate::profile::{Profile, Switch};
 use crate::tool::{ToolError, ToolOutput, TypedTool};
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -47,6 +56,28 @@ pub const SKILL_FILE: &str = "SKILL.md";
 pub const SUGGEST_MAX_DISTANCE: usize = 2;
 /// The listing's first line (measured on 2.1.235).
 pub const LISTING_HEADER: &str = "The following skills are available for use with the Skill tool:";
+
+/// From 2.1.239 a `SKILL.md` that starts with a UTF-8 byte-order mark is read without it: its front
+/// matter counts (before, the mark hid it). Bisected by the observatory's matrix of `skill.bom`.
+pub const BOM_READ: Switch = Switch {
+    name: "a SKILL.md starting with a byte-order mark is read without it",
+    since: "2.1.239",
+    probe: "skill.bom",
+};
+
+/// From 2.1.290 the listing shows a skill's front-matter `name` beside its directory's when the two
+/// differ (`- marked (bom-named): …`; before: `- marked: …`). Found by `skill.bom`'s matrix, whose
+/// marked skill is named apart from its directory.
+pub const NAME_BESIDE_DIR: Switch = Switch {
+    name: "the skill listing shows a front-matter name beside the directory's",
+    since: "2.1.290",
+    probe: "skill.bom",
+};
+
+/// JavaScript's `trim()`, which the reference's listing uses: white space and the byte-order mark.
+fn js_trim(s: &str) -> &str {
+    s.trim_matches(|c: char| c.is_whitespace() || c == '\u{feff}')
+}
 
 /// Where a skill was found (SKILL-1: visibility depends on the source).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -108,34 +139,39 @@ pub fn parse(text: &str) -> (Vec<(String, String)>, String) {
     (Vec::new(), text.to_string())
 }
 
-fn read_skill(dir: &Path, source: Source) -> Option<SkillFile> {
+fn read_skill(dir: &Path, source: Source, profile: Profile) -> Option<SkillFile> {
     let name = dir.file_name()?.to_str()?.to_string();
     let text = std::fs::read_to_string(dir.join(SKILL_FILE)).ok()?;
+    let text = match text.strip_prefix('\u{feff}') {
+        Some(rest) if profile.has(&BOM_READ) => rest.to_string(),
+        _ => text,
+    };
     let (fields, body) = parse(&text);
     let field = |k: &str| fields.iter().find(|(key, _)| key == k).map(|(_, v)| v.clone());
     let description = field("description")
         .filter(|d| !d.is_empty())
-        .or_else(|| body.lines().map(str::trim).find(|l| !l.is_empty()).map(str::to_string))
+        .or_else(|| body.lines().map(js_trim).find(|l| !l.is_empty()).map(str::to_string))
         .unwrap_or_default();
     let alias = field("name").filter(|n| !n.is_empty() && *n != name);
     let disabled = field("disable-model-invocation").is_some_and(|v| v.eq_ignore_ascii_case("true"));
     Some(SkillFile { name, alias, description, disabled, dir: dir.to_path_buf(), body, source })
 }
 
-fn skills_in(root: &Path, source: Source) -> Vec<SkillFile> {
+fn skills_in(root: &Path, source: Source, profile: Profile) -> Vec<SkillFile> {
     let Ok(entries) = std::fs::read_dir(root) else {
         return Vec::new();
     };
     let mut dirs: Vec<PathBuf> = entries.filter_map(|e| e.ok()).map(|e| e.path()).filter(|p| p.is_dir()).collect();
     dirs.sort();
-    dirs.iter().filter_map(|d| read_skill(d, source)).collect()
+    dirs.iter().filter_map(|d| read_skill(d, source, profile)).collect()
 }
 
 /// Every skill of the session: user skills, then project skills not shadowed by a user skill of the same
 /// name (SKILL-1: the user skill wins a clash); each group sorted by name.
 pub fn discover(ctx: &ToolContext) -> Vec<SkillFile> {
-    let mut out = skills_in(&ctx.home.join(".claude").join("skills"), Source::User);
-    for s in skills_in(&ctx.cwd.join(".claude").join("skills"), Source::Project) {
+    let profile = ctx.profile();
+    let mut out = skills_in(&ctx.home.join(".claude").join("skills"), Source::User, profile);
+    for s in skills_in(&ctx.cwd.join(".claude").join("skills"), Source::Project, profile) {
         if !out.iter().any(|o| o.name == s.name) {
             out.push(s);
         }
@@ -143,10 +179,19 @@ pub fn discover(ctx: &ToolContext) -> Vec<SkillFile> {
     out
 }
 
-/// The listing of the first request, or `None` when no skill is visible.
-pub fn listing(skills: &[SkillFile]) -> Option<String> {
-    let lines: Vec<String> =
-        skills.iter().filter(|s| !s.disabled).map(|s| format!("- {}: {}", s.name, s.description)).collect();
+/// The listing of the first request, or `None` when no skill is visible; from 2.1.290
+/// ([`NAME_BESIDE_DIR`]) a skill whose front matter names it otherwise than its directory is listed as
+/// `- <dir> (<name>): <description>`.
+pub fn listing(skills: &[SkillFile], profile: Profile) -> Option<String> {
+    let named = profile.has(&NAME_BESIDE_DIR);
+    let lines: Vec<String> = skills
+        .iter()
+        .filter(|s| !s.disabled)
+        .map(|s| match &s.alias {
+            Some(alias) if named => format!("- {} ({alias}): {}", s.name, s.description),
+            _ => format!("- {}: {}", s.name, s.description),
+        })
+        .collect();
     if lines.is_empty() {
         return None;
     }
@@ -228,7 +273,7 @@ impl crate::pipeline::Extension for Listing {
         if messages.len() != 1 {
             return Vec::new();
         }
-        listing(&discover(&rt.ctx)).into_iter().collect()
+        listing(&discover(&rt.ctx), rt.ctx.profile()).into_iter().collect()
     }
 }
 
@@ -323,6 +368,27 @@ mod tests {
         (out, ctx.session.followups.take_for(&[id]))
     }
 
+    #[tokio::test]
+    async fn a_byte_order_mark_hides_the_front_matter_until_2_1_239() {
+        let text = "\u{feff}---\nname: bom\ndescription: A marked skill\n---\n\nBOM BODY: $ARGUMENTS\n";
+        for (version, listed, body) in [
+            // the mark hides the front matter: described by its first line as JavaScript trims it, the
+            // whole text its body
+            ("2.1.238", "- bom: ---", text.replace("$ARGUMENTS", "x")),
+            ("2.1.239", "- bom: A marked skill", "BOM BODY: x\n".to_string()),
+        ] {
+            let d = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+            write(d.path(), "work/.claude/skills/bom/SKILL.md", text);
+            let profile = Profile::at(version).unwrap_or_else(|e| panic!("{e}"));
+            let c = ctx(d.path()).with_profile(profile);
+            let list = listing(&discover(&c), profile).unwrap_or_else(|| panic!("no listing on {version}"));
+            assert!(list.ends_with(&format!("\n\n{listed}")), "{version}: {list:?}");
+            let (out, texts) = call(&c, "t1", json!({"skill": "bom", "args": "x"})).await;
+            assert!(matches!(out, Ok(ToolOutput::Text(ref t)) if t == "Launching skill: bom"), "{version}: {out:?}");
+            assert!(texts.len() == 1 && texts[0].ends_with(&format!("skills/bom\n\n{body}")), "{version}: {texts:?}");
+        }
+    }
+
     #[test]
     fn front_matter_and_body() {
         let (f, body) = parse("---\nname: greet\ndescription: \"Says hi\"\n---\n\n\nBODY\n\n");
@@ -370,9 +436,15 @@ mod tests {
         write(&ctx.cwd, ".claude/skills/dir/SKILL.md", "---\nname: other\ndescription: d\n---\nD\n");
         let skills = discover(&ctx);
         assert_eq!(
-            listing(&skills).as_deref(),
+            listing(&skills, Profile::reference()).as_deref(),
             Some("The following skills are available for use with the Skill tool:\n\n- greet: user greet\n- alpha: First line\n- dir: d")
         );
+        // from 2.1.290 the front matter's name beside the directory's
+        for (version, line) in [("2.1.289", "- dir: d"), ("2.1.290", "- dir (other): d")] {
+            let at = Profile::at(version).unwrap_or_else(|e| panic!("{e}"));
+            let list = listing(&skills, at).unwrap_or_default();
+            assert!(list.ends_with(&format!("\n- {}", &line[2..])), "{version}: {list}");
+        }
         let (out, follow) = call(&ctx, "t1", json!({"skill": "greet", "args": "you"})).await;
         assert_eq!(out, Ok(ToolOutput::Text("Launching skill: greet".into())));
         let dir = ctx.home.join(".claude/skills/greet");
