@@ -521,11 +521,15 @@ pub fn page_section(p: &Published) -> String {
     let compared: Vec<&Stable> = p.stable.iter().filter(|s| s.shown_by.is_some()).collect();
     let unseen = compared.iter().filter(|s| s.shown_by.as_ref().is_some_and(Vec::is_empty)).count();
     let against = if compared.len() == p.stable.len() {
-        format!(
-            "{unseen} of them shown by no probe of the catalogue, {} by a probe too (named; the goldens of \
-             both releases compared)",
-            compared.len() - unseen
-        )
+        let by_probe = compared.len() - unseen;
+        let said = match (unseen, by_probe) {
+            (0, 1) => "it is shown by a probe of the catalogue too".to_string(),
+            (0, n) => format!("all {n} are shown by a probe of the catalogue too"),
+            (1, 0) => "it is shown by no probe of the catalogue".to_string(),
+            (n, 0) => format!("none of the {n} is shown by a probe of the catalogue"),
+            (n, m) => format!("{n} shown by no probe of the catalogue, {m} by a probe too"),
+        };
+        format!("{said} (each said below; the goldens of both releases compared)")
     } else if compared.is_empty() {
         "not compared with the probes (the goldens of a side were not there)".to_string()
     } else {
@@ -1459,6 +1463,42 @@ pub fn render(r: &Report) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_page_says_in_words_how_many_findings_a_probe_shows() {
+        let record = |shown: &[Option<Vec<String>>]| Published {
+            a: "2.1.1".into(),
+            b: "2.1.2".into(),
+            seed: 1,
+            sessions: 2,
+            calls: 10,
+            seconds: 3,
+            stable: shown
+                .iter()
+                .enumerate()
+                .map(|(i, s)| Stable { kind: Kind::Result, said: format!("Read ({i}) differs"), shown_by: s.clone() })
+                .collect(),
+            noise: 0,
+            broken: 0,
+        };
+        let by = |p: &str| Some(vec![p.to_string()]);
+        for (shown, says) in [
+            (vec![by("read.a")], "; it is shown by a probe of the catalogue too (each said below"),
+            (vec![by("read.a"), by("read.b")], "; all 2 are shown by a probe of the catalogue too"),
+            (vec![Some(vec![])], "; it is shown by no probe of the catalogue (each said below"),
+            (vec![Some(vec![]), Some(vec![])], "; none of the 2 is shown by a probe of the catalogue"),
+            (vec![Some(vec![]), by("read.b")], "; 1 shown by no probe of the catalogue, 1 by a probe too"),
+            (vec![None, None], "; not compared with the probes (the goldens of a side were not there)"),
+            (vec![Some(vec![]), None], "; 1 of the 1 compared with the probes shown by none, 1 not compared"),
+        ] {
+            let page = page_section(&record(&shown));
+            assert!(page.contains(says), "{shown:?}: {page}");
+        }
+        let page = page_section(&record(&[Some(vec![]), None, by("read.b")]));
+        assert!(page.contains("- result: Read (0) differs — shown by no probe\n"), "{page}");
+        assert!(page.contains("- result: Read (1) differs — not compared with the probes\n"), "{page}");
+        assert!(page.contains("- result: Read (2) differs — shown by `read.b` too\n"), "{page}");
+    }
 
     #[test]
     fn the_tools_a_message_announces_as_deferred_are_read_by_name() {

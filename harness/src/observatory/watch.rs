@@ -949,7 +949,7 @@ mod tests {
         assert!(page.contains("\n## Found by exploration\n\n`probelab discover 2.1.1 2.1.2` ran 2 generated sessions (200 tool calls)"), "{page}");
         assert!(
             page.contains("1 difference(s) between two runs of one side were noise")
-                && page.contains("1 of them shown by no probe of the catalogue, 1 by a probe too")
+                && page.contains("1 shown by no probe of the catalogue, 1 by a probe too (each said below")
                 && page.contains("- result: Edit (x) differs from 2.1.1 to 2.1.2: … — shown by no probe\n")
                 && page.ends_with(
                     "- result: Read (y) differs from 2.1.1 to 2.1.2: … — shown by 4 probes too (`read.a`, \
