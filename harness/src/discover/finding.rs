@@ -38,4 +38,3 @@ pub struct Finding {
     /// For noise: the side whose two runs differed.
     pub side: Option<String>,
 }
-
