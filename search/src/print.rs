@@ -85,14 +85,12 @@ pub(crate) struct Output<'o> {
     stdout: &'o mut dyn Write,
     /// Bytes not yet written (fewer than [`OUT_BLOCK`] between writes).
     buf: Vec<u8>,
-    pub(crate) matched: bool,
-    pub(crate) searched: bool,
-    pub(crate) stats: grep_printer::Stats,
+    /// What the searches found (the exit status's facts, the JSON stats); its `full` is set too when the
+    /// output reached [`crate::Io::max_output`]: the run stops after writing what it has.
+    pub(crate) facts: Facts,
     printed: bool,
     /// Set when stdout is gone (a closed pipe): the run stops, as ripgrep does.
     pub(crate) broken: bool,
-    /// Set when the output reached [`crate::Io::max_output`]: the run stops after writing what it has.
-    pub(crate) full: bool,
     /// Bytes the output may still take ([`crate::Io::max_output`]).
     pub(crate) room: usize,
     /// Between two non-empty outputs (several search threads: ripgrep's buffer writer puts it there).
@@ -104,40 +102,11 @@ impl<'o> Output<'o> {
         Output {
             stdout,
             buf: Vec::with_capacity(OUT_BLOCK),
-            matched: false,
-            searched: false,
-            stats: grep_printer::Stats::new(),
+            facts: Facts::new(),
             printed: false,
             broken: false,
-            full: false,
             room: usize::MAX,
             between,
-        }
-    }
-
-    /// A file's search: its facts; its error, to be reported.
-    pub(crate) fn result(
-        &mut self,
-        r: std::io::Result<(bool, Option<grep_printer::Stats>)>,
-        h: &Haystack,
-    ) -> Option<String> {
-        self.searched = true;
-        match r {
-            Ok((m, s)) => {
-                self.matched |= m;
-                if let Some(s) = s {
-                    self.stats += &s;
-                }
-                None
-            }
-            // the caller's buffer is full: the run ends as on a closed stdout
-            // (something was printed: a match)
-            Err(e) if output_full(&e) => {
-                self.full = true;
-                self.matched = true;
-                None
-            }
-            Err(e) => Some(format!("{}: {e}", h.path.display())),
         }
     }
 
@@ -157,7 +126,7 @@ impl<'o> Output<'o> {
     /// Output of one file (sequential runs: of several, separated by the printer already).
     pub(crate) fn emit(&mut self, bytes: &[u8]) {
         let bytes = if bytes.len() > self.room {
-            self.full = true;
+            self.facts.full = true;
             &bytes[..self.room]
         } else {
             bytes
@@ -178,9 +147,7 @@ impl<'o> Output<'o> {
     /// A batch's output and errors, in order; `between` goes before its first output if anything was
     /// printed before (the search thread put it between the batch's own files).
     pub(crate) fn batch(&mut self, msgs: &mut Messages<'_>, done: &BatchDone) {
-        self.matched |= done.matched;
-        self.searched |= done.searched;
-        self.stats += &done.stats;
+        self.facts.absorb(&done.facts);
         let mut first = true;
         let mut at = 0;
         let ends = done.errors.iter().map(|(end, _, _)| *end).chain([done.out.len()]);
@@ -299,11 +266,60 @@ pub(crate) struct BatchDone {
     /// Walk and search errors (true) and warnings (false), in order, each with the length `out` had when
     /// it happened.
     pub(crate) errors: Vec<(usize, String, bool)>,
+    /// What its searches found; `full`: a file's output reached [`crate::Io::max_output`], the run ends
+    /// after this batch.
+    pub(crate) facts: Facts,
+}
+
+/// What searches found, for the exit status and the JSON stats: whether a line matched, whether a file
+/// was searched, the printers' stats, and whether the caller's buffer is full ([`crate::Io::max_output`]).
+/// The sequential run folds each file in ([`Facts::record`]); a search thread folds its batch's files,
+/// and the writer the batches ([`Facts::absorb`]).
+pub(crate) struct Facts {
     pub(crate) matched: bool,
     pub(crate) searched: bool,
     pub(crate) stats: grep_printer::Stats,
-    /// A file's output reached [`crate::Io::max_output`]: the run ends after this batch.
     pub(crate) full: bool,
+}
+
+impl Facts {
+    pub(crate) fn new() -> Facts {
+        Facts { matched: false, searched: false, stats: grep_printer::Stats::new(), full: false }
+    }
+
+    /// Folds in one file's search; returns its error, to be reported.
+    pub(crate) fn record(
+        &mut self,
+        r: std::io::Result<(bool, Option<grep_printer::Stats>)>,
+        h: &Haystack,
+    ) -> Option<String> {
+        self.searched = true;
+        match r {
+            Ok((m, s)) => {
+                self.matched |= m;
+                if let Some(s) = s {
+                    self.stats += &s;
+                }
+                None
+            }
+            // the caller's buffer is full: the run ends as on a closed stdout
+            // (something was printed: a match)
+            Err(e) if output_full(&e) => {
+                self.full = true;
+                self.matched = true;
+                None
+            }
+            Err(e) => Some(format!("{}: {e}", h.path.display())),
+        }
+    }
+
+    /// Folds in another's facts (a batch's).
+    pub(crate) fn absorb(&mut self, other: &Facts) {
+        self.matched |= other.matched;
+        self.searched |= other.searched;
+        self.stats += &other.stats;
+        self.full |= other.full;
+    }
 }
 
 /// Which printer a search uses.

@@ -128,8 +128,8 @@ pub fn run(a: &RgArgs, io: &mut Io<'_>) -> u8 {
         parallel::search_parallel(&plan, searcher, walk, threads, &mut out, &mut msgs);
     }
     // (none when the caller's buffer is full: its reader stopped reading)
-    if mode == Mode::Json && !out.full {
-        let summary = print::json_summary(&out.stats, started.elapsed());
+    if mode == Mode::Json && !out.facts.full {
+        let summary = print::json_summary(&out.facts.stats, started.elapsed());
         out.emit(summary.as_bytes());
     }
     out.flush();
@@ -137,10 +137,10 @@ pub fn run(a: &RgArgs, io: &mut Io<'_>) -> u8 {
         // stopped between two files: the run still ends with an error
         msgs.error("search cancelled (deadline)");
     }
-    if implicit && !out.searched {
+    if implicit && !out.facts.searched {
         msgs.error("No files were searched, which means ripgrep probably applied a filter you didn't expect.\nRunning with --debug will show why files are being skipped.");
     }
-    exit_code(out.matched, a.quiet, msgs.errored)
+    exit_code(out.facts.matched, a.quiet, msgs.errored)
 }
 
 /// The walk of the roots (`skip`'s haystacks left out); None when it cannot be built, said on `msgs`.
@@ -187,7 +187,7 @@ fn search_sequential(
 ) {
     let mut printer = plan.printer(file_separator.clone());
     for e in walk {
-        if plan.cancelled() || out.broken || out.full {
+        if plan.cancelled() || out.broken || out.facts.full {
             break;
         }
         // (message, whether it is an error)
@@ -197,7 +197,7 @@ fn search_sequential(
             Event::Hay(h) => {
                 let r = search_file(plan, plan.matcher, &mut searcher, &h, &mut printer);
                 let stop = plan.a.quiet && matches!(r, Ok((true, _)));
-                let error = out.result(r, &h).map(|e| (e, true));
+                let error = out.facts.record(r, &h).map(|e| (e, true));
                 if stop {
                     out.emit(printer.buf());
                     if let Some((e, _)) = error {

@@ -4,7 +4,7 @@
 //! is the same bytes as one thread's whatever the timing.
 
 use super::file::{search_file, Plan};
-use crate::print::{output_full, BatchDone, FilePrinter, Messages, Output};
+use crate::print::{BatchDone, Facts, FilePrinter, Messages, Output};
 use crate::walk::{Event, Walk};
 use grep_regex::RegexMatcher;
 use grep_searcher::Searcher;
@@ -238,14 +238,7 @@ fn search_batch(
     between: &Option<Vec<u8>>,
     stop: &AtomicBool,
 ) -> BatchDone {
-    let mut done = BatchDone {
-        out: Vec::new(),
-        errors: Vec::new(),
-        matched: false,
-        searched: false,
-        stats: grep_printer::Stats::new(),
-        full: false,
-    };
+    let mut done = BatchDone { out: Vec::new(), errors: Vec::new(), facts: Facts::new() };
     for e in batch {
         if stop.load(Ordering::Relaxed) {
             break;
@@ -263,20 +256,11 @@ fn search_batch(
         };
         let start = printer.buf().len();
         let r = search_file(plan, matcher, searcher, &h, printer);
-        done.searched = true;
-        match r {
-            Ok((m, s)) => {
-                done.matched |= m;
-                if let Some(s) = s {
-                    done.stats += &s;
-                }
-            }
-            Err(e) if output_full(&e) => {
-                done.full = true;
-                done.matched = true;
-                stop.store(true, Ordering::Relaxed);
-            }
-            Err(e) => done.errors.push((usize::MAX, format!("{}: {e}", h.path.display()), true)),
+        if let Some(e) = done.facts.record(r, &h) {
+            done.errors.push((usize::MAX, e, true));
+        }
+        if done.facts.full {
+            stop.store(true, Ordering::Relaxed);
         }
         let buf = printer.buf();
         if let (Some(sep), true) = (between, start > 0 && buf.len() > start) {
@@ -312,19 +296,18 @@ impl InOrder {
         out: &mut Output<'_>,
         msgs: &mut Messages<'_>,
     ) {
-        if out.broken || out.full {
+        if out.broken || out.facts.full {
             return;
         }
         self.pending.insert(index, done);
         while let Some(mut done) = self.pending.remove(&self.next) {
             self.next += 1;
             out.batch(msgs, &done);
-            out.full |= done.full;
             done.out.clear();
             if let Ok(mut s) = sh.spare.lock() {
                 s.push(done.out);
             }
-            if out.broken || out.full {
+            if out.broken || out.facts.full {
                 sh.stop.store(true, Ordering::Relaxed);
                 return;
             }
