@@ -32,7 +32,7 @@ pub fn diff_of(
     html: Option<&std::path::Path>,
     full: bool,
 ) -> anyhow::Result<()> {
-    use crate::transcript::diff::{diff_dirs_with, render_html, render_summary, render_text, unordered_ids};
+    use crate::transcript::diff::{diff_dirs_with, render_html, render_summary, render_text};
     let golden = project.golden.clone();
     let tmp = tempfile::tempdir()?;
     // --run: a side that names a directory of goldens is read as it is (`golden/claude-code@2.1.333`),
@@ -87,8 +87,7 @@ pub fn diff_of(
         anyhow::bail!("{} corrupt blob(s): run the probes with --bless to write them again", corrupt.len());
     }
     // results a probe marks `unordered` compare as sets of lines, as in the behaviour fingerprint
-    let unordered =
-        probes.iter().filter(|p| !p.unordered.is_empty()).map(|p| (p.id.clone(), unordered_ids(p))).collect();
+    let unordered = crate::transcript::diff::unordered_of(probes);
     let mut d = diff_dirs_with(&l, &r, &blobs, &unordered).map_err(anyhow::Error::msg)?;
     // two measured Claude Code versions: behaviour is judged by the observatory's committed cells (the
     // timeline's fingerprints), the goldens are the evidence

@@ -57,17 +57,11 @@ pub fn probe_diff(
     a: &str,
     b: &str,
 ) -> Result<Option<crate::transcript::diff::SetDiff>, String> {
-    use crate::transcript::diff::{diff_dirs_with, unordered_ids};
     use crate::transcript::golden::claude_code_dir;
-    let (l, r) = (claude_code_dir(&layout.golden, a), claude_code_dir(&layout.golden, b));
-    if !l.is_dir() || !r.is_dir() {
+    if ![a, b].iter().all(|v| claude_code_dir(&layout.golden, v).is_dir()) {
         return Ok(None);
     }
-    let unordered =
-        probes.iter().filter(|p| !p.unordered.is_empty()).map(|p| (p.id.clone(), unordered_ids(p))).collect();
-    let mut d = diff_dirs_with(&l, &r, &layout.blobs(), &unordered)?;
-    m.judge(&mut d, a, b);
-    Ok(Some(d))
+    m.judged_diff(layout, probes, a, b).map(Some)
 }
 
 /// Where the records are: `docs/discover/releases` under a project root.

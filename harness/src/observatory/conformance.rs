@@ -97,11 +97,7 @@ pub async fn measure(probes: &[Probe], layout: &Layout, version: &str) -> Result
         let report = run_probe(p, &subject, &run_layout, false).await.map_err(|e| crate::exit::chain(&e))?;
         golden_step(&report, &run_layout, true)?;
     }
-    let unordered = probes
-        .iter()
-        .filter(|p| !p.unordered.is_empty())
-        .map(|p| (p.id.clone(), crate::transcript::diff::unordered_ids(p)))
-        .collect();
+    let unordered = crate::transcript::diff::unordered_of(probes);
     let mine = tmp.path().join(&subject);
     if !mine.is_dir() {
         // a version with goldens of real-only probes (a bisection's boundary): nothing to compare

@@ -162,7 +162,7 @@ pub fn history(
     since: Option<&str>,
     explored: &std::collections::BTreeMap<String, crate::discover::Published>,
 ) -> Result<Vec<Entry>, String> {
-    use crate::transcript::diff::{diff_dirs_with, unordered_ids, SetDiff};
+    use crate::transcript::diff::{diff_dirs_with, SetDiff};
     let golden = &layout.golden;
     let broken = |p: &str, v: &str| m.is_broken(p, v);
     let after = |v: &str| match since.map(semver::Version::parse) {
@@ -171,8 +171,7 @@ pub fn history(
         Some(Err(_)) => true,
     };
     let about: Vec<&Probe> = probes.iter().filter(|p| concerns(p, topic)).collect();
-    let unordered =
-        probes.iter().filter(|p| !p.unordered.is_empty()).map(|p| (p.id.clone(), unordered_ids(p))).collect();
+    let unordered = crate::transcript::diff::unordered_of(probes);
     let budget_changes = super::budgets::changes(&super::budgets::table(golden, &m.versions, &broken), &m.versions);
     let mut out = Vec::new();
     for pair in m.versions.windows(2) {

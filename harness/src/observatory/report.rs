@@ -258,6 +258,24 @@ impl Matrix {
         }
     }
 
+    /// The diff of the catalogue's goldens of Claude Code `a` → `b` under `layout`, judged by these
+    /// cells ([`Matrix::judge`]): what a release page, the committed diff report and an exploration's
+    /// record each say of the pair (the golden sets must be there).
+    pub fn judged_diff(
+        &self,
+        layout: &crate::lab::Layout,
+        probes: &[crate::probe::Probe],
+        a: &str,
+        b: &str,
+    ) -> Result<crate::transcript::diff::SetDiff, String> {
+        use crate::transcript::golden::claude_code_dir;
+        let (l, r) = (claude_code_dir(&layout.golden, a), claude_code_dir(&layout.golden, b));
+        let unordered = crate::transcript::diff::unordered_of(probes);
+        let mut d = crate::transcript::diff::diff_dirs_with(&l, &r, &layout.blobs(), &unordered)?;
+        self.judge(&mut d, a, b);
+        Ok(d)
+    }
+
     /// Whether the run of `probe` on `version` broke an invariant ([`Matrix::broken`]).
     pub fn is_broken(&self, probe: &str, version: &str) -> bool {
         self.broken.get(probe).is_some_and(|r| r.contains_key(version))

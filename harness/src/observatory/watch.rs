@@ -87,11 +87,7 @@ pub fn reports(
     let m = Matrix::from_cells(cells)?.with_conformance(conformance);
     let section = super::releases::section(&m, releases);
     // every change in words, from the goldens (results a probe marks `unordered` compared as sets)
-    let unordered: BTreeMap<String, std::collections::BTreeSet<String>> = probes
-        .iter()
-        .filter(|p| !p.unordered.is_empty())
-        .map(|p| (p.id.clone(), crate::transcript::diff::unordered_ids(p)))
-        .collect();
+    let unordered = crate::transcript::diff::unordered_of(probes);
     let said = m.said(golden, &unordered);
     let evidence = super::report::Evidence::committed();
     let html = m.to_html_with("probelab: claims × versions", Some(&evidence), &said);
@@ -238,18 +234,15 @@ pub const DIFF_REPORT: (&str, &str) = ("2.1.235", "2.1.332");
 /// claude-code@B` (its summary) and `--html`, made of the committed goldens and judged by the committed
 /// cells as the command does; None where either golden set is not there.
 pub fn diff_report(probes: &[Probe], layout: &Layout, m: &Matrix) -> Result<Option<[(String, String); 2]>, String> {
-    use crate::transcript::diff::{diff_dirs_with, render_html, render_summary, unordered_ids};
+    use crate::transcript::diff::{render_html, render_summary};
     let (a, b) = DIFF_REPORT;
     let golden = &layout.golden;
     if missing_goldens(golden, &[a, b]).is_some() {
         return Ok(None);
     }
-    let unordered =
-        probes.iter().filter(|p| !p.unordered.is_empty()).map(|p| (p.id.clone(), unordered_ids(p))).collect();
     let (l, r) =
         (crate::transcript::golden::claude_code_dir(golden, a), crate::transcript::golden::claude_code_dir(golden, b));
-    let mut d = diff_dirs_with(&l, &r, &layout.blobs(), &unordered)?;
-    m.judge(&mut d, a, b);
+    let d = m.judged_diff(layout, probes, a, b)?;
     // the files are committed: the golden sets by their place in the repository, never this machine's path
     let here = |t: String| {
         t.replace(&l.display().to_string(), &format!("golden/{}", super::subject(a)))
@@ -481,25 +474,18 @@ pub fn release_page(
     previous: &str,
     published: Option<&str>,
 ) -> Result<String, String> {
-    use crate::transcript::diff::{diff_dirs_with, render_summary, unordered_ids};
+    use crate::transcript::diff::render_summary;
     let golden = &layout.golden;
-    let (l, r) = (
-        crate::transcript::golden::claude_code_dir(golden, previous),
-        crate::transcript::golden::claude_code_dir(golden, version),
-    );
-    let unordered =
-        probes.iter().filter(|p| !p.unordered.is_empty()).map(|p| (p.id.clone(), unordered_ids(p))).collect();
     // the versions a bisection added to the matrix keep cells, not goldens: their evidence is a command
     // a missing set is named by its place in the repository, never by a path of this machine: the page
     // is committed
     let missing = missing_goldens(golden, &[previous, version]);
     let compared = match &missing {
         Some(m) => Err(m.clone()),
-        None => diff_dirs_with(&l, &r, &layout.blobs(), &unordered).map_err(|e| e.to_string()),
+        None => m.judged_diff(layout, probes, previous, version),
     };
     let evidence = match compared {
         Ok(mut d) => {
-            m.judge(&mut d, previous, version);
             d.left = format!("golden/{}", super::subject(previous));
             d.right = format!("golden/{}", super::subject(version));
             render_summary(&d)

@@ -775,6 +775,12 @@ pub fn unordered_ids(probe: &crate::probe::Probe) -> BTreeSet<String> {
         .collect()
 }
 
+/// [`unordered_ids`] of every probe that marks results `unordered`, by probe id: what
+/// [`diff_dirs_with`] takes.
+pub fn unordered_of(probes: &[crate::probe::Probe]) -> BTreeMap<String, BTreeSet<String>> {
+    probes.iter().filter(|p| !p.unordered.is_empty()).map(|p| (p.id.clone(), unordered_ids(p))).collect()
+}
+
 /// [`diff_dirs`], with the results whose lines come in any order given per probe id (the tool_use ids
 /// of [`unordered_ids`]): their lines are compared as sets, as the behaviour fingerprint does.
 pub fn diff_dirs_with(
