@@ -77,6 +77,18 @@ pub struct Kind {
     pub claude_code: bool,
 }
 
+impl Kind {
+    /// How messages name what it installs: `claude-code`, else its npm package (`opencode-ai`,
+    /// `@qwen-code/qwen-code`).
+    pub fn name(&self) -> &'static str {
+        if self.claude_code {
+            self.dir
+        } else {
+            self.package
+        }
+    }
+}
+
 /// Claude Code: its native binary from the linux-x64 platform package.
 pub const CLAUDE_CODE: Kind = Kind {
     dir: "claude-code",
@@ -324,6 +336,7 @@ impl Cache {
         }
         drop(install_lock);
         Err(VersionError::BadInstall {
+            of: self.kind.name(),
             version: version.to_string(),
             reason: "it was evicted by another probelab three times while being installed; raise PROBELAB_CACHE_MAX"
                 .into(),
@@ -588,7 +601,11 @@ impl Cache {
             (true, true) => &[PLATFORM_PACKAGE],
             (true, false) => &[PACKAGE, PLATFORM_PACKAGE],
         };
-        let mut ran = Err(VersionError::BadInstall { version: version.to_string(), reason: "not tried".into() });
+        let mut ran = Err(VersionError::BadInstall {
+            of: self.kind.name(),
+            version: version.to_string(),
+            reason: "not tried".into(),
+        });
         let mut installed_from = self.kind.package;
         for package in packages {
             installed_from = package;
@@ -623,7 +640,8 @@ impl Cache {
         version: &Version,
         catalogue: Option<&Catalogue>,
     ) -> VersionError {
-        let bad = |reason: String| VersionError::BadInstall { version: version.to_string(), reason };
+        let bad =
+            |reason: String| VersionError::BadInstall { of: self.kind.name(), version: version.to_string(), reason };
         if !self.kind.claude_code {
             return bad(format!("npm installed {installed_from}@{version} but {} is missing", binary.display()));
         }
@@ -802,6 +820,14 @@ pub fn with_install_bins(program: &Path) -> std::ffi::OsString {
     }
 }
 
+/// The install holding `program`: the directory its `node_modules` is in (with the programs of
+/// `node_modules/.bin` — a runtime installed beside the agent, `also` — that [`with_install_bins`] puts
+/// first on PATH), else the program's own directory.
+fn install_root(program: &Path) -> PathBuf {
+    let modules = program.ancestors().find(|a| a.file_name() == Some("node_modules".as_ref()));
+    modules.and_then(Path::parent).or_else(|| program.parent()).unwrap_or(program).to_path_buf()
+}
+
 /// Runs an installed `program` outside any run (its version check, a command subject's `prepare`): a
 /// cleared environment — the lab's PATH with the programs of the install holding `installed` first
 /// ([`with_install_bins`]), `LANG`, a HOME and TMPDIR of its own (a temporary directory named
@@ -843,7 +869,7 @@ pub(crate) fn run_scratch(
         true,
     );
     confinement.writable.extend(writable.map(Path::to_path_buf));
-    let view = crate::host_view::host_view_showing(&[installed.to_path_buf()], &launcher);
+    let view = crate::host_view::host_view_showing(&[install_root(installed)], &launcher);
     (confinement.hidden, confinement.skeleton, confinement.visible) = (view.hidden, view.skeleton, view.shown);
     let (prog, argv) = confinement.invocation(program, args, cwd, &env);
     let argv: Vec<&std::ffi::OsStr> = argv.iter().map(|a| a.as_os_str()).collect();
@@ -858,7 +884,7 @@ pub(crate) fn run_scratch(
 /// HOME and `$TMPDIR/opencode`, which an adoption in the middle of a run left in the run's temp dir).
 fn check_version_output(binary: &Path, version: &Version, kind: &Kind) -> Result<(), VersionError> {
     let cwd = binary.parent().unwrap_or(Path::new("/"));
-    let bad = |reason: String| VersionError::BadInstall { version: version.to_string(), reason };
+    let bad = |reason: String| VersionError::BadInstall { of: kind.name(), version: version.to_string(), reason };
     let ran =
         run_scratch(".probelab-version-", binary, binary, &["--version".as_ref()], cwd, VERSION_DEADLINE, &[], None)
             .map_err(|e| bad(format!("cannot run {} --version: {e}", binary.display())))?;

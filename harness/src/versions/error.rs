@@ -165,8 +165,12 @@ pub enum VersionError {
         dir: PathBuf,
     },
     /// npm finished but the install is not what it should be.
-    #[error("claude-code {version}: the install is broken ({reason}); it was not kept: try again, or report it if it persists")]
+    #[error(
+        "{of} {version}: the install is broken ({reason}); it was not kept: try again, or report it if it persists"
+    )]
     BadInstall {
+        /// What was installed ([`super::Kind::name`]: `claude-code`, `@qwen-code/qwen-code`).
+        of: &'static str,
         /// The version.
         version: String,
         /// What was found.

@@ -773,22 +773,27 @@ fn another_kind_is_installed_in_its_own_directory_by_the_same_rules() {
     let d = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
     let script = format!(
         "#!/bin/sh\necho \"$*\" >> '{runs}'\nprefix=\nwhile [ $# -gt 0 ]; do [ \"$1\" = --prefix ] && prefix=$2; shift; done\n\
-         mkdir -p \"$prefix/node_modules/@x/agent/bin\"\ncp '{agent}' \"$prefix/node_modules/@x/agent/bin/agent\"\n\
-         chmod +x \"$prefix/node_modules/@x/agent/bin/agent\"\n",
+         mkdir -p \"$prefix/node_modules/@x/agent/bin\" \"$prefix/node_modules/.bin\"\n\
+         cp '{agent}' \"$prefix/node_modules/@x/agent/bin/agent\"\n\
+         chmod +x \"$prefix/node_modules/@x/agent/bin/agent\"\n\
+         printf '#!/bin/sh\\necho 1.2.3 >&2\\n' > \"$prefix/node_modules/.bin/agent-runtime\"\n\
+         chmod +x \"$prefix/node_modules/.bin/agent-runtime\"\n",
         runs = d.path().join("runs").display(),
         agent = d.path().join("agent-src").display()
     );
     // the agent prints its version only where its `--version` runs with a HOME and TMPDIR of its own and
     // none of the lab's other variables (the test's CARGO_*, a key the host may hold), else the install
     // fails its version check; it writes its environment to the host's test directory, which its
-    // confinement keeps from reaching the host (a private /tmp: the write lands there, or is refused)
+    // confinement keeps from reaching the host (a private /tmp: the write lands there, or is refused).
+    // It prints the version through a program of its install's `node_modules/.bin` (as Qwen Code's
+    // `#!/usr/bin/env node` finds the Node installed beside it), which its PATH and its view must show.
     let escaped = d.path().join("agent-env");
     let agent = format!(
         "#!/bin/sh\nenv > '{}' 2>/dev/null\n\
          case \"$HOME\" in *.probelab-version-*) ;; *) echo \"home $HOME\" >&2; exit 0;; esac\n\
          [ \"$TMPDIR\" = \"$HOME\" ] || {{ echo tmpdir >&2; exit 0; }}\n\
          for k in $(env | cut -d= -f1); do case $k in PATH|LANG|HOME|TMPDIR|PWD|SHLVL|_|OLDPWD) ;; *) echo \"var $k\" >&2; exit 0;; esac; done\n\
-         echo 1.2.3 >&2\n",
+         agent-runtime\n",
         escaped.display()
     );
     std::fs::write(d.path().join("agent-src"), agent).unwrap_or_else(|e| panic!("{e}"));
