@@ -275,7 +275,7 @@ pub fn evaluate_on(
     subject: &crate::subject::id::SubjectId,
     eval: impl FnOnce() -> Verdict,
 ) -> Verdict {
-    match probe.check_applies(index, subject.reference_version()) {
+    match probe.check_applies(index, &subject.reference_version()) {
         Ok(()) => eval(),
         Err(range) => Verdict::skipped(index, &probe.checks[index].0.target.to_string(), &range),
     }

@@ -63,7 +63,7 @@ pub fn measured(
         return Ok(None);
     }
     let version = subject.reference_version();
-    let path = layout.cells().join(version).join(format!("{}.json", probe.id));
+    let path = layout.cells().join(version.to_string()).join(format!("{}.json", probe.id));
     let bytes = match std::fs::read(&path) {
         Ok(b) => b,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
@@ -282,7 +282,7 @@ fn observation(
     Observation {
         probe: probe.id.clone(),
         subject: subject.name.clone(),
-        version: subject.version.clone(),
+        version: subject.version.as_ref().map(ToString::to_string),
         outcome,
         reason,
         claims: observe::claim_verdicts(probe, subject, outcome),

@@ -933,7 +933,7 @@ mod tests {
             "id = \"p\"\nclaims = [\"READ-1\"]\nabout = \"x\"\n[[turn]]\ntext = \"done\"\n",
         )
         .unwrap_or_else(|e| panic!("{e}"));
-        let cc = crate::subject::id::SubjectId::claude_code("2.1.1");
+        let cc = crate::subject::id::SubjectId::claude_code(crate::subject::id::Version::new(2, 1, 1));
         assert_eq!(claim_verdicts(&probe, &cc, Outcome::Broken)["READ-1"], ClaimVerdict::Broken);
         assert!(!Outcome::Broken.is_verdict() && !Outcome::Error.is_verdict() && Outcome::Changed.is_verdict());
         assert_eq!(ClaimVerdict::combine([ClaimVerdict::Broken, ClaimVerdict::Holds]), Some(ClaimVerdict::Holds));

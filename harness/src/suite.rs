@@ -159,7 +159,7 @@ pub struct Options {
 /// keeps (`golden/builtin@V/`, oldest first: the repository keeps the reference's, 2.1.235), each against
 /// its own.
 pub fn default_subjects(golden: &std::path::Path) -> Vec<String> {
-    let mut versions: Vec<(probelab_runtime::profile::Release, String)> = std::fs::read_dir(golden)
+    let mut versions: Vec<(probelab_runtime::profile::Version, String)> = std::fs::read_dir(golden)
         .into_iter()
         .flatten()
         .flatten()
@@ -167,7 +167,7 @@ pub fn default_subjects(golden: &std::path::Path) -> Vec<String> {
         .filter_map(|e| {
             let name = e.file_name().to_str()?.to_string();
             let v = name.strip_prefix(crate::subject::id::BUILTIN)?.strip_prefix('@')?;
-            Some((probelab_runtime::profile::Release::parse(v)?, name))
+            Some((probelab_runtime::profile::release(v)?, name))
         })
         .collect();
     versions.sort();

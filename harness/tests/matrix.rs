@@ -59,9 +59,7 @@ fn main() -> std::process::ExitCode {
     };
     let mut trials = Vec::new();
     for v in &versions {
-        for p in probes.iter().filter(|p| {
-            p.applies_to(&harness::subject::SubjectId::claude_code(harness::subject::id::REFERENCE_VERSION))
-        }) {
+        for p in probes.iter().filter(|p| p.applies_to(&harness::subject::SubjectId::reference())) {
             let (probe, version, layout, out, rt) = (p.clone(), v.clone(), layout.clone(), out.clone(), rt.clone());
             trials.push(Trial::test(format!("{v}/{}", p.id), move || {
                 let obs = rt.block_on(run_cell(&probe, &version, &layout, Goldens::Compare));

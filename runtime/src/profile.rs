@@ -36,7 +36,8 @@ pub const LAST_MEASURED: &str = "2.1.334";
 /// when not.
 pub fn known(version: &str) -> Result<Profile, String> {
     let p = Profile::at(version).map_err(|e| e.to_string())?;
-    let (lo, hi) = (REFERENCE_RELEASE, Release::parse(LAST_MEASURED).unwrap_or(NEWEST_RELEASE));
+    let hi = release(LAST_MEASURED).map_or(NEWEST_RELEASE, |v| (v.major, v.minor, v.patch));
+    let lo = REFERENCE_RELEASE;
     if p.release < lo || p.release > hi {
         return Err(format!(
             "no profile for {version}: the built-in runtime imitates the releases the observatory measured, {REFERENCE} to {LAST_MEASURED}"
@@ -56,35 +57,24 @@ pub struct Switch {
     pub probe: &'static str,
 }
 
-/// A release, as three numbers (Claude Code's versions are plain `MAJOR.MINOR.PATCH`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct Release(pub u32, pub u32, pub u32);
+/// A version — of Claude Code, of a third-party agent, of a command subject's package: semver's, the one
+/// type the runtime and the lab share (the lab's subject ids, npm catalogue and version ranges hold it
+/// too), with semver's parser the one parser. A Claude Code release is a version without a pre-release
+/// or build tag ([`release`]).
+pub use semver::Version;
 
-impl Release {
-    /// Parses `2.1.280`; None for anything else (pre-release tags included: the reference has none).
-    pub fn parse(s: &str) -> Option<Release> {
-        let mut it = s.split('.').map(|p| {
-            if p.is_empty() || p.len() > 9 || !p.bytes().all(|b| b.is_ascii_digit()) {
-                None
-            } else {
-                p.parse::<u32>().ok()
-            }
-        });
-        let r = Release(it.next()??, it.next()??, it.next()??);
-        it.next().is_none().then_some(r)
-    }
-}
-
-impl fmt::Display for Release {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}.{}.{}", self.0, self.1, self.2)
-    }
+/// Parses a Claude Code release, `2.1.280`: semver's parser, refusing pre-release and build tags (the
+/// releases a profile imitates have none). None for anything else.
+pub fn release(s: &str) -> Option<Version> {
+    Version::parse(s).ok().filter(|v| v.pre.is_empty() && v.build.is_empty())
 }
 
 /// The release a session imitates.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Profile {
-    release: Release,
+    /// The release's three numbers (a [`Version`] is not `Copy`; a profile, passed by value everywhere,
+    /// is: [`Profile::release`] gives the version back).
+    release: (u64, u64, u64),
 }
 
 /// A profile asked for a version that is not one.
@@ -95,7 +85,15 @@ pub struct BadVersion(pub String);
 impl Profile {
     /// The profile of `version` (`2.1.280`).
     pub fn at(version: &str) -> Result<Profile, BadVersion> {
-        Release::parse(version).map(|release| Profile { release }).ok_or_else(|| BadVersion(version.to_string()))
+        Version::parse(version).map_err(|_| BadVersion(version.to_string())).and_then(|v| Profile::of(&v))
+    }
+
+    /// The profile of a release (a version with a pre-release or build tag is none: [`release`]).
+    pub fn of(v: &Version) -> Result<Profile, BadVersion> {
+        if !v.pre.is_empty() || !v.build.is_empty() {
+            return Err(BadVersion(v.to_string()));
+        }
+        Ok(Profile { release: (v.major, v.minor, v.patch) })
     }
 
     /// The reference's profile ([`REFERENCE`]).
@@ -109,14 +107,15 @@ impl Profile {
     }
 
     /// The release.
-    pub fn release(&self) -> Release {
-        self.release
+    pub fn release(&self) -> Version {
+        let (major, minor, patch) = self.release;
+        Version::new(major, minor, patch)
     }
 
     /// Whether Claude Code at this profile's release does what `switch` describes.
     pub fn has(&self, switch: &Switch) -> bool {
         // every switch's `since` parses: `switches_are_well_formed` holds the table to it
-        Release::parse(switch.since).is_some_and(|since| self.release >= since)
+        release(switch.since).is_some_and(|since| self.release >= (since.major, since.minor, since.patch))
     }
 }
 
@@ -128,12 +127,12 @@ impl Default for Profile {
 
 impl fmt::Display for Profile {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.release.fmt(f)
+        self.release().fmt(f)
     }
 }
 
-pub(crate) const REFERENCE_RELEASE: Release = Release(2, 1, 235);
-const NEWEST_RELEASE: Release = Release(2, 1, 333);
+pub(crate) const REFERENCE_RELEASE: (u64, u64, u64) = (2, 1, 235);
+const NEWEST_RELEASE: (u64, u64, u64) = (2, 1, 333);
 
 #[cfg(test)]
 mod tests {
@@ -141,12 +140,13 @@ mod tests {
 
     #[test]
     fn releases_parse_and_order() {
-        assert_eq!(Release::parse("2.1.235"), Some(Release(2, 1, 235)));
-        for bad in ["", "2.1", "2.1.x", "2.1.3.4", "2.1.-1", "v2.1.3", "2.1.3-beta", "2..3", "99999999999.1.1"] {
-            assert_eq!(Release::parse(bad), None, "{bad:?}");
+        assert_eq!(release("2.1.235"), Some(Version::new(2, 1, 235)));
+        for bad in ["", "2.1", "2.1.x", "2.1.3.4", "2.1.-1", "v2.1.3", "2.1.3-beta", "2.1.3+b", "2..3", "02.1.3"] {
+            assert_eq!(release(bad), None, "{bad:?}");
         }
-        assert!(Release(2, 1, 99) < Release(2, 1, 235));
-        assert!(Release(2, 2, 0) > Release(2, 1, 999));
+        assert!(Version::new(2, 1, 99) < Version::new(2, 1, 235));
+        assert!(Version::new(2, 2, 0) > Version::new(2, 1, 999));
+        assert_eq!(Profile::at("2.1.333").map(|p| p.release()), Ok(Version::new(2, 1, 333)));
         assert_eq!(Profile::at("2.1.9x"), Err(BadVersion("2.1.9x".into())));
         assert_eq!(Profile::at(REFERENCE), Ok(Profile::reference()));
         assert_eq!(Profile::at(NEWEST), Ok(Profile::newest()));

@@ -22,7 +22,7 @@
 //! schema.
 
 use crate::context::ToolContext;
-use crate::profile::{Profile, Release};
+use crate::profile::Profile;
 use crate::tool::{Tool, ToolError, ToolOutput};
 use futures_util::future::BoxFuture;
 use serde::{Deserialize, Serialize};
@@ -67,7 +67,7 @@ fn all() -> &'static Texts {
 /// a tool without data, or a release before its first entry).
 pub fn at(tool: &str, profile: Profile) -> Option<&'static Text> {
     let release = profile.release();
-    all().get(tool)?.iter().rev().find(|t| Release::parse(&t.from).is_some_and(|from| from <= release))
+    all().get(tool)?.iter().rev().find(|t| crate::profile::release(&t.from).is_some_and(|from| from <= release))
 }
 
 /// A tool the release offers and the runtime does not perform ([`OFFERED_ONLY`]): offered with its
@@ -122,11 +122,11 @@ const PLACEHOLDERS: &[&str] = &["<home>", "<cwd>", "<sandbox>", "<tmp>", "<uuid>
 /// directory or its blobs that cannot be listed is an error; an unreadable snapshot or blob counts as
 /// holding no text.
 pub fn generate(golden: &Path) -> std::io::Result<Texts> {
-    let mut versions: Vec<(Release, PathBuf)> = std::fs::read_dir(golden)?
+    let mut versions: Vec<(crate::profile::Version, PathBuf)> = std::fs::read_dir(golden)?
         .flatten()
         .filter_map(|e| {
             let name = e.file_name().to_str()?.to_string();
-            Some((Release::parse(name.strip_prefix("claude-code@")?)?, e.path()))
+            Some((crate::profile::release(name.strip_prefix("claude-code@")?)?, e.path()))
         })
         .collect();
     versions.sort();

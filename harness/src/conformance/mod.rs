@@ -97,7 +97,7 @@ pub fn run(
     let paths = if paths.is_empty() { vec![project.probes.clone()] } else { paths };
     let probes = crate::probe::load_all_with(&paths, &project.known()).usage()?;
     // Claude Code's probes: the catalogue the table is about
-    let reference = crate::subject::SubjectId::claude_code(crate::subject::id::REFERENCE_VERSION);
+    let reference = crate::subject::SubjectId::reference();
     let probes: Vec<_> = probes.into_iter().filter(|p| p.applies_to(&reference)).collect();
     if probes.is_empty() {
         let shown: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();

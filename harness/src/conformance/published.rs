@@ -132,7 +132,7 @@ pub fn read_columns(root: &Path) -> Result<BTreeMap<String, Published>, ColumnEr
 
 /// The rows of the table: Claude Code's probes, in the catalogue's order.
 pub fn rows(probes: &[Probe]) -> Vec<&Probe> {
-    let reference = crate::subject::SubjectId::claude_code(crate::subject::id::REFERENCE_VERSION);
+    let reference = crate::subject::SubjectId::reference();
     probes.iter().filter(|p| p.applies_to(&reference)).collect()
 }
 

@@ -425,7 +425,7 @@ impl At<'_> {
             jobs: a.jobs.unwrap_or_else(super::default_jobs),
             bless_only: None,
         };
-        let reference = crate::subject::id::SubjectId::claude_code(crate::subject::id::REFERENCE_VERSION);
+        let reference = crate::subject::id::SubjectId::reference();
         let total = probes.iter().filter(|p| p.applies_to(&reference)).count() * versions.len();
         let mut progress = Progress::new(total);
         let mut print = |d: &super::CellDone| print_cell(d, &mut progress);
@@ -534,7 +534,7 @@ impl At<'_> {
     /// `probelab bisect PROBE... --good V1 --bad V2`: 1 when no boundary is found for any probe.
     fn bisect(&self, ids: &[String], good: &str, bad: &str, out: Option<PathBuf>) -> Outcome {
         let all = self.probes(&[])?;
-        let reference = crate::subject::id::SubjectId::claude_code(crate::subject::id::REFERENCE_VERSION);
+        let reference = crate::subject::id::SubjectId::reference();
         let mut chosen = Vec::new();
         for id in ids {
             match named(&self.project.probes, &all, id) {

@@ -40,7 +40,7 @@ use std::path::{Path, PathBuf};
 
 /// The subject of a cell: `claude-code@<version>`.
 pub fn subject(version: &str) -> String {
-    crate::subject::id::SubjectId::claude_code(version).to_string()
+    crate::subject::id::claude_code_name(&version)
 }
 
 /// The file of a cell.
@@ -230,10 +230,8 @@ pub async fn matrix(
     done: &mut dyn FnMut(&CellDone),
 ) -> Result<Vec<Observation>, DataError> {
     use futures_util::stream::StreamExt;
-    let probes: Vec<&Probe> = probes
-        .iter()
-        .filter(|p| p.applies_to(&crate::subject::id::SubjectId::claude_code(crate::subject::id::REFERENCE_VERSION)))
-        .collect();
+    let probes: Vec<&Probe> =
+        probes.iter().filter(|p| p.applies_to(&crate::subject::id::SubjectId::reference())).collect();
     // a cell is kept only when it ran the probe file as it is now
     let shas: Vec<String> = probes.iter().map(|p| crate::observe::probe_sha256(p)).collect();
     let mut out = Vec::new();

@@ -414,11 +414,10 @@ impl Probe {
     /// Whether check `index` applies to a subject of `version` (the caller gives the built-in subject's as
     /// the reference version it imitates): `Err(range)` when it is scoped to versions that do not include
     /// it.
-    pub fn check_applies(&self, index: usize, version: &str) -> Result<(), String> {
+    pub fn check_applies(&self, index: usize, version: &semver::Version) -> Result<(), String> {
         let Some(range) = &self.checks[index].0.versions else { return Ok(()) };
-        let req = semver::VersionReq::parse(range).map_err(|_| range.clone())?;
-        match semver::Version::parse(version) {
-            Ok(v) if req.matches(&v) => Ok(()),
+        match semver::VersionReq::parse(range) {
+            Ok(req) if req.matches(version) => Ok(()),
             _ => Err(range.clone()),
         }
     }

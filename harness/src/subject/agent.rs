@@ -78,17 +78,14 @@ pub struct Agent {
 impl Agent {
     /// Installs (or finds in the cache) the agent at the id's version.
     pub fn prepare(spec: &'static AgentSpec, id: &SubjectId) -> Result<Arc<dyn Subject>, SubjectError> {
-        let v = id
-            .version
-            .as_deref()
-            .ok_or_else(|| SubjectError::NoVersion { subject: id.to_string(), kind: spec.kind })?;
         let version =
-            semver::Version::parse(v).map_err(|source| SubjectError::BadVersion { subject: id.to_string(), source })?;
+            id.version.as_ref().ok_or_else(|| SubjectError::NoVersion { subject: id.to_string(), kind: spec.kind })?;
+        let v = version;
         let dialect = Dialect::parse(spec.dialect.0, spec.dialect.1).map_err(SubjectError::Dialect)?;
         let cache = crate::versions::Cache::from_env_of(spec.install)
             .map_err(|e| SubjectError::Cache { subject: format!("{}@{v}", spec.kind), source: Box::new(e) })?;
         let installed = cache
-            .ensure(&version)
+            .ensure(version)
             .map_err(|e| SubjectError::Cache { subject: format!("{}@{v}", spec.kind), source: Box::new(e) })?;
         Ok(Arc::new(Agent {
             id: id.clone(),

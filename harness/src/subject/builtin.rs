@@ -42,15 +42,16 @@ pub struct Builtin {
 pub fn profile_of(id: &SubjectId) -> Result<Profile, SubjectError> {
     match &id.version {
         None => Ok(Profile::newest()),
-        Some(v) => Profile::at(v).map_err(|source| SubjectError::Profile { subject: id.to_string(), source }),
+        Some(v) => Profile::of(v).map_err(|source| SubjectError::Profile { subject: id.to_string(), source }),
     }
 }
 
 impl Builtin {
     /// The built-in subject at the version profile of `version` (`builtin@V`).
     pub fn at(version: &str) -> Result<Builtin, SubjectError> {
-        let id = SubjectId { version: Some(version.to_string()), ..SubjectId::builtin() };
-        profile_of(&id)?;
+        let profile = Profile::at(version)
+            .map_err(|source| SubjectError::Profile { subject: format!("{}@{version}", super::id::BUILTIN), source })?;
+        let id = SubjectId { version: Some(profile.release()), ..SubjectId::builtin() };
         Ok(Builtin { id })
     }
 }

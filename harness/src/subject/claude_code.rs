@@ -62,11 +62,16 @@ use super::error::{ConverseError, SubjectError};
 pub fn install(version: &str) -> Result<ClaudeCode, InstallError> {
     let v = semver::Version::parse(version)
         .map_err(|source| InstallError::NotAVersion { version: version.to_string(), source })?;
+    install_version(&v)
+}
+
+/// [`install`] of a version already parsed (a subject id's).
+pub fn install_version(v: &super::id::Version) -> Result<ClaudeCode, InstallError> {
     let cache = crate::versions::Cache::from_env()?;
-    let installed = cache.ensure(&v)?;
+    let installed = cache.ensure(v)?;
     Ok(ClaudeCode {
-        id: super::id::SubjectId::claude_code(version),
-        version: version.to_string(),
+        id: super::id::SubjectId::claude_code(v.clone()),
+        version: v.to_string(),
         binary: installed.binary,
         sha256: installed.sha256,
         _lease: std::sync::Arc::new(installed.lease),
@@ -97,9 +102,9 @@ pub const REGISTRATION: super::api::Registration = super::api::Registration {
     prepare: |id| {
         let v = id
             .version
-            .as_deref()
+            .as_ref()
             .ok_or_else(|| SubjectError::NoVersion { subject: id.to_string(), kind: "Claude Code" })?;
-        Ok(std::sync::Arc::new(install(v)?))
+        Ok(std::sync::Arc::new(install_version(v)?))
     },
 };
 

@@ -79,7 +79,7 @@ pub fn check(project: &Project, name: &str, tools: Option<PathBuf>, record: bool
         Err(crate::probe::LoadError::NoProbeFiles { .. }) => Vec::new(),
         other => other.usage()?,
     };
-    let reference = crate::subject::SubjectId::claude_code(crate::subject::id::REFERENCE_VERSION);
+    let reference = crate::subject::SubjectId::reference();
     let mut called: Vec<String> = probes
         .iter()
         .filter(|p| p.applies_to(&reference))

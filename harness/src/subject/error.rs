@@ -65,15 +65,6 @@ pub enum SubjectError {
         #[source]
         source: probelab_runtime::profile::BadVersion,
     },
-    /// A third-party agent's version that is not a semver version.
-    #[error("{subject}: not a version")]
-    BadVersion {
-        /// The subject.
-        subject: String,
-        /// The parser's reason.
-        #[source]
-        source: semver::Error,
-    },
     /// An agent's own dialect file (compiled in) does not parse: its message (file:line:col).
     #[error("{0}")]
     Dialect(String),

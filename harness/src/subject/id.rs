@@ -57,6 +57,12 @@ impl std::fmt::Display for SubjectKind {
 /// texts command subjects of Claude Code's dialect are held to, and the real binary `cargo test` runs
 /// (a bare built-in subject is held to the newest release instead: [`SubjectId::reference_version`]).
 pub const REFERENCE_VERSION: &str = "2.1.235";
+/// [`REFERENCE_VERSION`] as a version (a test holds the two to one another).
+pub const REFERENCE: Version = Version::new(2, 1, 235);
+
+/// A subject's version: the one type of the runtime and the lab (semver's, `probelab_runtime::profile`),
+/// parsed once, when the id is.
+pub use probelab_runtime::profile::Version;
 
 /// One subject, parsed.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -66,7 +72,7 @@ pub struct SubjectId {
     /// What probes name it by (`builtin`, `claude-code`, `my-agent`).
     pub name: String,
     /// Its version, for a kind installed by version (`2.1.235`).
-    pub version: Option<String>,
+    pub version: Option<Version>,
     /// The subject whose probes this one runs as well, because it speaks its tools (`claude-code`: a
     /// command subject of Claude Code's dialect).
     pub dialect: Option<String>,
@@ -78,14 +84,14 @@ impl SubjectId {
         SubjectId { kind: SubjectKind::Builtin, name: BUILTIN.into(), version: None, dialect: None }
     }
 
-    /// Claude Code at `version` (not checked here: see [`valid_version`]).
-    pub fn claude_code(version: &str) -> SubjectId {
-        SubjectId {
-            kind: SubjectKind::ClaudeCode,
-            name: CLAUDE_CODE.into(),
-            version: Some(version.into()),
-            dialect: None,
-        }
+    /// Claude Code at `version`.
+    pub fn claude_code(version: Version) -> SubjectId {
+        SubjectId { kind: SubjectKind::ClaudeCode, name: CLAUDE_CODE.into(), version: Some(version), dialect: None }
+    }
+
+    /// Claude Code at the reference version ([`REFERENCE`]).
+    pub fn reference() -> SubjectId {
+        SubjectId::claude_code(REFERENCE)
     }
 
     /// A command subject.
@@ -99,10 +105,10 @@ impl SubjectId {
             return Some(SubjectId::builtin());
         }
         if let Some(v) = s.strip_prefix(BUILTIN).and_then(|r| r.strip_prefix('@')) {
-            return valid_version(v).then(|| SubjectId { version: Some(v.into()), ..SubjectId::builtin() });
+            return Version::parse(v).ok().map(|v| SubjectId { version: Some(v), ..SubjectId::builtin() });
         }
         let v = s.strip_prefix(CLAUDE_CODE)?.strip_prefix('@')?;
-        valid_version(v).then(|| SubjectId::claude_code(v))
+        Version::parse(v).ok().map(SubjectId::claude_code)
     }
 
     /// The built-in runtime?
@@ -119,13 +125,19 @@ impl SubjectId {
     /// `versions` scope): its own for Claude Code and a versioned built-in (`builtin@2.1.280` behaves as
     /// that release), the newest measured release for a bare `builtin` (`profile::NEWEST`, the profile it
     /// runs at), the reference for every other subject.
-    pub fn reference_version(&self) -> &str {
+    pub fn reference_version(&self) -> Version {
         match (&self.version, self.kind) {
-            (Some(v), SubjectKind::ClaudeCode | SubjectKind::Builtin) => v,
-            (None, SubjectKind::Builtin) => probelab_runtime::profile::NEWEST,
-            _ => REFERENCE_VERSION,
+            (Some(v), SubjectKind::ClaudeCode | SubjectKind::Builtin) => v.clone(),
+            (None, SubjectKind::Builtin) => probelab_runtime::profile::Profile::newest().release(),
+            _ => REFERENCE,
         }
     }
+}
+
+/// The name of Claude Code at `version` — of its golden directory (`golden/claude-code@2.1.235`), its
+/// cells' subject, its id printed: the one place it is spelled from a version.
+pub fn claude_code_name(version: &dyn std::fmt::Display) -> String {
+    format!("{CLAUDE_CODE}@{version}")
 }
 
 impl std::fmt::Display for SubjectId {
@@ -136,14 +148,6 @@ impl std::fmt::Display for SubjectId {
             None => f.write_str(&self.name),
         }
     }
-}
-
-/// A version string safe to name a directory with (`2.1.235`, `2.2.0-beta.1`): letters, digits, `.`, `-`.
-pub fn valid_version(v: &str) -> bool {
-    !v.is_empty()
-        && !v.starts_with('.')
-        && v.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-'))
-        && !v.contains("..")
 }
 
 /// A name a command subject can have: lower-case letters, digits, `-` and `_`, starting with a letter,
@@ -161,6 +165,7 @@ mod tests {
 
     #[test]
     fn registered_subjects_parse_and_print_back() {
+        assert_eq!(REFERENCE.to_string(), REFERENCE_VERSION);
         for s in ["builtin", "claude-code@2.1.235", "claude-code@2.2.0-beta.1"] {
             assert_eq!(SubjectId::parse_registered(s).map(|id| id.to_string()), Some(s.to_string()));
         }
@@ -172,17 +177,20 @@ mod tests {
             "myruntime",
             "builtin@",
             "builtin@../x",
+            "claude-code@2.1",
+            "claude-code@2.1.x",
+            "builtin@v2.1.3",
         ] {
             assert_eq!(SubjectId::parse_registered(s), None, "{s}");
         }
         let cc = SubjectId::parse_registered("claude-code@2.1.332");
-        assert_eq!(cc.as_ref().map(|c| c.reference_version()), Some("2.1.332"));
-        assert_eq!(SubjectId::builtin().reference_version(), probelab_runtime::profile::NEWEST);
-        assert_eq!(SubjectId::command("my-agent", Some("claude-code")).reference_version(), REFERENCE_VERSION);
+        assert_eq!(cc.as_ref().map(|c| c.reference_version()), Some(Version::new(2, 1, 332)));
+        assert_eq!(SubjectId::builtin().reference_version().to_string(), probelab_runtime::profile::NEWEST);
+        assert_eq!(SubjectId::command("my-agent", Some("claude-code")).reference_version(), REFERENCE);
         let b = SubjectId::parse_registered("builtin@2.1.280");
         assert_eq!(
             b.as_ref().map(|b| (b.is_builtin(), b.to_string(), b.reference_version())),
-            Some((true, "builtin@2.1.280".to_string(), "2.1.280"))
+            Some((true, "builtin@2.1.280".to_string(), Version::new(2, 1, 280)))
         );
     }
 

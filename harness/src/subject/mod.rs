@@ -85,9 +85,9 @@ impl Registry {
                 if let Versioned::Optional { check } = r.versioned {
                     check(v).map_err(|why| SubjectError::VersionRefused { subject: s.into(), why })?;
                 }
-                if !matches!(r.versioned, Versioned::No) && id::valid_version(v) {
+                if let (false, Ok(version)) = (matches!(r.versioned, Versioned::No), id::Version::parse(v)) {
                     let dialect = r.speaks.map(str::to_string);
-                    return Ok(SubjectId { kind: r.kind, name: name.into(), version: Some(v.into()), dialect });
+                    return Ok(SubjectId { kind: r.kind, name: name.into(), version: Some(version), dialect });
                 }
                 if !matches!(r.versioned, Versioned::No) {
                     return Err(SubjectError::NotAVersion {

@@ -12,7 +12,7 @@ pub const SNAPSHOT_SOURCE: &str = "harness/tests/probes.rs";
 /// the layout's directory name is made from a version (the subject's own name,
 /// [`crate::subject::SubjectId`]'s `Display`).
 pub fn claude_code_dir(golden_root: &Path, version: &str) -> PathBuf {
-    golden_root.join(crate::subject::SubjectId::claude_code(version).to_string())
+    golden_root.join(crate::subject::id::claude_code_name(&version))
 }
 
 /// The golden file of a probe on a subject.

@@ -210,7 +210,7 @@ pub fn stamp() -> &'static str {
     static STAMP: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
         let root = Path::new("/tmp/probelab-canary");
         let (cwd, home) = (root.join("work"), root.join("home"));
-        let subject = crate::subject::id::SubjectId::claude_code("2.1.235");
+        let subject = crate::subject::id::SubjectId::claude_code(crate::subject::id::Version::new(2, 1, 235));
         let p = Places {
             root,
             cwd: &cwd,
@@ -465,7 +465,7 @@ mod tests {
 
     fn one(name: &str, input: &str) -> String {
         let (r, c, h) = places();
-        let cc = crate::subject::id::SubjectId::claude_code("2.1.235");
+        let cc = crate::subject::id::SubjectId::reference();
         let p = Places { root: &r, cwd: &c, home: &h, today: "2026-11-30".into(), subject: &cc, web: None };
         let step = steps(&p).into_iter().find(|s| s.name == name).unwrap_or_else(|| panic!("no step {name}"));
         (step.apply)(input).into_owned()
@@ -475,7 +475,7 @@ mod tests {
     fn every_step_changes_the_canary_so_a_changed_step_changes_the_stamp() {
         let root = Path::new("/tmp/probelab-canary");
         let (cwd, home) = (root.join("work"), root.join("home"));
-        let cc = crate::subject::id::SubjectId::claude_code("2.1.235");
+        let cc = crate::subject::id::SubjectId::reference();
         let p = Places {
             root,
             cwd: &cwd,

@@ -218,10 +218,10 @@ fn run_past_its_deadline_leaves_nothing(subject: &str, deadline_secs: u64) {
     let began = Instant::now();
     let out = rt.block_on(async {
         let id = harness::subject::SubjectId::parse_registered(subject).unwrap_or_else(|| panic!("{subject}"));
-        match id.version.as_deref() {
+        match id.version.as_ref() {
             None => harness::run::run_builtin(&probe, &fixtures).await,
             Some(v) => {
-                let cc = harness::subject::claude_code::install(v).unwrap_or_else(|e| panic!("{e}"));
+                let cc = harness::subject::claude_code::install_version(v).unwrap_or_else(|e| panic!("{e}"));
                 harness::run::run_conversation(&probe, &cc, &fixtures).await
             }
         }

@@ -7,16 +7,16 @@
 //! matrix runs the probe.
 
 use harness::lab::{measured, run_probe, verdict, Layout};
-use probelab_runtime::profile::Release;
+use probelab_runtime::profile::{release, Version};
 use std::path::PathBuf;
 
 /// The versions with a committed cell of `probe`, oldest first.
-fn measured_versions(cells: &std::path::Path, probe: &str) -> Vec<Release> {
-    let mut out: Vec<Release> = std::fs::read_dir(cells)
+fn measured_versions(cells: &std::path::Path, probe: &str) -> Vec<Version> {
+    let mut out: Vec<Version> = std::fs::read_dir(cells)
         .unwrap_or_else(|e| panic!("{}: {e}", cells.display()))
         .flatten()
         .filter(|e| e.path().join(format!("{probe}.json")).is_file())
-        .filter_map(|e| Release::parse(e.file_name().to_str()?))
+        .filter_map(|e| release(e.file_name().to_str()?))
         .collect();
     out.sort();
     out
@@ -46,7 +46,7 @@ fn each_switch_holds_both_sides_of_its_version() {
             checked += 2;
             continue;
         }
-        let since = Release::parse(switch.since).unwrap_or_else(|| panic!("{}", switch.since));
+        let since = release(switch.since).unwrap_or_else(|| panic!("{}", switch.since));
         let versions = measured_versions(&cells, switch.probe);
         if versions.is_empty() {
             // a probe the matrix has not run yet (written with the switch; `harness/tests/fidelity.rs`
