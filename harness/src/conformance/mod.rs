@@ -172,7 +172,11 @@ fn run_column<'p>(
             described.clone_from(&r.description);
         }
         made.push(o.report.is_some() || matches!(o.status, crate::suite::Status::Skipped(_)));
-        cells.push(cell_of(&o));
+        let cell = cell_of(&o);
+        if let Some(why) = differs_detail(&cell, o.report.as_ref().map(|r| &r.verdicts[..]), &o.detail) {
+            eprintln!("conformance: {id} {} differs: {why}", o.probe.id);
+        }
+        cells.push(cell);
     }));
     let ran = published::Ran {
         subject: id.to_string(),
@@ -181,6 +185,30 @@ fn run_column<'p>(
     };
     (Column::new(&id.to_string(), "run", cells, began.elapsed().as_millis() as u64), ran)
 }
+
+/// What a cell that differs measured, said beside the table's mark (which names the check only): the
+/// failed verdict's detail — place, expected, actual — cut to [`DETAIL_LINES`] lines; for a run that
+/// could not be made, its error (`run`). None for any other cell.
+fn differs_detail(cell: &Cell, verdicts: Option<&[crate::check::Verdict]>, run: &str) -> Option<String> {
+    if cell.mark != Mark::Differs {
+        return None;
+    }
+    let detail = match verdicts {
+        Some(vs) => vs.iter().find(|v| !v.pass && cell.why.starts_with(&v.name)).map(|v| v.detail.as_str()),
+        None => Some(run),
+    }?;
+    let mut lines: Vec<&str> = detail.lines().filter(|l| !l.trim().is_empty()).collect();
+    let more = lines.len().saturating_sub(DETAIL_LINES);
+    lines.truncate(DETAIL_LINES);
+    let mut out = format!("{}\n  {}", cell.why, lines.join("\n  "));
+    if more > 0 {
+        out.push_str(&format!("\n  ({more} more lines)"));
+    }
+    Some(out)
+}
+
+/// How many lines of a differing cell's verdict `conformance` prints.
+const DETAIL_LINES: usize = 12;
 
 /// Where the reference column goes among the columns run: first, or after the built-in runtime's when
 /// the table starts with it — never between two agents.
@@ -357,5 +385,36 @@ mod tests {
         let broke = v("invariant: every scripted turn served", false, Semantic::Invariant);
         assert_eq!(mark(vec![broke, file]), Standing::Differs);
         assert_eq!(mark(vec![inv]), Standing::Pass);
+    }
+
+    #[test]
+    fn a_cell_that_differs_is_said_with_its_verdict_s_detail() {
+        use crate::check::{Semantic, Verdict};
+        let v = |name: &str, detail: &str| Verdict {
+            name: name.into(),
+            pass: false,
+            detail: detail.into(),
+            skipped: false,
+            compared: Vec::new(),
+            semantic: Semantic::Part(false),
+        };
+        let vs = [
+            v("check 2: result 2", "p.toml:9: wrong"),
+            v("check 6: result 6", "p.toml:30: is_error true\n\ngot: boom"),
+        ];
+        let differs = Cell { mark: Mark::Differs, why: "check 6: result 6".into() };
+        assert_eq!(
+            differs_detail(&differs, Some(&vs), "").as_deref(),
+            Some("check 6: result 6\n  p.toml:30: is_error true\n  got: boom")
+        );
+        let long = [v("check 1: result 1", &"line\n".repeat(DETAIL_LINES + 3))];
+        let one = Cell { mark: Mark::Differs, why: "check 1: result 1".into() };
+        let said = differs_detail(&one, Some(&long), "").unwrap_or_default();
+        assert_eq!(said.lines().count(), 1 + DETAIL_LINES + 1, "{said}");
+        assert!(said.ends_with("(3 more lines)"), "{said}");
+        // a run that could not be made says its error; a cell that does not differ, nothing
+        let broke = Cell { mark: Mark::Differs, why: "the run failed".into() };
+        assert_eq!(differs_detail(&broke, None, "stub: refused").as_deref(), Some("the run failed\n  stub: refused"));
+        assert_eq!(differs_detail(&cell(Mark::SemanticOnly), Some(&vs), ""), None);
     }
 }
