@@ -119,27 +119,31 @@ fn each_agent_does_what_claude_code_does_in_its_own_tools_and_words() {
         return;
     }
     let p = project(DIALECT);
-    for agent in AGENTS {
-        let out_dir = p.root.join("table");
-        let out = probelab(
-            &p,
-            &[
-                "conformance",
-                "--subject",
-                agent,
-                "--claude-code",
-                "none",
-                "-j",
-                "1",
-                "--out",
-                &out_dir.to_string_lossy(),
-            ],
-        );
+    let out_dir = p.root.join("table");
+    let run = |agent: &str| {
+        let dir = out_dir.to_string_lossy();
+        let out = probelab(&p, &["conformance", "--subject", agent, "--claude-code", "none", "-j", "1", "--out", &dir]);
         assert!(out.status.success(), "{agent}: {}", said(&out));
         let json = std::fs::read_to_string(out_dir.join("table.json")).unwrap_or_else(|e| panic!("{e}"));
         let t: harness::conformance::Table = serde_json::from_str(&json).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(t.probes, ["agents.dialect"]);
-        let cell = &t.columns[0].cells[0];
+        (t.columns[0].cells[0].clone(), out)
+    };
+    for agent in AGENTS {
+        let (mut cell, mut out) = run(agent);
+        // Qwen Code 0.24.4's shell tool ends a command on the child's `exit` event without waiting for
+        // its stdout to close (its child_process path, `exitHandler` when output is not streamed), so on
+        // a loaded machine it can answer `Output: (empty)` for `cat a.txt`: 3 runs of 16 at a
+        // load of 6. That is the agent's race, which the lab measures as it is; this test is about the
+        // lab's dialect, so that one measurement is taken again, once. Any other difference fails.
+        if *agent == "qwen-code"
+            && cell.mark == harness::conformance::Mark::Differs
+            && String::from_utf8_lossy(&out.stderr).contains("Output: (empty)")
+        {
+            eprintln!("qwen-code lost its shell output (its exit/close race), run again:\n{}", said(&out));
+            (cell, out) = run(agent);
+        }
+        let cell = &cell;
         // the files, the results' is_error and what the reads and searches returned are Claude Code's;
         // the Write's text is not (each agent words it its own way)
         assert_eq!(cell.mark, harness::conformance::Mark::SemanticOnly, "{agent}: {cell:?}\n{}", said(&out));
