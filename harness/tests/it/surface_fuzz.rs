@@ -201,7 +201,7 @@ fn in_process(seed: u64, world: &Path, tick: &dyn Fn(&str)) -> (BTreeMap<&'stati
                     }
                     Ok(Ok(_)) => {}
                     Ok(Err(e)) => {
-                        let placed = e.to_string().starts_with(&format!("{}:{}:{}: ", e.file, e.line, e.col));
+                        let placed = e.to_string().starts_with(&format!("{}:{}:{}: ", e.file.display(), e.line, e.col));
                         if !inside(&text, e.line, e.col) || !placed {
                             c.unpositioned += 1;
                             fail(&mut failures, format!("probe error not placed: {e}\n{text}"));
