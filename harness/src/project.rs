@@ -22,6 +22,7 @@
 //! Unknown keys, wrong types, empty paths and mistakes in a subject's table are errors with
 //! `file:line:col`.
 
+use crate::located::Located;
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
 use toml::Spanned;
@@ -30,15 +31,28 @@ use toml::Spanned;
 pub const FILE: &str = "probelab.toml";
 
 /// A project file that cannot be used, or no project at all: where, what, and what to do.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{place}: {message}{}", hint.as_ref().map(|h| format!("\n  hint: {h}")).unwrap_or_default())]
-pub struct ProjectError {
-    /// `file:line:col`, or the directory searched when there is no project.
-    pub place: String,
-    /// What is wrong.
-    pub message: String,
-    /// How to fix it.
-    pub hint: Option<String>,
+#[derive(Debug, thiserror::Error)]
+pub enum ProjectError {
+    /// A mistake in the project file, at its place.
+    #[error(transparent)]
+    File(#[from] Located),
+    /// No project file or `probes/` in the directory or above it.
+    #[error(
+        "{}: no {FILE} (or probes/ directory) here or in any parent directory\n  hint: `probelab init` makes this directory a probelab project",
+        .0.display()
+    )]
+    NotFound(PathBuf),
+    /// `probelab init` where the project file is already.
+    #[error("{}: exists already\n  hint: edit it, or remove it to start again", .0.display())]
+    Exists(PathBuf),
+    /// `probelab init` could not make a file or directory.
+    #[error("{}: {source}", path.display())]
+    Write {
+        /// What it was making.
+        path: PathBuf,
+        /// Why it failed.
+        source: std::io::Error,
+    },
 }
 
 /// `probelab.toml` as written (its keys are documented in docs/probe-format.md: [`crate::probe::keys`]).
@@ -108,11 +122,8 @@ impl Project {
         let file = dir.join(FILE);
         // anything but a directory by that name is the project file (a FIFO is refused, not waited on)
         if file.exists() && !file.is_dir() {
-            let text = crate::safe_fs::read_text(&file).map_err(|e| ProjectError {
-                place: format!("{}:1:1", file.display()),
-                message: format!("cannot read: {e}"),
-                hint: None,
-            })?;
+            let text =
+                crate::safe_fs::read_text(&file).map_err(|e| Located::at(&file, "", 0, format!("cannot read: {e}")))?;
             return parse(&file, &text).map(Some);
         }
         if dir.join("probes").is_dir() {
@@ -128,11 +139,7 @@ impl Project {
                 return Ok(p);
             }
         }
-        Err(ProjectError {
-            place: start.display().to_string(),
-            message: format!("no {FILE} (or probes/ directory) here or in any parent directory"),
-            hint: Some("`probelab init` makes this directory a probelab project".into()),
-        })
+        Err(ProjectError::NotFound(start.to_path_buf()))
     }
 
     /// The lab's layout for running this project's probes with `engine` as the built-in engine.
@@ -168,8 +175,11 @@ impl Project {
 /// Parses a project file's text; paths are taken relative to the file's directory.
 pub fn parse(file: &Path, text: &str) -> Result<Project, ProjectError> {
     let at = |offset: usize, message: String, hint: Option<&str>| {
-        let (line, col) = stub_messages::script::line_col(text, offset);
-        ProjectError { place: format!("{}:{line}:{col}", file.display()), message, hint: hint.map(str::to_string) }
+        let e = Located::at(file, text, offset, message);
+        ProjectError::File(match hint {
+            Some(h) => e.hint(h),
+            None => e,
+        })
     };
     let raw: ProjectFile = toml::from_str(text).map_err(|e| {
         let msg = e.message().trim_end().to_string();
@@ -241,12 +251,8 @@ pub fn parse(file: &Path, text: &str) -> Result<Project, ProjectError> {
         project.caps = *l.get_ref();
     }
     for (name, raw) in raw.subjects {
-        let place = |offset: usize| {
-            let (line, col) = stub_messages::script::line_col(text, offset);
-            format!("{}:{line}:{col}", file.display())
-        };
-        let spec = crate::subject::command::check(&name, raw, &root, place)
-            .map_err(|(offset, message, hint)| at(offset, message, hint.as_deref()))?;
+        let place = |offset: usize| Located::at(file, text, offset, "").place();
+        let spec = crate::subject::command::check(&name, raw, &root, place).map_err(|p| p.locate(file, text))?;
         project.subjects.insert(name.into_inner(), std::sync::Arc::new(spec));
     }
     Ok(project)
@@ -271,17 +277,9 @@ out = "target/probelab"    # evidence, durations of the last run, matrix shards
 /// existing project file is left alone: an error). Returns what it made.
 pub fn init(dir: &Path) -> Result<Vec<PathBuf>, ProjectError> {
     let file = dir.join(FILE);
-    let fail = |p: &Path, e: std::io::Error| ProjectError {
-        place: p.display().to_string(),
-        message: e.to_string(),
-        hint: None,
-    };
+    let fail = |p: &Path, source: std::io::Error| ProjectError::Write { path: p.to_path_buf(), source };
     if file.exists() {
-        return Err(ProjectError {
-            place: file.display().to_string(),
-            message: "exists already".into(),
-            hint: Some("edit it, or remove it to start again".into()),
-        });
+        return Err(ProjectError::Exists(file));
     }
     std::fs::create_dir_all(dir).map_err(|e| fail(dir, e))?;
     std::fs::write(&file, INIT_FILE).map_err(|e| fail(&file, e))?;
@@ -312,7 +310,8 @@ mod tests {
         assert_eq!(p.golden, PathBuf::from("/p/g/one"));
         assert_eq!(p.probes, PathBuf::from("/other/probes"));
         assert_eq!(p.out, PathBuf::from("/p/o"));
-        assert_eq!(parse(Path::new("/p/probelab.toml"), "").map(|p| p.fixtures), Ok(PathBuf::from("/p/fixtures")));
+        let fixtures = parse(Path::new("/p/probelab.toml"), "").map(|p| p.fixtures).map_err(|e| e.to_string());
+        assert_eq!(fixtures, Ok(PathBuf::from("/p/fixtures")));
     }
 
     #[test]
@@ -331,6 +330,14 @@ mod tests {
         assert!(e.starts_with("/p/probelab.toml:1:10: \"g/../../x\" is outside the project"), "{e}");
         let e = err("probes = [\n");
         assert!(e.starts_with("/p/probelab.toml:"), "{e}");
+    }
+
+    #[test]
+    fn a_mistake_is_located_in_the_file() {
+        let e = parse(Path::new("/p/probelab.toml"), "probes = \"probes\"\nfixtures = \"\"\n").map(|_| ()).unwrap_err();
+        let ProjectError::File(l) = &e else { panic!("not located: {e}") };
+        assert_eq!((l.file.as_path(), l.line, l.col), (Path::new("/p/probelab.toml"), 2, 12));
+        assert_eq!(e.to_string(), "/p/probelab.toml:2:12: an empty path\n  hint: a directory, relative to this file");
     }
 
     #[test]
@@ -435,7 +442,7 @@ mod tests {
         std::fs::create_dir_all(&deep).unwrap_or_else(|e| panic!("{e}"));
         assert!(Project::find(&deep).is_err_and(|e| e.to_string().contains("probelab init")));
         std::fs::create_dir_all(d.path().join("top/probes")).unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(Project::find(&deep).map(|p| p.root), Ok(top.clone()));
+        assert_eq!(Project::find(&deep).map(|p| p.root).map_err(|e| e.to_string()), Ok(top.clone()));
         std::fs::write(top.join("a").join(FILE), "golden = \"gold\"\n").unwrap_or_else(|e| panic!("{e}"));
         let p = Project::find(&deep).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!((p.root, p.golden), (top.join("a"), top.join("a/gold")));
