@@ -22,7 +22,7 @@
 //! Unknown keys, wrong types, empty paths and mistakes in a subject's table are errors with
 //! `file:line:col`.
 
-use crate::located::Located;
+use crate::located::{Located, Problem};
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
 use toml::Spanned;
@@ -181,17 +181,11 @@ pub fn parse(file: &Path, text: &str) -> Result<Project, ProjectError> {
             None => e,
         })
     };
-    let raw: ProjectFile = toml::from_str(text).map_err(|e| {
-        let msg = e.message().trim_end().to_string();
-        let hint = if msg.contains("expected one of `command`") {
-            Some("a subject's keys are command, env, dialect, install, home_files and cwd_files")
-        } else {
-            msg.contains("unknown field").then_some(
-                "the keys are probes, golden, fixtures and out (paths), claims, [subjects.NAME] tables and [limits]",
-            )
-        };
-        at(e.span().map(|s| s.start).unwrap_or(0), msg, hint)
-    })?;
+    if let Some(p) = unknown_key(text) {
+        return Err(p.locate(file, text).into());
+    }
+    let raw: ProjectFile = toml::from_str(text)
+        .map_err(|e| at(e.span().map(|s| s.start).unwrap_or(0), e.message().trim_end().to_string(), None))?;
     let root = file.parent().map(Path::to_path_buf).unwrap_or_default();
     let root = if root.as_os_str().is_empty() { PathBuf::from(".") } else { root };
     let mut project = Project::default_at(&root);
@@ -256,6 +250,49 @@ pub fn parse(file: &Path, text: &str) -> Result<Project, ProjectError> {
         project.subjects.insert(name.into_inner(), std::sync::Arc::new(spec));
     }
     Ok(project)
+}
+
+/// The first key of the project file (in the text's order) that no table of it takes, with the hint of
+/// the table it is in: the top level, a `[subjects.NAME]` table, its `install`, `[limits]`. None when
+/// every key is known, or when the text is not TOML (the deserializer says where). The message is the
+/// deserializer's own for an unknown field; its hint is the table's, given here where the table is known.
+fn unknown_key(text: &str) -> Option<Problem> {
+    use crate::probe::keys::fields_of;
+    use toml::de::{DeTable, DeValue};
+    const TOP: &str =
+        "the keys are probes, golden, fixtures and out (paths), claims, [subjects.NAME] tables and [limits]";
+    const SUBJECT: &str = "a subject's keys are command, env, dialect, install, home_files and cwd_files";
+    const INSTALL: &str = "an install's keys are npm, program, version_line, prepare, prepare_env and also";
+    const LIMITS: &str = "the keys of [limits] are processes, memory_mb, file_mb and disk_mb";
+    fn table<'t, 'i>(v: &'t DeValue<'i>) -> Option<&'t DeTable<'i>> {
+        match v {
+            DeValue::Table(t) => Some(t),
+            _ => None,
+        }
+    }
+    let doc = DeTable::parse(text).ok()?;
+    let mut unknown: Vec<(usize, String, &[&str], &str)> = Vec::new();
+    let mut check = |t: &DeTable<'_>, keys: &'static [&'static str], hint: &'static str| {
+        for k in t.keys().filter(|k| !keys.contains(&k.get_ref().as_ref())) {
+            unknown.push((k.span().start, k.get_ref().to_string(), keys, hint));
+        }
+    };
+    let top = doc.get_ref();
+    check(top, fields_of::<ProjectFile>(), TOP);
+    if let Some(limits) = top.get("limits").and_then(|v| table(v.get_ref())) {
+        check(limits, fields_of::<crate::limits::LimitsSpec>(), LIMITS);
+    }
+    for subject in top.get("subjects").and_then(|v| table(v.get_ref())).into_iter().flat_map(|t| t.values()) {
+        let Some(subject) = table(subject.get_ref()) else { continue };
+        check(subject, fields_of::<crate::subject::command::RawCommand>(), SUBJECT);
+        if let Some(install) = subject.get("install").and_then(|v| table(v.get_ref())) {
+            check(install, fields_of::<crate::subject::command::RawInstall>(), INSTALL);
+        }
+    }
+    let (offset, key, keys, hint) = unknown.into_iter().min_by_key(|u| u.0)?;
+    // serde's words for it, as the deserializer would have said them
+    let message = <serde::de::value::Error as serde::de::Error>::unknown_field(&key, keys).to_string();
+    Some(Problem::at(offset, message).hint(hint))
 }
 
 /// The file `probelab init` writes.
@@ -333,11 +370,35 @@ mod tests {
     }
 
     #[test]
-    fn a_mistake_is_located_in_the_file() {
+    fn a_mistake_is_located_in_the_file_and_an_unknown_key_hinted_with_its_own_table_s_keys() {
         let e = parse(Path::new("/p/probelab.toml"), "probes = \"probes\"\nfixtures = \"\"\n").map(|_| ()).unwrap_err();
         let ProjectError::File(l) = &e else { panic!("not located: {e}") };
         assert_eq!((l.file.as_path(), l.line, l.col), (Path::new("/p/probelab.toml"), 2, 12));
         assert_eq!(e.to_string(), "/p/probelab.toml:2:12: an empty path\n  hint: a directory, relative to this file");
+        // each table's unknown key: serde's words, on the key, and the keys of that table as the hint
+        let hint = |text: &str| err(text).split_once("\n  hint: ").map(|(_, h)| h.to_string()).unwrap_or_default();
+        let top = "the keys are probes, golden, fixtures and out (paths), claims, [subjects.NAME] tables and [limits]";
+        assert_eq!(hint("probes = \"probes\"\ngoldens = \"g\"\n"), top);
+        assert_eq!(
+            hint("[subjects.a]\ncommand = [\"x\"]\ncmd = 1\n"),
+            "a subject's keys are command, env, dialect, install, home_files and cwd_files"
+        );
+        assert_eq!(
+            hint("[subjects.a]\ninstall = { npm = \"c@1.0.0\", program = \"x\", prog = 1 }\ncommand = [\"x\"]\n"),
+            "an install's keys are npm, program, version_line, prepare, prepare_env and also"
+        );
+        assert_eq!(
+            hint("[limits]\nthreads = 4\n"),
+            "the keys of [limits] are processes, memory_mb, file_mb and disk_mb"
+        );
+        let e = err("[limits]\nthreads = 4\n");
+        assert!(
+            e.starts_with("/p/probelab.toml:2:1: unknown field `threads`, expected one of `processes`, `memory_mb`"),
+            "{e}"
+        );
+        // the first unknown key in the text's order; a type error has no hint
+        assert!(err("zz = 1\n[limits]\nthreads = 4\n").starts_with("/p/probelab.toml:1:1: unknown field `zz`"));
+        assert_eq!(err("golden = 3\n"), "/p/probelab.toml:1:10: invalid type: integer `3`, expected a string");
     }
 
     #[test]
