@@ -255,15 +255,13 @@ pub fn parse(file: &Path, text: &str) -> Result<Project, ProjectError> {
 /// The first key of the project file (in the text's order) that no table of it takes, with the hint of
 /// the table it is in: the top level, a `[subjects.NAME]` table, its `install`, `[limits]`. None when
 /// every key is known, or when the text is not TOML (the deserializer says where). The message is the
-/// deserializer's own for an unknown field; its hint is the table's, given here where the table is known.
+/// deserializer's own for an unknown field; its hint, the table's keys (read off its type but at the top
+/// level), is given here where the table is known.
 fn unknown_key(text: &str) -> Option<Problem> {
     use crate::probe::keys::fields_of;
     use toml::de::{DeTable, DeValue};
     const TOP: &str =
         "the keys are probes, golden, fixtures and out (paths), claims, [subjects.NAME] tables and [limits]";
-    const SUBJECT: &str = "a subject's keys are command, env, dialect, install, home_files and cwd_files";
-    const INSTALL: &str = "an install's keys are npm, program, version_line, prepare, prepare_env and also";
-    const LIMITS: &str = "the keys of [limits] are processes, memory_mb, file_mb and disk_mb";
     fn table<'t, 'i>(v: &'t DeValue<'i>) -> Option<&'t DeTable<'i>> {
         match v {
             DeValue::Table(t) => Some(t),
@@ -271,22 +269,30 @@ fn unknown_key(text: &str) -> Option<Problem> {
         }
     }
     let doc = DeTable::parse(text).ok()?;
-    let mut unknown: Vec<(usize, String, &[&str], &str)> = Vec::new();
-    let mut check = |t: &DeTable<'_>, keys: &'static [&'static str], hint: &'static str| {
+    // a table's keys in words, read off its type (`a, b and c`)
+    let words = |keys: &[&str]| match keys.split_last() {
+        Some((last, [])) => last.to_string(),
+        Some((last, rest)) => format!("{} and {last}", rest.join(", ")),
+        None => String::new(),
+    };
+    let mut unknown: Vec<(usize, String, &[&str], String)> = Vec::new();
+    let mut check = |t: &DeTable<'_>, keys: &'static [&'static str], hint: &dyn Fn(String) -> String| {
         for k in t.keys().filter(|k| !keys.contains(&k.get_ref().as_ref())) {
-            unknown.push((k.span().start, k.get_ref().to_string(), keys, hint));
+            unknown.push((k.span().start, k.get_ref().to_string(), keys, hint(words(keys))));
         }
     };
     let top = doc.get_ref();
-    check(top, fields_of::<ProjectFile>(), TOP);
+    check(top, fields_of::<ProjectFile>(), &|_| TOP.to_string());
     if let Some(limits) = top.get("limits").and_then(|v| table(v.get_ref())) {
-        check(limits, fields_of::<crate::limits::LimitsSpec>(), LIMITS);
+        check(limits, fields_of::<crate::limits::LimitsSpec>(), &|w| format!("the keys of [limits] are {w}"));
     }
     for subject in top.get("subjects").and_then(|v| table(v.get_ref())).into_iter().flat_map(|t| t.values()) {
         let Some(subject) = table(subject.get_ref()) else { continue };
-        check(subject, fields_of::<crate::subject::command::RawCommand>(), SUBJECT);
+        check(subject, fields_of::<crate::subject::command::RawCommand>(), &|w| format!("a subject's keys are {w}"));
         if let Some(install) = subject.get("install").and_then(|v| table(v.get_ref())) {
-            check(install, fields_of::<crate::subject::command::RawInstall>(), INSTALL);
+            check(install, fields_of::<crate::subject::command::RawInstall>(), &|w| {
+                format!("an install's keys are {w}")
+            });
         }
     }
     let (offset, key, keys, hint) = unknown.into_iter().min_by_key(|u| u.0)?;
