@@ -23,6 +23,7 @@ pub mod html;
 pub mod import;
 pub mod lab;
 pub mod limits;
+pub mod located;
 pub mod observatory;
 pub mod observe;
 pub mod probe;

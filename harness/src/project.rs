@@ -22,6 +22,7 @@
 //! Unknown keys, wrong types, empty paths and mistakes in a subject's table are errors with
 //! `file:line:col`.
 
+use crate::located::{Located, Problem};
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
 use toml::Spanned;
@@ -30,15 +31,28 @@ use toml::Spanned;
 pub const FILE: &str = "probelab.toml";
 
 /// A project file that cannot be used, or no project at all: where, what, and what to do.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{place}: {message}{}", hint.as_ref().map(|h| format!("\n  hint: {h}")).unwrap_or_default())]
-pub struct ProjectError {
-    /// `file:line:col`, or the directory searched when there is no project.
-    pub place: String,
-    /// What is wrong.
-    pub message: String,
-    /// How to fix it.
-    pub hint: Option<String>,
+#[derive(Debug, thiserror::Error)]
+pub enum ProjectError {
+    /// A mistake in the project file, at its place.
+    #[error(transparent)]
+    File(#[from] Located),
+    /// No project file or `probes/` in the directory or above it.
+    #[error(
+        "{}: no {FILE} (or probes/ directory) here or in any parent directory\n  hint: `probelab init` makes this directory a probelab project",
+        .0.display()
+    )]
+    NotFound(PathBuf),
+    /// `probelab init` where the project file is already.
+    #[error("{}: exists already\n  hint: edit it, or remove it to start again", .0.display())]
+    Exists(PathBuf),
+    /// `probelab init` could not make a file or directory.
+    #[error("{}: {source}", path.display())]
+    Write {
+        /// What it was making.
+        path: PathBuf,
+        /// Why it failed.
+        source: std::io::Error,
+    },
 }
 
 /// `probelab.toml` as written (its keys are documented in docs/probe-format.md: [`crate::probe::keys`]).
@@ -108,11 +122,8 @@ impl Project {
         let file = dir.join(FILE);
         // anything but a directory by that name is the project file (a FIFO is refused, not waited on)
         if file.exists() && !file.is_dir() {
-            let text = crate::safe_fs::read_text(&file).map_err(|e| ProjectError {
-                place: format!("{}:1:1", file.display()),
-                message: format!("cannot read: {e}"),
-                hint: None,
-            })?;
+            let text =
+                crate::safe_fs::read_text(&file).map_err(|e| Located::at(&file, "", 0, format!("cannot read: {e}")))?;
             return parse(&file, &text).map(Some);
         }
         if dir.join("probes").is_dir() {
@@ -128,11 +139,7 @@ impl Project {
                 return Ok(p);
             }
         }
-        Err(ProjectError {
-            place: start.display().to_string(),
-            message: format!("no {FILE} (or probes/ directory) here or in any parent directory"),
-            hint: Some("`probelab init` makes this directory a probelab project".into()),
-        })
+        Err(ProjectError::NotFound(start.to_path_buf()))
     }
 
     /// The lab's layout for running this project's probes with `engine` as the built-in engine.
@@ -168,20 +175,17 @@ impl Project {
 /// Parses a project file's text; paths are taken relative to the file's directory.
 pub fn parse(file: &Path, text: &str) -> Result<Project, ProjectError> {
     let at = |offset: usize, message: String, hint: Option<&str>| {
-        let (line, col) = stub_messages::script::line_col(text, offset);
-        ProjectError { place: format!("{}:{line}:{col}", file.display()), message, hint: hint.map(str::to_string) }
+        let e = Located::at(file, text, offset, message);
+        ProjectError::File(match hint {
+            Some(h) => e.hint(h),
+            None => e,
+        })
     };
-    let raw: ProjectFile = toml::from_str(text).map_err(|e| {
-        let msg = e.message().trim_end().to_string();
-        let hint = if msg.contains("expected one of `command`") {
-            Some("a subject's keys are command, env, dialect, install, home_files and cwd_files")
-        } else {
-            msg.contains("unknown field").then_some(
-                "the keys are probes, golden, fixtures and out (paths), claims, [subjects.NAME] tables and [limits]",
-            )
-        };
-        at(e.span().map(|s| s.start).unwrap_or(0), msg, hint)
-    })?;
+    if let Some(p) = unknown_key(text) {
+        return Err(p.locate(file, text).into());
+    }
+    let raw: ProjectFile = toml::from_str(text)
+        .map_err(|e| at(e.span().map(|s| s.start).unwrap_or(0), e.message().trim_end().to_string(), None))?;
     let root = file.parent().map(Path::to_path_buf).unwrap_or_default();
     let root = if root.as_os_str().is_empty() { PathBuf::from(".") } else { root };
     let mut project = Project::default_at(&root);
@@ -241,15 +245,60 @@ pub fn parse(file: &Path, text: &str) -> Result<Project, ProjectError> {
         project.caps = *l.get_ref();
     }
     for (name, raw) in raw.subjects {
-        let place = |offset: usize| {
-            let (line, col) = stub_messages::script::line_col(text, offset);
-            format!("{}:{line}:{col}", file.display())
-        };
-        let spec = crate::subject::command::check(&name, raw, &root, place)
-            .map_err(|(offset, message, hint)| at(offset, message, hint.as_deref()))?;
+        let place = |offset: usize| Located::at(file, text, offset, "").place();
+        let spec = crate::subject::command::check(&name, raw, &root, place).map_err(|p| p.locate(file, text))?;
         project.subjects.insert(name.into_inner(), std::sync::Arc::new(spec));
     }
     Ok(project)
+}
+
+/// The first key of the project file (in the text's order) that no table of it takes, with the hint of
+/// the table it is in: the top level, a `[subjects.NAME]` table, its `install`, `[limits]`. None when
+/// every key is known, or when the text is not TOML (the deserializer says where). The message is the
+/// deserializer's own for an unknown field; its hint, the table's keys (read off its type but at the top
+/// level), is given here where the table is known.
+fn unknown_key(text: &str) -> Option<Problem> {
+    use crate::probe::keys::fields_of;
+    use toml::de::{DeTable, DeValue};
+    const TOP: &str =
+        "the keys are probes, golden, fixtures and out (paths), claims, [subjects.NAME] tables and [limits]";
+    fn table<'t, 'i>(v: &'t DeValue<'i>) -> Option<&'t DeTable<'i>> {
+        match v {
+            DeValue::Table(t) => Some(t),
+            _ => None,
+        }
+    }
+    let doc = DeTable::parse(text).ok()?;
+    // a table's keys in words, read off its type (`a, b and c`)
+    let words = |keys: &[&str]| match keys.split_last() {
+        Some((last, [])) => last.to_string(),
+        Some((last, rest)) => format!("{} and {last}", rest.join(", ")),
+        None => String::new(),
+    };
+    let mut unknown: Vec<(usize, String, &[&str], String)> = Vec::new();
+    let mut check = |t: &DeTable<'_>, keys: &'static [&'static str], hint: &dyn Fn(String) -> String| {
+        for k in t.keys().filter(|k| !keys.contains(&k.get_ref().as_ref())) {
+            unknown.push((k.span().start, k.get_ref().to_string(), keys, hint(words(keys))));
+        }
+    };
+    let top = doc.get_ref();
+    check(top, fields_of::<ProjectFile>(), &|_| TOP.to_string());
+    if let Some(limits) = top.get("limits").and_then(|v| table(v.get_ref())) {
+        check(limits, fields_of::<crate::limits::LimitsSpec>(), &|w| format!("the keys of [limits] are {w}"));
+    }
+    for subject in top.get("subjects").and_then(|v| table(v.get_ref())).into_iter().flat_map(|t| t.values()) {
+        let Some(subject) = table(subject.get_ref()) else { continue };
+        check(subject, fields_of::<crate::subject::command::RawCommand>(), &|w| format!("a subject's keys are {w}"));
+        if let Some(install) = subject.get("install").and_then(|v| table(v.get_ref())) {
+            check(install, fields_of::<crate::subject::command::RawInstall>(), &|w| {
+                format!("an install's keys are {w}")
+            });
+        }
+    }
+    let (offset, key, keys, hint) = unknown.into_iter().min_by_key(|u| u.0)?;
+    // serde's words for it, as the deserializer would have said them
+    let message = <serde::de::value::Error as serde::de::Error>::unknown_field(&key, keys).to_string();
+    Some(Problem::at(offset, message).hint(hint))
 }
 
 /// The file `probelab init` writes.
@@ -271,17 +320,9 @@ out = "target/probelab"    # evidence, durations of the last run, matrix shards
 /// existing project file is left alone: an error). Returns what it made.
 pub fn init(dir: &Path) -> Result<Vec<PathBuf>, ProjectError> {
     let file = dir.join(FILE);
-    let fail = |p: &Path, e: std::io::Error| ProjectError {
-        place: p.display().to_string(),
-        message: e.to_string(),
-        hint: None,
-    };
+    let fail = |p: &Path, source: std::io::Error| ProjectError::Write { path: p.to_path_buf(), source };
     if file.exists() {
-        return Err(ProjectError {
-            place: file.display().to_string(),
-            message: "exists already".into(),
-            hint: Some("edit it, or remove it to start again".into()),
-        });
+        return Err(ProjectError::Exists(file));
     }
     std::fs::create_dir_all(dir).map_err(|e| fail(dir, e))?;
     std::fs::write(&file, INIT_FILE).map_err(|e| fail(&file, e))?;
@@ -312,7 +353,8 @@ mod tests {
         assert_eq!(p.golden, PathBuf::from("/p/g/one"));
         assert_eq!(p.probes, PathBuf::from("/other/probes"));
         assert_eq!(p.out, PathBuf::from("/p/o"));
-        assert_eq!(parse(Path::new("/p/probelab.toml"), "").map(|p| p.fixtures), Ok(PathBuf::from("/p/fixtures")));
+        let fixtures = parse(Path::new("/p/probelab.toml"), "").map(|p| p.fixtures).map_err(|e| e.to_string());
+        assert_eq!(fixtures, Ok(PathBuf::from("/p/fixtures")));
     }
 
     #[test]
@@ -331,6 +373,38 @@ mod tests {
         assert!(e.starts_with("/p/probelab.toml:1:10: \"g/../../x\" is outside the project"), "{e}");
         let e = err("probes = [\n");
         assert!(e.starts_with("/p/probelab.toml:"), "{e}");
+    }
+
+    #[test]
+    fn a_mistake_is_located_in_the_file_and_an_unknown_key_hinted_with_its_own_table_s_keys() {
+        let e = parse(Path::new("/p/probelab.toml"), "probes = \"probes\"\nfixtures = \"\"\n").map(|_| ()).unwrap_err();
+        let ProjectError::File(l) = &e else { panic!("not located: {e}") };
+        assert_eq!((l.file.as_path(), l.line, l.col), (Path::new("/p/probelab.toml"), 2, 12));
+        assert_eq!(e.to_string(), "/p/probelab.toml:2:12: an empty path\n  hint: a directory, relative to this file");
+        // each table's unknown key: serde's words, on the key, and the keys of that table as the hint
+        let hint = |text: &str| err(text).split_once("\n  hint: ").map(|(_, h)| h.to_string()).unwrap_or_default();
+        let top = "the keys are probes, golden, fixtures and out (paths), claims, [subjects.NAME] tables and [limits]";
+        assert_eq!(hint("probes = \"probes\"\ngoldens = \"g\"\n"), top);
+        assert_eq!(
+            hint("[subjects.a]\ncommand = [\"x\"]\ncmd = 1\n"),
+            "a subject's keys are command, env, dialect, install, home_files and cwd_files"
+        );
+        assert_eq!(
+            hint("[subjects.a]\ninstall = { npm = \"c@1.0.0\", program = \"x\", prog = 1 }\ncommand = [\"x\"]\n"),
+            "an install's keys are npm, program, version_line, prepare, prepare_env and also"
+        );
+        assert_eq!(
+            hint("[limits]\nthreads = 4\n"),
+            "the keys of [limits] are processes, memory_mb, file_mb and disk_mb"
+        );
+        let e = err("[limits]\nthreads = 4\n");
+        assert!(
+            e.starts_with("/p/probelab.toml:2:1: unknown field `threads`, expected one of `processes`, `memory_mb`"),
+            "{e}"
+        );
+        // the first unknown key in the text's order; a type error has no hint
+        assert!(err("zz = 1\n[limits]\nthreads = 4\n").starts_with("/p/probelab.toml:1:1: unknown field `zz`"));
+        assert_eq!(err("golden = 3\n"), "/p/probelab.toml:1:10: invalid type: integer `3`, expected a string");
     }
 
     #[test]
@@ -435,7 +509,7 @@ mod tests {
         std::fs::create_dir_all(&deep).unwrap_or_else(|e| panic!("{e}"));
         assert!(Project::find(&deep).is_err_and(|e| e.to_string().contains("probelab init")));
         std::fs::create_dir_all(d.path().join("top/probes")).unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(Project::find(&deep).map(|p| p.root), Ok(top.clone()));
+        assert_eq!(Project::find(&deep).map(|p| p.root).map_err(|e| e.to_string()), Ok(top.clone()));
         std::fs::write(top.join("a").join(FILE), "golden = \"gold\"\n").unwrap_or_else(|e| panic!("{e}"));
         let p = Project::find(&deep).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!((p.root, p.golden), (top.join("a"), top.join("a/gold")));

@@ -3,8 +3,8 @@
 
 use super::problems::string_offset;
 use super::*;
+use crate::located::Located;
 use std::path::{Path, PathBuf};
-use stub_messages::script::line_col;
 
 /// True for a file under a `claude-code` directory of the probes (`probes/claude-code/x.toml`): the
 /// probes that measure Claude Code, run on it only unless they name their subjects.
@@ -13,31 +13,21 @@ pub(crate) fn in_claude_code_dir(path: &Path) -> bool {
 }
 
 /// Reads and parses a probe file.
-pub fn load(path: &Path) -> Result<Probe, ProbeError> {
+pub fn load(path: &Path) -> Result<Probe, Located> {
     load_with(path, &Known::default())
 }
 
 /// Reads and parses a probe file that may name what `known` holds ([`parse_with`]).
-pub fn load_with(path: &Path, known: &Known) -> Result<Probe, ProbeError> {
-    let bytes = crate::safe_fs::read_capped(path, crate::safe_fs::MAX_TEXT_BYTES).map_err(|e| ProbeError {
-        file: path.display().to_string(),
-        line: 1,
-        col: 1,
-        message: format!("cannot read: {e}"),
-        hint: Some("a probe is a regular file of TOML text".into()),
+pub fn load_with(path: &Path, known: &Known) -> Result<Probe, Located> {
+    let bytes = crate::safe_fs::read_capped(path, crate::safe_fs::MAX_TEXT_BYTES).map_err(|e| {
+        Located::at(path, "", 0, format!("cannot read: {e}")).hint("a probe is a regular file of TOML text")
     })?;
     let text = String::from_utf8(bytes).map_err(|e| {
         // the place of the first byte that is not UTF-8
         let ok = e.utf8_error().valid_up_to();
         let valid = std::str::from_utf8(&e.as_bytes()[..ok]).unwrap_or_default();
-        let (line, col) = line_col(valid, ok);
-        ProbeError {
-            file: path.display().to_string(),
-            line,
-            col,
-            message: "the file is not UTF-8 text".into(),
-            hint: Some("a probe file is TOML, UTF-8 encoded: write bytes that are not text as a base64 file".into()),
-        }
+        Located::at(path, valid, ok, "the file is not UTF-8 text")
+            .hint("a probe file is TOML, UTF-8 encoded: write bytes that are not text as a base64 file")
     })?;
     parse_with(path, &text, known)
 }
@@ -64,7 +54,7 @@ pub enum LoadError {
     },
     /// A probe file is wrong (file:line:col, what, a hint).
     #[error(transparent)]
-    Probe(#[from] ProbeError),
+    Probe(#[from] Located),
     /// Two probes have one id, case aside (`also` is the other's id when it differs in case).
     #[error(
         "{}: probe id {id:?} is also used by {}{}: ids are unique, case aside (they name golden files)",
@@ -108,19 +98,14 @@ pub fn discover(paths: &[PathBuf]) -> Result<Vec<PathBuf>, LoadError> {
 
 /// Each probe's `[fixture] dir` is a directory under `fixtures`: a missing one is an error of the probe
 /// file, placed on its value, before anything runs.
-pub fn check_fixture_dirs(probes: &[Probe], fixtures: &Path) -> Result<(), ProbeError> {
+pub fn check_fixture_dirs(probes: &[Probe], fixtures: &Path) -> Result<(), Located> {
     for p in probes {
         let Some(dir) = &p.fixture.dir else { continue };
         if !fixtures.join(dir).is_dir() {
             let at = string_offset(&p.source, dir).unwrap_or(0);
-            let (line, col) = line_col(&p.source, at);
-            return Err(ProbeError {
-                file: p.path.display().to_string(),
-                line,
-                col,
-                message: format!("fixture dir {dir:?} is not a directory under {}", fixtures.display()),
-                hint: Some("name a directory under the project's fixtures (probelab.toml `fixtures`)".into()),
-            });
+            let message = format!("fixture dir {dir:?} is not a directory under {}", fixtures.display());
+            let hint = "name a directory under the project's fixtures (probelab.toml `fixtures`)";
+            return Err(Located::at(&p.path, &p.source, at, message).hint(hint));
         }
     }
     Ok(())

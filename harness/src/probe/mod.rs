@@ -98,22 +98,6 @@ pub use parse::*;
 
 use crate::subject::id::SubjectId;
 
-/// A probe file that cannot be used: where, what, and what to do.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{file}:{line}:{col}: {message}{}", hint.as_ref().map(|h| format!("\n  hint: {h}")).unwrap_or_default())]
-pub struct ProbeError {
-    /// The probe file.
-    pub file: String,
-    /// 1-based line.
-    pub line: usize,
-    /// 1-based column.
-    pub col: usize,
-    /// What is wrong.
-    pub message: String,
-    /// How to fix it.
-    pub hint: Option<String>,
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -137,6 +121,34 @@ mod tests {
         assert_eq!(p.shape_varies.as_deref(), Some("the message arrives when it does"));
         let e = parse(Path::new("p.toml"), &text(" \u{200b} ")).map(|_| ()).unwrap_err().to_string();
         assert!(e.starts_with("p.toml:4:") && e.contains("shape_varies needs a reason in words"), "{e}");
+    }
+
+    #[test]
+    fn every_kind_of_mistake_is_located_in_the_file_with_the_hint_it_was_found_with() {
+        // the parser's own step, a value pass's problem, a fault's problem: one rendering
+        let claim = err(&OK.replace("READ-1", "NOPE-99"));
+        assert_eq!(
+            claim,
+            "p.toml:2:11: claim \"NOPE-99\" is not in the catalogue\n  hint: claim ids are listed in docs/claims.md and the project's own `claims` file (`probelab list` prints them)"
+        );
+        let file = err(&format!("{OK}[fixture]\nfiles.\"../x\" = \"a\"\n"));
+        assert_eq!(
+            file,
+            "p.toml:9:7: fixture file \"../x\" is not a path in the sandbox: relative to the cwd (or under {home}/), without `..`\n  hint: fixture files are written inside the sandbox"
+        );
+        let fault = err(&format!("{OK}[[fixture.fault]]\nkind = \"rename\"\npath = \"f\"\n"));
+        assert!(
+            fault.starts_with("p.toml:9:8: fixture fault kind \"rename\" is unknown\n  hint: kind is write"),
+            "{fault}"
+        );
+        // a fixture dir checked against the project's fixtures, after parsing
+        let p =
+            parse(Path::new("p.toml"), &format!("{OK}[fixture]\ndir = \"none\"\n")).unwrap_or_else(|e| panic!("{e}"));
+        let e = check_fixture_dirs(&[p], Path::new("/no/fixtures")).map(|_| ()).unwrap_err();
+        assert_eq!((e.file.as_path(), e.line, e.col), (Path::new("p.toml"), 9, 7));
+        assert!(e
+            .to_string()
+            .ends_with("\n  hint: name a directory under the project's fixtures (probelab.toml `fixtures`)"));
     }
 
     #[test]

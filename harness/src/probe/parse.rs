@@ -3,20 +3,20 @@
 
 use super::problems::*;
 use super::*;
+use crate::located::{line_col, Located, Problem};
 use std::path::Path;
-use stub_messages::script::line_col;
 use toml::Spanned;
 
 /// Parses a probe file's text (it may name what every project has: [`Known::default`]).
-pub fn parse(path: &Path, text: &str) -> Result<Probe, ProbeError> {
+pub fn parse(path: &Path, text: &str) -> Result<Probe, Located> {
     parse_with(path, text, &Known::default())
 }
 
 /// Parses a probe file's text; its `subjects` and `diverges` may name `known.subjects`, its `claims`
 /// the catalogue's and `known.claims`.
-pub fn parse_with(path: &Path, text: &str, known: &Known) -> Result<Probe, ProbeError> {
+pub fn parse_with(path: &Path, text: &str, known: &Known) -> Result<Probe, Located> {
     let subjects_known: Vec<&str> = known.subjects.iter().map(String::as_str).collect();
-    let at = At { file: path.display().to_string(), text };
+    let at = At { path, text };
     let raw: ProbeFile = toml::from_str(text).map_err(|e| at.toml_error(&e))?;
     let id = at.id(&raw)?;
     let claims = at.claims(&raw, known)?;
@@ -50,9 +50,9 @@ pub fn parse_with(path: &Path, text: &str, known: &Known) -> Result<Probe, Probe
     at.fixture_dir(&raw)?;
     let mut faults = Vec::new();
     for f in &raw.fixture.fault {
-        faults.push(fault(f.get_ref(), main_turns).map_err(|(o, msg, hint)| at.err(o, msg, hint))?);
+        faults.push(fault(f.get_ref(), main_turns).map_err(|p| p.locate(path, text))?);
     }
-    value_problems(&raw, text).map_err(|(o, msg, hint)| at.err(o, msg, hint))?;
+    value_problems(&raw, text).map_err(|p| p.locate(path, text))?;
     if raw.execs.is_empty() == script.turns.is_empty() {
         let msg = if raw.execs.is_empty() {
             "the probe has no [[turn]] and no [[exec]]"
@@ -99,19 +99,22 @@ pub fn parse_with(path: &Path, text: &str, known: &Known) -> Result<Probe, Probe
 /// A probe file being parsed: where its errors point (offsets in its text become line:col), and the
 /// steps of [`parse_with`], each a rule of the format checked in the order the errors are reported.
 struct At<'a> {
-    file: String,
+    path: &'a Path,
     text: &'a str,
 }
 
 impl At<'_> {
     /// An error at `offset` of the text.
-    fn err(&self, offset: usize, message: String, hint: Option<&str>) -> ProbeError {
-        let (line, col) = line_col(self.text, offset);
-        ProbeError { file: self.file.clone(), line, col, message, hint: hint.map(str::to_string) }
+    fn err(&self, offset: usize, message: String, hint: Option<&str>) -> Located {
+        let e = Located::at(self.path, self.text, offset, message);
+        match hint {
+            Some(h) => e.hint(h),
+            None => e,
+        }
     }
 
     /// The probe's `[limits]`: each at least 1 and within the project's caps.
-    fn limits(&self, raw: &ProbeFile, known: &Known) -> Result<crate::limits::LimitsSpec, ProbeError> {
+    fn limits(&self, raw: &ProbeFile, known: &Known) -> Result<crate::limits::LimitsSpec, Located> {
         let Some(l) = &raw.limits else { return Ok(Default::default()) };
         let Some((key, v, cap)) = l.get_ref().refused(&known.caps) else { return Ok(*l.get_ref()) };
         let at = key_offset(self.text, table_region(self.text, l.span()), key).unwrap_or(l.span().start);
@@ -131,7 +134,7 @@ impl At<'_> {
     }
 
     /// The TOML parser's error, on the key it is about, with a hint for the usual mistakes.
-    fn toml_error(&self, e: &toml::de::Error) -> ProbeError {
+    fn toml_error(&self, e: &toml::de::Error) -> Located {
         let text = self.text;
         let msg = for_users(e.message().trim_end());
         let span = e.span().unwrap_or(0..0);
@@ -156,7 +159,7 @@ impl At<'_> {
     }
 
     /// The id: path-safe (it names golden files).
-    fn id(&self, raw: &ProbeFile) -> Result<String, ProbeError> {
+    fn id(&self, raw: &ProbeFile) -> Result<String, Located> {
         let id = raw.id.get_ref().clone();
         if id.is_empty() || !id.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_')) {
             return Err(self.err(
@@ -169,7 +172,7 @@ impl At<'_> {
     }
 
     /// The claims: at least one, each in the catalogue or the project's own.
-    fn claims(&self, raw: &ProbeFile, known: &Known) -> Result<Vec<String>, ProbeError> {
+    fn claims(&self, raw: &ProbeFile, known: &Known) -> Result<Vec<String>, Located> {
         if raw.claims.get_ref().is_empty() {
             return Err(self.err(
                 raw.claims.span().start,
@@ -197,7 +200,7 @@ impl At<'_> {
         raw: &ProbeFile,
         claims: &[String],
         subjects_known: &[&str],
-    ) -> Result<Vec<Divergence>, ProbeError> {
+    ) -> Result<Vec<Divergence>, Located> {
         let mut diverges = Vec::new();
         for d in &raw.diverges {
             let v = d.get_ref();
@@ -219,7 +222,7 @@ impl At<'_> {
 
     /// The host parts required (the probe's and its subjects'): each a part there can be; a probe that
     /// turns the Bash sandbox on requires bubblewrap.
-    fn requires(&self, raw: &ProbeFile) -> Result<Vec<String>, ProbeError> {
+    fn requires(&self, raw: &ProbeFile) -> Result<Vec<String>, Located> {
         let text = self.text;
         let subject_requires = raw.subject.builtin.requires.iter().chain(&raw.subject.claude_code.requires);
         for r in raw.requires.iter().map(|r| (r.get_ref(), r.span().start)).chain(subject_requires.map(|r| (r, 0))) {
@@ -250,7 +253,7 @@ impl At<'_> {
     }
 
     /// The permission rules of `[settings]`: each one a rule Claude Code reads.
-    fn permissions(&self, raw: &ProbeFile) -> Result<(), ProbeError> {
+    fn permissions(&self, raw: &ProbeFile) -> Result<(), Located> {
         let text = self.text;
         let perms = &raw.settings.permissions;
         for (list, rules) in [("allow", &perms.allow), ("ask", &perms.ask), ("deny", &perms.deny)] {
@@ -268,7 +271,7 @@ impl At<'_> {
     }
 
     /// The subjects the probe runs on: those it names, each one there is, or the default of its place.
-    fn subjects(&self, raw: &ProbeFile, path: &Path, subjects_known: &[&str]) -> Result<Vec<String>, ProbeError> {
+    fn subjects(&self, raw: &ProbeFile, path: &Path, subjects_known: &[&str]) -> Result<Vec<String>, Located> {
         let Some(named) = &raw.subjects else { return Ok(default_subjects(path)) };
         let mut subjects = Vec::new();
         for s in named {
@@ -288,7 +291,7 @@ impl At<'_> {
     }
 
     /// The ids probes give tool_uses name them for checks: unique across the whole script.
-    fn unique_tool_use_ids(&self, raw: &ProbeFile) -> Result<(), ProbeError> {
+    fn unique_tool_use_ids(&self, raw: &ProbeFile) -> Result<(), Located> {
         let mut seen = std::collections::BTreeSet::new();
         let every_turn = raw.turns.iter().chain(raw.conversations.iter().flat_map(|c| &c.turns));
         for id in every_turn.flat_map(|t| &t.tool_use).filter_map(|u| u.id.as_deref()) {
@@ -302,8 +305,9 @@ impl At<'_> {
     }
 
     /// The stub's script of the probe's turns and conversations (its errors on the turn they are about).
-    fn script(&self, raw: &ProbeFile, id: &str) -> Result<stub_messages::Script, ProbeError> {
-        let (file, turns, conversations) = (&self.file, raw.turns.clone(), raw.conversations.clone());
+    fn script(&self, raw: &ProbeFile, id: &str) -> Result<stub_messages::Script, Located> {
+        let (file, turns, conversations) =
+            (&self.path.display().to_string(), raw.turns.clone(), raw.conversations.clone());
         stub_messages::Script::from_parts(file, id, turns, conversations, raw.stub.clone()).map_err(|e| {
             let msg = e.0.strip_prefix(&format!("{file}: ")).unwrap_or(&e.0).to_string();
             self.err(
@@ -315,7 +319,7 @@ impl At<'_> {
     }
 
     /// `[fixture] dir`: a relative path under fixtures/.
-    fn fixture_dir(&self, raw: &ProbeFile) -> Result<(), ProbeError> {
+    fn fixture_dir(&self, raw: &ProbeFile) -> Result<(), Located> {
         let Some(d) = &raw.fixture.dir else { return Ok(()) };
         let p = Path::new(d.get_ref());
         let escapes = d.get_ref().is_empty()
@@ -331,7 +335,7 @@ impl At<'_> {
     }
 
     /// `[subject]`'s options: an `unconfined` says why, a `session_id` is a UUID.
-    fn subject_options(&self, raw: &ProbeFile) -> Result<(), ProbeError> {
+    fn subject_options(&self, raw: &ProbeFile) -> Result<(), Located> {
         let text = self.text;
         let reasons = [&raw.subject.unconfined, &raw.subject.builtin.unconfined, &raw.subject.claude_code.unconfined];
         // a reason is words: blanks, zero-width and other invisible characters alone say nothing
@@ -357,7 +361,7 @@ impl At<'_> {
     }
 
     /// The fixture files' mtimes: each a time on the fixture's clock.
-    fn fixture_mtimes(&self, raw: &ProbeFile) -> Result<(), ProbeError> {
+    fn fixture_mtimes(&self, raw: &ProbeFile) -> Result<(), Located> {
         for (rel, spec) in &raw.fixture.files {
             if let Some(Err(e)) = spec.mtime().map(files::Mtime::time) {
                 let at = self.text.find(&format!("\"{rel}\"")).unwrap_or(0);
@@ -369,7 +373,7 @@ impl At<'_> {
     }
 
     /// The plugins: each one Claude Code would load.
-    fn plugins(&self, raw: &ProbeFile) -> Result<Vec<probelab_runtime::config::PluginSpec>, ProbeError> {
+    fn plugins(&self, raw: &ProbeFile) -> Result<Vec<probelab_runtime::config::PluginSpec>, Located> {
         let mut plugins = Vec::new();
         for p in &raw.plugins {
             if let Some(problem) = p.get_ref().problem() {
@@ -383,7 +387,7 @@ impl At<'_> {
 
     /// The checks, typed against what the script names (turns, tool_use ids, execs), each with its line
     /// and column; an error on the key it is about.
-    fn checks(&self, raw: &ProbeFile, names: &checks::Names<'_>) -> Result<Vec<(Check, usize, usize)>, ProbeError> {
+    fn checks(&self, raw: &ProbeFile, names: &checks::Names<'_>) -> Result<Vec<(Check, usize, usize)>, Located> {
         let text = self.text;
         let mut out = Vec::new();
         for c in &raw.checks {
@@ -441,28 +445,36 @@ fn for_users(msg: &str) -> String {
 }
 
 /// A `[[fixture.fault]]` checked against its kind: the keys it takes, its turn, its mode. Errors are
-/// (offset, message, hint), placed on the offending key.
-fn fault(f: &RawFault, main_turns: usize) -> Result<FsFault, (usize, String, Option<&'static str>)> {
-    let kinds_hint = Some("kind is write (content) | delete | mkdir | chmod (mode) | symlink (target) | touch (mtime)");
+/// placed on the offending key.
+fn fault(f: &RawFault, main_turns: usize) -> Result<FsFault, Problem> {
+    let kinds_hint = "kind is write (content) | delete | mkdir | chmod (mode) | symlink (target) | touch (mtime)";
     let kind = f.kind.get_ref().as_str();
     let Some((_, takes)) = FAULT_KINDS.iter().find(|(k, _)| *k == kind) else {
-        return Err((f.kind.span().start, format!("fixture fault kind {kind:?} is unknown"), kinds_hint));
+        return Err(
+            Problem::at(f.kind.span().start, format!("fixture fault kind {kind:?} is unknown")).hint(kinds_hint)
+        );
     };
     let given = [("content", f.content.as_ref()), ("mode", f.mode.as_ref()), ("target", f.target.as_ref())];
     for (key, v) in given {
         if let Some(v) = v.filter(|_| !takes.contains(&key)) {
-            return Err((v.span().start, format!("`{key}` does not apply to a {kind:?} fault"), kinds_hint));
+            return Err(
+                Problem::at(v.span().start, format!("`{key}` does not apply to a {kind:?} fault")).hint(kinds_hint)
+            );
         }
     }
     if let Some(m) = &f.mtime {
         if kind != "touch" {
-            return Err((m.span().start, format!("`mtime` does not apply to a {kind:?} fault"), kinds_hint));
+            return Err(
+                Problem::at(m.span().start, format!("`mtime` does not apply to a {kind:?} fault")).hint(kinds_hint)
+            );
         }
-        m.get_ref().time().map_err(|e| (m.span().start, format!("fixture fault touch {:?}: {e}", f.path), None))?;
+        m.get_ref()
+            .time()
+            .map_err(|e| Problem::at(m.span().start, format!("fixture fault touch {:?}: {e}", f.path)))?;
     }
     if let Some(t) = f.at_turn.as_ref().filter(|t| *t.get_ref() == 0 || *t.get_ref() > main_turns) {
         let msg = format!("fixture fault at_turn {} names no main turn (there are {main_turns})", t.get_ref());
-        return Err((t.span().start, msg, Some("at_turn N: before the N-th [[turn]] is served (1-based)")));
+        return Err(Problem::at(t.span().start, msg).hint("at_turn N: before the N-th [[turn]] is served (1-based)"));
     }
     let op = match kind {
         "write" => FaultOp::Write { content: f.content.as_ref().map(|c| c.get_ref().clone()).unwrap_or_default() },
@@ -473,14 +485,16 @@ fn fault(f: &RawFault, main_turns: usize) -> Result<FsFault, (usize, String, Opt
             let mode = u32::from_str_radix(text.trim_start_matches("0o"), 8).ok().filter(|m| *m <= 0o7777);
             let Some(mode) = mode else {
                 let at = f.mode.as_ref().map(|m| m.span().start).unwrap_or(f.kind.span().start);
-                return Err((at, format!("chmod mode {text:?} is not an octal mode"), Some("e.g. mode = \"0444\"")));
+                return Err(
+                    Problem::at(at, format!("chmod mode {text:?} is not an octal mode")).hint("e.g. mode = \"0444\"")
+                );
             };
             FaultOp::Chmod { mode }
         }
         "touch" => FaultOp::Touch { mtime: f.mtime.as_ref().map(|m| m.get_ref().clone()) },
         _ => match &f.target {
             Some(t) => FaultOp::Symlink { target: t.get_ref().clone() },
-            None => return Err((f.kind.span().start, "a symlink fault needs a target".into(), kinds_hint)),
+            None => return Err(Problem::at(f.kind.span().start, "a symlink fault needs a target").hint(kinds_hint)),
         },
     };
     Ok(FsFault { at_turn: f.at_turn.as_ref().map(|t| *t.get_ref()), path: f.path.clone(), op })

@@ -3,19 +3,17 @@
 //! settings, placeholders, permission rules.
 
 use super::*;
+use crate::located::Problem;
 use toml::Spanned;
 
 /// Every value problem of a parsed probe file, the first one found.
-pub(crate) fn value_problems(raw: &ProbeFile, text: &str) -> Result<(), values::Problem> {
+pub(crate) fn value_problems(raw: &ProbeFile, text: &str) -> Result<(), Problem> {
     let top = 0..first_header(text).unwrap_or(text.len());
     let deadline = raw.deadline_secs.unwrap_or(DEFAULT_DEADLINE_SECS);
     if !(1..=values::MAX_DEADLINE_SECS).contains(&deadline) {
         let at = key_offset(text, top.clone(), "deadline_secs").unwrap_or(0);
-        return Err((
-            at,
-            format!("deadline_secs = {deadline} is out of range"),
-            Some("a deadline is 1 to 86400 seconds (a day)"),
-        ));
+        return Err(Problem::at(at, format!("deadline_secs = {deadline} is out of range"))
+            .hint("a deadline is 1 to 86400 seconds (a day)"));
     }
     time_problems(raw, text, deadline)?;
     fixture_problems(raw, text)?;
@@ -27,42 +25,39 @@ pub(crate) fn value_problems(raw: &ProbeFile, text: &str) -> Result<(), values::
 /// The times a probe gives within their ranges, and within its deadline: its execs' (and their argv
 /// not empty), the built-in's turn limit, the clock's, its checks' durations, the script's waits and
 /// delays and its web's (a wait of u64::MAX ms overflowed the stub's clock).
-pub(crate) fn time_problems(raw: &ProbeFile, text: &str, deadline: u64) -> Result<(), values::Problem> {
+pub(crate) fn time_problems(raw: &ProbeFile, text: &str, deadline: u64) -> Result<(), Problem> {
     for e in &raw.execs {
         let at = e.span().start;
         let region = table_region(text, e.span());
         if e.get_ref().argv.is_empty() {
             let at = key_offset(text, region, "argv").unwrap_or(at);
-            return Err((
-                at,
-                "exec argv is empty".into(),
-                Some("argv = [\"{rg}\", \"-n\", \"x\"]: a program and its arguments"),
-            ));
+            return Err(Problem::at(at, "exec argv is empty")
+                .hint("argv = [\"{rg}\", \"-n\", \"x\"]: a program and its arguments"));
         }
         if let Some(ms) = e.get_ref().deadline_ms {
             if ms == 0 || ms > deadline * 1000 {
                 let at = key_offset(text, region, "deadline_ms").unwrap_or(at);
                 let msg = format!("exec deadline_ms = {ms} is out of range: 1 to the probe's deadline ({deadline} s)");
-                return Err((at, msg, Some("raise deadline_secs for a longer command")));
+                return Err(Problem::at(at, msg).hint("raise deadline_secs for a longer command"));
             }
         }
     }
     if let Some(n) = raw.subject.builtin.max_turns {
         if !(1..=values::MAX_TURNS).contains(&n) {
             let at = key_offset(text, 0..text.len(), "max_turns").unwrap_or(0);
-            return Err((at, format!("max_turns = {n} is out of range"), Some("max_turns is 1 to 100000")));
+            return Err(Problem::at(at, format!("max_turns = {n} is out of range")).hint("max_turns is 1 to 100000"));
         }
     }
     if let Some(clock) = &raw.clock {
         if !(0..=values::MAX_PER_REQUEST_MS).contains(&clock.per_request_ms) {
             let at = key_offset(text, 0..text.len(), "per_request").unwrap_or(0);
             let msg = format!("per_request = {} ms is out of range", clock.per_request_ms);
-            return Err((at, msg, Some("a request takes 0 to a day of the probe's clock")));
+            return Err(Problem::at(at, msg).hint("a request takes 0 to a day of the probe's clock"));
         }
         if clock.max_idle_fires > values::MAX_IDLE_FIRES {
             let at = key_offset(text, 0..text.len(), "max_idle_fires").unwrap_or(0);
             let msg = format!("max_idle_fires = {} is out of range", clock.max_idle_fires);
-            return Err((at, msg, Some("max_idle_fires is at most 10000")));
+            return Err(Problem::at(at, msg).hint("max_idle_fires is at most 10000"));
         }
     }
     for c in &raw.checks {
@@ -71,7 +66,7 @@ pub(crate) fn time_problems(raw: &ProbeFile, text: &str, deadline: u64) -> Resul
                 let at = key_offset(text, table_region(text, c.span()), "max_duration_ms").unwrap_or(c.span().start);
                 let msg =
                     format!("max_duration_ms = {ms} is out of range: at most the probe's deadline ({deadline} s)");
-                return Err((at, msg, Some("a command cannot take longer than the probe's deadline")));
+                return Err(Problem::at(at, msg).hint("a command cannot take longer than the probe's deadline"));
             }
         }
     }
@@ -87,66 +82,62 @@ pub(crate) fn time_problems(raw: &ProbeFile, text: &str, deadline: u64) -> Resul
     if let Some((key, ms)) = times.into_iter().find(|(_, ms)| *ms > bound_ms) {
         let at = key_offset(text, 0..text.len(), key).unwrap_or(0);
         let msg = format!("{key} = {ms} is out of range: at most the probe's deadline ({deadline} s)");
-        return Err((at, msg, Some("raise deadline_secs (at most 86400) for a longer wait")));
+        return Err(Problem::at(at, msg).hint("raise deadline_secs (at most 86400) for a longer wait"));
     }
     Ok(())
 }
 
 /// The fixture's files and faults: paths inside the sandbox, file specs that say one thing.
-pub(crate) fn fixture_problems(raw: &ProbeFile, text: &str) -> Result<(), values::Problem> {
+pub(crate) fn fixture_problems(raw: &ProbeFile, text: &str) -> Result<(), Problem> {
     for (rel, spec) in &raw.fixture.files {
         let at = string_offset(text, rel).unwrap_or(0);
         if let Some(why) = values::sandbox_path_problem(rel) {
-            return Err((at, format!("fixture file {why}"), Some("fixture files are written inside the sandbox")));
+            return Err(
+                Problem::at(at, format!("fixture file {why}")).hint("fixture files are written inside the sandbox")
+            );
         }
         if let Some(why) = files::spec_problem(spec) {
-            return Err((at, format!("fixture file {rel:?}: {why}"), None));
+            return Err(Problem::at(at, format!("fixture file {rel:?}: {why}")));
         }
     }
     for f in &raw.fixture.fault {
         let f = f.get_ref();
         if let Some(why) = values::sandbox_path_problem(&f.path) {
             let at = string_offset(text, &f.path).unwrap_or(f.kind.span().start);
-            return Err((at, format!("fixture fault path {why}"), Some("faults change the sandbox only")));
+            return Err(Problem::at(at, format!("fixture fault path {why}")).hint("faults change the sandbox only"));
         }
     }
     Ok(())
 }
 
 /// The probe's web: HTTP statuses, body specs, the pages' own rules.
-pub(crate) fn web_problems(raw: &ProbeFile, text: &str) -> Result<(), values::Problem> {
+pub(crate) fn web_problems(raw: &ProbeFile, text: &str) -> Result<(), Problem> {
     for (key, page) in &raw.web.pages {
         let at = string_offset(text, key).unwrap_or(0);
         if let Some(s) = page.status {
             if !(100..=999).contains(&s) {
-                return Err((
-                    at,
-                    format!("[web] page {key:?}: status {s} is not an HTTP status"),
-                    Some("100 to 999, e.g. 404"),
-                ));
+                return Err(Problem::at(at, format!("[web] page {key:?}: status {s} is not an HTTP status"))
+                    .hint("100 to 999, e.g. 404"));
             }
         }
         if let Some(why) = page.body.as_ref().and_then(files::spec_problem) {
-            return Err((at, format!("[web] page {key:?}: {why}"), None));
+            return Err(Problem::at(at, format!("[web] page {key:?}: {why}")));
         }
     }
     if let Err(e) = raw.web.validate() {
         let at = key_offset(text, 0..text.len(), "pages").unwrap_or(0);
-        return Err((at, e, None));
+        return Err(Problem::at(at, e));
     }
     Ok(())
 }
 
 /// `[settings]`: a permission mode there is, hook events there are.
-pub(crate) fn settings_problems(raw: &ProbeFile, text: &str) -> Result<(), values::Problem> {
+pub(crate) fn settings_problems(raw: &ProbeFile, text: &str) -> Result<(), Problem> {
     if let Some(mode) = &raw.settings.permissions.default_mode {
         if !values::PERMISSION_MODES.contains(&mode.as_str()) {
             let at = string_offset(text, mode).unwrap_or(0);
-            return Err((
-                at,
-                format!("permissions.defaultMode {mode:?} is not a permission mode"),
-                Some("default, acceptEdits, bypassPermissions, dontAsk or plan"),
-            ));
+            return Err(Problem::at(at, format!("permissions.defaultMode {mode:?} is not a permission mode"))
+                .hint("default, acceptEdits, bypassPermissions, dontAsk or plan"));
         }
     }
     for event in raw.settings.hooks.keys() {
@@ -158,7 +149,9 @@ pub(crate) fn settings_problems(raw: &ProbeFile, text: &str) -> Result<(), value
                 Some(n) => format!("hook event {event:?} is not an event (did you mean {n:?}?)"),
                 None => format!("hook event {event:?} is not an event"),
             };
-            return Err((at, msg, Some("events: PreToolUse, PostToolUse, UserPromptSubmit, Stop, SubagentStop, …")));
+            return Err(
+                Problem::at(at, msg).hint("events: PreToolUse, PostToolUse, UserPromptSubmit, Stop, SubagentStop, …")
+            );
         }
     }
     Ok(())
@@ -169,34 +162,37 @@ pub(crate) fn settings_problems(raw: &ProbeFile, text: &str) -> Result<(), value
 /// check targets any other `{word}` is an error, in tool inputs one that starts a path or stands beside a
 /// `/` (`{bogus}/f.txt`); in every other text (a tool's code, the texts a check expects, which may hold
 /// the subject's own braces, `EnterWorktree({path})`) a word one edit from a placeholder (`{cdw}`).
-pub(crate) fn placeholder_problems(raw: &ProbeFile, text: &str) -> Result<(), values::Problem> {
-    const HINT: Option<&str> =
-        Some("placeholders are {cwd} {home} {sandbox} {probelab} {web} {artifact} ({rg}: an exec's program)");
+pub(crate) fn placeholder_problems(raw: &ProbeFile, text: &str) -> Result<(), Problem> {
+    const HINT: &str = "placeholders are {cwd} {home} {sandbox} {probelab} {web} {artifact} ({rg}: an exec's program)";
     let defined = |n: &str| placeholders::PLACEHOLDERS.contains(&n);
     let place = |name: &str| text.find(&format!("{{{name}}}")).unwrap_or(0);
-    let strict = |s: &str, rg: bool| -> Result<(), values::Problem> {
+    let strict = |s: &str, rg: bool| -> Result<(), Problem> {
         for (_, name) in values::placeholder_names(s) {
             if !(defined(name) || rg && name == "rg") {
                 let msg = match values::near(name) {
                     Some(p) => format!("{{{name}}} is not a placeholder (did you mean {{{p}}}?)"),
                     None => format!("{{{name}}} is not a placeholder"),
                 };
-                return Err((place(name), msg, HINT));
+                return Err(Problem::at(place(name), msg).hint(HINT));
             }
         }
         Ok(())
     };
-    let loose = |s: &str| -> Result<(), values::Problem> {
+    let loose = |s: &str| -> Result<(), Problem> {
         for (_, name) in values::placeholder_names(s) {
             if let Some(p) = values::near(name).filter(|_| !defined(name)) {
-                return Err((place(name), format!("{{{name}}} is not a placeholder (did you mean {{{p}}}?)"), HINT));
+                return Err(Problem::at(
+                    place(name),
+                    format!("{{{name}}} is not a placeholder (did you mean {{{p}}}?)"),
+                )
+                .hint(HINT));
             }
         }
         Ok(())
     };
     // a tool input's text may hold braces of its own (code a Write writes, `f"{name}"`): there a `{word}`
     // is a placeholder where a path starts with it or it stands beside a `/`
-    let in_input = |s: &str| -> Result<(), values::Problem> {
+    let in_input = |s: &str| -> Result<(), Problem> {
         for (at, name) in values::placeholder_names(s) {
             let end = at + name.len() + 2;
             let path_like = at == 0 || s[..at].ends_with('/') || s[end..].starts_with('/');

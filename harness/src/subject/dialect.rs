@@ -33,9 +33,11 @@
 //! unchanged. Each file is checked against the tool list the agent itself sent
 //! (`harness/dialects/<agent>.tools.json`, recorded from its first request: [`Dialect::check_against`]).
 
+use crate::located::Located;
 use serde::Deserialize;
 use serde_json::Value;
 use std::collections::BTreeMap;
+use std::path::Path;
 
 /// One Claude Code tool as the agent has it.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
@@ -109,43 +111,38 @@ pub struct Dialect {
 }
 
 impl Dialect {
-    /// Parses a dialect file; errors name `origin:line:col`.
-    pub fn parse(origin: &str, text: &str) -> Result<Dialect, String> {
-        let d: Dialect = toml::from_str(text).map_err(|e| {
-            let at = e.span().map(|s| stub_messages::script::line_col(text, s.start));
-            match at {
-                Some((l, c)) => format!("{origin}:{l}:{c}: {}", e.message().trim_end()),
-                None => format!("{origin}: {}", e.message().trim_end()),
-            }
-        })?;
+    /// Parses a dialect file; its mistakes are placed in `origin` at their line and column.
+    pub fn parse(origin: &str, text: &str) -> Result<Dialect, Located> {
+        let origin = Path::new(origin);
+        let d: Dialect = toml::from_str(text)
+            .map_err(|e| Located::at(origin, text, e.span().map(|s| s.start).unwrap_or(0), e.message().trim_end()))?;
         for (cc, t) in &d.tools {
-            let at = |key: &str| {
-                let (l, c) = locate(text, cc, key);
-                format!("{origin}:{l}:{c}: tools.{cc}")
+            let at = |key: &str, what: String| {
+                Located::at(origin, text, locate(text, cc, key), format!("tools.{cc}: {what}"))
             };
             for (source, target) in &t.input {
                 for path in [source, target] {
                     if path.is_empty() || path.split('.').any(str::is_empty) {
-                        return Err(format!("{}: {path:?} is not a property path (a.b.0.c)", at(path)));
+                        return Err(at(path, format!("{path:?} is not a property path (a.b.0.c)")));
                     }
                 }
                 let stars = |p: &str| p.split('.').filter(|x| *x == "*").count();
                 let one_level = stars(source) == 0 || (stars(source) == 1 && source.split('.').nth(1) == Some("*"));
                 if !one_level || stars(source) != stars(target) {
-                    return Err(format!(
-                        "{}: {source:?} → {target:?}: a `*` stands for each element of an array one level down, on both sides (\"todos.*.content\" = \"todos.*.content\")",
-                        at(source)
+                    return Err(at(
+                        source,
+                        format!("{source:?} → {target:?}: a `*` stands for each element of an array one level down, on both sides (\"todos.*.content\" = \"todos.*.content\")"),
                     ));
                 }
             }
             for pattern in &t.refuses {
                 if let Err(e) = regex::Regex::new(pattern) {
-                    return Err(format!("{}: refuses {pattern:?} is not a regex: {e}", at(pattern)));
+                    return Err(at(pattern, format!("refuses {pattern:?} is not a regex: {e}")));
                 }
             }
             for key in t.convert.keys() {
                 if !t.input.contains_key(key) {
-                    return Err(format!("{}: convert names {key:?}, which input does not map", at(key)));
+                    return Err(at(key, format!("convert names {key:?}, which input does not map")));
                 }
             }
         }
@@ -385,13 +382,12 @@ fn get_path<'a>(v: &'a Value, path: &str) -> Option<&'a Value> {
     })
 }
 
-/// Where a key of `[tools.TOOL]` is written in the dialect file (1-based line and column; the table's
-/// header when the key is not found as written).
-fn locate(text: &str, tool: &str, key: &str) -> (usize, usize) {
+/// Where a key of `[tools.TOOL]` is written in the dialect file (a byte offset; the table's header when
+/// the key is not found as written).
+fn locate(text: &str, tool: &str, key: &str) -> usize {
     let header = format!("[tools.{tool}]");
     let start = text.find(&header).unwrap_or(0);
-    let rel = text[start..].find(key).map(|i| start + i).unwrap_or(start);
-    stub_messages::script::line_col(text, rel)
+    text[start..].find(key).map(|i| start + i).unwrap_or(start)
 }
 
 #[cfg(test)]
@@ -475,7 +471,7 @@ mod tests {
         assert!(problems.iter().any(|p| p.contains("its required \"path\" is mapped from nothing")), "{problems:?}");
         assert!(problems.iter().any(|p| p.contains("pi sends no tool \"task\"")), "{problems:?}");
         let bad = Dialect::parse("x.toml", "agent = \"pi\"\n[tools.Read]\nnames = \"read\"\n");
-        assert!(bad.as_ref().is_err_and(|e| e.starts_with("x.toml:3:1: unknown field `names`")), "{bad:?}");
+        assert!(bad.as_ref().is_err_and(|e| e.to_string().starts_with("x.toml:3:1: unknown field `names`")), "{bad:?}");
     }
 
     #[test]
@@ -614,17 +610,24 @@ refuses = ["already exists", "^Ambiguous match"]
     fn a_dialect_file_s_mistakes_are_told_at_their_line_and_column() {
         let bad_star =
             "agent = \"x\"\n[tools.TodoWrite]\nname = \"t\"\ninput = { \"todos.*.content\" = \"items.content\" }\n";
-        let e = Dialect::parse("d.toml", bad_star).unwrap_err();
+        let e = Dialect::parse("d.toml", bad_star).unwrap_err().to_string();
         assert!(e.starts_with("d.toml:4:12: tools.TodoWrite: \"todos.*.content\" → \"items.content\": a `*`"), "{e}");
         let bad_regex = "agent = \"x\"\n[tools.Write]\nname = \"w\"\nrefuses = [\"(unclosed\"]\n";
-        let e = Dialect::parse("d.toml", bad_regex).unwrap_err();
+        let e = Dialect::parse("d.toml", bad_regex).unwrap_err().to_string();
         assert!(e.starts_with("d.toml:4:13: tools.Write: refuses \"(unclosed\" is not a regex"), "{e}");
         let bad_convert = "agent = \"x\"\n[tools.Bash]\nname = \"b\"\nconvert = { timeout = \"ms-to-s\" }\n";
-        let e = Dialect::parse("d.toml", bad_convert).unwrap_err();
+        let e = Dialect::parse("d.toml", bad_convert).unwrap_err().to_string();
         assert!(e.contains("convert names \"timeout\", which input does not map"), "{e}");
         let unknown_unit = "agent = \"x\"\n[tools.Bash]\nname = \"b\"\ninput = { timeout = \"t\" }\nconvert = { timeout = \"ms-to-min\" }\n";
-        let e = Dialect::parse("d.toml", unknown_unit).unwrap_err();
+        let e = Dialect::parse("d.toml", unknown_unit).unwrap_err().to_string();
         assert!(e.starts_with("d.toml:5:23: unknown variant `ms-to-min`"), "{e}");
+        // a located error of the file it names, as probe files and probelab.toml have
+        let e = Dialect::parse("dialects/d.toml", bad_convert).unwrap_err();
+        assert_eq!((e.file.as_path(), e.line, e.col), (Path::new("dialects/d.toml"), 4, 13));
+        assert_eq!(
+            e.to_string(),
+            "dialects/d.toml:4:13: tools.Bash: convert names \"timeout\", which input does not map"
+        );
     }
 
     #[test]

@@ -67,7 +67,7 @@ pub enum SubjectError {
     },
     /// An agent's own dialect file (compiled in) does not parse: its message (file:line:col).
     #[error("{0}")]
-    Dialect(String),
+    Dialect(crate::located::Located),
     /// Claude Code could not be installed.
     #[error(transparent)]
     Install(Box<InstallError>),

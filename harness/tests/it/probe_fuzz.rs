@@ -167,7 +167,9 @@ fn mutated_probe_files_never_panic_and_every_error_is_placed_inside_the_file() {
                     at_start += 1;
                 }
                 let shown = e.to_string();
-                if !inside(&text, e.line, e.col) || !shown.starts_with(&format!("{}:{}:{}: ", e.file, e.line, e.col)) {
+                if !inside(&text, e.line, e.col)
+                    || !shown.starts_with(&format!("{}:{}:{}: ", e.file.display(), e.line, e.col))
+                {
                     failures.push(format!("error outside the file on mutation {n}: {shown}\n{text}"));
                 }
                 if let Some((name, l)) = &junk {

@@ -201,7 +201,7 @@ fn in_process(seed: u64, world: &Path, tick: &dyn Fn(&str)) -> (BTreeMap<&'stati
                     }
                     Ok(Ok(_)) => {}
                     Ok(Err(e)) => {
-                        let placed = e.to_string().starts_with(&format!("{}:{}:{}: ", e.file, e.line, e.col));
+                        let placed = e.to_string().starts_with(&format!("{}:{}:{}: ", e.file.display(), e.line, e.col));
                         if !inside(&text, e.line, e.col) || !placed {
                             c.unpositioned += 1;
                             fail(&mut failures, format!("probe error not placed: {e}\n{text}"));
@@ -232,9 +232,11 @@ fn in_process(seed: u64, world: &Path, tick: &dyn Fn(&str)) -> (BTreeMap<&'stati
                     }
                     Ok(Ok(_)) => {}
                     Ok(Err(e)) => {
-                        let place = e.place.strip_prefix(&format!("{}:", file.display())).unwrap_or_default();
-                        let lc: Vec<usize> = place.split(':').filter_map(|x| x.parse().ok()).collect();
-                        if lc.len() != 2 || !inside(&text, lc[0], lc[1]) {
+                        let placed = match &e {
+                            harness::project::ProjectError::File(l) => l.file == file && inside(&text, l.line, l.col),
+                            _ => false,
+                        };
+                        if !placed {
                             c.unpositioned += 1;
                             fail(&mut failures, format!("probelab.toml error not placed: {e}\n{text}"));
                         }
