@@ -181,6 +181,30 @@ pub struct ClaudeCodeOptions {
     pub unconfined: Option<String>,
 }
 
+/// `[subject.agent.NAME]`: the options of any other subject — a third-party agent (`opencode`, `pi`) or
+/// a project's command subject (`copilot`, `my-agent`). The options every kind takes; the built-in
+/// runtime and Claude Code keep their own tables, which add their own (a model, a turn limit).
+///
+/// Decision: the table is `[subject.agent.NAME]`, not `[subject.NAME]`, so that `[subject]` keeps a
+/// fixed set of keys (a misspelt `sesion_id` stays an unknown key, said at its place, not an agent
+/// named so) and the parser's key list stays what `docs/probe-format.md` documents.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AgentOptions {
+    /// Arguments after the subject's own (a registered agent's launch, a command subject's `command`).
+    #[serde(default)]
+    pub args: Vec<String>,
+    /// Environment for this subject, before the probe's own `env` (which every subject gets).
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    /// Host parts this subject needs besides the probe's own `requires` ([`host`]).
+    #[serde(default)]
+    pub requires: Vec<String>,
+    /// Why this subject runs unconfined on this probe ([`SubjectOptions::unconfined`], for one subject).
+    #[serde(default)]
+    pub unconfined: Option<String>,
+}
+
 /// `[subject]`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -201,6 +225,16 @@ pub struct SubjectOptions {
     /// For Claude Code.
     #[serde(default, rename = "claude-code")]
     pub claude_code: ClaudeCodeOptions,
+    /// For every other subject, by its name (`[subject.agent.opencode]`): [`AgentOptions`].
+    #[serde(default)]
+    pub agent: BTreeMap<Spanned<String>, AgentOptions>,
+}
+
+impl SubjectOptions {
+    /// The options of a subject that is neither the built-in runtime nor Claude Code, by its name.
+    pub fn agent_options(&self, name: &str) -> Option<&AgentOptions> {
+        self.agent.iter().find(|(k, _)| k.get_ref() == name).map(|(_, o)| o)
+    }
 }
 
 #[derive(Debug, Deserialize)]
@@ -376,7 +410,9 @@ impl Probe {
         let own = match subject.kind {
             SubjectKind::Builtin => &self.subject.builtin.unconfined,
             SubjectKind::ClaudeCode => &self.subject.claude_code.unconfined,
-            _ => &None,
+            SubjectKind::Agent(_) | SubjectKind::Command => {
+                self.subject.agent_options(&subject.name).map_or(&None, |o| &o.unconfined)
+            }
         };
         self.subject.unconfined.as_deref().or(own.as_deref())
     }
@@ -388,7 +424,9 @@ impl Probe {
         let own: &[String] = match subject.kind {
             SubjectKind::Builtin => &self.subject.builtin.requires,
             SubjectKind::ClaudeCode => &self.subject.claude_code.requires,
-            _ => &[],
+            SubjectKind::Agent(_) | SubjectKind::Command => {
+                self.subject.agent_options(&subject.name).map_or(&[], |o| &o.requires[..])
+            }
         };
         let mut all: Vec<String> = self.requires.iter().chain(own).cloned().collect();
         // every loop probe's subject runs confined unless the probe says why not ([`crate::confine`])

@@ -44,6 +44,7 @@ pub fn tables() -> Vec<Table> {
         t("[subject]", fields_of::<super::SubjectOptions>()),
         t("[subject.builtin]", fields_of::<super::BuiltinOptions>()),
         t("[subject.claude-code]", fields_of::<super::ClaudeCodeOptions>()),
+        t("[subject.agent.NAME]", fields_of::<super::AgentOptions>()),
         t("[host]", fields_of::<rc::HostScript>()),
         t("ask = [{ … }]", fields_of::<rc::AskReply>()),
         t("plan = [{ … }]", fields_of::<rc::PlanReply>()),

@@ -101,6 +101,7 @@ use crate::subject::id::SubjectId;
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::subject::id::SubjectKind;
     use host::CONFINEMENT;
     use std::path::Path;
 
@@ -157,6 +158,44 @@ mod tests {
         let p = p.map_err(|e| e.to_string());
         assert_eq!(p.as_ref().map(|p| p.checks.len()), Ok(1));
         assert_eq!(p.as_ref().map(|p| p.checks[0].1), Ok(8));
+    }
+
+    #[test]
+    fn every_other_subject_has_options_of_its_own_by_name() {
+        let known = Known {
+            subjects: vec!["builtin".into(), "claude-code".into(), "opencode".into(), "my-agent".into()],
+            claims: Vec::new(),
+            caps: Default::default(),
+        };
+        let with = |table: &str| parse_with(Path::new("p.toml"), &format!("{OK}{table}"), &known);
+        let p = with(
+            "[subject.agent.opencode]\nrequires = [\"curl\"]\nunconfined = \"measures the host's /tmp\"\nargs = [\"--x\"]\n\
+             [subject.agent.my-agent]\nenv = { A = \"1\" }\n",
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        let opencode = SubjectId { kind: SubjectKind::Agent("opencode"), ..SubjectId::command("opencode", None) };
+        let mine = SubjectId::command("my-agent", None);
+        assert_eq!(p.unconfined_on(&opencode), Some("measures the host's /tmp"));
+        assert_eq!(p.requires_on(&opencode), ["curl"]);
+        assert_eq!(p.subject.agent_options("opencode").map(|o| o.args.clone()), Some(vec!["--x".to_string()]));
+        // another subject's options are not this one's: it runs confined, needing confinement
+        assert_eq!(p.unconfined_on(&mine), None);
+        assert_eq!(p.requires_on(&mine), [CONFINEMENT]);
+        assert_eq!(p.subject.agent_options("my-agent").map(|o| o.env["A"].clone()), Some("1".into()));
+        assert_eq!(p.unconfined_on(&SubjectId::builtin()), None);
+        // a name that is no subject, or one with a table of its own, is said at its place
+        let e = with("[subject.agent.nosuch]\nrequires = [\"curl\"]\n").map(|_| ()).unwrap_err().to_string();
+        assert!(e.starts_with("p.toml:8:16: [subject.agent.nosuch]: unknown subject \"nosuch\""), "{e}");
+        assert!(e.contains("hint: the other subjects are opencode, my-agent"), "{e}");
+        let e = with("[subject.agent.builtin]\n").map(|_| ()).unwrap_err().to_string();
+        assert!(e.contains("builtin has a table of its own") && e.contains("write [subject.builtin]"), "{e}");
+        // its keys are its own, its reason is words, its host parts are parts there are
+        let e = with("[subject.agent.opencode]\nmodel = \"m\"\n").map(|_| ()).unwrap_err().to_string();
+        assert!(e.contains("unknown field `model`"), "{e}");
+        let e = with("[subject.agent.opencode]\nunconfined = \" \"\n").map(|_| ()).unwrap_err().to_string();
+        assert!(e.contains("unconfined needs a reason"), "{e}");
+        let e = with("[subject.agent.opencode]\nrequires = [\"no such/part\"]\n").map(|_| ()).unwrap_err().to_string();
+        assert!(e.contains("which is not a host part"), "{e}");
     }
 
     #[test]

@@ -63,6 +63,7 @@ pub fn parse_with(path: &Path, text: &str, known: &Known) -> Result<Probe, Locat
         return Err(at.err(0, msg.into(), Some(hint)));
     }
     at.subject_options(&raw)?;
+    at.agent_options(&raw, &subjects_known)?;
     at.fixture_mtimes(&raw)?;
     let plugins = at.plugins(&raw)?;
     let checks = at.checks(&raw, &checks::Names { main_turns, main_ids, execs: raw.execs.len() })?;
@@ -224,7 +225,8 @@ impl At<'_> {
     /// turns the Bash sandbox on requires bubblewrap.
     fn requires(&self, raw: &ProbeFile) -> Result<Vec<String>, Located> {
         let text = self.text;
-        let subject_requires = raw.subject.builtin.requires.iter().chain(&raw.subject.claude_code.requires);
+        let agents = raw.subject.agent.values().flat_map(|o| &o.requires);
+        let subject_requires = raw.subject.builtin.requires.iter().chain(&raw.subject.claude_code.requires).chain(agents);
         for r in raw.requires.iter().map(|r| (r.get_ref(), r.span().start)).chain(subject_requires.map(|r| (r, 0))) {
             if !host::valid_name(r.0) {
                 return Err(self.err(
@@ -337,7 +339,8 @@ impl At<'_> {
     /// `[subject]`'s options: an `unconfined` says why, a `session_id` is a UUID.
     fn subject_options(&self, raw: &ProbeFile) -> Result<(), Located> {
         let text = self.text;
-        let reasons = [&raw.subject.unconfined, &raw.subject.builtin.unconfined, &raw.subject.claude_code.unconfined];
+        let own = [&raw.subject.unconfined, &raw.subject.builtin.unconfined, &raw.subject.claude_code.unconfined];
+        let reasons: Vec<&Option<String>> = own.into_iter().chain(raw.subject.agent.values().map(|o| &o.unconfined)).collect();
         // a reason is words: blanks, zero-width and other invisible characters alone say nothing
         let says_nothing = |why: &String| why.chars().filter(|c| c.is_alphanumeric()).count() < 2;
         if reasons.iter().any(|r| r.as_ref().is_some_and(says_nothing)) {
@@ -355,6 +358,35 @@ impl At<'_> {
                 let at = key.and_then(|k| k.find(text)).map(|m| m.start()).unwrap_or(0);
                 let hint = "Claude Code's --session-id takes a UUID, e.g. \"11111111-2222-4333-8444-555555555555\"";
                 return Err(self.err(at, format!("session_id {id:?} is not a UUID"), Some(hint)));
+            }
+        }
+        Ok(())
+    }
+
+    /// `[subject.agent.NAME]`: each names a subject there is, other than the built-in runtime and Claude
+    /// Code (whose tables are their own).
+    fn agent_options(&self, raw: &ProbeFile, subjects_known: &[&str]) -> Result<(), Located> {
+        use crate::subject::id::{BUILTIN, CLAUDE_CODE};
+        for name in raw.subject.agent.keys() {
+            let n = name.get_ref().as_str();
+            if n == BUILTIN || n == CLAUDE_CODE {
+                return Err(self.err(
+                    name.span().start,
+                    format!("[subject.agent.{n}]: {n} has a table of its own"),
+                    Some(&format!("write [subject.{n}] (its keys are in docs/probe-format.md)")),
+                ));
+            }
+            if !subjects_known.contains(&n) {
+                let others: Vec<&str> =
+                    subjects_known.iter().copied().filter(|s| *s != BUILTIN && *s != CLAUDE_CODE).collect();
+                return Err(self.err(
+                    name.span().start,
+                    format!("[subject.agent.{n}]: unknown subject {n:?}"),
+                    Some(&format!(
+                        "the other subjects are {} (a project's own: [subjects.NAME] in probelab.toml)",
+                        others.join(", ")
+                    )),
+                ));
             }
         }
         Ok(())

@@ -161,7 +161,13 @@ impl Subject for Agent {
             let tmp = sb.root.join("tmp");
             std::fs::create_dir_all(&tmp).map_err(|source| ConverseError::CreateDir { path: tmp.clone(), source })?;
             let start = Start { c: &c, program: &self.program, base_url: c.base_url.trim_end_matches('/').to_string() };
-            let (args, env) = (self.spec.launch)(&start)?;
+            let (mut args, env) = (self.spec.launch)(&start)?;
+            // the probe's own options for this agent ([subject.agent.NAME]): its arguments after the
+            // launch's; its environment under the lab's base and the launch's (the stub stays its endpoint)
+            let own = c.probe.subject.agent_options(&self.id.name);
+            args.extend(own.iter().flat_map(|o| o.args.iter().cloned()));
+            let own_env: Vec<(String, String)> =
+                own.iter().flat_map(|o| o.env.iter().map(|(k, v)| (k.clone(), v.clone()))).collect();
             // the programs it needs first on its PATH (the cache's rg and fd, node), then the lab's
             let dirs =
                 self.spec.requires.iter().filter_map(|r| crate::probe::host::locate(r)?.parent().map(PathBuf::from));
@@ -176,8 +182,8 @@ impl Subject for Agent {
                 ("TMPDIR".into(), tmp.clone().into()),
                 ("ANTHROPIC_API_KEY".into(), OsString::from(DUMMY_KEY)),
             ];
-            let vars =
-                probelab_runtime::confine::with_env(probelab_runtime::confine::with_env(base, env), sb.env(c.probe));
+            use probelab_runtime::confine::with_env;
+            let vars = with_env(with_env(with_env(with_env(Vec::new(), own_env), base), env), sb.env(c.probe));
             let cmd = probelab_runtime::confine::command(c.confine.as_ref(), &self.program, &args, &sb.cwd, &vars);
             let name = self.id.to_string();
             let ended = super::process::run(cmd, &name, c.until, c.stop).await?;

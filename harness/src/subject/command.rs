@@ -505,7 +505,15 @@ impl Command {
         }
         let tmp = sb.root.join("tmp");
         std::fs::create_dir_all(&tmp).map_err(|source| ConverseError::CreateDir { path: tmp.clone(), source })?;
-        let argv: Vec<String> = self.spec.command.iter().map(|a| resolve(a, &values)).collect();
+        // the probe's own options for this subject ([subject.agent.NAME]): arguments after its command's
+        let own = c.probe.subject.agent_options(&self.id.name);
+        let argv: Vec<String> = self
+            .spec
+            .command
+            .iter()
+            .map(|a| resolve(a, &values))
+            .chain(own.iter().flat_map(|o| o.args.iter().cloned()))
+            .collect();
         let program = PathBuf::from(&argv[0]);
         // a relative path with a directory part is the project's (`bin/agent`); a bare name is looked up on PATH
         let program = if program.is_relative() && program.components().count() > 1 {
@@ -531,8 +539,12 @@ impl Command {
             ("LANG".into(), "C.UTF-8".into()),
             ("TMPDIR".into(), tmp.clone().into()),
         ];
-        let own = self.spec.env.iter().map(|(k, v)| (k.clone(), resolve(v, &values)));
-        let vars = probelab_runtime::confine::with_env(probelab_runtime::confine::with_env(base, own), sb.env(c.probe));
+        // the probe's environment for this subject under the lab's base and the subject's own (the stub
+        // stays its endpoint, as the project declares it)
+        let probe_own = own.iter().flat_map(|o| o.env.iter().map(|(k, v)| (k.clone(), v.clone())));
+        let spec_env = self.spec.env.iter().map(|(k, v)| (k.clone(), resolve(v, &values)));
+        use probelab_runtime::confine::with_env;
+        let vars = with_env(with_env(with_env(with_env(Vec::new(), probe_own), base), spec_env), sb.env(c.probe));
         Ok(probelab_runtime::confine::command(confine.as_ref(), &program, &argv[1..], &sb.cwd, &vars))
     }
 }
