@@ -458,7 +458,9 @@ fn fault(f: &RawFault, main_turns: usize) -> Result<FsFault, (usize, String, Opt
         if kind != "touch" {
             return Err((m.span().start, format!("`mtime` does not apply to a {kind:?} fault"), kinds_hint));
         }
-        m.get_ref().time().map_err(|e| (m.span().start, format!("fixture fault touch {:?}: {e}", f.path), None))?;
+        m.get_ref().time().map_err(|e| {
+            (m.span().start, format!("fixture fault touch {:?}: {}", f.path, crate::exit::chain(&e)), None)
+        })?;
     }
     if let Some(t) = f.at_turn.as_ref().filter(|t| *t.get_ref() == 0 || *t.get_ref() > main_turns) {
         let msg = format!("fixture fault at_turn {} names no main turn (there are {main_turns})", t.get_ref());

@@ -132,7 +132,7 @@ pub(crate) fn web_problems(raw: &ProbeFile, text: &str) -> Result<(), values::Pr
     }
     if let Err(e) = raw.web.validate() {
         let at = key_offset(text, 0..text.len(), "pages").unwrap_or(0);
-        return Err((at, e, None));
+        return Err((at, crate::exit::chain(&e), None));
     }
     Ok(())
 }
