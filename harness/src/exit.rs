@@ -172,6 +172,10 @@ mod tests {
             rel: "a".into(),
             source: crate::probe::files::MtimeError::NotRfc3339 { text: "x".into(), source: jiff() }.into(),
         };
+        let dialect = || {
+            let text = "agent = \"x\"\n[tools.Write]\nname = \"w\"\nrefuses = [\"(unclosed\"]\n";
+            crate::subject::dialect::Dialect::parse("d.toml", text).err().unwrap()
+        };
         let errors: Vec<Box<dyn std::error::Error + 'static>> = vec![
             Box::new(crate::observe::DataError::Read { path: "a".into(), source: gone() }),
             Box::new(crate::observe::DataError::NotAnObservation { path: "a".into(), source: json() }),
@@ -214,6 +218,12 @@ mod tests {
             })),
             Box::new(crate::confine::ConfineError::Ports(gone())),
             Box::new(crate::run::RunError::from(crate::confine::ConfineError::Ports(gone()))),
+            Box::new(dialect()),
+            Box::new(crate::subject::SubjectError::from(dialect())),
+            Box::new(crate::subject::SubjectError::VersionRefused {
+                subject: "builtin@2.1.1".into(),
+                why: probelab_runtime::profile::NoProfile::Unmeasured("2.1.1".into()).into(),
+            }),
         ];
         for e in errors {
             let source = e.source().map(|s| s.to_string());

@@ -84,7 +84,7 @@ impl Agent {
             .ok_or_else(|| SubjectError::NoVersion { subject: id.to_string(), kind: spec.kind })?;
         let version =
             semver::Version::parse(v).map_err(|source| SubjectError::BadVersion { subject: id.to_string(), source })?;
-        let dialect = Dialect::parse(spec.dialect.0, spec.dialect.1).map_err(SubjectError::Dialect)?;
+        let dialect = Dialect::parse(spec.dialect.0, spec.dialect.1).map_err(SubjectError::from)?;
         let cache = crate::versions::Cache::from_env_of(spec.install)
             .map_err(|e| SubjectError::Cache { subject: format!("{}@{v}", spec.kind), source: Box::new(e) })?;
         let installed = cache

@@ -108,44 +108,99 @@ pub struct Dialect {
     pub tools: BTreeMap<String, ToolMap>,
 }
 
+/// A dialect file that does not parse ([`Dialect::parse`]): where (`origin:line:col`), then what.
+#[derive(Debug, thiserror::Error)]
+#[error("{origin}{}", at.map(|(l, c)| format!(":{l}:{c}")).unwrap_or_default())]
+pub struct DialectError {
+    /// The file as named.
+    pub origin: String,
+    /// Its line and column, when known.
+    pub at: Option<(usize, usize)>,
+    /// What is wrong.
+    #[source]
+    pub problem: Box<DialectProblem>,
+}
+
+/// What is wrong in a dialect file ([`DialectError`]).
+#[derive(Debug, thiserror::Error)]
+pub enum DialectProblem {
+    /// Not TOML, or not a dialect: the parser's message.
+    #[error("{0}")]
+    Toml(String),
+    /// A Claude Code tool's mapping.
+    #[error("tools.{tool}")]
+    Tool {
+        /// The Claude Code tool.
+        tool: String,
+        /// What.
+        #[source]
+        problem: ToolProblem,
+    },
+}
+
+/// What is wrong in one tool's mapping of a dialect file ([`DialectProblem::Tool`]).
+#[derive(Debug, thiserror::Error)]
+pub enum ToolProblem {
+    /// An empty property path or component.
+    #[error("{0:?} is not a property path (a.b.0.c)")]
+    NotAPath(String),
+    /// A `*` not one level down, or not on both sides.
+    #[error(
+        "{from:?} → {to:?}: a `*` stands for each element of an array one level down, on both sides (\"todos.*.content\" = \"todos.*.content\")"
+    )]
+    Stars {
+        /// The Claude Code side.
+        from: String,
+        /// The agent's side.
+        to: String,
+    },
+    /// A refusal pattern that is not a regex.
+    #[error("refuses {pattern:?} is not a regex")]
+    Regex {
+        /// As written.
+        pattern: String,
+        /// The regex parser's reason.
+        source: regex::Error,
+    },
+    /// A conversion of a property the input does not map.
+    #[error("convert names {0:?}, which input does not map")]
+    Convert(String),
+}
+
 impl Dialect {
     /// Parses a dialect file; errors name `origin:line:col`.
-    pub fn parse(origin: &str, text: &str) -> Result<Dialect, String> {
-        let d: Dialect = toml::from_str(text).map_err(|e| {
-            let at = e.span().map(|s| stub_messages::script::line_col(text, s.start));
-            match at {
-                Some((l, c)) => format!("{origin}:{l}:{c}: {}", e.message().trim_end()),
-                None => format!("{origin}: {}", e.message().trim_end()),
-            }
+    pub fn parse(origin: &str, text: &str) -> Result<Dialect, DialectError> {
+        let d: Dialect = toml::from_str(text).map_err(|e| DialectError {
+            origin: origin.to_string(),
+            at: e.span().map(|s| stub_messages::script::line_col(text, s.start)),
+            problem: Box::new(DialectProblem::Toml(e.message().trim_end().to_string())),
         })?;
         for (cc, t) in &d.tools {
-            let at = |key: &str| {
-                let (l, c) = locate(text, cc, key);
-                format!("{origin}:{l}:{c}: tools.{cc}")
+            let bad = |key: &str, problem| DialectError {
+                origin: origin.to_string(),
+                at: Some(locate(text, cc, key)),
+                problem: Box::new(DialectProblem::Tool { tool: cc.clone(), problem }),
             };
             for (source, target) in &t.input {
                 for path in [source, target] {
                     if path.is_empty() || path.split('.').any(str::is_empty) {
-                        return Err(format!("{}: {path:?} is not a property path (a.b.0.c)", at(path)));
+                        return Err(bad(path, ToolProblem::NotAPath(path.clone())));
                     }
                 }
                 let stars = |p: &str| p.split('.').filter(|x| *x == "*").count();
                 let one_level = stars(source) == 0 || (stars(source) == 1 && source.split('.').nth(1) == Some("*"));
                 if !one_level || stars(source) != stars(target) {
-                    return Err(format!(
-                        "{}: {source:?} → {target:?}: a `*` stands for each element of an array one level down, on both sides (\"todos.*.content\" = \"todos.*.content\")",
-                        at(source)
-                    ));
+                    return Err(bad(source, ToolProblem::Stars { from: source.clone(), to: target.clone() }));
                 }
             }
             for pattern in &t.refuses {
                 if let Err(e) = regex::Regex::new(pattern) {
-                    return Err(format!("{}: refuses {pattern:?} is not a regex: {e}", at(pattern)));
+                    return Err(bad(pattern, ToolProblem::Regex { pattern: pattern.clone(), source: e }));
                 }
             }
             for key in t.convert.keys() {
                 if !t.input.contains_key(key) {
-                    return Err(format!("{}: convert names {key:?}, which input does not map", at(key)));
+                    return Err(bad(key, ToolProblem::Convert(key.clone())));
                 }
             }
         }
@@ -475,6 +530,7 @@ mod tests {
         assert!(problems.iter().any(|p| p.contains("its required \"path\" is mapped from nothing")), "{problems:?}");
         assert!(problems.iter().any(|p| p.contains("pi sends no tool \"task\"")), "{problems:?}");
         let bad = Dialect::parse("x.toml", "agent = \"pi\"\n[tools.Read]\nnames = \"read\"\n");
+        let bad = bad.map_err(|e| crate::exit::chain(&e));
         assert!(bad.as_ref().is_err_and(|e| e.starts_with("x.toml:3:1: unknown field `names`")), "{bad:?}");
     }
 
@@ -614,16 +670,16 @@ refuses = ["already exists", "^Ambiguous match"]
     fn a_dialect_file_s_mistakes_are_told_at_their_line_and_column() {
         let bad_star =
             "agent = \"x\"\n[tools.TodoWrite]\nname = \"t\"\ninput = { \"todos.*.content\" = \"items.content\" }\n";
-        let e = Dialect::parse("d.toml", bad_star).unwrap_err();
+        let e = Dialect::parse("d.toml", bad_star).map_err(|e| crate::exit::chain(&e)).unwrap_err();
         assert!(e.starts_with("d.toml:4:12: tools.TodoWrite: \"todos.*.content\" → \"items.content\": a `*`"), "{e}");
         let bad_regex = "agent = \"x\"\n[tools.Write]\nname = \"w\"\nrefuses = [\"(unclosed\"]\n";
-        let e = Dialect::parse("d.toml", bad_regex).unwrap_err();
+        let e = Dialect::parse("d.toml", bad_regex).map_err(|e| crate::exit::chain(&e)).unwrap_err();
         assert!(e.starts_with("d.toml:4:13: tools.Write: refuses \"(unclosed\" is not a regex"), "{e}");
         let bad_convert = "agent = \"x\"\n[tools.Bash]\nname = \"b\"\nconvert = { timeout = \"ms-to-s\" }\n";
-        let e = Dialect::parse("d.toml", bad_convert).unwrap_err();
+        let e = Dialect::parse("d.toml", bad_convert).map_err(|e| crate::exit::chain(&e)).unwrap_err();
         assert!(e.contains("convert names \"timeout\", which input does not map"), "{e}");
         let unknown_unit = "agent = \"x\"\n[tools.Bash]\nname = \"b\"\ninput = { timeout = \"t\" }\nconvert = { timeout = \"ms-to-min\" }\n";
-        let e = Dialect::parse("d.toml", unknown_unit).unwrap_err();
+        let e = Dialect::parse("d.toml", unknown_unit).map_err(|e| crate::exit::chain(&e)).unwrap_err();
         assert!(e.starts_with("d.toml:5:23: unknown variant `ms-to-min`"), "{e}");
     }
 
