@@ -224,6 +224,14 @@ mod tests {
                 subject: "builtin@2.1.1".into(),
                 why: probelab_runtime::profile::NoProfile::Unmeasured("2.1.1".into()).into(),
             }),
+            Box::new(crate::observatory::cli::RangeError::NotAVersion {
+                version: "2.1".into(),
+                source: semver::Version::parse("2.1").unwrap_err(),
+            }),
+            Box::new(crate::observatory::watch::CellsError::from(crate::observe::DataError::Read {
+                path: "a".into(),
+                source: gone(),
+            })),
         ];
         for e in errors {
             let source = e.source().map(|s| s.to_string());

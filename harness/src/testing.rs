@@ -41,7 +41,7 @@ pub fn trials(dir: &Path, subjects: &[&str]) -> Result<Vec<Trial>, String> {
         .map_err(|e| e.to_string())?;
     let mut trials = Vec::new();
     for s in subjects {
-        let id = layout.subjects.parse(s).map_err(|e| e.to_string())?;
+        let id = layout.subjects.parse(s).map_err(|e| crate::exit::chain(&e))?;
         let subject = layout.subjects.prepare(&id).map_err(|e| crate::exit::chain(&e))?;
         for p in probes.iter().filter(|p| p.applies_to(&id)) {
             let name = format!("{id}/{}", p.id);

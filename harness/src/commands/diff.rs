@@ -42,7 +42,7 @@ pub fn diff_of(
     let parse = |name: &str| if is_dir(name) { Ok(None) } else { registry.parse(name).map(Some) };
     let (lid, rid) = match (parse(left), parse(right)) {
         (Ok(l), Ok(r)) if run_now => (l, r),
-        (Err(e), _) | (_, Err(e)) if run_now => return Err(anyhow::Error::msg(e)),
+        (Err(e), _) | (_, Err(e)) if run_now => return Err(e.into()),
         _ => (None, None),
     };
     let mut skipped: Vec<String> = Vec::new();
@@ -100,7 +100,10 @@ pub fn diff_of(
             match docs.matrix_of_cells() {
                 Ok(m) => m.judge(&mut d, &a, &b),
                 Err(e) => {
-                    eprintln!("probelab diff: the committed cells are not used ({e}): behaviour judged by the goldens")
+                    eprintln!(
+                        "probelab diff: the committed cells are not used ({}): behaviour judged by the goldens",
+                        crate::exit::chain(&e)
+                    )
                 }
             }
         }

@@ -76,8 +76,8 @@ pub async fn measure(probes: &[Probe], layout: &Layout, version: &str) -> Result
         return Err(format!("no committed goldens of claude-code@{version} ({})", real.display()));
     }
     let subject = format!("builtin@{version}");
-    let id = layout.subjects.parse(&subject).map_err(|e| e.to_string())?;
-    let cc = layout.subjects.parse(&format!("claude-code@{version}")).map_err(|e| e.to_string())?;
+    let id = layout.subjects.parse(&subject).map_err(|e| crate::exit::chain(&e))?;
+    let cc = layout.subjects.parse(&format!("claude-code@{version}")).map_err(|e| crate::exit::chain(&e))?;
     let tmp = tempfile::tempdir().map_err(|e| format!("a temp dir: {e}"))?;
     let run_layout = Layout { golden: tmp.path().to_path_buf(), ..layout.clone() };
     let mut out = Measured::default();
