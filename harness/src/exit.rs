@@ -232,6 +232,13 @@ mod tests {
                 path: "a".into(),
                 source: gone(),
             })),
+            Box::new(crate::transcript::diff::SetError::Read { path: "a".into(), source: gone() }),
+            Box::new(crate::lab::GoldenError::Bless { file: "a".into(), source: gone() }),
+            Box::new(crate::observatory::explain::ExplainError::Io { path: "a".into(), source: gone() }),
+            Box::new(crate::observatory::explain::ExplainError::from(crate::lab::GoldenError::Bless {
+                file: "a".into(),
+                source: gone(),
+            })),
         ];
         for e in errors {
             let source = e.source().map(|s| s.to_string());

@@ -56,7 +56,7 @@ pub fn trials(dir: &Path, subjects: &[&str]) -> Result<Vec<Trial>, String> {
                 if !report.passed() {
                     return Err(report.failures().join("\n").into());
                 }
-                match golden_step(&report, &layout, false)? {
+                match golden_step(&report, &layout, false).map_err(|e| Failed::from(crate::exit::chain(&e)))? {
                     GoldenOutcome::Same | GoldenOutcome::Blessed => Ok(()),
                     GoldenOutcome::Missing => Err("no golden yet: run `probelab run --bless` to write it".into()),
                     GoldenOutcome::Differs(d) => Err(format!("the transcript differs from its golden:\n{d}").into()),

@@ -264,7 +264,7 @@ impl At<'_> {
         let p = one_probe(&self.project.probes, probe).usage()?;
         let scratch = tempfile::tempdir().context("a scratch directory for the runs").usage()?;
         let e = self.rt.block_on(super::explain::explain(&p, a.trim(), b.trim(), self.layout, scratch.path()));
-        let e = e.map_err(anyhow::Error::msg).usage()?;
+        let e = e.usage()?;
         eprintln!("{}: {}; {}", p.id, e.sources[0], e.sources[1]);
         print!("{}", e.diff);
         Ok(ExitCode::SUCCESS)
@@ -278,7 +278,7 @@ impl At<'_> {
             .rt
             .block_on(super::explain::explain(&p, a, b, self.layout, scratch.path()))
             .and_then(|e| super::explain::bundle(&p, a, b, &e, &out.unwrap_or_else(|| PathBuf::from("."))));
-        println!("{}", made.map_err(anyhow::Error::msg).usage()?.display());
+        println!("{}", made.usage()?.display());
         Ok(ExitCode::SUCCESS)
     }
 

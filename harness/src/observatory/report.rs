@@ -271,7 +271,8 @@ impl Matrix {
         use crate::transcript::golden::claude_code_dir;
         let (l, r) = (claude_code_dir(&layout.golden, a), claude_code_dir(&layout.golden, b));
         let unordered = crate::transcript::diff::unordered_of(probes);
-        let mut d = crate::transcript::diff::diff_dirs_with(&l, &r, &layout.blobs(), &unordered)?;
+        let mut d = crate::transcript::diff::diff_dirs_with(&l, &r, &layout.blobs(), &unordered)
+            .map_err(|e| crate::exit::chain(&e))?;
         self.judge(&mut d, a, b);
         Ok(d)
     }
