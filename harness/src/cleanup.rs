@@ -47,16 +47,36 @@ struct Live {
 
 static LIVE: Mutex<Live> = Mutex::new(Live { stopping: false, roots: BTreeSet::new() });
 
+/// Why a sandbox could not be registered ([`register`]).
+#[derive(Debug, thiserror::Error)]
+pub enum RegisterError {
+    /// A thread panicked holding the registry.
+    #[error("the sandbox registry is poisoned")]
+    Poisoned,
+    /// The run is being stopped: no sandbox is made any more.
+    #[error("the run is being stopped")]
+    Stopping,
+    /// The owner file could not be written into the sandbox.
+    #[error("cannot write {}", path.display())]
+    Owner {
+        /// The owner file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+}
+
 /// Makes a sandbox directory through `make` (which returns its root) and registers it for removal if
 /// the run is interrupted; refused once the run is stopping. The owner file is written into it.
-pub fn register<T>(make: impl FnOnce() -> Result<(T, PathBuf), String>) -> Result<T, String> {
-    let mut live = LIVE.lock().map_err(|_| "the sandbox registry is poisoned".to_string())?;
+pub fn register<T, E: From<RegisterError>>(make: impl FnOnce() -> Result<(T, PathBuf), E>) -> Result<T, E> {
+    let mut live = LIVE.lock().map_err(|_| RegisterError::Poisoned)?;
     if live.stopping {
-        return Err("the run is being stopped".into());
+        return Err(RegisterError::Stopping.into());
     }
     let (made, root) = make()?;
-    std::fs::write(root.join(OWNER_FILE), std::process::id().to_string())
-        .map_err(|e| format!("cannot write {}: {e}", root.join(OWNER_FILE).display()))?;
+    let owner = root.join(OWNER_FILE);
+    std::fs::write(&owner, std::process::id().to_string())
+        .map_err(|source| RegisterError::Owner { path: owner, source })?;
     live.roots.insert(root);
     Ok(made)
 }

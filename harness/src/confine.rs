@@ -39,6 +39,34 @@ impl RunConfinement {
     }
 }
 
+/// Why a run's subject cannot be confined ([`for_run`]). The runtime's confinement says its reasons in
+/// words (`probelab_runtime::confine::backend`, `start_session`): they are kept as it wrote them.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfineError {
+    /// Neither backend can confine on this host; the probe did not opt out.
+    #[error(
+        "{}: the subject cannot be confined: {why}; it is not run unconfined (`[subject] unconfined = \"why\"` opts a probe out)",
+        probe.display()
+    )]
+    Refused {
+        /// The probe file.
+        probe: PathBuf,
+        /// The runtime's reason.
+        why: String,
+    },
+    /// The loopback ports of the stub and the services cannot be relayed into the confinement.
+    #[error("cannot serve the confined subject's ports")]
+    Ports(#[source] std::io::Error),
+    /// The built-in subject's session could not be started.
+    #[error("{}: cannot confine the subject: {why}", probe.display())]
+    Session {
+        /// The probe file.
+        probe: PathBuf,
+        /// The runtime's reason.
+        why: String,
+    },
+}
+
 /// The confinement of `probe`'s `subject` (`builtin`, `claude-code@V`) writing only `sandbox`, reaching the loopback `ports` (the stub,
 /// the probe's services): `Ok(None)` when the probe opted out; an error when the host cannot confine.
 /// `whole`: the confinement wraps the whole subject (Claude Code: its namespaces its own); else each
@@ -51,22 +79,18 @@ pub async fn for_run(
     sandbox: &Path,
     ports: &[u16],
     whole: bool,
-) -> Result<Option<RunConfinement>, String> {
+) -> Result<Option<RunConfinement>, ConfineError> {
     if probe.unconfined_on(subject).is_some() {
         return Ok(None);
     }
     let launcher = crate::probe::placeholders::probelab_binary();
-    let backend = probelab_runtime::confine::backend(&launcher).map_err(|why| {
-        format!(
-            "{}: the subject cannot be confined: {why}; it is not run unconfined (`[subject] unconfined = \"why\"` opts a probe out)",
-            probe.path.display()
-        )
-    })?;
+    let backend = probelab_runtime::confine::backend(&launcher)
+        .map_err(|why| ConfineError::Refused { probe: probe.path.clone(), why })?;
     let (network, served) = if ports.is_empty() {
         (Network::Off, None)
     } else {
-        let served = probelab_runtime::confine::serve_ports(&sandbox.join(".net"), ports)
-            .map_err(|e| format!("cannot serve the confined subject's ports: {e}"))?;
+        let served =
+            probelab_runtime::confine::serve_ports(&sandbox.join(".net"), ports).map_err(ConfineError::Ports)?;
         (Network::Relayed(served.ports(&launcher)), Some(served))
     };
     let mut confinement = Confinement::lab(backend, sandbox, network, true);
@@ -87,7 +111,7 @@ pub async fn for_run(
     } else {
         let holder = probelab_runtime::confine::start_session(&confinement, &launcher)
             .await
-            .map_err(|e| format!("{}: cannot confine the subject: {e}", probe.path.display()))?;
+            .map_err(|why| ConfineError::Session { probe: probe.path.clone(), why })?;
         confinement.session = Some(holder.session.clone());
         Some(holder)
     };

@@ -166,6 +166,12 @@ mod tests {
     fn no_message_repeats_its_source() {
         let gone = || std::io::Error::new(std::io::ErrorKind::NotFound, "gone away");
         let json = || serde_json::from_str::<u8>("x").unwrap_err();
+        let jiff = || "x".parse::<jiff::Timestamp>().unwrap_err();
+        let fault = || crate::probe::sandbox::FaultError { kind: "chmod", path: "x".into(), cause: gone().into() };
+        let file = || crate::probe::sandbox::FixtureError::File {
+            rel: "a".into(),
+            source: crate::probe::files::MtimeError::NotRfc3339 { text: "x".into(), source: jiff() }.into(),
+        };
         let errors: Vec<Box<dyn std::error::Error + 'static>> = vec![
             Box::new(crate::observe::DataError::Read { path: "a".into(), source: gone() }),
             Box::new(crate::observe::DataError::NotAnObservation { path: "a".into(), source: json() }),
@@ -180,6 +186,53 @@ mod tests {
             Box::new(crate::run::RunError::Stub(gone())),
             Box::new(crate::subject::ConverseError::Spawn { what: "x".into(), source: gone() }),
             Box::new(crate::subject::claude_code::install("2.1").err().unwrap()),
+            Box::new(crate::probe::sandbox::SandboxError::Temp(gone())),
+            Box::new(crate::probe::sandbox::SandboxError::Dir { path: "a".into(), source: gone() }),
+            Box::new(crate::probe::sandbox::SandboxError::Copy { from: "a".into(), source: gone() }),
+            Box::new(crate::probe::sandbox::SandboxError::Write { path: "a".into(), source: gone() }),
+            Box::new(crate::probe::sandbox::SandboxError::Stamp(gone())),
+            Box::new(crate::probe::sandbox::SandboxError::Mtime { rel: "a".into(), source: gone() }),
+            Box::new(crate::probe::sandbox::SandboxError::Probe { probe: "p".into(), source: file() }),
+            Box::new(file()),
+            Box::new(fault()),
+            Box::new(crate::run::RunError::Fault { probe: "p".into(), source: fault() }),
+            Box::new(crate::run::RunError::from(crate::probe::sandbox::SandboxError::Temp(gone()))),
+            Box::new(crate::cleanup::RegisterError::Owner { path: "a".into(), source: gone() }),
+            Box::new(crate::probe::files::MtimeError::NotRfc3339 { text: "x".into(), source: jiff() }),
+            Box::new(crate::probe::files::FileError::Base64(base64::DecodeError::InvalidByte(0, b'!'))),
+            Box::new(crate::probe::web::PageError {
+                key: "/x".into(),
+                problem: crate::probe::web::PageProblem::Status(1),
+            }),
+            Box::new(crate::services::ServiceError::Create { path: "a".into(), source: gone() }),
+            Box::new(crate::services::ServiceError::Write { path: "a".into(), source: gone() }),
+            Box::new(crate::services::ServiceError::Serve { service: "web", source: gone() }),
+            Box::new(crate::services::tls::TlsError::Config(rustls::Error::General("no".into()))),
+            Box::new(crate::run::RunError::from(crate::services::ServiceError::Serve {
+                service: "web",
+                source: gone(),
+            })),
+            Box::new(crate::confine::ConfineError::Ports(gone())),
+            Box::new(crate::run::RunError::from(crate::confine::ConfineError::Ports(gone()))),
+            Box::new(crate::subject::SubjectError::VersionRefused {
+                subject: "builtin@2.1.1".into(),
+                why: probelab_runtime::profile::NoProfile::Unmeasured("2.1.1".into()).into(),
+            }),
+            Box::new(crate::observatory::cli::RangeError::NotAVersion {
+                version: "2.1".into(),
+                source: semver::Version::parse("2.1").unwrap_err(),
+            }),
+            Box::new(crate::observatory::watch::CellsError::from(crate::observe::DataError::Read {
+                path: "a".into(),
+                source: gone(),
+            })),
+            Box::new(crate::transcript::diff::SetError::Read { path: "a".into(), source: gone() }),
+            Box::new(crate::lab::GoldenError::Bless { file: "a".into(), source: gone() }),
+            Box::new(crate::observatory::explain::ExplainError::Io { path: "a".into(), source: gone() }),
+            Box::new(crate::observatory::explain::ExplainError::from(crate::lab::GoldenError::Bless {
+                file: "a".into(),
+                source: gone(),
+            })),
         ];
         for e in errors {
             let source = e.source().map(|s| s.to_string());

@@ -410,12 +410,40 @@ pub enum GoldenOutcome {
     MissingBlobs(Vec<String>),
 }
 
+/// Why a golden could not be blessed ([`golden_step`]).
+#[derive(Debug, thiserror::Error)]
+pub enum GoldenError {
+    /// The transcript or a blob holds the value of one of the lab's secret variables.
+    #[error(
+        "{}: not blessed: {what} holds the value of the lab's ${name} (line {line}); a subject must never see the lab's environment",
+        file.display()
+    )]
+    Leaked {
+        /// The golden file.
+        file: PathBuf,
+        /// `the transcript`, `blob <hash>`.
+        what: String,
+        /// The variable.
+        name: String,
+        /// The line it is on.
+        line: usize,
+    },
+    /// The golden or its blobs could not be written.
+    #[error("{}", file.display())]
+    Bless {
+        /// The golden file.
+        file: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+}
+
 /// Compares with (or blesses) the golden file.
 ///
 /// Secrets never reach a golden ([`crate::transcript::secrets`]): known secret shapes are redacted from
 /// the transcript before it is compared or written, and a transcript or blob that holds the value of
 /// one of the lab's secret variables is refused, never blessed.
-pub fn golden_step(report: &Report, layout: &Layout, bless: bool) -> Result<GoldenOutcome, String> {
+pub fn golden_step(report: &Report, layout: &Layout, bless: bool) -> Result<GoldenOutcome, GoldenError> {
     use crate::transcript::secrets;
     let file = golden::path(&layout.golden, &report.subject, &report.probe);
     let transcript = secrets::redact(&report.transcript);
@@ -425,14 +453,11 @@ pub fn golden_step(report: &Report, layout: &Layout, bless: bool) -> Result<Gold
             .chain(report.blobs.iter().map(|(h, t)| (format!("blob {h}"), t.as_str())));
         for (what, text) in texts {
             if let Some((name, line)) = secrets::leaked(text, &lab) {
-                return Err(format!(
-                    "{}: not blessed: {what} holds the value of the lab's ${name} (line {line}); a subject must never see the lab's environment",
-                    file.display()
-                ));
+                return Err(GoldenError::Leaked { file, what, name, line });
             }
         }
         golden::bless(&layout.golden, &file, &report.description, &transcript, &layout.blobs(), &report.blobs)
-            .map_err(|e| format!("{}: {e}", file.display()))?;
+            .map_err(|source| GoldenError::Bless { file: file.clone(), source })?;
         return Ok(GoldenOutcome::Blessed);
     }
     let unordered = &report.unordered;

@@ -43,8 +43,7 @@ impl std::io::Write for RecordMeter {
 
 /// Why a probe could not be run (its checks failing is no error: the lab's report says so). The steps of
 /// a run, each with what went wrong; the cause is the source, never repeated in the message (the chain is
-/// said once: [`crate::exit::chain`]). The sandbox, the services and confinement still speak in
-/// messages, which name their paths.
+/// said once: [`crate::exit::chain`]).
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
     /// The subject cannot be named or set up.
@@ -62,27 +61,27 @@ pub enum RunError {
     #[error(transparent)]
     Engine(#[from] crate::subject::EngineError),
     /// The sandbox or its fixture cannot be made.
-    #[error("{0}")]
-    Sandbox(String),
+    #[error(transparent)]
+    Sandbox(#[from] crate::probe::sandbox::SandboxError),
     /// A service the probe asked for (web, artifact) did not start.
-    #[error("{0}")]
-    Service(String),
+    #[error(transparent)]
+    Service(#[from] crate::services::ServiceError),
     /// The stub did not start.
     #[error("cannot start the stub")]
     Stub(#[source] std::io::Error),
     /// The subject's processes cannot be confined as the probe asks.
-    #[error("{0}")]
-    Confine(String),
+    #[error(transparent)]
+    Confine(#[from] crate::confine::ConfineError),
     /// The subject failed to hold the conversation (not a verdict: it could not be started or watched).
     #[error(transparent)]
     Conversation(#[from] crate::subject::ConverseError),
     /// A fault the probe times to a turn (`[[fixture.fault]] at_turn`) could not be applied.
-    #[error("{}: {why}", probe.display())]
+    #[error("{}", probe.display())]
     Fault {
         /// The probe file.
         probe: PathBuf,
-        /// Why.
-        why: String,
+        /// The fault and why.
+        source: crate::probe::sandbox::FaultError,
     },
     /// An exec probe's commands could not be run.
     #[error(transparent)]
@@ -191,7 +190,7 @@ fn stub_of(
     script: stub_messages::Script,
     sandbox: &Sandbox,
     meter: RecordMeter,
-    errors: Arc<std::sync::Mutex<Vec<String>>>,
+    errors: Arc<std::sync::Mutex<Vec<crate::probe::sandbox::FaultError>>>,
 ) -> Stub {
     let timed: Vec<_> = probe.fixture.fault.iter().filter(|f| f.at_turn.is_some()).cloned().collect();
     let view = sandbox.view();
@@ -227,7 +226,7 @@ pub async fn run_conversation(
     let resolved = sandbox.script(probe);
     let mut script = resolved.clone();
     subject.adjust_script(probe, &mut script);
-    let hook_errors = Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let hook_errors = Arc::new(std::sync::Mutex::new(Vec::new()));
     let record_full = Arc::new(tokio::sync::Notify::new());
     let record_lines = Arc::new(std::sync::Mutex::new(Vec::new()));
     let meter = RecordMeter { lines: record_lines.clone(), full: record_full.clone(), passed: false };
@@ -279,8 +278,8 @@ pub async fn run_conversation(
         Some(_) => RunEnd::Failed(format!("stopped at its disk limit of {} MiB", disk_limit >> 20)),
         None => end,
     };
-    if let Some(why) = hook_errors.lock().ok().and_then(|v| v.first().cloned()) {
-        return Err(RunError::Fault { probe: probe.path.clone(), why });
+    if let Some(source) = hook_errors.lock().ok().and_then(|mut v| std::mem::take(&mut *v).into_iter().next()) {
+        return Err(RunError::Fault { probe: probe.path.clone(), source });
     }
     // in the order the stub answered: where turns waited for events, that order is the one the waits
     // made (arrivals of concurrent clients race; what a held turn waited for does not)

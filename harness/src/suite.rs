@@ -290,7 +290,7 @@ pub async fn run_one(
     let golden = golden_step(&report, layout, opts.bless && verdict.is_ok());
     let note = verdict.as_ref().ok().cloned().flatten().unwrap_or_default();
     let (status, detail) = match (&golden, &verdict) {
-        (Err(e), _) => (Status::Error, e.clone()),
+        (Err(e), _) => (Status::Error, crate::exit::chain(e)),
         (Ok(_), Err(failures)) => (Status::Fail, failures.clone()),
         (Ok(GoldenOutcome::Same), Ok(_)) => (Status::Pass, note),
         (Ok(GoldenOutcome::Blessed), Ok(_)) => (Status::Blessed, note),

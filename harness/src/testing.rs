@@ -41,7 +41,7 @@ pub fn trials(dir: &Path, subjects: &[&str]) -> Result<Vec<Trial>, String> {
         .map_err(|e| e.to_string())?;
     let mut trials = Vec::new();
     for s in subjects {
-        let id = layout.subjects.parse(s).map_err(|e| e.to_string())?;
+        let id = layout.subjects.parse(s).map_err(|e| crate::exit::chain(&e))?;
         let subject = layout.subjects.prepare(&id).map_err(|e| crate::exit::chain(&e))?;
         for p in probes.iter().filter(|p| p.applies_to(&id)) {
             let name = format!("{id}/{}", p.id);
@@ -56,7 +56,7 @@ pub fn trials(dir: &Path, subjects: &[&str]) -> Result<Vec<Trial>, String> {
                 if !report.passed() {
                     return Err(report.failures().join("\n").into());
                 }
-                match golden_step(&report, &layout, false)? {
+                match golden_step(&report, &layout, false).map_err(|e| Failed::from(crate::exit::chain(&e)))? {
                     GoldenOutcome::Same | GoldenOutcome::Blessed => Ok(()),
                     GoldenOutcome::Missing => Err("no golden yet: run `probelab run --bless` to write it".into()),
                     GoldenOutcome::Differs(d) => Err(format!("the transcript differs from its golden:\n{d}").into()),

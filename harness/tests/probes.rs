@@ -108,7 +108,9 @@ fn run_on(probe: &Probe, subject: &str, layout: &Layout) -> Result<(), Failed> {
     // the golden rule of `probelab run` (`lab::golden_step`): a probe's `unordered` results match in any
     // order (Claude Code's embedded rg prints a content search's files as its threads finish); insta
     // below compares bytes, and keeps its review workflow for what differs otherwise
-    if harness::lab::golden_step(&report, layout, false)? == harness::lab::GoldenOutcome::Same {
+    let golden =
+        harness::lab::golden_step(&report, layout, false).map_err(|e| Failed::from(harness::exit::chain(&e)))?;
+    if golden == harness::lab::GoldenOutcome::Same {
         return Ok(());
     }
     let mut settings = insta::Settings::clone_current();

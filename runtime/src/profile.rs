@@ -34,16 +34,27 @@ pub const LAST_MEASURED: &str = "2.1.334";
 
 /// Whether `version` is a release a profile can imitate ([`REFERENCE`]..=[`LAST_MEASURED`]); the reason
 /// when not.
-pub fn known(version: &str) -> Result<Profile, String> {
-    let p = Profile::at(version).map_err(|e| e.to_string())?;
+pub fn known(version: &str) -> Result<Profile, NoProfile> {
+    let p = Profile::at(version)?;
     let hi = release(LAST_MEASURED).map_or(NEWEST_RELEASE, |v| (v.major, v.minor, v.patch));
     let lo = REFERENCE_RELEASE;
     if p.release < lo || p.release > hi {
-        return Err(format!(
-            "no profile for {version}: the built-in runtime imitates the releases the observatory measured, {REFERENCE} to {LAST_MEASURED}"
-        ));
+        return Err(NoProfile::Unmeasured(version.to_string()));
     }
     Ok(p)
+}
+
+/// Why there is no profile of a version ([`known`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NoProfile {
+    /// Not a version.
+    #[error(transparent)]
+    NotAVersion(#[from] BadVersion),
+    /// A release the observatory did not measure.
+    #[error(
+        "no profile for {0}: the built-in runtime imitates the releases the observatory measured, {REFERENCE} to {LAST_MEASURED}"
+    )]
+    Unmeasured(String),
 }
 
 /// A version-gated behaviour of the reference: from `since` on, Claude Code does the new thing.

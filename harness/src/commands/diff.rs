@@ -42,7 +42,7 @@ pub fn diff_of(
     let parse = |name: &str| if is_dir(name) { Ok(None) } else { registry.parse(name).map(Some) };
     let (lid, rid) = match (parse(left), parse(right)) {
         (Ok(l), Ok(r)) if run_now => (l, r),
-        (Err(e), _) | (_, Err(e)) if run_now => return Err(anyhow::Error::msg(e)),
+        (Err(e), _) | (_, Err(e)) if run_now => return Err(e.into()),
         _ => (None, None),
     };
     let mut skipped: Vec<String> = Vec::new();
@@ -67,7 +67,8 @@ pub fn diff_of(
             let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().map_err(|e| e.to_string())?;
             for p in &shared {
                 let report = rt.block_on(run_probe(p, name, &layout, false)).map_err(|e| crate::exit::chain(&e))?;
-                golden_step(&report, &Layout { golden: tmp.path().to_path_buf(), ..layout.clone() }, true)?;
+                golden_step(&report, &Layout { golden: tmp.path().to_path_buf(), ..layout.clone() }, true)
+                    .map_err(|e| crate::exit::chain(&e))?;
             }
             Ok(tmp.path().join(name))
         } else {
@@ -88,7 +89,7 @@ pub fn diff_of(
     }
     // results a probe marks `unordered` compare as sets of lines, as in the behaviour fingerprint
     let unordered = crate::transcript::diff::unordered_of(probes);
-    let mut d = diff_dirs_with(&l, &r, &blobs, &unordered).map_err(anyhow::Error::msg)?;
+    let mut d = diff_dirs_with(&l, &r, &blobs, &unordered)?;
     // two measured Claude Code versions: behaviour is judged by the observatory's committed cells (the
     // timeline's fingerprints), the goldens are the evidence
     let version = |dir: &std::path::Path| {
@@ -100,7 +101,10 @@ pub fn diff_of(
             match docs.matrix_of_cells() {
                 Ok(m) => m.judge(&mut d, &a, &b),
                 Err(e) => {
-                    eprintln!("probelab diff: the committed cells are not used ({e}): behaviour judged by the goldens")
+                    eprintln!(
+                        "probelab diff: the committed cells are not used ({}): behaviour judged by the goldens",
+                        crate::exit::chain(&e)
+                    )
                 }
             }
         }

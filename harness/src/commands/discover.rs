@@ -55,7 +55,7 @@ pub fn discover(project: &Project, a: &str, b: &str, args: DiscoverArgs) -> Outc
     let docs = crate::observatory::watch::Docs::under(&project.root);
     if publish {
         // a page compares a release with the one before it in the matrix: only that pair is its record
-        let m = docs.matrix_of_cells().map_err(|e| Failure::msg(2, e))?;
+        let m = docs.matrix_of_cells().usage()?;
         let before = m.versions.iter().position(|v| v == b).and_then(|i| i.checked_sub(1)).map(|i| &m.versions[i]);
         if before.map(String::as_str) != Some(a) {
             return Err(Failure::msg(
@@ -94,7 +94,7 @@ pub fn discover(project: &Project, a: &str, b: &str, args: DiscoverArgs) -> Outc
         let mut report = rt.block_on(discover::explore(&ca, &cb, &opts, &layout, &|m| eprintln!("discover: {m}")));
         // A and B not neighbours: each candidate bisected to the first release that shows it
         if !report.candidates.is_empty() {
-            let releases = crate::observatory::cli::between(a, b).map_err(|e| Failure::msg(1, e))?;
+            let releases = crate::observatory::cli::between(a, b).failed()?;
             let cells = opts.out.join("bisect");
             rt.block_on(discover::bisect_candidates(&mut report, &releases, &layout, &cells, &|m| {
                 eprintln!("discover: {m}")
@@ -106,7 +106,7 @@ pub fn discover(project: &Project, a: &str, b: &str, args: DiscoverArgs) -> Outc
     if publish {
         let probes = super::load_probes(project, std::slice::from_ref(&project.probes)).usage()?;
         // each finding told from what the catalogue's goldens of the pair show (the matrix's cells judge)
-        let m = docs.matrix_of_cells().map_err(|e| Failure::msg(2, e))?;
+        let m = docs.matrix_of_cells().usage()?;
         let shown = discover::probe_diff(&layout, &probes, &m, a, b).map_err(|e| Failure::msg(1, e))?;
         let written = discover::write_published(&docs.explored, &discover::published(&report, shown.as_ref()))
             .map_err(|e| Failure::msg(1, e))?;

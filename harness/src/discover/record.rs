@@ -71,7 +71,8 @@ pub fn published_dir(root: &Path) -> PathBuf {
 
 /// The records under `dir`, by the newer release (none: an empty map; a record that does not read is
 /// an error naming it).
-pub fn read_published(dir: &Path) -> Result<BTreeMap<String, Published>, String> {
+pub fn read_published(dir: &Path) -> Result<BTreeMap<String, Published>, crate::observe::DataError> {
+    use crate::observe::DataError;
     let mut out = BTreeMap::new();
     let Ok(entries) = std::fs::read_dir(dir) else { return Ok(out) };
     for e in entries.flatten() {
@@ -79,8 +80,9 @@ pub fn read_published(dir: &Path) -> Result<BTreeMap<String, Published>, String>
         if path.extension().and_then(|x| x.to_str()) != Some("json") {
             continue;
         }
-        let bytes = crate::safe_fs::read_capped(&path, 4 << 20).map_err(|e| format!("{}: {e}", path.display()))?;
-        let p: Published = serde_json::from_slice(&bytes).map_err(|e| format!("{}: {e}", path.display()))?;
+        let bytes = crate::safe_fs::read_capped(&path, 4 << 20)
+            .map_err(|source| DataError::Read { path: path.clone(), source })?;
+        let p: Published = serde_json::from_slice(&bytes).map_err(|source| DataError::Parse { path, source })?;
         out.insert(p.b.clone(), p);
     }
     Ok(out)

@@ -29,7 +29,7 @@ use crate::exit::{finish, Failed as _, Failure, Outcome, Usage as _};
 use crate::lab::Layout;
 use crate::probe::{load_all, Probe};
 use crate::project::Project;
-use crate::versions::{Catalogue, Npm, Refresh, Spec};
+use crate::versions::{Catalogue, Npm, Refresh, Spec, VersionError};
 use anyhow::Context as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -261,10 +261,10 @@ impl At<'_> {
         let Some((a, b)) = versions.split_once(',') else {
             return Err(Failure::msg(2, "--versions takes two versions: A,B (e.g. 2.1.332,2.1.333)"));
         };
-        let p = one_probe(&self.project.probes, probe).map_err(anyhow::Error::msg).usage()?;
+        let p = one_probe(&self.project.probes, probe).usage()?;
         let scratch = tempfile::tempdir().context("a scratch directory for the runs").usage()?;
         let e = self.rt.block_on(super::explain::explain(&p, a.trim(), b.trim(), self.layout, scratch.path()));
-        let e = e.map_err(anyhow::Error::msg).usage()?;
+        let e = e.usage()?;
         eprintln!("{}: {}; {}", p.id, e.sources[0], e.sources[1]);
         print!("{}", e.diff);
         Ok(ExitCode::SUCCESS)
@@ -272,13 +272,13 @@ impl At<'_> {
 
     /// `probelab bundle PROBE A B [--out DIR]`.
     fn bundle(&self, probe: &str, a: &str, b: &str, out: Option<PathBuf>) -> Outcome {
-        let p = one_probe(&self.project.probes, probe).map_err(anyhow::Error::msg).usage()?;
+        let p = one_probe(&self.project.probes, probe).usage()?;
         let scratch = tempfile::tempdir().context("a scratch directory for the runs").usage()?;
         let made = self
             .rt
             .block_on(super::explain::explain(&p, a, b, self.layout, scratch.path()))
             .and_then(|e| super::explain::bundle(&p, a, b, &e, &out.unwrap_or_else(|| PathBuf::from("."))));
-        println!("{}", made.map_err(anyhow::Error::msg).usage()?.display());
+        println!("{}", made.usage()?.display());
         Ok(ExitCode::SUCCESS)
     }
 
@@ -287,7 +287,7 @@ impl At<'_> {
     fn history(&self, name: &str, since: Option<&str>, json: bool) -> Outcome {
         let probes = self.probes(&[])?;
         let docs = super::watch::Docs::under(&self.project.root);
-        let m = docs.matrix_of_cells().map_err(anyhow::Error::msg).usage()?;
+        let m = docs.matrix_of_cells().usage()?;
         if let Some(s) = since {
             if !m.versions.iter().any(|v| v == s) {
                 return Err(Failure::msg(2, format!("--since {s}: {}", unmeasured(s, &m.versions))));
@@ -301,7 +301,7 @@ impl At<'_> {
         let claims: Vec<String> =
             crate::claims::all().into_iter().map(|c| c.id).chain(self.project.known().claims).collect();
         let topic = super::history::topic(name, &claims, &tools).map_err(|e| Failure::msg(2, e))?;
-        let explored = crate::discover::read_published(&docs.explored).map_err(anyhow::Error::msg).usage()?;
+        let explored = crate::discover::read_published(&docs.explored).usage()?;
         let entries = super::history::history(&probes, self.layout, &m, &topic, since, &explored)
             .map_err(anyhow::Error::msg)
             .usage()?;
@@ -317,7 +317,7 @@ impl At<'_> {
     /// `probelab budgets [V] [--tool T] [--json]`: exit 2 on a release that is not measured.
     fn budgets(&self, version: Option<&str>, tool: Option<&str>, json: bool) -> Outcome {
         let docs = super::watch::Docs::under(&self.project.root);
-        let m = docs.matrix_of_cells().map_err(anyhow::Error::msg).usage()?;
+        let m = docs.matrix_of_cells().usage()?;
         let v = match version {
             Some(v) if m.versions.iter().any(|x| x == v) => v.to_string(),
             Some(v) => return Err(Failure::msg(2, unmeasured(v, &m.versions))),
@@ -353,7 +353,7 @@ impl At<'_> {
     fn changes(&self, version: &str, write: bool) -> Outcome {
         let probes = self.probes(&[])?;
         let docs = super::watch::Docs::under(&self.project.root);
-        let m = docs.matrix_of_cells().map_err(anyhow::Error::msg).usage()?;
+        let m = docs.matrix_of_cells().usage()?;
         let Some(i) = m.versions.iter().position(|v| *v == version) else {
             return Err(Failure::msg(2, unmeasured(version, &m.versions)));
         };
@@ -417,7 +417,7 @@ impl At<'_> {
     /// `probelab matrix`: 1 when a cell errored.
     fn matrix(&self, a: MatrixArgs) -> Outcome {
         let probes = self.probes(&a.paths)?;
-        let versions = select(&a.versions).map_err(anyhow::Error::msg).usage()?;
+        let versions = select(&a.versions).usage()?;
         let opts = MatrixOptions {
             out: a.out.unwrap_or_else(|| self.default_out()),
             fresh: a.fresh,
@@ -543,10 +543,10 @@ impl At<'_> {
                     let why = format!("probe {} does not run on claude-code (subjects = {:?})", p.id, p.subjects);
                     return Err(Failure::msg(2, why));
                 }
-                None => return Err(Failure::msg(2, no_probe(id))),
+                None => return Err(Failure::usage(NamedError::Unknown(id.clone()))),
             }
         }
-        let candidates = between(good, bad).map_err(anyhow::Error::msg).usage()?;
+        let candidates = between(good, bad).usage()?;
         eprintln!(
             "bisect {} over {} versions ({}..{}): at most {} installs per probe",
             chosen.iter().map(|p| p.id.as_str()).collect::<Vec<_>>().join(" "),
@@ -666,7 +666,7 @@ async fn pin_changes(
     each: &mut dyn FnMut(&[crate::observe::Observation]) -> Result<(), String>,
 ) -> Result<Vec<crate::observe::Observation>, String> {
     use std::collections::BTreeMap;
-    let m = Matrix::from_cells(cells)?;
+    let m = Matrix::from_cells(cells).map_err(|e| e.to_string())?;
     let mut ranges: BTreeMap<(String, String), Vec<Probe>> = BTreeMap::new();
     for (probe, changes) in &m.probe_timeline {
         let Some(p) = probes.iter().find(|p| &p.id == probe) else { continue };
@@ -676,7 +676,7 @@ async fn pin_changes(
     }
     let mut more = Vec::new();
     for ((good, bad), ps) in ranges {
-        let candidates = between(&good, &bad)?;
+        let candidates = between(&good, &bad).map_err(|e| crate::exit::chain(&e))?;
         if candidates.len() <= 2 {
             continue; // neighbours already
         }
@@ -810,20 +810,27 @@ fn load(probes: &Path, paths: &[PathBuf]) -> Result<Vec<Probe>, crate::probe::Lo
     load_all(&paths)
 }
 
+/// Why the probe a command names cannot be had ([`one_probe`]).
+#[derive(Debug, thiserror::Error)]
+enum NamedError {
+    /// The project's probes do not load.
+    #[error(transparent)]
+    Load(#[from] crate::probe::LoadError),
+    /// No probe has that id or is that file.
+    #[error("no probe {0:?} under probes/ (`probelab list` names them)")]
+    Unknown(String),
+}
+
 /// The probe a command names by id or file.
-fn one_probe(probes_dir: &Path, id: &str) -> Result<Probe, String> {
-    let all = load(probes_dir, &[]).map_err(|e| e.to_string())?;
-    named(probes_dir, &all, id).cloned().ok_or_else(|| no_probe(id))
+fn one_probe(probes_dir: &Path, id: &str) -> Result<Probe, NamedError> {
+    let all = load(probes_dir, &[])?;
+    named(probes_dir, &all, id).cloned().ok_or_else(|| NamedError::Unknown(id.to_string()))
 }
 
 /// The probe of `all` that `id` names: by its id, or by a probe file (an id that is no file is no error).
 fn named<'a>(probes_dir: &Path, all: &'a [Probe], id: &str) -> Option<&'a Probe> {
     let file_id = load(probes_dir, &[PathBuf::from(id)]).ok().and_then(|p| p.first().map(|p| p.id.clone()));
     all.iter().find(|p| p.id == id || Some(&p.id) == file_id.as_ref())
-}
-
-fn no_probe(id: &str) -> String {
-    format!("no probe {id:?} under probes/ (`probelab list` names them)")
 }
 
 /// Why `changes V` has nothing to say of a release the matrix has no cells of, in words: a release
@@ -848,40 +855,65 @@ fn unmeasured(version: &str, measured: &[String]) -> String {
     }
 }
 
-fn catalogue() -> Result<Catalogue, String> {
+fn catalogue() -> Result<Catalogue, VersionError> {
     let root = crate::subject::claude_code::cache_root();
-    let (c, fresh) = Catalogue::load(&root, &Npm::from_env(), Refresh::default()).map_err(|e| e.to_string())?;
+    let (c, fresh) = Catalogue::load(&root, &Npm::from_env(), Refresh::default())?;
     eprintln!("{}", fresh.describe(&c));
     Ok(c)
 }
 
 /// The versions a spec selects, oldest first (those without a linux-x64 binary skipped, and said).
-pub fn select(spec: &str) -> Result<Vec<String>, String> {
-    let spec: Spec = spec.parse().map_err(|e: crate::versions::VersionError| e.to_string())?;
-    let sel = catalogue()?.select(&spec).map_err(|e| e.to_string())?;
+pub fn select(spec: &str) -> Result<Vec<String>, VersionError> {
+    let spec: Spec = spec.parse()?;
+    let sel = catalogue()?.select(&spec)?;
     if let Some(n) = sel.skipped_note() {
         eprintln!("{n}");
     }
     Ok(sel.versions.iter().map(|v| v.to_string()).collect())
 }
 
+/// Why a bisection's range has no versions to walk ([`between`]).
+#[derive(Debug, thiserror::Error)]
+pub enum RangeError {
+    /// An end that is not a version.
+    #[error("{version:?} is not a version (write e.g. 2.1.235)")]
+    NotAVersion {
+        /// As given.
+        version: String,
+        /// The parser's reason.
+        source: semver::Error,
+    },
+    /// The ends swapped (or one version twice).
+    #[error(
+        "--good {good} is not older than --bad {bad}: bisect walks from the version that still behaves as \
+         before to a later one that does not; write --good {bad} --bad {good}"
+    )]
+    Reversed {
+        /// `--good`.
+        good: semver::Version,
+        /// `--bad`.
+        bad: semver::Version,
+    },
+    /// The catalogue could not be had, or an end is not runnable.
+    #[error(transparent)]
+    Versions(#[from] VersionError),
+}
+
 /// `good`, the versions between it and `bad` that have the binary, and `bad`, in npm order.
-pub fn between(good: &str, bad: &str) -> Result<Vec<String>, String> {
-    let parse =
-        |v: &str| semver::Version::parse(v).map_err(|e| format!("{v:?} is not a version ({e}); write e.g. 2.1.235"));
+pub fn between(good: &str, bad: &str) -> Result<Vec<String>, RangeError> {
+    let parse = |v: &str| {
+        semver::Version::parse(v).map_err(|source| RangeError::NotAVersion { version: v.to_string(), source })
+    };
     let (g, b) = (parse(good)?, parse(bad)?);
     // the good version is the one that still behaves as before: it comes first in npm's order (a
     // reversed pair is almost always the two arguments swapped by mistake)
     if g >= b {
-        return Err(format!(
-            "--good {g} is not older than --bad {b}: bisect walks from the version that still behaves as \
-             before to a later one that does not; write --good {b} --bad {g}"
-        ));
+        return Err(RangeError::Reversed { good: g, bad: b });
     }
     let c = catalogue()?;
-    c.runnable(&g).map_err(|e| e.to_string())?;
-    c.runnable(&b).map_err(|e| e.to_string())?;
-    let inside = c.between(&g, &b).map_err(|e| e.to_string())?;
+    c.runnable(&g)?;
+    c.runnable(&b)?;
+    let inside = c.between(&g, &b)?;
     if let Some(n) = inside.skipped_note() {
         eprintln!("{n}");
     }
@@ -894,7 +926,7 @@ pub fn between(good: &str, bad: &str) -> Result<Vec<String>, String> {
 
 /// The matrix of `cells` on stdout (text or JSON), and as HTML in `html`.
 fn report(cells: &[crate::observe::Observation], json: bool, html: Option<&Path>) -> Result<(), Failure> {
-    let m = Matrix::from_cells(cells).map_err(anyhow::Error::msg).usage()?;
+    let m = Matrix::from_cells(cells).usage()?;
     if json {
         print!("{}", m.to_json());
     } else {
@@ -928,12 +960,12 @@ mod tests {
 
     #[test]
     fn a_reversed_or_empty_bisect_range_is_refused_before_npm_is_asked() {
-        let e = between("2.1.300", "2.1.235").err().unwrap_or_default();
+        let e = between("2.1.300", "2.1.235").err().map(|e| crate::exit::chain(&e)).unwrap_or_default();
         assert!(e.starts_with("--good 2.1.300 is not older than --bad 2.1.235"), "{e}");
         assert!(e.ends_with("write --good 2.1.235 --bad 2.1.300"), "{e}");
-        let e = between("2.1.235", "2.1.235").err().unwrap_or_default();
+        let e = between("2.1.235", "2.1.235").err().map(|e| crate::exit::chain(&e)).unwrap_or_default();
         assert!(e.contains("is not older than"), "{e}");
-        let e = between("2.1", "2.1.235").err().unwrap_or_default();
+        let e = between("2.1", "2.1.235").err().map(|e| crate::exit::chain(&e)).unwrap_or_default();
         assert!(e.contains("is not a version"), "{e}");
     }
 

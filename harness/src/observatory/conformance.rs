@@ -76,8 +76,8 @@ pub async fn measure(probes: &[Probe], layout: &Layout, version: &str) -> Result
         return Err(format!("no committed goldens of claude-code@{version} ({})", real.display()));
     }
     let subject = format!("builtin@{version}");
-    let id = layout.subjects.parse(&subject).map_err(|e| e.to_string())?;
-    let cc = layout.subjects.parse(&format!("claude-code@{version}")).map_err(|e| e.to_string())?;
+    let id = layout.subjects.parse(&subject).map_err(|e| crate::exit::chain(&e))?;
+    let cc = layout.subjects.parse(&format!("claude-code@{version}")).map_err(|e| crate::exit::chain(&e))?;
     let tmp = tempfile::tempdir().map_err(|e| format!("a temp dir: {e}"))?;
     let run_layout = Layout { golden: tmp.path().to_path_buf(), ..layout.clone() };
     let mut out = Measured::default();
@@ -95,7 +95,7 @@ pub async fn measure(probes: &[Probe], layout: &Layout, version: &str) -> Result
             continue;
         }
         let report = run_probe(p, &subject, &run_layout, false).await.map_err(|e| crate::exit::chain(&e))?;
-        golden_step(&report, &run_layout, true)?;
+        golden_step(&report, &run_layout, true).map_err(|e| crate::exit::chain(&e))?;
     }
     let unordered = crate::transcript::diff::unordered_of(probes);
     let mine = tmp.path().join(&subject);
@@ -103,7 +103,8 @@ pub async fn measure(probes: &[Probe], layout: &Layout, version: &str) -> Result
         // a version with goldens of real-only probes (a bisection's boundary): nothing to compare
         return Ok(out);
     }
-    let d = crate::transcript::diff::diff_dirs_with(&mine, &real, &layout.blobs(), &unordered)?;
+    let d = crate::transcript::diff::diff_dirs_with(&mine, &real, &layout.blobs(), &unordered)
+        .map_err(|e| crate::exit::chain(&e))?;
     out.figure = Figure { common: d.probes.len(), same: d.probes.iter().filter(|p| p.results.is_none()).count() };
     out.differ = d.probes.iter().filter(|p| p.results.is_some()).map(|p| p.probe.clone()).collect();
     Ok(out)

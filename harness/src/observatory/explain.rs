@@ -26,11 +26,45 @@ pub struct Explained {
     pub sources: [String; 2],
 }
 
+/// Why a probe's change could not be explained or bundled ([`explain`], [`bundle`]).
+#[derive(Debug, thiserror::Error)]
+pub enum ExplainError {
+    /// A file or directory of the scratch golden set or of the bundle.
+    #[error("{}", path.display())]
+    Io {
+        /// Where.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// A version without a committed golden could not be run.
+    #[error(transparent)]
+    Run(#[from] crate::run::RunError),
+    /// Its transcript could not be made a golden.
+    #[error(transparent)]
+    Golden(#[from] crate::lab::GoldenError),
+    /// The two goldens could not be diffed.
+    #[error(transparent)]
+    Diff(#[from] crate::transcript::diff::SetError),
+}
+
+/// An [`ExplainError::Io`] at `path`.
+fn io(path: &Path) -> impl FnOnce(std::io::Error) -> ExplainError {
+    let path = path.to_path_buf();
+    move |source| ExplainError::Io { path, source }
+}
+
 /// Explains a probe's change between two versions (see the module docs); `scratch` holds what is run now.
-pub async fn explain(probe: &Probe, a: &str, b: &str, layout: &Layout, scratch: &Path) -> Result<Explained, String> {
+pub async fn explain(
+    probe: &Probe,
+    a: &str,
+    b: &str,
+    layout: &Layout,
+    scratch: &Path,
+) -> Result<Explained, ExplainError> {
     let tmp_golden = scratch.join("golden");
     let blobs = tmp_golden.join("blobs");
-    std::fs::create_dir_all(&blobs).map_err(|e| format!("{}: {e}", blobs.display()))?;
+    std::fs::create_dir_all(&blobs).map_err(io(&blobs))?;
     // the committed blobs, so a transcript run now and a committed one name their tools alike
     for e in std::fs::read_dir(layout.blobs()).into_iter().flatten().flatten() {
         let _ = std::fs::copy(e.path(), blobs.join(e.file_name()));
@@ -40,12 +74,13 @@ pub async fn explain(probe: &Probe, a: &str, b: &str, layout: &Layout, scratch: 
         let subject = super::subject(v);
         let committed = crate::transcript::golden::path(&layout.golden, &subject, &probe.id);
         let dest = crate::transcript::golden::path(&tmp_golden, &subject, &probe.id);
-        std::fs::create_dir_all(dest.parent().unwrap_or(&tmp_golden)).map_err(|e| e.to_string())?;
+        let parent = dest.parent().unwrap_or(&tmp_golden);
+        std::fs::create_dir_all(parent).map_err(io(parent))?;
         if committed.is_file() {
-            std::fs::copy(&committed, &dest).map_err(|e| format!("{}: {e}", committed.display()))?;
+            std::fs::copy(&committed, &dest).map_err(io(&committed))?;
             sources[i] = format!("golden/{subject}/{}.snap", probe.id);
         } else {
-            let report = run_probe(probe, &subject, layout, false).await.map_err(|e| crate::exit::chain(&e))?;
+            let report = run_probe(probe, &subject, layout, false).await?;
             golden_step(&report, &Layout { golden: tmp_golden.clone(), ..layout.clone() }, true)?;
             sources[i] = format!("run now on {subject} (no committed golden)");
         }
@@ -55,7 +90,7 @@ pub async fn explain(probe: &Probe, a: &str, b: &str, layout: &Layout, scratch: 
     let mut d = diff_dirs_with(&l, &r, &blobs, &unordered)?;
     d.left = super::subject(a);
     d.right = super::subject(b);
-    let read = |p: PathBuf| std::fs::read_to_string(&p).map_err(|e| format!("{}: {e}", p.display()));
+    let read = |p: PathBuf| std::fs::read_to_string(&p).map_err(io(&p));
     Ok(Explained {
         left: read(l.join(format!("{}.snap", probe.id)))?,
         right: read(r.join(format!("{}.snap", probe.id)))?,
@@ -66,17 +101,15 @@ pub async fn explain(probe: &Probe, a: &str, b: &str, layout: &Layout, scratch: 
 
 /// Writes a bundle of an explanation under `dir` (created; an existing bundle is replaced). Returns its
 /// path.
-pub fn bundle(probe: &Probe, a: &str, b: &str, e: &Explained, dir: &Path) -> Result<PathBuf, String> {
+pub fn bundle(probe: &Probe, a: &str, b: &str, e: &Explained, dir: &Path) -> Result<PathBuf, ExplainError> {
     let out = dir.join(format!("probelab-bundle-{}-{a}-{b}", probe.id));
     if out.exists() {
-        std::fs::remove_dir_all(&out).map_err(|e| format!("{}: {e}", out.display()))?;
+        std::fs::remove_dir_all(&out).map_err(io(&out))?;
     }
-    std::fs::create_dir_all(&out).map_err(|e| format!("{}: {e}", out.display()))?;
+    std::fs::create_dir_all(&out).map_err(io(&out))?;
     let probe_file = format!("{}.toml", probe.id);
-    let write = |name: &str, text: &str| {
-        std::fs::write(out.join(name), text).map_err(|e| format!("{}: {e}", out.join(name).display()))
-    };
-    std::fs::copy(&probe.path, out.join(&probe_file)).map_err(|e| format!("{}: {e}", probe.path.display()))?;
+    let write = |name: &str, text: &str| std::fs::write(out.join(name), text).map_err(io(&out.join(name)));
+    std::fs::copy(&probe.path, out.join(&probe_file)).map_err(io(&probe.path))?;
     write(&format!("claude-code@{a}.snap"), &e.left)?;
     write(&format!("claude-code@{b}.snap"), &e.right)?;
     write("diff.txt", &e.diff)?;

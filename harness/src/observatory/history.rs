@@ -194,7 +194,7 @@ pub fn history(
                     crate::transcript::golden::claude_code_dir(golden, previous),
                     crate::transcript::golden::claude_code_dir(golden, version),
                 );
-                *diff = Some(diff_dirs_with(&l, &r, &layout.blobs(), &unordered).map_err(|e| e.to_string())?);
+                *diff = Some(diff_dirs_with(&l, &r, &layout.blobs(), &unordered).map_err(|e| crate::exit::chain(&e))?);
             }
             Ok(())
         };

@@ -190,7 +190,7 @@ fn model_lines(dir: &Path, skip: &dyn Fn(&str) -> bool) -> BTreeSet<String> {
 pub fn between(golden_root: &Path, old: &str, new: &str, broken: IsBroken<'_>) -> Result<Vec<String>, String> {
     let (l, r) = (golden_root.join(super::subject(old)), golden_root.join(super::subject(new)));
     let blobs = golden_root.join("blobs");
-    let d = diff_dirs(&l, &r, &blobs)?;
+    let d = diff_dirs(&l, &r, &blobs).map_err(|e| crate::exit::chain(&e))?;
     let ours = |t: &String| !t.starts_with("mcp__fixture__");
     let mut lines: BTreeSet<String> = BTreeSet::new();
     let mut changed: BTreeMap<String, (String, String)> = BTreeMap::new();

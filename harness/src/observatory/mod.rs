@@ -162,7 +162,7 @@ pub async fn run_cell(probe: &Probe, version: &str, layout: &Layout, goldens: Go
                 Ok(GoldenOutcome::Missing) => "missing".into(),
                 Ok(GoldenOutcome::Differs(_)) => "differs".into(),
                 Ok(GoldenOutcome::MissingBlobs(_)) => "missing-blobs".into(),
-                Err(e) => format!("error: {e}"),
+                Err(e) => format!("error: {}", crate::exit::chain(&e)),
             };
             obs
         }

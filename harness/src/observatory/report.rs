@@ -139,7 +139,7 @@ fn version_key(v: &str) -> (Option<semver::Version>, String) {
 
 impl Matrix {
     /// The matrix of these cells.
-    pub fn from_cells(cells: &[Observation]) -> Result<Matrix, String> {
+    pub fn from_cells(cells: &[Observation]) -> Result<Matrix, Disagree> {
         let by_key = one_cell_each(cells)?;
         let mut versions: Vec<String> =
             by_key.keys().map(|(_, v)| v.clone()).collect::<BTreeSet<_>>().into_iter().collect();
@@ -271,7 +271,8 @@ impl Matrix {
         use crate::transcript::golden::claude_code_dir;
         let (l, r) = (claude_code_dir(&layout.golden, a), claude_code_dir(&layout.golden, b));
         let unordered = crate::transcript::diff::unordered_of(probes);
-        let mut d = crate::transcript::diff::diff_dirs_with(&l, &r, &layout.blobs(), &unordered)?;
+        let mut d = crate::transcript::diff::diff_dirs_with(&l, &r, &layout.blobs(), &unordered)
+            .map_err(|e| crate::exit::chain(&e))?;
         self.judge(&mut d, a, b);
         Ok(d)
     }
@@ -982,7 +983,24 @@ fn short(fingerprint: &str) -> String {
 
 /// The cells by (probe, version): one each — two cells of one (probe, version) that disagree are an error
 /// (fingerprints compare as the matrix shows them: a slim cell made from a report keeps 12 hex).
-fn one_cell_each(cells: &[Observation]) -> Result<BTreeMap<(String, String), &Observation>, String> {
+/// Two cells of one probe on one version that say different things ([`Matrix::from_cells`]): each's
+/// outcome and fingerprint as the matrix shows them.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "two cells of {probe} on {version} disagree ({first} / {second}): merge shards of one matrix, or run the cell again"
+)]
+pub struct Disagree {
+    /// The probe.
+    pub probe: String,
+    /// The version (or subject).
+    pub version: String,
+    /// The first cell's outcome and fingerprint (`pass 0123456789ab`).
+    pub first: String,
+    /// The other's.
+    pub second: String,
+}
+
+fn one_cell_each(cells: &[Observation]) -> Result<BTreeMap<(String, String), &Observation>, Disagree> {
     let mut by_key: BTreeMap<(String, String), &Observation> = BTreeMap::new();
     for o in cells {
         let version = o.version.clone().unwrap_or_else(|| o.subject.clone());
@@ -990,14 +1008,12 @@ fn one_cell_each(cells: &[Observation]) -> Result<BTreeMap<(String, String), &Ob
             // fingerprints compare as the matrix shows them (a slim cell made from a report keeps 12 hex)
             if prev.outcome != o.outcome || short(&prev.fingerprint) != short(&o.fingerprint) || prev.claims != o.claims
             {
-                return Err(format!(
-                    "two cells of {} on {version} disagree ({} {} / {} {}): merge shards of one matrix, or run the cell again",
-                    o.probe,
-                    prev.outcome.word(),
-                    short(&prev.fingerprint),
-                    o.outcome.word(),
-                    short(&o.fingerprint)
-                ));
+                return Err(Disagree {
+                    probe: o.probe.clone(),
+                    version,
+                    first: format!("{} {}", prev.outcome.word(), short(&prev.fingerprint)),
+                    second: format!("{} {}", o.outcome.word(), short(&o.fingerprint)),
+                });
             }
         }
     }
@@ -1185,7 +1201,7 @@ mod tests {
         assert!(one.to_text().contains("READ-2 HHC"), "{}", one.to_text());
         let mut bad = cells.clone();
         bad.push(cell("p", "2.1.9", Outcome::Changed, "zzzz", ("READ-2", Changed)));
-        assert!(Matrix::from_cells(&bad).err().unwrap_or_default().contains("disagree"));
+        assert!(Matrix::from_cells(&bad).err().is_some_and(|e| e.to_string().contains("disagree")));
     }
 
     #[test]

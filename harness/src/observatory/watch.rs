@@ -64,10 +64,21 @@ impl Docs {
     }
 
     /// The matrix of the committed cells (what `history`, `budgets`, `changes` and a release page read).
-    pub fn matrix_of_cells(&self) -> Result<Matrix, String> {
-        let cells = read_cells(std::slice::from_ref(&self.cells)).map_err(|e| crate::exit::chain(&e))?;
-        Matrix::from_cells(&cells)
+    pub fn matrix_of_cells(&self) -> Result<Matrix, CellsError> {
+        let cells = read_cells(std::slice::from_ref(&self.cells))?;
+        Ok(Matrix::from_cells(&cells)?)
     }
+}
+
+/// Why the committed cells make no matrix ([`Docs::matrix_of_cells`]).
+#[derive(Debug, thiserror::Error)]
+pub enum CellsError {
+    /// A cell could not be read.
+    #[error(transparent)]
+    Read(#[from] crate::observe::DataError),
+    /// Two cells of one probe and version disagree.
+    #[error(transparent)]
+    Disagree(#[from] super::report::Disagree),
 }
 
 /// The matrix and the files made of it: (file name under docs/matrix, content).
@@ -84,7 +95,7 @@ pub fn reports(
     releases: &Releases,
     probes: &[Probe],
 ) -> Result<Reports, String> {
-    let m = Matrix::from_cells(cells)?.with_conformance(conformance);
+    let m = Matrix::from_cells(cells).map_err(|e| e.to_string())?.with_conformance(conformance);
     let section = super::releases::section(&m, releases);
     // every change in words, from the goldens (results a probe marks `unordered` compared as sets)
     let unordered = crate::transcript::diff::unordered_of(probes);
@@ -211,7 +222,7 @@ pub fn publish(
             }
         }
     }
-    let explored = crate::discover::read_published(&docs.explored)?;
+    let explored = crate::discover::read_published(&docs.explored).map_err(|e| crate::exit::chain(&e))?;
     let made = pages(probes, layout, &m, &releases, &explored)?;
     std::fs::create_dir_all(&docs.changes).map_err(|e| format!("{}: {e}", docs.changes.display()))?;
     for (version, page) in &made {
@@ -271,7 +282,7 @@ pub fn stale_derived(root: &Path, read: &dyn Fn(&Path) -> Option<String>) -> Res
     let (m, files) = reports(&cells, &layout.golden, &super::conformance::Table::new(), &releases, &probes)?;
     let mut made: Vec<(String, String)> =
         files.into_iter().map(|(name, text)| (format!("docs/matrix/{name}"), text)).collect();
-    let explored = crate::discover::read_published(&docs.explored)?;
+    let explored = crate::discover::read_published(&docs.explored).map_err(|e| crate::exit::chain(&e))?;
     let pages = pages(&probes, &layout, &m, &releases, &explored)?;
     made.extend(pages.iter().map(|(v, page)| (format!("docs/changes/{v}.md"), page.clone())));
     made.extend(diff_report(&probes, &layout, &m)?.into_iter().flatten().map(|(name, t)| (format!("docs/{name}"), t)));
@@ -302,9 +313,9 @@ pub fn stale_derived(root: &Path, read: &dyn Fn(&Path) -> Option<String>) -> Res
 /// The page of `version` made again from the committed cells, goldens and exploration records (after
 /// its exploration was published): written where it differs, removed when it has nothing to say.
 pub fn republish_page(docs: &Docs, layout: &Layout, probes: &[Probe], version: &str) -> Result<(), String> {
-    let m = docs.matrix_of_cells()?;
+    let m = docs.matrix_of_cells().map_err(|e| crate::exit::chain(&e))?;
     let releases = Releases::read(&docs.matrix).map_err(|e| crate::exit::chain(&e))?;
-    let explored = crate::discover::read_published(&docs.explored)?;
+    let explored = crate::discover::read_published(&docs.explored).map_err(|e| crate::exit::chain(&e))?;
     let path = docs.changes.join(format!("{version}.md"));
     match page_of(probes, layout, (&m, &releases, &explored), version)? {
         Some(page) if std::fs::read_to_string(&path).ok().as_deref() != Some(page.as_str()) => {

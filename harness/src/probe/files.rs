@@ -74,26 +74,45 @@ pub const MAX_MTIME_SECS: u64 = 253_402_300_799;
 /// Seconds between the mtimes of two consecutive fixture files.
 pub const FIXTURE_MTIME_STEP: u64 = 1;
 
+/// Why an mtime a probe sets names no time the lab can give a file ([`Mtime::time`]).
+#[derive(Debug, thiserror::Error)]
+pub enum MtimeError {
+    /// An offset before 1970 (as written).
+    #[error("mtime {0} is before 1970")]
+    BeforeEpoch(String),
+    /// An offset after [`MAX_MTIME_SECS`] (as written).
+    #[error("mtime {0} is after the year 9999")]
+    AfterMax(String),
+    /// A time that is not RFC 3339.
+    #[error("mtime {text:?} is not an RFC 3339 time (2026-03-01T10:00:00.250Z)")]
+    NotRfc3339 {
+        /// As written.
+        text: String,
+        /// The parser's reason.
+        source: jiff::Error,
+    },
+}
+
 impl Mtime {
     /// The time it names.
-    pub fn time(&self) -> Result<std::time::SystemTime, String> {
+    pub fn time(&self) -> Result<std::time::SystemTime, MtimeError> {
         match self {
             Mtime::Offset(s) => {
                 let at = FIXTURE_MTIME_BASE as f64 + s;
                 // as written: 1e19, not its twenty digits
                 let shown = if s.abs() >= 1e15 { format!("{s:e}") } else { s.to_string() };
                 if at.is_nan() || at < 0.0 {
-                    return Err(format!("mtime {shown} is before 1970"));
+                    return Err(MtimeError::BeforeEpoch(shown));
                 }
                 if at > MAX_MTIME_SECS as f64 {
-                    return Err(format!("mtime {shown} is after the year 9999"));
+                    return Err(MtimeError::AfterMax(shown));
                 }
                 Ok(std::time::UNIX_EPOCH + std::time::Duration::from_secs_f64(at))
             }
             Mtime::At(t) => t
                 .parse::<jiff::Timestamp>()
                 .map(std::time::SystemTime::from)
-                .map_err(|e| format!("mtime {t:?} is not an RFC 3339 time (2026-03-01T10:00:00.250Z): {e}")),
+                .map_err(|source| MtimeError::NotRfc3339 { text: t.clone(), source }),
         }
     }
 }
@@ -110,30 +129,37 @@ pub fn spec_problem(spec: &FileSpec) -> Option<String> {
         FileSpec::Generated { repeat, bytes, .. } => {
             file_bytes(&FileSpec::Generated { repeat: repeat.clone(), bytes: (*bytes).min(1), mtime: None })
                 .err()
-                .or_else(|| {
-                    (*bytes > MAX_GENERATED_BYTES).then(|| {
-                        format!(
-                    "generated file: bytes = {bytes} is more than the {MAX_GENERATED_BYTES} a fixture file may have"
-                )
-                    })
-                })
+                .or_else(|| (*bytes > MAX_GENERATED_BYTES).then_some(FileError::TooLarge(*bytes)))
+                .map(|e| crate::exit::chain(&e))
         }
-        other => file_bytes(other).err(),
+        other => file_bytes(other).err().map(|e| crate::exit::chain(&e)),
     }
 }
 
+/// Why the bytes of an inline file cannot be made ([`file_bytes`]).
+#[derive(Debug, PartialEq, Eq, thiserror::Error)]
+pub enum FileError {
+    /// A generated file whose pattern is empty.
+    #[error("generated file: repeat is empty")]
+    EmptyRepeat,
+    /// A generated file larger than [`MAX_GENERATED_BYTES`].
+    #[error("generated file: bytes = {0} is more than the {MAX_GENERATED_BYTES} a fixture file may have")]
+    TooLarge(u64),
+    /// A base64 file whose text is not base64.
+    #[error("base64 file")]
+    Base64(#[source] base64::DecodeError),
+}
+
 /// The bytes of an inline file.
-pub fn file_bytes(spec: &FileSpec) -> Result<Vec<u8>, String> {
+pub fn file_bytes(spec: &FileSpec) -> Result<Vec<u8>, FileError> {
     Ok(match spec {
         FileSpec::Text(t) | FileSpec::Inline { text: t, .. } => t.as_bytes().to_vec(),
         FileSpec::Generated { repeat, bytes, .. } => {
             if repeat.is_empty() {
-                return Err("generated file: repeat is empty".into());
+                return Err(FileError::EmptyRepeat);
             }
             if *bytes > MAX_GENERATED_BYTES {
-                return Err(format!(
-                    "generated file: bytes = {bytes} is more than the {MAX_GENERATED_BYTES} a fixture file may have"
-                ));
+                return Err(FileError::TooLarge(*bytes));
             }
             // doubling copies: a 64 MiB fixture in a few memcpys, not 64 Mi byte pushes
             let n = *bytes as usize;
@@ -146,7 +172,7 @@ pub fn file_bytes(spec: &FileSpec) -> Result<Vec<u8>, String> {
             v
         }
         FileSpec::Base64 { base64, .. } => {
-            base64::engine::general_purpose::STANDARD.decode(base64.trim()).map_err(|e| format!("base64 file: {e}"))?
+            base64::engine::general_purpose::STANDARD.decode(base64.trim()).map_err(FileError::Base64)?
         }
     })
 }
@@ -164,13 +190,17 @@ mod tests {
         let big = spec("0123456789\n", 1_000_003).unwrap_or_default();
         assert_eq!(big.len(), 1_000_003);
         assert!(big.iter().zip(b"0123456789\n".iter().cycle()).all(|(a, b)| a == b));
-        let huge = spec("x", 100 << 30).err().unwrap_or_default();
+        let huge = spec("x", 100 << 30).err().map(|e| e.to_string()).unwrap_or_default();
         assert!(huge.contains("more than the 1073741824"), "{huge}");
     }
 
     #[test]
     fn an_mtime_is_an_offset_on_the_fixture_clock_or_an_rfc3339_time() {
-        let secs = |m: Mtime| m.time().map(|t| t.duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_millis());
+        let secs = |m: Mtime| {
+            m.time()
+                .map(|t| t.duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_millis())
+                .map_err(|e| e.to_string())
+        };
         assert_eq!(secs(Mtime::Offset(0.0)), Ok(u128::from(FIXTURE_MTIME_BASE) * 1000));
         assert_eq!(secs(Mtime::Offset(-1.5)), Ok(u128::from(FIXTURE_MTIME_BASE) * 1000 - 1500));
         assert_eq!(
@@ -178,7 +208,7 @@ mod tests {
             Ok(u128::from(FIXTURE_MTIME_BASE) * 1000 + 2250)
         );
         assert_eq!(secs(Mtime::At("2026-01-01T01:00:00+01:00".into())), Ok(u128::from(FIXTURE_MTIME_BASE) * 1000));
-        assert!(Mtime::At("yesterday".into()).time().is_err_and(|e| e.contains("not an RFC 3339 time")));
+        assert!(Mtime::At("yesterday".into()).time().is_err_and(|e| e.to_string().contains("not an RFC 3339 time")));
         assert!(Mtime::Offset(-1e12).time().is_err());
         // far futures are errors, not a panic of the time arithmetic
         for far in [1e19, 1e300, f64::MAX, f64::INFINITY, f64::NAN] {

@@ -226,7 +226,8 @@ impl At<'_> {
     fn requires(&self, raw: &ProbeFile) -> Result<Vec<String>, Located> {
         let text = self.text;
         let agents = raw.subject.agent.values().flat_map(|o| &o.requires);
-        let subject_requires = raw.subject.builtin.requires.iter().chain(&raw.subject.claude_code.requires).chain(agents);
+        let subject_requires =
+            raw.subject.builtin.requires.iter().chain(&raw.subject.claude_code.requires).chain(agents);
         for r in raw.requires.iter().map(|r| (r.get_ref(), r.span().start)).chain(subject_requires.map(|r| (r, 0))) {
             if !host::valid_name(r.0) {
                 return Err(self.err(
@@ -340,7 +341,8 @@ impl At<'_> {
     fn subject_options(&self, raw: &ProbeFile) -> Result<(), Located> {
         let text = self.text;
         let own = [&raw.subject.unconfined, &raw.subject.builtin.unconfined, &raw.subject.claude_code.unconfined];
-        let reasons: Vec<&Option<String>> = own.into_iter().chain(raw.subject.agent.values().map(|o| &o.unconfined)).collect();
+        let reasons: Vec<&Option<String>> =
+            own.into_iter().chain(raw.subject.agent.values().map(|o| &o.unconfined)).collect();
         // a reason is words: blanks, zero-width and other invisible characters alone say nothing
         let says_nothing = |why: &String| why.chars().filter(|c| c.is_alphanumeric()).count() < 2;
         if reasons.iter().any(|r| r.as_ref().is_some_and(says_nothing)) {
@@ -500,9 +502,9 @@ fn fault(f: &RawFault, main_turns: usize) -> Result<FsFault, Problem> {
                 Problem::at(m.span().start, format!("`mtime` does not apply to a {kind:?} fault")).hint(kinds_hint)
             );
         }
-        m.get_ref()
-            .time()
-            .map_err(|e| Problem::at(m.span().start, format!("fixture fault touch {:?}: {e}", f.path)))?;
+        m.get_ref().time().map_err(|e| {
+            Problem::at(m.span().start, format!("fixture fault touch {:?}: {}", f.path, crate::exit::chain(&e)))
+        })?;
     }
     if let Some(t) = f.at_turn.as_ref().filter(|t| *t.get_ref() == 0 || *t.get_ref() > main_turns) {
         let msg = format!("fixture fault at_turn {} names no main turn (there are {main_turns})", t.get_ref());

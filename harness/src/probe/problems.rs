@@ -126,7 +126,7 @@ pub(crate) fn web_problems(raw: &ProbeFile, text: &str) -> Result<(), Problem> {
     }
     if let Err(e) = raw.web.validate() {
         let at = key_offset(text, 0..text.len(), "pages").unwrap_or(0);
-        return Err(Problem::at(at, e));
+        return Err(Problem::at(at, crate::exit::chain(&e)));
     }
     Ok(())
 }

@@ -62,59 +62,179 @@ pub enum PathError {
     },
 }
 
+/// Why a sandbox could not be made ([`Sandbox::create`]): each step with the path it concerns.
+#[derive(Debug, thiserror::Error)]
+pub enum SandboxError {
+    /// The sandbox could not be registered for removal (the run is stopping).
+    #[error(transparent)]
+    Register(#[from] crate::cleanup::RegisterError),
+    /// The temp dir could not be made (or its path read).
+    #[error("cannot create a sandbox")]
+    Temp(#[source] std::io::Error),
+    /// `work/` or `home/` could not be made.
+    #[error("cannot create {}", path.display())]
+    Dir {
+        /// The directory.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The fixture dir could not be copied.
+    #[error("copying {}", from.display())]
+    Copy {
+        /// The fixture dir.
+        from: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// A fixture file's path leaves the sandbox.
+    #[error(transparent)]
+    Path(#[from] PathError),
+    /// A fixture file could not be written.
+    #[error("cannot write {}", path.display())]
+    Write {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The fixture's files could not be given their mtimes.
+    #[error("cannot set the fixture's mtimes")]
+    Stamp(#[source] std::io::Error),
+    /// A fixture file could not be given its own mtime.
+    #[error("fixture file {rel:?}: mtime")]
+    Mtime {
+        /// The file as the probe names it.
+        rel: String,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// What the probe file asks of the fixture cannot be done.
+    #[error("{}", probe.display())]
+    Probe {
+        /// The probe file.
+        probe: PathBuf,
+        /// What.
+        source: FixtureError,
+    },
+}
+
+/// What a probe asks of its fixture that cannot be done ([`SandboxError::Probe`]).
+#[derive(Debug, thiserror::Error)]
+pub enum FixtureError {
+    /// `[fixture] dir` names no directory (the path looked for).
+    #[error("fixture dir {} does not exist", .0.display())]
+    NoDir(PathBuf),
+    /// `[fixture] dir` leads out of the fixtures (through a symlink).
+    #[error("fixture dir {dir:?} is not under {}", root.display())]
+    DirOutside {
+        /// As the probe wrote it.
+        dir: String,
+        /// The fixtures' root.
+        root: PathBuf,
+    },
+    /// A fixture file's bytes or mtime.
+    #[error("fixture file {rel:?}")]
+    File {
+        /// As the probe names it.
+        rel: String,
+        /// Why.
+        source: FileProblem,
+    },
+    /// A fault before the run.
+    #[error(transparent)]
+    Fault(FaultError),
+}
+
+/// What is wrong with a fixture file ([`FixtureError::File`]).
+#[derive(Debug, thiserror::Error)]
+pub enum FileProblem {
+    /// Its bytes cannot be made.
+    #[error(transparent)]
+    Bytes(#[from] super::files::FileError),
+    /// Its mtime names no time.
+    #[error(transparent)]
+    Mtime(#[from] super::files::MtimeError),
+}
+
+/// A sandbox change that could not be applied ([`Sandbox::apply`]): the fault, then why.
+#[derive(Debug, thiserror::Error)]
+#[error("fixture fault {kind} {path:?}")]
+pub struct FaultError {
+    /// The fault's kind (`write`, `chmod`…).
+    pub kind: &'static str,
+    /// Its path as the probe wrote it.
+    pub path: String,
+    /// Why.
+    #[source]
+    pub cause: FaultCause,
+}
+
+/// Why a sandbox change could not be applied ([`FaultError`]).
+#[derive(Debug, thiserror::Error)]
+pub enum FaultCause {
+    /// Its path leaves the sandbox.
+    #[error(transparent)]
+    Path(#[from] PathError),
+    /// Its mtime names no time.
+    #[error(transparent)]
+    Mtime(#[from] super::files::MtimeError),
+    /// The file system refused.
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+}
+
 impl Sandbox {
     /// Creates the dirs and the fixture. `fixtures_root` is where `[fixture] dir` is looked up.
-    pub fn create(probe: &Probe, fixtures_root: &Path) -> Result<Sandbox, String> {
+    pub fn create(probe: &Probe, fixtures_root: &Path) -> Result<Sandbox, SandboxError> {
         let since_pid = crate::cleanup::last_pid();
         // registered for removal should the run be interrupted, the owner's pid written in its root
         let (dir, root) = crate::cleanup::register(|| {
             let dir = tempfile::Builder::new()
                 .prefix(crate::cleanup::SANDBOX_PREFIX)
                 .tempdir()
-                .map_err(|e| format!("cannot create a sandbox: {e}"))?;
-            let root = dir.path().canonicalize().map_err(|e| e.to_string())?;
-            Ok(((dir, root.clone()), root))
+                .map_err(SandboxError::Temp)?;
+            let root = dir.path().canonicalize().map_err(SandboxError::Temp)?;
+            Ok::<_, SandboxError>(((dir, root.clone()), root))
         })?;
         let cwd = root.join("work");
         let home = root.join("home");
         for d in [&cwd, &home] {
-            std::fs::create_dir_all(d).map_err(|e| format!("{}: {e}", d.display()))?;
+            std::fs::create_dir_all(d).map_err(|source| SandboxError::Dir { path: d.clone(), source })?;
         }
         let placeholders = BTreeMap::from([(PROBELAB.to_string(), probelab_binary().to_string_lossy().into_owned())]);
         let sb = Sandbox { dir: Some(dir), root, cwd, home, placeholders, since_pid };
+        let in_probe = |source| SandboxError::Probe { probe: probe.path.clone(), source };
         if let Some(d) = &probe.fixture.dir {
             let src = fixtures_root.join(d);
             if !src.is_dir() {
-                return Err(format!("{}: fixture dir {} does not exist", probe.path.display(), src.display()));
+                return Err(in_probe(FixtureError::NoDir(src)));
             }
             // the parser refused absolute paths and `..`; a symlink under fixtures/ must not lead out either
             let (real, top) = (src.canonicalize(), fixtures_root.canonicalize());
             if !matches!((&real, &top), (Ok(r), Ok(t)) if r.starts_with(t)) {
-                return Err(format!(
-                    "{}: fixture dir {d:?} is not under {}",
-                    probe.path.display(),
-                    fixtures_root.display()
-                ));
+                return Err(in_probe(FixtureError::DirOutside { dir: d.clone(), root: fixtures_root.to_path_buf() }));
             }
-            copy_tree(&src, &sb.cwd).map_err(|e| format!("copying {}: {e}", src.display()))?;
+            copy_tree(&src, &sb.cwd).map_err(|source| SandboxError::Copy { from: src.clone(), source })?;
         }
         // no link the fixture dir shipped is followed (issue 41): each component opened without
         for (rel, spec) in &probe.fixture.files {
-            let path = sb.inside(rel).map_err(|e| crate::exit::chain(&e))?;
-            probelab_runtime::nofollow::write(std::slice::from_ref(&sb.root), &path, &file_bytes(spec)?)
-                .map_err(|e| format!("{}: {e}", path.display()))?;
+            let path = sb.inside(rel)?;
+            let bytes =
+                file_bytes(spec).map_err(|e| in_probe(FixtureError::File { rel: rel.clone(), source: e.into() }))?;
+            probelab_runtime::nofollow::write(std::slice::from_ref(&sb.root), &path, &bytes)
+                .map_err(|source| SandboxError::Write { path, source })?;
         }
-        stamp_mtimes(&sb.cwd).map_err(|e| format!("cannot set the fixture's mtimes: {e}"))?;
+        stamp_mtimes(&sb.cwd).map_err(SandboxError::Stamp)?;
         // a file's own mtime overrides its stamp
         for (rel, spec) in &probe.fixture.files {
             if let Some(m) = spec.mtime() {
-                let t = m.time().map_err(|e| format!("{}: fixture file {rel:?}: {e}", probe.path.display()))?;
-                set_mtime(&sb.inside(rel).map_err(|e| crate::exit::chain(&e))?, t)
-                    .map_err(|e| format!("fixture file {rel:?}: mtime: {e}"))?;
+                let t = m.time().map_err(|e| in_probe(FixtureError::File { rel: rel.clone(), source: e.into() }))?;
+                set_mtime(&sb.inside(rel)?, t).map_err(|source| SandboxError::Mtime { rel: rel.clone(), source })?;
             }
         }
         for f in probe.fixture.fault.iter().filter(|f| f.at_turn.is_none()) {
-            sb.apply(f).map_err(|e| format!("{}: {e}", probe.path.display()))?;
+            sb.apply(f).map_err(|e| in_probe(FixtureError::Fault(e)))?;
         }
         Ok(sb)
     }
@@ -251,13 +371,12 @@ impl Sandbox {
     /// Applies one sandbox change, on the path resolved inside the sandbox ([`Sandbox::confine`]): a
     /// change never reaches outside it through a symlink (`delete` removes a link itself, not what it
     /// points at; `symlink` may point anywhere — the link is the fixture).
-    pub fn apply(&self, f: &FsFault) -> Result<(), String> {
+    pub fn apply(&self, f: &FsFault) -> Result<(), FaultError> {
         use std::os::unix::fs::PermissionsExt;
-        let kind = f.op.kind();
-        let fail = |e: String| format!("fixture fault {kind} {:?}: {e}", f.path);
-        let lexical = self.inside(&f.path).map_err(|e| fail(crate::exit::chain(&e)))?;
+        let fail = |cause: FaultCause| FaultError { kind: f.op.kind(), path: f.path.clone(), cause };
+        let lexical = self.inside(&f.path).map_err(|e| fail(e.into()))?;
         let follow_last = !matches!(f.op, FaultOp::Delete | FaultOp::Symlink { .. });
-        let p = self.confine(&lexical, follow_last).map_err(|e| fail(crate::exit::chain(&e)))?;
+        let p = self.confine(&lexical, follow_last).map_err(|e| fail(e.into()))?;
         let res = match &f.op {
             FaultOp::Write { content } => {
                 if let Some(parent) = p.parent() {
@@ -276,7 +395,7 @@ impl Sandbox {
                 // like touch(1): made empty when missing, then given the mtime (default: now)
                 let t = match mtime.as_ref().map(|m| m.time()) {
                     Some(Ok(t)) => t,
-                    Some(Err(e)) => return Err(fail(e.to_string())),
+                    Some(Err(e)) => return Err(fail(e.into())),
                     None => std::time::SystemTime::now(),
                 };
                 if let Some(parent) = p.parent() {
@@ -285,7 +404,7 @@ impl Sandbox {
                 std::fs::OpenOptions::new().create(true).append(true).open(&p).and_then(|_| set_mtime(&p, t))
             }
         };
-        res.map_err(|e| fail(e.to_string()))
+        res.map_err(|e| fail(e.into()))
     }
 
     /// `path` (lexically inside the root) with the sandbox's symlinks followed — every component but
@@ -489,6 +608,7 @@ mod tests {
         ] {
             let e = Sandbox::create(&probe(outside.path(), then), fixtures)
                 .err()
+                .map(|e| crate::exit::chain(&e))
                 .unwrap_or_else(|| panic!("{then}: applied"));
             assert!(e.starts_with("probes/escape.toml: fixture fault "), "{e}");
             assert!(e.contains("\"out\" is a symlink to") || e.contains("out is a symlink to"), "{e}");

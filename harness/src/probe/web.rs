@@ -56,23 +56,54 @@ impl WebSpec {
     }
 
     /// Checks what the server would only find at run time: statuses, header names and values, bodies.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), PageError> {
         for (key, p) in &self.pages {
+            let bad = |problem| PageError { key: key.clone(), problem };
             if !key.contains('/') {
-                return Err(format!("[web] page {key:?}: a key is `host/path` or `/path`"));
+                return Err(bad(PageProblem::Key));
             }
             if let Some(s) = p.status {
-                StatusCode::from_u16(s).map_err(|_| format!("[web] page {key:?}: status {s} is not an HTTP status"))?;
+                StatusCode::from_u16(s).map_err(|_| bad(PageProblem::Status(s)))?;
             }
             for (k, v) in &p.headers {
-                HeaderName::from_bytes(k.as_bytes())
-                    .map_err(|_| format!("[web] page {key:?}: bad header name {k:?}"))?;
-                HeaderValue::from_str(v).map_err(|_| format!("[web] page {key:?}: bad value of header {k:?}"))?;
+                HeaderName::from_bytes(k.as_bytes()).map_err(|_| bad(PageProblem::HeaderName(k.clone())))?;
+                HeaderValue::from_str(v).map_err(|_| bad(PageProblem::HeaderValue(k.clone())))?;
             }
             if let Some(b) = &p.body {
-                file_bytes(b).map_err(|e| format!("[web] page {key:?}: {e}"))?;
+                file_bytes(b).map_err(|e| bad(PageProblem::Body(e)))?;
             }
         }
         Ok(())
     }
+}
+
+/// A `[web]` page the server could not serve ([`WebSpec::validate`]): its key, and what is wrong.
+#[derive(Debug, thiserror::Error)]
+#[error("[web] page {key:?}")]
+pub struct PageError {
+    /// The page's key.
+    pub key: String,
+    /// What is wrong with it.
+    #[source]
+    pub problem: PageProblem,
+}
+
+/// What is wrong with a `[web]` page ([`PageError`]).
+#[derive(Debug, thiserror::Error)]
+pub enum PageProblem {
+    /// A key that is neither `host/path` nor `/path`.
+    #[error("a key is `host/path` or `/path`")]
+    Key,
+    /// A status that is not an HTTP status.
+    #[error("status {0} is not an HTTP status")]
+    Status(u16),
+    /// A header name HTTP does not allow.
+    #[error("bad header name {0:?}")]
+    HeaderName(String),
+    /// A header value HTTP does not allow (the header's name).
+    #[error("bad value of header {0:?}")]
+    HeaderValue(String),
+    /// A body whose bytes cannot be made.
+    #[error(transparent)]
+    Body(crate::probe::files::FileError),
 }

@@ -742,8 +742,9 @@ async fn evidence_kept(State(s): State<Shared>, req: axum::extract::Request, nex
 
 /// Starts the service with its files in `dir` (created; an `inbox/` already there is applied on the
 /// first request).
-pub async fn start(dir: &FsPath) -> Result<Running, String> {
-    std::fs::create_dir_all(dir.join("inbox")).map_err(|e| format!("{}: {e}", dir.display()))?;
+pub async fn start(dir: &FsPath) -> Result<Running, crate::services::ServiceError> {
+    let inbox = dir.join("inbox");
+    std::fs::create_dir_all(&inbox).map_err(|source| crate::services::ServiceError::Create { path: inbox, source })?;
     let inner = Inner {
         dir: dir.to_path_buf(),
         failed: std::sync::OnceLock::new(),
@@ -764,7 +765,7 @@ pub async fn start(dir: &FsPath) -> Result<Running, String> {
         .with_state(shared);
     stub_messages::serve_router(app, ([127, 0, 0, 1], 0).into())
         .await
-        .map_err(|e| format!("cannot start the artifact service: {e}"))
+        .map_err(|source| crate::services::ServiceError::Serve { service: "artifact", source })
 }
 
 #[cfg(test)]

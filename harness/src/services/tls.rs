@@ -34,6 +34,22 @@ pub fn provider() -> Arc<rustls::crypto::CryptoProvider> {
     Arc::new(rustls::crypto::ring::default_provider())
 }
 
+/// Why the web service's TLS could not be set up ([`Tls::new`]).
+#[derive(Debug, thiserror::Error)]
+pub enum TlsError {
+    /// A key or a certificate could not be made.
+    #[error("cannot make the web service's {what}")]
+    Make {
+        /// `CA key`, `server certificate`…
+        what: &'static str,
+        /// Why.
+        source: rcgen::Error,
+    },
+    /// rustls refused the configuration.
+    #[error("cannot set up TLS")]
+    Config(#[source] rustls::Error),
+}
+
 /// A run's certificate authority and the acceptor of its server certificate.
 pub struct Tls {
     /// The CA's certificate, PEM.
@@ -43,9 +59,9 @@ pub struct Tls {
 
 impl Tls {
     /// A new CA and a server certificate for the loopback names, signed by it.
-    pub fn new() -> Result<Tls, String> {
-        fn e(what: &'static str) -> impl Fn(rcgen::Error) -> String {
-            move |err| format!("cannot make the web service's {what}: {err}")
+    pub fn new() -> Result<Tls, TlsError> {
+        fn e(what: &'static str) -> impl Fn(rcgen::Error) -> TlsError {
+            move |source| TlsError::Make { what, source }
         }
         let ca_key = rcgen::KeyPair::generate().map_err(e("CA key"))?;
         let mut ca = rcgen::CertificateParams::new(Vec::<String>::new()).map_err(e("CA"))?;
@@ -63,10 +79,10 @@ impl Tls {
         let der_key = rustls::pki_types::PrivateKeyDer::Pkcs8(key.serialize_der().into());
         let config = rustls::ServerConfig::builder_with_provider(provider())
             .with_safe_default_protocol_versions()
-            .map_err(|err| format!("cannot set up TLS: {err}"))?
+            .map_err(TlsError::Config)?
             .with_no_client_auth()
             .with_single_cert(vec![cert.der().clone()], der_key)
-            .map_err(|err| format!("cannot set up TLS: {err}"))?;
+            .map_err(TlsError::Config)?;
         let mut config = config;
         config.alpn_protocols = vec![b"http/1.1".to_vec()];
         Ok(Tls { ca_pem: ca_cert.pem(), acceptor: tokio_rustls::TlsAcceptor::from(Arc::new(config)) })

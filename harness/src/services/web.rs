@@ -30,6 +30,8 @@
 //! this server also for `https://` URLs (the server stands in for the internet, TLS is not modelled).
 
 use crate::probe::sandbox::file_bytes;
+use crate::probe::web::{PageError, PageProblem};
+use crate::services::ServiceError;
 use axum::body::{Body, Bytes};
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode, Uri};
@@ -66,15 +68,16 @@ type Shared = Arc<Inner>;
 pub use stub_messages::Running;
 
 /// Starts the service for `spec`, logging into `dir` (created).
-pub async fn start(spec: &WebSpec, dir: &Path) -> Result<Running, String> {
+pub async fn start(spec: &WebSpec, dir: &Path) -> Result<Running, ServiceError> {
     spec.validate()?;
-    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    std::fs::create_dir_all(dir).map_err(|source| ServiceError::Create { path: dir.to_path_buf(), source })?;
     let log = dir.join(LOG_FILE);
-    std::fs::write(&log, "").map_err(|e| format!("{}: {e}", log.display()))?;
+    std::fs::write(&log, "").map_err(|source| ServiceError::Write { path: log.clone(), source })?;
     let mut bodies = BTreeMap::new();
     for (key, page) in &spec.pages {
         if let Some(b) = &page.body {
-            bodies.insert(key.clone(), Bytes::from(file_bytes(b).map_err(|e| format!("[web] page {key:?}: {e}"))?));
+            let body = file_bytes(b).map_err(|e| PageError { key: key.clone(), problem: PageProblem::Body(e) })?;
+            bodies.insert(key.clone(), Bytes::from(body));
         }
     }
     let shared: Shared = Arc::new(Inner { spec: spec.clone(), bodies, log, lines: Mutex::new(()) });
@@ -83,12 +86,12 @@ pub async fn start(spec: &WebSpec, dir: &Path) -> Result<Running, String> {
     if spec.tls {
         let tls = crate::services::tls::Tls::new()?;
         let ca = dir.join(crate::services::tls::CA_FILE);
-        std::fs::write(&ca, &tls.ca_pem).map_err(|e| format!("{}: {e}", ca.display()))?;
+        std::fs::write(&ca, &tls.ca_pem).map_err(|source| ServiceError::Write { path: ca.clone(), source })?;
         options.accept = Some(tls.sniff());
     }
     let running = stub_messages::http::serve(app, ([127, 0, 0, 1], 0).into(), options)
         .await
-        .map_err(|e| format!("cannot start the web service: {e}"))?;
+        .map_err(|source| ServiceError::Serve { service: "web", source })?;
     Ok(running)
 }
 

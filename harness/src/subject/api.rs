@@ -139,7 +139,7 @@ pub enum Versioned {
     /// kind cannot take, saying why.
     Optional {
         /// Ok, or why not.
-        check: fn(&str) -> Result<(), String>,
+        check: fn(&str) -> Result<(), super::error::Refusal>,
     },
 }
 

@@ -20,7 +20,7 @@ pub const DEFAULT_MAX_TURNS: usize = 50;
 /// Its registration ([`super::REGISTERED`]).
 pub const REGISTRATION: Registration = Registration {
     kind: super::id::SubjectKind::Builtin,
-    versioned: super::api::Versioned::Optional { check: |v| probelab_runtime::profile::known(v).map(drop) },
+    versioned: super::api::Versioned::Optional { check: |v| probelab_runtime::profile::known(v).map(drop).map_err(Into::into) },
     usage: "builtin[@V]",
     about: "the embedded Rust runtime (default), behaving as the newest Claude Code the matrix measured; @V: as Claude Code V (version profiles)",
     speaks: None,

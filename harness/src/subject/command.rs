@@ -327,7 +327,7 @@ fn dialect_file(name: &str, rel: &str, project: &Path) -> Result<Dialect, String
     let path = project.join(p);
     let bytes = crate::safe_fs::read_capped(&path, 1 << 20).map_err(|e| format!("dialect file {rel}: {e}"))?;
     let text = String::from_utf8(bytes).map_err(|_| format!("dialect file {rel}: not UTF-8"))?;
-    let d = Dialect::parse(rel, &text).map_err(|e| format!("dialect file {e}"))?;
+    let d = Dialect::parse(rel, &text).map_err(|e| format!("dialect file {}", crate::exit::chain(&e)))?;
     if d.agent != name {
         return Err(format!("dialect file {rel}: agent = {:?}, but it is the dialect of subject {name:?}", d.agent));
     }

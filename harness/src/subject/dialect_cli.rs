@@ -27,7 +27,7 @@ pub fn check(project: &Project, name: &str, tools: Option<PathBuf>, record: bool
     let (dialect, origin, recorded): (Dialect, String, Vec<serde_json::Value>) = if let Some(spec) =
         crate::subject::AGENTS.iter().find(|a| a.kind == name)
     {
-        let d = Dialect::parse(spec.dialect.0, spec.dialect.1).map_err(|e| Failure::msg(2, e))?;
+        let d = Dialect::parse(spec.dialect.0, spec.dialect.1).usage()?;
         let t = match &tools {
             Some(p) => from_file(p)?,
             None => read_tools(spec.recorded_tools.1, spec.recorded_tools.0)?,

@@ -11,12 +11,13 @@ use std::path::PathBuf;
 #[derive(Debug, thiserror::Error)]
 pub enum SubjectError {
     /// A version the kind refuses (`builtin@2.1.1`: no profile that old), with the kind's reason.
-    #[error("subject {subject:?}: {why}")]
+    #[error("subject {subject:?}")]
     VersionRefused {
         /// The subject as written.
         subject: String,
         /// The kind's reason.
-        why: String,
+        #[source]
+        why: Refusal,
     },
     /// A kind named with something that is not a version (`claude-code@2_1`).
     #[error("subject {subject:?}: {version:?} is not a version (write e.g. {example})")]
@@ -90,6 +91,9 @@ pub enum SubjectError {
         source: PrepareError,
     },
 }
+
+/// Why a kind refuses a version ([`super::api::Versioned::Optional`]): the kind's own error.
+pub type Refusal = Box<dyn std::error::Error + Send + Sync>;
 
 impl From<InstallError> for SubjectError {
     fn from(e: InstallError) -> SubjectError {

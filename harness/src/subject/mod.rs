@@ -176,8 +176,8 @@ mod tests {
         assert!(matches!(&e, SubjectError::VersionRefused { subject, .. } if subject == "builtin@banana"), "{e:?}");
         // a release no profile or cell knows: refused with the known range (issue 42)
         for unknown in ["builtin@9.9.9", "builtin@2.1.100", "builtin@2.1.999"] {
-            let e = r.parse(unknown).unwrap_err();
-            assert!(e.to_string().contains("the observatory measured, 2.1.235 to"), "{unknown}: {e}");
+            let e = crate::exit::chain(&r.parse(unknown).unwrap_err());
+            assert!(e.contains("the observatory measured, 2.1.235 to"), "{unknown}: {e}");
         }
         assert!(
             r.parse("builtin@2.1.300").is_ok()

@@ -17,7 +17,7 @@
 use super::normalise::fingerprint_text;
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// A tool offered from the first request now, only from a later one before ([`ProbeDiff::tools_into_first`]).
 pub const INTO_FIRST: &str = "now offered in the first request (before: only from a later request on)";
@@ -222,15 +222,55 @@ impl SetDiff {
     }
 }
 
-fn read_set(dir: &Path) -> Result<BTreeMap<String, String>, String> {
+/// Why two golden sets cannot be diffed ([`diff_dirs`], [`diff_dirs_with`]).
+#[derive(Debug, thiserror::Error)]
+pub enum SetError {
+    /// A set's directory or one of its goldens could not be read.
+    #[error("{}", path.display())]
+    Read {
+        /// The directory or the file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// A golden that is empty or cut.
+    #[error("{}: not a whole golden transcript: {why}", path.display())]
+    Cut {
+        /// The golden.
+        path: PathBuf,
+        /// What is wrong with its body ([`super::golden::body_problem`]).
+        why: String,
+    },
+    /// A directory without goldens.
+    #[error(
+        "{} holds no golden transcripts (<probe-id>.snap): name a golden set such as golden/builtin or \
+         golden/claude-code@2.1.235",
+        .0.display()
+    )]
+    Empty(PathBuf),
+    /// Two sets with no probe in common.
+    #[error("{left} and {right} have no probe in common: nothing to compare")]
+    Disjoint {
+        /// The left set.
+        left: String,
+        /// The right set.
+        right: String,
+    },
+}
+
+fn read_set(dir: &Path) -> Result<BTreeMap<String, String>, SetError> {
     let mut out = BTreeMap::new();
-    for e in std::fs::read_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))? {
-        let p = e.map_err(|e| e.to_string())?.path();
+    let read = |path: &Path| {
+        let path = path.to_path_buf();
+        move |source| SetError::Read { path, source }
+    };
+    for e in std::fs::read_dir(dir).map_err(read(dir))? {
+        let p = e.map_err(read(dir))?.path();
         if let Some(id) = p.file_name().and_then(|n| n.to_str()).and_then(|n| n.strip_suffix(".snap")) {
-            let text = crate::safe_fs::read_text(&p).map_err(|e| format!("{}: {e}", p.display()))?;
+            let text = crate::safe_fs::read_text(&p).map_err(read(&p))?;
             // an empty or cut golden is an error, never read as a transcript that did nothing
             if let Some(why) = super::golden::body_problem(super::golden::body(&text)) {
-                return Err(format!("{}: not a whole golden transcript: {why}", p.display()));
+                return Err(SetError::Cut { path: p, why });
             }
             // an inserted notebook cell's id is made up (Claude Code: at random; the built-in runtime
             // derives it, and its goldens keep it): numbered alike on both sides before comparing
@@ -239,11 +279,7 @@ fn read_set(dir: &Path) -> Result<BTreeMap<String, String>, String> {
     }
     // a directory without goldens is a wrong path (or a set never blessed), never "100% the same"
     if out.is_empty() {
-        return Err(format!(
-            "{} holds no golden transcripts (<probe-id>.snap): name a golden set such as golden/builtin or \
-             golden/claude-code@2.1.235",
-            dir.display()
-        ));
+        return Err(SetError::Empty(dir.to_path_buf()));
     }
     Ok(out)
 }
@@ -757,7 +793,7 @@ fn udiff(a: &str, b: &str, left: &str, right: &str) -> Option<String> {
 }
 
 /// Compares two golden directories; blobs are looked up in `blobs`.
-pub fn diff_dirs(left: &Path, right: &Path, blobs: &Path) -> Result<SetDiff, String> {
+pub fn diff_dirs(left: &Path, right: &Path, blobs: &Path) -> Result<SetDiff, SetError> {
     diff_dirs_with(left, right, blobs, &BTreeMap::new())
 }
 
@@ -788,13 +824,13 @@ pub fn diff_dirs_with(
     right: &Path,
     blobs: &Path,
     unordered: &BTreeMap<String, BTreeSet<String>>,
-) -> Result<SetDiff, String> {
+) -> Result<SetDiff, SetError> {
     let none = BTreeSet::new();
     let (a, b) = (read_set(left)?, read_set(right)?);
     let (ln, rn) = (left.display().to_string(), right.display().to_string());
     let mut out = SetDiff { left: ln.clone(), right: rn.clone(), ..SetDiff::default() };
     if !a.keys().any(|k| b.contains_key(k)) {
-        return Err(format!("{ln} and {rn} have no probe in common: nothing to compare"));
+        return Err(SetError::Disjoint { left: ln, right: rn });
     }
     let ids: BTreeSet<&String> = a.keys().chain(b.keys()).collect();
     for id in ids {
@@ -1399,13 +1435,13 @@ mod tests {
     #[test]
     fn sets_without_goldens_or_without_a_probe_in_common_are_errors() {
         let (_d, l, r, b) = sides();
-        let e = diff_dirs(&l, &r, &b).err().unwrap_or_default();
+        let e = diff_dirs(&l, &r, &b).err().map(|e| crate::exit::chain(&e)).unwrap_or_default();
         assert!(e.ends_with("holds no golden transcripts (<probe-id>.snap): name a golden set such as golden/builtin or golden/claude-code@2.1.235"), "{e}");
         std::fs::write(l.join("p.snap"), "probe: p\ntool_result t1:\n  | one\n## verdicts\npass invariant: i\n")
             .unwrap_or_else(|e| panic!("{e}"));
         std::fs::write(r.join("q.snap"), "probe: p\ntool_result t1:\n  | one\n## verdicts\npass invariant: i\n")
             .unwrap_or_else(|e| panic!("{e}"));
-        let e = diff_dirs(&l, &r, &b).err().unwrap_or_default();
+        let e = diff_dirs(&l, &r, &b).err().map(|e| crate::exit::chain(&e)).unwrap_or_default();
         assert!(e.ends_with("have no probe in common: nothing to compare"), "{e}");
         std::fs::write(r.join("p.snap"), "probe: p\ntool_result t1:\n  | one\n## verdicts\npass invariant: i\n")
             .unwrap_or_else(|e| panic!("{e}"));
