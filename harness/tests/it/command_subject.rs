@@ -252,3 +252,43 @@ fn a_command_subject_goes_with_its_run_when_the_run_is_interrupted() {
         std::fs::read_dir(&p.tmp).into_iter().flatten().flatten().map(|e| e.path()).filter(|d| d.is_dir()).collect();
     assert!(left.is_empty(), "sandboxes left: {left:?}");
 }
+
+/// `[subject.agent.NAME]` (issue 42): a command subject gets the probe's arguments after its command and
+/// the probe's environment for it, and no other subject's; what the project's table sets (its endpoint,
+/// the stub) wins over what the probe says.
+#[test]
+fn a_probe_s_options_for_a_command_subject_reach_that_subject_alone() {
+    let toml = r#"
+[subjects.told]
+command = ["sh", "-c", "echo \"arg=$0 x=$PROBE_X url=$ANTHROPIC_BASE_URL\" >&2; exit 3"]
+env = { ANTHROPIC_BASE_URL = "{base_url}" }
+[subjects.other]
+command = ["sh", "-c", "echo \"arg=$0 x=$PROBE_X\" >&2; exit 3"]
+"#;
+    let probe = r#"
+id = "agent.options"
+claims = ["READ-1"]
+about = "options for one subject"
+subjects = ["told", "other"]
+deadline_secs = 5
+[subject.agent.told]
+args = ["from-the-probe"]
+env = { PROBE_X = "x-value", ANTHROPIC_BASE_URL = "http://elsewhere.invalid" }
+[[turn]]
+text = "done"
+"#;
+    let p = project(toml, probe);
+    let detail = |subject: &str| {
+        let out = probelab(&p.root, &p.tmp, &["run", "--subject", subject, "--json"]);
+        let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+        let line: serde_json::Value = stdout
+            .lines()
+            .find_map(|l| serde_json::from_str::<serde_json::Value>(l).ok().filter(|v| v["probe"] == "agent.options"))
+            .unwrap_or_else(|| panic!("no line of the probe: {}", said(&out)));
+        line["detail"].as_str().unwrap_or_default().to_string()
+    };
+    let told = detail("told");
+    assert!(told.contains("arg=from-the-probe x=x-value url=http://127.0.0.1:"), "{told}");
+    let other = detail("other");
+    assert!(other.contains("arg=sh x=") && !other.contains("x-value") && !other.contains("from-the-probe"), "{other}");
+}
