@@ -52,7 +52,7 @@ pub enum ConfineError {
         /// The probe file.
         probe: PathBuf,
         /// The runtime's reason.
-        why: String,
+        why: probelab_runtime::confine::NoBackend,
     },
     /// The loopback ports of the stub and the services cannot be relayed into the confinement.
     #[error("cannot serve the confined subject's ports")]

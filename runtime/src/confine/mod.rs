@@ -487,6 +487,29 @@ pub struct SessionConfinement(pub Option<Confinement>);
 /// The environment variable that picks the backend: `namespaces`, `bwrap`, or `auto` (the default).
 pub const BACKEND_ENV: &str = "PROBELAB_CONFINE";
 
+/// Why no backend confines a subject on this host ([`backend`]), in words a skipped probe can print.
+/// The backends' own reasons (a kernel's refusal, bubblewrap's stderr) are what they said.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NoBackend {
+    /// `PROBELAB_CONFINE=namespaces`, and the kernel refuses this user its namespaces.
+    #[error("{BACKEND_ENV}=namespaces, and this host refuses: {0}")]
+    Namespaces(String),
+    /// `PROBELAB_CONFINE=bwrap`, and bubblewrap is missing or cannot confine.
+    #[error("{BACKEND_ENV}=bwrap, and {0}")]
+    Bwrap(String),
+    /// `auto`: neither can.
+    #[error("neither the kernel's namespaces ({namespaces}) nor bubblewrap ({bwrap}) can confine a subject here")]
+    Neither {
+        /// Why the namespaces cannot.
+        namespaces: String,
+        /// Why bubblewrap cannot.
+        bwrap: String,
+    },
+    /// `PROBELAB_CONFINE` names no backend.
+    #[error("{BACKEND_ENV}={0:?} is not a backend: write namespaces, bwrap or auto")]
+    NotABackend(String),
+}
+
 /// The backend this host confines with ([`BACKEND_ENV`]); `launcher` is the probelab binary.
 ///
 /// The decision (issue 39): `auto` takes probelab's own namespaces ([`ns`]) where the kernel lets this
@@ -495,16 +518,16 @@ pub const BACKEND_ENV: &str = "PROBELAB_CONFINE";
 /// packaged bubblewrap, as Ubuntu 24.04's AppArmor does). `namespaces` and `bwrap` take only that one.
 /// `Err`: why neither confines here, in words a skipped probe can print. Each answer is checked for
 /// real (the launcher or bubblewrap confines `true` once) and cached per process and choice.
-pub fn backend(launcher: &Path) -> Result<Backend, String> {
+pub fn backend(launcher: &Path) -> Result<Backend, NoBackend> {
     backend_chosen(&std::env::var(BACKEND_ENV).unwrap_or_default(), launcher)
 }
 
 /// [`backend`] for the choice `choice` (`namespaces`, `bwrap`, `auto` or empty) rather than the
 /// environment's: the tests that run every backend the machine has.
-pub fn backend_chosen(choice: &str, launcher: &Path) -> Result<Backend, String> {
+pub fn backend_chosen(choice: &str, launcher: &Path) -> Result<Backend, NoBackend> {
     use std::collections::HashMap;
     use std::sync::{Mutex, OnceLock};
-    type Answers = HashMap<(String, PathBuf), Result<Backend, String>>;
+    type Answers = HashMap<(String, PathBuf), Result<Backend, NoBackend>>;
     static SEEN: OnceLock<Mutex<Answers>> = OnceLock::new();
     let choice = choice.to_string();
     let key = (choice.clone(), launcher.to_path_buf());
@@ -514,14 +537,12 @@ pub fn backend_chosen(choice: &str, launcher: &Path) -> Result<Backend, String> 
     }
     let namespaces = || ns::check(launcher).map(|()| Backend::Namespaces(launcher.to_path_buf()));
     let answer = match choice.as_str() {
-        "namespaces" => namespaces().map_err(|e| format!("{BACKEND_ENV}=namespaces, and this host refuses: {e}")),
-        "bwrap" => bwrap_check().map(Backend::Bwrap).map_err(|e| format!("{BACKEND_ENV}=bwrap, and {e}")),
-        "" | "auto" => namespaces().or_else(|own| {
-            bwrap_check().map(Backend::Bwrap).map_err(|b| {
-                format!("neither the kernel's namespaces ({own}) nor bubblewrap ({b}) can confine a subject here")
-            })
+        "namespaces" => namespaces().map_err(NoBackend::Namespaces),
+        "bwrap" => bwrap_check().map(Backend::Bwrap).map_err(NoBackend::Bwrap),
+        "" | "auto" => namespaces().or_else(|namespaces| {
+            bwrap_check().map(Backend::Bwrap).map_err(|bwrap| NoBackend::Neither { namespaces, bwrap })
         }),
-        other => Err(format!("{BACKEND_ENV}={other:?} is not a backend: write namespaces, bwrap or auto")),
+        other => Err(NoBackend::NotABackend(other.to_string())),
     };
     if let Ok(mut m) = seen.lock() {
         m.insert(key, answer.clone());
