@@ -184,11 +184,15 @@ impl Report {
     }
 }
 
-/// Runs one probe on a subject named as the command line names it (`builtin`, `claude-code@2.1.235`, a
-/// command subject of the layout's project): parsed, set up (installed), then [`run_probe_on`].
-pub async fn run_probe(probe: &Probe, subject: &str, layout: &Layout, keep: bool) -> Result<Report, RunError> {
-    let id = layout.subjects.parse(subject)?;
-    let prepared = layout.subjects.prepare(&id)?;
+/// Runs one probe on a subject (parsed by the caller, once: [`crate::subject::Registry::parse`]): set up
+/// (installed), then [`run_probe_on`].
+pub async fn run_probe(
+    probe: &Probe,
+    subject: &crate::subject::SubjectId,
+    layout: &Layout,
+    keep: bool,
+) -> Result<Report, RunError> {
+    let prepared = layout.subjects.prepare(subject)?;
     run_probe_on(probe, prepared.as_ref(), layout, keep).await
 }
 
@@ -562,7 +566,12 @@ mod tests {
         let text = "id = \"p\"\nclaims = [\"READ-1\"]\nabout = \"a\"\n[[turn]]\ntext = \"done\"\n";
         let probe = crate::probe::parse(std::path::Path::new("p.toml"), text).unwrap();
         let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-        let e = rt.block_on(super::run_probe(&probe, "claude-code@2_1", &super::Layout::repo(), false)).unwrap_err();
+        let layout = super::Layout::repo();
+        let run = |subject: &str| -> Result<super::Report, super::RunError> {
+            let id = layout.subjects.parse(subject)?;
+            rt.block_on(super::run_probe(&probe, &id, &layout, false))
+        };
+        let e = run("claude-code@2_1").unwrap_err();
         assert!(
             matches!(&e, super::RunError::Subject(crate::subject::SubjectError::NotAVersion { version, .. }) if version == "2_1"),
             "{e:?}"

@@ -90,7 +90,7 @@ fn run_on(probe: &Probe, subject: &str, layout: &Layout) -> Result<(), Failed> {
         return Err(format!("{}: {why}", probe.id).into());
     }
     // on a runtime of its own, as `probelab run` runs each probe (harness::suite's module doc)
-    let report = harness::suite::run_isolated(run_probe(probe, subject, layout, false))?
+    let report = harness::suite::run_isolated(run_probe(probe, &id(subject), layout, false))?
         .map_err(|e| Failed::from(harness::exit::chain(&e)))?;
     // a built-in profile is held to what the real version did with the probe (`probelab run`'s rule)
     let real = measured(layout, &id(subject), probe).map_err(|e| Failed::from(e.to_string()))?;

@@ -30,6 +30,7 @@ fn main() {
     let probe =
         harness::probe::load(&repo.join("probes/claude-code/unknown-tool.toml")).unwrap_or_else(|e| panic!("{e}"));
     let subject = format!("claude-code@{}", harness::subject::claude_code::REFERENCE_VERSION);
+    let id = harness::subject::SubjectId::reference();
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap_or_else(|e| panic!("{e}"));
     // the install (and the binary's SHA-256) is cached before the first measured run
     harness::subject::claude_code::install(harness::subject::claude_code::REFERENCE_VERSION)
@@ -42,7 +43,7 @@ fn main() {
     let (mut walls, mut startups, mut stubs, mut overheads) = (vec![], vec![], vec![], vec![]);
     for i in 0..runs {
         let t0 = Instant::now();
-        let report = rt.block_on(run_probe(&probe, &subject, &layout, false)).unwrap_or_else(|e| panic!("{e}"));
+        let report = rt.block_on(run_probe(&probe, &id, &layout, false)).unwrap_or_else(|e| panic!("{e}"));
         let golden = golden_step(&report, &layout, false).unwrap_or_else(|e| panic!("{e}"));
         let wall = t0.elapsed();
         assert!(report.passed(), "the probe failed: {:?}", report.failures());

@@ -39,7 +39,9 @@ fn bench(c: &mut Criterion) {
         std::fs::write(&path, probe_text(turns)).unwrap_or_else(|e| panic!("{e}"));
         let probe = harness::probe::load(&path).unwrap_or_else(|e| panic!("{e}"));
         let once = || {
-            let report = rt.block_on(run_probe(&probe, "builtin", &layout, false)).unwrap_or_else(|e| panic!("{e}"));
+            let report = rt
+                .block_on(run_probe(&probe, &harness::subject::SubjectId::builtin(), &layout, false))
+                .unwrap_or_else(|e| panic!("{e}"));
             assert!(report.passed(), "{:?}", report.failures());
             report
         };

@@ -65,8 +65,9 @@ pub fn diff_of(
             let dir = tmp.path().join(name);
             let layout = Layout { golden: dir.clone(), ..project.layout(super::engine()) };
             let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().map_err(|e| e.to_string())?;
+            let id = layout.subjects.parse(name).map_err(|e| crate::exit::chain(&e))?;
             for p in &shared {
-                let report = rt.block_on(run_probe(p, name, &layout, false)).map_err(|e| crate::exit::chain(&e))?;
+                let report = rt.block_on(run_probe(p, &id, &layout, false)).map_err(|e| crate::exit::chain(&e))?;
                 golden_step(&report, &Layout { golden: tmp.path().to_path_buf(), ..layout.clone() }, true)
                     .map_err(|e| crate::exit::chain(&e))?;
             }

@@ -94,7 +94,7 @@ pub async fn measure(probes: &[Probe], layout: &Layout, version: &str) -> Result
             out.unstable.push(format!("{} (varies in {varies})", p.id));
             continue;
         }
-        let report = run_probe(p, &subject, &run_layout, false).await.map_err(|e| crate::exit::chain(&e))?;
+        let report = run_probe(p, &id, &run_layout, false).await.map_err(|e| crate::exit::chain(&e))?;
         golden_step(&report, &run_layout, true).map_err(|e| crate::exit::chain(&e))?;
     }
     let unordered = crate::transcript::diff::unordered_of(probes);

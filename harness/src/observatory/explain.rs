@@ -80,7 +80,8 @@ pub async fn explain(
             std::fs::copy(&committed, &dest).map_err(io(&committed))?;
             sources[i] = format!("golden/{subject}/{}.snap", probe.id);
         } else {
-            let report = run_probe(probe, &subject, layout, false).await?;
+            let id = layout.subjects.parse(&subject).map_err(crate::run::RunError::from)?;
+            let report = run_probe(probe, &id, layout, false).await?;
             golden_step(&report, &Layout { golden: tmp_golden.clone(), ..layout.clone() }, true)?;
             sources[i] = format!("run now on {subject} (no committed golden)");
         }

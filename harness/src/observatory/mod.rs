@@ -151,7 +151,11 @@ pub async fn run_cell(probe: &Probe, version: &str, layout: &Layout, goldens: Go
             }
         }
     }
-    match run_probe(probe, &subject, layout, false).await {
+    let id = match layout.subjects.parse(&subject) {
+        Ok(id) => id,
+        Err(e) => return Observation::error(probe, "claude-code", Some(version), &crate::exit::chain(&e)),
+    };
+    match run_probe(probe, &id, layout, false).await {
         Err(e) => Observation::error(probe, "claude-code", Some(version), &crate::exit::chain(&e)),
         Ok(report) => {
             let mut obs = report.observation.clone();

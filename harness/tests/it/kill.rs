@@ -307,7 +307,8 @@ fn a_daemon_a_probe_left_behind_is_killed_with_its_sandbox() {
     let probe = harness::probe::parse(Path::new("daemon.toml"), &text).unwrap_or_else(|e| panic!("{e}"));
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap_or_else(|e| panic!("{e}"));
     let layout = harness::lab::Layout::repo();
-    rt.block_on(harness::lab::run_probe(&probe, "builtin", &layout, false)).unwrap_or_else(|e| panic!("{e}"));
+    rt.block_on(harness::lab::run_probe(&probe, &harness::subject::SubjectId::builtin(), &layout, false))
+        .unwrap_or_else(|e| panic!("{e}"));
     let left = marked(&c.marker);
     for (pid, _) in &left {
         probelab_runtime::process::kill_tree(*pid as i32);

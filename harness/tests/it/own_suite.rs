@@ -50,8 +50,13 @@ fn repo_state() -> (BTreeMap<PathBuf, (u64, std::time::SystemTime)>, bool, Strin
 fn run_builtin(text: &str) -> harness::lab::Report {
     let probe = harness::probe::parse(Path::new("own.toml"), text).unwrap_or_else(|e| panic!("{e}"));
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap_or_else(|e| panic!("{e}"));
-    rt.block_on(harness::lab::run_probe(&probe, "builtin", &harness::lab::Layout::repo(), false))
-        .unwrap_or_else(|e| panic!("{e}"))
+    rt.block_on(harness::lab::run_probe(
+        &probe,
+        &harness::subject::SubjectId::builtin(),
+        &harness::lab::Layout::repo(),
+        false,
+    ))
+    .unwrap_or_else(|e| panic!("{e}"))
 }
 
 #[test]

@@ -71,7 +71,7 @@ fn each_switch_holds_both_sides_of_its_version() {
             if harness::probe::host::missing(&probe.requires_on(&id)).is_some() {
                 continue;
             }
-            let report = rt.block_on(run_probe(probe, &subject, &layout, false)).unwrap_or_else(|e| panic!("{e}"));
+            let report = rt.block_on(run_probe(probe, &id, &layout, false)).unwrap_or_else(|e| panic!("{e}"));
             let real = measured(&Layout::repo(), &id, probe).unwrap_or_else(|e| panic!("{e}"));
             let v_ok = verdict(&report, real.as_ref(), &id);
             if let Err(why) = v_ok {
