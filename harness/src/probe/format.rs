@@ -163,27 +163,13 @@ pub struct BuiltinOptions {
     pub unconfined: Option<String>,
 }
 
-/// `[subject.claude-code]` (used by the Claude Code subject).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ClaudeCodeOptions {
-    /// Extra CLI arguments.
-    #[serde(default)]
-    pub args: Vec<String>,
-    /// Extra environment.
-    #[serde(default)]
-    pub env: BTreeMap<String, String>,
-    /// Host parts this subject needs besides the probe's own `requires` ([`host`]).
-    #[serde(default)]
-    pub requires: Vec<String>,
-    /// Why this subject runs unconfined on this probe ([`SubjectOptions::unconfined`], for one subject).
-    #[serde(default)]
-    pub unconfined: Option<String>,
-}
+/// `[subject.claude-code]` (used by the Claude Code subject): the options every subject other than the
+/// built-in runtime takes ([`AgentOptions`]); its `args` are extra CLI arguments after the lab's recipe.
+pub type ClaudeCodeOptions = AgentOptions;
 
 /// `[subject.agent.NAME]`: the options of any other subject — a third-party agent (`opencode`, `pi`) or
-/// a project's command subject (`copilot`, `my-agent`). The options every kind takes; the built-in
-/// runtime and Claude Code keep their own tables, which add their own (a model, a turn limit).
+/// a project's command subject (`copilot`, `my-agent`) — and of Claude Code (`[subject.claude-code]`,
+/// [`ClaudeCodeOptions`]). The built-in runtime's table is its own (a model, a turn limit).
 ///
 /// Decision: the table is `[subject.agent.NAME]`, not `[subject.NAME]`, so that `[subject]` keeps a
 /// fixed set of keys (a misspelt `sesion_id` stays an unknown key, said at its place, not an agent
@@ -191,10 +177,12 @@ pub struct ClaudeCodeOptions {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct AgentOptions {
-    /// Arguments after the subject's own (a registered agent's launch, a command subject's `command`).
+    /// Arguments after the subject's own (Claude Code's recipe, a registered agent's launch, a command
+    /// subject's `command`).
     #[serde(default)]
     pub args: Vec<String>,
-    /// Environment for this subject, before the probe's own `env` (which every subject gets).
+    /// Environment for this subject. Claude Code's goes over everything; another subject's goes under
+    /// what the lab, its launch or its project table set, then the probe's `env` (docs/probe-format.md).
     #[serde(default)]
     pub env: BTreeMap<String, String>,
     /// Host parts this subject needs besides the probe's own `requires` ([`host`]).
