@@ -567,11 +567,11 @@ mod tests {
         let probe = crate::probe::parse(std::path::Path::new("p.toml"), text).unwrap();
         let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
         let layout = super::Layout::repo();
-        let run = |subject: &str| -> Result<super::Report, super::RunError> {
-            let id = layout.subjects.parse(subject)?;
+        let run = || -> Result<super::Report, super::RunError> {
+            let id = layout.subjects.parse("claude-code@2_1")?;
             rt.block_on(super::run_probe(&probe, &id, &layout, false))
         };
-        let e = run("claude-code@2_1").unwrap_err();
+        let e = run().unwrap_err();
         assert!(
             matches!(&e, super::RunError::Subject(crate::subject::SubjectError::NotAVersion { version, .. }) if version == "2_1"),
             "{e:?}"
