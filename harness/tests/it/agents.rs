@@ -5,7 +5,8 @@
 //! written in Claude Code's tools through their dialects, confined, against the real stub — what happens
 //! is Claude Code's, its texts are not (`semantic-only`) — and an agent whose model never answers is
 //! killed at the deadline with everything it started. The conformance table's page renders in headless
-//! Chromium, the committed one (docs/conformance/table.html) too.
+//! Chromium, the committed one (docs/conformance/table.html) too. A probe's own args and env for a
+//! registered agent (`[subject.agent.NAME]`) reach that agent alone.
 
 use crate::common::said;
 use std::path::PathBuf;
@@ -292,4 +293,78 @@ fn the_conformance_table_renders_in_headless_chromium() {
     let rows = dom.matches("<tr><td>").count();
     assert_eq!(rows, t.columns.len() + t.per_tool().len() + t.probes.len(), "the committed page's rows");
     assert!(t.probes.len() > 100, "the committed table covers the catalogue: {} rows", t.probes.len());
+}
+
+/// A probe's own args and env for each registered agent (`[subject.agent.NAME]`): each table names a
+/// model the agent's launch does not (its args go after the launch's, so the later `--model` wins) and
+/// a mark of its own, and the Bash prints the mark the agent's shell was given.
+const OPTIONS: &str = r#"
+id = "agents.options"
+claims = ["READ-1"]
+about = "a probe's own args and env for one agent reach that agent alone"
+subjects = ["claude-code"]
+deadline_secs = 90
+[subject.agent.opencode]
+args = ["--model", "anthropic/claude-haiku-4-5"]
+env = { PROBELAB_MARK = "for-opencode" }
+[subject.agent.pi]
+args = ["--model", "claude-haiku-4-5"]
+env = { PROBELAB_MARK = "for-pi" }
+[[turn]]
+tool_use = [{ name = "Bash", input = { command = "echo \"mark=$PROBELAB_MARK.\"", description = "show the mark" } }]
+[[turn]]
+text = "done"
+[[check]]
+result = 1
+kind = "semantic"
+is_error = false
+contains = ["mark="]
+[[check]]
+request = 1
+kind = "semantic"
+json = [{ pointer = "/model", equals = "claude-haiku-4-5" }]
+"#;
+
+#[test]
+fn a_probe_s_args_and_env_for_a_registered_agent_reach_that_agent_alone() {
+    if skip_agents() {
+        return;
+    }
+    // the registered kinds: the command subjects' options are tested in command_subject.rs
+    for agent in AGENTS.iter().filter(|a| a.contains('@')) {
+        let kind = agent.split('@').next().unwrap_or_default();
+        let p = project(OPTIONS);
+        let golden = p.root.join("golden");
+        let out = probelab(&p, &["run", "--subject", agent, "--bless", "--golden", &golden.to_string_lossy()]);
+        assert!(out.status.success(), "{agent}: {}", said(&out));
+        let snap = std::fs::read_to_string(golden.join(agent).join("agents.options.snap"))
+            .unwrap_or_else(|e| panic!("{agent}: {e}\n{}", said(&out)));
+        // its own mark, not the other agent's, nor none
+        assert!(snap.contains(&format!("mark=for-{kind}.")), "{agent}:\n{snap}");
+        // its main conversation on the model its table's args named (the launch's is claude-sonnet-4-5)
+        assert!(snap.contains("model: claude-haiku-4-5,"), "{agent}:\n{snap}");
+        assert!(!snap.contains("model: claude-sonnet-4-5"), "{agent}:\n{snap}");
+
+        // without its table, the same probe: the launch's model, and no mark
+        let header = format!("[subject.agent.{kind}]");
+        let mut skip = 0_u8;
+        let without: Vec<&str> = OPTIONS
+            .lines()
+            .filter(|l| {
+                // the header and its two keys
+                if *l == header {
+                    skip = 3;
+                }
+                let keep = skip == 0;
+                skip = skip.saturating_sub(1);
+                keep
+            })
+            .collect();
+        assert!(!without.join("\n").contains(&header), "{without:?}");
+        let p = project(&without.join("\n"));
+        let out = probelab(&p, &["run", "--subject", agent, "--json"]);
+        assert!(!out.status.success(), "{agent} without its table: {}", said(&out));
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(stdout.contains("claude-sonnet-4-5"), "{agent} without its table: {}", said(&out));
+    }
 }
