@@ -487,27 +487,53 @@ pub struct SessionConfinement(pub Option<Confinement>);
 /// The environment variable that picks the backend: `namespaces`, `bwrap`, or `auto` (the default).
 pub const BACKEND_ENV: &str = "PROBELAB_CONFINE";
 
-/// Why no backend confines a subject on this host ([`backend`]), in words a skipped probe can print.
-/// The backends' own reasons (a kernel's refusal, bubblewrap's stderr) are what they said.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+/// Why no backend confines a subject on this host ([`backend`]), in words a skipped probe can print
+/// on one line: each backend's reason ([`ns::Refused`], [`BwrapRefused`]) is part of the message, as
+/// `auto` has two of them (neither is a `source`). What a backend said itself (the kernel's refusal
+/// through the launcher, bubblewrap's stderr) is kept as it said it.
+#[derive(Debug, Clone, thiserror::Error)]
 pub enum NoBackend {
     /// `PROBELAB_CONFINE=namespaces`, and the kernel refuses this user its namespaces.
     #[error("{BACKEND_ENV}=namespaces, and this host refuses: {0}")]
-    Namespaces(String),
+    Namespaces(ns::Refused),
     /// `PROBELAB_CONFINE=bwrap`, and bubblewrap is missing or cannot confine.
     #[error("{BACKEND_ENV}=bwrap, and {0}")]
-    Bwrap(String),
+    Bwrap(BwrapRefused),
     /// `auto`: neither can.
     #[error("neither the kernel's namespaces ({namespaces}) nor bubblewrap ({bwrap}) can confine a subject here")]
     Neither {
         /// Why the namespaces cannot.
-        namespaces: String,
+        namespaces: ns::Refused,
         /// Why bubblewrap cannot.
-        bwrap: String,
+        bwrap: BwrapRefused,
     },
     /// `PROBELAB_CONFINE` names no backend.
     #[error("{BACKEND_ENV}={0:?} is not a backend: write namespaces, bwrap or auto")]
     NotABackend(String),
+}
+
+/// Why bubblewrap cannot confine here ([`bwrap_check`]).
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum BwrapRefused {
+    /// No `bwrap` on PATH.
+    #[error("bubblewrap (bwrap) is not on PATH")]
+    NotOnPath,
+    /// It is there but could not be started.
+    #[error("{} does not run: {error}", bwrap.display())]
+    DoesNotRun {
+        /// The program found on PATH.
+        bwrap: PathBuf,
+        /// Why it could not be started.
+        error: std::sync::Arc<std::io::Error>,
+    },
+    /// It ran and failed to make the namespaces (a host that restricts them to packaged profiles).
+    #[error("{} cannot make namespaces: {said}", bwrap.display())]
+    CannotConfine {
+        /// The program found on PATH.
+        bwrap: PathBuf,
+        /// The first line of its stderr, as it said it.
+        said: String,
+    },
 }
 
 /// The backend this host confines with ([`BACKEND_ENV`]); `launcher` is the probelab binary.
@@ -551,19 +577,21 @@ pub fn backend_chosen(choice: &str, launcher: &Path) -> Result<Backend, NoBacken
 }
 
 /// A bubblewrap on PATH that makes the lab's namespaces (it confines `true` once).
-fn bwrap_check() -> Result<PathBuf, String> {
-    let bwrap = bwrap_on_path().ok_or("bubblewrap (bwrap) is not on PATH")?;
+fn bwrap_check() -> Result<PathBuf, BwrapRefused> {
+    let bwrap = bwrap_on_path().ok_or(BwrapRefused::NotOnPath)?;
     let out = std::process::Command::new(&bwrap)
         .args(["--unshare-user", "--die-with-parent", "--unshare-pid", "--unshare-net"])
         .args(["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "--", "true"])
         .stdin(std::process::Stdio::null())
-        .output()
-        .map_err(|e| format!("{} does not run: {e}", bwrap.display()))?;
-    if out.status.success() {
-        return Ok(bwrap);
+        .output();
+    match out {
+        Ok(out) if out.status.success() => Ok(bwrap),
+        Ok(out) => {
+            let said = String::from_utf8_lossy(&out.stderr).lines().next().unwrap_or("").trim().to_string();
+            Err(BwrapRefused::CannotConfine { bwrap, said })
+        }
+        Err(e) => Err(BwrapRefused::DoesNotRun { bwrap, error: std::sync::Arc::new(e) }),
     }
-    let said = String::from_utf8_lossy(&out.stderr);
-    Err(format!("{} cannot make namespaces: {}", bwrap.display(), said.lines().next().unwrap_or("").trim()))
 }
 
 /// `bwrap` on the PATH.
@@ -647,6 +675,32 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn why_no_backend_confines_is_one_line_holding_each_backend_s_reason() {
+        let neither = NoBackend::Neither {
+            namespaces: ns::Refused::Said { said: "unshare: EPERM".into() },
+            bwrap: BwrapRefused::CannotConfine { bwrap: "/usr/bin/bwrap".into(), said: "setting up uid map".into() },
+        };
+        assert_eq!(
+            neither.to_string(),
+            "neither the kernel's namespaces (unshare: EPERM) nor bubblewrap (/usr/bin/bwrap cannot make \
+             namespaces: setting up uid map) can confine a subject here"
+        );
+        assert!(std::error::Error::source(&neither).is_none(), "two reasons, neither a source");
+        assert_eq!(
+            NoBackend::Bwrap(BwrapRefused::NotOnPath).to_string(),
+            "PROBELAB_CONFINE=bwrap, and bubblewrap (bwrap) is not on PATH"
+        );
+        match backend_chosen("bogus", Path::new("/nonexistent/probelab")) {
+            Err(NoBackend::NotABackend(c)) => assert_eq!(c, "bogus"),
+            other => panic!("{other:?}"),
+        }
+        match backend_chosen("namespaces", Path::new("/nonexistent/probelab")) {
+            Err(NoBackend::Namespaces(ns::Refused::Start { .. })) => {}
+            other => panic!("{other:?}"),
+        }
+    }
 
     use ns::{view_steps, ViewStep};
 

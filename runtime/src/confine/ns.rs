@@ -827,14 +827,37 @@ fn drop_privileges() -> Result<(), String> {
     nix::sys::prctl::set_no_new_privs().map_err(sys("set no_new_privs"))
 }
 
+/// Why the lab's own namespaces cannot confine here ([`check`]).
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum Refused {
+    /// The check's temp dir could not be made.
+    #[error("cannot make a temp dir: {0}")]
+    TempDir(std::sync::Arc<std::io::Error>),
+    /// The launcher (the probelab binary) could not be started.
+    #[error("cannot start {}: {error}", launcher.display())]
+    Start {
+        /// The launcher.
+        launcher: PathBuf,
+        /// Why.
+        error: std::sync::Arc<std::io::Error>,
+    },
+    /// The launcher ran and could not confine: its failure line (the kernel's refusal, in the words of
+    /// the call that failed), or its whole stderr when it wrote none.
+    #[error("{said}")]
+    Said {
+        /// What the launcher said.
+        said: String,
+    },
+}
+
 /// Whether this host lets `launcher` (the probelab binary) confine: it confines `true` once, as a
 /// subject with its own pids, relayed ports' network and a writable directory would be. `Err`: the
-/// launcher's line saying why not.
-pub fn check(launcher: &Path) -> Result<(), String> {
+/// step that failed, with the launcher's own line when it ran ([`Refused`]).
+pub fn check(launcher: &Path) -> Result<(), Refused> {
     let dir = tempfile::Builder::new()
         .prefix("probelab-confine-check-")
         .tempdir()
-        .map_err(|e| format!("cannot make a temp dir: {e}"))?;
+        .map_err(|e| Refused::TempDir(std::sync::Arc::new(e)))?;
     let spec = Spec {
         writable: vec![dir.path().to_path_buf()],
         own_pids: true,
@@ -848,13 +871,13 @@ pub fn check(launcher: &Path) -> Result<(), String> {
         .env_clear()
         .stdin(std::process::Stdio::null())
         .output()
-        .map_err(|e| format!("cannot start {}: {e}", launcher.display()))?;
+        .map_err(|e| Refused::Start { launcher: launcher.to_path_buf(), error: std::sync::Arc::new(e) })?;
     let said = String::from_utf8_lossy(&out.stderr);
     let line = said.lines().find(|l| l.starts_with(FAILURE_PREFIX)).unwrap_or(said.trim());
     if out.status.success() && dir.path().join("confined").is_file() {
         Ok(())
     } else {
-        Err(line.strip_prefix(FAILURE_PREFIX).unwrap_or(line).to_string())
+        Err(Refused::Said { said: line.strip_prefix(FAILURE_PREFIX).unwrap_or(line).to_string() })
     }
 }
 
@@ -868,6 +891,32 @@ pub fn command_line(launcher: &Path, spec: &Spec) -> (OsString, Vec<OsString>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_launcher_that_cannot_confine_is_refused_with_the_step_that_failed() {
+        let missing = Path::new("/nonexistent/probelab");
+        match check(missing) {
+            Err(Refused::Start { launcher, .. }) => assert_eq!(launcher, missing),
+            other => panic!("{other:?}"),
+        }
+        // a launcher that runs and refuses, as the kernel's refusal reaches the lab: its failure line
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let launcher = dir.path().join("probelab");
+        let script = format!("#!/bin/sh\necho noise >&2\necho '{FAILURE_PREFIX}unshare: EPERM' >&2\nexit 1\n");
+        std::fs::write(&launcher, script).unwrap_or_else(|e| panic!("{e}"));
+        use std::os::unix::fs::PermissionsExt as _;
+        std::fs::set_permissions(&launcher, std::fs::Permissions::from_mode(0o755)).unwrap_or_else(|e| panic!("{e}"));
+        match check(&launcher) {
+            Err(Refused::Said { said }) => assert_eq!(said, "unshare: EPERM"),
+            other => panic!("{other:?}"),
+        }
+        // one that exits 0 without confining the write is refused too, with what it said
+        std::fs::write(&launcher, "#!/bin/sh\necho quiet >&2\n").unwrap_or_else(|e| panic!("{e}"));
+        match check(&launcher) {
+            Err(Refused::Said { said }) => assert_eq!(said, "quiet"),
+            other => panic!("{other:?}"),
+        }
+    }
 
     #[test]
     fn a_spec_reads_back_what_it_writes() {
