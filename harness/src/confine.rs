@@ -39,8 +39,9 @@ impl RunConfinement {
     }
 }
 
-/// Why a run's subject cannot be confined ([`for_run`]). The runtime's confinement says its reasons in
-/// words (`probelab_runtime::confine::backend`, `start_session`): they are kept as it wrote them.
+/// Why a run's subject cannot be confined ([`for_run`]): the runtime's typed reasons
+/// (`probelab_runtime::confine::NoBackend`, `SessionError`), whose own words from the launcher or
+/// bubblewrap are kept as they wrote them.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfineError {
     /// Neither backend can confine on this host; the probe did not opt out.
@@ -58,12 +59,13 @@ pub enum ConfineError {
     #[error("cannot serve the confined subject's ports")]
     Ports(#[source] std::io::Error),
     /// The built-in subject's session could not be started.
-    #[error("{}: cannot confine the subject: {why}", probe.display())]
+    #[error("{}: cannot confine the subject", probe.display())]
     Session {
         /// The probe file.
         probe: PathBuf,
         /// The runtime's reason.
-        why: String,
+        #[source]
+        why: probelab_runtime::confine::SessionError,
     },
 }
 

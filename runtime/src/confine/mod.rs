@@ -187,9 +187,30 @@ pub struct SessionHolder {
 /// fails: an event waited for, with a bound.
 pub const SESSION_READY_SECS: u64 = 20;
 
+/// Why a session's holder could not be started ([`start_session`]).
+#[derive(Debug, thiserror::Error)]
+pub enum SessionError {
+    /// The holder (the launcher, confined) could not be spawned.
+    #[error("cannot start the session's holder")]
+    Spawn(#[source] std::io::Error),
+    /// It ended before it could be read from.
+    #[error("the session's holder ended at once")]
+    EndedAtOnce,
+    /// It did not say `ready` within [`SESSION_READY_SECS`]; `said`: the first line of its stderr (the
+    /// launcher's reason, as it wrote it).
+    #[error("the session's holder did not get ready within {SESSION_READY_SECS} s: {said}")]
+    NotReady {
+        /// What it said.
+        said: String,
+    },
+    /// It said ready, and no process of it is inside its namespaces.
+    #[error("the session's holder has no process inside its namespaces")]
+    NoProcessInside,
+}
+
 /// Starts the holder of a session confined as `c` (with `launcher`, the probelab binary, as the
 /// program it holds with and the one that joins it): returns once the holder says it is ready.
-pub async fn start_session(c: &Confinement, launcher: &Path) -> Result<SessionHolder, String> {
+pub async fn start_session(c: &Confinement, launcher: &Path) -> Result<SessionHolder, SessionError> {
     use tokio::io::AsyncBufReadExt;
     let cwd = c.writable.iter().find(|w| w.is_dir()).cloned().unwrap_or_else(|| PathBuf::from("/"));
     let mut cmd = c.wrap(launcher, [ns::HOLD_SUBCOMMAND], &cwd, &[]);
@@ -197,9 +218,9 @@ pub async fn start_session(c: &Confinement, launcher: &Path) -> Result<SessionHo
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .kill_on_drop(true);
-    let mut child = cmd.spawn().map_err(|e| format!("cannot start the session's holder: {e}"))?;
-    let pid = child.id().ok_or("the session's holder ended at once")?;
-    let stdout = child.stdout.take().ok_or("the session's holder has no stdout")?;
+    let mut child = cmd.spawn().map_err(SessionError::Spawn)?;
+    let pid = child.id().ok_or(SessionError::EndedAtOnce)?;
+    let stdout = child.stdout.take().ok_or(SessionError::EndedAtOnce)?;
     let mut line = String::new();
     let mut reader = tokio::io::BufReader::new(stdout);
     let read = tokio::time::timeout(std::time::Duration::from_secs(SESSION_READY_SECS), reader.read_line(&mut line));
@@ -211,10 +232,10 @@ pub async fn start_session(c: &Confinement, launcher: &Path) -> Result<SessionHo
             use tokio::io::AsyncReadExt;
             let _ = tokio::time::timeout(std::time::Duration::from_secs(2), e.read_to_string(&mut err)).await;
         }
-        let why = err.lines().next().unwrap_or("it said nothing");
-        return Err(format!("the session's holder did not get ready within {SESSION_READY_SECS} s: {why}"));
+        let said = err.lines().next().unwrap_or("it said nothing").to_string();
+        return Err(SessionError::NotReady { said });
     }
-    let holder = child_of(pid).ok_or("the session's holder has no process inside its namespaces")?;
+    let holder = child_of(pid).ok_or(SessionError::NoProcessInside)?;
     Ok(SessionHolder { session: Session { holder, launcher: launcher.to_path_buf() }, _child: child })
 }
 
@@ -675,6 +696,28 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn a_session_whose_holder_cannot_start_or_get_ready_says_which() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let missing = Path::new("/nonexistent/probelab");
+        let c = Confinement::lab(Backend::Namespaces(missing.into()), dir.path(), Network::Off, true);
+        match start_session(&c, missing).await {
+            Err(SessionError::Spawn(e)) => assert_eq!(e.kind(), std::io::ErrorKind::NotFound),
+            other => panic!("{:?}", other.map(|_| ())),
+        }
+        // a launcher that refuses at once: not ready, with its own words
+        let launcher = dir.path().join("probelab");
+        std::fs::write(&launcher, "#!/bin/sh\necho 'probelab confine-ns: unshare: EPERM' >&2\nexit 1\n")
+            .unwrap_or_else(|e| panic!("{e}"));
+        use std::os::unix::fs::PermissionsExt as _;
+        std::fs::set_permissions(&launcher, std::fs::Permissions::from_mode(0o755)).unwrap_or_else(|e| panic!("{e}"));
+        let c = Confinement::lab(Backend::Namespaces(launcher.clone()), dir.path(), Network::Off, true);
+        match start_session(&c, &launcher).await {
+            Err(SessionError::NotReady { said }) => assert_eq!(said, "probelab confine-ns: unshare: EPERM"),
+            other => panic!("{:?}", other.map(|_| ())),
+        }
+    }
 
     #[test]
     fn why_no_backend_confines_is_one_line_holding_each_backend_s_reason() {
