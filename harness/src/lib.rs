@@ -30,6 +30,7 @@ pub mod probe;
 pub mod project;
 pub mod run;
 pub mod safe_fs;
+pub mod serde_kind;
 pub mod services;
 pub mod sessions;
 pub mod subject;

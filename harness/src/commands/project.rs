@@ -123,7 +123,7 @@ pub fn list(project: &Project) -> Outcome {
 
 /// What `probelab new` writes: a commented probe that passes.
 pub const SKELETON: &str = r#"# A probe: a scripted conversation, the subject runs the tools, the stub records the wire.
-# Format: harness/src/probe/mod.rs. Run it: probelab run probes/NAME.toml --bless (first time), then probelab run.
+# Format: docs/probe-format.md. Run it: probelab run probes/NAME.toml --bless (first time), then probelab run.
 id = "ID"
 claims = ["READ-1"]                       # claim ids from docs/claims.md
 about = "What this probe shows, in one line"

@@ -17,7 +17,7 @@ pub fn parse(path: &Path, text: &str) -> Result<Probe, Located> {
 pub fn parse_with(path: &Path, text: &str, known: &Known) -> Result<Probe, Located> {
     let subjects_known: Vec<&str> = known.subjects.iter().map(String::as_str).collect();
     let at = At { path, text };
-    let raw: ProbeFile = toml::from_str(text).map_err(|e| at.toml_error(&e))?;
+    let raw: ProbeFile = crate::serde_kind::from_toml(text).map_err(|r| at.toml_error(&r.error, r.kind))?;
     let id = at.id(&raw)?;
     let claims = at.claims(&raw, known)?;
     let diverges = at.diverges(&raw, &claims, &subjects_known)?;
@@ -134,29 +134,37 @@ impl At<'_> {
         })
     }
 
-    /// The TOML parser's error, on the key it is about, with a hint for the usual mistakes.
-    fn toml_error(&self, e: &toml::de::Error) -> Located {
+    /// The TOML parser's error, on the key it is about, with a hint for the usual mistakes: those the
+    /// derive names ([`crate::serde_kind::Kind`]: a key the table does not take, one it lacks).
+    fn toml_error(&self, e: &toml::de::Error, kind: Option<crate::serde_kind::Kind>) -> Located {
+        use crate::serde_kind::Kind;
         let text = self.text;
         let msg = for_users(e.message().trim_end());
         let span = e.span().unwrap_or(0..0);
-        // an unknown field's error spans its whole table (the document, at the top level): on the key
-        let unknown = msg.strip_prefix("unknown field `").and_then(|r| r.split('`').next());
-        let region = if span.start == 0 { 0..first_header(text).unwrap_or(text.len()) } else { span.clone() };
-        let offset = unknown.and_then(|k| key_offset(text, region, k)).unwrap_or(span.start);
-        let hint = if msg.contains("unknown field") {
-            Some("see the probe format in harness/src/probe/mod.rs (or `probelab new NAME` for a commented skeleton)")
-        } else if let Some(field) = msg.strip_prefix("missing field `").and_then(|r| r.split('`').next()) {
-            // the top level's own fields, or a table's (whose error spans that table)
-            let top = ["id", "claims", "about"].contains(&field) && (span.start == 0 || first_header(text) == Some(0));
-            Some(if top {
-                "every probe needs id, claims and about"
-            } else {
-                "the table needs this key: see its keys in docs/probe-format.md"
-            })
-        } else {
-            None
-        };
-        self.err(offset, msg, hint)
+        match kind {
+            Some(Kind::UnknownField { field, .. }) => {
+                // its error spans its whole table (the document, at the top level): on the key
+                let region = if span.start == 0 { 0..first_header(text).unwrap_or(text.len()) } else { span.clone() };
+                let offset = key_offset(text, region, &field).unwrap_or(span.start);
+                self.err(
+                    offset,
+                    msg,
+                    Some("every key of the probe format is in docs/probe-format.md (or `probelab new NAME` for a commented skeleton)"),
+                )
+            }
+            Some(Kind::MissingField { field }) => {
+                // the top level's own fields, or a table's (whose error spans that table)
+                let top =
+                    ["id", "claims", "about"].contains(&field) && (span.start == 0 || first_header(text) == Some(0));
+                let hint = if top {
+                    "every probe needs id, claims and about"
+                } else {
+                    "the table needs this key: see its keys in docs/probe-format.md"
+                };
+                self.err(span.start, msg, Some(hint))
+            }
+            _ => self.err(span.start, msg, None),
+        }
     }
 
     /// The id: path-safe (it names golden files).
