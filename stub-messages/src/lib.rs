@@ -41,7 +41,7 @@ pub(crate) fn locked<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T>
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
-pub use record::{read_record, Exchange, ExchangeKind, ReadExchange, Recorder, Requests};
+pub use record::{read_record, Exchange, ExchangeKind, ReadExchange, RecordError, RecordProblem, Recorder, Requests};
 pub use script::{Script, Turn};
 pub use server::{app, serve, serve_router, Running, Stub};
 pub use stored::RequestBase;

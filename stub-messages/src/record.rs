@@ -411,15 +411,51 @@ pub struct ReadExchange {
     pub stored_as: Option<RequestBase>,
 }
 
+/// Why a record cannot be read back ([`read_record`]): the line (1-based) and what is wrong with it.
+#[derive(Debug, thiserror::Error)]
+#[error("record line {line}")]
+pub struct RecordError {
+    /// The line, 1-based.
+    pub line: usize,
+    /// What is wrong with it.
+    #[source]
+    pub problem: RecordProblem,
+}
+
+/// What is wrong with a line of a record ([`RecordError`]).
+#[derive(Debug, thiserror::Error)]
+pub enum RecordProblem {
+    /// It could not be read.
+    #[error("cannot be read")]
+    Read(#[source] std::io::Error),
+    /// It is not an exchange (or its rebuilt request is not JSON).
+    #[error("is not an exchange")]
+    Json(#[source] serde_json::Error),
+    /// Its request is stored by reference to a request that is not the previous one of its conversation.
+    #[error("request {seq} (its base) is not the previous one of {conversation:?}")]
+    BaseNotPrevious {
+        /// The request it refers to.
+        seq: u64,
+        /// Its conversation.
+        conversation: String,
+    },
+    /// Its request is stored by reference and cannot be rebuilt.
+    #[error("its request cannot be rebuilt")]
+    Rebuild(#[source] crate::stored::RebuildError),
+    /// It says its request is stored by reference and has none.
+    #[error("a request stored by reference has no request")]
+    NoRequest,
+}
+
 /// Reads a record (the stub's JSONL) back, every request whole: a request stored by reference
 /// ([`RequestBase`]) is rebuilt from the earlier line it names, byte for byte. Memory: one request per
-/// conversation besides the line read. An error names the line (1-based).
-pub fn read_record(r: impl std::io::BufRead) -> impl Iterator<Item = Result<ReadExchange, String>> {
+/// conversation besides the line read. An error names the line.
+pub fn read_record(r: impl std::io::BufRead) -> impl Iterator<Item = Result<ReadExchange, RecordError>> {
     let mut last: HashMap<String, (u64, Vec<u8>)> = HashMap::new();
     r.lines().enumerate().map(move |(n, line)| {
-        let at = |e: String| format!("record line {}: {e}", n + 1);
-        let line = line.map_err(|e| at(e.to_string()))?;
-        let mut ex: Exchange = serde_json::from_str(&line).map_err(|e| at(e.to_string()))?;
+        let at = |problem: RecordProblem| RecordError { line: n + 1, problem };
+        let line = line.map_err(|e| at(RecordProblem::Read(e)))?;
+        let mut ex: Exchange = serde_json::from_str(&line).map_err(|e| at(RecordProblem::Json(e)))?;
         let stored_as = ex.request_base.take();
         let raw: Option<Vec<u8>> = ex.request.as_ref().and(
             Layout::of(line.as_bytes(), None)
@@ -431,12 +467,12 @@ pub fn read_record(r: impl std::io::BufRead) -> impl Iterator<Item = Result<Read
                 let base = last
                     .get(&conv)
                     .filter(|(seq, _)| *seq == rb.seq)
-                    .ok_or_else(|| at(format!("request {} (its base) is not the previous one of {conv:?}", rb.seq)))?;
-                let bytes = rebuild(&stored, &base.1, rb).map_err(at)?;
-                ex.request = Some(serde_json::from_slice(&bytes).map_err(|e| at(e.to_string()))?);
+                    .ok_or_else(|| at(RecordProblem::BaseNotPrevious { seq: rb.seq, conversation: conv.clone() }))?;
+                let bytes = rebuild(&stored, &base.1, rb).map_err(|e| at(RecordProblem::Rebuild(e)))?;
+                ex.request = Some(serde_json::from_slice(&bytes).map_err(|e| at(RecordProblem::Json(e)))?);
                 Some(bytes)
             }
-            (Some(_), None) => return Err(at("a request stored by reference has no request".into())),
+            (Some(_), None) => return Err(at(RecordProblem::NoRequest)),
             (None, raw) => raw,
         };
         if let (Some(conv), Some(bytes)) = (&ex.conversation, &whole) {

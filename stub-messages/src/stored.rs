@@ -221,6 +221,38 @@ impl Sink for Compare<'_> {
     }
 }
 
+/// Why a request stored by reference cannot be rebuilt ([`rebuild`]): the record is damaged.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RebuildError {
+    /// The stored form is not a compact JSON object.
+    #[error("the stored request is not a compact JSON object")]
+    StoredNotCompact,
+    /// The request it refers to is not a compact JSON object.
+    #[error("request {seq} is not a compact JSON object")]
+    BaseNotCompact {
+        /// The request referred to.
+        seq: u64,
+    },
+    /// It keeps more messages of the request it refers to than that one has, or has no messages.
+    #[error("request {seq} has {has} messages, {kept} are kept")]
+    TooManyKept {
+        /// The request referred to.
+        seq: u64,
+        /// Its messages.
+        has: usize,
+        /// The messages the stored form keeps of it.
+        kept: usize,
+    },
+    /// A member it does not say is the same is missing from it.
+    #[error("the stored request lacks member {member} of request {seq}")]
+    LacksMember {
+        /// The member's key, as written (quoted).
+        member: String,
+        /// The request referred to.
+        seq: u64,
+    },
+}
+
 /// The bytes of `R` made from its stored form, the earlier request's bytes and their layouts, into `out`.
 fn assemble(
     stored: &[u8],
@@ -229,10 +261,10 @@ fn assemble(
     lb: &Layout,
     rb: &RequestBase,
     out: &mut impl Sink,
-) -> Result<(), String> {
+) -> Result<(), RebuildError> {
     let kept = lb.messages();
     if rb.messages > kept.len() || ls.messages.is_none() {
-        return Err(format!("request {} has {} messages, {} are kept", rb.seq, kept.len(), rb.messages));
+        return Err(RebuildError::TooManyKept { seq: rb.seq, has: kept.len(), kept: rb.messages });
     }
     out.put(b"{");
     let mut first = true;
@@ -273,8 +305,9 @@ fn assemble(
             if quoted.iter().any(|q| q.as_slice() == key) {
                 member(&mut put, key, &base[v.clone()], false);
             } else {
-                let value = ls.member(stored, key).ok_or_else(|| {
-                    format!("the stored request lacks member {} of request {}", String::from_utf8_lossy(key), rb.seq)
+                let value = ls.member(stored, key).ok_or_else(|| RebuildError::LacksMember {
+                    member: String::from_utf8_lossy(key).into_owned(),
+                    seq: rb.seq,
                 })?;
                 member(&mut put, key, value, is_messages(key));
             }
@@ -286,9 +319,9 @@ fn assemble(
 
 /// The bytes of a request stored by reference ([`RequestBase`]), from its stored bytes and the earlier
 /// request's (whole) bytes.
-pub fn rebuild(stored: &[u8], base: &[u8], rb: &RequestBase) -> Result<Vec<u8>, String> {
-    let ls = Layout::of(stored, None).ok_or("the stored request is not a compact JSON object")?;
-    let lb = Layout::of(base, None).ok_or_else(|| format!("request {} is not a compact JSON object", rb.seq))?;
+pub fn rebuild(stored: &[u8], base: &[u8], rb: &RequestBase) -> Result<Vec<u8>, RebuildError> {
+    let ls = Layout::of(stored, None).ok_or(RebuildError::StoredNotCompact)?;
+    let lb = Layout::of(base, None).ok_or(RebuildError::BaseNotCompact { seq: rb.seq })?;
     let mut out = Vec::with_capacity(base.len() + stored.len());
     assemble(stored, &ls, base, &lb, rb, &mut out)?;
     Ok(out)

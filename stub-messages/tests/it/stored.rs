@@ -59,7 +59,14 @@ fn a_real_claude_code_record_reads_back_whole_and_records_again_byte_for_byte() 
 #[test]
 fn a_base_that_is_not_there_is_an_error_naming_the_line() {
     let second = RECORD.lines().nth(2).unwrap_or_default();
-    let errs: Vec<String> = read_record(format!("{second}\n").as_bytes()).filter_map(Result::err).collect();
+    let errs: Vec<_> = read_record(format!("{second}\n").as_bytes()).filter_map(Result::err).collect();
     assert_eq!(errs.len(), 1);
-    assert!(errs[0].starts_with("record line 1: request 2 (its base)"), "{}", errs[0]);
+    let e = &errs[0];
+    assert_eq!(e.line, 1);
+    assert!(
+        matches!(&e.problem, stub_messages::RecordProblem::BaseNotPrevious { seq: 2, conversation } if conversation == "main"),
+        "{e:?}"
+    );
+    assert_eq!(e.to_string(), "record line 1");
+    assert!(std::error::Error::source(e).is_some_and(|s| s.to_string().starts_with("request 2 (its base)")), "{e:?}");
 }
