@@ -46,6 +46,15 @@ impl Layout {
     }
 }
 
+/// What the real Claude Code did with a probe at a version, where it did not pass ([`measured`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Measured {
+    /// `changed` or `not-applicable`.
+    pub outcome: observe::Outcome,
+    /// The cell's reason; empty for an unstable cell whose outcome held (which checks failed varied).
+    pub reason: String,
+}
+
 /// What the real Claude Code did with `probe` at the version a built-in subject imitates (`builtin@V`;
 /// a bare `builtin`: the newest, `profile::NEWEST`): the outcome word and reason of the committed cell
 /// `<cells>/V/<probe>.json` when it is not a pass (`changed`, `not-applicable`). None for any other
@@ -57,7 +66,7 @@ pub fn measured(
     layout: &Layout,
     subject: &crate::subject::SubjectId,
     probe: &crate::probe::Probe,
-) -> Result<Option<(String, String)>, crate::observe::DataError> {
+) -> Result<Option<Measured>, crate::observe::DataError> {
     use crate::observe::DataError;
     if subject.kind != crate::subject::id::SubjectKind::Builtin {
         return Ok(None);
@@ -83,12 +92,12 @@ pub fn measured(
         return Ok(None);
     }
     let reason = if cell.unstable.is_empty() { cell.reason } else { String::new() };
-    let outcome = match cell.outcome {
-        observe::Outcome::Changed => "changed",
-        observe::Outcome::NotApplicable => "not-applicable",
-        _ => return Ok(None),
-    };
-    Ok(Some((outcome.to_string(), reason)))
+    match cell.outcome {
+        observe::Outcome::Changed | observe::Outcome::NotApplicable => {
+            Ok(Some(Measured { outcome: cell.outcome, reason }))
+        }
+        _ => Ok(None),
+    }
 }
 
 /// A run's verdict for its subject. Checks and invariants decide, except for a version profile
@@ -98,10 +107,10 @@ pub fn measured(
 /// says so); Err: the failures.
 pub fn verdict(
     report: &Report,
-    measured: Option<&(String, String)>,
+    measured: Option<&Measured>,
     subject: &crate::subject::SubjectId,
 ) -> Result<Option<String>, String> {
-    let Some((outcome, reason)) = measured else {
+    let Some(Measured { outcome, reason }) = measured else {
         // a version profile without the tool a probe calls (a probe only the built-in runs, the
         // real version measured nothing): not applicable at V, as the matrix says of a real version
         if not_applicable(report, subject) {
@@ -111,17 +120,17 @@ pub fn verdict(
         return if report.passed() { Ok(None) } else { Err(report.failures().join("\n")) };
     };
     let real = crate::subject::SubjectId::claude_code(subject.reference_version());
-    let mine = serde_json::to_value(report.observation.outcome).ok();
-    let mine = mine.as_ref().and_then(|v| v.as_str()).unwrap_or_default();
-    if mine == outcome && reason.is_empty() {
-        return Ok(Some(format!("as {real}: {outcome} (which checks fail varies there: unstable)")));
+    if report.observation.outcome == *outcome && reason.is_empty() {
+        return Ok(Some(format!("as {real}: {} (which checks fail varies there: unstable)", outcome.name())));
     }
-    if mine == outcome && report.observation.reason == *reason {
-        return Ok(Some(format!("as {real}: {outcome} ({reason})")));
+    if report.observation.outcome == *outcome && report.observation.reason == *reason {
+        return Ok(Some(format!("as {real}: {} ({reason})", outcome.name())));
     }
     let reason = if reason.is_empty() { "which checks fail varies there" } else { reason.as_str() };
     let mut why = format!(
-        "{real} is {outcome} here ({reason}); {subject} is {mine}{}",
+        "{real} is {} here ({reason}); {subject} is {}{}",
+        outcome.name(),
+        report.observation.outcome.name(),
         if report.observation.reason.is_empty() { String::new() } else { format!(" ({})", report.observation.reason) }
     );
     for f in report.failures() {
@@ -529,7 +538,10 @@ mod tests {
         let mut cell = crate::observe::Observation::for_test("p", "2.1.235", crate::observe::Outcome::Changed, "f");
         cell.reason = "check 1 failed".into();
         std::fs::write(cells.join("p.json"), serde_json::to_string(&cell).unwrap()).unwrap();
-        assert_eq!(super::measured(&layout, &id, &probe).unwrap(), Some(("changed".into(), "check 1 failed".into())));
+        assert_eq!(
+            super::measured(&layout, &id, &probe).unwrap(),
+            Some(super::Measured { outcome: crate::observe::Outcome::Changed, reason: "check 1 failed".into() })
+        );
         let bare = crate::subject::SubjectId::parse_registered("builtin").unwrap();
         assert!(super::measured(&layout, &bare, &probe).unwrap().is_none());
         // a real cell that varied when run again is no measurement
@@ -537,7 +549,7 @@ mod tests {
         std::fs::write(cells.join("p.json"), serde_json::to_string(&cell).unwrap()).unwrap();
         assert_eq!(
             super::measured(&layout, &id, &probe).unwrap(),
-            Some(("changed".into(), String::new())),
+            Some(super::Measured { outcome: crate::observe::Outcome::Changed, reason: String::new() }),
             "the outcome alone"
         );
         // the outcome itself varied: no measurement

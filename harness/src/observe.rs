@@ -131,6 +131,17 @@ impl Outcome {
         }
     }
 
+    /// Its name in a cell's JSON (`not-applicable`, where the matrix writes `n/a`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Outcome::Pass => "pass",
+            Outcome::Changed => "changed",
+            Outcome::NotApplicable => "not-applicable",
+            Outcome::Error => "error",
+            Outcome::Broken => "broken",
+        }
+    }
+
     /// A verdict about the subject (pass, changed, n/a): neither an error of the lab nor a broken run.
     pub fn is_verdict(self) -> bool {
         !matches!(self, Outcome::Error | Outcome::Broken)
@@ -936,6 +947,10 @@ mod tests {
         let cc = crate::subject::id::SubjectId::claude_code(crate::subject::id::Version::new(2, 1, 1));
         assert_eq!(claim_verdicts(&probe, &cc, Outcome::Broken)["READ-1"], ClaimVerdict::Broken);
         assert!(!Outcome::Broken.is_verdict() && !Outcome::Error.is_verdict() && Outcome::Changed.is_verdict());
+        // the name is the cell's word for it
+        for o in [Outcome::Pass, Outcome::Changed, Outcome::NotApplicable, Outcome::Error, Outcome::Broken] {
+            assert_eq!(serde_json::to_value(o).ok(), Some(serde_json::Value::from(o.name())), "{o:?}");
+        }
         assert_eq!(ClaimVerdict::combine([ClaimVerdict::Broken, ClaimVerdict::Holds]), Some(ClaimVerdict::Holds));
         assert_eq!(ClaimVerdict::combine([ClaimVerdict::Broken, ClaimVerdict::Error]), Some(ClaimVerdict::Broken));
     }
