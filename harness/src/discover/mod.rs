@@ -602,7 +602,7 @@ async fn run_one(probe: &crate::probe::Probe, cc: &ClaudeCode, layout: &Layout) 
             volatile(&t)
         }
     });
-    let ran: Ran = sessions::collect(run, calls, &format!("claude-code@{}", cc.version));
+    let ran: Ran = sessions::collect(run, calls, &crate::subject::id::claude_code_name(&cc.version));
     let files = ran
         .files
         .iter()
