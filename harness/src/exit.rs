@@ -229,6 +229,15 @@ mod tests {
             Box::new(crate::transcript::diff::SetError::Read { path: "a".into(), source: gone() }),
             Box::new(crate::lab::GoldenError::Bless { file: "a".into(), source: gone() }),
             Box::new(crate::observatory::explain::ExplainError::Io { path: "a".into(), source: gone() }),
+            Box::new(crate::observatory::conformance::MeasureError::Temp(gone())),
+            Box::new(crate::observatory::conformance::MeasureError::Golden {
+                probe: "p".into(),
+                source: crate::lab::GoldenError::Bless { file: "x.snap".into(), source: gone() },
+            }),
+            Box::new(crate::observatory::conformance::MeasureError::Run {
+                probe: "p".into(),
+                source: crate::run::RunError::Stub(gone()),
+            }),
             Box::new(crate::observatory::explain::ExplainError::from(crate::lab::GoldenError::Bless {
                 file: "a".into(),
                 source: gone(),

@@ -509,7 +509,7 @@ impl At<'_> {
         let mut table = super::conformance::read(&self.project.out).usage()?;
         for v in &versions {
             let m = self.rt.block_on(super::conformance::measure(&probes, self.layout, v));
-            let m = m.map_err(anyhow::Error::msg).with_context(|| v.clone()).usage()?;
+            let m = m.with_context(|| v.clone()).usage()?;
             if m.figure.common == 0 {
                 println!("{v}: no probe in common with its committed goldens (left out)");
                 continue;
