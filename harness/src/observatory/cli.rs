@@ -302,9 +302,7 @@ impl At<'_> {
             crate::claims::all().into_iter().map(|c| c.id).chain(self.project.known().claims).collect();
         let topic = super::history::topic(name, &claims, &tools).map_err(|e| Failure::msg(2, e))?;
         let explored = crate::discover::read_published(&docs.explored).usage()?;
-        let entries = super::history::history(&probes, self.layout, &m, &topic, since, &explored)
-            .map_err(anyhow::Error::msg)
-            .usage()?;
+        let entries = super::history::history(&probes, self.layout, &m, &topic, since, &explored).usage()?;
         if json {
             let body = serde_json::json!({"topic": topic.to_string(), "versions": m.versions, "entries": entries});
             println!("{}", serde_json::to_string_pretty(&body).unwrap_or_default());
@@ -368,7 +366,6 @@ impl At<'_> {
             })
         });
         let page = super::watch::release_page(&probes, self.layout, &m, version, &previous, published.as_deref());
-        let page = page.map_err(anyhow::Error::msg).usage()?;
         if !write {
             print!("{page}");
             return Ok(ExitCode::SUCCESS);
