@@ -229,6 +229,11 @@ mod tests {
             Box::new(crate::transcript::diff::SetError::Read { path: "a".into(), source: gone() }),
             Box::new(crate::lab::GoldenError::Bless { file: "a".into(), source: gone() }),
             Box::new(crate::observatory::explain::ExplainError::Io { path: "a".into(), source: gone() }),
+            Box::new(crate::observatory::watch::PublishError::from(crate::observe::DataError::Create {
+                path: "a".into(),
+                source: gone(),
+            })),
+            Box::new(crate::observatory::watch::PublishError::Remove { path: "a".into(), source: gone() }),
             Box::new(crate::observatory::conformance::MeasureError::Temp(gone())),
             Box::new(crate::observatory::conformance::MeasureError::Golden {
                 probe: "p".into(),

@@ -24,6 +24,7 @@
 
 use super::bisect::bisect;
 use super::report::Matrix;
+use super::watch::PublishError;
 use super::{matrix, Goldens, MatrixOptions};
 use crate::exit::{finish, Failed as _, Failure, Outcome, Usage as _};
 use crate::lab::Layout;
@@ -438,7 +439,7 @@ impl At<'_> {
                 return Err(Failure::msg(1, "cells errored (no verdict): nothing published; run the matrix again"));
             }
             let docs = super::watch::Docs::under(&self.project.root);
-            publish_all(&docs, self.layout, &self.project.probes, &cells).map_err(anyhow::Error::msg).usage()?;
+            publish_all(&docs, self.layout, &self.project.probes, &cells).usage()?;
             let (n, into, matrix) = (cells.len(), docs.cells.display(), docs.matrix.display());
             eprintln!("published {n} cells into {into} and regenerated {matrix}");
         }
@@ -463,7 +464,9 @@ impl At<'_> {
             let out = self.project.out.join("bisect");
             let mut each = |found: &[crate::observe::Observation]| {
                 if publish {
-                    publish_all(&docs, self.layout, &self.project.probes, found).map(|_| ())
+                    publish_all(&docs, self.layout, &self.project.probes, found)
+                        .map(|_| ())
+                        .map_err(|e| crate::exit::chain(&e))
                 } else {
                     Ok(())
                 }
@@ -480,7 +483,7 @@ impl At<'_> {
             cells.extend(more);
         }
         if publish && !pin {
-            publish_all(&docs, self.layout, &self.project.probes, &cells).map_err(anyhow::Error::msg).usage()?;
+            publish_all(&docs, self.layout, &self.project.probes, &cells).usage()?;
         }
         let reported = report(&cells, json, html);
         if let (Some(md), Ok(m)) = (markdown, Matrix::from_cells(&cells)) {
@@ -796,8 +799,8 @@ fn publish_all(
     layout: &Layout,
     probes_dir: &Path,
     cells: &[crate::observe::Observation],
-) -> Result<Matrix, String> {
-    let probes = load(probes_dir, &[]).map_err(|e| e.to_string())?;
+) -> Result<Matrix, PublishError> {
+    let probes = load(probes_dir, &[])?;
     let catalogue = Catalogue::cached(&crate::subject::claude_code::cache_root());
     super::watch::publish(docs, layout, &probes, cells, catalogue.as_ref())
 }

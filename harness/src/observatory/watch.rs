@@ -70,15 +70,50 @@ impl Docs {
     }
 }
 
-/// Why the committed cells make no matrix ([`Docs::matrix_of_cells`]).
+/// Why the committed cells make no matrix ([`Docs::matrix_of_cells`]), or the observatory's data could
+/// not be published ([`PublishError::Cells`]).
 #[derive(Debug, thiserror::Error)]
 pub enum CellsError {
-    /// A cell could not be read.
+    /// A cell (or another file of the observatory: its releases, an exploration record) could not be
+    /// read or written.
     #[error(transparent)]
-    Read(#[from] crate::observe::DataError),
+    Data(#[from] crate::observe::DataError),
     /// Two cells of one probe and version disagree.
     #[error(transparent)]
     Disagree(#[from] super::report::Disagree),
+}
+
+/// Why the committed observatory could not be published ([`publish`]); each names the file or the cells.
+#[derive(Debug, thiserror::Error)]
+pub enum PublishError {
+    /// The project's probes do not load (a publication makes every release page, which needs each
+    /// probe's `unordered` results: [`super::cli`]'s `publish_all`).
+    #[error(transparent)]
+    Probes(#[from] crate::probe::LoadError),
+    /// A cell could not be written, the committed cells, releases or exploration records read (or the
+    /// goldens, for the runtime's tool texts), or two cells of one probe and version disagree.
+    #[error(transparent)]
+    Cells(#[from] CellsError),
+    /// A report or page could not be written ([`crate::versions::write_file_atomic`]).
+    #[error(transparent)]
+    Write(#[from] crate::versions::VersionError),
+    /// The golden sets of the committed diff report could not be diffed ([`diff_report`]).
+    #[error(transparent)]
+    Diff(#[from] crate::transcript::diff::SetError),
+    /// The page of a release without a change any more could not be removed.
+    #[error("cannot remove {}", path.display())]
+    Remove {
+        /// The page.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+}
+
+impl From<crate::observe::DataError> for PublishError {
+    fn from(e: crate::observe::DataError) -> PublishError {
+        PublishError::Cells(e.into())
+    }
 }
 
 /// The matrix and the files made of it: (file name under docs/matrix, content).
@@ -94,8 +129,8 @@ pub fn reports(
     conformance: &super::conformance::Table,
     releases: &Releases,
     probes: &[Probe],
-) -> Result<Reports, String> {
-    let m = Matrix::from_cells(cells).map_err(|e| e.to_string())?.with_conformance(conformance);
+) -> Result<Reports, super::report::Disagree> {
+    let m = Matrix::from_cells(cells)?.with_conformance(conformance);
     let section = super::releases::section(&m, releases);
     // every change in words, from the goldens (results a probe marks `unordered` compared as sets)
     let unordered = crate::transcript::diff::unordered_of(probes);
@@ -175,66 +210,66 @@ pub fn publish(
     probes: &[Probe],
     cells: &[Observation],
     catalogue: Option<&Catalogue>,
-) -> Result<Matrix, String> {
+) -> Result<Matrix, PublishError> {
+    use crate::observe::DataError;
     for c in cells.iter().map(Observation::slim) {
         if !same_but_golden(&docs.cells, &c) {
-            super::write_cell(&docs.cells, &c).map_err(|e| crate::exit::chain(&e))?;
+            super::write_cell(&docs.cells, &c)?;
         }
     }
-    std::fs::create_dir_all(&docs.matrix).map_err(|e| format!("{}: {e}", docs.matrix.display()))?;
-    let all = read_cells(std::slice::from_ref(&docs.cells)).map_err(|e| crate::exit::chain(&e))?;
-    let mut releases = Releases::read(&docs.matrix).map_err(|e| crate::exit::chain(&e))?;
+    std::fs::create_dir_all(&docs.matrix).map_err(|source| DataError::Create { path: docs.matrix.clone(), source })?;
+    let all = read_cells(std::slice::from_ref(&docs.cells))?;
+    let mut releases = Releases::read(&docs.matrix)?;
     let oldest = all.iter().filter_map(|c| c.version.as_deref().and_then(|v| semver::Version::parse(v).ok())).min();
     if let (Some(c), Some(oldest)) = (catalogue, oldest) {
         let asked = releases.asked.parse::<jiff::Timestamp>().ok();
         if asked.is_none_or(|a| c.fetched_at() >= a) {
             let fresh = Releases::from_catalogue(c, &oldest);
             if fresh.releases != releases.releases || asked.is_none() {
-                let text = fresh.to_json().map_err(|e| e.to_string())?;
-                crate::versions::write_file_atomic(&docs.matrix.join(super::releases::FILE), text.as_bytes())
-                    .map_err(|e| e.to_string())?;
+                let text = fresh.to_json().map_err(DataError::Json)?;
+                crate::versions::write_file_atomic(&docs.matrix.join(super::releases::FILE), text.as_bytes())?;
                 releases = fresh;
             }
         }
     }
     // the built-in conformance comes from runs (`probelab profiles`), never from the committed data: the
     // committed reports carry none
-    let (m, files) = reports(&all, &layout.golden, &super::conformance::Table::new(), &releases, probes)?;
+    let (m, files) = reports(&all, &layout.golden, &super::conformance::Table::new(), &releases, probes)
+        .map_err(CellsError::from)?;
     for (name, text) in files {
         let path = docs.matrix.join(name);
-        crate::versions::write_file_atomic(&path, text.as_bytes()).map_err(|e| e.to_string())?;
+        crate::versions::write_file_atomic(&path, text.as_bytes())?;
     }
     // the goldens this publication blessed are the runtime's tool texts too (a new release's, above all)
     if docs.tool_texts.is_file() {
         let texts = probelab_runtime::tool_texts::generate(&layout.golden)
-            .map_err(|e| format!("{}: {e}", layout.golden.display()))?;
+            .map_err(|source| DataError::Read { path: layout.golden.clone(), source })?;
         let text = probelab_runtime::tool_texts::to_json(&texts);
         if std::fs::read_to_string(&docs.tool_texts).ok().as_deref() != Some(text.as_str()) {
-            crate::versions::write_file_atomic(&docs.tool_texts, text.as_bytes()).map_err(|e| e.to_string())?;
+            crate::versions::write_file_atomic(&docs.tool_texts, text.as_bytes())?;
         }
     }
     // the committed `probelab diff` report, beside the pages (docs/)
-    if let (Some(files), Some(dir)) =
-        (diff_report(probes, layout, &m).map_err(|e| crate::exit::chain(&e))?, docs.changes.parent())
-    {
+    if let (Some(files), Some(dir)) = (diff_report(probes, layout, &m)?, docs.changes.parent()) {
         for (name, text) in files {
             let path = dir.join(name);
             if std::fs::read_to_string(&path).ok().as_deref() != Some(text.as_str()) {
-                crate::versions::write_file_atomic(&path, text.as_bytes()).map_err(|e| e.to_string())?;
+                crate::versions::write_file_atomic(&path, text.as_bytes())?;
             }
         }
     }
-    let explored = crate::discover::read_published(&docs.explored).map_err(|e| crate::exit::chain(&e))?;
+    let explored = crate::discover::read_published(&docs.explored)?;
     let made = pages(probes, layout, &m, &releases, &explored);
-    std::fs::create_dir_all(&docs.changes).map_err(|e| format!("{}: {e}", docs.changes.display()))?;
+    std::fs::create_dir_all(&docs.changes)
+        .map_err(|source| DataError::Create { path: docs.changes.clone(), source })?;
     for (version, page) in &made {
         let path = docs.changes.join(format!("{version}.md"));
         if std::fs::read_to_string(&path).ok().as_deref() != Some(page.as_str()) {
-            crate::versions::write_file_atomic(&path, page.as_bytes()).map_err(|e| e.to_string())?;
+            crate::versions::write_file_atomic(&path, page.as_bytes())?;
         }
     }
-    for stale in stale_pages(&docs.changes, &made).map_err(|e| crate::exit::chain(&e))? {
-        std::fs::remove_file(&stale).map_err(|e| format!("{}: {e}", stale.display()))?;
+    for stale in stale_pages(&docs.changes, &made)? {
+        std::fs::remove_file(&stale).map_err(|source| PublishError::Remove { path: stale.clone(), source })?;
     }
     Ok(m)
 }
@@ -285,7 +320,8 @@ pub fn stale_derived(root: &Path, read: &dyn Fn(&Path) -> Option<String>) -> Res
     let cells = read_cells(std::slice::from_ref(&docs.cells)).map_err(|e| crate::exit::chain(&e))?;
     let releases = Releases::read(&docs.matrix).map_err(|e| crate::exit::chain(&e))?;
     let probes = crate::probe::load_all(&[root.join("probes")]).map_err(|e| crate::exit::chain(&e))?;
-    let (m, files) = reports(&cells, &layout.golden, &super::conformance::Table::new(), &releases, &probes)?;
+    let (m, files) = reports(&cells, &layout.golden, &super::conformance::Table::new(), &releases, &probes)
+        .map_err(|e| e.to_string())?;
     let mut made: Vec<(String, String)> =
         files.into_iter().map(|(name, text)| (format!("docs/matrix/{name}"), text)).collect();
     let explored = crate::discover::read_published(&docs.explored).map_err(|e| crate::exit::chain(&e))?;
@@ -700,7 +736,7 @@ pub async fn watch(
         .map(|c| c.probe.clone())
         .collect();
     // the pages of the new releases with a change are written by publish, with every other report
-    let m = publish(&docs, layout, probes, &cells, Some(&catalogue))?;
+    let m = publish(&docs, layout, probes, &cells, Some(&catalogue)).map_err(|e| crate::exit::chain(&e))?;
     for v in &new {
         for (probe, changes) in &m.probe_timeline {
             for c in changes.iter().filter(|c| &c.version == v) {
@@ -804,6 +840,23 @@ mod tests {
         let made = probelab_runtime::tool_texts::generate(&layout.golden).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(text, probelab_runtime::tool_texts::to_json(&made));
         assert!(text.contains("\"from\": \"2.1.1\"") && text.contains("Reads a file."), "{text}");
+    }
+
+    #[test]
+    fn a_publication_that_cannot_make_its_pages_directory_fails_naming_it() {
+        let d = tempfile::tempdir().unwrap();
+        let docs = Docs::under(d.path());
+        let layout = Layout { golden: d.path().join("golden"), ..Layout::repo() };
+        std::fs::create_dir_all(d.path().join("docs")).unwrap();
+        std::fs::write(&docs.changes, "a file where the pages go").unwrap();
+        let cells = [cell("p", "2.1.1", Outcome::Pass, "aaaa"), cell("p", "2.1.2", Outcome::Changed, "bbbb")];
+        let e = publish(&docs, &layout, &[], &cells, None).unwrap_err();
+        let create = |path: &Path| matches!(&e, PublishError::Cells(CellsError::Data(crate::observe::DataError::Create { path: p, .. })) if p == path);
+        assert!(create(&docs.changes), "{e:?}");
+        // the path, then the OS's reason, each said once
+        let said = crate::exit::chain(&e);
+        assert!(said.starts_with(&format!("cannot create {}: ", docs.changes.display())), "{said}");
+        assert_eq!(said.matches(&docs.changes.display().to_string()).count(), 1, "{said}");
     }
 
     #[test]
