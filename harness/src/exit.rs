@@ -243,6 +243,14 @@ mod tests {
                 probe: "p".into(),
                 source: crate::run::RunError::Stub(gone()),
             }),
+            Box::new(crate::observatory::cli::PinError::Range {
+                good: "2.1.1".into(),
+                bad: "2.1.2".into(),
+                source: crate::observatory::cli::RangeError::NotAVersion {
+                    version: "2.1".into(),
+                    source: semver::Version::parse("2.1").unwrap_err(),
+                },
+            }),
             Box::new(crate::observatory::explain::ExplainError::from(crate::lab::GoldenError::Bless {
                 file: "a".into(),
                 source: gone(),
