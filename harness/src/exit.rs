@@ -229,6 +229,28 @@ mod tests {
             Box::new(crate::transcript::diff::SetError::Read { path: "a".into(), source: gone() }),
             Box::new(crate::lab::GoldenError::Bless { file: "a".into(), source: gone() }),
             Box::new(crate::observatory::explain::ExplainError::Io { path: "a".into(), source: gone() }),
+            Box::new(crate::observatory::watch::PublishError::from(crate::observe::DataError::Create {
+                path: "a".into(),
+                source: gone(),
+            })),
+            Box::new(crate::observatory::watch::PublishError::Remove { path: "a".into(), source: gone() }),
+            Box::new(crate::observatory::conformance::MeasureError::Temp(gone())),
+            Box::new(crate::observatory::conformance::MeasureError::Golden {
+                probe: "p".into(),
+                source: crate::lab::GoldenError::Bless { file: "x.snap".into(), source: gone() },
+            }),
+            Box::new(crate::observatory::conformance::MeasureError::Run {
+                probe: "p".into(),
+                source: crate::run::RunError::Stub(gone()),
+            }),
+            Box::new(crate::observatory::cli::PinError::Range {
+                good: "2.1.1".into(),
+                bad: "2.1.2".into(),
+                source: crate::observatory::cli::RangeError::NotAVersion {
+                    version: "2.1".into(),
+                    source: semver::Version::parse("2.1").unwrap_err(),
+                },
+            }),
             Box::new(crate::observatory::explain::ExplainError::from(crate::lab::GoldenError::Bless {
                 file: "a".into(),
                 source: gone(),

@@ -60,16 +60,16 @@ pub fn diff_of(
     if !skipped.is_empty() {
         println!("skipped on both sides, their requirements missing here: {}", skipped.join(", "));
     }
-    let side = |name: &str| -> Result<PathBuf, String> {
+    // each error keeps its type under anyhow's (RunError, GoldenError, ...): said once, with its causes
+    let side = |name: &str| -> anyhow::Result<PathBuf> {
         if run_now && !is_dir(name) {
             let dir = tmp.path().join(name);
             let layout = Layout { golden: dir.clone(), ..project.layout(super::engine()) };
-            let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().map_err(|e| e.to_string())?;
-            let id = layout.subjects.parse(name).map_err(|e| crate::exit::chain(&e))?;
+            let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+            let id = layout.subjects.parse(name)?;
             for p in &shared {
-                let report = rt.block_on(run_probe(p, &id, &layout, false)).map_err(|e| crate::exit::chain(&e))?;
-                golden_step(&report, &Layout { golden: tmp.path().to_path_buf(), ..layout.clone() }, true)
-                    .map_err(|e| crate::exit::chain(&e))?;
+                let report = rt.block_on(run_probe(p, &id, &layout, false))?;
+                golden_step(&report, &Layout { golden: tmp.path().to_path_buf(), ..layout.clone() }, true)?;
             }
             Ok(tmp.path().join(name))
         } else {
@@ -77,7 +77,7 @@ pub fn diff_of(
             Ok(if p.is_dir() { p } else { golden.join(name) })
         }
     };
-    let (l, r) = (side(left).map_err(anyhow::Error::msg)?, side(right).map_err(anyhow::Error::msg)?);
+    let (l, r) = (side(left)?, side(right)?);
     let blobs =
         if run_now && !(is_dir(left) || is_dir(right)) { tmp.path().join("blobs") } else { golden.join("blobs") };
     // a blob is what its name (its SHA-256) says, or the comparison is not to be trusted

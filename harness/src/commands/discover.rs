@@ -107,7 +107,7 @@ pub fn discover(project: &Project, a: &str, b: &str, args: DiscoverArgs) -> Outc
         let probes = super::load_probes(project, std::slice::from_ref(&project.probes)).usage()?;
         // each finding told from what the catalogue's goldens of the pair show (the matrix's cells judge)
         let m = docs.matrix_of_cells().usage()?;
-        let shown = discover::probe_diff(&layout, &probes, &m, a, b).map_err(|e| Failure::msg(1, e))?;
+        let shown = discover::probe_diff(&layout, &probes, &m, a, b).failed()?;
         let written = discover::write_published(&docs.explored, &discover::published(&report, shown.as_ref()))
             .map_err(|e| Failure::msg(1, e))?;
         crate::observatory::watch::republish_page(&docs, &layout, &probes, b).map_err(|e| Failure::msg(1, e))?;

@@ -254,7 +254,8 @@ pub async fn bisect_candidates(
         report.b
     ));
     let mut said = |m: &str| progress(m);
-    let (found, cost) = crate::observatory::bisect::bisect(&probes, releases, layout, out, &mut said).await?;
+    let bisected = crate::observatory::bisect::bisect(&probes, releases, layout, out, &mut said).await;
+    let (found, cost) = bisected.map_err(|e| e.to_string())?;
     for (c, p) in report.candidates.iter_mut().zip(&probes) {
         match found.iter().find(|f| f.probe == p.id) {
             Some(f) => {

@@ -56,7 +56,7 @@ pub fn probe_diff(
     m: &crate::observatory::report::Matrix,
     a: &str,
     b: &str,
-) -> Result<Option<crate::transcript::diff::SetDiff>, String> {
+) -> Result<Option<crate::transcript::diff::SetDiff>, crate::transcript::diff::SetError> {
     use crate::transcript::golden::claude_code_dir;
     if ![a, b].iter().all(|v| claude_code_dir(&layout.golden, v).is_dir()) {
         return Ok(None);

@@ -102,6 +102,14 @@ async fn run_at(
     cost.versions.push((version, took));
 }
 
+/// Candidates without both ends: fewer than two versions to bisect over ([`bisect`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("bisect needs a good and a bad version")]
+pub struct NoEnds {
+    /// How many versions were given.
+    pub given: usize,
+}
+
 /// Bisects `probes` over `candidates` (good first, bad last, npm order). `progress` hears a line per
 /// version run.
 pub async fn bisect(
@@ -110,9 +118,9 @@ pub async fn bisect(
     layout: &Layout,
     out: &Path,
     progress: &mut dyn FnMut(&str),
-) -> Result<(Vec<Found>, Cost), String> {
+) -> Result<(Vec<Found>, Cost), NoEnds> {
     if candidates.len() < 2 {
-        return Err("bisect needs a good and a bad version".into());
+        return Err(NoEnds { given: candidates.len() });
     }
     let n = candidates.len();
     let mut cost = Cost::default();

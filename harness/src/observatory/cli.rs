@@ -24,6 +24,7 @@
 
 use super::bisect::bisect;
 use super::report::Matrix;
+use super::watch::PublishError;
 use super::{matrix, Goldens, MatrixOptions};
 use crate::exit::{finish, Failed as _, Failure, Outcome, Usage as _};
 use crate::lab::Layout;
@@ -302,9 +303,7 @@ impl At<'_> {
             crate::claims::all().into_iter().map(|c| c.id).chain(self.project.known().claims).collect();
         let topic = super::history::topic(name, &claims, &tools).map_err(|e| Failure::msg(2, e))?;
         let explored = crate::discover::read_published(&docs.explored).usage()?;
-        let entries = super::history::history(&probes, self.layout, &m, &topic, since, &explored)
-            .map_err(anyhow::Error::msg)
-            .usage()?;
+        let entries = super::history::history(&probes, self.layout, &m, &topic, since, &explored).usage()?;
         if json {
             let body = serde_json::json!({"topic": topic.to_string(), "versions": m.versions, "entries": entries});
             println!("{}", serde_json::to_string_pretty(&body).unwrap_or_default());
@@ -368,7 +367,6 @@ impl At<'_> {
             })
         });
         let page = super::watch::release_page(&probes, self.layout, &m, version, &previous, published.as_deref());
-        let page = page.map_err(anyhow::Error::msg).usage()?;
         if !write {
             print!("{page}");
             return Ok(ExitCode::SUCCESS);
@@ -433,7 +431,7 @@ impl At<'_> {
         if a.bisect {
             let mut each = |_: &[crate::observe::Observation]| Ok(());
             let more = self.rt.block_on(pin_changes(&probes, &cells, self.layout, &opts.out, &mut each));
-            cells.extend(more.map_err(anyhow::Error::msg).failed()?);
+            cells.extend(more.failed()?);
         }
         let errored = cells.iter().any(|c| c.outcome == crate::observe::Outcome::Error);
         if a.publish {
@@ -441,7 +439,7 @@ impl At<'_> {
                 return Err(Failure::msg(1, "cells errored (no verdict): nothing published; run the matrix again"));
             }
             let docs = super::watch::Docs::under(&self.project.root);
-            publish_all(&docs, self.layout, &self.project.probes, &cells).map_err(anyhow::Error::msg).usage()?;
+            publish_all(&docs, self.layout, &self.project.probes, &cells).usage()?;
             let (n, into, matrix) = (cells.len(), docs.cells.display(), docs.matrix.display());
             eprintln!("published {n} cells into {into} and regenerated {matrix}");
         }
@@ -471,11 +469,7 @@ impl At<'_> {
                     Ok(())
                 }
             };
-            let more = self
-                .rt
-                .block_on(pin_changes(&probes, &cells, self.layout, &out, &mut each))
-                .map_err(anyhow::Error::msg)
-                .failed()?;
+            let more = self.rt.block_on(pin_changes(&probes, &cells, self.layout, &out, &mut each)).failed()?;
             // the cells run now stand for their (probe, version), in place of older ones
             let newer: std::collections::BTreeSet<(String, Option<String>)> =
                 more.iter().map(|c| (c.probe.clone(), c.version.clone())).collect();
@@ -483,7 +477,7 @@ impl At<'_> {
             cells.extend(more);
         }
         if publish && !pin {
-            publish_all(&docs, self.layout, &self.project.probes, &cells).map_err(anyhow::Error::msg).usage()?;
+            publish_all(&docs, self.layout, &self.project.probes, &cells).usage()?;
         }
         let reported = report(&cells, json, html);
         if let (Some(md), Ok(m)) = (markdown, Matrix::from_cells(&cells)) {
@@ -509,7 +503,7 @@ impl At<'_> {
         let mut table = super::conformance::read(&self.project.out).usage()?;
         for v in &versions {
             let m = self.rt.block_on(super::conformance::measure(&probes, self.layout, v));
-            let m = m.map_err(anyhow::Error::msg).with_context(|| v.clone()).usage()?;
+            let m = m.with_context(|| v.clone()).usage()?;
             if m.figure.common == 0 {
                 println!("{v}: no probe in common with its committed goldens (left out)");
                 continue;
@@ -558,7 +552,7 @@ impl At<'_> {
         let out = out.unwrap_or_else(|| self.default_out());
         let mut progress = |l: &str| eprintln!("  {l}");
         let ran = self.rt.block_on(bisect(&chosen, &candidates, self.layout, &out, &mut progress));
-        let (found, cost) = ran.map_err(anyhow::Error::msg).failed()?;
+        let (found, cost) = ran.failed()?;
         print_bisection(&found, &cost);
         Ok(if found.iter().any(|f| f.boundary.is_some()) { ExitCode::SUCCESS } else { ExitCode::from(1) })
     }
@@ -663,10 +657,10 @@ async fn pin_changes(
     cells: &[crate::observe::Observation],
     layout: &Layout,
     out: &Path,
-    each: &mut dyn FnMut(&[crate::observe::Observation]) -> Result<(), String>,
-) -> Result<Vec<crate::observe::Observation>, String> {
+    each: &mut dyn FnMut(&[crate::observe::Observation]) -> Result<(), PublishError>,
+) -> Result<Vec<crate::observe::Observation>, PinError> {
     use std::collections::BTreeMap;
-    let m = Matrix::from_cells(cells).map_err(|e| e.to_string())?;
+    let m = Matrix::from_cells(cells)?;
     let mut ranges: BTreeMap<(String, String), Vec<Probe>> = BTreeMap::new();
     for (probe, changes) in &m.probe_timeline {
         let Some(p) = probes.iter().find(|p| &p.id == probe) else { continue };
@@ -676,7 +670,8 @@ async fn pin_changes(
     }
     let mut more = Vec::new();
     for ((good, bad), ps) in ranges {
-        let candidates = between(&good, &bad).map_err(|e| crate::exit::chain(&e))?;
+        let range = |source: RangeError| PinError::Range { good: good.clone(), bad: bad.clone(), source };
+        let candidates = between(&good, &bad).map_err(range)?;
         if candidates.len() <= 2 {
             continue; // neighbours already
         }
@@ -686,7 +681,7 @@ async fn pin_changes(
             ps.iter().map(|p| p.id.as_str()).collect::<Vec<_>>().join(" ")
         );
         let mut progress = |l: &str| eprintln!("  {l}");
-        let (found, _) = bisect(&ps, &candidates, layout, out, &mut progress).await?;
+        let (found, _) = bisect(&ps, &candidates, layout, out, &mut progress).await.map_err(|e| range(e.into()))?;
         // the boundary's two cells, and the ends run afresh (they replace older cells of the two
         // versions: a change that does not reproduce now is gone from the timeline)
         let mut these = Vec::new();
@@ -713,6 +708,27 @@ async fn pin_changes(
         more.extend(these);
     }
     Ok(more)
+}
+
+/// Why the changes of a matrix could not be pinned to neighbouring versions ([`pin_changes`]).
+#[derive(Debug, thiserror::Error)]
+pub enum PinError {
+    /// Two cells of one probe and version disagree: the matrix has no timeline to pin.
+    #[error(transparent)]
+    Disagree(#[from] super::report::Disagree),
+    /// A change's two versions make no range to walk (one not published, or without the binary).
+    #[error("bisecting {good} → {bad}")]
+    Range {
+        /// The version before the change.
+        good: String,
+        /// The version of the change.
+        bad: String,
+        /// Why.
+        source: RangeError,
+    },
+    /// The cells of a boundary found could not be published (`--publish`).
+    #[error(transparent)]
+    Publish(#[from] PublishError),
 }
 
 /// Counts and an ETA for the lines of a long command: plain lines, the same on a terminal and in CI.
@@ -799,8 +815,8 @@ fn publish_all(
     layout: &Layout,
     probes_dir: &Path,
     cells: &[crate::observe::Observation],
-) -> Result<Matrix, String> {
-    let probes = load(probes_dir, &[]).map_err(|e| e.to_string())?;
+) -> Result<Matrix, PublishError> {
+    let probes = load(probes_dir, &[])?;
     let catalogue = Catalogue::cached(&crate::subject::claude_code::cache_root());
     super::watch::publish(docs, layout, &probes, cells, catalogue.as_ref())
 }
@@ -897,6 +913,9 @@ pub enum RangeError {
     /// The catalogue could not be had, or an end is not runnable.
     #[error(transparent)]
     Versions(#[from] VersionError),
+    /// Fewer than two versions to walk.
+    #[error(transparent)]
+    Ends(#[from] super::bisect::NoEnds),
 }
 
 /// `good`, the versions between it and `bad` that have the binary, and `bad`, in npm order.
@@ -967,6 +986,28 @@ mod tests {
         assert!(e.contains("is not older than"), "{e}");
         let e = between("2.1", "2.1.235").err().map(|e| crate::exit::chain(&e)).unwrap_or_default();
         assert!(e.contains("is not a version"), "{e}");
+    }
+
+    #[test]
+    fn changes_are_not_pinned_from_cells_that_disagree_nor_bisected_without_both_ends() {
+        use crate::observe::{Observation, Outcome};
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        let d = tempfile::tempdir().unwrap();
+        let layout = Layout::repo();
+        let cells = [
+            Observation::for_test("p", "2.1.1", Outcome::Pass, "aaaa"),
+            Observation::for_test("p", "2.1.1", Outcome::Pass, "bbbb"),
+        ];
+        let mut each = |_: &[Observation]| Ok(());
+        let e = rt.block_on(pin_changes(&[], &cells, &layout, d.path(), &mut each)).unwrap_err();
+        assert!(matches!(&e, PinError::Disagree(d) if d.probe == "p" && d.version == "2.1.1"), "{e:?}");
+        let one = ["2.1.1".to_string()];
+        let e = rt.block_on(bisect(&[], &one, &layout, d.path(), &mut |_| {})).unwrap_err();
+        assert_eq!(e, super::super::bisect::NoEnds { given: 1 });
+        // within a change's range, said with the range
+        let e = PinError::Range { good: "2.1.1".into(), bad: "2.1.2".into(), source: e.into() };
+        assert!(matches!(&e, PinError::Range { source: RangeError::Ends(_), .. }), "{e:?}");
+        assert_eq!(crate::exit::chain(&e), "bisecting 2.1.1 → 2.1.2: bisect needs a good and a bad version");
     }
 
     #[test]

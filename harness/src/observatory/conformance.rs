@@ -12,7 +12,7 @@ use crate::lab::{golden_step, run_probe, Layout};
 use crate::probe::Probe;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// The file under `docs/matrix` that keeps the figures.
 pub const FILE: &str = "conformance.json";
@@ -66,19 +66,58 @@ pub struct Measured {
     pub unstable: Vec<String>,
 }
 
+/// Why `builtin@V` could not be measured against the committed goldens of V ([`measure`]).
+#[derive(Debug, thiserror::Error)]
+pub enum MeasureError {
+    /// V has no committed golden set to compare with.
+    #[error("no committed goldens of claude-code@{version} ({})", dir.display())]
+    NoGoldens {
+        /// The version.
+        version: String,
+        /// Where its goldens would be.
+        dir: PathBuf,
+    },
+    /// `builtin@V` or `claude-code@V` is no subject here (a version the built-in runtime has no profile
+    /// of).
+    #[error(transparent)]
+    Subject(#[from] crate::subject::SubjectError),
+    /// The scratch golden set of the built-in side could not be made.
+    #[error("a temp dir")]
+    Temp(#[source] std::io::Error),
+    /// A probe's run on `builtin@V` failed.
+    #[error("probe {probe}")]
+    Run {
+        /// The probe.
+        probe: String,
+        /// Why.
+        source: crate::run::RunError,
+    },
+    /// A probe's transcript on `builtin@V` could not be made a golden of the scratch set.
+    #[error("probe {probe}")]
+    Golden {
+        /// The probe.
+        probe: String,
+        /// Why.
+        source: crate::lab::GoldenError,
+    },
+    /// The built-in side's goldens and the committed ones could not be diffed.
+    #[error(transparent)]
+    Diff(#[from] crate::transcript::diff::SetError),
+}
+
 /// Runs `builtin@<version>` on every probe of `probes` that the real `version` has a committed golden of
 /// (`<golden>/claude-code@<version>/<probe>.snap`) and compares the tool results ([`Figure`]); a figure
 /// of no probe when none is shared (a version whose goldens are of real-only probes). A probe whose
 /// committed cell on the real version is unstable is left out ([`Measured::unstable`]).
-pub async fn measure(probes: &[Probe], layout: &Layout, version: &str) -> Result<Measured, String> {
+pub async fn measure(probes: &[Probe], layout: &Layout, version: &str) -> Result<Measured, MeasureError> {
     let real = crate::transcript::golden::claude_code_dir(&layout.golden, version);
     if !real.is_dir() {
-        return Err(format!("no committed goldens of claude-code@{version} ({})", real.display()));
+        return Err(MeasureError::NoGoldens { version: version.to_string(), dir: real });
     }
     let subject = format!("builtin@{version}");
-    let id = layout.subjects.parse(&subject).map_err(|e| crate::exit::chain(&e))?;
-    let cc = layout.subjects.parse(&format!("claude-code@{version}")).map_err(|e| crate::exit::chain(&e))?;
-    let tmp = tempfile::tempdir().map_err(|e| format!("a temp dir: {e}"))?;
+    let id = layout.subjects.parse(&subject)?;
+    let cc = layout.subjects.parse(&format!("claude-code@{version}"))?;
+    let tmp = tempfile::tempdir().map_err(MeasureError::Temp)?;
     let run_layout = Layout { golden: tmp.path().to_path_buf(), ..layout.clone() };
     let mut out = Measured::default();
     for p in probes {
@@ -94,8 +133,11 @@ pub async fn measure(probes: &[Probe], layout: &Layout, version: &str) -> Result
             out.unstable.push(format!("{} (varies in {varies})", p.id));
             continue;
         }
-        let report = run_probe(p, &id, &run_layout, false).await.map_err(|e| crate::exit::chain(&e))?;
-        golden_step(&report, &run_layout, true).map_err(|e| crate::exit::chain(&e))?;
+        let probe = || p.id.clone();
+        let report = run_probe(p, &id, &run_layout, false)
+            .await
+            .map_err(|source| MeasureError::Run { probe: probe(), source })?;
+        golden_step(&report, &run_layout, true).map_err(|source| MeasureError::Golden { probe: probe(), source })?;
     }
     let unordered = crate::transcript::diff::unordered_of(probes);
     let mine = tmp.path().join(&subject);
@@ -103,8 +145,7 @@ pub async fn measure(probes: &[Probe], layout: &Layout, version: &str) -> Result
         // a version with goldens of real-only probes (a bisection's boundary): nothing to compare
         return Ok(out);
     }
-    let d = crate::transcript::diff::diff_dirs_with(&mine, &real, &layout.blobs(), &unordered)
-        .map_err(|e| crate::exit::chain(&e))?;
+    let d = crate::transcript::diff::diff_dirs_with(&mine, &real, &layout.blobs(), &unordered)?;
     out.figure = Figure { common: d.probes.len(), same: d.probes.iter().filter(|p| p.results.is_none()).count() };
     out.differ = d.probes.iter().filter(|p| p.results.is_some()).map(|p| p.probe.clone()).collect();
     Ok(out)
@@ -113,6 +154,20 @@ pub async fn measure(probes: &[Probe], layout: &Layout, version: &str) -> Result
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_version_without_committed_goldens_is_not_measured() {
+        let d = tempfile::tempdir().unwrap();
+        let layout = Layout { golden: d.path().join("golden"), ..Layout::repo() };
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        let e = rt.block_on(measure(&[], &layout, "2.1.1")).unwrap_err();
+        let dir = d.path().join("golden").join("claude-code@2.1.1");
+        assert!(
+            matches!(&e, MeasureError::NoGoldens { version, dir: at } if version == "2.1.1" && *at == dir),
+            "{e:?}"
+        );
+        assert_eq!(e.to_string(), format!("no committed goldens of claude-code@2.1.1 ({})", dir.display()));
+    }
 
     #[test]
     fn figures_round_down_and_read_back() {

@@ -22,6 +22,7 @@
 use super::report::Matrix;
 use crate::lab::Layout;
 use crate::probe::Probe;
+use crate::transcript::diff::SetError;
 use serde::Serialize;
 use std::collections::BTreeSet;
 
@@ -161,7 +162,7 @@ pub fn history(
     topic: &Topic,
     since: Option<&str>,
     explored: &std::collections::BTreeMap<String, crate::discover::Published>,
-) -> Result<Vec<Entry>, String> {
+) -> Result<Vec<Entry>, SetError> {
     use crate::transcript::diff::{diff_dirs_with, SetDiff};
     let golden = &layout.golden;
     let broken = |p: &str, v: &str| m.is_broken(p, v);
@@ -188,13 +189,13 @@ pub fn history(
         };
         let both = [previous, version].iter().all(|v| crate::transcript::golden::claude_code_dir(golden, v).is_dir());
         let mut diff: Option<SetDiff> = None;
-        let diffed = |diff: &mut Option<SetDiff>| -> Result<(), String> {
+        let diffed = |diff: &mut Option<SetDiff>| -> Result<(), SetError> {
             if diff.is_none() && both {
                 let (l, r) = (
                     crate::transcript::golden::claude_code_dir(golden, previous),
                     crate::transcript::golden::claude_code_dir(golden, version),
                 );
-                *diff = Some(diff_dirs_with(&l, &r, &layout.blobs(), &unordered).map_err(|e| crate::exit::chain(&e))?);
+                *diff = Some(diff_dirs_with(&l, &r, &layout.blobs(), &unordered)?);
             }
             Ok(())
         };

@@ -9,7 +9,7 @@
 //! interface, and are left out.
 
 use super::budgets::IsBroken;
-use crate::transcript::diff::{blob_text, diff_dirs, word_diff, INTO_FIRST, OUT_OF_FIRST};
+use crate::transcript::diff::{blob_text, diff_dirs, word_diff, SetError, INTO_FIRST, OUT_OF_FIRST};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
@@ -187,10 +187,10 @@ fn model_lines(dir: &Path, skip: &dyn Fn(&str) -> bool) -> BTreeSet<String> {
 /// invariant on either version (`broken(probe, version)`) are left out: a broken run's requests are no
 /// interface of the subject's (a script that ran out made Claude Code retry without tool search, and its
 /// tools read as no longer deferred).
-pub fn between(golden_root: &Path, old: &str, new: &str, broken: IsBroken<'_>) -> Result<Vec<String>, String> {
+pub fn between(golden_root: &Path, old: &str, new: &str, broken: IsBroken<'_>) -> Result<Vec<String>, SetError> {
     let (l, r) = (golden_root.join(super::subject(old)), golden_root.join(super::subject(new)));
     let blobs = golden_root.join("blobs");
-    let d = diff_dirs(&l, &r, &blobs).map_err(|e| crate::exit::chain(&e))?;
+    let d = diff_dirs(&l, &r, &blobs)?;
     let ours = |t: &String| !t.starts_with("mcp__fixture__");
     let mut lines: BTreeSet<String> = BTreeSet::new();
     let mut changed: BTreeMap<String, (String, String)> = BTreeMap::new();
@@ -348,7 +348,8 @@ pub fn to_markdown(golden_root: &Path, versions: &[String], broken: IsBroken<'_>
             }
             // the page is committed: the golden directory by its name, never this machine's path to it
             Err(e) => {
-                out.push_str(&format!("(not compared: {})\n", e.replace(&golden_root.display().to_string(), "golden")))
+                let why = crate::exit::chain(&e).replace(&golden_root.display().to_string(), "golden");
+                out.push_str(&format!("(not compared: {why})\n"))
             }
         }
     }

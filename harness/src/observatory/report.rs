@@ -267,12 +267,11 @@ impl Matrix {
         probes: &[crate::probe::Probe],
         a: &str,
         b: &str,
-    ) -> Result<crate::transcript::diff::SetDiff, String> {
+    ) -> Result<crate::transcript::diff::SetDiff, crate::transcript::diff::SetError> {
         use crate::transcript::golden::claude_code_dir;
         let (l, r) = (claude_code_dir(&layout.golden, a), claude_code_dir(&layout.golden, b));
         let unordered = crate::transcript::diff::unordered_of(probes);
-        let mut d = crate::transcript::diff::diff_dirs_with(&l, &r, &layout.blobs(), &unordered)
-            .map_err(|e| crate::exit::chain(&e))?;
+        let mut d = crate::transcript::diff::diff_dirs_with(&l, &r, &layout.blobs(), &unordered)?;
         self.judge(&mut d, a, b);
         Ok(d)
     }

@@ -70,15 +70,50 @@ impl Docs {
     }
 }
 
-/// Why the committed cells make no matrix ([`Docs::matrix_of_cells`]).
+/// Why the committed cells make no matrix ([`Docs::matrix_of_cells`]), or the observatory's data could
+/// not be published ([`PublishError::Cells`]).
 #[derive(Debug, thiserror::Error)]
 pub enum CellsError {
-    /// A cell could not be read.
+    /// A cell (or another file of the observatory: its releases, an exploration record) could not be
+    /// read or written.
     #[error(transparent)]
-    Read(#[from] crate::observe::DataError),
+    Data(#[from] crate::observe::DataError),
     /// Two cells of one probe and version disagree.
     #[error(transparent)]
     Disagree(#[from] super::report::Disagree),
+}
+
+/// Why the committed observatory could not be published ([`publish`]); each names the file or the cells.
+#[derive(Debug, thiserror::Error)]
+pub enum PublishError {
+    /// The project's probes do not load (a publication makes every release page, which needs each
+    /// probe's `unordered` results: [`super::cli`]'s `publish_all`).
+    #[error(transparent)]
+    Probes(#[from] crate::probe::LoadError),
+    /// A cell could not be written, the committed cells, releases or exploration records read (or the
+    /// goldens, for the runtime's tool texts), or two cells of one probe and version disagree.
+    #[error(transparent)]
+    Cells(#[from] CellsError),
+    /// A report or page could not be written ([`crate::versions::write_file_atomic`]).
+    #[error(transparent)]
+    Write(#[from] crate::versions::VersionError),
+    /// The golden sets of the committed diff report could not be diffed ([`diff_report`]).
+    #[error(transparent)]
+    Diff(#[from] crate::transcript::diff::SetError),
+    /// The page of a release without a change any more could not be removed.
+    #[error("cannot remove {}", path.display())]
+    Remove {
+        /// The page.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+}
+
+impl From<crate::observe::DataError> for PublishError {
+    fn from(e: crate::observe::DataError) -> PublishError {
+        PublishError::Cells(e.into())
+    }
 }
 
 /// The matrix and the files made of it: (file name under docs/matrix, content).
@@ -94,8 +129,8 @@ pub fn reports(
     conformance: &super::conformance::Table,
     releases: &Releases,
     probes: &[Probe],
-) -> Result<Reports, String> {
-    let m = Matrix::from_cells(cells).map_err(|e| e.to_string())?.with_conformance(conformance);
+) -> Result<Reports, super::report::Disagree> {
+    let m = Matrix::from_cells(cells)?.with_conformance(conformance);
     let section = super::releases::section(&m, releases);
     // every change in words, from the goldens (results a probe marks `unordered` compared as sets)
     let unordered = crate::transcript::diff::unordered_of(probes);
@@ -175,42 +210,43 @@ pub fn publish(
     probes: &[Probe],
     cells: &[Observation],
     catalogue: Option<&Catalogue>,
-) -> Result<Matrix, String> {
+) -> Result<Matrix, PublishError> {
+    use crate::observe::DataError;
     for c in cells.iter().map(Observation::slim) {
         if !same_but_golden(&docs.cells, &c) {
-            super::write_cell(&docs.cells, &c).map_err(|e| crate::exit::chain(&e))?;
+            super::write_cell(&docs.cells, &c)?;
         }
     }
-    std::fs::create_dir_all(&docs.matrix).map_err(|e| format!("{}: {e}", docs.matrix.display()))?;
-    let all = read_cells(std::slice::from_ref(&docs.cells)).map_err(|e| crate::exit::chain(&e))?;
-    let mut releases = Releases::read(&docs.matrix).map_err(|e| crate::exit::chain(&e))?;
+    std::fs::create_dir_all(&docs.matrix).map_err(|source| DataError::Create { path: docs.matrix.clone(), source })?;
+    let all = read_cells(std::slice::from_ref(&docs.cells))?;
+    let mut releases = Releases::read(&docs.matrix)?;
     let oldest = all.iter().filter_map(|c| c.version.as_deref().and_then(|v| semver::Version::parse(v).ok())).min();
     if let (Some(c), Some(oldest)) = (catalogue, oldest) {
         let asked = releases.asked.parse::<jiff::Timestamp>().ok();
         if asked.is_none_or(|a| c.fetched_at() >= a) {
             let fresh = Releases::from_catalogue(c, &oldest);
             if fresh.releases != releases.releases || asked.is_none() {
-                let text = fresh.to_json().map_err(|e| e.to_string())?;
-                crate::versions::write_file_atomic(&docs.matrix.join(super::releases::FILE), text.as_bytes())
-                    .map_err(|e| e.to_string())?;
+                let text = fresh.to_json().map_err(DataError::Json)?;
+                crate::versions::write_file_atomic(&docs.matrix.join(super::releases::FILE), text.as_bytes())?;
                 releases = fresh;
             }
         }
     }
     // the built-in conformance comes from runs (`probelab profiles`), never from the committed data: the
     // committed reports carry none
-    let (m, files) = reports(&all, &layout.golden, &super::conformance::Table::new(), &releases, probes)?;
+    let (m, files) = reports(&all, &layout.golden, &super::conformance::Table::new(), &releases, probes)
+        .map_err(CellsError::from)?;
     for (name, text) in files {
         let path = docs.matrix.join(name);
-        crate::versions::write_file_atomic(&path, text.as_bytes()).map_err(|e| e.to_string())?;
+        crate::versions::write_file_atomic(&path, text.as_bytes())?;
     }
     // the goldens this publication blessed are the runtime's tool texts too (a new release's, above all)
     if docs.tool_texts.is_file() {
         let texts = probelab_runtime::tool_texts::generate(&layout.golden)
-            .map_err(|e| format!("{}: {e}", layout.golden.display()))?;
+            .map_err(|source| DataError::Read { path: layout.golden.clone(), source })?;
         let text = probelab_runtime::tool_texts::to_json(&texts);
         if std::fs::read_to_string(&docs.tool_texts).ok().as_deref() != Some(text.as_str()) {
-            crate::versions::write_file_atomic(&docs.tool_texts, text.as_bytes()).map_err(|e| e.to_string())?;
+            crate::versions::write_file_atomic(&docs.tool_texts, text.as_bytes())?;
         }
     }
     // the committed `probelab diff` report, beside the pages (docs/)
@@ -218,21 +254,22 @@ pub fn publish(
         for (name, text) in files {
             let path = dir.join(name);
             if std::fs::read_to_string(&path).ok().as_deref() != Some(text.as_str()) {
-                crate::versions::write_file_atomic(&path, text.as_bytes()).map_err(|e| e.to_string())?;
+                crate::versions::write_file_atomic(&path, text.as_bytes())?;
             }
         }
     }
-    let explored = crate::discover::read_published(&docs.explored).map_err(|e| crate::exit::chain(&e))?;
-    let made = pages(probes, layout, &m, &releases, &explored)?;
-    std::fs::create_dir_all(&docs.changes).map_err(|e| format!("{}: {e}", docs.changes.display()))?;
+    let explored = crate::discover::read_published(&docs.explored)?;
+    let made = pages(probes, layout, &m, &releases, &explored);
+    std::fs::create_dir_all(&docs.changes)
+        .map_err(|source| DataError::Create { path: docs.changes.clone(), source })?;
     for (version, page) in &made {
         let path = docs.changes.join(format!("{version}.md"));
         if std::fs::read_to_string(&path).ok().as_deref() != Some(page.as_str()) {
-            crate::versions::write_file_atomic(&path, page.as_bytes()).map_err(|e| e.to_string())?;
+            crate::versions::write_file_atomic(&path, page.as_bytes())?;
         }
     }
     for stale in stale_pages(&docs.changes, &made)? {
-        std::fs::remove_file(&stale).map_err(|e| format!("{}: {e}", stale.display()))?;
+        std::fs::remove_file(&stale).map_err(|source| PublishError::Remove { path: stale.clone(), source })?;
     }
     Ok(m)
 }
@@ -244,7 +281,11 @@ pub const DIFF_REPORT: (&str, &str) = ("2.1.235", "2.1.332");
 /// The committed diff report's files under `docs/`: (name, content) — `probelab diff claude-code@A
 /// claude-code@B` (its summary) and `--html`, made of the committed goldens and judged by the committed
 /// cells as the command does; None where either golden set is not there.
-pub fn diff_report(probes: &[Probe], layout: &Layout, m: &Matrix) -> Result<Option<[(String, String); 2]>, String> {
+pub fn diff_report(
+    probes: &[Probe],
+    layout: &Layout,
+    m: &Matrix,
+) -> Result<Option<[(String, String); 2]>, crate::transcript::diff::SetError> {
     use crate::transcript::diff::{render_html, render_summary};
     let (a, b) = DIFF_REPORT;
     let golden = &layout.golden;
@@ -279,13 +320,15 @@ pub fn stale_derived(root: &Path, read: &dyn Fn(&Path) -> Option<String>) -> Res
     let cells = read_cells(std::slice::from_ref(&docs.cells)).map_err(|e| crate::exit::chain(&e))?;
     let releases = Releases::read(&docs.matrix).map_err(|e| crate::exit::chain(&e))?;
     let probes = crate::probe::load_all(&[root.join("probes")]).map_err(|e| crate::exit::chain(&e))?;
-    let (m, files) = reports(&cells, &layout.golden, &super::conformance::Table::new(), &releases, &probes)?;
+    let (m, files) = reports(&cells, &layout.golden, &super::conformance::Table::new(), &releases, &probes)
+        .map_err(|e| e.to_string())?;
     let mut made: Vec<(String, String)> =
         files.into_iter().map(|(name, text)| (format!("docs/matrix/{name}"), text)).collect();
     let explored = crate::discover::read_published(&docs.explored).map_err(|e| crate::exit::chain(&e))?;
-    let pages = pages(&probes, &layout, &m, &releases, &explored)?;
+    let pages = pages(&probes, &layout, &m, &releases, &explored);
     made.extend(pages.iter().map(|(v, page)| (format!("docs/changes/{v}.md"), page.clone())));
-    made.extend(diff_report(&probes, &layout, &m)?.into_iter().flatten().map(|(name, t)| (format!("docs/{name}"), t)));
+    let diff = diff_report(&probes, &layout, &m).map_err(|e| crate::exit::chain(&e))?;
+    made.extend(diff.into_iter().flatten().map(|(name, t)| (format!("docs/{name}"), t)));
     // the committed conformance table: made from its committed columns and Claude Code's goldens, each
     // column measuring the catalogue as it is (crate::conformance::published)
     let pinned =
@@ -303,7 +346,7 @@ pub fn stale_derived(root: &Path, read: &dyn Fn(&Path) -> Option<String>) -> Res
         .filter(|(path, text)| read(&root.join(path)).as_deref() != Some(text))
         .map(|(p, _)| p)
         .collect();
-    for extra in stale_pages(&docs.changes, &pages)? {
+    for extra in stale_pages(&docs.changes, &pages).map_err(|e| crate::exit::chain(&e))? {
         out.push(extra.strip_prefix(root).unwrap_or(&extra).display().to_string());
     }
     out.extend(gaps);
@@ -317,7 +360,7 @@ pub fn republish_page(docs: &Docs, layout: &Layout, probes: &[Probe], version: &
     let releases = Releases::read(&docs.matrix).map_err(|e| crate::exit::chain(&e))?;
     let explored = crate::discover::read_published(&docs.explored).map_err(|e| crate::exit::chain(&e))?;
     let path = docs.changes.join(format!("{version}.md"));
-    match page_of(probes, layout, (&m, &releases, &explored), version)? {
+    match page_of(probes, layout, (&m, &releases, &explored), version) {
         Some(page) if std::fs::read_to_string(&path).ok().as_deref() != Some(page.as_str()) => {
             std::fs::create_dir_all(&docs.changes).map_err(|e| format!("{}: {e}", docs.changes.display()))?;
             crate::versions::write_file_atomic(&path, page.as_bytes()).map_err(|e| e.to_string())
@@ -338,14 +381,14 @@ pub fn pages(
     m: &Matrix,
     releases: &Releases,
     explored: &BTreeMap<String, crate::discover::Published>,
-) -> Result<Vec<(String, String)>, String> {
+) -> Vec<(String, String)> {
     let mut out = Vec::new();
     for version in m.versions.iter().skip(1) {
-        if let Some(page) = page_of(probes, layout, (m, releases, explored), version)? {
+        if let Some(page) = page_of(probes, layout, (m, releases, explored), version) {
             out.push((version.clone(), page));
         }
     }
-    Ok(out)
+    out
 }
 
 /// The page of one release of the matrix ([`pages`]), None when it has nothing to say.
@@ -354,12 +397,9 @@ pub fn page_of(
     layout: &Layout,
     (m, releases, explored): (&Matrix, &Releases, &BTreeMap<String, crate::discover::Published>),
     version: &str,
-) -> Result<Option<String>, String> {
-    let Some(previous) =
-        m.versions.iter().position(|v| v == version).and_then(|i| i.checked_sub(1)).map(|i| &m.versions[i])
-    else {
-        return Ok(None);
-    };
+) -> Option<String> {
+    let previous =
+        m.versions.iter().position(|v| v == version).and_then(|i| i.checked_sub(1)).map(|i| &m.versions[i])?;
     let changed = m.probe_timeline.values().flatten().any(|c| c.version == version)
         || m.broken.values().any(|r| r.contains_key(version));
     let (lost, back) = m.coverage_moves(previous, version);
@@ -373,19 +413,20 @@ pub fn page_of(
             && super::interface::between(&layout.golden, previous, version, &broken).is_ok_and(|l| !l.is_empty())
     };
     if !changed && lost.is_empty() && back.is_empty() && found.is_none() && !interface_changed() {
-        return Ok(None);
+        return None;
     }
-    let page = release_page(probes, layout, m, version, previous, releases.published(version))?;
-    Ok(Some(page + &found.map(crate::discover::page_section).unwrap_or_default()))
+    let page = release_page(probes, layout, m, version, previous, releases.published(version));
+    Some(page + &found.map(crate::discover::page_section).unwrap_or_default())
 }
 
 /// The pages under `dir` named for a version (`<semver>.md`) that `made` has not: releases without a
 /// change any more.
-fn stale_pages(dir: &Path, made: &[(String, String)]) -> Result<Vec<PathBuf>, String> {
-    let entries = std::fs::read_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+fn stale_pages(dir: &Path, made: &[(String, String)]) -> Result<Vec<PathBuf>, crate::observe::DataError> {
+    let read = |source| crate::observe::DataError::Read { path: dir.to_path_buf(), source };
+    let entries = std::fs::read_dir(dir).map_err(read)?;
     let mut out = Vec::new();
     for e in entries {
-        let e = e.map_err(|e| format!("{}: {e}", dir.display()))?;
+        let e = e.map_err(read)?;
         let name = e.file_name().to_string_lossy().into_owned();
         let Some(v) = name.strip_suffix(".md") else { continue };
         if semver::Version::parse(v).is_ok() && !made.iter().any(|(m, _)| m == v) {
@@ -484,7 +525,7 @@ pub fn release_page(
     version: &str,
     previous: &str,
     published: Option<&str>,
-) -> Result<String, String> {
+) -> String {
     use crate::transcript::diff::render_summary;
     let golden = &layout.golden;
     // the versions a bisection added to the matrix keep cells, not goldens: their evidence is a command
@@ -493,7 +534,7 @@ pub fn release_page(
     let missing = missing_goldens(golden, &[previous, version]);
     let compared = match &missing {
         Some(m) => Err(m.clone()),
-        None => m.judged_diff(layout, probes, previous, version),
+        None => m.judged_diff(layout, probes, previous, version).map_err(|e| crate::exit::chain(&e)),
     };
     let evidence = match compared {
         Ok(mut d) => {
@@ -511,9 +552,9 @@ pub fn release_page(
         }
     };
     let broken = |p: &str, v: &str| m.is_broken(p, v);
-    Ok(changes_page(version, previous, published, m, &evidence)
+    changes_page(version, previous, published, m, &evidence)
         + &budget_lines(golden, version, previous, &broken)
-        + &interface_lines(golden, version, previous, &broken))
+        + &interface_lines(golden, version, previous, &broken)
 }
 
 /// The versions of these without a committed golden set, as the repository names it
@@ -535,7 +576,7 @@ pub fn interface_lines(golden: &Path, version: &str, previous: &str, broken: sup
     match super::interface::between(golden, previous, version, broken) {
         Ok(lines) if lines.is_empty() => "\n## Interface\n\nNo interface change.\n".into(),
         Ok(lines) => format!("\n## Interface\n\n{}", lines.iter().map(|l| format!("- {l}\n")).collect::<String>()),
-        Err(e) => format!("\n## Interface\n\n(not compared: {e})\n"),
+        Err(e) => format!("\n## Interface\n\n(not compared: {})\n", crate::exit::chain(&e)),
     }
 }
 
@@ -695,7 +736,7 @@ pub async fn watch(
         .map(|c| c.probe.clone())
         .collect();
     // the pages of the new releases with a change are written by publish, with every other report
-    let m = publish(&docs, layout, probes, &cells, Some(&catalogue))?;
+    let m = publish(&docs, layout, probes, &cells, Some(&catalogue)).map_err(|e| crate::exit::chain(&e))?;
     for v in &new {
         for (probe, changes) in &m.probe_timeline {
             for c in changes.iter().filter(|c| &c.version == v) {
@@ -735,7 +776,7 @@ pub async fn watch(
             };
             let r = crate::discover::explore(&ca, &cb, &opts, layout, &|_| {}).await;
             // the findings told from what the probes' goldens of the pair show (blessed above)
-            let shown = crate::discover::probe_diff(layout, probes, &m, a, b)?;
+            let shown = crate::discover::probe_diff(layout, probes, &m, a, b).map_err(|e| crate::exit::chain(&e))?;
             let record = crate::discover::published(&r, shown.as_ref());
             w.explored.push((b.clone(), record.stable.len(), record.noise, record.seconds));
             crate::discover::write_published(&docs.explored, &record)?;
@@ -799,6 +840,42 @@ mod tests {
         let made = probelab_runtime::tool_texts::generate(&layout.golden).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(text, probelab_runtime::tool_texts::to_json(&made));
         assert!(text.contains("\"from\": \"2.1.1\"") && text.contains("Reads a file."), "{text}");
+    }
+
+    #[test]
+    fn a_publication_that_cannot_make_its_pages_directory_fails_naming_it() {
+        let d = tempfile::tempdir().unwrap();
+        let docs = Docs::under(d.path());
+        let layout = Layout { golden: d.path().join("golden"), ..Layout::repo() };
+        std::fs::create_dir_all(d.path().join("docs")).unwrap();
+        std::fs::write(&docs.changes, "a file where the pages go").unwrap();
+        let cells = [cell("p", "2.1.1", Outcome::Pass, "aaaa"), cell("p", "2.1.2", Outcome::Changed, "bbbb")];
+        let e = publish(&docs, &layout, &[], &cells, None).unwrap_err();
+        let create = |path: &Path| matches!(&e, PublishError::Cells(CellsError::Data(crate::observe::DataError::Create { path: p, .. })) if p == path);
+        assert!(create(&docs.changes), "{e:?}");
+        // the path, then the OS's reason, each said once
+        let said = crate::exit::chain(&e);
+        assert!(said.starts_with(&format!("cannot create {}: ", docs.changes.display())), "{said}");
+        assert_eq!(said.matches(&docs.changes.display().to_string()).count(), 1, "{said}");
+    }
+
+    #[test]
+    fn a_release_page_whose_goldens_do_not_diff_says_why_in_its_evidence() {
+        let d = tempfile::tempdir().unwrap();
+        let layout = Layout { golden: d.path().join("golden"), ..Layout::repo() };
+        for v in ["2.1.1", "2.1.2"] {
+            let dir = crate::transcript::golden::claude_code_dir(&layout.golden, v);
+            std::fs::create_dir_all(&dir).unwrap();
+            std::fs::write(dir.join("p.snap"), "").unwrap();
+        }
+        let cells = [cell("p", "2.1.1", Outcome::Pass, "aaaa"), cell("p", "2.1.2", Outcome::Changed, "bbbb")];
+        let m = Matrix::from_cells(&cells).unwrap();
+        let e = m.judged_diff(&layout, &[], "2.1.1", "2.1.2").unwrap_err();
+        assert!(matches!(&e, crate::transcript::diff::SetError::Cut { path, .. } if path.ends_with("p.snap")), "{e:?}");
+        let page = release_page(&[], &layout, &m, "2.1.2", "2.1.1", None);
+        let said = format!("(no golden sets of both versions to compare: {})", crate::exit::chain(&e));
+        assert!(page.contains(&said), "{page}");
+        assert!(page.contains("not a whole golden transcript"), "{page}");
     }
 
     #[test]
