@@ -255,6 +255,20 @@ mod tests {
                 file: "a".into(),
                 source: gone(),
             })),
+            Box::new(crate::observatory::watch::NoCommitted::Unreadable { cells: "a".into(), source: gone() }),
+            Box::new(crate::observatory::watch::WatchError::Matrix(crate::observe::DataError::Json(json()))),
+            Box::new(crate::observatory::watch::WatchError::Record {
+                a: "2.1.1".into(),
+                b: "2.1.2".into(),
+                source: crate::discover::RecordWriteError::Create { dir: "a".into(), source: gone() },
+            }),
+            Box::new(crate::discover::RecordWriteError::Json { b: "2.1.2".into(), source: json() }),
+            Box::new(probelab_runtime::confine::SessionError::Spawn(gone())),
+            Box::new(crate::confine::ConfineError::Session {
+                probe: "p".into(),
+                why: probelab_runtime::confine::SessionError::Spawn(gone()),
+            }),
+            Box::new(stub_messages::RecordError { line: 3, problem: stub_messages::RecordProblem::Json(json()) }),
         ];
         for e in errors {
             let source = e.source().map(|s| s.to_string());

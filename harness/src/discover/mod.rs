@@ -34,7 +34,8 @@ pub mod seen;
 
 pub use finding::{Finding, Kind};
 pub use record::{
-    page_section, probe_diff, published_dir, read_published, write_published, Published, Stable, SHOWN_NAMED,
+    page_section, probe_diff, published_dir, read_published, write_published, Published, RecordWriteError, Stable,
+    SHOWN_NAMED,
 };
 
 use crate::lab::Layout;

@@ -88,12 +88,36 @@ pub fn read_published(dir: &Path) -> Result<BTreeMap<String, Published>, crate::
     Ok(out)
 }
 
+/// Why an exploration record could not be written ([`write_published`]).
+#[derive(Debug, thiserror::Error)]
+pub enum RecordWriteError {
+    /// The records' directory could not be created.
+    #[error("cannot create {}", dir.display())]
+    Create {
+        /// The directory.
+        dir: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The record could not be made into JSON.
+    #[error("cannot make the record of {b} into JSON")]
+    Json {
+        /// The release it is of.
+        b: String,
+        /// Why.
+        source: serde_json::Error,
+    },
+    /// The file could not be written.
+    #[error(transparent)]
+    Write(#[from] crate::versions::VersionError),
+}
+
 /// Writes a record as `dir/<b>.json`.
-pub fn write_published(dir: &Path, p: &Published) -> Result<PathBuf, String> {
-    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+pub fn write_published(dir: &Path, p: &Published) -> Result<PathBuf, RecordWriteError> {
+    std::fs::create_dir_all(dir).map_err(|source| RecordWriteError::Create { dir: dir.to_path_buf(), source })?;
     let path = dir.join(format!("{}.json", p.b));
-    let text = serde_json::to_string_pretty(p).map_err(|e| e.to_string())? + "\n";
-    crate::versions::write_file_atomic(&path, text.as_bytes()).map_err(|e| e.to_string())?;
+    let text = serde_json::to_string_pretty(p).map_err(|source| RecordWriteError::Json { b: p.b.clone(), source })?;
+    crate::versions::write_file_atomic(&path, (text + "\n").as_bytes())?;
     Ok(path)
 }
 

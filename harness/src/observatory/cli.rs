@@ -398,10 +398,10 @@ impl At<'_> {
         let w = match self.rt.block_on(super::watch::watch(setup, &mut print, &mut say)) {
             // CI reading `--json` gets the error as an object too (and exit 2)
             Err(e) if json => {
-                println!("{}", serde_json::json!({ "status": "error", "error": e }));
-                return Err(Failure::msg(2, e));
+                println!("{}", serde_json::json!({ "status": "error", "error": crate::exit::chain(&e) }));
+                return Err(Failure::usage(e));
             }
-            Err(e) => return Err(Failure::msg(2, e)),
+            Err(e) => return Err(Failure::usage(e)),
             Ok(w) => w,
         };
         if json {

@@ -355,18 +355,19 @@ pub fn stale_derived(root: &Path, read: &dyn Fn(&Path) -> Option<String>) -> Res
 
 /// The page of `version` made again from the committed cells, goldens and exploration records (after
 /// its exploration was published): written where it differs, removed when it has nothing to say.
-pub fn republish_page(docs: &Docs, layout: &Layout, probes: &[Probe], version: &str) -> Result<(), String> {
-    let m = docs.matrix_of_cells().map_err(|e| crate::exit::chain(&e))?;
-    let releases = Releases::read(&docs.matrix).map_err(|e| crate::exit::chain(&e))?;
-    let explored = crate::discover::read_published(&docs.explored).map_err(|e| crate::exit::chain(&e))?;
+pub fn republish_page(docs: &Docs, layout: &Layout, probes: &[Probe], version: &str) -> Result<(), PublishError> {
+    let m = docs.matrix_of_cells()?;
+    let releases = Releases::read(&docs.matrix)?;
+    let explored = crate::discover::read_published(&docs.explored)?;
     let path = docs.changes.join(format!("{version}.md"));
     match page_of(probes, layout, (&m, &releases, &explored), version) {
         Some(page) if std::fs::read_to_string(&path).ok().as_deref() != Some(page.as_str()) => {
-            std::fs::create_dir_all(&docs.changes).map_err(|e| format!("{}: {e}", docs.changes.display()))?;
-            crate::versions::write_file_atomic(&path, page.as_bytes()).map_err(|e| e.to_string())
+            std::fs::create_dir_all(&docs.changes)
+                .map_err(|source| crate::observe::DataError::Create { path: docs.changes.clone(), source })?;
+            Ok(crate::versions::write_file_atomic(&path, page.as_bytes())?)
         }
         Some(_) => Ok(()),
-        None if path.is_file() => std::fs::remove_file(&path).map_err(|e| format!("{}: {e}", path.display())),
+        None if path.is_file() => std::fs::remove_file(&path).map_err(|source| PublishError::Remove { path, source }),
         None => Ok(()),
     }
 }
@@ -630,16 +631,34 @@ pub struct Watched {
     pub pages: Vec<PathBuf>,
 }
 
+/// Why a watch has no release to start after ([`newest_committed`]).
+#[derive(Debug, thiserror::Error)]
+pub enum NoCommitted {
+    /// The cells directory cannot be read.
+    #[error("{} (no committed matrix: run `probelab matrix --publish` first)", cells.display())]
+    Unreadable {
+        /// `docs/matrix/cells`.
+        cells: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// It holds no version's directory.
+    #[error("{} holds no version's cells", cells.display())]
+    Empty {
+        /// `docs/matrix/cells`.
+        cells: PathBuf,
+    },
+}
+
 /// The newest version with committed cells.
-pub fn newest_committed(docs: &Docs) -> Result<semver::Version, String> {
-    let entries = std::fs::read_dir(&docs.cells).map_err(|e| {
-        format!("{}: {e} (no committed matrix: run `probelab matrix --publish` first)", docs.cells.display())
-    })?;
+pub fn newest_committed(docs: &Docs) -> Result<semver::Version, NoCommitted> {
+    let entries = std::fs::read_dir(&docs.cells)
+        .map_err(|source| NoCommitted::Unreadable { cells: docs.cells.clone(), source })?;
     entries
         .flatten()
         .filter_map(|e| e.file_name().to_str().and_then(|n| semver::Version::parse(n).ok()))
         .max()
-        .ok_or_else(|| format!("{} holds no version's cells", docs.cells.display()))
+        .ok_or_else(|| NoCommitted::Empty { cells: docs.cells.clone() })
 }
 
 /// The releases after `after` that a watch runs (with the binary), and those it skips (without).
@@ -686,19 +705,82 @@ fn same_but_golden(committed: &Path, slim: &Observation) -> bool {
     Observation { golden: slim.golden.clone(), ..kept } == *slim
 }
 
+/// Why a watch stopped before it published, or while it explored ([`watch`]).
+#[derive(Debug, thiserror::Error)]
+pub enum WatchError {
+    /// No committed release to start after.
+    #[error(transparent)]
+    NoCommitted(#[from] NoCommitted),
+    /// The releases npm publishes could not be listed.
+    #[error("the releases on npm")]
+    Catalogue(#[source] crate::versions::VersionError),
+    /// npm could not be asked (a cached list would miss the releases a watch is for).
+    #[error("npm could not be asked for new releases: {error}")]
+    Offline {
+        /// What the registry's client said.
+        error: String,
+    },
+    /// The matrix of the new releases could not be run or kept.
+    #[error("the matrix of the new releases")]
+    Matrix(#[source] crate::observe::DataError),
+    /// Cells that could not run (no verdict): nothing is published from a run with holes.
+    #[error(
+        "{} cells could not run (no verdict), nothing was published: {}",
+        errors.len(),
+        errors.iter().take(5).map(|(v, p, why)| format!("{p} on {v}: {why}")).collect::<Vec<_>>().join("; ")
+    )]
+    CellsErrored {
+        /// (version, probe, why) of each.
+        errors: Vec<(String, String, String)>,
+    },
+    /// The matrix, reports or pages could not be published (or a page made again after an exploration).
+    #[error(transparent)]
+    Publish(#[from] PublishError),
+    /// A release of an explored pair could not be installed.
+    #[error("exploring {a} → {b}")]
+    Install {
+        /// The older release.
+        a: String,
+        /// The newer one.
+        b: String,
+        /// Why.
+        source: crate::subject::claude_code::InstallError,
+    },
+    /// The probes' goldens of an explored pair could not be compared.
+    #[error("exploring {a} → {b}: what the probes' goldens show")]
+    Shown {
+        /// The older release.
+        a: String,
+        /// The newer one.
+        b: String,
+        /// Why.
+        source: crate::transcript::diff::SetError,
+    },
+    /// An exploration's record could not be written.
+    #[error("exploring {a} → {b}: its record")]
+    Record {
+        /// The older release.
+        a: String,
+        /// The newer one.
+        b: String,
+        /// Why.
+        source: crate::discover::RecordWriteError,
+    },
+}
+
 /// Runs a watch (see the module docs).
 pub async fn watch(
     setup: Setup<'_>,
     done: &mut dyn FnMut(&CellDone),
     say: &mut dyn FnMut(&str),
-) -> Result<Watched, String> {
+) -> Result<Watched, WatchError> {
     let Setup { root, probes, layout, work, jobs, npm, explore } = setup;
     let docs = Docs::under(root);
     let previous = newest_committed(&docs)?;
     let cache_root = crate::subject::claude_code::cache_root();
-    let (catalogue, fresh) = Catalogue::load(&cache_root, npm, Refresh::Always).map_err(|e| e.to_string())?;
+    let (catalogue, fresh) = Catalogue::load(&cache_root, npm, Refresh::Always).map_err(WatchError::Catalogue)?;
     if let Freshness::Offline { error, .. } = &fresh {
-        return Err(format!("npm could not be asked for new releases: {error}"));
+        return Err(WatchError::Offline { error: error.clone() });
     }
     let (new, skipped) = releases_after(&catalogue, &previous);
     let mut w = Watched { previous: previous.to_string(), new: new.clone(), skipped, ..Watched::default() };
@@ -719,16 +801,12 @@ pub async fn watch(
         jobs,
         bless_only: Some(new.clone()),
     };
-    let cells = matrix(probes, &versions, layout, &opts, done).await.map_err(|e| e.to_string())?;
+    let cells = matrix(probes, &versions, layout, &opts, done).await.map_err(WatchError::Matrix)?;
     for c in cells.iter().filter(|c| c.outcome == Outcome::Error) {
         w.errors.push((c.version.clone().unwrap_or_default(), c.probe.clone(), c.reason.clone()));
     }
     if !w.errors.is_empty() {
-        return Err(format!(
-            "{} cells could not run (no verdict), nothing was published: {}",
-            w.errors.len(),
-            w.errors.iter().take(5).map(|(v, p, why)| format!("{p} on {v}: {why}")).collect::<Vec<_>>().join("; ")
-        ));
+        return Err(WatchError::CellsErrored { errors: w.errors });
     }
     w.golden_differs = cells
         .iter()
@@ -736,7 +814,7 @@ pub async fn watch(
         .map(|c| c.probe.clone())
         .collect();
     // the pages of the new releases with a change are written by publish, with every other report
-    let m = publish(&docs, layout, probes, &cells, Some(&catalogue)).map_err(|e| crate::exit::chain(&e))?;
+    let m = publish(&docs, layout, probes, &cells, Some(&catalogue))?;
     for v in &new {
         for (probe, changes) in &m.probe_timeline {
             for c in changes.iter().filter(|c| &c.version == v) {
@@ -766,7 +844,9 @@ pub async fn watch(
             say(&format!("exploring {a} → {b} ({explore} sessions, each side twice)"));
             let (ca, cb) = match (crate::subject::claude_code::install(a), crate::subject::claude_code::install(b)) {
                 (Ok(x), Ok(y)) => (x, y),
-                (Err(e), _) | (_, Err(e)) => return Err(format!("exploring {a} → {b}: {e}")),
+                (Err(source), _) | (_, Err(source)) => {
+                    return Err(WatchError::Install { a: a.clone(), b: b.clone(), source })
+                }
             };
             let opts = crate::discover::Options {
                 seed: crate::discover::DEFAULT_SEED,
@@ -776,10 +856,18 @@ pub async fn watch(
             };
             let r = crate::discover::explore(&ca, &cb, &opts, layout, &|_| {}).await;
             // the findings told from what the probes' goldens of the pair show (blessed above)
-            let shown = crate::discover::probe_diff(layout, probes, &m, a, b).map_err(|e| crate::exit::chain(&e))?;
+            let shown = crate::discover::probe_diff(layout, probes, &m, a, b).map_err(|source| WatchError::Shown {
+                a: a.clone(),
+                b: b.clone(),
+                source,
+            })?;
             let record = crate::discover::published(&r, shown.as_ref());
             w.explored.push((b.clone(), record.stable.len(), record.noise, record.seconds));
-            crate::discover::write_published(&docs.explored, &record)?;
+            crate::discover::write_published(&docs.explored, &record).map_err(|source| WatchError::Record {
+                a: a.clone(),
+                b: b.clone(),
+                source,
+            })?;
             republish_page(&docs, layout, probes, b)?;
         }
     }
@@ -1161,10 +1249,19 @@ mod tests {
         assert!(skipped[0].1.contains("no linux-x64 binary"), "{}", skipped[0].1);
         let d = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
         let docs = Docs::under(d.path());
-        assert!(newest_committed(&docs).is_err_and(|e| e.contains("probelab matrix --publish")));
-        for v in ["2.1.9", "2.1.10", "notes"] {
+        match newest_committed(&docs) {
+            Err(e @ NoCommitted::Unreadable { .. }) => assert!(e.to_string().contains("probelab matrix --publish")),
+            other => panic!("{other:?}"),
+        }
+        std::fs::create_dir_all(docs.cells.join("notes")).unwrap_or_else(|e| panic!("{e}"));
+        assert!(matches!(newest_committed(&docs), Err(NoCommitted::Empty { .. })), "a directory of no version");
+        for v in ["2.1.9", "2.1.10"] {
             std::fs::create_dir_all(docs.cells.join(v)).unwrap_or_else(|e| panic!("{e}"));
         }
-        assert_eq!(newest_committed(&docs).map(|v| v.to_string()), Ok("2.1.10".to_string()), "semver, not text order");
+        assert_eq!(
+            newest_committed(&docs).map(|v| v.to_string()).ok(),
+            Some("2.1.10".to_string()),
+            "semver, not text order"
+        );
     }
 }
