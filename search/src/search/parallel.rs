@@ -1,11 +1,13 @@
 //! The parallel search: the walk on the calling thread, cut into numbered batches of consecutive
 //! files that search threads (as many as ripgrep would use) search into their own buffers, each batch
 //! printed once every batch before it is — the search overlaps the walk as in ripgrep, and the output
-//! is the same bytes as one thread's whatever the timing.
+//! is the same bytes as one thread's whatever the timing ([`search_parallel`]); or, when the walk can be
+//! cut at a depth ([`crate::walk::Split`]), the subtrees below the cut walked by every thread as tasks
+//! beside the searches, printed slot by slot in walk order ([`search_split`]).
 
 use super::file::{search_file, Plan};
 use crate::print::{BatchDone, Facts, FilePrinter, Messages, Output};
-use crate::walk::{Event, Walk};
+use crate::walk::{Event, Piece, Split, SubtreeWalker, Walk};
 use grep_regex::RegexMatcher;
 use grep_searcher::Searcher;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -326,5 +328,404 @@ impl InOrder {
         while let Ok((index, done)) = self.done_rx.recv() {
             self.add(sh, index, done, out, msgs);
         }
+    }
+}
+
+/// The parallel search of a walk cut at a depth ([`crate::walk::Split`]): every thread walks and searches
+/// alike. The walk above the cut runs on this thread first; it numbers the run's slots in walk order — a
+/// run of its own events, or a group of directories at the cut whose subtrees' walk is a task — and the
+/// walk of a slot numbers its batches. A thread takes the oldest task queued (a walk, or a batch to
+/// search; a walk queues its batches as it goes, and searches the oldest one itself when the searches
+/// are far behind, as [`search_parallel`]'s walker does), so the oldest slots are walked and searched
+/// first; this thread, between tasks, writes every batch done whose predecessors are all written, slot by
+/// slot, so the output is the same as one thread's whatever the timing.
+pub(super) fn search_split(
+    plan: &Plan<'_>,
+    searcher: Searcher,
+    mut split: Split,
+    threads: usize,
+    out: &mut Output<'_>,
+    msgs: &mut Messages<'_>,
+) {
+    let pool = Pool::default();
+    let stop = AtomicBool::new(false);
+    let spare: std::sync::Mutex<Vec<Vec<u8>>> = std::sync::Mutex::new(Vec::new());
+    let between = out.between.clone();
+    let queue = WorkQueue::default();
+    let shared = Shared { plan, queue: &queue, stop: &stop, spare: &spare, between: &between };
+    let subtrees = split.subtrees();
+    let run = Run { sh: &shared, pool: &pool, subtrees: &subtrees, threads };
+    let run = &run;
+    std::thread::scope(|scope| {
+        for _ in 1..threads {
+            let searcher = searcher.clone();
+            scope.spawn(move || {
+                let mut worker = Worker::new(plan, searcher);
+                while let Some((key, task)) = run.pool.take(false) {
+                    run.task(&mut worker, key, task, None);
+                }
+            });
+        }
+        let mut io = Writer { slots: Slots::default(), out, msgs };
+        let mut worker = Worker::new(plan, searcher.clone());
+        run.above(&mut split, &mut io);
+        // then this thread is one of the pool until everything is written
+        loop {
+            run.write(&mut io);
+            if io.slots.complete() || stop.load(Ordering::Relaxed) {
+                break;
+            }
+            if let Some((key, task)) = pool.take(true) {
+                run.task(&mut worker, key, task, Some(&mut io));
+            }
+        }
+        // (stopped: nothing more is taken; the threads end after the task at hand)
+        pool.close_all();
+    });
+}
+
+/// A task's key: its slot, its batch in the slot, and 0 for a walk (first), 1 for a batch.
+type Key = (usize, usize, u8);
+
+enum Task {
+    /// Walk the subtrees of these directories at the cut.
+    Walk(Vec<std::path::PathBuf>),
+    Search(Vec<Event>),
+}
+
+/// What a thread tells the writer.
+enum Note {
+    /// A batch searched: its slot and number in the slot.
+    Done(usize, usize, BatchDone),
+    /// A slot's walk is over: it has this many batches.
+    Slot(usize, usize),
+}
+
+/// The tasks of a cut walk's search and what is done, for this thread to write.
+#[derive(Default)]
+struct Pool {
+    state: std::sync::Mutex<PoolState>,
+    /// Signalled when a task is queued and a thread waits, or when there will be no more.
+    work: std::sync::Condvar,
+    /// Signalled when this thread waits and a task or a note comes.
+    main: std::sync::Condvar,
+    /// How many batches are queued, to look at without the lock.
+    batches: std::sync::atomic::AtomicUsize,
+}
+
+#[derive(Default)]
+struct PoolState {
+    tasks: std::collections::BTreeMap<Key, Task>,
+    notes: Vec<Note>,
+    /// Walks being run.
+    walking: usize,
+    /// The walk above the cut is over (or the run stopped).
+    above_done: bool,
+    waiting: usize,
+    main_waiting: bool,
+}
+
+impl Pool {
+    fn state(&self) -> std::sync::MutexGuard<'_, PoolState> {
+        self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn push(&self, key: Key, task: Task) {
+        let mut s = self.state();
+        if matches!(task, Task::Search(_)) {
+            self.batches.fetch_add(1, Ordering::Relaxed);
+        }
+        s.tasks.insert(key, task);
+        if s.waiting > 0 {
+            self.work.notify_one();
+        }
+        if s.main_waiting {
+            self.main.notify_one();
+        }
+    }
+
+    fn note(&self, note: Note) {
+        let mut s = self.state();
+        s.notes.push(note);
+        if s.main_waiting {
+            self.main.notify_one();
+        }
+    }
+
+    /// The oldest task, waiting for one; None once there will be none. `main`: this thread's wait, which
+    /// also ends (with None) when a note comes.
+    fn take(&self, main: bool) -> Option<(Key, Task)> {
+        let mut s = self.state();
+        loop {
+            if let Some((key, task)) = s.tasks.pop_first() {
+                match task {
+                    Task::Walk(_) => s.walking += 1,
+                    Task::Search(_) => {
+                        self.batches.fetch_sub(1, Ordering::Relaxed);
+                    }
+                }
+                return Some((key, task));
+            }
+            if main {
+                if !s.notes.is_empty() {
+                    return None;
+                }
+                s.main_waiting = true;
+                s = self.main.wait(s).unwrap_or_else(std::sync::PoisonError::into_inner);
+                s.main_waiting = false;
+                if s.tasks.is_empty() {
+                    return None;
+                }
+                continue;
+            }
+            if s.above_done && s.walking == 0 {
+                return None;
+            }
+            s.waiting += 1;
+            s = self.work.wait(s).unwrap_or_else(std::sync::PoisonError::into_inner);
+            s.waiting -= 1;
+        }
+    }
+
+    /// The oldest batch, if the oldest task is one.
+    fn take_batch(&self) -> Option<(Key, Vec<Event>)> {
+        let mut s = self.state();
+        let entry = s.tasks.first_entry()?;
+        if !matches!(entry.get(), Task::Search(_)) {
+            return None;
+        }
+        let (key, task) = entry.remove_entry();
+        self.batches.fetch_sub(1, Ordering::Relaxed);
+        match task {
+            Task::Search(b) => Some((key, b)),
+            Task::Walk(_) => None,
+        }
+    }
+
+    /// A walk is over: its slot's length for the writer; the threads end once nothing is left.
+    fn walked(&self, slot: usize, batches: usize) {
+        let mut s = self.state();
+        s.walking -= 1;
+        s.notes.push(Note::Slot(slot, batches));
+        if s.above_done && s.walking == 0 && s.tasks.is_empty() {
+            self.work.notify_all();
+        }
+        if s.main_waiting {
+            self.main.notify_one();
+        }
+    }
+
+    /// The walk above the cut is over: no more walks will be queued but those queued.
+    fn above_done(&self) {
+        let mut s = self.state();
+        s.above_done = true;
+        self.work.notify_all();
+    }
+
+    /// The run stops: no more tasks.
+    fn close_all(&self) {
+        let mut s = self.state();
+        s.above_done = true;
+        s.tasks.clear();
+        self.batches.store(0, Ordering::Relaxed);
+        self.work.notify_all();
+    }
+
+    fn notes(&self) -> Vec<Note> {
+        std::mem::take(&mut self.state().notes)
+    }
+}
+
+/// This thread's writer, and where it writes.
+struct Writer<'w, 'o, 'm> {
+    slots: Slots,
+    out: &'w mut Output<'o>,
+    msgs: &'w mut Messages<'m>,
+}
+
+/// What every thread of a cut walk's search uses.
+struct Run<'r, 's, 'a> {
+    sh: &'r Shared<'s, 'a>,
+    pool: &'r Pool,
+    subtrees: &'r SubtreeWalker,
+    threads: usize,
+}
+
+impl Run<'_, '_, '_> {
+    /// Runs a task taken from the pool; `io`: on this thread, which writes between batches.
+    fn task(&self, worker: &mut Worker, (slot, part, _): Key, task: Task, mut io: Option<&mut Writer<'_, '_, '_>>) {
+        match task {
+            Task::Search(batch) => {
+                if let Some(done) = worker.search(self.sh, batch) {
+                    self.pool.note(Note::Done(slot, part, done));
+                }
+            }
+            Task::Walk(dirs) => {
+                let mut cut = Cutter { slot, part: 0, batch: Vec::new() };
+                for e in self.subtrees.walk(&dirs) {
+                    if self.sh.stop.load(Ordering::Relaxed) || self.sh.plan.cancelled() {
+                        cut.batch.clear();
+                        break;
+                    }
+                    if cut.add(self, e) {
+                        self.ahead(worker);
+                        if let Some(io) = io.as_deref_mut() {
+                            self.write(io);
+                        }
+                    }
+                }
+                cut.flush(self);
+                self.pool.walked(slot, cut.part);
+            }
+        }
+    }
+
+    /// When the searches are far behind the walks, the walking thread searches the oldest batch itself.
+    fn ahead(&self, worker: &mut Worker) {
+        if self.pool.batches.load(Ordering::Relaxed) > self.threads * AHEAD {
+            if let Some(((slot, part, _), batch)) = self.pool.take_batch() {
+                if let Some(done) = worker.search(self.sh, batch) {
+                    self.pool.note(Note::Done(slot, part, done));
+                }
+            }
+        }
+    }
+
+    /// The walk above the cut on this thread, its pieces queued in slots (see [`search_split`]).
+    fn above(&self, split: &mut Split, io: &mut Writer<'_, '_, '_>) {
+        let mut slot = 0;
+        // the events since the last directory at the cut, or the directories since the last event
+        let mut cut: Option<Cutter> = None;
+        let mut group: Vec<std::path::PathBuf> = Vec::new();
+        let split_group = split.group;
+        for piece in split.above() {
+            if self.sh.stop.load(Ordering::Relaxed) || self.sh.plan.cancelled() {
+                cut = cut.map(|mut c| {
+                    c.batch.clear();
+                    c
+                });
+                break;
+            }
+            match piece {
+                Piece::Event(e) => {
+                    if !group.is_empty() {
+                        self.pool.push((slot, 0, 0), Task::Walk(std::mem::take(&mut group)));
+                        slot += 1;
+                    }
+                    let c = cut.get_or_insert_with(|| Cutter { slot, part: 0, batch: Vec::new() });
+                    if c.add(self, e) {
+                        self.write(io);
+                    }
+                }
+                Piece::Subtree(dir) => {
+                    if let Some(mut c) = cut.take() {
+                        c.flush(self);
+                        io.slots.lens.insert(slot, c.part);
+                        slot += 1;
+                    }
+                    group.push(dir);
+                    if group.len() >= split_group {
+                        self.pool.push((slot, 0, 0), Task::Walk(std::mem::take(&mut group)));
+                        slot += 1;
+                        self.write(io);
+                    }
+                }
+            }
+        }
+        if let Some(mut c) = cut.take() {
+            c.flush(self);
+            io.slots.lens.insert(slot, c.part);
+            slot += 1;
+        }
+        if !group.is_empty() {
+            self.pool.push((slot, 0, 0), Task::Walk(group));
+            slot += 1;
+        }
+        io.slots.slots = Some(slot);
+        self.pool.above_done();
+    }
+
+    /// Writes what is done, in order (on this thread).
+    fn write(&self, io: &mut Writer<'_, '_, '_>) {
+        for note in self.pool.notes() {
+            match note {
+                Note::Done(slot, part, done) => {
+                    io.slots.pending.insert((slot, part), done);
+                }
+                Note::Slot(slot, n) => {
+                    io.slots.lens.insert(slot, n);
+                }
+            }
+        }
+        let s = &mut io.slots;
+        loop {
+            if io.out.broken || io.out.facts.full {
+                self.sh.stop.store(true, Ordering::Relaxed);
+                return;
+            }
+            if let Some(mut done) = s.pending.remove(&(s.slot, s.part)) {
+                s.part += 1;
+                io.out.batch(io.msgs, &done);
+                done.out.clear();
+                if let Ok(mut spare) = self.sh.spare.lock() {
+                    spare.push(done.out);
+                }
+                continue;
+            }
+            if s.lens.get(&s.slot) == Some(&s.part) {
+                s.lens.remove(&s.slot);
+                s.slot += 1;
+                s.part = 0;
+                continue;
+            }
+            return;
+        }
+    }
+}
+
+/// Cuts a slot's events into numbered batches (see [`feed`]).
+struct Cutter {
+    slot: usize,
+    /// The batches queued so far.
+    part: usize,
+    batch: Vec<Event>,
+}
+
+impl Cutter {
+    /// Adds an event; true when a batch went out.
+    fn add(&mut self, run: &Run<'_, '_, '_>, e: Event) -> bool {
+        self.batch.push(e);
+        let queued = run.pool.batches.load(Ordering::Relaxed);
+        if self.batch.len() >= BATCH || (queued < run.threads && self.batch.len() >= FIRST_BATCH) {
+            self.flush(run);
+            return true;
+        }
+        false
+    }
+
+    fn flush(&mut self, run: &Run<'_, '_, '_>) {
+        if !self.batch.is_empty() {
+            run.pool.push((self.slot, self.part, 1), Task::Search(std::mem::take(&mut self.batch)));
+            self.part += 1;
+        }
+    }
+}
+
+/// The writer's account of slots: the batches done and not yet written, the slots' lengths known, and
+/// where it is.
+#[derive(Default)]
+struct Slots {
+    pending: std::collections::BTreeMap<(usize, usize), BatchDone>,
+    lens: std::collections::HashMap<usize, usize>,
+    /// The slot and batch to write next.
+    slot: usize,
+    part: usize,
+    /// How many slots there are, once the walk above the cut is over.
+    slots: Option<usize>,
+}
+
+impl Slots {
+    fn complete(&self) -> bool {
+        self.slots == Some(self.slot)
     }
 }
