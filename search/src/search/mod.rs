@@ -87,9 +87,7 @@ pub fn run(a: &RgArgs, io: &mut Io<'_>) -> u8 {
             return EXIT_ERROR;
         }
     };
-    let Some(walk) = haystacks(a, &paths, implicit, (&cwd, skip.clone()), parallel, &mut msgs) else {
-        return EXIT_ERROR;
-    };
+    let Some(walk) = haystacks(a, &paths, implicit, (&cwd, skip), parallel, &mut msgs) else { return EXIT_ERROR };
     let mode = match a.mode {
         // `-v --count-matches` is `-v --count`; `-o --count` is `--count-matches`
         Mode::CountMatches if a.invert => Mode::Count,
@@ -129,12 +127,8 @@ pub fn run(a: &RgArgs, io: &mut Io<'_>) -> u8 {
     if threads <= 1 {
         search_sequential(&plan, searcher, walk, &file_separator, &mut out, &mut msgs);
     } else {
-        // the walk cut at a depth, its subtrees walked on every thread, when it can be (see walk::Split)
-        match walk::split(a, &paths, implicit, (&cwd, skip), parallel, threads) {
-            Ok(Some(split)) => parallel::search_split(&plan, searcher, split, threads, &mut out, &mut msgs),
-            // (threads > 1 here: at least one search thread beside the walker)
-            _ => parallel::search_parallel(&plan, searcher, walk, threads - 1, &mut out, &mut msgs),
-        }
+        parallel::search_parallel(&plan, searcher, walk, threads - 1, &mut out, &mut msgs);
+        // (threads > 1 here: at least one search thread beside the walker)
     }
     // (none when the caller's buffer is full: its reader stopped reading)
     if mode == Mode::Json && !out.facts.full {
