@@ -114,11 +114,13 @@ impl Ours {
 // ---------------------------------------------------------------------------------------------------
 // Corpora and runs
 
-/// Files (path relative to the corpus root → bytes) and extra empty directories.
+/// Files (path relative to the corpus root → bytes), extra empty directories and symbolic links
+/// (path → target).
 #[derive(Clone, Debug, Default)]
 struct Corpus {
     files: BTreeMap<String, Vec<u8>>,
     dirs: Vec<String>,
+    links: Vec<(String, String)>,
 }
 
 impl Corpus {
@@ -129,6 +131,11 @@ impl Corpus {
 
     fn dir(mut self, path: &str) -> Corpus {
         self.dirs.push(path.to_string());
+        self
+    }
+
+    fn link(mut self, path: &str, target: &str) -> Corpus {
+        self.links.push((path.to_string(), target.to_string()));
         self
     }
 
@@ -143,6 +150,9 @@ impl Corpus {
             }
             std::fs::write(&p, content).unwrap_or_else(|e| panic!("write {path}: {e}"));
         }
+        for (path, target) in &self.links {
+            std::os::unix::fs::symlink(target, root.join(path)).unwrap_or_else(|e| panic!("link {path}: {e}"));
+        }
     }
 
     fn listing(&self) -> String {
@@ -153,6 +163,9 @@ impl Corpus {
         for (path, content) in &self.files {
             let _ = writeln!(s, "  {path}  ({} bytes)", content.len());
             s.push_str(&block(content));
+        }
+        for (path, target) in &self.links {
+            let _ = writeln!(s, "  {path} -> {target}  (symbolic link)");
         }
         s
     }
@@ -500,6 +513,29 @@ fn ignores(git: bool) -> Corpus {
     }
 }
 
+/// A deeper tree for the walk: ignore files with `/` in their patterns above and inside subtrees, an
+/// `.ignore` in a subtree, a link to a directory and a link to an ancestor (a loop with -L).
+fn deep() -> Corpus {
+    Corpus::default()
+        .dir(".git")
+        .file(".gitignore", "*.log\n/top.skip\nd/e/f/\n")
+        .file("a/.gitignore", "b/c/three.rs\n")
+        .file("a/one.rs", "foo one\n")
+        .file("a/b/two.rs", "foo two\n")
+        .file("a/b/c/three.rs", "foo three\n")
+        .file("a/b/c/four.rs", "foo four\n")
+        .file("a/b/c/x.log", "foo log\n")
+        .file("d/.ignore", "six.md\n")
+        .file("d/e/six.md", "foo six\n")
+        .file("d/e/seven.rs", "foo seven\n")
+        .file("d/e/f/five.rs", "foo five\n")
+        .file("g/h/i/j/deep.txt", "foo deep\n")
+        .file("top.skip", "foo skip\n")
+        .file("top.txt", "foo top\n")
+        .link("k", "a")
+        .link("a/b/up", "../..")
+}
+
 fn git_repo() -> Corpus {
     ignores(true)
 }
@@ -556,6 +592,7 @@ fn table() -> Vec<Fixed> {
     const B: fn() -> Corpus = basic;
     const G: fn() -> Corpus = git_repo;
     const N: fn() -> Corpus = no_git;
+    const D: fn() -> Corpus = deep;
     const SP: [&str; 2] = ["--sort", "path"];
     // `s(&[..])` appends `--sort path`.
     let s = |corpus: fn() -> Corpus, args: &[&str]| {
@@ -741,6 +778,31 @@ fn table() -> Vec<Fixed> {
         s(N, &["foo"]).has("ignored.txt").lacks("secret.txt"),
         s(N, &["--no-ignore", "foo"]).has("secret.txt"),
         s(N, &["--files"]),
+        // The walk of a deeper tree: ignore files above and in subtrees, globs with path components,
+        // --max-depth, links (followed with -L; a loop is an error)
+        s(D, &["foo"]).lacks("three.rs").lacks("five.rs").lacks("six.md"),
+        s(D, &["--files"]),
+        s(D, &["foo", "a"]),
+        s(D, &["foo", "a/b"]),
+        s(D, &["foo", "d/e"]),
+        s(D, &["--no-ignore-vcs", "foo"]),
+        s(D, &["-g", "a/b/**", "foo"]),
+        s(D, &["-g", "!a/b/c/*", "foo"]),
+        s(D, &["-g", "**/c/*.rs", "foo"]),
+        s(D, &["-g", "d/e/*", "--files"]),
+        s(D, &["--max-depth", "0", "foo"]),
+        s(D, &["--max-depth", "1", "foo"]),
+        s(D, &["--max-depth", "2", "foo"]),
+        s(D, &["--max-depth", "3", "--files"]),
+        s(D, &["--max-depth", "2", "-g", "a/**", "foo"]),
+        s(D, &["-L", "foo"]).has("k/one.rs").err("File system loop found"),
+        s(D, &["-L", "--files"]),
+        s(D, &["-L", "--max-depth", "2", "foo"]),
+        s(D, &["foo", "k"]),
+        c(D, &["foo"]).sorted(),
+        c(D, &["-L", "foo"]).sorted(),
+        c(D, &["--max-depth", "2", "foo"]).sorted(),
+        c(D, &["-g", "a/b/**", "-c", "foo"]).sorted(),
         // Without --sort path: the output order varies, so lines are compared sorted.
         c(B, &["foo"]).sorted(),
         c(B, &["--files"]).sorted(),
