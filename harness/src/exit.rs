@@ -257,10 +257,13 @@ mod tests {
             })),
             Box::new(crate::observatory::watch::NoCommitted::Unreadable { cells: "a".into(), source: gone() }),
             Box::new(crate::observatory::watch::WatchError::Matrix(crate::observe::DataError::Json(json()))),
-            Box::new(crate::observatory::watch::WatchError::Record {
+            Box::new(crate::observatory::watch::WatchError::Explore {
                 a: "2.1.1".into(),
                 b: "2.1.2".into(),
-                source: crate::discover::RecordWriteError::Create { dir: "a".into(), source: gone() },
+                source: crate::observatory::watch::ExploreError::Record(crate::discover::RecordWriteError::Create {
+                    dir: "a".into(),
+                    source: gone(),
+                }),
             }),
             Box::new(crate::discover::RecordWriteError::Json { b: "2.1.2".into(), source: json() }),
             Box::new(probelab_runtime::confine::SessionError::Spawn(gone())),

@@ -116,7 +116,7 @@ pub async fn measure(probes: &[Probe], layout: &Layout, version: &str) -> Result
     }
     let subject = format!("builtin@{version}");
     let id = layout.subjects.parse(&subject)?;
-    let cc = layout.subjects.parse(&format!("claude-code@{version}"))?;
+    let cc = layout.subjects.parse(&crate::subject::id::claude_code_name(&version))?;
     let tmp = tempfile::tempdir().map_err(MeasureError::Temp)?;
     let run_layout = Layout { golden: tmp.path().to_path_buf(), ..layout.clone() };
     let mut out = Measured::default();

@@ -736,36 +736,30 @@ pub enum WatchError {
     /// The matrix, reports or pages could not be published (or a page made again after an exploration).
     #[error(transparent)]
     Publish(#[from] PublishError),
-    /// A release of an explored pair could not be installed.
+    /// A pair of releases could not be explored to the end.
     #[error("exploring {a} → {b}")]
-    Install {
+    Explore {
         /// The older release.
         a: String,
         /// The newer one.
         b: String,
-        /// Why.
-        source: crate::subject::claude_code::InstallError,
+        /// The step that failed.
+        source: ExploreError,
     },
-    /// The probes' goldens of an explored pair could not be compared.
-    #[error("exploring {a} → {b}: what the probes' goldens show")]
-    Shown {
-        /// The older release.
-        a: String,
-        /// The newer one.
-        b: String,
-        /// Why.
-        source: crate::transcript::diff::SetError,
-    },
-    /// An exploration's record could not be written.
-    #[error("exploring {a} → {b}: its record")]
-    Record {
-        /// The older release.
-        a: String,
-        /// The newer one.
-        b: String,
-        /// Why.
-        source: crate::discover::RecordWriteError,
-    },
+}
+
+/// The step of an exploration that failed ([`WatchError::Explore`]).
+#[derive(Debug, thiserror::Error)]
+pub enum ExploreError {
+    /// A release of the pair could not be installed.
+    #[error(transparent)]
+    Install(#[from] crate::subject::claude_code::InstallError),
+    /// The probes' goldens of the pair could not be compared.
+    #[error("what the probes' goldens show")]
+    Shown(#[source] crate::transcript::diff::SetError),
+    /// Its record could not be written.
+    #[error("its record")]
+    Record(#[source] crate::discover::RecordWriteError),
 }
 
 /// Runs a watch (see the module docs).
@@ -842,11 +836,10 @@ pub async fn watch(
         for pair in m.versions.windows(2).filter(|p| new.contains(&p[1])) {
             let (a, b) = (&pair[0], &pair[1]);
             say(&format!("exploring {a} → {b} ({explore} sessions, each side twice)"));
+            let failed = |source: ExploreError| WatchError::Explore { a: a.clone(), b: b.clone(), source };
             let (ca, cb) = match (crate::subject::claude_code::install(a), crate::subject::claude_code::install(b)) {
                 (Ok(x), Ok(y)) => (x, y),
-                (Err(source), _) | (_, Err(source)) => {
-                    return Err(WatchError::Install { a: a.clone(), b: b.clone(), source })
-                }
+                (Err(e), _) | (_, Err(e)) => return Err(failed(e.into())),
             };
             let opts = crate::discover::Options {
                 seed: crate::discover::DEFAULT_SEED,
@@ -856,18 +849,11 @@ pub async fn watch(
             };
             let r = crate::discover::explore(&ca, &cb, &opts, layout, &|_| {}).await;
             // the findings told from what the probes' goldens of the pair show (blessed above)
-            let shown = crate::discover::probe_diff(layout, probes, &m, a, b).map_err(|source| WatchError::Shown {
-                a: a.clone(),
-                b: b.clone(),
-                source,
-            })?;
+            let shown =
+                crate::discover::probe_diff(layout, probes, &m, a, b).map_err(|e| failed(ExploreError::Shown(e)))?;
             let record = crate::discover::published(&r, shown.as_ref());
             w.explored.push((b.clone(), record.stable.len(), record.noise, record.seconds));
-            crate::discover::write_published(&docs.explored, &record).map_err(|source| WatchError::Record {
-                a: a.clone(),
-                b: b.clone(),
-                source,
-            })?;
+            crate::discover::write_published(&docs.explored, &record).map_err(|e| failed(ExploreError::Record(e)))?;
             republish_page(&docs, layout, probes, b)?;
         }
     }
